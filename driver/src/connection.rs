@@ -1,0 +1,624 @@
+//! One connection to one server: open it through the [`Transport`], run the
+//! handshake, then exchange commands as OP_MSG frames.
+//!
+//! A connection that hits any I/O, framing or timeout error is closed for good
+//! ([`Connection::is_broken`]): after a failure mid-message the byte stream can no
+//! longer be trusted to sit on a frame boundary.
+
+use std::time::Duration;
+
+use bson::{Document, RawDocumentBuf};
+
+use crate::error::{CommandError, Error, ErrorKind, Result};
+use crate::handshake::{hello_command, HelloReply};
+use crate::rt::{self, Clock, ConnectTarget, Stream, Transport};
+use crate::wire::{
+    self, check_response_to, encode_op_query, next_request_id, Message, MessageHeader, OpMsg,
+    HEADER_LEN,
+};
+
+/// How a connection is opened and bounded.
+#[derive(Debug, Clone)]
+pub(crate) struct ConnectionSettings {
+    /// Where to, and with which TLS settings.
+    pub target: ConnectTarget,
+    /// Bound on TCP connect, TLS and the handshake together.
+    pub connect_timeout: Duration,
+    /// Bound on each read of a reply, if any.
+    pub socket_timeout: Option<Duration>,
+    /// The `client` metadata document for the handshake.
+    pub metadata: Document,
+}
+
+/// An established connection that has completed its handshake.
+pub(crate) struct Connection {
+    stream: Box<dyn Stream>,
+    address: String,
+    max_message_size: usize,
+    socket_timeout: Option<Duration>,
+    hello: HelloReply,
+    broken: bool,
+}
+
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connection")
+            .field("address", &self.address)
+            .field("broken", &self.broken)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Connection {
+    /// Opens a connection and runs the handshake, all within `connect_timeout`.
+    pub async fn establish(
+        transport: &dyn Transport,
+        clock: &dyn Clock,
+        settings: &ConnectionSettings,
+    ) -> Result<Connection> {
+        let address = settings.target.to_string();
+        let establish = async {
+            let stream = transport
+                .connect(&settings.target)
+                .await
+                .map_err(|error| Error::from_io(&address, error))?;
+            let mut connection = Connection {
+                stream,
+                address: address.clone(),
+                max_message_size: wire::DEFAULT_MAX_MESSAGE_SIZE,
+                socket_timeout: None,
+                hello: HelloReply::default(),
+                broken: false,
+            };
+            connection.handshake(&settings.metadata, clock).await?;
+            Ok::<_, Error>(connection)
+        };
+        let mut connection = rt::timeout(clock, settings.connect_timeout, establish)
+            .await
+            .map_err(|rt::Elapsed| {
+                Error::new(ErrorKind::Timeout {
+                    address: address.clone(),
+                    during: "connect",
+                    after: settings.connect_timeout,
+                })
+            })??;
+        connection.socket_timeout = settings.socket_timeout;
+        Ok(connection)
+    }
+
+    async fn handshake(&mut self, metadata: &Document, clock: &dyn Clock) -> Result<()> {
+        let (command, legacy) = hello_command(metadata, false);
+        let request_id = next_request_id();
+        let raw = to_raw(&command)?;
+        let frame = if legacy {
+            encode_op_query(request_id, "admin.$cmd", &raw)
+        } else {
+            let mut body = command;
+            body.insert("$db", "admin");
+            OpMsg::new(to_raw(&body)?).encode(request_id, 0)
+        };
+        let reply = self.round_trip(&frame, request_id, clock).await?;
+        let reply = command_reply(reply, &self.address)?;
+        let hello = HelloReply::parse(reply)?;
+        hello.check_compatible(&self.address)?;
+        if let Ok(size) = usize::try_from(hello.max_message_size_bytes) {
+            self.max_message_size = size.max(HEADER_LEN);
+        }
+        self.hello = hello;
+        Ok(())
+    }
+
+    /// The server's handshake reply.
+    pub fn hello(&self) -> &HelloReply {
+        &self.hello
+    }
+
+    /// Whether the connection failed and must be discarded.
+    pub fn is_broken(&self) -> bool {
+        self.broken
+    }
+
+    /// Runs one command (its body must already carry `$db`) and returns the reply
+    /// body; an `ok: 0` reply is a [`CommandError`].
+    pub async fn command(&mut self, body: RawDocumentBuf, clock: &dyn Clock) -> Result<Document> {
+        let request_id = next_request_id();
+        let frame = OpMsg::new(body).encode(request_id, 0);
+        let reply = self.round_trip(&frame, request_id, clock).await?;
+        command_reply(reply, &self.address)
+    }
+
+    /// Sends `frame` and reads the reply to `request_id`, closing the connection on
+    /// any failure.
+    async fn round_trip(
+        &mut self,
+        frame: &[u8],
+        request_id: i32,
+        clock: &dyn Clock,
+    ) -> Result<RawDocumentBuf> {
+        if self.broken {
+            return Err(Error::new(ErrorKind::Network {
+                address: self.address.clone(),
+                io_kind: std::io::ErrorKind::NotConnected,
+                message: "connection was closed after an earlier error".into(),
+            }));
+        }
+        let result = self.write_and_read(frame, request_id, clock).await;
+        if result.is_err() {
+            self.broken = true;
+        }
+        result
+    }
+
+    async fn write_and_read(
+        &mut self,
+        frame: &[u8],
+        request_id: i32,
+        clock: &dyn Clock,
+    ) -> Result<RawDocumentBuf> {
+        self.stream
+            .write_all(frame)
+            .await
+            .map_err(|error| Error::from_io(&self.address, error))?;
+        let message = match self.socket_timeout {
+            None => self.read_message(request_id).await?,
+            Some(limit) => rt::timeout(clock, limit, self.read_message(request_id))
+                .await
+                .map_err(|rt::Elapsed| {
+                    Error::new(ErrorKind::Timeout {
+                        address: self.address.clone(),
+                        during: "reading a reply",
+                        after: limit,
+                    })
+                })??,
+        };
+        message
+            .into_reply_document()
+            .map_err(|error| self.protocol_error(error))
+    }
+
+    async fn read_message(&mut self, request_id: i32) -> Result<Message> {
+        let mut header_bytes = [0u8; HEADER_LEN];
+        self.read_exact(&mut header_bytes).await?;
+        let header = MessageHeader::parse(&header_bytes);
+        // The length is checked against maxMessageSizeBytes before anything is allocated.
+        let body_len = header
+            .body_len(self.max_message_size)
+            .map_err(|error| self.protocol_error(error))?;
+        check_response_to(&header, request_id).map_err(|error| self.protocol_error(error))?;
+        let mut body = vec![0u8; body_len];
+        self.read_exact(&mut body).await?;
+        Message::decode(&header, &body).map_err(|error| self.protocol_error(error))
+    }
+
+    async fn read_exact(&mut self, mut buf: &mut [u8]) -> Result<()> {
+        while !buf.is_empty() {
+            match self.stream.read(buf).await {
+                Ok(0) => {
+                    return Err(Error::new(ErrorKind::Network {
+                        address: self.address.clone(),
+                        io_kind: std::io::ErrorKind::UnexpectedEof,
+                        message: "the server closed the connection".into(),
+                    }))
+                }
+                Ok(n) => buf = &mut buf[n..],
+                Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(error) => return Err(Error::from_io(&self.address, error)),
+            }
+        }
+        Ok(())
+    }
+
+    fn protocol_error(&self, error: wire::WireError) -> Error {
+        Error::new(ErrorKind::Protocol {
+            address: self.address.clone(),
+            error,
+        })
+    }
+}
+
+fn to_raw(document: &Document) -> Result<RawDocumentBuf> {
+    RawDocumentBuf::try_from(document)
+        .map_err(|error| Error::invalid_argument(format!("command cannot be encoded: {error}")))
+}
+
+/// Turns a reply into a document, or into a [`CommandError`] when it says `ok: 0`.
+fn command_reply(reply: RawDocumentBuf, address: &str) -> Result<Document> {
+    let reply = Document::try_from(reply.as_ref()).map_err(|error| {
+        Error::new(ErrorKind::Protocol {
+            address: address.to_string(),
+            error: wire::WireError::MalformedDocument(error.to_string()),
+        })
+    })?;
+    let ok = match reply.get("ok") {
+        Some(bson::Bson::Boolean(ok)) => *ok,
+        Some(value) => crate::handshake::bson_as_i64(value) == Some(1),
+        None => false,
+    };
+    if ok {
+        return Ok(reply);
+    }
+    Err(CommandError {
+        code: reply
+            .get("code")
+            .and_then(crate::handshake::bson_as_i64)
+            .and_then(|code| i32::try_from(code).ok())
+            .unwrap_or(0),
+        code_name: reply.get_str("codeName").unwrap_or_default().to_string(),
+        message: reply.get_str("errmsg").unwrap_or_default().to_string(),
+        error_labels: reply
+            .get_array("errorLabels")
+            .map(|labels| {
+                labels
+                    .iter()
+                    .filter_map(|label| label.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default(),
+    }
+    .into())
+}
+
+#[cfg(test)]
+mod tests {
+    //! The connection against a scripted in-memory server: every byte it sends is
+    //! recorded, every byte it reads comes from the script.
+
+    use std::collections::VecDeque;
+    use std::io;
+    use std::sync::{Arc, Mutex};
+
+    use bson::{doc, RawDocument};
+    use futures::executor::block_on;
+
+    use super::*;
+    use crate::rt::{boxed, BoxFuture, Instant};
+    use crate::wire::op_code;
+
+    /// Given the request frame, the bytes the server answers with (`None`: it goes silent).
+    type Responder = Box<dyn FnMut(&[u8]) -> Option<Vec<u8>> + Send>;
+
+    #[derive(Clone, Default)]
+    struct Script {
+        responders: Arc<Mutex<VecDeque<Responder>>>,
+        sent: Arc<Mutex<Vec<Vec<u8>>>>,
+    }
+
+    impl Script {
+        fn then(self, responder: impl FnMut(&[u8]) -> Option<Vec<u8>> + Send + 'static) -> Self {
+            self.responders
+                .lock()
+                .unwrap()
+                .push_back(Box::new(responder));
+            self
+        }
+        fn sent(&self) -> Vec<Vec<u8>> {
+            self.sent.lock().unwrap().clone()
+        }
+    }
+
+    struct ScriptedStream {
+        script: Script,
+        pending: Vec<u8>,
+        silent: bool,
+    }
+
+    impl Stream for ScriptedStream {
+        fn read<'a>(&'a mut self, buf: &'a mut [u8]) -> BoxFuture<'a, io::Result<usize>> {
+            if self.silent {
+                return boxed(futures::future::pending());
+            }
+            let n = buf.len().min(self.pending.len());
+            buf[..n].copy_from_slice(&self.pending[..n]);
+            self.pending.drain(..n);
+            boxed(async move { Ok(n) })
+        }
+
+        fn write_all<'a>(&'a mut self, buf: &'a [u8]) -> BoxFuture<'a, io::Result<()>> {
+            self.script.sent.lock().unwrap().push(buf.to_vec());
+            let responder = self.script.responders.lock().unwrap().pop_front();
+            match responder.and_then(|mut respond| respond(buf)) {
+                Some(reply) => self.pending.extend(reply),
+                None => self.silent = true,
+            }
+            boxed(async { Ok(()) })
+        }
+    }
+
+    impl Transport for Script {
+        fn connect<'a>(
+            &'a self,
+            _: &'a ConnectTarget,
+        ) -> BoxFuture<'a, io::Result<Box<dyn Stream>>> {
+            let stream = ScriptedStream {
+                script: self.clone(),
+                pending: Vec::new(),
+                silent: false,
+            };
+            boxed(async move { Ok(Box::new(stream) as Box<dyn Stream>) })
+        }
+    }
+
+    /// A clock whose sleeps end at once: any wait on a silent server times out.
+    struct InstantTimeouts;
+
+    impl Clock for InstantTimeouts {
+        fn now(&self) -> Instant {
+            Instant::from_origin(Duration::ZERO)
+        }
+        fn sleep(&self, _: Duration) -> BoxFuture<'static, ()> {
+            boxed(async {})
+        }
+    }
+
+    /// A clock whose sleeps never end.
+    struct NoTimeouts;
+
+    impl Clock for NoTimeouts {
+        fn now(&self) -> Instant {
+            Instant::from_origin(Duration::ZERO)
+        }
+        fn sleep(&self, _: Duration) -> BoxFuture<'static, ()> {
+            boxed(futures::future::pending())
+        }
+    }
+
+    fn settings() -> ConnectionSettings {
+        ConnectionSettings {
+            target: ConnectTarget {
+                host: "db.test".into(),
+                port: 27017,
+                tls: None,
+            },
+            connect_timeout: Duration::from_secs(10),
+            socket_timeout: None,
+            metadata: doc! { "driver": { "name": "anymongo", "version": "test" } },
+        }
+    }
+
+    fn request_id(frame: &[u8]) -> i32 {
+        MessageHeader::parse(frame[..HEADER_LEN].try_into().unwrap()).request_id
+    }
+
+    fn op_reply(response_to: i32, document: Document) -> Vec<u8> {
+        let document = document.to_vec().unwrap();
+        let mut frame = Vec::new();
+        MessageHeader {
+            length: (HEADER_LEN + 20 + document.len()) as i32,
+            request_id: 1,
+            response_to,
+            op_code: op_code::REPLY,
+        }
+        .write_to(&mut frame);
+        frame.extend(0i32.to_le_bytes()); // responseFlags
+        frame.extend(0i64.to_le_bytes()); // cursorID
+        frame.extend(0i32.to_le_bytes()); // startingFrom
+        frame.extend(1i32.to_le_bytes()); // numberReturned
+        frame.extend(document);
+        frame
+    }
+
+    fn op_msg(response_to: i32, document: Document) -> Vec<u8> {
+        OpMsg::new(RawDocumentBuf::try_from(&document).unwrap()).encode(2, response_to)
+    }
+
+    fn hello(fields: Document) -> impl FnMut(&[u8]) -> Option<Vec<u8>> + Send {
+        move |frame| {
+            let mut reply =
+                doc! { "ismaster": true, "helloOk": true, "maxWireVersion": 21, "ok": 1 };
+            reply.extend(fields.clone());
+            Some(op_reply(request_id(frame), reply))
+        }
+    }
+
+    fn connect(script: &Script) -> Result<Connection> {
+        block_on(Connection::establish(script, &NoTimeouts, &settings()))
+    }
+
+    fn ping(connection: &mut Connection) -> Result<Document> {
+        let body = RawDocumentBuf::try_from(&doc! { "ping": 1, "$db": "admin" }).unwrap();
+        block_on(connection.command(body, &NoTimeouts))
+    }
+
+    #[test]
+    fn handshake_is_legacy_hello_over_op_query_then_commands_use_op_msg() {
+        let script = Script::default()
+            .then(hello(doc! {}))
+            .then(|frame| Some(op_msg(request_id(frame), doc! { "ok": 1.0 })));
+        let mut connection = connect(&script).unwrap();
+        assert!(connection.hello().hello_ok);
+        assert_eq!(ping(&mut connection).unwrap().get_f64("ok").unwrap(), 1.0);
+
+        let sent = script.sent();
+        let hello = MessageHeader::parse(sent[0][..HEADER_LEN].try_into().unwrap());
+        assert_eq!(hello.op_code, op_code::QUERY);
+        assert_eq!(hello.length as usize, sent[0].len());
+        // flags, then the cstring "admin.$cmd", numberToSkip 0, numberToReturn -1, query.
+        let body = &sent[0][HEADER_LEN..];
+        assert_eq!(&body[4..15], b"admin.$cmd\0");
+        assert_eq!(&body[15..23], [0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff]);
+        let query = Document::try_from(RawDocument::from_bytes(&body[23..]).unwrap()).unwrap();
+        assert_eq!(query.keys().next().unwrap(), "isMaster");
+        assert!(query.get_bool("helloOk").unwrap());
+        assert_eq!(
+            query
+                .get_document("client")
+                .unwrap()
+                .get_document("driver")
+                .unwrap()
+                .get_str("name")
+                .unwrap(),
+            "anymongo"
+        );
+
+        let command = MessageHeader::parse(sent[1][..HEADER_LEN].try_into().unwrap());
+        assert_eq!(command.op_code, op_code::MSG);
+        let Message::Msg(message) = Message::decode(&command, &sent[1][HEADER_LEN..]).unwrap()
+        else {
+            panic!("not OP_MSG");
+        };
+        let body = Document::try_from(message.body.as_ref()).unwrap();
+        assert_eq!(body, doc! { "ping": 1, "$db": "admin" });
+    }
+
+    #[test]
+    fn a_reply_to_another_request_is_a_protocol_error_and_closes_the_connection() {
+        let script = Script::default()
+            .then(hello(doc! {}))
+            .then(|frame| Some(op_msg(request_id(frame) + 1, doc! { "ok": 1 })));
+        let mut connection = connect(&script).unwrap();
+        let error = ping(&mut connection).unwrap_err();
+        assert!(
+            matches!(
+                error.kind(),
+                ErrorKind::Protocol {
+                    error: wire::WireError::ResponseToMismatch { .. },
+                    ..
+                }
+            ),
+            "{error}"
+        );
+        assert!(connection.is_broken());
+        let again = ping(&mut connection).unwrap_err();
+        assert!(
+            matches!(
+                again.kind(),
+                ErrorKind::Network {
+                    io_kind: io::ErrorKind::NotConnected,
+                    ..
+                }
+            ),
+            "{again}"
+        );
+        assert_eq!(
+            script.sent().len(),
+            2,
+            "a broken connection sends nothing more"
+        );
+    }
+
+    #[test]
+    fn a_reply_longer_than_max_message_size_is_refused_before_reading_it() {
+        let script = Script::default()
+            .then(hello(doc! { "maxMessageSizeBytes": 1000 }))
+            .then(|frame| {
+                let mut reply =
+                    op_msg(request_id(frame), doc! { "ok": 1, "pad": "x".repeat(2000) });
+                reply.truncate(HEADER_LEN); // the header alone: the body must never be awaited
+                Some(reply)
+            });
+        let mut connection = connect(&script).unwrap();
+        let error = ping(&mut connection).unwrap_err();
+        assert!(
+            matches!(
+                error.kind(),
+                ErrorKind::Protocol {
+                    error: wire::WireError::FrameTooLarge { max: 1000, .. },
+                    ..
+                }
+            ),
+            "{error}"
+        );
+        assert!(connection.is_broken());
+    }
+
+    #[test]
+    fn a_connection_closed_mid_reply_is_a_network_error() {
+        let script = Script::default().then(hello(doc! {})).then(|frame| {
+            let mut reply = op_msg(request_id(frame), doc! { "ok": 1 });
+            reply.truncate(reply.len() - 3);
+            Some(reply)
+        });
+        let mut connection = connect(&script).unwrap();
+        let error = ping(&mut connection).unwrap_err();
+        assert!(
+            matches!(
+                error.kind(),
+                ErrorKind::Network {
+                    io_kind: io::ErrorKind::UnexpectedEof,
+                    ..
+                }
+            ),
+            "{error}"
+        );
+        assert!(connection.is_broken());
+    }
+
+    #[test]
+    fn a_command_error_keeps_the_connection() {
+        let script = Script::default().then(hello(doc! {})).then(|frame| {
+            Some(op_msg(
+                request_id(frame),
+                doc! { "ok": 0.0, "code": 11600, "codeName": "InterruptedAtShutdown", "errmsg": "bye",
+                       "errorLabels": ["RetryableWriteError"] },
+            ))
+        });
+        let mut connection = connect(&script).unwrap();
+        let error = ping(&mut connection).unwrap_err();
+        assert_eq!(error.code(), Some(11600));
+        assert_eq!(error.labels(), ["RetryableWriteError"]);
+        assert!(
+            error.to_string().contains("InterruptedAtShutdown"),
+            "{error}"
+        );
+        assert!(!connection.is_broken());
+    }
+
+    #[test]
+    fn an_incompatible_server_fails_the_handshake() {
+        let script = Script::default().then(hello(doc! { "maxWireVersion": 5 }));
+        let error = connect(&script).unwrap_err();
+        assert!(
+            matches!(error.kind(), ErrorKind::IncompatibleServer { .. }),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn a_failed_hello_fails_the_handshake() {
+        let script = Script::default().then(|frame| {
+            Some(op_reply(
+                request_id(frame),
+                doc! { "ok": 0, "code": 18, "errmsg": "no" },
+            ))
+        });
+        assert_eq!(connect(&script).unwrap_err().code(), Some(18));
+    }
+
+    #[test]
+    fn a_silent_server_times_out_the_connect() {
+        let script = Script::default().then(|_| None);
+        let error = block_on(Connection::establish(
+            &script,
+            &InstantTimeouts,
+            &settings(),
+        ))
+        .unwrap_err();
+        assert!(
+            matches!(error.kind(), ErrorKind::Timeout { during: "connect", address, .. } if address == "db.test:27017"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn socket_timeout_bounds_each_reply() {
+        let script = Script::default().then(hello(doc! {})).then(|_| None);
+        let mut settings = settings();
+        settings.socket_timeout = Some(Duration::from_millis(5));
+        // The handshake runs under a clock that never fires; the command under one that does.
+        let mut connection =
+            block_on(Connection::establish(&script, &NoTimeouts, &settings)).unwrap();
+        let body = RawDocumentBuf::try_from(&doc! { "ping": 1, "$db": "admin" }).unwrap();
+        let error = block_on(connection.command(body, &InstantTimeouts)).unwrap_err();
+        assert!(
+            matches!(
+                error.kind(),
+                ErrorKind::Timeout {
+                    during: "reading a reply",
+                    ..
+                }
+            ),
+            "{error}"
+        );
+        assert!(connection.is_broken());
+    }
+}

@@ -1,0 +1,196 @@
+//! The driver's error type.
+//!
+//! Every failure a user can see is an [`Error`] whose [`ErrorKind`] says what went
+//! wrong in terms they can act on: a bad argument, a network failure (with the
+//! address), a TLS failure, a malformed reply, or an error the server returned
+//! (with its `code`, `codeName`, `errmsg` and `errorLabels`).
+
+use std::fmt;
+use std::io;
+use std::time::Duration;
+
+use crate::wire::WireError;
+
+/// The result type of the driver.
+pub type Result<T> = std::result::Result<T, Error>;
+
+/// An error of the driver. Cheap to clone.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Error {
+    kind: Box<ErrorKind>,
+}
+
+/// What went wrong.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// An argument or option given to the driver is invalid (a malformed URI, say).
+    InvalidArgument {
+        /// What is wrong with it.
+        message: String,
+    },
+    /// Opening, reading or writing a connection failed.
+    Network {
+        /// `host:port` of the server.
+        address: String,
+        /// The I/O error kind reported by the transport.
+        io_kind: io::ErrorKind,
+        /// What the transport said.
+        message: String,
+    },
+    /// A connection or an operation on it did not finish in time.
+    Timeout {
+        /// `host:port` of the server.
+        address: String,
+        /// What was being waited for, e.g. `"connect"`.
+        during: &'static str,
+        /// The limit that passed.
+        after: Duration,
+    },
+    /// The TLS handshake failed, for example because the server's certificate is not trusted.
+    Tls {
+        /// `host:port` of the server.
+        address: String,
+        /// What the TLS layer said.
+        message: String,
+    },
+    /// The server sent bytes that are not a valid reply; the connection was closed.
+    Protocol {
+        /// `host:port` of the server.
+        address: String,
+        /// What is wrong with the reply.
+        error: WireError,
+    },
+    /// The server's wire version range does not overlap the driver's.
+    IncompatibleServer {
+        /// The spec's compatibility message.
+        message: String,
+    },
+    /// The server answered a command with `ok: 0`.
+    Command(CommandError),
+}
+
+/// An error reply from the server (`ok: 0`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommandError {
+    /// The server's error code, e.g. `2`.
+    pub code: i32,
+    /// The code's name, e.g. `"BadValue"`; empty when the server sent none.
+    pub code_name: String,
+    /// The server's message (`errmsg`).
+    pub message: String,
+    /// The reply's `errorLabels`, e.g. `"TransientTransactionError"`.
+    pub error_labels: Vec<String>,
+}
+
+impl Error {
+    /// An error of the given kind.
+    pub fn new(kind: ErrorKind) -> Self {
+        Error {
+            kind: Box::new(kind),
+        }
+    }
+
+    /// An [`ErrorKind::InvalidArgument`] error.
+    pub fn invalid_argument(message: impl Into<String>) -> Self {
+        Error::new(ErrorKind::InvalidArgument {
+            message: message.into(),
+        })
+    }
+
+    /// What went wrong.
+    pub fn kind(&self) -> &ErrorKind {
+        &self.kind
+    }
+
+    /// The server's error code, for [`ErrorKind::Command`] errors.
+    pub fn code(&self) -> Option<i32> {
+        match &*self.kind {
+            ErrorKind::Command(error) => Some(error.code),
+            _ => None,
+        }
+    }
+
+    /// The error labels the server attached.
+    pub fn labels(&self) -> &[String] {
+        match &*self.kind {
+            ErrorKind::Command(error) => &error.error_labels,
+            _ => &[],
+        }
+    }
+
+    /// Whether the error carries `label`.
+    pub fn has_label(&self, label: &str) -> bool {
+        self.labels().iter().any(|l| l == label)
+    }
+
+    /// Converts a transport's I/O error into a network or TLS error for `address`.
+    ///
+    /// A transport marks TLS failures by wrapping a [`crate::rt::TlsError`] in the
+    /// `io::Error` (see that type); everything else is a network error.
+    pub(crate) fn from_io(address: &str, error: io::Error) -> Self {
+        if let Some(tls) = error
+            .get_ref()
+            .and_then(|inner| inner.downcast_ref::<crate::rt::TlsError>())
+        {
+            return Error::new(ErrorKind::Tls {
+                address: address.to_string(),
+                message: tls.0.clone(),
+            });
+        }
+        Error::new(ErrorKind::Network {
+            address: address.to_string(),
+            io_kind: error.kind(),
+            message: error.to_string(),
+        })
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &*self.kind {
+            ErrorKind::InvalidArgument { message } => write!(f, "invalid argument: {message}"),
+            ErrorKind::Network {
+                address, message, ..
+            } => write!(f, "network error with {address}: {message}"),
+            ErrorKind::Timeout {
+                address,
+                during,
+                after,
+            } => write!(f, "{during} to {address} timed out after {after:?}"),
+            ErrorKind::Tls { address, message } => {
+                write!(f, "TLS handshake with {address} failed: {message}")
+            }
+            ErrorKind::Protocol { address, error } => {
+                write!(
+                    f,
+                    "invalid reply from {address} (connection closed): {error}"
+                )
+            }
+            ErrorKind::IncompatibleServer { message } => f.write_str(message),
+            ErrorKind::Command(error) => fmt::Display::fmt(error, f),
+        }
+    }
+}
+
+impl fmt::Display for CommandError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "command failed: {}", self.message)?;
+        match self.code_name.as_str() {
+            "" => write!(f, " (code {})", self.code)?,
+            name => write!(f, " ({name}, code {})", self.code)?,
+        }
+        if !self.error_labels.is_empty() {
+            write!(f, " [labels: {}]", self.error_labels.join(", "))?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl From<CommandError> for Error {
+    fn from(error: CommandError) -> Self {
+        Error::new(ErrorKind::Command(error))
+    }
+}

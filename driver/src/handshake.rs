@@ -1,0 +1,467 @@
+//! The connection handshake (the MongoDB Handshake spec): the `client` metadata
+//! document, the initial hello command, and the typed reply.
+//!
+//! Everything here is pure: the connection module sends what [`hello_command`] builds
+//! and feeds the answer to [`HelloReply::parse`].
+
+use bson::{doc, oid::ObjectId, Bson, Document};
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::rt::HostInfo;
+
+/// The driver's name in the handshake.
+pub const DRIVER_NAME: &str = "anymongo";
+
+/// The oldest wire version the driver speaks (MongoDB 4.2), per the Server Discovery
+/// and Monitoring spec's compatibility rules.
+pub const MIN_WIRE_VERSION: i32 = 8;
+/// The newest wire version the driver knows (MongoDB 8.2).
+pub const MAX_WIRE_VERSION: i32 = 27;
+
+/// The handshake's limit on the whole `client` document, BSON overhead included
+/// (Handshake spec, "Limitations").
+pub const MAX_METADATA_SIZE: usize = 512;
+
+/// Builds the `client` metadata document for a host and an optional `appName`,
+/// trimmed to [`MAX_METADATA_SIZE`] in the spec's order.
+///
+/// ```
+/// use anymongo::handshake::client_metadata;
+/// # let host = anymongo::rt::HostInfo { runtime: "native", platform: "tokio".into(),
+/// #     os_type: "linux".into(), architecture: None, docker: false, env: |_| None };
+/// let metadata = client_metadata(&host, Some("inventory"));
+/// assert_eq!(metadata.get_document("driver").unwrap().get_str("name").unwrap(), "anymongo");
+/// assert_eq!(metadata.get_document("application").unwrap().get_str("name").unwrap(), "inventory");
+/// ```
+pub fn client_metadata(host: &HostInfo, app_name: Option<&str>) -> Document {
+    let mut metadata = Document::new();
+    if let Some(name) = app_name {
+        metadata.insert("application", doc! { "name": name });
+    }
+    metadata.insert(
+        "driver",
+        doc! { "name": DRIVER_NAME, "version": env!("CARGO_PKG_VERSION") },
+    );
+    let mut os = doc! { "type": host.os_type.as_str() };
+    if let Some(architecture) = &host.architecture {
+        os.insert("architecture", architecture.as_str());
+    }
+    metadata.insert("os", os);
+    metadata.insert(
+        "platform",
+        format!("anymongo {} runtime, {}", host.runtime, host.platform),
+    );
+    if let Some(env) = environment(host) {
+        metadata.insert("env", env);
+    }
+    truncate_metadata(&mut metadata);
+    metadata
+}
+
+/// `client.env`: FaaS and container detection (Handshake spec, "client.env").
+fn environment(host: &HostInfo) -> Option<Document> {
+    let var = |name: &str| (host.env)(name).filter(|value| !value.is_empty());
+    let aws = var("AWS_EXECUTION_ENV").is_some_and(|v| v.starts_with("AWS_Lambda_"))
+        || var("AWS_LAMBDA_RUNTIME_API").is_some();
+    let azure = var("FUNCTIONS_WORKER_RUNTIME").is_some();
+    let gcp = var("K_SERVICE").is_some() || var("FUNCTION_NAME").is_some();
+    let vercel = var("VERCEL").is_some();
+    let int = |name: &str| var(name).and_then(|value| value.parse::<i32>().ok());
+
+    let mut env = Document::new();
+    // Vercel wins over AWS Lambda; any other combination is ambiguous and omitted.
+    let faas = match (aws, azure, gcp, vercel) {
+        (_, false, false, true) => Some("vercel"),
+        (true, false, false, false) => Some("aws.lambda"),
+        (false, true, false, false) => Some("azure.func"),
+        (false, false, true, false) => Some("gcp.func"),
+        _ => None,
+    };
+    if let Some(name) = faas {
+        env.insert("name", name);
+        let fields: &[(&str, &str, bool)] = match name {
+            "aws.lambda" => &[
+                ("region", "AWS_REGION", false),
+                ("memory_mb", "AWS_LAMBDA_FUNCTION_MEMORY_SIZE", true),
+            ],
+            "gcp.func" => &[
+                ("memory_mb", "FUNCTION_MEMORY_MB", true),
+                ("timeout_sec", "FUNCTION_TIMEOUT_SEC", true),
+                ("region", "FUNCTION_REGION", false),
+            ],
+            "vercel" => &[("region", "VERCEL_REGION", false)],
+            _ => &[],
+        };
+        for &(field, variable, is_int) in fields {
+            match is_int {
+                true => int(variable).map(|value| env.insert(field, value)),
+                false => var(variable).map(|value| env.insert(field, value)),
+            };
+        }
+    }
+    let mut container = Document::new();
+    if host.docker {
+        container.insert("runtime", "docker");
+    }
+    if var("KUBERNETES_SERVICE_HOST").is_some() {
+        container.insert("orchestrator", "kubernetes");
+    }
+    if !container.is_empty() {
+        env.insert("container", container);
+    }
+    (!env.is_empty()).then_some(env)
+}
+
+fn encoded_len(document: &Document) -> usize {
+    document.to_vec().map_or(usize::MAX, |bytes| bytes.len())
+}
+
+/// Shrinks `metadata` below [`MAX_METADATA_SIZE`] in the order of the Handshake spec's
+/// "Limitations": env fields but `name`, os fields but `type`, the whole env, then
+/// the platform string.
+fn truncate_metadata(metadata: &mut Document) {
+    let steps: [fn(&mut Document); 3] = [
+        |m| retain_only(m, "env", "name"),
+        |m| retain_only(m, "os", "type"),
+        |m| {
+            m.remove("env");
+        },
+    ];
+    for step in steps {
+        if encoded_len(metadata) <= MAX_METADATA_SIZE {
+            return;
+        }
+        step(metadata);
+    }
+    let excess = encoded_len(metadata).saturating_sub(MAX_METADATA_SIZE);
+    if excess > 0 {
+        if let Some(Bson::String(platform)) = metadata.get_mut("platform") {
+            let mut keep = platform.len().saturating_sub(excess);
+            while !platform.is_char_boundary(keep) {
+                keep -= 1;
+            }
+            platform.truncate(keep);
+        }
+    }
+}
+
+fn retain_only(metadata: &mut Document, section: &str, keep: &str) {
+    if let Ok(document) = metadata.get_document_mut(section) {
+        let kept = document.remove(keep);
+        document.clear();
+        if let Some(value) = kept {
+            document.insert(keep, value);
+        }
+    }
+}
+
+/// The first command sent on a new connection, and whether it is the legacy hello
+/// (which goes out as OP_QUERY on `admin.$cmd`).
+///
+/// Seed 002's Handshake rules: with a server API version or `loadBalanced`, send
+/// `hello` over OP_MSG; otherwise send legacy hello (`isMaster`) with `helloOk: true`
+/// over OP_QUERY, so that servers that predate OP_MSG can still answer.
+pub fn hello_command(metadata: &Document, load_balanced: bool) -> (Document, bool) {
+    let legacy = !load_balanced;
+    let mut command = match legacy {
+        true => doc! { "isMaster": 1, "helloOk": true },
+        false => doc! { "hello": 1 },
+    };
+    command.insert("client", metadata.clone());
+    if load_balanced {
+        command.insert("loadBalanced", true);
+    }
+    (command, legacy)
+}
+
+/// A server's answer to hello, typed (the fields SDAM and the connection use).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct HelloReply {
+    /// `isWritablePrimary` (or legacy `ismaster`).
+    pub is_writable_primary: bool,
+    /// Whether the server accepts `hello` from now on (`helloOk`).
+    pub hello_ok: bool,
+    /// `minWireVersion`.
+    pub min_wire_version: i32,
+    /// `maxWireVersion`.
+    pub max_wire_version: i32,
+    /// `maxBsonObjectSize` (default 16 MiB).
+    pub max_bson_object_size: i32,
+    /// `maxMessageSizeBytes` (default 48 MB).
+    pub max_message_size_bytes: i32,
+    /// `maxWriteBatchSize` (default 100 000).
+    pub max_write_batch_size: i32,
+    /// `setName`, for replica set members.
+    pub set_name: Option<String>,
+    /// `hosts` of a replica set.
+    pub hosts: Vec<String>,
+    /// `msg: "isdbgrid"` marks a mongos.
+    pub is_mongos: bool,
+    /// `secondary`.
+    pub secondary: bool,
+    /// `arbiterOnly`.
+    pub arbiter_only: bool,
+    /// `me`.
+    pub me: Option<String>,
+    /// `setVersion`.
+    pub set_version: Option<i32>,
+    /// `electionId`.
+    pub election_id: Option<ObjectId>,
+    /// `topologyVersion`, for streaming monitoring.
+    pub topology_version: Option<Document>,
+    /// `logicalSessionTimeoutMinutes`; `None` when sessions are not supported.
+    pub logical_session_timeout_minutes: Option<i64>,
+    /// `connectionId`: the server's id of this connection.
+    pub connection_id: Option<i64>,
+    /// `serviceId`, behind a load balancer.
+    pub service_id: Option<ObjectId>,
+    /// `saslSupportedMechs`, when asked for.
+    pub sasl_supported_mechs: Option<Vec<String>>,
+    /// The whole reply.
+    pub raw: Document,
+}
+
+impl HelloReply {
+    /// Parses a successful (`ok: 1`) hello reply.
+    pub fn parse(raw: Document) -> Result<HelloReply> {
+        let int = |key: &str| raw.get(key).and_then(bson_as_i64);
+        let int32_or = |key: &str, default: i32| {
+            int(key)
+                .and_then(|value| i32::try_from(value).ok())
+                .unwrap_or(default)
+        };
+        let flag = |key: &str| raw.get_bool(key).unwrap_or(false);
+        let string = |key: &str| raw.get_str(key).ok().map(str::to_string);
+        let reply = HelloReply {
+            is_writable_primary: flag("isWritablePrimary") || flag("ismaster"),
+            hello_ok: flag("helloOk"),
+            min_wire_version: int32_or("minWireVersion", 0),
+            max_wire_version: int32_or("maxWireVersion", 0),
+            max_bson_object_size: int32_or("maxBsonObjectSize", 16 * 1024 * 1024),
+            max_message_size_bytes: int32_or("maxMessageSizeBytes", 48_000_000),
+            max_write_batch_size: int32_or("maxWriteBatchSize", 100_000),
+            set_name: string("setName"),
+            hosts: raw
+                .get_array("hosts")
+                .map(|hosts| {
+                    hosts
+                        .iter()
+                        .filter_map(|h| h.as_str().map(str::to_string))
+                        .collect()
+                })
+                .unwrap_or_default(),
+            is_mongos: raw.get_str("msg").ok() == Some("isdbgrid"),
+            secondary: flag("secondary"),
+            arbiter_only: flag("arbiterOnly"),
+            me: string("me"),
+            set_version: int("setVersion").and_then(|v| i32::try_from(v).ok()),
+            election_id: raw.get_object_id("electionId").ok(),
+            topology_version: raw.get_document("topologyVersion").ok().cloned(),
+            logical_session_timeout_minutes: int("logicalSessionTimeoutMinutes"),
+            connection_id: int("connectionId"),
+            service_id: raw.get_object_id("serviceId").ok(),
+            sasl_supported_mechs: raw.get_array("saslSupportedMechs").ok().map(|mechs| {
+                mechs
+                    .iter()
+                    .filter_map(|m| m.as_str().map(str::to_string))
+                    .collect()
+            }),
+            raw,
+        };
+        Ok(reply)
+    }
+
+    /// Checks that the server's wire versions overlap the driver's, with the message
+    /// the Server Discovery and Monitoring spec prescribes.
+    pub fn check_compatible(&self, address: &str) -> Result<()> {
+        let message = if self.min_wire_version > MAX_WIRE_VERSION {
+            format!(
+                "Server at {address} requires wire version {}, but this version of anymongo only supports up to {MAX_WIRE_VERSION}.",
+                self.min_wire_version
+            )
+        } else if self.max_wire_version < MIN_WIRE_VERSION {
+            format!(
+                "Server at {address} reports wire version {}, but this version of anymongo requires at least {MIN_WIRE_VERSION} (MongoDB 4.2).",
+                self.max_wire_version
+            )
+        } else {
+            return Ok(());
+        };
+        Err(Error::new(ErrorKind::IncompatibleServer { message }))
+    }
+}
+
+/// Reads a BSON number as an integer (servers send int32, int64 or double).
+pub(crate) fn bson_as_i64(value: &Bson) -> Option<i64> {
+    match value {
+        Bson::Int32(v) => Some(i64::from(*v)),
+        Bson::Int64(v) => Some(*v),
+        Bson::Double(v) if v.fract() == 0.0 && v.is_finite() => Some(*v as i64),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn host(env: fn(&str) -> Option<String>) -> HostInfo {
+        HostInfo {
+            runtime: "native",
+            platform: "tokio".into(),
+            os_type: "linux".into(),
+            architecture: Some("x86_64".into()),
+            docker: false,
+            env,
+        }
+    }
+
+    #[test]
+    fn metadata_has_driver_os_platform_and_runtime() {
+        let metadata = client_metadata(&host(|_| None), None);
+        assert_eq!(
+            metadata
+                .get_document("driver")
+                .unwrap()
+                .get_str("name")
+                .ok(),
+            Some("anymongo")
+        );
+        let os = metadata.get_document("os").unwrap();
+        assert_eq!(
+            (os.get_str("type").ok(), os.get_str("architecture").ok()),
+            (Some("linux"), Some("x86_64"))
+        );
+        assert!(metadata
+            .get_str("platform")
+            .unwrap()
+            .contains("native runtime"));
+        assert!(!metadata.contains_key("env"));
+        assert!(!metadata.contains_key("application"));
+    }
+
+    #[test]
+    fn faas_detection_follows_the_table() {
+        let metadata = client_metadata(
+            &host(|name| match name {
+                "AWS_EXECUTION_ENV" => Some("AWS_Lambda_java8".into()),
+                "AWS_REGION" => Some("us-east-2".into()),
+                "AWS_LAMBDA_FUNCTION_MEMORY_SIZE" => Some("1024".into()),
+                _ => None,
+            }),
+            None,
+        );
+        assert_eq!(
+            metadata.get_document("env").unwrap(),
+            &doc! { "name": "aws.lambda", "region": "us-east-2", "memory_mb": 1024 }
+        );
+
+        // Vercel wins over AWS; a non-integer memory size is omitted without error.
+        let metadata = client_metadata(
+            &host(|name| match name {
+                "AWS_LAMBDA_RUNTIME_API" | "VERCEL" => Some("1".into()),
+                "VERCEL_REGION" => Some("cdg1".into()),
+                _ => None,
+            }),
+            None,
+        );
+        assert_eq!(
+            metadata.get_document("env").unwrap(),
+            &doc! { "name": "vercel", "region": "cdg1" }
+        );
+
+        let metadata = client_metadata(
+            &host(|name| match name {
+                "FUNCTIONS_WORKER_RUNTIME" | "K_SERVICE" => Some("x".into()),
+                _ => None,
+            }),
+            None,
+        );
+        assert!(!metadata.contains_key("env"), "ambiguous FaaS is omitted");
+
+        let metadata = client_metadata(
+            &host(|name| match name {
+                "FUNCTION_NAME" => Some("f".into()),
+                "FUNCTION_MEMORY_MB" => Some("big".into()),
+                "KUBERNETES_SERVICE_HOST" => Some("10.0.0.1".into()),
+                _ => None,
+            }),
+            None,
+        );
+        assert_eq!(
+            metadata.get_document("env").unwrap(),
+            &doc! { "name": "gcp.func", "container": { "orchestrator": "kubernetes" } }
+        );
+    }
+
+    #[test]
+    fn oversized_metadata_is_trimmed_in_the_spec_order() {
+        let mut long_host = host(|name| match name {
+            "AWS_EXECUTION_ENV" => Some("AWS_Lambda_java8".into()),
+            "AWS_REGION" => Some("r".repeat(400)),
+            _ => None,
+        });
+        // Step 1 alone is enough: env keeps only its name, os is untouched.
+        let metadata = client_metadata(&long_host, None);
+        assert_eq!(
+            metadata.get_document("env").unwrap(),
+            &doc! { "name": "aws.lambda" }
+        );
+        assert!(metadata
+            .get_document("os")
+            .unwrap()
+            .contains_key("architecture"));
+
+        // A huge platform string forces every step, and then truncation.
+        long_host.platform = "p".repeat(1000);
+        let metadata = client_metadata(&long_host, Some("app"));
+        assert!(!metadata.contains_key("env"));
+        assert_eq!(
+            metadata.get_document("os").unwrap(),
+            &doc! { "type": "linux" }
+        );
+        assert_eq!(encoded_len(&metadata), MAX_METADATA_SIZE);
+        assert!(metadata
+            .get_str("platform")
+            .unwrap()
+            .starts_with("anymongo native runtime, ppp"));
+    }
+
+    #[test]
+    fn legacy_hello_unless_load_balanced() {
+        let metadata = doc! { "driver": { "name": "x" } };
+        let (command, legacy) = hello_command(&metadata, false);
+        assert!(legacy);
+        assert_eq!(command.keys().next().map(String::as_str), Some("isMaster"));
+        assert_eq!(command.get_bool("helloOk").ok(), Some(true));
+        let (command, legacy) = hello_command(&metadata, true);
+        assert!(!legacy);
+        assert_eq!(command.keys().next().map(String::as_str), Some("hello"));
+        assert_eq!(command.get_bool("loadBalanced").ok(), Some(true));
+    }
+
+    #[test]
+    fn hello_reply_is_typed_and_checked_for_compatibility() {
+        let reply = HelloReply::parse(doc! {
+            "ismaster": true, "helloOk": true, "maxWireVersion": 21, "minWireVersion": 0,
+            "setName": "rs", "hosts": ["a:1", "b:2"], "maxMessageSizeBytes": 1000,
+            "logicalSessionTimeoutMinutes": 30.0, "ok": 1.0,
+        })
+        .unwrap();
+        assert!(reply.is_writable_primary && reply.hello_ok);
+        assert_eq!(reply.set_name.as_deref(), Some("rs"));
+        assert_eq!(reply.hosts, ["a:1", "b:2"]);
+        assert_eq!(reply.max_message_size_bytes, 1000);
+        assert_eq!(reply.logical_session_timeout_minutes, Some(30));
+        assert!(reply.check_compatible("a:1").is_ok());
+
+        let old = HelloReply::parse(doc! { "maxWireVersion": 6 }).unwrap();
+        let error = old.check_compatible("a:1").unwrap_err();
+        assert!(
+            error.to_string().contains("reports wire version 6"),
+            "{error}"
+        );
+        let new = HelloReply::parse(doc! { "minWireVersion": 99, "maxWireVersion": 99 }).unwrap();
+        assert!(new.check_compatible("a:1").is_err());
+    }
+}

@@ -1,0 +1,39 @@
+//! anymongo: a MongoDB driver whose whole logic lives in one runtime-agnostic core.
+//!
+//! The core reaches the network, the clock and the task scheduler only through the
+//! small traits of [`rt`]; host crates implement them:
+//!
+//! - `anymongo-native`: tokio TCP, rustls TLS — for ordinary Rust services;
+//! - `anymongo-wasi`: wasi:sockets under WASI 0.2 — for wasmtime, Spin, wasmCloud;
+//! - the `anymongo` npm package: sockets supplied by JavaScript hosts.
+//!
+//! Modules are named after the MongoDB specification they implement, so a reader who
+//! knows the specs finds the code by its name: [`wire`] (OP_MSG), [`handshake`],
+//! [`uri`] (Connection String), and so on.
+//!
+//! ```no_run
+//! # async fn example(runtime: anymongo::rt::Runtime) -> anymongo::Result<()> {
+//! use anymongo::{bson::doc, Client};
+//! let client = Client::with_uri("mongodb://localhost:27017/?appName=example", runtime)?;
+//! let db = client.database("shop");
+//! db.run_command(doc! { "insert": "orders", "documents": [{ "item": "tea", "qty": 2 }] }).await?;
+//! let found = db.run_command(doc! { "find": "orders", "filter": { "item": "tea" } }).await?;
+//! println!("{found}");
+//! # Ok(()) }
+//! ```
+#![forbid(unsafe_code)]
+
+pub mod client;
+mod connection;
+pub mod error;
+pub mod handshake;
+pub mod rt;
+#[cfg(feature = "rustls")]
+pub mod tls;
+pub mod uri;
+pub mod wire;
+
+pub use bson;
+pub use client::{Client, Database};
+pub use error::{CommandError, Error, ErrorKind, Result};
+pub use uri::{ClientOptions, ServerAddress};

@@ -1,0 +1,310 @@
+//! The seams between the driver core and the host runtime.
+//!
+//! The core never opens a socket, reads a clock or spawns a task by itself: it asks a
+//! [`Runtime`], which bundles the four small traits below. Each host crate
+//! (`anymongo-native`, `anymongo-wasi`, the wasm-bindgen package) implements them once.
+//!
+//! | seam | what the core asks of it |
+//! | --- | --- |
+//! | [`Transport`] | a byte stream to `host:port`, with TLS when asked |
+//! | [`Resolver`] | SRV and TXT records (and addresses, where a transport needs them) |
+//! | [`Clock`] | a monotonic "now" and a sleep, from which [`timeout`] is built |
+//! | [`Spawner`] | background work (monitors, pool upkeep) — optional: hosts that cannot keep tasks alive between requests leave it out |
+//!
+//! Natively every seam is `Send + Sync` so a client can be shared across threads; on
+//! `wasm32` nothing is, because JavaScript handles are not. That difference lives only
+//! in [`MaybeSend`], [`MaybeSync`] and [`BoxFuture`], here and nowhere else.
+
+use std::fmt;
+use std::future::Future;
+use std::io;
+use std::ops::{Add, Sub};
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use core::net::IpAddr;
+
+#[cfg(not(target_family = "wasm"))]
+mod send_bounds {
+    /// `Send` on native targets, no bound at all on `wasm32`.
+    pub trait MaybeSend: Send {}
+    impl<T: Send + ?Sized> MaybeSend for T {}
+
+    /// `Sync` on native targets, no bound at all on `wasm32`.
+    pub trait MaybeSync: Sync {}
+    impl<T: Sync + ?Sized> MaybeSync for T {}
+
+    /// A boxed future that is `Send` on native targets.
+    pub type BoxFuture<'a, T> = futures::future::BoxFuture<'a, T>;
+}
+
+#[cfg(target_family = "wasm")]
+mod send_bounds {
+    /// `Send` on native targets, no bound at all on `wasm32`.
+    pub trait MaybeSend {}
+    impl<T: ?Sized> MaybeSend for T {}
+
+    /// `Sync` on native targets, no bound at all on `wasm32`.
+    pub trait MaybeSync {}
+    impl<T: ?Sized> MaybeSync for T {}
+
+    /// A boxed future that is `Send` on native targets.
+    pub type BoxFuture<'a, T> = futures::future::LocalBoxFuture<'a, T>;
+}
+
+pub use send_bounds::{BoxFuture, MaybeSend, MaybeSync};
+
+/// Boxes a future as a [`BoxFuture`], whatever the target.
+pub fn boxed<'a, F>(future: F) -> BoxFuture<'a, F::Output>
+where
+    F: Future + MaybeSend + 'a,
+{
+    Box::pin(future)
+}
+
+/// A bidirectional byte stream to a server, as opened by a [`Transport`].
+///
+/// The driver reads and writes whole wire messages; it never needs half-closes or
+/// vectored I/O, so the trait is kept to what it uses. Dropping the stream closes it.
+pub trait Stream: MaybeSend {
+    /// Reads at least one byte into `buf`, returning how many; `Ok(0)` means the peer
+    /// closed the stream.
+    fn read<'a>(&'a mut self, buf: &'a mut [u8]) -> BoxFuture<'a, io::Result<usize>>;
+
+    /// Writes all of `buf` and flushes it to the peer.
+    fn write_all<'a>(&'a mut self, buf: &'a [u8]) -> BoxFuture<'a, io::Result<()>>;
+}
+
+/// TLS settings for one connection.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct TlsOptions {
+    /// PEM certificates of the authorities to trust, replacing the built-in web roots
+    /// (`tlsCAFile`, read by the host from its file system, or supplied in memory).
+    pub ca_pem: Option<CaSource>,
+}
+
+/// Where the trusted certificate authorities of a TLS connection come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CaSource {
+    /// A PEM file the host reads (`tlsCAFile`).
+    File(String),
+    /// PEM text already in memory (hosts without a file system).
+    Pem(String),
+}
+
+impl fmt::Debug for TlsOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let ca = match &self.ca_pem {
+            None => "web roots".to_string(),
+            Some(CaSource::File(path)) => format!("file {path}"),
+            Some(CaSource::Pem(_)) => "in-memory PEM".to_string(),
+        };
+        f.debug_struct("TlsOptions").field("ca", &ca).finish()
+    }
+}
+
+/// What a [`Transport`] is asked to open.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConnectTarget {
+    /// Host name or IP literal (without IPv6 brackets).
+    pub host: String,
+    /// TCP port.
+    pub port: u16,
+    /// `Some` to wrap the stream in TLS.
+    pub tls: Option<TlsOptions>,
+}
+
+impl fmt::Display for ConnectTarget {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.host.contains(':') {
+            write!(f, "[{}]:{}", self.host, self.port)
+        } else {
+            write!(f, "{}:{}", self.host, self.port)
+        }
+    }
+}
+
+/// Opens byte streams to servers.
+///
+/// Implementations should fail with the I/O error kind that describes what happened
+/// (`ConnectionRefused`, `TimedOut`, `InvalidData` for certificate failures…) and a
+/// message a user can act on; the core adds the address. The core bounds every call
+/// with `connectTimeoutMS` through the [`Clock`], so an implementation need not.
+pub trait Transport: MaybeSend + MaybeSync {
+    /// Opens a stream to `target`, performing the TLS handshake when `target.tls` is set.
+    fn connect<'a>(
+        &'a self,
+        target: &'a ConnectTarget,
+    ) -> BoxFuture<'a, io::Result<Box<dyn Stream>>>;
+}
+
+/// One SRV record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SrvRecord {
+    /// Target host name, without the trailing dot.
+    pub target: String,
+    /// Target port.
+    pub port: u16,
+    /// Time to live, in seconds.
+    pub ttl_secs: u32,
+}
+
+/// DNS look-ups the core needs (the Initial DNS Seedlist Discovery spec).
+pub trait Resolver: MaybeSend + MaybeSync {
+    /// SRV records of `name` (for example `_mongodb._tcp.cluster0.example.com`).
+    fn srv<'a>(&'a self, name: &'a str) -> BoxFuture<'a, io::Result<Vec<SrvRecord>>>;
+    /// TXT records of `name`, each one's strings concatenated.
+    fn txt<'a>(&'a self, name: &'a str) -> BoxFuture<'a, io::Result<Vec<String>>>;
+    /// A and AAAA records of `host`, for transports that connect to addresses.
+    fn ip<'a>(&'a self, host: &'a str) -> BoxFuture<'a, io::Result<Vec<IpAddr>>>;
+}
+
+/// A point on a [`Clock`]'s monotonic time line.
+///
+/// The core's replacement for `std::time::Instant`, which panics on
+/// `wasm32-unknown-unknown`: it only means something relative to other readings of
+/// the same clock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Instant {
+    since_origin: Duration,
+}
+
+impl Instant {
+    /// The reading `since_origin` after the clock's (arbitrary, fixed) origin.
+    pub const fn from_origin(since_origin: Duration) -> Self {
+        Instant { since_origin }
+    }
+
+    /// Time since the clock's origin.
+    pub const fn since_origin(self) -> Duration {
+        self.since_origin
+    }
+
+    /// Time elapsed from `earlier` to `self`, zero if `earlier` is later.
+    pub fn saturating_duration_since(self, earlier: Instant) -> Duration {
+        self.since_origin.saturating_sub(earlier.since_origin)
+    }
+}
+
+impl Add<Duration> for Instant {
+    type Output = Instant;
+    fn add(self, rhs: Duration) -> Instant {
+        Instant::from_origin(self.since_origin.saturating_add(rhs))
+    }
+}
+
+impl Sub<Instant> for Instant {
+    type Output = Duration;
+    fn sub(self, rhs: Instant) -> Duration {
+        self.saturating_duration_since(rhs)
+    }
+}
+
+/// Monotonic time and timers.
+pub trait Clock: MaybeSend + MaybeSync {
+    /// Now, on a monotonic time line.
+    fn now(&self) -> Instant;
+    /// A future that completes after `duration`.
+    fn sleep(&self, duration: Duration) -> BoxFuture<'static, ()>;
+}
+
+/// Runs background work. Hosts that cannot keep tasks alive between requests
+/// (a WASI request handler, a Cloudflare Worker invocation) do not provide one, and
+/// the core then works without background tasks.
+pub trait Spawner: MaybeSend + MaybeSync {
+    /// Starts `task`; it runs until it completes or the host shuts down.
+    fn spawn(&self, task: BoxFuture<'static, ()>);
+}
+
+/// Which kind of host the core runs in; reported in the handshake's client metadata.
+#[derive(Debug, Clone)]
+pub struct HostInfo {
+    /// `"native"`, `"wasi"` or `"js"`.
+    pub runtime: &'static str,
+    /// Free text about the host placed in `client.platform` after the driver's own
+    /// part, for example `"tokio"` or `"wasmtime"`.
+    pub platform: String,
+    /// Operating system type (`client.os.type`), e.g. `"linux"`; `"unknown"` if not known.
+    pub os_type: String,
+    /// CPU architecture (`client.os.architecture`), if known.
+    pub architecture: Option<String>,
+    /// Whether the host runs in a Docker container (`/.dockerenv` exists); the
+    /// core cannot look at files itself.
+    pub docker: bool,
+    /// Looks up an environment variable for FaaS detection; hosts without an
+    /// environment return `None` for everything.
+    pub env: fn(&str) -> Option<String>,
+}
+
+/// Everything the core needs from its host.
+///
+/// ```
+/// # use std::sync::Arc;
+/// # use anymongo::rt::*;
+/// fn describe(runtime: &Runtime) -> &'static str {
+///     if runtime.spawner.is_some() { "background monitoring" } else { "on-demand monitoring" }
+/// }
+/// ```
+#[derive(Clone)]
+pub struct Runtime {
+    /// Opens streams.
+    pub transport: Arc<dyn Transport>,
+    /// DNS.
+    pub resolver: Arc<dyn Resolver>,
+    /// Time.
+    pub clock: Arc<dyn Clock>,
+    /// Background tasks, when the host can run them.
+    pub spawner: Option<Arc<dyn Spawner>>,
+    /// What the host is, for the handshake.
+    pub host: HostInfo,
+}
+
+impl fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Runtime")
+            .field("host", &self.host)
+            .field("spawner", &self.spawner.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+/// The error of [`timeout`]: the deadline passed first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Elapsed;
+
+/// Runs `future` until it completes or `duration` passes on `clock`, whichever is first.
+pub async fn timeout<F: Future>(
+    clock: &dyn Clock,
+    duration: Duration,
+    future: F,
+) -> Result<F::Output, Elapsed> {
+    let sleep = clock.sleep(duration);
+    let future = std::pin::pin!(future);
+    match futures::future::select(future, sleep).await {
+        futures::future::Either::Left((output, _)) => Ok(output),
+        futures::future::Either::Right(((), _)) => Err(Elapsed),
+    }
+}
+
+/// Marks an `io::Error` from a [`Transport`] as a TLS failure (an untrusted
+/// certificate, a failed handshake), so that the core reports it as
+/// [`crate::ErrorKind::Tls`] rather than as a network error.
+///
+/// ```
+/// use anymongo::rt::TlsError;
+/// let error = std::io::Error::new(
+///     std::io::ErrorKind::InvalidData,
+///     TlsError("invalid peer certificate: UnknownIssuer".into()),
+/// );
+/// assert!(error.get_ref().unwrap().is::<TlsError>());
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TlsError(pub String);
+
+impl fmt::Display for TlsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for TlsError {}

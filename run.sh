@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# anymongo's task runner — the two commands of the README:
+#   ./run.sh demo [MONGODB_URI]   the demo, natively and as a wasip2 program under wasmtime
+#   ./run.sh test                 every check CI runs (.ci/run calls this)
+# Tools are installed and cached by tests/setup.sh; cargo fetches the rest.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+step() { printf '\n== %s\n' "$*"; }
+
+# The core must stay runtime-agnostic on every target (BRIEF: "The seams").
+check_core_is_runtime_agnostic() {
+    local target forbidden
+    for target in wasm32-unknown-unknown wasm32-wasip2; do
+        forbidden=$(cargo tree -q -p anymongo --target "$target" -e normal --prefix none \
+            | grep -E '^(tokio|mio|socket2) ' | sort -u || true)
+        if [ -n "$forbidden" ]; then
+            echo "driver/ depends on $forbidden for $target" >&2
+            return 1
+        fi
+    done
+    if grep -rnE 'std::(net|fs)|std::time::Instant|\btokio\b' driver/src --include=*.rs \
+        | grep -vE '^\S+:\s*(//|\*)'; then
+        echo "driver/src reaches std::net, std::fs, std::time::Instant or tokio (above)" >&2
+        return 1
+    fi
+}
+
+case "${1:-}" in
+demo)
+    shift
+    bash tests/setup.sh venv
+    bash tests/setup.sh rust
+    cargo build -q -p anymongo-tests --bin demo --target wasm32-wasip2
+    cargo run -q -p anymongo-tests --bin demo -- "$@"
+    ;;
+test)
+    step "setup (cached)"
+    bash tests/setup.sh all
+    step "format and lints"
+    cargo fmt --all --check
+    cargo clippy -q --workspace --all-targets -- -D warnings
+    cargo clippy -q -p anymongo-wasi -p anymongo-tests --target wasm32-wasip2 -- -D warnings
+    cargo clippy -q -p anymongo -p anymongo-wasm --target wasm32-unknown-unknown -- -D warnings
+    step "docs"
+    RUSTDOCFLAGS="-D warnings" cargo doc -q --workspace --no-deps
+    step "the core builds for every target, without tokio, mio or socket2"
+    cargo build -q -p anymongo --target wasm32-unknown-unknown
+    cargo build -q -p anymongo --target wasm32-wasip2
+    cargo build -q -p anymongo-wasm --target wasm32-unknown-unknown
+    cargo build -q -p anymongo-tests --bin demo --target wasm32-wasip2
+    check_core_is_runtime_agnostic
+    step "spec test suites"
+    cargo run -q -p anymongo-tests --bin spec
+    step "unit and integration tests (native, and wasip2 under wasmtime)"
+    cargo test -q --workspace
+    ;;
+*)
+    echo "usage: ./run.sh demo [MONGODB_URI] | ./run.sh test" >&2
+    exit 2
+    ;;
+esac

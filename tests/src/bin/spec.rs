@@ -1,0 +1,103 @@
+//! Runs the specification tests and prints one line per suite and a total:
+//!
+//! ```text
+//! spec [CORPUS_DIR] [--suite NAME]...
+//! ```
+//!
+//! CORPUS_DIR is laid out like pymongo's `test/` folder; it defaults to
+//! `$ANYMONGO_SPEC_DIR`, else the copy cached by `tests/setup.sh corpus`.
+//! Exits with 1 if a test failed, 2 if the corpus or a suite folder is missing.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anymongo_tests::spec::{self, Suite, SUITES};
+
+/// How many failures are shown under a suite's line.
+const SHOWN_FAILURES: usize = 5;
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(code) => code,
+        Err(message) => {
+            eprintln!("spec: {message}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run() -> Result<ExitCode, String> {
+    let mut corpus = None;
+    let mut suites: Vec<&Suite> = Vec::new();
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--suite" => {
+                let name = args.next().ok_or("--suite needs a suite name")?;
+                let suite = SUITES.iter().find(|suite| suite.name == name);
+                suites.push(suite.ok_or_else(|| {
+                    let names: Vec<_> = SUITES.iter().map(|suite| suite.name).collect();
+                    format!("no suite {name:?}; the suites are: {}", names.join(", "))
+                })?);
+            }
+            "-h" | "--help" => {
+                println!("usage: spec [CORPUS_DIR] [--suite NAME]...");
+                return Ok(ExitCode::SUCCESS);
+            }
+            _ if corpus.is_none() && !arg.starts_with('-') => corpus = Some(PathBuf::from(arg)),
+            _ => return Err(format!("unexpected argument {arg:?} (see --help)")),
+        }
+    }
+    if suites.is_empty() {
+        suites = SUITES.iter().collect();
+    }
+    let corpus = match corpus {
+        Some(dir) => dir,
+        None => spec::corpus_dir()?,
+    };
+    if !corpus.is_dir() {
+        return Err(format!(
+            "the corpus folder {} does not exist",
+            corpus.display()
+        ));
+    }
+    let missing: Vec<_> = suites
+        .iter()
+        .filter(|suite| !corpus.join(suite.name).is_dir())
+        .map(|suite| suite.name)
+        .collect();
+    if !missing.is_empty() {
+        return Err(format!(
+            "the corpus {} has no folder for the suites: {}",
+            corpus.display(),
+            missing.join(", ")
+        ));
+    }
+
+    let (mut passed, mut failed, mut skipped) = (0, 0, 0);
+    for suite in suites {
+        let outcome = suite.run(&corpus)?;
+        println!(
+            "spec {}: {} passed, {} failed, {} skipped",
+            suite.name,
+            outcome.passed,
+            outcome.failed.len(),
+            outcome.skipped.len()
+        );
+        for (file, why) in outcome.failed.iter().take(SHOWN_FAILURES) {
+            println!("    {file}: {why}");
+        }
+        if outcome.failed.len() > SHOWN_FAILURES {
+            println!("    ... and {} more", outcome.failed.len() - SHOWN_FAILURES);
+        }
+        passed += outcome.passed;
+        failed += outcome.failed.len();
+        skipped += outcome.skipped.len();
+    }
+    println!("spec total: {passed} passed, {failed} failed, {skipped} skipped");
+    Ok(if failed > 0 {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}

@@ -1,0 +1,171 @@
+//! Certificates for the TLS tests, made at test time with `rcgen`.
+//!
+//! [`generate`] writes a CA, a server certificate it signs (for `localhost`, `127.0.0.1`
+//! and `::1`), a client certificate it signs (subject [`CLIENT_SUBJECT`], for mutual TLS
+//! and MONGODB-X509), and a second, unrelated CA that trusts none of them.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use rcgen::{
+    BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa,
+    Issuer, KeyPair, KeyUsagePurpose,
+};
+
+/// The subject of the client certificate in RFC 2253 form: the user name that
+/// MONGODB-X509 authenticates as.
+pub const CLIENT_SUBJECT: &str = "CN=client,OU=tests,O=anymongo";
+
+/// The PEM files written by [`generate`].
+#[derive(Clone, Debug)]
+pub struct TestCerts {
+    /// The folder holding every file below.
+    pub dir: PathBuf,
+    /// The CA that signed the server and client certificates.
+    pub ca_pem: PathBuf,
+    /// The server's certificate, valid for `localhost`, `127.0.0.1` and `::1`.
+    pub server_cert: PathBuf,
+    /// The server's private key.
+    pub server_key: PathBuf,
+    /// A CA that signed nothing here: trusting only it must fail the handshake.
+    pub untrusted_ca_pem: PathBuf,
+    /// The client's certificate followed by its private key (`tlsCertificateKeyFile`).
+    pub client_cert_and_key: PathBuf,
+}
+
+/// Generates fresh certificates into `dir` (created if missing).
+pub fn generate(dir: &Path) -> Result<TestCerts, String> {
+    let fail = |e: rcgen::Error| format!("cannot generate test certificates: {e}");
+    let (ca_cert, ca) = new_ca("anymongo test CA").map_err(fail)?;
+    let (untrusted_cert, _) = new_ca("anymongo untrusted CA").map_err(fail)?;
+
+    let server_key = KeyPair::generate().map_err(fail)?;
+    let server_cert = leaf_params(
+        &["localhost", "127.0.0.1", "::1"],
+        &[(DnType::CommonName, "localhost")],
+        ExtendedKeyUsagePurpose::ServerAuth,
+    )
+    .and_then(|params| params.signed_by(&server_key, &ca))
+    .map_err(fail)?;
+
+    let client_key = KeyPair::generate().map_err(fail)?;
+    let client_cert = leaf_params(
+        &[],
+        &[
+            (DnType::OrganizationName, "anymongo"),
+            (DnType::OrganizationalUnitName, "tests"),
+            (DnType::CommonName, "client"),
+        ],
+        ExtendedKeyUsagePurpose::ClientAuth,
+    )
+    .and_then(|params| params.signed_by(&client_key, &ca))
+    .map_err(fail)?;
+
+    fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let write = |name: &str, pem: String| {
+        let path = dir.join(name);
+        fs::write(&path, pem).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        Ok::<_, String>(path)
+    };
+    Ok(TestCerts {
+        dir: dir.to_owned(),
+        ca_pem: write("ca.pem", ca_cert.pem())?,
+        server_cert: write("server.pem", server_cert.pem())?,
+        server_key: write("server.key", server_key.serialize_pem())?,
+        untrusted_ca_pem: write("untrusted-ca.pem", untrusted_cert.pem())?,
+        client_cert_and_key: write(
+            "client.pem",
+            client_cert.pem() + &client_key.serialize_pem(),
+        )?,
+    })
+}
+
+/// A self-signed CA named `name`, with the issuer that signs with it.
+fn new_ca(name: &str) -> Result<(rcgen::Certificate, Issuer<'static, KeyPair>), rcgen::Error> {
+    let mut params = CertificateParams::default();
+    params.distinguished_name.push(DnType::CommonName, name);
+    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+    let key = KeyPair::generate()?;
+    let cert = params.self_signed(&key)?;
+    Ok((cert, Issuer::new(params, key)))
+}
+
+/// The parameters of an end-entity certificate.
+fn leaf_params(
+    names: &[&str],
+    subject: &[(DnType, &str)],
+    purpose: ExtendedKeyUsagePurpose,
+) -> Result<CertificateParams, rcgen::Error> {
+    let names: Vec<String> = names.iter().map(|name| name.to_string()).collect();
+    let mut params = CertificateParams::new(names)?;
+    params.distinguished_name = DistinguishedName::new();
+    for (kind, value) in subject {
+        params.distinguished_name.push(kind.clone(), *value);
+    }
+    params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+    params.extended_key_usages = vec![purpose];
+    params.use_authority_key_identifier_extension = true;
+    Ok(params)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::server::{ServerOptions, TestServer, TlsFiles};
+    use crate::setup;
+    use std::process::Command;
+
+    /// Pings `uri` with pymongo (installed with SecantusDB), optionally presenting a
+    /// client certificate.
+    fn pymongo_ping(uri: &str, client: Option<&Path>) -> Result<(), String> {
+        const PING: &str = "import sys, pymongo\n\
+            extra = {'tlsCertificateKeyFile': sys.argv[2]} if len(sys.argv) > 2 else {}\n\
+            pymongo.MongoClient(sys.argv[1], serverSelectionTimeoutMS=3000, **extra)\
+            .admin.command('ping')";
+        let output = Command::new(setup::cache_dir().join("venv/bin/python"))
+            .args(["-c", PING, uri])
+            .args(client)
+            .output()
+            .map_err(|e| e.to_string())?;
+        if output.status.success() {
+            Ok(())
+        } else {
+            Err(String::from_utf8_lossy(&output.stderr).into_owned())
+        }
+    }
+
+    #[test]
+    fn secantus_serves_mutual_tls_with_these_certificates() {
+        let dir = tempfile::tempdir().unwrap();
+        let certs = generate(dir.path()).unwrap();
+        let server = TestServer::start(&ServerOptions {
+            tls: Some(TlsFiles {
+                cert: certs.server_cert.clone(),
+                key: certs.server_key.clone(),
+                ca: certs.ca_pem.clone(),
+                require_client_cert: true,
+            }),
+            ..Default::default()
+        })
+        .unwrap();
+        let port = server.port;
+        let client = Some(certs.client_cert_and_key.as_path());
+
+        let uri = server.uri() + "&directConnection=true";
+        assert!(uri.contains("tls=true&tlsCAFile="), "{uri}");
+        pymongo_ping(&uri, client).unwrap();
+        let by_name = format!(
+            "mongodb://localhost:{port}/?tls=true&directConnection=true&tlsCAFile={}",
+            certs.ca_pem.display()
+        );
+        pymongo_ping(&by_name, client).unwrap();
+
+        pymongo_ping(&uri, None).expect_err("a client without a certificate got in");
+        let untrusted = format!(
+            "mongodb://127.0.0.1:{port}/?tls=true&directConnection=true&tlsCAFile={}",
+            certs.untrusted_ca_pem.display()
+        );
+        pymongo_ping(&untrusted, client).expect_err("the untrusted CA was accepted");
+    }
+}

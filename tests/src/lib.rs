@@ -1,0 +1,65 @@
+//! anymongo's test harness.
+//!
+//! - [`server`]: starts SecantusDB (a MongoDB-wire-compatible server) for a test.
+//! - [`certs`]: generates the CA, server and client certificates of the TLS tests.
+//! - [`spec`]: the registry and runner of the JSON specification tests.
+//! - [`demo`]: the demo's script, shared by its native and WASI builds.
+//! - [`setup`]: the cache of tools installed by `tests/setup.sh`.
+//!
+//! All of it runs on the test machine only, so it is left out of WASI builds.
+
+#[cfg(not(target_os = "wasi"))]
+pub mod certs;
+pub mod demo;
+#[cfg(not(target_os = "wasi"))]
+pub mod server;
+#[cfg(not(target_os = "wasi"))]
+pub mod spec;
+
+/// The tools installed by `tests/setup.sh` and where they are cached.
+#[cfg(not(target_os = "wasi"))]
+pub mod setup {
+    use std::path::PathBuf;
+    use std::process::Command;
+    use std::sync::{Mutex, PoisonError};
+
+    /// The workspace root (the folder holding `tests/setup.sh`).
+    pub fn workspace_root() -> PathBuf {
+        PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+    }
+
+    /// The cache of installed tools, by the same rule as `tests/setup.sh`:
+    /// `$ANYMONGO_CACHE`, else `$XDG_CACHE_HOME/anymongo`, else `$HOME/.cache/anymongo`.
+    pub fn cache_dir() -> PathBuf {
+        let var = |name| std::env::var_os(name).filter(|value| !value.is_empty());
+        if let Some(dir) = var("ANYMONGO_CACHE") {
+            return dir.into();
+        }
+        let cache_home = var("XDG_CACHE_HOME")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from(var("HOME").unwrap_or_default()).join(".cache"));
+        cache_home.join("anymongo")
+    }
+
+    /// Runs `bash tests/setup.sh <what>` (`venv`, `corpus`, `rust` or `all`).
+    ///
+    /// Calls from one process are serialized; the script itself locks out other processes.
+    pub fn run(what: &str) -> Result<(), String> {
+        static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+        let _guard = ONE_AT_A_TIME.lock().unwrap_or_else(PoisonError::into_inner);
+        let script = workspace_root().join("tests/setup.sh");
+        let status = Command::new("bash")
+            .arg(&script)
+            .arg(what)
+            .status()
+            .map_err(|e| format!("cannot run bash {}: {e}", script.display()))?;
+        if status.success() {
+            Ok(())
+        } else {
+            Err(format!(
+                "`bash {} {what}` failed ({status})",
+                script.display()
+            ))
+        }
+    }
+}

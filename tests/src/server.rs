@@ -1,0 +1,287 @@
+//! The SecantusDB test-server fixture.
+//!
+//! [`TestServer::start`] runs `secantusd-py` (installed by `tests/setup.sh venv`) on a free
+//! loopback port with in-memory storage and test commands enabled, and waits until it
+//! accepts connections. [`shared`] gives the one default server of a test binary.
+//!
+//! A server never outlives the test process: the child reads its stdin, a pipe held by
+//! the [`TestServer`], and exits when that pipe closes, which the kernel does however the
+//! test process ends (a static never dropped, a panic, a kill). Dropping a [`TestServer`]
+//! kills its child at once.
+
+use std::fmt::Write as _;
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Once, OnceLock};
+use std::time::{Duration, Instant};
+
+use tempfile::TempDir;
+
+use crate::setup;
+
+/// How long a server may take to accept connections.
+const START_TIMEOUT: Duration = Duration::from_secs(60);
+/// How many ports are tried when the server finds its port taken (another process may
+/// take it between our probe and the server's bind).
+const START_ATTEMPTS: usize = 3;
+
+/// Runs SecantusDB's command line (`sys.argv[1:]`) after starting a thread that waits
+/// for stdin to close, then removes the server's private folder and exits at once.
+const LAUNCHER: &str = r#"
+import os, shutil, sys, threading
+
+def exit_when_stdin_closes():
+    while os.read(0, 4096):
+        pass
+    shutil.rmtree(os.environ["ANYMONGO_SERVER_DIR"], ignore_errors=True)
+    os._exit(0)
+
+threading.Thread(target=exit_when_stdin_closes, daemon=True).start()
+from secantus.cli import main
+sys.exit(main(sys.argv[1:]))
+"#;
+
+/// The certificate files of a TLS server (see [`crate::certs`]).
+#[derive(Clone, Debug)]
+pub struct TlsFiles {
+    /// The server's certificate (PEM).
+    pub cert: PathBuf,
+    /// The server's private key (PEM).
+    pub key: PathBuf,
+    /// The CA (PEM) that the server trusts for client certificates, and that clients
+    /// are told to trust by [`TestServer::uri`].
+    pub ca: PathBuf,
+    /// Refuse clients that present no certificate signed by `ca`.
+    pub require_client_cert: bool,
+}
+
+/// How to start a [`TestServer`]. The default is a single-node replica set `secantus`
+/// without auth or TLS.
+#[derive(Clone, Debug, Default)]
+pub struct ServerOptions {
+    /// Require authentication (`--auth`). Users are provisioned with `createUser`.
+    pub auth: bool,
+    /// Advertise a standalone server instead of a single-node replica set.
+    pub standalone: bool,
+    /// Serve TLS only, with these files.
+    pub tls: Option<TlsFiles>,
+}
+
+/// A running SecantusDB server, killed when dropped.
+#[derive(Debug)]
+pub struct TestServer {
+    /// The loopback port it listens on.
+    pub port: u16,
+    /// The address it listens on: `127.0.0.1`.
+    pub host: String,
+    tls_ca: Option<PathBuf>,
+    child: Child,
+    log: PathBuf,
+    /// Holds the log and the server's temporary files; removed after the child is gone.
+    _dir: TempDir,
+}
+
+/// The default server of this test binary, started on first use and stopped when the
+/// process exits.
+///
+/// # Panics
+/// If the server cannot be started.
+pub fn shared() -> &'static TestServer {
+    static SHARED: OnceLock<TestServer> = OnceLock::new();
+    SHARED.get_or_init(|| {
+        TestServer::start(&ServerOptions::default())
+            .unwrap_or_else(|e| panic!("cannot start the shared test server: {e}"))
+    })
+}
+
+impl TestServer {
+    /// Starts a server and waits (60 s at most) until it accepts connections.
+    ///
+    /// Installs SecantusDB first (`tests/setup.sh venv`) if it is not in the cache.
+    pub fn start(opts: &ServerOptions) -> Result<TestServer, String> {
+        let venv = setup::cache_dir().join("venv");
+        if !venv.join("bin/secantusd-py").exists() {
+            setup::run("venv")?;
+        }
+        let python = venv.join("bin/python");
+        let mut attempt = 1;
+        loop {
+            let started = Instant::now();
+            let mut server = Self::spawn(&python, free_port()?, opts)?;
+            match server.wait_until_ready(started + START_TIMEOUT) {
+                Ok(()) => {
+                    static ANNOUNCE: Once = Once::new();
+                    ANNOUNCE.call_once(|| {
+                        eprintln!(
+                            "anymongo-tests: SecantusDB started in {:.1?}",
+                            started.elapsed()
+                        )
+                    });
+                    return Ok(server);
+                }
+                Err(why) if why.contains("Address already in use") && attempt < START_ATTEMPTS => {
+                    attempt += 1;
+                }
+                Err(why) => return Err(why),
+            }
+        }
+    }
+
+    /// The connection string of this server: `mongodb://127.0.0.1:PORT/`, with
+    /// `?tls=true&tlsCAFile=...` for a TLS server.
+    pub fn uri(&self) -> String {
+        let mut uri = format!("mongodb://{}:{}/", self.host, self.port);
+        if let Some(ca) = &self.tls_ca {
+            write!(uri, "?tls=true&tlsCAFile={}", percent_encode(ca)).unwrap();
+        }
+        uri
+    }
+
+    /// The last lines the server logged.
+    pub fn log_tail(&self) -> String {
+        const TAIL: u64 = 4000;
+        let mut bytes = Vec::new();
+        if let Ok(mut file) = File::open(&self.log) {
+            let len = file.metadata().map_or(0, |meta| meta.len());
+            let _ = file
+                .seek(SeekFrom::Start(len.saturating_sub(TAIL)))
+                .and_then(|_| file.read_to_end(&mut bytes));
+        }
+        String::from_utf8_lossy(&bytes).into_owned()
+    }
+
+    fn spawn(python: &Path, port: u16, opts: &ServerOptions) -> Result<TestServer, String> {
+        let dir = tempfile::Builder::new()
+            .prefix("anymongo-secantus-")
+            .tempdir()
+            .map_err(|e| format!("cannot create a temporary folder: {e}"))?;
+        let log = dir.path().join("server.log");
+        let out =
+            File::create(&log).map_err(|e| format!("cannot create {}: {e}", log.display()))?;
+        let err = out.try_clone().map_err(|e| e.to_string())?;
+
+        let mut cmd = Command::new(python);
+        cmd.args(["-c", LAUNCHER, "--host", "127.0.0.1", "--port"])
+            .arg(port.to_string())
+            .args(["--storage-path", ":memory:", "--enable-test-commands"]);
+        if opts.auth {
+            cmd.arg("--auth");
+        }
+        if opts.standalone {
+            cmd.arg("--standalone");
+        }
+        if let Some(tls) = &opts.tls {
+            cmd.arg("--tls-cert-file")
+                .arg(&tls.cert)
+                .arg("--tls-key-file")
+                .arg(&tls.key)
+                .arg("--tls-ca-file")
+                .arg(&tls.ca);
+            if tls.require_client_cert {
+                cmd.arg("--tls-require-client-cert");
+            }
+        }
+        // The working folder is private so that no stray ./secantusd.toml is picked up.
+        let child = cmd
+            .current_dir(dir.path())
+            .env("ANYMONGO_SERVER_DIR", dir.path())
+            .env("TMPDIR", dir.path())
+            .env("PYTHONUNBUFFERED", "1")
+            .stdin(Stdio::piped())
+            .stdout(out)
+            .stderr(err)
+            .spawn()
+            .map_err(|e| format!("cannot run {}: {e}", python.display()))?;
+        Ok(TestServer {
+            port,
+            host: "127.0.0.1".to_owned(),
+            tls_ca: opts.tls.as_ref().map(|tls| tls.ca.clone()),
+            child,
+            log,
+            _dir: dir,
+        })
+    }
+
+    fn wait_until_ready(&mut self, deadline: Instant) -> Result<(), String> {
+        let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, self.port));
+        loop {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Err(format!(
+                    "SecantusDB exited while starting on port {} ({status}); its log ends with:\n{}",
+                    self.port,
+                    self.log_tail()
+                ));
+            }
+            if TcpStream::connect_timeout(&addr, Duration::from_millis(500)).is_ok() {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                return Err(format!(
+                    "SecantusDB did not accept connections on port {} within {START_TIMEOUT:?}; \
+                     its log ends with:\n{}",
+                    self.port,
+                    self.log_tail()
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A port that was free on 127.0.0.1 a moment ago.
+fn free_port() -> Result<u16, String> {
+    TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+        .and_then(|listener| listener.local_addr())
+        .map(|addr| addr.port())
+        .map_err(|e| format!("cannot find a free port on 127.0.0.1: {e}"))
+}
+
+/// Percent-encodes a path for a URI option value.
+fn percent_encode(path: &Path) -> String {
+    let mut out = String::new();
+    for &byte in path.as_os_str().as_encoded_bytes() {
+        if byte.is_ascii_alphanumeric() || b"-._~/".contains(&byte) {
+            out.push(byte as char);
+        } else {
+            write!(out, "%{byte:02X}").unwrap();
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn starts_answers_and_stops() {
+        let server = TestServer::start(&ServerOptions::default()).unwrap();
+        assert_eq!(
+            server.uri(),
+            format!("mongodb://127.0.0.1:{}/", server.port)
+        );
+        TcpStream::connect((server.host.as_str(), server.port)).unwrap();
+        let proc_entry = PathBuf::from(format!("/proc/{}", server.child.id()));
+        let dir = server._dir.path().to_owned();
+        assert!(proc_entry.exists());
+        drop(server);
+        assert!(!proc_entry.exists(), "the server outlived its TestServer");
+        assert!(!dir.exists(), "the server's folder outlived its TestServer");
+    }
+
+    #[test]
+    fn percent_encodes_ca_paths() {
+        let ca = Path::new("/tmp/a b/ca.pem");
+        assert_eq!(percent_encode(ca), "/tmp/a%20b/ca.pem");
+    }
+}

@@ -1,0 +1,223 @@
+//! The specification-test registry and runner.
+//!
+//! The JSON tests of the MongoDB specifications are read from a corpus folder laid out
+//! like pymongo's `test/` folder (one sub-folder per suite): `$ANYMONGO_SPEC_DIR`, else
+//! the copy that `tests/setup.sh corpus` caches (see [`corpus_dir`]). [`SUITES`] lists
+//! the suites anymongo runs; a suite whose runner is not written yet is
+//! [`Runner::Pending`] and counts each of its files as skipped.
+
+use std::path::{Path, PathBuf};
+
+use crate::setup;
+
+/// The pymongo release whose source distribution provides the default corpus.
+pub const PYMONGO_VERSION: &str = "4.20.0";
+
+/// A suite of specification tests.
+#[derive(Clone, Copy, Debug)]
+pub struct Suite {
+    /// The suite's folder in the corpus (pymongo's `test/` folder).
+    pub name: &'static str,
+    /// How its tests are run.
+    pub runner: Runner,
+}
+
+/// How a suite's tests are run.
+#[derive(Clone, Copy, Debug)]
+pub enum Runner {
+    /// Not run yet: every JSON file of the suite is skipped with this reason.
+    Pending {
+        /// Why, naming the project issue that will write the runner.
+        reason: &'static str,
+    },
+    /// Runs the suite whose folder is given.
+    Run(fn(&Path) -> SuiteOutcome),
+}
+
+/// The result of running one suite.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SuiteOutcome {
+    /// How many tests passed.
+    pub passed: usize,
+    /// The tests that failed: (file relative to the suite folder, why).
+    pub failed: Vec<(String, String)>,
+    /// The tests that were not run: (file relative to the suite folder, why).
+    pub skipped: Vec<(String, String)>,
+}
+
+const SDAM: &str = "issue #4: SDAM and server selection";
+const POOL: &str = "issue #5: connection pool and load balancer";
+const URI_AUTH: &str = "issue #3: connection string and authentication";
+const SRV: &str = "issue #7: SRV seedlist discovery";
+const OPERATIONS: &str = "issue #6: operations, retryability, sessions and transactions";
+
+/// Every suite anymongo runs, in the order they are reported.
+pub static SUITES: &[Suite] = &[
+    pending("discovery_and_monitoring", SDAM),
+    pending("server_selection", SDAM),
+    pending("max_staleness", SDAM),
+    pending("connection_monitoring", POOL),
+    pending("load_balancer", POOL),
+    pending("uri_options", URI_AUTH),
+    pending("connection_string", URI_AUTH),
+    pending("auth", URI_AUTH),
+    pending("srv_seedlist", SRV),
+    pending("crud", OPERATIONS),
+    pending("retryable_reads", OPERATIONS),
+    pending("retryable_writes", OPERATIONS),
+    pending("sessions", OPERATIONS),
+    pending("transactions", OPERATIONS),
+    pending("command_monitoring", OPERATIONS),
+    pending("command_logging", OPERATIONS),
+    pending("unified-test-format", OPERATIONS),
+];
+
+const fn pending(name: &'static str, reason: &'static str) -> Suite {
+    Suite {
+        name,
+        runner: Runner::Pending { reason },
+    }
+}
+
+/// The corpus folder: `$ANYMONGO_SPEC_DIR` if set, else the cached copy of pymongo's
+/// `test/` folder, downloaded first (`tests/setup.sh corpus`) if missing.
+pub fn corpus_dir() -> Result<PathBuf, String> {
+    if let Some(dir) = std::env::var_os("ANYMONGO_SPEC_DIR").filter(|dir| !dir.is_empty()) {
+        return Ok(dir.into());
+    }
+    let dir = setup::cache_dir()
+        .join("spec")
+        .join(format!("pymongo-{PYMONGO_VERSION}"))
+        .join("test");
+    if !dir.is_dir() {
+        setup::run("corpus")?;
+    }
+    Ok(dir)
+}
+
+impl Suite {
+    /// Runs the suite from its folder under `corpus`.
+    pub fn run(&self, corpus: &Path) -> Result<SuiteOutcome, String> {
+        let dir = corpus.join(self.name);
+        if !dir.is_dir() {
+            return Err(format!("suite folder {} does not exist", dir.display()));
+        }
+        match self.runner {
+            Runner::Run(run) => Ok(run(&dir)),
+            Runner::Pending { reason } => Ok(SuiteOutcome {
+                skipped: json_files(&dir)?
+                    .into_iter()
+                    .map(|file| (file, reason.to_owned()))
+                    .collect(),
+                ..SuiteOutcome::default()
+            }),
+        }
+    }
+}
+
+/// The JSON files under `dir` (recursively), relative to it with `/` separators, sorted.
+pub fn json_files(dir: &Path) -> Result<Vec<String>, String> {
+    fn walk(dir: &Path, prefix: &str, files: &mut Vec<String>) -> Result<(), String> {
+        let entries =
+            std::fs::read_dir(dir).map_err(|e| format!("cannot read {}: {e}", dir.display()))?;
+        for entry in entries {
+            let entry = entry.map_err(|e| format!("cannot read {}: {e}", dir.display()))?;
+            let name = format!("{prefix}{}", entry.file_name().to_string_lossy());
+            let path = entry.path();
+            if path.is_dir() {
+                walk(&path, &format!("{name}/"), files)?;
+            } else if name.ends_with(".json") {
+                files.push(name);
+            }
+        }
+        Ok(())
+    }
+    let mut files = Vec::new();
+    walk(dir, "", &mut files)?;
+    files.sort();
+    Ok(files)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs;
+
+    fn corpus() -> tempfile::TempDir {
+        let corpus = tempfile::tempdir().unwrap();
+        let suite = corpus.path().join("crud");
+        fs::create_dir_all(suite.join("unified/deeper")).unwrap();
+        for file in [
+            "b.json",
+            "a.json",
+            "README.md",
+            "unified/c.json",
+            "unified/deeper/d.json",
+        ] {
+            fs::write(suite.join(file), "{}").unwrap();
+        }
+        corpus
+    }
+
+    #[test]
+    fn json_files_are_found_recursively_and_sorted() {
+        let corpus = corpus();
+        let files = json_files(&corpus.path().join("crud")).unwrap();
+        assert_eq!(
+            files,
+            [
+                "a.json",
+                "b.json",
+                "unified/c.json",
+                "unified/deeper/d.json"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_pending_suite_skips_every_json_file_with_its_reason() {
+        let corpus = corpus();
+        let outcome = pending("crud", "issue #6").run(corpus.path()).unwrap();
+        assert_eq!(outcome.passed, 0);
+        assert!(outcome.failed.is_empty());
+        assert_eq!(outcome.skipped.len(), 4);
+        assert!(outcome.skipped.iter().all(|(_, why)| why == "issue #6"));
+    }
+
+    #[test]
+    fn a_runner_gets_the_suite_folder() {
+        fn count(dir: &Path) -> SuiteOutcome {
+            let files = json_files(dir).unwrap();
+            SuiteOutcome {
+                passed: files.len() - 1,
+                failed: vec![(files[0].clone(), "wrong".to_owned())],
+                skipped: Vec::new(),
+            }
+        }
+        let corpus = corpus();
+        let suite = Suite {
+            name: "crud",
+            runner: Runner::Run(count),
+        };
+        let outcome = suite.run(corpus.path()).unwrap();
+        assert_eq!(outcome.passed, 3);
+        assert_eq!(outcome.failed, [("a.json".to_owned(), "wrong".to_owned())]);
+    }
+
+    #[test]
+    fn a_missing_suite_folder_is_an_error() {
+        let corpus = corpus();
+        let err = pending("sessions", "issue #6")
+            .run(corpus.path())
+            .unwrap_err();
+        assert!(err.contains("sessions"), "{err}");
+    }
+
+    #[test]
+    fn suite_names_are_unique() {
+        let mut names: Vec<_> = SUITES.iter().map(|suite| suite.name).collect();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), SUITES.len());
+    }
+}

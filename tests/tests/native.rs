@@ -1,0 +1,321 @@
+//! The native driver against a real SecantusDB server on loopback, and against small
+//! misbehaving listeners for the failure cases.
+
+use std::time::{Duration, Instant};
+
+use anymongo::bson::{doc, Bson};
+use anymongo::{Client, ErrorKind};
+use anymongo_tests::certs;
+use anymongo_tests::server::{self, ServerOptions, TestServer, TlsFiles};
+
+fn client(uri: &str) -> Client {
+    anymongo_native::client(uri).expect("valid URI")
+}
+
+/// A URI for the shared server of this test binary.
+fn shared_uri() -> String {
+    server::shared().uri()
+}
+
+#[tokio::test]
+async fn ping() {
+    let reply = client(&shared_uri())
+        .database("admin")
+        .run_command(doc! { "ping": 1 })
+        .await
+        .unwrap();
+    assert_eq!(reply.get("ok"), Some(&Bson::Double(1.0)));
+}
+
+#[tokio::test]
+async fn hello_is_parsed() {
+    let hello = client(&shared_uri()).hello().await.unwrap();
+    assert!(hello.is_writable_primary);
+    assert!(
+        hello.hello_ok,
+        "legacy hello with helloOk must be acknowledged"
+    );
+    assert_eq!(hello.set_name.as_deref(), Some("secantus"));
+    assert!(hello.max_wire_version >= anymongo::handshake::MIN_WIRE_VERSION);
+    assert!(hello.connection_id.is_some());
+    assert_eq!(hello.max_message_size_bytes, 48_000_000);
+    assert_eq!(hello.logical_session_timeout_minutes, Some(30));
+}
+
+#[tokio::test]
+async fn insert_find_delete_through_run_command() {
+    let db = client(&shared_uri()).database("native_crud");
+    let _ = db.run_command(doc! { "drop": "items" }).await;
+    let inserted = db
+        .run_command(doc! { "insert": "items", "documents": [
+            { "_id": 1, "name": "one" }, { "_id": 2, "name": "two" }, { "_id": 3, "name": "three" },
+        ] })
+        .await
+        .unwrap();
+    assert_eq!(inserted.get_i32("n").ok(), Some(3));
+
+    let found = db
+        .run_command(
+            doc! { "find": "items", "filter": { "_id": { "$gte": 2 } }, "sort": { "_id": 1 } },
+        )
+        .await
+        .unwrap();
+    let batch = found
+        .get_document("cursor")
+        .unwrap()
+        .get_array("firstBatch")
+        .unwrap();
+    let names: Vec<&str> = batch
+        .iter()
+        .map(|d| d.as_document().unwrap().get_str("name").unwrap())
+        .collect();
+    assert_eq!(names, ["two", "three"]);
+
+    let deleted = db
+        .run_command(doc! { "delete": "items", "deletes": [{ "q": { "_id": 2 }, "limit": 1 }] })
+        .await
+        .unwrap();
+    assert_eq!(deleted.get_i32("n").ok(), Some(1));
+    let count = db.run_command(doc! { "count": "items" }).await.unwrap();
+    assert_eq!(count.get_i32("n").ok(), Some(2));
+}
+
+#[tokio::test]
+async fn server_error_carries_code_and_code_name() {
+    let db = client(&shared_uri()).database("native_errors");
+    let error = db
+        .run_command(doc! { "find": "x", "filter": { "$bad": 1 } })
+        .await
+        .unwrap_err();
+    let ErrorKind::Command(command) = error.kind() else {
+        panic!("expected a command error, got {error}");
+    };
+    assert_eq!(command.code, 2);
+    assert_eq!(command.code_name, "BadValue");
+    assert!(command.message.contains("$bad"), "{}", command.message);
+    assert_eq!(error.code(), Some(2));
+}
+
+#[tokio::test]
+async fn server_error_carries_error_labels() {
+    // A server of its own: the fail point must not disturb the other tests.
+    let server = TestServer::start(&ServerOptions::default()).unwrap();
+    let client = client(&server.uri());
+    client
+        .database("admin")
+        .run_command(doc! {
+            "configureFailPoint": "failCommand",
+            "mode": { "times": 1 },
+            "data": { "failCommands": ["find"], "errorCode": 91, "errorLabels": ["RetryableWriteError", "Custom"] },
+        })
+        .await
+        .unwrap();
+    let error = client
+        .database("labels")
+        .run_command(doc! { "find": "x" })
+        .await
+        .unwrap_err();
+    assert_eq!(error.code(), Some(91));
+    assert_eq!(error.labels(), ["RetryableWriteError", "Custom"]);
+    assert!(error.has_label("Custom"));
+    let ErrorKind::Command(command) = error.kind() else {
+        panic!("expected a command error, got {error}");
+    };
+    assert_eq!(command.code_name, "ShutdownInProgress");
+    // The fail point fired once; the same client goes on working.
+    client
+        .database("labels")
+        .run_command(doc! { "find": "x" })
+        .await
+        .unwrap();
+}
+
+/// A loopback port with nothing listening on it.
+fn closed_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().port()
+}
+
+#[tokio::test]
+async fn connection_refused_is_a_clear_network_error() {
+    let port = closed_port();
+    let started = Instant::now();
+    let error = client(&format!(
+        "mongodb://127.0.0.1:{port}/?connectTimeoutMS=2000"
+    ))
+    .database("admin")
+    .run_command(doc! { "ping": 1 })
+    .await
+    .unwrap_err();
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "took {:?}",
+        started.elapsed()
+    );
+    match error.kind() {
+        ErrorKind::Network {
+            address, io_kind, ..
+        } => {
+            assert_eq!(address, &format!("127.0.0.1:{port}"));
+            assert_eq!(*io_kind, std::io::ErrorKind::ConnectionRefused);
+        }
+        _ => panic!("expected a network error, got {error}"),
+    }
+    assert!(
+        error.to_string().contains(&format!("127.0.0.1:{port}")),
+        "{error}"
+    );
+}
+
+#[tokio::test]
+async fn a_port_that_never_answers_times_out_within_connect_timeout() {
+    // Accepts connections and never says a word.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let silent = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((socket, _)) = listener.accept().await {
+            held.push(socket);
+        }
+    });
+    let started = Instant::now();
+    let error = client(&format!("mongodb://127.0.0.1:{port}/?connectTimeoutMS=300"))
+        .database("admin")
+        .run_command(doc! { "ping": 1 })
+        .await
+        .unwrap_err();
+    let elapsed = started.elapsed();
+    assert!(
+        elapsed >= Duration::from_millis(300) && elapsed < Duration::from_secs(3),
+        "{elapsed:?}"
+    );
+    assert!(
+        matches!(error.kind(), ErrorKind::Timeout { during: "connect", after, .. } if *after == Duration::from_millis(300)),
+        "{error}"
+    );
+    silent.abort();
+}
+
+#[tokio::test]
+async fn a_port_that_speaks_another_protocol_is_a_protocol_error() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let http = tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            let mut request = [0u8; 512];
+            let _ = socket.read(&mut request).await;
+            let _ = socket
+                .write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+                .await;
+        }
+    });
+    let error = client(&format!(
+        "mongodb://127.0.0.1:{port}/?connectTimeoutMS=2000"
+    ))
+    .database("admin")
+    .run_command(doc! { "ping": 1 })
+    .await
+    .unwrap_err();
+    // "HTTP" read as a little-endian message length is ~1.3 GB: refused before allocating.
+    assert!(
+        matches!(error.kind(), ErrorKind::Protocol { .. }),
+        "{error}"
+    );
+    http.abort();
+}
+
+#[tokio::test]
+async fn tls_with_the_generated_ca_passes_and_an_untrusted_ca_fails() {
+    let dir = tempfile::tempdir().unwrap();
+    let certs = certs::generate(dir.path()).unwrap();
+    let server = TestServer::start(&ServerOptions {
+        tls: Some(TlsFiles {
+            cert: certs.server_cert.clone(),
+            key: certs.server_key.clone(),
+            ca: certs.ca_pem.clone(),
+            require_client_cert: false,
+        }),
+        ..ServerOptions::default()
+    })
+    .unwrap();
+    let base = format!(
+        "mongodb://localhost:{}/?tls=true&connectTimeoutMS=5000",
+        server.port
+    );
+
+    let trusted = client(&format!("{base}&tlsCAFile={}", certs.ca_pem.display()));
+    let reply = trusted
+        .database("admin")
+        .run_command(doc! { "ping": 1 })
+        .await
+        .unwrap();
+    assert_eq!(reply.get("ok"), Some(&Bson::Double(1.0)));
+    let db = trusted.database("tls");
+    db.run_command(doc! { "insert": "t", "documents": [{ "over": "tls" }] })
+        .await
+        .unwrap();
+    let found = db.run_command(doc! { "find": "t" }).await.unwrap();
+    assert_eq!(
+        found
+            .get_document("cursor")
+            .unwrap()
+            .get_array("firstBatch")
+            .unwrap()
+            .len(),
+        1
+    );
+
+    let untrusted = client(&format!(
+        "{base}&tlsCAFile={}",
+        certs.untrusted_ca_pem.display()
+    ));
+    let error = untrusted
+        .database("admin")
+        .run_command(doc! { "ping": 1 })
+        .await
+        .unwrap_err();
+    match error.kind() {
+        ErrorKind::Tls { message, .. } => assert!(message.contains("certificate"), "{message}"),
+        _ => panic!("expected a TLS error, got {error}"),
+    }
+
+    // Plain TCP to a TLS port is not silently accepted either.
+    let plain = client(&format!(
+        "mongodb://localhost:{}/?connectTimeoutMS=2000",
+        server.port
+    ));
+    assert!(plain
+        .database("admin")
+        .run_command(doc! { "ping": 1 })
+        .await
+        .is_err());
+}
+
+#[tokio::test]
+async fn client_metadata_reaches_the_server() {
+    let client = client(&format!("{}?appName=native-test", shared_uri()));
+    let reply = client
+        .database("admin")
+        .run_command(doc! { "currentOp": 1, "$all": true })
+        .await
+        .unwrap();
+    let ops = reply.get_array("inprog").unwrap();
+    let ours = ops
+        .iter()
+        .filter_map(Bson::as_document)
+        .filter_map(|op| op.get_document("clientMetadata").ok())
+        .find(|metadata| {
+            metadata
+                .get_document("application")
+                .and_then(|app| app.get_str("name"))
+                .ok()
+                == Some("native-test")
+        })
+        .unwrap_or_else(|| panic!("no operation of ours in {ops:?}"));
+    assert_eq!(
+        ours.get_document("driver").unwrap().get_str("name").ok(),
+        Some("anymongo")
+    );
+    assert!(ours.get_str("platform").unwrap().contains("native runtime"));
+}

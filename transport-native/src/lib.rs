@@ -1,0 +1,147 @@
+//! The native host of anymongo: tokio TCP, rustls TLS, the tokio clock and spawner.
+//!
+//! ```no_run
+//! # async fn example() -> anymongo::Result<()> {
+//! use anymongo::bson::doc;
+//! let client = anymongo_native::client("mongodb://localhost:27017")?;
+//! client.database("admin").run_command(doc! { "ping": 1 }).await?;
+//! # Ok(()) }
+//! ```
+//!
+//! Must be used inside a tokio runtime (the clock, spawner and sockets are tokio's).
+
+use std::io;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anymongo::rt::{
+    boxed, BoxFuture, Clock, ConnectTarget, HostInfo, Instant, IpAddr, Resolver, Runtime, Spawner,
+    SrvRecord, Stream, Transport,
+};
+use anymongo::{Client, Result};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// TCP keepalive idle time, as the Connection Monitoring and Pooling spec recommends.
+const KEEPALIVE: Duration = Duration::from_secs(120);
+
+/// A client for `uri` on the native runtime: shorthand for
+/// `Client::with_uri(uri, anymongo_native::runtime())`.
+pub fn client(uri: &str) -> Result<Client> {
+    Client::with_uri(uri, runtime())
+}
+
+/// The native [`Runtime`]: tokio sockets, rustls, tokio time and `tokio::spawn`.
+pub fn runtime() -> Runtime {
+    Runtime {
+        transport: Arc::new(TokioTransport),
+        resolver: Arc::new(TokioResolver),
+        clock: Arc::new(TokioClock {
+            origin: tokio::time::Instant::now(),
+        }),
+        spawner: Some(Arc::new(TokioSpawner)),
+        host: HostInfo {
+            runtime: "native",
+            platform: "tokio, rustls".into(),
+            os_type: std::env::consts::OS.into(),
+            architecture: Some(std::env::consts::ARCH.into()),
+            docker: std::path::Path::new("/.dockerenv").exists(),
+            env: |name| std::env::var(name).ok(),
+        },
+    }
+}
+
+/// Opens TCP connections with tokio (TCP_NODELAY, keepalive) and, when asked, TLS
+/// with rustls.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TokioTransport;
+
+impl Transport for TokioTransport {
+    fn connect<'a>(
+        &'a self,
+        target: &'a ConnectTarget,
+    ) -> BoxFuture<'a, io::Result<Box<dyn Stream>>> {
+        boxed(async move {
+            let tcp = TcpStream::connect((target.host.as_str(), target.port)).await?;
+            tcp.set_nodelay(true)?;
+            socket2::SockRef::from(&tcp)
+                .set_tcp_keepalive(&socket2::TcpKeepalive::new().with_time(KEEPALIVE))?;
+            let stream: Box<dyn Stream> = Box::new(TokioStream(tcp));
+            match &target.tls {
+                None => Ok(stream),
+                Some(options) => {
+                    let ca = anymongo::tls::ca_certificates(options, |path| std::fs::read(path))?;
+                    let config = anymongo::tls::client_config(ca.as_deref())?;
+                    anymongo::tls::connect(stream, &target.host, config).await
+                }
+            }
+        })
+    }
+}
+
+struct TokioStream(TcpStream);
+
+impl Stream for TokioStream {
+    fn read<'a>(&'a mut self, buf: &'a mut [u8]) -> BoxFuture<'a, io::Result<usize>> {
+        boxed(self.0.read(buf))
+    }
+
+    fn write_all<'a>(&'a mut self, buf: &'a [u8]) -> BoxFuture<'a, io::Result<()>> {
+        boxed(self.0.write_all(buf))
+    }
+}
+
+/// DNS through the system resolver.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TokioResolver;
+
+impl Resolver for TokioResolver {
+    fn srv<'a>(&'a self, name: &'a str) -> BoxFuture<'a, io::Result<Vec<SrvRecord>>> {
+        boxed(async move { Err(not_yet("SRV", name)) })
+    }
+
+    fn txt<'a>(&'a self, name: &'a str) -> BoxFuture<'a, io::Result<Vec<String>>> {
+        boxed(async move { Err(not_yet("TXT", name)) })
+    }
+
+    fn ip<'a>(&'a self, host: &'a str) -> BoxFuture<'a, io::Result<Vec<IpAddr>>> {
+        boxed(async move {
+            let addresses = tokio::net::lookup_host((host, 0)).await?;
+            Ok(addresses.map(|address| address.ip()).collect())
+        })
+    }
+}
+
+/// SRV and TXT look-ups arrive with `mongodb+srv://` support; nothing calls them yet.
+fn not_yet(kind: &str, name: &str) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::Unsupported,
+        format!("{kind} look-up of {name}: DNS seedlist discovery is not implemented yet"),
+    )
+}
+
+/// Monotonic time from tokio (so paused test time works too).
+#[derive(Debug, Clone, Copy)]
+pub struct TokioClock {
+    origin: tokio::time::Instant,
+}
+
+impl Clock for TokioClock {
+    fn now(&self) -> Instant {
+        Instant::from_origin(self.origin.elapsed())
+    }
+
+    fn sleep(&self, duration: Duration) -> BoxFuture<'static, ()> {
+        boxed(tokio::time::sleep(duration))
+    }
+}
+
+/// Runs background work with `tokio::spawn`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TokioSpawner;
+
+impl Spawner for TokioSpawner {
+    fn spawn(&self, task: BoxFuture<'static, ()>) {
+        tokio::spawn(task);
+    }
+}
