@@ -58,6 +58,9 @@ impl Client {
             return Err(Error::invalid_argument("no hosts to connect to"));
         }
         let metadata = client_metadata(&runtime.host, options.app_name.as_deref());
+        // Natively the seams are `Send + Sync` and so is the client; on wasm32 they are
+        // not (JavaScript handles), and the `Arc` is merely shared ownership.
+        #[allow(clippy::arc_with_non_send_sync)]
         Ok(Client {
             inner: Arc::new(ClientInner {
                 options,

@@ -3,7 +3,7 @@
 //!
 //! WASI components usually serve one request at a time and cannot keep tasks alive
 //! between requests, so this host provides no spawner: the core then works without
-//! background tasks. Drive the driver's futures with [`block_on`]:
+//! background tasks. Drive the driver's futures with `block_on` (re-exported from `wstd`):
 //!
 //! ```no_run
 //! # #[cfg(target_os = "wasi")]
