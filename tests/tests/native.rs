@@ -319,3 +319,39 @@ async fn client_metadata_reaches_the_server() {
     );
     assert!(ours.get_str("platform").unwrap().contains("native runtime"));
 }
+
+#[tokio::test]
+async fn a_standalone_server_is_seen_as_one() {
+    let server = TestServer::start(&ServerOptions {
+        standalone: true,
+        ..ServerOptions::default()
+    })
+    .unwrap();
+    let hello = client(&server.uri()).hello().await.unwrap();
+    assert!(hello.is_writable_primary);
+    assert_eq!(hello.set_name, None);
+    assert!(hello.hosts.is_empty());
+}
+
+#[tokio::test]
+async fn an_auth_server_refuses_unauthenticated_commands_with_a_typed_error() {
+    let server = TestServer::start(&ServerOptions {
+        auth: true,
+        ..ServerOptions::default()
+    })
+    .unwrap();
+    let client = client(&server.uri());
+    // The handshake is allowed without credentials; reading data is not.
+    let hello = client.hello().await.unwrap();
+    assert!(hello.max_wire_version >= anymongo::handshake::MIN_WIRE_VERSION);
+    let error = client
+        .database("secret")
+        .run_command(doc! { "find": "x" })
+        .await
+        .unwrap_err();
+    assert_eq!(error.code(), Some(13), "{error}");
+    let ErrorKind::Command(command) = error.kind() else {
+        panic!("expected a command error, got {error}");
+    };
+    assert_eq!(command.code_name, "Unauthorized");
+}

@@ -1,55 +1,60 @@
 //! The wasm32-wasip2 build of the same core, run under wasmtime against the same
-//! SecantusDB server, checked by the harness: the WASI demo pings, inserts and reads
-//! back, and a native client then verifies what it wrote.
+//! SecantusDB servers, checked by the harness: the WASI demo connects, inserts and
+//! reads back, and a native client then verifies what it wrote.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::OnceLock;
 
 use anymongo::bson::doc;
-use anymongo_tests::{demo, server, setup};
+use anymongo_tests::server::{self, ServerOptions, TestServer, TlsFiles};
+use anymongo_tests::{certs, demo, setup};
 
-/// Builds the WASI demo (a no-op when `./run.sh test` already did) and returns its path.
-fn build_wasi_demo() -> PathBuf {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let status = Command::new(cargo)
-        .current_dir(setup::workspace_root())
-        .args([
-            "build",
-            "-p",
-            "anymongo-tests",
-            "--bin",
-            "demo",
-            "--target",
-            "wasm32-wasip2",
-        ])
-        .status()
-        .expect("cargo runs");
-    assert!(status.success(), "building the wasip2 demo failed");
-    let target_dir = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| setup::workspace_root().join("target"));
-    target_dir.join("wasm32-wasip2/debug/demo.wasm")
+/// Builds the WASI demo once per test binary (a no-op when `./run.sh test` already
+/// did) and returns its path.
+fn wasi_demo() -> &'static Path {
+    static WASM: OnceLock<PathBuf> = OnceLock::new();
+    WASM.get_or_init(|| {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let status = Command::new(cargo)
+            .current_dir(setup::workspace_root())
+            .args(["build", "-q", "-p", "anymongo-tests", "--bin", "demo"])
+            .args(["--target", "wasm32-wasip2"])
+            .status()
+            .expect("cargo runs");
+        assert!(status.success(), "building the wasip2 demo failed");
+        let target_dir = std::env::var_os("CARGO_TARGET_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| setup::workspace_root().join("target"));
+        target_dir.join("wasm32-wasip2/debug/demo.wasm")
+    })
 }
 
-#[tokio::test]
-async fn wasi_build_pings_inserts_and_finds_against_the_same_server() {
-    let wasm = build_wasi_demo();
+fn wasmtime() -> PathBuf {
     let wasmtime = setup::cache_dir().join("venv/bin/wasmtime");
     if !wasmtime.exists() {
         setup::run("venv").unwrap();
     }
-    let uri = server::shared().uri();
-    let collection = "from_wasi";
-    let output = Command::new(&wasmtime)
-        .args([
-            "run",
-            "-S",
-            "inherit-network=y",
-            "-S",
-            "allow-ip-name-lookup=y",
-        ])
-        .arg(&wasm)
-        .args([uri.as_str(), collection])
+    wasmtime
+}
+
+/// Runs the WASI demo against `uri` into `collection`, granting it read access to
+/// `readable` (for a CA file), and checks its report and what it wrote.
+async fn run_wasi_demo(uri: &str, collection: &str, readable: Option<&Path>) {
+    let mut command = Command::new(wasmtime());
+    command.args([
+        "run",
+        "-S",
+        "inherit-network=y",
+        "-S",
+        "allow-ip-name-lookup=y",
+    ]);
+    if let Some(dir) = readable {
+        command.arg("--dir").arg(format!("{0}::{0}", dir.display()));
+    }
+    let output = command
+        .arg(wasi_demo())
+        .args([uri, collection])
         .output()
         .expect("wasmtime runs");
     let stdout = String::from_utf8_lossy(&output.stdout);
@@ -62,17 +67,12 @@ async fn wasi_build_pings_inserts_and_finds_against_the_same_server() {
         stdout.contains("connected from wasi: wire version"),
         "{stdout}"
     );
-    assert!(
-        stdout.contains(&format!(
-            "inserted 3 documents into {}.{collection}",
-            demo::DATABASE
-        )),
-        "{stdout}"
-    );
+    let inserted = format!("inserted 3 documents into {}.{collection}", demo::DATABASE);
+    assert!(stdout.contains(&inserted), "{stdout}");
     assert!(stdout.contains("read back 3 documents"), "{stdout}");
 
     // What the WASI build wrote is really on the server.
-    let client = anymongo_native::client(&uri).unwrap();
+    let client = anymongo_native::client(uri).unwrap();
     let found = client
         .database(demo::DATABASE)
         .run_command(
@@ -90,4 +90,31 @@ async fn wasi_build_pings_inserts_and_finds_against_the_same_server() {
         .map(|d| d.as_document().unwrap().get_str("name").unwrap())
         .collect();
     assert_eq!(names, ["apple", "banana", "cherry"]);
+}
+
+#[tokio::test]
+async fn wasi_build_pings_inserts_and_finds_against_the_same_server() {
+    run_wasi_demo(&server::shared().uri(), "from_wasi", None).await;
+}
+
+#[tokio::test]
+async fn wasi_build_speaks_tls_with_rustls() {
+    let dir = tempfile::tempdir().unwrap();
+    let certs = certs::generate(dir.path()).unwrap();
+    let server = TestServer::start(&ServerOptions {
+        tls: Some(TlsFiles {
+            cert: certs.server_cert.clone(),
+            key: certs.server_key.clone(),
+            ca: certs.ca_pem.clone(),
+            require_client_cert: false,
+        }),
+        ..ServerOptions::default()
+    })
+    .unwrap();
+    assert!(
+        server.uri().contains("tls=true&tlsCAFile="),
+        "{}",
+        server.uri()
+    );
+    run_wasi_demo(&server.uri(), "from_wasi_over_tls", Some(dir.path())).await;
 }
