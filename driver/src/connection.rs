@@ -338,27 +338,24 @@ mod tests {
         }
     }
 
-    /// A clock whose sleeps end at once: any wait on a silent server times out.
-    struct InstantTimeouts;
-
-    impl Clock for InstantTimeouts {
-        fn now(&self) -> Instant {
-            Instant::from_origin(Duration::ZERO)
-        }
-        fn sleep(&self, _: Duration) -> BoxFuture<'static, ()> {
-            boxed(async {})
-        }
+    /// A test clock: with `sleeps_end`, every sleep ends at once, so any wait on a
+    /// silent server times out; without, no sleep ever ends.
+    struct TestClock {
+        sleeps_end: bool,
     }
 
-    /// A clock whose sleeps never end.
-    struct NoTimeouts;
+    const INSTANT_TIMEOUTS: TestClock = TestClock { sleeps_end: true };
+    const NO_TIMEOUTS: TestClock = TestClock { sleeps_end: false };
 
-    impl Clock for NoTimeouts {
+    impl Clock for TestClock {
         fn now(&self) -> Instant {
             Instant::from_origin(Duration::ZERO)
         }
         fn sleep(&self, _: Duration) -> BoxFuture<'static, ()> {
-            boxed(futures::future::pending())
+            match self.sleeps_end {
+                true => boxed(async {}),
+                false => boxed(futures::future::pending()),
+            }
         }
     }
 
@@ -411,12 +408,12 @@ mod tests {
     }
 
     fn connect(script: &Script) -> Result<Connection> {
-        block_on(Connection::establish(script, &NoTimeouts, &settings()))
+        block_on(Connection::establish(script, &NO_TIMEOUTS, &settings()))
     }
 
     fn ping(connection: &mut Connection) -> Result<Document> {
         let body = RawDocumentBuf::try_from(&doc! { "ping": 1, "$db": "admin" }).unwrap();
-        block_on(connection.command(body, &NoTimeouts))
+        block_on(connection.command(body, &NO_TIMEOUTS))
     }
 
     #[test]
@@ -589,7 +586,7 @@ mod tests {
         let script = Script::default().then(|_| None);
         let error = block_on(Connection::establish(
             &script,
-            &InstantTimeouts,
+            &INSTANT_TIMEOUTS,
             &settings(),
         ))
         .unwrap_err();
@@ -606,9 +603,9 @@ mod tests {
         settings.socket_timeout = Some(Duration::from_millis(5));
         // The handshake runs under a clock that never fires; the command under one that does.
         let mut connection =
-            block_on(Connection::establish(&script, &NoTimeouts, &settings)).unwrap();
+            block_on(Connection::establish(&script, &NO_TIMEOUTS, &settings)).unwrap();
         let body = RawDocumentBuf::try_from(&doc! { "ping": 1, "$db": "admin" }).unwrap();
-        let error = block_on(connection.command(body, &InstantTimeouts)).unwrap_err();
+        let error = block_on(connection.command(body, &INSTANT_TIMEOUTS)).unwrap_err();
         assert!(
             matches!(
                 error.kind(),

@@ -159,6 +159,14 @@ pub trait Resolver: MaybeSend + MaybeSync {
     fn ip<'a>(&'a self, host: &'a str) -> BoxFuture<'a, io::Result<Vec<IpAddr>>>;
 }
 
+/// The error a host's [`Resolver`] gives for a kind of look-up it cannot make yet.
+pub fn unsupported_lookup(kind: &str, name: &str) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::Unsupported,
+        format!("{kind} look-up of {name}: not supported by this host yet"),
+    )
+}
+
 /// A point on a [`Clock`]'s monotonic time line.
 ///
 /// The core's replacement for `std::time::Instant`, which panics on

@@ -3,8 +3,7 @@
 //!
 //! rustls is driven sans-IO: ciphertext read from the inner stream is fed to the
 //! [`rustls::ClientConnection`], and whatever it wants to send is written out. No
-//! file is read here; a host resolves `tlsCAFile` to bytes first (see
-//! [`ca_certificates`]).
+//! file is read here: a host passes [`secure`] its way of reading `tlsCAFile`.
 
 use std::io::{self, Read, Write};
 use std::sync::Arc;
@@ -13,7 +12,7 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName};
 use rustls::{ClientConfig, ClientConnection, RootCertStore};
 
-use crate::rt::{boxed, BoxFuture, CaSource, Stream, TlsError, TlsOptions};
+use crate::rt::{boxed, BoxFuture, CaSource, ConnectTarget, Stream, TlsError, TlsOptions};
 
 /// Size of the buffer ciphertext is read into: one maximal TLS record and its overhead.
 const READ_CHUNK: usize = 16 * 1024 + 512;
@@ -22,9 +21,24 @@ fn tls_error(message: impl Into<String>) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, TlsError(message.into()))
 }
 
+/// Returns `stream` as is when `target` asks for no TLS, and otherwise runs the TLS
+/// handshake over it, trusting the authorities `target` names (a `tlsCAFile` is read
+/// with the host's `read_file`) or the web roots.
+pub async fn secure(
+    stream: Box<dyn Stream>,
+    target: &ConnectTarget,
+    read_file: impl FnOnce(&str) -> io::Result<Vec<u8>>,
+) -> io::Result<Box<dyn Stream>> {
+    let Some(options) = &target.tls else {
+        return Ok(stream);
+    };
+    let ca = ca_certificates(options, read_file)?;
+    connect(stream, &target.host, client_config(ca.as_deref())?).await
+}
+
 /// The PEM bytes of the authorities `options` trusts, if it names any: a file is read
 /// with the host's `read_file`, in-memory PEM is used as is.
-pub fn ca_certificates(
+fn ca_certificates(
     options: &TlsOptions,
     read_file: impl FnOnce(&str) -> io::Result<Vec<u8>>,
 ) -> io::Result<Option<Vec<u8>>> {
@@ -39,7 +53,7 @@ pub fn ca_certificates(
 
 /// A client configuration trusting the PEM certificates in `ca_pem`, or the
 /// Mozilla web roots when `None`.
-pub fn client_config(ca_pem: Option<&[u8]>) -> io::Result<Arc<ClientConfig>> {
+fn client_config(ca_pem: Option<&[u8]>) -> io::Result<Arc<ClientConfig>> {
     let mut roots = RootCertStore::empty();
     match ca_pem {
         None => roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned()),
@@ -66,7 +80,7 @@ pub fn client_config(ca_pem: Option<&[u8]>) -> io::Result<Arc<ClientConfig>> {
 }
 
 /// Runs a TLS handshake with `server_name` over `inner` and returns the encrypted stream.
-pub async fn connect(
+async fn connect(
     inner: Box<dyn Stream>,
     server_name: &str,
     config: Arc<ClientConfig>,

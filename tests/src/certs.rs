@@ -33,6 +33,22 @@ pub struct TestCerts {
     pub client_cert_and_key: PathBuf,
 }
 
+impl TestCerts {
+    /// Options for a TLS server presenting the generated server certificate; with
+    /// `require_client_cert`, it also demands a client certificate signed by the CA.
+    pub fn server_options(&self, require_client_cert: bool) -> crate::server::ServerOptions {
+        crate::server::ServerOptions {
+            tls: Some(crate::server::TlsFiles {
+                cert: self.server_cert.clone(),
+                key: self.server_key.clone(),
+                ca: self.ca_pem.clone(),
+                require_client_cert,
+            }),
+            ..Default::default()
+        }
+    }
+}
+
 /// Generates fresh certificates into `dir` (created if missing).
 pub fn generate(dir: &Path) -> Result<TestCerts, String> {
     let fail = |e: rcgen::Error| format!("cannot generate test certificates: {e}");

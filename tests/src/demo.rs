@@ -46,14 +46,32 @@ pub async fn run(client: &Client, collection: &str, runtime: &str) -> Result<Vec
     let found = db
         .run_command(doc! { "find": collection, "filter": {}, "sort": { "_id": 1 } })
         .await?;
-    let batch = found
-        .get_document("cursor")
-        .and_then(|cursor| cursor.get_array("firstBatch"))
-        .map(|batch| batch.to_vec())
-        .unwrap_or_default();
+    let batch = first_batch(&found);
     report.push(format!("read back {} documents:", batch.len()));
     for document in batch {
         report.push(format!("  {document}"));
     }
     Ok(report)
+}
+
+/// The documents of a `find` reply's first batch (none if the reply has no cursor).
+pub fn first_batch(reply: &Document) -> Vec<Document> {
+    reply
+        .get_document("cursor")
+        .and_then(|cursor| cursor.get_array("firstBatch"))
+        .map(|batch| {
+            batch
+                .iter()
+                .filter_map(|d| d.as_document().cloned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The `name` field of each document (empty where it has none).
+pub fn names(documents: &[Document]) -> Vec<&str> {
+    documents
+        .iter()
+        .map(|d| d.get_str("name").unwrap_or_default())
+        .collect()
 }

@@ -5,8 +5,8 @@ use std::time::{Duration, Instant};
 
 use anymongo::bson::{doc, Bson};
 use anymongo::{Client, ErrorKind};
-use anymongo_tests::certs;
-use anymongo_tests::server::{self, ServerOptions, TestServer, TlsFiles};
+use anymongo_tests::server::{self, ServerOptions, TestServer};
+use anymongo_tests::{certs, demo};
 
 fn client(uri: &str) -> Client {
     anymongo_native::client(uri).expect("valid URI")
@@ -60,16 +60,7 @@ async fn insert_find_delete_through_run_command() {
         )
         .await
         .unwrap();
-    let batch = found
-        .get_document("cursor")
-        .unwrap()
-        .get_array("firstBatch")
-        .unwrap();
-    let names: Vec<&str> = batch
-        .iter()
-        .map(|d| d.as_document().unwrap().get_str("name").unwrap())
-        .collect();
-    assert_eq!(names, ["two", "three"]);
+    assert_eq!(demo::names(&demo::first_batch(&found)), ["two", "three"]);
 
     let deleted = db
         .run_command(doc! { "delete": "items", "deletes": [{ "q": { "_id": 2 }, "limit": 1 }] })
@@ -229,16 +220,7 @@ async fn a_port_that_speaks_another_protocol_is_a_protocol_error() {
 async fn tls_with_the_generated_ca_passes_and_an_untrusted_ca_fails() {
     let dir = tempfile::tempdir().unwrap();
     let certs = certs::generate(dir.path()).unwrap();
-    let server = TestServer::start(&ServerOptions {
-        tls: Some(TlsFiles {
-            cert: certs.server_cert.clone(),
-            key: certs.server_key.clone(),
-            ca: certs.ca_pem.clone(),
-            require_client_cert: false,
-        }),
-        ..ServerOptions::default()
-    })
-    .unwrap();
+    let server = TestServer::start(&certs.server_options(false)).unwrap();
     let base = format!(
         "mongodb://localhost:{}/?tls=true&connectTimeoutMS=5000",
         server.port
@@ -256,15 +238,7 @@ async fn tls_with_the_generated_ca_passes_and_an_untrusted_ca_fails() {
         .await
         .unwrap();
     let found = db.run_command(doc! { "find": "t" }).await.unwrap();
-    assert_eq!(
-        found
-            .get_document("cursor")
-            .unwrap()
-            .get_array("firstBatch")
-            .unwrap()
-            .len(),
-        1
-    );
+    assert_eq!(demo::first_batch(&found).len(), 1);
 
     let untrusted = client(&format!(
         "{base}&tlsCAFile={}",

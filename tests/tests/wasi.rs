@@ -7,7 +7,7 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 use anymongo::bson::doc;
-use anymongo_tests::server::{self, ServerOptions, TestServer, TlsFiles};
+use anymongo_tests::server::{self, TestServer};
 use anymongo_tests::{certs, demo, setup};
 
 /// Builds the WASI demo once per test binary (a no-op when `./run.sh test` already
@@ -80,16 +80,10 @@ async fn run_wasi_demo(uri: &str, collection: &str, readable: Option<&Path>) {
         )
         .await
         .unwrap();
-    let batch = found
-        .get_document("cursor")
-        .unwrap()
-        .get_array("firstBatch")
-        .unwrap();
-    let names: Vec<&str> = batch
-        .iter()
-        .map(|d| d.as_document().unwrap().get_str("name").unwrap())
-        .collect();
-    assert_eq!(names, ["apple", "banana", "cherry"]);
+    assert_eq!(
+        demo::names(&demo::first_batch(&found)),
+        ["apple", "banana", "cherry"]
+    );
 }
 
 #[tokio::test]
@@ -101,16 +95,7 @@ async fn wasi_build_pings_inserts_and_finds_against_the_same_server() {
 async fn wasi_build_speaks_tls_with_rustls() {
     let dir = tempfile::tempdir().unwrap();
     let certs = certs::generate(dir.path()).unwrap();
-    let server = TestServer::start(&ServerOptions {
-        tls: Some(TlsFiles {
-            cert: certs.server_cert.clone(),
-            key: certs.server_key.clone(),
-            ca: certs.ca_pem.clone(),
-            require_client_cert: false,
-        }),
-        ..ServerOptions::default()
-    })
-    .unwrap();
+    let server = TestServer::start(&certs.server_options(false)).unwrap();
     assert!(
         server.uri().contains("tls=true&tlsCAFile="),
         "{}",

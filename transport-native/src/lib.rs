@@ -15,8 +15,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anymongo::rt::{
-    boxed, BoxFuture, Clock, ConnectTarget, HostInfo, Instant, IpAddr, Resolver, Runtime, Spawner,
-    SrvRecord, Stream, Transport,
+    boxed, unsupported_lookup, BoxFuture, Clock, ConnectTarget, HostInfo, Instant, IpAddr,
+    Resolver, Runtime, Spawner, SrvRecord, Stream, Transport,
 };
 use anymongo::{Client, Result};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -66,15 +66,8 @@ impl Transport for TokioTransport {
             tcp.set_nodelay(true)?;
             socket2::SockRef::from(&tcp)
                 .set_tcp_keepalive(&socket2::TcpKeepalive::new().with_time(KEEPALIVE))?;
-            let stream: Box<dyn Stream> = Box::new(TokioStream(tcp));
-            match &target.tls {
-                None => Ok(stream),
-                Some(options) => {
-                    let ca = anymongo::tls::ca_certificates(options, |path| std::fs::read(path))?;
-                    let config = anymongo::tls::client_config(ca.as_deref())?;
-                    anymongo::tls::connect(stream, &target.host, config).await
-                }
-            }
+            let stream = Box::new(TokioStream(tcp));
+            anymongo::tls::secure(stream, target, |path| std::fs::read(path)).await
         })
     }
 }
@@ -97,11 +90,11 @@ pub struct TokioResolver;
 
 impl Resolver for TokioResolver {
     fn srv<'a>(&'a self, name: &'a str) -> BoxFuture<'a, io::Result<Vec<SrvRecord>>> {
-        boxed(async move { Err(not_yet("SRV", name)) })
+        boxed(async move { Err(unsupported_lookup("SRV", name)) })
     }
 
     fn txt<'a>(&'a self, name: &'a str) -> BoxFuture<'a, io::Result<Vec<String>>> {
-        boxed(async move { Err(not_yet("TXT", name)) })
+        boxed(async move { Err(unsupported_lookup("TXT", name)) })
     }
 
     fn ip<'a>(&'a self, host: &'a str) -> BoxFuture<'a, io::Result<Vec<IpAddr>>> {
@@ -110,14 +103,6 @@ impl Resolver for TokioResolver {
             Ok(addresses.map(|address| address.ip()).collect())
         })
     }
-}
-
-/// SRV and TXT look-ups arrive with `mongodb+srv://` support; nothing calls them yet.
-fn not_yet(kind: &str, name: &str) -> io::Error {
-    io::Error::new(
-        io::ErrorKind::Unsupported,
-        format!("{kind} look-up of {name}: DNS seedlist discovery is not implemented yet"),
-    )
 }
 
 /// Monotonic time from tokio (so paused test time works too).

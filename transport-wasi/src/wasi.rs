@@ -4,8 +4,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anymongo::rt::{
-    boxed, BoxFuture, Clock, ConnectTarget, HostInfo, Instant, IpAddr, Resolver, Runtime,
-    SrvRecord, Stream, Transport,
+    boxed, unsupported_lookup, BoxFuture, Clock, ConnectTarget, HostInfo, Instant, IpAddr,
+    Resolver, Runtime, SrvRecord, Stream, Transport,
 };
 use anymongo::{Client, Result};
 use wstd::io::{AsyncRead, AsyncWrite};
@@ -76,15 +76,8 @@ impl Transport for WasiTransport {
                         .unwrap_or_else(|| io::Error::new(io::ErrorKind::NotFound, "no address")))
                 }
             };
-            let stream: Box<dyn Stream> = Box::new(WasiStream(tcp));
-            match &target.tls {
-                None => Ok(stream),
-                Some(options) => {
-                    let ca = anymongo::tls::ca_certificates(options, |path| std::fs::read(path))?;
-                    let config = anymongo::tls::client_config(ca.as_deref())?;
-                    anymongo::tls::connect(stream, &target.host, config).await
-                }
-            }
+            let stream = Box::new(WasiStream(tcp));
+            anymongo::tls::secure(stream, target, |path| std::fs::read(path)).await
         })
     }
 }
@@ -124,23 +117,16 @@ pub struct WasiResolver;
 
 impl Resolver for WasiResolver {
     fn srv<'a>(&'a self, name: &'a str) -> BoxFuture<'a, io::Result<Vec<SrvRecord>>> {
-        boxed(async move { Err(not_yet("SRV", name)) })
+        boxed(async move { Err(unsupported_lookup("SRV", name)) })
     }
 
     fn txt<'a>(&'a self, name: &'a str) -> BoxFuture<'a, io::Result<Vec<String>>> {
-        boxed(async move { Err(not_yet("TXT", name)) })
+        boxed(async move { Err(unsupported_lookup("TXT", name)) })
     }
 
     fn ip<'a>(&'a self, host: &'a str) -> BoxFuture<'a, io::Result<Vec<IpAddr>>> {
         boxed(async move { Ok(resolve(host, 0)?.iter().map(SocketAddr::ip).collect()) })
     }
-}
-
-fn not_yet(kind: &str, name: &str) -> io::Error {
-    io::Error::new(
-        io::ErrorKind::Unsupported,
-        format!("{kind} look-up of {name}: DNS seedlist discovery is not implemented yet"),
-    )
 }
 
 /// The WASI monotonic clock (wasi:clocks/monotonic-clock).
