@@ -23,6 +23,7 @@
 //! ```
 #![forbid(unsafe_code)]
 
+pub mod auth;
 pub mod client;
 mod connection;
 pub mod error;
