@@ -8,7 +8,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use bson::{Document, RawDocumentBuf};
 
-use crate::connection::{Connection, ConnectionSettings};
+use crate::auth::ScramCache;
+use crate::connection::{AuthSettings, Connection, ConnectionSettings};
 use crate::error::{Error, Result};
 use crate::handshake::{client_metadata, HelloReply};
 use crate::rt::{ConnectTarget, Runtime};
@@ -33,6 +34,8 @@ struct ClientInner {
     options: ClientOptions,
     runtime: Runtime,
     metadata: Document,
+    /// SCRAM keys derived for this client's credential, shared by its connections.
+    scram_cache: ScramCache,
     idle: Mutex<Vec<Connection>>,
 }
 
@@ -52,10 +55,14 @@ impl Client {
         Client::with_options(ClientOptions::parse(uri)?, runtime)
     }
 
-    /// A client with options built in code.
+    /// A client with options built in code; they are validated first
+    /// ([`ClientOptions::validate`]).
     pub fn with_options(options: ClientOptions, runtime: Runtime) -> Result<Client> {
-        if options.hosts.is_empty() {
-            return Err(Error::invalid_argument("no hosts to connect to"));
+        options.validate()?;
+        if options.srv {
+            return Err(Error::invalid_argument(
+                "mongodb+srv:// needs DNS seedlist discovery, which is not implemented yet",
+            ));
         }
         let metadata = client_metadata(&runtime.host, options.app_name.as_deref());
         // Natively the seams are `Send + Sync` and so is the client; on wasm32 they are
@@ -66,6 +73,7 @@ impl Client {
                 options,
                 runtime,
                 metadata,
+                scram_cache: ScramCache::default(),
                 idle: Mutex::new(Vec::new()),
             }),
         })
@@ -133,15 +141,22 @@ impl Client {
         let options = &self.inner.options;
         let mut first_error = None;
         for address in &options.hosts {
+            // A unix domain socket is a target whose host is the socket's path.
+            let port = address.port().unwrap_or_default();
             let settings = ConnectionSettings {
                 target: ConnectTarget {
-                    host: address.host.clone(),
-                    port: address.port,
+                    host: address.host().to_owned(),
+                    port,
                     tls: options.tls.clone(),
                 },
-                connect_timeout: options.connect_timeout,
+                // connectTimeoutMS=0 means no limit (URI Options spec).
+                connect_timeout: Some(options.connect_timeout).filter(|limit| !limit.is_zero()),
                 socket_timeout: options.socket_timeout,
                 metadata: self.inner.metadata.clone(),
+                auth: options.credential.clone().map(|credential| AuthSettings {
+                    credential,
+                    scram_cache: self.inner.scram_cache.clone(),
+                }),
             };
             let runtime = &self.inner.runtime;
             match Connection::establish(&*runtime.transport, &*runtime.clock, &settings).await {

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use bson::{Document, RawDocumentBuf};
 
+use crate::auth::{ConnectionAuth, Credential, ScramCache, Step};
 use crate::error::{CommandError, Error, ErrorKind, Result};
 use crate::handshake::{hello_command, HelloReply};
 use crate::rt::{self, Clock, ConnectTarget, Stream, Transport};
@@ -22,12 +23,22 @@ use crate::wire::{
 pub(crate) struct ConnectionSettings {
     /// Where to, and with which TLS settings.
     pub target: ConnectTarget,
-    /// Bound on TCP connect, TLS and the handshake together.
-    pub connect_timeout: Duration,
+    /// Bound on TCP connect, TLS and the handshake together; `None`: no bound.
+    pub connect_timeout: Option<Duration>,
     /// Bound on each read of a reply, if any.
     pub socket_timeout: Option<Duration>,
     /// The `client` metadata document for the handshake.
     pub metadata: Document,
+    /// Who to authenticate as, if anyone.
+    pub auth: Option<AuthSettings>,
+}
+
+/// What a connection needs to authenticate: the credential and the client's SCRAM
+/// key cache, shared by all its connections.
+#[derive(Debug, Clone)]
+pub(crate) struct AuthSettings {
+    pub credential: Credential,
+    pub scram_cache: ScramCache,
 }
 
 /// An established connection that has completed its handshake.
@@ -70,32 +81,39 @@ impl Connection {
                 hello: HelloReply::default(),
                 broken: false,
             };
-            connection.handshake(&settings.metadata, clock).await?;
+            connection.handshake(settings, clock).await?;
             Ok::<_, Error>(connection)
         };
-        let mut connection = rt::timeout(clock, settings.connect_timeout, establish)
-            .await
-            .map_err(|rt::Elapsed| {
-                Error::new(ErrorKind::Timeout {
-                    address: address.clone(),
-                    during: "connect",
-                    after: settings.connect_timeout,
-                })
-            })??;
+        let mut connection = within(
+            clock,
+            settings.connect_timeout,
+            &address,
+            "connect",
+            establish,
+        )
+        .await?;
         connection.socket_timeout = settings.socket_timeout;
         Ok(connection)
     }
 
-    async fn handshake(&mut self, metadata: &Document, clock: &dyn Clock) -> Result<()> {
-        let (command, legacy) = hello_command(metadata, false);
+    /// The handshake (MongoDB Handshake spec) and, with a credential, authentication
+    /// (Authentication spec), speculatively inside the hello when the mechanism can.
+    async fn handshake(&mut self, settings: &ConnectionSettings, clock: &dyn Clock) -> Result<()> {
+        let mut auth = settings
+            .auth
+            .as_ref()
+            .map(|auth| ConnectionAuth::new(&auth.credential, &auth.scram_cache))
+            .transpose()?;
+        let (mut command, legacy) = hello_command(&settings.metadata, false);
+        if let Some(auth) = &mut auth {
+            auth.prepare_hello(&mut command);
+        }
         let request_id = next_request_id();
-        let raw = to_raw(&command)?;
         let frame = if legacy {
-            encode_op_query(request_id, "admin.$cmd", &raw)
+            encode_op_query(request_id, "admin.$cmd", &to_raw(&command)?)
         } else {
-            let mut body = command;
-            body.insert("$db", "admin");
-            OpMsg::new(to_raw(&body)?).encode(request_id, 0)
+            command.insert("$db", "admin");
+            OpMsg::new(to_raw(&command)?).encode(request_id, 0)
         };
         let reply = self.round_trip(&frame, request_id, clock).await?;
         let reply = command_reply(reply, &self.address)?;
@@ -104,7 +122,41 @@ impl Connection {
         if let Ok(size) = usize::try_from(hello.max_message_size_bytes) {
             self.max_message_size = size.max(HEADER_LEN);
         }
+        if let (Some(auth), Some(settings)) = (auth, &settings.auth) {
+            self.authenticate(auth, &hello.raw, &settings.credential, clock)
+                .await?;
+        }
         self.hello = hello;
+        Ok(())
+    }
+
+    /// Runs the authentication conversation to its end. A refusal from the server
+    /// becomes one [`ErrorKind::Authentication`] error naming the mechanism and source.
+    async fn authenticate(
+        &mut self,
+        auth: ConnectionAuth,
+        hello_reply: &Document,
+        credential: &Credential,
+        clock: &dyn Clock,
+    ) -> Result<()> {
+        let source = credential.effective_source();
+        let (mechanism, mut conversation, mut step) = auth.after_hello(hello_reply)?;
+        while let Step::Send(mut command) = step {
+            command.insert("$db", source);
+            let reply =
+                self.command(to_raw(&command)?, clock)
+                    .await
+                    .map_err(|error| match error.kind() {
+                        ErrorKind::Command(refusal) => Error::new(ErrorKind::Authentication {
+                            mechanism: mechanism.name(),
+                            source: source.to_string(),
+                            message: refusal.message.clone(),
+                            code: Some(refusal.code),
+                        }),
+                        _ => error,
+                    })?;
+            step = conversation.reply(&reply)?;
+        }
         Ok(())
     }
 
@@ -159,18 +211,10 @@ impl Connection {
             .write_all(frame)
             .await
             .map_err(|error| Error::from_io(&self.address, error))?;
-        let message = match self.socket_timeout {
-            None => self.read_message(request_id).await?,
-            Some(limit) => rt::timeout(clock, limit, self.read_message(request_id))
-                .await
-                .map_err(|rt::Elapsed| {
-                    Error::new(ErrorKind::Timeout {
-                        address: self.address.clone(),
-                        during: "reading a reply",
-                        after: limit,
-                    })
-                })??,
-        };
+        let address = self.address.clone();
+        let limit = self.socket_timeout;
+        let reply = self.read_message(request_id);
+        let message = within(clock, limit, &address, "reading a reply", reply).await?;
         message
             .into_reply_document()
             .map_err(|error| self.protocol_error(error))
@@ -214,6 +258,29 @@ impl Connection {
             error,
         })
     }
+}
+
+/// Runs `future` within `limit` (unbounded when `None`); running out is a timeout error
+/// naming the address and what was being waited for.
+async fn within<T>(
+    clock: &dyn Clock,
+    limit: Option<Duration>,
+    address: &str,
+    during: &'static str,
+    future: impl std::future::Future<Output = Result<T>>,
+) -> Result<T> {
+    let Some(limit) = limit else {
+        return future.await;
+    };
+    rt::timeout(clock, limit, future)
+        .await
+        .map_err(|rt::Elapsed| {
+            Error::new(ErrorKind::Timeout {
+                address: address.to_string(),
+                during,
+                after: limit,
+            })
+        })?
 }
 
 fn to_raw(document: &Document) -> Result<RawDocumentBuf> {
@@ -366,9 +433,10 @@ mod tests {
                 port: 27017,
                 tls: None,
             },
-            connect_timeout: Duration::from_secs(10),
+            connect_timeout: Some(Duration::from_secs(10)),
             socket_timeout: None,
             metadata: doc! { "driver": { "name": "anymongo", "version": "test" } },
+            auth: None,
         }
     }
 
@@ -377,21 +445,8 @@ mod tests {
     }
 
     fn op_reply(response_to: i32, document: Document) -> Vec<u8> {
-        let document = document.to_vec().unwrap();
-        let mut frame = Vec::new();
-        MessageHeader {
-            length: (HEADER_LEN + 20 + document.len()) as i32,
-            request_id: 1,
-            response_to,
-            op_code: op_code::REPLY,
-        }
-        .write_to(&mut frame);
-        frame.extend(0i32.to_le_bytes()); // responseFlags
-        frame.extend(0i64.to_le_bytes()); // cursorID
-        frame.extend(0i32.to_le_bytes()); // startingFrom
-        frame.extend(1i32.to_le_bytes()); // numberReturned
-        frame.extend(document);
-        frame
+        let document = RawDocumentBuf::try_from(&document).unwrap();
+        wire::OpReply::command_reply(document).encode(1, response_to)
     }
 
     fn op_msg(response_to: i32, document: Document) -> Vec<u8> {

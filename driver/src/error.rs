@@ -68,6 +68,17 @@ pub enum ErrorKind {
     },
     /// The server answered a command with `ok: 0`.
     Command(CommandError),
+    /// Authenticating a new connection failed.
+    Authentication {
+        /// The mechanism used, e.g. `"SCRAM-SHA-256"`.
+        mechanism: &'static str,
+        /// The database the credential was checked against (`authSource`).
+        source: String,
+        /// Why: the server's message, or what the driver found wrong in its replies.
+        message: String,
+        /// The server's error code, when the server refused (e.g. 18, AuthenticationFailed).
+        code: Option<i32>,
+    },
 }
 
 /// An error reply from the server (`ok: 0`).
@@ -103,10 +114,12 @@ impl Error {
         &self.kind
     }
 
-    /// The server's error code, for [`ErrorKind::Command`] errors.
+    /// The server's error code, for [`ErrorKind::Command`] errors and authentication
+    /// failures the server reported.
     pub fn code(&self) -> Option<i32> {
         match &*self.kind {
             ErrorKind::Command(error) => Some(error.code),
+            ErrorKind::Authentication { code, .. } => *code,
             _ => None,
         }
     }
@@ -169,6 +182,15 @@ impl fmt::Display for Error {
             }
             ErrorKind::IncompatibleServer { message } => f.write_str(message),
             ErrorKind::Command(error) => fmt::Display::fmt(error, f),
+            ErrorKind::Authentication {
+                mechanism,
+                source,
+                message,
+                ..
+            } => write!(
+                f,
+                "authentication with {mechanism} against database '{source}' failed: {message}"
+            ),
         }
     }
 }

@@ -75,48 +75,116 @@ pub trait Stream: MaybeSend {
     fn write_all<'a>(&'a mut self, buf: &'a [u8]) -> BoxFuture<'a, io::Result<()>>;
 }
 
-/// TLS settings for one connection.
+/// TLS settings for one connection: the `tls`-prefixed options of the URI Options spec.
+///
+/// `Debug` never shows the certificate key's password nor in-memory PEM text.
 #[derive(Clone, Default, PartialEq, Eq)]
 pub struct TlsOptions {
     /// PEM certificates of the authorities to trust, replacing the built-in web roots
     /// (`tlsCAFile`, read by the host from its file system, or supplied in memory).
-    pub ca_pem: Option<CaSource>,
+    pub ca_pem: Option<PemSource>,
+    /// PEM holding the client's certificate and private key, for mutual TLS and
+    /// MONGODB-X509 (`tlsCertificateKeyFile`).
+    pub certificate_key: Option<PemSource>,
+    /// The password of an encrypted private key in `certificate_key`
+    /// (`tlsCertificateKeyFilePassword`).
+    pub certificate_key_password: Option<String>,
+    /// Accept a server certificate that does not chain to a trusted authority
+    /// (`tlsAllowInvalidCertificates`, or `tlsInsecure`). For tests only: it disables
+    /// certificate validation, revocation checks included.
+    pub allow_invalid_certificates: bool,
+    /// Accept a server certificate issued for another host name
+    /// (`tlsAllowInvalidHostnames`, or `tlsInsecure`). For tests only.
+    pub allow_invalid_hostnames: bool,
+    /// Do not contact OCSP responders (`tlsDisableOCSPEndpointCheck`).
+    pub disable_ocsp_endpoint_check: bool,
+    /// Do not check whether the server's certificate was revoked
+    /// (`tlsDisableCertificateRevocationCheck`).
+    pub disable_certificate_revocation_check: bool,
 }
 
-/// Where the trusted certificate authorities of a TLS connection come from.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CaSource {
-    /// A PEM file the host reads (`tlsCAFile`).
+/// Where PEM data of a TLS connection (trusted authorities, or the client's certificate
+/// and key) comes from. `Debug` shows a file's path but never in-memory PEM text.
+#[derive(Clone, PartialEq, Eq)]
+pub enum PemSource {
+    /// A PEM file the host reads (`tlsCAFile`, `tlsCertificateKeyFile`).
     File(String),
     /// PEM text already in memory (hosts without a file system).
     Pem(String),
+}
+
+impl fmt::Debug for PemSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PemSource::File(path) => f.debug_tuple("File").field(path).finish(),
+            PemSource::Pem(pem) => write!(f, "Pem(<{} bytes>)", pem.len()),
+        }
+    }
 }
 
 impl fmt::Debug for TlsOptions {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let ca = match &self.ca_pem {
             None => "web roots".to_string(),
-            Some(CaSource::File(path)) => format!("file {path}"),
-            Some(CaSource::Pem(_)) => "in-memory PEM".to_string(),
+            Some(PemSource::File(path)) => format!("file {path}"),
+            Some(PemSource::Pem(_)) => "in-memory PEM".to_string(),
         };
-        f.debug_struct("TlsOptions").field("ca", &ca).finish()
+        f.debug_struct("TlsOptions")
+            .field("ca", &ca)
+            .field("certificate_key", &self.certificate_key)
+            .field(
+                "certificate_key_password",
+                &self.certificate_key_password.as_ref().map(|_| "<redacted>"),
+            )
+            .field(
+                "allow_invalid_certificates",
+                &self.allow_invalid_certificates,
+            )
+            .field("allow_invalid_hostnames", &self.allow_invalid_hostnames)
+            .field(
+                "disable_ocsp_endpoint_check",
+                &self.disable_ocsp_endpoint_check,
+            )
+            .field(
+                "disable_certificate_revocation_check",
+                &self.disable_certificate_revocation_check,
+            )
+            .finish()
     }
 }
 
 /// What a [`Transport`] is asked to open.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConnectTarget {
-    /// Host name or IP literal (without IPv6 brackets).
+    /// Host name or IP literal (without IPv6 brackets), or the path of a unix domain
+    /// socket (see [`ConnectTarget::is_unix_socket`]).
     pub host: String,
-    /// TCP port.
+    /// TCP port (unused for a unix domain socket).
     pub port: u16,
     /// `Some` to wrap the stream in TLS.
     pub tls: Option<TlsOptions>,
 }
 
+impl ConnectTarget {
+    /// Whether `host` names a unix domain socket: by the Connection String spec's rule,
+    /// a path (it holds a `/`) that ends in `.sock`; `mongodb-27017.sock` alone is a
+    /// host name.
+    ///
+    /// ```
+    /// # use anymongo::rt::ConnectTarget;
+    /// let target = ConnectTarget { host: "/tmp/mongodb-27017.sock".into(), port: 0, tls: None };
+    /// assert!(target.is_unix_socket());
+    /// ```
+    pub fn is_unix_socket(&self) -> bool {
+        self.host.contains('/') && self.host.ends_with(".sock")
+    }
+}
+
 impl fmt::Display for ConnectTarget {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.host.contains(':') {
+        if self.is_unix_socket() {
+            f.write_str(&self.host)
+        } else if self.host.contains(':') {
             write!(f, "[{}]:{}", self.host, self.port)
         } else {
             write!(f, "{}:{}", self.host, self.port)

@@ -3,16 +3,17 @@
 //!
 //! rustls is driven sans-IO: ciphertext read from the inner stream is fed to the
 //! [`rustls::ClientConnection`], and whatever it wants to send is written out. No
-//! file is read here: a host passes [`secure`] its way of reading `tlsCAFile`.
+//! file is read here: a host passes [`secure`] its way of reading `tlsCAFile` and
+//! `tlsCertificateKeyFile`.
 
 use std::io::{self, Read, Write};
 use std::sync::Arc;
 
 use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, ServerName};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use rustls::{ClientConfig, ClientConnection, RootCertStore};
 
-use crate::rt::{boxed, BoxFuture, CaSource, ConnectTarget, Stream, TlsError, TlsOptions};
+use crate::rt::{boxed, BoxFuture, ConnectTarget, PemSource, Stream, TlsError};
 
 /// Size of the buffer ciphertext is read into: one maximal TLS record and its overhead.
 const READ_CHUNK: usize = 16 * 1024 + 512;
@@ -27,33 +28,49 @@ fn tls_error(message: impl Into<String>) -> io::Error {
 pub async fn secure(
     stream: Box<dyn Stream>,
     target: &ConnectTarget,
-    read_file: impl FnOnce(&str) -> io::Result<Vec<u8>>,
+    read_file: impl Fn(&str) -> io::Result<Vec<u8>>,
 ) -> io::Result<Box<dyn Stream>> {
     let Some(options) = &target.tls else {
         return Ok(stream);
     };
-    let ca = ca_certificates(options, read_file)?;
-    connect(stream, &target.host, client_config(ca.as_deref())?).await
+    if options.certificate_key_password.is_some() {
+        return Err(tls_error(
+            "encrypted client keys (tlsCertificateKeyFilePassword) are not supported yet",
+        ));
+    }
+    let ca = read_pem(options.ca_pem.as_ref(), "tlsCAFile", &read_file)?;
+    let identity = read_pem(
+        options.certificate_key.as_ref(),
+        "tlsCertificateKeyFile",
+        &read_file,
+    )?;
+    let config = client_config(ca.as_deref(), identity.as_deref())?;
+    connect(stream, &target.host, config).await
 }
 
-/// The PEM bytes of the authorities `options` trusts, if it names any: a file is read
-/// with the host's `read_file`, in-memory PEM is used as is.
-fn ca_certificates(
-    options: &TlsOptions,
-    read_file: impl FnOnce(&str) -> io::Result<Vec<u8>>,
+/// The PEM bytes `source` names, if any: a file is read with the host's `read_file`,
+/// in-memory PEM is used as is. `option` names the URI option in errors.
+fn read_pem(
+    source: Option<&PemSource>,
+    option: &str,
+    read_file: &impl Fn(&str) -> io::Result<Vec<u8>>,
 ) -> io::Result<Option<Vec<u8>>> {
-    match &options.ca_pem {
+    match source {
         None => Ok(None),
-        Some(CaSource::Pem(pem)) => Ok(Some(pem.as_bytes().to_vec())),
-        Some(CaSource::File(path)) => read_file(path)
+        Some(PemSource::Pem(pem)) => Ok(Some(pem.as_bytes().to_vec())),
+        Some(PemSource::File(path)) => read_file(path)
             .map(Some)
-            .map_err(|error| io::Error::new(error.kind(), format!("tlsCAFile {path}: {error}"))),
+            .map_err(|error| io::Error::new(error.kind(), format!("{option} {path}: {error}"))),
     }
 }
 
 /// A client configuration trusting the PEM certificates in `ca_pem`, or the
-/// Mozilla web roots when `None`.
-fn client_config(ca_pem: Option<&[u8]>) -> io::Result<Arc<ClientConfig>> {
+/// Mozilla web roots when `None`, and presenting the certificate chain and private key
+/// in `identity_pem` when given (mutual TLS, MONGODB-X509).
+fn client_config(
+    ca_pem: Option<&[u8]>,
+    identity_pem: Option<&[u8]>,
+) -> io::Result<Arc<ClientConfig>> {
     let mut roots = RootCertStore::empty();
     match ca_pem {
         None => roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned()),
@@ -71,11 +88,29 @@ fn client_config(ca_pem: Option<&[u8]>) -> io::Result<Arc<ClientConfig>> {
         }
     }
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = ClientConfig::builder_with_provider(provider)
+    let builder = ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .map_err(|error| tls_error(error.to_string()))?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
+        .with_root_certificates(roots);
+    let config = match identity_pem {
+        None => builder.with_no_client_auth(),
+        Some(pem) => {
+            let chain = CertificateDer::pem_slice_iter(pem)
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|error| tls_error(format!("tlsCertificateKeyFile: {error}")))?;
+            if chain.is_empty() {
+                return Err(tls_error("tlsCertificateKeyFile holds no certificate"));
+            }
+            let key = PrivateKeyDer::from_pem_slice(pem).map_err(|error| {
+                tls_error(format!(
+                    "tlsCertificateKeyFile: no usable private key ({error})"
+                ))
+            })?;
+            builder
+                .with_client_auth_cert(chain, key)
+                .map_err(|error| tls_error(format!("tlsCertificateKeyFile: {error}")))?
+        }
+    };
     Ok(Arc::new(config))
 }
 

@@ -2,6 +2,7 @@
 //!
 //! - [`server`]: starts SecantusDB (a MongoDB-wire-compatible server) for a test.
 //! - [`certs`]: generates the CA, server and client certificates of the TLS tests.
+//! - [`mock`]: a scripted mock server speaking OP_QUERY and OP_MSG.
 //! - [`spec`]: the registry and runner of the JSON specification tests.
 //! - [`demo`]: the demo's script, shared by its native and WASI builds.
 //! - [`setup`]: the cache of tools installed by `tests/setup.sh`.
@@ -11,6 +12,8 @@
 #[cfg(not(target_os = "wasi"))]
 pub mod certs;
 pub mod demo;
+#[cfg(not(target_os = "wasi"))]
+pub mod mock;
 #[cfg(not(target_os = "wasi"))]
 pub mod server;
 #[cfg(not(target_os = "wasi"))]

@@ -44,6 +44,19 @@ from secantus.cli import main
 sys.exit(main(sys.argv[1:]))
 "#;
 
+/// Creates users with pymongo:
+/// `CREATE_USERS PORT (DATABASE NAME PASSWORD MECHANISMS)...`, where an empty password
+/// means none.
+const CREATE_USERS: &str = r#"
+import sys, pymongo
+client = pymongo.MongoClient(f"mongodb://127.0.0.1:{sys.argv[1]}/?directConnection=true")
+args = sys.argv[2:]
+for database, name, password, mechanisms in zip(*[iter(args)] * 4):
+    extra = {"pwd": password} if password else {}
+    client[database].command("createUser", name, roles=[{"role": "root", "db": "admin"}],
+                             mechanisms=mechanisms.split(","), **extra)
+"#;
+
 /// The certificate files of a TLS server (see [`crate::certs`]).
 #[derive(Clone, Debug)]
 pub struct TlsFiles {
@@ -58,12 +71,54 @@ pub struct TlsFiles {
     pub require_client_cert: bool,
 }
 
+/// A user to create (with the `root` role) before the server starts requiring
+/// authentication.
+#[derive(Clone, Debug)]
+pub struct TestUser {
+    /// The database the user is defined in: `admin`, or `$external` for X.509 users.
+    pub database: String,
+    /// The user name (for X.509, the client certificate's subject).
+    pub name: String,
+    /// The password, as given to `createUser` (the server applies SASLprep); `None`
+    /// for `$external` users.
+    pub password: Option<String>,
+    /// The mechanisms the server keeps credentials for, e.g. `["SCRAM-SHA-1"]`.
+    pub mechanisms: Vec<String>,
+}
+
+impl TestUser {
+    /// An `admin` user with a password and credentials for `mechanisms`.
+    pub fn scram(name: &str, password: &str, mechanisms: &[&str]) -> TestUser {
+        TestUser {
+            database: "admin".to_owned(),
+            name: name.to_owned(),
+            password: Some(password.to_owned()),
+            mechanisms: mechanisms.iter().map(|m| (*m).to_owned()).collect(),
+        }
+    }
+
+    /// A `$external` user for the client certificate whose subject is `subject`.
+    pub fn x509(subject: &str) -> TestUser {
+        TestUser {
+            database: "$external".to_owned(),
+            name: subject.to_owned(),
+            password: None,
+            // SecantusDB otherwise assumes SCRAM-SHA-256 and asks for a password.
+            mechanisms: vec!["MONGODB-X509".to_owned()],
+        }
+    }
+}
+
 /// How to start a [`TestServer`]. The default is a single-node replica set `secantus`
 /// without auth or TLS.
 #[derive(Clone, Debug, Default)]
 pub struct ServerOptions {
-    /// Require authentication (`--auth`). Users are provisioned with `createUser`.
+    /// Require authentication (`--auth`).
     pub auth: bool,
+    /// Users to create first. SecantusDB has no localhost exception, so they are
+    /// created on a server without `--auth` that shares the storage folder of the real
+    /// one, started next.
+    pub users: Vec<TestUser>,
     /// Advertise a standalone server instead of a single-node replica set.
     pub standalone: bool,
     /// Serve TLS only, with these files.
@@ -82,6 +137,8 @@ pub struct TestServer {
     log: PathBuf,
     /// Holds the log and the server's temporary files; removed after the child is gone.
     _dir: TempDir,
+    /// The storage folder, when the server does not keep its data in memory.
+    _data: Option<TempDir>,
 }
 
 /// The default server of this test binary, started on first use and stopped when the
@@ -107,10 +164,18 @@ impl TestServer {
             setup::run("venv")?;
         }
         let python = venv.join("bin/python");
+        let data = match opts.users.is_empty() {
+            true => None,
+            false => Some(Self::provision(&python, &opts.users)?),
+        };
+        let storage = data.as_ref().map_or_else(
+            || ":memory:".into(),
+            |dir| dir.path().to_string_lossy().into_owned(),
+        );
         let mut attempt = 1;
         loop {
             let started = Instant::now();
-            let mut server = Self::spawn(&python, free_port()?, opts)?;
+            let mut server = Self::spawn(&python, free_port()?, opts, &storage)?;
             match server.wait_until_ready(started + START_TIMEOUT) {
                 Ok(()) => {
                     static ANNOUNCE: Once = Once::new();
@@ -120,6 +185,7 @@ impl TestServer {
                             started.elapsed()
                         )
                     });
+                    server._data = data;
                     return Ok(server);
                 }
                 Err(why) if why.contains("Address already in use") && attempt < START_ATTEMPTS => {
@@ -153,7 +219,49 @@ impl TestServer {
         String::from_utf8_lossy(&bytes).into_owned()
     }
 
-    fn spawn(python: &Path, port: u16, opts: &ServerOptions) -> Result<TestServer, String> {
+    /// Creates `users` in a fresh storage folder, through a server without `--auth`
+    /// (and pymongo, from the same venv: an oracle independent of the driver).
+    fn provision(python: &Path, users: &[TestUser]) -> Result<TempDir, String> {
+        let data = tempfile::Builder::new()
+            .prefix("anymongo-secantus-data-")
+            .tempdir()
+            .map_err(|e| format!("cannot create a temporary folder: {e}"))?;
+        let storage = data.path().to_string_lossy().into_owned();
+        let mut server = Self::spawn(python, free_port()?, &ServerOptions::default(), &storage)?;
+        server.wait_until_ready(Instant::now() + START_TIMEOUT)?;
+        // Users travel as arguments (database, name, password, comma-separated
+        // mechanisms), so no quoting is needed whatever characters the password has.
+        let mut command = Command::new(python);
+        command.args(["-c", CREATE_USERS, &server.port.to_string()]);
+        for user in users {
+            let password = user.password.as_deref().unwrap_or_default();
+            command.args([
+                &user.database,
+                &user.name,
+                password,
+                &user.mechanisms.join(","),
+            ]);
+        }
+        let output = command
+            .output()
+            .map_err(|e| format!("cannot run {}: {e}", python.display()))?;
+        if !output.status.success() {
+            return Err(format!(
+                "creating test users failed: {}",
+                String::from_utf8_lossy(&output.stderr)
+            ));
+        }
+        // Dropping the server kills it and waits, releasing the storage folder.
+        drop(server);
+        Ok(data)
+    }
+
+    fn spawn(
+        python: &Path,
+        port: u16,
+        opts: &ServerOptions,
+        storage: &str,
+    ) -> Result<TestServer, String> {
         let dir = tempfile::Builder::new()
             .prefix("anymongo-secantus-")
             .tempdir()
@@ -166,7 +274,7 @@ impl TestServer {
         let mut cmd = Command::new(python);
         cmd.args(["-c", LAUNCHER, "--host", "127.0.0.1", "--port"])
             .arg(port.to_string())
-            .args(["--storage-path", ":memory:", "--enable-test-commands"]);
+            .args(["--storage-path", storage, "--enable-test-commands"]);
         if opts.auth {
             cmd.arg("--auth");
         }
@@ -202,6 +310,7 @@ impl TestServer {
             child,
             log,
             _dir: dir,
+            _data: None,
         })
     }
 

@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 
 use anymongo::bson::{doc, Bson};
 use anymongo::{Client, ErrorKind};
+use anymongo_tests::mock::{standalone_hello, MockServer};
 use anymongo_tests::server::{self, ServerOptions, TestServer};
 use anymongo_tests::{certs, demo};
 
@@ -328,4 +329,27 @@ async fn an_auth_server_refuses_unauthenticated_commands_with_a_typed_error() {
         panic!("expected a command error, got {error}");
     };
     assert_eq!(command.code_name, "Unauthorized");
+}
+
+#[tokio::test]
+async fn unix_domain_sockets_work_natively() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("mongodb-test.sock");
+    let server = MockServer::start_unix(&path, |command| {
+        match command.keys().next().map(String::as_str) {
+            Some("isMaster") => standalone_hello(),
+            _ => doc! { "ok": 1.0, "pong": true },
+        }
+    })
+    .await;
+    let uri = format!("mongodb://{}/", path.to_string_lossy().replace('/', "%2F"));
+    let reply = client(&uri)
+        .database("admin")
+        .run_command(doc! { "ping": 1 })
+        .await
+        .unwrap();
+    assert_eq!(reply.get_bool("pong").ok(), Some(true));
+    let received = server.received();
+    assert_eq!(received.len(), 2, "{received:?}");
+    assert_eq!(received[1], doc! { "ping": 1, "$db": "admin" });
 }

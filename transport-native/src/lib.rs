@@ -19,7 +19,7 @@ use anymongo::rt::{
     Resolver, Runtime, Spawner, SrvRecord, Stream, Transport,
 };
 use anymongo::{Client, Result};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 /// TCP keepalive idle time, as the Connection Monitoring and Pooling spec recommends.
@@ -51,8 +51,8 @@ pub fn runtime() -> Runtime {
     }
 }
 
-/// Opens TCP connections with tokio (TCP_NODELAY, keepalive) and, when asked, TLS
-/// with rustls.
+/// Opens TCP connections (TCP_NODELAY, keepalive) or unix domain sockets with tokio
+/// and, when asked, TLS with rustls.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct TokioTransport;
 
@@ -62,19 +62,40 @@ impl Transport for TokioTransport {
         target: &'a ConnectTarget,
     ) -> BoxFuture<'a, io::Result<Box<dyn Stream>>> {
         boxed(async move {
-            let tcp = TcpStream::connect((target.host.as_str(), target.port)).await?;
-            tcp.set_nodelay(true)?;
-            socket2::SockRef::from(&tcp)
-                .set_tcp_keepalive(&socket2::TcpKeepalive::new().with_time(KEEPALIVE))?;
-            let stream = Box::new(TokioStream(tcp));
+            let stream = match target.is_unix_socket() {
+                true => connect_unix(&target.host).await?,
+                false => {
+                    let tcp = TcpStream::connect((target.host.as_str(), target.port)).await?;
+                    tcp.set_nodelay(true)?;
+                    socket2::SockRef::from(&tcp)
+                        .set_tcp_keepalive(&socket2::TcpKeepalive::new().with_time(KEEPALIVE))?;
+                    Box::new(TokioStream(tcp)) as Box<dyn Stream>
+                }
+            };
             anymongo::tls::secure(stream, target, |path| std::fs::read(path)).await
         })
     }
 }
 
-struct TokioStream(TcpStream);
+#[cfg(unix)]
+async fn connect_unix(path: &str) -> io::Result<Box<dyn Stream>> {
+    Ok(Box::new(TokioStream(
+        tokio::net::UnixStream::connect(path).await?,
+    )))
+}
 
-impl Stream for TokioStream {
+#[cfg(not(unix))]
+async fn connect_unix(path: &str) -> io::Result<Box<dyn Stream>> {
+    Err(io::Error::new(
+        io::ErrorKind::Unsupported,
+        format!("{path}: unix domain sockets are not available on this platform"),
+    ))
+}
+
+/// A tokio byte stream: TCP, or a unix domain socket.
+struct TokioStream<S>(S);
+
+impl<S: AsyncRead + AsyncWrite + Unpin + Send> Stream for TokioStream<S> {
     fn read<'a>(&'a mut self, buf: &'a mut [u8]) -> BoxFuture<'a, io::Result<usize>> {
         boxed(self.0.read(buf))
     }

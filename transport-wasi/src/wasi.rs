@@ -49,6 +49,12 @@ impl Transport for WasiTransport {
         target: &'a ConnectTarget,
     ) -> BoxFuture<'a, io::Result<Box<dyn Stream>>> {
         boxed(async move {
+            if target.is_unix_socket() {
+                return Err(io::Error::new(
+                    io::ErrorKind::Unsupported,
+                    format!("{}: WASI has no unix domain sockets", target.host),
+                ));
+            }
             let addresses = resolve(&target.host, target.port)?;
             let mut last_error = None;
             let mut tcp = None;

@@ -4,10 +4,30 @@
 //! A mechanism is a [`Conversation`]: it produces the commands to send and consumes
 //! the server's replies, never touching a socket. The connection module runs it:
 //! optionally speculatively inside the handshake's hello, then command by command.
+//! [`ConnectionAuth`] strings the pieces together for one connection: the hello's
+//! `saslSupportedMechs` and `speculativeAuthenticate` fields, mechanism negotiation
+//! from the hello reply, and the conversation that follows.
+//!
+//! Implemented here: SCRAM-SHA-1, SCRAM-SHA-256, PLAIN and MONGODB-X509. GSSAPI
+//! (Kerberos) is not supported.
 
-use bson::Document;
+use std::fmt;
 
-use crate::error::{Error, Result};
+use bson::{Bson, Document};
+
+use crate::error::{Error, ErrorKind, Result};
+
+pub mod aws;
+mod credential;
+mod negotiate;
+pub mod oidc;
+mod plain;
+mod sasl;
+mod scram;
+mod x509;
+
+pub use negotiate::{negotiate, sasl_supported_mechs_request, ConnectionAuth};
+pub use scram::ScramCache;
 
 /// An authentication mechanism.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -87,9 +107,32 @@ impl std::fmt::Debug for Credential {
             .field("password", &self.password.as_ref().map(|_| "<redacted>"))
             .field("source", &self.source)
             .field("mechanism", &self.mechanism)
-            .field("mechanism_properties", &self.mechanism_properties)
+            .field(
+                "mechanism_properties",
+                &self.mechanism_properties.as_ref().map(redact_properties),
+            )
             .finish()
     }
+}
+
+/// Mechanism properties whose values are secrets, shown as `<redacted>` by `Debug`.
+const SECRET_PROPERTIES: [&str; 1] = ["AWS_SESSION_TOKEN"];
+
+fn redact_properties(properties: &Document) -> Document {
+    properties
+        .iter()
+        .map(|(key, value)| {
+            let value = if SECRET_PROPERTIES
+                .iter()
+                .any(|secret| secret.eq_ignore_ascii_case(key))
+            {
+                Bson::String("<redacted>".into())
+            } else {
+                value.clone()
+            };
+            (key.clone(), value)
+        })
+        .collect()
 }
 
 /// What a [`Conversation`] wants next.
@@ -121,13 +164,125 @@ pub trait Conversation: crate::rt::MaybeSend {
 }
 
 impl Credential {
-    /// Applies the Authentication spec's rules to a credential read from a connection
-    /// string: fills the default `source` (and mechanism properties) for the
-    /// mechanism, and rejects invalid combinations with a clear error.
-    /// `default_database` is the database in the connection string's path.
-    pub fn resolve_from_uri(self, default_database: Option<&str>) -> Result<Credential> {
-        // Placeholder until the mechanism rules land in this module.
-        let _ = default_database;
-        Ok(self)
+    /// The database the authentication commands go to: `source` if set, else the
+    /// mechanism's default (Authentication spec, "MongoCredential Properties" of each
+    /// mechanism): `admin` for SCRAM and the default mechanism, `$external` for the
+    /// others. A credential read from a connection string always has `source` set by
+    /// [`resolve_from_uri`](Credential::resolve_from_uri), which also honours the
+    /// URI's database.
+    pub fn effective_source(&self) -> &str {
+        match (&self.source, self.mechanism) {
+            (Some(source), _) => source,
+            (None, None | Some(AuthMechanism::ScramSha1 | AuthMechanism::ScramSha256)) => "admin",
+            (None, Some(_)) => "$external",
+        }
+    }
+}
+
+/// Builds the conversation of `mechanism` for `credential`: the credential's own
+/// mechanism, or the one [`negotiate`] picked when it has none. `scram_cache` is the
+/// client's cache of SCRAM keys, shared by all its connections.
+///
+/// Fails with [`ErrorKind::InvalidArgument`] when
+/// the credential lacks what the mechanism needs (a SCRAM credential without a
+/// password, say) or the mechanism is not supported.
+pub fn conversation(
+    credential: &Credential,
+    mechanism: AuthMechanism,
+    scram_cache: &ScramCache,
+) -> Result<Box<dyn Conversation>> {
+    Ok(match mechanism {
+        AuthMechanism::ScramSha1 | AuthMechanism::ScramSha256 => Box::new(
+            scram::ScramConversation::new(mechanism, credential, scram_cache)?,
+        ),
+        AuthMechanism::Plain => Box::new(plain::PlainConversation::new(credential)?),
+        AuthMechanism::MongoDbX509 => Box::new(x509::X509Conversation::new(credential)?),
+        AuthMechanism::MongoDbAws | AuthMechanism::MongoDbOidc | AuthMechanism::Gssapi => {
+            return Err(Error::invalid_argument(format!(
+                "the {} authentication mechanism is not supported",
+                mechanism.name()
+            )))
+        }
+    })
+}
+
+/// An authentication failure the driver detects in the server's replies (a wrong
+/// server signature, a malformed SCRAM message, ...) while authenticating against
+/// `source`. The message never contains a secret.
+pub(crate) fn auth_error(
+    mechanism: AuthMechanism,
+    source: &str,
+    message: impl fmt::Display,
+) -> Error {
+    Error::new(ErrorKind::Authentication {
+        mechanism: mechanism.name(),
+        source: source.to_owned(),
+        message: message.to_string(),
+        code: None,
+    })
+}
+
+/// The error for a credential that lacks `what` for `mechanism`.
+pub(crate) fn missing(mechanism: AuthMechanism, what: &str) -> Error {
+    Error::invalid_argument(format!(
+        "{} authentication requires {what}",
+        mechanism.name()
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bson::doc;
+
+    #[test]
+    fn debug_never_shows_secrets() {
+        let credential = Credential {
+            username: Some("user".into()),
+            password: Some("hunter2-secret".into()),
+            mechanism: Some(AuthMechanism::MongoDbAws),
+            mechanism_properties: Some(doc! { "AWS_SESSION_TOKEN": "token-secret" }),
+            ..Credential::default()
+        };
+        let shown = format!("{credential:?}");
+        assert!(!shown.contains("hunter2-secret"), "{shown}");
+        assert!(!shown.contains("token-secret"), "{shown}");
+        assert!(
+            shown.contains("user") && shown.contains("<redacted>"),
+            "{shown}"
+        );
+        let pretty = format!("{credential:#?}");
+        assert!(!pretty.contains("secret"), "{pretty}");
+    }
+
+    #[test]
+    fn mechanism_names_round_trip() {
+        for mechanism in ALL_MECHANISMS {
+            assert_eq!(AuthMechanism::from_name(mechanism.name()), Ok(mechanism));
+        }
+        assert!(AuthMechanism::from_name("scram-sha-1").is_err());
+    }
+
+    #[test]
+    fn effective_source_defaults_per_mechanism() {
+        let mut credential = Credential::default();
+        assert_eq!(credential.effective_source(), "admin");
+        credential.mechanism = Some(AuthMechanism::MongoDbX509);
+        assert_eq!(credential.effective_source(), "$external");
+        credential.source = Some("db".into());
+        assert_eq!(credential.effective_source(), "db");
+    }
+
+    #[test]
+    fn unsupported_mechanisms_are_a_clear_error() {
+        let credential = Credential {
+            username: Some("user@EXAMPLE.COM".into()),
+            mechanism: Some(AuthMechanism::Gssapi),
+            ..Credential::default()
+        };
+        let err = conversation(&credential, AuthMechanism::Gssapi, &ScramCache::default())
+            .err()
+            .expect("GSSAPI is not supported");
+        assert!(err.to_string().contains("GSSAPI"), "{err}");
     }
 }

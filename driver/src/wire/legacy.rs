@@ -113,6 +113,40 @@ impl OpReply {
             documents,
         })
     }
+
+    /// Encodes a whole OP_REPLY frame answering `response_to`: what a server sends, for
+    /// test servers that play one.
+    pub fn encode(&self, request_id: i32, response_to: i32) -> Vec<u8> {
+        let documents_len: usize = self.documents.iter().map(|d| d.as_bytes().len()).sum();
+        let total = HEADER_LEN + REPLY_FIXED_LEN + documents_len;
+        let mut out = Vec::with_capacity(total);
+        MessageHeader {
+            length: i32::try_from(total).unwrap_or(i32::MAX),
+            request_id,
+            response_to,
+            op_code: op_code::REPLY,
+        }
+        .write_to(&mut out);
+        out.extend_from_slice(&self.response_flags.to_le_bytes());
+        out.extend_from_slice(&self.cursor_id.to_le_bytes());
+        out.extend_from_slice(&self.starting_from.to_le_bytes());
+        let count = i32::try_from(self.documents.len()).unwrap_or(i32::MAX);
+        out.extend_from_slice(&count.to_le_bytes());
+        for document in &self.documents {
+            out.extend_from_slice(document.as_bytes());
+        }
+        out
+    }
+
+    /// A command reply: one document, no cursor.
+    pub fn command_reply(document: RawDocumentBuf) -> OpReply {
+        OpReply {
+            response_flags: 0,
+            cursor_id: 0,
+            starting_from: 0,
+            documents: vec![document],
+        }
+    }
 }
 
 #[cfg(test)]

@@ -10,6 +10,10 @@ use std::path::{Path, PathBuf};
 
 use crate::setup;
 
+pub mod auth;
+pub mod connection_string;
+pub mod uri_options;
+
 /// The pymongo release whose source distribution provides the default corpus.
 pub const PYMONGO_VERSION: &str = "4.20.0";
 
@@ -47,7 +51,6 @@ pub struct SuiteOutcome {
 
 const SDAM: &str = "issue #4: SDAM and server selection";
 const POOL: &str = "issue #5: connection pool and load balancer";
-const URI_AUTH: &str = "issue #3: connection string and authentication";
 const SRV: &str = "issue #7: SRV seedlist discovery";
 const OPERATIONS: &str = "issue #6: operations, retryability, sessions and transactions";
 
@@ -58,9 +61,18 @@ pub static SUITES: &[Suite] = &[
     pending("max_staleness", SDAM),
     pending("connection_monitoring", POOL),
     pending("load_balancer", POOL),
-    pending("uri_options", URI_AUTH),
-    pending("connection_string", URI_AUTH),
-    pending("auth", URI_AUTH),
+    Suite {
+        name: "uri_options",
+        runner: Runner::Run(uri_options::run),
+    },
+    Suite {
+        name: "connection_string",
+        runner: Runner::Run(connection_string::run),
+    },
+    Suite {
+        name: "auth",
+        runner: Runner::Run(auth::run),
+    },
     pending("srv_seedlist", SRV),
     pending("crud", OPERATIONS),
     pending("retryable_reads", OPERATIONS),

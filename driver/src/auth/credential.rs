@@ -1,0 +1,439 @@
+//! The credential rules of the Authentication spec for credentials read from a
+//! connection string: each mechanism's "MongoCredential Properties" section (which
+//! fields are required or forbidden, the default `source`) and "Connection String
+//! Options".
+
+use bson::{Bson, Document};
+
+use super::{AuthMechanism, Credential};
+use crate::error::{Error, Result};
+
+impl Credential {
+    /// Applies the Authentication spec's rules to a credential read from a connection
+    /// string: fills the default `source` (and mechanism properties) for the
+    /// mechanism, and rejects invalid combinations with a clear error.
+    /// `default_database` is the database in the connection string's path.
+    ///
+    /// - The user name, when present, must not be empty, nor may `authSource` be.
+    /// - SCRAM-SHA-1, SCRAM-SHA-256, PLAIN and the default mechanism need a user name
+    ///   and take no mechanism properties; `source` defaults to `default_database`,
+    ///   else `admin` (`$external` for PLAIN).
+    /// - MONGODB-X509, GSSAPI, MONGODB-AWS and MONGODB-OIDC authenticate against
+    ///   `$external` only. X509 takes no password; GSSAPI needs a user name and its
+    ///   `SERVICE_NAME` defaults to `mongodb`; AWS takes a user name and a password
+    ///   together or neither (plus `AWS_SESSION_TOKEN`); OIDC takes no password and
+    ///   needs an `ENVIRONMENT` (`TOKEN_RESOURCE` exactly for `azure` and `gcp`).
+    ///
+    /// Property names are matched case-insensitively and stored upper-case; a property
+    /// the mechanism does not know is an error. `CANONICALIZE_HOST_NAME` keeps the
+    /// spec's strings (`none`, `forward`, `forwardAndReverse`) and turns the legacy
+    /// `true`/`false` into booleans. A password is not required here for SCRAM and
+    /// PLAIN (`mongodb://user@host` is a valid connection string); authenticating
+    /// without one fails when the connection is made.
+    pub fn resolve_from_uri(mut self, default_database: Option<&str>) -> Result<Credential> {
+        if self.username.as_deref() == Some("") {
+            return Err(Error::invalid_argument(
+                "the user name in the connection string is empty",
+            ));
+        }
+        if self.source.as_deref() == Some("") {
+            return Err(Error::invalid_argument("authSource must not be empty"));
+        }
+        let mut properties = Properties::new(self.mechanism, self.mechanism_properties.take());
+        let default_source = match self.mechanism {
+            // SCRAM-SHA-1, SCRAM-SHA-256 and the default mechanism: "MUST be specified.
+            // Defaults to the database name if supplied on the connection string or admin."
+            None | Some(AuthMechanism::ScramSha1 | AuthMechanism::ScramSha256) => {
+                properties.allow(&[])?;
+                self.require_username()?;
+                default_database.unwrap_or("admin")
+            }
+            // PLAIN: "Defaults to the database name if supplied on the connection string
+            // or $external."
+            Some(AuthMechanism::Plain) => {
+                properties.allow(&[])?;
+                self.require_username()?;
+                default_database.unwrap_or("$external")
+            }
+            Some(AuthMechanism::MongoDbX509) => {
+                properties.allow(&[])?;
+                self.forbid_password()?;
+                self.external_source()?
+            }
+            Some(AuthMechanism::Gssapi) => {
+                properties.allow(&[
+                    "SERVICE_NAME",
+                    "CANONICALIZE_HOST_NAME",
+                    "SERVICE_REALM",
+                    "SERVICE_HOST",
+                ])?;
+                self.require_username()?;
+                properties.gssapi()?;
+                self.external_source()?
+            }
+            Some(AuthMechanism::MongoDbAws) => {
+                properties.allow(&["AWS_SESSION_TOKEN"])?;
+                self.aws(&properties)?;
+                self.external_source()?
+            }
+            Some(AuthMechanism::MongoDbOidc) => {
+                self.forbid_password()?;
+                self.oidc(&properties)?;
+                self.external_source()?
+            }
+        };
+        self.source.get_or_insert_with(|| default_source.to_owned());
+        self.mechanism_properties = properties.into_document();
+        Ok(self)
+    }
+
+    fn mechanism_name(&self) -> &'static str {
+        self.mechanism.map_or("default", AuthMechanism::name)
+    }
+
+    /// X509, GSSAPI, AWS and OIDC: source "MUST be $external".
+    fn external_source(&self) -> Result<&'static str> {
+        match self.source.as_deref() {
+            None | Some("$external") => Ok("$external"),
+            Some(_) => Err(Error::invalid_argument(format!(
+                "the {} authentication mechanism requires authSource '$external'",
+                self.mechanism_name()
+            ))),
+        }
+    }
+
+    fn require_username(&self) -> Result<()> {
+        match self.username {
+            Some(_) => Ok(()),
+            None => Err(Error::invalid_argument(format!(
+                "the {} authentication mechanism requires a user name",
+                self.mechanism_name()
+            ))),
+        }
+    }
+
+    fn forbid_password(&self) -> Result<()> {
+        match self.password {
+            Some(_) => Err(Error::invalid_argument(format!(
+                "the {} authentication mechanism does not take a password",
+                self.mechanism_name()
+            ))),
+            None => Ok(()),
+        }
+    }
+
+    /// MONGODB-AWS: "the only valid combination of credentials is an access key ID and
+    /// a secret access key or an access key ID, a secret access key and a session token".
+    fn aws(&self, properties: &Properties) -> Result<()> {
+        let keys = match (&self.username, &self.password) {
+            (Some(_), Some(_)) => true,
+            (None, None) => false,
+            _ => {
+                return Err(Error::invalid_argument(
+                    "MONGODB-AWS needs both the access key ID (user name) and the secret access key (password), or neither",
+                ))
+            }
+        };
+        if !keys && properties.get("AWS_SESSION_TOKEN").is_some() {
+            return Err(Error::invalid_argument(
+                "the MONGODB-AWS AWS_SESSION_TOKEN property needs an access key ID and a secret access key",
+            ));
+        }
+        properties.string("AWS_SESSION_TOKEN").map(drop)
+    }
+
+    /// MONGODB-OIDC "MongoCredential Properties": from a connection string only the
+    /// built-in environments can supply tokens, so `ENVIRONMENT` is required; the user
+    /// name is the client ID of the `azure` integration and means nothing to the others.
+    fn oidc(&self, properties: &Properties) -> Result<()> {
+        if properties.get("ALLOWED_HOSTS").is_some() {
+            return Err(Error::invalid_argument(
+                "the MONGODB-OIDC ALLOWED_HOSTS property cannot be set in the connection string",
+            ));
+        }
+        properties.allow(&["ENVIRONMENT", "TOKEN_RESOURCE"])?;
+        let environment = properties.string("ENVIRONMENT")?.ok_or_else(|| {
+            Error::invalid_argument(
+                "MONGODB-OIDC needs the ENVIRONMENT property (test, azure, gcp or k8s) or a callback",
+            )
+        })?;
+        let needs_resource = match environment {
+            "azure" | "gcp" => true,
+            "test" | "k8s" => false,
+            other => {
+                return Err(Error::invalid_argument(format!(
+                    "unknown MONGODB-OIDC ENVIRONMENT '{other}' (expected test, azure, gcp or k8s)"
+                )))
+            }
+        };
+        match (needs_resource, properties.string("TOKEN_RESOURCE")?) {
+            (true, None) => Err(Error::invalid_argument(format!(
+                "the MONGODB-OIDC '{environment}' environment needs the TOKEN_RESOURCE property"
+            ))),
+            (false, Some(_)) => Err(Error::invalid_argument(format!(
+                "the MONGODB-OIDC TOKEN_RESOURCE property does not apply to the '{environment}' environment"
+            ))),
+            _ if self.username.is_some() && environment != "azure" => {
+                Err(Error::invalid_argument(format!(
+                    "the MONGODB-OIDC '{environment}' environment does not take a user name"
+                )))
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Mechanism properties with upper-cased names ("Naming of mechanism properties MUST
+/// be case-insensitive").
+struct Properties {
+    mechanism: Option<AuthMechanism>,
+    document: Document,
+}
+
+impl Properties {
+    fn new(mechanism: Option<AuthMechanism>, document: Option<Document>) -> Self {
+        let document = document
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(key, value)| (key.to_ascii_uppercase(), value))
+            .collect();
+        Properties {
+            mechanism,
+            document,
+        }
+    }
+
+    /// Fails on the first property not in `allowed` ("if a mechanism_property is
+    /// specified for a mechanism that does not support it, the driver should raise an
+    /// error").
+    fn allow(&self, allowed: &[&str]) -> Result<()> {
+        match self.document.keys().find(|key| !allowed.contains(&key.as_str())) {
+            Some(key) => Err(Error::invalid_argument(format!(
+                "the authMechanismProperties property '{key}' does not apply to the {} authentication mechanism",
+                self.mechanism.map_or("default", AuthMechanism::name)
+            ))),
+            None => Ok(()),
+        }
+    }
+
+    fn get(&self, name: &str) -> Option<&Bson> {
+        self.document.get(name)
+    }
+
+    /// The string value of property `name`, if set; another type is an error.
+    fn string(&self, name: &str) -> Result<Option<&str>> {
+        match self.get(name) {
+            None => Ok(None),
+            Some(Bson::String(value)) => Ok(Some(value)),
+            Some(other) => Err(Error::invalid_argument(format!(
+                "the authMechanismProperties property '{name}' must be a string, not {:?}",
+                other.element_type()
+            ))),
+        }
+    }
+
+    /// GSSAPI: `SERVICE_NAME` defaults to `mongodb`; `CANONICALIZE_HOST_NAME` is one of
+    /// `none`, `forward`, `forwardAndReverse` or the legacy booleans (spec, "Hostname
+    /// Canonicalization": any other value "MUST raise an error").
+    fn gssapi(&mut self) -> Result<()> {
+        for name in ["SERVICE_NAME", "SERVICE_REALM", "SERVICE_HOST"] {
+            self.string(name)?;
+        }
+        if self.get("SERVICE_NAME").is_none() {
+            self.document.insert("SERVICE_NAME", "mongodb");
+        }
+        let canonicalize = match self.get("CANONICALIZE_HOST_NAME") {
+            None => return Ok(()),
+            Some(Bson::Boolean(value)) => Bson::Boolean(*value),
+            Some(Bson::String(value)) => match value.as_str() {
+                "none" | "forward" | "forwardAndReverse" => Bson::String(value.clone()),
+                "true" => Bson::Boolean(true),
+                "false" => Bson::Boolean(false),
+                other => {
+                    return Err(Error::invalid_argument(format!(
+                        "invalid GSSAPI CANONICALIZE_HOST_NAME '{other}' (expected none, forward, forwardAndReverse, true or false)"
+                    )))
+                }
+            },
+            Some(other) => {
+                return Err(Error::invalid_argument(format!(
+                    "invalid GSSAPI CANONICALIZE_HOST_NAME of type {:?}",
+                    other.element_type()
+                )))
+            }
+        };
+        self.document.insert("CANONICALIZE_HOST_NAME", canonicalize);
+        Ok(())
+    }
+
+    /// `None` when no property is set (the spec tests' `mechanism_properties: null`).
+    fn into_document(self) -> Option<Document> {
+        Some(self.document).filter(|document| !document.is_empty())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bson::doc;
+
+    fn credential(
+        username: Option<&str>,
+        password: Option<&str>,
+        mechanism: Option<AuthMechanism>,
+        properties: Option<Document>,
+    ) -> Credential {
+        Credential {
+            username: username.map(Into::into),
+            password: password.map(Into::into),
+            source: None,
+            mechanism,
+            mechanism_properties: properties,
+        }
+    }
+
+    #[test]
+    fn scram_sources_default_to_the_database_then_admin() {
+        for mechanism in [
+            None,
+            Some(AuthMechanism::ScramSha1),
+            Some(AuthMechanism::ScramSha256),
+        ] {
+            let resolved = credential(Some("u"), Some("p"), mechanism, None)
+                .resolve_from_uri(None)
+                .unwrap();
+            assert_eq!(resolved.source.as_deref(), Some("admin"));
+            let resolved = credential(Some("u"), Some("p"), mechanism, None)
+                .resolve_from_uri(Some("foo"))
+                .unwrap();
+            assert_eq!(resolved.source.as_deref(), Some("foo"));
+            assert!(credential(None, None, mechanism, None)
+                .resolve_from_uri(None)
+                .is_err());
+        }
+    }
+
+    #[test]
+    fn plain_defaults_to_the_database_then_external() {
+        let plain = Some(AuthMechanism::Plain);
+        let resolved = credential(Some("u"), Some("p"), plain, None)
+            .resolve_from_uri(None)
+            .unwrap();
+        assert_eq!(resolved.source.as_deref(), Some("$external"));
+        let resolved = credential(Some("u"), Some("p"), plain, None)
+            .resolve_from_uri(Some("foo"))
+            .unwrap();
+        assert_eq!(resolved.source.as_deref(), Some("foo"));
+    }
+
+    #[test]
+    fn empty_user_names_and_sources_are_invalid() {
+        assert!(credential(Some(""), Some(""), None, None)
+            .resolve_from_uri(None)
+            .is_err());
+        let mut empty_source = credential(Some("u"), Some("p"), None, None);
+        empty_source.source = Some(String::new());
+        assert!(empty_source.resolve_from_uri(None).is_err());
+    }
+
+    #[test]
+    fn x509_takes_no_password_and_only_external() {
+        let x509 = Some(AuthMechanism::MongoDbX509);
+        let resolved = credential(None, None, x509, None)
+            .resolve_from_uri(Some("foo"))
+            .unwrap();
+        assert_eq!(resolved.source.as_deref(), Some("$external"));
+        assert!(credential(Some("u"), Some("p"), x509, None)
+            .resolve_from_uri(None)
+            .is_err());
+        let mut other_source = credential(None, None, x509, None);
+        other_source.source = Some("bar".into());
+        assert!(other_source.resolve_from_uri(None).is_err());
+    }
+
+    #[test]
+    fn scram_takes_no_mechanism_properties() {
+        let err = credential(
+            Some("u"),
+            Some("p"),
+            None,
+            Some(doc! { "SERVICE_NAME": "x" }),
+        )
+        .resolve_from_uri(None)
+        .unwrap_err();
+        assert!(err.to_string().contains("SERVICE_NAME"), "{err}");
+    }
+
+    #[test]
+    fn gssapi_properties_are_case_insensitive_defaulted_and_checked() {
+        let gssapi = Some(AuthMechanism::Gssapi);
+        let resolved = credential(Some("u@REALM"), None, gssapi, None)
+            .resolve_from_uri(None)
+            .unwrap();
+        assert_eq!(
+            resolved.mechanism_properties,
+            Some(doc! { "SERVICE_NAME": "mongodb" })
+        );
+        let resolved = credential(
+            Some("u@REALM"),
+            None,
+            gssapi,
+            Some(doc! { "service_name": "other", "Canonicalize_Host_Name": "true" }),
+        )
+        .resolve_from_uri(None)
+        .unwrap();
+        assert_eq!(
+            resolved.mechanism_properties,
+            Some(doc! { "SERVICE_NAME": "other", "CANONICALIZE_HOST_NAME": true })
+        );
+        for bad in [
+            doc! { "CANONICALIZE_HOST_NAME": "sometimes" },
+            doc! { "UNKNOWN": "x" },
+        ] {
+            assert!(credential(Some("u"), None, gssapi, Some(bad))
+                .resolve_from_uri(None)
+                .is_err());
+        }
+    }
+
+    #[test]
+    fn aws_keys_come_in_pairs() {
+        let aws = Some(AuthMechanism::MongoDbAws);
+        assert!(credential(None, None, aws, None)
+            .resolve_from_uri(None)
+            .is_ok());
+        assert!(credential(Some("id"), Some("secret"), aws, None)
+            .resolve_from_uri(None)
+            .is_ok());
+        assert!(credential(Some("id"), None, aws, None)
+            .resolve_from_uri(None)
+            .is_err());
+        assert!(
+            credential(None, None, aws, Some(doc! { "AWS_SESSION_TOKEN": "t" }))
+                .resolve_from_uri(None)
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn oidc_environment_rules() {
+        let oidc = Some(AuthMechanism::MongoDbOidc);
+        let resolve = |username: Option<&str>, properties: Document| {
+            credential(username, None, oidc, Some(properties)).resolve_from_uri(None)
+        };
+        assert!(resolve(None, doc! { "ENVIRONMENT": "test" }).is_ok());
+        assert!(resolve(None, doc! { "ENVIRONMENT": "k8s" }).is_ok());
+        assert!(resolve(
+            Some("id"),
+            doc! { "ENVIRONMENT": "azure", "TOKEN_RESOURCE": "r" }
+        )
+        .is_ok());
+        assert!(resolve(Some("u"), doc! { "ENVIRONMENT": "test" }).is_err());
+        assert!(resolve(None, doc! { "ENVIRONMENT": "gcp" }).is_err());
+        assert!(resolve(None, doc! { "ENVIRONMENT": "test", "TOKEN_RESOURCE": "r" }).is_err());
+        assert!(resolve(None, doc! { "ENVIRONMENT": "elsewhere" }).is_err());
+        assert!(resolve(None, doc! {}).is_err());
+        let err = resolve(None, doc! { "ENVIRONMENT": "test", "ALLOWED_HOSTS": "x" }).unwrap_err();
+        assert!(err.to_string().contains("ALLOWED_HOSTS"), "{err}");
+    }
+}

@@ -1,0 +1,271 @@
+//! Mechanism negotiation and speculative authentication in the handshake
+//! (Authentication spec, "Mechanism Negotiation via Handshake" and "Default
+//! Authentication Methods"; MongoDB Handshake spec, "Speculative Authentication").
+
+use bson::{Bson, Document};
+
+use super::{conversation, AuthMechanism, Conversation, Credential, ScramCache, Step};
+use crate::error::Result;
+
+/// The hello's `saslSupportedMechs` value, `"<source>.<username>"`, sent when the
+/// credential names no mechanism so that the server says which SCRAM variants the
+/// user has. The user name is sent as given (no SASLprep). `None` when the credential
+/// has a mechanism or no user name.
+pub fn sasl_supported_mechs_request(credential: &Credential) -> Option<String> {
+    match (&credential.mechanism, &credential.username) {
+        (None, Some(username)) => Some(format!("{}.{username}", credential.effective_source())),
+        _ => None,
+    }
+}
+
+/// The mechanism to authenticate with: the credential's own if it names one ("the
+/// driver MUST honor this"); otherwise SCRAM-SHA-256 if the hello reply's
+/// `saslSupportedMechs` lists it, else SCRAM-SHA-1 — also when the list is absent.
+/// The list is not validated: unknown names are ignored.
+pub fn negotiate(
+    credential: &Credential,
+    sasl_supported_mechs: Option<&[String]>,
+) -> AuthMechanism {
+    match credential.mechanism {
+        Some(mechanism) => mechanism,
+        None if sasl_supported_mechs
+            .unwrap_or_default()
+            .iter()
+            .any(|name| name == AuthMechanism::ScramSha256.name()) =>
+        {
+            AuthMechanism::ScramSha256
+        }
+        None => AuthMechanism::ScramSha1,
+    }
+}
+
+/// The authentication of one new connection, from the handshake to the first command
+/// of the conversation.
+///
+/// 1. [`ConnectionAuth::new`] picks the conversation to try speculatively: the
+///    credential's mechanism, or SCRAM-SHA-256 when it has none ("drivers MUST use the
+///    SCRAM-SHA-256 mechanism for speculative authentication").
+/// 2. [`ConnectionAuth::prepare_hello`] adds `saslSupportedMechs` and
+///    `speculativeAuthenticate` to the hello.
+/// 3. [`ConnectionAuth::after_hello`] reads the hello reply and returns the
+///    conversation with its first [`Step`]: the answer to the server's
+///    `speculativeAuthenticate` reply if there is one, else the start of the
+///    negotiated mechanism's conversation. The caller then sends each
+///    [`Step::Send`] command to the credential's
+///    [`effective_source`](Credential::effective_source) and feeds the replies to
+///    [`Conversation::reply`] until [`Step::Done`].
+pub struct ConnectionAuth {
+    credential: Credential,
+    cache: ScramCache,
+    speculative_mechanism: AuthMechanism,
+    conversation: Box<dyn Conversation>,
+}
+
+impl std::fmt::Debug for ConnectionAuth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConnectionAuth")
+            .field("credential", &self.credential)
+            .field("speculative_mechanism", &self.speculative_mechanism)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ConnectionAuth {
+    /// Prepares to authenticate a connection with `credential`, sharing the client's
+    /// `cache`. Fails if the credential cannot be used (see [`conversation`]).
+    pub fn new(credential: &Credential, cache: &ScramCache) -> Result<Self> {
+        let speculative_mechanism = credential.mechanism.unwrap_or(AuthMechanism::ScramSha256);
+        Ok(ConnectionAuth {
+            conversation: conversation(credential, speculative_mechanism, cache)?,
+            credential: credential.clone(),
+            cache: cache.clone(),
+            speculative_mechanism,
+        })
+    }
+
+    /// Adds `saslSupportedMechs` (when negotiating) and `speculativeAuthenticate`
+    /// (when the mechanism has a speculative form) to the `hello` command.
+    pub fn prepare_hello(&mut self, hello: &mut Document) {
+        if let Some(user) = sasl_supported_mechs_request(&self.credential) {
+            hello.insert("saslSupportedMechs", user);
+        }
+        if let Some(speculative) = self.conversation.speculative() {
+            hello.insert("speculativeAuthenticate", speculative);
+        }
+    }
+
+    /// Continues from the hello reply: the mechanism in use, its conversation, and
+    /// what to send first.
+    ///
+    /// An arbiter cannot authenticate, so its reply ends the conversation at once
+    /// (Authentication spec, "Authentication Handshake", step 2). A
+    /// `speculativeAuthenticate` reply is fed to the speculative conversation;
+    /// without one the mechanism is negotiated from `saslSupportedMechs` and its
+    /// conversation started.
+    pub fn after_hello(
+        self,
+        hello_reply: &Document,
+    ) -> Result<(AuthMechanism, Box<dyn Conversation>, Step)> {
+        let ConnectionAuth {
+            credential,
+            cache,
+            speculative_mechanism,
+            mut conversation,
+        } = self;
+        if hello_reply.get_bool("arbiterOnly").unwrap_or(false) {
+            return Ok((speculative_mechanism, conversation, Step::Done));
+        }
+        let supported: Option<Vec<String>> = match hello_reply.get("saslSupportedMechs") {
+            Some(Bson::Array(names)) => Some(
+                names
+                    .iter()
+                    .filter_map(|name| name.as_str().map(str::to_owned))
+                    .collect(),
+            ),
+            _ => None,
+        };
+        let mechanism = negotiate(&credential, supported.as_deref());
+        // The speculative exchange is continued only if it used the mechanism that
+        // negotiation picks: a server listing only SCRAM-SHA-1 for the user cannot
+        // finish a SCRAM-SHA-256 exchange, even if it answered one (SecantusDB does).
+        if let Ok(speculative) = hello_reply.get_document("speculativeAuthenticate") {
+            if mechanism == speculative_mechanism {
+                let step = conversation.reply(speculative)?;
+                return Ok((mechanism, conversation, step));
+            }
+        }
+        if mechanism != speculative_mechanism {
+            conversation = super::conversation(&credential, mechanism, &cache)?;
+        }
+        let step = conversation.start()?;
+        Ok((mechanism, conversation, step))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bson::doc;
+
+    fn credential(mechanism: Option<AuthMechanism>) -> Credential {
+        Credential {
+            username: Some("user".into()),
+            password: Some("pencil".into()),
+            source: Some("db".into()),
+            mechanism,
+            mechanism_properties: None,
+        }
+    }
+
+    fn names(names: &[&str]) -> Vec<String> {
+        names.iter().map(|name| name.to_string()).collect()
+    }
+
+    #[test]
+    fn negotiation_prefers_sha_256_then_sha_1() {
+        let default = credential(None);
+        let both = names(&["SCRAM-SHA-1", "SCRAM-SHA-256"]);
+        assert_eq!(negotiate(&default, Some(&both)), AuthMechanism::ScramSha256);
+        let sha1 = names(&["SCRAM-SHA-1"]);
+        assert_eq!(negotiate(&default, Some(&sha1)), AuthMechanism::ScramSha1);
+        let odd = names(&["PLAIN", "SOMETHING-NEW"]);
+        assert_eq!(negotiate(&default, Some(&odd)), AuthMechanism::ScramSha1);
+        assert_eq!(negotiate(&default, None), AuthMechanism::ScramSha1);
+        let plain = credential(Some(AuthMechanism::Plain));
+        assert_eq!(negotiate(&plain, Some(&both)), AuthMechanism::Plain);
+    }
+
+    #[test]
+    fn sasl_supported_mechs_is_requested_only_when_negotiating() {
+        assert_eq!(
+            sasl_supported_mechs_request(&credential(None)).as_deref(),
+            Some("db.user")
+        );
+        let mut no_source = credential(None);
+        no_source.source = None;
+        assert_eq!(
+            sasl_supported_mechs_request(&no_source).as_deref(),
+            Some("admin.user")
+        );
+        let explicit = credential(Some(AuthMechanism::ScramSha256));
+        assert_eq!(sasl_supported_mechs_request(&explicit), None);
+    }
+
+    fn hello(auth: &mut ConnectionAuth) -> Document {
+        let mut hello = doc! { "hello": 1 };
+        auth.prepare_hello(&mut hello);
+        hello
+    }
+
+    fn first_command(step: Step) -> Document {
+        match step {
+            Step::Send(command) => command,
+            Step::Done => panic!("expected a command"),
+        }
+    }
+
+    #[test]
+    fn without_a_mechanism_the_hello_negotiates_and_speculates_with_sha_256() {
+        let cache = ScramCache::default();
+        let mut auth = ConnectionAuth::new(&credential(None), &cache).unwrap();
+        let hello = hello(&mut auth);
+        assert_eq!(hello.get_str("saslSupportedMechs").unwrap(), "db.user");
+        let speculative = hello.get_document("speculativeAuthenticate").unwrap();
+        assert_eq!(speculative.get_str("mechanism").unwrap(), "SCRAM-SHA-256");
+        assert_eq!(speculative.get_str("db").unwrap(), "db");
+
+        // No speculative reply and only SCRAM-SHA-1: a new SCRAM-SHA-1 conversation.
+        let reply = doc! { "ok": 1, "saslSupportedMechs": ["SCRAM-SHA-1"] };
+        let (_, _, step) = auth.after_hello(&reply).unwrap();
+        let start = first_command(step);
+        assert_eq!(start.get_str("mechanism").unwrap(), "SCRAM-SHA-1");
+        assert!(!start.contains_key("db"));
+    }
+
+    #[test]
+    fn the_negotiated_sha_256_reuses_the_speculative_conversation() {
+        let cache = ScramCache::default();
+        let mut auth = ConnectionAuth::new(&credential(None), &cache).unwrap();
+        let speculative = hello(&mut auth)
+            .get_document("speculativeAuthenticate")
+            .unwrap()
+            .clone();
+        let reply = doc! { "ok": 1, "saslSupportedMechs": ["SCRAM-SHA-256", 7] };
+        let (_, _, step) = auth.after_hello(&reply).unwrap();
+        let start = first_command(step);
+        assert_eq!(start.get_str("mechanism").unwrap(), "SCRAM-SHA-256");
+        assert_eq!(start.get("payload"), speculative.get("payload"));
+    }
+
+    #[test]
+    fn a_speculative_reply_continues_the_conversation() {
+        let x509 = Credential {
+            mechanism: Some(AuthMechanism::MongoDbX509),
+            ..Credential::default()
+        };
+        let mut auth = ConnectionAuth::new(&x509, &ScramCache::default()).unwrap();
+        let hello = hello(&mut auth);
+        assert!(!hello.contains_key("saslSupportedMechs"));
+        assert!(hello.contains_key("speculativeAuthenticate"));
+        let reply = doc! { "ok": 1, "speculativeAuthenticate": { "dbname": "$external", "user": "CN=client" } };
+        let (_, _, step) = auth.after_hello(&reply).unwrap();
+        assert_eq!(step, Step::Done);
+    }
+
+    #[test]
+    fn arbiters_are_not_authenticated() {
+        let mut auth = ConnectionAuth::new(&credential(None), &ScramCache::default()).unwrap();
+        hello(&mut auth);
+        let reply = doc! { "ok": 1, "arbiterOnly": true };
+        assert_eq!(auth.after_hello(&reply).unwrap().2, Step::Done);
+    }
+
+    #[test]
+    fn mechanisms_without_a_speculative_form_start_after_the_hello() {
+        let plain = credential(Some(AuthMechanism::Plain));
+        let mut auth = ConnectionAuth::new(&plain, &ScramCache::default()).unwrap();
+        assert!(!hello(&mut auth).contains_key("speculativeAuthenticate"));
+        let (_, _, step) = auth.after_hello(&doc! { "ok": 1 }).unwrap();
+        assert_eq!(first_command(step).get_str("mechanism").unwrap(), "PLAIN");
+    }
+}

@@ -1,0 +1,454 @@
+//! Connection strings (the Connection String and URI Options specs) and the options of
+//! a [`crate::Client`].
+//!
+//! [`ClientOptions::parse`] reads `mongodb://` and `mongodb+srv://` connection strings:
+//! user information, hosts (names, IPv4, `[IPv6]` literals and percent-encoded unix
+//! domain socket paths ending in `.sock`), the default database and every option of the
+//! URI Options spec, typed and validated. Keys are case-insensitive.
+//!
+//! What is an error and what is a warning follows the specs: a malformed connection
+//! string, conflicting options (`tlsInsecure` with `tlsAllowInvalidCertificates`,
+//! `directConnection=true` with several hosts, `loadBalanced=true` with a `replicaSet`,
+//! ...) and invalid credentials are errors; an unknown option, an invalid value (which
+//! is then ignored), a repeated option (the last value wins, except for
+//! `readPreferenceTags`, which accumulates) and a deprecated key (`wtimeout`) are
+//! warnings, returned in [`ClientOptions::warnings`] and never printed.
+//!
+//! TLS is enabled by `tls=true` (or its alias `ssl=true`), by any other `tls`-prefixed
+//! option, and by the `mongodb+srv` scheme; `tls=false` turns it off and cannot be
+//! combined with other `tls` options.
+//!
+//! A `mongodb+srv://` string is parsed and validated only: [`ClientOptions::srv`] is set
+//! and [`ClientOptions::hosts`] holds the one name whose SRV records give the seed list;
+//! resolving them is the job of seedlist discovery.
+//!
+//! # Precedence
+//!
+//! From lowest to highest: the defaults ([`ClientOptions::default`]), the connection
+//! string, then options set in code. Set options in code with
+//! [`ClientOptions::parse_with`], or by assigning fields of a parsed value and calling
+//! [`ClientOptions::validate`]:
+//!
+//! ```
+//! use std::time::Duration;
+//! use anymongo::ClientOptions;
+//! let options = ClientOptions::parse_with("mongodb://h/?appName=uri&connectTimeoutMS=500", |o| {
+//!     o.app_name = Some("code".into());
+//! })
+//! .unwrap();
+//! assert_eq!(options.app_name.as_deref(), Some("code"));
+//! assert_eq!(options.connect_timeout, Duration::from_millis(500));
+//! ```
+
+use std::fmt;
+use std::time::Duration;
+
+use bson::Bson;
+
+use crate::auth::Credential;
+use crate::error::{Error, Result};
+use crate::rt::TlsOptions;
+
+mod address;
+mod encoding;
+mod options;
+mod parser;
+mod types;
+
+pub use address::{ServerAddress, DEFAULT_PORT};
+pub use types::{
+    Acknowledgment, Compressor, ProxyOptions, ReadConcernLevel, ReadPreference, ReadPreferenceMode,
+    ServerMonitoringMode, TagSet, WriteConcern,
+};
+
+/// The longest `appName` (Handshake spec, "Limitations").
+const MAX_APP_NAME_BYTES: usize = 128;
+
+/// Options of a [`crate::Client`], read from a connection string or built in code.
+///
+/// `Debug` and `Display` never show a password (of the credential, the proxy or the
+/// TLS certificate key) nor an `AWS_SESSION_TOKEN`. `Display` writes the options as a
+/// connection string, leaving out those at their default.
+///
+/// ```
+/// use anymongo::ClientOptions;
+/// let options = ClientOptions::parse("mongodb://localhost:27018/app?appName=demo&tls=true").unwrap();
+/// assert_eq!(options.hosts[0].port(), Some(27018));
+/// assert_eq!(options.app_name.as_deref(), Some("demo"));
+/// assert!(options.tls.is_some());
+/// assert_eq!(options.to_string(), "mongodb://localhost:27018/app?appName=demo&tls=true");
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub struct ClientOptions {
+    /// The seed list; for `mongodb+srv`, the one name to resolve.
+    pub hosts: Vec<ServerAddress>,
+    /// Whether the connection string used the `mongodb+srv` scheme.
+    pub srv: bool,
+    /// The database named in the connection string's path, if any.
+    pub default_database: Option<String>,
+    /// Who to authenticate as: built from the user information and `authMechanism`,
+    /// `authSource` and `authMechanismProperties`, with the Authentication spec's
+    /// defaults applied. `None` when the connection string has neither user
+    /// information nor `authMechanism`.
+    pub credential: Option<Credential>,
+    /// `appName`, sent in the handshake (at most 128 bytes).
+    pub app_name: Option<String>,
+    /// `Some` when connections use TLS, with the `tls`-prefixed options.
+    pub tls: Option<TlsOptions>,
+    /// `connectTimeoutMS`: bound on opening a connection (TCP, TLS and handshake).
+    /// Default 10 s; zero means no limit.
+    pub connect_timeout: Duration,
+    /// `socketTimeoutMS`: bound on each read of a reply; `None` (the default) waits as
+    /// long as the server takes.
+    pub socket_timeout: Option<Duration>,
+    /// `timeoutMS` (Client Side Operations Timeout spec): bound on a whole operation.
+    /// `Some(0)` means no limit; `None` leaves the legacy timeouts in charge.
+    pub timeout: Option<Duration>,
+    /// `serverSelectionTimeoutMS`. Default 30 s.
+    pub server_selection_timeout: Duration,
+    /// `serverSelectionTryOnce`, for single-threaded mode. Default `true`.
+    pub server_selection_try_once: bool,
+    /// `localThresholdMS`: the latency window of server selection. Default 15 ms.
+    pub local_threshold: Duration,
+    /// `heartbeatFrequencyMS` (at least 500 ms); `None` uses the SDAM default for the
+    /// monitoring mode (10 s with background monitors, 60 s single-threaded).
+    pub heartbeat_frequency: Option<Duration>,
+    /// `serverMonitoringMode`. Default `auto`.
+    pub server_monitoring_mode: ServerMonitoringMode,
+    /// `directConnection`; `None` lets SDAM decide from the seed list.
+    pub direct_connection: Option<bool>,
+    /// `loadBalanced`; `None` means false.
+    pub load_balanced: Option<bool>,
+    /// `replicaSet`: the name of the replica set to connect to.
+    pub replica_set: Option<String>,
+    /// `readPreference`, `readPreferenceTags` and `maxStalenessSeconds`.
+    pub read_preference: ReadPreference,
+    /// `readConcernLevel`; `None` leaves it to the server.
+    pub read_concern_level: Option<ReadConcernLevel>,
+    /// `w`, `journal` and `wTimeoutMS`.
+    pub write_concern: WriteConcern,
+    /// `retryReads`. Default `true`.
+    pub retry_reads: bool,
+    /// `retryWrites`. Default `true`.
+    pub retry_writes: bool,
+    /// `maxAdaptiveRetries`: retries of an operation the server reports as overloaded
+    /// (Client Backpressure spec). Default 2.
+    pub max_adaptive_retries: u32,
+    /// `enableOverloadRetargeting` (Client Backpressure spec). Default `false`.
+    pub enable_overload_retargeting: bool,
+    /// `maxPoolSize`: connections per server; 0 means no limit. Default 100.
+    pub max_pool_size: u32,
+    /// `minPoolSize`: connections kept open per server. Default 0.
+    pub min_pool_size: u32,
+    /// `maxConnecting`: connections being established at once per server (at least 1).
+    /// Default 2.
+    pub max_connecting: u32,
+    /// `maxIdleTimeMS`: how long a connection may stay idle; `None` means forever.
+    pub max_idle_time: Option<Duration>,
+    /// `waitQueueTimeoutMS` (deprecated in favour of `timeoutMS`): how long to wait
+    /// for a pooled connection.
+    pub wait_queue_timeout: Option<Duration>,
+    /// `compressors`, in order of preference. Default none.
+    pub compressors: Vec<Compressor>,
+    /// `zlibCompressionLevel`: -1 (the library default) to 9.
+    pub zlib_compression_level: Option<i32>,
+    /// `srvServiceName` (`mongodb+srv` only); `None` means `mongodb`.
+    pub srv_service_name: Option<String>,
+    /// `srvMaxHosts` (`mongodb+srv` only): how many SRV records to use; 0 means all.
+    pub srv_max_hosts: u32,
+    /// `srvAllowedHostsSuffix` (`mongodb+srv` only): the suffix every host from the
+    /// SRV records must have.
+    pub srv_allowed_hosts_suffix: Option<String>,
+    /// `proxyHost`, `proxyPort`, `proxyUsername` and `proxyPassword`.
+    pub proxy: Option<ProxyOptions>,
+    /// What in the connection string was ignored or deprecated, one sentence each.
+    pub warnings: Vec<String>,
+}
+
+impl Default for ClientOptions {
+    fn default() -> Self {
+        ClientOptions {
+            hosts: vec![ServerAddress::tcp("localhost", DEFAULT_PORT)],
+            srv: false,
+            default_database: None,
+            credential: None,
+            app_name: None,
+            tls: None,
+            connect_timeout: Duration::from_secs(10),
+            socket_timeout: None,
+            timeout: None,
+            server_selection_timeout: Duration::from_secs(30),
+            server_selection_try_once: true,
+            local_threshold: Duration::from_millis(15),
+            heartbeat_frequency: None,
+            server_monitoring_mode: ServerMonitoringMode::default(),
+            direct_connection: None,
+            load_balanced: None,
+            replica_set: None,
+            read_preference: ReadPreference::default(),
+            read_concern_level: None,
+            write_concern: WriteConcern::default(),
+            retry_reads: true,
+            retry_writes: true,
+            max_adaptive_retries: 2,
+            enable_overload_retargeting: false,
+            max_pool_size: 100,
+            min_pool_size: 0,
+            max_connecting: 2,
+            max_idle_time: None,
+            wait_queue_timeout: None,
+            compressors: Vec::new(),
+            zlib_compression_level: None,
+            srv_service_name: None,
+            srv_max_hosts: 0,
+            srv_allowed_hosts_suffix: None,
+            proxy: None,
+            warnings: Vec::new(),
+        }
+    }
+}
+
+impl ClientOptions {
+    /// Parses and validates a `mongodb://` or `mongodb+srv://` connection string.
+    pub fn parse(uri: &str) -> Result<Self> {
+        ClientOptions::parse_with(uri, |_| {})
+    }
+
+    /// Parses a connection string, lets `overrides` change the options (options set in
+    /// code take precedence over the connection string), then validates the result.
+    pub fn parse_with(uri: &str, overrides: impl FnOnce(&mut ClientOptions)) -> Result<Self> {
+        let mut options = parser::parse(uri)?;
+        overrides(&mut options);
+        options.validate()?;
+        Ok(options)
+    }
+
+    /// Checks the rules that tie options together; [`parse`](Self::parse) calls it, and
+    /// so should code that changes the options.
+    ///
+    /// - `directConnection=true` needs exactly one host and no `mongodb+srv` (URI
+    ///   Options spec);
+    /// - `loadBalanced=true` excludes several hosts, `replicaSet` and
+    ///   `directConnection=true` (Load Balancer spec, "URI Validation");
+    /// - a positive `srvMaxHosts` excludes `replicaSet` and `loadBalanced=true`, and the
+    ///   `srv` options need `mongodb+srv` (Initial DNS Seedlist Discovery spec, "URI
+    ///   Validation");
+    /// - mode `primary` takes no tag sets nor `maxStalenessSeconds` (Server Selection
+    ///   and Max Staleness specs);
+    /// - `w=0` cannot have `journal=true` (Read and Write Concern spec);
+    /// - a proxy needs `proxyHost`, and `proxyUsername` and `proxyPassword` go together
+    ///   (SOCKS5 Support spec);
+    /// - and the ranges of `appName`, `heartbeatFrequencyMS`, `maxConnecting`,
+    ///   `minPoolSize`/`maxPoolSize` and `zlibCompressionLevel`.
+    pub fn validate(&self) -> Result<()> {
+        let fail = |message: &str| Err(Error::invalid_argument(message));
+        if self.hosts.is_empty() {
+            return fail("no hosts to connect to");
+        }
+        if self.srv && (self.hosts.len() != 1 || self.hosts[0].port().is_none()) {
+            return fail("a mongodb+srv connection string names exactly one host name");
+        }
+        if self
+            .app_name
+            .as_ref()
+            .is_some_and(|name| name.len() > MAX_APP_NAME_BYTES)
+        {
+            return fail("appName must be at most 128 bytes long");
+        }
+        if self.direct_connection == Some(true) && (self.hosts.len() > 1 || self.srv) {
+            return fail(
+                "directConnection=true cannot be used with several hosts or with mongodb+srv",
+            );
+        }
+        if self.load_balanced == Some(true) {
+            if self.hosts.len() > 1 {
+                return fail("loadBalanced=true cannot be used with several hosts");
+            }
+            if self.replica_set.is_some() {
+                return fail("loadBalanced=true cannot be used with replicaSet");
+            }
+            if self.direct_connection == Some(true) {
+                return fail("loadBalanced=true cannot be used with directConnection=true");
+            }
+        }
+        if self.srv_max_hosts > 0 {
+            if self.replica_set.is_some() {
+                return fail("a positive srvMaxHosts cannot be used with replicaSet");
+            }
+            if self.load_balanced == Some(true) {
+                return fail("a positive srvMaxHosts cannot be used with loadBalanced=true");
+            }
+        }
+        let srv_option = self.srv_max_hosts > 0
+            || self.srv_service_name.is_some()
+            || self.srv_allowed_hosts_suffix.is_some();
+        if srv_option && !self.srv {
+            return fail("the srv options are only valid with mongodb+srv");
+        }
+        let preference = &self.read_preference;
+        if preference.mode == ReadPreferenceMode::Primary {
+            if preference.tag_sets.iter().any(|tags| !tags.is_empty()) {
+                return fail("read preference mode primary cannot have tag sets");
+            }
+            if preference.max_staleness.is_some_and(|d| !d.is_zero()) {
+                return fail("read preference mode primary cannot have maxStalenessSeconds");
+            }
+        }
+        if self.write_concern.w == Some(Acknowledgment::Nodes(0))
+            && self.write_concern.journal == Some(true)
+        {
+            return fail("w=0 (no acknowledgment) cannot be combined with journal=true");
+        }
+        if let Some(proxy) = &self.proxy {
+            if proxy.host.is_empty() {
+                return fail("proxyPort, proxyUsername and proxyPassword need proxyHost");
+            }
+            if proxy.username.is_some() != proxy.password.is_some() {
+                return fail("proxyUsername and proxyPassword must be given together");
+            }
+        }
+        if self
+            .heartbeat_frequency
+            .is_some_and(|d| d < Duration::from_millis(500))
+        {
+            return fail("heartbeatFrequencyMS must be at least 500");
+        }
+        if self.max_connecting == 0 {
+            return fail("maxConnecting must be at least 1");
+        }
+        if self.max_pool_size > 0 && self.min_pool_size > self.max_pool_size {
+            return fail("minPoolSize cannot exceed maxPoolSize");
+        }
+        if self
+            .zlib_compression_level
+            .is_some_and(|level| !(-1..=9).contains(&level))
+        {
+            return fail("zlibCompressionLevel must be from -1 to 9");
+        }
+        Ok(())
+    }
+
+    /// The value of the URI option `name` (matched case-insensitively; aliases such as
+    /// `ssl` work) as these options hold it, in the types of a connection string:
+    /// booleans, integers (`Int32`, or `Int64` for durations in milliseconds), strings,
+    /// documents for `KEY:value` lists and arrays for lists. `None` if the option is
+    /// unknown or not set (the `tls` options read `None` while TLS is off).
+    ///
+    /// ```
+    /// use anymongo::{bson::Bson, ClientOptions};
+    /// let options = ClientOptions::parse("mongodb://h/?w=majority&ssl=true").unwrap();
+    /// assert_eq!(options.uri_option("W"), Some(Bson::String("majority".into())));
+    /// assert_eq!(options.uri_option("tls"), Some(Bson::Boolean(true)));
+    /// assert_eq!(options.uri_option("maxPoolSize"), Some(Bson::Int32(100)));
+    /// ```
+    pub fn uri_option(&self, name: &str) -> Option<Bson> {
+        options::find(name).and_then(|(option, _)| (option.get)(self))
+    }
+}
+
+/// Shown instead of a secret.
+const REDACTED: &str = "<redacted>";
+
+/// Mechanism properties that hold secrets.
+const SECRET_PROPERTIES: [&str; 1] = ["AWS_SESSION_TOKEN"];
+
+impl fmt::Display for ClientOptions {
+    /// The options as a connection string: options at their default value are left
+    /// out, and secrets are replaced by `<redacted>`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use encoding::percent_encode as encode;
+        f.write_str(if self.srv {
+            "mongodb+srv://"
+        } else {
+            "mongodb://"
+        })?;
+        let credential = self.credential.as_ref();
+        if let Some(username) = credential.and_then(|c| c.username.as_deref()) {
+            f.write_str(&encode(username))?;
+            if credential.is_some_and(|c| c.password.is_some()) {
+                write!(f, ":{REDACTED}")?;
+            }
+            f.write_str("@")?;
+        }
+        let hosts: Vec<String> = self
+            .hosts
+            .iter()
+            .map(|host| match host {
+                // The port of a mongodb+srv host is not part of the connection string.
+                ServerAddress::Tcp { host, .. } if self.srv => encode(host),
+                _ => host.to_uri_text(),
+            })
+            .collect();
+        f.write_str(&hosts.join(","))?;
+        // Each option is compared with the value it has when a connection string does
+        // not give it: the default, with TLS and a proxy in place for their sub-options.
+        let neutral = ClientOptions {
+            tls: Some(TlsOptions::default()),
+            proxy: Some(ProxyOptions::new("")),
+            ..ClientOptions::default()
+        };
+        let mut pairs = Vec::new();
+        for option in options::all().iter().filter(|option| !option.shorthand) {
+            let Some(value) = (option.get)(self) else {
+                continue;
+            };
+            let default = match option.name {
+                // TLS is on by default with mongodb+srv only.
+                "tls" => Some(Bson::Boolean(self.srv)),
+                _ => (option.get)(&neutral),
+            };
+            if Some(&value) == default.as_ref() {
+                continue;
+            }
+            let values = match value {
+                // A list of tag sets is one option per set.
+                Bson::Array(items)
+                    if items.iter().all(|item| matches!(item, Bson::Document(_))) =>
+                {
+                    items
+                }
+                value => vec![value],
+            };
+            for value in values {
+                let text = match option.secret {
+                    true => REDACTED.to_owned(),
+                    false => uri_text(&value),
+                };
+                pairs.push(format!("{}={text}", option.name));
+            }
+        }
+        if self.default_database.is_some() || !pairs.is_empty() {
+            f.write_str("/")?;
+        }
+        if let Some(database) = &self.default_database {
+            f.write_str(&encode(database))?;
+        }
+        if !pairs.is_empty() {
+            write!(f, "?{}", pairs.join("&"))?;
+        }
+        Ok(())
+    }
+}
+
+/// A value as a connection string writes it.
+fn uri_text(value: &Bson) -> String {
+    use encoding::percent_encode as encode;
+    match value {
+        Bson::String(text) => encode(text),
+        Bson::Array(items) => items.iter().map(uri_text).collect::<Vec<_>>().join(","),
+        Bson::Document(pairs) => pairs
+            .iter()
+            .map(
+                |(key, value)| match SECRET_PROPERTIES.contains(&key.as_str()) {
+                    true => format!("{}:{REDACTED}", encode(key)),
+                    false => format!("{}:{}", encode(key), uri_text(value)),
+                },
+            )
+            .collect::<Vec<_>>()
+            .join(","),
+        other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests;

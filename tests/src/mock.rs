@@ -1,0 +1,147 @@
+//! A scripted mock server, for what SecantusDB cannot play: it speaks OP_QUERY (the
+//! legacy hello) and OP_MSG, records every command it receives, and answers each one
+//! from a script — a function from the command to the reply document.
+
+use std::sync::{Arc, Mutex, PoisonError};
+
+use anymongo::bson::{doc, Document, RawDocumentBuf};
+use anymongo::wire::{op_code, Message, MessageHeader, OpMsg, OpReply, HEADER_LEN};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+/// Answers one command: gets the command document (for OP_MSG, its body with `$db`;
+/// for OP_QUERY, the query) and returns the reply document.
+pub type Script = Arc<dyn Fn(&Document) -> Document + Send + Sync>;
+
+/// A running mock server; stops accepting when dropped.
+pub struct MockServer {
+    address: String,
+    received: Arc<Mutex<Vec<Document>>>,
+    acceptor: tokio::task::JoinHandle<()>,
+}
+
+/// The hello reply of a writable standalone server with wire version 21.
+pub fn standalone_hello() -> Document {
+    doc! {
+        "isWritablePrimary": true, "helloOk": true, "maxWireVersion": 21, "minWireVersion": 0,
+        "maxBsonObjectSize": 16 * 1024 * 1024, "maxMessageSizeBytes": 48_000_000,
+        "maxWriteBatchSize": 100_000, "connectionId": 1, "ok": 1.0,
+    }
+}
+
+impl MockServer {
+    /// Listens on a free port of 127.0.0.1.
+    pub async fn start(script: impl Fn(&Document) -> Document + Send + Sync + 'static) -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap().to_string();
+        let received = Arc::new(Mutex::new(Vec::new()));
+        let script: Script = Arc::new(script);
+        let log = received.clone();
+        let acceptor = tokio::spawn(async move {
+            while let Ok((socket, _)) = listener.accept().await {
+                tokio::spawn(serve(socket, script.clone(), log.clone()));
+            }
+        });
+        MockServer {
+            address,
+            received,
+            acceptor,
+        }
+    }
+
+    /// Listens on a unix domain socket at `path`.
+    #[cfg(unix)]
+    pub async fn start_unix(
+        path: &std::path::Path,
+        script: impl Fn(&Document) -> Document + Send + Sync + 'static,
+    ) -> Self {
+        let listener = tokio::net::UnixListener::bind(path).unwrap();
+        let received = Arc::new(Mutex::new(Vec::new()));
+        let script: Script = Arc::new(script);
+        let log = received.clone();
+        let acceptor = tokio::spawn(async move {
+            while let Ok((socket, _)) = listener.accept().await {
+                tokio::spawn(serve(socket, script.clone(), log.clone()));
+            }
+        });
+        MockServer {
+            address: path.to_string_lossy().into_owned(),
+            received,
+            acceptor,
+        }
+    }
+
+    /// `host:port` (or the socket path) it listens on.
+    pub fn address(&self) -> &str {
+        &self.address
+    }
+
+    /// Every command received so far, in order.
+    pub fn received(&self) -> Vec<Document> {
+        self.received
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+}
+
+impl Drop for MockServer {
+    fn drop(&mut self) {
+        self.acceptor.abort();
+    }
+}
+
+/// Serves one connection until the client closes it or sends something unreadable.
+async fn serve(
+    mut socket: impl AsyncRead + AsyncWrite + Unpin,
+    script: Script,
+    log: Arc<Mutex<Vec<Document>>>,
+) {
+    loop {
+        let mut header = [0u8; HEADER_LEN];
+        if socket.read_exact(&mut header).await.is_err() {
+            return;
+        }
+        let header = MessageHeader::parse(&header);
+        let Ok(body_len) = header.body_len(48_000_000) else {
+            return;
+        };
+        let mut body = vec![0u8; body_len];
+        if socket.read_exact(&mut body).await.is_err() {
+            return;
+        }
+        let (command, legacy) = match header.op_code {
+            op_code::QUERY => match query_document(&body) {
+                Some(query) => (query, true),
+                None => return,
+            },
+            _ => match Message::decode(&header, &body) {
+                Ok(Message::Msg(message)) => match Document::try_from(message.body.as_ref()) {
+                    Ok(command) => (command, false),
+                    Err(_) => return,
+                },
+                _ => return,
+            },
+        };
+        log.lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(command.clone());
+        let reply = script(&command);
+        let frame = match legacy {
+            true => OpReply::command_reply(RawDocumentBuf::try_from(&reply).unwrap())
+                .encode(1, header.request_id),
+            false => {
+                OpMsg::new(RawDocumentBuf::try_from(&reply).unwrap()).encode(1, header.request_id)
+            }
+        };
+        if socket.write_all(&frame).await.is_err() {
+            return;
+        }
+    }
+}
+
+/// The query of an OP_QUERY body: flags, a cstring, two int32s, the document.
+fn query_document(body: &[u8]) -> Option<Document> {
+    let name_end = 4 + body.get(4..)?.iter().position(|&b| b == 0)?;
+    let document = body.get(name_end + 1 + 8..)?;
+    Document::from_reader(document).ok()
+}

@@ -1,0 +1,158 @@
+//! The Authentication spec's tests (`auth/`, see the spec's `tests/README.md`).
+//!
+//! `legacy/*.json` are connection-string tests: each URI is parsed with
+//! [`ClientOptions::parse`]; a test with `valid: false` passes when parsing fails, the
+//! others when the parsed credential matches the test's `credential` (`null` meaning
+//! "no credential"; inside it, a `null` field meaning "not set", a missing field
+//! meaning "not checked", and `mechanism_properties` checked as a subset).
+//!
+//! `unified/*.json` need a live deployment and the unified test runner and are skipped.
+
+use std::path::Path;
+
+use anymongo::bson::{Bson, Document};
+use anymongo::{auth::Credential, ClientOptions};
+use serde_json::{Map, Value};
+
+use super::{json_files, SuiteOutcome};
+
+/// Why the unified-format files are skipped.
+const UNIFIED: &str = "needs an OIDC-enabled deployment and the unified test runner";
+
+/// Runs the suite in `dir` (the corpus's `auth` folder).
+pub fn run(dir: &Path) -> SuiteOutcome {
+    let mut outcome = SuiteOutcome::default();
+    let files = match json_files(dir) {
+        Ok(files) => files,
+        Err(why) => {
+            outcome.failed.push((String::new(), why));
+            return outcome;
+        }
+    };
+    for file in files {
+        if file.starts_with("unified/") {
+            outcome.skipped.push((file, UNIFIED.to_owned()));
+            continue;
+        }
+        match load_tests(&dir.join(&file)) {
+            Ok(tests) => {
+                for test in tests {
+                    match run_test(&test) {
+                        Ok(()) => outcome.passed += 1,
+                        Err(why) => outcome
+                            .failed
+                            .push((file.clone(), format!("{}: {why}", describe(&test)))),
+                    }
+                }
+            }
+            Err(why) => outcome.failed.push((file, why)),
+        }
+    }
+    outcome
+}
+
+fn load_tests(path: &Path) -> Result<Vec<Map<String, Value>>, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let json: Value =
+        serde_json::from_str(&text).map_err(|e| format!("{} is not JSON: {e}", path.display()))?;
+    let tests = json
+        .get("tests")
+        .and_then(Value::as_array)
+        .ok_or_else(|| format!("{} has no 'tests' array", path.display()))?;
+    tests
+        .iter()
+        .map(|test| {
+            test.as_object()
+                .cloned()
+                .ok_or_else(|| "a test is not an object".to_owned())
+        })
+        .collect()
+}
+
+fn describe(test: &Map<String, Value>) -> String {
+    test.get("description")
+        .and_then(Value::as_str)
+        .unwrap_or("(no description)")
+        .to_owned()
+}
+
+/// Runs one connection-string test.
+fn run_test(test: &Map<String, Value>) -> Result<(), String> {
+    let uri = test
+        .get("uri")
+        .and_then(Value::as_str)
+        .ok_or("the test has no 'uri'")?;
+    let valid = test.get("valid").and_then(Value::as_bool).unwrap_or(true);
+    let parsed = ClientOptions::parse(uri);
+    let options = match (valid, parsed) {
+        (false, Err(_)) => return Ok(()),
+        (false, Ok(options)) => {
+            return Err(format!(
+                "parsed, but the URI is invalid (credential: {:?})",
+                options.credential
+            ))
+        }
+        (true, Err(error)) => return Err(format!("failed to parse: {error}")),
+        (true, Ok(options)) => options,
+    };
+    match (test.get("credential"), &options.credential) {
+        (None, _) | (Some(Value::Null), None) => Ok(()),
+        (Some(Value::Null), Some(credential)) => {
+            Err(format!("expected no credential, got {credential:?}"))
+        }
+        (Some(_), None) => Err("expected a credential, got none".to_owned()),
+        (Some(Value::Object(expected)), Some(credential)) => check_credential(expected, credential),
+        (Some(other), _) => Err(format!("the test's credential is not an object: {other}")),
+    }
+}
+
+fn check_credential(expected: &Map<String, Value>, credential: &Credential) -> Result<(), String> {
+    let mechanism = credential.mechanism.map(|mechanism| mechanism.name());
+    let strings = [
+        ("username", credential.username.as_deref()),
+        ("password", credential.password.as_deref()),
+        ("source", credential.source.as_deref()),
+        ("mechanism", mechanism),
+    ];
+    for (field, actual) in strings {
+        match expected.get(field) {
+            None => {}
+            Some(Value::Null) if actual.is_none() => {}
+            Some(Value::String(want)) if actual == Some(want.as_str()) => {}
+            Some(want) => {
+                // Passwords are test data here, so showing them is harmless.
+                return Err(format!("{field}: expected {want}, got {actual:?}"));
+            }
+        }
+    }
+    match (
+        expected.get("mechanism_properties"),
+        &credential.mechanism_properties,
+    ) {
+        (None, _) | (Some(Value::Null), None) => Ok(()),
+        (Some(Value::Object(want)), Some(actual)) => check_properties(want, actual),
+        (want, actual) => Err(format!(
+            "mechanism_properties: expected {}, got {actual:?}",
+            want.unwrap_or(&Value::Null)
+        )),
+    }
+}
+
+/// Every property the test names must be present with the same value; others may exist.
+fn check_properties(expected: &Map<String, Value>, actual: &Document) -> Result<(), String> {
+    for (name, want) in expected {
+        let got = actual.get(name);
+        let same = match (want, got) {
+            (Value::String(want), Some(Bson::String(got))) => want == got,
+            (Value::Bool(want), Some(Bson::Boolean(got))) => want == got,
+            _ => false,
+        };
+        if !same {
+            return Err(format!(
+                "mechanism_properties.{name}: expected {want}, got {got:?}"
+            ));
+        }
+    }
+    Ok(())
+}
