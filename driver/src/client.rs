@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use bson::{Document, RawDocumentBuf};
 
-use crate::auth::ScramCache;
+use crate::auth::{AuthContext, ScramCache};
 use crate::connection::{AuthSettings, Connection, ConnectionSettings};
 use crate::error::{Error, Result};
 use crate::handshake::{client_metadata, HelloReply};
@@ -155,7 +155,11 @@ impl Client {
                 metadata: self.inner.metadata.clone(),
                 auth: options.credential.clone().map(|credential| AuthSettings {
                     credential,
-                    scram_cache: self.inner.scram_cache.clone(),
+                    context: AuthContext {
+                        scram_cache: self.inner.scram_cache.clone(),
+                        env: self.inner.runtime.host.env,
+                        unix_time: self.inner.runtime.clock.unix_time(),
+                    },
                 }),
             };
             let runtime = &self.inner.runtime;

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use bson::{Document, RawDocumentBuf};
 
-use crate::auth::{ConnectionAuth, Credential, ScramCache, Step};
+use crate::auth::{AuthContext, ConnectionAuth, Credential, Step};
 use crate::error::{CommandError, Error, ErrorKind, Result};
 use crate::handshake::{hello_command, HelloReply};
 use crate::rt::{self, Clock, ConnectTarget, Stream, Transport};
@@ -33,12 +33,12 @@ pub(crate) struct ConnectionSettings {
     pub auth: Option<AuthSettings>,
 }
 
-/// What a connection needs to authenticate: the credential and the client's SCRAM
-/// key cache, shared by all its connections.
+/// What a connection needs to authenticate: the credential, and what the mechanisms
+/// need from the client and the host.
 #[derive(Debug, Clone)]
 pub(crate) struct AuthSettings {
     pub credential: Credential,
-    pub scram_cache: ScramCache,
+    pub context: AuthContext,
 }
 
 /// An established connection that has completed its handshake.
@@ -102,7 +102,7 @@ impl Connection {
         let mut auth = settings
             .auth
             .as_ref()
-            .map(|auth| ConnectionAuth::new(&auth.credential, &auth.scram_cache))
+            .map(|auth| ConnectionAuth::new(&auth.credential, &auth.context))
             .transpose()?;
         let (mut command, legacy) = hello_command(&settings.metadata, false);
         if let Some(auth) = &mut auth {
@@ -122,8 +122,8 @@ impl Connection {
         if let Ok(size) = usize::try_from(hello.max_message_size_bytes) {
             self.max_message_size = size.max(HEADER_LEN);
         }
-        if let (Some(auth), Some(settings)) = (auth, &settings.auth) {
-            self.authenticate(auth, &hello.raw, &settings.credential, clock)
+        if let (Some(auth), Some(auth_settings)) = (auth, &settings.auth) {
+            self.authenticate(auth, &hello.raw, &auth_settings.credential, clock)
                 .await?;
         }
         self.hello = hello;
@@ -417,6 +417,9 @@ mod tests {
     impl Clock for TestClock {
         fn now(&self) -> Instant {
             Instant::from_origin(Duration::ZERO)
+        }
+        fn unix_time(&self) -> Duration {
+            Duration::ZERO
         }
         fn sleep(&self, _: Duration) -> BoxFuture<'static, ()> {
             match self.sleeps_end {

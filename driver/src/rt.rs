@@ -276,10 +276,13 @@ impl Sub<Instant> for Instant {
     }
 }
 
-/// Monotonic time and timers.
+/// Monotonic time and timers, and the wall clock.
 pub trait Clock: MaybeSend + MaybeSync {
     /// Now, on a monotonic time line.
     fn now(&self) -> Instant;
+    /// The wall-clock time since the Unix epoch (it may jump); used only where a
+    /// protocol needs a date, such as MONGODB-AWS request signing.
+    fn unix_time(&self) -> Duration;
     /// A future that completes after `duration`.
     fn sleep(&self, duration: Duration) -> BoxFuture<'static, ()>;
 }

@@ -137,6 +137,12 @@ impl Clock for TokioClock {
         Instant::from_origin(self.origin.elapsed())
     }
 
+    fn unix_time(&self) -> Duration {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+    }
+
     fn sleep(&self, duration: Duration) -> BoxFuture<'static, ()> {
         boxed(tokio::time::sleep(duration))
     }

@@ -147,6 +147,13 @@ impl Clock for WasiClock {
         ))
     }
 
+    /// wasi:clocks/wall-clock, through the standard library.
+    fn unix_time(&self) -> Duration {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+    }
+
     fn sleep(&self, duration: Duration) -> BoxFuture<'static, ()> {
         let wait = wstd::task::sleep(duration.into());
         boxed(async move {

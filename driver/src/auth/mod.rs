@@ -179,9 +179,31 @@ impl Credential {
     }
 }
 
+/// What the mechanisms need from the client and the host, besides the credential.
+#[derive(Debug, Clone)]
+pub struct AuthContext {
+    /// The client's cache of SCRAM keys, shared by all its connections.
+    pub scram_cache: ScramCache,
+    /// The host's environment variables (MONGODB-AWS credentials); read anew for
+    /// every connection, as the spec requires.
+    pub env: fn(&str) -> Option<String>,
+    /// The wall-clock time, since the Unix epoch (MONGODB-AWS signs requests with it).
+    pub unix_time: std::time::Duration,
+}
+
+impl Default for AuthContext {
+    /// An empty cache, no environment, and the Unix epoch as the time.
+    fn default() -> Self {
+        AuthContext {
+            scram_cache: ScramCache::default(),
+            env: |_| None,
+            unix_time: std::time::Duration::ZERO,
+        }
+    }
+}
+
 /// Builds the conversation of `mechanism` for `credential`: the credential's own
-/// mechanism, or the one [`negotiate`] picked when it has none. `scram_cache` is the
-/// client's cache of SCRAM keys, shared by all its connections.
+/// mechanism, or the one [`negotiate`] picked when it has none.
 ///
 /// Fails with [`ErrorKind::InvalidArgument`] when
 /// the credential lacks what the mechanism needs (a SCRAM credential without a
@@ -189,15 +211,19 @@ impl Credential {
 pub fn conversation(
     credential: &Credential,
     mechanism: AuthMechanism,
-    scram_cache: &ScramCache,
+    context: &AuthContext,
 ) -> Result<Box<dyn Conversation>> {
     Ok(match mechanism {
         AuthMechanism::ScramSha1 | AuthMechanism::ScramSha256 => Box::new(
-            scram::ScramConversation::new(mechanism, credential, scram_cache)?,
+            scram::ScramConversation::new(mechanism, credential, &context.scram_cache)?,
         ),
         AuthMechanism::Plain => Box::new(plain::PlainConversation::new(credential)?),
         AuthMechanism::MongoDbX509 => Box::new(x509::X509Conversation::new(credential)?),
-        AuthMechanism::MongoDbAws | AuthMechanism::MongoDbOidc | AuthMechanism::Gssapi => {
+        AuthMechanism::MongoDbAws => Box::new(aws::AwsConversation::new(
+            aws::credentials_from(credential, &context.env)?,
+            context.unix_time.as_secs(),
+        )?),
+        AuthMechanism::MongoDbOidc | AuthMechanism::Gssapi => {
             return Err(Error::invalid_argument(format!(
                 "the {} authentication mechanism is not supported",
                 mechanism.name()
@@ -280,7 +306,7 @@ mod tests {
             mechanism: Some(AuthMechanism::Gssapi),
             ..Credential::default()
         };
-        let err = conversation(&credential, AuthMechanism::Gssapi, &ScramCache::default())
+        let err = conversation(&credential, AuthMechanism::Gssapi, &AuthContext::default())
             .err()
             .expect("GSSAPI is not supported");
         assert!(err.to_string().contains("GSSAPI"), "{err}");

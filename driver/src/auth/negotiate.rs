@@ -4,7 +4,7 @@
 
 use bson::{Bson, Document};
 
-use super::{conversation, AuthMechanism, Conversation, Credential, ScramCache, Step};
+use super::{conversation, AuthContext, AuthMechanism, Conversation, Credential, Step};
 use crate::error::Result;
 
 /// The hello's `saslSupportedMechs` value, `"<source>.<username>"`, sent when the
@@ -56,7 +56,7 @@ pub fn negotiate(
 ///    [`Conversation::reply`] until [`Step::Done`].
 pub struct ConnectionAuth {
     credential: Credential,
-    cache: ScramCache,
+    context: AuthContext,
     speculative_mechanism: AuthMechanism,
     conversation: Box<dyn Conversation>,
 }
@@ -72,13 +72,13 @@ impl std::fmt::Debug for ConnectionAuth {
 
 impl ConnectionAuth {
     /// Prepares to authenticate a connection with `credential`, sharing the client's
-    /// `cache`. Fails if the credential cannot be used (see [`conversation`]).
-    pub fn new(credential: &Credential, cache: &ScramCache) -> Result<Self> {
+    /// `context`. Fails if the credential cannot be used (see [`conversation`]).
+    pub fn new(credential: &Credential, context: &AuthContext) -> Result<Self> {
         let speculative_mechanism = credential.mechanism.unwrap_or(AuthMechanism::ScramSha256);
         Ok(ConnectionAuth {
-            conversation: conversation(credential, speculative_mechanism, cache)?,
+            conversation: conversation(credential, speculative_mechanism, context)?,
             credential: credential.clone(),
-            cache: cache.clone(),
+            context: context.clone(),
             speculative_mechanism,
         })
     }
@@ -108,7 +108,7 @@ impl ConnectionAuth {
     ) -> Result<(AuthMechanism, Box<dyn Conversation>, Step)> {
         let ConnectionAuth {
             credential,
-            cache,
+            context,
             speculative_mechanism,
             mut conversation,
         } = self;
@@ -135,7 +135,7 @@ impl ConnectionAuth {
             }
         }
         if mechanism != speculative_mechanism {
-            conversation = super::conversation(&credential, mechanism, &cache)?;
+            conversation = super::conversation(&credential, mechanism, &context)?;
         }
         let step = conversation.start()?;
         Ok((mechanism, conversation, step))
@@ -206,8 +206,7 @@ mod tests {
 
     #[test]
     fn without_a_mechanism_the_hello_negotiates_and_speculates_with_sha_256() {
-        let cache = ScramCache::default();
-        let mut auth = ConnectionAuth::new(&credential(None), &cache).unwrap();
+        let mut auth = ConnectionAuth::new(&credential(None), &AuthContext::default()).unwrap();
         let hello = hello(&mut auth);
         assert_eq!(hello.get_str("saslSupportedMechs").unwrap(), "db.user");
         let speculative = hello.get_document("speculativeAuthenticate").unwrap();
@@ -224,8 +223,7 @@ mod tests {
 
     #[test]
     fn the_negotiated_sha_256_reuses_the_speculative_conversation() {
-        let cache = ScramCache::default();
-        let mut auth = ConnectionAuth::new(&credential(None), &cache).unwrap();
+        let mut auth = ConnectionAuth::new(&credential(None), &AuthContext::default()).unwrap();
         let speculative = hello(&mut auth)
             .get_document("speculativeAuthenticate")
             .unwrap()
@@ -243,7 +241,7 @@ mod tests {
             mechanism: Some(AuthMechanism::MongoDbX509),
             ..Credential::default()
         };
-        let mut auth = ConnectionAuth::new(&x509, &ScramCache::default()).unwrap();
+        let mut auth = ConnectionAuth::new(&x509, &AuthContext::default()).unwrap();
         let hello = hello(&mut auth);
         assert!(!hello.contains_key("saslSupportedMechs"));
         assert!(hello.contains_key("speculativeAuthenticate"));
@@ -254,7 +252,7 @@ mod tests {
 
     #[test]
     fn arbiters_are_not_authenticated() {
-        let mut auth = ConnectionAuth::new(&credential(None), &ScramCache::default()).unwrap();
+        let mut auth = ConnectionAuth::new(&credential(None), &AuthContext::default()).unwrap();
         hello(&mut auth);
         let reply = doc! { "ok": 1, "arbiterOnly": true };
         assert_eq!(auth.after_hello(&reply).unwrap().2, Step::Done);
@@ -263,7 +261,7 @@ mod tests {
     #[test]
     fn mechanisms_without_a_speculative_form_start_after_the_hello() {
         let plain = credential(Some(AuthMechanism::Plain));
-        let mut auth = ConnectionAuth::new(&plain, &ScramCache::default()).unwrap();
+        let mut auth = ConnectionAuth::new(&plain, &AuthContext::default()).unwrap();
         assert!(!hello(&mut auth).contains_key("speculativeAuthenticate"));
         let (_, _, step) = auth.after_hello(&doc! { "ok": 1 }).unwrap();
         assert_eq!(first_command(step).get_str("mechanism").unwrap(), "PLAIN");

@@ -1050,6 +1050,9 @@ mod tests {
         fn now(&self) -> Instant {
             Instant::from_origin(*self.now.lock().unwrap())
         }
+        fn unix_time(&self) -> Duration {
+            *self.now.lock().unwrap()
+        }
         fn sleep(&self, duration: Duration) -> BoxFuture<'static, ()> {
             self.sleeps.lock().unwrap().push(duration);
             if duration < Duration::from_secs(1) {

@@ -1,0 +1,135 @@
+//! Mechanisms SecantusDB does not offer, against the scripted mock server, which
+//! checks the SASL payloads the driver sends.
+
+use std::sync::Mutex;
+
+use anymongo::bson::spec::BinarySubtype;
+use anymongo::bson::{doc, Binary, Bson, Document};
+use anymongo::ErrorKind;
+use anymongo_tests::mock::{standalone_hello, MockServer};
+
+fn binary(bytes: Vec<u8>) -> Bson {
+    Bson::Binary(Binary {
+        subtype: BinarySubtype::Generic,
+        bytes,
+    })
+}
+
+/// The BSON document carried in a SASL command's binary `payload`.
+fn payload(command: &Document) -> Document {
+    let bytes = &command.get_binary_generic("payload").unwrap()[..];
+    Document::from_reader(bytes).unwrap()
+}
+
+/// A MONGODB-AWS server: checks the client's messages and answers as the spec's
+/// conversation goes, or fails the step with code 18 when the payload is wrong.
+fn aws_server(sts_host: &'static str) -> impl Fn(&Document) -> Document + Send + Sync {
+    let client_nonce = Mutex::new(Vec::new());
+    move |command| match command.keys().next().map(String::as_str) {
+        Some("isMaster") => standalone_hello(),
+        Some("saslStart") => {
+            assert_eq!(command.get_str("mechanism").ok(), Some("MONGODB-AWS"));
+            assert_eq!(command.get_str("$db").ok(), Some("$external"));
+            let first = payload(command);
+            assert_eq!(first.keys().collect::<Vec<_>>(), ["r", "p"]);
+            assert_eq!(first.get_i32("p").ok(), Some(110), "gs2 flag 'n'");
+            let nonce = first.get_binary_generic("r").unwrap().clone();
+            assert_eq!(nonce.len(), 32);
+            let mut server_nonce = nonce.clone();
+            server_nonce.extend([7u8; 32]);
+            *client_nonce.lock().unwrap() = server_nonce.clone();
+            let server_first = doc! { "s": binary(server_nonce), "h": sts_host };
+            doc! {
+                "conversationId": 1, "done": false, "ok": 1.0,
+                "payload": binary(server_first.to_vec().unwrap()),
+            }
+        }
+        Some("saslContinue") => {
+            let last = payload(command);
+            let date = last.get_str("d").unwrap().to_string();
+            assert_eq!(date.len(), 16, "X-Amz-Date is YYYYMMDD'T'HHMMSS'Z': {date}");
+            let header = last.get_str("a").unwrap();
+            let expected_prefix = format!(
+                "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/{}/{}/sts/aws4_request, \
+                 SignedHeaders=content-length;content-type;host;x-amz-date;x-amz-security-token;\
+                 x-mongodb-gs2-cb-flag;x-mongodb-server-nonce, Signature=",
+                &date[..8],
+                if sts_host == "sts.amazonaws.com" { "us-east-1" } else { "eu-west-3" },
+            );
+            assert!(header.starts_with(&expected_prefix), "{header}");
+            let signature = &header[expected_prefix.len()..];
+            assert!(
+                signature.len() == 64 && signature.bytes().all(|b| b.is_ascii_hexdigit()),
+                "{signature}"
+            );
+            assert_eq!(last.get_str("t").ok(), Some("SESSION/TOKEN"));
+            assert!(!client_nonce.lock().unwrap().is_empty());
+            doc! { "conversationId": 1, "done": true, "ok": 1.0, "payload": binary(Vec::new()) }
+        }
+        _ => doc! { "ok": 1.0 },
+    }
+}
+
+fn aws_uri(server: &MockServer) -> String {
+    format!(
+        "mongodb://AKIDEXAMPLE:wJalrXUtnFEMI%2FK7MDENG@{}/?authMechanism=MONGODB-AWS\
+         &authMechanismProperties=AWS_SESSION_TOKEN:SESSION%2FTOKEN",
+        server.address()
+    )
+}
+
+#[tokio::test]
+async fn mongodb_aws_sends_the_spec_payloads() {
+    for sts_host in ["sts.amazonaws.com", "sts.eu-west-3.amazonaws.com"] {
+        let server = MockServer::start(aws_server(sts_host)).await;
+        let client = anymongo_native::client(&aws_uri(&server)).unwrap();
+        client
+            .database("admin")
+            .run_command(doc! { "ping": 1 })
+            .await
+            .unwrap();
+        let commands: Vec<String> = server
+            .received()
+            .iter()
+            .map(|command| command.keys().next().unwrap().clone())
+            .collect();
+        assert_eq!(commands, ["isMaster", "saslStart", "saslContinue", "ping"]);
+        // No speculative authentication for MONGODB-AWS, and no secret on the wire.
+        let hello = &server.received()[0];
+        assert!(!hello.contains_key("speculativeAuthenticate"), "{hello}");
+        let everything = format!("{:?}", server.received());
+        assert!(!everything.contains("wJalrXUtnFEMI"), "the secret key travelled");
+    }
+}
+
+#[tokio::test]
+async fn mongodb_aws_rejects_a_server_nonce_that_does_not_extend_the_client_nonce() {
+    let server = MockServer::start(|command| match command.keys().next().map(String::as_str) {
+        Some("isMaster") => standalone_hello(),
+        Some("saslStart") => {
+            let server_first = doc! { "s": binary(vec![1; 64]), "h": "sts.amazonaws.com" };
+            doc! {
+                "conversationId": 1, "done": false, "ok": 1.0,
+                "payload": binary(server_first.to_vec().unwrap()),
+            }
+        }
+        _ => doc! { "ok": 1.0 },
+    })
+    .await;
+    let client = anymongo_native::client(&aws_uri(&server)).unwrap();
+    let error = client
+        .database("admin")
+        .run_command(doc! { "ping": 1 })
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error.kind(), ErrorKind::Authentication { mechanism: "MONGODB-AWS", source, .. } if source == "$external"),
+        "{error}"
+    );
+    let commands: Vec<String> = server
+        .received()
+        .iter()
+        .map(|command| command.keys().next().unwrap().clone())
+        .collect();
+    assert_eq!(commands, ["isMaster", "saslStart"], "nothing is signed for a bad nonce");
+}
