@@ -8,7 +8,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use bson::{Document, RawDocumentBuf};
 
-use crate::auth::{AuthContext, ScramCache};
+use crate::auth::oidc::{OidcAuthenticator, OidcOptions};
+use crate::auth::{AuthContext, AuthMechanism, ScramCache};
 use crate::connection::{AuthSettings, Connection, ConnectionSettings};
 use crate::error::{Error, Result};
 use crate::handshake::{client_metadata, HelloReply};
@@ -36,6 +37,8 @@ struct ClientInner {
     metadata: Document,
     /// SCRAM keys derived for this client's credential, shared by its connections.
     scram_cache: ScramCache,
+    /// The MONGODB-OIDC token cache and callback, for a credential of that mechanism.
+    oidc: Option<Arc<OidcAuthenticator>>,
     idle: Mutex<Vec<Connection>>,
 }
 
@@ -58,22 +61,57 @@ impl Client {
     /// A client with options built in code; they are validated first
     /// ([`ClientOptions::validate`]).
     pub fn with_options(options: ClientOptions, runtime: Runtime) -> Result<Client> {
+        Client::with_oidc(options, OidcOptions::default(), runtime)
+    }
+
+    /// A client whose MONGODB-OIDC credential gets its tokens from `oidc` (a callback,
+    /// allowed hosts): what a connection string cannot carry.
+    ///
+    /// ```no_run
+    /// # fn example(runtime: anymongo::rt::Runtime) -> anymongo::Result<()> {
+    /// use std::sync::Arc;
+    /// use anymongo::auth::oidc::{IdpResponse, OidcCallbackKind, OidcCallbackParams, OidcOptions};
+    /// use anymongo::auth::{AuthMechanism, Credential};
+    /// use anymongo::{Client, ClientOptions};
+    ///
+    /// let callback = |_: OidcCallbackParams| -> anymongo::rt::BoxFuture<'static, anymongo::Result<IdpResponse>> {
+    ///     anymongo::rt::boxed(async { Ok(IdpResponse::new("token from my identity provider")) })
+    /// };
+    /// let oidc = OidcOptions { callback: Some(OidcCallbackKind::Machine(Arc::new(callback))), ..Default::default() };
+    /// // A connection string cannot name a callback: the credential is set in code.
+    /// let mut options = ClientOptions::parse("mongodb://db.example.com/")?;
+    /// options.credential = Some(Credential {
+    ///     mechanism: Some(AuthMechanism::MongoDbOidc),
+    ///     ..Credential::default()
+    /// });
+    /// let client = Client::with_oidc(options, oidc, runtime)?;
+    /// # Ok(()) }
+    /// ```
+    pub fn with_oidc(
+        options: ClientOptions,
+        oidc: OidcOptions,
+        runtime: Runtime,
+    ) -> Result<Client> {
         options.validate()?;
         if options.srv {
             return Err(Error::invalid_argument(
                 "mongodb+srv:// needs DNS seedlist discovery, which is not implemented yet",
             ));
         }
+        let oidc = match &options.credential {
+            Some(credential) if credential.mechanism == Some(AuthMechanism::MongoDbOidc) => {
+                Some(Arc::new(OidcAuthenticator::new(credential, oidc)?))
+            }
+            _ => None,
+        };
         let metadata = client_metadata(&runtime.host, options.app_name.as_deref());
-        // Natively the seams are `Send + Sync` and so is the client; on wasm32 they are
-        // not (JavaScript handles), and the `Arc` is merely shared ownership.
-        #[allow(clippy::arc_with_non_send_sync)]
         Ok(Client {
             inner: Arc::new(ClientInner {
                 options,
                 runtime,
                 metadata,
                 scram_cache: ScramCache::default(),
+                oidc,
                 idle: Mutex::new(Vec::new()),
             }),
         })
@@ -120,7 +158,20 @@ impl Client {
         let mut connection = self.checkout().await?;
         // If this future is dropped mid-command, `connection` is dropped with it and
         // closed: a half-read reply never goes back to the idle list.
-        let result = connection.command(body, &*self.inner.runtime.clock).await;
+        let clock = &*self.inner.runtime.clock;
+        // MONGODB-OIDC may ask to authenticate again and retry once (the token
+        // expired): only then is a copy of the command kept.
+        let retry = self.inner.oidc.as_ref().map(|_| body.clone());
+        let mut result = connection.command(body, clock).await;
+        if let (Err(error), Some(body)) = (&result, retry) {
+            if connection.needs_reauthentication(error) {
+                let host = connection.server_host().to_string();
+                result = match connection.reauthenticate(&host, clock).await {
+                    Ok(()) => connection.command(body, clock).await,
+                    Err(error) => Err(error),
+                };
+            }
+        }
         if !connection.is_broken() {
             self.checkin(connection);
         }
@@ -160,6 +211,7 @@ impl Client {
                         env: self.inner.runtime.host.env,
                         unix_time: self.inner.runtime.clock.unix_time(),
                     },
+                    oidc: self.inner.oidc.clone(),
                 }),
             };
             let runtime = &self.inner.runtime;

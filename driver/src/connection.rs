@@ -9,10 +9,13 @@ use std::time::Duration;
 
 use bson::{Document, RawDocumentBuf};
 
-use crate::auth::{AuthContext, ConnectionAuth, Credential, Step};
+use std::sync::Arc;
+
+use crate::auth::oidc::{self, OidcAuthenticator, OidcConnectionCache, OidcContext, SaslSender};
+use crate::auth::{AuthContext, AuthMechanism, ConnectionAuth, Credential, Step};
 use crate::error::{CommandError, Error, ErrorKind, Result};
 use crate::handshake::{hello_command, HelloReply};
-use crate::rt::{self, Clock, ConnectTarget, Stream, Transport};
+use crate::rt::{self, boxed, BoxFuture, Clock, ConnectTarget, Stream, Transport};
 use crate::wire::{
     self, check_response_to, encode_op_query, next_request_id, Message, MessageHeader, OpMsg,
     HEADER_LEN,
@@ -39,16 +42,25 @@ pub(crate) struct ConnectionSettings {
 pub(crate) struct AuthSettings {
     pub credential: Credential,
     pub context: AuthContext,
+    /// The client's MONGODB-OIDC authenticator (token cache and callback), when the
+    /// credential uses that mechanism: it drives its own exchange, as its callback
+    /// is asynchronous.
+    pub oidc: Option<Arc<OidcAuthenticator>>,
 }
 
 /// An established connection that has completed its handshake.
 pub(crate) struct Connection {
     stream: Box<dyn Stream>,
     address: String,
+    /// The host name or IP the connection was opened to (no port).
+    server_host: String,
     max_message_size: usize,
     socket_timeout: Option<Duration>,
     hello: HelloReply,
     broken: bool,
+    /// MONGODB-OIDC: the authenticator and this connection's token, kept for
+    /// reauthentication (error 391).
+    oidc: Option<(Arc<OidcAuthenticator>, OidcConnectionCache)>,
 }
 
 impl std::fmt::Debug for Connection {
@@ -76,10 +88,12 @@ impl Connection {
             let mut connection = Connection {
                 stream,
                 address: address.clone(),
+                server_host: settings.target.host.clone(),
                 max_message_size: wire::DEFAULT_MAX_MESSAGE_SIZE,
                 socket_timeout: None,
                 hello: HelloReply::default(),
                 broken: false,
+                oidc: None,
             };
             connection.handshake(settings, clock).await?;
             Ok::<_, Error>(connection)
@@ -102,11 +116,22 @@ impl Connection {
         let mut auth = settings
             .auth
             .as_ref()
+            .filter(|auth| auth.oidc.is_none())
             .map(|auth| ConnectionAuth::new(&auth.credential, &auth.context))
             .transpose()?;
+        let mut oidc = settings
+            .auth
+            .as_ref()
+            .and_then(|auth| auth.oidc.clone())
+            .map(|oidc| (oidc, OidcConnectionCache::default()));
         let (mut command, legacy) = hello_command(&settings.metadata, false);
         if let Some(auth) = &mut auth {
             auth.prepare_hello(&mut command);
+        }
+        if let Some((oidc, cache)) = &mut oidc {
+            if let Some(speculative) = oidc.speculative(cache, &settings.target.host) {
+                command.insert("speculativeAuthenticate", speculative);
+            }
         }
         let request_id = next_request_id();
         let frame = if legacy {
@@ -126,8 +151,50 @@ impl Connection {
             self.authenticate(auth, &hello.raw, &auth_settings.credential, clock)
                 .await?;
         }
+        if let Some((oidc, mut cache)) = oidc {
+            let speculative = hello.raw.get_document("speculativeAuthenticate").ok();
+            if !oidc.speculative_done(&mut cache, speculative) {
+                let context = self.oidc_context(&settings.target.host, clock);
+                let mut sender = SaslCommands {
+                    connection: self,
+                    clock,
+                };
+                oidc.authenticate(&mut cache, &context, &mut sender).await?;
+            }
+            self.oidc = Some((oidc, cache));
+        }
         self.hello = hello;
         Ok(())
+    }
+
+    fn oidc_context<'a>(&self, server_host: &'a str, clock: &'a dyn Clock) -> OidcContext<'a> {
+        OidcContext {
+            server_host,
+            timeout: oidc::DEFAULT_CALLBACK_TIMEOUT,
+            clock,
+        }
+    }
+
+    /// Whether `error`, from a command on this connection, asks for a new
+    /// MONGODB-OIDC authentication (code 391) that this connection can perform.
+    pub fn needs_reauthentication(&self, error: &Error) -> bool {
+        self.oidc.is_some() && oidc::should_reauthenticate(Some(AuthMechanism::MongoDbOidc), error)
+    }
+
+    /// Authenticates again (Authentication spec, MONGODB-OIDC "Reauthentication"),
+    /// after a command failed with [`needs_reauthentication`](Self::needs_reauthentication).
+    pub async fn reauthenticate(&mut self, server_host: &str, clock: &dyn Clock) -> Result<()> {
+        let Some((oidc, mut cache)) = self.oidc.take() else {
+            return Ok(());
+        };
+        let context = self.oidc_context(server_host, clock);
+        let mut sender = SaslCommands {
+            connection: self,
+            clock,
+        };
+        let result = oidc.reauthenticate(&mut cache, &context, &mut sender).await;
+        self.oidc = Some((oidc, cache));
+        result
     }
 
     /// Runs the authentication conversation to its end. A refusal from the server
@@ -163,6 +230,11 @@ impl Connection {
     /// The server's handshake reply.
     pub fn hello(&self) -> &HelloReply {
         &self.hello
+    }
+
+    /// The host name or IP address the connection was opened to, without the port.
+    pub fn server_host(&self) -> &str {
+        &self.server_host
     }
 
     /// Whether the connection failed and must be discarded.
@@ -256,6 +328,23 @@ impl Connection {
         Error::new(ErrorKind::Protocol {
             address: self.address.clone(),
             error,
+        })
+    }
+}
+
+/// Sends SASL commands to `$external` on a connection, for a mechanism that drives
+/// its own exchange (MONGODB-OIDC).
+struct SaslCommands<'c> {
+    connection: &'c mut Connection,
+    clock: &'c dyn Clock,
+}
+
+impl SaslSender for SaslCommands<'_> {
+    fn send<'a>(&'a mut self, mut command: Document) -> BoxFuture<'a, Result<Document>> {
+        boxed(async move {
+            command.insert("$db", "$external");
+            let command = to_raw(&command)?;
+            self.connection.command(command, self.clock).await
         })
     }
 }

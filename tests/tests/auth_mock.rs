@@ -1,11 +1,16 @@
 //! Mechanisms SecantusDB does not offer, against the scripted mock server, which
 //! checks the SASL payloads the driver sends.
 
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
+use anymongo::auth::oidc::{IdpResponse, OidcCallbackKind, OidcCallbackParams, OidcOptions};
+use anymongo::auth::{AuthMechanism, Credential};
 use anymongo::bson::spec::BinarySubtype;
 use anymongo::bson::{doc, Binary, Bson, Document};
-use anymongo::ErrorKind;
+use anymongo::rt::{boxed, BoxFuture};
+use anymongo::{Client, ClientOptions, ErrorKind};
 use anymongo_tests::mock::{standalone_hello, MockServer};
 
 fn binary(bytes: Vec<u8>) -> Bson {
@@ -54,7 +59,11 @@ fn aws_server(sts_host: &'static str) -> impl Fn(&Document) -> Document + Send +
                  SignedHeaders=content-length;content-type;host;x-amz-date;x-amz-security-token;\
                  x-mongodb-gs2-cb-flag;x-mongodb-server-nonce, Signature=",
                 &date[..8],
-                if sts_host == "sts.amazonaws.com" { "us-east-1" } else { "eu-west-3" },
+                if sts_host == "sts.amazonaws.com" {
+                    "us-east-1"
+                } else {
+                    "eu-west-3"
+                },
             );
             assert!(header.starts_with(&expected_prefix), "{header}");
             let signature = &header[expected_prefix.len()..];
@@ -98,7 +107,10 @@ async fn mongodb_aws_sends_the_spec_payloads() {
         let hello = &server.received()[0];
         assert!(!hello.contains_key("speculativeAuthenticate"), "{hello}");
         let everything = format!("{:?}", server.received());
-        assert!(!everything.contains("wJalrXUtnFEMI"), "the secret key travelled");
+        assert!(
+            !everything.contains("wJalrXUtnFEMI"),
+            "the secret key travelled"
+        );
     }
 }
 
@@ -131,5 +143,79 @@ async fn mongodb_aws_rejects_a_server_nonce_that_does_not_extend_the_client_nonc
         .iter()
         .map(|command| command.keys().next().unwrap().clone())
         .collect();
-    assert_eq!(commands, ["isMaster", "saslStart"], "nothing is signed for a bad nonce");
+    assert_eq!(
+        commands,
+        ["isMaster", "saslStart"],
+        "nothing is signed for a bad nonce"
+    );
+}
+
+/// A MONGODB-OIDC server: accepts any `jwt`, records them, and fails the first `ping`
+/// with ReauthenticationRequired (391).
+fn oidc_server(tokens: Arc<Mutex<Vec<String>>>) -> impl Fn(&Document) -> Document + Send + Sync {
+    let pings = AtomicUsize::new(0);
+    move |command| match command.keys().next().map(String::as_str) {
+        Some("isMaster") => {
+            assert!(!command.contains_key("saslSupportedMechs"), "{command}");
+            standalone_hello()
+        }
+        Some("saslStart") => {
+            assert_eq!(command.get_str("mechanism").ok(), Some("MONGODB-OIDC"));
+            assert_eq!(command.get_str("$db").ok(), Some("$external"));
+            let jwt = payload(command).get_str("jwt").unwrap().to_string();
+            tokens.lock().unwrap().push(jwt);
+            doc! { "conversationId": 1, "done": true, "ok": 1.0, "payload": binary(Vec::new()) }
+        }
+        Some("ping") if pings.fetch_add(1, Ordering::SeqCst) == 0 => doc! {
+            "ok": 0.0, "code": 391, "codeName": "ReauthenticationRequired", "errmsg": "token expired",
+        },
+        _ => doc! { "ok": 1.0 },
+    }
+}
+
+#[tokio::test]
+async fn mongodb_oidc_machine_callback_and_reauthentication() {
+    let tokens = Arc::new(Mutex::new(Vec::new()));
+    let server = MockServer::start(oidc_server(tokens.clone())).await;
+    let calls = Arc::new(AtomicUsize::new(0));
+    let counter = calls.clone();
+    let callback =
+        move |params: OidcCallbackParams| -> BoxFuture<'static, anymongo::Result<IdpResponse>> {
+            let call = counter.fetch_add(1, Ordering::SeqCst) + 1;
+            assert!(params.timeout > Duration::ZERO);
+            boxed(async move { Ok(IdpResponse::new(format!("token-{call}"))) })
+        };
+    let oidc = OidcOptions {
+        callback: Some(OidcCallbackKind::Machine(Arc::new(callback))),
+        ..OidcOptions::default()
+    };
+    // A connection string cannot name a callback, so the credential is set in code.
+    let mut options = ClientOptions::parse(&format!("mongodb://{}/", server.address())).unwrap();
+    options.credential = Some(Credential {
+        mechanism: Some(AuthMechanism::MongoDbOidc),
+        ..Credential::default()
+    });
+    let client = Client::with_oidc(options, oidc, anymongo_native::runtime()).unwrap();
+
+    client
+        .database("admin")
+        .run_command(doc! { "ping": 1 })
+        .await
+        .unwrap();
+
+    let commands: Vec<String> = server
+        .received()
+        .iter()
+        .map(|command| command.keys().next().unwrap().clone())
+        .collect();
+    assert_eq!(
+        commands,
+        ["isMaster", "saslStart", "ping", "saslStart", "ping"]
+    );
+    assert_eq!(
+        *tokens.lock().unwrap(),
+        ["token-1", "token-2"],
+        "a fresh token after 391"
+    );
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
 }
