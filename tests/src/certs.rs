@@ -49,6 +49,28 @@ impl TestCerts {
     }
 }
 
+impl TestCerts {
+    /// Options for a server that requires authentication and a client certificate,
+    /// with a MONGODB-X509 user for the generated client certificate.
+    pub fn x509_server_options(&self) -> crate::server::ServerOptions {
+        crate::server::ServerOptions {
+            auth: true,
+            users: vec![crate::server::TestUser::x509(CLIENT_SUBJECT)],
+            ..self.server_options(true)
+        }
+    }
+
+    /// The connection string that authenticates to `server` (started with
+    /// [`x509_server_options`](Self::x509_server_options)) with the client certificate.
+    pub fn x509_uri(&self, server: &crate::server::TestServer) -> String {
+        format!(
+            "{}&tlsCertificateKeyFile={}&authMechanism=MONGODB-X509",
+            server.uri(),
+            self.client_cert_and_key.display()
+        )
+    }
+}
+
 /// Generates fresh certificates into `dir` (created if missing).
 pub fn generate(dir: &Path) -> Result<TestCerts, String> {
     let fail = |e: rcgen::Error| format!("cannot generate test certificates: {e}");

@@ -28,16 +28,54 @@ pub fn standalone_hello() -> Document {
     }
 }
 
+/// A listening socket the mock server accepts connections from.
+trait Listener: Send + 'static {
+    /// An accepted connection.
+    type Socket: AsyncRead + AsyncWrite + Unpin + Send + 'static;
+    /// Waits for the next connection.
+    fn next(&self) -> impl std::future::Future<Output = std::io::Result<Self::Socket>> + Send;
+}
+
+impl Listener for tokio::net::TcpListener {
+    type Socket = tokio::net::TcpStream;
+    async fn next(&self) -> std::io::Result<Self::Socket> {
+        Ok(self.accept().await?.0)
+    }
+}
+
+#[cfg(unix)]
+impl Listener for tokio::net::UnixListener {
+    type Socket = tokio::net::UnixStream;
+    async fn next(&self) -> std::io::Result<Self::Socket> {
+        Ok(self.accept().await?.0)
+    }
+}
+
 impl MockServer {
     /// Listens on a free port of 127.0.0.1.
     pub async fn start(script: impl Fn(&Document) -> Document + Send + Sync + 'static) -> Self {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let address = listener.local_addr().unwrap().to_string();
+        Self::serve_all(listener, address, Arc::new(script))
+    }
+
+    /// Listens on a unix domain socket at `path`.
+    #[cfg(unix)]
+    pub async fn start_unix(
+        path: &std::path::Path,
+        script: impl Fn(&Document) -> Document + Send + Sync + 'static,
+    ) -> Self {
+        let listener = tokio::net::UnixListener::bind(path).unwrap();
+        let address = path.to_string_lossy().into_owned();
+        Self::serve_all(listener, address, Arc::new(script))
+    }
+
+    /// Serves every connection `listener` accepts, each on a task of its own.
+    fn serve_all(listener: impl Listener, address: String, script: Script) -> Self {
         let received = Arc::new(Mutex::new(Vec::new()));
-        let script: Script = Arc::new(script);
         let log = received.clone();
         let acceptor = tokio::spawn(async move {
-            while let Ok((socket, _)) = listener.accept().await {
+            while let Ok(socket) = listener.next().await {
                 tokio::spawn(serve(socket, script.clone(), log.clone()));
             }
         });
@@ -48,31 +86,17 @@ impl MockServer {
         }
     }
 
-    /// Listens on a unix domain socket at `path`.
-    #[cfg(unix)]
-    pub async fn start_unix(
-        path: &std::path::Path,
-        script: impl Fn(&Document) -> Document + Send + Sync + 'static,
-    ) -> Self {
-        let listener = tokio::net::UnixListener::bind(path).unwrap();
-        let received = Arc::new(Mutex::new(Vec::new()));
-        let script: Script = Arc::new(script);
-        let log = received.clone();
-        let acceptor = tokio::spawn(async move {
-            while let Ok((socket, _)) = listener.accept().await {
-                tokio::spawn(serve(socket, script.clone(), log.clone()));
-            }
-        });
-        MockServer {
-            address: path.to_string_lossy().into_owned(),
-            received,
-            acceptor,
-        }
-    }
-
     /// `host:port` (or the socket path) it listens on.
     pub fn address(&self) -> &str {
         &self.address
+    }
+
+    /// The name (first key) of every command received so far, in order.
+    pub fn command_names(&self) -> Vec<String> {
+        self.received()
+            .iter()
+            .filter_map(|command| command.keys().next().cloned())
+            .collect()
     }
 
     /// Every command received so far, in order.

@@ -165,6 +165,11 @@ async fn speculative_authentication_saves_a_round_trip() {
         speculative + 1,
         "hello, saslStart, saslContinue"
     );
+    // A user with both mechanisms gets SCRAM-SHA-256, the speculative one, by default.
+    let both = round_trips_to_authenticate(&uri("both", "both-pw", ""))
+        .await
+        .unwrap();
+    assert_eq!(both, speculative, "SCRAM-SHA-256 is picked when offered");
 }
 
 #[tokio::test]
@@ -222,17 +227,8 @@ async fn a_wrong_password_is_one_clear_authentication_error() {
 async fn x509_with_mutual_tls() {
     let dir = tempfile::tempdir().unwrap();
     let certs = certs::generate(dir.path()).unwrap();
-    let server = TestServer::start(&ServerOptions {
-        auth: true,
-        users: vec![TestUser::x509(CLIENT_SUBJECT)],
-        ..certs.server_options(true)
-    })
-    .unwrap();
-    let uri = format!(
-        "{}&tlsCertificateKeyFile={}&authMechanism=MONGODB-X509",
-        server.uri(),
-        certs.client_cert_and_key.display()
-    );
+    let server = TestServer::start(&certs.x509_server_options()).unwrap();
+    let uri = certs.x509_uri(&server);
     find_as(&uri).await.unwrap();
     let reply = anymongo_native::client(&uri)
         .unwrap()

@@ -97,11 +97,7 @@ async fn mongodb_aws_sends_the_spec_payloads() {
             .run_command(doc! { "ping": 1 })
             .await
             .unwrap();
-        let commands: Vec<String> = server
-            .received()
-            .iter()
-            .map(|command| command.keys().next().unwrap().clone())
-            .collect();
+        let commands = server.command_names();
         assert_eq!(commands, ["isMaster", "saslStart", "saslContinue", "ping"]);
         // No speculative authentication for MONGODB-AWS, and no secret on the wire.
         let hello = &server.received()[0];
@@ -138,11 +134,7 @@ async fn mongodb_aws_rejects_a_server_nonce_that_does_not_extend_the_client_nonc
         matches!(error.kind(), ErrorKind::Authentication { mechanism: "MONGODB-AWS", source, .. } if source == "$external"),
         "{error}"
     );
-    let commands: Vec<String> = server
-        .received()
-        .iter()
-        .map(|command| command.keys().next().unwrap().clone())
-        .collect();
+    let commands = server.command_names();
     assert_eq!(
         commands,
         ["isMaster", "saslStart"],
@@ -203,11 +195,7 @@ async fn mongodb_oidc_machine_callback_and_reauthentication() {
         .await
         .unwrap();
 
-    let commands: Vec<String> = server
-        .received()
-        .iter()
-        .map(|command| command.keys().next().unwrap().clone())
-        .collect();
+    let commands = server.command_names();
     assert_eq!(
         commands,
         ["isMaster", "saslStart", "ping", "saslStart", "ping"]
@@ -218,4 +206,32 @@ async fn mongodb_oidc_machine_callback_and_reauthentication() {
         "a fresh token after 391"
     );
     assert_eq!(calls.load(Ordering::SeqCst), 2);
+}
+
+#[tokio::test]
+async fn plain_sends_the_rfc_4616_message_to_external() {
+    let server = MockServer::start(|command| match command.keys().next().map(String::as_str) {
+        Some("isMaster") => standalone_hello(),
+        Some("saslStart") => {
+            assert_eq!(command.get_str("mechanism").ok(), Some("PLAIN"));
+            assert_eq!(command.get_str("$db").ok(), Some("$external"));
+            let message = command.get_binary_generic("payload").unwrap();
+            assert_eq!(message.as_slice(), b"\0ldap user\0p@ss:word");
+            doc! { "conversationId": 1, "done": true, "ok": 1.0, "payload": binary(Vec::new()) }
+        }
+        _ => doc! { "ok": 1.0 },
+    })
+    .await;
+    let uri = format!(
+        "mongodb://ldap%20user:p%40ss%3Aword@{}/?authMechanism=PLAIN",
+        server.address()
+    );
+    let client = anymongo_native::client(&uri).unwrap();
+    client
+        .database("admin")
+        .run_command(doc! { "ping": 1 })
+        .await
+        .unwrap();
+    let commands = server.command_names();
+    assert_eq!(commands, ["isMaster", "saslStart", "ping"]);
 }

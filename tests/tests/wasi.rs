@@ -108,16 +108,7 @@ async fn wasi_build_speaks_tls_with_rustls() {
 async fn wasi_build_authenticates_with_x509_over_mutual_tls() {
     let dir = tempfile::tempdir().unwrap();
     let certs = certs::generate(dir.path()).unwrap();
-    let server = TestServer::start(&server::ServerOptions {
-        auth: true,
-        users: vec![server::TestUser::x509(certs::CLIENT_SUBJECT)],
-        ..certs.server_options(true)
-    })
-    .unwrap();
-    let uri = format!(
-        "{}&tlsCertificateKeyFile={}&authMechanism=MONGODB-X509",
-        server.uri(),
-        certs.client_cert_and_key.display()
-    );
+    let server = TestServer::start(&certs.x509_server_options()).unwrap();
+    let uri = certs.x509_uri(&server);
     run_wasi_demo(&uri, "from_wasi_as_x509", Some(dir.path())).await;
 }

@@ -14,67 +14,18 @@ use anymongo::bson::{Bson, Document};
 use anymongo::{auth::Credential, ClientOptions};
 use serde_json::{Map, Value};
 
-use super::{json_files, SuiteOutcome};
+use super::{run_json_tests, SuiteOutcome};
 
 /// Why the unified-format files are skipped.
 const UNIFIED: &str = "needs an OIDC-enabled deployment and the unified test runner";
 
 /// Runs the suite in `dir` (the corpus's `auth` folder).
 pub fn run(dir: &Path) -> SuiteOutcome {
-    let mut outcome = SuiteOutcome::default();
-    let files = match json_files(dir) {
-        Ok(files) => files,
-        Err(why) => {
-            outcome.failed.push((String::new(), why));
-            return outcome;
-        }
-    };
-    for file in files {
-        if file.starts_with("unified/") {
-            outcome.skipped.push((file, UNIFIED.to_owned()));
-            continue;
-        }
-        match load_tests(&dir.join(&file)) {
-            Ok(tests) => {
-                for test in tests {
-                    match run_test(&test) {
-                        Ok(()) => outcome.passed += 1,
-                        Err(why) => outcome
-                            .failed
-                            .push((file.clone(), format!("{}: {why}", describe(&test)))),
-                    }
-                }
-            }
-            Err(why) => outcome.failed.push((file, why)),
-        }
-    }
-    outcome
-}
-
-fn load_tests(path: &Path) -> Result<Vec<Map<String, Value>>, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let json: Value =
-        serde_json::from_str(&text).map_err(|e| format!("{} is not JSON: {e}", path.display()))?;
-    let tests = json
-        .get("tests")
-        .and_then(Value::as_array)
-        .ok_or_else(|| format!("{} has no 'tests' array", path.display()))?;
-    tests
-        .iter()
-        .map(|test| {
-            test.as_object()
-                .cloned()
-                .ok_or_else(|| "a test is not an object".to_owned())
-        })
-        .collect()
-}
-
-fn describe(test: &Map<String, Value>) -> String {
-    test.get("description")
-        .and_then(Value::as_str)
-        .unwrap_or("(no description)")
-        .to_owned()
+    run_json_tests(
+        dir,
+        |file| file.starts_with("unified/").then_some(UNIFIED),
+        run_test,
+    )
 }
 
 /// Runs one connection-string test.

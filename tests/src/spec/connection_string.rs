@@ -19,7 +19,7 @@ use anymongo::bson::Bson;
 use anymongo::{ClientOptions, ServerAddress};
 use serde_json::{Map, Value};
 
-use super::{json_files, SuiteOutcome};
+use super::{run_json_tests, SuiteOutcome};
 
 /// Runs the suite in `dir` (the corpus's `connection_string` folder).
 pub fn run(dir: &Path) -> SuiteOutcome {
@@ -29,55 +29,7 @@ pub fn run(dir: &Path) -> SuiteOutcome {
 /// Runs every test of every JSON file under `dir`, in the Connection String tests'
 /// format.
 pub(super) fn run_uri_tests(dir: &Path) -> SuiteOutcome {
-    let mut outcome = SuiteOutcome::default();
-    let files = match json_files(dir) {
-        Ok(files) => files,
-        Err(why) => {
-            outcome.failed.push((String::new(), why));
-            return outcome;
-        }
-    };
-    for file in files {
-        let tests = match load_tests(&dir.join(&file)) {
-            Ok(tests) => tests,
-            Err(why) => {
-                outcome.failed.push((file, why));
-                continue;
-            }
-        };
-        for test in tests {
-            let description = test
-                .get("description")
-                .and_then(Value::as_str)
-                .unwrap_or("(no description)");
-            match run_test(&test) {
-                Ok(()) => outcome.passed += 1,
-                Err(why) => outcome
-                    .failed
-                    .push((file.clone(), format!("{description}: {why}"))),
-            }
-        }
-    }
-    outcome
-}
-
-fn load_tests(path: &Path) -> Result<Vec<Map<String, Value>>, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let json: Value =
-        serde_json::from_str(&text).map_err(|e| format!("{} is not JSON: {e}", path.display()))?;
-    let tests = json
-        .get("tests")
-        .and_then(Value::as_array)
-        .ok_or_else(|| format!("{} has no 'tests' array", path.display()))?;
-    tests
-        .iter()
-        .map(|test| {
-            test.as_object()
-                .cloned()
-                .ok_or_else(|| "a test is not an object".to_owned())
-        })
-        .collect()
+    run_json_tests(dir, |_| None, run_test)
 }
 
 /// Runs one test.

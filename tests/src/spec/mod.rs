@@ -150,6 +150,73 @@ pub fn json_files(dir: &Path) -> Result<Vec<String>, String> {
     Ok(files)
 }
 
+/// One test of a JSON spec file: an object of the file's `tests` array.
+pub type JsonTest = serde_json::Map<String, serde_json::Value>;
+
+/// Runs `run_test` on each test of each JSON file under `dir` (the files' `tests`
+/// arrays), counting a test per outcome; a file for which `skip` gives a reason is
+/// skipped whole.
+pub fn run_json_tests(
+    dir: &Path,
+    skip: impl Fn(&str) -> Option<&'static str>,
+    run_test: impl Fn(&JsonTest) -> Result<(), String>,
+) -> SuiteOutcome {
+    let mut outcome = SuiteOutcome::default();
+    let files = match json_files(dir) {
+        Ok(files) => files,
+        Err(why) => {
+            outcome.failed.push((String::new(), why));
+            return outcome;
+        }
+    };
+    for file in files {
+        if let Some(reason) = skip(&file) {
+            outcome.skipped.push((file, reason.to_owned()));
+            continue;
+        }
+        let tests = match load_tests(&dir.join(&file)) {
+            Ok(tests) => tests,
+            Err(why) => {
+                outcome.failed.push((file, why));
+                continue;
+            }
+        };
+        for test in tests {
+            let description = test
+                .get("description")
+                .and_then(serde_json::Value::as_str)
+                .unwrap_or("(no description)");
+            match run_test(&test) {
+                Ok(()) => outcome.passed += 1,
+                Err(why) => outcome
+                    .failed
+                    .push((file.clone(), format!("{description}: {why}"))),
+            }
+        }
+    }
+    outcome
+}
+
+/// The `tests` array of a JSON spec file.
+fn load_tests(path: &Path) -> Result<Vec<JsonTest>, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let json: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| format!("{} is not JSON: {e}", path.display()))?;
+    let tests = json
+        .get("tests")
+        .and_then(serde_json::Value::as_array)
+        .ok_or_else(|| format!("{} has no 'tests' array", path.display()))?;
+    tests
+        .iter()
+        .map(|test| {
+            test.as_object()
+                .cloned()
+                .ok_or_else(|| "a test is not an object".to_owned())
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
