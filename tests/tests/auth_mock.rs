@@ -79,6 +79,15 @@ fn aws_server(sts_host: &'static str) -> impl Fn(&Document) -> Document + Send +
     }
 }
 
+/// Runs `ping` on `admin`: the first command, which makes the client connect and
+/// authenticate.
+async fn ping(client: &Client) -> anymongo::Result<Document> {
+    client
+        .database("admin")
+        .run_command(doc! { "ping": 1 })
+        .await
+}
+
 fn aws_uri(server: &MockServer) -> String {
     format!(
         "mongodb://AKIDEXAMPLE:wJalrXUtnFEMI%2FK7MDENG@{}/?authMechanism=MONGODB-AWS\
@@ -92,11 +101,7 @@ async fn mongodb_aws_sends_the_spec_payloads() {
     for sts_host in ["sts.amazonaws.com", "sts.eu-west-3.amazonaws.com"] {
         let server = MockServer::start(aws_server(sts_host)).await;
         let client = anymongo_native::client(&aws_uri(&server)).unwrap();
-        client
-            .database("admin")
-            .run_command(doc! { "ping": 1 })
-            .await
-            .unwrap();
+        ping(&client).await.unwrap();
         let commands = server.command_names();
         assert_eq!(commands, ["isMaster", "saslStart", "saslContinue", "ping"]);
         // No speculative authentication for MONGODB-AWS, and no secret on the wire.
@@ -125,11 +130,7 @@ async fn mongodb_aws_rejects_a_server_nonce_that_does_not_extend_the_client_nonc
     })
     .await;
     let client = anymongo_native::client(&aws_uri(&server)).unwrap();
-    let error = client
-        .database("admin")
-        .run_command(doc! { "ping": 1 })
-        .await
-        .unwrap_err();
+    let error = ping(&client).await.unwrap_err();
     assert!(
         matches!(error.kind(), ErrorKind::Authentication { mechanism: "MONGODB-AWS", source, .. } if source == "$external"),
         "{error}"
@@ -189,11 +190,7 @@ async fn mongodb_oidc_machine_callback_and_reauthentication() {
     });
     let client = Client::with_oidc(options, oidc, anymongo_native::runtime()).unwrap();
 
-    client
-        .database("admin")
-        .run_command(doc! { "ping": 1 })
-        .await
-        .unwrap();
+    ping(&client).await.unwrap();
 
     let commands = server.command_names();
     assert_eq!(
@@ -227,11 +224,7 @@ async fn plain_sends_the_rfc_4616_message_to_external() {
         server.address()
     );
     let client = anymongo_native::client(&uri).unwrap();
-    client
-        .database("admin")
-        .run_command(doc! { "ping": 1 })
-        .await
-        .unwrap();
+    ping(&client).await.unwrap();
     let commands = server.command_names();
     assert_eq!(commands, ["isMaster", "saslStart", "ping"]);
 }
