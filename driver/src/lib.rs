@@ -32,6 +32,8 @@ mod connection;
 pub mod error;
 pub mod handshake;
 pub mod rt;
+pub mod sdam;
+pub mod selection;
 #[cfg(feature = "rustls")]
 pub mod tls;
 pub mod uri;

@@ -10,7 +10,7 @@ use crate::error::{Error, Result};
 pub const DEFAULT_PORT: u16 = 27017;
 
 /// The address of a server: a host and port, or a unix domain socket.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ServerAddress {
     /// A TCP address.
     Tcp {
