@@ -1,20 +1,25 @@
 //! The public entry points: [`Client`] and [`Database`].
 //!
-//! For now a client keeps a small list of idle connections to the first seed that
-//! answers; server discovery and monitoring, server selection and the connection
-//! pool of their own specs replace this as they land.
+//! A client owns a live topology (`sdam::live`): its servers are discovered and
+//! monitored, every operation selects a server (`selection`) and borrows a
+//! connection from that server's pool (`cmap`).
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use bson::{Document, RawDocumentBuf};
 
 use crate::auth::oidc::{OidcAuthenticator, OidcOptions};
 use crate::auth::{AuthContext, AuthMechanism, ScramCache};
-use crate::connection::{AuthSettings, Connection, ConnectionSettings};
+use crate::connection::{AuthSettings, ConnectionSettings};
 use crate::error::{Error, Result};
 use crate::handshake::{client_metadata, HelloReply};
 use crate::rt::{ConnectTarget, Runtime};
-use crate::uri::ClientOptions;
+use crate::sdam::live::Topology;
+pub use crate::sdam::live::{MonitoringThreads, SdamEventHandler, SdamEventListener};
+use crate::sdam::topology::ErrorPhase;
+use crate::sdam::TopologyDescription;
+use crate::selection::{read_preference_document, SelectionCriteria};
+use crate::uri::{ClientOptions, ReadPreference};
 
 /// A handle to a MongoDB deployment. Cheap to clone; clones share connections.
 ///
@@ -34,12 +39,48 @@ pub struct Client {
 struct ClientInner {
     options: ClientOptions,
     runtime: Runtime,
-    metadata: Document,
-    /// SCRAM keys derived for this client's credential, shared by its connections.
-    scram_cache: ScramCache,
     /// The MONGODB-OIDC token cache and callback, for a credential of that mechanism.
     oidc: Option<Arc<OidcAuthenticator>>,
-    idle: Mutex<Vec<Connection>>,
+    /// Dropped with the last clone of the client: monitors stop, pools close.
+    topology: Topology,
+}
+
+/// What a [`Client`] can be given besides its [`ClientOptions`]: things a connection
+/// string cannot carry.
+///
+/// ```no_run
+/// # fn example(runtime: anymongo::rt::Runtime) -> anymongo::Result<()> {
+/// use std::sync::Arc;
+/// use anymongo::client::{ClientConfig, MonitoringThreads};
+/// use anymongo::sdam::events::SdamEvent;
+/// use anymongo::{Client, ClientOptions};
+///
+/// let config = ClientConfig {
+///     sdam_event_handler: Some(Arc::new(|event: &SdamEvent| println!("{event:?}"))),
+///     monitoring: MonitoringThreads::SingleThreaded,
+///     ..ClientConfig::default()
+/// };
+/// let options = ClientOptions::parse("mongodb://db.example.com/?replicaSet=rs0")?;
+/// let client = Client::with_config(options, config, runtime)?;
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Default)]
+pub struct ClientConfig {
+    /// MONGODB-OIDC: the token callback and allowed hosts.
+    pub oidc: OidcOptions,
+    /// Receives SDAM events, from the opening of the topology on.
+    pub sdam_event_handler: Option<SdamEventHandler>,
+    /// Background monitors or single-threaded scans.
+    pub monitoring: MonitoringThreads,
+}
+
+impl std::fmt::Debug for ClientConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientConfig")
+            .field("sdam_event_handler", &self.sdam_event_handler.is_some())
+            .field("monitoring", &self.monitoring)
+            .finish_non_exhaustive()
+    }
 }
 
 impl std::fmt::Debug for Client {
@@ -61,7 +102,7 @@ impl Client {
     /// A client with options built in code; they are validated first
     /// ([`ClientOptions::validate`]).
     pub fn with_options(options: ClientOptions, runtime: Runtime) -> Result<Client> {
-        Client::with_oidc(options, OidcOptions::default(), runtime)
+        Client::with_config(options, ClientConfig::default(), runtime)
     }
 
     /// A client whose MONGODB-OIDC credential gets its tokens from `oidc` (a callback,
@@ -92,6 +133,21 @@ impl Client {
         oidc: OidcOptions,
         runtime: Runtime,
     ) -> Result<Client> {
+        let config = ClientConfig {
+            oidc,
+            ..ClientConfig::default()
+        };
+        Client::with_config(options, config, runtime)
+    }
+
+    /// A client with everything a connection string cannot say ([`ClientConfig`]):
+    /// an SDAM event handler, the monitoring mode, MONGODB-OIDC callbacks. Starts
+    /// monitoring at once (in background mode).
+    pub fn with_config(
+        options: ClientOptions,
+        config: ClientConfig,
+        runtime: Runtime,
+    ) -> Result<Client> {
         options.validate()?;
         if options.srv {
             return Err(Error::invalid_argument(
@@ -100,21 +156,31 @@ impl Client {
         }
         let oidc = match &options.credential {
             Some(credential) if credential.mechanism == Some(AuthMechanism::MongoDbOidc) => {
-                Some(Arc::new(OidcAuthenticator::new(credential, oidc)?))
+                Some(Arc::new(OidcAuthenticator::new(credential, config.oidc)?))
             }
             _ => None,
         };
-        let metadata = client_metadata(&runtime.host, options.app_name.as_deref());
+        let settings = connection_settings(&options, &runtime, oidc.clone());
+        let topology = Topology::open(
+            &options,
+            runtime.clone(),
+            settings,
+            config.monitoring,
+            config.sdam_event_handler,
+        )?;
         Ok(Client {
             inner: Arc::new(ClientInner {
                 options,
                 runtime,
-                metadata,
-                scram_cache: ScramCache::default(),
                 oidc,
-                idle: Mutex::new(Vec::new()),
+                topology,
             }),
         })
+    }
+
+    /// What the client currently knows about the deployment.
+    pub fn topology_description(&self) -> TopologyDescription {
+        self.inner.topology.shared().description()
     }
 
     /// The options this client was built with.
@@ -136,12 +202,17 @@ impl Client {
         Some(self.database(name))
     }
 
-    /// The handshake reply of a connection to the server this client talks to,
-    /// connecting first if there is no idle connection.
+    /// The handshake reply of a connection to a server selected for a primary read
+    /// (connecting first if no connection is idle).
     pub async fn hello(&self) -> Result<HelloReply> {
-        let connection = self.checkout().await?;
-        let hello = connection.hello().clone();
-        self.checkin(connection);
+        let topology = self.inner.topology.shared();
+        let primary = ReadPreference::default();
+        let selected = topology
+            .select_server(&SelectionCriteria::Read(&primary), &[])
+            .await?;
+        let pooled = topology.check_out(&selected).await?;
+        let hello = pooled.connection.hello().clone();
+        selected.server.pool.check_in(pooled);
         Ok(hello)
     }
 
@@ -151,13 +222,28 @@ impl Client {
                 "a command document cannot be empty",
             ));
         }
+        // A command run as given reads from the primary unless told otherwise
+        // (Run Command spec).
+        let read_preference = ReadPreference::default();
+        let topology = self.inner.topology.shared();
+        let selected = topology
+            .select_server(&SelectionCriteria::Read(&read_preference), &[])
+            .await?;
         command.insert("$db", database);
+        if let Some(preference) = read_preference_document(
+            selected.topology_type,
+            selected.description.server_type,
+            &read_preference,
+        ) {
+            command.insert("$readPreference", preference);
+        }
         let body = RawDocumentBuf::try_from(&command).map_err(|error| {
             Error::invalid_argument(format!("command cannot be encoded: {error}"))
         })?;
-        let mut connection = self.checkout().await?;
-        // If this future is dropped mid-command, `connection` is dropped with it and
-        // closed: a half-read reply never goes back to the idle list.
+        let mut pooled = topology.check_out(&selected).await?;
+        // If this future is dropped mid-command, `pooled` is dropped with it and
+        // closed: a half-read reply never goes back to the pool.
+        let connection = &mut pooled.connection;
         let clock = &*self.inner.runtime.clock;
         // MONGODB-OIDC may ask to authenticate again and retry once (the token
         // expired): only then is a copy of the command kept.
@@ -172,65 +258,48 @@ impl Client {
                 };
             }
         }
-        if !connection.is_broken() {
-            self.checkin(connection);
+        if let Err(error) = &result {
+            topology.handle_application_error(
+                &selected.server.address,
+                error,
+                pooled.generation,
+                pooled.connection.hello().max_wire_version,
+                ErrorPhase::AfterHandshakeCompletes,
+            );
         }
+        selected.server.pool.check_in(pooled);
         result
     }
+}
 
-    /// An idle connection, or a new one to the first seed that answers.
-    async fn checkout(&self) -> Result<Connection> {
-        let idle = self
-            .inner
-            .idle
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .pop();
-        if let Some(connection) = idle {
-            return Ok(connection);
-        }
-        let options = &self.inner.options;
-        let mut first_error = None;
-        for address in &options.hosts {
-            // A unix domain socket is a target whose host is the socket's path.
-            let port = address.port().unwrap_or_default();
-            let settings = ConnectionSettings {
-                target: ConnectTarget {
-                    host: address.host().to_owned(),
-                    port,
-                    tls: options.tls.clone(),
-                },
-                // connectTimeoutMS=0 means no limit (URI Options spec).
-                connect_timeout: Some(options.connect_timeout).filter(|limit| !limit.is_zero()),
-                socket_timeout: options.socket_timeout,
-                metadata: self.inner.metadata.clone(),
-                auth: options.credential.clone().map(|credential| AuthSettings {
-                    credential,
-                    context: AuthContext {
-                        scram_cache: self.inner.scram_cache.clone(),
-                        env: self.inner.runtime.host.env,
-                        unix_time: self.inner.runtime.clock.unix_time(),
-                    },
-                    oidc: self.inner.oidc.clone(),
-                }),
-            };
-            let runtime = &self.inner.runtime;
-            match Connection::establish(&*runtime.transport, &*runtime.clock, &settings).await {
-                Ok(connection) => return Ok(connection),
-                Err(error) => {
-                    first_error.get_or_insert(error);
-                }
-            }
-        }
-        Err(first_error.unwrap_or_else(|| Error::invalid_argument("no hosts to connect to")))
-    }
-
-    fn checkin(&self, connection: Connection) {
-        self.inner
-            .idle
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push(connection);
+/// How the client's application connections are opened: the target is set per
+/// server by the topology.
+fn connection_settings(
+    options: &ClientOptions,
+    runtime: &Runtime,
+    oidc: Option<Arc<OidcAuthenticator>>,
+) -> ConnectionSettings {
+    ConnectionSettings {
+        target: ConnectTarget {
+            host: String::new(),
+            port: 0,
+            tls: options.tls.clone(),
+        },
+        // connectTimeoutMS=0 means no limit (URI Options spec).
+        connect_timeout: Some(options.connect_timeout).filter(|limit| !limit.is_zero()),
+        socket_timeout: options.socket_timeout,
+        metadata: client_metadata(&runtime.host, options.app_name.as_deref()),
+        auth: options.credential.clone().map(|credential| AuthSettings {
+            credential,
+            context: AuthContext {
+                // SCRAM keys derived for this client's credential, shared by its
+                // connections.
+                scram_cache: ScramCache::default(),
+                env: runtime.host.env,
+                unix_time: runtime.clock.unix_time(),
+            },
+            oidc,
+        }),
     }
 }
 

@@ -17,8 +17,8 @@ use crate::error::{CommandError, Error, ErrorKind, Result};
 use crate::handshake::{hello_command, HelloReply};
 use crate::rt::{self, boxed, BoxFuture, Clock, ConnectTarget, Stream, Transport};
 use crate::wire::{
-    self, check_response_to, encode_op_query, next_request_id, Message, MessageHeader, OpMsg,
-    HEADER_LEN,
+    self, check_response_to, encode_op_query, next_request_id, Message, MessageHeader, MsgFlags,
+    OpMsg, HEADER_LEN,
 };
 
 /// How a connection is opened and bounded.
@@ -58,6 +58,8 @@ pub(crate) struct Connection {
     socket_timeout: Option<Duration>,
     hello: HelloReply,
     broken: bool,
+    /// The request id of the last reply, when it said `moreToCome`.
+    more_to_come: Option<i32>,
     /// MONGODB-OIDC: the authenticator and this connection's token, kept for
     /// reauthentication (error 391).
     oidc: Option<(Arc<OidcAuthenticator>, OidcConnectionCache)>,
@@ -93,6 +95,7 @@ impl Connection {
                 socket_timeout: None,
                 hello: HelloReply::default(),
                 broken: false,
+                more_to_come: None,
                 oidc: None,
             };
             connection.handshake(settings, clock).await?;
@@ -251,13 +254,70 @@ impl Connection {
         command_reply(reply, &self.address)
     }
 
-    /// Sends `frame` and reads the reply to `request_id`, closing the connection on
-    /// any failure.
+    /// Sends a command flagged `exhaustAllowed` (the streaming hello of the Server
+    /// Monitoring spec) and returns its first reply. When that reply says
+    /// `moreToCome`, the server keeps sending replies unasked: read them with
+    /// [`Connection::next_streamed_reply`]; the connection serves nothing else after.
+    pub async fn stream_command(
+        &mut self,
+        body: RawDocumentBuf,
+        clock: &dyn Clock,
+        read_limit: Option<Duration>,
+    ) -> Result<Document> {
+        let request_id = next_request_id();
+        let mut message = OpMsg::new(body);
+        message.flags = MsgFlags::EXHAUST_ALLOWED;
+        let frame = message.encode(request_id, 0);
+        let reply = self
+            .exchange(Some(&frame), request_id, clock, read_limit)
+            .await?;
+        command_reply(reply, &self.address)
+    }
+
+    /// Whether the server announced another reply (`moreToCome`) that has not been
+    /// read yet.
+    pub fn has_more_to_come(&self) -> bool {
+        self.more_to_come.is_some()
+    }
+
+    /// Reads the next reply the server streams after a `moreToCome` reply.
+    pub async fn next_streamed_reply(
+        &mut self,
+        clock: &dyn Clock,
+        read_limit: Option<Duration>,
+    ) -> Result<Document> {
+        let Some(previous) = self.more_to_come else {
+            return Err(Error::invalid_argument(
+                "no streamed reply is expected on this connection",
+            ));
+        };
+        let reply = self.exchange(None, previous, clock, read_limit).await?;
+        command_reply(reply, &self.address)
+    }
+
+    /// Sends `frame` and reads the reply to `request_id` within the socket timeout.
     async fn round_trip(
         &mut self,
         frame: &[u8],
         request_id: i32,
         clock: &dyn Clock,
+    ) -> Result<RawDocumentBuf> {
+        if self.more_to_come.is_some() {
+            // The server is still streaming replies to an earlier request.
+            self.broken = true;
+        }
+        let limit = self.socket_timeout;
+        self.exchange(Some(frame), request_id, clock, limit).await
+    }
+
+    /// Writes `frame` (if any) and reads the message that answers `response_to`,
+    /// within `read_limit`; any failure closes the connection for good.
+    async fn exchange(
+        &mut self,
+        frame: Option<&[u8]>,
+        response_to: i32,
+        clock: &dyn Clock,
+        read_limit: Option<Duration>,
     ) -> Result<RawDocumentBuf> {
         if self.broken {
             return Err(Error::new(ErrorKind::Network {
@@ -266,7 +326,9 @@ impl Connection {
                 message: "connection was closed after an earlier error".into(),
             }));
         }
-        let result = self.write_and_read(frame, request_id, clock).await;
+        let result = self
+            .write_and_read(frame, response_to, clock, read_limit)
+            .await;
         if result.is_err() {
             self.broken = true;
         }
@@ -275,24 +337,33 @@ impl Connection {
 
     async fn write_and_read(
         &mut self,
-        frame: &[u8],
-        request_id: i32,
+        frame: Option<&[u8]>,
+        response_to: i32,
         clock: &dyn Clock,
+        read_limit: Option<Duration>,
     ) -> Result<RawDocumentBuf> {
-        self.stream
-            .write_all(frame)
-            .await
-            .map_err(|error| Error::from_io(&self.address, error))?;
+        if let Some(frame) = frame {
+            self.stream
+                .write_all(frame)
+                .await
+                .map_err(|error| Error::from_io(&self.address, error))?;
+        }
         let address = self.address.clone();
-        let limit = self.socket_timeout;
-        let reply = self.read_message(request_id);
-        let message = within(clock, limit, &address, "reading a reply", reply).await?;
+        let reply = self.read_message(response_to);
+        let (request_id, message) =
+            within(clock, read_limit, &address, "reading a reply", reply).await?;
+        let more_to_come =
+            matches!(&message, Message::Msg(msg) if msg.flags.contains(MsgFlags::MORE_TO_COME));
+        // A streamed reply answers the previous reply of the stream (OP_MSG spec,
+        // "moreToCome").
+        self.more_to_come = more_to_come.then_some(request_id);
         message
             .into_reply_document()
             .map_err(|error| self.protocol_error(error))
     }
 
-    async fn read_message(&mut self, request_id: i32) -> Result<Message> {
+    /// Reads one message, which must answer `response_to`; returns its request id too.
+    async fn read_message(&mut self, response_to: i32) -> Result<(i32, Message)> {
         let mut header_bytes = [0u8; HEADER_LEN];
         self.read_exact(&mut header_bytes).await?;
         let header = MessageHeader::parse(&header_bytes);
@@ -300,10 +371,12 @@ impl Connection {
         let body_len = header
             .body_len(self.max_message_size)
             .map_err(|error| self.protocol_error(error))?;
-        check_response_to(&header, request_id).map_err(|error| self.protocol_error(error))?;
+        check_response_to(&header, response_to).map_err(|error| self.protocol_error(error))?;
         let mut body = vec![0u8; body_len];
         self.read_exact(&mut body).await?;
-        Message::decode(&header, &body).map_err(|error| self.protocol_error(error))
+        let message =
+            Message::decode(&header, &body).map_err(|error| self.protocol_error(error))?;
+        Ok((header.request_id, message))
     }
 
     async fn read_exact(&mut self, mut buf: &mut [u8]) -> Result<()> {

@@ -66,6 +66,12 @@ pub enum ErrorKind {
         /// The spec's compatibility message.
         message: String,
     },
+    /// No server suitable for the operation was found within serverSelectionTimeoutMS.
+    ServerSelection {
+        /// What was looked for, how long, and the state of the topology and of each
+        /// server (with the last error seen from it).
+        message: String,
+    },
     /// The server answered a command with `ok: 0`.
     Command(CommandError),
     /// Authenticating a new connection failed.
@@ -181,6 +187,7 @@ impl fmt::Display for Error {
                 )
             }
             ErrorKind::IncompatibleServer { message } => f.write_str(message),
+            ErrorKind::ServerSelection { message } => f.write_str(message),
             ErrorKind::Command(error) => fmt::Display::fmt(error, f),
             ErrorKind::Authentication {
                 mechanism,

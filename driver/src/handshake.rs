@@ -61,23 +61,9 @@ pub fn client_metadata(host: &HostInfo, app_name: Option<&str>) -> Document {
 /// `client.env`: FaaS and container detection (Handshake spec, "client.env").
 fn environment(host: &HostInfo) -> Option<Document> {
     let var = |name: &str| (host.env)(name).filter(|value| !value.is_empty());
-    let aws = var("AWS_EXECUTION_ENV").is_some_and(|v| v.starts_with("AWS_Lambda_"))
-        || var("AWS_LAMBDA_RUNTIME_API").is_some();
-    let azure = var("FUNCTIONS_WORKER_RUNTIME").is_some();
-    let gcp = var("K_SERVICE").is_some() || var("FUNCTION_NAME").is_some();
-    let vercel = var("VERCEL").is_some();
     let int = |name: &str| var(name).and_then(|value| value.parse::<i32>().ok());
-
     let mut env = Document::new();
-    // Vercel wins over AWS Lambda; any other combination is ambiguous and omitted.
-    let faas = match (aws, azure, gcp, vercel) {
-        (_, false, false, true) => Some("vercel"),
-        (true, false, false, false) => Some("aws.lambda"),
-        (false, true, false, false) => Some("azure.func"),
-        (false, false, true, false) => Some("gcp.func"),
-        _ => None,
-    };
-    if let Some(name) = faas {
+    if let Some(name) = faas_name(host) {
         env.insert("name", name);
         let fields: &[(&str, &str, bool)] = match name {
             "aws.lambda" => &[
@@ -110,6 +96,26 @@ fn environment(host: &HostInfo) -> Option<Document> {
         env.insert("container", container);
     }
     (!env.is_empty()).then_some(env)
+}
+
+/// The FaaS platform the host runs on ("aws.lambda", "azure.func", "gcp.func",
+/// "vercel"), if exactly one is detected (Handshake spec, "client.env"). Server
+/// monitoring polls instead of streaming there (Server Monitoring spec).
+pub(crate) fn faas_name(host: &HostInfo) -> Option<&'static str> {
+    let var = |name: &str| (host.env)(name).filter(|value| !value.is_empty());
+    let aws = var("AWS_EXECUTION_ENV").is_some_and(|v| v.starts_with("AWS_Lambda_"))
+        || var("AWS_LAMBDA_RUNTIME_API").is_some();
+    let azure = var("FUNCTIONS_WORKER_RUNTIME").is_some();
+    let gcp = var("K_SERVICE").is_some() || var("FUNCTION_NAME").is_some();
+    let vercel = var("VERCEL").is_some();
+    // Vercel wins over AWS Lambda; any other combination is ambiguous and omitted.
+    match (aws, azure, gcp, vercel) {
+        (_, false, false, true) => Some("vercel"),
+        (true, false, false, false) => Some("aws.lambda"),
+        (false, true, false, false) => Some("azure.func"),
+        (false, false, true, false) => Some("gcp.func"),
+        _ => None,
+    }
 }
 
 fn encoded_len(document: &Document) -> usize {

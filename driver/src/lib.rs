@@ -28,9 +28,11 @@
 
 pub mod auth;
 pub mod client;
+mod cmap;
 mod connection;
 pub mod error;
 pub mod handshake;
+mod notify;
 pub mod rt;
 pub mod sdam;
 pub mod selection;

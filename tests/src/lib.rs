@@ -3,6 +3,8 @@
 //! - [`server`]: starts SecantusDB (a MongoDB-wire-compatible server) for a test.
 //! - [`certs`]: generates the CA, server and client certificates of the TLS tests.
 //! - [`mock`]: a scripted mock server speaking OP_QUERY and OP_MSG.
+//! - [`replica_set`]: a scripted mock replica set (members on 127.0.0.1, .2, .3 …) for
+//!   live SDAM tests.
 //! - [`spec`]: the registry and runner of the JSON specification tests.
 //! - [`demo`]: the demo's script, shared by its native and WASI builds.
 //! - [`setup`]: the cache of tools installed by `tests/setup.sh`.
@@ -14,6 +16,8 @@ pub mod certs;
 pub mod demo;
 #[cfg(not(target_os = "wasi"))]
 pub mod mock;
+#[cfg(not(target_os = "wasi"))]
+pub mod replica_set;
 #[cfg(not(target_os = "wasi"))]
 pub mod server;
 #[cfg(not(target_os = "wasi"))]

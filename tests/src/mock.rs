@@ -121,18 +121,9 @@ async fn serve(
     log: Arc<Mutex<Vec<Document>>>,
 ) {
     loop {
-        let mut header = [0u8; HEADER_LEN];
-        if socket.read_exact(&mut header).await.is_err() {
-            return;
-        }
-        let header = MessageHeader::parse(&header);
-        let Ok(body_len) = header.body_len(48_000_000) else {
+        let Some((header, body)) = read_frame(&mut socket).await else {
             return;
         };
-        let mut body = vec![0u8; body_len];
-        if socket.read_exact(&mut body).await.is_err() {
-            return;
-        }
         let (command, legacy) = match header.op_code {
             op_code::QUERY => match query_document(&body) {
                 Some(query) => (query, true),
@@ -163,8 +154,22 @@ async fn serve(
     }
 }
 
+/// Reads one whole frame (header and body) of at most 48 MB; `None` when the peer closed
+/// the connection, or sent something unreadable or too large.
+pub(crate) async fn read_frame(
+    socket: &mut (impl AsyncRead + Unpin),
+) -> Option<(MessageHeader, Vec<u8>)> {
+    let mut header = [0u8; HEADER_LEN];
+    socket.read_exact(&mut header).await.ok()?;
+    let header = MessageHeader::parse(&header);
+    let body_len = header.body_len(48_000_000).ok()?;
+    let mut body = vec![0u8; body_len];
+    socket.read_exact(&mut body).await.ok()?;
+    Some((header, body))
+}
+
 /// The query of an OP_QUERY body: flags, a cstring, two int32s, the document.
-fn query_document(body: &[u8]) -> Option<Document> {
+pub(crate) fn query_document(body: &[u8]) -> Option<Document> {
     let name_end = 4 + body.get(4..)?.iter().position(|&b| b == 0)?;
     let document = body.get(name_end + 1 + 8..)?;
     Document::from_reader(document).ok()

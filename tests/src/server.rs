@@ -139,6 +139,15 @@ pub struct TestServer {
     _dir: TempDir,
     /// The storage folder, when the server does not keep its data in memory.
     _data: Option<TempDir>,
+    /// How it was started, for [`TestServer::restart`].
+    relaunch: Relaunch,
+}
+
+#[derive(Debug, Clone)]
+struct Relaunch {
+    python: PathBuf,
+    options: ServerOptions,
+    storage: String,
 }
 
 /// The default server of this test binary, started on first use and stopped when the
@@ -194,6 +203,33 @@ impl TestServer {
                 Err(why) => return Err(why),
             }
         }
+    }
+
+    /// Kills the server (SIGKILL: no goodbye on open connections) and waits for it
+    /// to exit. Its port stays reserved for [`TestServer::restart`].
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Starts the server again on the same port (and storage) after
+    /// [`TestServer::kill`], waiting (60 s at most) until it accepts connections.
+    pub fn restart(&mut self) -> Result<(), String> {
+        self.kill();
+        let relaunch = self.relaunch.clone();
+        let started = Instant::now();
+        let mut fresh = Self::spawn(
+            &relaunch.python,
+            self.port,
+            &relaunch.options,
+            &relaunch.storage,
+        )?;
+        fresh.wait_until_ready(started + START_TIMEOUT)?;
+        // The new process takes over; the old one's folder goes with `fresh`.
+        std::mem::swap(&mut self.child, &mut fresh.child);
+        std::mem::swap(&mut self.log, &mut fresh.log);
+        std::mem::swap(&mut self._dir, &mut fresh._dir);
+        Ok(())
     }
 
     /// The connection string of this server: `mongodb://127.0.0.1:PORT/`, with
@@ -311,6 +347,11 @@ impl TestServer {
             log,
             _dir: dir,
             _data: None,
+            relaunch: Relaunch {
+                python: python.to_owned(),
+                options: opts.clone(),
+                storage: storage.to_owned(),
+            },
         })
     }
 

@@ -4,11 +4,12 @@
 
 use std::io;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use anymongo::bson::doc;
+use anymongo::client::{ClientConfig, MonitoringThreads};
 use anymongo::rt::{boxed, BoxFuture, ConnectTarget, Stream, Transport};
-use anymongo::{Client, ErrorKind};
+use anymongo::{Client, ClientOptions, ErrorKind};
 use anymongo_tests::certs::{self, CLIENT_SUBJECT};
 use anymongo_tests::server::{ServerOptions, TestServer, TestUser};
 
@@ -56,10 +57,11 @@ fn uri(user: &str, password: &str, options: &str) -> String {
     )
 }
 
-/// A transport that counts the messages the driver sends (each is one round trip).
+/// A transport that counts the messages the driver sends on each connection (each is
+/// one round trip).
 struct Counting {
     inner: Arc<dyn Transport>,
-    sent: Arc<AtomicUsize>,
+    per_connection: Arc<Mutex<Vec<Arc<AtomicUsize>>>>,
 }
 
 struct CountingStream {
@@ -74,10 +76,9 @@ impl Transport for Counting {
     ) -> BoxFuture<'a, io::Result<Box<dyn Stream>>> {
         boxed(async move {
             let inner = self.inner.connect(target).await?;
-            let stream: Box<dyn Stream> = Box::new(CountingStream {
-                inner,
-                sent: self.sent.clone(),
-            });
+            let sent = Arc::new(AtomicUsize::new(0));
+            self.per_connection.lock().unwrap().push(sent.clone());
+            let stream: Box<dyn Stream> = Box::new(CountingStream { inner, sent });
             Ok(stream)
         })
     }
@@ -94,21 +95,38 @@ impl Stream for CountingStream {
     }
 }
 
-/// Connects as `user` and runs one ping; returns how many messages connecting took
-/// (the ping excluded).
+/// Connects as `user` and runs one find; returns how many messages the find's
+/// connection sent before the find. Single-threaded monitoring keeps the count
+/// deterministic: its monitoring connection sends one hello and no more.
 async fn round_trips_to_authenticate(uri: &str) -> anymongo::Result<usize> {
-    let sent = Arc::new(AtomicUsize::new(0));
+    let per_connection = Arc::new(Mutex::new(Vec::new()));
     let mut runtime = anymongo_native::runtime();
     runtime.transport = Arc::new(Counting {
         inner: runtime.transport.clone(),
-        sent: sent.clone(),
+        per_connection: per_connection.clone(),
     });
-    let client = Client::with_uri(uri, runtime)?;
+    let config = ClientConfig {
+        monitoring: MonitoringThreads::SingleThreaded,
+        ..ClientConfig::default()
+    };
+    let client = Client::with_config(ClientOptions::parse(uri)?, config, runtime)?;
     client
         .database("test")
         .run_command(doc! { "find": "x", "limit": 1 })
         .await?;
-    Ok(sent.load(Ordering::SeqCst) - 1)
+    let counts: Vec<usize> = per_connection
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|sent| sent.load(Ordering::SeqCst))
+        .collect();
+    assert_eq!(
+        counts.len(),
+        2,
+        "a monitoring and an application connection"
+    );
+    assert_eq!(counts[0], 1, "the monitoring connection sends one hello");
+    Ok(counts[1] - 1)
 }
 
 async fn find_as(uri: &str) -> anymongo::Result<()> {

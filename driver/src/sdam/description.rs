@@ -11,7 +11,7 @@ use std::time::Duration;
 use bson::oid::ObjectId;
 use bson::{Bson, Document};
 
-use crate::handshake::bson_as_i64;
+use crate::handshake::{bson_as_i64, DRIVER_NAME, MAX_WIRE_VERSION, MIN_WIRE_VERSION};
 use crate::rt::Instant;
 use crate::uri::{ServerAddress, TagSet};
 
@@ -230,7 +230,7 @@ impl ServerDescription {
         round_trip_time: Option<Duration>,
         now: Option<Instant>,
     ) -> ServerDescription {
-        let ok = reply.get("ok").map_or(true, |ok| match ok {
+        let ok = reply.get("ok").is_none_or(|ok| match ok {
             Bson::Boolean(ok) => *ok,
             other => bson_as_i64(other) == Some(1) || matches!(other, Bson::Double(v) if *v == 1.0),
         });
@@ -325,6 +325,32 @@ impl ServerDescription {
     /// Whether the server can be selected at all (known, not Unknown/Ghost/PossiblePrimary).
     pub fn is_available(&self) -> bool {
         self.server_type.is_data_bearing()
+    }
+
+    /// Why the driver cannot talk to this server, if its wire version range does not
+    /// overlap the driver's (spec "Checking wire protocol compatibility"); `None` when
+    /// it does, and for servers not checked yet (Unknown, PossiblePrimary) and load
+    /// balancers, whose versions are not known.
+    pub fn compatibility_error(&self) -> Option<String> {
+        if matches!(
+            self.server_type,
+            ServerType::Unknown | ServerType::PossiblePrimary | ServerType::LoadBalancer
+        ) {
+            return None;
+        }
+        if self.min_wire_version > MAX_WIRE_VERSION {
+            Some(format!(
+                "Server at {} requires wire version {}, but this version of {DRIVER_NAME} only supports up to {MAX_WIRE_VERSION}.",
+                self.address, self.min_wire_version
+            ))
+        } else if self.max_wire_version < MIN_WIRE_VERSION {
+            Some(format!(
+                "Server at {} reports wire version {}, but this version of {DRIVER_NAME} requires at least {MIN_WIRE_VERSION} (MongoDB 4.2).",
+                self.address, self.max_wire_version
+            ))
+        } else {
+            None
+        }
     }
 
     /// All members this server reports: hosts, passives and arbiters.
@@ -426,4 +452,77 @@ pub struct TopologyDescription {
     pub logical_session_timeout_minutes: Option<i64>,
     /// How often servers are checked (heartbeatFrequencyMS), used by max staleness.
     pub heartbeat_frequency: Duration,
+}
+
+/// The default heartbeatFrequencyMS of clients that monitor in the background
+/// (spec "heartbeatFrequencyMS"): 10 seconds.
+pub const DEFAULT_HEARTBEAT_FREQUENCY: Duration = Duration::from_secs(10);
+
+/// An empty description: TopologyType Unknown, no servers, the default heartbeat
+/// frequency. It is the "previous description" of the first
+/// TopologyDescriptionChangedEvent and what a closed topology becomes.
+impl Default for TopologyDescription {
+    fn default() -> Self {
+        TopologyDescription {
+            topology_type: TopologyType::Unknown,
+            set_name: None,
+            max_set_version: None,
+            max_election_id: None,
+            servers: BTreeMap::new(),
+            compatibility_error: None,
+            logical_session_timeout_minutes: None,
+            heartbeat_frequency: DEFAULT_HEARTBEAT_FREQUENCY,
+        }
+    }
+}
+
+impl TopologyDescription {
+    /// The description of the server at `address`, if it is part of the topology.
+    pub fn server(&self, address: &ServerAddress) -> Option<&ServerDescription> {
+        self.servers.get(address)
+    }
+
+    /// The spec's `compatible`: false when a server's wire version range does not
+    /// overlap the driver's; [`compatibility_error`](Self::compatibility_error) then
+    /// says which and why.
+    pub fn compatible(&self) -> bool {
+        self.compatibility_error.is_none()
+    }
+
+    /// The primary of a replica set, if one is known.
+    pub fn primary(&self) -> Option<&ServerDescription> {
+        self.servers
+            .values()
+            .find(|server| server.server_type == ServerType::RsPrimary)
+    }
+}
+
+/// A one-line summary for error messages: the type, the set name, then each server
+/// with its type and, for an Unknown server, the last error, e.g.
+/// `ReplicaSetNoPrimary (setName "rs"): a:27017 (Unknown: connection refused), b:27017 (RSSecondary)`.
+impl fmt::Display for TopologyDescription {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.topology_type)?;
+        if let Some(set_name) = &self.set_name {
+            write!(f, " (setName {set_name:?})")?;
+        }
+        f.write_str(": ")?;
+        if self.servers.is_empty() {
+            f.write_str("no servers")?;
+        }
+        for (i, server) in self.servers.values().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            write!(f, "{} ({}", server.address, server.server_type)?;
+            if let Some(error) = &server.error {
+                write!(f, ": {error}")?;
+            }
+            f.write_str(")")?;
+        }
+        if let Some(error) = &self.compatibility_error {
+            write!(f, "; {error}")?;
+        }
+        Ok(())
+    }
 }

@@ -2,10 +2,25 @@
 //! server-monitoring.md): what the client knows about the deployment and how it
 //! learns it.
 //!
-//! [`description`] holds the plain data (server and topology descriptions).
+//! - [`description`] holds the plain data (server and topology descriptions);
+//! - [`topology`] is the state machine that updates them from hello replies and
+//!   application errors ([`TopologyState`]);
+//! - [`events`] are the SDAM monitoring events it produces;
+//! - `monitor` checks servers (Server Monitoring spec) and `live` runs it all
+//!   against real servers: monitors, pools, event delivery, waiting selection.
 
 pub mod description;
+pub mod events;
+pub(crate) mod live;
+mod monitor;
+pub mod topology;
 
 pub use description::{
     ServerDescription, ServerType, TopologyDescription, TopologyType, TopologyVersion,
+    DEFAULT_HEARTBEAT_FREQUENCY,
+};
+pub use events::SdamEvent;
+pub use topology::{
+    ApplicationError, ApplicationErrorKind, ErrorPhase, ErrorResponse, TopologyState,
+    TopologyUpdate, SYSTEM_OVERLOADED_ERROR,
 };

@@ -12,6 +12,9 @@ use crate::setup;
 
 pub mod auth;
 pub mod connection_string;
+pub mod max_staleness;
+pub mod sdam;
+pub mod server_selection;
 pub mod uri_options;
 
 /// The pymongo release whose source distribution provides the default corpus.
@@ -49,16 +52,30 @@ pub struct SuiteOutcome {
     pub skipped: Vec<(String, String)>,
 }
 
-const SDAM: &str = "issue #4: SDAM and server selection";
+const UNIFIED: &str = "unified test format: issue #6";
 const POOL: &str = "issue #5: connection pool and load balancer";
 const SRV: &str = "issue #7: SRV seedlist discovery";
 const OPERATIONS: &str = "issue #6: operations, retryability, sessions and transactions";
 
 /// Every suite anymongo runs, in the order they are reported.
 pub static SUITES: &[Suite] = &[
-    pending("discovery_and_monitoring", SDAM),
-    pending("server_selection", SDAM),
-    pending("max_staleness", SDAM),
+    Suite {
+        name: "discovery_and_monitoring",
+        runner: Runner::Run(sdam::run),
+    },
+    pending("discovery_and_monitoring/unified", UNIFIED),
+    Suite {
+        name: "sdam_monitoring",
+        runner: Runner::Run(sdam::run_monitoring),
+    },
+    Suite {
+        name: "server_selection",
+        runner: Runner::Run(server_selection::run),
+    },
+    Suite {
+        name: "max_staleness",
+        runner: Runner::Run(max_staleness::run),
+    },
     pending("connection_monitoring", POOL),
     pending("load_balancer", POOL),
     Suite {

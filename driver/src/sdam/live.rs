@@ -1,0 +1,737 @@
+//! The live topology: the pure [`TopologyDescription`] state machine driven by real
+//! checks, the servers with their pools and monitors, event publication, and the
+//! waiting part of server selection.
+//!
+//! Two monitoring modes share everything but who runs the checks
+//! (server-monitoring.md, "Single-threaded monitoring"):
+//!
+//! - **background**: when the runtime can spawn tasks, every server gets a monitor
+//!   task ([`super::monitor::run_monitor`]) that polls or streams, and selection waits
+//!   for the description to change;
+//! - **single-threaded**: without a spawner (a WASI request handler, a Worker) — or when
+//!   asked for — nothing runs between operations; selection scans the servers inline
+//!   when the description is stale (server-selection.md, "Single-threaded server
+//!   selection").
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::time::Duration;
+
+use bson::oid::ObjectId;
+
+use crate::cmap::{Pool, PooledConnection};
+use crate::connection::{Connection, ConnectionSettings};
+use crate::error::{Error, ErrorKind, Result};
+use crate::notify::Notify;
+use crate::rt::{self, Instant, MaybeSend, MaybeSync, Runtime};
+use crate::sdam::events::SdamEvent;
+use crate::sdam::monitor::{
+    is_network_error, run_monitor, CheckReply, Checker, MonitorSignal, MIN_HEARTBEAT_FREQUENCY,
+};
+use crate::sdam::topology::{ApplicationError, ErrorPhase, TopologyState, TopologyUpdate};
+use crate::sdam::{
+    ServerDescription, ServerType, TopologyDescription, TopologyType, TopologyVersion,
+};
+use crate::selection::{self, RoundTripTime, SelectionCriteria};
+use crate::uri::{ClientOptions, ServerAddress};
+
+/// Receives SDAM events (topology and server opening, changes, closing, heartbeats),
+/// synchronously and in publication order; it must not block. Any
+/// `Fn(&SdamEvent)` closure is one.
+pub trait SdamEventListener: MaybeSend + MaybeSync {
+    /// Called for each event.
+    fn handle(&self, event: &SdamEvent);
+}
+
+impl<F: Fn(&SdamEvent) + MaybeSend + MaybeSync> SdamEventListener for F {
+    fn handle(&self, event: &SdamEvent) {
+        self(event)
+    }
+}
+
+/// A shared [`crate::client::SdamEventListener`], as [`crate::client::ClientConfig`] takes it.
+pub type SdamEventHandler = Arc<dyn SdamEventListener>;
+
+/// Who checks the servers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MonitoringThreads {
+    /// Background monitors when the runtime has a spawner, single-threaded otherwise.
+    #[default]
+    Auto,
+    /// Background monitors (an error at client creation if the runtime cannot spawn).
+    Background,
+    /// No background work: servers are scanned inline before selection when the
+    /// description is older than heartbeatFrequencyMS (default 60 s in this mode) or
+    /// marked stale by an error.
+    SingleThreaded,
+}
+
+/// cooldownMS: a server whose check failed is not checked again by single-threaded
+/// scans for this long (server-monitoring.md, "cooldownMS").
+const COOLDOWN: Duration = Duration::from_secs(5);
+
+/// One server of the topology: its pool, its monitor's controls and the numbers
+/// selection uses.
+pub(crate) struct Server {
+    pub address: ServerAddress,
+    pub pool: Pool,
+    pub monitor: MonitorSignal,
+    /// Operations in progress on this server ("power of two choices").
+    operation_count: AtomicU32,
+    rtt: Mutex<RoundTripTime>,
+    /// Single-threaded mode: the monitoring connection kept between scans.
+    scan_connection: Mutex<Option<Connection>>,
+}
+
+impl Server {
+    fn new(address: ServerAddress) -> Server {
+        Server {
+            address,
+            pool: Pool::default(),
+            monitor: MonitorSignal::default(),
+            operation_count: AtomicU32::new(0),
+            rtt: Mutex::new(RoundTripTime::new()),
+            scan_connection: Mutex::new(None),
+        }
+    }
+
+    pub fn add_rtt_sample(&self, sample: Duration) {
+        lock(&self.rtt).add_sample(sample);
+    }
+
+    fn rtt(&self) -> (Option<Duration>, Option<Duration>) {
+        let rtt = lock(&self.rtt);
+        (rtt.average(), rtt.minimum())
+    }
+}
+
+/// A selected server; the operation counts against it until this is dropped.
+pub(crate) struct SelectedServer {
+    pub server: Arc<Server>,
+    /// The server's description when it was selected.
+    pub description: ServerDescription,
+    /// The topology type when it was selected (for `$readPreference`).
+    pub topology_type: TopologyType,
+}
+
+impl Drop for SelectedServer {
+    fn drop(&mut self) {
+        self.server.operation_count.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+struct State {
+    description: TopologyState,
+    servers: BTreeMap<ServerAddress, Arc<Server>>,
+    closed: bool,
+    /// Single-threaded mode: a scan is due before the next selection.
+    stale: bool,
+    /// Single-threaded mode: when the last scan ended.
+    last_scan: Option<Instant>,
+}
+
+/// What the topology's background tasks and the client share.
+pub(crate) struct Shared {
+    options: ClientOptions,
+    runtime: Runtime,
+    /// Settings for application connections (with credentials), retargeted per server.
+    connection_settings: ConnectionSettings,
+    heartbeat_frequency: Duration,
+    single_threaded: bool,
+    streaming_allowed: bool,
+    state: Mutex<State>,
+    /// Notified whenever the description changes or the topology closes.
+    changed: Notify,
+    events: EventSink,
+    /// Single-threaded mode: one scan at a time.
+    scanning: futures::lock::Mutex<()>,
+}
+
+/// The client's handle: closes the topology when dropped.
+pub(crate) struct Topology {
+    shared: Arc<Shared>,
+}
+
+impl Topology {
+    /// Opens the topology of `options` and starts its monitors (background mode).
+    pub fn open(
+        options: &ClientOptions,
+        runtime: Runtime,
+        connection_settings: ConnectionSettings,
+        threads: MonitoringThreads,
+        event_handler: Option<SdamEventHandler>,
+    ) -> Result<Topology> {
+        let single_threaded = match threads {
+            MonitoringThreads::Auto => runtime.spawner.is_none(),
+            MonitoringThreads::SingleThreaded => true,
+            MonitoringThreads::Background if runtime.spawner.is_none() => {
+                return Err(Error::invalid_argument(
+                    "background monitoring needs a runtime that can spawn tasks",
+                ))
+            }
+            MonitoringThreads::Background => false,
+        };
+        // heartbeatFrequencyMS defaults to 10 s, or 60 s when single-threaded
+        // (server-monitoring.md, "heartbeatFrequencyMS").
+        let heartbeat_frequency = options
+            .heartbeat_frequency
+            .unwrap_or(match single_threaded {
+                true => Duration::from_secs(60),
+                false => Duration::from_secs(10),
+            });
+        // serverMonitoringMode (server-monitoring.md, "Streaming protocol"): `auto`
+        // streams except on a FaaS platform.
+        let streaming_allowed = match options.server_monitoring_mode {
+            crate::uri::ServerMonitoringMode::Stream => true,
+            crate::uri::ServerMonitoringMode::Poll => false,
+            crate::uri::ServerMonitoringMode::Auto => {
+                crate::handshake::faas_name(&runtime.host).is_none()
+            }
+        };
+        let id = ObjectId::new();
+        let (mut description, opening_events) = TopologyState::open(options, id);
+        description.set_heartbeat_frequency(heartbeat_frequency);
+        let servers = description
+            .servers
+            .keys()
+            .map(|address| (address.clone(), Arc::new(Server::new(address.clone()))))
+            .collect();
+        let shared = Arc::new(Shared {
+            options: options.clone(),
+            runtime,
+            connection_settings,
+            heartbeat_frequency,
+            single_threaded,
+            streaming_allowed,
+            state: Mutex::new(State {
+                description,
+                servers,
+                closed: false,
+                stale: true,
+                last_scan: None,
+            }),
+            changed: Notify::default(),
+            events: EventSink::new(event_handler),
+            scanning: futures::lock::Mutex::new(()),
+        });
+        shared.events.publish(opening_events);
+        if !single_threaded && options.load_balanced != Some(true) {
+            let servers: Vec<_> = shared.state().servers.values().cloned().collect();
+            for server in servers {
+                shared.start_monitor(server);
+            }
+        }
+        Ok(Topology { shared })
+    }
+
+    /// The shared state, for operations.
+    pub fn shared(&self) -> &Arc<Shared> {
+        &self.shared
+    }
+}
+
+impl Drop for Topology {
+    fn drop(&mut self) {
+        self.shared.close();
+    }
+}
+
+impl Shared {
+    fn state(&self) -> MutexGuard<'_, State> {
+        lock(&self.state)
+    }
+
+    /// Runs `f` on the topology if it still exists (monitors hold only a weak
+    /// reference, so that dropping the client ends them).
+    pub fn upgrade<R>(weak: &Weak<Shared>, f: impl FnOnce(&Arc<Shared>) -> R) -> Option<R> {
+        let shared = weak.upgrade()?;
+        if shared.state().closed {
+            return None;
+        }
+        Some(f(&shared))
+    }
+
+    /// The current description.
+    pub fn description(&self) -> TopologyDescription {
+        self.state().description.description().clone()
+    }
+
+    fn start_monitor(self: &Arc<Self>, server: Arc<Server>) {
+        let Some(spawner) = &self.runtime.spawner else {
+            return;
+        };
+        let checker = self.checker(&server.address);
+        spawner.spawn(rt::boxed(run_monitor(
+            checker,
+            server,
+            Arc::downgrade(self),
+            self.streaming_allowed,
+        )));
+    }
+
+    fn checker(&self, address: &ServerAddress) -> Checker {
+        let mut settings = self.settings_for(address);
+        settings.auth = None;
+        // Monitoring reads are bounded by connectTimeoutMS (spec, "Monitor thread").
+        settings.socket_timeout = settings.connect_timeout;
+        Checker {
+            runtime: self.runtime.clone(),
+            settings,
+            heartbeat_frequency: self.heartbeat_frequency,
+        }
+    }
+
+    fn settings_for(&self, address: &ServerAddress) -> ConnectionSettings {
+        let mut settings = self.connection_settings.clone();
+        settings.target.host = address.host().to_owned();
+        // A unix domain socket is a target whose host is the socket's path.
+        settings.target.port = address.port().unwrap_or_default();
+        if let Some(auth) = &mut settings.auth {
+            // MONGODB-AWS signs with the wall-clock time of the connection.
+            auth.context.unix_time = self.runtime.clock.unix_time();
+        }
+        settings
+    }
+
+    /// Whether the server is known (its type is not Unknown).
+    pub fn is_known(&self, address: &ServerAddress) -> bool {
+        self.state()
+            .description
+            .servers
+            .get(address)
+            .is_some_and(|server| server.server_type != ServerType::Unknown)
+    }
+
+    pub fn heartbeat_started(&self, address: &ServerAddress, awaited: bool) {
+        self.events.publish([SdamEvent::ServerHeartbeatStarted {
+            address: address.clone(),
+            awaited,
+        }]);
+    }
+
+    /// A check of `server` succeeded: publish the heartbeat, apply the description.
+    pub fn check_succeeded(self: &Arc<Self>, server: &Server, check: CheckReply, awaited: bool) {
+        self.events.publish([SdamEvent::ServerHeartbeatSucceeded {
+            address: server.address.clone(),
+            duration: check.duration,
+            reply: check.reply.clone(),
+            awaited,
+        }]);
+        let (average, minimum) = server.rtt();
+        let now = self.runtime.clock.now();
+        let mut description =
+            ServerDescription::from_hello(server.address.clone(), check.reply, average, Some(now));
+        description.min_round_trip_time = minimum;
+        self.apply(description);
+    }
+
+    /// A check of `server` failed: publish the heartbeat, mark it Unknown, clear its
+    /// pool (server-monitoring.md, "Network or command error during server check").
+    pub fn check_failed(
+        self: &Arc<Self>,
+        server: &Server,
+        error: &Error,
+        duration: Duration,
+        awaited: bool,
+    ) {
+        self.events.publish([SdamEvent::ServerHeartbeatFailed {
+            address: server.address.clone(),
+            duration,
+            failure: error.to_string(),
+            awaited,
+        }]);
+        let now = self.runtime.clock.now();
+        self.apply(ServerDescription::from_error(
+            server.address.clone(),
+            error,
+            None,
+            Some(now),
+        ));
+        server.pool.clear();
+    }
+
+    /// Applies a server's new description and acts on the update.
+    fn apply(self: &Arc<Self>, description: ServerDescription) {
+        let mut state = self.state();
+        if state.closed {
+            return;
+        }
+        let update = state.description.apply(description);
+        self.act_on(state, update);
+    }
+
+    /// Starts and stops monitors for added and removed servers, publishes the
+    /// update's events and wakes selection — after releasing the state lock.
+    fn act_on(self: &Arc<Self>, mut state: MutexGuard<'_, State>, update: TopologyUpdate) {
+        let mut started = Vec::new();
+        for address in update.added {
+            let server = Arc::new(Server::new(address.clone()));
+            state.servers.insert(address, server.clone());
+            started.push(server);
+        }
+        for address in &update.removed {
+            if let Some(server) = state.servers.remove(address) {
+                server.monitor.close();
+                server.pool.close();
+            }
+        }
+        for address in &update.check_immediately {
+            // A primary that lost its place to a newer one may well be a secondary now.
+            state.stale = true;
+            if let Some(server) = state.servers.get(address) {
+                server.monitor.request_check();
+            }
+        }
+        self.events.queue(update.events);
+        drop(state);
+        self.events.flush();
+        self.changed.notify_all();
+        if !self.single_threaded {
+            for server in started {
+                self.start_monitor(server);
+            }
+        }
+    }
+
+    /// SDAM "Error handling" for an error of an application operation (or of the
+    /// handshake of an application connection) on `address`.
+    pub fn handle_application_error(
+        self: &Arc<Self>,
+        address: &ServerAddress,
+        error_source: &Error,
+        generation: u32,
+        max_wire_version: i32,
+        phase: ErrorPhase,
+    ) {
+        let Some(mut error) = ApplicationError::from_error(
+            error_source,
+            address.clone(),
+            Some(generation),
+            max_wire_version,
+            phase,
+        ) else {
+            return;
+        };
+        // CMAP "backpressure-enabled": network errors and timeouts while a connection
+        // is established are labelled SystemOverloadedError, and SDAM leaves the
+        // server alone. (The label also lands on the rare network error during
+        // authentication: `Connection::establish` does not tell the steps apart.)
+        error.system_overloaded =
+            phase == ErrorPhase::BeforeHandshakeCompletes && is_network_error(error_source);
+        let mut state = self.state();
+        if state.closed {
+            return;
+        }
+        if error.system_overloaded {
+            // No monitor runs between operations in single-threaded mode: rescan
+            // before the next selection rather than fail on this server again.
+            state.stale = true;
+        }
+        let Some(server) = state.servers.get(address).cloned() else {
+            return;
+        };
+        let response = state
+            .description
+            .handle_application_error(&error, server.pool.generation());
+        if response.clear_pool {
+            server.pool.clear();
+        }
+        if response.request_check {
+            state.stale = true;
+            server.monitor.request_check();
+        }
+        self.act_on(state, response.update);
+    }
+
+    /// Server selection (server-selection.md): a suitable server within
+    /// serverSelectionTimeoutMS, waiting for the topology to change — or, in
+    /// single-threaded mode, scanning — while there is none.
+    pub async fn select_server(
+        self: &Arc<Self>,
+        criteria: &SelectionCriteria<'_>,
+        deprioritized: &[ServerAddress],
+    ) -> Result<SelectedServer> {
+        let clock = self.runtime.clock.clone();
+        let started = clock.now();
+        let timeout = self.options.server_selection_timeout;
+        let deadline = started + timeout;
+        if self.single_threaded {
+            let mut state = self.state();
+            let due = state
+                .last_scan
+                .is_none_or(|last| clock.now() - last >= self.heartbeat_frequency);
+            state.stale |= due;
+        }
+        loop {
+            if self.single_threaded && self.state().stale {
+                let scan_ready = self
+                    .state()
+                    .last_scan
+                    .map(|last| last + MIN_HEARTBEAT_FREQUENCY);
+                if let Some(ready) = scan_ready {
+                    if !self.options.server_selection_try_once && ready > deadline {
+                        return Err(self.selection_error(criteria, timeout));
+                    }
+                    let wait = ready.saturating_duration_since(clock.now());
+                    if !wait.is_zero() {
+                        clock.sleep(wait).await;
+                    }
+                }
+                self.scan().await;
+            }
+            let changed = self.changed.listen();
+            match self.try_select(criteria, deprioritized)? {
+                Some(selected) => return Ok(selected),
+                None if self.single_threaded => {
+                    let mut state = self.state();
+                    state.stale = true;
+                    let scanned_since_start = state.last_scan.is_some_and(|last| last >= started);
+                    drop(state);
+                    if (self.options.server_selection_try_once && scanned_since_start)
+                        || clock.now() >= deadline
+                    {
+                        return Err(self.selection_error(criteria, timeout));
+                    }
+                }
+                None => {
+                    for server in self.state().servers.values() {
+                        server.monitor.request_check();
+                    }
+                    let remaining = deadline.saturating_duration_since(clock.now());
+                    if remaining.is_zero()
+                        || rt::timeout(&*clock, remaining, changed).await.is_err()
+                    {
+                        return Err(self.selection_error(criteria, timeout));
+                    }
+                }
+            }
+        }
+    }
+
+    /// One selection attempt on the current description.
+    fn try_select(
+        &self,
+        criteria: &SelectionCriteria<'_>,
+        deprioritized: &[ServerAddress],
+    ) -> Result<Option<SelectedServer>> {
+        let state = self.state();
+        if state.closed {
+            return Err(Error::invalid_argument("the client was closed"));
+        }
+        let candidates = selection::candidates(
+            &state.description,
+            criteria,
+            self.options.local_threshold,
+            deprioritized,
+        )?;
+        let operation_count = |address: &ServerAddress| {
+            state.servers.get(address).map_or(u32::MAX, |server| {
+                server.operation_count.load(Ordering::SeqCst)
+            })
+        };
+        let Some(chosen) = selection::choose(&candidates, operation_count, selection::random_index)
+        else {
+            return Ok(None);
+        };
+        let Some(server) = state.servers.get(&chosen.address).cloned() else {
+            return Ok(None);
+        };
+        server.operation_count.fetch_add(1, Ordering::SeqCst);
+        Ok(Some(SelectedServer {
+            server,
+            description: chosen.clone(),
+            topology_type: state.description.topology_type,
+        }))
+    }
+
+    fn selection_error(&self, criteria: &SelectionCriteria<'_>, timeout: Duration) -> Error {
+        let wanted = match criteria {
+            SelectionCriteria::Write => "writable server".to_owned(),
+            SelectionCriteria::Read(preference) => {
+                format!("server for read preference {}", preference.mode)
+            }
+        };
+        let description = self.description();
+        let message = match &description.compatibility_error {
+            Some(incompatible) => incompatible.clone(),
+            None => format!(
+                "server selection timed out after {} ms: no {wanted} in the topology {description}",
+                timeout.as_millis()
+            ),
+        };
+        Error::new(ErrorKind::ServerSelection { message })
+    }
+
+    /// A single-threaded scan (server-monitoring.md, "Scanning order"): every server
+    /// once, the primary first, then known servers, then Unknown ones, least recently
+    /// checked first; servers that failed within cooldownMS are skipped; servers
+    /// discovered during the scan are checked in it.
+    async fn scan(self: &Arc<Self>) {
+        let _one_scan = self.scanning.lock().await;
+        let clock = self.runtime.clock.clone();
+        let scan_start = clock.now();
+        let mut checked = BTreeSet::new();
+        loop {
+            let next = {
+                let state = self.state();
+                let in_cooldown = |server: &ServerDescription| {
+                    server.server_type == ServerType::Unknown
+                        && server.error.is_some()
+                        && server.last_update_time.is_some_and(|time| {
+                            scan_start.saturating_duration_since(time) < COOLDOWN
+                                && time <= scan_start
+                        })
+                };
+                let candidates: Vec<&ServerDescription> = state
+                    .description
+                    .servers
+                    .values()
+                    .filter(|server| !checked.contains(&server.address) && !in_cooldown(server))
+                    .collect();
+                let rank = |server: &&ServerDescription| match server.server_type {
+                    ServerType::RsPrimary => 0,
+                    ServerType::PossiblePrimary => 1,
+                    ServerType::Unknown | ServerType::RsGhost => 3,
+                    _ => 2,
+                };
+                candidates
+                    .iter()
+                    .min_by_key(|server| (rank(server), server.last_update_time))
+                    .and_then(|server| state.servers.get(&server.address).cloned())
+            };
+            let Some(server) = next else {
+                break;
+            };
+            checked.insert(server.address.clone());
+            self.check_inline(&server).await;
+        }
+        let mut state = self.state();
+        state.last_scan = Some(clock.now());
+        state.stale = false;
+    }
+
+    /// One polled check, run inline by a single-threaded scan.
+    async fn check_inline(self: &Arc<Self>, server: &Arc<Server>) {
+        let checker = self.checker(&server.address);
+        let mut connection = lock(&server.scan_connection).take();
+        self.heartbeat_started(&server.address, false);
+        let started = self.runtime.clock.now();
+        match checker.poll(&mut connection).await {
+            Ok(check) => {
+                server.add_rtt_sample(check.duration);
+                self.check_succeeded(server, check, false);
+            }
+            Err(error) => {
+                let duration = self.runtime.clock.now() - started;
+                self.check_failed(server, &error, duration, false);
+            }
+        }
+        *lock(&server.scan_connection) = connection;
+    }
+
+    /// A connection to the selected server: an idle one, or a new one. A failed
+    /// handshake is an application error "before the handshake completes".
+    pub async fn check_out(
+        self: &Arc<Self>,
+        selected: &SelectedServer,
+    ) -> Result<PooledConnection> {
+        let server = &selected.server;
+        if let Some(idle) = server.pool.take_idle() {
+            return Ok(idle);
+        }
+        let generation = server.pool.generation();
+        let settings = self.settings_for(&server.address);
+        let runtime = &self.runtime;
+        match Connection::establish(&*runtime.transport, &*runtime.clock, &settings).await {
+            Ok(connection) => Ok(PooledConnection {
+                connection,
+                generation,
+            }),
+            Err(error) => {
+                self.handle_application_error(
+                    &server.address,
+                    &error,
+                    generation,
+                    selected.description.max_wire_version,
+                    ErrorPhase::BeforeHandshakeCompletes,
+                );
+                Err(error)
+            }
+        }
+    }
+
+    /// Closes the topology: monitors stop, pools close, closing events go out, and
+    /// selections in progress fail.
+    fn close(&self) {
+        let mut state = self.state();
+        if state.closed {
+            return;
+        }
+        state.closed = true;
+        for server in state.servers.values() {
+            server.monitor.close();
+            server.pool.close();
+        }
+        let events = state.description.close();
+        self.events.queue(events);
+        drop(state);
+        self.events.flush();
+        self.changed.notify_all();
+    }
+}
+
+/// Publishes events in order to the handler, outside the state lock: events are
+/// queued under the lock and delivered by whoever flushes.
+struct EventSink {
+    handler: Option<SdamEventHandler>,
+    queue: Mutex<VecDeque<SdamEvent>>,
+    delivering: Mutex<()>,
+}
+
+impl EventSink {
+    fn new(handler: Option<SdamEventHandler>) -> EventSink {
+        EventSink {
+            handler,
+            queue: Mutex::new(VecDeque::new()),
+            delivering: Mutex::new(()),
+        }
+    }
+
+    fn queue(&self, events: impl IntoIterator<Item = SdamEvent>) {
+        if self.handler.is_some() {
+            lock(&self.queue).extend(events);
+        }
+    }
+
+    fn publish(&self, events: impl IntoIterator<Item = SdamEvent>) {
+        self.queue(events);
+        self.flush();
+    }
+
+    fn flush(&self) {
+        let Some(handler) = &self.handler else {
+            return;
+        };
+        // One deliverer at a time keeps the order; it drains what others queued.
+        let _delivering = lock(&self.delivering);
+        loop {
+            let Some(event) = lock(&self.queue).pop_front() else {
+                return;
+            };
+            handler.handle(&event);
+        }
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The `topologyVersion` of a hello reply, if it has one.
+pub(crate) fn topology_version_of(reply: &bson::Document) -> Option<TopologyVersion> {
+    reply
+        .get_document("topologyVersion")
+        .ok()
+        .and_then(TopologyVersion::from_document)
+}

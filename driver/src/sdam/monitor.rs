@@ -1,0 +1,324 @@
+//! Server Monitoring (server-monitoring.md): how one server is checked.
+//!
+//! A [`Checker`] performs single checks — the handshake of a new monitoring
+//! connection, a polled `hello`, or an awaited `hello` of the streaming protocol — and
+//! is shared by both monitoring modes. [`run_monitor`] and [`run_rtt_monitor`] are the
+//! background tasks of the multi-threaded mode; the single-threaded mode calls
+//! [`Checker::poll`] inline from its scans (see `live.rs`).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use bson::{doc, Document, RawDocumentBuf};
+use futures::future::{select, Either};
+
+use crate::connection::{Connection, ConnectionSettings};
+use crate::error::{Error, ErrorKind, Result};
+use crate::notify::Notify;
+use crate::rt::{Clock, Runtime};
+use crate::sdam::live::{topology_version_of, Server, Shared};
+use crate::sdam::TopologyVersion;
+
+/// minHeartbeatFrequencyMS: the shortest time between two checks of one server
+/// (spec, "minHeartbeatFrequencyMS"; not configurable).
+pub(crate) const MIN_HEARTBEAT_FREQUENCY: Duration = Duration::from_millis(500);
+
+/// Opens monitoring connections and checks servers. Monitoring connections never
+/// authenticate (spec, "Monitoring must not use authentication").
+#[derive(Clone)]
+pub(crate) struct Checker {
+    pub runtime: Runtime,
+    /// For the server being checked; `auth` is `None`.
+    pub settings: ConnectionSettings,
+    /// heartbeatFrequencyMS: also the server's maxAwaitTimeMS in streaming checks.
+    pub heartbeat_frequency: Duration,
+}
+
+/// The outcome of one successful check.
+#[derive(Debug)]
+pub(crate) struct CheckReply {
+    /// The hello reply.
+    pub reply: Document,
+    /// How long the check took; a round-trip-time sample unless it was awaited.
+    pub duration: Duration,
+}
+
+impl Checker {
+    fn clock(&self) -> &dyn Clock {
+        &*self.runtime.clock
+    }
+
+    /// A polled check: the handshake of a new connection when there is none (its
+    /// hello reply is the check's), else a `hello` on the existing one. A failure
+    /// closes the connection.
+    pub async fn poll(&self, connection: &mut Option<Connection>) -> Result<CheckReply> {
+        let started = self.clock().now();
+        let result = match connection {
+            None => {
+                let runtime = &self.runtime;
+                Connection::establish(&*runtime.transport, &*runtime.clock, &self.settings)
+                    .await
+                    .map(|opened| {
+                        let reply = opened.hello().raw.clone();
+                        *connection = Some(opened);
+                        reply
+                    })
+            }
+            Some(open) => {
+                let command = self.hello_command(open, None)?;
+                open.command(command, self.clock()).await
+            }
+        };
+        let duration = self.clock().now() - started;
+        match result {
+            Ok(reply) => Ok(CheckReply { reply, duration }),
+            Err(error) => {
+                *connection = None;
+                Err(error)
+            }
+        }
+    }
+
+    /// An awaited check of the streaming protocol: the first sends `hello` with the
+    /// server's `topologyVersion` and `maxAwaitTimeMS` (flagged exhaustAllowed); while
+    /// the server streams (`moreToCome`), the next reply is simply read. The server
+    /// answers when its state changes or maxAwaitTimeMS passes, so reads may wait up
+    /// to connectTimeoutMS + heartbeatFrequencyMS (spec, "Streaming protocol").
+    pub async fn awaited(
+        &self,
+        connection: &mut Option<Connection>,
+        topology_version: TopologyVersion,
+    ) -> Result<CheckReply> {
+        let started = self.clock().now();
+        let limit =
+            Some(self.settings.connect_timeout.unwrap_or_default() + self.heartbeat_frequency);
+        let Some(open) = connection else {
+            return Err(Error::invalid_argument(
+                "an awaited check needs a connection",
+            ));
+        };
+        let result = if open.has_more_to_come() {
+            open.next_streamed_reply(self.clock(), limit).await
+        } else {
+            let command = self.hello_command(open, Some(topology_version))?;
+            open.stream_command(command, self.clock(), limit).await
+        };
+        let duration = self.clock().now() - started;
+        match result {
+            Ok(reply) => Ok(CheckReply { reply, duration }),
+            Err(error) => {
+                *connection = None;
+                Err(error)
+            }
+        }
+    }
+
+    /// `hello` (or legacy `isMaster` for servers that did not say helloOk), with the
+    /// streaming fields when `topology_version` is given.
+    fn hello_command(
+        &self,
+        connection: &Connection,
+        topology_version: Option<TopologyVersion>,
+    ) -> Result<RawDocumentBuf> {
+        let name = if connection.hello().hello_ok {
+            "hello"
+        } else {
+            "isMaster"
+        };
+        let mut command = doc! { name: 1 };
+        if let Some(version) = topology_version {
+            command.insert("topologyVersion", version.to_document());
+            let max_await = i64::try_from(self.heartbeat_frequency.as_millis()).unwrap_or(i64::MAX);
+            command.insert("maxAwaitTimeMS", max_await);
+        }
+        command.insert("$db", "admin");
+        RawDocumentBuf::try_from(&command)
+            .map_err(|error| Error::invalid_argument(format!("hello cannot be encoded: {error}")))
+    }
+}
+
+/// Tells a background monitor to check now, or to stop.
+#[derive(Debug, Default)]
+pub(crate) struct MonitorSignal {
+    closed: AtomicBool,
+    check_requested: AtomicBool,
+    wake: Notify,
+}
+
+impl MonitorSignal {
+    /// Asks for a check as soon as minHeartbeatFrequencyMS allows.
+    pub fn request_check(&self) {
+        self.check_requested.store(true, Ordering::SeqCst);
+        self.wake.notify_all();
+    }
+
+    /// Stops the monitor (and its RTT monitor) at its next await.
+    pub fn close(&self) {
+        self.closed.store(true, Ordering::SeqCst);
+        self.wake.notify_all();
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::SeqCst)
+    }
+
+    /// Resolves once [`MonitorSignal::close`] is called.
+    async fn closed(&self) {
+        loop {
+            let woken = self.wake.listen();
+            if self.is_closed() {
+                return;
+            }
+            woken.await;
+        }
+    }
+
+    /// Runs `work` unless the monitor closes first (`None`): a closing client never
+    /// waits for a server that is slow to answer.
+    async fn unless_closed<T>(&self, work: impl std::future::Future<Output = T>) -> Option<T> {
+        let work = std::pin::pin!(work);
+        let closed = std::pin::pin!(self.closed());
+        match select(work, closed).await {
+            Either::Left((output, _)) => Some(output),
+            Either::Right(((), _)) => None,
+        }
+    }
+
+    /// Waits between checks: `interval`, cut short by a check request (but never
+    /// before `earliest` has passed since the last check started) or by closing.
+    async fn wait(&self, clock: &dyn Clock, interval: Duration, earliest: Duration) {
+        let requested = async {
+            loop {
+                let woken = self.wake.listen();
+                if self.check_requested.swap(false, Ordering::SeqCst) {
+                    return;
+                }
+                woken.await;
+            }
+        };
+        let requested = std::pin::pin!(requested);
+        let sleep = clock.sleep(interval);
+        if let Either::Left(((), _)) = select(requested, sleep).await {
+            // Requested early: keep at least minHeartbeatFrequencyMS between checks.
+            if !earliest.is_zero() {
+                self.unless_closed(clock.sleep(earliest)).await;
+            }
+        }
+    }
+}
+
+/// The background monitor of one server (spec, "Monitor thread"): checks it every
+/// heartbeatFrequencyMS — or, once the server supports it, streams its state — and
+/// reports every outcome to the topology. Ends when the server's signal closes or the
+/// topology is gone.
+pub(crate) async fn run_monitor(
+    checker: Checker,
+    server: Arc<Server>,
+    topology: Weak<Shared>,
+    streaming_allowed: bool,
+) {
+    let clock = checker.runtime.clock.clone();
+    let signal = &server.monitor;
+    let mut connection: Option<Connection> = None;
+    let mut streaming_version: Option<TopologyVersion> = None;
+    let mut rtt_monitor_started = false;
+    while !signal.is_closed() {
+        let awaited = streaming_version.is_some() && connection.is_some();
+        let Some(known_before) = Shared::upgrade(&topology, |shared| {
+            shared.heartbeat_started(&server.address, awaited);
+            shared.is_known(&server.address)
+        }) else {
+            return;
+        };
+        let started = clock.now();
+        let check = async {
+            match (awaited, streaming_version) {
+                (true, Some(version)) => checker.awaited(&mut connection, version).await,
+                _ => checker.poll(&mut connection).await,
+            }
+        };
+        let Some(result) = signal.unless_closed(check).await else {
+            return;
+        };
+        let network_error = matches!(&result, Err(error) if is_network_error(error));
+        let reported = Shared::upgrade(&topology, |shared| match result {
+            Ok(check) => {
+                if !awaited {
+                    server.add_rtt_sample(check.duration);
+                }
+                let version = topology_version_of(&check.reply);
+                shared.check_succeeded(&server, check, awaited);
+                version
+            }
+            Err(error) => {
+                shared.check_failed(&server, &error, clock.now() - started, awaited);
+                None
+            }
+        });
+        let Some(version) = reported else {
+            return;
+        };
+        streaming_version = version.filter(|_| streaming_allowed && connection.is_some());
+        if streaming_version.is_some() {
+            if !rtt_monitor_started {
+                // While streaming, awaited replies say nothing about latency: a second
+                // connection measures it (spec, "Measuring RTT").
+                rtt_monitor_started = true;
+                if let Some(spawner) = &checker.runtime.spawner {
+                    spawner.spawn(crate::rt::boxed(run_rtt_monitor(
+                        checker.clone(),
+                        server.clone(),
+                    )));
+                }
+            }
+            // The next awaited hello goes out at once: the server paces the stream.
+            // One that answers at once anyway (it ignores maxAwaitTimeMS) would make
+            // this a busy loop, so checks stay minHeartbeatFrequencyMS apart.
+            let since_start = clock.now() - started;
+            if since_start < MIN_HEARTBEAT_FREQUENCY {
+                signal
+                    .unless_closed(clock.sleep(MIN_HEARTBEAT_FREQUENCY - since_start))
+                    .await;
+            }
+            continue;
+        }
+        if network_error && known_before {
+            // A server that was known and just failed is checked again at once
+            // (spec, "Network or command error during server check").
+            continue;
+        }
+        let since_start = clock.now() - started;
+        let earliest = MIN_HEARTBEAT_FREQUENCY.saturating_sub(since_start);
+        let interval = checker.heartbeat_frequency.saturating_sub(since_start);
+        signal.wait(&*clock, interval, earliest).await;
+    }
+}
+
+/// Measures round-trip time on its own connection every heartbeatFrequencyMS while
+/// the main monitor streams. Its failures change nothing but its connection (spec,
+/// "RTT monitor").
+async fn run_rtt_monitor(checker: Checker, server: Arc<Server>) {
+    let clock = checker.runtime.clock.clone();
+    let signal = &server.monitor;
+    let mut connection = None;
+    while !signal.is_closed() {
+        let Some(result) = signal.unless_closed(checker.poll(&mut connection)).await else {
+            return;
+        };
+        if let Ok(check) = result {
+            server.add_rtt_sample(check.duration);
+        }
+        signal
+            .unless_closed(clock.sleep(checker.heartbeat_frequency))
+            .await;
+    }
+}
+
+/// Network errors and timeouts (as opposed to command errors).
+pub(crate) fn is_network_error(error: &Error) -> bool {
+    matches!(
+        error.kind(),
+        ErrorKind::Network { .. } | ErrorKind::Timeout { .. } | ErrorKind::Protocol { .. }
+    )
+}

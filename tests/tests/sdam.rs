@@ -1,0 +1,180 @@
+//! Server discovery and monitoring against a real SecantusDB server: discovery with
+//! and without directConnection, the streaming protocol seen in heartbeat events, and
+//! a server killed mid-run — in background and single-threaded monitoring.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anymongo::bson::doc;
+use anymongo::client::{ClientConfig, MonitoringThreads};
+use anymongo::sdam::events::SdamEvent;
+use anymongo::sdam::{ServerType, TopologyType};
+use anymongo::{Client, ClientOptions, ErrorKind};
+use anymongo_tests::server::{self, ServerOptions, TestServer};
+use tokio::sync::mpsc;
+
+/// Every wait of these tests ends after this long at most.
+const WAIT: Duration = Duration::from_secs(20);
+
+/// A client whose SDAM events arrive on the returned channel.
+fn client_with_events(
+    uri: &str,
+    monitoring: MonitoringThreads,
+) -> (Client, mpsc::UnboundedReceiver<SdamEvent>) {
+    let (sender, receiver) = mpsc::unbounded_channel();
+    let config = ClientConfig {
+        sdam_event_handler: Some(Arc::new(move |event: &SdamEvent| {
+            let _ = sender.send(event.clone());
+        })),
+        monitoring,
+        ..ClientConfig::default()
+    };
+    let options = ClientOptions::parse(uri).expect("valid URI");
+    let client =
+        Client::with_config(options, config, anymongo_native::runtime()).expect("valid options");
+    (client, receiver)
+}
+
+/// Waits (at most [`WAIT`]) for an event matching `wanted`; returns it.
+async fn wait_for(
+    events: &mut mpsc::UnboundedReceiver<SdamEvent>,
+    what: &str,
+    wanted: impl Fn(&SdamEvent) -> bool,
+) -> SdamEvent {
+    let found = tokio::time::timeout(WAIT, async {
+        while let Some(event) = events.recv().await {
+            if wanted(&event) {
+                return Some(event);
+            }
+        }
+        None
+    })
+    .await;
+    match found {
+        Ok(Some(event)) => event,
+        Ok(None) => panic!("the event stream ended before {what}"),
+        Err(_) => panic!("no {what} within {WAIT:?}"),
+    }
+}
+
+async fn ping(client: &Client) -> anymongo::Result<()> {
+    client
+        .database("admin")
+        .run_command(doc! { "ping": 1 })
+        .await
+        .map(drop)
+}
+
+#[tokio::test]
+async fn direct_connection_makes_a_single_topology() {
+    let uri = format!("{}?directConnection=true", server::shared().uri());
+    let client = anymongo_native::client(&uri).unwrap();
+    ping(&client).await.unwrap();
+    let topology = client.topology_description();
+    assert_eq!(topology.topology_type, TopologyType::Single);
+    let servers: Vec<_> = topology.servers.values().collect();
+    assert_eq!(servers.len(), 1);
+    // SecantusDB presents itself as the primary of a one-member replica set.
+    assert_eq!(servers[0].server_type, ServerType::RsPrimary);
+}
+
+#[tokio::test]
+async fn discovery_finds_the_replica_set_from_its_seed() {
+    for monitoring in [
+        MonitoringThreads::Background,
+        MonitoringThreads::SingleThreaded,
+    ] {
+        let (client, _events) = client_with_events(&server::shared().uri(), monitoring);
+        ping(&client).await.unwrap();
+        let topology = client.topology_description();
+        assert_eq!(
+            topology.topology_type,
+            TopologyType::ReplicaSetWithPrimary,
+            "{monitoring:?}: {topology}"
+        );
+        assert_eq!(topology.set_name.as_deref(), Some("secantus"));
+        assert_eq!(topology.logical_session_timeout_minutes, Some(30));
+    }
+}
+
+#[tokio::test]
+async fn the_streaming_protocol_is_used_and_polling_can_be_forced() {
+    let uri = format!("{}?heartbeatFrequencyMS=500", server::shared().uri());
+    let (client, mut events) = client_with_events(&uri, MonitoringThreads::Background);
+    ping(&client).await.unwrap();
+    wait_for(&mut events, "awaited heartbeat", |event| {
+        matches!(
+            event,
+            SdamEvent::ServerHeartbeatSucceeded { awaited: true, .. }
+        )
+    })
+    .await;
+
+    let uri = format!(
+        "{}?heartbeatFrequencyMS=500&serverMonitoringMode=poll",
+        server::shared().uri()
+    );
+    let (client, mut events) = client_with_events(&uri, MonitoringThreads::Background);
+    ping(&client).await.unwrap();
+    // Three polled heartbeats, none awaited.
+    for _ in 0..3 {
+        let event = wait_for(&mut events, "heartbeat", |event| {
+            matches!(event, SdamEvent::ServerHeartbeatSucceeded { .. })
+        })
+        .await;
+        assert!(
+            matches!(
+                event,
+                SdamEvent::ServerHeartbeatSucceeded { awaited: false, .. }
+            ),
+            "{event:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_killed_server_turns_unknown_and_the_driver_recovers_when_it_is_back() {
+    let mut server = TestServer::start(&ServerOptions::default()).unwrap();
+    let uri = format!(
+        "{}?heartbeatFrequencyMS=500&serverSelectionTimeoutMS=15000",
+        server.uri()
+    );
+    let (client, mut events) = client_with_events(&uri, MonitoringThreads::Background);
+    ping(&client).await.unwrap();
+    server.kill();
+    wait_for(&mut events, "the server turning Unknown", |event| {
+        matches!(event, SdamEvent::ServerDescriptionChanged { new, .. }
+            if new.server_type == ServerType::Unknown)
+    })
+    .await;
+    server.restart().unwrap();
+    // The operation waits in server selection until the monitor sees the server again.
+    ping(&client).await.unwrap();
+    let topology = client.topology_description();
+    assert_eq!(topology.topology_type, TopologyType::ReplicaSetWithPrimary);
+}
+
+#[tokio::test]
+async fn single_threaded_monitoring_recovers_after_a_restart_too() {
+    let mut server = TestServer::start(&ServerOptions::default()).unwrap();
+    // serverSelectionTryOnce=false: selection scans again every
+    // minHeartbeatFrequencyMS until the timeout instead of failing after one scan.
+    let uri = format!(
+        "{}?serverSelectionTimeoutMS=15000&serverSelectionTryOnce=false",
+        server.uri()
+    );
+    let (client, mut events) = client_with_events(&uri, MonitoringThreads::SingleThreaded);
+    ping(&client).await.unwrap();
+    server.kill();
+    // The pooled connection fails: the error marks the server Unknown.
+    let error = ping(&client).await.unwrap_err();
+    assert!(matches!(error.kind(), ErrorKind::Network { .. }), "{error}");
+    wait_for(&mut events, "the server turning Unknown", |event| {
+        matches!(event, SdamEvent::ServerDescriptionChanged { new, .. }
+            if new.server_type == ServerType::Unknown)
+    })
+    .await;
+    server.restart().unwrap();
+    // The next selection rescans (the topology is stale) until it finds the server.
+    ping(&client).await.unwrap();
+}
