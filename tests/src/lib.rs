@@ -7,6 +7,8 @@
 //!   live SDAM tests.
 //! - [`spec`]: the registry and runner of the JSON specification tests.
 //! - [`demo`]: the demo's script, shared by its native and WASI builds.
+//! - [`probe`]: a scripted series of operations that reports the topology after each,
+//!   run by the `topology` binary natively and under WASI.
 //! - [`setup`]: the cache of tools installed by `tests/setup.sh`.
 //!
 //! All of it runs on the test machine only, so it is left out of WASI builds.
@@ -16,6 +18,7 @@ pub mod certs;
 pub mod demo;
 #[cfg(not(target_os = "wasi"))]
 pub mod mock;
+pub mod probe;
 #[cfg(not(target_os = "wasi"))]
 pub mod replica_set;
 #[cfg(not(target_os = "wasi"))]

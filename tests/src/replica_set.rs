@@ -1,7 +1,8 @@
 //! A scripted mock replica set for live SDAM tests: `n` members (three by default) on
 //! 127.0.0.1, 127.0.0.2, 127.0.0.3 … sharing one port, each answering hello (legacy
 //! OP_QUERY `isMaster` and OP_MSG `hello`, awaitable and exhaust/streaming included),
-//! `ping`, `insert`, `find` and, with `{ok: 1}`, everything else.
+//! `ping`, `insert`, `find`, `replSetStepDown` (the next normal member is elected at
+//! once) and, with `{ok: 1}`, everything else.
 //!
 //! The test drives the set's state — which member is primary, each member's role
 //! (normal, hidden, arbiter, removed from the config), which members are down — and reads
@@ -134,6 +135,9 @@ struct State {
     next_connection_id: i64,
     members: Vec<Member>,
     inserts: Vec<RecordedInsert>,
+    /// Set by a command that changed the topology (`replSetStepDown`): the member
+    /// handling it wakes the awaitable hellos.
+    topology_changed: bool,
 }
 
 struct Member {
@@ -197,6 +201,7 @@ impl MockReplicaSet {
                 })
                 .collect(),
             inserts: Vec::new(),
+            topology_changed: false,
         };
         let shared = Arc::new(Shared {
             state: Mutex::new(state),
@@ -520,6 +525,23 @@ impl Shared {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// Member `i` runs a command other than an awaitable hello: recorded, answered,
+    /// and announced to whoever waits on the set.
+    fn command(&self, i: usize, command: &Document, legacy: bool, connection_id: i64) -> Document {
+        let (reply, topology_changed) = {
+            let mut state = self.lock();
+            state.members[i].commands.push(command.clone());
+            let reply = state.command(&self.addresses, i, command, legacy, connection_id);
+            (reply, std::mem::take(&mut state.topology_changed))
+        };
+        if topology_changed {
+            self.notify_topology();
+        } else {
+            self.notify_activity();
+        }
+        reply
+    }
+
     fn notify_topology(&self) {
         self.topology.send_modify(|generation| *generation += 1);
         self.notify_activity();
@@ -673,6 +695,24 @@ impl State {
                 } else {
                     not_writable_primary()
                 }
+            }
+            "replSetStepDown" => {
+                // The primary steps down and the next normal member is elected at once
+                // (a real election takes longer; the driver sees the same sequence).
+                if self.effective_primary() != Some(i) {
+                    return not_writable_primary();
+                }
+                let count = self.members.len();
+                let successor = (1..count)
+                    .map(|offset| (i + offset) % count)
+                    .find(|&j| self.members[j].role == MemberRole::Normal && !self.members[j].down);
+                self.primary = successor;
+                self.term += 1;
+                for member in &mut self.members {
+                    member.counter += 1;
+                }
+                self.topology_changed = true;
+                doc! { "ok": 1.0 }
             }
             "find" => {
                 let ns = format!(
@@ -843,12 +883,7 @@ async fn serve(
                 if let Ok(query) = command.get_document("$query") {
                     command = query.clone();
                 }
-                let reply = {
-                    let mut state = shared.lock();
-                    state.members[i].commands.push(command.clone());
-                    state.command(&shared.addresses, i, &command, true, connection_id)
-                };
-                shared.notify_activity();
+                let reply = shared.command(i, &command, true, connection_id);
                 writer.send_reply(&reply, header.request_id).await
             }
             op_code::MSG => {
@@ -913,12 +948,7 @@ async fn serve_msg(
     let max_await = command.get("maxAwaitTimeMS");
     let awaitable = is_hello && (topology_version.is_some() || max_await.is_some());
     if !awaitable {
-        let reply = {
-            let mut state = shared.lock();
-            state.members[i].commands.push(command.clone());
-            state.command(&shared.addresses, i, &command, false, connection_id)
-        };
-        shared.notify_activity();
+        let reply = shared.command(i, &command, false, connection_id);
         writer
             .send_msg(&reply, MsgFlags::empty(), header.request_id)
             .await?;

@@ -266,3 +266,30 @@ async fn background_selection_times_out_naming_every_member_when_all_are_down() 
 async fn single_threaded_selection_times_out_naming_every_member_when_all_are_down() {
     all_members_down_scenario(MonitoringThreads::SingleThreaded).await;
 }
+
+#[tokio::test]
+async fn dropping_the_client_stops_its_monitors() {
+    let set = MockReplicaSet::start().await;
+    let client = anymongo_native::client(&set.uri("")).unwrap();
+    ping(&client).await.unwrap();
+    let all_monitored = set
+        .wait_for(WAIT, |set| {
+            (0..3).all(|index| set.open_connections(index) > 0)
+        })
+        .await;
+    assert!(all_monitored, "every member gets a monitoring connection");
+    drop(client);
+    // No runtime is needed in Drop: the monitors notice the close at their next await.
+    let all_closed = set
+        .wait_for(WAIT, |set| {
+            (0..3).all(|index| set.open_connections(index) == 0)
+        })
+        .await;
+    assert!(
+        all_closed,
+        "connections left open: {:?}",
+        (0..3)
+            .map(|index| set.open_connections(index))
+            .collect::<Vec<_>>()
+    );
+}

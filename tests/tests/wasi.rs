@@ -4,30 +4,33 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::OnceLock;
+use std::sync::{Mutex, PoisonError};
 
 use anymongo::bson::doc;
+use anymongo_tests::replica_set::MockReplicaSet;
 use anymongo_tests::server::{self, TestServer};
 use anymongo_tests::{certs, demo, setup};
 
-/// Builds the WASI demo once per test binary (a no-op when `./run.sh test` already
-/// did) and returns its path.
-fn wasi_demo() -> &'static Path {
-    static WASM: OnceLock<PathBuf> = OnceLock::new();
-    WASM.get_or_init(|| {
+/// Builds the wasip2 binary `name` of anymongo-tests once per test binary (a no-op
+/// when `./run.sh test` already did) and returns its path.
+fn wasi_binary(name: &'static str) -> PathBuf {
+    static BUILT: Mutex<Vec<&'static str>> = Mutex::new(Vec::new());
+    let mut built = BUILT.lock().unwrap_or_else(PoisonError::into_inner);
+    if !built.contains(&name) {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         let status = Command::new(cargo)
             .current_dir(setup::workspace_root())
-            .args(["build", "-q", "-p", "anymongo-tests", "--bin", "demo"])
+            .args(["build", "-q", "-p", "anymongo-tests", "--bin", name])
             .args(["--target", "wasm32-wasip2"])
             .status()
             .expect("cargo runs");
-        assert!(status.success(), "building the wasip2 demo failed");
-        let target_dir = std::env::var_os("CARGO_TARGET_DIR")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| setup::workspace_root().join("target"));
-        target_dir.join("wasm32-wasip2/debug/demo.wasm")
-    })
+        assert!(status.success(), "building the wasip2 {name} failed");
+        built.push(name);
+    }
+    let target_dir = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| setup::workspace_root().join("target"));
+    target_dir.join(format!("wasm32-wasip2/debug/{name}.wasm"))
 }
 
 fn wasmtime() -> PathBuf {
@@ -53,7 +56,7 @@ async fn run_wasi_demo(uri: &str, collection: &str, readable: Option<&Path>) {
         command.arg("--dir").arg(format!("{0}::{0}", dir.display()));
     }
     let output = command
-        .arg(wasi_demo())
+        .arg(wasi_binary("demo"))
         .args([uri, collection])
         .output()
         .expect("wasmtime runs");
@@ -111,4 +114,74 @@ async fn wasi_build_authenticates_with_x509_over_mutual_tls() {
     let server = TestServer::start(&certs.x509_server_options()).unwrap();
     let uri = certs.x509_uri(&server);
     run_wasi_demo(&uri, "from_wasi_as_x509", Some(dir.path())).await;
+}
+
+/// Runs the wasip2 `topology` probe (single-threaded monitoring: WASI has no
+/// spawner) against `uri` with `steps`; returns its report. Blocking work runs off
+/// the runtime, whose threads serve the mock replica set meanwhile.
+async fn wasi_topology(uri: String, steps: &[&str]) -> String {
+    let wasm = wasi_binary("topology");
+    let mut command = Command::new(wasmtime());
+    command
+        .args(["run", "-S", "inherit-network=y"])
+        .arg(wasm)
+        .arg(uri)
+        .args(steps);
+    let output = tokio::task::spawn_blocking(move || command.output())
+        .await
+        .unwrap()
+        .expect("wasmtime runs");
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "topology probe failed: {stdout}\n{stderr}"
+    );
+    stdout
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wasi_build_discovers_a_replica_set_and_follows_a_step_down() {
+    let set = MockReplicaSet::start().await;
+    let report = wasi_topology(set.uri(""), &["insert:1", "stepdown", "insert:2"]).await;
+    let lines: Vec<&str> = report.lines().collect();
+    // Discovery of all three members from the one seed, in the first scan.
+    let first = lines
+        .iter()
+        .position(|line| line.starts_with("topology:"))
+        .unwrap();
+    assert_eq!(lines[first - 1], "step insert:1: ok", "{report}");
+    let topology = lines[first];
+    assert!(topology.contains("ReplicaSetWithPrimary"), "{report}");
+    for index in 0..3 {
+        assert!(topology.contains(set.address(index)), "{report}");
+    }
+    assert!(report.contains("step stepdown: ok"), "{report}");
+    // The client still believes in the old primary: the refusal sends it to rescan.
+    assert!(report.contains("insert:2 refused"), "{report}");
+    assert!(report.contains("step insert:2: ok"), "{report}");
+    let accepted: Vec<(i32, usize)> = set
+        .inserts()
+        .iter()
+        .filter(|insert| insert.accepted)
+        .map(|insert| (insert.documents[0].get_i32("_id").unwrap(), insert.member))
+        .collect();
+    assert_eq!(accepted, [(1, 0), (2, 1)]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wasi_build_names_every_member_when_all_are_down() {
+    let set = MockReplicaSet::start().await;
+    for index in 0..3 {
+        set.down(index).await;
+    }
+    let report = wasi_topology(set.uri_all("serverSelectionTimeoutMS=1000"), &["ping"]).await;
+    // Single-threaded selection tries once (serverSelectionTryOnce defaults to true).
+    assert!(
+        report.contains("step ping: error: server selection failed after one scan"),
+        "{report}"
+    );
+    for index in 0..3 {
+        assert!(report.contains(set.address(index)), "{report}");
+    }
 }

@@ -471,7 +471,7 @@ impl Shared {
                     .map(|last| last + MIN_HEARTBEAT_FREQUENCY);
                 if let Some(ready) = scan_ready {
                     if !self.options.server_selection_try_once && ready > deadline {
-                        return Err(self.selection_error(criteria, timeout));
+                        return Err(self.selection_error(criteria, Some(timeout)));
                     }
                     let wait = ready.saturating_duration_since(clock.now());
                     if !wait.is_zero() {
@@ -488,10 +488,11 @@ impl Shared {
                     state.stale = true;
                     let scanned_since_start = state.last_scan.is_some_and(|last| last >= started);
                     drop(state);
-                    if (self.options.server_selection_try_once && scanned_since_start)
-                        || clock.now() >= deadline
-                    {
-                        return Err(self.selection_error(criteria, timeout));
+                    if self.options.server_selection_try_once && scanned_since_start {
+                        return Err(self.selection_error(criteria, None));
+                    }
+                    if clock.now() >= deadline {
+                        return Err(self.selection_error(criteria, Some(timeout)));
                     }
                 }
                 None => {
@@ -502,7 +503,7 @@ impl Shared {
                     if remaining.is_zero()
                         || rt::timeout(&*clock, remaining, changed).await.is_err()
                     {
-                        return Err(self.selection_error(criteria, timeout));
+                        return Err(self.selection_error(criteria, Some(timeout)));
                     }
                 }
             }
@@ -545,7 +546,13 @@ impl Shared {
         }))
     }
 
-    fn selection_error(&self, criteria: &SelectionCriteria<'_>, timeout: Duration) -> Error {
+    /// The error of a failed selection. `timeout` is `None` when single-threaded
+    /// selection gave up after one scan (serverSelectionTryOnce).
+    fn selection_error(
+        &self,
+        criteria: &SelectionCriteria<'_>,
+        timeout: Option<Duration>,
+    ) -> Error {
         let wanted = match criteria {
             SelectionCriteria::Write => "writable server".to_owned(),
             SelectionCriteria::Read(preference) => {
@@ -553,12 +560,16 @@ impl Shared {
             }
         };
         let description = self.description();
-        let message = match &description.compatibility_error {
-            Some(incompatible) => incompatible.clone(),
-            None => format!(
-                "server selection timed out after {} ms: no {wanted} in the topology {description}",
+        let failed = match timeout {
+            Some(timeout) => format!(
+                "server selection timed out after {} ms",
                 timeout.as_millis()
             ),
+            None => "server selection failed after one scan (serverSelectionTryOnce)".to_owned(),
+        };
+        let message = match &description.compatibility_error {
+            Some(incompatible) => incompatible.clone(),
+            None => format!("{failed}: no {wanted} in the topology {description}"),
         };
         Error::new(ErrorKind::ServerSelection { message })
     }
