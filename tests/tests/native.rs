@@ -28,6 +28,21 @@ async fn ping() {
     assert_eq!(reply.get("ok"), Some(&Bson::Double(1.0)));
 }
 
+#[test]
+fn a_client_built_outside_a_tokio_runtime_works_in_one_later() {
+    // No runtime to spawn monitors on: the client monitors in single-threaded mode
+    // instead of panicking.
+    let client = client(&shared_uri());
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let reply = runtime
+        .block_on(client.database("admin").run_command(doc! { "ping": 1 }))
+        .unwrap();
+    assert_eq!(reply.get("ok"), Some(&Bson::Double(1.0)));
+}
+
 #[tokio::test]
 async fn hello_is_parsed() {
     let hello = client(&shared_uri()).hello().await.unwrap();

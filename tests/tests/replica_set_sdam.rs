@@ -161,6 +161,16 @@ async fn replica_set_scenario(monitoring: MonitoringThreads) {
         })
         .await;
 
+    if monitoring == MonitoringThreads::Background {
+        // The members support the streaming protocol, so the monitors stream.
+        let streaming = set
+            .wait_for(WAIT, |set| {
+                (0..3).all(|index| set.hello_counts(index).awaited > 0)
+            })
+            .await;
+        assert!(streaming, "every member gets awaitable hellos");
+    }
+
     // An election: member 1 becomes primary, and writes follow it.
     set.set_primary(Some(1));
     observed

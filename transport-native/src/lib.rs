@@ -31,7 +31,10 @@ pub fn client(uri: &str) -> Result<Client> {
     Client::with_uri(uri, runtime())
 }
 
-/// The native [`Runtime`]: tokio sockets, rustls, tokio time and `tokio::spawn`.
+/// The native [`Runtime`]: tokio sockets, rustls, tokio time, and the tokio runtime
+/// this is called in for background monitoring. Called outside a tokio runtime, it has
+/// no spawner, and clients built with it monitor in single-threaded mode (their
+/// operations must still run in a tokio runtime).
 pub fn runtime() -> Runtime {
     Runtime {
         transport: Arc::new(TokioTransport),
@@ -39,7 +42,9 @@ pub fn runtime() -> Runtime {
         clock: Arc::new(TokioClock {
             origin: tokio::time::Instant::now(),
         }),
-        spawner: Some(Arc::new(TokioSpawner)),
+        spawner: tokio::runtime::Handle::try_current()
+            .ok()
+            .map(|handle| Arc::new(TokioSpawner(handle)) as Arc<dyn Spawner>),
         host: HostInfo {
             runtime: "native",
             platform: "tokio, rustls".into(),
@@ -148,12 +153,12 @@ impl Clock for TokioClock {
     }
 }
 
-/// Runs background work with `tokio::spawn`.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct TokioSpawner;
+/// Runs background work on a tokio runtime.
+#[derive(Debug, Clone)]
+pub struct TokioSpawner(pub tokio::runtime::Handle);
 
 impl Spawner for TokioSpawner {
     fn spawn(&self, task: BoxFuture<'static, ()>) {
-        tokio::spawn(task);
+        self.0.spawn(task);
     }
 }

@@ -341,6 +341,9 @@ impl Shared {
             failure: error.to_string(),
             awaited,
         }]);
+        // An Unknown server starts its round-trip average afresh (server-monitoring.md,
+        // "Measuring RTT").
+        lock(&server.rtt).reset();
         let now = self.runtime.clock.now();
         self.apply(ServerDescription::from_error(
             server.address.clone(),
