@@ -483,6 +483,10 @@ fn command_reply(reply: RawDocumentBuf, address: &str) -> Result<Document> {
                     .collect()
             })
             .unwrap_or_default(),
+        topology_version: reply
+            .get_document("topologyVersion")
+            .ok()
+            .and_then(crate::sdam::TopologyVersion::from_document),
     }
     .into())
 }

@@ -98,6 +98,9 @@ pub struct CommandError {
     pub message: String,
     /// The reply's `errorLabels`, e.g. `"TransientTransactionError"`.
     pub error_labels: Vec<String>,
+    /// The reply's `topologyVersion`: SDAM ignores a state-change error older than
+    /// what it already knows of the server (SDAM spec, "topologyVersion").
+    pub topology_version: Option<crate::sdam::TopologyVersion>,
 }
 
 impl Error {

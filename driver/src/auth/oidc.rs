@@ -1033,6 +1033,7 @@ mod tests {
             code_name: String::new(),
             message: "refused".into(),
             error_labels: Vec::new(),
+            topology_version: None,
         }
         .into()
     }

@@ -171,7 +171,7 @@ impl ApplicationError {
             ErrorKind::Command(command) => ApplicationErrorKind::Command {
                 code: Some(command.code).filter(|code| *code != 0),
                 message: command.message.clone(),
-                topology_version: None,
+                topology_version: command.topology_version,
             },
             ErrorKind::Authentication { code, message, .. } => ApplicationErrorKind::Command {
                 code: *code,
@@ -1368,6 +1368,10 @@ mod tests {
             code_name: "ShutdownInProgress".into(),
             message: "shutting down".into(),
             error_labels: vec![SYSTEM_OVERLOADED_ERROR.into()],
+            topology_version: Some(TopologyVersion {
+                process_id: ObjectId::from_bytes([7; 12]),
+                counter: 4,
+            }),
         });
         let converted = ApplicationError::from_error(
             &error,
@@ -1380,7 +1384,8 @@ mod tests {
         assert!(converted.system_overloaded);
         assert!(matches!(
             converted.kind,
-            ApplicationErrorKind::Command { code: Some(91), .. }
+            ApplicationErrorKind::Command { code: Some(91), topology_version: Some(version), .. }
+                if version.counter == 4
         ));
         assert!(ApplicationError::from_error(
             &Error::invalid_argument("x"),
