@@ -15,7 +15,7 @@ use crate::error::{Error, Result};
 use crate::handshake::{client_metadata, HelloReply};
 use crate::rt::{ConnectTarget, Runtime};
 use crate::sdam::live::Topology;
-pub use crate::sdam::live::{MonitoringThreads, SdamEventHandler, SdamEventListener};
+pub use crate::sdam::live::{MonitoringThreads, SdamEventHandler};
 use crate::sdam::topology::ErrorPhase;
 use crate::sdam::TopologyDescription;
 use crate::selection::{read_preference_document, SelectionCriteria};

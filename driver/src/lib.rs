@@ -28,9 +28,10 @@
 
 pub mod auth;
 pub mod client;
-mod cmap;
+pub mod cmap;
 mod connection;
 pub mod error;
+pub mod event;
 pub mod handshake;
 mod notify;
 pub mod rt;

@@ -13,7 +13,7 @@
 //!   when the description is stale (server-selection.md, "Single-threaded server
 //!   selection").
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::Duration;
@@ -23,8 +23,9 @@ use bson::oid::ObjectId;
 use crate::cmap::{Pool, PooledConnection};
 use crate::connection::{Connection, ConnectionSettings};
 use crate::error::{Error, ErrorKind, Result};
+use crate::event::{EventHandler, EventSink};
 use crate::notify::Notify;
-use crate::rt::{self, Instant, MaybeSend, MaybeSync, Runtime};
+use crate::rt::{self, Instant, Runtime};
 use crate::sdam::events::SdamEvent;
 use crate::sdam::monitor::{
     is_network_error, run_monitor, CheckReply, Checker, MonitorSignal, MIN_HEARTBEAT_FREQUENCY,
@@ -36,22 +37,8 @@ use crate::sdam::{
 use crate::selection::{self, RoundTripTime, SelectionCriteria};
 use crate::uri::{ClientOptions, ServerAddress};
 
-/// Receives SDAM events (topology and server opening, changes, closing, heartbeats),
-/// synchronously and in publication order; it must not block. Any
-/// `Fn(&SdamEvent)` closure is one.
-pub trait SdamEventListener: MaybeSend + MaybeSync {
-    /// Called for each event.
-    fn handle(&self, event: &SdamEvent);
-}
-
-impl<F: Fn(&SdamEvent) + MaybeSend + MaybeSync> SdamEventListener for F {
-    fn handle(&self, event: &SdamEvent) {
-        self(event)
-    }
-}
-
-/// A shared [`crate::client::SdamEventListener`], as [`crate::client::ClientConfig`] takes it.
-pub type SdamEventHandler = Arc<dyn SdamEventListener>;
+/// Receives SDAM events (topology and server opening, changes, closing, heartbeats).
+pub type SdamEventHandler = EventHandler<SdamEvent>;
 
 /// Who checks the servers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -143,7 +130,7 @@ pub(crate) struct Shared {
     state: Mutex<State>,
     /// Notified whenever the description changes or the topology closes.
     changed: Notify,
-    events: EventSink,
+    events: EventSink<SdamEvent>,
     /// Single-threaded mode: one scan at a time.
     scanning: futures::lock::Mutex<()>,
 }
@@ -692,49 +679,6 @@ impl Shared {
         drop(state);
         self.events.flush();
         self.changed.notify_all();
-    }
-}
-
-/// Publishes events in order to the handler, outside the state lock: events are
-/// queued under the lock and delivered by whoever flushes.
-struct EventSink {
-    handler: Option<SdamEventHandler>,
-    queue: Mutex<VecDeque<SdamEvent>>,
-    delivering: Mutex<()>,
-}
-
-impl EventSink {
-    fn new(handler: Option<SdamEventHandler>) -> EventSink {
-        EventSink {
-            handler,
-            queue: Mutex::new(VecDeque::new()),
-            delivering: Mutex::new(()),
-        }
-    }
-
-    fn queue(&self, events: impl IntoIterator<Item = SdamEvent>) {
-        if self.handler.is_some() {
-            lock(&self.queue).extend(events);
-        }
-    }
-
-    fn publish(&self, events: impl IntoIterator<Item = SdamEvent>) {
-        self.queue(events);
-        self.flush();
-    }
-
-    fn flush(&self) {
-        let Some(handler) = &self.handler else {
-            return;
-        };
-        // One deliverer at a time keeps the order; it drains what others queued.
-        let _delivering = lock(&self.delivering);
-        loop {
-            let Some(event) = lock(&self.queue).pop_front() else {
-                return;
-            };
-            handler.handle(&event);
-        }
     }
 }
 

@@ -7,10 +7,10 @@
 
 use std::path::Path;
 
-use super::server_selection::{run_files, run_selection_test};
-use super::SuiteOutcome;
+use super::server_selection::run_selection_test;
+use super::{run_json_files, SuiteOutcome};
 
 /// Runs the suite in `dir` (the corpus's `max_staleness` folder).
 pub fn run(dir: &Path) -> SuiteOutcome {
-    run_files(dir, |_, test| run_selection_test(test))
+    run_json_files(dir, |_| true, |_| None, |_, test| run_selection_test(test))
 }

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use crate::setup;
 
 pub mod auth;
+pub mod cmap;
 pub mod connection_string;
 pub mod max_staleness;
 pub mod sdam;
@@ -76,7 +77,10 @@ pub static SUITES: &[Suite] = &[
         name: "max_staleness",
         runner: Runner::Run(max_staleness::run),
     },
-    pending("connection_monitoring", POOL),
+    Suite {
+        name: "connection_monitoring",
+        runner: Runner::Run(cmap::run),
+    },
     pending("load_balancer", POOL),
     Suite {
         name: "uri_options",
@@ -170,13 +174,14 @@ pub fn json_files(dir: &Path) -> Result<Vec<String>, String> {
 /// One test of a JSON spec file: an object of the file's `tests` array.
 pub type JsonTest = serde_json::Map<String, serde_json::Value>;
 
-/// Runs `run_test` on each test of each JSON file under `dir` (the files' `tests`
-/// arrays), counting a test per outcome; a file for which `skip` gives a reason is
-/// skipped whole.
-pub fn run_json_tests(
+/// Runs each JSON file under `dir` that `include` accepts as one test (the formats
+/// whose file is the test): a file for which `skip` gives a reason (it sees the
+/// file's content) is set aside, every other one goes to `run_file`.
+pub fn run_json_files(
     dir: &Path,
-    skip: impl Fn(&str) -> Option<&'static str>,
-    run_test: impl Fn(&JsonTest) -> Result<(), String>,
+    include: impl Fn(&str) -> bool,
+    skip: impl Fn(&JsonTest) -> Option<&'static str>,
+    mut run_file: impl FnMut(&str, &JsonTest) -> Result<(), String>,
 ) -> SuiteOutcome {
     let mut outcome = SuiteOutcome::default();
     let files = match json_files(dir) {
@@ -186,44 +191,82 @@ pub fn run_json_tests(
             return outcome;
         }
     };
-    for file in files {
-        if let Some(reason) = skip(&file) {
-            outcome.skipped.push((file, reason.to_owned()));
-            continue;
-        }
-        let tests = match load_tests(&dir.join(&file)) {
-            Ok(tests) => tests,
+    for file in files.into_iter().filter(|file| include(file)) {
+        let test = match read_json_object(&dir.join(&file)) {
+            Ok(test) => test,
             Err(why) => {
                 outcome.failed.push((file, why));
                 continue;
             }
         };
-        for test in tests {
-            let description = test
-                .get("description")
-                .and_then(serde_json::Value::as_str)
-                .unwrap_or("(no description)");
-            match run_test(&test) {
-                Ok(()) => outcome.passed += 1,
-                Err(why) => outcome
-                    .failed
-                    .push((file.clone(), format!("{description}: {why}"))),
-            }
+        if let Some(reason) = skip(&test) {
+            outcome.skipped.push((file, reason.to_owned()));
+            continue;
+        }
+        match run_file(&file, &test) {
+            Ok(()) => outcome.passed += 1,
+            Err(why) => outcome.failed.push((file, why)),
         }
     }
     outcome
 }
 
-/// The `tests` array of a JSON spec file.
-fn load_tests(path: &Path) -> Result<Vec<JsonTest>, String> {
+/// A JSON file whose top level is an object.
+pub fn read_json_object(path: &Path) -> Result<JsonTest, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let json: serde_json::Value =
-        serde_json::from_str(&text).map_err(|e| format!("{} is not JSON: {e}", path.display()))?;
+    match serde_json::from_str(&text) {
+        Ok(serde_json::Value::Object(test)) => Ok(test),
+        Ok(_) => Err(format!("{} is not a JSON object", path.display())),
+        Err(e) => Err(format!("{} is not JSON: {e}", path.display())),
+    }
+}
+
+/// Runs `run_test` on each test of each JSON file under `dir` (the files' `tests`
+/// arrays), counting a test per outcome; a file for which `skip` gives a reason is
+/// skipped whole.
+pub fn run_json_tests(
+    dir: &Path,
+    skip: impl Fn(&str) -> Option<&'static str>,
+    run_test: impl Fn(&JsonTest) -> Result<(), String>,
+) -> SuiteOutcome {
+    let mut outcome = SuiteOutcome::default();
+    let mut per_file = run_json_files(
+        dir,
+        |_| true,
+        |_| None,
+        |file, json| {
+            if let Some(reason) = skip(file) {
+                outcome.skipped.push((file.to_owned(), reason.to_owned()));
+                return Ok(());
+            }
+            for test in tests_of(json)? {
+                let description = test
+                    .get("description")
+                    .and_then(serde_json::Value::as_str)
+                    .unwrap_or("(no description)");
+                match run_test(&test) {
+                    Ok(()) => outcome.passed += 1,
+                    Err(why) => outcome
+                        .failed
+                        .push((file.to_owned(), format!("{description}: {why}"))),
+                }
+            }
+            Ok(())
+        },
+    );
+    // Files count through their tests; what remains are files that could not be read.
+    per_file.passed = 0;
+    outcome.failed.append(&mut per_file.failed);
+    outcome
+}
+
+/// The `tests` array of a JSON spec file.
+fn tests_of(json: &JsonTest) -> Result<Vec<JsonTest>, String> {
     let tests = json
         .get("tests")
         .and_then(serde_json::Value::as_array)
-        .ok_or_else(|| format!("{} has no 'tests' array", path.display()))?;
+        .ok_or("the file has no 'tests' array")?;
     tests
         .iter()
         .map(|test| {

@@ -38,21 +38,27 @@ use anymongo::sdam::{
 use anymongo::{ClientOptions, ServerAddress};
 use serde_json::{Map, Value};
 
-use super::{json_files, SuiteOutcome};
+use super::{run_json_files, SuiteOutcome};
 
 /// Runs the suite in `dir` (the corpus's `discovery_and_monitoring` folder), all but
 /// its `unified/` folder.
 pub fn run(dir: &Path) -> SuiteOutcome {
-    run_files(
+    run_json_files(
         dir,
         |file| !file.starts_with("unified/"),
-        Expect::Description,
+        |_| None,
+        |_, test| run_test(test, Expect::Description),
     )
 }
 
 /// Runs the suite in `dir` (the corpus's `sdam_monitoring` folder).
 pub fn run_monitoring(dir: &Path) -> SuiteOutcome {
-    run_files(dir, |_| true, Expect::Events)
+    run_json_files(
+        dir,
+        |_| true,
+        |_| None,
+        |_, test| run_test(test, Expect::Events),
+    )
 }
 
 /// What a phase's outcome describes.
@@ -62,35 +68,6 @@ enum Expect {
     Description,
     /// The events published during the phase.
     Events,
-}
-
-/// Runs each JSON file under `dir` that `include` accepts as one test.
-fn run_files(dir: &Path, include: impl Fn(&str) -> bool, expect: Expect) -> SuiteOutcome {
-    let mut outcome = SuiteOutcome::default();
-    let files = match json_files(dir) {
-        Ok(files) => files,
-        Err(why) => {
-            outcome.failed.push((String::new(), why));
-            return outcome;
-        }
-    };
-    for file in files.into_iter().filter(|file| include(file)) {
-        match read_test(&dir.join(&file)).and_then(|test| run_test(&test, expect)) {
-            Ok(()) => outcome.passed += 1,
-            Err(why) => outcome.failed.push((file, why)),
-        }
-    }
-    outcome
-}
-
-fn read_test(path: &Path) -> Result<Map<String, Value>, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    match serde_json::from_str(&text) {
-        Ok(Value::Object(test)) => Ok(test),
-        Ok(_) => Err(format!("{} is not a JSON object", path.display())),
-        Err(e) => Err(format!("{} is not JSON: {e}", path.display())),
-    }
 }
 
 /// The client under test: the state machine, the simulated pools, the events so far.

@@ -26,7 +26,7 @@ use anymongo::uri::{ReadPreference, ReadPreferenceMode, TagSet};
 use anymongo::ServerAddress;
 use serde_json::Value;
 
-use super::{json_files, JsonTest, SuiteOutcome};
+use super::{run_json_files, JsonTest, SuiteOutcome};
 
 /// localThresholdMS's default, which the tests assume.
 const LOCAL_THRESHOLD: Duration = Duration::from_millis(15);
@@ -61,49 +61,20 @@ const SERVER_TYPES: [ServerType; 10] = [
 
 /// Runs the suite in `dir` (the corpus's `server_selection` folder).
 pub fn run(dir: &Path) -> SuiteOutcome {
-    run_files(dir, |file, test| {
-        if file.starts_with("rtt/") {
-            run_rtt_test(test)
-        } else if file.starts_with("in_window/") {
-            run_in_window_test(test)
-        } else {
-            run_selection_test(test)
-        }
-    })
-}
-
-/// Runs `run_test` on every JSON file under `dir`, each file being one test (the
-/// format of the Server Selection and Max Staleness tests, which have no `tests`
-/// array).
-pub(super) fn run_files(
-    dir: &Path,
-    run_test: impl Fn(&str, &JsonTest) -> Result<(), String>,
-) -> SuiteOutcome {
-    let mut outcome = SuiteOutcome::default();
-    let files = match json_files(dir) {
-        Ok(files) => files,
-        Err(why) => {
-            outcome.failed.push((String::new(), why));
-            return outcome;
-        }
-    };
-    for file in files {
-        match load_test(&dir.join(&file)).and_then(|test| run_test(&file, &test)) {
-            Ok(()) => outcome.passed += 1,
-            Err(why) => outcome.failed.push((file, why)),
-        }
-    }
-    outcome
-}
-
-fn load_test(path: &Path) -> Result<JsonTest, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    match serde_json::from_str(&text) {
-        Ok(Value::Object(test)) => Ok(test),
-        Ok(_) => Err(format!("{} is not a JSON object", path.display())),
-        Err(e) => Err(format!("{} is not JSON: {e}", path.display())),
-    }
+    run_json_files(
+        dir,
+        |_| true,
+        |_| None,
+        |file, test| {
+            if file.starts_with("rtt/") {
+                run_rtt_test(test)
+            } else if file.starts_with("in_window/") {
+                run_in_window_test(test)
+            } else {
+                run_selection_test(test)
+            }
+        },
+    )
 }
 
 /// Runs one selection test (Server Selection or Max Staleness format).

@@ -1,12 +1,46 @@
-//! Connection Monitoring and Pooling, as far as Server Discovery and Monitoring needs
-//! it today: one pool per server with idle connections and a generation that a clear
-//! bumps, so that connections opened before an error are never reused after it
-//! (CMAP spec, "Clearing a Connection Pool"). Limits, the wait queue, minPoolSize
-//! and pool events come with the full CMAP implementation.
+//! Connection Monitoring and Pooling (connection-monitoring-and-pooling.md).
+//!
+//! - [`ConnectionPool`]: the spec's pool, generic over the [`Establish`] seam that
+//!   opens connections (the driver's real connections, or fake ones in the spec
+//!   tests): paused / ready / closed states, generations (per `serviceId` in
+//!   load-balanced mode), maxPoolSize, minPoolSize, maxIdleTimeMS, maxConnecting, a
+//!   first-in first-out wait queue with a check-out timeout, clearing with or without
+//!   interrupting connections in use, and every CMAP event ([`CmapEvent`]). It waits
+//!   on nothing but the runtime seams: the [`Clock`](crate::rt::Clock) for time, the
+//!   optional [`Spawner`](crate::rt::Spawner) for background work (without one, the
+//!   owner calls [`ConnectionPool::populate`]).
+//! - A minimal pool, crate-internal, that the live topology still uses today: one per
+//!   server with idle connections and a generation that a clear bumps, so that
+//!   connections opened before an error are never reused after it (CMAP spec,
+//!   "Clearing a Connection Pool").
 
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
+use bson::oid::ObjectId;
+
 use crate::connection::Connection;
+
+mod events;
+mod pool;
+#[cfg(test)]
+mod tests;
+
+pub use events::{CheckOutFailedReason, CmapEvent, CmapEventHandler, ConnectionClosedReason};
+pub use pool::{
+    CheckedOut, ConnectionPool, Establish, PoolOptions, PoolState, Poolable,
+    DEFAULT_MAINTENANCE_INTERVAL, WAIT_QUEUE_TIMEOUT,
+};
+
+/// The driver's connections, as a [`ConnectionPool`] sees them.
+impl Poolable for Connection {
+    fn is_broken(&self) -> bool {
+        Connection::is_broken(self)
+    }
+
+    fn service_id(&self) -> Option<ObjectId> {
+        self.hello().service_id
+    }
+}
 
 /// A connection of a pool, stamped with the pool generation it was opened in.
 #[derive(Debug)]
@@ -20,18 +54,18 @@ pub(crate) struct PooledConnection {
 /// The idle connections to one server.
 #[derive(Debug, Default)]
 pub(crate) struct Pool {
-    state: Mutex<PoolState>,
+    state: Mutex<IdleState>,
 }
 
 #[derive(Debug, Default)]
-struct PoolState {
+struct IdleState {
     idle: Vec<PooledConnection>,
     generation: u32,
     closed: bool,
 }
 
 impl Pool {
-    fn state(&self) -> MutexGuard<'_, PoolState> {
+    fn state(&self) -> MutexGuard<'_, IdleState> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
