@@ -483,10 +483,7 @@ fn command_reply(reply: RawDocumentBuf, address: &str) -> Result<Document> {
                     .collect()
             })
             .unwrap_or_default(),
-        topology_version: reply
-            .get_document("topologyVersion")
-            .ok()
-            .and_then(crate::sdam::TopologyVersion::from_document),
+        topology_version: crate::sdam::TopologyVersion::from_reply(&reply),
     }
     .into())
 }

@@ -3,9 +3,10 @@
 //! listener cannot stall the driver's bookkeeping.
 
 use std::collections::VecDeque;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex};
 
 use crate::rt::{MaybeSend, MaybeSync};
+use crate::sync::lock;
 
 /// Receives events of type `E`, synchronously and in the order they happened; it must
 /// not block. Any `Fn(&E)` closure is one.
@@ -81,10 +82,6 @@ impl<E> EventSink<E> {
             handler.handle(&event);
         }
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 #[cfg(test)]

@@ -33,10 +33,10 @@ mod connection;
 pub mod error;
 pub mod event;
 pub mod handshake;
-mod notify;
 pub mod rt;
 pub mod sdam;
 pub mod selection;
+mod sync;
 #[cfg(feature = "rustls")]
 pub mod tls;
 pub mod uri;

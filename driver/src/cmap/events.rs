@@ -5,7 +5,6 @@
 //! state, so that they come out in the order the changes happened, and delivers them
 //! to its [`crate::event::EventListener`] once the state lock is released.
 
-use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use bson::oid::ObjectId;
@@ -201,7 +200,3 @@ impl CheckOutFailedReason {
 
 /// Receives connection pool events.
 pub type CmapEventHandler = EventHandler<CmapEvent>;
-
-pub(super) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}

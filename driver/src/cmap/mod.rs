@@ -14,7 +14,7 @@
 //!   connections opened before an error are never reused after it (CMAP spec,
 //!   "Clearing a Connection Pool").
 
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Mutex, MutexGuard};
 
 use bson::oid::ObjectId;
 
@@ -66,7 +66,7 @@ struct IdleState {
 
 impl Pool {
     fn state(&self) -> MutexGuard<'_, IdleState> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+        crate::sync::lock(&self.state)
     }
 
     /// The current generation: a connection opened now is stamped with it.

@@ -27,13 +27,11 @@ use futures::channel::oneshot;
 use futures::future::{self, Either, FutureExt};
 use futures::stream::{FuturesUnordered, StreamExt};
 
-use super::events::{
-    lock, CheckOutFailedReason, CmapEvent, CmapEventHandler, ConnectionClosedReason,
-};
+use super::events::{CheckOutFailedReason, CmapEvent, CmapEventHandler, ConnectionClosedReason};
 use crate::error::{Error, ErrorKind, Result};
 use crate::event::EventSink;
-use crate::notify::Notify;
 use crate::rt::{self, BoxFuture, Clock, Instant, MaybeSend, MaybeSync, Spawner};
+use crate::sync::{lock, Notify};
 use crate::uri::{ClientOptions, ServerAddress};
 
 /// How often the background task looks at a pool when nothing wakes it earlier.

@@ -14,8 +14,8 @@ use futures::FutureExt;
 
 use super::*;
 use crate::error::{Error, ErrorKind, Result};
-use crate::notify::Notify;
 use crate::rt::{self, BoxFuture, Clock, Instant, Spawner};
+use crate::sync::Notify;
 use crate::uri::ServerAddress;
 
 /// A clock that moves only when told.

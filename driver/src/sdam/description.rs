@@ -110,6 +110,14 @@ impl TopologyVersion {
         })
     }
 
+    /// The `topologyVersion` field of a reply (a hello reply or an error), if any.
+    pub fn from_reply(reply: &Document) -> Option<TopologyVersion> {
+        reply
+            .get_document("topologyVersion")
+            .ok()
+            .and_then(TopologyVersion::from_document)
+    }
+
     /// The document form, as sent back to the server in a streaming hello.
     pub fn to_document(self) -> Document {
         bson::doc! { "processId": self.process_id, "counter": self.counter }
@@ -312,10 +320,7 @@ impl ServerDescription {
             primary: lower("primary"),
             last_update_time: now,
             logical_session_timeout_minutes: int("logicalSessionTimeoutMinutes"),
-            topology_version: reply
-                .get_document("topologyVersion")
-                .ok()
-                .and_then(TopologyVersion::from_document),
+            topology_version: TopologyVersion::from_reply(&reply),
             service_id: reply.get_object_id("serviceId").ok(),
             is_cryptd: flag("iscryptd"),
             reply: Some(reply),

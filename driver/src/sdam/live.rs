@@ -15,7 +15,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
 use bson::oid::ObjectId;
@@ -24,17 +24,15 @@ use crate::cmap::{Pool, PooledConnection};
 use crate::connection::{Connection, ConnectionSettings};
 use crate::error::{Error, ErrorKind, Result};
 use crate::event::{EventHandler, EventSink};
-use crate::notify::Notify;
 use crate::rt::{self, Instant, Runtime};
 use crate::sdam::events::SdamEvent;
 use crate::sdam::monitor::{
     is_network_error, run_monitor, CheckReply, Checker, MonitorSignal, MIN_HEARTBEAT_FREQUENCY,
 };
 use crate::sdam::topology::{ApplicationError, ErrorPhase, TopologyState, TopologyUpdate};
-use crate::sdam::{
-    ServerDescription, ServerType, TopologyDescription, TopologyType, TopologyVersion,
-};
+use crate::sdam::{ServerDescription, ServerType, TopologyDescription, TopologyType};
 use crate::selection::{self, RoundTripTime, SelectionCriteria};
+use crate::sync::{lock, Notify};
 use crate::uri::{ClientOptions, ServerAddress};
 
 /// Receives SDAM events (topology and server opening, changes, closing, heartbeats).
@@ -680,16 +678,4 @@ impl Shared {
         self.events.flush();
         self.changed.notify_all();
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-/// The `topologyVersion` of a hello reply, if it has one.
-pub(crate) fn topology_version_of(reply: &bson::Document) -> Option<TopologyVersion> {
-    reply
-        .get_document("topologyVersion")
-        .ok()
-        .and_then(TopologyVersion::from_document)
 }

@@ -15,10 +15,10 @@ use futures::future::{select, Either};
 
 use crate::connection::{Connection, ConnectionSettings};
 use crate::error::{Error, ErrorKind, Result};
-use crate::notify::Notify;
-use crate::rt::{Clock, Runtime};
-use crate::sdam::live::{topology_version_of, Server, Shared};
+use crate::rt::{Clock, Instant, Runtime};
+use crate::sdam::live::{Server, Shared};
 use crate::sdam::TopologyVersion;
+use crate::sync::Notify;
 
 /// minHeartbeatFrequencyMS: the shortest time between two checks of one server
 /// (spec, "minHeartbeatFrequencyMS"; not configurable).
@@ -70,14 +70,7 @@ impl Checker {
                 open.command(command, self.clock()).await
             }
         };
-        let duration = self.clock().now() - started;
-        match result {
-            Ok(reply) => Ok(CheckReply { reply, duration }),
-            Err(error) => {
-                *connection = None;
-                Err(error)
-            }
-        }
+        self.outcome(started, result, connection)
     }
 
     /// An awaited check of the streaming protocol: the first sends `hello` with the
@@ -104,14 +97,21 @@ impl Checker {
             let command = self.hello_command(open, Some(topology_version))?;
             open.stream_command(command, self.clock(), limit).await
         };
+        self.outcome(started, result, connection)
+    }
+
+    /// A check's reply with its duration; a failed check closes the connection.
+    fn outcome(
+        &self,
+        started: Instant,
+        result: Result<Document>,
+        connection: &mut Option<Connection>,
+    ) -> Result<CheckReply> {
         let duration = self.clock().now() - started;
-        match result {
-            Ok(reply) => Ok(CheckReply { reply, duration }),
-            Err(error) => {
-                *connection = None;
-                Err(error)
-            }
+        if result.is_err() {
+            *connection = None;
         }
+        result.map(|reply| CheckReply { reply, duration })
     }
 
     /// `hello` (or legacy `isMaster` for servers that did not say helloOk), with the
@@ -247,7 +247,7 @@ pub(crate) async fn run_monitor(
                 if !awaited {
                     server.add_rtt_sample(check.duration);
                 }
-                let version = topology_version_of(&check.reply);
+                let version = TopologyVersion::from_reply(&check.reply);
                 shared.check_succeeded(&server, check, awaited);
                 version
             }

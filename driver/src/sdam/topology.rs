@@ -212,11 +212,8 @@ impl ApplicationError {
         } else {
             reply
         };
-        let topology_version = error
-            .get_document("topologyVersion")
-            .or_else(|_| reply.get_document("topologyVersion"))
-            .ok()
-            .and_then(TopologyVersion::from_document);
+        let topology_version =
+            TopologyVersion::from_reply(error).or_else(|| TopologyVersion::from_reply(reply));
         let has_label = |document: &Document| {
             document.get_array("errorLabels").is_ok_and(|labels| {
                 labels

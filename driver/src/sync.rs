@@ -1,16 +1,24 @@
-//! A runtime-free "something changed" signal: tasks wait on it, one call wakes them
-//! all. The topology uses it to wake server selection when a description changes and
-//! to wake monitors when a check is requested or the client closes.
+//! Runtime-free synchronisation: [`lock`], and [`Notify`], a "something changed"
+//! signal that tasks wait on and one call wakes all. The topology uses it to wake
+//! server selection when a description changes and to wake monitors when a check is
+//! requested or the client closes.
 //!
 //! No executor is assumed (the core runs under tokio, wstd and JavaScript promises):
 //! every waiter holds the receiving end of a oneshot channel.
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll};
 
 use futures::channel::oneshot;
+
+/// Locks `mutex`, also after a thread panicked holding it: the data the driver keeps
+/// under its locks stays consistent at every await point, so a poisoned lock carries
+/// no half-made change.
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
 
 /// Wakes every current waiter at once.
 #[derive(Debug, Default)]
@@ -27,7 +35,7 @@ impl Notify {
     /// that a notification between the check and the wait is not lost.
     pub fn listen(&self) -> Notified {
         let (sender, receiver) = oneshot::channel();
-        let mut waiters = self.waiters.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut waiters = lock(&self.waiters);
         // Waiters that gave up (dropped their receiver) are pruned as new ones come.
         waiters.retain(|waiter| !waiter.is_canceled());
         waiters.push(sender);
@@ -36,8 +44,7 @@ impl Notify {
 
     /// Wakes every registered waiter.
     pub fn notify_all(&self) {
-        let waiters =
-            std::mem::take(&mut *self.waiters.lock().unwrap_or_else(PoisonError::into_inner));
+        let waiters = std::mem::take(&mut *lock(&self.waiters));
         for waiter in waiters {
             // A waiter that already gave up is not an error.
             let _ = waiter.send(());
