@@ -452,12 +452,16 @@ impl Shared {
             state.stale |= due;
         }
         loop {
-            if self.single_threaded && self.state().stale {
-                let scan_ready = self
-                    .state()
-                    .last_scan
-                    .map(|last| last + MIN_HEARTBEAT_FREQUENCY);
-                if let Some(ready) = scan_ready {
+            // Single-threaded and stale: `Some(when the last scan ended, if ever)`.
+            let scan_due = match self.single_threaded {
+                true => {
+                    let state = self.state();
+                    state.stale.then_some(state.last_scan)
+                }
+                false => None,
+            };
+            if let Some(last_scan) = scan_due {
+                if let Some(ready) = last_scan.map(|last| last + MIN_HEARTBEAT_FREQUENCY) {
                     if !self.options.server_selection_try_once && ready > deadline {
                         return Err(self.selection_error(criteria, Some(timeout)));
                     }
