@@ -84,8 +84,11 @@ impl Checker {
         topology_version: TopologyVersion,
     ) -> Result<CheckReply> {
         let started = self.clock().now();
-        let limit =
-            Some(self.settings.connect_timeout.unwrap_or_default() + self.heartbeat_frequency);
+        // connectTimeoutMS=0 means no limit, and then awaited reads have none either.
+        let limit = self
+            .settings
+            .connect_timeout
+            .map(|connect_timeout| connect_timeout + self.heartbeat_frequency);
         let Some(open) = connection else {
             return Err(Error::invalid_argument(
                 "an awaited check needs a connection",
