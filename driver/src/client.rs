@@ -9,12 +9,13 @@ use std::sync::Arc;
 use bson::{Document, RawDocumentBuf};
 
 use crate::auth::oidc::{OidcAuthenticator, OidcOptions};
-use crate::auth::{AuthContext, AuthMechanism, ScramCache};
-use crate::connection::{AuthSettings, ConnectionSettings};
+use crate::auth::AuthMechanism;
+use crate::cmap::CmapEventHandler;
+use crate::connection::ConnectionSettings;
 use crate::error::{Error, Result};
-use crate::handshake::{client_metadata, HelloReply};
-use crate::rt::{ConnectTarget, Runtime};
-use crate::sdam::live::Topology;
+use crate::handshake::HelloReply;
+use crate::rt::Runtime;
+use crate::sdam::live::{ConnectionInfo, EventHandlers, Topology};
 pub use crate::sdam::live::{MonitoringThreads, SdamEventHandler};
 use crate::sdam::topology::ErrorPhase;
 use crate::sdam::TopologyDescription;
@@ -70,6 +71,8 @@ pub struct ClientConfig {
     pub oidc: OidcOptions,
     /// Receives SDAM events, from the opening of the topology on.
     pub sdam_event_handler: Option<SdamEventHandler>,
+    /// Receives the connection pools' events (CMAP), from their creation on.
+    pub cmap_event_handler: Option<CmapEventHandler>,
     /// Background monitors or single-threaded scans.
     pub monitoring: MonitoringThreads,
 }
@@ -78,6 +81,7 @@ impl std::fmt::Debug for ClientConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ClientConfig")
             .field("sdam_event_handler", &self.sdam_event_handler.is_some())
+            .field("cmap_event_handler", &self.cmap_event_handler.is_some())
             .field("monitoring", &self.monitoring)
             .finish_non_exhaustive()
     }
@@ -160,13 +164,17 @@ impl Client {
             }
             _ => None,
         };
-        let settings = connection_settings(&options, &runtime, oidc.clone());
+        let settings = ConnectionSettings::new(&options, &runtime, oidc.clone());
+        let handlers = EventHandlers {
+            sdam: config.sdam_event_handler,
+            cmap: config.cmap_event_handler,
+        };
         let topology = Topology::open(
             &options,
             runtime.clone(),
             settings,
             config.monitoring,
-            config.sdam_event_handler,
+            handlers,
         )?;
         Ok(Client {
             inner: Arc::new(ClientInner {
@@ -211,8 +219,8 @@ impl Client {
             .select_server(&SelectionCriteria::Read(&primary), &[])
             .await?;
         let pooled = topology.check_out(&selected).await?;
-        let hello = pooled.connection.hello().clone();
-        selected.server.pool.check_in(pooled);
+        let hello = pooled.hello().clone();
+        selected.server.check_in(pooled);
         Ok(hello)
     }
 
@@ -243,7 +251,7 @@ impl Client {
         let mut pooled = topology.check_out(&selected).await?;
         // If this future is dropped mid-command, `pooled` is dropped with it and
         // closed: a half-read reply never goes back to the pool.
-        let connection = &mut pooled.connection;
+        let connection = &mut *pooled;
         let clock = &*self.inner.runtime.clock;
         // MONGODB-OIDC may ask to authenticate again and retry once (the token
         // expired): only then is a copy of the command kept.
@@ -262,44 +270,12 @@ impl Client {
             topology.handle_application_error(
                 &selected.server.address,
                 error,
-                pooled.generation,
-                pooled.connection.hello().max_wire_version,
+                ConnectionInfo::of(&pooled),
                 ErrorPhase::AfterHandshakeCompletes,
             );
         }
-        selected.server.pool.check_in(pooled);
+        selected.server.check_in(pooled);
         result
-    }
-}
-
-/// How the client's application connections are opened: the target is set per
-/// server by the topology.
-fn connection_settings(
-    options: &ClientOptions,
-    runtime: &Runtime,
-    oidc: Option<Arc<OidcAuthenticator>>,
-) -> ConnectionSettings {
-    ConnectionSettings {
-        target: ConnectTarget {
-            host: String::new(),
-            port: 0,
-            tls: options.tls.clone(),
-        },
-        // connectTimeoutMS=0 means no limit (URI Options spec).
-        connect_timeout: Some(options.connect_timeout).filter(|limit| !limit.is_zero()),
-        socket_timeout: options.socket_timeout,
-        metadata: client_metadata(&runtime.host, options.app_name.as_deref()),
-        auth: options.credential.clone().map(|credential| AuthSettings {
-            credential,
-            context: AuthContext {
-                // SCRAM keys derived for this client's credential, shared by its
-                // connections.
-                scram_cache: ScramCache::default(),
-                env: runtime.host.env,
-                unix_time: runtime.clock.unix_time(),
-            },
-            oidc,
-        }),
     }
 }
 

@@ -12,14 +12,20 @@ use bson::{Document, RawDocumentBuf};
 use std::sync::Arc;
 
 use crate::auth::oidc::{self, OidcAuthenticator, OidcConnectionCache, OidcContext, SaslSender};
-use crate::auth::{AuthContext, AuthMechanism, ConnectionAuth, Credential, Step};
+use crate::auth::{AuthContext, AuthMechanism, ConnectionAuth, Credential, ScramCache, Step};
 use crate::error::{CommandError, Error, ErrorKind, Result};
-use crate::handshake::{hello_command, HelloReply};
-use crate::rt::{self, boxed, BoxFuture, Clock, ConnectTarget, Stream, Transport};
+use crate::handshake::{client_metadata, hello_command, HelloReply};
+use crate::rt::{self, boxed, BoxFuture, Clock, ConnectTarget, Runtime, Stream, Transport};
+use crate::uri::{ClientOptions, ServerAddress};
 use crate::wire::{
     self, check_response_to, encode_op_query, next_request_id, Message, MessageHeader, MsgFlags,
     OpMsg, HEADER_LEN,
 };
+
+/// The error of a handshake in load-balanced mode whose reply has no `serviceId`
+/// (Load Balancer spec, "Connection Establishment": the exact message).
+pub(crate) const LOAD_BALANCER_UNSUPPORTED: &str =
+    "Driver attempted to initialize in load balancing mode, but the server does not support this mode.";
 
 /// How a connection is opened and bounded.
 #[derive(Debug, Clone)]
@@ -34,6 +40,52 @@ pub(crate) struct ConnectionSettings {
     pub metadata: Document,
     /// Who to authenticate as, if anyone.
     pub auth: Option<AuthSettings>,
+    /// `loadBalanced=true`: the handshake says so, and the server must answer with a
+    /// `serviceId` (Load Balancer spec, "Connection Establishment").
+    pub load_balanced: bool,
+}
+
+impl ConnectionSettings {
+    /// How a client with `options` opens its application connections; the target is
+    /// set per server with [`for_address`](Self::for_address).
+    pub fn new(
+        options: &ClientOptions,
+        runtime: &Runtime,
+        oidc: Option<Arc<OidcAuthenticator>>,
+    ) -> ConnectionSettings {
+        ConnectionSettings {
+            target: ConnectTarget {
+                host: String::new(),
+                port: 0,
+                tls: options.tls.clone(),
+            },
+            // connectTimeoutMS=0 means no limit (URI Options spec).
+            connect_timeout: Some(options.connect_timeout).filter(|limit| !limit.is_zero()),
+            socket_timeout: options.socket_timeout,
+            metadata: client_metadata(&runtime.host, options.app_name.as_deref()),
+            auth: options.credential.clone().map(|credential| AuthSettings {
+                credential,
+                context: AuthContext {
+                    // SCRAM keys derived for this client's credential, shared by its
+                    // connections.
+                    scram_cache: ScramCache::default(),
+                    env: runtime.host.env,
+                    unix_time: runtime.clock.unix_time(),
+                },
+                oidc,
+            }),
+            load_balanced: options.load_balanced == Some(true),
+        }
+    }
+
+    /// These settings aimed at `address`.
+    pub fn for_address(&self, address: &ServerAddress) -> ConnectionSettings {
+        let mut settings = self.clone();
+        settings.target.host = address.host().to_owned();
+        // A unix domain socket is a target whose host is the socket's path.
+        settings.target.port = address.port().unwrap_or_default();
+        settings
+    }
 }
 
 /// What a connection needs to authenticate: the credential, and what the mechanisms
@@ -48,8 +100,12 @@ pub(crate) struct AuthSettings {
     pub oidc: Option<Arc<OidcAuthenticator>>,
 }
 
-/// An established connection that has completed its handshake.
-pub(crate) struct Connection {
+/// A connection to one server that completed its handshake (and authentication),
+/// as the driver's pools hold them.
+///
+/// Obtained from a [`ConnectionPool`](crate::cmap::ConnectionPool) over a
+/// [`Connector`](crate::cmap::Connector); it is closed when dropped.
+pub struct Connection {
     stream: Box<dyn Stream>,
     address: String,
     /// The host name or IP the connection was opened to (no port).
@@ -76,7 +132,7 @@ impl std::fmt::Debug for Connection {
 
 impl Connection {
     /// Opens a connection and runs the handshake, all within `connect_timeout`.
-    pub async fn establish(
+    pub(crate) async fn establish(
         transport: &dyn Transport,
         clock: &dyn Clock,
         settings: &ConnectionSettings,
@@ -127,7 +183,7 @@ impl Connection {
             .as_ref()
             .and_then(|auth| auth.oidc.clone())
             .map(|oidc| (oidc, OidcConnectionCache::default()));
-        let (mut command, legacy) = hello_command(&settings.metadata, false);
+        let (mut command, legacy) = hello_command(&settings.metadata, settings.load_balanced);
         if let Some(auth) = &mut auth {
             auth.prepare_hello(&mut command);
         }
@@ -147,6 +203,11 @@ impl Connection {
         let reply = command_reply(reply, &self.address)?;
         let hello = HelloReply::parse(reply)?;
         hello.check_compatible(&self.address)?;
+        if settings.load_balanced && hello.service_id.is_none() {
+            return Err(Error::new(ErrorKind::IncompatibleServer {
+                message: LOAD_BALANCER_UNSUPPORTED.to_owned(),
+            }));
+        }
         if let Ok(size) = usize::try_from(hello.max_message_size_bytes) {
             self.max_message_size = size.max(HEADER_LEN);
         }
@@ -180,13 +241,17 @@ impl Connection {
 
     /// Whether `error`, from a command on this connection, asks for a new
     /// MONGODB-OIDC authentication (code 391) that this connection can perform.
-    pub fn needs_reauthentication(&self, error: &Error) -> bool {
+    pub(crate) fn needs_reauthentication(&self, error: &Error) -> bool {
         self.oidc.is_some() && oidc::should_reauthenticate(Some(AuthMechanism::MongoDbOidc), error)
     }
 
     /// Authenticates again (Authentication spec, MONGODB-OIDC "Reauthentication"),
     /// after a command failed with [`needs_reauthentication`](Self::needs_reauthentication).
-    pub async fn reauthenticate(&mut self, server_host: &str, clock: &dyn Clock) -> Result<()> {
+    pub(crate) async fn reauthenticate(
+        &mut self,
+        server_host: &str,
+        clock: &dyn Clock,
+    ) -> Result<()> {
         let Some((oidc, mut cache)) = self.oidc.take() else {
             return Ok(());
         };
@@ -247,7 +312,11 @@ impl Connection {
 
     /// Runs one command (its body must already carry `$db`) and returns the reply
     /// body; an `ok: 0` reply is a [`CommandError`].
-    pub async fn command(&mut self, body: RawDocumentBuf, clock: &dyn Clock) -> Result<Document> {
+    pub(crate) async fn command(
+        &mut self,
+        body: RawDocumentBuf,
+        clock: &dyn Clock,
+    ) -> Result<Document> {
         let request_id = next_request_id();
         let frame = OpMsg::new(body).encode(request_id, 0);
         let reply = self.round_trip(&frame, request_id, clock).await?;
@@ -258,7 +327,7 @@ impl Connection {
     /// Monitoring spec) and returns its first reply. When that reply says
     /// `moreToCome`, the server keeps sending replies unasked: read them with
     /// [`Connection::next_streamed_reply`]; the connection serves nothing else after.
-    pub async fn stream_command(
+    pub(crate) async fn stream_command(
         &mut self,
         body: RawDocumentBuf,
         clock: &dyn Clock,
@@ -276,12 +345,12 @@ impl Connection {
 
     /// Whether the server announced another reply (`moreToCome`) that has not been
     /// read yet.
-    pub fn has_more_to_come(&self) -> bool {
+    pub(crate) fn has_more_to_come(&self) -> bool {
         self.more_to_come.is_some()
     }
 
     /// Reads the next reply the server streams after a `moreToCome` reply.
-    pub async fn next_streamed_reply(
+    pub(crate) async fn next_streamed_reply(
         &mut self,
         clock: &dyn Clock,
         read_limit: Option<Duration>,
@@ -603,6 +672,7 @@ mod tests {
             socket_timeout: None,
             metadata: doc! { "driver": { "name": "anymongo", "version": "test" } },
             auth: None,
+            load_balanced: false,
         }
     }
 

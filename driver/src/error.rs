@@ -72,6 +72,33 @@ pub enum ErrorKind {
         /// server (with the last error seen from it).
         message: String,
     },
+    /// No connection came out of a server's pool within the check-out timeout
+    /// (serverSelectionTimeoutMS, or waitQueueTimeoutMS when that is shorter): the
+    /// CMAP spec's WaitQueueTimeoutError.
+    WaitQueueTimeout {
+        /// `host:port` of the server.
+        address: String,
+        /// How long the check-out waited.
+        after: Duration,
+        /// How the pool's connections were in use (in load-balanced mode, by cursors,
+        /// transactions and other operations); may be empty.
+        detail: String,
+    },
+    /// The server's pool was cleared (after an error that made its connections
+    /// suspect) while the operation waited for a connection, or before it asked: the
+    /// CMAP spec's PoolClearedError. Retrying the operation is safe.
+    PoolCleared {
+        /// `host:port` of the server.
+        address: String,
+        /// Why the pool is unusable for now.
+        message: String,
+    },
+    /// The server's pool is closed: the server left the topology or the client was
+    /// closed (the CMAP spec's PoolClosedError).
+    PoolClosed {
+        /// `host:port` of the server.
+        address: String,
+    },
     /// The server answered a command with `ok: 0`.
     Command(CommandError),
     /// Authenticating a new connection failed.
@@ -191,6 +218,30 @@ impl fmt::Display for Error {
             }
             ErrorKind::IncompatibleServer { message } => f.write_str(message),
             ErrorKind::ServerSelection { message } => f.write_str(message),
+            ErrorKind::WaitQueueTimeout {
+                address,
+                after,
+                detail,
+            } => {
+                write!(
+                    f,
+                    "timed out after {after:?} waiting to check out a connection from the \
+                     pool for {address}"
+                )?;
+                match detail.as_str() {
+                    "" => Ok(()),
+                    detail => write!(f, " ({detail})"),
+                }
+            }
+            ErrorKind::PoolCleared { address, message } => {
+                write!(
+                    f,
+                    "the connection pool for {address} was cleared: {message}"
+                )
+            }
+            ErrorKind::PoolClosed { address } => {
+                write!(f, "the connection pool for {address} is closed")
+            }
             ErrorKind::Command(error) => fmt::Display::fmt(error, f),
             ErrorKind::Authentication {
                 mechanism,

@@ -37,10 +37,6 @@ use crate::uri::{ClientOptions, ServerAddress};
 /// How often the background task looks at a pool when nothing wakes it earlier.
 pub const DEFAULT_MAINTENANCE_INTERVAL: Duration = Duration::from_secs(1);
 
-/// What a [`Error`] of [`ErrorKind::Timeout`] says was being waited for when no
-/// connection came out of a pool in time (the spec's WaitQueueTimeoutError).
-pub const WAIT_QUEUE_TIMEOUT: &str = "check-out of a pooled connection";
-
 /// The options of a pool (the spec's ConnectionPoolOptions, plus the load-balanced
 /// flag and the background task's interval).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -138,11 +134,13 @@ pub trait Establish: MaybeSend + MaybeSync + 'static {
     /// implementation (`connectTimeoutMS`).
     fn establish(&self, connection_id: u32) -> BoxFuture<'_, Result<Self::Connection>>;
 
-    /// An establishment no caller is waiting for failed: one that populates the pool
-    /// up to minPoolSize, or one whose check-out gave up. The spec hands such errors
-    /// to SDAM ("Application Errors", before the handshake completes), which usually
-    /// clears the pool of `generation`. Does nothing by default.
-    fn background_error(&self, error: &Error, generation: u32) {
+    /// Establishing a connection of pool generation `generation` failed — for a
+    /// check-out (before the check-out sees the error), to populate the pool up to
+    /// minPoolSize, or for a check-out that gave up. Not called when a clear
+    /// interrupted the establishment. The spec hands such errors to SDAM
+    /// ("Application Errors", before the handshake completes), which usually clears
+    /// the pool. Does nothing by default.
+    fn establish_failed(&self, error: &Error, generation: u32) {
         let _ = (error, generation);
     }
 }
@@ -514,10 +512,9 @@ impl<E: Establish> ConnectionPool<E> {
     /// connection, which [`Establish`] bounds); `None` means the pool's
     /// `wait_queue_timeout`, and no limit if that is unset too.
     ///
-    /// Errors: the pool is closed, or paused or cleared while waiting (for now both
-    /// [`ErrorKind::InvalidArgument`]; a cleared pool's error is retryable per the
-    /// spec); the timeout passed ([`ErrorKind::Timeout`] with `during`
-    /// [`WAIT_QUEUE_TIMEOUT`]); establishing the new connection failed (the
+    /// Errors: the pool is closed ([`ErrorKind::PoolClosed`]), or paused or cleared
+    /// while waiting ([`ErrorKind::PoolCleared`], retryable); the timeout passed
+    /// ([`ErrorKind::WaitQueueTimeout`]); establishing the new connection failed (the
     /// [`Establish`] error).
     pub async fn check_out(&self, timeout: Option<Duration>) -> Result<CheckedOut<E>> {
         let inner = &*self.inner;
@@ -592,10 +589,10 @@ impl<E: Establish> ConnectionPool<E> {
                     inner.check_out_failed(started, CheckOutFailedReason::Timeout);
                 }
                 inner.settle(Vec::new());
-                return Err(Error::new(ErrorKind::Timeout {
+                return Err(Error::new(ErrorKind::WaitQueueTimeout {
                     address: inner.address.to_string(),
-                    during: WAIT_QUEUE_TIMEOUT,
                     after,
+                    detail: String::new(),
                 }));
             }
         };
@@ -663,7 +660,7 @@ impl<E: Establish> ConnectionPool<E> {
     /// Runs the pool's upkeep now and waits for it: closes perished available
     /// connections, opens connections until minPoolSize (when the pool is ready;
     /// stopping at the first failure, which goes to
-    /// [`Establish::background_error`]), and finishes establishments that check-outs
+    /// [`Establish::establish_failed`]), and finishes establishments that check-outs
     /// gave up on. A pool with a spawner does this in the background and need not be
     /// asked; a pool without one relies on its owner calling this, for example between
     /// operations.
@@ -747,11 +744,13 @@ impl<E: Establish> CheckedOut<E> {
     /// for (`"Connection to <address> interrupted due to server monitor timeout"`).
     pub fn check_interrupted(&self) -> Result<()> {
         if self.is_interrupted() {
-            return Err(Error::invalid_argument(format!(
-                "connection to {} interrupted due to server monitor timeout (the connection \
-                 pool was cleared); retry the operation",
-                self.pool.address
-            )));
+            return Err(Error::new(ErrorKind::PoolCleared {
+                address: self.pool.address.to_string(),
+                message: format!(
+                    "Connection to {} interrupted due to server monitor timeout",
+                    self.pool.address
+                ),
+            }));
         }
         Ok(())
     }
@@ -1195,13 +1194,12 @@ impl<E: Establish> Inner<E> {
             self.close_locked(state, meta, reason);
         }
         self.settle(Vec::new());
-        let unclaimed = match purpose {
-            Purpose::CheckOut(sender) => sender.send(Err(error)).err().and_then(Result::err),
-            Purpose::Populate => Some(error),
-        };
-        if let Some(error) = unclaimed.filter(|_| report) {
+        if report {
             self.establisher
-                .background_error(&error, pending.generation);
+                .establish_failed(&error, pending.generation);
+        }
+        if let Purpose::CheckOut(sender) = purpose {
+            drop(sender.send(Err(error)));
         }
     }
 }
@@ -1254,11 +1252,13 @@ fn establishment<E: Establish>(
                 false
             }
             None => {
-                let error = Error::invalid_argument(format!(
-                    "connection {} to {} interrupted while being established: the \
-                     connection pool was cleared; retry the operation",
-                    pending.id, inner.address
-                ));
+                let error = Error::new(ErrorKind::PoolCleared {
+                    address: inner.address.to_string(),
+                    message: format!(
+                        "connection {} was interrupted while being established",
+                        pending.id
+                    ),
+                });
                 inner.establishment_failed(
                     &pending,
                     error,
@@ -1476,14 +1476,14 @@ async fn maintenance_loop<E: Establish>(pool: Weak<Inner<E>>) {
 }
 
 fn pool_closed_error(address: &ServerAddress) -> Error {
-    Error::invalid_argument(format!(
-        "attempted to check out a connection from the closed connection pool for {address}"
-    ))
+    Error::new(ErrorKind::PoolClosed {
+        address: address.to_string(),
+    })
 }
 
 fn pool_cleared_error(address: &ServerAddress) -> Error {
-    Error::invalid_argument(format!(
-        "the connection pool for {address} was cleared (it is paused until the server is \
-         checked again); retry the operation"
-    ))
+    Error::new(ErrorKind::PoolCleared {
+        address: address.to_string(),
+        message: "it is paused until its server is checked again".to_owned(),
+    })
 }

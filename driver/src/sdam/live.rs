@@ -20,11 +20,13 @@ use std::time::Duration;
 
 use bson::oid::ObjectId;
 
-use crate::cmap::{Pool, PooledConnection};
+use crate::cmap::{
+    CheckedOut, CmapEventHandler, ConnectionPool, Connector, Establish, PoolOptions,
+};
 use crate::connection::{Connection, ConnectionSettings};
 use crate::error::{Error, ErrorKind, Result};
 use crate::event::{EventHandler, EventSink};
-use crate::rt::{self, Instant, Runtime};
+use crate::rt::{self, BoxFuture, Instant, Runtime};
 use crate::sdam::events::SdamEvent;
 use crate::sdam::monitor::{
     is_network_error, run_monitor, CheckReply, Checker, MonitorSignal, MIN_HEARTBEAT_FREQUENCY,
@@ -56,11 +58,38 @@ pub enum MonitoringThreads {
 /// scans for this long (server-monitoring.md, "cooldownMS").
 const COOLDOWN: Duration = Duration::from_secs(5);
 
+/// A connection checked out of a server's pool.
+pub(crate) type PooledConnection = CheckedOut<ServerConnector>;
+
+/// What a server's pool opens connections with: the driver's [`Connector`], and SDAM
+/// error handling when establishing one fails (CMAP spec, "Establishing a
+/// Connection": such errors are application errors before the handshake completes).
+pub(crate) struct ServerConnector {
+    connector: Connector,
+    address: ServerAddress,
+    /// Weak: the pools live in the topology.
+    topology: Weak<Shared>,
+}
+
+impl Establish for ServerConnector {
+    type Connection = Connection;
+
+    fn establish(&self, connection_id: u32) -> BoxFuture<'_, Result<Connection>> {
+        self.connector.establish(connection_id)
+    }
+
+    fn establish_failed(&self, error: &Error, generation: u32) {
+        Shared::upgrade(&self.topology, |shared| {
+            shared.establishment_failed(&self.address, error, generation)
+        });
+    }
+}
+
 /// One server of the topology: its pool, its monitor's controls and the numbers
 /// selection uses.
 pub(crate) struct Server {
     pub address: ServerAddress,
-    pub pool: Pool,
+    pub pool: ConnectionPool<ServerConnector>,
     pub monitor: MonitorSignal,
     /// Operations in progress on this server ("power of two choices").
     operation_count: AtomicU32,
@@ -70,15 +99,43 @@ pub(crate) struct Server {
 }
 
 impl Server {
-    fn new(address: ServerAddress) -> Server {
-        Server {
+    /// A server of `topology`, with its pool (paused until the server is known).
+    fn new(address: ServerAddress, topology: &Arc<Shared>) -> Result<Server> {
+        let connector = ServerConnector {
+            connector: Connector::with_settings(
+                topology.connection_settings.for_address(&address),
+                topology.runtime.clone(),
+            ),
+            address: address.clone(),
+            topology: Arc::downgrade(topology),
+        };
+        // Single-threaded: no background work, connections are opened on demand.
+        let spawner = match topology.single_threaded {
+            true => None,
+            false => topology.runtime.spawner.clone(),
+        };
+        let pool = ConnectionPool::new(
+            address.clone(),
+            topology.pool_options.clone(),
+            connector,
+            topology.runtime.clock.clone(),
+            spawner,
+            topology.cmap_events.clone(),
+        )?;
+        Ok(Server {
             address,
-            pool: Pool::default(),
+            pool,
             monitor: MonitorSignal::default(),
             operation_count: AtomicU32::new(0),
             rtt: Mutex::new(RoundTripTime::new()),
             scan_connection: Mutex::new(None),
-        }
+        })
+    }
+
+    /// Gives a connection back to the pool it came from.
+    pub fn check_in(&self, connection: PooledConnection) {
+        // Cannot fail: every connection of this server comes from this pool.
+        let _ = self.pool.check_in(connection);
     }
 
     pub fn add_rtt_sample(&self, sample: Duration) {
@@ -91,6 +148,33 @@ impl Server {
     }
 }
 
+/// Where the event handlers of a topology go.
+#[derive(Clone, Default)]
+pub(crate) struct EventHandlers {
+    pub sdam: Option<SdamEventHandler>,
+    pub cmap: Option<CmapEventHandler>,
+}
+
+/// The connection an application error happened on, as SDAM error handling needs it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ConnectionInfo {
+    /// The pool generation the connection was opened in.
+    pub generation: u32,
+    pub max_wire_version: i32,
+    /// Load-balanced mode: the service behind the load balancer.
+    pub service_id: Option<ObjectId>,
+}
+
+impl ConnectionInfo {
+    pub fn of(connection: &PooledConnection) -> ConnectionInfo {
+        ConnectionInfo {
+            generation: connection.generation(),
+            max_wire_version: connection.hello().max_wire_version,
+            service_id: connection.service_id(),
+        }
+    }
+}
+
 /// A selected server; the operation counts against it until this is dropped.
 pub(crate) struct SelectedServer {
     pub server: Arc<Server>,
@@ -98,6 +182,10 @@ pub(crate) struct SelectedServer {
     pub description: ServerDescription,
     /// The topology type when it was selected (for `$readPreference`).
     pub topology_type: TopologyType,
+    /// When serverSelectionTimeoutMS, counted from the start of selection, runs out:
+    /// the check-out of a connection must end by then too (CMAP spec, "Checking Out
+    /// a Connection").
+    deadline: Instant,
 }
 
 impl Drop for SelectedServer {
@@ -122,6 +210,8 @@ pub(crate) struct Shared {
     runtime: Runtime,
     /// Settings for application connections (with credentials), retargeted per server.
     connection_settings: ConnectionSettings,
+    pool_options: PoolOptions,
+    cmap_events: Option<CmapEventHandler>,
     heartbeat_frequency: Duration,
     single_threaded: bool,
     streaming_allowed: bool,
@@ -145,7 +235,7 @@ impl Topology {
         runtime: Runtime,
         connection_settings: ConnectionSettings,
         threads: MonitoringThreads,
-        event_handler: Option<SdamEventHandler>,
+        handlers: EventHandlers,
     ) -> Result<Topology> {
         let single_threaded = match threads {
             MonitoringThreads::Auto => runtime.spawner.is_none(),
@@ -177,31 +267,39 @@ impl Topology {
         let id = ObjectId::new();
         let (mut description, opening_events) = TopologyState::open(options, id);
         description.set_heartbeat_frequency(heartbeat_frequency);
-        let servers = description
-            .servers
-            .keys()
-            .map(|address| (address.clone(), Arc::new(Server::new(address.clone()))))
-            .collect();
+        let addresses: Vec<ServerAddress> = description.servers.keys().cloned().collect();
         let shared = Arc::new(Shared {
             options: options.clone(),
             runtime,
             connection_settings,
+            pool_options: PoolOptions::from_client_options(options),
+            cmap_events: handlers.cmap,
             heartbeat_frequency,
             single_threaded,
             streaming_allowed,
             state: Mutex::new(State {
                 description,
-                servers,
+                servers: BTreeMap::new(),
                 closed: false,
                 stale: true,
                 last_scan: None,
             }),
             changed: Notify::default(),
-            events: EventSink::new(event_handler),
+            events: EventSink::new(handlers.sdam),
             scanning: futures::lock::Mutex::new(()),
         });
         shared.events.publish(opening_events);
-        if !single_threaded && options.load_balanced != Some(true) {
+        let load_balanced = options.load_balanced == Some(true);
+        for address in addresses {
+            let server = Arc::new(Server::new(address.clone(), &shared)?);
+            if load_balanced {
+                // The load balancer is known from the start and never checked
+                // (Load Balancer spec, "Monitoring"): its pool is ready at once.
+                server.pool.ready();
+            }
+            shared.state().servers.insert(address, server);
+        }
+        if !single_threaded && !load_balanced {
             let servers: Vec<_> = shared.state().servers.values().cloned().collect();
             for server in servers {
                 shared.start_monitor(server);
@@ -256,8 +354,9 @@ impl Shared {
     }
 
     fn checker(&self, address: &ServerAddress) -> Checker {
-        let mut settings = self.settings_for(address);
+        let mut settings = self.connection_settings.for_address(address);
         settings.auth = None;
+        settings.load_balanced = false;
         // Monitoring reads are bounded by connectTimeoutMS (spec, "Monitor thread").
         settings.socket_timeout = settings.connect_timeout;
         Checker {
@@ -265,18 +364,6 @@ impl Shared {
             settings,
             heartbeat_frequency: self.heartbeat_frequency,
         }
-    }
-
-    fn settings_for(&self, address: &ServerAddress) -> ConnectionSettings {
-        let mut settings = self.connection_settings.clone();
-        settings.target.host = address.host().to_owned();
-        // A unix domain socket is a target whose host is the socket's path.
-        settings.target.port = address.port().unwrap_or_default();
-        if let Some(auth) = &mut settings.auth {
-            // MONGODB-AWS signs with the wall-clock time of the connection.
-            auth.context.unix_time = self.runtime.clock.unix_time();
-        }
-        settings
     }
 
     /// Whether the server is known (its type is not Unknown).
@@ -308,6 +395,11 @@ impl Shared {
         let mut description =
             ServerDescription::from_hello(server.address.clone(), check.reply, average, Some(now));
         description.min_round_trip_time = minimum;
+        if description.server_type != ServerType::Unknown {
+            // Ready before the description is applied: whoever selects the server
+            // finds its pool serving (CMAP spec, "Connection Pool Behaviour").
+            server.pool.ready();
+        }
         self.apply(description);
     }
 
@@ -336,7 +428,10 @@ impl Shared {
             None,
             Some(now),
         ));
-        server.pool.clear();
+        // After a network timeout, connections in use are presumed dead as well
+        // (server-monitoring.md, "Network or command error during server check").
+        let timed_out = matches!(error.kind(), ErrorKind::Timeout { .. });
+        server.pool.clear(None, timed_out);
     }
 
     /// Applies a server's new description and acts on the update.
@@ -350,18 +445,14 @@ impl Shared {
     }
 
     /// Starts and stops monitors for added and removed servers, publishes the
-    /// update's events and wakes selection — after releasing the state lock.
+    /// update's events and wakes selection. Pools are created, and events delivered,
+    /// outside the state lock (an event handler may call back into the client).
     fn act_on(self: &Arc<Self>, mut state: MutexGuard<'_, State>, update: TopologyUpdate) {
-        let mut started = Vec::new();
-        for address in update.added {
-            let server = Arc::new(Server::new(address.clone()));
-            state.servers.insert(address, server.clone());
-            started.push(server);
-        }
+        let mut removed = Vec::new();
         for address in &update.removed {
             if let Some(server) = state.servers.remove(address) {
                 server.monitor.close();
-                server.pool.close();
+                removed.push(server);
             }
         }
         for address in &update.check_immediately {
@@ -374,6 +465,24 @@ impl Shared {
         self.events.queue(update.events);
         drop(state);
         self.events.flush();
+        for server in removed {
+            server.pool.close();
+        }
+        let mut started = Vec::new();
+        for address in update.added {
+            // The options were validated when the topology opened: a new pool cannot
+            // refuse them.
+            let Ok(server) = Server::new(address.clone(), self) else {
+                continue;
+            };
+            let server = Arc::new(server);
+            let mut state = self.state();
+            // Unless the server left again (or the topology closed) in the meantime.
+            if !state.closed && state.description.servers.contains_key(&address) {
+                state.servers.insert(address, server.clone());
+                started.push(server);
+            }
+        }
         self.changed.notify_all();
         if !self.single_threaded {
             for server in started {
@@ -382,21 +491,21 @@ impl Shared {
         }
     }
 
-    /// SDAM "Error handling" for an error of an application operation (or of the
-    /// handshake of an application connection) on `address`.
+    /// SDAM "Error handling" for an error of an application operation on `address`,
+    /// on a connection of pool generation `generation` (and `service_id`, in
+    /// load-balanced mode).
     pub fn handle_application_error(
         self: &Arc<Self>,
         address: &ServerAddress,
         error_source: &Error,
-        generation: u32,
-        max_wire_version: i32,
+        connection: ConnectionInfo,
         phase: ErrorPhase,
     ) {
         let Some(mut error) = ApplicationError::from_error(
             error_source,
             address.clone(),
-            Some(generation),
-            max_wire_version,
+            Some(connection.generation),
+            connection.max_wire_version,
             phase,
         ) else {
             return;
@@ -419,17 +528,57 @@ impl Shared {
         let Some(server) = state.servers.get(address).cloned() else {
             return;
         };
+        // In load-balanced mode generations are counted per service.
+        let pool_generation = match connection.service_id {
+            Some(service_id) => server.pool.service_generation(service_id),
+            None => None,
+        }
+        .unwrap_or_else(|| server.pool.generation());
         let response = state
             .description
-            .handle_application_error(&error, server.pool.generation());
-        if response.clear_pool {
-            server.pool.clear();
-        }
+            .handle_application_error(&error, pool_generation);
         if response.request_check {
             state.stale = true;
             server.monitor.request_check();
         }
         self.act_on(state, response.update);
+        // The pool is cleared after the server is marked Unknown (SDAM spec, "Error
+        // handling": "mark the server Unknown ... clear the connection pool").
+        if response.clear_pool {
+            server.pool.clear(connection.service_id, false);
+        }
+    }
+
+    /// Establishing a connection to `address` failed (CMAP spec: an application
+    /// error before the handshake completes). In load-balanced mode SDAM ignores
+    /// it: the service is not known before the handshake (Load Balancer spec,
+    /// "Initial Handshake Errors").
+    fn establishment_failed(
+        self: &Arc<Self>,
+        address: &ServerAddress,
+        error: &Error,
+        generation: u32,
+    ) {
+        if self.options.load_balanced == Some(true) {
+            return;
+        }
+        let max_wire_version = self
+            .state()
+            .description
+            .servers
+            .get(address)
+            .map_or(0, |server| server.max_wire_version);
+        let connection = ConnectionInfo {
+            generation,
+            max_wire_version,
+            service_id: None,
+        };
+        self.handle_application_error(
+            address,
+            error,
+            connection,
+            ErrorPhase::BeforeHandshakeCompletes,
+        );
     }
 
     /// Server selection (server-selection.md): a suitable server within
@@ -473,7 +622,7 @@ impl Shared {
                 self.scan().await;
             }
             let changed = self.changed.listen();
-            match self.try_select(criteria, deprioritized)? {
+            match self.try_select(criteria, deprioritized, deadline)? {
                 Some(selected) => return Ok(selected),
                 None if self.single_threaded => {
                     let mut state = self.state();
@@ -507,6 +656,7 @@ impl Shared {
         &self,
         criteria: &SelectionCriteria<'_>,
         deprioritized: &[ServerAddress],
+        deadline: Instant,
     ) -> Result<Option<SelectedServer>> {
         let state = self.state();
         if state.closed {
@@ -535,6 +685,7 @@ impl Shared {
             server,
             description: chosen.clone(),
             topology_type: state.description.topology_type,
+            deadline,
         }))
     }
 
@@ -633,35 +784,19 @@ impl Shared {
         *lock(&server.scan_connection) = connection;
     }
 
-    /// A connection to the selected server: an idle one, or a new one. A failed
-    /// handshake is an application error "before the handshake completes".
-    pub async fn check_out(
-        self: &Arc<Self>,
-        selected: &SelectedServer,
-    ) -> Result<PooledConnection> {
-        let server = &selected.server;
-        if let Some(idle) = server.pool.take_idle() {
-            return Ok(idle);
-        }
-        let generation = server.pool.generation();
-        let settings = self.settings_for(&server.address);
-        let runtime = &self.runtime;
-        match Connection::establish(&*runtime.transport, &*runtime.clock, &settings).await {
-            Ok(connection) => Ok(PooledConnection {
-                connection,
-                generation,
-            }),
-            Err(error) => {
-                self.handle_application_error(
-                    &server.address,
-                    &error,
-                    generation,
-                    selected.description.max_wire_version,
-                    ErrorPhase::BeforeHandshakeCompletes,
-                );
-                Err(error)
-            }
-        }
+    /// A connection to the selected server, from its pool, within what is left of
+    /// serverSelectionTimeoutMS (or waitQueueTimeoutMS, if shorter). A failed
+    /// establishment has already gone through SDAM error handling
+    /// ([`ServerConnector`]).
+    pub async fn check_out(&self, selected: &SelectedServer) -> Result<PooledConnection> {
+        let remaining = selected
+            .deadline
+            .saturating_duration_since(self.runtime.clock.now());
+        let timeout = match self.options.wait_queue_timeout {
+            Some(wait_queue_timeout) => remaining.min(wait_queue_timeout),
+            None => remaining,
+        };
+        selected.server.pool.check_out(Some(timeout)).await
     }
 
     /// Closes the topology: monitors stop, pools close, closing events go out, and
@@ -672,13 +807,17 @@ impl Shared {
             return;
         }
         state.closed = true;
-        for server in state.servers.values() {
+        let servers: Vec<Arc<Server>> = state.servers.values().cloned().collect();
+        for server in &servers {
             server.monitor.close();
-            server.pool.close();
         }
         let events = state.description.close();
         self.events.queue(events);
         drop(state);
+        // Pools close outside the lock: they deliver events.
+        for server in servers {
+            server.pool.close();
+        }
         self.events.flush();
         self.changed.notify_all();
     }

@@ -28,9 +28,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use anymongo::cmap::{
-    CheckedOut, CmapEvent, ConnectionPool, Establish, PoolOptions, Poolable, WAIT_QUEUE_TIMEOUT,
-};
+use anymongo::cmap::{CheckedOut, CmapEvent, ConnectionPool, Establish, PoolOptions, Poolable};
 use anymongo::rt::{boxed, BoxFuture};
 use anymongo::{Error, ErrorKind, ServerAddress};
 use serde_json::{json, Map, Value};
@@ -350,15 +348,9 @@ fn pool_options(json: Option<&Value>) -> Result<PoolOptions, String> {
 /// The spec's name of the type of an error of the pool.
 fn error_type(error: &Error) -> &'static str {
     match error.kind() {
-        ErrorKind::Timeout { during, .. } if *during == WAIT_QUEUE_TIMEOUT => {
-            "WaitQueueTimeoutError"
-        }
-        ErrorKind::InvalidArgument { message } if message.contains("closed connection pool") => {
-            "PoolClosedError"
-        }
-        ErrorKind::InvalidArgument { message } if message.contains("was cleared") => {
-            "PoolClearedError"
-        }
+        ErrorKind::WaitQueueTimeout { .. } => "WaitQueueTimeoutError",
+        ErrorKind::PoolClosed { .. } => "PoolClosedError",
+        ErrorKind::PoolCleared { .. } => "PoolClearedError",
         _ => "an error outside the pool's",
     }
 }
