@@ -583,16 +583,17 @@ impl<E: Establish> ConnectionPool<E> {
                 .await;
             if expired {
                 let after = timeout.unwrap_or_default();
-                {
+                let detail = {
                     let mut state = inner.state();
                     state.leave(waiter);
                     inner.check_out_failed(started, CheckOutFailedReason::Timeout);
-                }
+                    inner.wait_queue_timeout_detail(&state)
+                };
                 inner.settle(Vec::new());
                 return Err(Error::new(ErrorKind::WaitQueueTimeout {
                     address: inner.address.to_string(),
                     after,
-                    detail: String::new(),
+                    detail,
                 }));
             }
         };
@@ -971,6 +972,23 @@ impl<E: Establish> Inner<E> {
     }
 
     /// Whether one more connection may be created now (maxPoolSize, maxConnecting).
+    /// What a WaitQueueTimeoutError says of the pool. Load-balanced mode gives the
+    /// Load Balancer spec's detailed message ("Connection Tracking"); no connection
+    /// is pinned to a cursor or a transaction yet, so all in use count as "other
+    /// operations".
+    fn wait_queue_timeout_detail(&self, state: &State<E::Connection>) -> String {
+        if !self.options.load_balanced {
+            return String::new();
+        }
+        let in_use = state.total - state.pending - state.available.len() as u32;
+        format!(
+            "Timeout waiting for connection from the connection pool. maxPoolSize: {}, \
+             connections in use by cursors: 0, connections in use by transactions: 0, \
+             connections in use by other operations: {in_use}",
+            self.options.max_pool_size
+        )
+    }
+
     fn has_room(&self, state: &State<E::Connection>) -> bool {
         let max = self.options.max_pool_size;
         (max == 0 || state.total < max) && state.pending < self.options.max_connecting

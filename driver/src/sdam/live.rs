@@ -214,6 +214,9 @@ pub(crate) struct Shared {
     cmap_events: Option<CmapEventHandler>,
     heartbeat_frequency: Duration,
     single_threaded: bool,
+    /// Single-threaded, and not load-balanced (its one server is never checked,
+    /// Load Balancer spec "Monitoring"): selection scans the servers when stale.
+    scans: bool,
     streaming_allowed: bool,
     state: Mutex<State>,
     /// Notified whenever the description changes or the topology closes.
@@ -276,6 +279,7 @@ impl Topology {
             cmap_events: handlers.cmap,
             heartbeat_frequency,
             single_threaded,
+            scans: single_threaded && options.load_balanced != Some(true),
             streaming_allowed,
             state: Mutex::new(State {
                 description,
@@ -593,7 +597,7 @@ impl Shared {
         let started = clock.now();
         let timeout = self.options.server_selection_timeout;
         let deadline = started + timeout;
-        if self.single_threaded {
+        if self.scans {
             let mut state = self.state();
             let due = state
                 .last_scan
@@ -602,7 +606,7 @@ impl Shared {
         }
         loop {
             // Single-threaded and stale: `Some(when the last scan ended, if ever)`.
-            let scan_due = match self.single_threaded {
+            let scan_due = match self.scans {
                 true => {
                     let state = self.state();
                     state.stale.then_some(state.last_scan)
@@ -624,7 +628,7 @@ impl Shared {
             let changed = self.changed.listen();
             match self.try_select(criteria, deprioritized, deadline)? {
                 Some(selected) => return Ok(selected),
-                None if self.single_threaded => {
+                None if self.scans => {
                     let mut state = self.state();
                     state.stale = true;
                     let scanned_since_start = state.last_scan.is_some_and(|last| last >= started);
