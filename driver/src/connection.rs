@@ -5,6 +5,7 @@
 //! ([`Connection::is_broken`]): after a failure mid-message the byte stream can no
 //! longer be trusted to sit on a frame boundary.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use bson::{Document, RawDocumentBuf};
@@ -13,7 +14,9 @@ use std::sync::Arc;
 
 use crate::auth::oidc::{self, OidcAuthenticator, OidcConnectionCache, OidcContext, SaslSender};
 use crate::auth::{AuthContext, AuthMechanism, ConnectionAuth, Credential, ScramCache, Step};
-use crate::error::{CommandError, Error, ErrorKind, Result};
+use crate::error::{
+    CommandError, Error, ErrorKind, Result, RETRYABLE_ERROR, SYSTEM_OVERLOADED_ERROR,
+};
 use crate::handshake::{client_metadata, hello_command, HelloReply};
 use crate::rt::{self, boxed, BoxFuture, Clock, ConnectTarget, Runtime, Stream, Transport};
 use crate::uri::{ClientOptions, ServerAddress};
@@ -132,12 +135,17 @@ impl std::fmt::Debug for Connection {
 
 impl Connection {
     /// Opens a connection and runs the handshake, all within `connect_timeout`.
+    ///
+    /// Network errors and timeouts before the hello reply is in are labelled
+    /// [`SYSTEM_OVERLOADED_ERROR`] and [`RETRYABLE_ERROR`] (CMAP spec,
+    /// "Backpressure-enabled"); TLS failures and errors while authenticating are not.
     pub(crate) async fn establish(
         transport: &dyn Transport,
         clock: &dyn Clock,
         settings: &ConnectionSettings,
     ) -> Result<Connection> {
         let address = settings.target.to_string();
+        let hello_done = AtomicBool::new(false);
         let establish = async {
             let stream = transport
                 .connect(&settings.target)
@@ -154,7 +162,7 @@ impl Connection {
                 more_to_come: None,
                 oidc: None,
             };
-            connection.handshake(settings, clock).await?;
+            connection.handshake(settings, clock, &hello_done).await?;
             Ok::<_, Error>(connection)
         };
         let mut connection = within(
@@ -164,14 +172,30 @@ impl Connection {
             "connect",
             establish,
         )
-        .await?;
+        .await
+        .map_err(|error| match error.kind() {
+            ErrorKind::Network { .. } | ErrorKind::Timeout { .. }
+                if !hello_done.load(Ordering::Relaxed) =>
+            {
+                error
+                    .with_label(SYSTEM_OVERLOADED_ERROR)
+                    .with_label(RETRYABLE_ERROR)
+            }
+            _ => error,
+        })?;
         connection.socket_timeout = settings.socket_timeout;
         Ok(connection)
     }
 
     /// The handshake (MongoDB Handshake spec) and, with a credential, authentication
     /// (Authentication spec), speculatively inside the hello when the mechanism can.
-    async fn handshake(&mut self, settings: &ConnectionSettings, clock: &dyn Clock) -> Result<()> {
+    /// `hello_done` is set once the hello reply is in.
+    async fn handshake(
+        &mut self,
+        settings: &ConnectionSettings,
+        clock: &dyn Clock,
+        hello_done: &AtomicBool,
+    ) -> Result<()> {
         let mut auth = settings
             .auth
             .as_ref()
@@ -200,6 +224,7 @@ impl Connection {
             OpMsg::new(to_raw(&command)?).encode(request_id, 0)
         };
         let reply = self.round_trip(&frame, request_id, clock).await?;
+        hello_done.store(true, Ordering::Relaxed);
         let reply = command_reply(reply, &self.address)?;
         let hello = HelloReply::parse(reply)?;
         hello.check_compatible(&self.address)?;
@@ -885,6 +910,61 @@ mod tests {
             matches!(error.kind(), ErrorKind::Timeout { during: "connect", address, .. } if address == "db.test:27017"),
             "{error}"
         );
+        // Before the hello reply: the server may be overloaded (CMAP backpressure).
+        assert_eq!(error.labels(), [SYSTEM_OVERLOADED_ERROR, RETRYABLE_ERROR]);
+    }
+
+    #[test]
+    fn only_network_errors_before_the_hello_reply_carry_backpressure_labels() {
+        let cut_hello = Script::default().then(|frame| {
+            let mut reply = op_reply(request_id(frame), doc! { "ismaster": true, "ok": 1 });
+            reply.truncate(reply.len() - 3);
+            Some(reply)
+        });
+        let error = connect(&cut_hello).unwrap_err();
+        assert!(matches!(error.kind(), ErrorKind::Network { .. }), "{error}");
+        assert!(error.has_label(SYSTEM_OVERLOADED_ERROR), "{error:?}");
+        let refused = Script::default().then(|frame| {
+            Some(op_reply(
+                request_id(frame),
+                doc! { "ok": 0, "code": 18, "errmsg": "no" },
+            ))
+        });
+        assert!(connect(&refused).unwrap_err().labels().is_empty());
+    }
+
+    #[test]
+    fn load_balanced_handshake_is_hello_over_op_msg_and_requires_a_service_id() {
+        let mut settings = settings();
+        settings.load_balanced = true;
+        let service_id = bson::oid::ObjectId::new();
+        let answer = move |with_service_id: bool| {
+            move |frame: &[u8]| {
+                let mut reply = doc! { "isWritablePrimary": true, "msg": "isdbgrid", "maxWireVersion": 21, "ok": 1 };
+                if with_service_id {
+                    reply.insert("serviceId", service_id);
+                }
+                Some(op_msg(request_id(frame), reply))
+            }
+        };
+        let script = Script::default().then(answer(true));
+        let connection = block_on(Connection::establish(&script, &NO_TIMEOUTS, &settings)).unwrap();
+        assert_eq!(connection.hello().service_id, Some(service_id));
+        let sent = &script.sent()[0];
+        let header = MessageHeader::parse(sent[..HEADER_LEN].try_into().unwrap());
+        assert_eq!(
+            header.op_code,
+            op_code::MSG,
+            "the load-balanced hello is an OP_MSG"
+        );
+        let hello = OpMsg::decode(&header, &sent[HEADER_LEN..]).unwrap();
+        let hello = Document::try_from(hello.body.as_ref()).unwrap();
+        assert_eq!(hello.get_i32("hello").ok(), Some(1));
+        assert_eq!(hello.get_bool("loadBalanced").ok(), Some(true));
+
+        let script = Script::default().then(answer(false));
+        let error = block_on(Connection::establish(&script, &NO_TIMEOUTS, &settings)).unwrap_err();
+        assert_eq!(error.to_string(), LOAD_BALANCER_UNSUPPORTED);
     }
 
     #[test]

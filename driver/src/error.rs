@@ -14,10 +14,26 @@ use crate::wire::WireError;
 /// The result type of the driver.
 pub type Result<T> = std::result::Result<T, Error>;
 
-/// An error of the driver. Cheap to clone.
+/// The label the pool puts on network errors while a connection is established: the
+/// server may be overloaded, so SDAM leaves it alone (CMAP spec,
+/// "Backpressure-enabled").
+pub const SYSTEM_OVERLOADED_ERROR: &str = "SystemOverloadedError";
+
+/// The label of errors after which the operation may be retried (with
+/// [`SYSTEM_OVERLOADED_ERROR`], CMAP spec, "Backpressure-enabled").
+pub const RETRYABLE_ERROR: &str = "RetryableError";
+
+/// An error of the driver.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Error {
-    kind: Box<ErrorKind>,
+    inner: Box<Inner>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+struct Inner {
+    kind: ErrorKind,
+    /// The server's `errorLabels` for a command error, and those the driver added.
+    labels: Vec<String>,
 }
 
 /// What went wrong.
@@ -133,9 +149,21 @@ pub struct CommandError {
 impl Error {
     /// An error of the given kind.
     pub fn new(kind: ErrorKind) -> Self {
+        let labels = match &kind {
+            ErrorKind::Command(error) => error.error_labels.clone(),
+            _ => Vec::new(),
+        };
         Error {
-            kind: Box::new(kind),
+            inner: Box::new(Inner { kind, labels }),
         }
+    }
+
+    /// The error with `label` added (once).
+    pub fn with_label(mut self, label: &str) -> Self {
+        if !self.has_label(label) {
+            self.inner.labels.push(label.to_owned());
+        }
+        self
     }
 
     /// An [`ErrorKind::InvalidArgument`] error.
@@ -147,25 +175,23 @@ impl Error {
 
     /// What went wrong.
     pub fn kind(&self) -> &ErrorKind {
-        &self.kind
+        &self.inner.kind
     }
 
     /// The server's error code, for [`ErrorKind::Command`] errors and authentication
     /// failures the server reported.
     pub fn code(&self) -> Option<i32> {
-        match &*self.kind {
+        match &self.inner.kind {
             ErrorKind::Command(error) => Some(error.code),
             ErrorKind::Authentication { code, .. } => *code,
             _ => None,
         }
     }
 
-    /// The error labels the server attached.
+    /// The error's labels: those the server attached to a command error, and those
+    /// the driver added (e.g. [`SYSTEM_OVERLOADED_ERROR`]).
     pub fn labels(&self) -> &[String] {
-        match &*self.kind {
-            ErrorKind::Command(error) => &error.error_labels,
-            _ => &[],
-        }
+        &self.inner.labels
     }
 
     /// Whether the error carries `label`.
@@ -197,7 +223,7 @@ impl Error {
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &*self.kind {
+        match &self.inner.kind {
             ErrorKind::InvalidArgument { message } => write!(f, "invalid argument: {message}"),
             ErrorKind::Network {
                 address, message, ..

@@ -29,7 +29,7 @@ use crate::event::{EventHandler, EventSink};
 use crate::rt::{self, BoxFuture, Instant, Runtime};
 use crate::sdam::events::SdamEvent;
 use crate::sdam::monitor::{
-    is_network_error, run_monitor, CheckReply, Checker, MonitorSignal, MIN_HEARTBEAT_FREQUENCY,
+    run_monitor, CheckReply, Checker, MonitorSignal, MIN_HEARTBEAT_FREQUENCY,
 };
 use crate::sdam::topology::{ApplicationError, ErrorPhase, TopologyState, TopologyUpdate};
 use crate::sdam::{ServerDescription, ServerType, TopologyDescription, TopologyType};
@@ -505,7 +505,9 @@ impl Shared {
         connection: ConnectionInfo,
         phase: ErrorPhase,
     ) {
-        let Some(mut error) = ApplicationError::from_error(
+        // Network errors and timeouts before the hello reply came are labelled
+        // SystemOverloadedError (`Connection::establish`): SDAM leaves the server alone.
+        let Some(error) = ApplicationError::from_error(
             error_source,
             address.clone(),
             Some(connection.generation),
@@ -514,12 +516,6 @@ impl Shared {
         ) else {
             return;
         };
-        // CMAP "backpressure-enabled": network errors and timeouts while a connection
-        // is established are labelled SystemOverloadedError, and SDAM leaves the
-        // server alone. (The label also lands on the rare network error during
-        // authentication: `Connection::establish` does not tell the steps apart.)
-        error.system_overloaded =
-            phase == ErrorPhase::BeforeHandshakeCompletes && is_network_error(error_source);
         let mut state = self.state();
         if state.closed {
             return;

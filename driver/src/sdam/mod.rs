@@ -22,5 +22,5 @@ pub use description::{
 pub use events::SdamEvent;
 pub use topology::{
     ApplicationError, ApplicationErrorKind, ErrorPhase, ErrorResponse, TopologyState,
-    TopologyUpdate, SYSTEM_OVERLOADED_ERROR,
+    TopologyUpdate,
 };

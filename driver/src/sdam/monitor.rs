@@ -319,7 +319,7 @@ async fn run_rtt_monitor(checker: Checker, server: Arc<Server>) {
 }
 
 /// Network errors and timeouts (as opposed to command errors).
-pub(crate) fn is_network_error(error: &Error) -> bool {
+fn is_network_error(error: &Error) -> bool {
     matches!(
         error.kind(),
         ErrorKind::Network { .. } | ErrorKind::Timeout { .. } | ErrorKind::Protocol { .. }

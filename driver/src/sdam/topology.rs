@@ -24,7 +24,7 @@ use bson::{Bson, Document};
 use super::description::DEFAULT_HEARTBEAT_FREQUENCY;
 use super::events::SdamEvent;
 use super::{ServerDescription, ServerType, TopologyDescription, TopologyType, TopologyVersion};
-use crate::error::{Error, ErrorKind};
+use crate::error::{Error, ErrorKind, SYSTEM_OVERLOADED_ERROR};
 use crate::handshake::bson_as_i64;
 use crate::uri::{ClientOptions, ServerAddress};
 
@@ -42,10 +42,6 @@ const NOT_WRITABLE_PRIMARY_CODES: [i32; 3] = [10107, 13435, 10058];
 /// "node is shutting down" error codes: the subset of the recovering codes for which
 /// the pool is cleared.
 const SHUTDOWN_CODES: [i32; 2] = [11600, 91];
-
-/// The error label the connection pool adds to network errors of connection
-/// establishment (CMAP "backpressure-enabled"); SDAM ignores such errors.
-pub const SYSTEM_OVERLOADED_ERROR: &str = "SystemOverloadedError";
 
 /// One client's SDAM state: its [`TopologyDescription`] and what the spec's rules need
 /// besides (the topology id its events carry, whether it started from one seed,
