@@ -362,3 +362,84 @@ async fn unix_domain_sockets_work_natively() {
     assert_eq!(received.len(), 3, "{received:?}");
     assert_eq!(received[2], doc! { "ping": 1, "$db": "admin" });
 }
+
+#[tokio::test]
+async fn a_command_abandoned_mid_flight_closes_its_connection() {
+    use anymongo::client::ClientConfig;
+    use anymongo::cmap::{CmapEvent, ConnectionClosedReason};
+    use std::sync::{Arc, Mutex};
+
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let recorded = events.clone();
+    let config = ClientConfig {
+        cmap_event_handler: Some(Arc::new(move |event: &CmapEvent| {
+            recorded.lock().unwrap().push(event.clone());
+        })),
+        ..ClientConfig::default()
+    };
+    // The fail point only blocks this client's connections (appName), so the shared
+    // server's other users go on unhindered.
+    let uri = format!("{}?appName=abandoned", shared_uri());
+    let options = anymongo::ClientOptions::parse(&uri).unwrap();
+    let client = Client::with_config(options, config, anymongo_native::runtime()).unwrap();
+    let admin = client.database("admin");
+    admin
+        .run_command(doc! {
+            "configureFailPoint": "failCommand",
+            "mode": { "times": 1 },
+            "data": { "failCommands": ["find"], "blockConnection": true, "blockTimeMS": 2000, "appName": "abandoned" },
+        })
+        .await
+        .unwrap();
+    // The caller gives up while the server holds the reply back: the future, and the
+    // checked-out connection in it, are dropped mid-command.
+    let abandoned = tokio::time::timeout(
+        Duration::from_millis(200),
+        client.database("abandon").run_command(doc! { "find": "x" }),
+    )
+    .await;
+    assert!(
+        abandoned.is_err(),
+        "the command should still be blocked: {abandoned:?}"
+    );
+    let closed: Vec<_> = events
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|event| match event {
+            CmapEvent::ConnectionClosed {
+                connection_id,
+                reason,
+                ..
+            } => Some((*connection_id, *reason)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        closed.len(),
+        1,
+        "the abandoned connection is closed, not returned: {closed:?}"
+    );
+    assert_eq!(closed[0].1, ConnectionClosedReason::Error);
+    // The next command gets a clean connection and its own reply.
+    let reply = client
+        .database("abandon")
+        .run_command(doc! { "find": "x" })
+        .await
+        .unwrap();
+    assert_eq!(reply.get_f64("ok").ok(), Some(1.0));
+    let checked_out: Vec<u32> = events
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|event| match event {
+            CmapEvent::ConnectionCheckedOut { connection_id, .. } => Some(*connection_id),
+            _ => None,
+        })
+        .collect();
+    assert_ne!(
+        checked_out.last(),
+        Some(&closed[0].0),
+        "the closed connection is not checked out again: {checked_out:?}"
+    );
+}

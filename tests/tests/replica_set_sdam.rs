@@ -278,18 +278,27 @@ async fn single_threaded_selection_times_out_naming_every_member_when_all_are_do
 }
 
 #[tokio::test]
-async fn dropping_the_client_stops_its_monitors() {
+async fn dropping_the_client_stops_its_monitors_and_closes_its_pools() {
     let set = MockReplicaSet::start().await;
-    let client = anymongo_native::client(&set.uri("")).unwrap();
+    let client = anymongo_native::client(&set.uri("minPoolSize=3")).unwrap();
     ping(&client).await.unwrap();
-    let all_monitored = set
+    // Per member: the streaming monitor's connection and its RTT monitor's, and
+    // minPoolSize pooled ones once the member is known (its pool is ready).
+    let all_populated = set
         .wait_for(WAIT, |set| {
-            (0..3).all(|index| set.open_connections(index) > 0)
+            (0..3).all(|index| set.open_connections(index) == 5)
         })
         .await;
-    assert!(all_monitored, "every member gets a monitoring connection");
+    assert!(
+        all_populated,
+        "every member gets two monitoring connections and 3 pooled ones: {:?}",
+        (0..3)
+            .map(|index| set.open_connections(index))
+            .collect::<Vec<_>>()
+    );
     drop(client);
-    // No runtime is needed in Drop: the monitors notice the close at their next await.
+    // No runtime is needed in Drop: the monitors and the pools' background tasks
+    // notice the close at their next await; the pools close their connections.
     let all_closed = set
         .wait_for(WAIT, |set| {
             (0..3).all(|index| set.open_connections(index) == 0)
