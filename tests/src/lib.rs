@@ -5,6 +5,8 @@
 //! - [`mock`]: a scripted mock server speaking OP_QUERY and OP_MSG.
 //! - [`replica_set`]: a scripted mock replica set (members on 127.0.0.1, .2, .3 …) for
 //!   live SDAM tests.
+//! - [`load_balancer`]: a scripted mock load balancer with two backends of distinct
+//!   serviceIds, for live tests of load-balanced mode.
 //! - [`spec`]: the registry and runner of the JSON specification tests.
 //! - [`demo`]: the demo's script, shared by its native and WASI builds.
 //! - [`probe`]: a scripted series of operations that reports the topology after each,
@@ -16,6 +18,8 @@
 #[cfg(not(target_os = "wasi"))]
 pub mod certs;
 pub mod demo;
+#[cfg(not(target_os = "wasi"))]
+pub mod load_balancer;
 #[cfg(not(target_os = "wasi"))]
 pub mod mock;
 pub mod probe;

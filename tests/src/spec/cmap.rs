@@ -1,15 +1,30 @@
 //! The Connection Monitoring and Pooling spec's tests (`connection_monitoring/`, see
 //! the spec's `tests/cmap-format/README.md`).
 //!
-//! Each JSON file is one test. The unit-style ones run against an
-//! [`anymongo::cmap::ConnectionPool`] whose connections are fakes (the [`Establish`]
-//! seam hands out a connection at once), on the native runtime's clock and spawner:
+//! Each JSON file is one test, run against an [`anymongo::cmap::ConnectionPool`] on
+//! the native runtime's clock and spawner. One runner serves both styles of file; only
+//! the [`Establish`] seam differs:
+//!
+//! - the unit-style files get fake connections ([`FakeEstablish`] hands one out at
+//!   once);
+//! - the integration-style files (`style: "integration"`, with a `failPoint` that
+//!   blocks or fails the handshake of connections with the test's `appName`) get real
+//!   ones to a SecantusDB server ([`ServerEstablish`]: the driver's
+//!   [`Connector`], plus what SDAM does when establishing a connection fails — it
+//!   clears the pool). The server is started, with test commands enabled, for the first
+//!   such file and stopped at the end of the suite; its `buildInfo` version is held
+//!   against each file's `runOn`. The `failPoint` is set through an
+//!   [`anymongo::Client`] before the test and turned off after it, however it ended.
+//!
+//! How the operations run:
 //!
 //! - the test's "threads" are tokio tasks fed their operations through a channel, the
 //!   main thread runs the rest itself and stops at its first error;
 //! - `waitForThread` propagates the thread's first error to the main thread;
 //!   `waitForEvent` counts every event (the `ignore` list does not apply), waiting at
 //!   most its `timeout` (10 s when it has none);
+//! - every wait is bounded: a thread is waited for 10 s at most, and a test's
+//!   operations get [`TEST_TIMEOUT`] in all;
 //! - the expected `error` is matched by its type (PoolClosedError,
 //!   PoolClearedError, WaitQueueTimeoutError); the message is not compared, the spec
 //!   leaving errors' wording to each driver;
@@ -17,33 +32,38 @@
 //!   MATCH rule: expected fields must be present and equal, `42` and `"42"` meaning
 //!   "any value", and durations count in milliseconds;
 //! - `backgroundThreadIntervalMS` sets the pool's maintenance interval (a negative
-//!   value, "never", becomes an hour).
-//!
-//! The integration-style files (`style: "integration"`, with a `failPoint` that blocks
-//! or fails the handshake of a real server) are skipped here; they run once the pool
-//! is wired into the driver.
+//!   value, "never", becomes an hour); `appName` goes to the connections' handshake.
 
+use std::cell::OnceCell;
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 use std::time::Duration;
 
-use anymongo::cmap::{CheckedOut, CmapEvent, ConnectionPool, Establish, PoolOptions, Poolable};
+use anymongo::bson::{doc, Document};
+use anymongo::cmap::{
+    CheckedOut, CmapEvent, Connection as ServerConnection, ConnectionPool, Connector, Establish,
+    PoolOptions, Poolable,
+};
 use anymongo::rt::{boxed, BoxFuture};
-use anymongo::{Error, ErrorKind, ServerAddress};
+use anymongo::{Client, ClientOptions, Error, ErrorKind, ServerAddress};
 use serde_json::{json, Map, Value};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
-use super::{run_json_files, SuiteOutcome};
+use super::{run_json_files, JsonTest, SuiteOutcome};
+use crate::server::{ServerOptions, TestServer};
 
-/// Why the integration-style files are skipped.
-const NEEDS_SERVER: &str =
-    "needs configureFailPoint against a live server: integrated in the pool-wiring step";
+/// Why an integration-style file whose `runOn` the server does not meet is skipped.
+const NOT_ON_THIS_SERVER: &str = "runOn: the test server's version meets none of the requirements";
 
 /// How long `waitForEvent` waits when the test gives no `timeout`, and how long
 /// `waitForThread` waits for a thread.
 const DEFAULT_WAIT: Duration = Duration::from_secs(10);
+
+/// How long a test's operations may take in all (what bounds a main-thread check-out
+/// that has no waitQueueTimeoutMS).
+const TEST_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Runs the suite in `dir` (the corpus's `connection_monitoring` folder).
 pub fn run(dir: &Path) -> SuiteOutcome {
@@ -61,20 +81,189 @@ pub fn run(dir: &Path) -> SuiteOutcome {
             return outcome;
         }
     };
+    // Started for the first integration-style file; declared after the runtime so that
+    // it is dropped (the server killed) while the runtime is still up.
+    let server: OnceCell<Result<LiveServer, String>> = OnceCell::new();
+    let live = || server.get_or_init(|| LiveServer::start(&runtime));
     run_json_files(
         dir,
         |_| true,
-        skip_reason,
-        |_, test| runtime.block_on(run_test(test)),
+        |test| {
+            if !is_integration(test) {
+                return None;
+            }
+            // A server that cannot start, or a `runOn` that cannot be read, fails the
+            // file when it runs.
+            let version = &live().as_ref().ok()?.version;
+            (runs_on(test, version) == Ok(false)).then_some(NOT_ON_THIS_SERVER)
+        },
+        |_, test| {
+            if !is_integration(test) {
+                return runtime.block_on(run_fake(test));
+            }
+            let server = live()
+                .as_ref()
+                .map_err(|why| format!("cannot start the test server: {why}"))?;
+            // Met, or the file would have been skipped; this reports an unreadable one.
+            runs_on(test, &server.version)?;
+            runtime.block_on(run_on_server(server, test))
+        },
     )
 }
 
-/// Why a file is not run here, if it is not.
-fn skip_reason(test: &Map<String, Value>) -> Option<&'static str> {
-    let integration = test.get("style").and_then(Value::as_str) == Some("integration")
+/// Whether a file needs a server (the spec's integration style).
+fn is_integration(test: &JsonTest) -> bool {
+    test.get("style").and_then(Value::as_str) == Some("integration")
         || test.contains_key("failPoint")
-        || test.contains_key("runOn");
-    integration.then_some(NEEDS_SERVER)
+        || test.contains_key("runOn")
+}
+
+/// Whether a server of `version` meets one of the test's `runOn` requirements (each a
+/// `minServerVersion` and/or `maxServerVersion`, both inclusive); no `runOn` means it
+/// does.
+fn runs_on(test: &JsonTest, version: &[u64]) -> Result<bool, String> {
+    let Some(requirements) = test.get("runOn") else {
+        return Ok(true);
+    };
+    let requirements = requirements.as_array().ok_or("runOn is not an array")?;
+    let mut met = false;
+    for requirement in requirements {
+        let requirement = requirement
+            .as_object()
+            .ok_or_else(|| format!("a runOn requirement is not an object: {requirement}"))?;
+        let mut this_one = true;
+        for (key, bound) in requirement {
+            let bound = bound
+                .as_str()
+                .and_then(parse_version)
+                .ok_or_else(|| format!("runOn.{key} is not a version: {bound}"))?;
+            // Compared on the bound's components: maxServerVersion "4.4" admits 4.4.x.
+            let version = &version[..bound.len().min(version.len())];
+            this_one &= match key.as_str() {
+                "minServerVersion" => version >= bound.as_slice(),
+                "maxServerVersion" => version <= bound.as_slice(),
+                other => return Err(format!("unsupported runOn requirement {other:?}")),
+            };
+        }
+        met |= this_one;
+    }
+    Ok(met)
+}
+
+/// `"8.2.11"` as `[8, 2, 11]` (a suffix such as `-rc0` is dropped).
+fn parse_version(text: &str) -> Option<Vec<u64>> {
+    text.split('-')
+        .next()?
+        .split('.')
+        .map(|part| part.parse().ok())
+        .collect()
+}
+
+/// The SecantusDB server of the integration-style files.
+struct LiveServer {
+    /// Sets and unsets the fail points. Its connections have no appName, so the files'
+    /// fail points, which name one, leave them alone.
+    client: Client,
+    /// The server's connection string.
+    uri: String,
+    /// What `buildInfo` says.
+    version: Vec<u64>,
+    /// Killed when dropped, after the client (fields drop in order).
+    _server: TestServer,
+}
+
+impl LiveServer {
+    /// Starts a server (its test commands, `configureFailPoint` among them, are
+    /// enabled: [`TestServer`] always asks for them) and reads its version.
+    fn start(runtime: &tokio::runtime::Runtime) -> Result<LiveServer, String> {
+        let server = TestServer::start(&ServerOptions::default())?;
+        let uri = server.uri();
+        let separator = if uri.contains('?') { '&' } else { '?' };
+        let client_uri = format!("{uri}{separator}directConnection=true");
+        runtime.block_on(async {
+            // Called in the runtime, so that the client monitors in the background.
+            let client = Client::with_uri(&client_uri, anymongo_native::runtime())
+                .map_err(|e| format!("cannot create a client for {client_uri}: {e}"))?;
+            let build_info = client
+                .database("admin")
+                .run_command(doc! { "buildInfo": 1 })
+                .await
+                .map_err(|e| format!("buildInfo failed: {e}"))?;
+            let version = build_info
+                .get_str("version")
+                .ok()
+                .and_then(parse_version)
+                .ok_or_else(|| format!("buildInfo gives no readable version: {build_info}"))?;
+            Ok(LiveServer {
+                client,
+                uri,
+                version,
+                _server: server,
+            })
+        })
+    }
+
+    /// Runs a `configureFailPoint` command on the admin database.
+    async fn configure_fail_point(&self, command: Document) -> Result<(), String> {
+        self.client
+            .database("admin")
+            .run_command(command.clone())
+            .await
+            .map(drop)
+            .map_err(|e| format!("{command} failed: {e}"))
+    }
+}
+
+/// Runs an integration-style file: its fail point set for the test's duration, a pool
+/// of real connections with the test's appName.
+async fn run_on_server(server: &LiveServer, test: &JsonTest) -> Result<(), String> {
+    let options = pool_options(test.get("poolOptions"))?;
+    let mut client_options = ClientOptions::parse(&server.uri)
+        .map_err(|e| format!("cannot parse {}: {e}", server.uri))?;
+    client_options.app_name = options.app_name;
+    let address = client_options
+        .hosts
+        .first()
+        .cloned()
+        .ok_or_else(|| format!("{} names no host", server.uri))?;
+    let owner = Arc::new(OnceLock::new());
+    let establisher = ServerEstablish {
+        connector: Connector::new(&client_options, &address, anymongo_native::runtime()),
+        owner: owner.clone(),
+    };
+
+    let fail_point = match test.get("failPoint") {
+        None => None,
+        Some(json) => {
+            let command = anymongo::bson::serialize_to_document(json)
+                .map_err(|e| format!("the failPoint {json} is no document: {e}"))?;
+            let name = command
+                .get_str("configureFailPoint")
+                .map_err(|_| format!("the failPoint {json} names no fail point"))?
+                .to_owned();
+            server.configure_fail_point(command).await?;
+            Some(name)
+        }
+    };
+    let outcome = run_test(test, address, options.pool, establisher, |context| {
+        let _ = owner.set(Arc::downgrade(context));
+    })
+    .await;
+    match fail_point {
+        Some(name) => {
+            let off = doc! { "configureFailPoint": name, "mode": "off" };
+            let turned_off = server.configure_fail_point(off).await;
+            outcome.and(turned_off)
+        }
+        None => outcome,
+    }
+}
+
+/// Runs a unit-style file, with fake connections.
+async fn run_fake(test: &JsonTest) -> Result<(), String> {
+    let options = pool_options(test.get("poolOptions"))?;
+    let address = ServerAddress::tcp("localhost", 27017);
+    run_test(test, address, options.pool, FakeEstablish, |_| ()).await
 }
 
 /// Connections that exist only in the pool's books.
@@ -100,17 +289,43 @@ impl Establish for FakeEstablish {
     }
 }
 
-type Connection = CheckedOut<FakeEstablish>;
+/// Real connections to the test server, through the driver's [`Connector`]; a
+/// connection that fails to be established clears the pool, as the driver's SDAM does
+/// with such errors ("application errors before the handshake completes"), unless a
+/// clear since made its generation stale.
+struct ServerEstablish {
+    connector: Connector,
+    /// The test whose pool this establishes for, set once the pool exists.
+    owner: Arc<OnceLock<Weak<Context<ServerEstablish>>>>,
+}
+
+impl Establish for ServerEstablish {
+    type Connection = ServerConnection;
+
+    fn establish(&self, connection_id: u32) -> BoxFuture<'_, anymongo::Result<ServerConnection>> {
+        self.connector.establish(connection_id)
+    }
+
+    fn establish_failed(&self, error: &Error, generation: u32) {
+        self.connector.establish_failed(error, generation);
+        if let Some(context) = self.owner.get().and_then(Weak::upgrade) {
+            if context.pool.generation() == generation {
+                context.pool.clear(None, false);
+            }
+        }
+    }
+}
 
 /// What the threads of one test share.
-struct Context {
-    pool: ConnectionPool<FakeEstablish>,
-    events: Arc<Mutex<Vec<CmapEvent>>>,
+struct Context<E: Establish> {
+    pool: ConnectionPool<E>,
+    /// Every event of the pool so far, in order; `waitForEvent` watches it grow.
+    events: Arc<watch::Sender<Vec<CmapEvent>>>,
     /// Checked-out connections by label.
-    labelled: Mutex<HashMap<String, Connection>>,
+    labelled: Mutex<HashMap<String, CheckedOut<E>>>,
     /// Checked-out connections without a label: kept until the test ends, since
     /// dropping one would close it.
-    unlabelled: Mutex<Vec<Connection>>,
+    unlabelled: Mutex<Vec<CheckedOut<E>>>,
 }
 
 /// How an operation failed.
@@ -136,19 +351,26 @@ struct Thread {
     handle: JoinHandle<Result<(), Failure>>,
 }
 
-async fn run_test(test: &Map<String, Value>) -> Result<(), String> {
-    let options = pool_options(test.get("poolOptions"))?;
-    let events = Arc::new(Mutex::new(Vec::new()));
+/// Runs one test against a pool of `establisher`'s connections to `address`; `bind`
+/// sees the test's context once the pool exists.
+async fn run_test<E: Establish>(
+    test: &JsonTest,
+    address: ServerAddress,
+    options: PoolOptions,
+    establisher: E,
+    bind: impl FnOnce(&Arc<Context<E>>),
+) -> Result<(), String> {
+    let events = Arc::new(watch::Sender::new(Vec::new()));
     let sink = events.clone();
     let runtime = anymongo_native::runtime();
     let pool = ConnectionPool::new(
-        ServerAddress::tcp("localhost", 27017),
+        address,
         options,
-        FakeEstablish,
+        establisher,
         runtime.clock,
         runtime.spawner,
         Some(Arc::new(move |event: &CmapEvent| {
-            lock(&sink).push(event.clone());
+            sink.send_modify(|events| events.push(event.clone()));
         })),
     )
     .map_err(|e| format!("cannot create the pool: {e}"))?;
@@ -158,20 +380,27 @@ async fn run_test(test: &Map<String, Value>) -> Result<(), String> {
         labelled: Mutex::new(HashMap::new()),
         unlabelled: Mutex::new(Vec::new()),
     });
+    bind(&context);
 
     let operations = test
         .get("operations")
         .and_then(Value::as_array)
         .ok_or("the test has no 'operations'")?;
     let mut threads = HashMap::new();
-    let mut main_error = None;
-    for operation in operations {
-        if let Err(failure) = run_main_operation(&context, &mut threads, operation).await {
-            main_error = Some(failure);
-            break;
+    let main_error = tokio::time::timeout(TEST_TIMEOUT, async {
+        for operation in operations {
+            run_main_operation(&context, &mut threads, operation).await?;
         }
-    }
-    let actual_events = lock(&context.events).clone();
+        Ok(())
+    })
+    .await
+    .unwrap_or_else(|_| {
+        Err(Failure::Runner(format!(
+            "the operations did not finish within {TEST_TIMEOUT:?}"
+        )))
+    })
+    .err();
+    let actual_events = context.events.borrow().clone();
 
     // Tear down: threads still blocked fail once the pool closes.
     context.pool.close();
@@ -185,8 +414,8 @@ async fn run_test(test: &Map<String, Value>) -> Result<(), String> {
     check_events(test, &actual_events)
 }
 
-async fn run_main_operation(
-    context: &Arc<Context>,
+async fn run_main_operation<E: Establish>(
+    context: &Arc<Context<E>>,
     threads: &mut HashMap<String, Thread>,
     operation: &Value,
 ) -> Result<(), Failure> {
@@ -234,7 +463,10 @@ async fn run_main_operation(
 }
 
 /// Runs an operation of the pool itself, or a wait, on the calling thread.
-async fn run_operation(context: &Context, operation: &Value) -> Result<(), Failure> {
+async fn run_operation<E: Establish>(
+    context: &Context<E>,
+    operation: &Value,
+) -> Result<(), Failure> {
     let name = operation.get("name").and_then(Value::as_str).unwrap_or("");
     match name {
         "wait" => {
@@ -248,22 +480,14 @@ async fn run_operation(context: &Context, operation: &Value) -> Result<(), Failu
                 .get("timeout")
                 .and_then(Value::as_u64)
                 .map_or(DEFAULT_WAIT, Duration::from_millis);
-            let seen = || {
-                lock(&context.events)
-                    .iter()
-                    .filter(|e| event_type(e) == event)
-                    .count()
-            };
-            let waited = tokio::time::timeout(timeout, async {
-                while seen() < count {
-                    tokio::time::sleep(Duration::from_millis(2)).await;
-                }
-            })
-            .await;
-            if waited.is_err() {
+            let seen =
+                |events: &Vec<CmapEvent>| events.iter().filter(|e| event_type(e) == event).count();
+            let mut events = context.events.subscribe();
+            let waited = tokio::time::timeout(timeout, events.wait_for(|e| seen(e) >= count));
+            if !matches!(waited.await, Ok(Ok(_))) {
                 return Err(Failure::Runner(format!(
                     "waited {timeout:?} for {count} {event} events, saw {}",
-                    seen()
+                    seen(&context.events.borrow())
                 )));
             }
         }
@@ -309,14 +533,31 @@ fn string_field<'a>(operation: &'a Value, field: &str) -> Result<&'a str, Failur
         .ok_or_else(|| Failure::Runner(format!("operation {operation} has no {field:?}")))
 }
 
-/// The pool options of `poolOptions`.
-fn pool_options(json: Option<&Value>) -> Result<PoolOptions, String> {
-    let mut options = PoolOptions::default();
+/// What a test's `poolOptions` ask for.
+struct TestPoolOptions {
+    pool: PoolOptions,
+    /// The appName of the connections' handshake (which the fail point looks for).
+    app_name: Option<String>,
+}
+
+/// The options of `poolOptions`.
+fn pool_options(json: Option<&Value>) -> Result<TestPoolOptions, String> {
+    let mut options = TestPoolOptions {
+        pool: PoolOptions::default(),
+        app_name: None,
+    };
     let Some(json) = json else {
         return Ok(options);
     };
     let json = json.as_object().ok_or("poolOptions is not an object")?;
     for (name, value) in json {
+        if name == "appName" {
+            let app_name = value
+                .as_str()
+                .ok_or_else(|| format!("poolOptions.appName is not a string: {value}"))?;
+            options.app_name = Some(app_name.to_owned());
+            continue;
+        }
         let number = value
             .as_i64()
             .ok_or_else(|| format!("poolOptions.{name} is not an integer: {value}"))?;
@@ -325,14 +566,15 @@ fn pool_options(json: Option<&Value>) -> Result<PoolOptions, String> {
             let ms = u64::try_from(number).map_err(|_| format!("bad {name}: {number}"))?;
             Ok((ms > 0).then(|| Duration::from_millis(ms)))
         };
+        let pool = &mut options.pool;
         match name.as_str() {
-            "maxPoolSize" => options.max_pool_size = count()?,
-            "minPoolSize" => options.min_pool_size = count()?,
-            "maxConnecting" => options.max_connecting = count()?,
-            "maxIdleTimeMS" => options.max_idle_time = millis()?,
-            "waitQueueTimeoutMS" => options.wait_queue_timeout = millis()?,
+            "maxPoolSize" => pool.max_pool_size = count()?,
+            "minPoolSize" => pool.min_pool_size = count()?,
+            "maxConnecting" => pool.max_connecting = count()?,
+            "maxIdleTimeMS" => pool.max_idle_time = millis()?,
+            "waitQueueTimeoutMS" => pool.wait_queue_timeout = millis()?,
             "backgroundThreadIntervalMS" => {
-                options.maintenance_interval = match number {
+                pool.maintenance_interval = match number {
                     // "Never begin a Run": none within a test, then.
                     ..0 => Duration::from_secs(3600),
                     0 => return Err("backgroundThreadIntervalMS cannot be 0".into()),
