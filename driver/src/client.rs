@@ -11,16 +11,18 @@ use bson::{Document, RawDocumentBuf};
 use crate::auth::oidc::{OidcAuthenticator, OidcOptions};
 use crate::auth::AuthMechanism;
 use crate::cmap::CmapEventHandler;
+use crate::command_monitoring::{CommandEventHandler, CommandInfo, CommandMonitor, ConnectionId};
 use crate::connection::ConnectionSettings;
 use crate::error::{Error, Result};
 use crate::handshake::HelloReply;
 use crate::rt::Runtime;
-use crate::sdam::live::{ConnectionInfo, EventHandlers, Topology};
+use crate::sdam::live::{ConnectionInfo, EventHandlers, PooledConnection, Topology};
 pub use crate::sdam::live::{MonitoringThreads, SdamEventHandler};
 use crate::sdam::topology::ErrorPhase;
 use crate::sdam::TopologyDescription;
 use crate::selection::{read_preference_document, SelectionCriteria};
 use crate::uri::{ClientOptions, ReadPreference};
+use crate::wire::next_request_id;
 
 /// A handle to a MongoDB deployment. Cheap to clone; clones share connections.
 ///
@@ -44,6 +46,7 @@ struct ClientInner {
     oidc: Option<Arc<OidcAuthenticator>>,
     /// Dropped with the last clone of the client: monitors stop, pools close.
     topology: Topology,
+    commands: CommandMonitor,
 }
 
 /// What a [`Client`] can be given besides its [`ClientOptions`]: things a connection
@@ -73,6 +76,8 @@ pub struct ClientConfig {
     pub sdam_event_handler: Option<SdamEventHandler>,
     /// Receives the connection pools' events (CMAP), from their creation on.
     pub cmap_event_handler: Option<CmapEventHandler>,
+    /// Receives the events of the commands operations send.
+    pub command_event_handler: Option<CommandEventHandler>,
     /// Background monitors or single-threaded scans.
     pub monitoring: MonitoringThreads,
 }
@@ -82,6 +87,10 @@ impl std::fmt::Debug for ClientConfig {
         f.debug_struct("ClientConfig")
             .field("sdam_event_handler", &self.sdam_event_handler.is_some())
             .field("cmap_event_handler", &self.cmap_event_handler.is_some())
+            .field(
+                "command_event_handler",
+                &self.command_event_handler.is_some(),
+            )
             .field("monitoring", &self.monitoring)
             .finish_non_exhaustive()
     }
@@ -182,6 +191,7 @@ impl Client {
                 runtime,
                 oidc,
                 topology,
+                commands: CommandMonitor::new(config.command_event_handler),
             }),
         })
     }
@@ -251,17 +261,22 @@ impl Client {
         let mut pooled = topology.check_out(&selected).await?;
         // If this future is dropped mid-command, `pooled` is dropped with it and
         // closed: a half-read reply never goes back to the pool.
-        let connection = &mut *pooled;
         let clock = &*self.inner.runtime.clock;
         // MONGODB-OIDC may ask to authenticate again and retry once (the token
         // expired): only then is a copy of the command kept.
         let retry = self.inner.oidc.as_ref().map(|_| body.clone());
-        let mut result = connection.command(body, clock).await;
+        let operation_id = next_request_id();
+        let mut result = self
+            .send(&mut pooled, &command, body, operation_id, operation_id)
+            .await;
         if let (Err(error), Some(body)) = (&result, retry) {
-            if connection.needs_reauthentication(error) {
-                let host = connection.server_host().to_string();
-                result = match connection.reauthenticate(&host, clock).await {
-                    Ok(()) => connection.command(body, clock).await,
+            if pooled.needs_reauthentication(error) {
+                let host = pooled.server_host().to_string();
+                result = match pooled.reauthenticate(&host, clock).await {
+                    Ok(()) => {
+                        self.send(&mut pooled, &command, body, next_request_id(), operation_id)
+                            .await
+                    }
                     Err(error) => Err(error),
                 };
             }
@@ -275,6 +290,34 @@ impl Client {
             );
         }
         selected.server.check_in(pooled);
+        result
+    }
+
+    /// Sends one command (`command`, encoded as `body`) on `connection`, announced
+    /// and concluded by command monitoring events.
+    async fn send(
+        &self,
+        connection: &mut PooledConnection,
+        command: &Document,
+        body: RawDocumentBuf,
+        request_id: i32,
+        operation_id: i32,
+    ) -> Result<Document> {
+        let clock = &*self.inner.runtime.clock;
+        let in_flight = self.inner.commands.started(command, clock, || CommandInfo {
+            command_name: command.keys().next().cloned().unwrap_or_default(),
+            database_name: command.get_str("$db").unwrap_or_default().to_owned(),
+            request_id,
+            operation_id,
+            connection: ConnectionId {
+                address: connection.address().clone(),
+                id: connection.id(),
+                server_id: connection.hello().connection_id,
+            },
+            service_id: connection.service_id(),
+        });
+        let result = connection.command_with_id(request_id, body, clock).await;
+        in_flight.finish(&result);
         result
     }
 }

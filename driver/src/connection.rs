@@ -342,7 +342,17 @@ impl Connection {
         body: RawDocumentBuf,
         clock: &dyn Clock,
     ) -> Result<Document> {
-        let request_id = next_request_id();
+        self.command_with_id(next_request_id(), body, clock).await
+    }
+
+    /// [`command`](Self::command) sent with the given request id (which command
+    /// monitoring has already announced).
+    pub(crate) async fn command_with_id(
+        &mut self,
+        request_id: i32,
+        body: RawDocumentBuf,
+        clock: &dyn Clock,
+    ) -> Result<Document> {
         let frame = OpMsg::new(body).encode(request_id, 0);
         let reply = self.round_trip(&frame, request_id, clock).await?;
         command_reply(reply, &self.address)

@@ -49,6 +49,11 @@ impl<E> EventSink<E> {
         }
     }
 
+    /// Whether anyone listens (events built for nobody can be skipped).
+    pub fn is_listened(&self) -> bool {
+        self.handler.is_some()
+    }
+
     /// Queues `events` (dropped at once when nobody listens).
     pub fn queue(&self, events: impl IntoIterator<Item = E>) {
         if self.handler.is_some() {

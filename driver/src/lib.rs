@@ -29,6 +29,7 @@
 pub mod auth;
 pub mod client;
 pub mod cmap;
+pub mod command_monitoring;
 mod connection;
 pub mod error;
 pub mod event;

@@ -443,3 +443,45 @@ async fn a_command_abandoned_mid_flight_closes_its_connection() {
         "the closed connection is not checked out again: {checked_out:?}"
     );
 }
+
+#[tokio::test]
+async fn commands_are_announced_and_concluded_by_command_events() {
+    use anymongo::client::ClientConfig;
+    use anymongo::command_monitoring::CommandEvent;
+    use std::sync::{Arc, Mutex};
+
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let recorded = events.clone();
+    let config = ClientConfig {
+        command_event_handler: Some(Arc::new(move |event: &CommandEvent| {
+            recorded.lock().unwrap().push(event.clone());
+        })),
+        ..ClientConfig::default()
+    };
+    let options = anymongo::ClientOptions::parse(&shared_uri()).unwrap();
+    let client = Client::with_config(options, config, anymongo_native::runtime()).unwrap();
+    let db = client.database("events");
+    db.run_command(doc! { "ping": 1 }).await.unwrap();
+    db.run_command(doc! { "find": "x", "filter": { "$bad": 1 } })
+        .await
+        .unwrap_err();
+    let events = events.lock().unwrap();
+    let [CommandEvent::Started(ping), CommandEvent::Succeeded(pinged), CommandEvent::Started(find), CommandEvent::Failed(failed)] =
+        &events[..]
+    else {
+        panic!("expected started/succeeded, started/failed: {events:#?}");
+    };
+    assert_eq!(ping.info.command_name, "ping");
+    assert_eq!(ping.info.database_name, "events");
+    assert_eq!(ping.command.get_i32("ping").ok(), Some(1));
+    assert_eq!(
+        pinged.info, ping.info,
+        "the same request, connection and operation"
+    );
+    assert_eq!(pinged.reply.get_f64("ok").ok(), Some(1.0));
+    assert!(ping.info.connection.server_id.is_some());
+    assert_eq!(find.info.command_name, "find");
+    assert_ne!(find.info.request_id, ping.info.request_id);
+    assert_eq!(failed.info, find.info);
+    assert_eq!(failed.failure.code(), Some(2));
+}
