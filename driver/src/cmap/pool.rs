@@ -401,6 +401,27 @@ impl<E: Establish> ConnectionPool<E> {
     /// [`CheckedOut::is_interrupted`], [`CheckedOut::interrupted`] and
     /// [`CheckedOut::check_interrupted`].
     pub fn clear(&self, service_id: Option<ObjectId>, interrupt_in_use: bool) {
+        self.clear_if(service_id, None, interrupt_in_use);
+    }
+
+    /// [`clear`](Self::clear), unless the generation (of `service_id`, in
+    /// load-balanced mode) is no longer `generation`: errors judged against one
+    /// generation clear the pool once, however many there are.
+    pub fn clear_generation(
+        &self,
+        service_id: Option<ObjectId>,
+        generation: u32,
+        interrupt_in_use: bool,
+    ) {
+        self.clear_if(service_id, Some(generation), interrupt_in_use);
+    }
+
+    fn clear_if(
+        &self,
+        service_id: Option<ObjectId>,
+        expected_generation: Option<u32>,
+        interrupt_in_use: bool,
+    ) {
         let inner = &self.inner;
         let mut interrupts = Vec::new();
         {
@@ -410,6 +431,15 @@ impl<E: Establish> ConnectionPool<E> {
                 return;
             }
             let service_id = service_id.filter(|_| inner.options.load_balanced);
+            if let Some(expected) = expected_generation {
+                let current = match service_id {
+                    Some(service_id) => state.services.get(&service_id).map(|s| s.generation),
+                    None => Some(state.generation),
+                };
+                if current.is_some_and(|current| current != expected) {
+                    return;
+                }
+            }
             let emit = match service_id {
                 Some(service_id) => {
                     if let Some(service) = state.services.get_mut(&service_id) {
@@ -1087,9 +1117,9 @@ impl<E: Establish> Inner<E> {
     }
 
     /// One run of the background task: closes perished available connections and,
-    /// when the pool is ready, creates connections up to minPoolSize as far as
-    /// maxConnecting allows, returning their establishments (each tells whether it
-    /// succeeded). `None` once the pool is closed.
+    /// when the pool is ready and below minPoolSize, creates one connection (as
+    /// maxPoolSize and maxConnecting allow), returning its establishment (which tells
+    /// whether it succeeded). `None` once the pool is closed.
     fn maintain(self: &Arc<Self>) -> Option<Vec<BoxFuture<'static, bool>>> {
         let mut closed = Vec::new();
         let mut tasks = Vec::new();
@@ -1109,11 +1139,15 @@ impl<E: Establish> Inner<E> {
                     None => state.available.push(idle),
                 }
             }
-            if state.status == PoolState::Ready {
-                while state.total < self.options.min_pool_size && self.has_room(state) {
-                    let pending = self.create_locked(state, now);
-                    tasks.push(establishment(self.clone(), pending, Purpose::Populate));
-                }
+            // One at a time (the next run starts once it is established), so that
+            // check-outs keep the other maxConnecting slots and are handed the
+            // connections the pool opens for itself rather than opening more.
+            if state.status == PoolState::Ready
+                && state.total < self.options.min_pool_size
+                && self.has_room(state)
+            {
+                let pending = self.create_locked(state, now);
+                tasks.push(establishment(self.clone(), pending, Purpose::Populate));
             }
         }
         self.settle(closed);

@@ -775,3 +775,16 @@ fn invalid_options_are_refused() {
     };
     assert!(pool(inverted).is_err());
 }
+
+#[test]
+fn errors_of_one_generation_clear_the_pool_once() {
+    let h = Setup::default().start();
+    h.pool.clear_generation(None, 0, false);
+    h.pool.clear_generation(None, 0, false);
+    assert_eq!(h.pool.generation(), 1);
+    assert_eq!(h.named("PoolClearedEvent").len(), 1);
+    h.pool.ready();
+    h.pool.clear_generation(None, 1, false);
+    assert_eq!(h.pool.generation(), 2);
+    assert_eq!(h.named("PoolClearedEvent").len(), 2);
+}

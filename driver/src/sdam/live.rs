@@ -545,7 +545,10 @@ impl Shared {
         // The pool is cleared after the server is marked Unknown (SDAM spec, "Error
         // handling": "mark the server Unknown ... clear the connection pool").
         if response.clear_pool {
-            server.pool.clear(connection.service_id, false);
+            // Unless another error of the same generation cleared it meanwhile.
+            server
+                .pool
+                .clear_generation(connection.service_id, pool_generation, false);
         }
     }
 
