@@ -5,11 +5,11 @@
 //! the native runtime's clock and spawner. One runner serves both styles of file; only
 //! the [`Establish`] seam differs:
 //!
-//! - the unit-style files get fake connections ([`FakeEstablish`] hands one out at
+//! - the unit-style files get fake connections (`FakeEstablish` hands one out at
 //!   once);
 //! - the integration-style files (`style: "integration"`, with a `failPoint` that
 //!   blocks or fails the handshake of connections with the test's `appName`) get real
-//!   ones to a SecantusDB server ([`ServerEstablish`]: the driver's
+//!   ones to a SecantusDB server (`ServerEstablish`: the driver's
 //!   [`Connector`], plus what SDAM does when establishing a connection fails — it
 //!   clears the pool). The server is started, with test commands enabled, for the first
 //!   such file and stopped at the end of the suite; its `buildInfo` version is held
@@ -24,7 +24,7 @@
 //!   `waitForEvent` counts every event (the `ignore` list does not apply), waiting at
 //!   most its `timeout` (10 s when it has none);
 //! - every wait is bounded: a thread is waited for 10 s at most, and a test's
-//!   operations get [`TEST_TIMEOUT`] in all;
+//!   operations get a minute in all;
 //! - the expected `error` is matched by its type (PoolClosedError,
 //!   PoolClearedError, WaitQueueTimeoutError); the message is not compared, the spec
 //!   leaving errors' wording to each driver;
