@@ -37,6 +37,7 @@ pub mod handshake;
 pub mod rt;
 pub mod sdam;
 pub mod selection;
+pub mod srv;
 mod sync;
 #[cfg(feature = "rustls")]
 pub mod tls;

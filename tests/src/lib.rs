@@ -19,6 +19,8 @@
 pub mod certs;
 pub mod demo;
 #[cfg(not(target_os = "wasi"))]
+pub mod dns;
+#[cfg(not(target_os = "wasi"))]
 pub mod load_balancer;
 #[cfg(not(target_os = "wasi"))]
 pub mod mock;

@@ -11,12 +11,13 @@
 //! Must be used inside a tokio runtime (the clock, spawner and sockets are tokio's).
 
 use std::io;
-use std::sync::Arc;
+use std::net::SocketAddr;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use anymongo::rt::{
-    boxed, unsupported_lookup, BoxFuture, Clock, ConnectTarget, HostInfo, Instant, IpAddr,
-    Resolver, Runtime, Spawner, SrvRecord, Stream, Transport,
+    boxed, BoxFuture, Clock, ConnectTarget, HostInfo, Instant, IpAddr, Resolver, Runtime, Spawner,
+    SrvRecord, Stream, Transport,
 };
 use anymongo::{Client, Result};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -38,7 +39,7 @@ pub fn client(uri: &str) -> Result<Client> {
 pub fn runtime() -> Runtime {
     Runtime {
         transport: Arc::new(TokioTransport),
-        resolver: Arc::new(TokioResolver),
+        resolver: Arc::new(TokioResolver::new()),
         clock: Arc::new(TokioClock {
             origin: tokio::time::Instant::now(),
         }),
@@ -110,23 +111,189 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Stream for TokioStream<S> {
     }
 }
 
-/// DNS through the system resolver.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct TokioResolver;
+/// DNS with [hickory-resolver](https://docs.rs/hickory-resolver): SRV and TXT records
+/// for `mongodb+srv://` (Initial DNS Seedlist Discovery), and addresses.
+///
+/// [`TokioResolver::new`] (the default, used by [`runtime`]) reads the system
+/// configuration (`/etc/resolv.conf` on Unix, the registry on Windows);
+/// [`TokioResolver::with_nameserver`] asks one name server, over UDP with TCP for
+/// truncated answers. Answers are not cached (SRV polling must see changes), each query
+/// is bounded by hickory's per-request timeout ([`QUERY_TIMEOUT`], [`QUERY_ATTEMPTS`]
+/// tries), and the driver bounds each look-up again with `connectTimeoutMS`.
+///
+/// A name without records of the asked type (or that does not exist) gives an empty
+/// list, not an error; names are asked as fully qualified (no search domains).
+///
+/// ```no_run
+/// # async fn example() -> std::io::Result<()> {
+/// use anymongo::rt::Resolver;
+/// let resolver = anymongo_native::TokioResolver::with_nameserver("127.0.0.1:5353".parse().unwrap());
+/// for record in resolver.srv("_mongodb._tcp.cluster0.example.com").await? {
+///     println!("{}:{}", record.target, record.port);
+/// }
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Default)]
+pub struct TokioResolver {
+    /// The one name server to ask; `None` for the system configuration.
+    nameserver: Option<SocketAddr>,
+    /// Built on first use (reading the system configuration may fail; the error is
+    /// then the look-up's).
+    inner: Arc<OnceLock<std::result::Result<HickoryResolver, String>>>,
+}
+
+type HickoryResolver = hickory_resolver::TokioResolver;
+
+/// How long hickory waits for one answer from a name server.
+pub const QUERY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How many times hickory asks before giving up.
+pub const QUERY_ATTEMPTS: usize = 2;
+
+impl std::fmt::Debug for TokioResolver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TokioResolver")
+            .field("nameserver", &self.nameserver)
+            .finish_non_exhaustive()
+    }
+}
+
+impl TokioResolver {
+    /// A resolver with the system configuration.
+    pub fn new() -> Self {
+        TokioResolver::default()
+    }
+
+    /// A resolver that asks only the name server at `address` (UDP, and TCP when an
+    /// answer is truncated): for tests, and hosts whose system configuration is not
+    /// the one to use.
+    pub fn with_nameserver(address: SocketAddr) -> Self {
+        TokioResolver {
+            nameserver: Some(address),
+            inner: Arc::default(),
+        }
+    }
+
+    /// The name server this resolver asks, if named.
+    pub fn nameserver(&self) -> Option<SocketAddr> {
+        self.nameserver
+    }
+
+    fn resolver(&self) -> io::Result<&HickoryResolver> {
+        let built = self.inner.get_or_init(|| {
+            use hickory_resolver::config::{NameServerConfig, ResolverConfig};
+            use hickory_resolver::net::runtime::TokioRuntimeProvider;
+            let provider = TokioRuntimeProvider::default();
+            let mut builder = match self.nameserver {
+                Some(address) => {
+                    let mut server = NameServerConfig::udp_and_tcp(address.ip());
+                    for connection in &mut server.connections {
+                        connection.port = address.port();
+                    }
+                    let config = ResolverConfig::from_name_servers(vec![server]);
+                    HickoryResolver::builder_with_config(config, provider)
+                }
+                None => HickoryResolver::builder(provider).map_err(|error| {
+                    format!("cannot read the system's DNS configuration: {error}")
+                })?,
+            };
+            let options = builder.options_mut();
+            options.timeout = QUERY_TIMEOUT;
+            options.attempts = QUERY_ATTEMPTS;
+            options.cache_size = 0;
+            options.try_tcp_on_error = true;
+            builder
+                .build()
+                .map_err(|error| format!("cannot set up the DNS resolver: {error}"))
+        });
+        built
+            .as_ref()
+            .map_err(|message| io::Error::other(message.clone()))
+    }
+
+    /// Looks up `name` (made fully qualified) and returns the answers; no records is
+    /// an empty list.
+    async fn lookup(
+        &self,
+        name: &str,
+        kind: hickory_resolver::proto::rr::RecordType,
+    ) -> io::Result<Vec<hickory_resolver::proto::rr::Record>> {
+        let resolver = self.resolver()?;
+        let fqdn = match name.ends_with('.') {
+            true => name.to_owned(),
+            false => format!("{name}."),
+        };
+        match resolver.lookup(fqdn.as_str(), kind).await {
+            Ok(lookup) => Ok(lookup.answers().to_vec()),
+            Err(error) if error.is_no_records_found() || error.is_nx_domain() => Ok(Vec::new()),
+            Err(error) => {
+                let kind = match error {
+                    hickory_resolver::net::NetError::Timeout => io::ErrorKind::TimedOut,
+                    _ => io::ErrorKind::Other,
+                };
+                Err(io::Error::new(kind, format!("looking up {name}: {error}")))
+            }
+        }
+    }
+}
 
 impl Resolver for TokioResolver {
     fn srv<'a>(&'a self, name: &'a str) -> BoxFuture<'a, io::Result<Vec<SrvRecord>>> {
-        boxed(async move { Err(unsupported_lookup("SRV", name)) })
+        use hickory_resolver::proto::rr::{RData, RecordType};
+        boxed(async move {
+            let records = self.lookup(name, RecordType::SRV).await?;
+            Ok(records
+                .iter()
+                .filter_map(|record| match &record.data {
+                    RData::SRV(srv) => Some(SrvRecord {
+                        target: srv.target.to_ascii().trim_end_matches('.').to_owned(),
+                        port: srv.port,
+                        ttl_secs: record.ttl,
+                    }),
+                    _ => None,
+                })
+                .collect())
+        })
     }
 
     fn txt<'a>(&'a self, name: &'a str) -> BoxFuture<'a, io::Result<Vec<String>>> {
-        boxed(async move { Err(unsupported_lookup("TXT", name)) })
+        use hickory_resolver::proto::rr::{RData, RecordType};
+        boxed(async move {
+            let records = self.lookup(name, RecordType::TXT).await?;
+            Ok(records
+                .iter()
+                .filter_map(|record| match &record.data {
+                    RData::TXT(txt) => Some(
+                        txt.txt_data
+                            .iter()
+                            .map(|part| String::from_utf8_lossy(part))
+                            .collect::<String>(),
+                    ),
+                    _ => None,
+                })
+                .collect())
+        })
     }
 
     fn ip<'a>(&'a self, host: &'a str) -> BoxFuture<'a, io::Result<Vec<IpAddr>>> {
+        use hickory_resolver::proto::rr::{RData, RecordType};
         boxed(async move {
-            let addresses = tokio::net::lookup_host((host, 0)).await?;
-            Ok(addresses.map(|address| address.ip()).collect())
+            if self.nameserver.is_none() {
+                // The system's resolver, with /etc/hosts and the search domains.
+                let addresses = tokio::net::lookup_host((host, 0)).await?;
+                return Ok(addresses.map(|address| address.ip()).collect());
+            }
+            let mut found = Vec::new();
+            for kind in [RecordType::A, RecordType::AAAA] {
+                for record in self.lookup(host, kind).await? {
+                    match record.data {
+                        RData::A(a) => found.push(IpAddr::V4(a.0)),
+                        RData::AAAA(aaaa) => found.push(IpAddr::V6(aaaa.0)),
+                        _ => {}
+                    }
+                }
+            }
+            Ok(found)
         })
     }
 }

@@ -1,0 +1,155 @@
+//! DNS seedlist discovery through the real native resolver (hickory) against the test
+//! DNS server on loopback: a server that never answers fails `mongodb+srv` with a
+//! timeout error within the bound; answers too long for UDP come over TCP; records
+//! changed while the server runs are seen at once (no caching).
+
+use std::net::IpAddr;
+use std::time::{Duration, Instant};
+
+use anymongo::rt::Resolver;
+use anymongo::{srv, ErrorKind};
+use anymongo_native::TokioResolver;
+use anymongo_tests::dns::{spec_records, DnsServer, Entry};
+
+/// Every test here finishes well within this, or fails.
+const TEST_BOUND: Duration = Duration::from_secs(10);
+
+fn localhost() -> IpAddr {
+    IpAddr::from([127, 0, 0, 1])
+}
+
+async fn bounded<F: std::future::Future>(future: F) -> F::Output {
+    tokio::time::timeout(TEST_BOUND, future)
+        .await
+        .expect("the test did not finish within its bound")
+}
+
+#[tokio::test]
+async fn a_silent_dns_server_makes_resolution_fail_with_a_timeout_within_the_bound() {
+    let server = DnsServer::start().unwrap();
+    server.load(spec_records(localhost()));
+    server.set_silent(true);
+    let resolver = TokioResolver::with_nameserver(server.address());
+    let runtime = anymongo_native::runtime();
+    let bound = Duration::from_secs(1);
+    let started = Instant::now();
+    let error = bounded(srv::resolve_uri(
+        "mongodb+srv://test1.test.build.10gen.cc/",
+        &resolver,
+        runtime.clock.as_ref(),
+        bound,
+    ))
+    .await
+    .unwrap_err();
+    let elapsed = started.elapsed();
+    match error.kind() {
+        ErrorKind::Timeout { after, address, .. } => {
+            assert_eq!(*after, bound);
+            assert!(address.contains("test1.test.build.10gen.cc"), "{address}");
+        }
+        other => panic!("expected a timeout error, got {other:?}: {error}"),
+    }
+    assert!(elapsed >= bound, "gave up early: {elapsed:?}");
+    assert!(elapsed < bound + Duration::from_secs(2), "took {elapsed:?}");
+    assert!(server.queries() > 0, "the server was never asked");
+    assert!(error.to_string().contains("timed out"), "{error}");
+}
+
+#[tokio::test]
+async fn the_bound_comes_from_connect_timeout_ms() {
+    let server = DnsServer::start().unwrap();
+    server.set_silent(true);
+    let resolver = TokioResolver::with_nameserver(server.address());
+    let options = anymongo::ClientOptions::parse(
+        "mongodb+srv://test1.test.build.10gen.cc/?connectTimeoutMS=300",
+    )
+    .unwrap();
+    let clock = anymongo_native::runtime().clock;
+    let bound = srv::lookup_timeout(&options);
+    assert_eq!(bound, Duration::from_millis(300));
+    let started = Instant::now();
+    let error = bounded(srv::resolve(&options, &resolver, clock.as_ref(), bound))
+        .await
+        .unwrap_err();
+    assert!(matches!(error.kind(), ErrorKind::Timeout { .. }), "{error}");
+    assert!(started.elapsed() < Duration::from_secs(2));
+}
+
+#[tokio::test]
+async fn srv_and_txt_records_resolve_through_hickory() {
+    let server = DnsServer::start().unwrap();
+    server.load(spec_records(localhost()));
+    let resolver = TokioResolver::with_nameserver(server.address());
+    let clock = anymongo_native::runtime().clock;
+    let options = bounded(srv::resolve_uri(
+        "mongodb+srv://test5.test.build.10gen.cc/",
+        &resolver,
+        clock.as_ref(),
+        Duration::from_secs(5),
+    ))
+    .await
+    .unwrap();
+    let hosts: Vec<String> = options.hosts.iter().map(ToString::to_string).collect();
+    assert_eq!(hosts, ["localhost.test.build.10gen.cc:27017"]);
+    assert_eq!(options.replica_set.as_deref(), Some("repl0"));
+    // One TXT record of several strings is joined.
+    let txt = bounded(resolver.txt("test11.test.build.10gen.cc"))
+        .await
+        .unwrap();
+    assert_eq!(txt, ["replicaSet=repl0"]);
+    // Addresses come from the named server too.
+    let ips = bounded(resolver.ip("localhost.test.build.10gen.cc"))
+        .await
+        .unwrap();
+    assert_eq!(ips, [localhost()]);
+    // No records, and no such name: empty answers, not errors.
+    assert!(
+        bounded(resolver.srv("_mongodb._tcp.test4.test.build.10gen.cc"))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(bounded(resolver.txt("test1.test.build.10gen.cc"))
+        .await
+        .unwrap()
+        .is_empty());
+}
+
+#[tokio::test]
+async fn answers_too_long_for_udp_come_over_tcp() {
+    let server = DnsServer::start().unwrap();
+    let name = "_mongodb._tcp.big.example.com";
+    for i in 0..40 {
+        server.add(Entry::srv(
+            name,
+            &format!("a-rather-long-host-name-number-{i:02}.shards.example.com"),
+            27017,
+        ));
+    }
+    let resolver = TokioResolver::with_nameserver(server.address());
+    let records = bounded(resolver.srv(name)).await.unwrap();
+    assert_eq!(records.len(), 40);
+    assert!(server.tcp_queries() > 0, "no query came over TCP");
+}
+
+#[tokio::test]
+async fn changed_records_are_seen_at_once() {
+    let server = DnsServer::start().unwrap();
+    let name = "_mongodb._tcp.poll.example.com";
+    server.set_srv(name, &[("a.example.com", 27017)], 1);
+    let resolver = TokioResolver::with_nameserver(server.address());
+    let first = bounded(resolver.srv(name)).await.unwrap();
+    assert_eq!(first[0].target, "a.example.com");
+    assert_eq!(first[0].ttl_secs, 1);
+    server.set_srv(
+        name,
+        &[("b.example.com", 27018), ("c.example.com", 27019)],
+        1,
+    );
+    let second = bounded(resolver.srv(name)).await.unwrap();
+    let targets: Vec<_> = second.iter().map(|r| (r.target.as_str(), r.port)).collect();
+    assert_eq!(
+        targets,
+        [("b.example.com", 27018), ("c.example.com", 27019)]
+    );
+}
