@@ -30,6 +30,15 @@ use crate::wire::{
 pub(crate) const LOAD_BALANCER_UNSUPPORTED: &str =
     "Driver attempted to initialize in load balancing mode, but the server does not support this mode.";
 
+/// How far a handshake got, for the error of a connection that failed to establish.
+#[derive(Default)]
+struct HelloProgress {
+    /// The hello reply is in (later errors are not labelled as backpressure).
+    done: AtomicBool,
+    /// The `serviceId` the hello reply named (load-balanced mode).
+    service_id: std::sync::Mutex<Option<bson::oid::ObjectId>>,
+}
+
 /// How a connection is opened and bounded.
 #[derive(Debug, Clone)]
 pub(crate) struct ConnectionSettings {
@@ -145,7 +154,7 @@ impl Connection {
         settings: &ConnectionSettings,
     ) -> Result<Connection> {
         let address = settings.target.to_string();
-        let hello_done = AtomicBool::new(false);
+        let hello = HelloProgress::default();
         let establish = async {
             let stream = transport
                 .connect(&settings.target)
@@ -162,7 +171,7 @@ impl Connection {
                 more_to_come: None,
                 oidc: None,
             };
-            connection.handshake(settings, clock, &hello_done).await?;
+            connection.handshake(settings, clock, &hello).await?;
             Ok::<_, Error>(connection)
         };
         let mut connection = within(
@@ -173,15 +182,21 @@ impl Connection {
             establish,
         )
         .await
-        .map_err(|error| match error.kind() {
-            ErrorKind::Network { .. } | ErrorKind::Timeout { .. }
-                if !hello_done.load(Ordering::Relaxed) =>
-            {
-                error
-                    .with_label(SYSTEM_OVERLOADED_ERROR)
-                    .with_label(RETRYABLE_ERROR)
+        .map_err(|error| {
+            if let Some(service_id) = *crate::sync::lock(&hello.service_id) {
+                // Load-balanced mode: SDAM clears this service's connections only.
+                return error.with_service_id(service_id);
             }
-            _ => error,
+            match error.kind() {
+                ErrorKind::Network { .. } | ErrorKind::Timeout { .. }
+                    if !hello.done.load(Ordering::Relaxed) =>
+                {
+                    error
+                        .with_label(SYSTEM_OVERLOADED_ERROR)
+                        .with_label(RETRYABLE_ERROR)
+                }
+                _ => error,
+            }
         })?;
         connection.socket_timeout = settings.socket_timeout;
         Ok(connection)
@@ -189,12 +204,12 @@ impl Connection {
 
     /// The handshake (MongoDB Handshake spec) and, with a credential, authentication
     /// (Authentication spec), speculatively inside the hello when the mechanism can.
-    /// `hello_done` is set once the hello reply is in.
+    /// `hello` records when the hello reply is in, and the service it names.
     async fn handshake(
         &mut self,
         settings: &ConnectionSettings,
         clock: &dyn Clock,
-        hello_done: &AtomicBool,
+        progress: &HelloProgress,
     ) -> Result<()> {
         let mut auth = settings
             .auth
@@ -224,9 +239,10 @@ impl Connection {
             OpMsg::new(to_raw(&command)?).encode(request_id, 0)
         };
         let reply = self.round_trip(&frame, request_id, clock).await?;
-        hello_done.store(true, Ordering::Relaxed);
+        progress.done.store(true, Ordering::Relaxed);
         let reply = command_reply(reply, &self.address)?;
         let hello = HelloReply::parse(reply)?;
+        *crate::sync::lock(&progress.service_id) = hello.service_id;
         hello.check_compatible(&self.address)?;
         if settings.load_balanced && hello.service_id.is_none() {
             return Err(Error::new(ErrorKind::IncompatibleServer {

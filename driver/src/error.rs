@@ -10,6 +10,7 @@ use std::io;
 use std::time::Duration;
 
 use crate::wire::WireError;
+use bson::oid::ObjectId;
 
 /// The result type of the driver.
 pub type Result<T> = std::result::Result<T, Error>;
@@ -34,6 +35,9 @@ struct Inner {
     kind: ErrorKind,
     /// The server's `errorLabels` for a command error, and those the driver added.
     labels: Vec<String>,
+    /// Load-balanced mode: the service behind the load balancer that the failing
+    /// connection reached, when the error came after its hello.
+    service_id: Option<ObjectId>,
 }
 
 /// What went wrong.
@@ -154,7 +158,11 @@ impl Error {
             _ => Vec::new(),
         };
         Error {
-            inner: Box::new(Inner { kind, labels }),
+            inner: Box::new(Inner {
+                kind,
+                labels,
+                service_id: None,
+            }),
         }
     }
 
@@ -171,6 +179,18 @@ impl Error {
         Error::new(ErrorKind::InvalidArgument {
             message: message.into(),
         })
+    }
+
+    /// The error of a connection to `service_id` (load-balanced mode).
+    pub(crate) fn with_service_id(mut self, service_id: ObjectId) -> Self {
+        self.inner.service_id = Some(service_id);
+        self
+    }
+
+    /// Load-balanced mode: the service behind the load balancer that the failing
+    /// connection had reached, when that is known (the error came after its hello).
+    pub fn service_id(&self) -> Option<ObjectId> {
+        self.inner.service_id
     }
 
     /// What went wrong.

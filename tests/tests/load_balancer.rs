@@ -1089,11 +1089,6 @@ async fn hello_network_error_is_ignored() {
 /// ConnectionCreated, ConnectionClosed(error), ConnectionCheckOutFailed(connectionError),
 /// PoolCleared(serviceId of backend 0).
 #[tokio::test]
-#[ignore = "driver bug: in load-balanced mode every establishment error is ignored by \
-            SDAM (ServerConnector::establish_failed -> Shared::establishment_failed returns \
-            at once), also authentication errors after the hello, which must clear the \
-            pool for the hello's serviceId; the pool does not even know that serviceId \
-            (ConnectionPool::establishment_failed records service_id: None)"]
 async fn authentication_error_clears_the_service() {
     for mode in MODES {
         let lb = MockLoadBalancer::start().await;

@@ -135,8 +135,8 @@ pub trait Establish: MaybeSend + MaybeSync + 'static {
     fn establish(&self, connection_id: u32) -> BoxFuture<'_, Result<Self::Connection>>;
 
     /// Establishing a connection of pool generation `generation` failed — for a
-    /// check-out (before the check-out sees the error), to populate the pool up to
-    /// minPoolSize, or for a check-out that gave up. Not called when a clear
+    /// check-out (after its ConnectionCheckOutFailed event, before it returns the
+    /// error), to populate the pool up to minPoolSize, or for a check-out that gave up. Not called when a clear
     /// interrupted the establishment. The spec hands such errors to SDAM
     /// ("Application Errors", before the handshake completes), which usually clears
     /// the pool. Does nothing by default.
@@ -645,12 +645,15 @@ impl<E: Establish> ConnectionPool<E> {
         drop(orphans);
         match outcome {
             Ok(Ok(established)) => Ok(established.into_checked_out(started)),
-            Ok(Err(error)) => {
+            Ok(Err(Failed { error, report })) => {
                 {
                     let _state = inner.state();
                     inner.check_out_failed(started, CheckOutFailedReason::ConnectionError);
                 }
                 inner.events.flush();
+                if let Some(generation) = report {
+                    inner.establisher.establish_failed(&error, generation);
+                }
                 Err(error)
             }
             Err(oneshot::Canceled) => {
@@ -1246,20 +1249,35 @@ impl<E: Establish> Inner<E> {
             self.close_locked(state, meta, reason);
         }
         self.settle(Vec::new());
-        if report {
-            self.establisher
-                .establish_failed(&error, pending.generation);
-        }
-        if let Purpose::CheckOut(sender) = purpose {
-            drop(sender.send(Err(error)));
+        let report = report.then_some(pending.generation);
+        // A waiting check-out reports the error itself, after its CheckOutFailed
+        // event (the order the Load Balancer spec's tests expect); otherwise it is
+        // reported here.
+        let unclaimed = match purpose {
+            Purpose::CheckOut(sender) => match sender.send(Err(Failed { error, report })) {
+                Ok(()) => None,
+                Err(outcome) => outcome.err().map(|failed| failed.error),
+            },
+            Purpose::Populate => Some(error),
+        };
+        if let (Some(error), Some(generation)) = (unclaimed, report) {
+            self.establisher.establish_failed(&error, generation);
         }
     }
+}
+
+/// An establishment's failure as its check-out gets it.
+struct Failed {
+    error: Error,
+    /// The pool generation to report the error with ([`Establish::establish_failed`]),
+    /// unless a clear interrupted the establishment.
+    report: Option<u32>,
 }
 
 /// Who a connection is established for.
 enum Purpose<E: Establish> {
     /// A check-out, waiting on the other end (or gone).
-    CheckOut(oneshot::Sender<Result<Established<E>>>),
+    CheckOut(oneshot::Sender<std::result::Result<Established<E>, Failed>>),
     /// The pool itself (minPoolSize).
     Populate,
 }

@@ -553,18 +553,29 @@ impl Shared {
     }
 
     /// Establishing a connection to `address` failed (CMAP spec: an application
-    /// error before the handshake completes). In load-balanced mode SDAM ignores
-    /// it: the service is not known before the handshake (Load Balancer spec,
-    /// "Initial Handshake Errors").
+    /// error before the handshake completes). In load-balanced mode, only errors
+    /// after the hello count, for the service it named: before it, the service is
+    /// not known (Load Balancer spec, "Initial Handshake Errors").
     fn establishment_failed(
         self: &Arc<Self>,
         address: &ServerAddress,
         error: &Error,
         generation: u32,
     ) {
-        if self.options.load_balanced == Some(true) {
-            return;
-        }
+        let (generation, service_id) = match self.options.load_balanced == Some(true) {
+            false => (generation, None),
+            true => {
+                let Some(service_id) = error.service_id() else {
+                    return;
+                };
+                let server = self.state().servers.get(address).cloned();
+                let Some(server) = server else {
+                    return;
+                };
+                let generation = server.pool.service_generation(service_id).unwrap_or(0);
+                (generation, Some(service_id))
+            }
+        };
         let max_wire_version = self
             .state()
             .description
@@ -574,7 +585,7 @@ impl Shared {
         let connection = ConnectionInfo {
             generation,
             max_wire_version,
-            service_id: None,
+            service_id,
         };
         self.handle_application_error(
             address,
