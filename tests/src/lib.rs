@@ -3,6 +3,8 @@
 //! - [`server`]: starts SecantusDB (a MongoDB-wire-compatible server) for a test.
 //! - [`certs`]: generates the CA, server and client certificates of the TLS tests.
 //! - [`mock`]: a scripted mock server speaking OP_QUERY and OP_MSG.
+//! - [`fake`]: fake connections, for measuring and testing pools by themselves.
+//! - [`dns`]: an authoritative DNS server on loopback with records tests can change.
 //! - [`replica_set`]: a scripted mock replica set (members on 127.0.0.1, .2, .3 …) for
 //!   live SDAM tests.
 //! - [`load_balancer`]: a scripted mock load balancer with two backends of distinct
@@ -20,6 +22,8 @@ pub mod certs;
 pub mod demo;
 #[cfg(not(target_os = "wasi"))]
 pub mod dns;
+#[cfg(not(target_os = "wasi"))]
+pub mod fake;
 #[cfg(not(target_os = "wasi"))]
 pub mod load_balancer;
 #[cfg(not(target_os = "wasi"))]

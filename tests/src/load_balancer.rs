@@ -33,7 +33,6 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::task::{JoinHandle, JoinSet};
-use tokio::time::Instant;
 
 use crate::mock::{query_document, read_frame};
 
@@ -304,17 +303,7 @@ impl MockLoadBalancer {
         timeout: Duration,
         mut condition: impl FnMut(&Self) -> bool,
     ) -> bool {
-        let deadline = Instant::now() + timeout;
-        let mut changes = self.shared.activity.subscribe();
-        loop {
-            if condition(self) {
-                return true;
-            }
-            tokio::select! {
-                _ = changes.changed() => {}
-                _ = tokio::time::sleep_until(deadline) => return condition(self),
-            }
-        }
+        crate::mock::wait_for_activity(&self.shared.activity, timeout, || condition(self)).await
     }
 
     fn let_go(&self, backend: usize, close: bool) {

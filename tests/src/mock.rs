@@ -174,3 +174,23 @@ pub(crate) fn query_document(body: &[u8]) -> Option<Document> {
     let document = body.get(name_end + 1 + 8..)?;
     Document::from_reader(document).ok()
 }
+
+/// Waits until `condition` holds, checking it again whenever `activity` (a mock's
+/// change counter) moves — no polling — for at most `timeout`. Returns whether it held.
+pub async fn wait_for_activity(
+    activity: &tokio::sync::watch::Sender<u64>,
+    timeout: std::time::Duration,
+    mut condition: impl FnMut() -> bool,
+) -> bool {
+    let deadline = tokio::time::Instant::now() + timeout;
+    let mut changes = activity.subscribe();
+    loop {
+        if condition() {
+            return true;
+        }
+        tokio::select! {
+            _ = changes.changed() => {}
+            _ = tokio::time::sleep_until(deadline) => return condition(),
+        }
+    }
+}

@@ -462,17 +462,7 @@ impl MockReplicaSet {
         timeout: Duration,
         mut condition: impl FnMut(&Self) -> bool,
     ) -> bool {
-        let deadline = Instant::now() + timeout;
-        let mut changes = self.shared.activity.subscribe();
-        loop {
-            if condition(self) {
-                return true;
-            }
-            tokio::select! {
-                _ = changes.changed() => {}
-                _ = tokio::time::sleep_until(deadline) => return condition(self),
-            }
-        }
+        crate::mock::wait_for_activity(&self.shared.activity, timeout, || condition(self)).await
     }
 
     fn check_member(&self, i: usize) {

@@ -20,11 +20,9 @@ use std::time::{Duration, Instant};
 
 use anymongo::bson::{doc, Bson, Document};
 use anymongo::client::ClientConfig;
-use anymongo::cmap::{
-    CheckedOut, CmapEvent, ConnectionClosedReason, ConnectionPool, Establish, PoolOptions, Poolable,
-};
-use anymongo::rt::{boxed, BoxFuture};
+use anymongo::cmap::{CheckedOut, CmapEvent, ConnectionClosedReason, ConnectionPool, PoolOptions};
 use anymongo::{Client, ClientOptions, Database, ServerAddress};
+use anymongo_tests::fake::FakeEstablish;
 use anymongo_tests::server;
 use tokio::sync::{mpsc, watch, Barrier};
 use tokio::time::timeout;
@@ -278,25 +276,6 @@ async fn two_hundred_client_tasks_share_ten_connections() {
 // ----------------------------------------------------------------------------------
 // On a pool of fake connections.
 // ----------------------------------------------------------------------------------
-
-/// Opens fake connections, at once.
-struct FakeEstablish;
-
-struct FakeConnection;
-
-impl Poolable for FakeConnection {
-    fn is_broken(&self) -> bool {
-        false
-    }
-}
-
-impl Establish for FakeEstablish {
-    type Connection = FakeConnection;
-
-    fn establish(&self, _connection_id: u32) -> BoxFuture<'_, anymongo::Result<FakeConnection>> {
-        boxed(async { Ok(FakeConnection) })
-    }
-}
 
 type Fake = CheckedOut<FakeEstablish>;
 

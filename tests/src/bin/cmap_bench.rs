@@ -31,9 +31,9 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anymongo::cmap::{CheckedOut, ConnectionPool, Connector, Establish, PoolOptions, Poolable};
-use anymongo::rt::{boxed, BoxFuture};
+use anymongo::cmap::{CheckedOut, ConnectionPool, Connector, Establish, PoolOptions};
 use anymongo::{ClientOptions, ServerAddress};
+use anymongo_tests::fake::FakeEstablish;
 use tokio::sync::Barrier;
 
 /// The rows' concurrent tasks, unless told otherwise.
@@ -151,7 +151,7 @@ async fn run(settings: &Settings) -> Result<(), String> {
     let pool = ConnectionPool::new(
         ServerAddress::tcp("fake", 27017),
         options,
-        InstantEstablish,
+        FakeEstablish,
         runtime.clock.clone(),
         runtime.spawner.clone(),
         None,
@@ -273,25 +273,6 @@ async fn measure<E: Establish>(
         latencies.merge(&task?);
     }
     Ok((latencies, started.elapsed()))
-}
-
-/// The fake connections: established at once, never broken.
-struct InstantEstablish;
-
-struct FakeConnection;
-
-impl Poolable for FakeConnection {
-    fn is_broken(&self) -> bool {
-        false
-    }
-}
-
-impl Establish for InstantEstablish {
-    type Connection = FakeConnection;
-
-    fn establish(&self, _connection_id: u32) -> BoxFuture<'_, anymongo::Result<FakeConnection>> {
-        boxed(async { Ok(FakeConnection) })
-    }
 }
 
 /// What one `Instant::now()` costs, in nanoseconds (the best of a few runs).

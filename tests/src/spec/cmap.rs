@@ -43,13 +43,15 @@ use std::time::Duration;
 use anymongo::bson::{doc, Document};
 use anymongo::cmap::{
     CheckedOut, CmapEvent, Connection as ServerConnection, ConnectionPool, Connector, Establish,
-    PoolOptions, Poolable,
+    PoolOptions,
 };
-use anymongo::rt::{boxed, BoxFuture};
+use anymongo::rt::BoxFuture;
 use anymongo::{Client, ClientOptions, Error, ErrorKind, ServerAddress};
 use serde_json::{json, Map, Value};
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
+
+use crate::fake::FakeEstablish;
 
 use super::{run_json_files, JsonTest, SuiteOutcome};
 use crate::server::{ServerOptions, TestServer};
@@ -264,29 +266,6 @@ async fn run_fake(test: &JsonTest) -> Result<(), String> {
     let options = pool_options(test.get("poolOptions"))?;
     let address = ServerAddress::tcp("localhost", 27017);
     run_test(test, address, options.pool, FakeEstablish, |_| ()).await
-}
-
-/// Connections that exist only in the pool's books.
-struct FakeEstablish;
-
-struct FakeConnection;
-
-impl Poolable for FakeConnection {
-    fn is_broken(&self) -> bool {
-        false
-    }
-}
-
-impl Establish for FakeEstablish {
-    type Connection = FakeConnection;
-
-    fn establish(&self, _connection_id: u32) -> BoxFuture<'_, anymongo::Result<FakeConnection>> {
-        boxed(async {
-            // Establishing takes a turn of the scheduler, as real I/O would.
-            tokio::task::yield_now().await;
-            Ok(FakeConnection)
-        })
-    }
 }
 
 /// Real connections to the test server, through the driver's [`Connector`]; a
