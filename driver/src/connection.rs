@@ -5,12 +5,11 @@
 //! ([`Connection::is_broken`]): after a failure mid-message the byte stream can no
 //! longer be trusted to sit on a frame boundary.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use bson::{Document, RawDocumentBuf};
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use crate::auth::oidc::{self, OidcAuthenticator, OidcConnectionCache, OidcContext, SaslSender};
 use crate::auth::{AuthContext, AuthMechanism, ConnectionAuth, Credential, ScramCache, Step};
@@ -30,14 +29,10 @@ use crate::wire::{
 pub(crate) const LOAD_BALANCER_UNSUPPORTED: &str =
     "Driver attempted to initialize in load balancing mode, but the server does not support this mode.";
 
-/// How far a handshake got, for the error of a connection that failed to establish.
-#[derive(Default)]
-struct HelloProgress {
-    /// The hello reply is in (later errors are not labelled as backpressure).
-    done: AtomicBool,
-    /// The `serviceId` the hello reply named (load-balanced mode).
-    service_id: std::sync::Mutex<Option<bson::oid::ObjectId>>,
-}
+/// Set once a handshake's hello reply is in, with the `serviceId` it names (in
+/// load-balanced mode): what the error of a connection that failed to establish
+/// needs to know of it.
+type HelloSeen = OnceLock<Option<bson::oid::ObjectId>>;
 
 /// How a connection is opened and bounded.
 #[derive(Debug, Clone)]
@@ -154,7 +149,7 @@ impl Connection {
         settings: &ConnectionSettings,
     ) -> Result<Connection> {
         let address = settings.target.to_string();
-        let hello = HelloProgress::default();
+        let hello_seen = HelloSeen::new();
         let establish = async {
             let stream = transport
                 .connect(&settings.target)
@@ -171,7 +166,7 @@ impl Connection {
                 more_to_come: None,
                 oidc: None,
             };
-            connection.handshake(settings, clock, &hello).await?;
+            connection.handshake(settings, clock, &hello_seen).await?;
             Ok::<_, Error>(connection)
         };
         let mut connection = within(
@@ -182,21 +177,16 @@ impl Connection {
             establish,
         )
         .await
-        .map_err(|error| {
-            if let Some(service_id) = *crate::sync::lock(&hello.service_id) {
-                // Load-balanced mode: SDAM clears this service's connections only.
-                return error.with_service_id(service_id);
-            }
-            match error.kind() {
-                ErrorKind::Network { .. } | ErrorKind::Timeout { .. }
-                    if !hello.done.load(Ordering::Relaxed) =>
-                {
-                    error
-                        .with_label(SYSTEM_OVERLOADED_ERROR)
-                        .with_label(RETRYABLE_ERROR)
-                }
+        .map_err(|error| match hello_seen.get() {
+            // Load-balanced mode: SDAM clears this service's connections only.
+            Some(Some(service_id)) => error.with_service_id(*service_id),
+            Some(None) => error,
+            None => match error.kind() {
+                ErrorKind::Network { .. } | ErrorKind::Timeout { .. } => error
+                    .with_label(SYSTEM_OVERLOADED_ERROR)
+                    .with_label(RETRYABLE_ERROR),
                 _ => error,
-            }
+            },
         })?;
         connection.socket_timeout = settings.socket_timeout;
         Ok(connection)
@@ -204,12 +194,12 @@ impl Connection {
 
     /// The handshake (MongoDB Handshake spec) and, with a credential, authentication
     /// (Authentication spec), speculatively inside the hello when the mechanism can.
-    /// `hello` records when the hello reply is in, and the service it names.
+    /// `hello_seen` is set once the hello reply is parsed.
     async fn handshake(
         &mut self,
         settings: &ConnectionSettings,
         clock: &dyn Clock,
-        progress: &HelloProgress,
+        hello_seen: &HelloSeen,
     ) -> Result<()> {
         let mut auth = settings
             .auth
@@ -239,10 +229,10 @@ impl Connection {
             OpMsg::new(to_raw(&command)?).encode(request_id, 0)
         };
         let reply = self.round_trip(&frame, request_id, clock).await?;
-        progress.done.store(true, Ordering::Relaxed);
         let reply = command_reply(reply, &self.address)?;
         let hello = HelloReply::parse(reply)?;
-        *crate::sync::lock(&progress.service_id) = hello.service_id;
+        // Set once, here: the handshake runs once per connection.
+        let _ = hello_seen.set(hello.service_id);
         hello.check_compatible(&self.address)?;
         if settings.load_balanced && hello.service_id.is_none() {
             return Err(Error::new(ErrorKind::IncompatibleServer {

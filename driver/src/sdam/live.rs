@@ -562,26 +562,28 @@ impl Shared {
         error: &Error,
         generation: u32,
     ) {
-        let (generation, service_id) = match self.options.load_balanced == Some(true) {
-            false => (generation, None),
-            true => {
-                let Some(service_id) = error.service_id() else {
-                    return;
-                };
-                let server = self.state().servers.get(address).cloned();
-                let Some(server) = server else {
-                    return;
-                };
-                let generation = server.pool.service_generation(service_id).unwrap_or(0);
-                (generation, Some(service_id))
-            }
+        let load_balanced = self.options.load_balanced == Some(true);
+        let service_id = error.service_id().filter(|_| load_balanced);
+        if load_balanced && service_id.is_none() {
+            return;
+        }
+        let (server, max_wire_version) = {
+            let state = self.state();
+            let max_wire_version = state
+                .description
+                .servers
+                .get(address)
+                .map_or(0, |server| server.max_wire_version);
+            (state.servers.get(address).cloned(), max_wire_version)
         };
-        let max_wire_version = self
-            .state()
-            .description
-            .servers
-            .get(address)
-            .map_or(0, |server| server.max_wire_version);
+        let Some(server) = server else {
+            return;
+        };
+        // Load-balanced mode counts generations per service.
+        let generation = match service_id {
+            Some(service_id) => server.pool.service_generation(service_id).unwrap_or(0),
+            None => generation,
+        };
         let connection = ConnectionInfo {
             generation,
             max_wire_version,
