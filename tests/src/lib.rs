@@ -10,6 +10,7 @@
 //! - [`load_balancer`]: a scripted mock load balancer with two backends of distinct
 //!   serviceIds, for live tests of load-balanced mode.
 //! - [`spec`]: the registry and runner of the JSON specification tests.
+//! - [`unified`]: the runner of the Unified Test Format's files.
 //! - [`demo`]: the demo's script, shared by its native and WASI builds.
 //! - [`probe`]: a scripted series of operations that reports the topology after each,
 //!   run by the `topology` binary natively and under WASI.
@@ -35,6 +36,8 @@ pub mod replica_set;
 pub mod server;
 #[cfg(not(target_os = "wasi"))]
 pub mod spec;
+#[cfg(not(target_os = "wasi"))]
+pub mod unified;
 
 /// The tools installed by `tests/setup.sh` and where they are cached.
 #[cfg(not(target_os = "wasi"))]

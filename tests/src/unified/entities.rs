@@ -1,0 +1,383 @@
+//! The entity map of a test (spec "Entity Map", "entity") and the creation of its
+//! entities.
+
+use std::collections::HashMap;
+
+use anymongo::{Client, ClientOptions, Database};
+use bson::{Bson, Document};
+
+use super::events::{EventLog, Observe};
+use super::model::{ClientDescription, EntityDescription};
+use super::Abort;
+
+/// An entity of a test.
+pub enum Entity {
+    /// A client and the events it published.
+    Client(ClientEntity),
+    /// A database of a client entity.
+    Database(DatabaseEntity),
+    /// A collection of a database entity: recorded by name until the driver has a
+    /// collection API (issue #6).
+    Collection(CollectionEntity),
+    /// A value saved by `saveResultAsEntity`.
+    Value(Bson),
+}
+
+impl Entity {
+    /// The entity's type, for messages.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Entity::Client(_) => "client",
+            Entity::Database(_) => "database",
+            Entity::Collection(_) => "collection",
+            Entity::Value(_) => "BSON value",
+        }
+    }
+
+    /// What the entity is, for messages: its type and, for a database or collection,
+    /// its namespace.
+    pub fn describe(&self) -> String {
+        match self {
+            Entity::Database(database) => format!("database {:?}", database.database.name()),
+            Entity::Collection(collection) => format!(
+                "collection \"{}.{}\"",
+                collection.database.name(),
+                collection.name
+            ),
+            other => other.kind().to_owned(),
+        }
+    }
+}
+
+/// A client entity.
+pub struct ClientEntity {
+    /// The client.
+    pub client: Client,
+    /// Everything it published.
+    pub events: EventLog,
+    /// Which events `expectEvents` looks at.
+    pub observe: Observe,
+}
+
+/// A database entity.
+pub struct DatabaseEntity {
+    /// The database handle.
+    pub database: Database,
+}
+
+/// A collection entity.
+pub struct CollectionEntity {
+    /// Its database.
+    pub database: Database,
+    /// The collection's name.
+    pub name: String,
+}
+
+/// The entities of one test, by name.
+#[derive(Default)]
+pub struct EntityMap {
+    entities: HashMap<String, Entity>,
+}
+
+impl EntityMap {
+    /// Adds an entity; a name can be used once (spec "Entity Map").
+    pub fn insert(&mut self, id: &str, entity: Entity) -> Result<(), String> {
+        if self.entities.contains_key(id) {
+            return Err(format!("an entity named {id:?} already exists"));
+        }
+        self.entities.insert(id.to_owned(), entity);
+        Ok(())
+    }
+
+    /// The entity named `id`.
+    pub fn get(&self, id: &str) -> Result<&Entity, String> {
+        self.entities
+            .get(id)
+            .ok_or_else(|| format!("there is no entity named {id:?}"))
+    }
+
+    /// The client entity named `id`.
+    pub fn client(&self, id: &str) -> Result<&ClientEntity, String> {
+        match self.get(id)? {
+            Entity::Client(client) => Ok(client),
+            other => Err(not_a(id, other, "client")),
+        }
+    }
+
+    /// The database entity named `id`.
+    pub fn database(&self, id: &str) -> Result<&DatabaseEntity, String> {
+        match self.get(id)? {
+            Entity::Database(database) => Ok(database),
+            other => Err(not_a(id, other, "database")),
+        }
+    }
+
+    /// The BSON value saved as `id` (spec "$$matchesEntity").
+    pub fn value(&self, id: &str) -> Result<&Bson, String> {
+        match self.get(id)? {
+            Entity::Value(value) => Ok(value),
+            other => Err(not_a(id, other, "BSON value")),
+        }
+    }
+
+    /// The logical session id of the session entity `id` (spec "$$sessionLsid"). The
+    /// map holds no sessions until the driver has them (issue #6): any name is an
+    /// error, saying what the name is instead.
+    pub fn session_lsid(&self, id: &str) -> Result<Document, String> {
+        let entity = self.get(id)?;
+        Err(not_a(id, entity, "session"))
+    }
+}
+
+fn not_a(id: &str, entity: &Entity, wanted: &str) -> String {
+    format!(
+        "the entity {id:?} is a {}, not a {wanted}",
+        entity.describe()
+    )
+}
+
+/// Creates the entity `description` and adds it to `entities`; `uri` is the test
+/// server's connection string, which client entities extend with their `uriOptions`.
+pub fn create(
+    description: &EntityDescription,
+    entities: &mut EntityMap,
+    uri: &str,
+) -> Result<(), Abort> {
+    match description {
+        EntityDescription::Client(client) => {
+            let entity = create_client(client, uri)?;
+            entities.insert(&client.id, Entity::Client(entity))?;
+        }
+        EntityDescription::Database(database) => {
+            let handle = entities
+                .client(&database.client)?
+                .client
+                .database(&database.database_name);
+            let entity = DatabaseEntity { database: handle };
+            entities.insert(&database.id, Entity::Database(entity))?;
+        }
+        EntityDescription::Collection(collection) => {
+            let database = entities.database(&collection.database)?.database.clone();
+            let entity = CollectionEntity {
+                database,
+                name: collection.collection_name.clone(),
+            };
+            entities.insert(&collection.id, Entity::Collection(entity))?;
+        }
+        EntityDescription::Session(_) => {
+            return Err(Abort::Unsupported(
+                "session entities need the sessions API (issue #6)".to_owned(),
+            ))
+        }
+        other => {
+            return Err(Abort::Unsupported(format!(
+                "{} entities are not supported",
+                other.kind()
+            )))
+        }
+    }
+    Ok(())
+}
+
+/// Creates a client entity on the native runtime, recording its events.
+fn create_client(description: &ClientDescription, uri: &str) -> Result<ClientEntity, Abort> {
+    let unsupported = [
+        (
+            "storeEventsAsEntities",
+            description.store_events_as_entities.is_some(),
+        ),
+        (
+            "serverApi (the Stable API)",
+            description.server_api.is_some(),
+        ),
+        (
+            "observeLogMessages",
+            description.observe_log_messages.is_some(),
+        ),
+        (
+            "observeTracingMessages",
+            description.observe_tracing_messages.is_some(),
+        ),
+        ("autoEncryptOpts", description.auto_encrypt_opts.is_some()),
+        (
+            "awaitMinPoolSizeMS",
+            description.await_min_pool_size_ms.is_some(),
+        ),
+    ];
+    if let Some((what, _)) = unsupported.iter().find(|(_, used)| *used) {
+        return Err(Abort::Unsupported(format!(
+            "client entities with {what} are not supported"
+        )));
+    }
+    // `useMultipleMongoses` is not read: it only matters for sharded and load-balanced
+    // topologies (spec "entity", `useMultipleMongoses`), which the test server is not.
+    let uri = with_uri_options(uri, description.uri_options.as_ref())?;
+    let options = ClientOptions::parse(&uri).map_err(|e| format!("cannot parse {uri}: {e}"))?;
+    if !options.warnings.is_empty() {
+        return Err(Abort::Unsupported(format!(
+            "uriOptions the driver does not support: {}",
+            options.warnings.join(" ")
+        )));
+    }
+    let events = EventLog::default();
+    let client = Client::with_config(options, events.client_config(), anymongo_native::runtime())
+        .map_err(|e| format!("cannot create a client for {uri}: {e}"))?;
+    let observe = Observe {
+        events: description.observe_events.clone(),
+        ignored_commands: description.ignore_command_monitoring_events.clone(),
+        sensitive_commands: description.observe_sensitive_commands,
+    };
+    Ok(ClientEntity {
+        client,
+        events,
+        observe,
+    })
+}
+
+/// `uri` with `options` added to its query: an option given there replaces the same
+/// option of `uri` (spec "entity", `uriOptions`: "Any keys in this object MUST override
+/// conflicting keys in the connection string").
+pub fn with_uri_options(uri: &str, options: Option<&Document>) -> Result<String, String> {
+    let (base, query) = uri.split_once('?').unwrap_or((uri, ""));
+    let options = options.cloned().unwrap_or_default();
+    let mut pairs: Vec<String> = query
+        .split('&')
+        .filter(|pair| {
+            let key = pair.split('=').next().unwrap_or_default();
+            !pair.is_empty() && !options.keys().any(|given| given.eq_ignore_ascii_case(key))
+        })
+        .map(str::to_owned)
+        .collect();
+    for (key, value) in &options {
+        match (key.as_str(), value) {
+            // Spec: readPreferenceTags maps to an array, one tag set per element.
+            ("readPreferenceTags", Bson::Array(tag_sets)) => {
+                for tags in tag_sets {
+                    pairs.push(format!("{key}={}", uri_value(key, tags)?));
+                }
+            }
+            _ => pairs.push(format!("{key}={}", uri_value(key, value)?)),
+        }
+    }
+    // A query needs the `/` that ends the host list.
+    let hosts = base.split_once("://").map_or(base, |(_, rest)| rest);
+    let base = match hosts.contains('/') {
+        true => base.to_owned(),
+        false => format!("{base}/"),
+    };
+    Ok(match pairs.is_empty() {
+        true => base,
+        false => format!("{base}?{}", pairs.join("&")),
+    })
+}
+
+/// A URI option's value as connection string text: `authMechanismProperties` as
+/// `KEY:value,...`.
+fn uri_value(key: &str, value: &Bson) -> Result<String, String> {
+    Ok(match value {
+        Bson::String(text) => percent_encode(text),
+        Bson::Boolean(flag) => flag.to_string(),
+        Bson::Int32(n) => n.to_string(),
+        Bson::Int64(n) => n.to_string(),
+        Bson::Double(n) if n.fract() == 0.0 => format!("{n:.0}"),
+        Bson::Double(n) => n.to_string(),
+        Bson::Document(properties) => properties
+            .iter()
+            .map(|(name, value)| Ok(format!("{name}:{}", uri_value(key, value)?)))
+            .collect::<Result<Vec<_>, String>>()?
+            .join(","),
+        other => return Err(format!("uriOptions.{key}: cannot put {other} in a URI")),
+    })
+}
+
+/// Percent-encodes the characters that would end or split a query value.
+fn percent_encode(text: &str) -> String {
+    text.chars()
+        .map(|c| match c {
+            '%' | '&' | '=' | '?' | '#' | '/' | ',' | ':' | ' ' | '+' => {
+                let mut bytes = [0; 4];
+                c.encode_utf8(&mut bytes)
+                    .bytes()
+                    .map(|b| format!("%{b:02X}"))
+                    .collect()
+            }
+            c => c.to_string(),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bson::doc;
+
+    #[test]
+    fn uri_options_are_added_and_override_the_uri_s_own() {
+        let uri = "mongodb://127.0.0.1:27017/?tls=false&appName=old";
+        let options = doc! {
+            "appname": "new app",
+            "retryWrites": false,
+            "heartbeatFrequencyMS": 500,
+            "w": "majority",
+            "readPreferenceTags": ["dc:ny,rack:1", ""],
+            "authMechanismProperties": { "SERVICE_NAME": "other" },
+        };
+        assert_eq!(
+            with_uri_options(uri, Some(&options)).unwrap(),
+            "mongodb://127.0.0.1:27017/?tls=false&appname=new%20app&retryWrites=false\
+             &heartbeatFrequencyMS=500&w=majority&readPreferenceTags=dc%3Any%2Crack%3A1\
+             &readPreferenceTags=&authMechanismProperties=SERVICE_NAME:other"
+        );
+        assert_eq!(
+            with_uri_options("mongodb://127.0.0.1:27017", None).unwrap(),
+            "mongodb://127.0.0.1:27017/"
+        );
+        let bad = with_uri_options(uri, Some(&doc! { "x": [1] })).unwrap_err();
+        assert!(bad.contains("uriOptions.x"), "{bad}");
+    }
+
+    #[test]
+    fn entities_are_found_by_name_and_type() {
+        let mut entities = EntityMap::default();
+        entities.insert("v", Entity::Value(Bson::Int32(1))).unwrap();
+        let again = entities.insert("v", Entity::Value(Bson::Null)).unwrap_err();
+        assert!(again.contains("already exists"), "{again}");
+        assert_eq!(entities.value("v"), Ok(&Bson::Int32(1)));
+        let wrong = entities.client("v").err().unwrap();
+        assert_eq!(wrong, "the entity \"v\" is a BSON value, not a client");
+        assert!(entities
+            .database("nope")
+            .err()
+            .unwrap()
+            .contains("no entity"));
+        let lsid = entities.session_lsid("v").unwrap_err();
+        assert!(lsid.contains("not a session"), "{lsid}");
+    }
+
+    #[test]
+    fn unsupported_entities_and_client_options_are_reported_as_such() {
+        let mut entities = EntityMap::default();
+        let session = EntityDescription::Session(doc! { "id": "s", "client": "c" });
+        assert!(matches!(
+            create(&session, &mut entities, "mongodb://127.0.0.1/"),
+            Err(Abort::Unsupported(why)) if why.contains("sessions API")
+        ));
+        let client: ClientDescription =
+            bson::deserialize_from_document(doc! { "id": "c", "serverApi": { "version": "1" } })
+                .unwrap();
+        let created = create(
+            &EntityDescription::Client(Box::new(client)),
+            &mut entities,
+            "mongodb://127.0.0.1/",
+        );
+        assert!(matches!(created, Err(Abort::Unsupported(why)) if why.contains("serverApi")));
+        let database: EntityDescription = bson::deserialize_from_document(
+            doc! { "database": { "id": "d", "client": "c", "databaseName": "x" } },
+        )
+        .unwrap();
+        let missing = create(&database, &mut entities, "mongodb://127.0.0.1/");
+        assert!(
+            matches!(missing, Err(Abort::Failed(why)) if why.contains("no entity named \"c\""))
+        );
+    }
+}

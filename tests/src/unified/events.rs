@@ -1,0 +1,500 @@
+//! Recording client entities' events and checking `expectEvents` (spec
+//! "expectedEventsForClient", "expectedEvent").
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use anymongo::client::ClientConfig;
+use anymongo::cmap::CmapEvent;
+use anymongo::command_monitoring::{is_sensitive, CommandEvent, CommandInfo};
+use anymongo::sdam::events::SdamEvent;
+use bson::oid::ObjectId;
+use bson::{Bson, Document};
+
+use super::matching::Matcher;
+use super::model::ExpectedEventsForClient;
+
+/// An event of any of the three monitors.
+#[derive(Debug, Clone)]
+pub enum Event {
+    /// Command monitoring.
+    Command(CommandEvent),
+    /// Connection pools.
+    Cmap(CmapEvent),
+    /// Discovery and monitoring.
+    Sdam(SdamEvent),
+}
+
+impl Event {
+    /// The event's type as the test format names it, e.g. `"commandStartedEvent"` or
+    /// `"poolClearedEvent"` (the keys of `observeEvents` and of expected events).
+    pub fn name(&self) -> String {
+        let name = match self {
+            Event::Command(CommandEvent::Started(_)) => "CommandStartedEvent",
+            Event::Command(CommandEvent::Succeeded(_)) => "CommandSucceededEvent",
+            Event::Command(CommandEvent::Failed(_)) => "CommandFailedEvent",
+            Event::Cmap(event) => event.name(),
+            Event::Sdam(event) => event.name(),
+        };
+        let mut chars = name.chars();
+        chars
+            .next()
+            .map(|first| first.to_ascii_lowercase().to_string() + chars.as_str())
+            .unwrap_or_default()
+    }
+
+    /// The `eventType` of `expectEvents` the event belongs to.
+    fn event_type(&self) -> &'static str {
+        match self {
+            Event::Command(_) => "command",
+            Event::Cmap(_) => "cmap",
+            Event::Sdam(_) => "sdam",
+        }
+    }
+}
+
+/// Which of a client's events count (spec "entity", `client`: `observeEvents`,
+/// `ignoreCommandMonitoringEvents`, `observeSensitiveCommands`).
+#[derive(Debug, Clone, Default)]
+pub struct Observe {
+    /// The event types recorded, e.g. `commandStartedEvent`.
+    pub events: Vec<String>,
+    /// Commands whose events are ignored.
+    pub ignored_commands: Vec<String>,
+    /// Whether security-sensitive commands' events are kept.
+    pub sensitive_commands: bool,
+}
+
+/// Every event a client published, in order.
+#[derive(Debug, Clone, Default)]
+pub struct EventLog {
+    events: Arc<Mutex<Vec<Event>>>,
+}
+
+impl EventLog {
+    /// A client configuration whose three event handlers record into this log.
+    pub fn client_config(&self) -> ClientConfig {
+        let (command, cmap, sdam) = (self.clone(), self.clone(), self.clone());
+        ClientConfig {
+            command_event_handler: Some(Arc::new(move |event: &CommandEvent| {
+                command.push(Event::Command(event.clone()))
+            })),
+            cmap_event_handler: Some(Arc::new(move |event: &CmapEvent| {
+                cmap.push(Event::Cmap(event.clone()))
+            })),
+            sdam_event_handler: Some(Arc::new(move |event: &SdamEvent| {
+                sdam.push(Event::Sdam(event.clone()))
+            })),
+            ..ClientConfig::default()
+        }
+    }
+
+    fn push(&self, event: Event) {
+        self.events
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(event);
+    }
+
+    /// Everything recorded so far.
+    pub fn all(&self) -> Vec<Event> {
+        self.events
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// The recorded events of `event_type` (`command`, `cmap` or `sdam`) that `observe`
+    /// keeps. Command events are dropped for `configureFailPoint` (set by the runner's
+    /// `failPoint`), for the ignored commands and, unless observed, for sensitive
+    /// commands (spec "Executing a Test").
+    pub fn observed(&self, event_type: &str, observe: &Observe) -> Vec<Event> {
+        // Request ids of dropped started events: their replies and failures go too.
+        let mut dropped = HashSet::new();
+        self.all()
+            .into_iter()
+            .filter(|event| {
+                if event.event_type() != event_type || !observe.events.contains(&event.name()) {
+                    return false;
+                }
+                let Event::Command(command) = event else {
+                    return true;
+                };
+                let info = command.command();
+                if dropped.contains(&info.request_id) {
+                    return false;
+                }
+                let ignored = info.command_name == "configureFailPoint"
+                    || observe.ignored_commands.contains(&info.command_name)
+                    || (!observe.sensitive_commands && is_redacted(command));
+                if ignored {
+                    dropped.insert(info.request_id);
+                }
+                !ignored
+            })
+            .collect()
+    }
+
+    /// How many connections are checked out: check-outs minus check-ins (spec
+    /// "entity", `client`: runners "MUST track the number of connections checked out").
+    pub fn connections_checked_out(&self) -> i64 {
+        self.all().iter().fold(0, |count, event| match event {
+            Event::Cmap(CmapEvent::ConnectionCheckedOut { .. }) => count + 1,
+            Event::Cmap(CmapEvent::ConnectionCheckedIn { .. }) => count - 1,
+            _ => count,
+        })
+    }
+}
+
+/// Whether a command event is of a security-sensitive command. A hello is sensitive
+/// only with `speculativeAuthenticate`, which the driver has redacted away: an empty
+/// command or reply tells (spec "Executing a Test": "the test runner may need to infer
+/// that the events are sensitive based on whether or not the command and reply
+/// documents are redacted").
+fn is_redacted(event: &CommandEvent) -> bool {
+    let name = &event.command().command_name;
+    let hello = matches!(name.to_ascii_lowercase().as_str(), "hello" | "ismaster");
+    match event {
+        CommandEvent::Started(started) => {
+            is_sensitive(name, &started.command) || (hello && started.command.is_empty())
+        }
+        CommandEvent::Succeeded(succeeded) => {
+            is_sensitive(name, &Document::new()) || (hello && succeeded.reply.is_empty())
+        }
+        CommandEvent::Failed(_) => is_sensitive(name, &Document::new()),
+    }
+}
+
+/// Checks a client's observed events against the expected ones, in order; `matcher`
+/// matches the `command` and `reply` documents.
+pub fn check(
+    expected: &ExpectedEventsForClient,
+    log: &EventLog,
+    observe: &Observe,
+    matcher: &Matcher<'_>,
+) -> Result<(), String> {
+    let event_type = expected.event_type.as_deref().unwrap_or("command");
+    if !matches!(event_type, "command" | "cmap" | "sdam") {
+        return Err(format!("unknown eventType {event_type:?}"));
+    }
+    let actual = log.observed(event_type, observe);
+    let names = || {
+        actual
+            .iter()
+            .map(Event::name)
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let enough = match expected.ignore_extra_events {
+        true => actual.len() >= expected.events.len(),
+        false => actual.len() == expected.events.len(),
+    };
+    if !enough {
+        return Err(format!(
+            "{} {event_type} events expected for {}, {} seen: {}",
+            expected.events.len(),
+            expected.client,
+            actual.len(),
+            names()
+        ));
+    }
+    for (i, (expected, actual)) in expected.events.iter().zip(&actual).enumerate() {
+        check_event(expected, actual, matcher)
+            .map_err(|why| format!("{event_type} event {i} ({}): {why}", actual.name()))?;
+    }
+    Ok(())
+}
+
+/// Checks one event against its expected one-key document.
+fn check_event(expected: &Document, actual: &Event, matcher: &Matcher<'_>) -> Result<(), String> {
+    let mut entries = expected.iter();
+    let (Some((name, Bson::Document(fields))), None) = (entries.next(), entries.next()) else {
+        return Err(format!(
+            "an expected event is not one key with a document: {expected}"
+        ));
+    };
+    if *name != actual.name() {
+        return Err(format!("expected a {name}"));
+    }
+    for (field, value) in fields {
+        check_field(field, value, actual, matcher).map_err(|why| format!("{field}: {why}"))?;
+    }
+    Ok(())
+}
+
+/// Checks one asserted field of an event (the fields each event type may assert are
+/// those of spec "expectedCommandEvent", "expectedCmapEvent", "expectedSdamEvent").
+fn check_field(
+    field: &str,
+    expected: &Bson,
+    actual: &Event,
+    matcher: &Matcher<'_>,
+) -> Result<(), String> {
+    let info = match actual {
+        Event::Command(event) => Some(event.command()),
+        _ => None,
+    };
+    match (field, actual) {
+        ("command", Event::Command(CommandEvent::Started(started))) => {
+            matcher.root(expected, &Bson::Document(started.command.clone()))
+        }
+        ("reply", Event::Command(CommandEvent::Succeeded(succeeded))) => {
+            matcher.root(expected, &Bson::Document(succeeded.reply.clone()))
+        }
+        ("commandName", Event::Command(_)) => equal(
+            expected,
+            &Bson::String(command_info(info)?.command_name.clone()),
+        ),
+        ("databaseName", Event::Command(_)) => equal(
+            expected,
+            &Bson::String(command_info(info)?.database_name.clone()),
+        ),
+        ("hasServiceId", Event::Command(_)) => {
+            has(expected, has_service_id(command_info(info)?.service_id))
+        }
+        ("hasServiceId", Event::Cmap(CmapEvent::PoolCleared { service_id, .. })) => {
+            has(expected, has_service_id(*service_id))
+        }
+        ("hasServerConnectionId", Event::Command(_)) => {
+            // Spec "hasServerConnectionId": set and a positive int32.
+            let id = command_info(info)?.connection.server_id;
+            has(expected, id.is_some_and(|id| id > 0))
+        }
+        (
+            "interruptInUseConnections",
+            Event::Cmap(CmapEvent::PoolCleared {
+                interrupt_in_use_connections,
+                ..
+            }),
+        ) => equal(expected, &Bson::Boolean(*interrupt_in_use_connections)),
+        ("reason", Event::Cmap(CmapEvent::ConnectionClosed { reason, .. })) => {
+            equal(expected, &Bson::String(reason.as_str().to_owned()))
+        }
+        ("reason", Event::Cmap(CmapEvent::ConnectionCheckOutFailed { reason, .. })) => {
+            equal(expected, &Bson::String(reason.as_str().to_owned()))
+        }
+        (
+            "awaited",
+            Event::Sdam(
+                SdamEvent::ServerHeartbeatStarted { awaited, .. }
+                | SdamEvent::ServerHeartbeatSucceeded { awaited, .. }
+                | SdamEvent::ServerHeartbeatFailed { awaited, .. },
+            ),
+        ) => equal(expected, &Bson::Boolean(*awaited)),
+        (
+            "previousDescription" | "newDescription",
+            Event::Sdam(SdamEvent::ServerDescriptionChanged { previous, new, .. }),
+        ) => {
+            let description = if field == "newDescription" {
+                new
+            } else {
+                previous
+            };
+            description_type(expected, description.server_type.name())
+        }
+        (
+            "previousDescription" | "newDescription",
+            Event::Sdam(SdamEvent::TopologyDescriptionChanged { previous, new, .. }),
+        ) => {
+            let description = if field == "newDescription" {
+                new
+            } else {
+                previous
+            };
+            description_type(expected, description.topology_type.name())
+        }
+        _ => Err(format!(
+            "the runner cannot check this field of a {}",
+            actual.name()
+        )),
+    }
+}
+
+fn command_info(info: Option<&CommandInfo>) -> Result<&CommandInfo, String> {
+    info.ok_or_else(|| "not a command event".to_owned())
+}
+
+/// Spec "hasServiceId": set and not all zero bytes.
+fn has_service_id(service_id: Option<ObjectId>) -> bool {
+    service_id.is_some_and(|id| id.bytes() != [0; 12])
+}
+
+/// An expected `{ type: ... }` server or topology description: only `type` is
+/// asserted (spec "expectedSdamEvent").
+fn description_type(expected: &Bson, actual_type: &str) -> Result<(), String> {
+    let Bson::Document(expected) = expected else {
+        return Err(format!("expected a description document, not {expected}"));
+    };
+    for (key, value) in expected {
+        match key.as_str() {
+            "type" => equal(value, &Bson::String(actual_type.to_owned()))?,
+            other => return Err(format!("the runner cannot check the description's {other}")),
+        }
+    }
+    Ok(())
+}
+
+fn has(expected: &Bson, actual: bool) -> Result<(), String> {
+    equal(expected, &Bson::Boolean(actual))
+}
+
+fn equal(expected: &Bson, actual: &Bson) -> Result<(), String> {
+    if expected == actual {
+        Ok(())
+    } else {
+        Err(format!("expected {expected}, got {actual}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use anymongo::cmap::ConnectionClosedReason;
+    use anymongo::ServerAddress;
+    use bson::doc;
+
+    use super::super::entities::EntityMap;
+
+    fn address() -> ServerAddress {
+        ServerAddress::tcp("localhost", 27017)
+    }
+
+    fn log() -> EventLog {
+        let log = EventLog::default();
+        for event in [
+            Event::Cmap(CmapEvent::ConnectionCheckedOut {
+                address: address(),
+                connection_id: 1,
+                duration: Default::default(),
+            }),
+            Event::Sdam(SdamEvent::ServerHeartbeatStarted {
+                address: address(),
+                awaited: true,
+            }),
+            Event::Cmap(CmapEvent::PoolCleared {
+                address: address(),
+                service_id: None,
+                interrupt_in_use_connections: true,
+            }),
+            Event::Cmap(CmapEvent::ConnectionClosed {
+                address: address(),
+                connection_id: 1,
+                reason: ConnectionClosedReason::Stale,
+            }),
+        ] {
+            log.push(event);
+        }
+        log
+    }
+
+    fn expected(
+        event_type: &str,
+        events: Vec<Document>,
+        ignore_extra_events: bool,
+    ) -> ExpectedEventsForClient {
+        ExpectedEventsForClient {
+            client: "client0".to_owned(),
+            event_type: Some(event_type.to_owned()),
+            events,
+            ignore_extra_events,
+        }
+    }
+
+    fn observe(events: &[&str]) -> Observe {
+        Observe {
+            events: events.iter().map(|name| (*name).to_owned()).collect(),
+            ..Observe::default()
+        }
+    }
+
+    #[test]
+    fn events_are_named_as_the_test_format_names_them() {
+        let names: Vec<String> = log().all().iter().map(Event::name).collect();
+        assert_eq!(
+            names,
+            [
+                "connectionCheckedOutEvent",
+                "serverHeartbeatStartedEvent",
+                "poolClearedEvent",
+                "connectionClosedEvent"
+            ]
+        );
+        assert_eq!(log().connections_checked_out(), 1);
+    }
+
+    #[test]
+    fn only_observed_events_of_the_expected_type_are_compared() {
+        let entities = EntityMap::default();
+        let matcher = Matcher::new(&entities);
+        let observe = observe(&[
+            "poolClearedEvent",
+            "connectionClosedEvent",
+            "serverHeartbeatStartedEvent",
+        ]);
+        let cmap = expected(
+            "cmap",
+            vec![
+                doc! { "poolClearedEvent": { "hasServiceId": false, "interruptInUseConnections": true } },
+                doc! { "connectionClosedEvent": { "reason": "stale" } },
+            ],
+            false,
+        );
+        check(&cmap, &log(), &observe, &matcher).unwrap();
+        let sdam = expected(
+            "sdam",
+            vec![doc! { "serverHeartbeatStartedEvent": { "awaited": true } }],
+            false,
+        );
+        check(&sdam, &log(), &observe, &matcher).unwrap();
+    }
+
+    #[test]
+    fn mismatches_are_reported() {
+        let entities = EntityMap::default();
+        let matcher = Matcher::new(&entities);
+        let observe = observe(&["poolClearedEvent", "connectionClosedEvent"]);
+        let failure = |events: Vec<Document>, ignore_extra_events: bool| {
+            check(
+                &expected("cmap", events, ignore_extra_events),
+                &log(),
+                &observe,
+                &matcher,
+            )
+            .unwrap_err()
+        };
+        let cleared = doc! { "poolClearedEvent": {} };
+        let too_few = failure(vec![cleared.clone()], false);
+        assert!(
+            too_few.contains("1 cmap events expected for client0, 2 seen"),
+            "{too_few}"
+        );
+        let wrong_reason = failure(
+            vec![
+                cleared.clone(),
+                doc! { "connectionClosedEvent": { "reason": "idle" } },
+            ],
+            false,
+        );
+        assert!(
+            wrong_reason.contains("expected \"idle\", got \"stale\""),
+            "{wrong_reason}"
+        );
+        let wrong_type = failure(vec![doc! { "connectionClosedEvent": {} }], true);
+        assert!(
+            wrong_type.contains("expected a connectionClosedEvent"),
+            "{wrong_type}"
+        );
+        let unknown = failure(vec![doc! { "poolClearedEvent": { "address": "x" } }], true);
+        assert!(unknown.contains("cannot check this field"), "{unknown}");
+        let kind = check(&expected("log", vec![], true), &log(), &observe, &matcher).unwrap_err();
+        assert!(kind.contains("unknown eventType"), "{kind}");
+        // With ignoreExtraEvents the first expected events must still match.
+        check(
+            &expected("cmap", vec![cleared], true),
+            &log(),
+            &observe,
+            &matcher,
+        )
+        .unwrap();
+    }
+}

@@ -1,0 +1,468 @@
+//! The Unified Test Format runner (`unified-test-format.md`), against the shared
+//! SecantusDB server ([`crate::server::shared`]).
+//!
+//! - [`model`]: the files as Rust values, read from Extended JSON;
+//! - [`requirements`]: what the server is, and `runOnRequirements`;
+//! - [`entities`]: the entity map and the creation of clients (recording their events),
+//!   databases and collections;
+//! - [`operations`]: the one seam where operations are bound to code
+//!   ([`operations::handler`]);
+//! - [`matching`]: "Evaluating Matches" and its special operators;
+//! - [`events`]: `expectEvents`; [`errors`]: `expectError`;
+//! - [`collections`]: `initialData` and `outcome`, through an internal client.
+//!
+//! Each test counts once: passed, failed, or skipped with a reason that starts with
+//! one of [`UNMET`], [`UNSUPPORTED`], [`SKIP_REASON`] or [`SCHEMA`], so that tests the
+//! server cannot run stay apart from tests the driver or runner cannot run yet. A test
+//! whose operation [`operations::unsupported`] names is skipped before any setup.
+//!
+//! Nothing hangs: each operation gets [`OPERATION_TIMEOUT`], each file
+//! [`FILE_TIMEOUT`] in all; fail points are turned off after each test however it
+//! ended.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anymongo::Client;
+use bson::doc;
+use tokio::time::{timeout, timeout_at, Instant};
+
+use crate::spec::{json_files, SuiteOutcome};
+
+pub mod collections;
+pub mod entities;
+pub mod errors;
+pub mod events;
+pub mod matching;
+pub mod model;
+pub mod operations;
+pub mod requirements;
+
+use matching::Matcher;
+use model::{Operation, Test, TestFile};
+use operations::{Context, Returned};
+use requirements::{parse_version, ServerInfo};
+
+/// The newest schema version the runner reads (spec "Test Runner Support": files of
+/// major version 1 up to this minor are compatible).
+pub const SCHEMA_VERSION: [u64; 2] = [1, 21];
+
+/// How long one operation may take.
+pub const OPERATION_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long the tests of one file may take in all.
+pub const FILE_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The reason of a test skipped because the server does not meet its
+/// `runOnRequirements` (or the file's) starts with this.
+pub const UNMET: &str = "runOnRequirements not met: ";
+/// The reason of a test skipped because it needs something the driver or the runner
+/// does not have yet starts with this.
+pub const UNSUPPORTED: &str = "not supported yet: ";
+/// The reason of a test skipped by its own `skipReason` starts with this.
+pub const SKIP_REASON: &str = "skipReason: ";
+/// The reason of a test of a file with a newer schema version starts with this.
+pub const SCHEMA: &str = "schemaVersion: ";
+
+/// Why a test stopped early.
+#[derive(Debug)]
+pub enum Abort {
+    /// It needs what the driver or the runner does not have yet: the test is skipped.
+    Unsupported(String),
+    /// An assertion failed or the test could not be carried out: the test fails.
+    Failed(String),
+}
+
+impl From<String> for Abort {
+    fn from(why: String) -> Self {
+        Abort::Failed(why)
+    }
+}
+
+/// The test server as the runner sees it.
+pub struct Deployment {
+    /// Its connection string, which client entities extend.
+    pub uri: String,
+    /// The internal client: initial data, outcomes, turning fail points off.
+    pub internal: Client,
+    /// What `runOnRequirements` are held against.
+    pub info: ServerInfo,
+}
+
+impl Deployment {
+    /// Connects the internal client and asks the server what it is.
+    async fn connect(uri: &str) -> Result<Deployment, String> {
+        let internal = Client::with_uri(uri, anymongo_native::runtime())
+            .map_err(|e| format!("cannot create a client for {uri}: {e}"))?;
+        let info = timeout(OPERATION_TIMEOUT, ServerInfo::discover(&internal))
+            .await
+            .map_err(|_| format!("{uri} did not answer within {OPERATION_TIMEOUT:?}"))??;
+        Ok(Deployment {
+            uri: uri.to_owned(),
+            internal,
+            info,
+        })
+    }
+}
+
+/// Runs every unified test file under `dir` (one of the corpus's suite folders)
+/// against the shared test server.
+pub fn run(dir: &Path) -> SuiteOutcome {
+    let mut outcome = SuiteOutcome::default();
+    let files = match json_files(dir) {
+        Ok(files) => files,
+        Err(why) => {
+            outcome.failed.push((String::new(), why));
+            return outcome;
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            outcome
+                .failed
+                .push((String::new(), format!("cannot start tokio: {error}")));
+            return outcome;
+        }
+    };
+    // A server that cannot start fails the suite, not the process.
+    let uri = match std::panic::catch_unwind(|| crate::server::shared().uri()) {
+        Ok(uri) => uri,
+        Err(_) => {
+            let why = "the test server did not start".to_owned();
+            outcome.failed.push((String::new(), why));
+            return outcome;
+        }
+    };
+    let deployment = match runtime.block_on(Deployment::connect(&uri)) {
+        Ok(deployment) => Arc::new(deployment),
+        Err(why) => {
+            outcome.failed.push((String::new(), why));
+            return outcome;
+        }
+    };
+    for file in files {
+        run_file(&runtime, &deployment, &dir.join(&file), &file, &mut outcome);
+    }
+    // The clients' background tasks end while the runtime still runs.
+    runtime.block_on(async move { drop(deployment) });
+    outcome
+}
+
+/// Runs the tests of one file, adding each one's result to `outcome` under `name`.
+fn run_file(
+    runtime: &tokio::runtime::Runtime,
+    deployment: &Arc<Deployment>,
+    path: &Path,
+    name: &str,
+    outcome: &mut SuiteOutcome,
+) {
+    let file = match model::read_file(path) {
+        Ok(file) => file,
+        Err(why) => {
+            outcome.failed.push((name.to_owned(), why));
+            return;
+        }
+    };
+    let label = |test: &Test, why: &str| (name.to_owned(), format!("{}: {why}", test.description));
+    // Spec "Executing a Test File": an incompatible file is not processed.
+    let file_skip = match schema_supported(&file.schema_version) {
+        false => Some(format!(
+            "{SCHEMA}{} is not compatible with the runner's {}.{}",
+            file.schema_version, SCHEMA_VERSION[0], SCHEMA_VERSION[1]
+        )),
+        true => file
+            .run_on_requirements
+            .as_deref()
+            .and_then(|requirements| deployment.info.unmet(requirements))
+            .map(|why| format!("{UNMET}{why}")),
+    };
+    let deadline = Instant::now() + FILE_TIMEOUT;
+    for test in &file.tests {
+        if let Some(why) = &file_skip {
+            outcome.skipped.push(label(test, why));
+            continue;
+        }
+        if let Some(why) = skipped(test, &deployment.info) {
+            outcome.skipped.push(label(test, &why));
+            continue;
+        }
+        let result = runtime.block_on(run_test(deployment.clone(), &file, test, deadline));
+        match result {
+            Ok(()) => outcome.passed += 1,
+            Err(Abort::Unsupported(why)) => outcome
+                .skipped
+                .push(label(test, &format!("{UNSUPPORTED}{why}"))),
+            Err(Abort::Failed(why)) => outcome.failed.push(label(test, &why)),
+        }
+    }
+}
+
+/// Whether the runner reads files of `version` (spec "Test Runner Support").
+fn schema_supported(version: &str) -> bool {
+    parse_version(version).is_some_and(|parts| {
+        let part = |i: usize| parts.get(i).copied().unwrap_or(0);
+        part(0) == SCHEMA_VERSION[0] && part(1) <= SCHEMA_VERSION[1]
+    })
+}
+
+/// Why `test` is skipped without touching the server: its `skipReason`, its
+/// `runOnRequirements`, or what it needs that the runner lacks.
+fn skipped(test: &Test, server: &ServerInfo) -> Option<String> {
+    if let Some(reason) = &test.skip_reason {
+        return Some(format!("{SKIP_REASON}{reason}"));
+    }
+    if let Some(why) = test
+        .run_on_requirements
+        .as_deref()
+        .and_then(|requirements| server.unmet(requirements))
+    {
+        return Some(format!("{UNMET}{why}"));
+    }
+    let unsupported = [
+        (
+            "expectLogMessages: the driver has no logging yet",
+            test.expect_log_messages.is_some(),
+        ),
+        (
+            "expectTracingMessages: the driver has no tracing",
+            test.expect_tracing_messages.is_some(),
+        ),
+    ];
+    if let Some((why, _)) = unsupported.iter().find(|(_, used)| *used) {
+        return Some(format!("{UNSUPPORTED}{why}"));
+    }
+    test.operations
+        .iter()
+        .find_map(operations::unsupported)
+        .map(|why| format!("{UNSUPPORTED}{why}"))
+}
+
+/// Runs one test (spec "Executing a Test"), all of it before `deadline`.
+async fn run_test(
+    deployment: Arc<Deployment>,
+    file: &TestFile,
+    test: &Test,
+    deadline: Instant,
+) -> Result<(), Abort> {
+    let mut context = Context::new(deployment.clone(), client_uri(&deployment.uri, test)?);
+    let ran = timeout_at(deadline, run_operations(&mut context, file, test))
+        .await
+        .unwrap_or_else(|_| Err(out_of_time()));
+    // Turned off before outcomes are read, which a fail point could break; through the
+    // internal client, so that no client entity records the command or its connection.
+    let turned_off = turn_off_fail_points(&deployment, &context.fail_points).await;
+    let checked = match (ran, turned_off) {
+        (Err(abort), _) => Err(abort),
+        (Ok(()), Err(why)) => Err(Abort::Failed(why)),
+        (Ok(()), Ok(())) => timeout_at(deadline, check_expectations(&context, test))
+            .await
+            .unwrap_or_else(|_| Err(out_of_time())),
+    };
+    // Clients close here, in the runtime their monitors run in.
+    drop(context);
+    checked
+}
+
+/// The connection string of the test's client entities. A test that sets fail
+/// points gets the shortest heartbeatFrequencyMS (500 ms) unless a client names its
+/// own, as the spec allows ("Executing a Test": runners "MAY specify a reduced value
+/// for heartbeatFrequencyMS" to speed up recovery after a failure): a streaming
+/// monitor ignores requests for an immediate check while its awaited hello is
+/// pending, which would otherwise keep a server marked Unknown by a state-change error
+/// unselectable for up to the default 10 s.
+fn client_uri(uri: &str, test: &Test) -> Result<String, String> {
+    let sets_fail_points = test
+        .operations
+        .iter()
+        .any(|operation| matches!(operation.name.as_str(), "failPoint" | "targetedFailPoint"));
+    match sets_fail_points {
+        true => entities::with_uri_options(uri, Some(&doc! { "heartbeatFrequencyMS": 500 })),
+        false => Ok(uri.to_owned()),
+    }
+}
+
+fn out_of_time() -> Abort {
+    Abort::Failed(format!(
+        "the file's tests took longer than {FILE_TIMEOUT:?}"
+    ))
+}
+
+/// Sets up the collections and entities, then runs the operations.
+async fn run_operations(context: &mut Context, file: &TestFile, test: &Test) -> Result<(), Abort> {
+    let internal = &context.deployment.internal;
+    timeout(
+        OPERATION_TIMEOUT,
+        collections::set_up(internal, &file.initial_data),
+    )
+    .await
+    .map_err(|_| format!("initialData took longer than {OPERATION_TIMEOUT:?}"))??;
+    for description in &file.create_entities {
+        entities::create(description, &mut context.entities, &context.client_uri)?;
+    }
+    for (i, operation) in test.operations.iter().enumerate() {
+        let in_operation = |why: String| format!("operation {i} ({}): {why}", operation.name);
+        let returned = timeout(OPERATION_TIMEOUT, operations::execute(operation, context))
+            .await
+            .map_err(|_| in_operation(format!("did not finish within {OPERATION_TIMEOUT:?}")))?;
+        let checked = returned.and_then(|returned| check_returned(operation, returned, context));
+        checked.map_err(|abort| match abort {
+            Abort::Failed(why) => Abort::Failed(in_operation(why)),
+            unsupported => unsupported,
+        })?;
+    }
+    Ok(())
+}
+
+/// Checks what an operation returned against `expectError` or `expectResult`, and
+/// saves it as an entity if asked (spec "Executing an Operation").
+fn check_returned(
+    operation: &Operation,
+    returned: Returned,
+    context: &mut Context,
+) -> Result<(), Abort> {
+    if operation.ignore_result_and_error {
+        return Ok(());
+    }
+    let result = match (returned, &operation.expect_error) {
+        (Err(error), Some(expected)) => return errors::check(expected, &error),
+        (Err(error), None) => return Err(Abort::Failed(format!("unexpected error: {error}"))),
+        (Ok(result), Some(_)) => {
+            let shown = result.map_or("nothing".to_owned(), |result| result.to_string());
+            return Err(Abort::Failed(format!("expected an error, got {shown}")));
+        }
+        (Ok(result), None) => result,
+    };
+    if let Some(expected) = &operation.expect_result {
+        let actual = result
+            .as_ref()
+            .ok_or_else(|| format!("expected the result {expected}, got none"))?;
+        Matcher::new(&context.entities).root(expected, actual)?;
+    }
+    if let Some(name) = &operation.save_result_as_entity {
+        let result = result.ok_or_else(|| format!("no result to save as {name}"))?;
+        context
+            .entities
+            .insert(name, entities::Entity::Value(result))?;
+    }
+    Ok(())
+}
+
+/// Checks `expectEvents` and `outcome`.
+async fn check_expectations(context: &Context, test: &Test) -> Result<(), Abort> {
+    let matcher = Matcher::new(&context.entities);
+    for expected in test.expect_events.iter().flatten() {
+        let client = context.entities.client(&expected.client)?;
+        events::check(expected, &client.events, &client.observe, &matcher)?;
+    }
+    if let Some(outcome) = &test.outcome {
+        collections::check(&context.deployment.internal, outcome).await?;
+    }
+    Ok(())
+}
+
+/// Turns off the fail points a test set (spec "Disabling Fail Points"), each within
+/// [`OPERATION_TIMEOUT`].
+async fn turn_off_fail_points(deployment: &Deployment, names: &[String]) -> Result<(), String> {
+    let admin = deployment.internal.database("admin");
+    for name in names {
+        let off = doc! { "configureFailPoint": name, "mode": "off" };
+        match timeout(OPERATION_TIMEOUT, admin.run_command(off)).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(error)) => return Err(format!("turning the fail point {name} off: {error}")),
+            Err(_) => return Err(format!("turning the fail point {name} off timed out")),
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A file that exercises the runner against the test server: what passes must
+    /// pass, what is written to fail must fail, and skips keep their kinds apart.
+    #[test]
+    fn the_runner_passes_fails_and_skips_against_the_test_server() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("self-test.json"),
+            include_str!("self-test.json"),
+        )
+        .unwrap();
+        let outcome = run(dir.path());
+        let descriptions = |results: &[(String, String)]| -> Vec<String> {
+            results
+                .iter()
+                .map(|(file, why)| {
+                    assert_eq!(file, "self-test.json");
+                    why.split(": ").next().unwrap().to_owned()
+                })
+                .collect()
+        };
+        assert_eq!(outcome.passed, 2, "{outcome:#?}");
+        assert_eq!(
+            descriptions(&outcome.failed),
+            [
+                "fails on the outcome",
+                "fails on an unexpected error",
+                "fails on an extra event"
+            ],
+            "{outcome:#?}"
+        );
+        assert_eq!(
+            descriptions(&outcome.skipped),
+            ["skipped for its requirements", "skipped for its operation"]
+        );
+        assert!(outcome.skipped[0].1.contains(UNMET));
+        assert!(outcome.skipped[1].1.contains(UNSUPPORTED));
+    }
+
+    #[test]
+    fn schema_versions_up_to_the_runner_s_are_read() {
+        assert!(schema_supported("1.0"));
+        assert!(schema_supported("1.21"));
+        assert!(schema_supported("1.21.3"));
+        assert!(schema_supported("1"));
+        assert!(!schema_supported("1.22"));
+        assert!(!schema_supported("2.0"));
+        assert!(!schema_supported("one"));
+    }
+
+    #[test]
+    fn tests_are_skipped_for_their_reason_before_running() {
+        let server = ServerInfo {
+            version: vec![8, 2, 11],
+            topology: requirements::Topology::ReplicaSet,
+            parameters: bson::Document::new(),
+            auth: false,
+        };
+        let test = |document: bson::Document| -> Test {
+            bson::deserialize_from_document(document).unwrap()
+        };
+        let run_command = doc! { "name": "runCommand", "object": "database0" };
+        let runnable = test(doc! { "description": "t", "operations": [run_command.clone()] });
+        assert_eq!(skipped(&runnable, &server), None);
+        let own = test(doc! { "description": "t", "skipReason": "flaky", "operations": [] });
+        assert_eq!(skipped(&own, &server).unwrap(), "skipReason: flaky");
+        let unmet = test(doc! {
+            "description": "t", "runOnRequirements": [{ "topologies": ["sharded"] }], "operations": [],
+        });
+        assert!(skipped(&unmet, &server).unwrap().starts_with(UNMET));
+        let crud = test(doc! {
+            "description": "t",
+            "operations": [run_command, { "name": "find", "object": "collection0" }],
+        });
+        let why = skipped(&crud, &server).unwrap();
+        assert!(
+            why.starts_with(UNSUPPORTED) && why.contains("find"),
+            "{why}"
+        );
+        let logs = test(doc! { "description": "t", "operations": [], "expectLogMessages": [] });
+        assert!(skipped(&logs, &server).unwrap().contains("logging"));
+    }
+}

@@ -1,0 +1,403 @@
+//! The operations of tests (spec "Entity Test Operations", "Special Test Operations"):
+//! the one place where an operation's name is bound to the code that runs it.
+//!
+//! [`handler`] maps an operation to its [`Handler`]; an operation it does not know is
+//! unsupported, and a test using one is skipped (before any setup: see
+//! [`unsupported`]). Today it knows `runCommand` and the special operations that need
+//! nothing but commands; the CRUD API (issue #6) adds its operations as further arms.
+
+use std::sync::Arc;
+
+use anymongo::rt::BoxFuture;
+use bson::{doc, Bson, Document};
+
+use super::collections::NAMESPACE_NOT_FOUND;
+use super::entities::{self, EntityMap};
+use super::model::{EntityDescription, Operation};
+use super::{Abort, Deployment};
+
+/// What an entity operation returned: its result (`None` when it returns nothing), or
+/// the driver's error, which `expectError` is checked against.
+pub type Returned = Result<Option<Bson>, anymongo::Error>;
+
+/// Runs one operation. `Err` means the test cannot go on: the operation is
+/// unsupported (the test is skipped) or could not be carried out as written (it
+/// fails); a driver error is `Ok(Err(..))`.
+pub type Handler =
+    for<'a> fn(&'a Operation, &'a mut Context) -> BoxFuture<'a, Result<Returned, Abort>>;
+
+/// What operations work on: the test's entities and the runner's state.
+pub struct Context {
+    /// The test's entities.
+    pub entities: EntityMap,
+    /// The test server and the runner's internal client.
+    pub deployment: Arc<Deployment>,
+    /// The connection string client entities extend with their `uriOptions`.
+    pub client_uri: String,
+    /// The fail points set by `failPoint`, turned off after the test.
+    pub fail_points: Vec<String>,
+}
+
+impl Context {
+    /// A context with no entities yet, whose clients start from `client_uri`.
+    pub fn new(deployment: Arc<Deployment>, client_uri: String) -> Context {
+        Context {
+            entities: EntityMap::default(),
+            deployment,
+            client_uri,
+            fail_points: Vec::new(),
+        }
+    }
+}
+
+/// The handler of `operation`, if the runner supports it. Special operations are
+/// those on the object `testRunner`.
+pub fn handler(operation: &Operation) -> Option<Handler> {
+    let special = operation.object == "testRunner";
+    let handler: Handler = match (special, operation.name.as_str()) {
+        (false, "runCommand") => run_command,
+        (true, "failPoint") => fail_point,
+        (true, "createEntities") => create_entities,
+        (true, "assertNumberConnectionsCheckedOut") => assert_connections_checked_out,
+        (true, "assertCollectionExists") => |op, cx| collection_exists(op, cx, true),
+        (true, "assertCollectionNotExists") => |op, cx| collection_exists(op, cx, false),
+        (true, "assertIndexExists") => |op, cx| index_exists(op, cx, true),
+        (true, "assertIndexNotExists") => |op, cx| index_exists(op, cx, false),
+        _ => return None,
+    };
+    Some(handler)
+}
+
+/// Why `operation` cannot run, if the runner does not support it.
+pub fn unsupported(operation: &Operation) -> Option<String> {
+    if handler(operation).is_some() {
+        return None;
+    }
+    Some(match operation.object.as_str() {
+        "testRunner" => format!(
+            "special operation {} is not implemented by the runner yet",
+            operation.name
+        ),
+        object => format!(
+            "operation {} (on {object}) needs the CRUD API (issue #6)",
+            operation.name
+        ),
+    })
+}
+
+/// Runs `operation`.
+pub async fn execute(operation: &Operation, context: &mut Context) -> Result<Returned, Abort> {
+    match handler(operation) {
+        Some(handler) => handler(operation, context).await,
+        None => Err(Abort::Unsupported(
+            unsupported(operation).unwrap_or_default(),
+        )),
+    }
+}
+
+/// Spec "Database Operations", `runCommand`: the command as given, its first key
+/// named by `commandName` (which languages that lose key order need; here it is
+/// honoured by moving that key first).
+fn run_command<'a>(
+    operation: &'a Operation,
+    context: &'a mut Context,
+) -> BoxFuture<'a, Result<Returned, Abort>> {
+    Box::pin(async move {
+        let arguments = &operation.arguments;
+        known_arguments(
+            operation,
+            &["command", "commandName", "readPreference", "session"],
+        )?;
+        if arguments.contains_key("session") {
+            return Err(Abort::Unsupported(
+                "runCommand with a session needs the sessions API (issue #6)".to_owned(),
+            ));
+        }
+        if let Some(preference) = arguments.get("readPreference") {
+            let primary = matches!(preference, Bson::Document(preference)
+                if preference.len() == 1 && preference.get_str("mode").ok() == Some("primary"));
+            if !primary {
+                return Err(Abort::Unsupported(format!(
+                    "runCommand with the readPreference {preference} needs a read preference \
+                     option on Database::run_command (issue #6)"
+                )));
+            }
+        }
+        let command = arguments
+            .get_document("command")
+            .map_err(|_| "runCommand needs a command document".to_owned())?;
+        let command = match arguments.get_str("commandName") {
+            Ok(name) => first_key(command, name)?,
+            Err(_) => command.clone(),
+        };
+        let database = &context.entities.database(&operation.object)?.database;
+        Ok(database
+            .run_command(command)
+            .await
+            .map(|reply| Some(Bson::Document(reply))))
+    })
+}
+
+/// Spec "failPoint": sets the fail point through the test's client entity, and
+/// records it to turn it off after the test.
+fn fail_point<'a>(
+    operation: &'a Operation,
+    context: &'a mut Context,
+) -> BoxFuture<'a, Result<Returned, Abort>> {
+    Box::pin(async move {
+        known_arguments(operation, &["client", "failPoint"])?;
+        let client = operation
+            .arguments
+            .get_str("client")
+            .map_err(|_| "failPoint needs a client".to_owned())?;
+        let command = operation
+            .arguments
+            .get_document("failPoint")
+            .map_err(|_| "failPoint needs a failPoint document".to_owned())?;
+        let command = first_key(command, "configureFailPoint")?;
+        let name = command
+            .get_str("configureFailPoint")
+            .unwrap_or_default()
+            .to_owned();
+        let admin = context.entities.client(client)?.client.database("admin");
+        admin
+            .run_command(command.clone())
+            .await
+            .map_err(|e| format!("{command} failed: {e}"))?;
+        context.fail_points.push(name);
+        Ok(Ok(None))
+    })
+}
+
+/// Spec "createEntities": creates entities in the middle of a test.
+fn create_entities<'a>(
+    operation: &'a Operation,
+    context: &'a mut Context,
+) -> BoxFuture<'a, Result<Returned, Abort>> {
+    Box::pin(async move {
+        known_arguments(operation, &["entities"])?;
+        let descriptions = operation
+            .arguments
+            .get_array("entities")
+            .map_err(|_| "createEntities needs an array of entities".to_owned())?;
+        for description in descriptions {
+            let description: EntityDescription =
+                bson::deserialize_from_bson(description.clone())
+                    .map_err(|e| format!("not an entity: {description}: {e}"))?;
+            entities::create(&description, &mut context.entities, &context.client_uri)?;
+        }
+        Ok(Ok(None))
+    })
+}
+
+/// Spec "assertNumberConnectionsCheckedOut".
+fn assert_connections_checked_out<'a>(
+    operation: &'a Operation,
+    context: &'a mut Context,
+) -> BoxFuture<'a, Result<Returned, Abort>> {
+    Box::pin(async move {
+        known_arguments(operation, &["client", "connections"])?;
+        let arguments = &operation.arguments;
+        let client = arguments
+            .get_str("client")
+            .map_err(|_| "assertNumberConnectionsCheckedOut needs a client".to_owned())?;
+        let expected = match arguments.get("connections") {
+            Some(Bson::Int32(n)) => i64::from(*n),
+            Some(Bson::Int64(n)) => *n,
+            _ => return Err(Abort::Failed("connections must be an integer".to_owned())),
+        };
+        let actual = context
+            .entities
+            .client(client)?
+            .events
+            .connections_checked_out();
+        if actual != expected {
+            return Err(Abort::Failed(format!(
+                "{client} has {actual} connections checked out, expected {expected}"
+            )));
+        }
+        Ok(Ok(None))
+    })
+}
+
+/// Spec "assertCollectionExists" and "assertCollectionNotExists", asked of the
+/// internal client with `listCollections`.
+fn collection_exists<'a>(
+    operation: &'a Operation,
+    context: &'a mut Context,
+    expected: bool,
+) -> BoxFuture<'a, Result<Returned, Abort>> {
+    Box::pin(async move {
+        let (database, collection) = namespace(operation, &[])?;
+        let command = doc! { "listCollections": 1, "filter": { "name": collection } };
+        let reply = internal_command(context, database, command).await;
+        let exists = !first_batch(&reply.map_err(failed)?)?.is_empty();
+        check_exists(
+            exists,
+            expected,
+            &format!("the collection {database}.{collection}"),
+        )
+    })
+}
+
+/// Spec "assertIndexExists" and "assertIndexNotExists", asked of the internal client
+/// with `listIndexes` (a collection that does not exist has no index).
+fn index_exists<'a>(
+    operation: &'a Operation,
+    context: &'a mut Context,
+    expected: bool,
+) -> BoxFuture<'a, Result<Returned, Abort>> {
+    Box::pin(async move {
+        let (database, collection) = namespace(operation, &["indexName"])?;
+        let index = operation
+            .arguments
+            .get_str("indexName")
+            .map_err(|_| "an indexName is needed".to_owned())?;
+        // All of the indexes in the first batch: a collection has 64 at most.
+        let command = doc! { "listIndexes": collection, "cursor": { "batchSize": 100 } };
+        let exists = match internal_command(context, database, command).await {
+            Ok(reply) => first_batch(&reply)?.iter().any(|spec| {
+                spec.as_document()
+                    .and_then(|spec| spec.get_str("name").ok())
+                    == Some(index)
+            }),
+            Err(error) if error.code() == Some(NAMESPACE_NOT_FOUND) => false,
+            Err(error) => return Err(failed(error)),
+        };
+        check_exists(
+            exists,
+            expected,
+            &format!("the index {index} of {database}.{collection}"),
+        )
+    })
+}
+
+/// The `databaseName` and `collectionName` arguments, checking that nothing but
+/// them and `others` is given.
+fn namespace<'a>(operation: &'a Operation, others: &[&str]) -> Result<(&'a str, &'a str), Abort> {
+    let mut known = vec!["databaseName", "collectionName"];
+    known.extend_from_slice(others);
+    known_arguments(operation, &known)?;
+    let get = |key| {
+        operation
+            .arguments
+            .get_str(key)
+            .map_err(|_| Abort::Failed(format!("{} needs a {key}", operation.name)))
+    };
+    Ok((get("databaseName")?, get("collectionName")?))
+}
+
+/// Runs a command through the internal client.
+async fn internal_command(
+    context: &Context,
+    database: &str,
+    command: Document,
+) -> anymongo::Result<Document> {
+    context
+        .deployment
+        .internal
+        .database(database)
+        .run_command(command)
+        .await
+}
+
+/// A special operation's command failed: the test fails.
+fn failed(error: anymongo::Error) -> Abort {
+    Abort::Failed(format!("the runner's command failed: {error}"))
+}
+
+fn first_batch(reply: &Document) -> Result<&Vec<Bson>, Abort> {
+    reply
+        .get_document("cursor")
+        .and_then(|cursor| cursor.get_array("firstBatch"))
+        .map_err(|_| Abort::Failed(format!("a reply without a cursor: {reply}")))
+}
+
+fn check_exists(exists: bool, expected: bool, what: &str) -> Result<Returned, Abort> {
+    match (exists, expected) {
+        (true, true) | (false, false) => Ok(Ok(None)),
+        (false, true) => Err(Abort::Failed(format!("{what} does not exist"))),
+        (true, false) => Err(Abort::Failed(format!("{what} exists"))),
+    }
+}
+
+/// Spec "Executing an Operation": "If a key in operation.arguments does not correspond
+/// to a known parameter/option for the operation, the test runner MUST raise an
+/// error". One the runner does not know may be one the driver lacks, so the test is
+/// skipped as unsupported rather than failed.
+fn known_arguments(operation: &Operation, known: &[&str]) -> Result<(), Abort> {
+    match operation
+        .arguments
+        .keys()
+        .find(|key| !known.contains(&key.as_str()))
+    {
+        Some(key) => Err(Abort::Unsupported(format!(
+            "{}: the argument {key} is not supported",
+            operation.name
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// `document` with `key` moved to the front: a command's first key names it.
+fn first_key(document: &Document, key: &str) -> Result<Document, String> {
+    let value = document
+        .get(key)
+        .ok_or_else(|| format!("the command {document} has no key {key}"))?;
+    let mut reordered = doc! { key: value.clone() };
+    reordered.extend(
+        document
+            .iter()
+            .filter(|(k, _)| *k != key)
+            .map(|(k, v)| (k.clone(), v.clone())),
+    );
+    Ok(reordered)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn operation(document: Document) -> Operation {
+        bson::deserialize_from_document(document).unwrap()
+    }
+
+    #[test]
+    fn operations_are_known_by_object_kind_and_name() {
+        let run_command = operation(doc! { "name": "runCommand", "object": "database0" });
+        assert!(handler(&run_command).is_some());
+        assert_eq!(unsupported(&run_command), None);
+        let insert = operation(doc! { "name": "insertOne", "object": "collection0" });
+        assert_eq!(
+            unsupported(&insert).unwrap(),
+            "operation insertOne (on collection0) needs the CRUD API (issue #6)"
+        );
+        let special = operation(doc! { "name": "runOnThread", "object": "testRunner" });
+        assert!(unsupported(&special)
+            .unwrap()
+            .contains("special operation runOnThread"));
+        // Special operations are only special on the test runner.
+        let misplaced = operation(doc! { "name": "failPoint", "object": "client0" });
+        assert!(handler(&misplaced).is_none());
+    }
+
+    #[test]
+    fn unknown_arguments_are_unsupported() {
+        let op = operation(
+            doc! { "name": "runCommand", "object": "d", "arguments": { "command": {}, "timeoutMS": 5 } },
+        );
+        let unknown = known_arguments(&op, &["command"]);
+        assert!(matches!(unknown, Err(Abort::Unsupported(why)) if why.contains("timeoutMS")));
+        assert!(known_arguments(&op, &["command", "timeoutMS"]).is_ok());
+    }
+
+    #[test]
+    fn the_named_key_is_moved_first() {
+        let command = doc! { "a": 1, "ping": 1, "b": 2 };
+        let reordered = first_key(&command, "ping").unwrap();
+        assert_eq!(reordered.keys().collect::<Vec<_>>(), ["ping", "a", "b"]);
+        assert!(first_key(&command, "hello")
+            .unwrap_err()
+            .contains("no key hello"));
+    }
+}
