@@ -105,15 +105,26 @@ pub static SUITES: &[Suite] = &[
         name: "srv_seedlist",
         runner: Runner::Run(srv_seedlist::run),
     },
-    pending("crud", OPERATIONS),
-    pending("retryable_reads", OPERATIONS),
-    pending("retryable_writes", OPERATIONS),
-    pending("sessions", OPERATIONS),
+    unified("crud"),
+    unified("retryable_reads"),
+    unified("retryable_writes"),
+    unified("sessions"),
     pending("transactions", OPERATIONS),
-    pending("command_monitoring", OPERATIONS),
+    unified("command_monitoring"),
     pending("command_logging", OPERATIONS),
+    unified("run_command"),
+    unified("versioned-api"),
     pending("unified-test-format", OPERATIONS),
 ];
+
+/// A suite of unified-format files, run by [`crate::unified`] against the shared
+/// test server; each test counts once.
+const fn unified(name: &'static str) -> Suite {
+    Suite {
+        name,
+        runner: Runner::Run(crate::unified::run),
+    }
+}
 
 const fn pending(name: &'static str, reason: &'static str) -> Suite {
     Suite {
