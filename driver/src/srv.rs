@@ -19,10 +19,15 @@
 //! TLS is on by default for `mongodb+srv` already when the connection string is parsed
 //! ([`ClientOptions::parse`]), and a TXT record cannot turn it off.
 //!
+//! A [`Client`](crate::Client) does all this in [`Client::connect`](crate::Client::connect)
+//! (or [`Client::connect_with`](crate::Client::connect_with)); to resolve first and
+//! build the client later, without awaiting, use [`resolve_seed_list`] and
+//! [`Client::with_seed_list`](crate::Client::with_seed_list).
+//!
 //! What SRV polling (the "Polling SRV Records for mongos Discovery" spec) reuses:
-//! [`lookup_hosts`] (one rescan: verified hosts, rejected targets and the lowest TTL),
-//! [`rescanned_hosts`] (the new host list from the current one) and
-//! [`rescan_interval`].
+//! [`SeedList`] (the SRV name and the records' lowest TTL), [`lookup_hosts`] (one
+//! rescan: verified hosts, rejected targets and the lowest TTL), [`rescanned_hosts`]
+//! (the new host list from the current one) and [`rescan_interval`].
 //!
 //! # Timeouts
 //!
@@ -71,9 +76,10 @@ pub fn lookup_timeout(options: &ClientOptions) -> Duration {
 /// [`ClientOptions::hosts`] replaced by the hosts of the SRV records (all, or
 /// `srvMaxHosts` at random) and the TXT record's options applied, checked again.
 ///
-/// The result keeps `srv == true` (it records the scheme, and tells SRV polling to
-/// run), so it holds several hosts where [`ClientOptions::validate`] expects the one
-/// SRV name: keep the options given here for polling ([`lookup_hosts`]).
+/// The result keeps `srv == true` (it records the scheme), so it may hold several hosts
+/// where [`ClientOptions::validate`] expects the one SRV name, and a client cannot be
+/// built from it: the SRV name that polling looks up again is gone. To build a client,
+/// use [`resolve_seed_list`] (or [`Client::connect`](crate::Client::connect)).
 ///
 /// A TXT option applies only where `options` leave it unset: `replicaSet` and
 /// `loadBalanced` when `None`; `authSource` when there is a credential whose `source`
@@ -112,6 +118,40 @@ pub async fn resolve(
         replica_set: options.replica_set.is_some(),
         load_balanced: options.load_balanced.is_some(),
     };
+    Ok(discover(options, given, resolver, clock, timeout)
+        .await?
+        .resolved)
+}
+
+/// Resolves the seed list of `options` like [`resolve`], keeping what the client needs
+/// to poll the SRV records afterwards (Polling SRV Records for mongos Discovery spec):
+/// build the client with [`Client::with_seed_list`](crate::Client::with_seed_list).
+/// [`Client::connect_with`](crate::Client::connect_with) does both.
+///
+/// ```no_run
+/// # async fn example(runtime: anymongo::rt::Runtime) -> anymongo::Result<()> {
+/// use anymongo::client::ClientConfig;
+/// use anymongo::{srv, Client, ClientOptions};
+/// let options = ClientOptions::parse("mongodb+srv://cluster0.example.com/")?;
+/// let bound = srv::lookup_timeout(&options);
+/// let seeds =
+///     srv::resolve_seed_list(&options, runtime.resolver.as_ref(), runtime.clock.as_ref(), bound)
+///         .await?;
+/// // Later, without awaiting:
+/// let client = Client::with_seed_list(seeds, ClientConfig::default(), runtime)?;
+/// # Ok(()) }
+/// ```
+pub async fn resolve_seed_list(
+    options: &ClientOptions,
+    resolver: &dyn Resolver,
+    clock: &dyn Clock,
+    timeout: Duration,
+) -> Result<SeedList> {
+    let given = Given {
+        auth_source: auth_source_given(options)?,
+        replica_set: options.replica_set.is_some(),
+        load_balanced: options.load_balanced.is_some(),
+    };
     discover(options, given, resolver, clock, timeout).await
 }
 
@@ -145,6 +185,20 @@ pub async fn resolve_uri(
     if !options.srv {
         return Ok(options);
     }
+    Ok(resolve_parsed_uri(uri, &options, resolver, clock, timeout)
+        .await?
+        .resolved)
+}
+
+/// [`resolve_uri`] for `options`, the `mongodb+srv` string `uri` as parsed, keeping what
+/// SRV polling needs.
+pub(crate) async fn resolve_parsed_uri(
+    uri: &str,
+    options: &ClientOptions,
+    resolver: &dyn Resolver,
+    clock: &dyn Clock,
+    timeout: Duration,
+) -> Result<SeedList> {
     let keys = query_keys(uri);
     let named = |name: &str| keys.iter().any(|key| key.eq_ignore_ascii_case(name));
     let given = Given {
@@ -152,7 +206,82 @@ pub async fn resolve_uri(
         replica_set: named("replicaSet"),
         load_balanced: named("loadBalanced"),
     };
-    discover(&options, given, resolver, clock, timeout).await
+    discover(options, given, resolver, clock, timeout).await
+}
+
+/// A resolved `mongodb+srv` seed list: the options to connect with, and what SRV
+/// polling needs to rescan the records (the SRV name, `srvServiceName`,
+/// `srvMaxHosts`, and the lowest TTL of the records found). Made by
+/// [`resolve_seed_list`]; a client is built from it with
+/// [`Client::with_seed_list`](crate::Client::with_seed_list).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SeedList {
+    /// The options with the hosts found and the TXT record's options applied (what
+    /// [`resolve`] returns).
+    resolved: ClientOptions,
+    /// The options as given: the one SRV host name that rescans look up.
+    given: ClientOptions,
+    /// The lowest TTL of the SRV records found.
+    min_ttl: Option<Duration>,
+    /// The floor of the rescan interval: [`MIN_RESCAN_INTERVAL`] unless lowered for
+    /// tests.
+    min_rescan_interval: Duration,
+}
+
+impl SeedList {
+    /// The resolved options: the hosts found (all, or `srvMaxHosts` at random) and the
+    /// TXT record's options, `srv` still set.
+    pub fn options(&self) -> &ClientOptions {
+        &self.resolved
+    }
+
+    /// The options as given, before resolution: the SRV host name rescans look up.
+    pub fn srv_options(&self) -> &ClientOptions {
+        &self.given
+    }
+
+    /// The lowest TTL of the SRV records found, if there were any.
+    pub fn min_ttl(&self) -> Option<Duration> {
+        self.min_ttl
+    }
+
+    /// For tests: lowers the 60-second floor of the interval between SRV rescans
+    /// ([`MIN_RESCAN_INTERVAL`]), so that a test DNS server's changes are seen within a
+    /// test. The interval is still the records' lowest TTL when that is longer, and
+    /// heartbeatFrequencyMS after a rescan that found no verified host (Polling SRV
+    /// Records spec). Real deployments should keep the spec's floor.
+    ///
+    /// ```
+    /// # fn example(seeds: anymongo::srv::SeedList) {
+    /// use std::time::Duration;
+    /// let seeds = seeds.with_min_rescan_interval(Duration::from_millis(100));
+    /// assert_eq!(seeds.rescan_interval(Some(Duration::ZERO)), Duration::from_millis(100));
+    /// # }
+    /// ```
+    pub fn with_min_rescan_interval(mut self, floor: Duration) -> SeedList {
+        self.min_rescan_interval = floor;
+        self
+    }
+
+    /// The interval until the next rescan after one whose records' lowest TTL was
+    /// `min_ttl`: that TTL, but at least the floor (60 s unless
+    /// [lowered](Self::with_min_rescan_interval)); the floor when TTLs are not known.
+    pub fn rescan_interval(&self, min_ttl: Option<Duration>) -> Duration {
+        interval_at_least(min_ttl, self.min_rescan_interval)
+    }
+
+    /// The options of the equivalent `mongodb://` connection string: the Initial DNS
+    /// Seedlist Discovery spec's "the driver MUST treat the host information as if the
+    /// following URI was used instead".
+    pub(crate) fn equivalent_options(&self) -> ClientOptions {
+        ClientOptions {
+            srv: false,
+            srv_max_hosts: 0,
+            srv_service_name: None,
+            srv_allowed_hosts_suffix: None,
+            ..self.resolved.clone()
+        }
+    }
 }
 
 /// Which TXT-settable options the user gave (and so the TXT record must not change).
@@ -199,7 +328,7 @@ async fn discover(
     resolver: &dyn Resolver,
     clock: &dyn Clock,
     timeout: Duration,
-) -> Result<ClientOptions> {
+) -> Result<SeedList> {
     let hostname = srv_hostname(options)?;
     if let Some(suffix) = &options.srv_allowed_hosts_suffix {
         normalized_suffix(suffix)?;
@@ -252,23 +381,25 @@ async fn discover(
         options.srv_max_hosts,
         crate::selection::random_index,
     );
+    let seeds = SeedList {
+        resolved,
+        given: options.clone(),
+        min_ttl: found.min_ttl,
+        min_rescan_interval: MIN_RESCAN_INTERVAL,
+    };
     // "The driver MUST treat the host information as if the following URI was used
     // instead": the equivalent mongodb:// string (loadBalanced=true with several hosts).
-    let equivalent = ClientOptions {
-        srv: false,
-        srv_max_hosts: 0,
-        srv_service_name: None,
-        srv_allowed_hosts_suffix: None,
-        ..resolved.clone()
-    };
-    equivalent.validate().map_err(|error| match error.kind() {
-        ErrorKind::InvalidArgument { message } => Error::invalid_argument(format!(
-            "mongodb+srv://{hostname} resolved to {}: {message}",
-            host_list(&resolved.hosts)
-        )),
-        _ => error,
-    })?;
-    Ok(resolved)
+    seeds
+        .equivalent_options()
+        .validate()
+        .map_err(|error| match error.kind() {
+            ErrorKind::InvalidArgument { message } => Error::invalid_argument(format!(
+                "mongodb+srv://{hostname} resolved to {}: {message}",
+                host_list(&seeds.resolved.hosts)
+            )),
+            _ => error,
+        })?;
+    Ok(seeds)
 }
 
 fn host_list(hosts: &[ServerAddress]) -> String {
@@ -529,7 +660,12 @@ pub fn rescanned_hosts(
 /// How long to wait before the next SRV rescan: the lowest TTL of the last records, but
 /// at least [`MIN_RESCAN_INTERVAL`]; 60 s when the TTLs are not known.
 pub fn rescan_interval(min_ttl: Option<Duration>) -> Duration {
-    min_ttl.map_or(MIN_RESCAN_INTERVAL, |ttl| ttl.max(MIN_RESCAN_INTERVAL))
+    interval_at_least(min_ttl, MIN_RESCAN_INTERVAL)
+}
+
+/// `min_ttl`, but at least `floor`; `floor` when the TTLs are not known.
+fn interval_at_least(min_ttl: Option<Duration>, floor: Duration) -> Duration {
+    min_ttl.map_or(floor, |ttl| ttl.max(floor))
 }
 
 /// The default options of a TXT record (see [`parse_txt`]).
@@ -1103,6 +1239,35 @@ mod tests {
             Duration::from_secs(300)
         );
         assert_eq!(rescan_interval(None), MIN_RESCAN_INTERVAL);
+    }
+
+    #[test]
+    fn a_seed_list_keeps_what_polling_needs() {
+        let options =
+            ClientOptions::parse("mongodb+srv://test1.test.build.10gen.cc/?srvMaxHosts=1").unwrap();
+        let seeds = block_on(resolve_seed_list(&options, &test1(), &InstantClock, BOUND)).unwrap();
+        assert_eq!(seeds.options().hosts.len(), 1);
+        assert_eq!(seeds.srv_options(), &options);
+        let ttl = Duration::from_secs(300);
+        assert_eq!(seeds.min_ttl(), Some(ttl));
+        assert_eq!(seeds.rescan_interval(Some(ttl)), ttl);
+        assert_eq!(
+            seeds.rescan_interval(Some(Duration::from_secs(5))),
+            MIN_RESCAN_INTERVAL
+        );
+        // The test hook lowers the floor only.
+        let floor = Duration::from_millis(100);
+        let lowered = seeds.clone().with_min_rescan_interval(floor);
+        assert_eq!(lowered.rescan_interval(Some(Duration::ZERO)), floor);
+        assert_eq!(lowered.rescan_interval(None), floor);
+        assert_eq!(lowered.rescan_interval(Some(ttl)), ttl);
+        // What the client is built with: the equivalent mongodb:// options.
+        let equivalent = seeds.equivalent_options();
+        assert!(!equivalent.srv);
+        assert_eq!(equivalent.srv_max_hosts, 0);
+        assert_eq!(equivalent.hosts, seeds.options().hosts);
+        assert!(equivalent.tls.is_some());
+        assert!(equivalent.validate().is_ok());
     }
 
     #[test]

@@ -27,9 +27,26 @@ use tokio::net::TcpStream;
 const KEEPALIVE: Duration = Duration::from_secs(120);
 
 /// A client for `uri` on the native runtime: shorthand for
-/// `Client::with_uri(uri, anymongo_native::runtime())`.
+/// `Client::with_uri(uri, anymongo_native::runtime())`. For `mongodb+srv://`, whose
+/// seed list comes from DNS, use [`connect`].
 pub fn client(uri: &str) -> Result<Client> {
     Client::with_uri(uri, runtime())
+}
+
+/// A client for `uri` on the native runtime, `mongodb+srv://` included: shorthand for
+/// `Client::connect(uri, anymongo_native::runtime()).await`. The SRV and TXT records
+/// are looked up with the system's DNS configuration ([`TokioResolver::new`]); the
+/// client then polls the SRV records on a tokio task while the deployment is sharded.
+///
+/// ```no_run
+/// # async fn example() -> anymongo::Result<()> {
+/// use anymongo::bson::doc;
+/// let client = anymongo_native::connect("mongodb+srv://user:pass@cluster0.example.com/").await?;
+/// client.database("admin").run_command(doc! { "ping": 1 }).await?;
+/// # Ok(()) }
+/// ```
+pub async fn connect(uri: &str) -> Result<Client> {
+    Client::connect(uri, runtime()).await
 }
 
 /// The native [`Runtime`]: tokio sockets, rustls, tokio time, and the tokio runtime

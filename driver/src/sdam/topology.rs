@@ -9,6 +9,8 @@
 //!   a failed check) and runs the spec's TopologyType table;
 //! - [`TopologyState::handle_application_error`] runs the spec's error handling for
 //!   errors of operations and of connection handshakes;
+//! - [`TopologyState::apply_srv_rescan`] takes the hosts of an SRV rescan (Polling SRV
+//!   Records for mongos Discovery);
 //! - [`TopologyState::close`] empties the topology.
 //!
 //! Each returns the SDAM events to publish, in order, and which servers to start or
@@ -26,6 +28,7 @@ use super::events::SdamEvent;
 use super::{ServerDescription, ServerType, TopologyDescription, TopologyType, TopologyVersion};
 use crate::error::{Error, ErrorKind, SYSTEM_OVERLOADED_ERROR};
 use crate::handshake::bson_as_i64;
+use crate::srv;
 use crate::uri::{ClientOptions, ServerAddress};
 
 /// The first wire version of MongoDB 6.0, from which a primary's `electionId` takes
@@ -444,6 +447,54 @@ impl TopologyState {
                 update: mark_unknown(self, message.clone(), None),
             },
         }
+    }
+
+    /// Whether SRV records may be rescanned (Polling SRV Records for mongos Discovery
+    /// spec, "Implementation"): only while the TopologyType is Sharded or Unknown — not
+    /// Single, a replica set type or LoadBalanced — and the topology is open. No
+    /// TopologyType leads back to those two, so a topology that fails this never
+    /// passes it again.
+    pub fn polls_srv(&self) -> bool {
+        !self.closed
+            && matches!(
+                self.description.topology_type,
+                TopologyType::Sharded | TopologyType::Unknown
+            )
+    }
+
+    /// Applies the hosts of an SRV rescan (Polling SRV Records for mongos Discovery
+    /// spec): `found` are the verified hosts of the records, and the new server list is
+    /// [`srv::rescanned_hosts`] of the current one — servers no longer found are
+    /// removed, servers still found are left alone (their descriptions unchanged), new
+    /// ones are added as Unknown (only as many as `srvMaxHosts` leaves room for, picked
+    /// with `random`). An empty `found` changes nothing ("MUST NOT change the
+    /// topology"), nor does a topology that [does not poll](Self::polls_srv).
+    ///
+    /// The update reports ServerOpening for added servers, ServerClosed for removed ones
+    /// and a TopologyDescriptionChanged, like servers discovered from a hello reply.
+    pub fn apply_srv_rescan(
+        &mut self,
+        found: &[ServerAddress],
+        srv_max_hosts: u32,
+        random: impl FnMut(usize) -> usize,
+    ) -> TopologyUpdate {
+        if !self.polls_srv() {
+            return TopologyUpdate::default();
+        }
+        let current: Vec<ServerAddress> = self.description.servers.keys().cloned().collect();
+        let hosts = srv::rescanned_hosts(&current, found, srv_max_hosts, random);
+        let mut description = self.description.clone();
+        description
+            .servers
+            .retain(|address, _| hosts.contains(address));
+        for host in hosts {
+            description
+                .servers
+                .entry(host.clone())
+                .or_insert_with(|| ServerDescription::unknown(host));
+        }
+        description.update_derived_fields();
+        self.replace(description)
     }
 
     /// Closes the topology (spec "Client closing"): every server is removed and the
@@ -1449,5 +1500,91 @@ mod tests {
             state.description().to_string(),
             "ReplicaSetNoPrimary (setName \"rs\"): a:27017 (Unknown: connection refused), b:27017 (RSSecondary)"
         );
+    }
+
+    fn mongos(host: &str) -> ServerDescription {
+        hello(
+            host,
+            doc! { "ok": 1, "isWritablePrimary": true, "msg": "isdbgrid", "maxWireVersion": 21 },
+        )
+    }
+
+    fn hosts(state: &TopologyState) -> Vec<String> {
+        state.servers.keys().map(ToString::to_string).collect()
+    }
+
+    #[test]
+    fn an_srv_rescan_adds_and_removes_servers_and_leaves_the_others_alone() {
+        let (mut state, _) = open("mongodb://a,b");
+        state.apply(mongos("a"));
+        assert_eq!(state.topology_type, TopologyType::Sharded);
+        let known = state.server(&address("a")).cloned();
+        let update = state.apply_srv_rescan(&[address("a"), address("c")], 0, |_| 0);
+        assert_eq!(update.added, [address("c")]);
+        assert_eq!(update.removed, [address("b")]);
+        assert_eq!(
+            names(&update.events),
+            [
+                "ServerOpeningEvent",
+                "ServerClosedEvent",
+                "TopologyDescriptionChangedEvent"
+            ]
+        );
+        assert_eq!(hosts(&state), ["a:27017", "c:27017"]);
+        // The server still listed keeps its description; the new one is Unknown.
+        assert_eq!(state.server(&address("a")).cloned(), known);
+        assert_eq!(server_type(&state, "c"), Some(ServerType::Unknown));
+        assert_eq!(state.topology_type, TopologyType::Sharded);
+        // The same hosts again: nothing happens.
+        assert!(state
+            .apply_srv_rescan(&[address("c"), address("a")], 0, |_| 0)
+            .is_empty());
+    }
+
+    #[test]
+    fn an_srv_rescan_without_verified_hosts_changes_nothing() {
+        let (mut state, _) = open("mongodb://a,b");
+        assert!(state.apply_srv_rescan(&[], 0, |_| 0).is_empty());
+        assert_eq!(hosts(&state), ["a:27017", "b:27017"]);
+    }
+
+    #[test]
+    fn an_srv_rescan_adds_new_hosts_only_up_to_srv_max_hosts() {
+        let (mut state, _) = open("mongodb://a,b");
+        let found = [address("a"), address("c"), address("d")];
+        // a stays, b goes, and one of c and d (by `random`) fills the second place.
+        state.apply_srv_rescan(&found, 2, |_| 0);
+        assert_eq!(hosts(&state), ["a:27017", "c:27017"]);
+        let (mut state, _) = open("mongodb://a,b");
+        state.apply_srv_rescan(&found, 2, |n| n - 1);
+        assert_eq!(hosts(&state), ["a:27017", "d:27017"]);
+        // srvMaxHosts at least the number found: all of them.
+        let (mut state, _) = open("mongodb://a,b");
+        state.apply_srv_rescan(&found, 3, |_| 0);
+        assert_eq!(hosts(&state), ["a:27017", "c:27017", "d:27017"]);
+    }
+
+    #[test]
+    fn srv_rescans_are_for_sharded_and_unknown_topologies_only() {
+        let found = [address("z")];
+        let (mut unknown, _) = open("mongodb://a");
+        assert!(unknown.polls_srv());
+        for uri in [
+            "mongodb://a/?replicaSet=rs",
+            "mongodb://a/?loadBalanced=true",
+            "mongodb://a/?directConnection=true",
+        ] {
+            let (mut state, _) = open(uri);
+            assert!(!state.polls_srv(), "{uri}");
+            assert!(state.apply_srv_rescan(&found, 0, |_| 0).is_empty(), "{uri}");
+        }
+        // Unknown until a replica set member answers, then never again.
+        unknown.apply(secondary("a", &["a:27017"], doc! {}));
+        assert_eq!(unknown.topology_type, TopologyType::ReplicaSetNoPrimary);
+        assert!(!unknown.polls_srv());
+        let (mut closed, _) = open("mongodb://a");
+        closed.close();
+        assert!(!closed.polls_srv());
+        assert!(closed.apply_srv_rescan(&found, 0, |_| 0).is_empty());
     }
 }
