@@ -13,11 +13,15 @@
 //! let resolver = anymongo_native::TokioResolver::with_nameserver(server.address());
 //! ```
 //!
+//! [`DnsServer::runtime`] is the native runtime with every name — SRV, TXT and the
+//! hosts the driver connects to — resolved by this server, so that SRV records can point
+//! at mock servers under names of the spec's test domain.
+//!
 //! Messages are encoded and decoded with `hickory-proto`; the server runs on a thread
 //! of its own (with its own tokio runtime), so it serves whatever runtime the test
 //! uses, and stops when the [`DnsServer`] is dropped.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -139,6 +143,24 @@ struct Shared {
     silent: AtomicBool,
     queries: AtomicUsize,
     tcp_queries: AtomicUsize,
+    /// How many questions arrived per (normalized) name.
+    asked: Mutex<BTreeMap<String, usize>>,
+}
+
+impl Shared {
+    /// Counts one query on arrival (answered or not).
+    fn count(&self, query: &[u8]) {
+        self.queries.fetch_add(1, Ordering::SeqCst);
+        let Ok(request) = Message::from_vec(query) else {
+            return;
+        };
+        let mut asked = self.asked.lock().unwrap_or_else(PoisonError::into_inner);
+        for question in &request.queries {
+            *asked
+                .entry(normalize(&question.name().to_ascii()))
+                .or_default() += 1;
+        }
+    }
 }
 
 /// A running test DNS server; dropping it stops the server.
@@ -238,6 +260,35 @@ impl DnsServer {
         self.shared.tcp_queries.load(Ordering::SeqCst)
     }
 
+    /// How many queries for `name` (any type; case and a trailing dot do not matter)
+    /// arrived, answered or not.
+    pub fn queries_for(&self, name: &str) -> usize {
+        let asked = self
+            .shared
+            .asked
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        asked.get(&normalize(name)).copied().unwrap_or(0)
+    }
+
+    /// The native runtime ([`anymongo_native::runtime`]) with this server as its only
+    /// name server — for the SRV and TXT look-ups and for the host names the driver
+    /// connects to, so SRV targets such as `localhost.test.build.10gen.cc` reach
+    /// whatever their A records name. TLS certificates are checked against the address
+    /// then, so use it with plain TCP.
+    pub fn runtime(&self) -> anymongo::rt::Runtime {
+        let resolver = Arc::new(anymongo_native::TokioResolver::with_nameserver(
+            self.address,
+        ));
+        anymongo::rt::Runtime {
+            transport: Arc::new(ResolvingTransport {
+                resolver: resolver.clone(),
+            }),
+            resolver,
+            ..anymongo_native::runtime()
+        }
+    }
+
     fn records(&self) -> std::sync::MutexGuard<'_, Vec<Entry>> {
         self.shared
             .records
@@ -252,6 +303,35 @@ impl Drop for DnsServer {
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
+    }
+}
+
+/// [`anymongo_native::TokioTransport`] to the address a host name's A (or AAAA) record
+/// names, as resolved by the test DNS server.
+struct ResolvingTransport {
+    resolver: Arc<anymongo_native::TokioResolver>,
+}
+
+impl anymongo::rt::Transport for ResolvingTransport {
+    fn connect<'a>(
+        &'a self,
+        target: &'a anymongo::rt::ConnectTarget,
+    ) -> anymongo::rt::BoxFuture<'a, io::Result<Box<dyn anymongo::rt::Stream>>> {
+        use anymongo::rt::Resolver;
+        anymongo::rt::boxed(async move {
+            let mut target = target.clone();
+            if !target.is_unix_socket() && target.host.parse::<IpAddr>().is_err() {
+                let ips = self.resolver.ip(&target.host).await?;
+                let ip = ips.first().ok_or_else(|| {
+                    io::Error::new(
+                        io::ErrorKind::NotFound,
+                        format!("{}: no address record", target.host),
+                    )
+                })?;
+                target.host = ip.to_string();
+            }
+            anymongo_native::TokioTransport.connect(&target).await
+        })
     }
 }
 
@@ -288,7 +368,7 @@ async fn serve(
             _ = stopped.changed() => return,
             received = udp.recv_from(&mut buf) => {
                 let Ok((len, peer)) = received else { continue };
-                shared.queries.fetch_add(1, Ordering::SeqCst);
+                shared.count(&buf[..len]);
                 if shared.silent.load(Ordering::SeqCst) {
                     continue;
                 }
@@ -317,7 +397,7 @@ async fn serve_tcp(mut stream: TcpStream, shared: &Shared) -> io::Result<()> {
         let len = stream.read_u16().await?;
         let mut query = vec![0u8; usize::from(len)];
         stream.read_exact(&mut query).await?;
-        shared.queries.fetch_add(1, Ordering::SeqCst);
+        shared.count(&query);
         shared.tcp_queries.fetch_add(1, Ordering::SeqCst);
         if shared.silent.load(Ordering::SeqCst) {
             continue;

@@ -28,6 +28,14 @@ pub fn standalone_hello() -> Document {
     }
 }
 
+/// The hello reply of a mongos (`msg: "isdbgrid"`) with wire version 21, without a
+/// `topologyVersion`: the driver polls it rather than stream.
+pub fn mongos_hello() -> Document {
+    let mut reply = standalone_hello();
+    reply.insert("msg", "isdbgrid");
+    reply
+}
+
 /// A listening socket the mock server accepts connections from.
 trait Listener: Send + 'static {
     /// An accepted connection.

@@ -1,15 +1,21 @@
 //! DNS seedlist discovery through the real native resolver (hickory) against the test
 //! DNS server on loopback: a server that never answers fails `mongodb+srv` with a
 //! timeout error within the bound; answers too long for UDP come over TCP; records
-//! changed while the server runs are seen at once (no caching).
+//! changed while the server runs are seen at once (no caching). And `Client::connect`:
+//! a `mongodb+srv` string whose SRV record names the SecantusDB test server runs a
+//! ping, a silent DNS server fails it with a timeout within connectTimeoutMS, and the
+//! synchronous constructors refuse `mongodb+srv` with a message naming the way out.
 
 use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
+use anymongo::bson::doc;
+use anymongo::client::ClientConfig;
 use anymongo::rt::Resolver;
-use anymongo::{srv, ErrorKind};
+use anymongo::{srv, Client, ClientOptions, ErrorKind};
 use anymongo_native::TokioResolver;
 use anymongo_tests::dns::{spec_records, DnsServer, Entry};
+use anymongo_tests::server;
 
 /// Every test here finishes well within this, or fails.
 const TEST_BOUND: Duration = Duration::from_secs(10);
@@ -152,4 +158,126 @@ async fn changed_records_are_seen_at_once() {
         targets,
         [("b.example.com", 27018), ("c.example.com", 27019)]
     );
+}
+
+/// The SRV target of the connect tests: an A record of the test DNS server.
+const LOCAL: &str = "localhost.test.build.10gen.cc";
+
+/// A DNS server whose `test1.test.build.10gen.cc` SRV record names the shared
+/// SecantusDB server, with a TXT record giving its replica set name.
+fn dns_for_the_test_server() -> DnsServer {
+    let port: u16 = server::shared()
+        .uri()
+        .trim_end_matches('/')
+        .rsplit(':')
+        .next()
+        .and_then(|port| port.parse().ok())
+        .expect("the test server's URI names a port");
+    let dns = DnsServer::start().unwrap();
+    dns.add(Entry::address(LOCAL, localhost()));
+    dns.add(Entry::srv(
+        "_mongodb._tcp.test1.test.build.10gen.cc",
+        LOCAL,
+        port,
+    ));
+    dns.add(Entry::txt(
+        "test1.test.build.10gen.cc",
+        &["replicaSet=secantus"],
+    ));
+    dns
+}
+
+#[tokio::test]
+async fn connect_resolves_a_mongodb_srv_string_and_runs_a_ping() {
+    let dns = dns_for_the_test_server();
+    // SRV turns TLS on by default; the test server speaks plain TCP.
+    let uri = "mongodb+srv://test1.test.build.10gen.cc/?tls=false&appName=srv-connect";
+    let client = bounded(Client::connect(uri, dns.runtime())).await.unwrap();
+    // The TXT record's option applied; the client shows the equivalent mongodb:// options.
+    assert_eq!(client.options().replica_set.as_deref(), Some("secantus"));
+    assert!(!client.options().srv);
+    let reply = bounded(client.database("admin").run_command(doc! { "ping": 1 }))
+        .await
+        .unwrap();
+    assert_eq!(reply.get_f64("ok").ok(), Some(1.0), "{reply}");
+
+    // The same with options built in code and a configuration.
+    let options = ClientOptions::parse(uri).unwrap();
+    let client = bounded(Client::connect_with(
+        options,
+        ClientConfig::default(),
+        dns.runtime(),
+    ))
+    .await
+    .unwrap();
+    bounded(client.database("admin").run_command(doc! { "ping": 1 }))
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn connect_with_a_silent_dns_server_fails_with_a_timeout_within_connect_timeout() {
+    let dns = dns_for_the_test_server();
+    dns.set_silent(true);
+    let uri = "mongodb+srv://test1.test.build.10gen.cc/?tls=false&connectTimeoutMS=400";
+    let started = Instant::now();
+    let error = bounded(Client::connect(uri, dns.runtime()))
+        .await
+        .unwrap_err();
+    let elapsed = started.elapsed();
+    match error.kind() {
+        ErrorKind::Timeout { after, .. } => assert_eq!(*after, Duration::from_millis(400)),
+        other => panic!("expected a timeout, got {other:?}: {error}"),
+    }
+    assert!(
+        elapsed >= Duration::from_millis(400),
+        "gave up early: {elapsed:?}"
+    );
+    assert!(elapsed < Duration::from_secs(2), "took {elapsed:?}");
+}
+
+#[tokio::test]
+async fn sync_constructors_refuse_mongodb_srv_and_name_connect() {
+    let uri = "mongodb+srv://test1.test.build.10gen.cc/";
+    let runtime = anymongo_native::runtime();
+    let error = Client::with_uri(uri, runtime.clone()).unwrap_err();
+    assert!(
+        matches!(error.kind(), ErrorKind::InvalidArgument { .. }),
+        "{error}"
+    );
+    assert!(error.to_string().contains("Client::connect"), "{error}");
+    // Resolved options too: the SRV name that polling needs is gone from them.
+    let dns = DnsServer::start().unwrap();
+    dns.load(spec_records(localhost()));
+    let resolver = TokioResolver::with_nameserver(dns.address());
+    let resolved = bounded(srv::resolve_uri(
+        uri,
+        &resolver,
+        runtime.clock.as_ref(),
+        Duration::from_secs(5),
+    ))
+    .await
+    .unwrap();
+    let error = Client::with_options(resolved, runtime).unwrap_err();
+    assert!(error.to_string().contains("with_seed_list"), "{error}");
+}
+
+#[tokio::test]
+async fn native_connect_of_a_mongodb_string_needs_no_dns() {
+    let client = bounded(anymongo_native::connect(&server::shared().uri()))
+        .await
+        .unwrap();
+    bounded(client.database("admin").run_command(doc! { "ping": 1 }))
+        .await
+        .unwrap();
+}
+
+#[test]
+fn connect_is_send() {
+    fn send<T: Send>(_: T) {}
+    send(Client::connect(
+        "mongodb://localhost",
+        anymongo_native::runtime(),
+    ));
+    send(anymongo_native::connect("mongodb://localhost"));
 }
