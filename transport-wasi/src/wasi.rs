@@ -4,12 +4,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anymongo::rt::{
-    boxed, unsupported_lookup, BoxFuture, Clock, ConnectTarget, HostInfo, Instant, IpAddr,
-    Resolver, Runtime, SrvRecord, Stream, Transport,
+    boxed, BoxFuture, Clock, ConnectTarget, HostInfo, Instant, IpAddr, Resolver, Runtime,
+    SrvRecord, Stream, Transport,
 };
 use anymongo::{Client, Result};
+use hickory_proto::rr::{RData, Record, RecordType};
 use wstd::io::{AsyncRead, AsyncWrite};
 use wstd::net::TcpStream;
+
+use crate::dns;
 
 /// Runs a future to completion on the WASI event loop (`wstd`'s reactor).
 pub use wstd::runtime::block_on;
@@ -20,11 +23,12 @@ pub fn client(uri: &str) -> Result<Client> {
     Client::with_uri(uri, runtime())
 }
 
-/// The WASI [`Runtime`]: wasi:sockets, rustls, WASI clocks, and no spawner.
+/// The WASI [`Runtime`]: wasi:sockets, rustls, WASI clocks, DNS through the name server
+/// of `/etc/resolv.conf` ([`WasiResolver::new`]), and no spawner.
 pub fn runtime() -> Runtime {
     Runtime {
         transport: Arc::new(WasiTransport),
-        resolver: Arc::new(WasiResolver),
+        resolver: Arc::new(WasiResolver::new()),
         clock: Arc::new(WasiClock),
         spawner: None,
         host: HostInfo {
@@ -116,22 +120,143 @@ impl Stream for WasiStream {
     }
 }
 
-/// DNS on WASI: addresses through wasi:sockets; SRV and TXT arrive with
-/// `mongodb+srv://` support.
+/// DNS on WASI: SRV and TXT records for `mongodb+srv://` (Initial DNS Seedlist
+/// Discovery), and addresses.
+///
+/// SRV and TXT questions go to one name server, as DNS messages over wasi:sockets UDP,
+/// and again over TCP when an answer is truncated: the server named with
+/// [`WasiResolver::with_nameserver`], else the first `nameserver` of
+/// `/etc/resolv.conf` when the host lets the program read it (wasmtime:
+/// `--dir /etc::/etc`); without either, look-ups fail with an error saying so. The
+/// program needs network access (wasmtime: `-S inherit-network=y`).
+///
+/// Each exchange with the server is bounded (2 s; a UDP question is asked twice before
+/// giving up with an error of kind `TimedOut`), and the driver bounds each look-up
+/// again with `connectTimeoutMS`. Answers are not cached (SRV polling must see
+/// changes). As with the native resolver, a name without records of the asked type (or
+/// that does not exist) gives an empty list, not an error; names are asked as fully
+/// qualified (no search domains).
+///
+/// Addresses ([`Resolver::ip`]) come from the named server too, when there is one, and
+/// otherwise from the host (wasi:sockets/ip-name-lookup).
+///
+/// [`runtime`] uses `WasiResolver::new()`; to name a server, replace the runtime's
+/// resolver (clients built with that runtime then use it too):
+///
+/// ```no_run
+/// # #[cfg(target_os = "wasi")]
+/// # fn main() -> anymongo::Result<()> {
+/// use std::sync::Arc;
+/// use std::time::Duration;
+/// use anymongo_wasi::WasiResolver;
+/// let mut runtime = anymongo_wasi::runtime();
+/// runtime.resolver = Arc::new(WasiResolver::with_nameserver("10.0.0.2:53".parse().unwrap()));
+/// anymongo_wasi::block_on(async {
+///     let options = anymongo::srv::resolve_uri(
+///         "mongodb+srv://cluster0.example.com/",
+///         runtime.resolver.as_ref(),
+///         runtime.clock.as_ref(),
+///         Duration::from_secs(10),
+///     )
+///     .await?;
+///     println!("seeds: {:?}", options.hosts);
+///     Ok(())
+/// })
+/// # }
+/// # #[cfg(not(target_os = "wasi"))] fn main() {}
+/// ```
 #[derive(Debug, Clone, Copy, Default)]
-pub struct WasiResolver;
+pub struct WasiResolver {
+    /// The one name server to ask; `None` for `/etc/resolv.conf`'s.
+    nameserver: Option<SocketAddr>,
+}
+
+impl WasiResolver {
+    /// A resolver asking the first name server of `/etc/resolv.conf` (read at each
+    /// look-up).
+    pub fn new() -> Self {
+        WasiResolver::default()
+    }
+
+    /// A resolver that asks only the name server at `address` (UDP, and TCP when an
+    /// answer is truncated).
+    pub fn with_nameserver(address: SocketAddr) -> Self {
+        WasiResolver {
+            nameserver: Some(address),
+        }
+    }
+
+    /// The name server this resolver asks, if named.
+    pub fn nameserver(&self) -> Option<SocketAddr> {
+        self.nameserver
+    }
+
+    /// The records of type `kind` of `name`, from the named or the system's name server.
+    async fn lookup(&self, name: &str, kind: RecordType) -> io::Result<Vec<Record>> {
+        let server = match self.nameserver {
+            Some(address) => address,
+            None => dns::system_nameserver()?,
+        };
+        dns::lookup(server, name, kind).await.map_err(|error| {
+            io::Error::new(error.kind(), format!("looking up {kind} {name}: {error}"))
+        })
+    }
+}
 
 impl Resolver for WasiResolver {
     fn srv<'a>(&'a self, name: &'a str) -> BoxFuture<'a, io::Result<Vec<SrvRecord>>> {
-        boxed(async move { Err(unsupported_lookup("SRV", name)) })
+        boxed(async move {
+            let records = self.lookup(name, RecordType::SRV).await?;
+            Ok(records
+                .iter()
+                .filter_map(|record| match &record.data {
+                    RData::SRV(srv) => Some(SrvRecord {
+                        target: srv.target.to_ascii().trim_end_matches('.').to_owned(),
+                        port: srv.port,
+                        ttl_secs: record.ttl,
+                    }),
+                    _ => None,
+                })
+                .collect())
+        })
     }
 
     fn txt<'a>(&'a self, name: &'a str) -> BoxFuture<'a, io::Result<Vec<String>>> {
-        boxed(async move { Err(unsupported_lookup("TXT", name)) })
+        boxed(async move {
+            let records = self.lookup(name, RecordType::TXT).await?;
+            Ok(records
+                .iter()
+                .filter_map(|record| match &record.data {
+                    // The character strings of one record, joined (the Resolver contract).
+                    RData::TXT(txt) => Some(
+                        txt.txt_data
+                            .iter()
+                            .map(|part| String::from_utf8_lossy(part))
+                            .collect::<String>(),
+                    ),
+                    _ => None,
+                })
+                .collect())
+        })
     }
 
     fn ip<'a>(&'a self, host: &'a str) -> BoxFuture<'a, io::Result<Vec<IpAddr>>> {
-        boxed(async move { Ok(resolve(host, 0)?.iter().map(SocketAddr::ip).collect()) })
+        boxed(async move {
+            if self.nameserver.is_none() {
+                return Ok(resolve(host, 0)?.iter().map(SocketAddr::ip).collect());
+            }
+            let mut found = Vec::new();
+            for kind in [RecordType::A, RecordType::AAAA] {
+                for record in self.lookup(host, kind).await? {
+                    match record.data {
+                        RData::A(a) => found.push(IpAddr::V4(a.0)),
+                        RData::AAAA(aaaa) => found.push(IpAddr::V6(aaaa.0)),
+                        _ => {}
+                    }
+                }
+            }
+            Ok(found)
+        })
     }
 }
 
