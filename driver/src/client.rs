@@ -4,25 +4,28 @@
 //! monitored, every operation selects a server (`selection`) and borrows a
 //! connection from that server's pool (`cmap`).
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
-use bson::{Document, RawDocumentBuf};
+use bson::Document;
 
 use crate::auth::oidc::{OidcAuthenticator, OidcOptions};
 use crate::auth::AuthMechanism;
 use crate::cmap::CmapEventHandler;
-use crate::command_monitoring::{CommandEventHandler, CommandInfo, CommandMonitor, ConnectionId};
+use crate::command_monitoring::{CommandEventHandler, CommandMonitor};
 use crate::connection::ConnectionSettings;
+use crate::cursor::PendingKill;
+use crate::database::Database;
 use crate::error::{Error, Result};
 use crate::handshake::HelloReply;
-use crate::rt::Runtime;
-use crate::sdam::live::{ConnectionInfo, EventHandlers, PooledConnection, Topology};
+use crate::rt::{Clock, Instant, Runtime};
+use crate::sdam::live::{EventHandlers, Shared, Topology};
 pub use crate::sdam::live::{MonitoringThreads, SdamEventHandler};
-use crate::sdam::topology::ErrorPhase;
 use crate::sdam::TopologyDescription;
-use crate::selection::{read_preference_document, SelectionCriteria};
+use crate::selection::SelectionCriteria;
+use crate::session::{
+    ClientSession, ClusterTime, ServerSession, ServerSessionPool, SessionOptions,
+};
 use crate::uri::{ClientOptions, ReadPreference};
-use crate::wire::next_request_id;
 
 /// A handle to a MongoDB deployment. Cheap to clone; clones share connections.
 ///
@@ -42,11 +45,16 @@ pub struct Client {
 struct ClientInner {
     options: ClientOptions,
     runtime: Runtime,
-    /// The MONGODB-OIDC token cache and callback, for a credential of that mechanism.
-    oidc: Option<Arc<OidcAuthenticator>>,
     /// Dropped with the last clone of the client: monitors stop, pools close.
     topology: Topology,
     commands: CommandMonitor,
+    /// Server sessions for reuse (Driver Sessions spec, "Server Session Pool").
+    sessions: ServerSessionPool,
+    /// The highest `$clusterTime` a server reported.
+    cluster_time: ClusterTime,
+    /// Cursors dropped unexhausted with no runtime to kill them at once: killed before
+    /// the next operation.
+    pending_kills: Mutex<Vec<PendingKill>>,
 }
 
 /// What a [`Client`] can be given besides its [`ClientOptions`]: things a connection
@@ -161,12 +169,18 @@ impl Client {
         config: ClientConfig,
         runtime: Runtime,
     ) -> Result<Client> {
-        options.validate()?;
+        // Before validate(): resolved mongodb+srv options (several hosts) fail it with a
+        // less helpful message. Resolution awaits DNS, which a sync constructor cannot.
         if options.srv {
-            return Err(Error::invalid_argument(
-                "mongodb+srv:// needs DNS seedlist discovery, which is not implemented yet",
-            ));
+            let host = options.hosts.first().map(ToString::to_string);
+            return Err(Error::invalid_argument(format!(
+                "mongodb+srv://{}: the seed list comes from DNS look-ups, which must be awaited: \
+                 use Client::connect(uri, runtime).await or Client::connect_with(options, config, runtime).await \
+                 (or srv::resolve_seed_list, then Client::with_seed_list)",
+                host.as_deref().unwrap_or_default()
+            )));
         }
+        options.validate()?;
         let oidc = match &options.credential {
             Some(credential) if credential.mechanism == Some(AuthMechanism::MongoDbOidc) => {
                 Some(Arc::new(OidcAuthenticator::new(credential, config.oidc)?))
@@ -189,11 +203,98 @@ impl Client {
             inner: Arc::new(ClientInner {
                 options,
                 runtime,
-                oidc,
                 topology,
                 commands: CommandMonitor::new(config.command_event_handler),
+                sessions: ServerSessionPool::default(),
+                cluster_time: ClusterTime::default(),
+                pending_kills: Mutex::new(Vec::new()),
             }),
         })
+    }
+
+    /// A client for the deployment named by a connection string, `mongodb+srv://`
+    /// included. For `mongodb+srv` the SRV and TXT records are looked up first through
+    /// the runtime's resolver (Initial DNS Seedlist Discovery spec; see
+    /// [`crate::srv`]), each look-up bounded by `connectTimeoutMS`, or
+    /// `serverSelectionTimeoutMS` when that is 0 ([`crate::srv::lookup_timeout`]); the
+    /// client then polls the SRV records while the deployment is sharded (Polling SRV
+    /// Records for mongos Discovery spec). A `mongodb://` string needs no look-up and
+    /// gives the client of [`Client::with_uri`].
+    ///
+    /// Errors: those of [`Client::with_uri`], and of the resolution
+    /// ([`crate::srv::resolve_uri`]): [`crate::ErrorKind::Timeout`] when the DNS server
+    /// does not answer within the bound, [`crate::ErrorKind::Network`] when a look-up
+    /// fails, [`crate::ErrorKind::InvalidArgument`] for records the spec refuses.
+    ///
+    /// ```no_run
+    /// # async fn example(runtime: anymongo::rt::Runtime) -> anymongo::Result<()> {
+    /// use anymongo::{bson::doc, Client};
+    /// let client = Client::connect("mongodb+srv://user:pass@cluster0.example.com/", runtime).await?;
+    /// client.database("admin").run_command(doc! { "ping": 1 }).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn connect(uri: &str, runtime: Runtime) -> Result<Client> {
+        let options = ClientOptions::parse(uri)?;
+        if !options.srv {
+            return Client::with_options(options, runtime);
+        }
+        let seeds = crate::srv::resolve_parsed_uri(
+            uri,
+            &options,
+            &*runtime.resolver,
+            &*runtime.clock,
+            crate::srv::lookup_timeout(&options),
+        )
+        .await?;
+        Client::with_seed_list(seeds, ClientConfig::default(), runtime)
+    }
+
+    /// [`Client::connect`] for options built in code, with a [`ClientConfig`]: resolves
+    /// the seed list of `mongodb+srv` options ([`crate::srv::resolve_seed_list`]), then
+    /// builds the client like [`Client::with_config`] (which it is for other options).
+    ///
+    /// ```no_run
+    /// # async fn example(runtime: anymongo::rt::Runtime) -> anymongo::Result<()> {
+    /// use anymongo::client::ClientConfig;
+    /// use anymongo::{Client, ClientOptions};
+    /// let mut options = ClientOptions::parse("mongodb+srv://cluster0.example.com/")?;
+    /// options.app_name = Some("inventory".into());
+    /// let client = Client::connect_with(options, ClientConfig::default(), runtime).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn connect_with(
+        options: ClientOptions,
+        config: ClientConfig,
+        runtime: Runtime,
+    ) -> Result<Client> {
+        if !options.srv {
+            return Client::with_config(options, config, runtime);
+        }
+        let seeds = crate::srv::resolve_seed_list(
+            &options,
+            &*runtime.resolver,
+            &*runtime.clock,
+            crate::srv::lookup_timeout(&options),
+        )
+        .await?;
+        Client::with_seed_list(seeds, config, runtime)
+    }
+
+    /// A client for a `mongodb+srv` seed list resolved beforehand
+    /// ([`crate::srv::resolve_seed_list`]), without awaiting: built like
+    /// [`Client::with_config`] from the options of the equivalent `mongodb://`
+    /// connection string (the spec's "as if the following URI was used instead", which
+    /// [`Client::options`] then shows), and polling the SRV records — in background
+    /// mode on a task of its own, in single-threaded mode before server selection —
+    /// while the topology is Sharded or Unknown, never with `loadBalanced=true`.
+    pub fn with_seed_list(
+        seeds: crate::srv::SeedList,
+        config: ClientConfig,
+        runtime: Runtime,
+    ) -> Result<Client> {
+        let client = Client::with_config(seeds.equivalent_options(), config, runtime)?;
+        client.inner.topology.poll_srv(seeds);
+        Ok(client)
     }
 
     /// What the client currently knows about the deployment.
@@ -208,10 +309,7 @@ impl Client {
 
     /// A handle to the database `name`; no I/O happens until a command runs.
     pub fn database(&self, name: &str) -> Database {
-        Database {
-            client: self.clone(),
-            name: name.to_string(),
-        }
+        Database::new(self.clone(), name)
     }
 
     /// The database named in the connection string's path, if any.
@@ -220,10 +318,16 @@ impl Client {
         Some(self.database(name))
     }
 
+    /// Starts an explicit session (Driver Sessions spec): pass it to the
+    /// `*_with_session` methods. No I/O happens until it is used.
+    pub fn start_session(&self, options: SessionOptions) -> ClientSession {
+        ClientSession::new(self.clone(), options, false)
+    }
+
     /// The handshake reply of a connection to a server selected for a primary read
     /// (connecting first if no connection is idle).
     pub async fn hello(&self) -> Result<HelloReply> {
-        let topology = self.inner.topology.shared();
+        let topology = self.topology();
         let primary = ReadPreference::default();
         let selected = topology
             .select_server(&SelectionCriteria::Read(&primary), &[])
@@ -234,114 +338,61 @@ impl Client {
         Ok(hello)
     }
 
-    async fn run_command(&self, database: &str, mut command: Document) -> Result<Document> {
-        if command.is_empty() {
-            return Err(Error::invalid_argument(
-                "a command document cannot be empty",
-            ));
-        }
-        // A command run as given reads from the primary unless told otherwise
-        // (Run Command spec).
-        let read_preference = ReadPreference::default();
-        let topology = self.inner.topology.shared();
-        let selected = topology
-            .select_server(&SelectionCriteria::Read(&read_preference), &[])
-            .await?;
-        command.insert("$db", database);
-        if let Some(preference) = read_preference_document(
-            selected.topology_type,
-            selected.description.server_type,
-            &read_preference,
-        ) {
-            command.insert("$readPreference", preference);
-        }
-        let body = RawDocumentBuf::try_from(&command).map_err(|error| {
-            Error::invalid_argument(format!("command cannot be encoded: {error}"))
-        })?;
-        let mut pooled = topology.check_out(&selected).await?;
-        // If this future is dropped mid-command, `pooled` is dropped with it and
-        // closed: a half-read reply never goes back to the pool.
-        let clock = &*self.inner.runtime.clock;
-        // MONGODB-OIDC may ask to authenticate again and retry once (the token
-        // expired): only then is a copy of the command kept.
-        let retry = self.inner.oidc.as_ref().map(|_| body.clone());
-        let operation_id = next_request_id();
-        let mut result = self
-            .send(&mut pooled, &command, body, operation_id, operation_id)
-            .await;
-        if let (Err(error), Some(body)) = (&result, retry) {
-            if pooled.needs_reauthentication(error) {
-                let host = pooled.server_host().to_string();
-                result = match pooled.reauthenticate(&host, clock).await {
-                    Ok(()) => {
-                        self.send(&mut pooled, &command, body, next_request_id(), operation_id)
-                            .await
-                    }
-                    Err(error) => Err(error),
-                };
-            }
-        }
-        if let Err(error) = &result {
-            topology.handle_application_error(
-                &selected.server.address,
-                error,
-                ConnectionInfo::of(&pooled),
-                ErrorPhase::AfterHandshakeCompletes,
-            );
-        }
-        selected.server.check_in(pooled);
-        result
+    /// The live topology.
+    pub(crate) fn topology(&self) -> &Arc<Shared> {
+        self.inner.topology.shared()
     }
 
-    /// Sends one command (`command`, encoded as `body`) on `connection`, announced
-    /// and concluded by command monitoring events.
-    async fn send(
-        &self,
-        connection: &mut PooledConnection,
-        command: &Document,
-        body: RawDocumentBuf,
-        request_id: i32,
-        operation_id: i32,
-    ) -> Result<Document> {
-        let clock = &*self.inner.runtime.clock;
-        let in_flight = self.inner.commands.started(command, clock, || CommandInfo {
-            command_name: command.keys().next().cloned().unwrap_or_default(),
-            database_name: command.get_str("$db").unwrap_or_default().to_owned(),
-            request_id,
-            operation_id,
-            connection: ConnectionId {
-                address: connection.address().clone(),
-                id: connection.id(),
-                server_id: connection.hello().connection_id,
-            },
-            service_id: connection.service_id(),
-        });
-        let result = connection.command_with_id(request_id, body, clock).await;
-        in_flight.finish(&result);
-        result
-    }
-}
-
-/// A handle to one database of a [`Client`].
-#[derive(Debug, Clone)]
-pub struct Database {
-    client: Client,
-    name: String,
-}
-
-impl Database {
-    /// The database's name.
-    pub fn name(&self) -> &str {
-        &self.name
+    pub(crate) fn runtime(&self) -> &Runtime {
+        &self.inner.runtime
     }
 
-    /// Runs a database command and returns the server's reply.
-    ///
-    /// The command's first key names it (`{ "ping": 1 }`, `{ "insert": "coll", ... }`);
-    /// the driver adds `$db`. A reply with `ok: 0` becomes an error of kind
-    /// [`crate::ErrorKind::Command`] carrying the server's code, code name, message
-    /// and error labels.
-    pub async fn run_command(&self, command: Document) -> Result<Document> {
-        self.client.run_command(&self.name, command).await
+    pub(crate) fn clock(&self) -> &dyn Clock {
+        &*self.inner.runtime.clock
+    }
+
+    pub(crate) fn now(&self) -> Instant {
+        self.inner.runtime.clock.now()
+    }
+
+    pub(crate) fn command_monitor(&self) -> &CommandMonitor {
+        &self.inner.commands
+    }
+
+    /// Whether `other` is a clone of this client.
+    pub(crate) fn same_client(&self, other: &Client) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
+    /// The highest cluster time a server reported.
+    pub(crate) fn cluster_time(&self) -> Option<Document> {
+        self.inner.cluster_time.get()
+    }
+
+    pub(crate) fn advance_cluster_time(&self, cluster_time: &Document) {
+        self.inner.cluster_time.advance(cluster_time);
+    }
+
+    /// The deployment's `logicalSessionTimeoutMinutes` and whether it is load balanced:
+    /// what the session pool needs to know of the topology.
+    fn session_timeout(&self) -> (Option<i64>, bool) {
+        let description = self.topology_description();
+        let load_balanced = description.topology_type == crate::sdam::TopologyType::LoadBalanced;
+        (description.logical_session_timeout_minutes, load_balanced)
+    }
+
+    pub(crate) fn acquire_server_session(&self, now: Instant) -> Result<ServerSession> {
+        let (timeout, load_balanced) = self.session_timeout();
+        self.inner.sessions.acquire(now, timeout, load_balanced)
+    }
+
+    pub(crate) fn release_server_session(&self, session: ServerSession) {
+        let (timeout, _) = self.session_timeout();
+        self.inner.sessions.release(session, self.now(), timeout);
+    }
+
+    /// The kills of cursors dropped without a runtime to send them.
+    pub(crate) fn pending_kills(&self) -> &Mutex<Vec<PendingKill>> {
+        &self.inner.pending_kills
     }
 }

@@ -153,6 +153,11 @@ impl CommandMonitor {
         }
     }
 
+    /// Whether anyone listens: a command need not be prepared for display otherwise.
+    pub fn is_listened(&self) -> bool {
+        self.sink.is_listened()
+    }
+
     /// Announces `command`; `info` is only built when someone listens.
     pub fn started<'a>(
         &'a self,

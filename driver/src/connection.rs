@@ -359,9 +359,24 @@ impl Connection {
         body: RawDocumentBuf,
         clock: &dyn Clock,
     ) -> Result<Document> {
-        let frame = OpMsg::new(body).encode(request_id, 0);
+        let reply = self
+            .send_message(request_id, &OpMsg::new(body), clock)
+            .await?;
+        check_reply(reply)
+    }
+
+    /// Sends `message` (a command body and its document sequences) with the given
+    /// request id and returns the reply body as it came, `ok: 0` or not (see
+    /// [`check_reply`]): sessions read its `$clusterTime` and `operationTime` either way.
+    pub(crate) async fn send_message(
+        &mut self,
+        request_id: i32,
+        message: &OpMsg,
+        clock: &dyn Clock,
+    ) -> Result<Document> {
+        let frame = message.encode(request_id, 0);
         let reply = self.round_trip(&frame, request_id, clock).await?;
-        command_reply(reply, &self.address)
+        parse_reply(reply, &self.address)
     }
 
     /// Sends a command flagged `exhaustAllowed` (the streaming hello of the Server
@@ -562,12 +577,22 @@ fn to_raw(document: &Document) -> Result<RawDocumentBuf> {
 
 /// Turns a reply into a document, or into a [`CommandError`] when it says `ok: 0`.
 fn command_reply(reply: RawDocumentBuf, address: &str) -> Result<Document> {
-    let reply = Document::try_from(reply.as_ref()).map_err(|error| {
+    check_reply(parse_reply(reply, address)?)
+}
+
+/// The reply body as a document; a body that is not valid BSON is a protocol error.
+fn parse_reply(reply: RawDocumentBuf, address: &str) -> Result<Document> {
+    Document::try_from(reply.as_ref()).map_err(|error| {
         Error::new(ErrorKind::Protocol {
             address: address.to_string(),
             error: wire::WireError::MalformedDocument(error.to_string()),
         })
-    })?;
+    })
+}
+
+/// The reply of a command if it says `ok: 1`; otherwise the [`CommandError`] it
+/// describes.
+pub(crate) fn check_reply(reply: Document) -> Result<Document> {
     let ok = match reply.get("ok") {
         Some(bson::Bson::Boolean(ok)) => *ok,
         Some(value) => crate::handshake::bson_as_i64(value) == Some(1),

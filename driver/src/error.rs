@@ -132,6 +132,66 @@ pub enum ErrorKind {
         /// The server's error code, when the server refused (e.g. 18, AuthenticationFailed).
         code: Option<i32>,
     },
+    /// A single write failed (a `writeErrors` entry), or its write concern could not be
+    /// satisfied (`writeConcernError`), though the command itself succeeded.
+    Write(WriteFailure),
+    /// Some writes of an `insert_many` or `bulk_write` failed: every failure with the
+    /// index of its write, and what succeeded before (CRUD spec, "BulkWriteException").
+    BulkWrite(BulkWriteFailure),
+    /// A document from the server could not be turned into the application's type, or
+    /// an application value could not be turned into BSON.
+    Bson {
+        /// What did not fit.
+        message: String,
+    },
+}
+
+/// A failed single write: [`ErrorKind::Write`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum WriteFailure {
+    /// The server refused the write (`writeErrors`).
+    WriteError(WriteError),
+    /// The write was done but its write concern was not satisfied (`writeConcernError`).
+    WriteConcernError(WriteConcernError),
+}
+
+/// One entry of a write command's `writeErrors`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WriteError {
+    /// The index of the failed write among those the operation was given.
+    pub index: usize,
+    /// The server's error code, e.g. 11000 (duplicate key).
+    pub code: i32,
+    /// The code's name, when the server sent one.
+    pub code_name: Option<String>,
+    /// The server's message.
+    pub message: String,
+    /// `errInfo`: more about the failure (e.g. a failed schema validation).
+    pub details: Option<bson::Document>,
+}
+
+/// A write command's `writeConcernError`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WriteConcernError {
+    /// The server's error code, e.g. 64 (WriteConcernFailed).
+    pub code: i32,
+    /// The code's name, when the server sent one.
+    pub code_name: Option<String>,
+    /// The server's message.
+    pub message: String,
+    /// `errInfo`.
+    pub details: Option<bson::Document>,
+}
+
+/// The failure of a multi-write operation: [`ErrorKind::BulkWrite`].
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct BulkWriteFailure {
+    /// Every write that failed, by index (an ordered operation stops at the first).
+    pub write_errors: Vec<WriteError>,
+    /// The last write concern error, if any.
+    pub write_concern_error: Option<WriteConcernError>,
+    /// The `_id` of every document inserted before the failure, by index.
+    pub inserted_ids: std::collections::BTreeMap<usize, bson::Bson>,
 }
 
 /// An error reply from the server (`ok: 0`).
@@ -174,6 +234,29 @@ impl Error {
         self
     }
 
+    /// An [`ErrorKind::Bson`] error.
+    pub(crate) fn bson(message: impl fmt::Display) -> Self {
+        Error::new(ErrorKind::Bson {
+            message: message.to_string(),
+        })
+    }
+
+    /// The error with `labels` added (each once).
+    pub(crate) fn with_labels<'a>(self, labels: impl IntoIterator<Item = &'a str>) -> Self {
+        labels
+            .into_iter()
+            .fold(self, |error, label| error.with_label(label))
+    }
+
+    /// Whether the error is a network error or a timeout talking to a server: the
+    /// errors after which nothing is known of the command's fate.
+    pub fn is_network_error(&self) -> bool {
+        matches!(
+            self.kind(),
+            ErrorKind::Network { .. } | ErrorKind::Timeout { .. }
+        )
+    }
+
     /// An [`ErrorKind::InvalidArgument`] error.
     pub fn invalid_argument(message: impl Into<String>) -> Self {
         Error::new(ErrorKind::InvalidArgument {
@@ -204,6 +287,13 @@ impl Error {
         match &self.inner.kind {
             ErrorKind::Command(error) => Some(error.code),
             ErrorKind::Authentication { code, .. } => *code,
+            ErrorKind::Write(WriteFailure::WriteError(error)) => Some(error.code),
+            ErrorKind::Write(WriteFailure::WriteConcernError(error)) => Some(error.code),
+            ErrorKind::BulkWrite(failure) => failure
+                .write_errors
+                .first()
+                .map(|error| error.code)
+                .or(failure.write_concern_error.as_ref().map(|error| error.code)),
             _ => None,
         }
     }
@@ -298,6 +388,29 @@ impl fmt::Display for Error {
                 f,
                 "authentication with {mechanism} against database '{source}' failed: {message}"
             ),
+            ErrorKind::Write(WriteFailure::WriteError(error)) => {
+                write!(f, "write failed: {} (code {})", error.message, error.code)
+            }
+            ErrorKind::Write(WriteFailure::WriteConcernError(error)) => write!(
+                f,
+                "write concern not satisfied: {} (code {})",
+                error.message, error.code
+            ),
+            ErrorKind::BulkWrite(failure) => {
+                write!(f, "{} write(s) failed", failure.write_errors.len())?;
+                if let Some(first) = failure.write_errors.first() {
+                    write!(
+                        f,
+                        ", the first at index {}: {} (code {})",
+                        first.index, first.message, first.code
+                    )?;
+                }
+                if let Some(concern) = &failure.write_concern_error {
+                    write!(f, "; write concern not satisfied: {}", concern.message)?;
+                }
+                Ok(())
+            }
+            ErrorKind::Bson { message } => write!(f, "BSON conversion failed: {message}"),
         }
     }
 }

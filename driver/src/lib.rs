@@ -29,14 +29,22 @@
 pub mod auth;
 pub mod client;
 pub mod cmap;
+pub mod collection;
 pub mod command_monitoring;
+pub mod concern;
 mod connection;
+pub mod crud;
+pub mod cursor;
+pub mod database;
 pub mod error;
 pub mod event;
 pub mod handshake;
+mod operation;
+mod retry;
 pub mod rt;
 pub mod sdam;
 pub mod selection;
+pub mod session;
 pub mod srv;
 mod sync;
 #[cfg(feature = "rustls")]
@@ -45,6 +53,9 @@ pub mod uri;
 pub mod wire;
 
 pub use bson;
-pub use client::{Client, Database};
+pub use client::Client;
+pub use collection::Collection;
+pub use cursor::Cursor;
+pub use database::Database;
 pub use error::{CommandError, Error, ErrorKind, Result};
 pub use uri::{ClientOptions, ServerAddress};

@@ -1,0 +1,152 @@
+//! Read and write concerns as commands carry them (Read and Write Concern spec).
+//!
+//! A client's defaults come from its connection string (`readConcernLevel`, `w`,
+//! `journal`, `wTimeoutMS`); a [`crate::Database`] or [`crate::Collection`] may
+//! override them. The server's default applies when none is given: a concern that is
+//! empty is not sent at all (spec, "Using the default").
+
+use bson::{doc, Bson, Document};
+
+use crate::error::{Error, Result};
+pub use crate::uri::{Acknowledgment, ReadConcernLevel, WriteConcern};
+
+/// How fresh and how durable the data a read returns must be.
+///
+/// ```
+/// use anymongo::concern::{ReadConcern, ReadConcernLevel};
+/// let concern = ReadConcern::new(ReadConcernLevel::Majority);
+/// assert_eq!(concern.to_document(), anymongo::bson::doc! { "level": "majority" });
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadConcern {
+    /// The level.
+    pub level: ReadConcernLevel,
+}
+
+impl ReadConcern {
+    /// A read concern of `level`.
+    pub fn new(level: ReadConcernLevel) -> ReadConcern {
+        ReadConcern { level }
+    }
+
+    /// The `readConcern` document of a command.
+    pub fn to_document(&self) -> Document {
+        doc! { "level": self.level.as_str() }
+    }
+}
+
+impl WriteConcern {
+    /// A write concern of `w: majority`.
+    pub fn majority() -> WriteConcern {
+        WriteConcern {
+            w: Some(Acknowledgment::Majority),
+            ..WriteConcern::default()
+        }
+    }
+
+    /// A write concern of `w: nodes` (`w: 0` asks for no acknowledgment at all).
+    pub fn nodes(nodes: u32) -> WriteConcern {
+        WriteConcern {
+            w: Some(Acknowledgment::Nodes(nodes)),
+            ..WriteConcern::default()
+        }
+    }
+
+    /// Whether the server acknowledges writes: everything but `w: 0` without
+    /// `journal: true` (spec, "Unacknowledged Write Concern").
+    ///
+    /// ```
+    /// use anymongo::concern::WriteConcern;
+    /// assert!(WriteConcern::default().is_acknowledged());
+    /// assert!(!WriteConcern::nodes(0).is_acknowledged());
+    /// ```
+    pub fn is_acknowledged(&self) -> bool {
+        self.w != Some(Acknowledgment::Nodes(0)) || self.journal == Some(true)
+    }
+
+    /// Whether nothing is set: the server's default applies and no `writeConcern` is
+    /// sent.
+    pub fn is_empty(&self) -> bool {
+        self.w.is_none() && self.journal.is_none() && self.w_timeout.is_none()
+    }
+
+    /// Refuses the combinations the server would (spec, "Write Concern": `w: 0` with
+    /// `journal: true`).
+    pub fn validate(&self) -> Result<()> {
+        if self.w == Some(Acknowledgment::Nodes(0)) && self.journal == Some(true) {
+            return Err(Error::invalid_argument(
+                "a write concern cannot combine w: 0 with journal: true",
+            ));
+        }
+        Ok(())
+    }
+
+    /// The `writeConcern` document of a command.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use anymongo::concern::WriteConcern;
+    /// let mut concern = WriteConcern::majority();
+    /// concern.w_timeout = Some(Duration::from_millis(500));
+    /// assert_eq!(
+    ///     concern.to_document(),
+    ///     anymongo::bson::doc! { "w": "majority", "wtimeout": 500_i64 }
+    /// );
+    /// ```
+    pub fn to_document(&self) -> Document {
+        let mut document = Document::new();
+        match &self.w {
+            Some(Acknowledgment::Nodes(nodes)) => {
+                document.insert("w", i32::try_from(*nodes).unwrap_or(i32::MAX));
+            }
+            Some(Acknowledgment::Majority) => {
+                document.insert("w", "majority");
+            }
+            Some(Acknowledgment::Custom(name)) => {
+                document.insert("w", name.as_str());
+            }
+            None => {}
+        }
+        if let Some(journal) = self.journal {
+            document.insert("j", journal);
+        }
+        if let Some(timeout) = self.w_timeout {
+            let millis = i64::try_from(timeout.as_millis()).unwrap_or(i64::MAX);
+            document.insert("wtimeout", Bson::Int64(millis));
+        }
+        document
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_empty_write_concern_is_acknowledged_and_sends_nothing() {
+        let concern = WriteConcern::default();
+        assert!(concern.is_acknowledged());
+        assert!(concern.is_empty());
+        assert!(concern.to_document().is_empty());
+    }
+
+    #[test]
+    fn w_zero_is_unacknowledged_unless_journaled() {
+        let mut concern = WriteConcern::nodes(0);
+        assert!(!concern.is_acknowledged());
+        assert_eq!(concern.to_document(), doc! { "w": 0 });
+        concern.journal = Some(true);
+        assert!(concern.is_acknowledged());
+        assert!(concern.validate().is_err());
+    }
+
+    #[test]
+    fn custom_write_concerns_are_sent_by_name() {
+        let concern = WriteConcern {
+            w: Some(Acknowledgment::Custom("dc".into())),
+            journal: Some(false),
+            w_timeout: None,
+        };
+        assert_eq!(concern.to_document(), doc! { "w": "dc", "j": false });
+    }
+}

@@ -1,0 +1,374 @@
+//! The CRUD spec: the options and results of the collection operations, and the
+//! operations themselves (`write`: insert, update, replace, delete, findAndModify;
+//! `read`: find, aggregate, count, distinct; `run_command`).
+//!
+//! Options deserialize from the spec's camelCase names (`batchSize`, `maxTimeMS`,
+//! `let`...), so a document of options — as the spec tests give them — becomes an
+//! options struct with `bson::from_document`.
+
+pub(crate) mod read;
+pub(crate) mod run_command;
+pub(crate) mod write;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use bson::{Bson, Document};
+use serde::{Deserialize, Deserializer};
+
+use crate::concern::{ReadConcern, WriteConcern};
+use crate::uri::{ReadConcernLevel, ReadPreference};
+
+/// Reads a duration given in milliseconds (`maxTimeMS`, `maxAwaitTimeMS`).
+fn millis<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Duration>, D::Error> {
+    let value = Option::<i64>::deserialize(deserializer)?;
+    Ok(value.map(|ms| Duration::from_millis(u64::try_from(ms).unwrap_or(0))))
+}
+
+/// Reads a read concern given as `{ level: "..." }`.
+fn read_concern<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<ReadConcern>, D::Error> {
+    #[derive(Deserialize)]
+    struct Spelled {
+        level: Option<String>,
+    }
+    let spelled = Option::<Spelled>::deserialize(deserializer)?;
+    Ok(spelled
+        .and_then(|spelled| spelled.level)
+        .map(|level| ReadConcern::new(ReadConcernLevel::from_name(&level))))
+}
+
+/// Reads a write concern given as `{ w, j, wtimeout }`.
+fn write_concern<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<WriteConcern>, D::Error> {
+    let document = Option::<Document>::deserialize(deserializer)?;
+    document
+        .map(|document| write_concern_from_document(&document).map_err(serde::de::Error::custom))
+        .transpose()
+}
+
+/// A write concern from its command form.
+pub(crate) fn write_concern_from_document(document: &Document) -> Result<WriteConcern, String> {
+    use crate::concern::Acknowledgment;
+    let w = match document.get("w") {
+        None => None,
+        Some(Bson::String(name)) if name == "majority" => Some(Acknowledgment::Majority),
+        Some(Bson::String(name)) => Some(Acknowledgment::Custom(name.clone())),
+        Some(number) => {
+            let nodes = crate::handshake::bson_as_i64(number)
+                .and_then(|n| u32::try_from(n).ok())
+                .ok_or_else(|| format!("invalid w: {number}"))?;
+            Some(Acknowledgment::Nodes(nodes))
+        }
+    };
+    let journal = document.get_bool("j").ok();
+    let w_timeout = document
+        .get("wtimeout")
+        .and_then(crate::handshake::bson_as_i64)
+        .map(|ms| Duration::from_millis(u64::try_from(ms).unwrap_or(0)));
+    Ok(WriteConcern {
+        w,
+        journal,
+        w_timeout,
+    })
+}
+
+/// Reads a read preference given as `{ mode: "...", tagSets, maxStalenessSeconds }`.
+fn read_preference<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<ReadPreference>, D::Error> {
+    let document = Option::<Document>::deserialize(deserializer)?;
+    document
+        .map(|document| read_preference_from_document(&document).map_err(serde::de::Error::custom))
+        .transpose()
+}
+
+/// A read preference from its document form (`{ mode, tagSets, maxStalenessSeconds }`,
+/// as `$readPreference` spells it).
+pub(crate) fn read_preference_from_document(document: &Document) -> Result<ReadPreference, String> {
+    let mode = document
+        .get_str("mode")
+        .map_err(|_| "a read preference needs a mode")?;
+    let mode = crate::uri::ReadPreferenceMode::from_name(mode)
+        .ok_or_else(|| format!("unknown read preference mode {mode:?}"))?;
+    let mut tag_sets = Vec::new();
+    for set in document
+        .get_array("tagSets")
+        .map(|sets| sets.as_slice())
+        .unwrap_or_default()
+    {
+        let Bson::Document(set) = set else {
+            return Err(format!("a tag set must be a document, not {set}"));
+        };
+        let tags = set
+            .iter()
+            .map(|(key, value)| match value {
+                Bson::String(value) => Ok((key.clone(), value.clone())),
+                other => Err(format!("tag {key} must be a string, not {other}")),
+            })
+            .collect::<Result<_, String>>()?;
+        tag_sets.push(tags);
+    }
+    let max_staleness = document
+        .get("maxStalenessSeconds")
+        .and_then(crate::handshake::bson_as_i64)
+        .filter(|seconds| *seconds >= 0)
+        .map(|seconds| Duration::from_secs(seconds.unsigned_abs()));
+    Ok(ReadPreference {
+        mode,
+        tag_sets,
+        max_staleness,
+    })
+}
+
+/// Whether a tailable cursor waits for new data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+pub enum CursorType {
+    /// An ordinary cursor: it ends after the last result.
+    NonTailable,
+    /// A tailable cursor on a capped collection: it stays open after the last result.
+    Tailable,
+    /// A tailable cursor whose getMore waits (up to `maxAwaitTimeMS`) for new data.
+    TailableAwait,
+}
+
+/// Options of [`crate::Collection::find`] (CRUD spec, "FindOptions").
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct FindOptions {
+    /// Lets the server write temporary files for large sorts.
+    pub allow_disk_use: Option<bool>,
+    /// Partial results from a sharded cluster when some shards are down.
+    pub allow_partial_results: Option<bool>,
+    /// Documents per batch (first and getMore).
+    pub batch_size: Option<u32>,
+    /// The collation of string comparisons.
+    pub collation: Option<Document>,
+    /// A comment shown in the server's logs and profiler.
+    pub comment: Option<Bson>,
+    /// Tailable cursors.
+    pub cursor_type: Option<CursorType>,
+    /// The index to use: its name or its key pattern.
+    pub hint: Option<Bson>,
+    /// At most this many documents; a negative limit returns one batch only.
+    pub limit: Option<i64>,
+    /// The exclusive upper bound of an index scan.
+    pub max: Option<Document>,
+    /// The getMore wait of a tailable awaitData cursor.
+    #[serde(rename = "maxAwaitTimeMS", deserialize_with = "millis")]
+    pub max_await_time: Option<Duration>,
+    /// The server-side time limit of the query.
+    #[serde(rename = "maxTimeMS", deserialize_with = "millis")]
+    pub max_time: Option<Duration>,
+    /// The inclusive lower bound of an index scan.
+    pub min: Option<Document>,
+    /// The server does not time the cursor out.
+    pub no_cursor_timeout: Option<bool>,
+    /// Which fields to return.
+    pub projection: Option<Document>,
+    /// Overrides the collection's read concern.
+    #[serde(deserialize_with = "read_concern")]
+    pub read_concern: Option<ReadConcern>,
+    /// Overrides the collection's read preference.
+    #[serde(deserialize_with = "read_preference")]
+    pub read_preference: Option<ReadPreference>,
+    /// Only the index keys.
+    pub return_key: Option<bool>,
+    /// Adds `$recordId` to each document.
+    pub show_record_id: Option<bool>,
+    /// Skips this many documents.
+    pub skip: Option<u64>,
+    /// The order of the results.
+    pub sort: Option<Document>,
+    /// Variables for `$expr` and aggregation expressions (`let`).
+    #[serde(rename = "let")]
+    pub let_vars: Option<Document>,
+}
+
+/// Options of `aggregate` (CRUD spec, "AggregateOptions").
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct AggregateOptions {
+    /// Lets the server write temporary files.
+    pub allow_disk_use: Option<bool>,
+    /// Documents per batch (first and getMore).
+    pub batch_size: Option<u32>,
+    /// Skips document validation for `$out`/`$merge`.
+    pub bypass_document_validation: Option<bool>,
+    /// The collation of string comparisons.
+    pub collation: Option<Document>,
+    /// A comment for the server's logs.
+    pub comment: Option<Bson>,
+    /// The index to use.
+    pub hint: Option<Bson>,
+    /// The getMore wait of a change stream or tailable cursor.
+    #[serde(rename = "maxAwaitTimeMS", deserialize_with = "millis")]
+    pub max_await_time: Option<Duration>,
+    /// The server-side time limit.
+    #[serde(rename = "maxTimeMS", deserialize_with = "millis")]
+    pub max_time: Option<Duration>,
+    /// Overrides the read concern.
+    #[serde(deserialize_with = "read_concern")]
+    pub read_concern: Option<ReadConcern>,
+    /// Overrides the read preference.
+    #[serde(deserialize_with = "read_preference")]
+    pub read_preference: Option<ReadPreference>,
+    /// Overrides the write concern (`$out`/`$merge`).
+    #[serde(deserialize_with = "write_concern")]
+    pub write_concern: Option<WriteConcern>,
+    /// Variables (`let`).
+    #[serde(rename = "let")]
+    pub let_vars: Option<Document>,
+}
+
+/// Options of `count_documents` (CRUD spec, "CountOptions").
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct CountOptions {
+    /// The collation of string comparisons.
+    pub collation: Option<Document>,
+    /// A comment for the server's logs.
+    pub comment: Option<Bson>,
+    /// The index to use.
+    pub hint: Option<Bson>,
+    /// Counts at most this many documents.
+    pub limit: Option<u64>,
+    /// The server-side time limit.
+    #[serde(rename = "maxTimeMS", deserialize_with = "millis")]
+    pub max_time: Option<Duration>,
+    /// Skips this many documents first.
+    pub skip: Option<u64>,
+    /// Overrides the read concern.
+    #[serde(deserialize_with = "read_concern")]
+    pub read_concern: Option<ReadConcern>,
+    /// Overrides the read preference.
+    #[serde(deserialize_with = "read_preference")]
+    pub read_preference: Option<ReadPreference>,
+}
+
+/// Options of `estimated_document_count` and `distinct`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ReadOptions {
+    /// The collation of string comparisons (`distinct`).
+    pub collation: Option<Document>,
+    /// A comment for the server's logs.
+    pub comment: Option<Bson>,
+    /// The index to use (`distinct`).
+    pub hint: Option<Bson>,
+    /// The server-side time limit.
+    #[serde(rename = "maxTimeMS", deserialize_with = "millis")]
+    pub max_time: Option<Duration>,
+    /// Overrides the read concern.
+    #[serde(deserialize_with = "read_concern")]
+    pub read_concern: Option<ReadConcern>,
+    /// Overrides the read preference.
+    #[serde(deserialize_with = "read_preference")]
+    pub read_preference: Option<ReadPreference>,
+}
+
+/// Options of the insert, update, replace and delete operations.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct WriteOptions {
+    /// Update filters of array elements (`arrayFilters`; updates only).
+    pub array_filters: Option<Vec<Document>>,
+    /// Skips document validation.
+    pub bypass_document_validation: Option<bool>,
+    /// The collation of string comparisons (updates and deletes).
+    pub collation: Option<Document>,
+    /// A comment for the server's logs.
+    pub comment: Option<Bson>,
+    /// The index to use (updates and deletes).
+    pub hint: Option<Bson>,
+    /// Variables (`let`; updates and deletes).
+    #[serde(rename = "let")]
+    pub let_vars: Option<Document>,
+    /// `insert_many`: stop at the first error (default `true`).
+    pub ordered: Option<bool>,
+    /// Updates: the order in which the first matching document is chosen (updateOne,
+    /// replaceOne; MongoDB 8.0+).
+    pub sort: Option<Document>,
+    /// Updates: insert a document when none matches.
+    pub upsert: Option<bool>,
+    /// Overrides the write concern.
+    #[serde(deserialize_with = "write_concern")]
+    pub write_concern: Option<WriteConcern>,
+}
+
+/// Which version of the document `find_one_and_update`/`_replace` returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+pub enum ReturnDocument {
+    /// As it was before the change (the default).
+    #[default]
+    Before,
+    /// As it is after the change.
+    After,
+}
+
+/// Options of `find_one_and_update`, `_replace` and `_delete`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct FindOneAndModifyOptions {
+    /// Update filters of array elements (updates only).
+    pub array_filters: Option<Vec<Document>>,
+    /// Skips document validation.
+    pub bypass_document_validation: Option<bool>,
+    /// The collation of string comparisons.
+    pub collation: Option<Document>,
+    /// A comment for the server's logs.
+    pub comment: Option<Bson>,
+    /// The index to use.
+    pub hint: Option<Bson>,
+    /// Variables (`let`).
+    #[serde(rename = "let")]
+    pub let_vars: Option<Document>,
+    /// The server-side time limit.
+    #[serde(rename = "maxTimeMS", deserialize_with = "millis")]
+    pub max_time: Option<Duration>,
+    /// Which fields to return.
+    pub projection: Option<Document>,
+    /// The version returned.
+    pub return_document: Option<ReturnDocument>,
+    /// Which document is changed when several match.
+    pub sort: Option<Document>,
+    /// Insert a document when none matches (update and replace).
+    pub upsert: Option<bool>,
+    /// Overrides the write concern.
+    #[serde(deserialize_with = "write_concern")]
+    pub write_concern: Option<WriteConcern>,
+}
+
+/// The result of `insert_one`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InsertOneResult {
+    /// The `_id` of the document (generated when it had none).
+    pub inserted_id: Bson,
+}
+
+/// The result of `insert_many`.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct InsertManyResult {
+    /// The `_id` of each document, by its index in the input.
+    pub inserted_ids: BTreeMap<usize, Bson>,
+}
+
+/// The result of an update or replace.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct UpdateResult {
+    /// How many documents matched the filter.
+    pub matched_count: u64,
+    /// How many were changed.
+    pub modified_count: u64,
+    /// The `_id` of the document an upsert inserted.
+    pub upserted_id: Option<Bson>,
+}
+
+/// The result of a delete.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct DeleteResult {
+    /// How many documents were deleted.
+    pub deleted_count: u64,
+}

@@ -1,0 +1,289 @@
+//! The read commands behind the CRUD read operations: `find`, `aggregate` (also
+//! behind `count_documents`), `count` (behind `estimated_document_count`) and
+//! `distinct`.
+
+use std::time::Duration;
+
+use bson::{doc, Bson, Document};
+
+use super::write::Namespace;
+use super::{AggregateOptions, CursorType, FindOptions};
+use crate::concern::{ReadConcern, WriteConcern};
+use crate::cursor::{Batch, Cursor, CursorSpec};
+use crate::error::Result;
+use crate::handshake::HelloReply;
+use crate::operation::{Command, Operation, ReplyContext, Target};
+use crate::retry::Retryability;
+use crate::uri::ReadPreference;
+
+/// A duration as the server's `maxTimeMS`.
+pub(crate) fn millis(duration: Duration) -> Bson {
+    Bson::Int64(i64::try_from(duration.as_millis()).unwrap_or(i64::MAX))
+}
+
+/// Inserts each present value under its key.
+pub(crate) fn insert_present(
+    body: &mut Document,
+    fields: impl IntoIterator<Item = (&'static str, Option<Bson>)>,
+) {
+    for (key, value) in fields {
+        if let Some(value) = value {
+            body.insert(key, value);
+        }
+    }
+}
+
+/// The `readConcern` field, when a read concern is set.
+fn read_concern_field(read_concern: Option<&ReadConcern>) -> (&'static str, Option<Bson>) {
+    (
+        "readConcern",
+        read_concern.map(|concern| Bson::Document(concern.to_document())),
+    )
+}
+
+/// A `find` command.
+pub(crate) struct Find<'a> {
+    pub namespace: &'a Namespace,
+    pub filter: Document,
+    pub options: FindOptions,
+    pub read_preference: ReadPreference,
+    pub read_concern: Option<ReadConcern>,
+}
+
+impl Operation for Find<'_> {
+    type Output = Cursor<Document>;
+
+    fn target(&self) -> Target<'_> {
+        Target::Read(&self.read_preference)
+    }
+
+    fn build(&mut self, _hello: &HelloReply) -> Result<Command> {
+        let options = &self.options;
+        let mut body = doc! {
+            "find": self.namespace.collection.as_str(),
+            "filter": self.filter.clone(),
+        };
+        // A negative limit asks for one batch of at most that many (CRUD spec, "Find").
+        let (limit, single_batch) = match options.limit {
+            Some(limit) if limit < 0 => (Some(limit.unsigned_abs()), true),
+            Some(limit) if limit > 0 => (Some(limit.unsigned_abs()), false),
+            _ => (None, false),
+        };
+        let (tailable, await_data) = match options.cursor_type {
+            Some(CursorType::Tailable) => (true, false),
+            Some(CursorType::TailableAwait) => (true, true),
+            _ => (false, false),
+        };
+        let document = |value: &Option<Document>| value.clone().map(Bson::Document);
+        let flag = |on: bool| on.then_some(Bson::Boolean(true));
+        insert_present(
+            &mut body,
+            [
+                ("sort", document(&options.sort)),
+                ("projection", document(&options.projection)),
+                ("hint", options.hint.clone()),
+                (
+                    "skip",
+                    options
+                        .skip
+                        .map(|skip| Bson::Int64(skip.try_into().unwrap_or(i64::MAX))),
+                ),
+                (
+                    "limit",
+                    limit.map(|limit| Bson::Int64(limit.try_into().unwrap_or(i64::MAX))),
+                ),
+                (
+                    "batchSize",
+                    options.batch_size.map(|size| Bson::Int64(size.into())),
+                ),
+                ("singleBatch", flag(single_batch)),
+                ("comment", options.comment.clone()),
+                ("maxTimeMS", options.max_time.map(millis)),
+                read_concern_field(self.read_concern.as_ref()),
+                ("max", document(&options.max)),
+                ("min", document(&options.min)),
+                ("returnKey", options.return_key.map(Bson::Boolean)),
+                ("showRecordId", options.show_record_id.map(Bson::Boolean)),
+                ("tailable", flag(tailable)),
+                ("awaitData", flag(await_data)),
+                (
+                    "noCursorTimeout",
+                    options.no_cursor_timeout.map(Bson::Boolean),
+                ),
+                (
+                    "allowPartialResults",
+                    options.allow_partial_results.map(Bson::Boolean),
+                ),
+                ("collation", document(&options.collation)),
+                ("allowDiskUse", options.allow_disk_use.map(Bson::Boolean)),
+                ("let", document(&options.let_vars)),
+            ],
+        );
+        Ok(Command::new(self.namespace.database.as_str(), body))
+    }
+
+    fn handle_reply(&mut self, reply: Document, context: ReplyContext<'_>) -> Result<Self::Output> {
+        let batch = Batch::from_reply(&reply, &context.server.address)?;
+        let namespace = self.namespace;
+        let mut spec = CursorSpec::new(
+            &context,
+            &namespace.database,
+            &namespace.collection,
+            self.options.batch_size,
+        );
+        if self.options.cursor_type == Some(CursorType::TailableAwait) {
+            spec.max_await_time = self.options.max_await_time;
+        }
+        spec.comment = self.options.comment.clone();
+        Ok(Cursor::new(spec, batch))
+    }
+
+    fn retryability(&self) -> Retryability {
+        Retryability::Read
+    }
+
+    fn supports_read_concern(&self) -> bool {
+        true
+    }
+}
+
+/// An `aggregate` command, on a collection or (`collection: None`) a database.
+pub(crate) struct Aggregate<'a> {
+    pub database: &'a str,
+    pub collection: Option<&'a str>,
+    pub pipeline: Vec<Document>,
+    pub options: AggregateOptions,
+    pub read_preference: ReadPreference,
+    pub read_concern: Option<ReadConcern>,
+    pub write_concern: Option<WriteConcern>,
+}
+
+impl Aggregate<'_> {
+    /// Whether the pipeline ends in `$out` or `$merge`: it writes.
+    fn writes(&self) -> bool {
+        self.pipeline
+            .last()
+            .and_then(|stage| stage.keys().next())
+            .is_some_and(|stage| stage == "$out" || stage == "$merge")
+    }
+}
+
+impl Operation for Aggregate<'_> {
+    type Output = Cursor<Document>;
+
+    fn target(&self) -> Target<'_> {
+        match self.writes() {
+            true => Target::Write,
+            false => Target::Read(&self.read_preference),
+        }
+    }
+
+    fn build(&mut self, _hello: &HelloReply) -> Result<Command> {
+        let options = &self.options;
+        let target = match self.collection {
+            Some(collection) => Bson::String(collection.to_string()),
+            None => Bson::Int32(1),
+        };
+        let mut cursor = Document::new();
+        // A write stage returns no documents: its batch size would be meaningless
+        // (CRUD spec, "Aggregate": batchSize is not sent with $out/$merge).
+        if let Some(size) = options.batch_size.filter(|_| !self.writes()) {
+            cursor.insert("batchSize", i64::from(size));
+        }
+        let mut body = doc! {
+            "aggregate": target,
+            "pipeline": self.pipeline.clone(),
+            "cursor": cursor,
+        };
+        let document = |value: &Option<Document>| value.clone().map(Bson::Document);
+        let write_concern = self
+            .write_concern
+            .as_ref()
+            .filter(|concern| self.writes() && !concern.is_empty())
+            .map(|concern| Bson::Document(concern.to_document()));
+        insert_present(
+            &mut body,
+            [
+                ("allowDiskUse", options.allow_disk_use.map(Bson::Boolean)),
+                (
+                    "bypassDocumentValidation",
+                    options.bypass_document_validation.map(Bson::Boolean),
+                ),
+                ("collation", document(&options.collation)),
+                ("comment", options.comment.clone()),
+                ("hint", options.hint.clone()),
+                ("maxTimeMS", options.max_time.map(millis)),
+                read_concern_field(self.read_concern.as_ref()),
+                ("writeConcern", write_concern),
+                ("let", document(&options.let_vars)),
+            ],
+        );
+        Ok(Command::new(self.database, body))
+    }
+
+    fn handle_reply(&mut self, reply: Document, context: ReplyContext<'_>) -> Result<Self::Output> {
+        let batch = Batch::from_reply(&reply, &context.server.address)?;
+        let mut spec = CursorSpec::new(
+            &context,
+            self.database,
+            self.collection.unwrap_or("$cmd.aggregate"),
+            self.options.batch_size,
+        );
+        spec.max_await_time = self.options.max_await_time;
+        spec.comment = self.options.comment.clone();
+        Ok(Cursor::new(spec, batch))
+    }
+
+    fn retryability(&self) -> Retryability {
+        match self.writes() {
+            // Retryable Writes spec: aggregate with a write stage is not retryable.
+            true => Retryability::None,
+            false => Retryability::Read,
+        }
+    }
+
+    fn write_concern(&self) -> Option<&WriteConcern> {
+        self.write_concern.as_ref().filter(|_| self.writes())
+    }
+
+    fn supports_read_concern(&self) -> bool {
+        true
+    }
+}
+
+/// A read command with a single-valued result: `count`, `distinct`, or the
+/// `aggregate` of `count_documents`.
+pub(crate) struct SimpleRead<'a> {
+    pub database: &'a str,
+    pub body: Document,
+    pub read_preference: ReadPreference,
+    pub read_concern: Option<ReadConcern>,
+    /// Reads the result from the reply.
+    pub result: fn(&Document) -> Result<Bson>,
+}
+
+impl Operation for SimpleRead<'_> {
+    type Output = Bson;
+
+    fn target(&self) -> Target<'_> {
+        Target::Read(&self.read_preference)
+    }
+
+    fn build(&mut self, _hello: &HelloReply) -> Result<Command> {
+        let mut body = self.body.clone();
+        insert_present(&mut body, [read_concern_field(self.read_concern.as_ref())]);
+        Ok(Command::new(self.database, body))
+    }
+
+    fn handle_reply(&mut self, reply: Document, _context: ReplyContext<'_>) -> Result<Bson> {
+        (self.result)(&reply)
+    }
+
+    fn retryability(&self) -> Retryability {
+        Retryability::Read
+    }
+
+    fn supports_read_concern(&self) -> bool {
+        true
+    }
+}

@@ -1,0 +1,395 @@
+//! Cursors (Find, getMore and killCursors Commands spec): the results of a `find`,
+//! `aggregate` or any cursor command, as a [`futures::Stream`].
+//!
+//! The first batch comes with the command's reply; later ones from `getMore` on the
+//! same server, in the same session. A cursor dropped before its end is killed
+//! (`killCursors`): at once on a runtime that can spawn, otherwise before the client's
+//! next operation — dropping never needs a runtime.
+
+use std::collections::VecDeque;
+use std::marker::PhantomData;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bson::{doc, Bson, Document};
+use futures::Stream;
+use serde::de::DeserializeOwned;
+
+use crate::client::Client;
+use crate::error::{Error, ErrorKind, Result};
+use crate::handshake::HelloReply;
+use crate::operation::{Command, Operation, ReplyContext, Target, TxnNumber};
+use crate::rt::{boxed, BoxFuture};
+use crate::sdam::live::Server;
+use crate::session::ClientSession;
+use crate::sync::lock;
+use crate::uri::ServerAddress;
+
+/// What a cursor needs to ask for more: where it lives and how to ask.
+#[derive(Clone)]
+pub(crate) struct CursorSpec {
+    pub client: Client,
+    /// The server that holds the cursor: every getMore goes there.
+    pub server: Arc<Server>,
+    /// The cursor's namespace, `database.collection`, as the server named it.
+    pub database: String,
+    pub collection: String,
+    pub id: i64,
+    /// `batchSize` of each getMore.
+    pub batch_size: Option<u32>,
+    /// `maxTimeMS` of each getMore (a tailable awaitData cursor's `maxAwaitTimeMS`).
+    pub max_await_time: Option<Duration>,
+    /// `comment` of each getMore.
+    pub comment: Option<Bson>,
+    /// The session the cursor was created in (its getMores run in it too).
+    pub session: Option<ClientSession>,
+}
+
+impl CursorSpec {
+    /// The cursor an operation's reply opens on the server and in the session of
+    /// `context`, named `database.collection` until the reply's `ns` says otherwise.
+    pub fn new(
+        context: &ReplyContext<'_>,
+        database: &str,
+        collection: &str,
+        batch_size: Option<u32>,
+    ) -> CursorSpec {
+        CursorSpec {
+            client: context.client.clone(),
+            server: context.server.clone(),
+            database: database.to_string(),
+            collection: collection.to_string(),
+            id: 0,
+            batch_size,
+            max_await_time: None,
+            comment: None,
+            session: context.session.cloned(),
+        }
+    }
+}
+
+/// One batch of a cursor reply.
+pub(crate) struct Batch {
+    pub id: i64,
+    pub documents: VecDeque<Document>,
+    /// `cursor.ns`, split.
+    pub namespace: Option<(String, String)>,
+}
+
+impl Batch {
+    /// Reads `cursor: { id, ns, firstBatch | nextBatch }` of a reply.
+    pub fn from_reply(reply: &Document, server: &ServerAddress) -> Result<Batch> {
+        let malformed = |what: &str| {
+            Error::new(ErrorKind::Protocol {
+                address: server.to_string(),
+                error: crate::wire::WireError::MalformedDocument(format!(
+                    "cursor reply without {what}"
+                )),
+            })
+        };
+        let cursor = reply
+            .get_document("cursor")
+            .map_err(|_| malformed("cursor"))?;
+        let id = match cursor.get("id") {
+            Some(Bson::Int64(id)) => *id,
+            Some(Bson::Int32(id)) => i64::from(*id),
+            _ => return Err(malformed("cursor.id")),
+        };
+        let batch = cursor
+            .get_array("firstBatch")
+            .or_else(|_| cursor.get_array("nextBatch"))
+            .map_err(|_| malformed("cursor.firstBatch or cursor.nextBatch"))?;
+        let documents = batch
+            .iter()
+            .map(|document| match document {
+                Bson::Document(document) => Ok(document.clone()),
+                _ => Err(malformed("documents in its batch")),
+            })
+            .collect::<Result<VecDeque<_>>>()?;
+        let namespace = cursor.get_str("ns").ok().and_then(|ns| {
+            ns.split_once('.')
+                .map(|(db, coll)| (db.to_string(), coll.to_string()))
+        });
+        Ok(Batch {
+            id,
+            documents,
+            namespace,
+        })
+    }
+}
+
+/// The results of a query, one document at a time: a [`Stream`] of `Result<T>`.
+///
+/// ```no_run
+/// # async fn example(client: anymongo::Client) -> anymongo::Result<()> {
+/// use anymongo::bson::{doc, Document};
+/// use futures::TryStreamExt;
+/// let orders = client.database("shop").collection::<Document>("orders");
+/// let mut cursor = orders.find(doc! { "qty": { "$gt": 1 } }, None).await?;
+/// while let Some(order) = cursor.try_next().await? {
+///     println!("{order}");
+/// }
+/// # Ok(()) }
+/// ```
+pub struct Cursor<T> {
+    /// `None` once exhausted or after an error.
+    spec: Option<CursorSpec>,
+    buffer: VecDeque<Document>,
+    in_flight: Option<BoxFuture<'static, Result<Batch>>>,
+    _documents: PhantomData<fn() -> T>,
+}
+
+impl<T> std::fmt::Debug for Cursor<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Cursor")
+            .field("id", &self.id())
+            .field("buffered", &self.buffer.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T> Cursor<T> {
+    /// A cursor from a command's first batch.
+    pub(crate) fn new(mut spec: CursorSpec, first: Batch) -> Cursor<T> {
+        if let Some((database, collection)) = first.namespace {
+            spec.database = database;
+            spec.collection = collection;
+        }
+        spec.id = first.id;
+        let spec = (first.id != 0).then_some(spec);
+        Cursor {
+            spec,
+            buffer: first.documents,
+            in_flight: None,
+            _documents: PhantomData,
+        }
+    }
+
+    /// The server-side cursor id; 0 once the server has no more.
+    pub fn id(&self) -> i64 {
+        self.spec.as_ref().map_or(0, |spec| spec.id)
+    }
+
+    /// The documents already fetched and not yet returned.
+    pub fn buffered(&self) -> usize {
+        self.buffer.len()
+    }
+
+    /// The same cursor, yielding another type.
+    pub fn with_type<U>(mut self) -> Cursor<U> {
+        Cursor {
+            spec: self.spec.take(),
+            buffer: std::mem::take(&mut self.buffer),
+            in_flight: self.in_flight.take(),
+            _documents: PhantomData,
+        }
+    }
+
+    /// Kills the server cursor now, waiting for the answer (dropping the cursor does it
+    /// in the background).
+    pub async fn close(mut self) -> Result<()> {
+        self.in_flight = None;
+        match self.spec.take() {
+            Some(spec) => kill(&spec.client, PendingKill::of(&spec)).await,
+            None => Ok(()),
+        }
+    }
+}
+
+impl<T: DeserializeOwned> Stream for Cursor<T> {
+    type Item = Result<T>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = self.get_mut();
+        loop {
+            if let Some(document) = this.buffer.pop_front() {
+                return Poll::Ready(Some(
+                    bson::deserialize_from_document(document).map_err(Error::bson),
+                ));
+            }
+            let Some(spec) = &mut this.spec else {
+                return Poll::Ready(None);
+            };
+            let in_flight = this
+                .in_flight
+                .get_or_insert_with(|| boxed(get_more(spec.clone())));
+            let batch = match in_flight.as_mut().poll(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(batch) => batch,
+            };
+            this.in_flight = None;
+            match batch {
+                Ok(batch) => {
+                    spec.id = batch.id;
+                    this.buffer = batch.documents;
+                    if batch.id == 0 {
+                        // Exhausted: the implicit session goes back to the pool now
+                        // (Sessions spec, "Server Session Pool").
+                        this.spec = None;
+                    }
+                }
+                Err(error) => {
+                    // The server cursor is gone or unreachable: nothing to kill.
+                    this.spec = None;
+                    return Poll::Ready(Some(Err(error)));
+                }
+            }
+        }
+    }
+}
+
+impl<T> Drop for Cursor<T> {
+    fn drop(&mut self) {
+        let Some(spec) = self.spec.take() else {
+            return;
+        };
+        let pending = PendingKill::of(&spec);
+        match spec.client.runtime().spawner.clone() {
+            Some(spawner) => spawner.spawn(boxed(async move {
+                // Best effort: the server times idle cursors out anyway.
+                let _ = kill(&spec.client, pending).await;
+            })),
+            None => lock(spec.client.pending_kills()).push(pending),
+        }
+    }
+}
+
+/// Fetches the next batch of the cursor `spec` describes.
+async fn get_more(spec: CursorSpec) -> Result<Batch> {
+    let mut operation = GetMore { spec: spec.clone() };
+    run_on_server(
+        &spec.client,
+        &spec.server,
+        &mut operation,
+        spec.session.as_ref(),
+    )
+    .await
+}
+
+/// Runs `operation` on `server` (the server holding a cursor), with no server
+/// selection and no retry.
+async fn run_on_server<O: Operation>(
+    client: &Client,
+    server: &Arc<Server>,
+    operation: &mut O,
+    session: Option<&ClientSession>,
+) -> Result<O::Output> {
+    let options = client.options();
+    let timeout = match options.wait_queue_timeout {
+        Some(wait) => wait.min(options.server_selection_timeout),
+        None => options.server_selection_timeout,
+    };
+    let mut pooled = server.pool.check_out(Some(timeout)).await?;
+    let result = client
+        .run_on(
+            operation,
+            &mut pooled,
+            server,
+            None,
+            session,
+            TxnNumber::None,
+        )
+        .await;
+    server.check_in(pooled);
+    result
+}
+
+struct GetMore {
+    spec: CursorSpec,
+}
+
+impl Operation for GetMore {
+    type Output = Batch;
+
+    fn target(&self) -> Target<'_> {
+        // Never used: a getMore goes to the cursor's server without selection.
+        Target::Write
+    }
+
+    fn build(&mut self, _hello: &HelloReply) -> Result<Command> {
+        let spec = &self.spec;
+        let mut body = doc! { "getMore": spec.id, "collection": spec.collection.as_str() };
+        if let Some(size) = spec.batch_size.filter(|size| *size > 0) {
+            body.insert("batchSize", i64::from(size));
+        }
+        if let Some(wait) = spec.max_await_time {
+            body.insert(
+                "maxTimeMS",
+                i64::try_from(wait.as_millis()).unwrap_or(i64::MAX),
+            );
+        }
+        if let Some(comment) = &spec.comment {
+            body.insert("comment", comment.clone());
+        }
+        Ok(Command::new(spec.database.as_str(), body))
+    }
+
+    fn handle_reply(&mut self, reply: Document, context: ReplyContext<'_>) -> Result<Batch> {
+        Batch::from_reply(&reply, &context.server.address)
+    }
+}
+
+/// A cursor to kill: dropped before its end. (No client here: the client keeps the
+/// pending kills, and must not keep itself alive.)
+pub(crate) struct PendingKill {
+    server: Arc<Server>,
+    database: String,
+    collection: String,
+    id: i64,
+}
+
+impl PendingKill {
+    fn of(spec: &CursorSpec) -> PendingKill {
+        PendingKill {
+            server: spec.server.clone(),
+            database: spec.database.clone(),
+            collection: spec.collection.clone(),
+            id: spec.id,
+        }
+    }
+}
+
+/// Sends `killCursors` for `pending` (without a session id: Sessions spec, "When
+/// sending a killCursors command").
+async fn kill(client: &Client, pending: PendingKill) -> Result<()> {
+    let mut operation = KillCursors { pending: &pending };
+    run_on_server(client, &pending.server, &mut operation, None).await
+}
+
+struct KillCursors<'a> {
+    pending: &'a PendingKill,
+}
+
+impl Operation for KillCursors<'_> {
+    type Output = ();
+
+    fn target(&self) -> Target<'_> {
+        // Never used: a killCursors goes to the cursor's server without selection.
+        Target::Write
+    }
+
+    fn build(&mut self, _hello: &HelloReply) -> Result<Command> {
+        let body = doc! {
+            "killCursors": self.pending.collection.as_str(),
+            "cursors": [self.pending.id],
+        };
+        Ok(Command::new(self.pending.database.as_str(), body))
+    }
+
+    fn handle_reply(&mut self, _reply: Document, _context: ReplyContext<'_>) -> Result<()> {
+        Ok(())
+    }
+}
+
+impl Client {
+    /// Kills the cursors dropped with no runtime to do it then.
+    pub(crate) async fn send_pending_kills(&self) {
+        let pending = std::mem::take(&mut *lock(self.pending_kills()));
+        for cursor in pending {
+            // Best effort: the server times idle cursors out anyway.
+            let _ = kill(self, cursor).await;
+        }
+    }
+}

@@ -1,0 +1,534 @@
+//! Running an operation: server selection, a pooled connection, the session and
+//! cluster time, the command itself with its monitoring events, SDAM error handling,
+//! and one retry when the Retryable Reads or Writes spec allows it.
+//!
+//! Each operation (an insert, a find, a getMore...) is an [`Operation`]: it builds
+//! its command for the connection it is given and turns the reply into its result.
+//! Everything the specs add to every command — `lsid`, `txnNumber`, `$clusterTime`,
+//! `readConcern.afterClusterTime`, `$db`, `$readPreference` — is added here, once.
+
+use std::sync::Arc;
+
+use bson::{Bson, Document, RawDocumentBuf};
+
+use crate::client::Client;
+use crate::command_monitoring::{CommandInfo, ConnectionId};
+use crate::concern::WriteConcern;
+use crate::connection::check_reply;
+use crate::error::{Error, Result, SYSTEM_OVERLOADED_ERROR};
+use crate::handshake::HelloReply;
+use crate::retry::{self, Retryability};
+use crate::sdam::live::{ConnectionInfo, PooledConnection, Server};
+use crate::sdam::topology::ErrorPhase;
+use crate::sdam::{ServerType, TopologyType};
+use crate::selection::{read_preference_document, SelectionCriteria};
+use crate::session::{ClientSession, SessionOptions};
+use crate::uri::ReadPreference;
+use crate::wire::{next_request_id, DocumentSequence, OpMsg};
+
+/// A command as an operation builds it; the executor adds the fields every command
+/// carries.
+#[derive(Debug, Clone)]
+pub(crate) struct Command {
+    /// The database it runs against (`$db`).
+    pub database: String,
+    /// The body, its first key naming the command.
+    pub body: Document,
+    /// Arguments sent as OP_MSG document sequences (the `documents` of an insert...).
+    pub sequences: Vec<DocumentSequence>,
+}
+
+impl Command {
+    /// A command without document sequences.
+    pub fn new(database: impl Into<String>, body: Document) -> Command {
+        Command {
+            database: database.into(),
+            body,
+            sequences: Vec::new(),
+        }
+    }
+
+    /// The command's name: its first key.
+    fn name(&self) -> String {
+        self.body.keys().next().cloned().unwrap_or_default()
+    }
+}
+
+/// Which servers an operation may run on.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Target<'a> {
+    /// A read with this read preference.
+    Read(&'a ReadPreference),
+    /// A write: a primary, mongos, load balancer or standalone.
+    Write,
+}
+
+impl Target<'_> {
+    fn criteria(&self) -> SelectionCriteria<'_> {
+        match self {
+            Target::Read(preference) => SelectionCriteria::Read(preference),
+            Target::Write => SelectionCriteria::Write,
+        }
+    }
+}
+
+/// What an operation learns of where its command ran, to build its result (a cursor
+/// keeps the server and the session for its getMores).
+pub(crate) struct ReplyContext<'a> {
+    pub client: &'a Client,
+    pub server: &'a Arc<Server>,
+    /// The session the command ran in, if the server supports sessions.
+    pub session: Option<&'a ClientSession>,
+}
+
+/// One operation of the user API.
+pub(crate) trait Operation {
+    /// What it returns.
+    type Output;
+
+    /// Where it may run.
+    fn target(&self) -> Target<'_>;
+
+    /// Its command for a connection whose handshake said `hello` (message size limits,
+    /// wire version). Called again for a retry: an operation that splits its input
+    /// into batches must build the same batch again.
+    fn build(&mut self, hello: &HelloReply) -> Result<Command>;
+
+    /// Its result from an `ok: 1` reply.
+    fn handle_reply(&mut self, reply: Document, context: ReplyContext<'_>) -> Result<Self::Output>;
+
+    /// How it may be retried.
+    fn retryability(&self) -> Retryability {
+        Retryability::None
+    }
+
+    /// Its write concern, for a write: an unacknowledged write sends no session id
+    /// (Sessions spec, "When using unacknowledged writes").
+    fn write_concern(&self) -> Option<&WriteConcern> {
+        None
+    }
+
+    /// Whether the command takes a `readConcern`, to which a causally consistent
+    /// session adds `afterClusterTime` (Causal Consistency spec).
+    fn supports_read_concern(&self) -> bool {
+        false
+    }
+}
+
+/// An operation borrowed: a caller that needs the operation after it ran (an insert
+/// batch reports how many documents it sent) lends it to the executor.
+impl<O: Operation> Operation for &mut O {
+    type Output = O::Output;
+
+    fn target(&self) -> Target<'_> {
+        (**self).target()
+    }
+
+    fn build(&mut self, hello: &HelloReply) -> Result<Command> {
+        (**self).build(hello)
+    }
+
+    fn handle_reply(&mut self, reply: Document, context: ReplyContext<'_>) -> Result<Self::Output> {
+        (**self).handle_reply(reply, context)
+    }
+
+    fn retryability(&self) -> Retryability {
+        (**self).retryability()
+    }
+
+    fn write_concern(&self) -> Option<&WriteConcern> {
+        (**self).write_concern()
+    }
+
+    fn supports_read_concern(&self) -> bool {
+        (**self).supports_read_concern()
+    }
+}
+
+/// Whether a server supports retryable writes (Retryable Writes spec, "Supported
+/// Server Versions"): it reports a session timeout and is not a standalone.
+fn supports_retryable_writes(hello: &HelloReply, server_type: ServerType) -> bool {
+    (hello.logical_session_timeout_minutes.is_some() || server_type == ServerType::LoadBalancer)
+        && server_type != ServerType::Standalone
+}
+
+/// How one attempt treats the transaction number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TxnNumber {
+    /// Not a retryable write: none is sent.
+    None,
+    /// A retryable write's first attempt: the session's next number.
+    Next,
+    /// A retry: the number of the first attempt again.
+    Same,
+}
+
+impl Client {
+    /// Runs `operation` in `session` (an implicit one when `None`), retrying it once
+    /// when its retryability and the error allow.
+    pub(crate) async fn execute<O: Operation>(
+        &self,
+        mut operation: O,
+        session: Option<&ClientSession>,
+    ) -> Result<O::Output> {
+        let acknowledged = operation
+            .write_concern()
+            .is_none_or(WriteConcern::is_acknowledged);
+        let session = match session {
+            Some(session) => {
+                self.check_session(session)?;
+                if !acknowledged {
+                    return Err(Error::invalid_argument(
+                        "an unacknowledged write (w: 0) cannot run in an explicit session",
+                    ));
+                }
+                Some(session.clone())
+            }
+            None if acknowledged => Some(self.implicit_session()),
+            None => None,
+        };
+        self.send_pending_kills().await;
+        let options = self.options();
+        let kind = operation.retryability();
+        let topology = self.topology();
+        let mut deprioritized = Vec::new();
+        let mut first_error: Option<Error> = None;
+        let mut txn_number = TxnNumber::Next;
+        loop {
+            let selected = match topology
+                .select_server(&operation.target().criteria(), &deprioritized)
+                .await
+            {
+                Ok(selected) => selected,
+                // A retry that finds no server reports the error of the attempt.
+                Err(error) => return Err(first_error.unwrap_or(error)),
+            };
+            let server_type = selected.description.server_type;
+            let retrying = first_error.is_some();
+            let attempt = match topology.check_out(&selected).await {
+                Err(error) => Err((error, None)),
+                Ok(mut pooled) => {
+                    let eligible = match kind {
+                        Retryability::Write => {
+                            options.retry_writes
+                                && acknowledged
+                                && supports_retryable_writes(pooled.hello(), server_type)
+                        }
+                        Retryability::Read => options.retry_reads,
+                        Retryability::None => false,
+                    };
+                    if retrying && !eligible {
+                        // The new server cannot take the retry (Retryable Writes
+                        // spec): the first attempt's error stands.
+                        selected.server.check_in(pooled);
+                        return Err(first_error.unwrap_or_else(|| {
+                            Error::invalid_argument("retry without a first error")
+                        }));
+                    }
+                    let txn = match (kind, eligible) {
+                        (Retryability::Write, true) => txn_number,
+                        _ => TxnNumber::None,
+                    };
+                    let read_preference = match operation.target() {
+                        Target::Read(preference) => read_preference_document(
+                            selected.topology_type,
+                            server_type,
+                            preference,
+                        ),
+                        Target::Write => None,
+                    };
+                    let result = self
+                        .run_on(
+                            &mut operation,
+                            &mut pooled,
+                            &selected.server,
+                            read_preference,
+                            session.as_ref(),
+                            txn,
+                        )
+                        .await;
+                    let max_wire_version = pooled.hello().max_wire_version;
+                    selected.server.check_in(pooled);
+                    result.map_err(|error| (error, Some((eligible, max_wire_version))))
+                }
+            };
+            let (error, attempted) = match attempt {
+                Ok(output) => return Ok(output),
+                Err(failure) => failure,
+            };
+            // Did this attempt qualify for a retry?
+            let eligible = match attempted {
+                Some((eligible, _)) => eligible,
+                // The check-out failed: a retry is allowed as if the server qualified.
+                None => match kind {
+                    Retryability::Write => options.retry_writes && acknowledged,
+                    Retryability::Read => options.retry_reads,
+                    Retryability::None => false,
+                },
+            };
+            let error = match kind {
+                Retryability::Write if options.retry_writes => retry::label_write_error(
+                    error,
+                    attempted.map(|(_, wire)| wire),
+                    server_type == ServerType::Mongos,
+                ),
+                _ => error,
+            };
+            let retryable = eligible
+                && match kind {
+                    Retryability::Write => error.has_label(retry::RETRYABLE_WRITE_ERROR),
+                    Retryability::Read => retry::is_retryable_read_error(&error),
+                    Retryability::None => false,
+                };
+            if let Some(first) = first_error {
+                return Err(retry::reported_error(first, error));
+            }
+            if !retryable {
+                return Err(retry::explain_unsupported_retryable_writes(error));
+            }
+            // Retry once, elsewhere if possible (Retryable Writes spec, "Executing
+            // Retryable Write Commands": deprioritize the failed mongos, or any
+            // overloaded server).
+            if selected.topology_type == TopologyType::Sharded
+                || error.has_label(SYSTEM_OVERLOADED_ERROR)
+            {
+                deprioritized.push(selected.server.address.clone());
+            }
+            drop(selected);
+            first_error = Some(error);
+            txn_number = TxnNumber::Same;
+        }
+    }
+
+    /// Runs `operation` once on a connection to `server` (already checked out), in
+    /// `session` if the server supports sessions: builds the command, adds the fields
+    /// every command carries, sends it with its monitoring events and, on error,
+    /// applies SDAM error handling.
+    pub(crate) async fn run_on<O: Operation>(
+        &self,
+        operation: &mut O,
+        pooled: &mut PooledConnection,
+        server: &Arc<Server>,
+        read_preference: Option<Document>,
+        session: Option<&ClientSession>,
+        txn_number: TxnNumber,
+    ) -> Result<O::Output> {
+        let result = self
+            .send_operation(
+                operation,
+                pooled,
+                server,
+                read_preference,
+                session,
+                txn_number,
+            )
+            .await;
+        if let Err(error) = &result {
+            if error.is_network_error() {
+                // Sessions spec, "Server Session Pool": the server may not have seen
+                // the session's last command; it is not reused.
+                if let Some(session) = session {
+                    session.mark_dirty();
+                }
+            }
+            self.topology().handle_application_error(
+                &server.address,
+                error,
+                ConnectionInfo::of(pooled),
+                ErrorPhase::AfterHandshakeCompletes,
+            );
+        }
+        result
+    }
+
+    async fn send_operation<O: Operation>(
+        &self,
+        operation: &mut O,
+        pooled: &mut PooledConnection,
+        server: &Arc<Server>,
+        read_preference: Option<Document>,
+        session: Option<&ClientSession>,
+        txn_number: TxnNumber,
+    ) -> Result<O::Output> {
+        let sessions_supported = pooled.hello().logical_session_timeout_minutes.is_some()
+            || pooled.service_id().is_some();
+        let session = match session {
+            Some(session) if sessions_supported => Some(session),
+            Some(session) if !session.is_implicit() => {
+                return Err(Error::invalid_argument(
+                    "this deployment does not support sessions",
+                ))
+            }
+            _ => None,
+        };
+        let mut command = operation.build(pooled.hello())?;
+        let body = &mut command.body;
+        if let Some(session) = session {
+            let (lsid, txn) = session.use_server_session(txn_number == TxnNumber::Next)?;
+            body.insert("lsid", lsid);
+            if txn_number != TxnNumber::None {
+                body.insert("txnNumber", Bson::Int64(txn));
+            }
+            if operation.supports_read_concern() && session.is_causally_consistent() {
+                if let Some(operation_time) = session.operation_time() {
+                    let mut read_concern = body
+                        .get_document("readConcern")
+                        .cloned()
+                        .unwrap_or_default();
+                    read_concern.insert("afterClusterTime", operation_time);
+                    body.insert("readConcern", read_concern);
+                }
+            }
+        }
+        let cluster_time = match session {
+            Some(session) => session.cluster_time_to_send(),
+            None => self.cluster_time(),
+        };
+        if let Some(cluster_time) = cluster_time {
+            body.insert("$clusterTime", cluster_time);
+        }
+        body.insert("$db", command.database.as_str());
+        if let Some(read_preference) = read_preference {
+            body.insert("$readPreference", read_preference);
+        }
+        let reply = self.send(pooled, &command, session).await?;
+        operation.handle_reply(
+            reply,
+            ReplyContext {
+                client: self,
+                server,
+                session,
+            },
+        )
+    }
+
+    /// Sends `command` on `connection`, announced and concluded by command monitoring
+    /// events; records the reply's cluster and operation times in `session` (and the
+    /// client), `ok: 1` or not. MONGODB-OIDC may ask to authenticate again and resend
+    /// once (the token expired).
+    pub(crate) async fn send(
+        &self,
+        connection: &mut PooledConnection,
+        command: &Command,
+        session: Option<&ClientSession>,
+    ) -> Result<Document> {
+        let body = RawDocumentBuf::try_from(&command.body)
+            .map_err(|error| Error::bson(format!("the command cannot be encoded: {error}")))?;
+        let mut message = OpMsg::new(body);
+        message.sequences = command.sequences.clone();
+        let operation_id = next_request_id();
+        let mut result = self
+            .send_message(
+                connection,
+                command,
+                &message,
+                next_request_id(),
+                operation_id,
+                session,
+            )
+            .await;
+        if let Err(error) = &result {
+            if connection.needs_reauthentication(error) {
+                let host = connection.server_host().to_string();
+                let clock = self.clock();
+                result = match connection.reauthenticate(&host, clock).await {
+                    Ok(()) => {
+                        self.send_message(
+                            connection,
+                            command,
+                            &message,
+                            next_request_id(),
+                            operation_id,
+                            session,
+                        )
+                        .await
+                    }
+                    Err(error) => Err(error),
+                };
+            }
+        }
+        result
+    }
+
+    async fn send_message(
+        &self,
+        connection: &mut PooledConnection,
+        command: &Command,
+        message: &OpMsg,
+        request_id: i32,
+        operation_id: i32,
+        session: Option<&ClientSession>,
+    ) -> Result<Document> {
+        let clock = self.clock();
+        let monitor = self.command_monitor();
+        let shown = monitor
+            .is_listened()
+            .then(|| monitored_command(command, message));
+        let in_flight = monitor.started(shown.as_ref().unwrap_or(&command.body), clock, || {
+            CommandInfo {
+                command_name: command.name(),
+                database_name: command.database.clone(),
+                request_id,
+                operation_id,
+                connection: ConnectionId {
+                    address: connection.address().clone(),
+                    id: connection.id(),
+                    server_id: connection.hello().connection_id,
+                },
+                service_id: connection.service_id(),
+            }
+        });
+        let result = match connection.send_message(request_id, message, clock).await {
+            Ok(reply) => {
+                match session {
+                    Some(session) => session.observe_reply(&reply),
+                    None => {
+                        if let Ok(cluster_time) = reply.get_document("$clusterTime") {
+                            self.advance_cluster_time(cluster_time);
+                        }
+                    }
+                }
+                check_reply(reply)
+            }
+            Err(error) => Err(error),
+        };
+        in_flight.finish(&result);
+        result
+    }
+
+    /// A new implicit session (its server session is taken at the first command).
+    fn implicit_session(&self) -> ClientSession {
+        ClientSession::new(self.clone(), SessionOptions::default(), true)
+    }
+
+    /// Refuses a session of another client, or one that has ended.
+    fn check_session(&self, session: &ClientSession) -> Result<()> {
+        if !session.client().same_client(self) {
+            return Err(Error::invalid_argument(
+                "the session was started by another client",
+            ));
+        }
+        if session.has_ended() {
+            return Err(Error::invalid_argument(
+                "the session has ended: start a new one",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The command as command monitoring shows it: the body with every document sequence
+/// as an array field (Command Logging and Monitoring spec, "command").
+fn monitored_command(command: &Command, message: &OpMsg) -> Document {
+    let mut shown = command.body.clone();
+    for sequence in &message.sequences {
+        let documents = sequence
+            .documents
+            .iter()
+            .filter_map(|document| Document::try_from(document.as_ref()).ok())
+            .map(Bson::Document)
+            .collect::<Vec<_>>();
+        shown.insert(sequence.identifier.clone(), documents);
+    }
+    shown
+}

@@ -1,0 +1,493 @@
+//! Sessions (Driver Sessions spec) and causal consistency (Causal Consistency spec).
+//!
+//! Every operation that allows one runs in a session: the application's explicit
+//! [`ClientSession`], or an implicit one the driver starts for the operation (and, for
+//! a cursor, keeps until the cursor is exhausted). A session's id comes from the
+//! client's server session pool, generated locally (a random UUID), and goes back to
+//! the pool when the session ends: it is reused LIFO and discarded when it is about to
+//! expire on the server or took part in a network error ("dirty").
+//!
+//! The client also gossips the cluster time: it keeps the highest `$clusterTime` any
+//! server reported and sends it with every command.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bson::spec::BinarySubtype;
+use bson::{doc, Binary, Bson, Document, Timestamp};
+
+use crate::client::Client;
+use crate::error::{Error, Result};
+use crate::rt::Instant;
+use crate::sync::lock;
+
+/// A server session is discarded when it has less than this left before the server
+/// would expire it (spec, "Server Session Pool").
+const EXPIRY_MARGIN: Duration = Duration::from_secs(60);
+
+/// The id and state of one server-side session (spec, "ServerSession").
+#[derive(Debug)]
+pub(crate) struct ServerSession {
+    /// `{ id: <UUID, binary subtype 4> }`.
+    pub id: Document,
+    /// When the id was last sent to a server.
+    pub last_use: Instant,
+    /// The last transaction number used with this id (Retryable Writes spec,
+    /// "Generating Transaction IDs": preserved across reuse from the pool).
+    pub txn_number: i64,
+    /// Took part in a network error: discarded instead of going back to the pool.
+    pub dirty: bool,
+}
+
+impl ServerSession {
+    /// A new session with a locally generated version 4 UUID (spec, "Generating a
+    /// session ID locally"; RFC 4122 section 4.4).
+    fn generate(now: Instant) -> Result<ServerSession> {
+        let mut uuid = [0u8; 16];
+        getrandom::fill(&mut uuid).map_err(|error| {
+            Error::invalid_argument(format!(
+                "cannot generate a session id: no source of randomness ({error})"
+            ))
+        })?;
+        uuid[6] = (uuid[6] & 0x0f) | 0x40; // version 4
+        uuid[8] = (uuid[8] & 0x3f) | 0x80; // RFC 4122 variant
+        let id = Binary {
+            subtype: BinarySubtype::Uuid,
+            bytes: uuid.to_vec(),
+        };
+        Ok(ServerSession {
+            id: doc! { "id": id },
+            last_use: now,
+            txn_number: 0,
+            dirty: false,
+        })
+    }
+
+    /// Whether the server would expire this session within a minute, given the
+    /// deployment's `logicalSessionTimeoutMinutes` (none: sessions do not expire).
+    fn about_to_expire(&self, now: Instant, timeout_minutes: Option<i64>) -> bool {
+        let Some(minutes) = timeout_minutes else {
+            return false;
+        };
+        let timeout = Duration::from_secs(u64::try_from(minutes).unwrap_or(0) * 60);
+        let idle = now.saturating_duration_since(self.last_use);
+        idle + EXPIRY_MARGIN >= timeout
+    }
+}
+
+/// The client's pool of server sessions: a double-ended queue, most recently released
+/// at the front (spec, "Server Session Pool").
+#[derive(Debug, Default)]
+pub(crate) struct ServerSessionPool {
+    sessions: Mutex<VecDeque<ServerSession>>,
+}
+
+impl ServerSessionPool {
+    /// A session for an operation (spec, "Algorithm to acquire a ServerSession"): the
+    /// most recently released one that is not about to expire, else a new one. In
+    /// load-balanced mode sessions are reused whatever their age (Load Balancer spec,
+    /// "Session Expiration").
+    pub fn acquire(
+        &self,
+        now: Instant,
+        timeout_minutes: Option<i64>,
+        load_balanced: bool,
+    ) -> Result<ServerSession> {
+        let mut sessions = lock(&self.sessions);
+        while let Some(session) = sessions.pop_front() {
+            if load_balanced || !session.about_to_expire(now, timeout_minutes) {
+                return Ok(session);
+            }
+        }
+        drop(sessions);
+        ServerSession::generate(now)
+    }
+
+    /// Gives a session back (spec, "Algorithm to return a ServerSession"): sessions
+    /// about to expire are pruned from the back first; a dirty or expiring session is
+    /// discarded; any other goes to the front.
+    pub fn release(&self, session: ServerSession, now: Instant, timeout_minutes: Option<i64>) {
+        let mut sessions = lock(&self.sessions);
+        while sessions
+            .back()
+            .is_some_and(|oldest| oldest.about_to_expire(now, timeout_minutes))
+        {
+            sessions.pop_back();
+        }
+        if !session.dirty && !session.about_to_expire(now, timeout_minutes) {
+            sessions.push_front(session);
+        }
+    }
+
+    /// The ids of the pooled sessions, most recently used first.
+    #[cfg(test)]
+    fn ids(&self) -> Vec<Document> {
+        lock(&self.sessions)
+            .iter()
+            .map(|session| session.id.clone())
+            .collect()
+    }
+}
+
+/// The highest `$clusterTime` seen (spec, "Gossipping the cluster time").
+#[derive(Debug, Default)]
+pub(crate) struct ClusterTime {
+    latest: Mutex<Option<Document>>,
+}
+
+impl ClusterTime {
+    /// The highest cluster time seen so far.
+    pub fn get(&self) -> Option<Document> {
+        lock(&self.latest).clone()
+    }
+
+    /// Keeps `candidate` if it is later than the one held.
+    pub fn advance(&self, candidate: &Document) {
+        advance(&mut lock(&self.latest), candidate);
+    }
+}
+
+/// The `clusterTime` timestamp of a `$clusterTime` document.
+fn timestamp_of(cluster_time: &Document) -> Option<Timestamp> {
+    match cluster_time.get("clusterTime") {
+        Some(Bson::Timestamp(timestamp)) => Some(*timestamp),
+        _ => None,
+    }
+}
+
+/// Replaces `held` by `candidate` when the candidate's `clusterTime` is later.
+fn advance(held: &mut Option<Document>, candidate: &Document) {
+    let Some(new) = timestamp_of(candidate) else {
+        return;
+    };
+    let later = match held.as_ref().and_then(timestamp_of) {
+        Some(old) => (new.time, new.increment) > (old.time, old.increment),
+        None => true,
+    };
+    if later {
+        *held = Some(candidate.clone());
+    }
+}
+
+/// The later of two optional cluster times.
+pub(crate) fn later_cluster_time(a: Option<Document>, b: Option<Document>) -> Option<Document> {
+    let mut held = a;
+    if let Some(b) = &b {
+        advance(&mut held, b);
+    }
+    held
+}
+
+/// Options of an explicit session.
+///
+/// ```
+/// use anymongo::session::SessionOptions;
+/// let options = SessionOptions { causal_consistency: Some(false), ..SessionOptions::default() };
+/// # let _ = options;
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SessionOptions {
+    /// Reads see the session's earlier writes and reads (Causal Consistency spec).
+    /// Default `true`.
+    pub causal_consistency: Option<bool>,
+}
+
+/// A session: a sequence of operations the server relates to each other. Cheap to
+/// clone; clones are the same session.
+///
+/// An explicit session comes from [`Client::start_session`] and is passed to the
+/// `*_with_session` methods; its reads are causally consistent by default (they see
+/// its earlier writes). It ends when [`end_session`](Self::end_session) is called or
+/// the last clone is dropped, and its server session then goes back to the client's
+/// pool. Like the other drivers' sessions, one session serves one operation at a time:
+/// do not run operations of the same session concurrently.
+///
+/// A session's server-side state expires after `logicalSessionTimeoutMinutes` (30 by
+/// default) without use; the server session a new session gets from the pool may have
+/// as little as one minute left, so an application that waits more than a minute
+/// between starting a session and using it risks an error for an expired session.
+///
+/// Unacknowledged writes (`w: 0`) never send a session id.
+///
+/// ```no_run
+/// # async fn example(client: anymongo::Client) -> anymongo::Result<()> {
+/// use anymongo::bson::{doc, Document};
+/// let session = client.start_session(Default::default());
+/// let orders = client.database("shop").collection::<Document>("orders");
+/// orders.insert_one_with_session(doc! { "item": "tea" }, None, &session).await?;
+/// // Causally consistent: this read sees the insert, even from a secondary.
+/// let found = orders.find_one_with_session(doc! { "item": "tea" }, None, &session).await?;
+/// assert!(found.is_some());
+/// session.end_session();
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct ClientSession {
+    inner: Arc<SessionInner>,
+}
+
+struct SessionInner {
+    client: Client,
+    options: SessionOptions,
+    implicit: bool,
+    state: Mutex<SessionState>,
+}
+
+#[derive(Debug, Default)]
+struct SessionState {
+    /// Taken from the pool at the first command (after a connection was checked out:
+    /// spec, "Sessions and Connections").
+    server_session: Option<ServerSession>,
+    cluster_time: Option<Document>,
+    operation_time: Option<Timestamp>,
+    ended: bool,
+}
+
+impl std::fmt::Debug for ClientSession {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let state = lock(&self.inner.state);
+        f.debug_struct("ClientSession")
+            .field("id", &state.server_session.as_ref().map(|s| &s.id))
+            .field("implicit", &self.inner.implicit)
+            .field("options", &self.inner.options)
+            .field("ended", &state.ended)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ClientSession {
+    pub(crate) fn new(client: Client, options: SessionOptions, implicit: bool) -> ClientSession {
+        ClientSession {
+            inner: Arc::new(SessionInner {
+                client,
+                options,
+                implicit,
+                state: Mutex::new(SessionState::default()),
+            }),
+        }
+    }
+
+    /// The client that started the session.
+    pub fn client(&self) -> &Client {
+        &self.inner.client
+    }
+
+    /// The options the session was started with.
+    pub fn options(&self) -> &SessionOptions {
+        &self.inner.options
+    }
+
+    /// Whether the driver started this session for one operation.
+    pub(crate) fn is_implicit(&self) -> bool {
+        self.inner.implicit
+    }
+
+    /// Whether the session's reads are causally consistent (explicit sessions, unless
+    /// turned off).
+    pub(crate) fn is_causally_consistent(&self) -> bool {
+        !self.inner.implicit && self.inner.options.causal_consistency != Some(false)
+    }
+
+    /// The session id (`lsid`), once the session has run a command.
+    pub fn id(&self) -> Option<Document> {
+        lock(&self.inner.state)
+            .server_session
+            .as_ref()
+            .map(|session| session.id.clone())
+    }
+
+    /// The latest cluster time this session has seen.
+    pub fn cluster_time(&self) -> Option<Document> {
+        lock(&self.inner.state).cluster_time.clone()
+    }
+
+    /// The `operationTime` of the last reply in this session.
+    pub fn operation_time(&self) -> Option<Timestamp> {
+        lock(&self.inner.state).operation_time
+    }
+
+    /// Advances the session's cluster time to `cluster_time` if it is later (spec,
+    /// "advanceClusterTime"); the client's is left alone.
+    pub fn advance_cluster_time(&self, cluster_time: &Document) {
+        advance(&mut lock(&self.inner.state).cluster_time, cluster_time);
+    }
+
+    /// Advances the session's operation time to `operation_time` if it is later.
+    pub fn advance_operation_time(&self, operation_time: Timestamp) {
+        let mut state = lock(&self.inner.state);
+        let later = state.operation_time.is_none_or(|held| {
+            (operation_time.time, operation_time.increment) > (held.time, held.increment)
+        });
+        if later {
+            state.operation_time = Some(operation_time);
+        }
+    }
+
+    /// Ends the session: its server session goes back to the client's pool and any
+    /// later operation with it fails. Calling it again does nothing.
+    pub fn end_session(&self) {
+        let taken = {
+            let mut state = lock(&self.inner.state);
+            state.ended = true;
+            state.server_session.take()
+        };
+        if let Some(session) = taken {
+            self.inner.client.release_server_session(session);
+        }
+    }
+
+    /// Whether the session has ended.
+    pub fn has_ended(&self) -> bool {
+        lock(&self.inner.state).ended
+    }
+
+    /// The session id to send with a command, taking a server session from the pool
+    /// first if the session has none yet; also advances the transaction number when
+    /// `next_txn_number` (a retryable write's first attempt) and returns it.
+    pub(crate) fn use_server_session(&self, next_txn_number: bool) -> Result<(Document, i64)> {
+        let client = &self.inner.client;
+        let mut state = lock(&self.inner.state);
+        if state.ended {
+            return Err(Error::invalid_argument(
+                "the session has ended: start a new one",
+            ));
+        }
+        let now = client.now();
+        let session = match &mut state.server_session {
+            Some(session) => session,
+            empty => empty.insert(client.acquire_server_session(now)?),
+        };
+        session.last_use = now;
+        if next_txn_number {
+            session.txn_number += 1;
+        }
+        Ok((session.id.clone(), session.txn_number))
+    }
+
+    /// Marks the server session dirty after a network error (spec, "Server Session
+    /// Pool"): it is discarded instead of reused.
+    pub(crate) fn mark_dirty(&self) {
+        if let Some(session) = &mut lock(&self.inner.state).server_session {
+            session.dirty = true;
+        }
+    }
+
+    /// Records what a reply says of time: its `$clusterTime` (for the session and the
+    /// client) and `operationTime`.
+    pub(crate) fn observe_reply(&self, reply: &Document) {
+        if let Ok(cluster_time) = reply.get_document("$clusterTime") {
+            self.inner.client.advance_cluster_time(cluster_time);
+            self.advance_cluster_time(cluster_time);
+        }
+        if let Some(Bson::Timestamp(operation_time)) = reply.get("operationTime") {
+            self.advance_operation_time(*operation_time);
+        }
+    }
+
+    /// The `$clusterTime` to send: the later of the client's and the session's.
+    pub(crate) fn cluster_time_to_send(&self) -> Option<Document> {
+        later_cluster_time(self.inner.client.cluster_time(), self.cluster_time())
+    }
+}
+
+impl Drop for SessionInner {
+    fn drop(&mut self) {
+        // No I/O: the server session simply goes back to the pool.
+        let taken = lock(&self.state).server_session.take();
+        if let Some(session) = taken {
+            self.client.release_server_session(session);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(seconds: u64) -> Instant {
+        Instant::from_origin(Duration::from_secs(seconds))
+    }
+
+    #[test]
+    fn generated_ids_are_version_4_uuids() {
+        let session = ServerSession::generate(at(0)).unwrap();
+        let Ok(Bson::Binary(binary)) = session.id.get("id").cloned().ok_or(()) else {
+            panic!("no binary id: {:?}", session.id);
+        };
+        assert_eq!(binary.subtype, BinarySubtype::Uuid);
+        assert_eq!(binary.bytes.len(), 16);
+        assert_eq!(binary.bytes[6] >> 4, 4);
+        assert_eq!(binary.bytes[8] & 0xc0, 0x80);
+        let other = ServerSession::generate(at(0)).unwrap();
+        assert_ne!(session.id, other.id);
+    }
+
+    #[test]
+    fn the_pool_is_lifo() {
+        let pool = ServerSessionPool::default();
+        let first = pool.acquire(at(0), Some(30), false).unwrap();
+        let second = pool.acquire(at(0), Some(30), false).unwrap();
+        let (first_id, second_id) = (first.id.clone(), second.id.clone());
+        pool.release(first, at(1), Some(30));
+        pool.release(second, at(2), Some(30));
+        assert_eq!(pool.ids(), vec![second_id.clone(), first_id]);
+        assert_eq!(pool.acquire(at(3), Some(30), false).unwrap().id, second_id);
+    }
+
+    #[test]
+    fn dirty_and_expiring_sessions_are_discarded() {
+        let pool = ServerSessionPool::default();
+        let mut dirty = pool.acquire(at(0), Some(30), false).unwrap();
+        dirty.dirty = true;
+        pool.release(dirty, at(1), Some(30));
+        assert!(pool.ids().is_empty());
+        // Last used at 0; at 29 minutes it has one minute left: discarded on return.
+        let old = pool.acquire(at(0), Some(30), false).unwrap();
+        pool.release(old, at(29 * 60), Some(30));
+        assert!(pool.ids().is_empty());
+    }
+
+    #[test]
+    fn expiring_sessions_are_pruned_from_the_back_and_skipped_on_acquire() {
+        let pool = ServerSessionPool::default();
+        let old = pool.acquire(at(0), Some(30), false).unwrap();
+        pool.release(old, at(0), Some(30));
+        let young = ServerSession::generate(at(28 * 60)).unwrap();
+        let young_id = young.id.clone();
+        // Returning `young` at 29 minutes prunes the old one at the back.
+        pool.release(young, at(29 * 60), Some(30));
+        assert_eq!(pool.ids(), vec![young_id.clone()]);
+        // Acquiring at 58 minutes finds `young` about to expire: a new session.
+        let acquired = pool.acquire(at(58 * 60), Some(30), false).unwrap();
+        assert_ne!(acquired.id, young_id);
+        assert!(pool.ids().is_empty());
+    }
+
+    #[test]
+    fn load_balanced_mode_reuses_sessions_whatever_their_age() {
+        let pool = ServerSessionPool::default();
+        let session = pool.acquire(at(0), None, true).unwrap();
+        let id = session.id.clone();
+        pool.release(session, at(1), None);
+        assert_eq!(pool.acquire(at(10_000), Some(30), true).unwrap().id, id);
+    }
+
+    #[test]
+    fn cluster_time_only_advances() {
+        let clock = ClusterTime::default();
+        let t = |time, increment| doc! { "clusterTime": Timestamp { time, increment }, "signature": {} };
+        clock.advance(&t(5, 1));
+        clock.advance(&t(4, 9));
+        assert_eq!(clock.get(), Some(t(5, 1)));
+        clock.advance(&t(5, 2));
+        assert_eq!(clock.get(), Some(t(5, 2)));
+        clock.advance(&doc! { "no": "timestamp" });
+        assert_eq!(clock.get(), Some(t(5, 2)));
+        assert_eq!(later_cluster_time(None, Some(t(1, 1))), Some(t(1, 1)));
+        assert_eq!(
+            later_cluster_time(Some(t(2, 1)), Some(t(1, 1))),
+            Some(t(2, 1))
+        );
+    }
+}

@@ -1,0 +1,491 @@
+//! The user API (`Collection<T>`, cursors, sessions, retryable writes) against a real
+//! SecantusDB server on loopback.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anymongo::bson::{doc, Bson, Document};
+use anymongo::client::ClientConfig;
+use anymongo::command_monitoring::CommandEvent;
+use anymongo::crud::{FindOneAndModifyOptions, FindOptions, ReturnDocument, WriteOptions};
+use anymongo::{Client, ClientOptions, Collection, ErrorKind};
+use anymongo_tests::server;
+use futures::TryStreamExt;
+use serde::{Deserialize, Serialize};
+
+/// The fail point is one per server: tests that configure it take turns.
+static FAIL_POINT: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// Every test finishes well within this, or fails.
+const TEST_BOUND: Duration = Duration::from_secs(30);
+
+async fn bounded<F: std::future::Future>(future: F) -> F::Output {
+    tokio::time::timeout(TEST_BOUND, future)
+        .await
+        .expect("the test did not finish within its bound")
+}
+
+/// A client of the shared server whose command events are recorded; `query` holds
+/// its appName and any other options.
+fn recording_client(query: &str) -> (Client, Arc<Mutex<Vec<CommandEvent>>>) {
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let sink = events.clone();
+    let config = ClientConfig {
+        command_event_handler: Some(Arc::new(move |event: &CommandEvent| {
+            sink.lock().unwrap().push(event.clone());
+        })),
+        ..ClientConfig::default()
+    };
+    let uri = format!("{}?{query}", server::shared().uri());
+    let options = ClientOptions::parse(&uri).unwrap();
+    let client = Client::with_config(options, config, anymongo_native::runtime()).unwrap();
+    (client, events)
+}
+
+/// A fresh, empty collection named after the test.
+async fn fresh<T>(client: &Client, name: &str) -> Collection<T> {
+    let collection = client.database("crud_tests").collection::<T>(name);
+    collection.drop(None).await.unwrap();
+    collection
+}
+
+fn started(events: &Mutex<Vec<CommandEvent>>, name: &str) -> Vec<Document> {
+    events
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|event| match event {
+            CommandEvent::Started(started) if started.info.command_name == name => {
+                Some(started.command.clone())
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct Order {
+    item: String,
+    qty: i32,
+}
+
+#[tokio::test]
+async fn typed_documents_round_trip_through_insert_find_update_replace_delete() {
+    bounded(async {
+        let (client, _) = recording_client("appName=crud_round_trip");
+        let orders = fresh::<Order>(&client, "round_trip").await;
+        let tea = Order {
+            item: "tea".into(),
+            qty: 2,
+        };
+        let inserted = orders.insert_one(&tea, None).await.unwrap();
+        assert!(matches!(inserted.inserted_id, Bson::ObjectId(_)));
+        assert_eq!(
+            orders.find_one(doc! { "item": "tea" }, None).await.unwrap(),
+            Some(tea)
+        );
+
+        let updated = orders
+            .update_one(doc! { "item": "tea" }, doc! { "$inc": { "qty": 3 } }, None)
+            .await
+            .unwrap();
+        assert_eq!((updated.matched_count, updated.modified_count), (1, 1));
+        let found = orders.find_one(doc! {}, None).await.unwrap().unwrap();
+        assert_eq!(found.qty, 5);
+
+        let replaced = orders
+            .replace_one(
+                doc! { "item": "tea" },
+                Order {
+                    item: "coffee".into(),
+                    qty: 1,
+                },
+                None,
+            )
+            .await
+            .unwrap();
+        assert_eq!(replaced.modified_count, 1);
+        let upserted = orders
+            .update_one(
+                doc! { "item": "milk" },
+                doc! { "$set": { "qty": 7 } },
+                WriteOptions {
+                    upsert: Some(true),
+                    ..Default::default()
+                },
+            )
+            .await
+            .unwrap();
+        assert_eq!(upserted.matched_count, 0);
+        assert!(upserted.upserted_id.is_some());
+        assert_eq!(orders.count_documents(doc! {}, None).await.unwrap(), 2);
+        assert_eq!(orders.estimated_document_count(None).await.unwrap(), 2);
+        let mut items = orders.distinct("item", doc! {}, None).await.unwrap();
+        items.sort_by_key(|item| item.to_string());
+        assert_eq!(items, vec![Bson::from("coffee"), Bson::from("milk")]);
+
+        let deleted = orders.delete_many(doc! {}, None).await.unwrap();
+        assert_eq!(deleted.deleted_count, 2);
+        assert_eq!(orders.find_one(doc! {}, None).await.unwrap(), None);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn invalid_updates_and_replacements_are_refused_before_sending() {
+    let (client, events) = recording_client("appName=crud_invalid_updates");
+    let orders = client
+        .database("crud_tests")
+        .collection::<Document>("invalid_updates");
+    let error = orders
+        .update_one(doc! {}, doc! { "qty": 1 }, None)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error.kind(), ErrorKind::InvalidArgument { .. }),
+        "{error}"
+    );
+    let error = orders
+        .replace_one(doc! {}, doc! { "$set": { "qty": 1 } }, None)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error.kind(), ErrorKind::InvalidArgument { .. }),
+        "{error}"
+    );
+    assert!(started(&events, "update").is_empty());
+}
+
+#[tokio::test]
+async fn a_find_spanning_several_batches_uses_get_more_and_an_exhausted_cursor_sends_no_kill() {
+    bounded(async {
+        let (client, events) = recording_client("appName=crud_batches");
+        let numbers = fresh::<Document>(&client, "batches").await;
+        let documents: Vec<Document> = (0..10).map(|n| doc! { "_id": n, "n": n }).collect();
+        let inserted = numbers.insert_many(&documents, None).await.unwrap();
+        assert_eq!(inserted.inserted_ids.len(), 10);
+        let options = FindOptions {
+            batch_size: Some(3),
+            sort: Some(doc! { "_id": 1 }),
+            ..Default::default()
+        };
+        let cursor = numbers.find(doc! {}, options).await.unwrap();
+        let all: Vec<Document> = cursor.try_collect().await.unwrap();
+        assert_eq!(all, documents);
+        let get_mores = started(&events, "getMore");
+        assert_eq!(get_mores.len(), 3, "{get_mores:?}");
+        assert!(get_mores
+            .iter()
+            .all(|command| command.get_i64("batchSize").ok() == Some(3)));
+        // Every getMore ran in the find's (implicit) session.
+        let find = &started(&events, "find")[0];
+        let lsid = find.get_document("lsid").unwrap();
+        assert!(get_mores
+            .iter()
+            .all(|command| command.get_document("lsid").ok() == Some(lsid)));
+        assert!(started(&events, "killCursors").is_empty());
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_cursor_dropped_early_is_killed() {
+    bounded(async {
+        let (client, events) = recording_client("appName=crud_kill");
+        let numbers = fresh::<Document>(&client, "kill").await;
+        let documents: Vec<Document> = (0..10).map(|n| doc! { "_id": n }).collect();
+        numbers.insert_many(documents, None).await.unwrap();
+        let options = FindOptions {
+            batch_size: Some(2),
+            ..Default::default()
+        };
+        let mut cursor = numbers.find(doc! {}, options).await.unwrap();
+        assert!(cursor.try_next().await.unwrap().is_some());
+        let id = cursor.id();
+        assert_ne!(id, 0);
+        drop(cursor);
+        // The kill runs in a spawned task: wait for its event, bounded.
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            let kills = started(&events, "killCursors");
+            if let Some(kill) = kills.first() {
+                assert_eq!(kill.get_array("cursors").unwrap(), &vec![Bson::Int64(id)]);
+                break;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "no killCursors was sent"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn insert_many_reports_every_failure_by_index() {
+    bounded(async {
+        let (client, _) = recording_client("appName=crud_bulk_errors");
+        let numbers = fresh::<Document>(&client, "bulk_errors").await;
+        numbers.insert_one(doc! { "_id": 2 }, None).await.unwrap();
+        let documents: Vec<Document> = (0..5).map(|n| doc! { "_id": n % 4 }).collect();
+        // Ordered: stops at the duplicate _id 2 (index 2).
+        let error = numbers.insert_many(&documents, None).await.unwrap_err();
+        let ErrorKind::BulkWrite(failure) = error.kind() else {
+            panic!("expected a bulk write error, got {error}");
+        };
+        assert_eq!(failure.write_errors.len(), 1);
+        assert_eq!(
+            (failure.write_errors[0].index, failure.write_errors[0].code),
+            (2, 11000)
+        );
+        assert_eq!(
+            failure.inserted_ids.keys().copied().collect::<Vec<_>>(),
+            vec![0, 1]
+        );
+        // Unordered: everything else is inserted; index 4 (_id 0) is a duplicate too.
+        numbers.delete_many(doc! {}, None).await.unwrap();
+        numbers.insert_one(doc! { "_id": 2 }, None).await.unwrap();
+        let options = WriteOptions {
+            ordered: Some(false),
+            ..Default::default()
+        };
+        let error = numbers.insert_many(&documents, options).await.unwrap_err();
+        let ErrorKind::BulkWrite(failure) = error.kind() else {
+            panic!("expected a bulk write error, got {error}");
+        };
+        let failed: Vec<usize> = failure.write_errors.iter().map(|e| e.index).collect();
+        assert_eq!(failed, vec![2, 4]);
+        assert_eq!(numbers.count_documents(doc! {}, None).await.unwrap(), 4);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn find_one_and_modify_return_the_document_before_or_after() {
+    bounded(async {
+        let (client, _) = recording_client("appName=crud_find_and_modify");
+        let orders = fresh::<Order>(&client, "find_and_modify").await;
+        orders
+            .insert_one(
+                Order {
+                    item: "tea".into(),
+                    qty: 1,
+                },
+                None,
+            )
+            .await
+            .unwrap();
+        let before = orders
+            .find_one_and_update(doc! { "item": "tea" }, doc! { "$inc": { "qty": 1 } }, None)
+            .await
+            .unwrap();
+        assert_eq!(before.map(|order| order.qty), Some(1));
+        let options = FindOneAndModifyOptions {
+            return_document: Some(ReturnDocument::After),
+            ..Default::default()
+        };
+        let after = orders
+            .find_one_and_update(
+                doc! { "item": "tea" },
+                doc! { "$inc": { "qty": 1 } },
+                options,
+            )
+            .await
+            .unwrap();
+        assert_eq!(after.map(|order| order.qty), Some(3));
+        let deleted = orders.find_one_and_delete(doc! {}, None).await.unwrap();
+        assert_eq!(deleted.map(|order| order.item), Some("tea".to_string()));
+        assert_eq!(
+            orders.find_one_and_delete(doc! {}, None).await.unwrap(),
+            None
+        );
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn aggregate_streams_the_pipeline_results() {
+    bounded(async {
+        let (client, _) = recording_client("appName=crud_aggregate");
+        let numbers = fresh::<Document>(&client, "aggregate").await;
+        let documents: Vec<Document> = (0..6)
+            .map(|n| doc! { "_id": n, "even": n % 2 == 0 })
+            .collect();
+        numbers.insert_many(documents, None).await.unwrap();
+        let pipeline = [
+            doc! { "$group": { "_id": "$even", "count": { "$sum": 1 } } },
+            doc! { "$sort": { "_id": 1 } },
+        ];
+        let groups: Vec<Document> = numbers
+            .aggregate(pipeline, None)
+            .await
+            .unwrap()
+            .try_collect()
+            .await
+            .unwrap();
+        assert_eq!(
+            groups,
+            vec![
+                doc! { "_id": false, "count": 3 },
+                doc! { "_id": true, "count": 3 }
+            ]
+        );
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn writes_carry_a_session_and_a_transaction_number_and_sessions_are_reused() {
+    bounded(async {
+        let (client, events) = recording_client("appName=crud_sessions");
+        let orders = fresh::<Document>(&client, "sessions").await;
+        orders.insert_one(doc! { "n": 1 }, None).await.unwrap();
+        orders.insert_one(doc! { "n": 2 }, None).await.unwrap();
+        orders
+            .update_many(doc! {}, doc! { "$set": { "seen": true } }, None)
+            .await
+            .unwrap();
+        let inserts = started(&events, "insert");
+        assert_eq!(inserts.len(), 2);
+        // Sequential operations reuse the pooled server session (LIFO), with a new
+        // transaction number for each retryable write.
+        assert_eq!(
+            inserts[0].get_document("lsid").ok(),
+            inserts[1].get_document("lsid").ok()
+        );
+        let txn = |command: &Document| command.get_i64("txnNumber").unwrap();
+        assert!(txn(&inserts[1]) > txn(&inserts[0]));
+        // Multi-document updates are not retryable: no transaction number.
+        let update = &started(&events, "update")[0];
+        assert!(update.contains_key("lsid"));
+        assert!(!update.contains_key("txnNumber"));
+        // An unacknowledged write sends no session id.
+        let unacknowledged = WriteOptions {
+            write_concern: Some(anymongo::concern::WriteConcern::nodes(0)),
+            ..Default::default()
+        };
+        orders
+            .insert_one(doc! { "n": 3 }, unacknowledged)
+            .await
+            .unwrap();
+        let last = started(&events, "insert").pop().unwrap();
+        assert!(!last.contains_key("lsid"), "{last}");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn an_explicit_session_is_causally_consistent_and_gossips_the_cluster_time() {
+    bounded(async {
+        let (client, events) = recording_client("appName=crud_causal");
+        let orders = fresh::<Document>(&client, "causal").await;
+        let session = client.start_session(Default::default());
+        orders
+            .insert_one_with_session(doc! { "item": "tea" }, None, &session)
+            .await
+            .unwrap();
+        let operation_time = session
+            .operation_time()
+            .expect("the insert's operationTime");
+        let found = orders
+            .find_one_with_session(doc! { "item": "tea" }, None, &session)
+            .await
+            .unwrap();
+        assert!(found.is_some());
+        let find = started(&events, "find").pop().unwrap();
+        let read_concern = find.get_document("readConcern").unwrap();
+        assert_eq!(
+            read_concern.get("afterClusterTime"),
+            Some(&Bson::Timestamp(operation_time))
+        );
+        assert!(find.contains_key("$clusterTime"), "{find}");
+        let insert = started(&events, "insert").pop().unwrap();
+        assert_eq!(insert.get_document("lsid").ok(), session.id().as_ref());
+        session.end_session();
+        let error = orders
+            .find_one_with_session(doc! {}, None, &session)
+            .await
+            .unwrap_err();
+        assert!(error.to_string().contains("ended"), "{error}");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_write_is_retried_once_after_a_retryable_error() {
+    bounded(async {
+        let _turn = FAIL_POINT.lock().await;
+        let (client, events) = recording_client("appName=crud_retry_write");
+        let orders = fresh::<Document>(&client, "retry_write").await;
+        let admin = client.database("admin");
+        admin
+            .run_command(doc! {
+                "configureFailPoint": "failCommand",
+                "mode": { "times": 1 },
+                "data": {
+                    "failCommands": ["insert"],
+                    "closeConnection": true,
+                    "appName": "crud_retry_write",
+                },
+            })
+            .await
+            .unwrap();
+        let result = orders.insert_one(doc! { "_id": 1 }, None).await;
+        admin
+            .run_command(doc! { "configureFailPoint": "failCommand", "mode": "off" })
+            .await
+            .unwrap();
+        result.unwrap();
+        let inserts = started(&events, "insert");
+        assert_eq!(inserts.len(), 2, "one attempt and one retry");
+        assert_eq!(
+            inserts[0].get_i64("txnNumber").ok(),
+            inserts[1].get_i64("txnNumber").ok()
+        );
+        assert_eq!(
+            inserts[0].get_document("lsid").ok(),
+            inserts[1].get_document("lsid").ok()
+        );
+        assert_eq!(orders.count_documents(doc! {}, None).await.unwrap(), 1);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_read_is_retried_once_and_a_second_failure_is_reported() {
+    bounded(async {
+        let _turn = FAIL_POINT.lock().await;
+        let (client, events) = recording_client(
+            // The fail point's ShutdownInProgress marks the server Unknown; a streaming
+            // monitor learns otherwise only after heartbeatFrequencyMS.
+            "appName=crud_retry_read&heartbeatFrequencyMS=500",
+        );
+        let orders = fresh::<Document>(&client, "retry_read").await;
+        let admin = client.database("admin");
+        admin
+            .run_command(doc! {
+                "configureFailPoint": "failCommand",
+                "mode": { "times": 2 },
+                "data": {
+                    "failCommands": ["find"],
+                    "errorCode": 91,
+                    "appName": "crud_retry_read",
+                },
+            })
+            .await
+            .unwrap();
+        let error = orders.find_one(doc! {}, None).await.unwrap_err();
+        admin
+            .run_command(doc! { "configureFailPoint": "failCommand", "mode": "off" })
+            .await
+            .unwrap();
+        assert_eq!(error.code(), Some(91), "{error}");
+        assert_eq!(
+            started(&events, "find").len(),
+            2,
+            "one attempt and one retry"
+        );
+    })
+    .await;
+}
