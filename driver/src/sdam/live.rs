@@ -38,7 +38,9 @@ use crate::sdam::events::SdamEvent;
 use crate::sdam::monitor::{
     run_monitor, CheckReply, Checker, MonitorSignal, MIN_HEARTBEAT_FREQUENCY,
 };
-use crate::sdam::topology::{ApplicationError, ErrorPhase, TopologyState, TopologyUpdate};
+use crate::sdam::topology::{
+    ApplicationError, ApplicationErrorKind, ErrorPhase, TopologyState, TopologyUpdate,
+};
 use crate::sdam::{ServerDescription, ServerType, TopologyDescription, TopologyType};
 use crate::selection::{self, RoundTripTime, SelectionCriteria};
 use crate::srv::{self, SeedList, SrvHosts};
@@ -721,6 +723,14 @@ impl Shared {
         if response.request_check {
             state.stale = true;
             server.monitor.request_check();
+        }
+        if matches!(error.kind, ApplicationErrorKind::Network { .. })
+            && error.phase == ErrorPhase::AfterHandshakeCompletes
+            && response.clear_pool
+        {
+            // SDAM spec, "Network error when reading or writing": the monitor's
+            // connection is likely broken too.
+            server.monitor.cancel_check();
         }
         self.act_on(state, response.update);
         // The pool is cleared after the server is marked Unknown (SDAM spec, "Error

@@ -146,6 +146,8 @@ impl Checker {
 pub(crate) struct MonitorSignal {
     closed: AtomicBool,
     check_requested: AtomicBool,
+    /// The check in progress must be abandoned and its connection closed.
+    cancelled: AtomicBool,
     wake: Notify,
 }
 
@@ -154,6 +156,27 @@ impl MonitorSignal {
     pub fn request_check(&self) {
         self.check_requested.store(true, Ordering::SeqCst);
         self.wake.notify_all();
+    }
+
+    /// Abandons the check in progress and closes the monitoring connection: an
+    /// operation's network error marked the server Unknown (spec, "Drivers cancel
+    /// in-progress monitor checks"), so a streaming hello may wait maxAwaitTimeMS on a
+    /// dead connection. The monitor then waits for a requested check or
+    /// heartbeatFrequencyMS.
+    pub fn cancel_check(&self) {
+        self.cancelled.store(true, Ordering::SeqCst);
+        self.wake.notify_all();
+    }
+
+    /// Resolves once the check in progress is cancelled (the request is consumed).
+    async fn check_cancelled(&self) {
+        loop {
+            let woken = self.wake.listen();
+            if self.cancelled.swap(false, Ordering::SeqCst) {
+                return;
+            }
+            woken.await;
+        }
     }
 
     /// Stops the monitor (and its RTT monitor) at its next await.
@@ -241,8 +264,29 @@ pub(crate) async fn run_monitor(
                 _ => checker.poll(&mut connection).await,
             }
         };
-        let Some(result) = signal.unless_closed(check).await else {
-            return;
+        let outcome = {
+            let check = std::pin::pin!(check);
+            let cancelled = std::pin::pin!(signal.check_cancelled());
+            match signal.unless_closed(select(check, cancelled)).await {
+                None => return,
+                Some(Either::Left((result, _))) => Some(result),
+                Some(Either::Right(((), _))) => None,
+            }
+        };
+        let result = match outcome {
+            Some(result) => result,
+            None => {
+                connection = None;
+                streaming_version = None;
+                signal
+                    .wait(
+                        &*clock,
+                        checker.heartbeat_frequency,
+                        MIN_HEARTBEAT_FREQUENCY,
+                    )
+                    .await;
+                continue;
+            }
         };
         let network_error = matches!(&result, Err(error) if is_network_error(error));
         let reported = Shared::upgrade(&topology, |shared| match result {
