@@ -41,7 +41,7 @@ test)
     cargo fmt --all --check
     cargo clippy -q --workspace --all-targets -- -D warnings
     cargo clippy -q -p anymongo-wasi --target wasm32-wasip2 -- -D warnings
-    cargo clippy -q -p anymongo-tests --bin demo --bin topology --target wasm32-wasip2 -- -D warnings
+    cargo clippy -q -p anymongo-tests --bin demo --bin topology --bin srv_probe --target wasm32-wasip2 -- -D warnings
     cargo clippy -q -p anymongo -p anymongo-wasm --target wasm32-unknown-unknown -- -D warnings
     step "docs"
     RUSTDOCFLAGS="-D warnings" cargo doc -q --workspace --no-deps
@@ -50,7 +50,7 @@ test)
     cargo build -q -p anymongo --target wasm32-unknown-unknown
     cargo build -q -p anymongo --target wasm32-wasip2
     cargo build -q -p anymongo-wasm --target wasm32-unknown-unknown
-    cargo build -q -p anymongo-tests --bin demo --bin topology --target wasm32-wasip2
+    cargo build -q -p anymongo-tests --bin demo --bin topology --bin srv_probe --target wasm32-wasip2
     check_core_is_runtime_agnostic
     step "spec test suites"
     cargo run -q -p anymongo-tests --bin spec
