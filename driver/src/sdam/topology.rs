@@ -26,7 +26,7 @@ use bson::{Bson, Document};
 use super::description::DEFAULT_HEARTBEAT_FREQUENCY;
 use super::events::SdamEvent;
 use super::{ServerDescription, ServerType, TopologyDescription, TopologyType, TopologyVersion};
-use crate::error::{Error, ErrorKind, SYSTEM_OVERLOADED_ERROR};
+use crate::error::{Error, ErrorKind, WriteFailure, SYSTEM_OVERLOADED_ERROR};
 use crate::handshake::bson_as_i64;
 use crate::srv;
 use crate::uri::{ClientOptions, ServerAddress};
@@ -172,6 +172,15 @@ impl ApplicationError {
                 message: command.message.clone(),
                 topology_version: command.topology_version,
             },
+            // SDAM spec, "Application errors": a writeConcernError with a state change
+            // code is handled like a command error of that code.
+            ErrorKind::Write(WriteFailure::WriteConcernError(concern)) => {
+                ApplicationErrorKind::Command {
+                    code: Some(concern.code).filter(|code| *code != 0),
+                    message: concern.message.clone(),
+                    topology_version: None,
+                }
+            }
             ErrorKind::Authentication { code, message, .. } => ApplicationErrorKind::Command {
                 code: *code,
                 message: message.clone(),
@@ -1586,5 +1595,44 @@ mod tests {
         closed.close();
         assert!(!closed.polls_srv());
         assert!(closed.apply_srv_rescan(&found, 0, |_| 0).is_empty());
+    }
+
+    #[test]
+    fn a_write_concern_error_with_a_state_change_code_is_a_command_error() {
+        use crate::error::WriteConcernError;
+        let concern = |code| {
+            Error::new(ErrorKind::Write(WriteFailure::WriteConcernError(
+                WriteConcernError {
+                    code,
+                    code_name: None,
+                    message: "shutting down".into(),
+                    details: None,
+                },
+            )))
+        };
+        let from = |error: &Error| {
+            ApplicationError::from_error(
+                error,
+                address("a"),
+                None,
+                17,
+                ErrorPhase::AfterHandshakeCompletes,
+            )
+            .map(|error| error.kind)
+        };
+        assert!(matches!(
+            from(&concern(91)),
+            Some(ApplicationErrorKind::Command { code: Some(91), .. })
+        ));
+        let write_error = Error::new(ErrorKind::Write(WriteFailure::WriteError(
+            crate::error::WriteError {
+                index: 0,
+                code: 11000,
+                code_name: None,
+                message: "duplicate".into(),
+                details: None,
+            },
+        )));
+        assert_eq!(from(&write_error), None);
     }
 }
