@@ -3,7 +3,10 @@
 
 use std::collections::HashMap;
 
-use anymongo::{Client, ClientOptions, Database};
+use anymongo::crud::AggregateOptions;
+use anymongo::database::Concerns;
+use anymongo::session::{ClientSession, SessionOptions};
+use anymongo::{Client, ClientOptions, Collection, Cursor, Database};
 use bson::{Bson, Document};
 
 use super::events::{EventLog, Observe};
@@ -16,9 +19,12 @@ pub enum Entity {
     Client(ClientEntity),
     /// A database of a client entity.
     Database(DatabaseEntity),
-    /// A collection of a database entity: recorded by name until the driver has a
-    /// collection API (issue #6).
+    /// A collection of a database entity.
     Collection(CollectionEntity),
+    /// An explicit session of a client entity.
+    Session(SessionEntity),
+    /// A cursor saved by `createFindCursor` or `createCommandCursor`.
+    Cursor(CursorEntity),
     /// A value saved by `saveResultAsEntity`.
     Value(Bson),
 }
@@ -30,6 +36,8 @@ impl Entity {
             Entity::Client(_) => "client",
             Entity::Database(_) => "database",
             Entity::Collection(_) => "collection",
+            Entity::Session(_) => "session",
+            Entity::Cursor(_) => "cursor",
             Entity::Value(_) => "BSON value",
         }
     }
@@ -39,11 +47,9 @@ impl Entity {
     pub fn describe(&self) -> String {
         match self {
             Entity::Database(database) => format!("database {:?}", database.database.name()),
-            Entity::Collection(collection) => format!(
-                "collection \"{}.{}\"",
-                collection.database.name(),
-                collection.name
-            ),
+            Entity::Collection(collection) => {
+                format!("collection {:?}", collection.collection.namespace())
+            }
             other => other.kind().to_owned(),
         }
     }
@@ -67,10 +73,23 @@ pub struct DatabaseEntity {
 
 /// A collection entity.
 pub struct CollectionEntity {
-    /// Its database.
-    pub database: Database,
-    /// The collection's name.
-    pub name: String,
+    /// The collection handle, with the entity's concerns.
+    pub collection: Collection<Document>,
+}
+
+/// A session entity.
+pub struct SessionEntity {
+    /// The session.
+    pub session: ClientSession,
+    /// Its `lsid` once it ended: the driver forgets the id of an ended session, which
+    /// `$$sessionLsid` may still name.
+    pub ended_lsid: Option<Document>,
+}
+
+/// A cursor entity.
+pub struct CursorEntity {
+    /// The cursor; `None` once closed.
+    pub cursor: Option<Cursor<Document>>,
 }
 
 /// The entities of one test, by name.
@@ -112,6 +131,44 @@ impl EntityMap {
         }
     }
 
+    /// The collection entity named `id`.
+    pub fn collection(&self, id: &str) -> Result<&CollectionEntity, String> {
+        match self.get(id)? {
+            Entity::Collection(collection) => Ok(collection),
+            other => Err(not_a(id, other, "collection")),
+        }
+    }
+
+    /// The session entity named `id`.
+    pub fn session(&self, id: &str) -> Result<&SessionEntity, String> {
+        match self.get(id)? {
+            Entity::Session(session) => Ok(session),
+            other => Err(not_a(id, other, "session")),
+        }
+    }
+
+    /// The session entity named `id`, to change.
+    pub fn session_mut(&mut self, id: &str) -> Result<&mut SessionEntity, String> {
+        match self.get_mut(id)? {
+            Entity::Session(session) => Ok(session),
+            other => Err(not_a(id, other, "session")),
+        }
+    }
+
+    /// The cursor entity named `id`, to iterate or close.
+    pub fn cursor_mut(&mut self, id: &str) -> Result<&mut CursorEntity, String> {
+        match self.get_mut(id)? {
+            Entity::Cursor(cursor) => Ok(cursor),
+            other => Err(not_a(id, other, "cursor")),
+        }
+    }
+
+    fn get_mut(&mut self, id: &str) -> Result<&mut Entity, String> {
+        self.entities
+            .get_mut(id)
+            .ok_or_else(|| format!("there is no entity named {id:?}"))
+    }
+
     /// The BSON value saved as `id` (spec "$$matchesEntity").
     pub fn value(&self, id: &str) -> Result<&Bson, String> {
         match self.get(id)? {
@@ -120,12 +177,16 @@ impl EntityMap {
         }
     }
 
-    /// The logical session id of the session entity `id` (spec "$$sessionLsid"). The
-    /// map holds no sessions until the driver has them (issue #6): any name is an
-    /// error, saying what the name is instead.
+    /// The logical session id of the session entity `id` (spec "$$sessionLsid").
+    /// The driver gives a session its id at its first command, not when it starts
+    /// (`ClientSession::id`), so the id of a session that never ran one is unknown.
     pub fn session_lsid(&self, id: &str) -> Result<Document, String> {
-        let entity = self.get(id)?;
-        Err(not_a(id, entity, "session"))
+        let entity = self.session(id)?;
+        entity
+            .ended_lsid
+            .clone()
+            .or_else(|| entity.session.id())
+            .ok_or_else(|| format!("the session {id:?} has no lsid yet: it ran no command"))
     }
 }
 
@@ -153,21 +214,33 @@ pub fn create(
                 .client(&database.client)?
                 .client
                 .database(&database.database_name);
+            let handle = match &database.database_options {
+                Some(options) => handle.with_concerns(concerns(options, "databaseOptions")?),
+                None => handle,
+            };
             let entity = DatabaseEntity { database: handle };
             entities.insert(&database.id, Entity::Database(entity))?;
         }
         EntityDescription::Collection(collection) => {
-            let database = entities.database(&collection.database)?.database.clone();
-            let entity = CollectionEntity {
-                database,
-                name: collection.collection_name.clone(),
+            let handle = entities
+                .database(&collection.database)?
+                .database
+                .collection(&collection.collection_name);
+            let handle = match &collection.collection_options {
+                Some(options) => handle.with_concerns(concerns(options, "collectionOptions")?),
+                None => handle,
             };
+            let entity = CollectionEntity { collection: handle };
             entities.insert(&collection.id, Entity::Collection(entity))?;
         }
-        EntityDescription::Session(_) => {
-            return Err(Abort::Unsupported(
-                "session entities need the sessions API (issue #6)".to_owned(),
-            ))
+        EntityDescription::Session(session) => {
+            let options = session_options(session.session_options.as_ref())?;
+            let client = &entities.client(&session.client)?.client;
+            let entity = SessionEntity {
+                session: client.start_session(options),
+                ended_lsid: None,
+            };
+            entities.insert(&session.id, Entity::Session(entity))?;
         }
         other => {
             return Err(Abort::Unsupported(format!(
@@ -177,6 +250,54 @@ pub fn create(
         }
     }
     Ok(())
+}
+
+/// The concerns of `databaseOptions` or `collectionOptions` (spec "entity":
+/// `readConcern`, `readPreference`, `writeConcern`; `timeoutMS` needs CSOT, which the
+/// driver does not have). They are read as the driver reads the same options of an
+/// aggregate, the one options type that carries all three.
+pub fn concerns(options: &Document, what: &str) -> Result<Concerns, Abort> {
+    const KNOWN: [&str; 3] = ["readConcern", "readPreference", "writeConcern"];
+    if let Some(key) = options.keys().find(|key| !KNOWN.contains(&key.as_str())) {
+        return Err(Abort::Unsupported(format!("{what}.{key} is not supported")));
+    }
+    let parsed: AggregateOptions = bson::deserialize_from_document(options.clone())
+        .map_err(|e| format!("{what} {options}: {e}"))?;
+    Ok(Concerns {
+        read_preference: parsed.read_preference,
+        read_concern: parsed.read_concern,
+        write_concern: parsed.write_concern,
+    })
+}
+
+/// A session entity's `sessionOptions` (spec "entity", `session`): the driver has
+/// neither transactions nor snapshot reads, so only `causalConsistency` is honoured.
+fn session_options(options: Option<&Document>) -> Result<SessionOptions, Abort> {
+    let mut parsed = SessionOptions::default();
+    for (key, value) in options.into_iter().flatten() {
+        match (key.as_str(), value) {
+            ("causalConsistency", Bson::Boolean(causal)) => {
+                parsed.causal_consistency = Some(*causal)
+            }
+            ("defaultTransactionOptions", _) => {
+                return Err(Abort::Unsupported(
+                    "sessionOptions.defaultTransactionOptions: the driver has no transactions"
+                        .to_owned(),
+                ))
+            }
+            ("snapshot", _) => {
+                return Err(Abort::Unsupported(
+                    "sessionOptions.snapshot: the driver has no snapshot sessions".to_owned(),
+                ))
+            }
+            (key, value) => {
+                return Err(Abort::Unsupported(format!(
+                    "sessionOptions.{key} ({value}) is not supported"
+                )))
+            }
+        }
+    }
+    Ok(parsed)
 }
 
 /// Creates a client entity on the native runtime, recording its events.
@@ -357,10 +478,18 @@ mod tests {
     #[test]
     fn unsupported_entities_and_client_options_are_reported_as_such() {
         let mut entities = EntityMap::default();
-        let session = EntityDescription::Session(doc! { "id": "s", "client": "c" });
+        let session: EntityDescription = bson::deserialize_from_document(doc! {
+            "session": { "id": "s", "client": "c", "sessionOptions": { "snapshot": true } },
+        })
+        .unwrap();
         assert!(matches!(
             create(&session, &mut entities, "mongodb://127.0.0.1/"),
-            Err(Abort::Unsupported(why)) if why.contains("sessions API")
+            Err(Abort::Unsupported(why)) if why.contains("snapshot")
+        ));
+        let options = doc! { "readConcern": { "level": "majority" }, "timeoutMS": 1 };
+        assert!(matches!(
+            concerns(&options, "collectionOptions"),
+            Err(Abort::Unsupported(why)) if why.contains("collectionOptions.timeoutMS")
         ));
         let client: ClientDescription =
             bson::deserialize_from_document(doc! { "id": "c", "serverApi": { "version": "1" } })

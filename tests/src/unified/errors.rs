@@ -1,5 +1,6 @@
 //! Checking an operation's error against `expectError` (spec "expectedError").
 
+use anymongo::error::WriteFailure;
 use anymongo::{Error, ErrorKind};
 
 use super::model::ExpectedError;
@@ -49,11 +50,7 @@ pub fn check(expected: &ExpectedError, error: &Error) -> Result<(), Abort> {
         }
     }
     if let Some(name) = &expected.error_code_name {
-        let actual = match error.kind() {
-            ErrorKind::Command(command) => command.code_name.as_str(),
-            _ => "",
-        };
-        if !actual.eq_ignore_ascii_case(name) {
+        if !code_name(error).eq_ignore_ascii_case(name) {
             return fail(format!("expected the code name {name}"));
         }
     }
@@ -74,13 +71,33 @@ pub fn check(expected: &ExpectedError, error: &Error) -> Result<(), Abort> {
     Ok(())
 }
 
+/// The server's code name of the error, as [`Error::code`] picks its code: the
+/// command's, a single write's, or a bulk write's first write error or write concern
+/// error; empty when the server sent none.
+fn code_name(error: &Error) -> &str {
+    let name = match error.kind() {
+        ErrorKind::Command(command) => Some(command.code_name.as_str()),
+        ErrorKind::Write(WriteFailure::WriteError(write)) => write.code_name.as_deref(),
+        ErrorKind::Write(WriteFailure::WriteConcernError(concern)) => concern.code_name.as_deref(),
+        ErrorKind::BulkWrite(failure) => match failure.write_errors.first() {
+            Some(write) => write.code_name.as_deref(),
+            None => failure
+                .write_concern_error
+                .as_ref()
+                .and_then(|concern| concern.code_name.as_deref()),
+        },
+        _ => None,
+    };
+    name.unwrap_or_default()
+}
+
 /// Whether the error originates in the client: anything but an error the server
 /// returned (spec "expectedError", `isClientError`: "Client errors include, but are
 /// not limited to: parameter validation errors before a command is sent to the
 /// server; network errors").
 fn is_client_error(error: &Error) -> bool {
     match error.kind() {
-        ErrorKind::Command(_) => false,
+        ErrorKind::Command(_) | ErrorKind::Write(_) | ErrorKind::BulkWrite(_) => false,
         ErrorKind::Authentication { code, .. } => code.is_none(),
         _ => true,
     }

@@ -25,6 +25,27 @@ impl<'a> Matcher<'a> {
         self.value(expected, Some(actual), true, "")
     }
 
+    /// Matches the documents an iterable result gave (`find`, `aggregate`...) against
+    /// the expected array: as many, each matched as a root-level document (spec
+    /// "Allowing Extra Fields in Root-level Documents": runners "MUST differentiate
+    /// between an array of values ... and an array of root-level documents derived from
+    /// an iterable result").
+    pub fn iterated(&self, expected: &Bson, actual: &Bson) -> Result<(), String> {
+        match (expected, actual) {
+            (Bson::Array(expected), Bson::Array(actual)) if expected.len() == actual.len() => {
+                expected
+                    .iter()
+                    .zip(actual)
+                    .enumerate()
+                    .try_for_each(|(i, (expected, actual))| {
+                        self.value(expected, Some(actual), true, &i.to_string())
+                    })
+            }
+            // Not two arrays of one length: the ordinary rules say how they differ.
+            _ => self.root(expected, actual),
+        }
+    }
+
     /// Matches `actual` (`None`: the field is absent) against `expected`; `root` says
     /// whether a document at this place may have extra fields; `path` names the place
     /// in messages.

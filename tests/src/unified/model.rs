@@ -62,8 +62,8 @@ pub enum EntityDescription {
     Database(DatabaseDescription),
     /// A collection of a database entity.
     Collection(CollectionDescription),
-    /// An explicit session (needs the sessions API, issue #6).
-    Session(Document),
+    /// An explicit session of a client entity.
+    Session(SessionDescription),
     /// A GridFS bucket.
     Bucket(Document),
     /// A ClientEncryption object.
@@ -129,6 +129,8 @@ pub struct DatabaseDescription {
     pub client: String,
     /// The database's name.
     pub database_name: String,
+    /// Its read concern, write concern and read preference.
+    pub database_options: Option<Document>,
 }
 
 /// A collection entity (spec "entity", `collection`).
@@ -141,6 +143,20 @@ pub struct CollectionDescription {
     pub database: String,
     /// The collection's name.
     pub collection_name: String,
+    /// Its read concern, write concern and read preference.
+    pub collection_options: Option<Document>,
+}
+
+/// A session entity (spec "entity", `session`).
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionDescription {
+    /// The entity's name.
+    pub id: String,
+    /// The client entity that starts it.
+    pub client: String,
+    /// `causalConsistency`, `defaultTransactionOptions`, `snapshot`.
+    pub session_options: Option<Document>,
 }
 
 /// The documents of one collection (spec "collectionData"), before a test

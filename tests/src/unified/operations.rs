@@ -1,20 +1,30 @@
 //! The operations of tests (spec "Entity Test Operations", "Special Test Operations"):
 //! the one place where an operation's name is bound to the code that runs it.
 //!
-//! [`handler`] maps an operation to its [`Handler`]; an operation it does not know is
-//! unsupported, and a test using one is skipped (before any setup: see
-//! [`unsupported`]). Today it knows `runCommand` and the special operations that need
-//! nothing but commands; the CRUD API (issue #6) adds its operations as further arms.
+//! [`handler`] maps an operation to its [`Handler`]: the CRUD operations ([`crud`]),
+//! those on databases and clients ([`commands`]), cursors ([`cursors`]) and sessions
+//! ([`sessions`]), and the special operations. An operation it does not know is
+//! unsupported, and a test using one is skipped before any setup ([`unsupported`]),
+//! with the reason [`WITHOUT_DRIVER_API`] gives when the driver lacks the API.
+//!
+//! [`crud`]: super::crud
+//! [`commands`]: super::commands
+//! [`cursors`]: super::cursors
+//! [`sessions`]: super::sessions
 
 use std::sync::Arc;
 
 use anymongo::rt::BoxFuture;
 use bson::{doc, Bson, Document};
 
+use anymongo::Cursor;
+
+use super::arguments::known_arguments;
 use super::collections::NAMESPACE_NOT_FOUND;
-use super::entities::{self, EntityMap};
+use super::crud::{self, Modify};
+use super::entities::{self, CursorEntity, Entity, EntityMap};
 use super::model::{EntityDescription, Operation};
-use super::{Abort, Deployment};
+use super::{commands, cursors, sessions, Abort, Deployment};
 
 /// What an entity operation returned: its result (`None` when it returns nothing), or
 /// the driver's error, which `expectError` is checked against.
@@ -36,6 +46,9 @@ pub struct Context {
     pub client_uri: String,
     /// The fail points set by `failPoint`, turned off after the test.
     pub fail_points: Vec<String>,
+    /// What the last operation returned that is not a BSON value (a cursor, a
+    /// collection), for its `saveResultAsEntity`.
+    pub result_entity: Option<Entity>,
 }
 
 impl Context {
@@ -46,7 +59,19 @@ impl Context {
             deployment,
             client_uri,
             fail_points: Vec::new(),
+            result_entity: None,
         }
+    }
+
+    /// Keeps a cursor an operation opened as its [`result_entity`](Self::result_entity);
+    /// the operation returns nothing else, or the error that kept the cursor from
+    /// opening.
+    pub fn save_cursor(&mut self, cursor: anymongo::Result<Cursor<Document>>) -> Returned {
+        let cursor = cursor?;
+        self.result_entity = Some(Entity::Cursor(CursorEntity {
+            cursor: Some(cursor),
+        }));
+        Ok(None)
     }
 }
 
@@ -55,7 +80,56 @@ impl Context {
 pub fn handler(operation: &Operation) -> Option<Handler> {
     let special = operation.object == "testRunner";
     let handler: Handler = match (special, operation.name.as_str()) {
-        (false, "runCommand") => run_command,
+        (false, "insertOne") => |op, cx| Box::pin(crud::insert_one(op, cx)),
+        (false, "insertMany") => |op, cx| Box::pin(crud::insert_many(op, cx)),
+        (false, "updateOne") => |op, cx| Box::pin(crud::update(op, cx, false)),
+        (false, "updateMany") => |op, cx| Box::pin(crud::update(op, cx, true)),
+        (false, "replaceOne") => |op, cx| Box::pin(crud::replace_one(op, cx)),
+        (false, "deleteOne") => |op, cx| Box::pin(crud::delete(op, cx, false)),
+        (false, "deleteMany") => |op, cx| Box::pin(crud::delete(op, cx, true)),
+        (false, "findOneAndUpdate") => {
+            |op, cx| Box::pin(crud::find_one_and(op, cx, Modify::Update))
+        }
+        (false, "findOneAndReplace") => {
+            |op, cx| Box::pin(crud::find_one_and(op, cx, Modify::Replace))
+        }
+        (false, "findOneAndDelete") => {
+            |op, cx| Box::pin(crud::find_one_and(op, cx, Modify::Delete))
+        }
+        (false, "find") => |op, cx| Box::pin(crud::find(op, cx)),
+        (false, "findOne") => |op, cx| Box::pin(crud::find_one(op, cx)),
+        (false, "aggregate") => |op, cx| Box::pin(crud::aggregate(op, cx)),
+        (false, "countDocuments") => |op, cx| Box::pin(crud::count_documents(op, cx)),
+        (false, "estimatedDocumentCount") => {
+            |op, cx| Box::pin(crud::estimated_document_count(op, cx))
+        }
+        (false, "distinct") => |op, cx| Box::pin(crud::distinct(op, cx)),
+        (false, "createFindCursor") => |op, cx| Box::pin(cursors::create_find_cursor(op, cx)),
+        (false, "iterateUntilDocumentOrError" | "iterateOnce") => {
+            |op, cx| Box::pin(cursors::next(op, cx))
+        }
+        (false, "close") => |op, cx| Box::pin(cursors::close(op, cx)),
+        (false, "runCommand") => |op, cx| Box::pin(commands::run_command(op, cx)),
+        (false, "runCursorCommand") => |op, cx| Box::pin(commands::run_cursor_command(op, cx)),
+        (false, "createCommandCursor") => {
+            |op, cx| Box::pin(commands::create_command_cursor(op, cx))
+        }
+        (false, "listDatabases" | "listDatabaseObjects") => {
+            |op, cx| Box::pin(commands::list_databases(op, cx, false))
+        }
+        (false, "listDatabaseNames") => |op, cx| Box::pin(commands::list_databases(op, cx, true)),
+        // pymongo's listCollectionObjects and listDatabaseObjects are the same listings.
+        (false, "listCollections" | "listCollectionObjects") => {
+            |op, cx| Box::pin(commands::list_collections(op, cx, false))
+        }
+        (false, "listCollectionNames") => {
+            |op, cx| Box::pin(commands::list_collections(op, cx, true))
+        }
+        (false, "listIndexes") => |op, cx| Box::pin(commands::list_indexes(op, cx, false)),
+        (false, "listIndexNames") => |op, cx| Box::pin(commands::list_indexes(op, cx, true)),
+        (false, "dropCollection") => |op, cx| Box::pin(commands::drop_collection(op, cx)),
+        (false, "createCollection") => |op, cx| Box::pin(commands::create_collection(op, cx)),
+        (false, "endSession") => |op, cx| Box::pin(sessions::end_session(op, cx)),
         (true, "failPoint") => fail_point,
         (true, "createEntities") => create_entities,
         (true, "assertNumberConnectionsCheckedOut") => assert_connections_checked_out,
@@ -63,15 +137,81 @@ pub fn handler(operation: &Operation) -> Option<Handler> {
         (true, "assertCollectionNotExists") => |op, cx| collection_exists(op, cx, false),
         (true, "assertIndexExists") => |op, cx| index_exists(op, cx, true),
         (true, "assertIndexNotExists") => |op, cx| index_exists(op, cx, false),
+        (true, "assertSameLsidOnLastTwoCommands") => {
+            |op, cx| Box::pin(sessions::assert_lsids_on_last_two_commands(op, cx, true))
+        }
+        (true, "assertDifferentLsidOnLastTwoCommands") => {
+            |op, cx| Box::pin(sessions::assert_lsids_on_last_two_commands(op, cx, false))
+        }
         _ => return None,
     };
     Some(handler)
 }
 
+/// Whether `operation` returns the documents of a cursor, each of which its
+/// `expectResult` matches as a root-level document (spec "Examples of Root-level
+/// Documents").
+pub fn returns_documents(operation: &Operation) -> bool {
+    matches!(
+        operation.name.as_str(),
+        "find"
+            | "aggregate"
+            | "runCursorCommand"
+            | "listCollections"
+            | "listCollectionObjects"
+            | "listDatabases"
+            | "listDatabaseObjects"
+            | "listIndexes"
+    )
+}
+
+/// The operations of the test files whose API the driver does not have, and what is
+/// missing.
+pub const WITHOUT_DRIVER_API: &[(&str, &str)] = &[
+    ("bulkWrite", "Collection has no bulk_write"),
+    ("clientBulkWrite", "Client has no bulk_write"),
+    (
+        "count",
+        "Collection has no count (deprecated in the CRUD spec)",
+    ),
+    ("mapReduce", "Collection has no map_reduce"),
+    ("createChangeStream", "there are no change streams"),
+    ("createIndex", "Collection has no create_index"),
+    ("modifyCollection", "Database has no modify_collection"),
+    ("download", "there is no GridFS"),
+    ("downloadByName", "there is no GridFS"),
+    ("startTransaction", "there are no transactions"),
+    ("commitTransaction", "there are no transactions"),
+    ("abortTransaction", "there are no transactions"),
+    ("withTransaction", "there are no transactions"),
+    (
+        "assertSessionDirty",
+        "ClientSession does not expose whether its server session is dirty",
+    ),
+    (
+        "assertSessionNotDirty",
+        "ClientSession does not expose whether its server session is dirty",
+    ),
+    (
+        "targetedFailPoint",
+        "a fail point on a pinned mongos: the test server is neither sharded nor \
+         load-balanced, and the driver does not pin sessions",
+    ),
+];
+
 /// Why `operation` cannot run, if the runner does not support it.
 pub fn unsupported(operation: &Operation) -> Option<String> {
     if handler(operation).is_some() {
         return None;
+    }
+    if let Some((_, missing)) = WITHOUT_DRIVER_API
+        .iter()
+        .find(|(name, _)| *name == operation.name)
+    {
+        return Some(format!(
+            "operation {}: the driver lacks the API: {missing}",
+            operation.name
+        ));
     }
     Some(match operation.object.as_str() {
         "testRunner" => format!(
@@ -79,7 +219,7 @@ pub fn unsupported(operation: &Operation) -> Option<String> {
             operation.name
         ),
         object => format!(
-            "operation {} (on {object}) needs the CRUD API (issue #6)",
+            "operation {} (on {object}) is not implemented by the runner",
             operation.name
         ),
     })
@@ -93,49 +233,6 @@ pub async fn execute(operation: &Operation, context: &mut Context) -> Result<Ret
             unsupported(operation).unwrap_or_default(),
         )),
     }
-}
-
-/// Spec "Database Operations", `runCommand`: the command as given, its first key
-/// named by `commandName` (which languages that lose key order need; here it is
-/// honoured by moving that key first).
-fn run_command<'a>(
-    operation: &'a Operation,
-    context: &'a mut Context,
-) -> BoxFuture<'a, Result<Returned, Abort>> {
-    Box::pin(async move {
-        let arguments = &operation.arguments;
-        known_arguments(
-            operation,
-            &["command", "commandName", "readPreference", "session"],
-        )?;
-        if arguments.contains_key("session") {
-            return Err(Abort::Unsupported(
-                "runCommand with a session needs the sessions API (issue #6)".to_owned(),
-            ));
-        }
-        if let Some(preference) = arguments.get("readPreference") {
-            let primary = matches!(preference, Bson::Document(preference)
-                if preference.len() == 1 && preference.get_str("mode").ok() == Some("primary"));
-            if !primary {
-                return Err(Abort::Unsupported(format!(
-                    "runCommand with the readPreference {preference} needs a read preference \
-                     option on Database::run_command (issue #6)"
-                )));
-            }
-        }
-        let command = arguments
-            .get_document("command")
-            .map_err(|_| "runCommand needs a command document".to_owned())?;
-        let command = match arguments.get_str("commandName") {
-            Ok(name) => first_key(command, name)?,
-            Err(_) => command.clone(),
-        };
-        let database = &context.entities.database(&operation.object)?.database;
-        Ok(database
-            .run_command(command)
-            .await
-            .map(|reply| Some(Bson::Document(reply))))
-    })
 }
 
 /// Spec "failPoint": sets the fail point through the test's client entity, and
@@ -230,7 +327,7 @@ fn collection_exists<'a>(
     Box::pin(async move {
         let (database, collection) = namespace(operation, &[])?;
         let command = doc! { "listCollections": 1, "filter": { "name": collection } };
-        let reply = internal_command(context, database, command).await;
+        let reply = internal_command(&context.deployment, database, command).await;
         let exists = !first_batch(&reply.map_err(failed)?)?.is_empty();
         check_exists(
             exists,
@@ -255,7 +352,7 @@ fn index_exists<'a>(
             .map_err(|_| "an indexName is needed".to_owned())?;
         // All of the indexes in the first batch: a collection has 64 at most.
         let command = doc! { "listIndexes": collection, "cursor": { "batchSize": 100 } };
-        let exists = match internal_command(context, database, command).await {
+        let exists = match internal_command(&context.deployment, database, command).await {
             Ok(reply) => first_batch(&reply)?.iter().any(|spec| {
                 spec.as_document()
                     .and_then(|spec| spec.get_str("name").ok())
@@ -289,12 +386,11 @@ fn namespace<'a>(operation: &'a Operation, others: &[&str]) -> Result<(&'a str, 
 
 /// Runs a command through the internal client.
 async fn internal_command(
-    context: &Context,
+    deployment: &Deployment,
     database: &str,
     command: Document,
 ) -> anymongo::Result<Document> {
-    context
-        .deployment
+    deployment
         .internal
         .database(database)
         .run_command(command)
@@ -321,26 +417,8 @@ fn check_exists(exists: bool, expected: bool, what: &str) -> Result<Returned, Ab
     }
 }
 
-/// Spec "Executing an Operation": "If a key in operation.arguments does not correspond
-/// to a known parameter/option for the operation, the test runner MUST raise an
-/// error". One the runner does not know may be one the driver lacks, so the test is
-/// skipped as unsupported rather than failed.
-fn known_arguments(operation: &Operation, known: &[&str]) -> Result<(), Abort> {
-    match operation
-        .arguments
-        .keys()
-        .find(|key| !known.contains(&key.as_str()))
-    {
-        Some(key) => Err(Abort::Unsupported(format!(
-            "{}: the argument {key} is not supported",
-            operation.name
-        ))),
-        None => Ok(()),
-    }
-}
-
 /// `document` with `key` moved to the front: a command's first key names it.
-fn first_key(document: &Document, key: &str) -> Result<Document, String> {
+pub fn first_key(document: &Document, key: &str) -> Result<Document, String> {
     let value = document
         .get(key)
         .ok_or_else(|| format!("the command {document} has no key {key}"))?;
@@ -368,9 +446,11 @@ mod tests {
         assert!(handler(&run_command).is_some());
         assert_eq!(unsupported(&run_command), None);
         let insert = operation(doc! { "name": "insertOne", "object": "collection0" });
+        assert_eq!(unsupported(&insert), None);
+        let bulk = operation(doc! { "name": "bulkWrite", "object": "collection0" });
         assert_eq!(
-            unsupported(&insert).unwrap(),
-            "operation insertOne (on collection0) needs the CRUD API (issue #6)"
+            unsupported(&bulk).unwrap(),
+            "operation bulkWrite: the driver lacks the API: Collection has no bulk_write"
         );
         let special = operation(doc! { "name": "runOnThread", "object": "testRunner" });
         assert!(unsupported(&special)
@@ -379,16 +459,6 @@ mod tests {
         // Special operations are only special on the test runner.
         let misplaced = operation(doc! { "name": "failPoint", "object": "client0" });
         assert!(handler(&misplaced).is_none());
-    }
-
-    #[test]
-    fn unknown_arguments_are_unsupported() {
-        let op = operation(
-            doc! { "name": "runCommand", "object": "d", "arguments": { "command": {}, "timeoutMS": 5 } },
-        );
-        let unknown = known_arguments(&op, &["command"]);
-        assert!(matches!(unknown, Err(Abort::Unsupported(why)) if why.contains("timeoutMS")));
-        assert!(known_arguments(&op, &["command", "timeoutMS"]).is_ok());
     }
 
     #[test]

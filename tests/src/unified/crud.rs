@@ -1,0 +1,417 @@
+//! The collection operations of the CRUD spec (spec "Collection Operations"), each
+//! bound to the driver's method, in the given session when a `session` argument names
+//! one, and its result turned into the document the CRUD spec's tests expect.
+
+use anymongo::collection::{FindOneAndModify, UpdateModifications};
+use anymongo::crud::{
+    AggregateOptions, CountOptions, DeleteResult, FindOneAndModifyOptions, FindOptions,
+    InsertManyResult, ReadOptions, UpdateResult, WriteOptions,
+};
+use anymongo::session::ClientSession;
+use anymongo::{Collection, Cursor};
+use bson::{doc, Bson, Document};
+use futures::TryStreamExt;
+
+use super::arguments::{self, Arguments};
+use super::model::Operation;
+use super::operations::{Context, Returned};
+use super::Abort;
+
+/// What every collection operation starts with: the collection entity, the session
+/// the `session` argument names, and the arguments left to take.
+struct Call<'a> {
+    collection: Collection<Document>,
+    session: Option<ClientSession>,
+    arguments: Arguments<'a>,
+}
+
+impl<'a> Call<'a> {
+    fn new(operation: &'a Operation, context: &Context) -> Result<Self, Abort> {
+        let collection = context
+            .entities
+            .collection(&operation.object)?
+            .collection
+            .clone();
+        let mut arguments = Arguments::of(operation);
+        let session = arguments.session(&context.entities)?;
+        Ok(Call {
+            collection,
+            session,
+            arguments,
+        })
+    }
+}
+
+/// Spec `insertOne`: the result is `{ insertedId }`.
+pub async fn insert_one(operation: &Operation, context: &mut Context) -> Result<Returned, Abort> {
+    let Call {
+        collection,
+        session,
+        mut arguments,
+    } = Call::new(operation, context)?;
+    let document = arguments.document("document")?;
+    let options: WriteOptions = arguments.options(arguments::INSERT)?;
+    let result = match &session {
+        Some(session) => {
+            collection
+                .insert_one_with_session(document, options, session)
+                .await
+        }
+        None => collection.insert_one(document, options).await,
+    };
+    Ok(result.map(|result| Some(Bson::Document(doc! { "insertedId": result.inserted_id }))))
+}
+
+/// Spec `insertMany`: the result is `{ insertedIds: { "<index>": id } }`.
+pub async fn insert_many(operation: &Operation, context: &mut Context) -> Result<Returned, Abort> {
+    let Call {
+        collection,
+        session,
+        mut arguments,
+    } = Call::new(operation, context)?;
+    let documents = arguments.documents("documents")?;
+    let options: WriteOptions = arguments.options(arguments::INSERT)?;
+    let result = match &session {
+        Some(session) => {
+            collection
+                .insert_many_with_session(documents, options, session)
+                .await
+        }
+        None => collection.insert_many(documents, options).await,
+    };
+    Ok(result.map(|result| Some(inserted_ids(&result))))
+}
+
+fn inserted_ids(result: &InsertManyResult) -> Bson {
+    let ids: Document = result
+        .inserted_ids
+        .iter()
+        .map(|(index, id)| (index.to_string(), id.clone()))
+        .collect();
+    Bson::Document(doc! { "insertedIds": ids })
+}
+
+/// Spec `updateOne` and `updateMany` (`many`): the result is `{ matchedCount,
+/// modifiedCount, upsertedCount, upsertedId }`.
+pub async fn update(
+    operation: &Operation,
+    context: &mut Context,
+    many: bool,
+) -> Result<Returned, Abort> {
+    let Call {
+        collection,
+        session,
+        mut arguments,
+    } = Call::new(operation, context)?;
+    let filter = arguments.document("filter")?;
+    let update = update_modifications(arguments.required("update")?)?;
+    let options: WriteOptions = arguments.options(arguments::UPDATE)?;
+    let result = match (&session, many) {
+        (Some(session), false) => {
+            collection
+                .update_one_with_session(filter, update, options, session)
+                .await
+        }
+        (Some(session), true) => {
+            collection
+                .update_many_with_session(filter, update, options, session)
+                .await
+        }
+        (None, false) => collection.update_one(filter, update, options).await,
+        (None, true) => collection.update_many(filter, update, options).await,
+    };
+    Ok(result.map(|result| Some(update_result(&result))))
+}
+
+/// Spec `replaceOne`: the result is `{ matchedCount, modifiedCount, upsertedCount,
+/// upsertedId }`.
+pub async fn replace_one(operation: &Operation, context: &mut Context) -> Result<Returned, Abort> {
+    let Call {
+        collection,
+        session,
+        mut arguments,
+    } = Call::new(operation, context)?;
+    let filter = arguments.document("filter")?;
+    let replacement = arguments.document("replacement")?;
+    let options: WriteOptions = arguments.options(arguments::UPDATE)?;
+    let result = match &session {
+        Some(session) => {
+            collection
+                .replace_one_with_session(filter, replacement, options, session)
+                .await
+        }
+        None => collection.replace_one(filter, replacement, options).await,
+    };
+    Ok(result.map(|result| Some(update_result(&result))))
+}
+
+/// An update as the spec gives it: an update document or a pipeline.
+fn update_modifications(update: Bson) -> Result<UpdateModifications, Abort> {
+    match update {
+        Bson::Document(document) => Ok(document.into()),
+        Bson::Array(stages) => stages
+            .into_iter()
+            .map(|stage| match stage {
+                Bson::Document(stage) => Ok(stage),
+                other => Err(Abort::Failed(format!("a pipeline stage {other}"))),
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map(UpdateModifications::from),
+        other => Err(Abort::Failed(format!(
+            "an update must be a document or a pipeline, not {other}"
+        ))),
+    }
+}
+
+/// An `UpdateResult` as the CRUD spec's tests spell it; `upsertedId` only when a
+/// document was upserted.
+fn update_result(result: &UpdateResult) -> Bson {
+    let as_i64 = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+    let mut document = doc! {
+        "matchedCount": as_i64(result.matched_count),
+        "modifiedCount": as_i64(result.modified_count),
+        "upsertedCount": i64::from(result.upserted_id.is_some()),
+    };
+    if let Some(id) = &result.upserted_id {
+        document.insert("upsertedId", id.clone());
+    }
+    Bson::Document(document)
+}
+
+/// Spec `deleteOne` and `deleteMany` (`many`): the result is `{ deletedCount }`.
+pub async fn delete(
+    operation: &Operation,
+    context: &mut Context,
+    many: bool,
+) -> Result<Returned, Abort> {
+    let Call {
+        collection,
+        session,
+        mut arguments,
+    } = Call::new(operation, context)?;
+    let filter = arguments.document("filter")?;
+    let options: WriteOptions = arguments.options(arguments::DELETE)?;
+    let result = match (&session, many) {
+        (Some(session), false) => {
+            collection
+                .delete_one_with_session(filter, options, session)
+                .await
+        }
+        (Some(session), true) => {
+            collection
+                .delete_many_with_session(filter, options, session)
+                .await
+        }
+        (None, false) => collection.delete_one(filter, options).await,
+        (None, true) => collection.delete_many(filter, options).await,
+    };
+    Ok(result.map(|result| Some(delete_result(&result))))
+}
+
+fn delete_result(result: &DeleteResult) -> Bson {
+    let count = i64::try_from(result.deleted_count).unwrap_or(i64::MAX);
+    Bson::Document(doc! { "deletedCount": count })
+}
+
+/// Which find-and-modify operation: spec `findOneAndUpdate`, `findOneAndReplace`,
+/// `findOneAndDelete`.
+#[derive(Clone, Copy)]
+pub enum Modify {
+    /// `findOneAndUpdate`.
+    Update,
+    /// `findOneAndReplace`.
+    Replace,
+    /// `findOneAndDelete`.
+    Delete,
+}
+
+/// The find-and-modify operations: the result is the document, or null.
+pub async fn find_one_and(
+    operation: &Operation,
+    context: &mut Context,
+    modify: Modify,
+) -> Result<Returned, Abort> {
+    let Call {
+        collection,
+        session,
+        mut arguments,
+    } = Call::new(operation, context)?;
+    let filter = arguments.document("filter")?;
+    let action = match modify {
+        Modify::Update => {
+            FindOneAndModify::Update(update_modifications(arguments.required("update")?)?)
+        }
+        Modify::Replace => FindOneAndModify::Replace(arguments.document("replacement")?),
+        Modify::Delete => FindOneAndModify::Delete,
+    };
+    let options: FindOneAndModifyOptions = arguments.options(arguments::FIND_AND_MODIFY)?;
+    let result = match (session, action) {
+        (Some(session), action) => {
+            collection
+                .find_and_modify_with_session(filter, action, options, &session)
+                .await
+        }
+        (None, FindOneAndModify::Update(update)) => {
+            collection
+                .find_one_and_update(filter, update, options)
+                .await
+        }
+        (None, FindOneAndModify::Replace(replacement)) => {
+            collection
+                .find_one_and_replace(filter, replacement, options)
+                .await
+        }
+        (None, FindOneAndModify::Delete) => collection.find_one_and_delete(filter, options).await,
+    };
+    Ok(result.map(|found| Some(found.map_or(Bson::Null, Bson::Document))))
+}
+
+/// Spec `find` and `createFindCursor`: the cursor of the find the arguments describe.
+pub async fn find_cursor(
+    operation: &Operation,
+    context: &mut Context,
+) -> Result<anymongo::Result<Cursor<Document>>, Abort> {
+    let Call {
+        collection,
+        session,
+        mut arguments,
+    } = Call::new(operation, context)?;
+    let filter = arguments.document("filter")?;
+    let options: FindOptions = arguments.options(arguments::FIND)?;
+    Ok(match &session {
+        Some(session) => collection.find_with_session(filter, options, session).await,
+        None => collection.find(filter, options).await,
+    })
+}
+
+/// Spec `find`: the result is every document of the cursor.
+pub async fn find(operation: &Operation, context: &mut Context) -> Result<Returned, Abort> {
+    Ok(drain(find_cursor(operation, context).await?).await)
+}
+
+/// Spec `findOne`: the first document, or null.
+pub async fn find_one(operation: &Operation, context: &mut Context) -> Result<Returned, Abort> {
+    let Call {
+        collection,
+        session,
+        mut arguments,
+    } = Call::new(operation, context)?;
+    let filter = arguments.document("filter")?;
+    let options: FindOptions = arguments.options(arguments::FIND)?;
+    let result = match &session {
+        Some(session) => {
+            collection
+                .find_one_with_session(filter, options, session)
+                .await
+        }
+        None => collection.find_one(filter, options).await,
+    };
+    Ok(result.map(|found| Some(found.map_or(Bson::Null, Bson::Document))))
+}
+
+/// Spec `aggregate` on a collection: the result is every document of the cursor.
+/// The driver's `Database` has no `aggregate`, so a database-level one (CRUD spec,
+/// "Database.aggregate") is unsupported.
+pub async fn aggregate(operation: &Operation, context: &mut Context) -> Result<Returned, Abort> {
+    if context.entities.database(&operation.object).is_ok() {
+        return Err(Abort::Unsupported(
+            "aggregate on a database: anymongo::Database has no aggregate".to_owned(),
+        ));
+    }
+    let Call {
+        collection,
+        session,
+        mut arguments,
+    } = Call::new(operation, context)?;
+    let pipeline = arguments.documents("pipeline")?;
+    let options: AggregateOptions = arguments.options(arguments::AGGREGATE)?;
+    let cursor = match &session {
+        Some(session) => {
+            collection
+                .aggregate_with_session(pipeline, options, session)
+                .await
+        }
+        None => collection.aggregate(pipeline, options).await,
+    };
+    Ok(drain(cursor).await)
+}
+
+/// Spec `countDocuments`: the result is the count.
+pub async fn count_documents(
+    operation: &Operation,
+    context: &mut Context,
+) -> Result<Returned, Abort> {
+    let Call {
+        collection,
+        session,
+        mut arguments,
+    } = Call::new(operation, context)?;
+    let filter = arguments.document("filter")?;
+    let options: CountOptions = arguments.options(arguments::COUNT)?;
+    let count = match &session {
+        Some(session) => {
+            collection
+                .count_documents_with_session(filter, options, session)
+                .await
+        }
+        None => collection.count_documents(filter, options).await,
+    };
+    Ok(count.map(|count| Some(count_bson(count))))
+}
+
+/// Spec `estimatedDocumentCount`: the result is the count. The driver's method takes
+/// no session.
+pub async fn estimated_document_count(
+    operation: &Operation,
+    context: &mut Context,
+) -> Result<Returned, Abort> {
+    let Call {
+        collection,
+        session,
+        arguments,
+    } = Call::new(operation, context)?;
+    if session.is_some() {
+        return Err(Abort::Unsupported(
+            "estimatedDocumentCount in a session: Collection::estimated_document_count \
+             takes no session"
+                .to_owned(),
+        ));
+    }
+    let options: ReadOptions = arguments.options(arguments::ESTIMATED_COUNT)?;
+    let count = collection.estimated_document_count(options).await;
+    Ok(count.map(|count| Some(count_bson(count))))
+}
+
+fn count_bson(count: u64) -> Bson {
+    Bson::Int64(i64::try_from(count).unwrap_or(i64::MAX))
+}
+
+/// Spec `distinct`: the result is the array of values.
+pub async fn distinct(operation: &Operation, context: &mut Context) -> Result<Returned, Abort> {
+    let Call {
+        collection,
+        session,
+        mut arguments,
+    } = Call::new(operation, context)?;
+    let field = arguments.string("fieldName")?;
+    let filter = arguments.document("filter")?;
+    let options: ReadOptions = arguments.options(arguments::DISTINCT)?;
+    let values = match &session {
+        Some(session) => {
+            collection
+                .distinct_with_session(&field, filter, options, session)
+                .await
+        }
+        None => collection.distinct(&field, filter, options).await,
+    };
+    Ok(values.map(|values| Some(Bson::Array(values))))
+}
+
+/// Every document of a cursor, as an array; the error that opened or iterated it
+/// otherwise.
+pub async fn drain(cursor: anymongo::Result<Cursor<Document>>) -> Returned {
+    let documents: Vec<Document> = cursor?.try_collect().await?;
+    Ok(Some(Bson::Array(
+        documents.into_iter().map(Bson::Document).collect(),
+    )))
+}

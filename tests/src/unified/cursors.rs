@@ -1,0 +1,51 @@
+//! Cursor entities (spec "entity", `cursor`): `createFindCursor` and the operations on
+//! a saved cursor (spec "Cursor Operations").
+
+use bson::Bson;
+use futures::TryStreamExt;
+
+use super::crud;
+use super::model::Operation;
+use super::operations::{Context, Returned};
+use super::Abort;
+
+/// Spec `createFindCursor`: the cursor of a find becomes the result entity.
+pub async fn create_find_cursor(
+    operation: &Operation,
+    context: &mut Context,
+) -> Result<Returned, Abort> {
+    let cursor = crud::find_cursor(operation, context).await?;
+    Ok(context.save_cursor(cursor))
+}
+
+/// Spec `iterateUntilDocumentOrError` and `iterateOnce`: the next document. The
+/// driver's cursor has one way to iterate, which fetches batches until a document
+/// comes; `iterateOnce` differs only for a tailable cursor, which the driver's
+/// `Database::run_cursor_command_with` cannot create (`cursorType` is unsupported).
+/// An exhausted cursor has no next document: the test fails.
+pub async fn next(operation: &Operation, context: &mut Context) -> Result<Returned, Abort> {
+    super::arguments::known_arguments(operation, &[])?;
+    let entity = context.entities.cursor_mut(&operation.object)?;
+    let cursor = entity
+        .cursor
+        .as_mut()
+        .ok_or_else(|| format!("the cursor {} is closed", operation.object))?;
+    match cursor.try_next().await {
+        Ok(Some(document)) => Ok(Ok(Some(Bson::Document(document)))),
+        Ok(None) => Err(Abort::Failed(format!(
+            "the cursor {} is exhausted",
+            operation.object
+        ))),
+        Err(error) => Ok(Err(error)),
+    }
+}
+
+/// Spec `close`: kills the server's cursor; the entity stays, closed.
+pub async fn close(operation: &Operation, context: &mut Context) -> Result<Returned, Abort> {
+    super::arguments::known_arguments(operation, &[])?;
+    let entity = context.entities.cursor_mut(&operation.object)?;
+    match entity.cursor.take() {
+        Some(cursor) => Ok(cursor.close().await.map(|()| None)),
+        None => Ok(Ok(None)),
+    }
+}
