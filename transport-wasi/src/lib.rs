@@ -1,6 +1,6 @@
 //! The WASI 0.2 host of anymongo: wasi:sockets TCP (through `wstd`), rustls TLS with
 //! the `ring` provider, WASI monotonic clocks, and a DNS client over wasi:sockets UDP
-//! and TCP for `mongodb+srv://` ([`WasiResolver`]).
+//! and TCP for `mongodb+srv://` (`WasiResolver`).
 //!
 //! WASI components usually serve one request at a time and cannot keep tasks alive
 //! between requests, so this host provides no spawner: the core then works without
