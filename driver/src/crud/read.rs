@@ -69,6 +69,15 @@ impl Operation for Find<'_> {
             Some(limit) if limit > 0 => (Some(limit.unsigned_abs()), false),
             _ => (None, false),
         };
+        // A batch size equal to the limit would leave an open cursor behind the one
+        // batch that holds every result: limit + 1 closes it (CRUD spec, "Setting
+        // limit and batchSize options for find commands").
+        let batch_size = options.batch_size.map(i64::from).map(|size| {
+            match limit.and_then(|limit| i64::try_from(limit).ok()) {
+                Some(limit) if limit == size && !single_batch => size + 1,
+                _ => size,
+            }
+        });
         let (tailable, await_data) = match options.cursor_type {
             Some(CursorType::Tailable) => (true, false),
             Some(CursorType::TailableAwait) => (true, true),
@@ -92,10 +101,7 @@ impl Operation for Find<'_> {
                     "limit",
                     limit.map(|limit| Bson::Int64(limit.try_into().unwrap_or(i64::MAX))),
                 ),
-                (
-                    "batchSize",
-                    options.batch_size.map(|size| Bson::Int64(size.into())),
-                ),
+                ("batchSize", batch_size.map(Bson::Int64)),
                 ("singleBatch", flag(single_batch)),
                 ("comment", options.comment.clone()),
                 ("maxTimeMS", options.max_time.map(millis)),

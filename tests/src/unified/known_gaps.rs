@@ -39,11 +39,6 @@ const AGGREGATE_WRITE_READ_PREFERENCE: Gap = Gap::Driver(
     "aggregate with $out/$merge sends no $readPreference: the driver treats it as a \
      write; 5.0+ servers should get the collection's read preference",
 );
-/// Driver: `find` with `limit: 4, batchSize: 4` sends `batchSize: 4`; the expected
-/// command has `batchSize: 5`, limit + 1, so that the server closes the cursor with
-/// the first batch instead of leaving it for a getMore.
-const FIND_BATCH_SIZE_EQUAL_TO_LIMIT: Gap =
-    Gap::Driver("find with batchSize equal to limit sends batchSize = limit, expected limit + 1");
 /// Driver: a `w: 0` write waits for the server's reply (the driver does not send
 /// `moreToCome`), so `findOneAndDelete`/`Replace`/`Update` return the document the reply
 /// carries; the CRUD spec's tests expect no result (`$$unsetOrMatches: null`).
@@ -94,12 +89,6 @@ pub const KNOWN_GAPS: &[KnownGap] = &[
         "unified/aggregate-write-readPreference.json",
         "Aggregate with $merge includes read preference for 5.0+ server",
         AGGREGATE_WRITE_READ_PREFERENCE,
-    ),
-    gap(
-        "crud",
-        "unified/find.json",
-        "Find with batchSize equal to limit",
-        FIND_BATCH_SIZE_EQUAL_TO_LIMIT,
     ),
     gap(
         "crud",
@@ -370,8 +359,8 @@ mod tests {
     fn gaps_are_found_by_test_or_by_file_with_their_kind() {
         let by_test = reason(
             "crud",
-            "unified/find.json",
-            "Find with batchSize equal to limit",
+            "unified/aggregate-write-readPreference.json",
+            "Aggregate with $merge includes read preference for 5.0+ server",
         );
         assert!(by_test.unwrap().starts_with(DRIVER_GAP));
         assert_eq!(
