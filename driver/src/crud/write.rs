@@ -3,6 +3,7 @@
 
 use bson::{doc, Bson, Document, RawDocumentBuf};
 
+use super::read::insert_present;
 use super::{FindOneAndModifyOptions, ReturnDocument, WriteOptions};
 use crate::concern::WriteConcern;
 use crate::error::{Error, ErrorKind, Result, WriteConcernError, WriteError, WriteFailure};
@@ -125,20 +126,22 @@ impl WriteReply {
         )
     }
 
-    /// A write concern error the server says may be retried (4.4+ label it): an error,
-    /// so the executor retries.
-    fn retryable_concern_error(&self) -> Option<Error> {
-        let retryable = self
+    /// The reply of an insert, update or delete command; a write concern error the
+    /// server says may be retried (4.4+ servers label it) is an error instead, so that
+    /// the executor retries.
+    fn of_write_command(reply: &Document, offset: usize) -> Result<WriteReply> {
+        let parsed = WriteReply::parse(reply, offset);
+        let retryable = parsed
             .labels
             .iter()
-            .any(|l| l == crate::retry::RETRYABLE_WRITE_ERROR);
-        match (
-            &self.write_concern_error,
-            retryable && self.write_errors.is_empty(),
-        ) {
-            (Some(_), true) => self.single_write_error(),
-            _ => None,
+            .any(|label| label == crate::retry::RETRYABLE_WRITE_ERROR);
+        if retryable && parsed.write_errors.is_empty() {
+            // Without write errors, the single write error is the write concern error.
+            if let Some(error) = parsed.single_write_error() {
+                return Err(error);
+            }
         }
+        Ok(parsed)
     }
 }
 
@@ -148,18 +151,21 @@ fn add_write_options(
     options: &WriteOptions,
     write_concern: Option<&WriteConcern>,
 ) {
-    if let Some(concern) = write_concern.filter(|concern| !concern.is_empty()) {
-        body.insert("writeConcern", concern.to_document());
-    }
-    if let Some(bypass) = options.bypass_document_validation {
-        body.insert("bypassDocumentValidation", bypass);
-    }
-    if let Some(comment) = &options.comment {
-        body.insert("comment", comment.clone());
-    }
-    if let Some(variables) = &options.let_vars {
-        body.insert("let", variables.clone());
-    }
+    let write_concern = write_concern
+        .filter(|concern| !concern.is_empty())
+        .map(|concern| Bson::Document(concern.to_document()));
+    insert_present(
+        body,
+        [
+            ("writeConcern", write_concern),
+            (
+                "bypassDocumentValidation",
+                options.bypass_document_validation.map(Bson::Boolean),
+            ),
+            ("comment", options.comment.clone()),
+            ("let", options.let_vars.clone().map(Bson::Document)),
+        ],
+    );
 }
 
 /// Room in a message for things other than the documents of a batch: the message
@@ -231,11 +237,7 @@ impl Operation for Insert<'_> {
     }
 
     fn handle_reply(&mut self, reply: Document, _context: ReplyContext<'_>) -> Result<WriteReply> {
-        let parsed = WriteReply::parse(&reply, self.offset);
-        match parsed.retryable_concern_error() {
-            Some(error) => Err(error),
-            None => Ok(parsed),
-        }
+        WriteReply::of_write_command(&reply, self.offset)
     }
 
     fn retryability(&self) -> Retryability {
@@ -294,18 +296,18 @@ impl Operation for Modify<'_> {
                 multi,
             } => {
                 let mut statement = doc! { "q": filter.clone(), "u": update.clone() };
-                if *multi {
-                    statement.insert("multi", true);
-                }
-                if let Some(upsert) = options.upsert {
-                    statement.insert("upsert", upsert);
-                }
-                if let Some(filters) = &options.array_filters {
-                    statement.insert("arrayFilters", filters.clone());
-                }
-                if let Some(sort) = &options.sort {
-                    statement.insert("sort", sort.clone());
-                }
+                let array_filters = options.array_filters.as_ref().map(|filters| {
+                    Bson::Array(filters.iter().cloned().map(Bson::Document).collect())
+                });
+                insert_present(
+                    &mut statement,
+                    [
+                        ("multi", multi.then_some(Bson::Boolean(true))),
+                        ("upsert", options.upsert.map(Bson::Boolean)),
+                        ("arrayFilters", array_filters),
+                        ("sort", options.sort.clone().map(Bson::Document)),
+                    ],
+                );
                 (doc! { "update": collection, "ordered": true }, statement)
             }
             ModifyStatement::Delete { filter, multi } => (
@@ -335,11 +337,7 @@ impl Operation for Modify<'_> {
     }
 
     fn handle_reply(&mut self, reply: Document, _context: ReplyContext<'_>) -> Result<WriteReply> {
-        let parsed = WriteReply::parse(&reply, 0);
-        match parsed.retryable_concern_error() {
-            Some(error) => Err(error),
-            None => Ok(parsed),
-        }
+        WriteReply::of_write_command(&reply, 0)
     }
 
     fn retryability(&self) -> Retryability {
