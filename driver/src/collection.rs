@@ -187,6 +187,27 @@ impl<T> Collection<T> {
         Ok(concern)
     }
 
+    /// The read preference and read concern of a read: the operation's, else the
+    /// collection's.
+    fn read_concerns(
+        &self,
+        read_preference: &Option<crate::uri::ReadPreference>,
+        read_concern: &Option<crate::concern::ReadConcern>,
+    ) -> (
+        crate::uri::ReadPreference,
+        Option<crate::concern::ReadConcern>,
+    ) {
+        (
+            read_preference
+                .clone()
+                .or_else(|| self.concerns.read_preference.clone())
+                .unwrap_or_default(),
+            read_concern
+                .clone()
+                .or_else(|| self.concerns.read_concern.clone()),
+        )
+    }
+
     /// Drops the collection; dropping one that does not exist is not an error.
     pub async fn drop(&self, session: Option<&ClientSession>) -> Result<()> {
         let mut command = doc! { "drop": self.name() };
@@ -374,19 +395,14 @@ impl<T> Collection<T> {
     ) -> Result<Cursor<Document>> {
         let options = options.unwrap_or_default();
         let write_concern = self.write_concern(options.write_concern.as_ref())?.cloned();
+        let (read_preference, read_concern) =
+            self.read_concerns(&options.read_preference, &options.read_concern);
         let operation = Aggregate {
             database: &self.namespace.database,
             collection: Some(&self.namespace.collection),
             pipeline,
-            read_preference: options
-                .read_preference
-                .clone()
-                .or_else(|| self.concerns.read_preference.clone())
-                .unwrap_or_default(),
-            read_concern: options
-                .read_concern
-                .clone()
-                .or_else(|| self.concerns.read_concern.clone()),
+            read_preference,
+            read_concern,
             write_concern,
             options,
         };
@@ -561,13 +577,12 @@ impl<T> Collection<T> {
         result: fn(&Document) -> Result<Bson>,
         session: Option<&ClientSession>,
     ) -> Result<Bson> {
+        let (read_preference, read_concern) = self.read_concerns(&read_preference, &read_concern);
         let operation = SimpleRead {
             database: &self.namespace.database,
             body,
-            read_preference: read_preference
-                .or_else(|| self.concerns.read_preference.clone())
-                .unwrap_or_default(),
-            read_concern: read_concern.or_else(|| self.concerns.read_concern.clone()),
+            read_preference,
+            read_concern,
             result,
         };
         self.client().execute(operation, session).await
@@ -937,18 +952,13 @@ impl<T: DeserializeOwned> Collection<T> {
         session: Option<&ClientSession>,
     ) -> Result<Cursor<T>> {
         let options = options.unwrap_or_default();
+        let (read_preference, read_concern) =
+            self.read_concerns(&options.read_preference, &options.read_concern);
         let operation = Find {
             namespace: &self.namespace,
             filter,
-            read_preference: options
-                .read_preference
-                .clone()
-                .or_else(|| self.concerns.read_preference.clone())
-                .unwrap_or_default(),
-            read_concern: options
-                .read_concern
-                .clone()
-                .or_else(|| self.concerns.read_concern.clone()),
+            read_preference,
+            read_concern,
             options,
         };
         let cursor = self.client().execute(operation, session).await?;

@@ -315,10 +315,7 @@ impl Operation for GetMore {
             body.insert("batchSize", i64::from(size));
         }
         if let Some(wait) = spec.max_await_time {
-            body.insert(
-                "maxTimeMS",
-                i64::try_from(wait.as_millis()).unwrap_or(i64::MAX),
-            );
+            body.insert("maxTimeMS", crate::crud::read::millis(wait));
         }
         if let Some(comment) = &spec.comment {
             body.insert("comment", comment.clone());

@@ -3,7 +3,7 @@
 
 use bson::{doc, Bson, Document, RawDocumentBuf};
 
-use super::read::insert_present;
+use super::read::{insert_present, millis};
 use super::{FindOneAndModifyOptions, ReturnDocument, WriteOptions};
 use crate::concern::WriteConcern;
 use crate::error::{Error, ErrorKind, Result, WriteConcernError, WriteError, WriteFailure};
@@ -412,25 +412,18 @@ impl Operation for FindAndModify<'_> {
                 body.insert("bypassDocumentValidation", bypass);
             }
         }
-        let optional: [(&str, Option<Bson>); 7] = [
-            ("sort", options.sort.clone().map(Bson::Document)),
-            ("fields", options.projection.clone().map(Bson::Document)),
-            ("collation", options.collation.clone().map(Bson::Document)),
-            ("hint", options.hint.clone()),
-            ("let", options.let_vars.clone().map(Bson::Document)),
-            ("comment", options.comment.clone()),
-            (
-                "maxTimeMS",
-                options
-                    .max_time
-                    .map(|time| Bson::Int64(i64::try_from(time.as_millis()).unwrap_or(i64::MAX))),
-            ),
-        ];
-        for (key, value) in optional {
-            if let Some(value) = value {
-                body.insert(key, value);
-            }
-        }
+        insert_present(
+            &mut body,
+            [
+                ("sort", options.sort.clone().map(Bson::Document)),
+                ("fields", options.projection.clone().map(Bson::Document)),
+                ("collation", options.collation.clone().map(Bson::Document)),
+                ("hint", options.hint.clone()),
+                ("let", options.let_vars.clone().map(Bson::Document)),
+                ("comment", options.comment.clone()),
+                ("maxTimeMS", options.max_time.map(millis)),
+            ],
+        );
         if let Some(concern) = self.write_concern.filter(|concern| !concern.is_empty()) {
             body.insert("writeConcern", concern.to_document());
         }
