@@ -1,12 +1,14 @@
 //! Runs the specification tests and prints one line per suite and a total:
 //!
 //! ```text
-//! spec [CORPUS_DIR] [--suite NAME]...
+//! spec [CORPUS_DIR] [--suite NAME]... [--verbose]
 //! ```
 //!
 //! CORPUS_DIR is laid out like pymongo's `test/` folder; it defaults to
 //! `$ANYMONGO_SPEC_DIR`, else the copy cached by `tests/setup.sh corpus`.
 //! Exits with 1 if a test failed, 2 if the corpus or a suite folder is missing.
+//! With `--verbose`, every failure and every skip is listed with its reason, not only
+//! the first failures.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -29,6 +31,7 @@ fn main() -> ExitCode {
 fn run() -> Result<ExitCode, String> {
     let mut corpus = None;
     let mut suites: Vec<&Suite> = Vec::new();
+    let mut verbose = false;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -40,8 +43,9 @@ fn run() -> Result<ExitCode, String> {
                     format!("no suite {name:?}; the suites are: {}", names.join(", "))
                 })?);
             }
+            "--verbose" => verbose = true,
             "-h" | "--help" => {
-                println!("usage: spec [CORPUS_DIR] [--suite NAME]...");
+                println!("usage: spec [CORPUS_DIR] [--suite NAME]... [--verbose]");
                 return Ok(ExitCode::SUCCESS);
             }
             _ if corpus.is_none() && !arg.starts_with('-') => corpus = Some(PathBuf::from(arg)),
@@ -84,10 +88,19 @@ fn run() -> Result<ExitCode, String> {
             outcome.failed.len(),
             outcome.skipped.len()
         );
-        for (file, why) in outcome.failed.iter().take(SHOWN_FAILURES) {
+        let shown = if verbose {
+            outcome.failed.len()
+        } else {
+            SHOWN_FAILURES
+        };
+        for (file, why) in outcome.failed.iter().take(shown) {
             println!("    {file}: {why}");
         }
-        if outcome.failed.len() > SHOWN_FAILURES {
+        if verbose {
+            for (file, why) in &outcome.skipped {
+                println!("    skipped {file}: {why}");
+            }
+        } else if outcome.failed.len() > SHOWN_FAILURES {
             println!("    ... and {} more", outcome.failed.len() - SHOWN_FAILURES);
         }
         passed += outcome.passed;
