@@ -13,7 +13,7 @@ use serde::Serialize;
 
 use crate::client::Client;
 use crate::concern::WriteConcern;
-use crate::crud::read::{insert_present, millis, Aggregate, Find, SimpleRead};
+use crate::crud::read::{insert_present, millis, Find, SimpleRead};
 use crate::crud::write::{
     FindAndModify, FindAndModifyAction, Insert, Modify, ModifyStatement, Namespace, WriteReply,
 };
@@ -180,11 +180,7 @@ impl<T> Collection<T> {
         &'a self,
         given: Option<&'a WriteConcern>,
     ) -> Result<Option<&'a WriteConcern>> {
-        let concern = given.or(self.concerns.write_concern.as_ref());
-        if let Some(concern) = concern {
-            concern.validate()?;
-        }
-        Ok(concern)
+        self.concerns.write_concern(given)
     }
 
     /// The read preference and read concern of a read: the operation's, else the
@@ -197,28 +193,21 @@ impl<T> Collection<T> {
         crate::uri::ReadPreference,
         Option<crate::concern::ReadConcern>,
     ) {
-        (
-            read_preference
-                .clone()
-                .or_else(|| self.concerns.read_preference.clone())
-                .unwrap_or_default(),
-            read_concern
-                .clone()
-                .or_else(|| self.concerns.read_concern.clone()),
-        )
+        self.concerns.of_read(read_preference, read_concern)
     }
 
     /// Drops the collection; dropping one that does not exist is not an error.
     pub async fn drop(&self, session: Option<&ClientSession>) -> Result<()> {
-        let mut command = doc! { "drop": self.name() };
-        if let Some(concern) = self.write_concern(None)?.filter(|c| !c.is_empty()) {
-            command.insert("writeConcern", concern.to_document());
-        }
-        match self.database.run_command_with(command, None, session).await {
-            Ok(_) => Ok(()),
+        let write_concern = self.write_concern(None)?;
+        let command = doc! { "drop": self.name() };
+        match self
+            .database
+            .run_write_command(command, write_concern, session)
+            .await
+        {
             // NamespaceNotFound: nothing to drop.
             Err(error) if error.code() == Some(26) => Ok(()),
-            Err(error) => Err(error),
+            done => done,
         }
     }
 
@@ -393,20 +382,15 @@ impl<T> Collection<T> {
         options: Option<AggregateOptions>,
         session: Option<&ClientSession>,
     ) -> Result<Cursor<Document>> {
-        let options = options.unwrap_or_default();
-        let write_concern = self.write_concern(options.write_concern.as_ref())?.cloned();
-        let (read_preference, read_concern) =
-            self.read_concerns(&options.read_preference, &options.read_concern);
-        let operation = Aggregate {
-            database: &self.namespace.database,
-            collection: Some(&self.namespace.collection),
-            pipeline,
-            read_preference,
-            read_concern,
-            write_concern,
-            options,
-        };
-        self.client().execute(operation, session).await
+        self.database
+            .aggregate_on(
+                Some(self.name()),
+                &self.concerns,
+                pipeline,
+                options,
+                session,
+            )
+            .await
     }
 
     /// Counts the documents matching `filter`, exactly (an aggregation: CRUD spec,
@@ -488,11 +472,77 @@ impl<T> Collection<T> {
         &self,
         options: impl Into<Option<ReadOptions>>,
     ) -> Result<u64> {
+        self.estimated_document_count_in(options.into(), None).await
+    }
+
+    /// [`estimated_document_count`](Self::estimated_document_count) in `session`.
+    pub async fn estimated_document_count_with_session(
+        &self,
+        options: impl Into<Option<ReadOptions>>,
+        session: &ClientSession,
+    ) -> Result<u64> {
+        self.estimated_document_count_in(options.into(), Some(session))
+            .await
+    }
+
+    async fn estimated_document_count_in(
+        &self,
+        options: Option<ReadOptions>,
+        session: Option<&ClientSession>,
+    ) -> Result<u64> {
+        let options = options.unwrap_or_default();
+        let options = CountOptions {
+            comment: options.comment,
+            max_time: options.max_time,
+            read_concern: options.read_concern,
+            read_preference: options.read_preference,
+            ..CountOptions::default()
+        };
+        self.count_command(None, options, session).await
+    }
+
+    /// Counts the documents matching `filter` with the `count` command, which the CRUD
+    /// spec deprecates: it may be inaccurate on a sharded cluster, and does not work
+    /// in transactions. Prefer [`count_documents`](Self::count_documents) (exact) or
+    /// [`estimated_document_count`](Self::estimated_document_count) (fast).
+    pub async fn count(
+        &self,
+        filter: Document,
+        options: impl Into<Option<CountOptions>>,
+    ) -> Result<u64> {
         let options = options.into().unwrap_or_default();
+        self.count_command(Some(filter), options, None).await
+    }
+
+    /// [`count`](Self::count) in `session`.
+    pub async fn count_with_session(
+        &self,
+        filter: Document,
+        options: impl Into<Option<CountOptions>>,
+        session: &ClientSession,
+    ) -> Result<u64> {
+        let options = options.into().unwrap_or_default();
+        self.count_command(Some(filter), options, Some(session))
+            .await
+    }
+
+    /// The `count` command, with a `query` or (estimated count) without.
+    async fn count_command(
+        &self,
+        query: Option<Document>,
+        options: CountOptions,
+        session: Option<&ClientSession>,
+    ) -> Result<u64> {
         let mut body = doc! { "count": self.name() };
+        let number = |n: u64| Bson::Int64(i64::try_from(n).unwrap_or(i64::MAX));
         insert_present(
             &mut body,
             [
+                ("query", query.map(Bson::Document)),
+                ("skip", options.skip.map(number)),
+                ("limit", options.limit.map(number)),
+                ("collation", options.collation.map(Bson::Document)),
+                ("hint", options.hint),
                 ("comment", options.comment),
                 ("maxTimeMS", options.max_time.map(millis)),
             ],
@@ -503,7 +553,7 @@ impl<T> Collection<T> {
                 options.read_preference,
                 options.read_concern,
                 |reply| Ok(reply.get("n").cloned().unwrap_or(Bson::Int64(0))),
-                None,
+                session,
             )
             .await?;
         Ok(as_count(&count))

@@ -19,6 +19,7 @@ use crate::error::{
 use crate::handshake::{client_metadata, hello_command, HelloReply};
 use crate::rt::{self, boxed, BoxFuture, Clock, ConnectTarget, Runtime, Stream, Transport};
 use crate::uri::{ClientOptions, ServerAddress};
+use crate::versioned_api::{declare, ServerApi};
 use crate::wire::{
     self, check_response_to, encode_op_query, next_request_id, Message, MessageHeader, MsgFlags,
     OpMsg, HEADER_LEN,
@@ -50,6 +51,9 @@ pub(crate) struct ConnectionSettings {
     /// `loadBalanced=true`: the handshake says so, and the server must answer with a
     /// `serviceId` (Load Balancer spec, "Connection Establishment").
     pub load_balanced: bool,
+    /// The Stable API the client declares: sent with the handshake and authentication
+    /// commands, and it makes the handshake use `hello`.
+    pub server_api: Option<ServerApi>,
 }
 
 impl ConnectionSettings {
@@ -82,6 +86,7 @@ impl ConnectionSettings {
                 oidc,
             }),
             load_balanced: options.load_balanced == Some(true),
+            server_api: options.server_api.clone(),
         }
     }
 
@@ -126,6 +131,8 @@ pub struct Connection {
     /// MONGODB-OIDC: the authenticator and this connection's token, kept for
     /// reauthentication (error 391).
     oidc: Option<(Arc<OidcAuthenticator>, OidcConnectionCache)>,
+    /// The Stable API the client declares, which every command it sends carries.
+    server_api: Option<ServerApi>,
 }
 
 impl std::fmt::Debug for Connection {
@@ -165,6 +172,7 @@ impl Connection {
                 broken: false,
                 more_to_come: None,
                 oidc: None,
+                server_api: settings.server_api.clone(),
             };
             connection.handshake(settings, clock, &hello_seen).await?;
             Ok::<_, Error>(connection)
@@ -212,7 +220,11 @@ impl Connection {
             .as_ref()
             .and_then(|auth| auth.oidc.clone())
             .map(|oidc| (oidc, OidcConnectionCache::default()));
-        let (mut command, legacy) = hello_command(&settings.metadata, settings.load_balanced);
+        let (mut command, legacy) = hello_command(
+            &settings.metadata,
+            settings.load_balanced,
+            settings.server_api.as_ref(),
+        );
         if let Some(auth) = &mut auth {
             auth.prepare_hello(&mut command);
         }
@@ -308,6 +320,7 @@ impl Connection {
         let source = credential.effective_source();
         let (mechanism, mut conversation, mut step) = auth.after_hello(hello_reply)?;
         while let Step::Send(mut command) = step {
+            declare(self.server_api.as_ref(), &mut command);
             command.insert("$db", source);
             let reply =
                 self.command(to_raw(&command)?, clock)
@@ -540,6 +553,7 @@ struct SaslCommands<'c> {
 impl SaslSender for SaslCommands<'_> {
     fn send<'a>(&'a mut self, mut command: Document) -> BoxFuture<'a, Result<Document>> {
         boxed(async move {
+            declare(self.connection.server_api.as_ref(), &mut command);
             command.insert("$db", "$external");
             let command = to_raw(&command)?;
             self.connection.command(command, self.clock).await
@@ -739,6 +753,7 @@ mod tests {
             metadata: doc! { "driver": { "name": "anymongo", "version": "test" } },
             auth: None,
             load_balanced: false,
+            server_api: None,
         }
     }
 

@@ -6,7 +6,10 @@ use bson::Document;
 use crate::client::Client;
 use crate::collection::Collection;
 use crate::concern::{ReadConcern, WriteConcern};
+use crate::crud::read::Aggregate;
 use crate::crud::run_command::{RunCommand, RunCursorCommand};
+use crate::crud::write::WriteReply;
+use crate::crud::AggregateOptions;
 use crate::cursor::Cursor;
 use crate::error::Result;
 use crate::session::ClientSession;
@@ -57,6 +60,34 @@ impl Concerns {
                 .clone()
                 .or_else(|| parent.write_concern.clone()),
         }
+    }
+
+    /// The write concern of a write: the operation's (`given`), else this one;
+    /// validated.
+    pub(crate) fn write_concern<'a>(
+        &'a self,
+        given: Option<&'a WriteConcern>,
+    ) -> Result<Option<&'a WriteConcern>> {
+        let concern = given.or(self.write_concern.as_ref());
+        if let Some(concern) = concern {
+            concern.validate()?;
+        }
+        Ok(concern)
+    }
+
+    /// The read preference and read concern of a read: the operation's, else these.
+    pub(crate) fn of_read(
+        &self,
+        read_preference: &Option<ReadPreference>,
+        read_concern: &Option<ReadConcern>,
+    ) -> (ReadPreference, Option<ReadConcern>) {
+        (
+            read_preference
+                .clone()
+                .or_else(|| self.read_preference.clone())
+                .unwrap_or_default(),
+            read_concern.clone().or_else(|| self.read_concern.clone()),
+        )
     }
 
     /// The client's defaults, from its connection string.
@@ -157,5 +188,115 @@ impl Database {
     ) -> Result<Cursor<Document>> {
         let operation = RunCursorCommand::new(&self.name, command, read_preference)?;
         self.client.execute(operation, session).await
+    }
+
+    /// Runs an aggregation pipeline on the database itself (`aggregate: 1`), for the
+    /// stages that start without a collection: `$currentOp`, `$listLocalSessions`,
+    /// `$documents`...
+    ///
+    /// ```no_run
+    /// # async fn example(db: anymongo::Database) -> anymongo::Result<()> {
+    /// use anymongo::bson::doc;
+    /// use futures::TryStreamExt;
+    /// let pipeline = [doc! { "$documents": [{ "x": 1 }, { "x": 2 }] }];
+    /// let documents: Vec<_> = db.aggregate(pipeline, None).await?.try_collect().await?;
+    /// assert_eq!(documents.len(), 2);
+    /// # Ok(()) }
+    /// ```
+    pub async fn aggregate(
+        &self,
+        pipeline: impl IntoIterator<Item = Document>,
+        options: impl Into<Option<AggregateOptions>>,
+    ) -> Result<Cursor<Document>> {
+        let pipeline = pipeline.into_iter().collect();
+        self.aggregate_on(None, &self.options, pipeline, options.into(), None)
+            .await
+    }
+
+    /// [`aggregate`](Self::aggregate) in `session`.
+    pub async fn aggregate_with_session(
+        &self,
+        pipeline: impl IntoIterator<Item = Document>,
+        options: impl Into<Option<AggregateOptions>>,
+        session: &ClientSession,
+    ) -> Result<Cursor<Document>> {
+        let pipeline = pipeline.into_iter().collect();
+        self.aggregate_on(None, &self.options, pipeline, options.into(), Some(session))
+            .await
+    }
+
+    /// An `aggregate` on `collection` of this database, or on the database itself
+    /// (`None`), with the concerns of the one it runs on.
+    pub(crate) async fn aggregate_on(
+        &self,
+        collection: Option<&str>,
+        concerns: &Concerns,
+        pipeline: Vec<Document>,
+        options: Option<AggregateOptions>,
+        session: Option<&ClientSession>,
+    ) -> Result<Cursor<Document>> {
+        let options = options.unwrap_or_default();
+        let write_concern = concerns
+            .write_concern(options.write_concern.as_ref())?
+            .cloned();
+        let (read_preference, read_concern) =
+            concerns.of_read(&options.read_preference, &options.read_concern);
+        let operation = Aggregate {
+            database: &self.name,
+            collection,
+            pipeline,
+            read_preference,
+            read_concern,
+            write_concern,
+            options,
+        };
+        self.client.execute(operation, session).await
+    }
+
+    /// Creates the collection `name` with the `create` command; `options` are that
+    /// command's fields (`capped`, `size`, `validator`, `timeseries`, `viewOn`,
+    /// `pipeline`, `collation`...). Creating a collection that exists is an error
+    /// (NamespaceExists, code 48).
+    ///
+    /// ```no_run
+    /// # async fn example(db: anymongo::Database) -> anymongo::Result<()> {
+    /// use anymongo::bson::doc;
+    /// db.create_collection("log", doc! { "capped": true, "size": 1_048_576 }, None).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn create_collection(
+        &self,
+        name: &str,
+        options: impl Into<Option<Document>>,
+        session: Option<&ClientSession>,
+    ) -> Result<()> {
+        let mut command = bson::doc! { "create": name };
+        command.extend(options.into().unwrap_or_default());
+        let write_concern = self.options.write_concern(None)?;
+        self.run_write_command(command, write_concern, session)
+            .await
+    }
+
+    /// Drops the database and every collection in it.
+    pub async fn drop(&self, session: Option<&ClientSession>) -> Result<()> {
+        let write_concern = self.options.write_concern(None)?;
+        self.run_write_command(bson::doc! { "dropDatabase": 1 }, write_concern, session)
+            .await
+    }
+
+    /// Runs a command that writes (`create`, `drop`, `createIndexes`...) with
+    /// `write_concern` (already resolved), and turns the write concern error of its
+    /// reply into an error.
+    pub(crate) async fn run_write_command(
+        &self,
+        mut command: Document,
+        write_concern: Option<&WriteConcern>,
+        session: Option<&ClientSession>,
+    ) -> Result<()> {
+        if let Some(concern) = write_concern.filter(|concern| !concern.is_empty()) {
+            command.insert("writeConcern", concern.to_document());
+        }
+        let reply = self.run_command_with(command, None, session).await?;
+        WriteReply::check_write_concern(&reply)
     }
 }

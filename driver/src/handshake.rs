@@ -8,6 +8,7 @@ use bson::{doc, oid::ObjectId, Bson, Document};
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::rt::HostInfo;
+use crate::versioned_api::{declare, ServerApi};
 
 /// The driver's name in the handshake.
 pub const DRIVER_NAME: &str = "anymongo";
@@ -167,8 +168,14 @@ fn retain_only(metadata: &mut Document, section: &str, keep: &str) {
 /// Seed 002's Handshake rules: with a server API version or `loadBalanced`, send
 /// `hello` over OP_MSG; otherwise send legacy hello (`isMaster`) with `helloOk: true`
 /// over OP_QUERY, so that servers that predate OP_MSG can still answer.
-pub fn hello_command(metadata: &Document, load_balanced: bool) -> (Document, bool) {
-    let legacy = !load_balanced;
+pub fn hello_command(
+    metadata: &Document,
+    load_balanced: bool,
+    server_api: Option<&ServerApi>,
+) -> (Document, bool) {
+    // A declared API version rules the legacy hello out (Stable API spec, "Handshake
+    // behavior").
+    let legacy = !load_balanced && server_api.is_none();
     let mut command = match legacy {
         true => doc! { "isMaster": 1, "helloOk": true },
         false => doc! { "hello": 1 },
@@ -177,6 +184,7 @@ pub fn hello_command(metadata: &Document, load_balanced: bool) -> (Document, boo
     if load_balanced {
         command.insert("loadBalanced", true);
     }
+    declare(server_api, &mut command);
     (command, legacy)
 }
 
@@ -436,14 +444,27 @@ mod tests {
     #[test]
     fn legacy_hello_unless_load_balanced() {
         let metadata = doc! { "driver": { "name": "x" } };
-        let (command, legacy) = hello_command(&metadata, false);
+        let (command, legacy) = hello_command(&metadata, false, None);
         assert!(legacy);
         assert_eq!(command.keys().next().map(String::as_str), Some("isMaster"));
         assert_eq!(command.get_bool("helloOk").ok(), Some(true));
-        let (command, legacy) = hello_command(&metadata, true);
+        let (command, legacy) = hello_command(&metadata, true, None);
         assert!(!legacy);
         assert_eq!(command.keys().next().map(String::as_str), Some("hello"));
         assert_eq!(command.get_bool("loadBalanced").ok(), Some(true));
+    }
+
+    #[test]
+    fn a_declared_api_version_makes_the_handshake_hello_over_op_msg() {
+        use crate::versioned_api::{ServerApi, ServerApiVersion};
+        let metadata = doc! { "driver": { "name": "x" } };
+        let api = ServerApi::new(ServerApiVersion::V1).strict(true);
+        let (command, legacy) = hello_command(&metadata, false, Some(&api));
+        assert!(!legacy);
+        assert_eq!(command.keys().next().map(String::as_str), Some("hello"));
+        assert_eq!(command.get_str("apiVersion").ok(), Some("1"));
+        assert_eq!(command.get_bool("apiStrict").ok(), Some(true));
+        assert!(!command.contains_key("helloOk"));
     }
 
     #[test]

@@ -36,9 +36,11 @@ mod connection;
 pub mod crud;
 pub mod cursor;
 pub mod database;
+pub mod enumerate;
 pub mod error;
 pub mod event;
 pub mod handshake;
+pub mod index_management;
 mod operation;
 mod retry;
 pub mod rt;
@@ -50,6 +52,7 @@ mod sync;
 #[cfg(feature = "rustls")]
 pub mod tls;
 pub mod uri;
+pub mod versioned_api;
 pub mod wire;
 
 pub use bson;

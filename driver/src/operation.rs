@@ -20,10 +20,10 @@ use crate::handshake::HelloReply;
 use crate::retry::{self, Retryability};
 use crate::sdam::live::{ConnectionInfo, PooledConnection, Server};
 use crate::sdam::topology::ErrorPhase;
-use crate::sdam::{ServerType, TopologyType};
+use crate::sdam::{ServerType, TopologyDescription, TopologyType};
 use crate::selection::{read_preference_document, SelectionCriteria};
 use crate::session::{ClientSession, SessionOptions};
-use crate::uri::ReadPreference;
+use crate::uri::{ReadPreference, ReadPreferenceMode};
 use crate::wire::{next_request_id, DocumentSequence, OpMsg};
 
 /// A command as an operation builds it; the executor adds the fields every command
@@ -61,16 +61,44 @@ pub(crate) enum Target<'a> {
     Read(&'a ReadPreference),
     /// A write: a primary, mongos, load balancer or standalone.
     Write,
+    /// An aggregate with a write stage (`$out`, `$merge`) and a read preference other
+    /// than primary: 5.0+ secondaries can run it ([`Target::resolve`]).
+    WriteStage(&'a ReadPreference),
 }
 
-impl Target<'_> {
+impl<'a> Target<'a> {
+    /// Where the operation goes in `topology` now: a [`Target::WriteStage`] is a read
+    /// with its read preference unless an available server is older than 5.0 (wire
+    /// version 13), when it is a write (CRUD spec, "Aggregation pipelines with write
+    /// stages"; a load balancer is taken to front 5.0+ servers). `topology` is only
+    /// asked for then.
+    fn resolve(self, topology: impl FnOnce() -> TopologyDescription) -> Target<'a> {
+        match self {
+            Target::WriteStage(preference) => {
+                let topology = topology();
+                let pre_5_0 = topology.topology_type != TopologyType::LoadBalanced
+                    && topology.servers.values().any(|server| {
+                        server.is_available() && server.max_wire_version < WIRE_VERSION_5_0
+                    });
+                match pre_5_0 || preference.mode == ReadPreferenceMode::Primary {
+                    true => Target::Write,
+                    false => Target::Read(preference),
+                }
+            }
+            resolved => resolved,
+        }
+    }
+
     fn criteria(&self) -> SelectionCriteria<'_> {
         match self {
             Target::Read(preference) => SelectionCriteria::Read(preference),
-            Target::Write => SelectionCriteria::Write,
+            Target::Write | Target::WriteStage(_) => SelectionCriteria::Write,
         }
     }
 }
+
+/// The wire version of MongoDB 5.0, whose secondaries run `$out` and `$merge`.
+const WIRE_VERSION_5_0: i32 = 13;
 
 /// What an operation learns of where its command ran, to build its result (a cursor
 /// keeps the server and the session for its getMores).
@@ -195,8 +223,9 @@ impl Client {
         let mut first_error: Option<Error> = None;
         let mut txn_number = TxnNumber::Next;
         loop {
+            let target = operation.target().resolve(|| self.topology_description());
             let selected = match topology
-                .select_server(&operation.target().criteria(), &deprioritized)
+                .select_server(&target.criteria(), &deprioritized)
                 .await
             {
                 Ok(selected) => selected,
@@ -229,13 +258,13 @@ impl Client {
                         (Retryability::Write, true) => txn_number,
                         _ => TxnNumber::None,
                     };
-                    let read_preference = match operation.target() {
+                    let read_preference = match target {
                         Target::Read(preference) => read_preference_document(
                             selected.topology_type,
                             server_type,
                             preference,
                         ),
-                        Target::Write => None,
+                        Target::Write | Target::WriteStage(_) => None,
                     };
                     let result = self
                         .run_on(
@@ -387,6 +416,7 @@ impl Client {
         if let Some(cluster_time) = cluster_time {
             body.insert("$clusterTime", cluster_time);
         }
+        crate::versioned_api::declare(self.options().server_api.as_ref(), body);
         body.insert("$db", command.database.as_str());
         if let Some(read_preference) = read_preference {
             body.insert("$readPreference", read_preference);

@@ -179,7 +179,7 @@ impl Operation for Aggregate<'_> {
 
     fn target(&self) -> Target<'_> {
         match self.writes() {
-            true => Target::Write,
+            true => Target::WriteStage(&self.read_preference),
             false => Target::Read(&self.read_preference),
         }
     }

@@ -7,15 +7,20 @@ use crate::cursor::{Batch, Cursor, CursorSpec};
 use crate::error::{Error, Result};
 use crate::handshake::HelloReply;
 use crate::operation::{Command, Operation, ReplyContext, Target};
+use crate::retry::Retryability;
 use crate::uri::ReadPreference;
 
 /// `Database::run_command`: the command as given, plus `$db`, `lsid`, `$clusterTime`
 /// and `$readPreference`; never retried, no concern added.
+///
+/// The helpers that list databases, collections and indexes send their commands
+/// through it too, made [retryable reads](Self::retryable_read).
 pub(crate) struct RunCommand {
     command: Command,
     read_preference: ReadPreference,
     /// `w: 0` in the command: no session id may go with it.
     write_concern: Option<WriteConcern>,
+    retryability: Retryability,
 }
 
 impl RunCommand {
@@ -41,7 +46,16 @@ impl RunCommand {
                 w: Some(Acknowledgment::Nodes(0)),
                 ..WriteConcern::default()
             }),
+            retryability: Retryability::None,
         })
+    }
+
+    /// The same command as a retryable read: a command a helper of the driver builds
+    /// (`listDatabases`, `listCollections`, `listIndexes`: Retryable Reads spec,
+    /// "Supported Read Operations"), not one the application wrote.
+    pub fn retryable_read(mut self) -> RunCommand {
+        self.retryability = Retryability::Read;
+        self
     }
 }
 
@@ -63,6 +77,10 @@ impl Operation for RunCommand {
     fn write_concern(&self) -> Option<&WriteConcern> {
         self.write_concern.as_ref()
     }
+
+    fn retryability(&self) -> Retryability {
+        self.retryability
+    }
 }
 
 /// `Database::run_cursor_command`: a command whose reply is a cursor.
@@ -76,9 +94,17 @@ impl RunCursorCommand {
         command: Document,
         read_preference: Option<ReadPreference>,
     ) -> Result<RunCursorCommand> {
-        Ok(RunCursorCommand {
-            inner: RunCommand::new(database, command, read_preference)?,
-        })
+        Ok(RunCursorCommand::from(RunCommand::new(
+            database,
+            command,
+            read_preference,
+        )?))
+    }
+}
+
+impl From<RunCommand> for RunCursorCommand {
+    fn from(inner: RunCommand) -> RunCursorCommand {
+        RunCursorCommand { inner }
     }
 }
 
@@ -91,6 +117,10 @@ impl Operation for RunCursorCommand {
 
     fn build(&mut self, hello: &HelloReply) -> Result<Command> {
         self.inner.build(hello)
+    }
+
+    fn retryability(&self) -> Retryability {
+        self.inner.retryability()
     }
 
     fn handle_reply(&mut self, reply: Document, context: ReplyContext<'_>) -> Result<Self::Output> {

@@ -143,6 +143,16 @@ impl WriteReply {
         }
         Ok(parsed)
     }
+
+    /// The write concern error of a command other than insert, update and delete
+    /// (`drop`, `createIndexes`...), which the server reports in a reply with `ok: 1`
+    /// (Read/Write Concern spec, "Write Concern Error").
+    pub fn check_write_concern(reply: &Document) -> Result<()> {
+        match WriteReply::parse(reply, 0).single_write_error() {
+            Some(error) => Err(error),
+            None => Ok(()),
+        }
+    }
 }
 
 /// Options every write command takes.

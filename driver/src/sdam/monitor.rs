@@ -124,7 +124,9 @@ impl Checker {
         connection: &Connection,
         topology_version: Option<TopologyVersion>,
     ) -> Result<RawDocumentBuf> {
-        let name = if connection.hello().hello_ok {
+        // A declared API version rules the legacy hello out (Stable API spec,
+        // "Handshake behavior").
+        let name = if connection.hello().hello_ok || self.settings.server_api.is_some() {
             "hello"
         } else {
             "isMaster"
@@ -135,6 +137,7 @@ impl Checker {
             let max_await = i64::try_from(self.heartbeat_frequency.as_millis()).unwrap_or(i64::MAX);
             command.insert("maxAwaitTimeMS", max_await);
         }
+        crate::versioned_api::declare(self.settings.server_api.as_ref(), &mut command);
         command.insert("$db", "admin");
         RawDocumentBuf::try_from(&command)
             .map_err(|error| Error::invalid_argument(format!("hello cannot be encoded: {error}")))

@@ -161,6 +161,9 @@ pub struct ClientOptions {
     pub srv_allowed_hosts_suffix: Option<String>,
     /// `proxyHost`, `proxyPort`, `proxyUsername` and `proxyPassword`.
     pub proxy: Option<ProxyOptions>,
+    /// The Stable API version the client declares; not a connection string option
+    /// (Stable API spec, "MongoClient changes"): set it after parsing.
+    pub server_api: Option<crate::versioned_api::ServerApi>,
     /// What in the connection string was ignored or deprecated, one sentence each.
     pub warnings: Vec<String>,
 }
@@ -203,6 +206,7 @@ impl Default for ClientOptions {
             srv_max_hosts: 0,
             srv_allowed_hosts_suffix: None,
             proxy: None,
+            server_api: None,
             warnings: Vec::new(),
         }
     }

@@ -1,12 +1,11 @@
 //! The operations on databases and clients (spec "Database Operations", "Client
-//! Operations") and `runCursorCommand`/`createCommandCursor` (Run Command spec).
-//!
-//! The driver has no helpers for listing databases, collections or indexes nor for
-//! creating a collection: those operations send their command through
-//! `Database::run_command_with` and `run_cursor_command_with`, which the Run Command
-//! spec says are never retried, so their retryable-reads tests cannot pass (see
-//! [`super::known_gaps`]).
+//! Operations"), the index operations of collections, and
+//! `runCursorCommand`/`createCommandCursor` (Run Command spec).
 
+use anymongo::enumerate::{ListCollectionsOptions, ListDatabasesOptions};
+use anymongo::index_management::{
+    CreateIndexOptions, DropIndexOptions, IndexModel, ListIndexesOptions,
+};
 use anymongo::session::ClientSession;
 use anymongo::uri::ReadPreference;
 use anymongo::{Cursor, Database};
@@ -124,8 +123,9 @@ pub async fn create_command_cursor(
     Ok(context.save_cursor(cursor))
 }
 
-/// Spec `listDatabases` (`names`: `listDatabaseNames`), with the `listDatabases`
-/// command on `admin`; the result is the `databases` array, or their names.
+/// Spec `listDatabases` (`names`: `listDatabaseNames`) with the driver's
+/// `Client::list_databases` and `list_database_names`; the result is the databases'
+/// documents, or their names.
 pub async fn list_databases(
     operation: &Operation,
     context: &mut Context,
@@ -134,25 +134,45 @@ pub async fn list_databases(
     let client = context.entities.client(&operation.object)?.client.clone();
     let mut arguments = Arguments::of(operation);
     let session = arguments.session(&context.entities)?;
-    let mut command = doc! { "listDatabases": 1 };
+    let options: ListDatabasesOptions = arguments.options(LIST_DATABASES)?;
     if names {
-        command.insert("nameOnly", true);
+        let names = match &session {
+            Some(session) => {
+                client
+                    .list_database_names_with_session(options, session)
+                    .await
+            }
+            None => client.list_database_names(options).await,
+        };
+        return Ok(names.map(|names| Some(strings(names))));
     }
-    command.extend(arguments.rest(&["filter", "nameOnly", "authorizedDatabases"])?);
-    let reply = client
-        .database("admin")
-        .run_command_with(command, None, session.as_ref())
-        .await;
-    Ok(reply.map(|reply| {
-        let databases = reply.get_array("databases").cloned().unwrap_or_default();
-        Some(Bson::Array(match names {
-            true => names_of(databases),
-            false => databases,
-        }))
-    }))
+    let databases = match &session {
+        Some(session) => client.list_databases_with_session(options, session).await,
+        None => client.list_databases(options).await,
+    };
+    match databases {
+        Ok(databases) => {
+            let documents = databases
+                .iter()
+                .map(bson::serialize_to_bson)
+                .collect::<Result<_, _>>()
+                .map_err(|error| Abort::Failed(format!("listDatabases result: {error}")))?;
+            Ok(Ok(Some(Bson::Array(documents))))
+        }
+        Err(error) => Ok(Err(error)),
+    }
 }
 
-/// Spec `listCollections` (`names`: `listCollectionNames`); pymongo's
+/// The options of `listDatabases` (`anymongo::enumerate::ListDatabasesOptions`);
+/// `nameOnly` is what `listDatabaseNames` sets.
+const LIST_DATABASES: &[&str] = &["filter", "authorizedDatabases", "comment"];
+/// The options of `listCollections` (`anymongo::enumerate::ListCollectionsOptions`).
+const LIST_COLLECTIONS: &[&str] = &["filter", "batchSize", "authorizedCollections", "comment"];
+/// The options of `listIndexes` (`anymongo::index_management::ListIndexesOptions`).
+const LIST_INDEXES: &[&str] = &["batchSize", "comment"];
+
+/// Spec `listCollections` (`names`: `listCollectionNames`) with the driver's
+/// `Database::list_collections` and `list_collection_names`; pymongo's
 /// `listCollectionObjects` is the same; the result is the collections' documents, or
 /// their names.
 pub async fn list_collections(
@@ -165,18 +185,31 @@ pub async fn list_collections(
         session,
         arguments,
     } = Call::new(operation, &context.entities)?;
-    let mut command = doc! { "listCollections": 1 };
+    let options: ListCollectionsOptions = arguments.options(LIST_COLLECTIONS)?;
     if names {
-        command.insert("nameOnly", true);
+        let names = match &session {
+            Some(session) => {
+                database
+                    .list_collection_names_with_session(options, session)
+                    .await
+            }
+            None => database.list_collection_names(options).await,
+        };
+        return Ok(names.map(|names| Some(strings(names))));
     }
-    command.extend(arguments.rest(&["filter", "batchSize", "authorizedCollections"])?);
-    let cursor = database
-        .run_cursor_command_with(command, None, session.as_ref())
-        .await;
-    listed(cursor, names).await
+    let cursor = match &session {
+        Some(session) => {
+            database
+                .list_collections_with_session(options, session)
+                .await
+        }
+        None => database.list_collections(options).await,
+    };
+    Ok(drain(cursor.map(Cursor::with_type)).await)
 }
 
-/// Spec `listIndexes` (`names`: `listIndexNames`) on a collection entity.
+/// Spec `listIndexes` (`names`: `listIndexNames`) on a collection entity, with the
+/// driver's `Collection::list_indexes` and `list_index_names`.
 pub async fn list_indexes(
     operation: &Operation,
     context: &mut Context,
@@ -189,34 +222,96 @@ pub async fn list_indexes(
         .clone();
     let mut arguments = Arguments::of(operation);
     let session = arguments.session(&context.entities)?;
-    let mut command = doc! { "listIndexes": collection.name() };
-    command.extend(arguments.rest(&["batchSize"])?);
-    let cursor = collection
-        .database()
-        .run_cursor_command_with(command, None, session.as_ref())
-        .await;
-    listed(cursor, names).await
+    let options: ListIndexesOptions = arguments.options(LIST_INDEXES)?;
+    if names {
+        let names = match &session {
+            Some(session) => {
+                collection
+                    .list_index_names_with_session(options, session)
+                    .await
+            }
+            None => collection.list_index_names(options).await,
+        };
+        return Ok(names.map(|names| Some(strings(names))));
+    }
+    let cursor = match &session {
+        Some(session) => collection.list_indexes_with_session(options, session).await,
+        None => collection.list_indexes(options).await,
+    };
+    Ok(drain(cursor).await)
 }
 
-/// Every document of a listing cursor, or (`names`) their `name`s.
-async fn listed(
-    cursor: anymongo::Result<Cursor<Document>>,
-    names: bool,
-) -> Result<Returned, Abort> {
-    Ok(drain(cursor).await.map(|all| match (all, names) {
-        (Some(Bson::Array(all)), true) => Some(Bson::Array(names_of(all))),
-        (all, _) => all,
-    }))
+fn strings(names: Vec<String>) -> Bson {
+    Bson::Array(names.into_iter().map(Bson::String).collect())
 }
 
-fn names_of(documents: Vec<Bson>) -> Vec<Bson> {
-    documents
+/// Spec `createIndex`, with the driver's `Collection::create_index`: `keys`, and the
+/// index's options (`name`, `unique`...); the result is the index's name.
+pub async fn create_index(operation: &Operation, context: &mut Context) -> Result<Returned, Abort> {
+    let collection = context
+        .entities
+        .collection(&operation.object)?
+        .collection
+        .clone();
+    let mut arguments = Arguments::of(operation);
+    let session = arguments.session(&context.entities)?;
+    let keys = arguments.document("keys")?;
+    let (options, index_options) = split(arguments.rest(&[])?, CREATE_INDEX);
+    let options: CreateIndexOptions = bson::deserialize_from_document(options)
+        .map_err(|error| Abort::Failed(format!("createIndex options: {error}")))?;
+    let index = IndexModel::new(keys).with_options(index_options);
+    let name = match &session {
+        Some(session) => {
+            collection
+                .create_index_with_session(index, options, session)
+                .await
+        }
+        None => collection.create_index(index, options).await,
+    };
+    Ok(name.map(|name| Some(Bson::String(name))))
+}
+
+/// The options of `createIndex` that are the command's (`CreateIndexOptions`); the
+/// others are the index's own.
+const CREATE_INDEX: &[&str] = &["commitQuorum", "maxTimeMS", "comment", "writeConcern"];
+
+/// `arguments` split into those named in `known` and the others.
+fn split(arguments: Document, known: &[&str]) -> (Document, Document) {
+    arguments
         .into_iter()
-        .filter_map(|document| match document {
-            Bson::Document(document) => document.get("name").cloned(),
-            _ => None,
-        })
-        .collect()
+        .partition(|(key, _)| known.contains(&key.as_str()))
+}
+
+/// Spec `dropIndex` (`all`: `dropIndexes`), with the driver's `Collection::drop_index`
+/// and `drop_indexes`.
+pub async fn drop_index(
+    operation: &Operation,
+    context: &mut Context,
+    all: bool,
+) -> Result<Returned, Abort> {
+    let collection = context
+        .entities
+        .collection(&operation.object)?
+        .collection
+        .clone();
+    let mut arguments = Arguments::of(operation);
+    let session = arguments.session(&context.entities)?;
+    let name = match all {
+        true => None,
+        false => Some(arguments.string("name")?),
+    };
+    let options: DropIndexOptions = arguments.options(&["maxTimeMS", "comment", "writeConcern"])?;
+    let dropped = match (&name, &session) {
+        (Some(name), Some(session)) => {
+            collection
+                .drop_index_with_session(name, options, session)
+                .await
+        }
+        (Some(name), None) => collection.drop_index(name, options).await,
+        (None, Some(session)) => collection.drop_indexes_with_session(options, session).await,
+        (None, None) => collection.drop_indexes(options).await,
+    };
+    Ok(dropped.map(|()| None))
 }
 
 /// Spec `dropCollection`, with the driver's `Collection::drop`.
@@ -253,8 +348,8 @@ const CREATE_OPTIONS: &[&str] = &[
     "viewOn",
 ];
 
-/// Spec `createCollection`, with the `create` command and the database's write
-/// concern; the new collection becomes the result entity.
+/// Spec `createCollection`, with the driver's `Database::create_collection`; the new
+/// collection becomes the result entity.
 pub async fn create_collection(
     operation: &Operation,
     context: &mut Context,
@@ -265,18 +360,13 @@ pub async fn create_collection(
         mut arguments,
     } = Call::new(operation, &context.entities)?;
     let name = arguments.string("collection")?;
-    let mut command = doc! { "create": &name };
-    command.extend(arguments.rest(CREATE_OPTIONS)?);
-    let concern = database.concerns().write_concern.clone();
-    if let Some(concern) = concern.filter(|concern| !concern.is_empty()) {
-        command.insert("writeConcern", concern.to_document());
-    }
+    let options = arguments.rest(CREATE_OPTIONS)?;
     let created = database
-        .run_command_with(command, None, session.as_ref())
+        .create_collection(&name, options, session.as_ref())
         .await;
     let collection = database.collection::<Document>(&name);
     match created {
-        Ok(_) => {
+        Ok(()) => {
             context.result_entity = Some(Entity::Collection(CollectionEntity { collection }));
             Ok(Ok(None))
         }

@@ -313,10 +313,21 @@ pub async fn find_one(operation: &Operation, context: &mut Context) -> Result<Re
 /// The driver's `Database` has no `aggregate`, so a database-level one (CRUD spec,
 /// "Database.aggregate") is unsupported.
 pub async fn aggregate(operation: &Operation, context: &mut Context) -> Result<Returned, Abort> {
-    if context.entities.database(&operation.object).is_ok() {
-        return Err(Abort::Unsupported(
-            "aggregate on a database: anymongo::Database has no aggregate".to_owned(),
-        ));
+    if let Ok(database) = context.entities.database(&operation.object) {
+        let database = database.database.clone();
+        let mut arguments = Arguments::of(operation);
+        let session = arguments.session(&context.entities)?;
+        let pipeline = arguments.documents("pipeline")?;
+        let options: AggregateOptions = arguments.options(arguments::AGGREGATE)?;
+        let cursor = match &session {
+            Some(session) => {
+                database
+                    .aggregate_with_session(pipeline, options, session)
+                    .await
+            }
+            None => database.aggregate(pipeline, options).await,
+        };
+        return Ok(drain(cursor).await);
     }
     let Call {
         collection,
@@ -359,8 +370,7 @@ pub async fn count_documents(
     Ok(count.map(|count| Some(count_bson(count))))
 }
 
-/// Spec `estimatedDocumentCount`: the result is the count. The driver's method takes
-/// no session.
+/// Spec `estimatedDocumentCount`: the result is the count.
 pub async fn estimated_document_count(
     operation: &Operation,
     context: &mut Context,
@@ -370,15 +380,35 @@ pub async fn estimated_document_count(
         session,
         arguments,
     } = Call::new(operation, context)?;
-    if session.is_some() {
-        return Err(Abort::Unsupported(
-            "estimatedDocumentCount in a session: Collection::estimated_document_count \
-             takes no session"
-                .to_owned(),
-        ));
-    }
     let options: ReadOptions = arguments.options(arguments::ESTIMATED_COUNT)?;
-    let count = collection.estimated_document_count(options).await;
+    let count = match &session {
+        Some(session) => {
+            collection
+                .estimated_document_count_with_session(options, session)
+                .await
+        }
+        None => collection.estimated_document_count(options).await,
+    };
+    Ok(count.map(|count| Some(count_bson(count))))
+}
+
+/// Spec `count` (deprecated): the result is the count.
+pub async fn count(operation: &Operation, context: &mut Context) -> Result<Returned, Abort> {
+    let Call {
+        collection,
+        session,
+        mut arguments,
+    } = Call::new(operation, context)?;
+    let filter = arguments.document("filter")?;
+    let options: CountOptions = arguments.options(arguments::COUNT)?;
+    let count = match &session {
+        Some(session) => {
+            collection
+                .count_with_session(filter, options, session)
+                .await
+        }
+        None => collection.count(filter, options).await,
+    };
     Ok(count.map(|count| Some(count_bson(count))))
 }
 

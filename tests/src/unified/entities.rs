@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use anymongo::crud::AggregateOptions;
 use anymongo::database::Concerns;
 use anymongo::session::{ClientSession, SessionOptions};
+use anymongo::versioned_api::{ServerApi, ServerApiVersion};
 use anymongo::{Client, ClientOptions, Collection, Cursor, Database};
 use bson::{Bson, Document};
 
@@ -300,16 +301,35 @@ fn session_options(options: Option<&Document>) -> Result<SessionOptions, Abort> 
     Ok(parsed)
 }
 
+/// A client entity's `serverApi`: `version`, and `strict` and `deprecationErrors`
+/// when given.
+fn server_api(description: &Document) -> Result<ServerApi, Abort> {
+    let version = description
+        .get_str("version")
+        .map_err(|_| Abort::Failed(format!("serverApi without a version: {description}")))?;
+    let version: ServerApiVersion = version.parse().map_err(|e| Abort::Failed(format!("{e}")))?;
+    let mut api = ServerApi::new(version);
+    for (key, value) in description {
+        match (key.as_str(), value) {
+            ("version", _) => {}
+            ("strict", Bson::Boolean(strict)) => api = api.strict(*strict),
+            ("deprecationErrors", Bson::Boolean(errors)) => api = api.deprecation_errors(*errors),
+            _ => {
+                return Err(Abort::Failed(format!(
+                    "serverApi.{key} ({value}) is not known"
+                )))
+            }
+        }
+    }
+    Ok(api)
+}
+
 /// Creates a client entity on the native runtime, recording its events.
 fn create_client(description: &ClientDescription, uri: &str) -> Result<ClientEntity, Abort> {
     let unsupported = [
         (
             "storeEventsAsEntities",
             description.store_events_as_entities.is_some(),
-        ),
-        (
-            "serverApi (the Stable API)",
-            description.server_api.is_some(),
         ),
         (
             "observeLogMessages",
@@ -333,7 +353,12 @@ fn create_client(description: &ClientDescription, uri: &str) -> Result<ClientEnt
     // `useMultipleMongoses` is not read: it only matters for sharded and load-balanced
     // topologies (spec "entity", `useMultipleMongoses`), which the test server is not.
     let uri = with_uri_options(uri, description.uri_options.as_ref())?;
-    let options = ClientOptions::parse(&uri).map_err(|e| format!("cannot parse {uri}: {e}"))?;
+    let mut options = ClientOptions::parse(&uri).map_err(|e| format!("cannot parse {uri}: {e}"))?;
+    options.server_api = description
+        .server_api
+        .as_ref()
+        .map(server_api)
+        .transpose()?;
     if !options.warnings.is_empty() {
         return Err(Abort::Unsupported(format!(
             "uriOptions the driver does not support: {}",
@@ -492,14 +517,16 @@ mod tests {
             Err(Abort::Unsupported(why)) if why.contains("collectionOptions.timeoutMS")
         ));
         let client: ClientDescription =
-            bson::deserialize_from_document(doc! { "id": "c", "serverApi": { "version": "1" } })
+            bson::deserialize_from_document(doc! { "id": "c", "storeEventsAsEntities": [] })
                 .unwrap();
         let created = create(
             &EntityDescription::Client(Box::new(client)),
             &mut entities,
             "mongodb://127.0.0.1/",
         );
-        assert!(matches!(created, Err(Abort::Unsupported(why)) if why.contains("serverApi")));
+        assert!(
+            matches!(created, Err(Abort::Unsupported(why)) if why.contains("storeEventsAsEntities"))
+        );
         let database: EntityDescription = bson::deserialize_from_document(
             doc! { "database": { "id": "d", "client": "c", "databaseName": "x" } },
         )

@@ -30,30 +30,12 @@ pub struct KnownGap {
     pub gap: Gap,
 }
 
-/// Driver: an aggregate ending in `$out` or `$merge` is a write to the driver
-/// (`Target::Write`): it goes to the primary with no `$readPreference`, where the CRUD
-/// spec ("Aggregation pipelines with write stages") has a 5.0+ server get the
-/// collection's read preference (here `{ mode: secondaryPreferred,
-/// maxStalenessSeconds: 600 }`).
-const AGGREGATE_WRITE_READ_PREFERENCE: Gap = Gap::Driver(
-    "aggregate with $out/$merge sends no $readPreference: the driver treats it as a \
-     write; 5.0+ servers should get the collection's read preference",
-);
 /// Driver: a `w: 0` write waits for the server's reply (the driver does not send
 /// `moreToCome`), so `findOneAndDelete`/`Replace`/`Update` return the document the reply
 /// carries; the CRUD spec's tests expect no result (`$$unsetOrMatches: null`).
 const UNACKNOWLEDGED_FIND_AND_MODIFY: Gap = Gap::Driver(
     "an unacknowledged (w: 0) findAndModify returns the document the server replied \
      with: w: 0 writes do not use moreToCome, expected no result",
-);
-/// Driver: there is no `list_databases`, `list_collections` or `list_indexes`; the
-/// runner sends those commands with `run_command_with`/`run_cursor_command_with`
-/// ([`super::commands`]), which the Run Command spec says are never retried. The
-/// retryable-reads files of the listings test their retries: the tests that expect a
-/// retry fail, the others pass only because they expect none.
-const NO_LISTING_HELPERS: Gap = Gap::Driver(
-    "no listDatabases/listCollections/listIndexes helpers: the runner sends their \
-     commands through run_command, which is never retried",
 );
 /// SecantusDB: `configureFailPoint` accepts `onPrimaryTransactionalWrite` but the fail
 /// point never fires (pymongo 4.20 against SecantusDB: with it `alwaysOn`, an
@@ -78,18 +60,6 @@ const fn gap(suite: &'static str, file: &'static str, test: &'static str, gap: G
 
 /// Every known gap.
 pub const KNOWN_GAPS: &[KnownGap] = &[
-    gap(
-        "crud",
-        "unified/aggregate-write-readPreference.json",
-        "Aggregate with $out includes read preference for 5.0+ server",
-        AGGREGATE_WRITE_READ_PREFERENCE,
-    ),
-    gap(
-        "crud",
-        "unified/aggregate-write-readPreference.json",
-        "Aggregate with $merge includes read preference for 5.0+ server",
-        AGGREGATE_WRITE_READ_PREFERENCE,
-    ),
     gap(
         "crud",
         "unified/findOneAndDelete-hint-unacknowledged.json",
@@ -125,102 +95,6 @@ pub const KNOWN_GAPS: &[KnownGap] = &[
         "unified/findOneAndUpdate-hint-unacknowledged.json",
         "Unacknowledged findOneAndUpdate with hint document on 4.4+ server",
         UNACKNOWLEDGED_FIND_AND_MODIFY,
-    ),
-    gap(
-        "retryable_reads",
-        "unified/listCollectionNames.json",
-        "",
-        NO_LISTING_HELPERS,
-    ),
-    gap(
-        "retryable_reads",
-        "unified/listCollectionNames-serverErrors.json",
-        "",
-        NO_LISTING_HELPERS,
-    ),
-    gap(
-        "retryable_reads",
-        "unified/listCollectionObjects.json",
-        "",
-        NO_LISTING_HELPERS,
-    ),
-    gap(
-        "retryable_reads",
-        "unified/listCollectionObjects-serverErrors.json",
-        "",
-        NO_LISTING_HELPERS,
-    ),
-    gap(
-        "retryable_reads",
-        "unified/listCollections.json",
-        "",
-        NO_LISTING_HELPERS,
-    ),
-    gap(
-        "retryable_reads",
-        "unified/listCollections-serverErrors.json",
-        "",
-        NO_LISTING_HELPERS,
-    ),
-    gap(
-        "retryable_reads",
-        "unified/listDatabaseNames.json",
-        "",
-        NO_LISTING_HELPERS,
-    ),
-    gap(
-        "retryable_reads",
-        "unified/listDatabaseNames-serverErrors.json",
-        "",
-        NO_LISTING_HELPERS,
-    ),
-    gap(
-        "retryable_reads",
-        "unified/listDatabaseObjects.json",
-        "",
-        NO_LISTING_HELPERS,
-    ),
-    gap(
-        "retryable_reads",
-        "unified/listDatabaseObjects-serverErrors.json",
-        "",
-        NO_LISTING_HELPERS,
-    ),
-    gap(
-        "retryable_reads",
-        "unified/listDatabases.json",
-        "",
-        NO_LISTING_HELPERS,
-    ),
-    gap(
-        "retryable_reads",
-        "unified/listDatabases-serverErrors.json",
-        "",
-        NO_LISTING_HELPERS,
-    ),
-    gap(
-        "retryable_reads",
-        "unified/listIndexNames.json",
-        "",
-        NO_LISTING_HELPERS,
-    ),
-    gap(
-        "retryable_reads",
-        "unified/listIndexNames-serverErrors.json",
-        "",
-        NO_LISTING_HELPERS,
-    ),
-    gap(
-        "retryable_reads",
-        "unified/listIndexes.json",
-        "",
-        NO_LISTING_HELPERS,
-    ),
-    gap(
-        "retryable_reads",
-        "unified/listIndexes-serverErrors.json",
-        "",
-        NO_LISTING_HELPERS,
     ),
     gap(
         "retryable_writes",

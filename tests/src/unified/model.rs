@@ -106,7 +106,7 @@ pub struct ClientDescription {
     pub observe_sensitive_commands: bool,
     /// Saves events into entities (not supported yet).
     pub store_events_as_entities: Option<Bson>,
-    /// The Stable API version to declare (not supported by the driver yet).
+    /// The Stable API version to declare: `version`, `strict`, `deprecationErrors`.
     pub server_api: Option<Document>,
     /// Log components to collect (the driver has no logging yet).
     pub observe_log_messages: Option<Document>,

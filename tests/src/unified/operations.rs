@@ -100,6 +100,7 @@ pub fn handler(operation: &Operation) -> Option<Handler> {
         (false, "findOne") => |op, cx| Box::pin(crud::find_one(op, cx)),
         (false, "aggregate") => |op, cx| Box::pin(crud::aggregate(op, cx)),
         (false, "countDocuments") => |op, cx| Box::pin(crud::count_documents(op, cx)),
+        (false, "count") => |op, cx| Box::pin(crud::count(op, cx)),
         (false, "estimatedDocumentCount") => {
             |op, cx| Box::pin(crud::estimated_document_count(op, cx))
         }
@@ -127,6 +128,9 @@ pub fn handler(operation: &Operation) -> Option<Handler> {
         }
         (false, "listIndexes") => |op, cx| Box::pin(commands::list_indexes(op, cx, false)),
         (false, "listIndexNames") => |op, cx| Box::pin(commands::list_indexes(op, cx, true)),
+        (false, "createIndex") => |op, cx| Box::pin(commands::create_index(op, cx)),
+        (false, "dropIndex") => |op, cx| Box::pin(commands::drop_index(op, cx, false)),
+        (false, "dropIndexes") => |op, cx| Box::pin(commands::drop_index(op, cx, true)),
         (false, "dropCollection") => |op, cx| Box::pin(commands::drop_collection(op, cx)),
         (false, "createCollection") => |op, cx| Box::pin(commands::create_collection(op, cx)),
         (false, "endSession") => |op, cx| Box::pin(sessions::end_session(op, cx)),
@@ -170,13 +174,8 @@ pub fn returns_documents(operation: &Operation) -> bool {
 pub const WITHOUT_DRIVER_API: &[(&str, &str)] = &[
     ("bulkWrite", "Collection has no bulk_write"),
     ("clientBulkWrite", "Client has no bulk_write"),
-    (
-        "count",
-        "Collection has no count (deprecated in the CRUD spec)",
-    ),
     ("mapReduce", "Collection has no map_reduce"),
     ("createChangeStream", "there are no change streams"),
-    ("createIndex", "Collection has no create_index"),
     ("modifyCollection", "Database has no modify_collection"),
     ("download", "there is no GridFS"),
     ("downloadByName", "there is no GridFS"),

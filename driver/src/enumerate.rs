@@ -1,0 +1,299 @@
+//! The Enumerate Databases and Enumerate Collections specs: [`Client::list_databases`]
+//! and [`Database::list_collections`], with their `…_names` variants.
+//!
+//! Both are retryable reads (Retryable Reads spec, "Supported Read Operations") that
+//! always go to the primary: `listDatabases` and `listCollections` take no read
+//! preference.
+
+use bson::{doc, Bson, Document};
+use serde::{Deserialize, Deserializer, Serialize};
+
+use crate::client::Client;
+use crate::crud::read::insert_present;
+use crate::crud::run_command::{RunCommand, RunCursorCommand};
+use crate::cursor::Cursor;
+use crate::database::Database;
+use crate::error::{Error, Result};
+use crate::session::ClientSession;
+
+/// Options of [`Client::list_databases`] and [`Client::list_database_names`]
+/// (Enumerate Databases spec, "listDatabases"); the names are the command's fields.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ListDatabasesOptions {
+    /// Only the databases matching this filter (on `name`, `sizeOnDisk`, `empty`,
+    /// `shards`).
+    pub filter: Option<Document>,
+    /// Only the databases the user has privileges on, when access control is on.
+    pub authorized_databases: Option<bool>,
+    /// A comment the server logs with the command.
+    pub comment: Option<Bson>,
+}
+
+/// One database as `listDatabases` describes it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DatabaseSpecification {
+    /// The database's name.
+    pub name: String,
+    /// Its size on disk in bytes.
+    #[serde(default, deserialize_with = "lenient_i64")]
+    pub size_on_disk: Option<i64>,
+    /// Whether it holds no data.
+    #[serde(default)]
+    pub empty: Option<bool>,
+    /// On a sharded cluster, each shard's part of it.
+    #[serde(default)]
+    pub shards: Option<Document>,
+}
+
+/// A size the server may send as an int32, an int64 or a double.
+fn lenient_i64<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> std::result::Result<Option<i64>, D::Error> {
+    let value = Option::<Bson>::deserialize(deserializer)?;
+    Ok(value.as_ref().and_then(crate::handshake::bson_as_i64))
+}
+
+/// Options of [`Database::list_collections`] and [`Database::list_collection_names`]
+/// (Enumerate Collections spec); the names are the command's fields.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ListCollectionsOptions {
+    /// Only the collections matching this filter (on `name`, `type`, `options`...).
+    pub filter: Option<Document>,
+    /// How many collections each batch of the cursor holds.
+    pub batch_size: Option<u32>,
+    /// Only the collections the user has privileges on, when access control is on.
+    pub authorized_collections: Option<bool>,
+    /// A comment the server logs with the command.
+    pub comment: Option<Bson>,
+}
+
+/// One collection (or view) as `listCollections` describes it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CollectionSpecification {
+    /// The collection's name.
+    pub name: String,
+    /// `collection`, `view` or `timeseries`.
+    #[serde(rename = "type", default)]
+    pub kind: Option<String>,
+    /// The options it was created with (capped, validator, viewOn...).
+    #[serde(default)]
+    pub options: Document,
+    /// Its `readOnly` flag and `uuid`.
+    #[serde(default)]
+    pub info: Document,
+    /// The specification of its `_id` index, if it has one.
+    #[serde(default)]
+    pub id_index: Option<Document>,
+}
+
+impl Client {
+    /// The databases of the deployment.
+    ///
+    /// ```no_run
+    /// # async fn example(client: anymongo::Client) -> anymongo::Result<()> {
+    /// for database in client.list_databases(None).await? {
+    ///     println!("{} ({:?} bytes)", database.name, database.size_on_disk);
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn list_databases(
+        &self,
+        options: impl Into<Option<ListDatabasesOptions>>,
+    ) -> Result<Vec<DatabaseSpecification>> {
+        self.list_databases_in(options.into(), false, None).await
+    }
+
+    /// [`list_databases`](Self::list_databases) in `session`.
+    pub async fn list_databases_with_session(
+        &self,
+        options: impl Into<Option<ListDatabasesOptions>>,
+        session: &ClientSession,
+    ) -> Result<Vec<DatabaseSpecification>> {
+        self.list_databases_in(options.into(), false, Some(session))
+            .await
+    }
+
+    /// The names of the deployment's databases (`listDatabases` with `nameOnly`,
+    /// which needs fewer locks on the server).
+    pub async fn list_database_names(
+        &self,
+        options: impl Into<Option<ListDatabasesOptions>>,
+    ) -> Result<Vec<String>> {
+        let databases = self.list_databases_in(options.into(), true, None).await?;
+        Ok(databases
+            .into_iter()
+            .map(|database| database.name)
+            .collect())
+    }
+
+    /// [`list_database_names`](Self::list_database_names) in `session`.
+    pub async fn list_database_names_with_session(
+        &self,
+        options: impl Into<Option<ListDatabasesOptions>>,
+        session: &ClientSession,
+    ) -> Result<Vec<String>> {
+        let databases = self
+            .list_databases_in(options.into(), true, Some(session))
+            .await?;
+        Ok(databases
+            .into_iter()
+            .map(|database| database.name)
+            .collect())
+    }
+
+    async fn list_databases_in(
+        &self,
+        options: Option<ListDatabasesOptions>,
+        name_only: bool,
+        session: Option<&ClientSession>,
+    ) -> Result<Vec<DatabaseSpecification>> {
+        let options = options.unwrap_or_default();
+        let mut command = doc! { "listDatabases": 1 };
+        insert_present(
+            &mut command,
+            [
+                ("filter", options.filter.map(Bson::Document)),
+                ("nameOnly", name_only.then_some(Bson::Boolean(true))),
+                (
+                    "authorizedDatabases",
+                    options.authorized_databases.map(Bson::Boolean),
+                ),
+                ("comment", options.comment),
+            ],
+        );
+        let operation = RunCommand::new("admin", command, None)?.retryable_read();
+        let reply = self.execute(operation, session).await?;
+        let databases = reply
+            .get_array("databases")
+            .map_err(|_| Error::bson("a listDatabases reply without a databases array"))?;
+        databases
+            .iter()
+            .map(|database| match database {
+                Bson::Document(database) => {
+                    bson::deserialize_from_document(database.clone()).map_err(Error::bson)
+                }
+                _ => Err(Error::bson(
+                    "a listDatabases reply with a non-document database",
+                )),
+            })
+            .collect()
+    }
+}
+
+impl Database {
+    /// The collections and views of the database, as a cursor.
+    ///
+    /// ```no_run
+    /// # async fn example(db: anymongo::Database) -> anymongo::Result<()> {
+    /// use futures::TryStreamExt;
+    /// let mut collections = db.list_collections(None).await?;
+    /// while let Some(collection) = collections.try_next().await? {
+    ///     println!("{} ({:?})", collection.name, collection.kind);
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn list_collections(
+        &self,
+        options: impl Into<Option<ListCollectionsOptions>>,
+    ) -> Result<Cursor<CollectionSpecification>> {
+        let cursor = self
+            .list_collections_in(options.into(), false, None)
+            .await?;
+        Ok(cursor.with_type())
+    }
+
+    /// [`list_collections`](Self::list_collections) in `session`.
+    pub async fn list_collections_with_session(
+        &self,
+        options: impl Into<Option<ListCollectionsOptions>>,
+        session: &ClientSession,
+    ) -> Result<Cursor<CollectionSpecification>> {
+        let cursor = self
+            .list_collections_in(options.into(), false, Some(session))
+            .await?;
+        Ok(cursor.with_type())
+    }
+
+    /// The names of the database's collections and views (`listCollections` with
+    /// `nameOnly`).
+    pub async fn list_collection_names(
+        &self,
+        options: impl Into<Option<ListCollectionsOptions>>,
+    ) -> Result<Vec<String>> {
+        let cursor = self.list_collections_in(options.into(), true, None).await?;
+        names(cursor).await
+    }
+
+    /// [`list_collection_names`](Self::list_collection_names) in `session`.
+    pub async fn list_collection_names_with_session(
+        &self,
+        options: impl Into<Option<ListCollectionsOptions>>,
+        session: &ClientSession,
+    ) -> Result<Vec<String>> {
+        let cursor = self
+            .list_collections_in(options.into(), true, Some(session))
+            .await?;
+        names(cursor).await
+    }
+
+    async fn list_collections_in(
+        &self,
+        options: Option<ListCollectionsOptions>,
+        name_only: bool,
+        session: Option<&ClientSession>,
+    ) -> Result<Cursor<Document>> {
+        let options = options.unwrap_or_default();
+        let mut command = doc! { "listCollections": 1 };
+        insert_present(
+            &mut command,
+            [
+                ("filter", options.filter.map(Bson::Document)),
+                ("nameOnly", name_only.then_some(Bson::Boolean(true))),
+                (
+                    "authorizedCollections",
+                    options.authorized_collections.map(Bson::Boolean),
+                ),
+                ("comment", options.comment),
+            ],
+        );
+        list(self, command, options.batch_size, session).await
+    }
+}
+
+/// Runs a listing command (`listCollections`, `listIndexes`) as a retryable read whose
+/// reply is a cursor; `batch_size` goes in its `cursor` document and on its getMores.
+pub(crate) async fn list(
+    database: &Database,
+    mut command: Document,
+    batch_size: Option<u32>,
+    session: Option<&ClientSession>,
+) -> Result<Cursor<Document>> {
+    let mut cursor = Document::new();
+    if let Some(size) = batch_size {
+        cursor.insert("batchSize", i64::from(size));
+    }
+    command.insert("cursor", cursor);
+    let operation = RunCommand::new(database.name(), command, None)?.retryable_read();
+    database
+        .client()
+        .execute(RunCursorCommand::from(operation), session)
+        .await
+}
+
+/// The `name` of every document of a listing cursor.
+pub(crate) async fn names(cursor: Cursor<Document>) -> Result<Vec<String>> {
+    use futures::TryStreamExt;
+    let listed: Vec<Document> = cursor.try_collect().await?;
+    listed
+        .iter()
+        .map(|item| {
+            item.get_str("name")
+                .map(str::to_owned)
+                .map_err(|_| Error::bson("a listing reply with an item that has no name"))
+        })
+        .collect()
+}

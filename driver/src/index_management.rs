@@ -1,0 +1,366 @@
+//! The Index Management spec: creating, dropping and listing the indexes of a
+//! [`Collection`].
+//!
+//! `createIndexes` and `dropIndexes` are writes that carry the collection's write
+//! concern and are not retried; `listIndexes` is a retryable read on the primary.
+
+use std::time::Duration;
+
+use bson::{doc, Bson, Document};
+use serde::Deserialize;
+
+use crate::collection::Collection;
+use crate::concern::WriteConcern;
+use crate::crud::read::{insert_present, millis};
+use crate::cursor::Cursor;
+use crate::enumerate::{list, names};
+use crate::error::{Error, Result};
+use crate::session::ClientSession;
+
+/// An index to create: its keys, in order, and its options.
+///
+/// ```
+/// use anymongo::bson::doc;
+/// use anymongo::index_management::IndexModel;
+/// let by_email = IndexModel::new(doc! { "email": 1 }).with_options(doc! { "unique": true });
+/// assert_eq!(by_email.name(), "email_1");
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct IndexModel {
+    /// The indexed fields and each one's kind: `1`, `-1`, `"text"`, `"2dsphere"`...
+    pub keys: Document,
+    /// The index's options as the `createIndexes` command names them (`name`, `unique`,
+    /// `sparse`, `expireAfterSeconds`, `partialFilterExpression`, `collation`...).
+    pub options: Document,
+}
+
+impl IndexModel {
+    /// An index on `keys` with no options: its name is generated from its keys.
+    pub fn new(keys: Document) -> IndexModel {
+        IndexModel {
+            keys,
+            options: Document::new(),
+        }
+    }
+
+    /// This index with `options`.
+    pub fn with_options(mut self, options: Document) -> IndexModel {
+        self.options = options;
+        self
+    }
+
+    /// The index's name: its `name` option, else each key and its value joined by
+    /// underscores, e.g. `a_1_b_-1` (Index Management spec, "Index Name Generation").
+    pub fn name(&self) -> String {
+        if let Ok(name) = self.options.get_str("name") {
+            return name.to_owned();
+        }
+        generated_name(&self.keys)
+    }
+
+    /// The index as an element of `createIndexes`' `indexes`.
+    fn to_document(&self) -> Document {
+        let mut index = doc! { "key": self.keys.clone(), "name": self.name() };
+        for (option, value) in &self.options {
+            if option != "name" {
+                index.insert(option, value.clone());
+            }
+        }
+        index
+    }
+}
+
+/// `keys` as an index name: `{ a: 1, b: -1 }` is `a_1_b_-1`.
+fn generated_name(keys: &Document) -> String {
+    let parts: Vec<String> = keys
+        .iter()
+        .map(|(key, value)| {
+            let value = match value {
+                Bson::String(kind) => kind.clone(),
+                Bson::Int32(n) => n.to_string(),
+                Bson::Int64(n) => n.to_string(),
+                // An integral double is named as an integer, as the server does.
+                Bson::Double(n) if n.fract() == 0.0 && n.abs() < 1e15 => format!("{}", *n as i64),
+                other => other.to_string(),
+            };
+            format!("{key}_{value}")
+        })
+        .collect();
+    parts.join("_")
+}
+
+/// Options of [`Collection::create_indexes`] and [`Collection::create_index`].
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct CreateIndexOptions {
+    /// How many data-bearing members must be ready before the index is committed
+    /// (MongoDB 4.4+): a number, `"majority"` or `"votingMembers"`.
+    pub commit_quorum: Option<Bson>,
+    /// The server's time limit for the command.
+    #[serde(rename = "maxTimeMS", deserialize_with = "crate::crud::millis")]
+    pub max_time: Option<Duration>,
+    /// A comment the server logs with the command.
+    pub comment: Option<Bson>,
+    /// The write concern; the collection's when unset.
+    #[serde(deserialize_with = "crate::crud::write_concern")]
+    pub write_concern: Option<WriteConcern>,
+}
+
+/// Options of [`Collection::drop_index`] and [`Collection::drop_indexes`].
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct DropIndexOptions {
+    /// The server's time limit for the command.
+    #[serde(rename = "maxTimeMS", deserialize_with = "crate::crud::millis")]
+    pub max_time: Option<Duration>,
+    /// A comment the server logs with the command.
+    pub comment: Option<Bson>,
+    /// The write concern; the collection's when unset.
+    #[serde(deserialize_with = "crate::crud::write_concern")]
+    pub write_concern: Option<WriteConcern>,
+}
+
+/// Options of [`Collection::list_indexes`] and [`Collection::list_index_names`].
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ListIndexesOptions {
+    /// How many indexes each batch of the cursor holds.
+    pub batch_size: Option<u32>,
+    /// A comment the server logs with the command.
+    pub comment: Option<Bson>,
+}
+
+impl<T> Collection<T> {
+    /// Creates one index and returns its name.
+    ///
+    /// ```no_run
+    /// # async fn example(orders: anymongo::Collection<anymongo::bson::Document>) -> anymongo::Result<()> {
+    /// use anymongo::bson::doc;
+    /// use anymongo::index_management::IndexModel;
+    /// let name = orders.create_index(IndexModel::new(doc! { "item": 1, "qty": -1 }), None).await?;
+    /// assert_eq!(name, "item_1_qty_-1");
+    /// # Ok(()) }
+    /// ```
+    pub async fn create_index(
+        &self,
+        index: IndexModel,
+        options: impl Into<Option<CreateIndexOptions>>,
+    ) -> Result<String> {
+        let mut names = self
+            .create_indexes_in(vec![index], options.into(), None)
+            .await?;
+        Ok(names.pop().unwrap_or_default())
+    }
+
+    /// [`create_index`](Self::create_index) in `session`.
+    pub async fn create_index_with_session(
+        &self,
+        index: IndexModel,
+        options: impl Into<Option<CreateIndexOptions>>,
+        session: &ClientSession,
+    ) -> Result<String> {
+        let mut names = self
+            .create_indexes_in(vec![index], options.into(), Some(session))
+            .await?;
+        Ok(names.pop().unwrap_or_default())
+    }
+
+    /// Creates several indexes with one `createIndexes` command and returns their names.
+    pub async fn create_indexes(
+        &self,
+        indexes: impl IntoIterator<Item = IndexModel>,
+        options: impl Into<Option<CreateIndexOptions>>,
+    ) -> Result<Vec<String>> {
+        self.create_indexes_in(indexes.into_iter().collect(), options.into(), None)
+            .await
+    }
+
+    /// [`create_indexes`](Self::create_indexes) in `session`.
+    pub async fn create_indexes_with_session(
+        &self,
+        indexes: impl IntoIterator<Item = IndexModel>,
+        options: impl Into<Option<CreateIndexOptions>>,
+        session: &ClientSession,
+    ) -> Result<Vec<String>> {
+        self.create_indexes_in(indexes.into_iter().collect(), options.into(), Some(session))
+            .await
+    }
+
+    async fn create_indexes_in(
+        &self,
+        indexes: Vec<IndexModel>,
+        options: Option<CreateIndexOptions>,
+        session: Option<&ClientSession>,
+    ) -> Result<Vec<String>> {
+        if indexes.is_empty() {
+            return Err(Error::invalid_argument(
+                "create_indexes needs at least one index",
+            ));
+        }
+        let options = options.unwrap_or_default();
+        let mut command = doc! {
+            "createIndexes": self.name(),
+            "indexes": indexes.iter().map(IndexModel::to_document).collect::<Vec<_>>(),
+        };
+        insert_present(
+            &mut command,
+            [
+                ("commitQuorum", options.commit_quorum),
+                ("maxTimeMS", options.max_time.map(millis)),
+                ("comment", options.comment),
+            ],
+        );
+        self.run_index_write(command, options.write_concern.as_ref(), session)
+            .await?;
+        Ok(indexes.iter().map(IndexModel::name).collect())
+    }
+
+    /// Drops the index named `name`. `"*"` is refused: use
+    /// [`drop_indexes`](Self::drop_indexes) to drop them all.
+    pub async fn drop_index(
+        &self,
+        name: &str,
+        options: impl Into<Option<DropIndexOptions>>,
+    ) -> Result<()> {
+        self.drop_indexes_in(Some(name), options.into(), None).await
+    }
+
+    /// [`drop_index`](Self::drop_index) in `session`.
+    pub async fn drop_index_with_session(
+        &self,
+        name: &str,
+        options: impl Into<Option<DropIndexOptions>>,
+        session: &ClientSession,
+    ) -> Result<()> {
+        self.drop_indexes_in(Some(name), options.into(), Some(session))
+            .await
+    }
+
+    /// Drops every index but the one on `_id`.
+    pub async fn drop_indexes(&self, options: impl Into<Option<DropIndexOptions>>) -> Result<()> {
+        self.drop_indexes_in(None, options.into(), None).await
+    }
+
+    /// [`drop_indexes`](Self::drop_indexes) in `session`.
+    pub async fn drop_indexes_with_session(
+        &self,
+        options: impl Into<Option<DropIndexOptions>>,
+        session: &ClientSession,
+    ) -> Result<()> {
+        self.drop_indexes_in(None, options.into(), Some(session))
+            .await
+    }
+
+    async fn drop_indexes_in(
+        &self,
+        name: Option<&str>,
+        options: Option<DropIndexOptions>,
+        session: Option<&ClientSession>,
+    ) -> Result<()> {
+        // Index Management spec, "dropIndex": "*" would drop every index, which only
+        // dropIndexes may do.
+        if name == Some("*") {
+            return Err(Error::invalid_argument(
+                "drop_index cannot drop \"*\": use drop_indexes to drop every index",
+            ));
+        }
+        let options = options.unwrap_or_default();
+        let mut command = doc! { "dropIndexes": self.name(), "index": name.unwrap_or("*") };
+        insert_present(
+            &mut command,
+            [
+                ("maxTimeMS", options.max_time.map(millis)),
+                ("comment", options.comment),
+            ],
+        );
+        self.run_index_write(command, options.write_concern.as_ref(), session)
+            .await
+    }
+
+    /// Runs `createIndexes` or `dropIndexes` with the write concern given, else the
+    /// collection's.
+    async fn run_index_write(
+        &self,
+        command: Document,
+        write_concern: Option<&WriteConcern>,
+        session: Option<&ClientSession>,
+    ) -> Result<()> {
+        let write_concern = self.concerns().write_concern(write_concern)?;
+        self.database()
+            .run_write_command(command, write_concern, session)
+            .await
+    }
+
+    /// The collection's indexes, as a cursor of their descriptions (`key`, `name`,
+    /// `v`, and their options).
+    pub async fn list_indexes(
+        &self,
+        options: impl Into<Option<ListIndexesOptions>>,
+    ) -> Result<Cursor<Document>> {
+        self.list_indexes_in(options.into(), None).await
+    }
+
+    /// [`list_indexes`](Self::list_indexes) in `session`.
+    pub async fn list_indexes_with_session(
+        &self,
+        options: impl Into<Option<ListIndexesOptions>>,
+        session: &ClientSession,
+    ) -> Result<Cursor<Document>> {
+        self.list_indexes_in(options.into(), Some(session)).await
+    }
+
+    /// The names of the collection's indexes.
+    pub async fn list_index_names(
+        &self,
+        options: impl Into<Option<ListIndexesOptions>>,
+    ) -> Result<Vec<String>> {
+        names(self.list_indexes_in(options.into(), None).await?).await
+    }
+
+    /// [`list_index_names`](Self::list_index_names) in `session`.
+    pub async fn list_index_names_with_session(
+        &self,
+        options: impl Into<Option<ListIndexesOptions>>,
+        session: &ClientSession,
+    ) -> Result<Vec<String>> {
+        names(self.list_indexes_in(options.into(), Some(session)).await?).await
+    }
+
+    async fn list_indexes_in(
+        &self,
+        options: Option<ListIndexesOptions>,
+        session: Option<&ClientSession>,
+    ) -> Result<Cursor<Document>> {
+        let options = options.unwrap_or_default();
+        let mut command = doc! { "listIndexes": self.name() };
+        insert_present(&mut command, [("comment", options.comment)]);
+        list(self.database(), command, options.batch_size, session).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_generated_from_keys_in_order() {
+        assert_eq!(generated_name(&doc! { "a": 1, "b": -1 }), "a_1_b_-1");
+        assert_eq!(generated_name(&doc! { "x": 1.0 }), "x_1");
+        assert_eq!(generated_name(&doc! { "loc": "2dsphere" }), "loc_2dsphere");
+        assert_eq!(
+            generated_name(&doc! { "n": 2_i64, "t": "text" }),
+            "n_2_t_text"
+        );
+    }
+
+    #[test]
+    fn a_name_option_wins_and_is_sent_once() {
+        let index =
+            IndexModel::new(doc! { "a": 1 }).with_options(doc! { "name": "by_a", "unique": true });
+        assert_eq!(index.name(), "by_a");
+        assert_eq!(
+            index.to_document(),
+            doc! { "key": { "a": 1 }, "name": "by_a", "unique": true }
+        );
+    }
+}
