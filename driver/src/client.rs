@@ -319,9 +319,11 @@ impl Client {
     }
 
     /// Starts an explicit session (Driver Sessions spec): pass it to the
-    /// `*_with_session` methods. No I/O happens until it is used.
-    pub fn start_session(&self, options: SessionOptions) -> ClientSession {
-        ClientSession::new(self.clone(), options, false)
+    /// `*_with_session` methods. No I/O happens until it is used. Fails on options
+    /// that exclude each other (`snapshot` with `causal_consistency`, `snapshot_time`
+    /// without `snapshot`).
+    pub fn start_session(&self, options: SessionOptions) -> Result<ClientSession> {
+        ClientSession::explicit(self.clone(), options)
     }
 
     /// The handshake reply of a connection to a server selected for a primary read

@@ -22,7 +22,7 @@ use crate::sdam::live::{ConnectionInfo, PooledConnection, Server};
 use crate::sdam::topology::ErrorPhase;
 use crate::sdam::{ServerType, TopologyDescription, TopologyType};
 use crate::selection::{read_preference_document, SelectionCriteria};
-use crate::session::{ClientSession, SessionOptions};
+use crate::session::ClientSession;
 use crate::uri::{ReadPreference, ReadPreferenceMode};
 use crate::wire::{next_request_id, DocumentSequence, OpMsg};
 
@@ -398,6 +398,22 @@ impl Client {
             if txn_number != TxnNumber::None {
                 body.insert("txnNumber", Bson::Int64(txn));
             }
+            // A cursor's getMore and killCursors belong to the snapshot it was opened at.
+            let continues_cursor = matches!(
+                body.keys().next().map(String::as_str),
+                Some("getMore" | "killCursors")
+            );
+            if let Some(snapshot) = session
+                .snapshot_read_concern()
+                .filter(|_| !continues_cursor)
+            {
+                let mut read_concern = body
+                    .get_document("readConcern")
+                    .cloned()
+                    .unwrap_or_default();
+                read_concern.extend(snapshot);
+                body.insert("readConcern", read_concern);
+            }
             if operation.supports_read_concern() && session.is_causally_consistent() {
                 if let Some(operation_time) = session.operation_time() {
                     let mut read_concern = body
@@ -528,7 +544,7 @@ impl Client {
 
     /// A new implicit session (its server session is taken at the first command).
     fn implicit_session(&self) -> ClientSession {
-        ClientSession::new(self.clone(), SessionOptions::default(), true)
+        ClientSession::implicit(self.clone())
     }
 
     /// Refuses a session of another client, or one that has ended.

@@ -189,8 +189,33 @@ pub(crate) fn later_cluster_time(a: Option<Document>, b: Option<Document>) -> Op
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SessionOptions {
     /// Reads see the session's earlier writes and reads (Causal Consistency spec).
-    /// Default `true`.
+    /// Default `true`, unless `snapshot` is set.
     pub causal_consistency: Option<bool>,
+    /// Every read of the session sees the same snapshot of the data (Snapshot Reads
+    /// spec; MongoDB 5.0+). Default `false`; excludes `causal_consistency`.
+    pub snapshot: Option<bool>,
+    /// The snapshot's time, when `snapshot` is set; when unset, the time the first
+    /// find, aggregate or distinct of the session read at.
+    pub snapshot_time: Option<Timestamp>,
+}
+
+impl SessionOptions {
+    /// Refuses the combinations the specs rule out (Snapshot Reads spec, "snapshot",
+    /// "snapshotTime").
+    fn validate(&self) -> Result<()> {
+        let snapshot = self.snapshot == Some(true);
+        if snapshot && self.causal_consistency == Some(true) {
+            return Err(Error::invalid_argument(
+                "a session cannot be both snapshot and causally consistent",
+            ));
+        }
+        if self.snapshot_time.is_some() && !snapshot {
+            return Err(Error::invalid_argument(
+                "snapshot_time is only allowed in a snapshot session (snapshot: true)",
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// A session: a sequence of operations the server relates to each other. Cheap to
@@ -213,7 +238,7 @@ pub struct SessionOptions {
 /// ```no_run
 /// # async fn example(client: anymongo::Client) -> anymongo::Result<()> {
 /// use anymongo::bson::{doc, Document};
-/// let session = client.start_session(Default::default());
+/// let session = client.start_session(Default::default())?;
 /// let orders = client.database("shop").collection::<Document>("orders");
 /// orders.insert_one_with_session(doc! { "item": "tea" }, None, &session).await?;
 /// // Causally consistent: this read sees the insert, even from a secondary.
@@ -241,6 +266,8 @@ struct SessionState {
     server_session: Option<ServerSession>,
     cluster_time: Option<Document>,
     operation_time: Option<Timestamp>,
+    /// A snapshot session's time: given, or read from its first snapshot read.
+    snapshot_time: Option<Timestamp>,
     ended: bool,
 }
 
@@ -257,13 +284,28 @@ impl std::fmt::Debug for ClientSession {
 }
 
 impl ClientSession {
-    pub(crate) fn new(client: Client, options: SessionOptions, implicit: bool) -> ClientSession {
+    /// An explicit session, if `options` are consistent.
+    pub(crate) fn explicit(client: Client, options: SessionOptions) -> Result<ClientSession> {
+        options.validate()?;
+        Ok(ClientSession::new(client, options, false))
+    }
+
+    /// The session the driver starts for one operation.
+    pub(crate) fn implicit(client: Client) -> ClientSession {
+        ClientSession::new(client, SessionOptions::default(), true)
+    }
+
+    fn new(client: Client, options: SessionOptions, implicit: bool) -> ClientSession {
+        let state = SessionState {
+            snapshot_time: options.snapshot_time,
+            ..SessionState::default()
+        };
         ClientSession {
             inner: Arc::new(SessionInner {
                 client,
                 options,
                 implicit,
-                state: Mutex::new(SessionState::default()),
+                state: Mutex::new(state),
             }),
         }
     }
@@ -286,7 +328,46 @@ impl ClientSession {
     /// Whether the session's reads are causally consistent (explicit sessions, unless
     /// turned off).
     pub(crate) fn is_causally_consistent(&self) -> bool {
-        !self.inner.implicit && self.inner.options.causal_consistency != Some(false)
+        !self.inner.implicit
+            && !self.is_snapshot()
+            && self.inner.options.causal_consistency != Some(false)
+    }
+
+    /// Whether this is a snapshot session.
+    pub(crate) fn is_snapshot(&self) -> bool {
+        self.inner.options.snapshot == Some(true)
+    }
+
+    /// A snapshot session's time: given in its options, or the time its first find,
+    /// aggregate or distinct read at; `None` before then and in other sessions.
+    pub fn snapshot_time(&self) -> Option<Timestamp> {
+        lock(&self.inner.state).snapshot_time
+    }
+
+    /// The `readConcern` every command of a snapshot session carries, but getMore and
+    /// killCursors (which belong to a cursor already opened at the snapshot):
+    /// `{ level: "snapshot" }`, with `atClusterTime` once the snapshot's time is known
+    /// (Snapshot Reads spec, "Snapshot Read Commands"). `None` outside snapshot
+    /// sessions.
+    pub(crate) fn snapshot_read_concern(&self) -> Option<Document> {
+        if !self.is_snapshot() {
+            return None;
+        }
+        let mut read_concern = bson::doc! { "level": "snapshot" };
+        if let Some(time) = self.snapshot_time() {
+            read_concern.insert("atClusterTime", time);
+        }
+        Some(read_concern)
+    }
+
+    /// Whether the server session was marked dirty by a network error: it will be
+    /// discarded rather than pooled when the session ends (Driver Sessions spec,
+    /// "Server Session Pool"). `false` before the session ran a command.
+    pub fn is_dirty(&self) -> bool {
+        lock(&self.inner.state)
+            .server_session
+            .as_ref()
+            .is_some_and(|session| session.dirty)
     }
 
     /// The session id (`lsid`), once the session has run a command.
@@ -383,6 +464,19 @@ impl ClientSession {
         if let Some(Bson::Timestamp(operation_time)) = reply.get("operationTime") {
             self.advance_operation_time(*operation_time);
         }
+        if self.is_snapshot() {
+            // find and aggregate say it in their cursor, distinct at the top level
+            // (Snapshot Reads spec, "Server Command Responses"); the first one sets it.
+            let at = reply
+                .get_document("cursor")
+                .ok()
+                .and_then(|cursor| cursor.get("atClusterTime"))
+                .or_else(|| reply.get("atClusterTime"));
+            if let Some(Bson::Timestamp(at)) = at {
+                let mut state = lock(&self.inner.state);
+                state.snapshot_time.get_or_insert(*at);
+            }
+        }
     }
 
     /// The `$clusterTime` to send: the later of the client's and the session's.
@@ -404,6 +498,34 @@ impl Drop for SessionInner {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn snapshot_excludes_causal_consistency_and_snapshot_time_needs_snapshot() {
+        let both = SessionOptions {
+            snapshot: Some(true),
+            causal_consistency: Some(true),
+            ..SessionOptions::default()
+        };
+        assert!(both.validate().is_err());
+        let time_alone = SessionOptions {
+            snapshot_time: Some(Timestamp {
+                time: 1,
+                increment: 1,
+            }),
+            ..SessionOptions::default()
+        };
+        assert!(time_alone.validate().is_err());
+        let snapshot = SessionOptions {
+            snapshot: Some(true),
+            snapshot_time: Some(Timestamp {
+                time: 1,
+                increment: 1,
+            }),
+            ..SessionOptions::default()
+        };
+        assert!(snapshot.validate().is_ok());
+        assert!(SessionOptions::default().validate().is_ok());
+    }
 
     fn at(seconds: u64) -> Instant {
         Instant::from_origin(Duration::from_secs(seconds))

@@ -238,7 +238,9 @@ pub fn create(
             let options = session_options(session.session_options.as_ref())?;
             let client = &entities.client(&session.client)?.client;
             let entity = SessionEntity {
-                session: client.start_session(options),
+                session: client
+                    .start_session(options)
+                    .map_err(|e| Abort::Failed(format!("cannot start the session: {e}")))?,
                 ended_lsid: None,
             };
             entities.insert(&session.id, Entity::Session(entity))?;
@@ -271,8 +273,8 @@ pub fn concerns(options: &Document, what: &str) -> Result<Concerns, Abort> {
     })
 }
 
-/// A session entity's `sessionOptions` (spec "entity", `session`): the driver has
-/// neither transactions nor snapshot reads, so only `causalConsistency` is honoured.
+/// A session entity's `sessionOptions` (spec "entity", `session`): the driver has no
+/// transactions, so `causalConsistency` and `snapshot` are honoured.
 fn session_options(options: Option<&Document>) -> Result<SessionOptions, Abort> {
     let mut parsed = SessionOptions::default();
     for (key, value) in options.into_iter().flatten() {
@@ -286,11 +288,7 @@ fn session_options(options: Option<&Document>) -> Result<SessionOptions, Abort> 
                         .to_owned(),
                 ))
             }
-            ("snapshot", _) => {
-                return Err(Abort::Unsupported(
-                    "sessionOptions.snapshot: the driver has no snapshot sessions".to_owned(),
-                ))
-            }
+            ("snapshot", Bson::Boolean(snapshot)) => parsed.snapshot = Some(*snapshot),
             (key, value) => {
                 return Err(Abort::Unsupported(format!(
                     "sessionOptions.{key} ({value}) is not supported"
@@ -504,12 +502,16 @@ mod tests {
     fn unsupported_entities_and_client_options_are_reported_as_such() {
         let mut entities = EntityMap::default();
         let session: EntityDescription = bson::deserialize_from_document(doc! {
-            "session": { "id": "s", "client": "c", "sessionOptions": { "snapshot": true } },
+            "session": {
+                "id": "s",
+                "client": "c",
+                "sessionOptions": { "defaultTransactionOptions": {} },
+            },
         })
         .unwrap();
         assert!(matches!(
             create(&session, &mut entities, "mongodb://127.0.0.1/"),
-            Err(Abort::Unsupported(why)) if why.contains("snapshot")
+            Err(Abort::Unsupported(why)) if why.contains("defaultTransactionOptions")
         ));
         let options = doc! { "readConcern": { "level": "majority" }, "timeoutMS": 1 };
         assert!(matches!(

@@ -147,6 +147,12 @@ pub fn handler(operation: &Operation) -> Option<Handler> {
         (true, "assertDifferentLsidOnLastTwoCommands") => {
             |op, cx| Box::pin(sessions::assert_lsids_on_last_two_commands(op, cx, false))
         }
+        (true, "assertSessionDirty") => {
+            |op, cx| Box::pin(sessions::assert_session_dirty(op, cx, true))
+        }
+        (true, "assertSessionNotDirty") => {
+            |op, cx| Box::pin(sessions::assert_session_dirty(op, cx, false))
+        }
         _ => return None,
     };
     Some(handler)
@@ -183,14 +189,6 @@ pub const WITHOUT_DRIVER_API: &[(&str, &str)] = &[
     ("commitTransaction", "there are no transactions"),
     ("abortTransaction", "there are no transactions"),
     ("withTransaction", "there are no transactions"),
-    (
-        "assertSessionDirty",
-        "ClientSession does not expose whether its server session is dirty",
-    ),
-    (
-        "assertSessionNotDirty",
-        "ClientSession does not expose whether its server session is dirty",
-    ),
     (
         "targetedFailPoint",
         "a fail point on a pinned mongos: the test server is neither sharded nor \

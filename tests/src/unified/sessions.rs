@@ -59,3 +59,24 @@ pub async fn assert_lsids_on_last_two_commands(
         ))),
     }
 }
+
+/// Spec "assertSessionDirty" (`dirty`) and "assertSessionNotDirty": whether the
+/// session's server session was marked dirty by a network error.
+pub async fn assert_session_dirty(
+    operation: &Operation,
+    context: &mut Context,
+    dirty: bool,
+) -> Result<Returned, Abort> {
+    let mut arguments = Arguments::of(operation);
+    let session = arguments.string("session")?;
+    arguments.done()?;
+    let session = &context.entities.session_mut(&session)?.session;
+    match session.is_dirty() == dirty {
+        true => Ok(Ok(None)),
+        false => Err(Abort::Failed(format!(
+            "the session is {}dirty, expected {}dirty",
+            if dirty { "not " } else { "" },
+            if dirty { "" } else { "not " },
+        ))),
+    }
+}
