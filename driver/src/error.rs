@@ -138,6 +138,8 @@ pub enum ErrorKind {
     /// Some writes of an `insert_many` or `bulk_write` failed: every failure with the
     /// index of its write, and what succeeded before (CRUD spec, "BulkWriteException").
     BulkWrite(BulkWriteFailure),
+    /// A GridFS file is missing or corrupt.
+    GridFs(crate::gridfs::GridFsError),
     /// A document from the server could not be turned into the application's type, or
     /// an application value could not be turned into BSON.
     Bson {
@@ -411,6 +413,7 @@ impl fmt::Display for Error {
                 Ok(())
             }
             ErrorKind::Bson { message } => write!(f, "BSON conversion failed: {message}"),
+            ErrorKind::GridFs(error) => write!(f, "{error}"),
         }
     }
 }

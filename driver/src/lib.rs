@@ -39,6 +39,7 @@ pub mod database;
 pub mod enumerate;
 pub mod error;
 pub mod event;
+pub mod gridfs;
 pub mod handshake;
 pub mod index_management;
 mod operation;

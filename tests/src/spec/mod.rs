@@ -114,6 +114,7 @@ pub static SUITES: &[Suite] = &[
     pending("command_logging", OPERATIONS),
     unified("run_command"),
     unified("versioned-api"),
+    unified("gridfs"),
     pending("unified-test-format", OPERATIONS),
 ];
 

@@ -5,6 +5,7 @@ use std::collections::HashMap;
 
 use anymongo::crud::AggregateOptions;
 use anymongo::database::Concerns;
+use anymongo::gridfs::GridFsBucket;
 use anymongo::session::{ClientSession, SessionOptions};
 use anymongo::versioned_api::{ServerApi, ServerApiVersion};
 use anymongo::{Client, ClientOptions, Collection, Cursor, Database};
@@ -26,6 +27,8 @@ pub enum Entity {
     Session(SessionEntity),
     /// A cursor saved by `createFindCursor` or `createCommandCursor`.
     Cursor(CursorEntity),
+    /// A GridFS bucket of a database entity.
+    Bucket(GridFsBucket),
     /// A value saved by `saveResultAsEntity`.
     Value(Bson),
 }
@@ -39,6 +42,7 @@ impl Entity {
             Entity::Collection(_) => "collection",
             Entity::Session(_) => "session",
             Entity::Cursor(_) => "cursor",
+            Entity::Bucket(_) => "bucket",
             Entity::Value(_) => "BSON value",
         }
     }
@@ -137,6 +141,14 @@ impl EntityMap {
         match self.get(id)? {
             Entity::Collection(collection) => Ok(collection),
             other => Err(not_a(id, other, "collection")),
+        }
+    }
+
+    /// The GridFS bucket entity named `id`.
+    pub fn bucket(&self, id: &str) -> Result<&GridFsBucket, String> {
+        match self.get(id)? {
+            Entity::Bucket(bucket) => Ok(bucket),
+            other => Err(not_a(id, other, "bucket")),
         }
     }
 
@@ -244,6 +256,10 @@ pub fn create(
                 ended_lsid: None,
             };
             entities.insert(&session.id, Entity::Session(entity))?;
+        }
+        EntityDescription::Bucket(bucket) => {
+            let (id, bucket) = super::gridfs::create_bucket(bucket, entities)?;
+            entities.insert(&id, Entity::Bucket(bucket))?;
         }
         other => {
             return Err(Abort::Unsupported(format!(

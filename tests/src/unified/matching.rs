@@ -345,7 +345,7 @@ pub fn exactly_equal(expected: &Bson, actual: &Bson) -> bool {
 }
 
 /// Hexadecimal text (either case, possibly empty) as bytes.
-fn decode_hex(text: &str) -> Option<Vec<u8>> {
+pub fn decode_hex(text: &str) -> Option<Vec<u8>> {
     if text.len() % 2 != 0 || !text.is_ascii() {
         return None;
     }

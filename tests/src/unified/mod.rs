@@ -41,6 +41,7 @@ pub mod cursors;
 pub mod entities;
 pub mod errors;
 pub mod events;
+pub mod gridfs;
 pub mod known_gaps;
 pub mod matching;
 pub mod model;

@@ -24,7 +24,7 @@ use super::collections::NAMESPACE_NOT_FOUND;
 use super::crud::{self, Modify};
 use super::entities::{self, CursorEntity, Entity, EntityMap};
 use super::model::{EntityDescription, Operation};
-use super::{commands, cursors, sessions, Abort, Deployment};
+use super::{commands, cursors, gridfs, sessions, Abort, Deployment};
 
 /// What an entity operation returned: its result (`None` when it returns nothing), or
 /// the driver's error, which `expectError` is checked against.
@@ -133,6 +133,13 @@ pub fn handler(operation: &Operation) -> Option<Handler> {
         (false, "dropIndexes") => |op, cx| Box::pin(commands::drop_index(op, cx, true)),
         (false, "dropCollection") => |op, cx| Box::pin(commands::drop_collection(op, cx)),
         (false, "createCollection") => |op, cx| Box::pin(commands::create_collection(op, cx)),
+        (false, "download") => |op, cx| Box::pin(gridfs::download(op, cx)),
+        (false, "downloadByName") => |op, cx| Box::pin(gridfs::download_by_name(op, cx)),
+        (false, "upload") => |op, cx| Box::pin(gridfs::upload(op, cx)),
+        (false, "delete") => |op, cx| Box::pin(gridfs::delete(op, cx)),
+        (false, "deleteByName") => |op, cx| Box::pin(gridfs::delete_by_name(op, cx)),
+        (false, "rename") => |op, cx| Box::pin(gridfs::rename(op, cx)),
+        (false, "renameByName") => |op, cx| Box::pin(gridfs::rename_by_name(op, cx)),
         (false, "endSession") => |op, cx| Box::pin(sessions::end_session(op, cx)),
         (true, "failPoint") => fail_point,
         (true, "createEntities") => create_entities,
@@ -183,8 +190,6 @@ pub const WITHOUT_DRIVER_API: &[(&str, &str)] = &[
     ("mapReduce", "Collection has no map_reduce"),
     ("createChangeStream", "there are no change streams"),
     ("modifyCollection", "Database has no modify_collection"),
-    ("download", "there is no GridFS"),
-    ("downloadByName", "there is no GridFS"),
     ("startTransaction", "there are no transactions"),
     ("commitTransaction", "there are no transactions"),
     ("abortTransaction", "there are no transactions"),

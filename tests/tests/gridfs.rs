@@ -1,0 +1,165 @@
+//! GridFS against a real SecantusDB server on loopback: files split into chunks and
+//! read back whole, revisions by name, and the errors of missing and corrupt files.
+
+use std::time::Duration;
+
+use anymongo::bson::{doc, Bson, DateTime};
+use anymongo::gridfs::{GridFsBucket, GridFsBucketOptions, GridFsError, GridFsUploadOptions};
+use anymongo::{Client, ErrorKind};
+use anymongo_tests::server;
+
+/// Every test finishes well within this, or fails.
+const TEST_BOUND: Duration = Duration::from_secs(30);
+
+async fn bounded<F: std::future::Future>(future: F) -> F::Output {
+    tokio::time::timeout(TEST_BOUND, future)
+        .await
+        .expect("the test did not finish within its bound")
+}
+
+/// An empty bucket named after the test, with small chunks so files span several.
+async fn fresh_bucket(name: &str) -> GridFsBucket {
+    let uri = format!("{}?appName=gridfs_{name}", server::shared().uri());
+    let client = Client::with_uri(&uri, anymongo_native::runtime()).unwrap();
+    let options = GridFsBucketOptions {
+        bucket_name: name.to_owned(),
+        chunk_size_bytes: 4,
+        ..GridFsBucketOptions::default()
+    };
+    let bucket = GridFsBucket::new(&client.database("gridfs_tests"), options);
+    bucket.drop().await.unwrap();
+    bucket
+}
+
+fn gridfs_error(error: anymongo::Error) -> GridFsError {
+    match error.kind() {
+        ErrorKind::GridFs(error) => error.clone(),
+        other => panic!("expected a GridFS error, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_file_spanning_several_chunks_is_read_back_whole() {
+    bounded(async {
+        let bucket = fresh_bucket("spanning").await;
+        let content = b"0123456789";
+        let id = bucket
+            .upload_from_bytes("digits.txt", content, None)
+            .await
+            .unwrap();
+        assert_eq!(bucket.download(&id).await.unwrap(), content);
+        // 10 bytes in chunks of 4: 4 + 4 + 2.
+        assert_eq!(
+            bucket
+                .chunks()
+                .count_documents(doc! {}, None)
+                .await
+                .unwrap(),
+            3
+        );
+        let file = bucket
+            .files()
+            .find_one(doc! {}, None)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(file.get_i64("length").unwrap(), 10);
+        assert_eq!(file.get_str("filename").unwrap(), "digits.txt");
+        // The first upload created the indexes downloads use.
+        let indexes = bucket.chunks().list_index_names(None).await.unwrap();
+        assert!(
+            indexes.contains(&"files_id_1_n_1".to_owned()),
+            "{indexes:?}"
+        );
+
+        let empty = bucket.upload_from_bytes("empty", b"", None).await.unwrap();
+        assert!(bucket.download(&empty).await.unwrap().is_empty());
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn revisions_are_found_by_name_and_index() {
+    bounded(async {
+        let bucket = fresh_bucket("revisions").await;
+        for (n, content) in [b"first", b"secnd", b"third"].iter().enumerate() {
+            let options = GridFsUploadOptions {
+                id: Some(Bson::Int32(i32::try_from(n).unwrap())),
+                ..GridFsUploadOptions::default()
+            };
+            let id = bucket
+                .upload_from_bytes("notes", *content, options)
+                .await
+                .unwrap();
+            // Upload dates have millisecond precision: set them apart, in upload order.
+            let date = DateTime::from_millis(1_000 * (i64::try_from(n).unwrap() + 1));
+            bucket
+                .files()
+                .update_one(
+                    doc! { "_id": id },
+                    doc! { "$set": { "uploadDate": date } },
+                    None,
+                )
+                .await
+                .unwrap();
+        }
+        let revision = |n: i32| bucket.download_by_name("notes", n);
+        assert_eq!(revision(0).await.unwrap(), b"first");
+        assert_eq!(revision(1).await.unwrap(), b"secnd");
+        assert_eq!(revision(-1).await.unwrap(), b"third");
+        assert_eq!(revision(-3).await.unwrap(), b"first");
+        let missing = gridfs_error(revision(3).await.unwrap_err());
+        assert_eq!(
+            missing,
+            GridFsError::RevisionNotFound {
+                filename: "notes".into(),
+                revision: 3
+            }
+        );
+
+        bucket.rename_by_name("notes", "renamed").await.unwrap();
+        assert_eq!(
+            bucket.download_by_name("renamed", None).await.unwrap(),
+            b"third"
+        );
+        bucket.delete_by_name("renamed").await.unwrap();
+        assert_eq!(
+            bucket
+                .chunks()
+                .count_documents(doc! {}, None)
+                .await
+                .unwrap(),
+            0
+        );
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn missing_and_corrupt_files_are_errors() {
+    bounded(async {
+        let bucket = fresh_bucket("corrupt").await;
+        let nothing = gridfs_error(bucket.download(&Bson::Int32(404)).await.unwrap_err());
+        assert_eq!(nothing, GridFsError::FileNotFound { id: Bson::Int32(404) });
+
+        let id = bucket
+            .upload_from_bytes("short", b"abcdefgh", None)
+            .await
+            .unwrap();
+        bucket
+            .chunks()
+            .delete_one(doc! { "files_id": id.clone(), "n": 1 }, None)
+            .await
+            .unwrap();
+        let corrupt = gridfs_error(bucket.download(&id).await.unwrap_err());
+        assert!(
+            matches!(&corrupt, GridFsError::CorruptFile { message, .. } if message.contains("chunk 1")),
+            "{corrupt:?}"
+        );
+
+        bucket.delete(&id).await.unwrap();
+        let deleted = gridfs_error(bucket.delete(&id).await.unwrap_err());
+        assert_eq!(deleted, GridFsError::FileNotFound { id });
+    })
+    .await;
+}
