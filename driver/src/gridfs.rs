@@ -187,9 +187,12 @@ impl GridFsBucket {
     /// checked against its `length` and `chunkSize`.
     async fn content(&self, file: &Document) -> Result<Vec<u8>> {
         let id = file.get("_id").cloned().unwrap_or(Bson::Null);
-        let corrupt = |message: String| GridFsError::CorruptFile {
-            id: id.clone(),
-            message,
+        let corrupt = |message: String| -> Error {
+            GridFsError::CorruptFile {
+                id: id.clone(),
+                message,
+            }
+            .into()
         };
         let number = |key: &str| {
             file.get(key)
@@ -203,7 +206,7 @@ impl GridFsBucket {
         }
         let chunk_size = number("chunkSize")?;
         if chunk_size == 0 {
-            return Err(corrupt("its chunkSize is 0".to_owned()).into());
+            return Err(corrupt("its chunkSize is 0".to_owned()));
         }
         let expected_chunks = length.div_ceil(chunk_size);
         let options = FindOptions {
@@ -219,14 +222,16 @@ impl GridFsBucket {
         while let Some(chunk) = chunks.try_next().await? {
             let n = chunk.get("n").and_then(crate::handshake::bson_as_i64);
             if n != i64::try_from(next).ok() {
-                return Err(corrupt(format!("chunk {next} is missing (found n: {n:?})")).into());
+                return Err(corrupt(format!("chunk {next} is missing (found n: {n:?})")));
             }
             if next >= expected_chunks {
-                return Err(corrupt(format!("it has more than {expected_chunks} chunks")).into());
+                return Err(corrupt(format!(
+                    "it has more than {expected_chunks} chunks"
+                )));
             }
             let data = match chunk.get("data") {
                 Some(Bson::Binary(binary)) => &binary.bytes,
-                _ => return Err(corrupt(format!("chunk {next} has no binary data")).into()),
+                _ => return Err(corrupt(format!("chunk {next} has no binary data"))),
             };
             let wanted = match next + 1 == expected_chunks {
                 true => length - chunk_size * next,
@@ -236,14 +241,15 @@ impl GridFsBucket {
                 return Err(corrupt(format!(
                     "chunk {next} holds {} bytes, expected {wanted}",
                     data.len()
-                ))
-                .into());
+                )));
             }
             content.extend_from_slice(data);
             next += 1;
         }
         if next != expected_chunks {
-            return Err(corrupt(format!("chunk {next} of {expected_chunks} is missing")).into());
+            return Err(corrupt(format!(
+                "chunk {next} of {expected_chunks} is missing"
+            )));
         }
         Ok(content)
     }

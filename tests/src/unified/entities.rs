@@ -28,7 +28,7 @@ pub enum Entity {
     /// A cursor saved by `createFindCursor` or `createCommandCursor`.
     Cursor(CursorEntity),
     /// A GridFS bucket of a database entity.
-    Bucket(GridFsBucket),
+    Bucket(Box<GridFsBucket>),
     /// A value saved by `saveResultAsEntity`.
     Value(Bson),
 }
@@ -259,7 +259,7 @@ pub fn create(
         }
         EntityDescription::Bucket(bucket) => {
             let (id, bucket) = super::gridfs::create_bucket(bucket, entities)?;
-            entities.insert(&id, Entity::Bucket(bucket))?;
+            entities.insert(&id, Entity::Bucket(Box::new(bucket)))?;
         }
         other => {
             return Err(Abort::Unsupported(format!(
