@@ -9,7 +9,7 @@ use crate::concern::{ReadConcern, WriteConcern};
 use crate::crud::read::Aggregate;
 use crate::crud::run_command::{RunCommand, RunCursorCommand};
 use crate::crud::write::WriteReply;
-use crate::crud::AggregateOptions;
+use crate::crud::{AggregateOptions, RunCursorCommandOptions};
 use crate::cursor::Cursor;
 use crate::error::Result;
 use crate::session::ClientSession;
@@ -178,15 +178,29 @@ impl Database {
         self.run_cursor_command_with(command, None, None).await
     }
 
-    /// [`run_cursor_command`](Self::run_cursor_command) with a read preference and/or in
-    /// a session.
+    /// [`run_cursor_command`](Self::run_cursor_command) with options (a read preference,
+    /// the getMores' `batchSize`, `maxTimeMS` and `comment`) and/or in a session.
+    ///
+    /// ```no_run
+    /// # async fn example(db: anymongo::Database) -> anymongo::Result<()> {
+    /// use anymongo::bson::doc;
+    /// use anymongo::crud::RunCursorCommandOptions;
+    /// let options = RunCursorCommandOptions { batch_size: Some(100), ..Default::default() };
+    /// let cursor = db
+    ///     .run_cursor_command_with(doc! { "find": "orders", "batchSize": 10 }, options, None)
+    ///     .await?;
+    /// # let _ = cursor; Ok(()) }
+    /// ```
     pub async fn run_cursor_command_with(
         &self,
         command: Document,
-        read_preference: Option<ReadPreference>,
+        options: impl Into<Option<RunCursorCommandOptions>>,
         session: Option<&ClientSession>,
     ) -> Result<Cursor<Document>> {
-        let operation = RunCursorCommand::new(&self.name, command, read_preference)?;
+        let options = options.into().unwrap_or_default();
+        let operation =
+            RunCursorCommand::new(&self.name, command, options.read_preference.clone())?
+                .with_get_more(options);
         self.client.execute(operation, session).await
     }
 

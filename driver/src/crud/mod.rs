@@ -10,6 +10,8 @@ pub(crate) mod read;
 pub(crate) mod run_command;
 pub(crate) mod write;
 
+pub use run_command::RunCursorCommandOptions;
+
 use std::collections::BTreeMap;
 use std::time::Duration;
 

@@ -86,6 +86,22 @@ impl Operation for RunCommand {
 /// `Database::run_cursor_command`: a command whose reply is a cursor.
 pub(crate) struct RunCursorCommand {
     inner: RunCommand,
+    get_more: RunCursorCommandOptions,
+}
+
+/// Options of [`crate::Database::run_cursor_command_with`] (Run Command spec,
+/// "runCursorCommand"): where the command goes, and what its cursor's getMores carry,
+/// which the command itself cannot say.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RunCursorCommandOptions {
+    /// Where the command goes; the primary when unset.
+    pub read_preference: Option<ReadPreference>,
+    /// `batchSize` of each getMore; the server's default when unset.
+    pub batch_size: Option<u32>,
+    /// `maxTimeMS` of each getMore (the wait of a tailable awaitData cursor).
+    pub max_time: Option<std::time::Duration>,
+    /// `comment` of each getMore (MongoDB 4.4+).
+    pub comment: Option<Bson>,
 }
 
 impl RunCursorCommand {
@@ -100,11 +116,20 @@ impl RunCursorCommand {
             read_preference,
         )?))
     }
+
+    /// This command, its getMores carrying what `options` say of them.
+    pub fn with_get_more(mut self, options: RunCursorCommandOptions) -> RunCursorCommand {
+        self.get_more = options;
+        self
+    }
 }
 
 impl From<RunCommand> for RunCursorCommand {
     fn from(inner: RunCommand) -> RunCursorCommand {
-        RunCursorCommand { inner }
+        RunCursorCommand {
+            inner,
+            get_more: RunCursorCommandOptions::default(),
+        }
     }
 }
 
@@ -126,13 +151,19 @@ impl Operation for RunCursorCommand {
     fn handle_reply(&mut self, reply: Document, context: ReplyContext<'_>) -> Result<Self::Output> {
         let batch = Batch::from_reply(&reply, &context.server.address)?;
         let command = &self.inner.command.body;
-        let batch_size = command
-            .get_document("cursor")
-            .ok()
-            .and_then(|cursor| cursor.get("batchSize"))
-            .and_then(crate::handshake::bson_as_i64)
-            .and_then(|size| u32::try_from(size).ok());
-        let spec = CursorSpec::new(&context, &self.inner.command.database, "", batch_size);
+        // Without a getMore batch size, a listing helper's getMores keep the size its
+        // command asked for in `cursor.batchSize`.
+        let batch_size = self.get_more.batch_size.or_else(|| {
+            command
+                .get_document("cursor")
+                .ok()
+                .and_then(|cursor| cursor.get("batchSize"))
+                .and_then(crate::handshake::bson_as_i64)
+                .and_then(|size| u32::try_from(size).ok())
+        });
+        let mut spec = CursorSpec::new(&context, &self.inner.command.database, "", batch_size);
+        spec.max_await_time = self.get_more.max_time;
+        spec.comment = self.get_more.comment.clone();
         Ok(Cursor::new(spec, batch))
     }
 }

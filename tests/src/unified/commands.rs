@@ -2,6 +2,9 @@
 //! Operations"), the index operations of collections, and
 //! `runCursorCommand`/`createCommandCursor` (Run Command spec).
 
+use std::time::Duration;
+
+use anymongo::crud::RunCursorCommandOptions;
 use anymongo::enumerate::{ListCollectionsOptions, ListDatabasesOptions};
 use anymongo::index_management::{
     CreateIndexOptions, DropIndexOptions, IndexModel, ListIndexesOptions,
@@ -72,37 +75,53 @@ pub async fn run_command(operation: &Operation, context: &mut Context) -> Result
 }
 
 /// The options of `runCursorCommand` and `createCommandCursor` the driver has no
-/// parameter for: they apply to the getMores (Run Command spec, "runCursorCommand"),
-/// which `Database::run_cursor_command_with` sends with none.
-const GET_MORE_OPTIONS: [&str; 5] = [
-    "batchSize",
-    "maxTimeMS",
-    "comment",
-    "cursorType",
-    "timeoutMode",
-];
+/// parameter for: tailable cursors (`cursorType`), whose empty batches the driver's
+/// cursor does not return one by one, and CSOT (`timeoutMode`).
+const UNSUPPORTED_CURSOR_OPTIONS: [&str; 2] = ["cursorType", "timeoutMode"];
 
-/// The cursor of `runCursorCommand` or `createCommandCursor`.
+/// The cursor of `runCursorCommand` or `createCommandCursor`, with the getMore options
+/// `batchSize`, `maxTimeMS` and `comment`.
 async fn command_cursor(
     operation: &Operation,
     context: &mut Context,
 ) -> Result<anymongo::Result<Cursor<Document>>, Abort> {
-    if let Some(option) = GET_MORE_OPTIONS
+    if let Some(option) = UNSUPPORTED_CURSOR_OPTIONS
         .iter()
         .find(|option| operation.arguments.contains_key(option))
     {
         return Err(Abort::Unsupported(format!(
-            "{}: the option {option}: Database::run_cursor_command_with has no getMore \
-             options",
+            "{}: the option {option}: Database::run_cursor_command_with has no such option",
             operation.name
         )));
     }
     let mut call = Call::new(operation, &context.entities)?;
-    let (command, preference) = call.command()?;
+    let (command, read_preference) = call.command()?;
+    let batch_size = match call.arguments.optional("batchSize") {
+        None => None,
+        Some(size) => Some(
+            size.as_i32()
+                .and_then(|size| u32::try_from(size).ok())
+                .ok_or_else(|| Abort::Failed(format!("batchSize {size}")))?,
+        ),
+    };
+    let max_time = match call.arguments.optional("maxTimeMS") {
+        None => None,
+        Some(ms) => Some(Duration::from_millis(
+            ms.as_i32()
+                .and_then(|ms| u64::try_from(ms).ok())
+                .ok_or_else(|| Abort::Failed(format!("maxTimeMS {ms}")))?,
+        )),
+    };
+    let options = RunCursorCommandOptions {
+        read_preference,
+        batch_size,
+        max_time,
+        comment: call.arguments.optional("comment"),
+    };
     call.arguments.done()?;
     Ok(call
         .database
-        .run_cursor_command_with(command, preference, call.session.as_ref())
+        .run_cursor_command_with(command, options, call.session.as_ref())
         .await)
 }
 
