@@ -307,57 +307,58 @@ pub struct BulkWriteResult {
 /// The statement of `model`, checked (CRUD spec, "Update vs. Replace Validation"), and
 /// for an insert the `_id` of its document (generated when missing).
 fn statement<T: Serialize>(model: WriteModel<T>) -> Result<(Statement, Option<Bson>)> {
-    let update = |filter, update: Bson, multi| UpdateStatement {
-        filter,
-        update,
-        multi,
-        ..UpdateStatement::default()
-    };
-    let delete = |filter, multi, collation, hint| DeleteStatement {
-        filter,
-        multi,
-        collation,
-        hint,
-    };
     let statement = match model {
         WriteModel::InsertOne(model) => {
             let (document, id) = with_id(&model.document)?;
             return Ok((Statement::insert(document), Some(id)));
         }
         WriteModel::UpdateOne(model) => UpdateStatement {
+            update: model.update.to_bson()?,
+            filter: model.filter,
+            multi: false,
+            upsert: model.upsert,
             array_filters: model.array_filters,
             collation: model.collation,
             hint: model.hint,
             sort: model.sort,
-            upsert: model.upsert,
-            ..update(model.filter, model.update.to_bson()?, false)
         }
         .statement()?,
         WriteModel::UpdateMany(model) => UpdateStatement {
+            update: model.update.to_bson()?,
+            filter: model.filter,
+            multi: true,
+            upsert: model.upsert,
             array_filters: model.array_filters,
             collation: model.collation,
             hint: model.hint,
-            upsert: model.upsert,
-            ..update(model.filter, model.update.to_bson()?, true)
+            sort: None,
         }
         .statement()?,
-        WriteModel::ReplaceOne(model) => {
-            let replacement = Bson::Document(replacement_document(&model.replacement)?);
-            UpdateStatement {
-                collation: model.collation,
-                hint: model.hint,
-                sort: model.sort,
-                upsert: model.upsert,
-                ..update(model.filter, replacement, false)
-            }
-            .statement()?
+        WriteModel::ReplaceOne(model) => UpdateStatement {
+            update: Bson::Document(replacement_document(&model.replacement)?),
+            filter: model.filter,
+            multi: false,
+            upsert: model.upsert,
+            array_filters: None,
+            collation: model.collation,
+            hint: model.hint,
+            sort: model.sort,
         }
-        WriteModel::DeleteOne(model) => {
-            delete(model.filter, false, model.collation, model.hint).statement()?
+        .statement()?,
+        WriteModel::DeleteOne(model) => DeleteStatement {
+            filter: model.filter,
+            multi: false,
+            collation: model.collation,
+            hint: model.hint,
         }
-        WriteModel::DeleteMany(model) => {
-            delete(model.filter, true, model.collation, model.hint).statement()?
+        .statement()?,
+        WriteModel::DeleteMany(model) => DeleteStatement {
+            filter: model.filter,
+            multi: true,
+            collation: model.collation,
+            hint: model.hint,
         }
+        .statement()?,
     };
     Ok((statement, None))
 }
