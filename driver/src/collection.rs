@@ -13,9 +13,11 @@ use serde::Serialize;
 
 use crate::client::Client;
 use crate::concern::WriteConcern;
+use crate::crud::bulk_write::{self, BulkWriteOptions, BulkWriteResult, Plan, WriteModel};
 use crate::crud::read::{insert_present, millis, Find, SimpleRead};
 use crate::crud::write::{
-    FindAndModify, FindAndModifyAction, Insert, Modify, ModifyStatement, Namespace, WriteReply,
+    DeleteStatement, FindAndModify, FindAndModifyAction, Namespace, Statement, UpdateStatement,
+    WriteBatch, WriteReply,
 };
 use crate::crud::{
     AggregateOptions, CountOptions, DeleteResult, FindOneAndModifyOptions, FindOptions,
@@ -23,7 +25,7 @@ use crate::crud::{
 };
 use crate::cursor::Cursor;
 use crate::database::{Concerns, Database};
-use crate::error::{BulkWriteFailure, Error, ErrorKind, Result, WriteFailure};
+use crate::error::{Error, Result};
 use crate::session::ClientSession;
 
 /// The change an update applies: an update document (`{ "$set": ... }`) or an
@@ -51,7 +53,7 @@ impl From<Vec<Document>> for UpdateModifications {
 impl UpdateModifications {
     /// The update as sent; an update document must be non-empty and start with an
     /// operator (CRUD spec, "Update vs. Replace Validation").
-    fn to_bson(&self) -> Result<Bson> {
+    pub(crate) fn to_bson(&self) -> Result<Bson> {
         match self {
             UpdateModifications::Document(update) => {
                 match update.keys().next() {
@@ -258,8 +260,15 @@ impl<T> Collection<T> {
         options: Option<WriteOptions>,
         session: Option<&ClientSession>,
     ) -> Result<DeleteResult> {
+        let options = options.unwrap_or_default();
+        let statement = DeleteStatement {
+            filter,
+            multi,
+            collation: options.collation.clone(),
+            hint: options.hint.clone(),
+        };
         let reply = self
-            .modify(ModifyStatement::Delete { filter, multi }, options, session)
+            .write_one(statement.statement()?, &options, session)
             .await?;
         Ok(DeleteResult {
             deleted_count: reply.n,
@@ -320,30 +329,30 @@ impl<T> Collection<T> {
         options: Option<WriteOptions>,
         session: Option<&ClientSession>,
     ) -> Result<UpdateResult> {
-        let update = update.to_bson()?;
-        let statement = ModifyStatement::Update {
-            filter,
-            update,
-            multi,
-        };
-        Ok(update_result(
-            self.modify(statement, options, session).await?,
-        ))
+        let options = options.unwrap_or_default();
+        let statement = UpdateStatement::with_options(filter, update.to_bson()?, multi, &options);
+        let reply = self
+            .write_one(statement.statement()?, &options, session)
+            .await?;
+        Ok(update_result(reply))
     }
 
-    async fn modify(
+    /// Sends the single write `statement`; its write error or write concern error is
+    /// the operation's error (CRUD spec, "WriteException").
+    async fn write_one(
         &self,
-        statement: ModifyStatement,
-        options: Option<WriteOptions>,
+        statement: Statement,
+        options: &WriteOptions,
         session: Option<&ClientSession>,
     ) -> Result<WriteReply> {
-        let options = options.unwrap_or_default();
-        let operation = Modify {
-            namespace: &self.namespace,
-            statement,
-            options: &options,
-            write_concern: self.write_concern(options.write_concern.as_ref())?,
-        };
+        let command_options = command_options(options);
+        let operation = WriteBatch::new(
+            &self.namespace,
+            statement.kind,
+            std::slice::from_ref(&statement),
+            &command_options,
+            self.write_concern(options.write_concern.as_ref())?,
+        );
         let reply = self.client().execute(operation, session).await?;
         match reply.single_write_error() {
             Some(error) => Err(error),
@@ -776,20 +785,16 @@ impl<T: Serialize> Collection<T> {
     ) -> Result<InsertOneResult> {
         let (raw, id) = with_id(document)?;
         let options = options.unwrap_or_default();
-        let (reply, _) = self
-            .insert_batch(std::slice::from_ref(&raw), 0, &options, session)
+        self.write_one(Statement::insert(raw), &options, session)
             .await?;
-        match reply.single_write_error() {
-            Some(error) => Err(error),
-            None => Ok(InsertOneResult { inserted_id: id }),
-        }
+        Ok(InsertOneResult { inserted_id: id })
     }
 
     /// Inserts `documents` in as few commands as the server's limits allow; `_id`s are
     /// generated for those without one. Ordered (the default), it stops at the first
     /// failure; unordered, it inserts all it can. A failure is an
-    /// [`ErrorKind::BulkWrite`] error listing every failed write by index and the
-    /// `_id`s inserted.
+    /// [`ErrorKind::BulkWrite`](crate::ErrorKind) error listing every failed write by
+    /// index, with the `_id`s inserted in its `write_result`.
     pub async fn insert_many(
         &self,
         documents: impl IntoIterator<Item = impl Borrow<T>>,
@@ -816,87 +821,76 @@ impl<T: Serialize> Collection<T> {
         session: Option<&ClientSession>,
     ) -> Result<InsertManyResult> {
         let options = options.unwrap_or_default();
-        let ordered = options.ordered.unwrap_or(true);
-        let (raw, ids): (Vec<RawDocumentBuf>, Vec<Bson>) = documents
+        let documents = documents
             .into_iter()
             .map(|document| with_id(document.borrow()))
-            .collect::<Result<Vec<_>>>()?
-            .into_iter()
-            .unzip();
-        if raw.is_empty() {
-            return Err(Error::invalid_argument(
-                "insert_many needs at least one document",
-            ));
-        }
-        let mut failure = BulkWriteFailure::default();
-        let mut offset = 0;
-        while offset < raw.len() {
-            let sent = match self.insert_batch(&raw, offset, &options, session).await {
-                Ok((reply, sent)) => {
-                    let failed: Vec<usize> = reply.write_errors.iter().map(|e| e.index).collect();
-                    // Ordered, nothing after the first failure was attempted.
-                    let end = match (ordered, failed.first()) {
-                        (true, Some(first)) => *first,
-                        _ => offset + sent,
-                    };
-                    for (index, id) in ids.iter().enumerate().take(end).skip(offset) {
-                        if !failed.contains(&index) {
-                            failure.inserted_ids.insert(index, id.clone());
-                        }
-                    }
-                    let stop = ordered && !reply.write_errors.is_empty();
-                    failure.write_errors.extend(reply.write_errors);
-                    if reply.write_concern_error.is_some() {
-                        failure.write_concern_error = reply.write_concern_error;
-                    }
-                    if stop {
-                        break;
-                    }
-                    sent
-                }
-                Err(error) => {
-                    return Err(match error.kind() {
-                        // A write concern error the retry could not cure.
-                        ErrorKind::Write(WriteFailure::WriteConcernError(concern)) => {
-                            failure.write_concern_error = Some(concern.clone());
-                            let labels: Vec<String> = error.labels().to_vec();
-                            Error::new(ErrorKind::BulkWrite(failure))
-                                .with_labels(labels.iter().map(String::as_str))
-                        }
-                        _ => error,
-                    });
-                }
-            };
-            offset += sent;
-        }
-        if failure.write_errors.is_empty() && failure.write_concern_error.is_none() {
-            return Ok(InsertManyResult {
-                inserted_ids: failure.inserted_ids,
-            });
-        }
-        Err(Error::new(ErrorKind::BulkWrite(failure)))
+            .collect::<Result<Vec<_>>>()?;
+        let plan = Plan::of_inserts(documents, options.ordered.unwrap_or(true))?;
+        let result = self
+            .execute_plan(plan, &command_options(&options), session)
+            .await?;
+        Ok(InsertManyResult {
+            inserted_ids: result.inserted_ids,
+        })
     }
 
-    /// Inserts the next batch of `documents` from `offset`: the reply, and how many
-    /// documents it carried.
-    async fn insert_batch(
+    /// Runs `models` in as few `insert`, `update` and `delete` commands as their order
+    /// and the server's limits allow (CRUD spec, "bulkWrite"). Ordered (the default),
+    /// the writes happen in the given order and stop at the first failure; unordered,
+    /// the server may run them in any order and the bulk write goes on after failures.
+    ///
+    /// An empty list or an invalid model (an update without operators, a replacement
+    /// with them) is an [`ErrorKind::InvalidArgument`](crate::ErrorKind) error, and
+    /// nothing is sent. Failed writes make an
+    /// [`ErrorKind::BulkWrite`](crate::ErrorKind) error, listing each by the index of
+    /// its model, with what the other writes did. See [`crate::crud::bulk_write`] for an
+    /// example.
+    pub async fn bulk_write(
         &self,
-        documents: &[RawDocumentBuf],
-        offset: usize,
-        options: &WriteOptions,
+        models: impl IntoIterator<Item = WriteModel<T>>,
+        options: impl Into<Option<BulkWriteOptions>>,
+    ) -> Result<BulkWriteResult> {
+        self.bulk_write_in(models, options.into(), None).await
+    }
+
+    /// [`bulk_write`](Self::bulk_write) in `session`.
+    pub async fn bulk_write_with_session(
+        &self,
+        models: impl IntoIterator<Item = WriteModel<T>>,
+        options: impl Into<Option<BulkWriteOptions>>,
+        session: &ClientSession,
+    ) -> Result<BulkWriteResult> {
+        self.bulk_write_in(models, options.into(), Some(session))
+            .await
+    }
+
+    async fn bulk_write_in(
+        &self,
+        models: impl IntoIterator<Item = WriteModel<T>>,
+        options: Option<BulkWriteOptions>,
         session: Option<&ClientSession>,
-    ) -> Result<(WriteReply, usize)> {
-        let mut operation = Insert {
-            namespace: &self.namespace,
-            documents,
-            offset,
+    ) -> Result<BulkWriteResult> {
+        let options = options.unwrap_or_default();
+        let plan = Plan::of_models(models, options.ordered.unwrap_or(true))?;
+        self.execute_plan(plan, &options, session).await
+    }
+
+    async fn execute_plan(
+        &self,
+        plan: Plan,
+        options: &BulkWriteOptions,
+        session: Option<&ClientSession>,
+    ) -> Result<BulkWriteResult> {
+        let write_concern = self.write_concern(options.write_concern.as_ref())?;
+        bulk_write::execute(
+            self.client(),
+            &self.namespace,
+            plan,
             options,
-            write_concern: self.write_concern(options.write_concern.as_ref())?,
-            batch_len: None,
-        };
-        let client = self.client();
-        let reply = client.execute(&mut operation, session).await?;
-        Ok((reply, operation.batch_len.unwrap_or(1)))
+            write_concern,
+            session,
+        )
+        .await
     }
 
     /// Replaces the first document matching `filter` with `replacement`.
@@ -929,14 +923,13 @@ impl<T: Serialize> Collection<T> {
         options: Option<WriteOptions>,
         session: Option<&ClientSession>,
     ) -> Result<UpdateResult> {
-        let statement = ModifyStatement::Update {
-            filter,
-            update: Bson::Document(replacement_document(replacement)?),
-            multi: false,
-        };
-        Ok(update_result(
-            self.modify(statement, options, session).await?,
-        ))
+        let options = options.unwrap_or_default();
+        let replacement = Bson::Document(replacement_document(replacement)?);
+        let statement = UpdateStatement::with_options(filter, replacement, false, &options);
+        let reply = self
+            .write_one(statement.statement()?, &options, session)
+            .await?;
+        Ok(update_result(reply))
     }
 }
 
@@ -1016,6 +1009,17 @@ impl<T: DeserializeOwned> Collection<T> {
     }
 }
 
+/// The options of the command of a single write or `insert_many`.
+fn command_options(options: &WriteOptions) -> BulkWriteOptions {
+    BulkWriteOptions {
+        ordered: options.ordered,
+        bypass_document_validation: options.bypass_document_validation,
+        comment: options.comment.clone(),
+        let_vars: options.let_vars.clone(),
+        write_concern: options.write_concern.clone(),
+    }
+}
+
 /// The update result a write reply describes.
 fn update_result(reply: WriteReply) -> UpdateResult {
     let upserted_id = reply.upserted.first().map(|(_, id)| id.clone());
@@ -1040,7 +1044,7 @@ fn as_count(value: &Bson) -> u64 {
 /// `document` as BSON with its `_id` first, generated (an ObjectId) when missing
 /// (CRUD spec, "Insert, Update, Replace, Delete, and Bulk Writes": drivers generate
 /// `_id`s), and that `_id`.
-fn with_id<T: Serialize>(document: &T) -> Result<(RawDocumentBuf, Bson)> {
+pub(crate) fn with_id<T: Serialize>(document: &T) -> Result<(RawDocumentBuf, Bson)> {
     let document = bson::serialize_to_document(document).map_err(Error::bson)?;
     let (document, id) = match document.get("_id") {
         Some(id) => {
@@ -1060,7 +1064,7 @@ fn with_id<T: Serialize>(document: &T) -> Result<(RawDocumentBuf, Bson)> {
 
 /// A replacement as a document; it must not contain update operators (CRUD spec,
 /// "Update vs. Replace Validation").
-fn replacement_document<T: Serialize>(replacement: &T) -> Result<Document> {
+pub(crate) fn replacement_document<T: Serialize>(replacement: &T) -> Result<Document> {
     let document = bson::serialize_to_document(replacement).map_err(Error::bson)?;
     if document
         .keys()

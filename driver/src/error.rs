@@ -192,8 +192,9 @@ pub struct BulkWriteFailure {
     pub write_errors: Vec<WriteError>,
     /// The last write concern error, if any.
     pub write_concern_error: Option<WriteConcernError>,
-    /// The `_id` of every document inserted before the failure, by index.
-    pub inserted_ids: std::collections::BTreeMap<usize, bson::Bson>,
+    /// What the writes that succeeded did, with the `_id` of every document inserted,
+    /// by index (CRUD spec, "BulkWriteException", `writeResult`).
+    pub write_result: crate::crud::bulk_write::BulkWriteResult,
 }
 
 /// An error reply from the server (`ok: 0`).

@@ -240,7 +240,12 @@ async fn insert_many_reports_every_failure_by_index() {
             (2, 11000)
         );
         assert_eq!(
-            failure.inserted_ids.keys().copied().collect::<Vec<_>>(),
+            failure
+                .write_result
+                .inserted_ids
+                .keys()
+                .copied()
+                .collect::<Vec<_>>(),
             vec![0, 1]
         );
         // Unordered: everything else is inserted; index 4 (_id 0) is a duplicate too.

@@ -1,8 +1,10 @@
-//! The write commands behind the CRUD write operations: `insert` (in batches that
-//! fit the server's limits), `update`, `delete` and `findAndModify`.
+//! The write commands behind the CRUD write operations: `insert`, `update` and
+//! `delete` (statements sent in batches that fit the server's limits, for the single
+//! writes, `insert_many` and `bulk_write` alike) and `findAndModify`.
 
 use bson::{doc, Bson, Document, RawDocumentBuf};
 
+use super::bulk_write::BulkWriteOptions;
 use super::read::{insert_present, millis};
 use super::{FindOneAndModifyOptions, ReturnDocument, WriteOptions};
 use crate::concern::WriteConcern;
@@ -155,73 +157,234 @@ impl WriteReply {
     }
 }
 
-/// Options every write command takes.
-fn add_write_options(
-    body: &mut Document,
-    options: &WriteOptions,
-    write_concern: Option<&WriteConcern>,
-) {
-    let write_concern = write_concern
-        .filter(|concern| !concern.is_empty())
-        .map(|concern| Bson::Document(concern.to_document()));
-    insert_present(
-        body,
-        [
-            ("writeConcern", write_concern),
-            (
-                "bypassDocumentValidation",
-                options.bypass_document_validation.map(Bson::Boolean),
-            ),
-            ("comment", options.comment.clone()),
-            ("let", options.let_vars.clone().map(Bson::Document)),
-        ],
-    );
+/// Which write command a statement belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum WriteKind {
+    /// `insert`: the statement is the document.
+    Insert,
+    /// `update`: the statement is `{ q, u, multi, upsert, ... }`.
+    Update,
+    /// `delete`: the statement is `{ q, limit, ... }`.
+    Delete,
+}
+
+impl WriteKind {
+    /// The command's name.
+    fn command(self) -> &'static str {
+        match self {
+            WriteKind::Insert => "insert",
+            WriteKind::Update => "update",
+            WriteKind::Delete => "delete",
+        }
+    }
+
+    /// The document sequence that carries the statements.
+    fn sequence(self) -> &'static str {
+        match self {
+            WriteKind::Insert => "documents",
+            WriteKind::Update => "updates",
+            WriteKind::Delete => "deletes",
+        }
+    }
+}
+
+/// One statement of an `insert`, `update` or `delete` command, as sent.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Statement {
+    /// The command it goes in.
+    pub kind: WriteKind,
+    /// The document to insert, or the update or delete statement.
+    pub document: RawDocumentBuf,
+    /// Whether it may change many documents (`multi: true`, `limit: 0`): a command
+    /// with one is not a retryable write (Retryable Writes spec, "Unsupported Write
+    /// Operations").
+    pub multi: bool,
+}
+
+impl Statement {
+    /// The statement inserting `document`.
+    pub fn insert(document: RawDocumentBuf) -> Statement {
+        Statement {
+            kind: WriteKind::Insert,
+            document,
+            multi: false,
+        }
+    }
+
+    fn encoded(kind: WriteKind, statement: &Document, multi: bool) -> Result<Statement> {
+        let document = RawDocumentBuf::try_from(statement)
+            .map_err(|error| Error::bson(format!("the statement cannot be encoded: {error}")))?;
+        Ok(Statement {
+            kind,
+            document,
+            multi,
+        })
+    }
+}
+
+/// An update statement (`updates` of the `update` command): an update document or
+/// pipeline, or a replacement document, with the options of one statement.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct UpdateStatement {
+    pub filter: Document,
+    /// `u`: an update document, a pipeline (array) or a replacement.
+    pub update: Bson,
+    pub multi: bool,
+    pub upsert: Option<bool>,
+    pub array_filters: Option<Vec<Document>>,
+    pub collation: Option<Document>,
+    pub hint: Option<Bson>,
+    pub sort: Option<Document>,
+}
+
+impl UpdateStatement {
+    /// An update of a single-write operation, its statement options taken from
+    /// `options`.
+    pub fn with_options(
+        filter: Document,
+        update: Bson,
+        multi: bool,
+        options: &WriteOptions,
+    ) -> UpdateStatement {
+        UpdateStatement {
+            filter,
+            update,
+            multi,
+            upsert: options.upsert,
+            array_filters: options.array_filters.clone(),
+            collation: options.collation.clone(),
+            hint: options.hint.clone(),
+            sort: options.sort.clone(),
+        }
+    }
+
+    /// The statement as sent; options left unset are not sent (CRUD spec: "This option
+    /// is sent only if the caller explicitly provides a value").
+    pub fn statement(self) -> Result<Statement> {
+        let mut statement = doc! { "q": self.filter, "u": self.update };
+        let array_filters = self
+            .array_filters
+            .map(|filters| Bson::Array(filters.into_iter().map(Bson::Document).collect()));
+        insert_present(
+            &mut statement,
+            [
+                ("multi", self.multi.then_some(Bson::Boolean(true))),
+                ("upsert", self.upsert.map(Bson::Boolean)),
+                ("arrayFilters", array_filters),
+                ("sort", self.sort.map(Bson::Document)),
+                ("collation", self.collation.map(Bson::Document)),
+                ("hint", self.hint),
+            ],
+        );
+        Statement::encoded(WriteKind::Update, &statement, self.multi)
+    }
+}
+
+/// A delete statement (`deletes` of the `delete` command).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct DeleteStatement {
+    pub filter: Document,
+    /// Every matching document (`limit: 0`) rather than the first (`limit: 1`).
+    pub multi: bool,
+    pub collation: Option<Document>,
+    pub hint: Option<Bson>,
+}
+
+impl DeleteStatement {
+    /// The statement as sent.
+    pub fn statement(self) -> Result<Statement> {
+        let mut statement = doc! { "q": self.filter, "limit": if self.multi { 0 } else { 1 } };
+        insert_present(
+            &mut statement,
+            [
+                ("collation", self.collation.map(Bson::Document)),
+                ("hint", self.hint),
+            ],
+        );
+        Statement::encoded(WriteKind::Delete, &statement, self.multi)
+    }
 }
 
 /// Room in a message for things other than the documents of a batch: the message
 /// header, the body's other fields and the sequence framing (OP_MSG spec).
 const MESSAGE_OVERHEAD: usize = 16 * 1024;
 
-/// One `insert` command: as many of `documents[offset..]` as fit the server's limits
-/// (`maxWriteBatchSize`, `maxMessageSizeBytes`).
-pub(crate) struct Insert<'a> {
+/// How many of `statements` one command carries: as many as fit the server's limits
+/// (`maxWriteBatchSize`, `maxMessageSizeBytes`), and always at least one (the server
+/// judges one that is too big).
+fn batch_len(statements: &[Statement], hello: &HelloReply) -> usize {
+    let max_count = usize::try_from(hello.max_write_batch_size)
+        .ok()
+        .filter(|n| *n > 0)
+        .unwrap_or(100_000);
+    let max_bytes = usize::try_from(hello.max_message_size_bytes)
+        .ok()
+        .filter(|n| *n > 0)
+        .unwrap_or(48_000_000)
+        .saturating_sub(MESSAGE_OVERHEAD);
+    let mut bytes = 0;
+    let mut count = 0;
+    for statement in statements {
+        let size = statement.document.as_bytes().len();
+        if count > 0 && (count == max_count || bytes + size > max_bytes) {
+            break;
+        }
+        bytes += size;
+        count += 1;
+    }
+    count
+}
+
+/// One `insert`, `update` or `delete` command: as many of `statements[offset..]` as
+/// fit the server's limits ([`batch_len`]). Every insert, update, replace and delete
+/// runs as such batches: the single writes with one statement, `insert_many` and
+/// `bulk_write` with as many as they have.
+pub(crate) struct WriteBatch<'a> {
     pub namespace: &'a Namespace,
-    pub documents: &'a [RawDocumentBuf],
+    /// The kind of every statement.
+    pub kind: WriteKind,
+    pub statements: &'a [Statement],
     pub offset: usize,
-    pub options: &'a WriteOptions,
+    /// The options of the command (`ordered`, `bypassDocumentValidation`, `comment`,
+    /// `let`).
+    pub options: &'a BulkWriteOptions,
     pub write_concern: Option<&'a WriteConcern>,
-    /// How many documents this command sends; fixed at the first build so a retry
+    /// How many statements this command sends; fixed at the first build so a retry
     /// resends the same batch.
     pub batch_len: Option<usize>,
 }
 
-impl Insert<'_> {
-    fn batch_len(&self, hello: &HelloReply) -> usize {
-        let max_count = usize::try_from(hello.max_write_batch_size)
-            .ok()
-            .filter(|n| *n > 0)
-            .unwrap_or(100_000);
-        let max_bytes = usize::try_from(hello.max_message_size_bytes)
-            .ok()
-            .filter(|n| *n > 0)
-            .unwrap_or(48_000_000)
-            .saturating_sub(MESSAGE_OVERHEAD);
-        let mut bytes = 0;
-        let mut count = 0;
-        for document in &self.documents[self.offset..] {
-            let size = document.as_bytes().len();
-            // Always at least one document: the server judges one that is too big.
-            if count > 0 && (count == max_count || bytes + size > max_bytes) {
-                break;
-            }
-            bytes += size;
-            count += 1;
+impl<'a> WriteBatch<'a> {
+    /// The first batch of `statements`, all of the kind `kind`.
+    pub fn new(
+        namespace: &'a Namespace,
+        kind: WriteKind,
+        statements: &'a [Statement],
+        options: &'a BulkWriteOptions,
+        write_concern: Option<&'a WriteConcern>,
+    ) -> WriteBatch<'a> {
+        WriteBatch {
+            namespace,
+            kind,
+            statements,
+            offset: 0,
+            options,
+            write_concern,
+            batch_len: None,
         }
-        count
+    }
+
+    /// The statements this batch sends, or (before its first build) may send.
+    fn batch(&self) -> &'a [Statement] {
+        let rest = self.statements.get(self.offset..).unwrap_or_default();
+        match self.batch_len {
+            Some(len) => rest.get(..len).unwrap_or(rest),
+            None => rest,
+        }
     }
 }
 
-impl Operation for Insert<'_> {
+impl Operation for WriteBatch<'_> {
     type Output = WriteReply;
 
     fn target(&self) -> Target<'_> {
@@ -229,20 +392,47 @@ impl Operation for Insert<'_> {
     }
 
     fn build(&mut self, hello: &HelloReply) -> Result<Command> {
-        let len = match self.batch_len {
-            Some(len) => len,
-            None => *self.batch_len.insert(self.batch_len(hello)),
-        };
+        if self.batch_len.is_none() {
+            self.batch_len = Some(batch_len(self.batch(), hello));
+        }
+        let kind = self.kind;
+        let options = self.options;
         let mut body = doc! {
-            "insert": self.namespace.collection.as_str(),
-            "ordered": self.options.ordered.unwrap_or(true),
+            kind.command(): self.namespace.collection.as_str(),
+            "ordered": options.ordered.unwrap_or(true),
         };
-        add_write_options(&mut body, self.options, self.write_concern);
-        let batch = self.documents[self.offset..self.offset + len].to_vec();
+        let write_concern = self
+            .write_concern
+            .filter(|concern| !concern.is_empty())
+            .map(|concern| Bson::Document(concern.to_document()));
+        // CRUD spec, "BulkWriteOptions": `let` goes to updates and deletes, not
+        // inserts; document validation concerns inserts and updates only.
+        let bypass = match kind {
+            WriteKind::Delete => None,
+            _ => options.bypass_document_validation.map(Bson::Boolean),
+        };
+        let let_vars = match kind {
+            WriteKind::Insert => None,
+            _ => options.let_vars.clone().map(Bson::Document),
+        };
+        insert_present(
+            &mut body,
+            [
+                ("writeConcern", write_concern),
+                ("bypassDocumentValidation", bypass),
+                ("comment", options.comment.clone()),
+                ("let", let_vars),
+            ],
+        );
+        let batch = self
+            .batch()
+            .iter()
+            .map(|statement| statement.document.clone())
+            .collect();
         Ok(Command {
             database: self.namespace.database.clone(),
             body,
-            sequences: vec![DocumentSequence::new("documents", batch)],
+            sequences: vec![DocumentSequence::new(kind.sequence(), batch)],
         })
     }
 
@@ -251,109 +441,12 @@ impl Operation for Insert<'_> {
     }
 
     fn retryability(&self) -> Retryability {
-        Retryability::Write
-    }
-
-    fn write_concern(&self) -> Option<&WriteConcern> {
-        self.write_concern
-    }
-}
-
-/// One `update` or `delete` command of one statement (`updates` / `deletes`).
-pub(crate) struct Modify<'a> {
-    pub namespace: &'a Namespace,
-    pub statement: ModifyStatement,
-    pub options: &'a WriteOptions,
-    pub write_concern: Option<&'a WriteConcern>,
-}
-
-/// The statement of a [`Modify`].
-#[derive(Debug, Clone)]
-pub(crate) enum ModifyStatement {
-    /// An update (`u` is an update document or pipeline) or replacement (`u` is the
-    /// new document).
-    Update {
-        filter: Document,
-        update: Bson,
-        multi: bool,
-    },
-    /// A delete of one (`limit: 1`) or every (`limit: 0`) matching document.
-    Delete { filter: Document, multi: bool },
-}
-
-impl ModifyStatement {
-    fn multi(&self) -> bool {
-        match self {
-            ModifyStatement::Update { multi, .. } | ModifyStatement::Delete { multi, .. } => *multi,
-        }
-    }
-}
-
-impl Operation for Modify<'_> {
-    type Output = WriteReply;
-
-    fn target(&self) -> Target<'_> {
-        Target::Write
-    }
-
-    fn build(&mut self, _hello: &HelloReply) -> Result<Command> {
-        let options = self.options;
-        let collection = self.namespace.collection.as_str();
-        let (mut body, statement) = match &self.statement {
-            ModifyStatement::Update {
-                filter,
-                update,
-                multi,
-            } => {
-                let mut statement = doc! { "q": filter.clone(), "u": update.clone() };
-                let array_filters = options.array_filters.as_ref().map(|filters| {
-                    Bson::Array(filters.iter().cloned().map(Bson::Document).collect())
-                });
-                insert_present(
-                    &mut statement,
-                    [
-                        ("multi", multi.then_some(Bson::Boolean(true))),
-                        ("upsert", options.upsert.map(Bson::Boolean)),
-                        ("arrayFilters", array_filters),
-                        ("sort", options.sort.clone().map(Bson::Document)),
-                    ],
-                );
-                (doc! { "update": collection, "ordered": true }, statement)
-            }
-            ModifyStatement::Delete { filter, multi } => (
-                doc! { "delete": collection, "ordered": true },
-                doc! { "q": filter.clone(), "limit": if *multi { 0 } else { 1 } },
-            ),
-        };
-        let mut statement = statement;
-        if let Some(collation) = &options.collation {
-            statement.insert("collation", collation.clone());
-        }
-        if let Some(hint) = &options.hint {
-            statement.insert("hint", hint.clone());
-        }
-        add_write_options(&mut body, options, self.write_concern);
-        let key = match self.statement {
-            ModifyStatement::Update { .. } => "updates",
-            ModifyStatement::Delete { .. } => "deletes",
-        };
-        let statement = RawDocumentBuf::try_from(&statement)
-            .map_err(|error| Error::bson(format!("the statement cannot be encoded: {error}")))?;
-        Ok(Command {
-            database: self.namespace.database.clone(),
-            body,
-            sequences: vec![DocumentSequence::new(key, vec![statement])],
-        })
-    }
-
-    fn handle_reply(&mut self, reply: Document, _context: ReplyContext<'_>) -> Result<WriteReply> {
-        WriteReply::of_write_command(&reply, 0)
-    }
-
-    fn retryability(&self) -> Retryability {
-        // Retryable Writes spec, "Unsupported Write Operations": multi-document
-        // statements are not retryable.
-        match self.statement.multi() {
+        // Retryable Writes spec, "Unsupported Write Operations": a command with a
+        // multi-document statement is not retryable. The executor asks before the
+        // first build, when the batch may still be any part of what is left: a rare
+        // batch without one, split from a long run of statements that has one, is
+        // then not retried either.
+        match self.batch().iter().any(|statement| statement.multi) {
             true => Retryability::None,
             false => Retryability::Write,
         }
@@ -458,5 +551,141 @@ impl Operation for FindAndModify<'_> {
 
     fn write_concern(&self) -> Option<&WriteConcern> {
         self.write_concern
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn namespace() -> Namespace {
+        Namespace {
+            database: "db".into(),
+            collection: "coll".into(),
+        }
+    }
+
+    fn inserts(sizes: &[usize]) -> Vec<Statement> {
+        sizes
+            .iter()
+            .map(|size| {
+                let document = doc! { "x": "a".repeat(*size) };
+                Statement::insert(RawDocumentBuf::try_from(&document).unwrap())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn batches_stop_at_the_count_and_size_limits_but_hold_at_least_one() {
+        let hello = HelloReply {
+            max_write_batch_size: 3,
+            max_message_size_bytes: i32::try_from(MESSAGE_OVERHEAD + 1_000).unwrap(),
+            ..HelloReply::default()
+        };
+        assert_eq!(batch_len(&inserts(&[10; 5]), &hello), 3);
+        // 400 + 400 fit in 1,000 bytes, a third does not.
+        assert_eq!(batch_len(&inserts(&[400; 3]), &hello), 2);
+        // One document bigger than the limit goes alone: the server judges it.
+        assert_eq!(batch_len(&inserts(&[5_000, 10]), &hello), 1);
+        // No limits in the hello: the defaults.
+        assert_eq!(batch_len(&inserts(&[10; 4]), &HelloReply::default()), 4);
+    }
+
+    #[test]
+    fn statements_send_only_the_options_given() {
+        let update = UpdateStatement {
+            filter: doc! { "_id": 1 },
+            update: Bson::Document(doc! { "$set": { "x": 1 } }),
+            upsert: Some(false),
+            hint: Some(Bson::String("_id_".into())),
+            ..UpdateStatement::default()
+        }
+        .statement()
+        .unwrap();
+        assert_eq!(update.kind, WriteKind::Update);
+        assert!(!update.multi);
+        assert_eq!(
+            Document::try_from(update.document.as_ref()).unwrap(),
+            doc! { "q": { "_id": 1 }, "u": { "$set": { "x": 1 } }, "upsert": false, "hint": "_id_" }
+        );
+        let delete = DeleteStatement {
+            filter: doc! {},
+            multi: true,
+            collation: Some(doc! { "locale": "fr" }),
+            hint: None,
+        }
+        .statement()
+        .unwrap();
+        assert!(delete.multi);
+        assert_eq!(
+            Document::try_from(delete.document.as_ref()).unwrap(),
+            doc! { "q": {}, "limit": 0, "collation": { "locale": "fr" } }
+        );
+    }
+
+    #[test]
+    fn a_batch_builds_its_command_and_is_retryable_without_multi_statements() {
+        let namespace = namespace();
+        let options = BulkWriteOptions {
+            ordered: Some(false),
+            bypass_document_validation: Some(true),
+            comment: Some(Bson::String("why".into())),
+            let_vars: Some(doc! { "v": 1 }),
+            write_concern: None,
+        };
+        let statements = inserts(&[1, 2, 3]);
+        let mut batch = WriteBatch {
+            offset: 1,
+            ..WriteBatch::new(&namespace, WriteKind::Insert, &statements, &options, None)
+        };
+        assert_eq!(batch.retryability(), Retryability::Write);
+        let command = batch.build(&HelloReply::default()).unwrap();
+        assert_eq!(batch.batch_len, Some(2));
+        // `let` is for updates and deletes only.
+        assert_eq!(
+            command.body,
+            doc! {
+                "insert": "coll", "ordered": false, "bypassDocumentValidation": true,
+                "comment": "why",
+            }
+        );
+        assert_eq!(command.sequences[0].identifier, "documents");
+        assert_eq!(command.sequences[0].documents.len(), 2);
+
+        let one = DeleteStatement {
+            filter: doc! {},
+            ..DeleteStatement::default()
+        };
+        let many = DeleteStatement {
+            multi: true,
+            ..one.clone()
+        };
+        let deletes = vec![one.statement().unwrap(), many.statement().unwrap()];
+        let mut batch = WriteBatch::new(&namespace, WriteKind::Delete, &deletes, &options, None);
+        assert_eq!(batch.retryability(), Retryability::None);
+        let command = batch.build(&HelloReply::default()).unwrap();
+        // Document validation does not concern deletes.
+        assert_eq!(
+            command.body,
+            doc! { "delete": "coll", "ordered": false, "comment": "why", "let": { "v": 1 } }
+        );
+        assert_eq!(command.sequences[0].identifier, "deletes");
+        // Once the batch is fixed, only its own statements count.
+        let mut first = WriteBatch::new(&namespace, WriteKind::Delete, &deletes, &options, None);
+        first.batch_len = Some(1);
+        assert_eq!(first.retryability(), Retryability::Write);
+    }
+
+    #[test]
+    fn replies_shift_their_indexes_by_the_batch_offset() {
+        let reply = doc! {
+            "ok": 1, "n": 1, "nModified": 1,
+            "upserted": [{ "index": 1, "_id": 7 }],
+            "writeErrors": [{ "index": 0, "code": 11000, "errmsg": "dup" }],
+        };
+        let parsed = WriteReply::of_write_command(&reply, 10).unwrap();
+        assert_eq!(parsed.upserted, vec![(11, Bson::Int32(7))]);
+        assert_eq!(parsed.write_errors[0].index, 10);
+        assert_eq!(parsed.write_errors[0].code, 11000);
     }
 }

@@ -37,9 +37,20 @@ const UNACKNOWLEDGED_FIND_AND_MODIFY: Gap = Gap::Driver(
     "an unacknowledged (w: 0) findAndModify returns the document the server replied \
      with: w: 0 writes do not use moreToCome, expected no result",
 );
+/// Driver: a `w: 0` write waits for the server's reply (no `moreToCome`), and its
+/// CommandSucceededEvent shows that reply; the Command Logging and Monitoring spec
+/// ("Unacknowledged/Acknowledged Writes") wants `{ ok: 1 }`. SecantusDB answers a
+/// `w: 0` insert it is asked to reply to with `n` (pymongo 4.20, the command `insert`
+/// with `writeConcern: { w: 0 }`: `{ n: 1, ok: 1.0, ... }`).
+const UNACKNOWLEDGED_REPLY: Gap = Gap::Driver(
+    "an unacknowledged (w: 0) write's CommandSucceededEvent shows the server's reply: w: 0 \
+     writes do not use moreToCome, expected { ok: 1 }",
+);
 /// SecantusDB: `configureFailPoint` accepts `onPrimaryTransactionalWrite` but the fail
 /// point never fires (pymongo 4.20 against SecantusDB: with it `alwaysOn`, an
-/// `insert_one` succeeds at the first attempt).
+/// `insert_one` succeeds at the first attempt; with `times: 2` and
+/// `failBeforeCommitExceptionCode: 1`, a `bulk_write` of an insert, an update and a
+/// delete succeeds with one command each).
 const ON_PRIMARY_TRANSACTIONAL_WRITE: Gap =
     Gap::Server("the fail point onPrimaryTransactionalWrite is accepted but never fires");
 /// SecantusDB: a read with `readConcern: { level: "snapshot", atClusterTime }` returns
@@ -66,6 +77,12 @@ const fn gap(suite: &'static str, file: &'static str, test: &'static str, gap: G
 
 /// Every known gap.
 pub const KNOWN_GAPS: &[KnownGap] = &[
+    gap(
+        "command_monitoring",
+        "unacknowledgedBulkWrite.json",
+        "A successful unordered bulk write with an unacknowledged write concern",
+        UNACKNOWLEDGED_REPLY,
+    ),
     gap(
         "sessions",
         "snapshot-sessions.json",
@@ -131,6 +148,36 @@ pub const KNOWN_GAPS: &[KnownGap] = &[
         "unified/findOneAndUpdate-hint-unacknowledged.json",
         "Unacknowledged findOneAndUpdate with hint document on 4.4+ server",
         UNACKNOWLEDGED_FIND_AND_MODIFY,
+    ),
+    gap(
+        "retryable_writes",
+        "unified/bulkWrite.json",
+        "First command is retried",
+        ON_PRIMARY_TRANSACTIONAL_WRITE,
+    ),
+    gap(
+        "retryable_writes",
+        "unified/bulkWrite.json",
+        "BulkWrite with unordered execution",
+        ON_PRIMARY_TRANSACTIONAL_WRITE,
+    ),
+    gap(
+        "retryable_writes",
+        "unified/bulkWrite.json",
+        "First insertOne is never committed",
+        ON_PRIMARY_TRANSACTIONAL_WRITE,
+    ),
+    gap(
+        "retryable_writes",
+        "unified/bulkWrite.json",
+        "Second updateOne is never committed",
+        ON_PRIMARY_TRANSACTIONAL_WRITE,
+    ),
+    gap(
+        "retryable_writes",
+        "unified/bulkWrite.json",
+        "Third updateOne is never committed",
+        ON_PRIMARY_TRANSACTIONAL_WRITE,
     ),
     gap(
         "retryable_writes",

@@ -6,8 +6,8 @@
 //! - [`entities`]: the entity map and the creation of clients (recording their events),
 //!   databases and collections;
 //! - [`operations`]: the one seam where operations are bound to code
-//!   ([`operations::handler`]): [`crud`], [`commands`], [`cursors`], [`sessions`], their
-//!   arguments read by [`arguments`];
+//!   ([`operations::handler`]): [`crud`], [`bulk_write`], [`commands`], [`cursors`],
+//!   [`sessions`], their arguments read by [`arguments`];
 //! - [`matching`]: "Evaluating Matches" and its special operators;
 //! - [`events`]: `expectEvents`; [`errors`]: `expectError`;
 //! - [`collections`]: `initialData` and `outcome`, through an internal client.
@@ -34,6 +34,7 @@ use tokio::time::{timeout, timeout_at, Instant};
 use crate::spec::{json_files, SuiteOutcome};
 
 pub mod arguments;
+pub mod bulk_write;
 pub mod collections;
 pub mod commands;
 pub mod crud;
@@ -353,7 +354,16 @@ fn check_returned(
         return Ok(());
     }
     let result = match (returned, &operation.expect_error) {
-        (Err(error), Some(expected)) => return errors::check(expected, &error),
+        (Err(error), Some(expected)) => {
+            errors::check(expected, &error)?;
+            // Spec "expectedError", `expectResult`: the result the error includes.
+            if let Some(expected) = &expected.expect_result {
+                let partial = bulk_write::partial_result(&error)
+                    .ok_or_else(|| format!("expected a result in the error: {error}"))?;
+                Matcher::new(&context.entities).root(expected, &partial)?;
+            }
+            return Ok(());
+        }
         (Err(error), None) => return Err(Abort::Failed(format!("unexpected error: {error}"))),
         (Ok(result), Some(_)) => {
             let shown = result.map_or("nothing".to_owned(), |result| result.to_string());
@@ -485,11 +495,11 @@ mod tests {
         assert!(skipped(&unmet, &server).unwrap().starts_with(UNMET));
         let crud = test(doc! {
             "description": "t",
-            "operations": [run_command, { "name": "bulkWrite", "object": "collection0" }],
+            "operations": [run_command, { "name": "mapReduce", "object": "collection0" }],
         });
         let why = skipped(&crud, &server).unwrap();
         assert!(
-            why.starts_with(UNSUPPORTED) && why.contains("bulk_write"),
+            why.starts_with(UNSUPPORTED) && why.contains("map_reduce"),
             "{why}"
         );
         let logs = test(doc! { "description": "t", "operations": [], "expectLogMessages": [] });

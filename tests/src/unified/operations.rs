@@ -1,13 +1,15 @@
 //! The operations of tests (spec "Entity Test Operations", "Special Test Operations"):
 //! the one place where an operation's name is bound to the code that runs it.
 //!
-//! [`handler`] maps an operation to its [`Handler`]: the CRUD operations ([`crud`]),
-//! those on databases and clients ([`commands`]), cursors ([`cursors`]) and sessions
-//! ([`sessions`]), and the special operations. An operation it does not know is
-//! unsupported, and a test using one is skipped before any setup ([`unsupported`]),
-//! with the reason [`WITHOUT_DRIVER_API`] gives when the driver lacks the API.
+//! [`handler`] maps an operation to its [`Handler`]: the CRUD operations ([`crud`],
+//! [`bulk_write`]), those on databases and clients ([`commands`]), cursors
+//! ([`cursors`]) and sessions ([`sessions`]), and the special operations. An
+//! operation it does not know is unsupported, and a test using one is skipped before
+//! any setup ([`unsupported`]), with the reason [`WITHOUT_DRIVER_API`] gives when the
+//! driver lacks the API.
 //!
 //! [`crud`]: super::crud
+//! [`bulk_write`]: super::bulk_write
 //! [`commands`]: super::commands
 //! [`cursors`]: super::cursors
 //! [`sessions`]: super::sessions
@@ -24,7 +26,7 @@ use super::collections::NAMESPACE_NOT_FOUND;
 use super::crud::{self, Modify};
 use super::entities::{self, CursorEntity, Entity, EntityMap};
 use super::model::{EntityDescription, Operation};
-use super::{commands, cursors, gridfs, sessions, Abort, Deployment};
+use super::{bulk_write, commands, cursors, gridfs, sessions, Abort, Deployment};
 
 /// What an entity operation returned: its result (`None` when it returns nothing), or
 /// the driver's error, which `expectError` is checked against.
@@ -96,6 +98,7 @@ pub fn handler(operation: &Operation) -> Option<Handler> {
         (false, "findOneAndDelete") => {
             |op, cx| Box::pin(crud::find_one_and(op, cx, Modify::Delete))
         }
+        (false, "bulkWrite") => |op, cx| Box::pin(bulk_write::bulk_write(op, cx)),
         (false, "find") => |op, cx| Box::pin(crud::find(op, cx)),
         (false, "findOne") => |op, cx| Box::pin(crud::find_one(op, cx)),
         (false, "aggregate") => |op, cx| Box::pin(crud::aggregate(op, cx)),
@@ -185,7 +188,6 @@ pub fn returns_documents(operation: &Operation) -> bool {
 /// The operations of the test files whose API the driver does not have, and what is
 /// missing.
 pub const WITHOUT_DRIVER_API: &[(&str, &str)] = &[
-    ("bulkWrite", "Collection has no bulk_write"),
     ("clientBulkWrite", "Client has no bulk_write"),
     ("mapReduce", "Collection has no map_reduce"),
     ("createChangeStream", "there are no change streams"),
@@ -449,10 +451,10 @@ mod tests {
         assert_eq!(unsupported(&run_command), None);
         let insert = operation(doc! { "name": "insertOne", "object": "collection0" });
         assert_eq!(unsupported(&insert), None);
-        let bulk = operation(doc! { "name": "bulkWrite", "object": "collection0" });
+        let bulk = operation(doc! { "name": "mapReduce", "object": "collection0" });
         assert_eq!(
             unsupported(&bulk).unwrap(),
-            "operation bulkWrite: the driver lacks the API: Collection has no bulk_write"
+            "operation mapReduce: the driver lacks the API: Collection has no map_reduce"
         );
         let special = operation(doc! { "name": "runOnThread", "object": "testRunner" });
         assert!(unsupported(&special)

@@ -1,0 +1,790 @@
+//! The collection-level bulk write of the CRUD spec ("Insert, Update, Replace, Delete,
+//! and Bulk Writes"): [`WriteModel`]s, [`BulkWriteOptions`] and [`BulkWriteResult`],
+//! and how a list of models becomes `insert`, `update` and `delete` commands.
+//!
+//! The models are turned into the statements those commands carry (checked first:
+//! nothing is sent for an invalid list), grouped into runs of one kind — consecutive
+//! models when ordered, every model of a kind when unordered — and each run is sent
+//! in as many commands as the server's limits require. Write errors and
+//! upserts come back with the index of their model in the caller's list.
+//!
+//! ```no_run
+//! # async fn example(client: anymongo::Client) -> anymongo::Result<()> {
+//! use anymongo::bson::{doc, Document};
+//! use anymongo::crud::bulk_write::{
+//!     DeleteOneModel, InsertOneModel, UpdateOneModel, WriteModel,
+//! };
+//!
+//! let orders = client.database("shop").collection::<Document>("orders");
+//! let result = orders
+//!     .bulk_write(
+//!         [
+//!             InsertOneModel::new(doc! { "item": "tea", "qty": 2 }).into(),
+//!             WriteModel::UpdateOne(UpdateOneModel {
+//!                 upsert: Some(true),
+//!                 ..UpdateOneModel::new(doc! { "item": "milk" }, doc! { "$inc": { "qty": 1 } })
+//!             }),
+//!             DeleteOneModel::new(doc! { "item": "coffee" }).into(),
+//!         ],
+//!         None,
+//!     )
+//!     .await?;
+//! println!("{} inserted, {} upserted", result.inserted_count, result.upserted_count);
+//! # Ok(()) }
+//! ```
+
+use std::collections::BTreeMap;
+
+use bson::{Bson, Document};
+use serde::{Deserialize, Serialize};
+
+use super::write::{
+    DeleteStatement, Namespace, Statement, UpdateStatement, WriteBatch, WriteKind, WriteReply,
+};
+use super::write_concern;
+use crate::client::Client;
+use crate::collection::{replacement_document, with_id, UpdateModifications};
+use crate::concern::WriteConcern;
+use crate::error::{
+    BulkWriteFailure, Error, ErrorKind, Result, WriteConcernError, WriteError, WriteFailure,
+};
+use crate::session::ClientSession;
+
+/// One write of a [`bulk_write`](crate::Collection::bulk_write) (CRUD spec, "Bulk
+/// Write Models"); `T` is the collection's document type.
+#[derive(Debug, Clone, PartialEq)]
+pub enum WriteModel<T = Document> {
+    /// Inserts a document.
+    InsertOne(InsertOneModel<T>),
+    /// Updates the first document matching a filter.
+    UpdateOne(UpdateOneModel),
+    /// Updates every document matching a filter.
+    UpdateMany(UpdateManyModel),
+    /// Replaces the first document matching a filter.
+    ReplaceOne(ReplaceOneModel<T>),
+    /// Deletes the first document matching a filter.
+    DeleteOne(DeleteOneModel),
+    /// Deletes every document matching a filter.
+    DeleteMany(DeleteManyModel),
+}
+
+/// Inserts `document`; an `_id` is generated when it has none.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InsertOneModel<T = Document> {
+    /// The document to insert.
+    pub document: T,
+}
+
+impl<T> InsertOneModel<T> {
+    /// Inserts `document`.
+    pub fn new(document: T) -> Self {
+        InsertOneModel { document }
+    }
+}
+
+/// Applies an update to the first document matching `filter`. The options left
+/// `None` are not sent.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UpdateOneModel {
+    /// Which document to update.
+    pub filter: Document,
+    /// An update document (every key an operator) or a pipeline.
+    pub update: UpdateModifications,
+    /// Filters of the array elements to update.
+    pub array_filters: Option<Vec<Document>>,
+    /// The collation of string comparisons.
+    pub collation: Option<Document>,
+    /// The index to use: its name or its key pattern.
+    pub hint: Option<Bson>,
+    /// Which document is updated when several match (MongoDB 8.0+).
+    pub sort: Option<Document>,
+    /// Inserts a document when none matches.
+    pub upsert: Option<bool>,
+}
+
+impl UpdateOneModel {
+    /// Applies `update` to the first document matching `filter`.
+    pub fn new(filter: Document, update: impl Into<UpdateModifications>) -> Self {
+        UpdateOneModel {
+            filter,
+            update: update.into(),
+            array_filters: None,
+            collation: None,
+            hint: None,
+            sort: None,
+            upsert: None,
+        }
+    }
+}
+
+/// Applies an update to every document matching `filter`. The options left `None`
+/// are not sent.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UpdateManyModel {
+    /// Which documents to update.
+    pub filter: Document,
+    /// An update document (every key an operator) or a pipeline.
+    pub update: UpdateModifications,
+    /// Filters of the array elements to update.
+    pub array_filters: Option<Vec<Document>>,
+    /// The collation of string comparisons.
+    pub collation: Option<Document>,
+    /// The index to use: its name or its key pattern.
+    pub hint: Option<Bson>,
+    /// Inserts a document when none matches.
+    pub upsert: Option<bool>,
+}
+
+impl UpdateManyModel {
+    /// Applies `update` to every document matching `filter`.
+    pub fn new(filter: Document, update: impl Into<UpdateModifications>) -> Self {
+        UpdateManyModel {
+            filter,
+            update: update.into(),
+            array_filters: None,
+            collation: None,
+            hint: None,
+            upsert: None,
+        }
+    }
+}
+
+/// Replaces the first document matching `filter` with `replacement`. The options left
+/// `None` are not sent.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReplaceOneModel<T = Document> {
+    /// Which document to replace.
+    pub filter: Document,
+    /// The new document; it cannot contain update operators.
+    pub replacement: T,
+    /// The collation of string comparisons.
+    pub collation: Option<Document>,
+    /// The index to use: its name or its key pattern.
+    pub hint: Option<Bson>,
+    /// Which document is replaced when several match (MongoDB 8.0+).
+    pub sort: Option<Document>,
+    /// Inserts the replacement when no document matches.
+    pub upsert: Option<bool>,
+}
+
+impl<T> ReplaceOneModel<T> {
+    /// Replaces the first document matching `filter` with `replacement`.
+    pub fn new(filter: Document, replacement: T) -> Self {
+        ReplaceOneModel {
+            filter,
+            replacement,
+            collation: None,
+            hint: None,
+            sort: None,
+            upsert: None,
+        }
+    }
+}
+
+/// Deletes the first document matching `filter`. The options left `None` are not
+/// sent.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeleteOneModel {
+    /// Which document to delete.
+    pub filter: Document,
+    /// The collation of string comparisons.
+    pub collation: Option<Document>,
+    /// The index to use: its name or its key pattern.
+    pub hint: Option<Bson>,
+}
+
+impl DeleteOneModel {
+    /// Deletes the first document matching `filter`.
+    pub fn new(filter: Document) -> Self {
+        DeleteOneModel {
+            filter,
+            collation: None,
+            hint: None,
+        }
+    }
+}
+
+/// Deletes every document matching `filter`. The options left `None` are not sent.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeleteManyModel {
+    /// Which documents to delete.
+    pub filter: Document,
+    /// The collation of string comparisons.
+    pub collation: Option<Document>,
+    /// The index to use: its name or its key pattern.
+    pub hint: Option<Bson>,
+}
+
+impl DeleteManyModel {
+    /// Deletes every document matching `filter`.
+    pub fn new(filter: Document) -> Self {
+        DeleteManyModel {
+            filter,
+            collation: None,
+            hint: None,
+        }
+    }
+}
+
+impl<T> From<InsertOneModel<T>> for WriteModel<T> {
+    fn from(model: InsertOneModel<T>) -> Self {
+        WriteModel::InsertOne(model)
+    }
+}
+
+impl<T> From<UpdateOneModel> for WriteModel<T> {
+    fn from(model: UpdateOneModel) -> Self {
+        WriteModel::UpdateOne(model)
+    }
+}
+
+impl<T> From<UpdateManyModel> for WriteModel<T> {
+    fn from(model: UpdateManyModel) -> Self {
+        WriteModel::UpdateMany(model)
+    }
+}
+
+impl<T> From<ReplaceOneModel<T>> for WriteModel<T> {
+    fn from(model: ReplaceOneModel<T>) -> Self {
+        WriteModel::ReplaceOne(model)
+    }
+}
+
+impl<T> From<DeleteOneModel> for WriteModel<T> {
+    fn from(model: DeleteOneModel) -> Self {
+        WriteModel::DeleteOne(model)
+    }
+}
+
+impl<T> From<DeleteManyModel> for WriteModel<T> {
+    fn from(model: DeleteManyModel) -> Self {
+        WriteModel::DeleteMany(model)
+    }
+}
+
+/// Options of [`bulk_write`](crate::Collection::bulk_write) (CRUD spec,
+/// "BulkWriteOptions"): those of the commands it sends.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct BulkWriteOptions {
+    /// Stop at the first write that fails (the default, `true`), or go on with the
+    /// others (`false`, in which case the writes may run in any order).
+    pub ordered: Option<bool>,
+    /// Skips document validation (inserts, updates and replacements).
+    pub bypass_document_validation: Option<bool>,
+    /// A comment for the server's logs (any BSON value on MongoDB 4.4+).
+    pub comment: Option<Bson>,
+    /// Variables for the filters and pipelines of the updates and deletes (`let`;
+    /// MongoDB 5.0+); not sent with inserts.
+    #[serde(rename = "let")]
+    pub let_vars: Option<Document>,
+    /// Overrides the collection's write concern.
+    #[serde(deserialize_with = "write_concern")]
+    pub write_concern: Option<WriteConcern>,
+}
+
+/// What a bulk write did (CRUD spec, "BulkWriteResult"). An unacknowledged (`w: 0`)
+/// write learns nothing from the server: its counts are those the server's reply
+/// carried, if any.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct BulkWriteResult {
+    /// Documents inserted by the `InsertOne` models.
+    pub inserted_count: u64,
+    /// Documents the updates and replacements matched (upserts excluded).
+    pub matched_count: u64,
+    /// Documents the updates and replacements changed.
+    pub modified_count: u64,
+    /// Documents deleted.
+    pub deleted_count: u64,
+    /// Documents upserted.
+    pub upserted_count: u64,
+    /// The `_id` of each inserted document, by the index of its model.
+    pub inserted_ids: BTreeMap<usize, Bson>,
+    /// The `_id` of each upserted document, by the index of its model.
+    pub upserted_ids: BTreeMap<usize, Bson>,
+}
+
+/// The statement of `model`, checked (CRUD spec, "Update vs. Replace Validation"), and
+/// for an insert the `_id` of its document (generated when missing).
+fn statement<T: Serialize>(model: WriteModel<T>) -> Result<(Statement, Option<Bson>)> {
+    let statement = match model {
+        WriteModel::InsertOne(model) => {
+            let (document, id) = with_id(&model.document)?;
+            return Ok((Statement::insert(document), Some(id)));
+        }
+        WriteModel::UpdateOne(model) => UpdateStatement {
+            update: model.update.to_bson()?,
+            filter: model.filter,
+            multi: false,
+            upsert: model.upsert,
+            array_filters: model.array_filters,
+            collation: model.collation,
+            hint: model.hint,
+            sort: model.sort,
+        }
+        .statement()?,
+        WriteModel::UpdateMany(model) => UpdateStatement {
+            update: model.update.to_bson()?,
+            filter: model.filter,
+            multi: true,
+            upsert: model.upsert,
+            array_filters: model.array_filters,
+            collation: model.collation,
+            hint: model.hint,
+            sort: None,
+        }
+        .statement()?,
+        WriteModel::ReplaceOne(model) => UpdateStatement {
+            update: Bson::Document(replacement_document(&model.replacement)?),
+            filter: model.filter,
+            multi: false,
+            upsert: model.upsert,
+            array_filters: None,
+            collation: model.collation,
+            hint: model.hint,
+            sort: model.sort,
+        }
+        .statement()?,
+        WriteModel::DeleteOne(model) => DeleteStatement {
+            filter: model.filter,
+            multi: false,
+            collation: model.collation,
+            hint: model.hint,
+        }
+        .statement()?,
+        WriteModel::DeleteMany(model) => DeleteStatement {
+            filter: model.filter,
+            multi: true,
+            collation: model.collation,
+            hint: model.hint,
+        }
+        .statement()?,
+    };
+    Ok((statement, None))
+}
+
+/// The writes of a bulk write as they are sent: runs of statements, each with the
+/// index of its model, and the `_id` of each insert by index.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Plan {
+    runs: Vec<Run>,
+    /// `Some` for the inserts.
+    ids: Vec<Option<Bson>>,
+    ordered: bool,
+}
+
+/// Statements of one kind sent together, in as many commands as the server's limits
+/// require.
+#[derive(Debug, Clone, PartialEq)]
+struct Run {
+    kind: WriteKind,
+    statements: Vec<Statement>,
+    /// The index of each statement's model in the caller's list.
+    indexes: Vec<usize>,
+}
+
+impl Plan {
+    /// The plan of `models`; an empty list or an invalid model is an error, and
+    /// nothing is sent (CRUD spec, "bulkWrite": "An error MUST be raised if the
+    /// requests parameter is empty").
+    pub fn of_models<T: Serialize>(
+        models: impl IntoIterator<Item = WriteModel<T>>,
+        ordered: bool,
+    ) -> Result<Plan> {
+        let (statements, ids) = models
+            .into_iter()
+            .enumerate()
+            .map(|(index, model)| {
+                statement(model).map_err(|error| match error.kind() {
+                    ErrorKind::InvalidArgument { message } => {
+                        Error::invalid_argument(format!("write model {index}: {message}"))
+                    }
+                    _ => error,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?
+            .into_iter()
+            .unzip();
+        Plan::new(
+            statements,
+            ids,
+            ordered,
+            "bulk_write needs at least one write model",
+        )
+    }
+
+    /// The plan of inserting `documents`, each with its `_id`.
+    pub fn of_inserts(documents: Vec<(bson::RawDocumentBuf, Bson)>, ordered: bool) -> Result<Plan> {
+        let (statements, ids) = documents
+            .into_iter()
+            .map(|(document, id)| (Statement::insert(document), Some(id)))
+            .unzip();
+        Plan::new(
+            statements,
+            ids,
+            ordered,
+            "insert_many needs at least one document",
+        )
+    }
+
+    fn new(
+        statements: Vec<Statement>,
+        ids: Vec<Option<Bson>>,
+        ordered: bool,
+        empty: &str,
+    ) -> Result<Plan> {
+        if statements.is_empty() {
+            return Err(Error::invalid_argument(empty));
+        }
+        Ok(Plan {
+            runs: runs(statements, ordered),
+            ids,
+            ordered,
+        })
+    }
+}
+
+/// Groups `statements` into runs: ordered, the consecutive statements of one kind (so
+/// that the writes happen in the given order); unordered, every statement of a kind,
+/// the kinds in the order they first appear.
+fn runs(statements: Vec<Statement>, ordered: bool) -> Vec<Run> {
+    let mut runs: Vec<Run> = Vec::new();
+    for (index, statement) in statements.into_iter().enumerate() {
+        let run = match ordered {
+            true => runs.last_mut().filter(|run| run.kind == statement.kind),
+            false => runs.iter_mut().find(|run| run.kind == statement.kind),
+        };
+        match run {
+            Some(run) => {
+                run.statements.push(statement);
+                run.indexes.push(index);
+            }
+            None => runs.push(Run {
+                kind: statement.kind,
+                statements: vec![statement],
+                indexes: vec![index],
+            }),
+        }
+    }
+    runs
+}
+
+/// What the commands of a bulk write have said so far.
+#[derive(Debug, Default)]
+struct Outcome {
+    result: BulkWriteResult,
+    write_errors: Vec<WriteError>,
+    write_concern_error: Option<WriteConcernError>,
+    labels: Vec<String>,
+}
+
+impl Outcome {
+    /// Records the reply to the command that sent `run.statements[offset..offset +
+    /// sent]`, its indexes mapped to those of the models; whether the bulk write goes
+    /// on (ordered, it stops at the first write error).
+    fn record(
+        &mut self,
+        plan: &Plan,
+        run: &Run,
+        offset: usize,
+        sent: usize,
+        reply: WriteReply,
+    ) -> bool {
+        // The reply's indexes count from the run's first statement.
+        let model = |index: usize| run.indexes.get(index).copied().unwrap_or(index);
+        match run.kind {
+            WriteKind::Insert => {
+                self.result.inserted_count += reply.n;
+                let failed: Vec<usize> = reply.write_errors.iter().map(|e| e.index).collect();
+                // Ordered, nothing after the first failure was attempted.
+                let end = match (plan.ordered, failed.iter().min()) {
+                    (true, Some(first)) => *first,
+                    _ => offset + sent,
+                };
+                for index in (offset..end).filter(|index| !failed.contains(index)) {
+                    let model = model(index);
+                    if let Some(Some(id)) = plan.ids.get(model) {
+                        self.result.inserted_ids.insert(model, id.clone());
+                    }
+                }
+            }
+            WriteKind::Update => {
+                let upserted = u64::try_from(reply.upserted.len()).unwrap_or(u64::MAX);
+                // An upsert matched nothing (CRUD spec, "UpdateResult").
+                self.result.matched_count += reply.n.saturating_sub(upserted);
+                self.result.modified_count += reply.n_modified;
+                self.result.upserted_count += upserted;
+                for (index, id) in reply.upserted {
+                    self.result.upserted_ids.insert(model(index), id);
+                }
+            }
+            WriteKind::Delete => self.result.deleted_count += reply.n,
+        }
+        let stop = plan.ordered && !reply.write_errors.is_empty();
+        if !reply.write_errors.is_empty() || reply.write_concern_error.is_some() {
+            self.labels.extend(reply.labels);
+        }
+        self.write_errors
+            .extend(reply.write_errors.into_iter().map(|error| WriteError {
+                index: model(error.index),
+                ..error
+            }));
+        if reply.write_concern_error.is_some() {
+            self.write_concern_error = reply.write_concern_error;
+        }
+        !stop
+    }
+
+    /// The result, or the [`ErrorKind::BulkWrite`] error that carries it with every
+    /// write error and the last write concern error (CRUD spec,
+    /// "BulkWriteException").
+    fn finish(self) -> Result<BulkWriteResult> {
+        match self.write_errors.is_empty() && self.write_concern_error.is_none() {
+            true => Ok(self.result),
+            false => Err(self.into_error()),
+        }
+    }
+
+    fn into_error(self) -> Error {
+        let failure = BulkWriteFailure {
+            write_errors: self.write_errors,
+            write_concern_error: self.write_concern_error,
+            write_result: self.result,
+        };
+        Error::new(ErrorKind::BulkWrite(failure))
+            .with_labels(self.labels.iter().map(String::as_str))
+    }
+
+    /// The error that ended the bulk write: a write concern error the retry could
+    /// not cure joins the others in an [`ErrorKind::BulkWrite`] error; any other stands
+    /// as it is.
+    fn fail(mut self, error: Error) -> Error {
+        match error.kind() {
+            ErrorKind::Write(WriteFailure::WriteConcernError(concern)) => {
+                self.write_concern_error = Some(concern.clone());
+                self.labels.extend(error.labels().iter().cloned());
+                self.into_error()
+            }
+            _ => error,
+        }
+    }
+}
+
+/// Runs `plan`: each run in as many commands as the server's limits require, in
+/// `session` (an implicit one when `None`), each command retried as its retryability
+/// allows.
+pub(crate) async fn execute(
+    client: &Client,
+    namespace: &Namespace,
+    plan: Plan,
+    options: &BulkWriteOptions,
+    write_concern: Option<&WriteConcern>,
+    session: Option<&ClientSession>,
+) -> Result<BulkWriteResult> {
+    let mut outcome = Outcome::default();
+    for run in &plan.runs {
+        let mut offset = 0;
+        while offset < run.statements.len() {
+            let mut batch = WriteBatch {
+                offset,
+                ..WriteBatch::new(namespace, run.kind, &run.statements, options, write_concern)
+            };
+            let reply = match client.execute(&mut batch, session).await {
+                Ok(reply) => reply,
+                Err(error) => return Err(outcome.fail(error)),
+            };
+            let sent = batch.batch_len.unwrap_or(1);
+            if !outcome.record(&plan, run, offset, sent, reply) {
+                return outcome.finish();
+            }
+            offset += sent;
+        }
+    }
+    outcome.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn models() -> Vec<WriteModel> {
+        vec![
+            InsertOneModel::new(bson::doc! { "_id": 1 }).into(),
+            InsertOneModel::new(bson::doc! { "_id": 2 }).into(),
+            DeleteOneModel::new(bson::doc! { "_id": 3 }).into(),
+            UpdateOneModel::new(bson::doc! {}, bson::doc! { "$set": { "x": 1 } }).into(),
+            InsertOneModel::new(bson::doc! { "_id": 4 }).into(),
+            DeleteManyModel::new(bson::doc! {}).into(),
+        ]
+    }
+
+    fn shape(plan: &Plan) -> Vec<(WriteKind, Vec<usize>)> {
+        plan.runs
+            .iter()
+            .map(|run| (run.kind, run.indexes.clone()))
+            .collect()
+    }
+
+    #[test]
+    fn ordered_runs_are_consecutive_models_of_a_kind() {
+        let plan = Plan::of_models(models(), true).unwrap();
+        assert_eq!(
+            shape(&plan),
+            vec![
+                (WriteKind::Insert, vec![0, 1]),
+                (WriteKind::Delete, vec![2]),
+                (WriteKind::Update, vec![3]),
+                (WriteKind::Insert, vec![4]),
+                (WriteKind::Delete, vec![5]),
+            ]
+        );
+        assert_eq!(plan.ids[1], Some(Bson::Int32(2)));
+        assert_eq!(plan.ids[2], None);
+        assert!(plan.runs[4].statements[0].multi);
+    }
+
+    #[test]
+    fn unordered_runs_hold_every_model_of_a_kind() {
+        let plan = Plan::of_models(models(), false).unwrap();
+        assert_eq!(
+            shape(&plan),
+            vec![
+                (WriteKind::Insert, vec![0, 1, 4]),
+                (WriteKind::Delete, vec![2, 5]),
+                (WriteKind::Update, vec![3]),
+            ]
+        );
+    }
+
+    fn plan(model: WriteModel) -> Result<Plan> {
+        Plan::of_models([model], true)
+    }
+
+    #[test]
+    fn invalid_lists_are_refused_before_anything_is_sent() {
+        let empty = Plan::of_models(Vec::<WriteModel>::new(), true).unwrap_err();
+        assert!(empty.to_string().contains("at least one"), "{empty}");
+        let mut list = models();
+        list.push(UpdateManyModel::new(bson::doc! {}, bson::doc! { "x": 1 }).into());
+        let update = Plan::of_models(list, true).unwrap_err();
+        assert!(matches!(update.kind(), ErrorKind::InvalidArgument { .. }));
+        assert!(update.to_string().contains("write model 6"), "{update}");
+        let replace = ReplaceOneModel::new(bson::doc! {}, bson::doc! { "$set": { "x": 1 } });
+        let replace = plan(replace.into()).unwrap_err();
+        assert!(replace.to_string().contains("write model 0"), "{replace}");
+        let empty_update = UpdateOneModel::new(bson::doc! {}, bson::doc! {});
+        assert!(plan(empty_update.into()).is_err());
+        // A pipeline is an update.
+        let pipeline = UpdateOneModel::new(bson::doc! {}, vec![bson::doc! { "$set": { "x": 1 } }]);
+        assert!(plan(pipeline.into()).is_ok());
+    }
+
+    fn write_error(index: usize) -> WriteError {
+        WriteError {
+            index,
+            code: 11000,
+            code_name: None,
+            message: "duplicate key".into(),
+            details: None,
+        }
+    }
+
+    #[test]
+    fn replies_are_recorded_by_the_index_of_each_model() {
+        let plan = Plan::of_models(models(), false).unwrap();
+        let mut outcome = Outcome::default();
+        // The insert run (models 0, 1, 4) in two commands; the second statement of the
+        // run (model 1) fails.
+        let first = WriteReply {
+            n: 1,
+            write_errors: vec![write_error(1)],
+            ..WriteReply::default()
+        };
+        assert!(outcome.record(&plan, &plan.runs[0], 0, 2, first));
+        let second = WriteReply {
+            n: 1,
+            ..WriteReply::default()
+        };
+        assert!(outcome.record(&plan, &plan.runs[0], 2, 1, second));
+        // The delete run (models 2, 5).
+        let deletes = WriteReply {
+            n: 3,
+            ..WriteReply::default()
+        };
+        assert!(outcome.record(&plan, &plan.runs[1], 0, 2, deletes));
+        // The update run (model 3) upserted.
+        let updates = WriteReply {
+            n: 1,
+            upserted: vec![(0, Bson::Int32(9))],
+            ..WriteReply::default()
+        };
+        assert!(outcome.record(&plan, &plan.runs[2], 0, 1, updates));
+        let ErrorKind::BulkWrite(failure) = outcome.finish().unwrap_err().kind().clone() else {
+            panic!("expected a bulk write error");
+        };
+        assert_eq!(failure.write_errors[0].index, 1);
+        let result = failure.write_result;
+        assert_eq!(
+            result.inserted_ids.keys().copied().collect::<Vec<_>>(),
+            vec![0, 4]
+        );
+        assert_eq!(result.inserted_count, 2);
+        assert_eq!(result.deleted_count, 3);
+        assert_eq!((result.matched_count, result.upserted_count), (0, 1));
+        assert_eq!(result.upserted_ids.get(&3), Some(&Bson::Int32(9)));
+    }
+
+    #[test]
+    fn ordered_writes_stop_at_the_first_write_error() {
+        let plan = Plan::of_models(models(), true).unwrap();
+        let mut outcome = Outcome::default();
+        let reply = WriteReply {
+            n: 0,
+            write_errors: vec![write_error(0)],
+            labels: vec!["SomeLabel".into()],
+            ..WriteReply::default()
+        };
+        assert!(!outcome.record(&plan, &plan.runs[0], 0, 2, reply));
+        let error = outcome.finish().unwrap_err();
+        assert!(error.has_label("SomeLabel"));
+        let ErrorKind::BulkWrite(failure) = error.kind() else {
+            panic!("expected a bulk write error, got {error}");
+        };
+        // Model 1 came after the failure: it was not inserted.
+        assert!(failure.write_result.inserted_ids.is_empty());
+    }
+
+    #[test]
+    fn a_write_concern_error_fails_the_bulk_write_with_what_was_done() {
+        let plan = Plan::of_models(models(), true).unwrap();
+        let mut outcome = Outcome::default();
+        let concern = WriteConcernError {
+            code: 64,
+            code_name: None,
+            message: "waiting for replication timed out".into(),
+            details: None,
+        };
+        let reply = WriteReply {
+            n: 2,
+            write_concern_error: Some(concern.clone()),
+            ..WriteReply::default()
+        };
+        // A write concern error does not stop an ordered bulk write.
+        assert!(outcome.record(&plan, &plan.runs[0], 0, 2, reply));
+        let error = outcome.finish().unwrap_err();
+        let ErrorKind::BulkWrite(failure) = error.kind() else {
+            panic!("expected a bulk write error, got {error}");
+        };
+        assert_eq!(failure.write_concern_error, Some(concern.clone()));
+        assert_eq!(failure.write_result.inserted_count, 2);
+        // One the retry could not cure ends it, with what was done before.
+        let error = Error::new(ErrorKind::Write(WriteFailure::WriteConcernError(concern)))
+            .with_label("RetryableWriteError");
+        let failed = Outcome::default().fail(error);
+        assert!(failed.has_label("RetryableWriteError"));
+        assert!(matches!(failed.kind(), ErrorKind::BulkWrite(failure)
+            if failure.write_concern_error.is_some()));
+        let other = Outcome::default().fail(Error::invalid_argument("x"));
+        assert!(matches!(other.kind(), ErrorKind::InvalidArgument { .. }));
+    }
+}
