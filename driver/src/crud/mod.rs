@@ -20,7 +20,9 @@ use crate::concern::{ReadConcern, WriteConcern};
 use crate::uri::{ReadConcernLevel, ReadPreference};
 
 /// Reads a duration given in milliseconds (`maxTimeMS`, `maxAwaitTimeMS`).
-fn millis<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Duration>, D::Error> {
+pub(crate) fn millis<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<Duration>, D::Error> {
     let value = Option::<i64>::deserialize(deserializer)?;
     Ok(value.map(|ms| Duration::from_millis(u64::try_from(ms).unwrap_or(0))))
 }
