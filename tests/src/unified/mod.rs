@@ -6,8 +6,8 @@
 //! - [`entities`]: the entity map and the creation of clients (recording their events),
 //!   databases and collections;
 //! - [`operations`]: the one seam where operations are bound to code
-//!   ([`operations::handler`]): [`crud`], [`commands`], [`cursors`], [`sessions`], their
-//!   arguments read by [`arguments`];
+//!   ([`operations::handler`]): [`crud`], [`commands`], [`cursors`], [`change_streams`],
+//!   [`sessions`], their arguments read by [`arguments`];
 //! - [`matching`]: "Evaluating Matches" and its special operators;
 //! - [`events`]: `expectEvents`; [`errors`]: `expectError`;
 //! - [`collections`]: `initialData` and `outcome`, through an internal client.
@@ -34,6 +34,7 @@ use tokio::time::{timeout, timeout_at, Instant};
 use crate::spec::{json_files, SuiteOutcome};
 
 pub mod arguments;
+pub mod change_streams;
 pub mod collections;
 pub mod commands;
 pub mod crud;
