@@ -213,6 +213,24 @@ impl<T> Collection<T> {
         }
     }
 
+    /// Renames the collection to `to` in the same database (the `renameCollection`
+    /// command, on `admin`); with `drop_target`, a collection named `to` is dropped
+    /// first, otherwise its existence is an error (NamespaceExists, code 48).
+    pub async fn rename(&self, to: &str, drop_target: bool) -> Result<()> {
+        let write_concern = self.write_concern(None)?;
+        let mut command = doc! {
+            "renameCollection": self.namespace(),
+            "to": format!("{}.{to}", self.namespace.database),
+        };
+        if drop_target {
+            command.insert("dropTarget", true);
+        }
+        self.client()
+            .database("admin")
+            .run_write_command(command, write_concern, None)
+            .await
+    }
+
     /// Deletes the first document matching `filter`.
     pub async fn delete_one(
         &self,

@@ -68,6 +68,11 @@ impl CursorSpec {
             session: context.session.cloned(),
         }
     }
+
+    /// Kills the server cursor this names (`killCursors`), waiting for the answer.
+    pub(crate) async fn kill(&self) -> Result<()> {
+        kill(&self.client, PendingKill::of(self)).await
+    }
 }
 
 /// One batch of a cursor reply.
@@ -76,6 +81,9 @@ pub(crate) struct Batch {
     pub documents: VecDeque<Document>,
     /// `cursor.ns`, split.
     pub namespace: Option<(String, String)>,
+    /// `cursor.postBatchResumeToken`: how far a change stream has scanned (Change
+    /// Streams spec, "Response Format").
+    pub post_batch_resume_token: Option<Document>,
 }
 
 impl Batch {
@@ -116,6 +124,7 @@ impl Batch {
             id,
             documents,
             namespace,
+            post_batch_resume_token: cursor.get_document("postBatchResumeToken").ok().cloned(),
         })
     }
 }
@@ -137,8 +146,24 @@ pub struct Cursor<T> {
     /// `None` once exhausted or after an error.
     spec: Option<CursorSpec>,
     buffer: VecDeque<Document>,
+    /// The `postBatchResumeToken` of the last batch, if it had one.
+    post_batch_resume_token: Option<Document>,
     in_flight: Option<BoxFuture<'static, Result<Batch>>>,
     _documents: PhantomData<fn() -> T>,
+}
+
+/// What one step of a cursor's iteration gave ([`Cursor::poll_step`]).
+pub(crate) enum Step {
+    /// The next document.
+    Document(Document),
+    /// A getMore answered with an empty batch (its `postBatchResumeToken`, if any, is
+    /// now [`Cursor::post_batch_resume_token`]).
+    EmptyBatch,
+    /// The server has no more.
+    End,
+    /// A getMore failed; the cursor is closed, and the server cursor it named (which
+    /// may still exist) is handed back.
+    Failed(Error, Option<CursorSpec>),
 }
 
 impl<T> std::fmt::Debug for Cursor<T> {
@@ -162,8 +187,56 @@ impl<T> Cursor<T> {
         Cursor {
             spec,
             buffer: first.documents,
+            post_batch_resume_token: first.post_batch_resume_token,
             in_flight: None,
             _documents: PhantomData,
+        }
+    }
+
+    /// The `postBatchResumeToken` of the last batch (change streams).
+    pub(crate) fn post_batch_resume_token(&self) -> Option<&Document> {
+        self.post_batch_resume_token.as_ref()
+    }
+
+    /// The session the cursor's getMores run in, while the server cursor is open.
+    pub(crate) fn session(&self) -> Option<&ClientSession> {
+        self.spec.as_ref().and_then(|spec| spec.session.as_ref())
+    }
+
+    /// One step of the iteration: the next buffered document, else the next batch
+    /// (fetched with a getMore), reported as such when it is empty.
+    pub(crate) fn poll_step(&mut self, cx: &mut Context<'_>) -> Poll<Step> {
+        if let Some(document) = self.buffer.pop_front() {
+            return Poll::Ready(Step::Document(document));
+        }
+        let Some(spec) = &mut self.spec else {
+            return Poll::Ready(Step::End);
+        };
+        let in_flight = self
+            .in_flight
+            .get_or_insert_with(|| boxed(get_more(spec.clone())));
+        let batch = match in_flight.as_mut().poll(cx) {
+            Poll::Pending => return Poll::Pending,
+            Poll::Ready(batch) => batch,
+        };
+        self.in_flight = None;
+        match batch {
+            Ok(batch) => {
+                spec.id = batch.id;
+                self.buffer = batch.documents;
+                self.post_batch_resume_token = batch.post_batch_resume_token;
+                if batch.id == 0 {
+                    // Exhausted: the implicit session goes back to the pool now
+                    // (Sessions spec, "Server Session Pool").
+                    self.spec = None;
+                }
+                Poll::Ready(match self.buffer.pop_front() {
+                    Some(document) => Step::Document(document),
+                    None if self.spec.is_none() => Step::End,
+                    None => Step::EmptyBatch,
+                })
+            }
+            Err(error) => Poll::Ready(Step::Failed(error, self.spec.take())),
         }
     }
 
@@ -182,6 +255,7 @@ impl<T> Cursor<T> {
         Cursor {
             spec: self.spec.take(),
             buffer: std::mem::take(&mut self.buffer),
+            post_batch_resume_token: self.post_batch_resume_token.take(),
             in_flight: self.in_flight.take(),
             _documents: PhantomData,
         }
@@ -204,38 +278,16 @@ impl<T: DeserializeOwned> Stream for Cursor<T> {
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = self.get_mut();
         loop {
-            if let Some(document) = this.buffer.pop_front() {
-                return Poll::Ready(Some(
-                    bson::deserialize_from_document(document).map_err(Error::bson),
-                ));
-            }
-            let Some(spec) = &mut this.spec else {
-                return Poll::Ready(None);
-            };
-            let in_flight = this
-                .in_flight
-                .get_or_insert_with(|| boxed(get_more(spec.clone())));
-            let batch = match in_flight.as_mut().poll(cx) {
-                Poll::Pending => return Poll::Pending,
-                Poll::Ready(batch) => batch,
-            };
-            this.in_flight = None;
-            match batch {
-                Ok(batch) => {
-                    spec.id = batch.id;
-                    this.buffer = batch.documents;
-                    if batch.id == 0 {
-                        // Exhausted: the implicit session goes back to the pool now
-                        // (Sessions spec, "Server Session Pool").
-                        this.spec = None;
-                    }
+            let item = match std::task::ready!(this.poll_step(cx)) {
+                Step::EmptyBatch => continue,
+                Step::Document(document) => {
+                    Some(bson::deserialize_from_document(document).map_err(Error::bson))
                 }
-                Err(error) => {
-                    // The server cursor is gone or unreachable: nothing to kill.
-                    this.spec = None;
-                    return Poll::Ready(Some(Err(error)));
-                }
-            }
+                Step::End => None,
+                // The server cursor is gone or unreachable: nothing to kill.
+                Step::Failed(error, _) => Some(Err(error)),
+            };
+            return Poll::Ready(item);
         }
     }
 }

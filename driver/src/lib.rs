@@ -27,6 +27,7 @@
 #![cfg_attr(target_family = "wasm", allow(clippy::arc_with_non_send_sync))]
 
 pub mod auth;
+pub mod change_stream;
 pub mod client;
 pub mod cmap;
 pub mod collection;
@@ -57,6 +58,7 @@ pub mod versioned_api;
 pub mod wire;
 
 pub use bson;
+pub use change_stream::{ChangeStream, ChangeStreamEvent, ChangeStreamOptions};
 pub use client::Client;
 pub use collection::Collection;
 pub use cursor::Cursor;

@@ -107,6 +107,7 @@ pub static SUITES: &[Suite] = &[
     },
     unified("crud"),
     unified("retryable_reads"),
+    unified("change_streams"),
     unified("retryable_writes"),
     unified("sessions"),
     pending("transactions", OPERATIONS),

@@ -275,7 +275,8 @@ pub async fn create_index(operation: &Operation, context: &mut Context) -> Resul
     let mut arguments = Arguments::of(operation);
     let session = arguments.session(&context.entities)?;
     let keys = arguments.document("keys")?;
-    let (options, index_options) = split(arguments.rest(&[])?, CREATE_INDEX);
+    let known: Vec<&str> = CREATE_INDEX.iter().chain(INDEX_OPTIONS).copied().collect();
+    let (options, index_options) = split(arguments.rest(&known)?, CREATE_INDEX);
     let options: CreateIndexOptions = bson::deserialize_from_document(options)
         .map_err(|error| Abort::Failed(format!("createIndex options: {error}")))?;
     let index = IndexModel::new(keys).with_options(index_options);
@@ -293,6 +294,28 @@ pub async fn create_index(operation: &Operation, context: &mut Context) -> Resul
 /// The options of `createIndex` that are the command's (`CreateIndexOptions`); the
 /// others are the index's own.
 const CREATE_INDEX: &[&str] = &["commitQuorum", "maxTimeMS", "comment", "writeConcern"];
+
+/// The options of an index itself (Index Management spec, "IndexOptions").
+const INDEX_OPTIONS: &[&str] = &[
+    "name",
+    "unique",
+    "sparse",
+    "expireAfterSeconds",
+    "partialFilterExpression",
+    "collation",
+    "hidden",
+    "storageEngine",
+    "weights",
+    "default_language",
+    "language_override",
+    "textIndexVersion",
+    "2dsphereIndexVersion",
+    "bits",
+    "min",
+    "max",
+    "wildcardProjection",
+    "version",
+];
 
 /// `arguments` split into those named in `known` and the others.
 fn split(arguments: Document, known: &[&str]) -> (Document, Document) {

@@ -1,10 +1,12 @@
 //! Cursor entities (spec "entity", `cursor`): `createFindCursor` and the operations on
-//! a saved cursor (spec "Cursor Operations").
+//! a saved cursor or change stream (spec "Cursor Operations", "ChangeStream
+//! Operations").
 
 use bson::Bson;
 use futures::TryStreamExt;
 
 use super::crud;
+use super::entities::Iterable;
 use super::model::Operation;
 use super::operations::{Context, Returned};
 use super::Abort;
@@ -21,16 +23,26 @@ pub async fn create_find_cursor(
 /// Spec `iterateUntilDocumentOrError` and `iterateOnce`: the next document. The
 /// driver's cursor has one way to iterate, which fetches batches until a document
 /// comes; `iterateOnce` differs only for a tailable cursor, which the driver's
-/// `Database::run_cursor_command_with` cannot create (`cursorType` is unsupported).
-/// An exhausted cursor has no next document: the test fails.
+/// `Database::run_cursor_command_with` cannot create (`cursorType` is unsupported),
+/// and for a change stream, which asks once (`ChangeStream::next_if_any`) and may
+/// return nothing. A cursor exhausted without a document fails the test.
 pub async fn next(operation: &Operation, context: &mut Context) -> Result<Returned, Abort> {
     super::arguments::known_arguments(operation, &[])?;
     let entity = context.entities.cursor_mut(&operation.object)?;
-    let cursor = entity
+    let iterable = entity
         .cursor
         .as_mut()
         .ok_or_else(|| format!("the cursor {} is closed", operation.object))?;
-    match cursor.try_next().await {
+    let once = operation.name == "iterateOnce";
+    let next = match iterable {
+        Iterable::Cursor(cursor) => cursor.try_next().await,
+        Iterable::ChangeStream(stream) if once => match stream.next_if_any().await {
+            Ok(None) if stream.is_alive() => return Ok(Ok(None)),
+            next => next,
+        },
+        Iterable::ChangeStream(stream) => stream.try_next().await,
+    };
+    match next {
         Ok(Some(document)) => Ok(Ok(Some(Bson::Document(document)))),
         Ok(None) => Err(Abort::Failed(format!(
             "the cursor {} is exhausted",
@@ -44,8 +56,10 @@ pub async fn next(operation: &Operation, context: &mut Context) -> Result<Return
 pub async fn close(operation: &Operation, context: &mut Context) -> Result<Returned, Abort> {
     super::arguments::known_arguments(operation, &[])?;
     let entity = context.entities.cursor_mut(&operation.object)?;
-    match entity.cursor.take() {
-        Some(cursor) => Ok(cursor.close().await.map(|()| None)),
-        None => Ok(Ok(None)),
-    }
+    let closed = match entity.cursor.take() {
+        Some(Iterable::Cursor(cursor)) => cursor.close().await,
+        Some(Iterable::ChangeStream(stream)) => stream.close().await,
+        None => Ok(()),
+    };
+    Ok(closed.map(|()| None))
 }

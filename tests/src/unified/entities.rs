@@ -8,7 +8,7 @@ use anymongo::database::Concerns;
 use anymongo::gridfs::GridFsBucket;
 use anymongo::session::{ClientSession, SessionOptions};
 use anymongo::versioned_api::{ServerApi, ServerApiVersion};
-use anymongo::{Client, ClientOptions, Collection, Cursor, Database};
+use anymongo::{ChangeStream, Client, ClientOptions, Collection, Cursor, Database};
 use bson::{Bson, Document};
 
 use super::events::{EventLog, Observe};
@@ -25,7 +25,8 @@ pub enum Entity {
     Collection(CollectionEntity),
     /// An explicit session of a client entity.
     Session(SessionEntity),
-    /// A cursor saved by `createFindCursor` or `createCommandCursor`.
+    /// A cursor saved by `createFindCursor` or `createCommandCursor`, or a change
+    /// stream saved by `createChangeStream`.
     Cursor(CursorEntity),
     /// A GridFS bucket of a database entity.
     Bucket(Box<GridFsBucket>),
@@ -94,7 +95,15 @@ pub struct SessionEntity {
 /// A cursor entity.
 pub struct CursorEntity {
     /// The cursor; `None` once closed.
-    pub cursor: Option<Cursor<Document>>,
+    pub cursor: Option<Iterable>,
+}
+
+/// What a cursor entity iterates (spec "entity", `cursor` and `changeStream`).
+pub enum Iterable {
+    /// A cursor.
+    Cursor(Cursor<Document>),
+    /// A change stream, its events as documents.
+    ChangeStream(ChangeStream<Document>),
 }
 
 /// The entities of one test, by name.

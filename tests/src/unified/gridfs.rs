@@ -159,8 +159,21 @@ pub async fn delete_by_name(
     Ok(bucket.delete_by_name(&filename).await.map(|()| None))
 }
 
-/// Spec `rename`: gives the file with this `id` the name `newFilename`.
+/// Spec `rename`: gives the file with this `id` the name `newFilename`; on a
+/// collection entity, renames the collection `to` another name.
 pub async fn rename(operation: &Operation, context: &mut Context) -> Result<Returned, Abort> {
+    if let Ok(collection) = context.entities.collection(&operation.object) {
+        let collection = collection.collection.clone();
+        let mut arguments = Arguments::of(operation);
+        let to = arguments.string("to")?;
+        let drop_target = match arguments.optional("dropTarget") {
+            None => false,
+            Some(Bson::Boolean(drop)) => drop,
+            Some(other) => return Err(Abort::Failed(format!("dropTarget {other}"))),
+        };
+        arguments.done()?;
+        return Ok(collection.rename(&to, drop_target).await.map(|()| None));
+    }
     let (bucket, mut arguments) = call(operation, context)?;
     let id = arguments.required("id")?;
     let new_filename = arguments.string("newFilename")?;

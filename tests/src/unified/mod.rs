@@ -7,7 +7,8 @@
 //!   databases and collections;
 //! - [`operations`]: the one seam where operations are bound to code
 //!   ([`operations::handler`]): [`crud`], [`bulk_write`], [`commands`], [`cursors`],
-//!   [`sessions`], their arguments read by [`arguments`];
+//!   [`change_streams`], [`gridfs`], [`sessions`], their arguments read by
+//!   [`arguments`];
 //! - [`matching`]: "Evaluating Matches" and its special operators;
 //! - [`events`]: `expectEvents`; [`errors`]: `expectError`;
 //! - [`collections`]: `initialData` and `outcome`, through an internal client.
@@ -35,6 +36,7 @@ use crate::spec::{json_files, SuiteOutcome};
 
 pub mod arguments;
 pub mod bulk_write;
+pub mod change_streams;
 pub mod collections;
 pub mod commands;
 pub mod crud;

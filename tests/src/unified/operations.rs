@@ -3,15 +3,17 @@
 //!
 //! [`handler`] maps an operation to its [`Handler`]: the CRUD operations ([`crud`],
 //! [`bulk_write`]), those on databases and clients ([`commands`]), cursors
-//! ([`cursors`]) and sessions ([`sessions`]), and the special operations. An
-//! operation it does not know is unsupported, and a test using one is skipped before
-//! any setup ([`unsupported`]), with the reason [`WITHOUT_DRIVER_API`] gives when the
-//! driver lacks the API.
+//! ([`cursors`]), change streams ([`change_streams`]), GridFS buckets ([`gridfs`]) and
+//! sessions ([`sessions`]), and the special operations. An operation it does not know
+//! is unsupported, and a test using one is skipped before any setup ([`unsupported`]),
+//! with the reason [`WITHOUT_DRIVER_API`] gives when the driver lacks the API.
 //!
 //! [`crud`]: super::crud
 //! [`bulk_write`]: super::bulk_write
 //! [`commands`]: super::commands
 //! [`cursors`]: super::cursors
+//! [`change_streams`]: super::change_streams
+//! [`gridfs`]: super::gridfs
 //! [`sessions`]: super::sessions
 
 use std::sync::Arc;
@@ -24,9 +26,9 @@ use anymongo::Cursor;
 use super::arguments::known_arguments;
 use super::collections::NAMESPACE_NOT_FOUND;
 use super::crud::{self, Modify};
-use super::entities::{self, CursorEntity, Entity, EntityMap};
+use super::entities::{self, CursorEntity, Entity, EntityMap, Iterable};
 use super::model::{EntityDescription, Operation};
-use super::{bulk_write, commands, cursors, gridfs, sessions, Abort, Deployment};
+use super::{bulk_write, change_streams, commands, cursors, gridfs, sessions, Abort, Deployment};
 
 /// What an entity operation returned: its result (`None` when it returns nothing), or
 /// the driver's error, which `expectError` is checked against.
@@ -69,11 +71,15 @@ impl Context {
     /// the operation returns nothing else, or the error that kept the cursor from
     /// opening.
     pub fn save_cursor(&mut self, cursor: anymongo::Result<Cursor<Document>>) -> Returned {
-        let cursor = cursor?;
-        self.result_entity = Some(Entity::Cursor(CursorEntity {
-            cursor: Some(cursor),
-        }));
+        self.save_iterable(Iterable::Cursor(cursor?));
         Ok(None)
+    }
+
+    /// Keeps a cursor or change stream as the [`result_entity`](Self::result_entity).
+    pub fn save_iterable(&mut self, iterable: Iterable) {
+        self.result_entity = Some(Entity::Cursor(CursorEntity {
+            cursor: Some(iterable),
+        }));
     }
 }
 
@@ -109,6 +115,9 @@ pub fn handler(operation: &Operation) -> Option<Handler> {
         }
         (false, "distinct") => |op, cx| Box::pin(crud::distinct(op, cx)),
         (false, "createFindCursor") => |op, cx| Box::pin(cursors::create_find_cursor(op, cx)),
+        (false, "createChangeStream") => {
+            |op, cx| Box::pin(change_streams::create_change_stream(op, cx))
+        }
         (false, "iterateUntilDocumentOrError" | "iterateOnce") => {
             |op, cx| Box::pin(cursors::next(op, cx))
         }
@@ -190,7 +199,6 @@ pub fn returns_documents(operation: &Operation) -> bool {
 pub const WITHOUT_DRIVER_API: &[(&str, &str)] = &[
     ("clientBulkWrite", "Client has no bulk_write"),
     ("mapReduce", "Collection has no map_reduce"),
-    ("createChangeStream", "there are no change streams"),
     ("modifyCollection", "Database has no modify_collection"),
     ("startTransaction", "there are no transactions"),
     ("commitTransaction", "there are no transactions"),

@@ -1,0 +1,85 @@
+//! Change streams (spec "Client Operations", "Database Operations", "Collection
+//! Operations": `createChangeStream`): the stream of a client, database or collection
+//! entity becomes a cursor entity, which `iterateUntilDocumentOrError`, `iterateOnce`
+//! and `close` work on ([`super::cursors`]).
+
+use anymongo::change_stream::ChangeStreamOptions;
+use anymongo::{ChangeStream, Client, Collection, Database};
+use bson::Document;
+
+use super::arguments::Arguments;
+use super::entities::{Entity, Iterable};
+use super::model::Operation;
+use super::operations::{Context, Returned};
+use super::Abort;
+
+/// The options of `createChangeStream`, as `anymongo::change_stream::ChangeStreamOptions`
+/// reads them.
+const OPTIONS: &[&str] = &[
+    "batchSize",
+    "collation",
+    "comment",
+    "fullDocument",
+    "fullDocumentBeforeChange",
+    "maxAwaitTimeMS",
+    "resumeAfter",
+    "showExpandedEvents",
+    "startAfter",
+    "startAtOperationTime",
+];
+
+/// What a change stream watches.
+enum Watched {
+    Client(Client),
+    Database(Database),
+    Collection(Collection<Document>),
+}
+
+/// Spec `createChangeStream`: the stream, its events read as documents, becomes the
+/// result entity.
+pub async fn create_change_stream(
+    operation: &Operation,
+    context: &mut Context,
+) -> Result<Returned, Abort> {
+    let watched = match context.entities.get(&operation.object)? {
+        Entity::Client(client) => Watched::Client(client.client.clone()),
+        Entity::Database(database) => Watched::Database(database.database.clone()),
+        Entity::Collection(collection) => Watched::Collection(collection.collection.clone()),
+        other => {
+            return Err(Abort::Failed(format!(
+                "createChangeStream on a {}",
+                other.describe()
+            )))
+        }
+    };
+    let mut arguments = Arguments::of(operation);
+    let session = arguments.session(&context.entities)?;
+    let pipeline = arguments.documents("pipeline")?;
+    let options: ChangeStreamOptions = arguments.options(OPTIONS)?;
+    let stream = match (watched, &session) {
+        (Watched::Client(client), None) => client.watch(pipeline, options).await,
+        (Watched::Client(client), Some(session)) => {
+            client.watch_with_session(pipeline, options, session).await
+        }
+        (Watched::Database(database), None) => database.watch(pipeline, options).await,
+        (Watched::Database(database), Some(session)) => {
+            database
+                .watch_with_session(pipeline, options, session)
+                .await
+        }
+        (Watched::Collection(collection), None) => collection.watch(pipeline, options).await,
+        (Watched::Collection(collection), Some(session)) => {
+            collection
+                .watch_with_session(pipeline, options, session)
+                .await
+        }
+    };
+    match stream {
+        Ok(stream) => {
+            let stream: ChangeStream<Document> = stream.with_type();
+            context.save_iterable(Iterable::ChangeStream(stream));
+            Ok(Ok(None))
+        }
+        Err(error) => Ok(Err(error)),
+    }
+}
