@@ -51,7 +51,7 @@ impl From<Vec<Document>> for UpdateModifications {
 impl UpdateModifications {
     /// The update as sent; an update document must be non-empty and start with an
     /// operator (CRUD spec, "Update vs. Replace Validation").
-    fn to_bson(&self) -> Result<Bson> {
+    pub(crate) fn to_bson(&self) -> Result<Bson> {
         match self {
             UpdateModifications::Document(update) => {
                 match update.keys().next() {
@@ -990,7 +990,7 @@ fn as_count(value: &Bson) -> u64 {
 /// `document` as BSON with its `_id` first, generated (an ObjectId) when missing
 /// (CRUD spec, "Insert, Update, Replace, Delete, and Bulk Writes": drivers generate
 /// `_id`s), and that `_id`.
-fn with_id<T: Serialize>(document: &T) -> Result<(RawDocumentBuf, Bson)> {
+pub(crate) fn with_id<T: Serialize>(document: &T) -> Result<(RawDocumentBuf, Bson)> {
     let document = bson::serialize_to_document(document).map_err(Error::bson)?;
     let (document, id) = match document.get("_id") {
         Some(id) => {
@@ -1010,7 +1010,7 @@ fn with_id<T: Serialize>(document: &T) -> Result<(RawDocumentBuf, Bson)> {
 
 /// A replacement as a document; it must not contain update operators (CRUD spec,
 /// "Update vs. Replace Validation").
-fn replacement_document<T: Serialize>(replacement: &T) -> Result<Document> {
+pub(crate) fn replacement_document<T: Serialize>(replacement: &T) -> Result<Document> {
     let document = bson::serialize_to_document(replacement).map_err(Error::bson)?;
     if document
         .keys()

@@ -68,6 +68,13 @@ impl CursorSpec {
             session: context.session.cloned(),
         }
     }
+
+    /// Kills the server cursor now, waiting for the answer: for a cursor whose
+    /// `getMore` failed (a [`Cursor`] then forgets it) when the spec asks for the kill
+    /// anyway (Bulk Write spec, "Top-Level Errors").
+    pub async fn kill(&self) -> Result<()> {
+        kill(&self.client, PendingKill::of(self)).await
+    }
 }
 
 /// One batch of a cursor reply.
