@@ -106,10 +106,12 @@ pub(crate) trait Operation {
         Retryability::None
     }
 
-    /// Whether an unacknowledged run is sent with `moreToCome` and no reply awaited
-    /// (OP_MSG spec, "moreToCome On Requests"); `handle_reply` then gets `{ ok: 1 }`.
-    /// Only for writes whose result needs nothing from the reply.
-    fn fire_and_forget(&self) -> bool {
+    /// Whether its result needs the server's reply even when its write concern is
+    /// unacknowledged (an aggregate's cursor, `run_command`'s reply). Otherwise an
+    /// unacknowledged run is sent with `moreToCome` and no reply is awaited (OP_MSG
+    /// spec, "moreToCome On Requests": "Clients doing unacknowledged writes MUST set
+    /// the moreToCome flag"); `handle_reply` gets `{ ok: 1 }`.
+    fn needs_reply(&self) -> bool {
         false
     }
 
@@ -151,8 +153,8 @@ impl<O: Operation> Operation for &mut O {
         (**self).write_concern()
     }
 
-    fn fire_and_forget(&self) -> bool {
-        (**self).fire_and_forget()
+    fn needs_reply(&self) -> bool {
+        (**self).needs_reply()
     }
 
     fn supports_read_concern(&self) -> bool {
@@ -417,7 +419,7 @@ impl Client {
         if let Some(read_preference) = read_preference {
             body.insert("$readPreference", read_preference);
         }
-        let no_reply = operation.fire_and_forget()
+        let no_reply = !operation.needs_reply()
             && operation
                 .write_concern()
                 .is_some_and(|concern| !concern.is_acknowledged());

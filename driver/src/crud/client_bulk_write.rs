@@ -928,10 +928,6 @@ impl Operation for BulkWriteBatch<'_> {
     fn write_concern(&self) -> Option<&WriteConcern> {
         Some(&self.plan.write_concern)
     }
-
-    fn fire_and_forget(&self) -> bool {
-        true
-    }
 }
 
 /// What a bulk write has learnt, batch after batch: the result, the errors, and

@@ -63,6 +63,11 @@ impl Operation for RunCommand {
     fn write_concern(&self) -> Option<&WriteConcern> {
         self.write_concern.as_ref()
     }
+
+    /// The reply is the result (Run Command spec: the command is sent as given).
+    fn needs_reply(&self) -> bool {
+        true
+    }
 }
 
 /// `Database::run_cursor_command`: a command whose reply is a cursor.

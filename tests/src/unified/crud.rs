@@ -146,7 +146,7 @@ pub async fn replace_one(operation: &Operation, context: &mut Context) -> Result
 }
 
 /// An update as the spec gives it: an update document or a pipeline.
-fn update_modifications(update: Bson) -> Result<UpdateModifications, Abort> {
+pub fn update_modifications(update: Bson) -> Result<UpdateModifications, Abort> {
     match update {
         Bson::Document(document) => Ok(document.into()),
         Bson::Array(stages) => stages

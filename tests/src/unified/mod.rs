@@ -6,8 +6,8 @@
 //! - [`entities`]: the entity map and the creation of clients (recording their events),
 //!   databases and collections;
 //! - [`operations`]: the one seam where operations are bound to code
-//!   ([`operations::handler`]): [`crud`], [`commands`], [`cursors`], [`sessions`], their
-//!   arguments read by [`arguments`];
+//!   ([`operations::handler`]): [`crud`], [`client_bulk_write`], [`commands`],
+//!   [`cursors`], [`sessions`], their arguments read by [`arguments`];
 //! - [`matching`]: "Evaluating Matches" and its special operators;
 //! - [`events`]: `expectEvents`; [`errors`]: `expectError`;
 //! - [`collections`]: `initialData` and `outcome`, through an internal client.
@@ -34,6 +34,7 @@ use tokio::time::{timeout, timeout_at, Instant};
 use crate::spec::{json_files, SuiteOutcome};
 
 pub mod arguments;
+pub mod client_bulk_write;
 pub mod collections;
 pub mod commands;
 pub mod crud;
@@ -352,7 +353,19 @@ fn check_returned(
         return Ok(());
     }
     let result = match (returned, &operation.expect_error) {
-        (Err(error), Some(expected)) => return errors::check(expected, &error),
+        (Err(error), Some(expected)) => {
+            errors::check(expected, &error)?;
+            let matcher = Matcher::new(&context.entities);
+            errors::check_response(expected, &error, &matcher)?;
+            client_bulk_write::check_errors(expected, &error, &matcher)?;
+            // Spec "expectedError", `expectResult`: the result the error includes
+            // ($$unsetOrMatches when it may have none).
+            if let Some(expected) = &expected.expect_result {
+                let partial = client_bulk_write::partial_result(&error)?;
+                matcher.root_or_absent(expected, partial.as_ref())?;
+            }
+            return Ok(());
+        }
         (Err(error), None) => return Err(Abort::Failed(format!("unexpected error: {error}"))),
         (Ok(result), Some(_)) => {
             let shown = result.map_or("nothing".to_owned(), |result| result.to_string());

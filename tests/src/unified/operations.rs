@@ -24,7 +24,7 @@ use super::collections::NAMESPACE_NOT_FOUND;
 use super::crud::{self, Modify};
 use super::entities::{self, CursorEntity, Entity, EntityMap};
 use super::model::{EntityDescription, Operation};
-use super::{commands, cursors, sessions, Abort, Deployment};
+use super::{client_bulk_write, commands, cursors, sessions, Abort, Deployment};
 
 /// What an entity operation returned: its result (`None` when it returns nothing), or
 /// the driver's error, which `expectError` is checked against.
@@ -118,6 +118,9 @@ pub fn handler(operation: &Operation) -> Option<Handler> {
             |op, cx| Box::pin(commands::list_databases(op, cx, false))
         }
         (false, "listDatabaseNames") => |op, cx| Box::pin(commands::list_databases(op, cx, true)),
+        (false, "clientBulkWrite") => {
+            |op, cx| Box::pin(client_bulk_write::client_bulk_write(op, cx))
+        }
         // pymongo's listCollectionObjects and listDatabaseObjects are the same listings.
         (false, "listCollections" | "listCollectionObjects") => {
             |op, cx| Box::pin(commands::list_collections(op, cx, false))
@@ -169,7 +172,6 @@ pub fn returns_documents(operation: &Operation) -> bool {
 /// missing.
 pub const WITHOUT_DRIVER_API: &[(&str, &str)] = &[
     ("bulkWrite", "Collection has no bulk_write"),
-    ("clientBulkWrite", "Client has no bulk_write"),
     (
         "count",
         "Collection has no count (deprecated in the CRUD spec)",
