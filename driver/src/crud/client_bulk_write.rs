@@ -4,9 +4,9 @@
 //! many writes as the server's limits allow.
 //!
 //! The pure parts are apart from the I/O and tested without a server: turning the
-//! models into `ops` entries ([`PreparedOp`]), splitting them into commands
-//! ([`next_batch`]), and assembling the result or the error from the replies and the
-//! results cursor ([`Outcome`]).
+//! models into `ops` entries (`PreparedOp`), splitting them into commands
+//! (`next_batch`), and assembling the result or the error from the replies and the
+//! results cursor (`Outcome`).
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -345,9 +345,10 @@ impl Client {
     /// # async fn example(client: anymongo::Client) -> anymongo::Result<()> {
     /// use anymongo::bson::doc;
     /// use anymongo::crud::client_bulk_write::{
-    ///     ClientBulkWriteOptions, DeleteManyModel, InsertOneModel, UpdateOneModel,
+    ///     ClientBulkWriteOptions, ClientWriteModel, DeleteManyModel, InsertOneModel,
+    ///     UpdateOneModel,
     /// };
-    /// let models = vec![
+    /// let models: Vec<ClientWriteModel> = vec![
     ///     InsertOneModel::new("shop.orders", doc! { "item": "tea", "qty": 2 }).into(),
     ///     UpdateOneModel::new("shop.stock", doc! { "item": "tea" }, doc! { "$inc": { "qty": -2 } })
     ///         .into(),
