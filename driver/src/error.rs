@@ -322,7 +322,9 @@ impl Error {
     }
 
     /// The server's error code, for [`ErrorKind::Command`] errors and authentication
-    /// failures the server reported.
+    /// failures the server reported, a single write's, a bulk write's first; for a
+    /// [`ErrorKind::ClientBulkWrite`], its top-level error's (its write errors are
+    /// in [`ClientBulkWriteFailure::write_errors`]).
     pub fn code(&self) -> Option<i32> {
         match &self.inner.kind {
             ErrorKind::Command(error) => Some(error.code),

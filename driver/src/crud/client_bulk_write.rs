@@ -1035,6 +1035,8 @@ impl Outcome {
             }
             return Ok(());
         }
+        // A result seen is a write known to have succeeded, whatever the counts say.
+        self.succeeded = true;
         let Some(verbose) = &mut self.result.verbose_results else {
             return Ok(());
         };
@@ -1478,6 +1480,7 @@ mod tests {
             verbose.delete_results[&2],
             DeleteResult { deleted_count: 2 }
         );
+        assert!(outcome.succeeded);
         // An insert the server does not confirm reports no _id.
         let mut outcome = Outcome::new(true, true);
         outcome
@@ -1518,6 +1521,7 @@ mod tests {
         let mut outcome = Outcome::new(true, true);
         let failed = doc! { "ok": 0, "idx": 0, "code": 11000, "codeName": "DuplicateKey", "errmsg": "dup", "errInfo": { "x": 1 } };
         outcome.add_result(&failed, &ops, 0, 3).unwrap();
+        assert!(!outcome.succeeded);
         outcome.judge_batch(&summary(1), 0, 3, true);
         let error = outcome.finish().unwrap_err();
         let ErrorKind::ClientBulkWrite(failure) = error.kind() else {
