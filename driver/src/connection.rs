@@ -392,6 +392,24 @@ impl Connection {
         parse_reply(reply, &self.address)
     }
 
+    /// Sends `message` flagged `moreToCome`, an unacknowledged write (OP_MSG spec,
+    /// "moreToCome On Requests"): the server sends no reply, so none is read.
+    pub(crate) async fn send_without_reply(
+        &mut self,
+        request_id: i32,
+        message: &OpMsg,
+    ) -> Result<()> {
+        if self.broken {
+            return Err(self.closed_error());
+        }
+        let frame = message.encode(request_id, 0);
+        let written = self.stream.write_all(&frame).await;
+        written.map_err(|error| {
+            self.broken = true;
+            Error::from_io(&self.address, error)
+        })
+    }
+
     /// Sends a command flagged `exhaustAllowed` (the streaming hello of the Server
     /// Monitoring spec) and returns its first reply. When that reply says
     /// `moreToCome`, the server keeps sending replies unasked: read them with
@@ -458,11 +476,7 @@ impl Connection {
         read_limit: Option<Duration>,
     ) -> Result<RawDocumentBuf> {
         if self.broken {
-            return Err(Error::new(ErrorKind::Network {
-                address: self.address.clone(),
-                io_kind: std::io::ErrorKind::NotConnected,
-                message: "connection was closed after an earlier error".into(),
-            }));
+            return Err(self.closed_error());
         }
         let result = self
             .write_and_read(frame, response_to, clock, read_limit)
@@ -471,6 +485,15 @@ impl Connection {
             self.broken = true;
         }
         result
+    }
+
+    /// The error of a connection closed for good after an earlier failure.
+    fn closed_error(&self) -> Error {
+        Error::new(ErrorKind::Network {
+            address: self.address.clone(),
+            io_kind: std::io::ErrorKind::NotConnected,
+            message: "connection was closed after an earlier error".into(),
+        })
     }
 
     async fn write_and_read(
@@ -615,7 +638,7 @@ pub(crate) fn check_reply(reply: Document) -> Result<Document> {
     if ok {
         return Ok(reply);
     }
-    Err(CommandError {
+    let error = CommandError {
         code: reply
             .get("code")
             .and_then(crate::handshake::bson_as_i64)
@@ -633,8 +656,8 @@ pub(crate) fn check_reply(reply: Document) -> Result<Document> {
             })
             .unwrap_or_default(),
         topology_version: crate::sdam::TopologyVersion::from_reply(&reply),
-    }
-    .into())
+    };
+    Err(Error::from(error).with_server_reply(reply))
 }
 
 #[cfg(test)]

@@ -69,7 +69,10 @@ impl CursorSpec {
         }
     }
 
-    /// Kills the server cursor this names (`killCursors`), waiting for the answer.
+    /// Kills the server cursor this names (`killCursors`), waiting for the answer: for
+    /// a change stream that resumes, and for a cursor whose `getMore` failed (a
+    /// [`Cursor`] then forgets it) when the spec asks for the kill anyway (Bulk Write
+    /// spec, "Top-Level Errors").
     pub(crate) async fn kill(&self) -> Result<()> {
         kill(&self.client, PendingKill::of(self)).await
     }

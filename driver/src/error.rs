@@ -38,6 +38,8 @@ struct Inner {
     /// Load-balanced mode: the service behind the load balancer that the failing
     /// connection reached, when the error came after its hello.
     service_id: Option<ObjectId>,
+    /// The server's whole `ok: 0` reply, for an error the server returned.
+    server_reply: Option<bson::Document>,
 }
 
 /// What went wrong.
@@ -140,6 +142,10 @@ pub enum ErrorKind {
     BulkWrite(BulkWriteFailure),
     /// A GridFS file is missing or corrupt.
     GridFs(crate::gridfs::GridFsError),
+    /// A [`crate::Client::bulk_write`] failed: a top-level error, or writes that
+    /// failed, or write concerns that were not satisfied, with what succeeded (Bulk
+    /// Write spec, "BulkWriteException").
+    ClientBulkWrite(ClientBulkWriteFailure),
     /// A document from the server could not be turned into the application's type, or
     /// an application value could not be turned into BSON.
     Bson {
@@ -197,6 +203,27 @@ pub struct BulkWriteFailure {
     pub write_result: crate::crud::bulk_write::BulkWriteResult,
 }
 
+/// The failure of a [`crate::Client::bulk_write`]: [`ErrorKind::ClientBulkWrite`]
+/// (Bulk Write spec, "BulkWriteException").
+///
+/// A top-level error seen before any write was known to succeed or fail is returned
+/// as it is, not wrapped in this.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ClientBulkWriteFailure {
+    /// The error that stopped the bulk write (a network error, a command error, a
+    /// failed `getMore`...), if one did; [`Error::code`] and [`Error::labels`] of the
+    /// whole error are its own.
+    pub error: Option<Box<Error>>,
+    /// Every write concern error, one per command at most, in order.
+    pub write_concern_errors: Vec<WriteConcernError>,
+    /// The writes that failed, by index among the models given (at most one when
+    /// ordered).
+    pub write_errors: std::collections::BTreeMap<usize, WriteError>,
+    /// What the writes that succeeded did; `None` unless at least one is known to have
+    /// succeeded.
+    pub partial_result: Option<crate::crud::client_bulk_write::ClientBulkWriteResult>,
+}
+
 /// An error reply from the server (`ok: 0`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CommandError {
@@ -225,6 +252,7 @@ impl Error {
                 kind,
                 labels,
                 service_id: None,
+                server_reply: None,
             }),
         }
     }
@@ -279,13 +307,27 @@ impl Error {
         self.inner.service_id
     }
 
+    /// The error with the server's whole reply: an `ok: 0` reply.
+    pub(crate) fn with_server_reply(mut self, reply: bson::Document) -> Self {
+        self.inner.server_reply = Some(reply);
+        self
+    }
+
+    /// The server's whole `ok: 0` reply, for an error the server returned: fields the
+    /// driver does not read stay available (Bulk Write spec, "Top-Level Errors").
+    pub fn server_reply(&self) -> Option<&bson::Document> {
+        self.inner.server_reply.as_ref()
+    }
+
     /// What went wrong.
     pub fn kind(&self) -> &ErrorKind {
         &self.inner.kind
     }
 
     /// The server's error code, for [`ErrorKind::Command`] errors and authentication
-    /// failures the server reported.
+    /// failures the server reported, a single write's, a bulk write's first; for a
+    /// [`ErrorKind::ClientBulkWrite`], its top-level error's (its write errors are
+    /// in [`ClientBulkWriteFailure::write_errors`]).
     pub fn code(&self) -> Option<i32> {
         match &self.inner.kind {
             ErrorKind::Command(error) => Some(error.code),
@@ -297,6 +339,8 @@ impl Error {
                 .first()
                 .map(|error| error.code)
                 .or(failure.write_concern_error.as_ref().map(|error| error.code)),
+            // Unified test format, "clientBulkWrite": the top-level error's code only.
+            ErrorKind::ClientBulkWrite(failure) => failure.error.as_ref().and_then(|e| e.code()),
             _ => None,
         }
     }
@@ -410,6 +454,31 @@ impl fmt::Display for Error {
                 }
                 if let Some(concern) = &failure.write_concern_error {
                     write!(f, "; write concern not satisfied: {}", concern.message)?;
+                }
+                Ok(())
+            }
+            ErrorKind::ClientBulkWrite(failure) => {
+                write!(f, "client bulk write failed")?;
+                if let Some(error) = &failure.error {
+                    write!(f, ": {error}")?;
+                }
+                if let Some((index, first)) = failure.write_errors.iter().next() {
+                    write!(
+                        f,
+                        "; {} write(s) failed, the first at index {index}: {} (code {})",
+                        failure.write_errors.len(),
+                        first.message,
+                        first.code
+                    )?;
+                }
+                if let Some(concern) = failure.write_concern_errors.first() {
+                    write!(
+                        f,
+                        "; {} write concern error(s), the first: {} (code {})",
+                        failure.write_concern_errors.len(),
+                        concern.message,
+                        concern.code
+                    )?;
                 }
                 Ok(())
             }

@@ -24,7 +24,7 @@ use crate::sdam::{ServerType, TopologyDescription, TopologyType};
 use crate::selection::{read_preference_document, SelectionCriteria};
 use crate::session::ClientSession;
 use crate::uri::{ReadPreference, ReadPreferenceMode};
-use crate::wire::{next_request_id, DocumentSequence, OpMsg};
+use crate::wire::{next_request_id, DocumentSequence, MsgFlags, OpMsg};
 
 /// A command as an operation builds it; the executor adds the fields every command
 /// carries.
@@ -125,9 +125,22 @@ pub(crate) trait Operation {
     /// Its result from an `ok: 1` reply.
     fn handle_reply(&mut self, reply: Document, context: ReplyContext<'_>) -> Result<Self::Output>;
 
-    /// How it may be retried.
+    /// How it may be retried. Asked before the first build and again after each: an
+    /// operation that splits its input into batches may know only once it has built
+    /// one whether that batch can be retried (a client bulk write's batch with a
+    /// multi-document write cannot: Retryable Writes spec, "Unsupported Write
+    /// Operations").
     fn retryability(&self) -> Retryability {
         Retryability::None
+    }
+
+    /// Whether its result needs the server's reply even when its write concern is
+    /// unacknowledged (an aggregate's cursor, `run_command`'s reply). Otherwise an
+    /// unacknowledged run is sent with `moreToCome` and no reply is awaited (OP_MSG
+    /// spec, "moreToCome On Requests": "Clients doing unacknowledged writes MUST set
+    /// the moreToCome flag"); `handle_reply` gets `{ ok: 1 }`.
+    fn needs_reply(&self) -> bool {
+        false
     }
 
     /// Its write concern, for a write: an unacknowledged write sends no session id
@@ -166,6 +179,10 @@ impl<O: Operation> Operation for &mut O {
 
     fn write_concern(&self) -> Option<&WriteConcern> {
         (**self).write_concern()
+    }
+
+    fn needs_reply(&self) -> bool {
+        (**self).needs_reply()
     }
 
     fn supports_read_concern(&self) -> bool {
@@ -285,6 +302,11 @@ impl Client {
                 Ok(output) => return Ok(output),
                 Err(failure) => failure,
             };
+            // As of the batch the attempt built (see Operation::retryability).
+            let kind = match operation.retryability() {
+                Retryability::None => Retryability::None,
+                _ => kind,
+            };
             // Did this attempt qualify for a retry?
             let eligible = match attempted {
                 Some((eligible, _)) => eligible,
@@ -391,6 +413,12 @@ impl Client {
             _ => None,
         };
         let mut command = operation.build(pooled.hello())?;
+        // The batch just built may be one that cannot be retried: no transaction
+        // number then (Retryable Writes spec, "Unsupported Write Operations").
+        let txn_number = match operation.retryability() {
+            Retryability::None => TxnNumber::None,
+            _ => txn_number,
+        };
         let body = &mut command.body;
         if let Some(session) = session {
             let (lsid, txn) = session.use_server_session(txn_number == TxnNumber::Next)?;
@@ -437,7 +465,11 @@ impl Client {
         if let Some(read_preference) = read_preference {
             body.insert("$readPreference", read_preference);
         }
-        let reply = self.send(pooled, &command, session).await?;
+        let no_reply = !operation.needs_reply()
+            && operation
+                .write_concern()
+                .is_some_and(|concern| !concern.is_acknowledged());
+        let reply = self.send(pooled, &command, session, no_reply).await?;
         operation.handle_reply(
             reply,
             ReplyContext {
@@ -451,17 +483,23 @@ impl Client {
     /// Sends `command` on `connection`, announced and concluded by command monitoring
     /// events; records the reply's cluster and operation times in `session` (and the
     /// client), `ok: 1` or not. MONGODB-OIDC may ask to authenticate again and resend
-    /// once (the token expired).
+    /// once (the token expired). With `no_reply` (an unacknowledged write), the
+    /// message is flagged `moreToCome` and the reply is `{ ok: 1 }` (Command Logging
+    /// and Monitoring spec, "Unacknowledged/Acknowledged Writes").
     pub(crate) async fn send(
         &self,
         connection: &mut PooledConnection,
         command: &Command,
         session: Option<&ClientSession>,
+        no_reply: bool,
     ) -> Result<Document> {
         let body = RawDocumentBuf::try_from(&command.body)
             .map_err(|error| Error::bson(format!("the command cannot be encoded: {error}")))?;
         let mut message = OpMsg::new(body);
         message.sequences = command.sequences.clone();
+        if no_reply {
+            message.flags = MsgFlags::MORE_TO_COME;
+        }
         let operation_id = next_request_id();
         let mut result = self
             .send_message(
@@ -524,7 +562,14 @@ impl Client {
                 service_id: connection.service_id(),
             }
         });
-        let result = match connection.send_message(request_id, message, clock).await {
+        let sent = match message.flags.contains(MsgFlags::MORE_TO_COME) {
+            true => connection
+                .send_without_reply(request_id, message)
+                .await
+                .map(|()| bson::doc! { "ok": 1 }),
+            false => connection.send_message(request_id, message, clock).await,
+        };
+        let result = match sent {
             Ok(reply) => {
                 match session {
                     Some(session) => session.observe_reply(&reply),

@@ -1,13 +1,15 @@
 //! The CRUD spec: the options and results of the collection operations, and the
 //! operations themselves (`write`: insert, update, replace, delete, findAndModify;
 //! [`bulk_write`]: the collection's bulk write; `read`: find, aggregate, count,
-//! distinct; `run_command`).
+//! distinct; `run_command`), and the client-level bulk write of the Bulk Write spec
+//! ([`client_bulk_write`]).
 //!
 //! Options deserialize from the spec's camelCase names (`batchSize`, `maxTimeMS`,
 //! `let`...), so a document of options — as the spec tests give them — becomes an
 //! options struct with `bson::from_document`.
 
 pub mod bulk_write;
+pub mod client_bulk_write;
 pub(crate) mod read;
 pub(crate) mod run_command;
 pub(crate) mod write;

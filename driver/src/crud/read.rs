@@ -252,6 +252,11 @@ impl Operation for Aggregate<'_> {
         self.write_concern.as_ref().filter(|_| self.writes())
     }
 
+    /// Its cursor comes from the reply.
+    fn needs_reply(&self) -> bool {
+        true
+    }
+
     fn supports_read_concern(&self) -> bool {
         true
     }

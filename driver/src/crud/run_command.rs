@@ -81,6 +81,11 @@ impl Operation for RunCommand {
     fn retryability(&self) -> Retryability {
         self.retryability
     }
+
+    /// The reply is the result (Run Command spec: the command is sent as given).
+    fn needs_reply(&self) -> bool {
+        true
+    }
 }
 
 /// `Database::run_cursor_command`: a command whose reply is a cursor.

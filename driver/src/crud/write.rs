@@ -41,7 +41,7 @@ pub(crate) struct WriteReply {
 impl WriteReply {
     /// Reads a write command's reply; statement indexes are shifted by `offset` (the
     /// batch's first statement in the whole operation).
-    fn parse(reply: &Document, offset: usize) -> WriteReply {
+    pub(crate) fn parse(reply: &Document, offset: usize) -> WriteReply {
         let int = |document: &Document, key: &str| {
             document.get(key).and_then(crate::handshake::bson_as_i64)
         };

@@ -25,6 +25,12 @@ impl<'a> Matcher<'a> {
         self.value(expected, Some(actual), true, "")
     }
 
+    /// [`root`](Self::root) for a value that may be absent (`None`), as an error's
+    /// optional result: only `$$unsetOrMatches` accepts its absence.
+    pub fn root_or_absent(&self, expected: &Bson, actual: Option<&Bson>) -> Result<(), String> {
+        self.value(expected, actual, true, "")
+    }
+
     /// Matches the documents an iterable result gave (`find`, `aggregate`...) against
     /// the expected array: as many, each matched as a root-level document (spec
     /// "Allowing Extra Fields in Root-level Documents": runners "MUST differentiate

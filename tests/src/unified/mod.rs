@@ -6,9 +6,9 @@
 //! - [`entities`]: the entity map and the creation of clients (recording their events),
 //!   databases and collections;
 //! - [`operations`]: the one seam where operations are bound to code
-//!   ([`operations::handler`]): [`crud`], [`bulk_write`], [`commands`], [`cursors`],
-//!   [`change_streams`], [`gridfs`], [`sessions`], their arguments read by
-//!   [`arguments`];
+//!   ([`operations::handler`]): [`crud`], [`bulk_write`], [`client_bulk_write`],
+//!   [`commands`], [`cursors`], [`change_streams`], [`gridfs`], [`sessions`], their
+//!   arguments read by [`arguments`];
 //! - [`matching`]: "Evaluating Matches" and its special operators;
 //! - [`events`]: `expectEvents`; [`errors`]: `expectError`;
 //! - [`collections`]: `initialData` and `outcome`, through an internal client.
@@ -37,6 +37,7 @@ use crate::spec::{json_files, SuiteOutcome};
 pub mod arguments;
 pub mod bulk_write;
 pub mod change_streams;
+pub mod client_bulk_write;
 pub mod collections;
 pub mod commands;
 pub mod crud;
@@ -358,11 +359,18 @@ fn check_returned(
     let result = match (returned, &operation.expect_error) {
         (Err(error), Some(expected)) => {
             errors::check(expected, &error)?;
-            // Spec "expectedError", `expectResult`: the result the error includes.
+            let matcher = Matcher::new(&context.entities);
+            errors::check_response(expected, &error, &matcher)?;
+            client_bulk_write::check_errors(expected, &error, &matcher)?;
+            // Spec "expectedError", `expectResult`: the result the error includes
+            // ($$unsetOrMatches when it may have none): a bulk write's or a client bulk
+            // write's.
             if let Some(expected) = &expected.expect_result {
-                let partial = bulk_write::partial_result(&error)
-                    .ok_or_else(|| format!("expected a result in the error: {error}"))?;
-                Matcher::new(&context.entities).root(expected, &partial)?;
+                let partial = match bulk_write::partial_result(&error) {
+                    Some(partial) => Some(partial),
+                    None => client_bulk_write::partial_result(&error)?,
+                };
+                matcher.root_or_absent(expected, partial.as_ref())?;
             }
             return Ok(());
         }

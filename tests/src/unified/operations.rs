@@ -28,7 +28,10 @@ use super::collections::NAMESPACE_NOT_FOUND;
 use super::crud::{self, Modify};
 use super::entities::{self, CursorEntity, Entity, EntityMap, Iterable};
 use super::model::{EntityDescription, Operation};
-use super::{bulk_write, change_streams, commands, cursors, gridfs, sessions, Abort, Deployment};
+use super::{
+    bulk_write, change_streams, client_bulk_write, commands, cursors, gridfs, sessions, Abort,
+    Deployment,
+};
 
 /// What an entity operation returned: its result (`None` when it returns nothing), or
 /// the driver's error, which `expectError` is checked against.
@@ -131,6 +134,9 @@ pub fn handler(operation: &Operation) -> Option<Handler> {
             |op, cx| Box::pin(commands::list_databases(op, cx, false))
         }
         (false, "listDatabaseNames") => |op, cx| Box::pin(commands::list_databases(op, cx, true)),
+        (false, "clientBulkWrite") => {
+            |op, cx| Box::pin(client_bulk_write::client_bulk_write(op, cx))
+        }
         // pymongo's listCollectionObjects and listDatabaseObjects are the same listings.
         (false, "listCollections" | "listCollectionObjects") => {
             |op, cx| Box::pin(commands::list_collections(op, cx, false))
@@ -197,7 +203,6 @@ pub fn returns_documents(operation: &Operation) -> bool {
 /// The operations of the test files whose API the driver does not have, and what is
 /// missing.
 pub const WITHOUT_DRIVER_API: &[(&str, &str)] = &[
-    ("clientBulkWrite", "Client has no bulk_write"),
     ("mapReduce", "Collection has no map_reduce"),
     ("modifyCollection", "Database has no modify_collection"),
     ("startTransaction", "there are no transactions"),
