@@ -1,6 +1,8 @@
 //! anymongo's test harness.
 //!
 //! - [`server`]: starts SecantusDB (a MongoDB-wire-compatible server) for a test.
+//! - [`harness`]: the bound on every integration test, and a client recording its
+//!   command events.
 //! - [`certs`]: generates the CA, server and client certificates of the TLS tests.
 //! - [`mock`]: a scripted mock server speaking OP_QUERY and OP_MSG.
 //! - [`fake`]: fake connections, for measuring and testing pools by themselves.
@@ -25,6 +27,8 @@ pub mod demo;
 pub mod dns;
 #[cfg(not(target_os = "wasi"))]
 pub mod fake;
+#[cfg(not(target_os = "wasi"))]
+pub mod harness;
 #[cfg(not(target_os = "wasi"))]
 pub mod load_balancer;
 #[cfg(not(target_os = "wasi"))]

@@ -2,43 +2,29 @@
 //! on loopback: how models become commands, the result and its indexes, ordered and
 //! unordered failures, retries and sessions.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use anymongo::bson::{doc, Bson, Document};
-use anymongo::client::ClientConfig;
 use anymongo::command_monitoring::CommandEvent;
 use anymongo::crud::bulk_write::{
     BulkWriteOptions, DeleteManyModel, DeleteOneModel, InsertOneModel, ReplaceOneModel,
     UpdateManyModel, UpdateOneModel, WriteModel,
 };
-use anymongo::{Client, ClientOptions, Collection, ErrorKind};
-use anymongo_tests::server;
+use anymongo::{Client, Collection, ErrorKind};
+use anymongo_tests::harness::{self, CommandLog};
 use serde::{Deserialize, Serialize};
 
 /// Every test finishes well within this, or fails.
 const TEST_BOUND: Duration = Duration::from_secs(30);
 
 async fn bounded<F: std::future::Future>(future: F) -> F::Output {
-    tokio::time::timeout(TEST_BOUND, future)
-        .await
-        .expect("the test did not finish within its bound")
+    harness::within(TEST_BOUND, future).await
 }
 
 /// A client of the shared server whose started commands are recorded.
-fn recording_client(app_name: &str) -> (Client, Arc<Mutex<Vec<CommandEvent>>>) {
-    let events = Arc::new(Mutex::new(Vec::new()));
-    let sink = events.clone();
-    let config = ClientConfig {
-        command_event_handler: Some(Arc::new(move |event: &CommandEvent| {
-            sink.lock().unwrap().push(event.clone());
-        })),
-        ..ClientConfig::default()
-    };
-    let uri = format!("{}?appName={app_name}", server::shared().uri());
-    let options = ClientOptions::parse(&uri).unwrap();
-    let client = Client::with_config(options, config, anymongo_native::runtime()).unwrap();
-    (client, events)
+fn recording_client(app_name: &str) -> (Client, CommandLog) {
+    harness::recording_client(&format!("appName={app_name}"))
 }
 
 /// A fresh, empty collection named after the test.

@@ -2,15 +2,13 @@
 //! real SecantusDB server on loopback: events arrive typed, the resume token follows
 //! the spec's rules, and a stream resumes after a killed cursor or a failed getMore.
 
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anymongo::bson::{doc, Document};
 use anymongo::change_stream::{ChangeStreamOptions, OperationType};
-use anymongo::client::ClientConfig;
 use anymongo::command_monitoring::CommandEvent;
-use anymongo::{Client, ClientOptions, Collection};
-use anymongo_tests::server;
+use anymongo::{Client, Collection};
+use anymongo_tests::harness::{self, CommandLog};
 use futures::TryStreamExt;
 use serde::{Deserialize, Serialize};
 
@@ -23,31 +21,13 @@ const TEST_BOUND: Duration = Duration::from_secs(30);
 const DATABASE: &str = "change_stream_tests";
 
 async fn bounded<F: std::future::Future>(future: F) -> F::Output {
-    tokio::time::timeout(TEST_BOUND, future)
-        .await
-        .expect("the test did not finish within its bound")
+    harness::within(TEST_BOUND, future).await
 }
-
-type Events = Arc<Mutex<Vec<CommandEvent>>>;
 
 /// A client of the shared server whose command events are recorded. A failed
 /// getMore can mark the server Unknown: a short heartbeat finds it again quickly.
-fn recording_client(app_name: &str) -> (Client, Events) {
-    let events = Arc::new(Mutex::new(Vec::new()));
-    let sink = events.clone();
-    let config = ClientConfig {
-        command_event_handler: Some(Arc::new(move |event: &CommandEvent| {
-            sink.lock().unwrap().push(event.clone());
-        })),
-        ..ClientConfig::default()
-    };
-    let uri = format!(
-        "{}?appName={app_name}&heartbeatFrequencyMS=500",
-        server::shared().uri()
-    );
-    let options = ClientOptions::parse(&uri).unwrap();
-    let client = Client::with_config(options, config, anymongo_native::runtime()).unwrap();
-    (client, events)
+fn recording_client(app_name: &str) -> (Client, CommandLog) {
+    harness::recording_client(&format!("appName={app_name}&heartbeatFrequencyMS=500"))
 }
 
 /// A fresh, empty collection named after the test.
@@ -63,7 +43,7 @@ async fn fresh<T>(client: &Client, name: &str) -> Collection<T> {
 }
 
 /// The commands named `name` the client sent.
-fn started(events: &Events, name: &str) -> Vec<Document> {
+fn started(events: &CommandLog, name: &str) -> Vec<Document> {
     events
         .lock()
         .unwrap()
@@ -78,7 +58,7 @@ fn started(events: &Events, name: &str) -> Vec<Document> {
 }
 
 /// The replies to the commands named `name`.
-fn replies(events: &Events, name: &str) -> Vec<Document> {
+fn replies(events: &CommandLog, name: &str) -> Vec<Document> {
     events
         .lock()
         .unwrap()

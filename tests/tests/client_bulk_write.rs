@@ -4,11 +4,10 @@
 //! (those that need `maxWriteBatchSize + 1` = 100 001 writes take SecantusDB minutes:
 //! the split by count is unit tested in the driver).
 
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use anymongo::bson::{doc, Bson, Document};
-use anymongo::client::ClientConfig;
 use anymongo::command_monitoring::CommandEvent;
 use anymongo::concern::WriteConcern;
 use anymongo::crud::client_bulk_write::{
@@ -16,8 +15,8 @@ use anymongo::crud::client_bulk_write::{
     ReplaceOneModel, UpdateManyModel, UpdateOneModel,
 };
 use anymongo::error::ClientBulkWriteFailure;
-use anymongo::{Client, ClientOptions, Error, ErrorKind};
-use anymongo_tests::server;
+use anymongo::{Client, Error, ErrorKind};
+use anymongo_tests::harness::{self, recording_client};
 use futures::TryStreamExt;
 
 /// The fail point is one per server: tests that configure it take turns.
@@ -32,25 +31,7 @@ const MAX_BSON_OBJECT_SIZE: usize = 16 * 1024 * 1024;
 const MAX_MESSAGE_SIZE_BYTES: usize = 48_000_000;
 
 async fn bounded<F: std::future::Future>(future: F) -> F::Output {
-    tokio::time::timeout(TEST_BOUND, future)
-        .await
-        .expect("the test did not finish within its bound")
-}
-
-/// A client of the shared server whose command events are recorded.
-fn recording_client(query: &str) -> (Client, Arc<Mutex<Vec<CommandEvent>>>) {
-    let events = Arc::new(Mutex::new(Vec::new()));
-    let sink = events.clone();
-    let config = ClientConfig {
-        command_event_handler: Some(Arc::new(move |event: &CommandEvent| {
-            sink.lock().unwrap().push(event.clone());
-        })),
-        ..ClientConfig::default()
-    };
-    let uri = format!("{}?{query}", server::shared().uri());
-    let options = ClientOptions::parse(&uri).unwrap();
-    let client = Client::with_config(options, config, anymongo_native::runtime()).unwrap();
-    (client, events)
+    harness::within(TEST_BOUND, future).await
 }
 
 /// The commands named `name` that were started.

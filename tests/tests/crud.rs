@@ -1,15 +1,14 @@
 //! The user API (`Collection<T>`, cursors, sessions, retryable writes) against a real
 //! SecantusDB server on loopback.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use anymongo::bson::{doc, Bson, Document};
-use anymongo::client::ClientConfig;
 use anymongo::command_monitoring::CommandEvent;
 use anymongo::crud::{FindOneAndModifyOptions, FindOptions, ReturnDocument, WriteOptions};
-use anymongo::{Client, ClientOptions, Collection, ErrorKind};
-use anymongo_tests::server;
+use anymongo::{Client, Collection, ErrorKind};
+use anymongo_tests::harness::{self, recording_client};
 use futures::TryStreamExt;
 use serde::{Deserialize, Serialize};
 
@@ -20,26 +19,7 @@ static FAIL_POINT: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 const TEST_BOUND: Duration = Duration::from_secs(30);
 
 async fn bounded<F: std::future::Future>(future: F) -> F::Output {
-    tokio::time::timeout(TEST_BOUND, future)
-        .await
-        .expect("the test did not finish within its bound")
-}
-
-/// A client of the shared server whose command events are recorded; `query` holds
-/// its appName and any other options.
-fn recording_client(query: &str) -> (Client, Arc<Mutex<Vec<CommandEvent>>>) {
-    let events = Arc::new(Mutex::new(Vec::new()));
-    let sink = events.clone();
-    let config = ClientConfig {
-        command_event_handler: Some(Arc::new(move |event: &CommandEvent| {
-            sink.lock().unwrap().push(event.clone());
-        })),
-        ..ClientConfig::default()
-    };
-    let uri = format!("{}?{query}", server::shared().uri());
-    let options = ClientOptions::parse(&uri).unwrap();
-    let client = Client::with_config(options, config, anymongo_native::runtime()).unwrap();
-    (client, events)
+    harness::within(TEST_BOUND, future).await
 }
 
 /// A fresh, empty collection named after the test.

@@ -15,7 +15,7 @@ use anymongo::rt::Resolver;
 use anymongo::{srv, Client, ClientOptions, ErrorKind};
 use anymongo_native::TokioResolver;
 use anymongo_tests::dns::{spec_records, DnsServer, Entry};
-use anymongo_tests::server;
+use anymongo_tests::{harness, server};
 
 /// Every test here finishes well within this, or fails.
 const TEST_BOUND: Duration = Duration::from_secs(10);
@@ -25,9 +25,7 @@ fn localhost() -> IpAddr {
 }
 
 async fn bounded<F: std::future::Future>(future: F) -> F::Output {
-    tokio::time::timeout(TEST_BOUND, future)
-        .await
-        .expect("the test did not finish within its bound")
+    harness::within(TEST_BOUND, future).await
 }
 
 #[tokio::test]

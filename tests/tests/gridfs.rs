@@ -6,15 +6,13 @@ use std::time::Duration;
 use anymongo::bson::{doc, Bson, DateTime};
 use anymongo::gridfs::{GridFsBucket, GridFsBucketOptions, GridFsError, GridFsUploadOptions};
 use anymongo::{Client, ErrorKind};
-use anymongo_tests::server;
+use anymongo_tests::{harness, server};
 
 /// Every test finishes well within this, or fails.
 const TEST_BOUND: Duration = Duration::from_secs(30);
 
 async fn bounded<F: std::future::Future>(future: F) -> F::Output {
-    tokio::time::timeout(TEST_BOUND, future)
-        .await
-        .expect("the test did not finish within its bound")
+    harness::within(TEST_BOUND, future).await
 }
 
 /// An empty bucket named after the test, with small chunks so files span several.

@@ -20,6 +20,7 @@ use anymongo::sdam::{SdamEvent, TopologyType};
 use anymongo::srv::{self, SeedList};
 use anymongo::{Client, ClientOptions};
 use anymongo_tests::dns::{DnsServer, Entry};
+use anymongo_tests::harness;
 use anymongo_tests::load_balancer::MockLoadBalancer;
 use anymongo_tests::mock::{mongos_hello, wait_for_activity, MockServer};
 use tokio::sync::watch;
@@ -203,9 +204,7 @@ fn port_of(address: &str) -> u16 {
 }
 
 async fn bounded<F: std::future::Future>(future: F) -> F::Output {
-    tokio::time::timeout(BOUND, future)
-        .await
-        .expect("the test did not finish within its bound")
+    harness::within(BOUND, future).await
 }
 
 /// Waits (checking every 10 ms) until the DNS server has received at least `count`

@@ -1,0 +1,41 @@
+//! What the integration tests against the shared SecantusDB server share: a bound on
+//! every test, and a client that records its command events.
+
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anymongo::client::ClientConfig;
+use anymongo::command_monitoring::CommandEvent;
+use anymongo::{Client, ClientOptions};
+
+use crate::server;
+
+/// The command events a [`recording_client`] published, in order.
+pub type CommandLog = Arc<Mutex<Vec<CommandEvent>>>;
+
+/// Runs `future` to its end, or fails the test once `bound` has passed: no test can
+/// hang.
+pub async fn within<F: Future>(bound: Duration, future: F) -> F::Output {
+    tokio::time::timeout(bound, future)
+        .await
+        .expect("the test did not finish within its bound")
+}
+
+/// A client of the shared server whose command events are recorded; `query` is the
+/// connection string's options (its `appName` at least, which fail points can
+/// target).
+pub fn recording_client(query: &str) -> (Client, CommandLog) {
+    let events = CommandLog::default();
+    let sink = events.clone();
+    let config = ClientConfig {
+        command_event_handler: Some(Arc::new(move |event: &CommandEvent| {
+            sink.lock().unwrap().push(event.clone());
+        })),
+        ..ClientConfig::default()
+    };
+    let uri = format!("{}?{query}", server::shared().uri());
+    let options = ClientOptions::parse(&uri).unwrap();
+    let client = Client::with_config(options, config, anymongo_native::runtime()).unwrap();
+    (client, events)
+}
