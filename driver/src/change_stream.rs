@@ -595,6 +595,10 @@ struct Open<'a> {
 impl Operation for Open<'_> {
     type Output = Cursor<Document>;
 
+    fn name(&self) -> &str {
+        self.aggregate.name()
+    }
+
     fn target(&self) -> Target<'_> {
         self.aggregate.target()
     }

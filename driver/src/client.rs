@@ -17,6 +17,8 @@ use crate::cursor::PendingKill;
 use crate::database::Database;
 use crate::error::{Error, Result};
 use crate::handshake::HelloReply;
+use crate::logging;
+use crate::operation::Command;
 use crate::rt::{Clock, Instant, Runtime};
 use crate::sdam::live::{EventHandlers, Shared, Topology};
 pub use crate::sdam::live::{MonitoringThreads, SdamEventHandler};
@@ -25,7 +27,7 @@ use crate::selection::SelectionCriteria;
 use crate::session::{
     ClientSession, ClusterTime, ServerSession, ServerSessionPool, SessionOptions,
 };
-use crate::uri::{ClientOptions, ReadPreference};
+use crate::uri::{ClientOptions, ReadPreference, ReadPreferenceMode};
 
 /// A handle to a MongoDB deployment. Cheap to clone; clones share connections.
 ///
@@ -88,6 +90,10 @@ pub struct ClientConfig {
     pub command_event_handler: Option<CommandEventHandler>,
     /// Background monitors or single-threaded scans.
     pub monitoring: MonitoringThreads,
+    /// The longest document text (relaxed extended JSON, in bytes) in a log message;
+    /// longer ones are cut and end in `...`. `None`: 1000
+    /// ([`logging::DEFAULT_MAX_DOCUMENT_LENGTH`]). See [`crate::logging`].
+    pub log_max_document_length: Option<usize>,
 }
 
 impl std::fmt::Debug for ClientConfig {
@@ -100,6 +106,7 @@ impl std::fmt::Debug for ClientConfig {
                 &self.command_event_handler.is_some(),
             )
             .field("monitoring", &self.monitoring)
+            .field("log_max_document_length", &self.log_max_document_length)
             .finish_non_exhaustive()
     }
 }
@@ -191,6 +198,9 @@ impl Client {
         let handlers = EventHandlers {
             sdam: config.sdam_event_handler,
             cmap: config.cmap_event_handler,
+            log_max_document_length: config
+                .log_max_document_length
+                .unwrap_or(logging::DEFAULT_MAX_DOCUMENT_LENGTH),
         };
         let topology = Topology::open(
             &options,
@@ -199,12 +209,16 @@ impl Client {
             config.monitoring,
             handlers,
         )?;
+        let log = topology.shared().log_context();
         Ok(Client {
             inner: Arc::new(ClientInner {
                 options,
                 runtime,
                 topology,
-                commands: CommandMonitor::new(config.command_event_handler),
+                commands: CommandMonitor::new(Some(logging::logged(
+                    config.command_event_handler,
+                    log,
+                ))),
                 sessions: ServerSessionPool::default(),
                 cluster_time: ClusterTime::default(),
                 pending_kills: Mutex::new(Vec::new()),
@@ -326,13 +340,69 @@ impl Client {
         ClientSession::explicit(self.clone(), options)
     }
 
+    /// Closes the client, as the official drivers' `close()`: the server sessions it
+    /// pooled are ended with `endSessions` (Driver Sessions spec, "EndSessions": at
+    /// most 10,000 ids per command, sent to a server selected with read preference
+    /// primaryPreferred, errors ignored since the server expires sessions anyway),
+    /// then the topology closes: monitors stop, connection pools close with their
+    /// events, and every later operation of any handle of this client fails.
+    /// Dropping the last handle closes the topology too, without `endSessions`.
+    ///
+    /// ```no_run
+    /// # async fn example(client: anymongo::Client) {
+    /// client.close().await;
+    /// # }
+    /// ```
+    pub async fn close(&self) {
+        let ids = self.inner.sessions.drain();
+        if !ids.is_empty() {
+            let _ignored = self.end_sessions(ids).await;
+        }
+        self.topology().close();
+    }
+
+    /// Sends `endSessions` for `ids`, in batches of at most 10,000 ids, without a
+    /// session of its own.
+    async fn end_sessions(&self, ids: Vec<Document>) -> Result<()> {
+        const END_SESSIONS_BATCH: usize = 10_000;
+        let topology = self.topology();
+        let preference = ReadPreference {
+            mode: ReadPreferenceMode::PrimaryPreferred,
+            ..ReadPreference::default()
+        };
+        let selected = topology
+            .select_server(
+                &SelectionCriteria::Read(&preference),
+                &[],
+                "endSessions",
+                crate::wire::next_request_id(),
+            )
+            .await?;
+        let mut pooled = topology.check_out(&selected).await?;
+        let mut outcome = Ok(());
+        for batch in ids.chunks(END_SESSIONS_BATCH) {
+            let command = Command::new("admin", bson::doc! { "endSessions": batch });
+            if let Err(error) = self.send(&mut pooled, &command, None, false).await {
+                outcome = Err(error);
+                break;
+            }
+        }
+        selected.server.check_in(pooled);
+        outcome
+    }
+
     /// The handshake reply of a connection to a server selected for a primary read
     /// (connecting first if no connection is idle).
     pub async fn hello(&self) -> Result<HelloReply> {
         let topology = self.topology();
         let primary = ReadPreference::default();
         let selected = topology
-            .select_server(&SelectionCriteria::Read(&primary), &[])
+            .select_server(
+                &SelectionCriteria::Read(&primary),
+                &[],
+                "hello",
+                crate::wire::next_request_id(),
+            )
             .await?;
         let pooled = topology.check_out(&selected).await?;
         let hello = pooled.hello().clone();

@@ -358,6 +358,10 @@ struct GetMore {
 impl Operation for GetMore {
     type Output = Batch;
 
+    fn name(&self) -> &str {
+        "getMore"
+    }
+
     fn target(&self) -> Target<'_> {
         // Never used: a getMore goes to the cursor's server without selection.
         Target::Write
@@ -416,6 +420,10 @@ struct KillCursors<'a> {
 
 impl Operation for KillCursors<'_> {
     type Output = ();
+
+    fn name(&self) -> &str {
+        "killCursors"
+    }
 
     fn target(&self) -> Target<'_> {
         // Never used: a killCursors goes to the cursor's server without selection.

@@ -490,7 +490,11 @@ impl fmt::Display for Error {
 
 impl fmt::Display for CommandError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "command failed: {}", self.message)?;
+        // A redacted error (Command Logging and Monitoring, "Security") has no message.
+        match self.message.as_str() {
+            "" => write!(f, "command failed")?,
+            message => write!(f, "command failed: {message}")?,
+        }
         match self.code_name.as_str() {
             "" => write!(f, " (code {})", self.code)?,
             name => write!(f, " ({name}, code {})", self.code)?,

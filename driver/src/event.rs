@@ -21,6 +21,12 @@ use crate::sync::lock;
 pub trait EventListener<E>: MaybeSend + MaybeSync {
     /// Called for each event.
     fn handle(&self, event: &E);
+
+    /// Whether events should be built for this listener at all: a listener that
+    /// wants none now (a log whose level is off) saves their cost.
+    fn is_listening(&self) -> bool {
+        true
+    }
 }
 
 impl<E, F: Fn(&E) + MaybeSend + MaybeSync> EventListener<E> for F {
@@ -51,19 +57,21 @@ impl<E> EventSink<E> {
 
     /// Whether anyone listens (events built for nobody can be skipped).
     pub fn is_listened(&self) -> bool {
-        self.handler.is_some()
+        self.handler
+            .as_ref()
+            .is_some_and(|handler| handler.is_listening())
     }
 
     /// Queues `events` (dropped at once when nobody listens).
     pub fn queue(&self, events: impl IntoIterator<Item = E>) {
-        if self.handler.is_some() {
+        if self.is_listened() {
             lock(&self.queue).extend(events);
         }
     }
 
     /// Queues an event that is only built when someone listens.
     pub fn queue_with(&self, event: impl FnOnce() -> E) {
-        if self.handler.is_some() {
+        if self.is_listened() {
             lock(&self.queue).push_back(event());
         }
     }

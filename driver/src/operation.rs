@@ -49,8 +49,8 @@ impl Command {
     }
 
     /// The command's name: its first key.
-    fn name(&self) -> String {
-        self.body.keys().next().cloned().unwrap_or_default()
+    pub fn name(&self) -> &str {
+        self.body.keys().next().map_or("", String::as_str)
     }
 }
 
@@ -114,6 +114,10 @@ pub(crate) trait Operation {
     /// What it returns.
     type Output;
 
+    /// The name of its command (before it is built), for server selection's log
+    /// messages.
+    fn name(&self) -> &str;
+
     /// Where it may run.
     fn target(&self) -> Target<'_>;
 
@@ -160,6 +164,10 @@ pub(crate) trait Operation {
 /// batch reports how many documents it sent) lends it to the executor.
 impl<O: Operation> Operation for &mut O {
     type Output = O::Output;
+
+    fn name(&self) -> &str {
+        (**self).name()
+    }
 
     fn target(&self) -> Target<'_> {
         (**self).target()
@@ -239,10 +247,16 @@ impl Client {
         let mut deprioritized = Vec::new();
         let mut first_error: Option<Error> = None;
         let mut txn_number = TxnNumber::Next;
+        let operation_id = next_request_id();
         loop {
             let target = operation.target().resolve(|| self.topology_description());
             let selected = match topology
-                .select_server(&target.criteria(), &deprioritized)
+                .select_server(
+                    &target.criteria(),
+                    &deprioritized,
+                    operation.name(),
+                    operation_id,
+                )
                 .await
             {
                 Ok(selected) => selected,
@@ -550,7 +564,7 @@ impl Client {
             .then(|| monitored_command(command, message));
         let in_flight = monitor.started(shown.as_ref().unwrap_or(&command.body), clock, || {
             CommandInfo {
-                command_name: command.name(),
+                command_name: command.name().to_owned(),
                 database_name: command.database.clone(),
                 request_id,
                 operation_id,

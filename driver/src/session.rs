@@ -120,6 +120,14 @@ impl ServerSessionPool {
         }
     }
 
+    /// Empties the pool: the ids of the sessions it held, for `endSessions`.
+    pub fn drain(&self) -> Vec<Document> {
+        lock(&self.sessions)
+            .drain(..)
+            .map(|session| session.id)
+            .collect()
+    }
+
     /// The ids of the pooled sessions, most recently used first.
     #[cfg(test)]
     fn ids(&self) -> Vec<Document> {

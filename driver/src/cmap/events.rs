@@ -12,6 +12,7 @@ use bson::oid::ObjectId;
 use super::PoolOptions;
 use crate::event::EventHandler;
 use crate::uri::ServerAddress;
+use crate::Error;
 
 /// A connection pool event.
 #[derive(Debug, Clone, PartialEq)]
@@ -79,6 +80,9 @@ pub enum CmapEvent {
         address: ServerAddress,
         /// Why.
         reason: CheckOutFailedReason,
+        /// The error, when the reason is
+        /// [`ConnectionError`](CheckOutFailedReason::ConnectionError).
+        error: Option<Error>,
         /// Time since its [`CmapEvent::ConnectionCheckOutStarted`].
         duration: Duration,
     },

@@ -616,7 +616,7 @@ impl<E: Establish> ConnectionPool<E> {
                 let detail = {
                     let mut state = inner.state();
                     state.leave(waiter);
-                    inner.check_out_failed(started, CheckOutFailedReason::Timeout);
+                    inner.check_out_failed(started, CheckOutFailedReason::Timeout, None);
                     inner.wait_queue_timeout_detail(&state)
                 };
                 inner.settle(Vec::new());
@@ -648,7 +648,11 @@ impl<E: Establish> ConnectionPool<E> {
             Ok(Err(Failed { error, report })) => {
                 {
                     let _state = inner.state();
-                    inner.check_out_failed(started, CheckOutFailedReason::ConnectionError);
+                    inner.check_out_failed(
+                        started,
+                        CheckOutFailedReason::ConnectionError,
+                        Some(&error),
+                    );
                 }
                 inner.events.flush();
                 if let Some(generation) = report {
@@ -659,7 +663,7 @@ impl<E: Establish> ConnectionPool<E> {
             Err(oneshot::Canceled) => {
                 {
                     let _state = inner.state();
-                    inner.check_out_failed(started, CheckOutFailedReason::PoolClosed);
+                    inner.check_out_failed(started, CheckOutFailedReason::PoolClosed, None);
                 }
                 inner.events.flush();
                 Err(pool_closed_error(&inner.address))
@@ -918,13 +922,20 @@ impl<E: Establish> Inner<E> {
         });
     }
 
-    /// Queues a ConnectionCheckOutFailed (the caller holds the state lock).
-    fn check_out_failed(&self, started: Instant, reason: CheckOutFailedReason) {
+    /// Queues a ConnectionCheckOutFailed (the caller holds the state lock), with the
+    /// error when establishing a connection failed or the pool was cleared.
+    fn check_out_failed(
+        &self,
+        started: Instant,
+        reason: CheckOutFailedReason,
+        error: Option<&Error>,
+    ) {
         let duration = self.clock.now() - started;
         self.events
             .queue_with(|| CmapEvent::ConnectionCheckOutFailed {
                 address: self.address.clone(),
                 reason,
+                error: error.cloned(),
                 duration,
             });
     }
@@ -962,13 +973,18 @@ impl<E: Establish> Inner<E> {
     ) -> Step<E::Connection> {
         if state.status == PoolState::Closed {
             state.leave(waiter);
-            self.check_out_failed(started, CheckOutFailedReason::PoolClosed);
+            self.check_out_failed(started, CheckOutFailedReason::PoolClosed, None);
             return Step::Fail(pool_closed_error(&self.address));
         }
         if state.evicted.contains(&waiter) || state.status == PoolState::Paused {
             state.leave(waiter);
-            self.check_out_failed(started, CheckOutFailedReason::ConnectionError);
-            return Step::Fail(pool_cleared_error(&self.address));
+            let cleared = pool_cleared_error(&self.address);
+            self.check_out_failed(
+                started,
+                CheckOutFailedReason::ConnectionError,
+                Some(&cleared),
+            );
+            return Step::Fail(cleared);
         }
         if state.wait_queue.front() != Some(&waiter) {
             return Step::Wait;

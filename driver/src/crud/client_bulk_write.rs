@@ -849,6 +849,10 @@ struct BatchReply {
 impl Operation for BulkWriteBatch<'_> {
     type Output = BatchReply;
 
+    fn name(&self) -> &str {
+        "bulkWrite"
+    }
+
     fn target(&self) -> Target<'_> {
         Target::Write
     }

@@ -99,7 +99,11 @@ pub(crate) fn read_preference_from_document(document: &Document) -> Result<ReadP
     let mode = document
         .get_str("mode")
         .map_err(|_| "a read preference needs a mode")?;
-    let mode = crate::uri::ReadPreferenceMode::from_name(mode)
+    // Any case, as servers and the official drivers take it ("Secondary" too).
+    let mode = crate::uri::ReadPreferenceMode::ALL
+        .iter()
+        .copied()
+        .find(|known| known.name().eq_ignore_ascii_case(mode))
         .ok_or_else(|| format!("unknown read preference mode {mode:?}"))?;
     let mut tag_sets = Vec::new();
     for set in document

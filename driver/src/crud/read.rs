@@ -53,6 +53,10 @@ pub(crate) struct Find<'a> {
 impl Operation for Find<'_> {
     type Output = Cursor<Document>;
 
+    fn name(&self) -> &str {
+        "find"
+    }
+
     fn target(&self) -> Target<'_> {
         Target::Read(&self.read_preference)
     }
@@ -177,6 +181,10 @@ impl Aggregate<'_> {
 impl Operation for Aggregate<'_> {
     type Output = Cursor<Document>;
 
+    fn name(&self) -> &str {
+        "aggregate"
+    }
+
     fn target(&self) -> Target<'_> {
         match self.writes() {
             true => Target::WriteStage(&self.read_preference),
@@ -275,6 +283,10 @@ pub(crate) struct SimpleRead<'a> {
 
 impl Operation for SimpleRead<'_> {
     type Output = Bson;
+
+    fn name(&self) -> &str {
+        self.body.keys().next().map_or("", String::as_str)
+    }
 
     fn target(&self) -> Target<'_> {
         Target::Read(&self.read_preference)

@@ -62,6 +62,10 @@ impl RunCommand {
 impl Operation for RunCommand {
     type Output = Document;
 
+    fn name(&self) -> &str {
+        self.command.name()
+    }
+
     fn target(&self) -> Target<'_> {
         Target::Read(&self.read_preference)
     }
@@ -140,6 +144,10 @@ impl From<RunCommand> for RunCursorCommand {
 
 impl Operation for RunCursorCommand {
     type Output = Cursor<Document>;
+
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
 
     fn target(&self) -> Target<'_> {
         self.inner.target()

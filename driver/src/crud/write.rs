@@ -387,6 +387,10 @@ impl<'a> WriteBatch<'a> {
 impl Operation for WriteBatch<'_> {
     type Output = WriteReply;
 
+    fn name(&self) -> &str {
+        self.kind.command()
+    }
+
     fn target(&self) -> Target<'_> {
         Target::Write
     }
@@ -479,6 +483,10 @@ pub(crate) struct FindAndModify<'a> {
 
 impl Operation for FindAndModify<'_> {
     type Output = Option<Document>;
+
+    fn name(&self) -> &str {
+        "findAndModify"
+    }
 
     fn target(&self) -> Target<'_> {
         Target::Write

@@ -33,6 +33,7 @@ use crate::cmap::{
 use crate::connection::{Connection, ConnectionSettings};
 use crate::error::{Error, ErrorKind, Result};
 use crate::event::{EventHandler, EventSink};
+use crate::logging::{self, LogContext, SelectionLog};
 use crate::rt::{self, BoxFuture, Instant, Runtime};
 use crate::sdam::events::SdamEvent;
 use crate::sdam::monitor::{
@@ -130,7 +131,7 @@ impl Server {
             connector,
             topology.runtime.clock.clone(),
             spawner,
-            topology.cmap_events.clone(),
+            Some(topology.cmap_events.clone()),
         )?;
         Ok(Server {
             address,
@@ -163,6 +164,8 @@ impl Server {
 pub(crate) struct EventHandlers {
     pub sdam: Option<SdamEventHandler>,
     pub cmap: Option<CmapEventHandler>,
+    /// The longest document text in a log message ([`crate::logging`]).
+    pub log_max_document_length: usize,
 }
 
 /// The connection an application error happened on, as SDAM error handling needs it.
@@ -221,7 +224,10 @@ pub(crate) struct Shared {
     /// Settings for application connections (with credentials), retargeted per server.
     connection_settings: ConnectionSettings,
     pool_options: PoolOptions,
-    cmap_events: Option<CmapEventHandler>,
+    /// The pools' listener: the application's, behind the connection log.
+    cmap_events: CmapEventHandler,
+    /// What every log message of this client carries.
+    log: LogContext,
     heartbeat_frequency: Duration,
     single_threaded: bool,
     /// Single-threaded, and not load-balanced (its one server is never checked,
@@ -323,6 +329,10 @@ impl Topology {
             }
         };
         let id = ObjectId::new();
+        let log = LogContext {
+            topology_id: id,
+            max_document_length: handlers.log_max_document_length,
+        };
         let (mut description, opening_events) = TopologyState::open(options, id);
         description.set_heartbeat_frequency(heartbeat_frequency);
         let addresses: Vec<ServerAddress> = description.servers.keys().cloned().collect();
@@ -331,7 +341,8 @@ impl Topology {
             runtime,
             connection_settings,
             pool_options: PoolOptions::from_client_options(options),
-            cmap_events: handlers.cmap,
+            cmap_events: logging::logged(handlers.cmap, log),
+            log,
             heartbeat_frequency,
             single_threaded,
             scans: single_threaded && options.load_balanced != Some(true),
@@ -344,7 +355,7 @@ impl Topology {
                 last_scan: None,
             }),
             changed: Notify::default(),
-            events: EventSink::new(handlers.sdam),
+            events: EventSink::new(Some(logging::logged(handlers.sdam, log))),
             scanning: futures::lock::Mutex::new(()),
             srv: OnceLock::new(),
         });
@@ -790,11 +801,46 @@ impl Shared {
 
     /// Server selection (server-selection.md): a suitable server within
     /// serverSelectionTimeoutMS, waiting for the topology to change — or, in
-    /// single-threaded mode, scanning — while there is none.
+    /// single-threaded mode, scanning — while there is none. `operation` (the command
+    /// name) and `operation_id` go into the selection's log messages
+    /// (server-selection.md, "Logging").
     pub async fn select_server(
         self: &Arc<Self>,
         criteria: &SelectionCriteria<'_>,
         deprioritized: &[ServerAddress],
+        operation: &str,
+        operation_id: i32,
+    ) -> Result<SelectedServer> {
+        let mut log = SelectionLog::new(
+            operation,
+            operation_id,
+            || format!("{criteria:?}"),
+            self.log,
+        );
+        if let Some(log) = &log {
+            log.started(&self.description());
+        }
+        let selected = self.select(criteria, deprioritized, &mut log).await;
+        if let Some(log) = &log {
+            match &selected {
+                Ok(selected) => log.succeeded(&self.description(), &selected.server.address),
+                Err(error) => log.failed(&self.description(), error),
+            }
+        }
+        selected
+    }
+
+    /// What this client's log messages carry.
+    pub fn log_context(&self) -> LogContext {
+        self.log
+    }
+
+    /// The selection loop of [`Shared::select_server`].
+    async fn select(
+        self: &Arc<Self>,
+        criteria: &SelectionCriteria<'_>,
+        deprioritized: &[ServerAddress],
+        log: &mut Option<SelectionLog<'_>>,
     ) -> Result<SelectedServer> {
         let clock = self.runtime.clock.clone();
         let started = clock.now();
@@ -832,7 +878,14 @@ impl Shared {
                 self.scan().await;
             }
             let changed = self.changed.listen();
-            match self.try_select(criteria, deprioritized, deadline)? {
+            let selected = self.try_select(criteria, deprioritized, deadline)?;
+            if selected.is_none() {
+                if let Some(log) = log {
+                    let remaining = deadline.saturating_duration_since(clock.now());
+                    log.waiting(&self.description(), remaining);
+                }
+            }
+            match selected {
                 Some(selected) => return Ok(selected),
                 None if self.scans => {
                     let mut state = self.state();
@@ -1011,7 +1064,7 @@ impl Shared {
 
     /// Closes the topology: monitors stop, pools close, closing events go out, and
     /// selections in progress fail.
-    fn close(&self) {
+    pub fn close(&self) {
         let mut state = self.state();
         if state.closed {
             return;

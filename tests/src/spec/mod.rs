@@ -112,7 +112,15 @@ pub static SUITES: &[Suite] = &[
     unified("sessions"),
     pending("transactions", OPERATIONS),
     unified("command_monitoring"),
-    pending("command_logging", OPERATIONS),
+    unified("command_logging"),
+    Suite {
+        name: "connection_logging",
+        runner: Runner::Run(crate::unified::run_with_standalone),
+    },
+    Suite {
+        name: "server_selection_logging",
+        runner: Runner::Run(crate::unified::run_with_standalone),
+    },
     unified("run_command"),
     unified("versioned-api"),
     unified("gridfs"),

@@ -52,9 +52,14 @@ pub async fn next(operation: &Operation, context: &mut Context) -> Result<Return
     }
 }
 
-/// Spec `close`: kills the server's cursor; the entity stays, closed.
+/// Spec `close`: kills the server's cursor; the entity stays, closed. On a client
+/// entity: closes the client (spec "client", `close`).
 pub async fn close(operation: &Operation, context: &mut Context) -> Result<Returned, Abort> {
     super::arguments::known_arguments(operation, &[])?;
+    if let Ok(client) = context.entities.client(&operation.object) {
+        client.client.close().await;
+        return Ok(Ok(None));
+    }
     let entity = context.entities.cursor_mut(&operation.object)?;
     let closed = match entity.cursor.take() {
         Some(Iterable::Cursor(cursor)) => cursor.close().await,

@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 
+use anymongo::client::ClientConfig;
 use anymongo::crud::AggregateOptions;
 use anymongo::database::Concerns;
 use anymongo::gridfs::GridFsBucket;
@@ -11,7 +12,10 @@ use anymongo::versioned_api::{ServerApi, ServerApiVersion};
 use anymongo::{ChangeStream, Client, ClientOptions, Collection, Cursor, Database};
 use bson::{Bson, Document};
 
-use super::events::{EventLog, Observe};
+use anymongo::sdam::SdamEvent;
+
+use super::events::{Event, EventLog, Observe};
+use super::logs::LogObserver;
 use super::model::{ClientDescription, EntityDescription};
 use super::Abort;
 
@@ -69,6 +73,8 @@ pub struct ClientEntity {
     pub events: EventLog,
     /// Which events `expectEvents` looks at.
     pub observe: Observe,
+    /// Its log messages, when `observeLogMessages` asks for them.
+    pub logs: Option<LogObserver>,
 }
 
 /// A database entity.
@@ -355,10 +361,6 @@ fn create_client(description: &ClientDescription, uri: &str) -> Result<ClientEnt
             description.store_events_as_entities.is_some(),
         ),
         (
-            "observeLogMessages",
-            description.observe_log_messages.is_some(),
-        ),
-        (
             "observeTracingMessages",
             description.observe_tracing_messages.is_some(),
         ),
@@ -389,8 +391,29 @@ fn create_client(description: &ClientDescription, uri: &str) -> Result<ClientEnt
         )));
     }
     let events = EventLog::default();
-    let client = Client::with_config(options, events.client_config(), anymongo_native::runtime())
+    // Observation starts before the client exists: its pools log as it is built.
+    let mut logs = description
+        .observe_log_messages
+        .as_ref()
+        .map(LogObserver::start)
+        .transpose()?;
+    let config = ClientConfig {
+        // The command logging tests README: "Drivers MUST run the logging tests with
+        // their max document length setting … set to a large value e.g. 10,000".
+        log_max_document_length: Some(10_000),
+        ..events.client_config()
+    };
+    let client = Client::with_config(options, config, anymongo_native::runtime())
         .map_err(|e| format!("cannot create a client for {uri}: {e}"))?;
+    if let Some(logs) = &mut logs {
+        let opening = events.all().into_iter().find_map(|event| match event {
+            Event::Sdam(SdamEvent::TopologyOpening { topology_id }) => Some(topology_id),
+            _ => None,
+        });
+        let topology_id =
+            opening.ok_or_else(|| format!("the client for {uri} published no TopologyOpening"))?;
+        logs.claim(topology_id.to_hex());
+    }
     let observe = Observe {
         events: description.observe_events.clone(),
         ignored_commands: description.ignore_command_monitoring_events.clone(),
@@ -400,6 +423,7 @@ fn create_client(description: &ClientDescription, uri: &str) -> Result<ClientEnt
         client,
         events,
         observe,
+        logs,
     })
 }
 

@@ -11,8 +11,13 @@ use anymongo::sdam::events::SdamEvent;
 use bson::oid::ObjectId;
 use bson::{Bson, Document};
 
+use anymongo::rt::BoxFuture;
+
+use super::arguments::known_arguments;
 use super::matching::Matcher;
-use super::model::ExpectedEventsForClient;
+use super::model::{ExpectedEventsForClient, Operation};
+use super::operations::{Context, Returned};
+use super::Abort;
 
 /// An event of any of the three monitors.
 #[derive(Debug, Clone)]
@@ -344,6 +349,54 @@ fn equal(expected: &Bson, actual: &Bson) -> Result<(), String> {
     } else {
         Err(format!("expected {expected}, got {actual}"))
     }
+}
+
+/// How long `waitForEvent` waits at most.
+const WAIT_FOR_EVENT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Spec "waitForEvent": waits until the client entity has published `count` events
+/// matching `event`, whether or not it observes them for `expectEvents`. The
+/// driver's events come from its background tasks, so the log is polled, within
+/// [`WAIT_FOR_EVENT_TIMEOUT`].
+pub fn wait_for_event<'a>(
+    operation: &'a Operation,
+    context: &'a mut Context,
+) -> BoxFuture<'a, Result<Returned, Abort>> {
+    Box::pin(async move {
+        known_arguments(operation, &["client", "event", "count"])?;
+        let arguments = &operation.arguments;
+        let client = arguments
+            .get_str("client")
+            .map_err(|_| "waitForEvent needs a client".to_owned())?;
+        let event = arguments
+            .get_document("event")
+            .map_err(|_| "waitForEvent needs an event".to_owned())?;
+        let count = match arguments.get("count") {
+            Some(Bson::Int32(n)) => usize::try_from(*n).unwrap_or(0),
+            Some(Bson::Int64(n)) => usize::try_from(*n).unwrap_or(0),
+            _ => return Err(Abort::Failed("count must be an integer".to_owned())),
+        };
+        let deadline = tokio::time::Instant::now() + WAIT_FOR_EVENT_TIMEOUT;
+        loop {
+            let seen = {
+                let matcher = Matcher::new(&context.entities);
+                let log = &context.entities.client(client)?.events;
+                log.all()
+                    .iter()
+                    .filter(|actual| check_event(event, actual, &matcher).is_ok())
+                    .count()
+            };
+            if seen >= count {
+                return Ok(Ok(None));
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Err(Abort::Failed(format!(
+                    "{client} published {seen} of {count} {event} within {WAIT_FOR_EVENT_TIMEOUT:?}"
+                )));
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+    })
 }
 
 #[cfg(test)]

@@ -47,6 +47,7 @@ pub mod errors;
 pub mod events;
 pub mod gridfs;
 pub mod known_gaps;
+pub mod logs;
 pub mod matching;
 pub mod model;
 pub mod operations;
@@ -122,6 +123,17 @@ impl Deployment {
 /// Runs every unified test file under `dir` (one of the corpus's suite folders)
 /// against the shared test server.
 pub fn run(dir: &Path) -> SuiteOutcome {
+    run_against(dir, false)
+}
+
+/// Like [`run`], with a standalone server besides the shared single-node replica
+/// set: each test runs against the first of the two that meets its
+/// `runOnRequirements` (the logging suites' files are written for either topology).
+pub fn run_with_standalone(dir: &Path) -> SuiteOutcome {
+    run_against(dir, true)
+}
+
+fn run_against(dir: &Path, with_standalone: bool) -> SuiteOutcome {
     let mut outcome = SuiteOutcome::default();
     let files = match json_files(dir) {
         Ok(files) => files,
@@ -152,25 +164,53 @@ pub fn run(dir: &Path) -> SuiteOutcome {
             return outcome;
         }
     };
-    let deployment = match runtime.block_on(Deployment::connect(&uri)) {
-        Ok(deployment) => Arc::new(deployment),
-        Err(why) => {
-            outcome.failed.push((String::new(), why));
-            return outcome;
+    // Killed when the suite ends.
+    let standalone = match with_standalone {
+        false => None,
+        true => {
+            let options = crate::server::ServerOptions {
+                standalone: true,
+                ..Default::default()
+            };
+            match crate::server::TestServer::start(&options) {
+                Ok(server) => Some(server),
+                Err(why) => {
+                    outcome.failed.push((String::new(), why));
+                    return outcome;
+                }
+            }
         }
     };
+    let uris = std::iter::once(uri).chain(standalone.as_ref().map(|server| server.uri()));
+    let mut deployments = Vec::new();
+    for uri in uris {
+        match runtime.block_on(Deployment::connect(&uri)) {
+            Ok(deployment) => deployments.push(Arc::new(deployment)),
+            Err(why) => {
+                outcome.failed.push((String::new(), why));
+                return outcome;
+            }
+        }
+    }
     for file in files {
-        run_file(&runtime, &deployment, &dir.join(&file), &file, &mut outcome);
+        run_file(
+            &runtime,
+            &deployments,
+            &dir.join(&file),
+            &file,
+            &mut outcome,
+        );
     }
     // The clients' background tasks end while the runtime still runs.
-    runtime.block_on(async move { drop(deployment) });
+    runtime.block_on(async move { drop(deployments) });
+    drop(standalone);
     outcome
 }
 
 /// Runs the tests of one file, adding each one's result to `outcome` under `name`.
 fn run_file(
     runtime: &tokio::runtime::Runtime,
-    deployment: &Arc<Deployment>,
+    deployments: &[Arc<Deployment>],
     path: &Path,
     name: &str,
     outcome: &mut SuiteOutcome,
@@ -184,30 +224,47 @@ fn run_file(
     };
     let label = |test: &Test, why: &str| (name.to_owned(), format!("{}: {why}", test.description));
     // Spec "Executing a Test File": an incompatible file is not processed.
-    let file_skip = match schema_supported(&file.schema_version) {
-        false => Some(format!(
+    if !schema_supported(&file.schema_version) {
+        let why = format!(
             "{SCHEMA}{} is not compatible with the runner's {}.{}",
             file.schema_version, SCHEMA_VERSION[0], SCHEMA_VERSION[1]
-        )),
-        true => file
-            .run_on_requirements
+        );
+        for test in &file.tests {
+            outcome.skipped.push(label(test, &why));
+        }
+        return;
+    }
+    // Why a test cannot run on a deployment: the file's or its own requirements
+    // unmet, its skipReason, or what the runner lacks.
+    let skip_on = |deployment: &Deployment, test: &Test| {
+        file.run_on_requirements
             .as_deref()
             .and_then(|requirements| deployment.info.unmet(requirements))
-            .map(|why| format!("{UNMET}{why}")),
+            .map(|why| format!("{UNMET}{why}"))
+            .or_else(|| skipped(test, &deployment.info))
     };
     let suite = suite_name(path);
     let deadline = Instant::now() + FILE_TIMEOUT;
     for test in &file.tests {
-        if let Some(why) = &file_skip {
-            outcome.skipped.push(label(test, why));
+        // The first deployment whose topology and version the test accepts.
+        let verdicts: Vec<_> = deployments
+            .iter()
+            .map(|deployment| (deployment, skip_on(deployment, test)))
+            .collect();
+        let chosen = verdicts
+            .iter()
+            .find(|(_, why)| !why.as_deref().is_some_and(|why| why.starts_with(UNMET)))
+            .or(verdicts.first());
+        let Some((deployment, why)) = chosen else {
             continue;
-        }
+        };
         let known_gap = || known_gaps::reason(&suite, name, &test.description);
-        if let Some(why) = skipped(test, &deployment.info).or_else(known_gap) {
+        if let Some(why) = why.clone().or_else(known_gap) {
             outcome.skipped.push(label(test, &why));
             continue;
         }
-        let result = runtime.block_on(run_test(deployment.clone(), &file, test, deadline));
+        let deployment = Arc::clone(deployment);
+        let result = runtime.block_on(run_test(deployment, &file, test, deadline));
         match result {
             Ok(()) => outcome.passed += 1,
             Err(Abort::Unsupported(why)) => outcome
@@ -249,16 +306,10 @@ fn skipped(test: &Test, server: &ServerInfo) -> Option<String> {
     {
         return Some(format!("{UNMET}{why}"));
     }
-    let unsupported = [
-        (
-            "expectLogMessages: the driver has no logging yet",
-            test.expect_log_messages.is_some(),
-        ),
-        (
-            "expectTracingMessages: the driver has no tracing",
-            test.expect_tracing_messages.is_some(),
-        ),
-    ];
+    let unsupported = [(
+        "expectTracingMessages: the driver has no tracing",
+        test.expect_tracing_messages.is_some(),
+    )];
     if let Some((why, _)) = unsupported.iter().find(|(_, used)| *used) {
         return Some(format!("{UNSUPPORTED}{why}"));
     }
@@ -408,6 +459,14 @@ async fn check_expectations(context: &Context, test: &Test) -> Result<(), Abort>
     for expected in test.expect_events.iter().flatten() {
         let client = context.entities.client(&expected.client)?;
         events::check(expected, &client.events, &client.observe, &matcher)?;
+    }
+    for expected in test.expect_log_messages.iter().flatten() {
+        let client = context.entities.client(&expected.client)?;
+        let observer = client
+            .logs
+            .as_ref()
+            .ok_or_else(|| format!("client {} has no observeLogMessages", expected.client))?;
+        logs::check(expected, observer, &matcher)?;
     }
     if let Some(outcome) = &test.outcome {
         collections::check(&context.deployment.internal, outcome).await?;

@@ -108,7 +108,7 @@ pub struct ClientDescription {
     pub store_events_as_entities: Option<Bson>,
     /// The Stable API version to declare: `version`, `strict`, `deprecationErrors`.
     pub server_api: Option<Document>,
-    /// Log components to collect (the driver has no logging yet).
+    /// Log components to collect, each with its minimum level.
     pub observe_log_messages: Option<Document>,
     /// Tracing spans to collect (the driver has no tracing yet).
     pub observe_tracing_messages: Option<Document>,
@@ -188,8 +188,8 @@ pub struct Test {
     pub operations: Vec<Operation>,
     /// The events each client must have seen.
     pub expect_events: Option<Vec<ExpectedEventsForClient>>,
-    /// Log messages (the driver has no logging yet).
-    pub expect_log_messages: Option<Bson>,
+    /// The log messages each client must have logged.
+    pub expect_log_messages: Option<Vec<ExpectedLogMessagesForClient>>,
     /// Tracing spans (the driver has no tracing yet).
     pub expect_tracing_messages: Option<Bson>,
     /// The collections' contents after the test.
@@ -264,6 +264,37 @@ pub struct ExpectedEventsForClient {
     /// Whether events after the expected ones are allowed.
     #[serde(default)]
     pub ignore_extra_events: bool,
+}
+
+/// The log messages one client must have logged (spec
+/// "expectedLogMessagesForClient").
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExpectedLogMessagesForClient {
+    /// The client entity.
+    pub client: String,
+    /// The messages in order.
+    pub messages: Vec<ExpectedLogMessage>,
+    /// Messages left out before matching.
+    #[serde(default)]
+    pub ignore_messages: Vec<ExpectedLogMessage>,
+    /// Whether messages after the expected ones are allowed.
+    #[serde(default)]
+    pub ignore_extra_messages: bool,
+}
+
+/// One expected log message (spec "expectedLogMessage").
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExpectedLogMessage {
+    /// The level's name, e.g. `"debug"`.
+    pub level: String,
+    /// The component, e.g. `"command"`.
+    pub component: String,
+    /// Whether the `failure` must be (or must not be) redacted.
+    pub failure_is_redacted: Option<bool>,
+    /// The fields, matched as a root-level document.
+    pub data: Document,
 }
 
 /// A field that is `Some` whenever the key is present, even when its value is null

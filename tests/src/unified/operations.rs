@@ -29,8 +29,8 @@ use super::crud::{self, Modify};
 use super::entities::{self, CursorEntity, Entity, EntityMap, Iterable};
 use super::model::{EntityDescription, Operation};
 use super::{
-    bulk_write, change_streams, client_bulk_write, commands, cursors, gridfs, sessions, Abort,
-    Deployment,
+    bulk_write, change_streams, client_bulk_write, commands, cursors, events, gridfs, sessions,
+    Abort, Deployment,
 };
 
 /// What an entity operation returned: its result (`None` when it returns nothing), or
@@ -162,6 +162,7 @@ pub fn handler(operation: &Operation) -> Option<Handler> {
         (true, "failPoint") => fail_point,
         (true, "createEntities") => create_entities,
         (true, "assertNumberConnectionsCheckedOut") => assert_connections_checked_out,
+        (true, "waitForEvent") => events::wait_for_event,
         (true, "assertCollectionExists") => |op, cx| collection_exists(op, cx, true),
         (true, "assertCollectionNotExists") => |op, cx| collection_exists(op, cx, false),
         (true, "assertIndexExists") => |op, cx| index_exists(op, cx, true),
