@@ -28,7 +28,7 @@
 //! "Configurable Max Document Length").
 //!
 //! Messages that correspond to events are logged by a listener on those events
-//! ([`logged`]), as the specs allow ("Drivers MAY implement … logging support via an
+//! (`logged`), as the specs allow ("Drivers MAY implement … logging support via an
 //! event subscriber"), so the two always agree.
 
 use std::marker::PhantomData;
