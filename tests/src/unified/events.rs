@@ -357,7 +357,7 @@ const WAIT_FOR_EVENT_TIMEOUT: std::time::Duration = std::time::Duration::from_se
 /// Spec "waitForEvent": waits until the client entity has published `count` events
 /// matching `event`, whether or not it observes them for `expectEvents`. The
 /// driver's events come from its background tasks, so the log is polled, within
-/// [`WAIT_FOR_EVENT_TIMEOUT`].
+/// `WAIT_FOR_EVENT_TIMEOUT` (10 s).
 pub fn wait_for_event<'a>(
     operation: &'a Operation,
     context: &'a mut Context,

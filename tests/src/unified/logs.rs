@@ -2,7 +2,7 @@
 //! "entity", `client`: `observeLogMessages`; "expectedLogMessagesForClient").
 //!
 //! The driver logs through `tracing`, whose subscriber is global: the runner installs
-//! one [`Collector`] for the process, which keeps the driver's messages while some
+//! one `Collector` for the process, which keeps the driver's messages while some
 //! client entity observes logs, filed by the `topologyId` every message carries. A
 //! client entity claims the messages of its own topology, at the levels its
 //! `observeLogMessages` asks for.
