@@ -9,9 +9,12 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, Once, PoisonError};
+use std::sync::{Arc, Mutex, Once, PoisonError};
 
+use anymongo::client::ClientConfig;
 use anymongo::logging;
+use anymongo::sdam::SdamEvent;
+use anymongo::Client;
 use bson::{Bson, Document};
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
@@ -223,6 +226,43 @@ impl Drop for LogObserver {
             *messages = None;
         }
     }
+}
+
+/// A client for `uri` with `config`, whose log messages `observe` (components and
+/// their minimum levels, as `observeLogMessages`) collects: for tests of the
+/// driver's logging outside the unified format.
+pub fn observed_client(
+    uri: &str,
+    observe: &Document,
+    config: ClientConfig,
+) -> Result<(Client, LogObserver), String> {
+    let mut observer = LogObserver::start(observe).map_err(|abort| format!("{abort:?}"))?;
+    let opened = Arc::new(Mutex::new(None));
+    let recorder = opened.clone();
+    let application = config.sdam_event_handler.clone();
+    let config = ClientConfig {
+        sdam_event_handler: Some(Arc::new(move |event: &SdamEvent| {
+            if let SdamEvent::TopologyOpening { topology_id } = event {
+                *recorder.lock().unwrap_or_else(PoisonError::into_inner) = Some(*topology_id);
+            }
+            if let Some(application) = &application {
+                application.handle(event);
+            }
+        })),
+        ..config
+    };
+    let client = Client::with_config(
+        anymongo::ClientOptions::parse(uri).map_err(|e| e.to_string())?,
+        config,
+        anymongo_native::runtime(),
+    )
+    .map_err(|e| e.to_string())?;
+    let topology_id = opened
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .ok_or("the client published no TopologyOpening")?;
+    observer.claim(topology_id.to_hex());
+    Ok((client, observer))
 }
 
 /// Checks one `expectLogMessages` entry against the client's messages.
