@@ -20,7 +20,7 @@ use crate::handshake::HelloReply;
 use crate::logging;
 use crate::operation::Command;
 use crate::rt::{Clock, Instant, Runtime};
-use crate::sdam::live::{EventHandlers, Shared, Topology};
+use crate::sdam::live::{EventHandlers, PooledConnection, SelectedServer, Shared, Topology};
 pub use crate::sdam::live::{MonitoringThreads, SdamEventHandler};
 use crate::sdam::TopologyDescription;
 use crate::selection::SelectionCriteria;
@@ -361,24 +361,36 @@ impl Client {
         self.topology().close();
     }
 
+    /// A connection to a server selected for a read with `preference`, for a command
+    /// of the client's own (`operation` names it in server selection's log messages).
+    /// Check it in to the selected server.
+    async fn connection_for(
+        &self,
+        preference: &ReadPreference,
+        operation: &str,
+    ) -> Result<(SelectedServer, PooledConnection)> {
+        let topology = self.topology();
+        let selected = topology
+            .select_server(
+                &SelectionCriteria::Read(preference),
+                &[],
+                operation,
+                crate::wire::next_request_id(),
+            )
+            .await?;
+        let pooled = topology.check_out(&selected).await?;
+        Ok((selected, pooled))
+    }
+
     /// Sends `endSessions` for `ids`, in batches of at most 10,000 ids, without a
     /// session of its own.
     async fn end_sessions(&self, ids: Vec<Document>) -> Result<()> {
         const END_SESSIONS_BATCH: usize = 10_000;
-        let topology = self.topology();
         let preference = ReadPreference {
             mode: ReadPreferenceMode::PrimaryPreferred,
             ..ReadPreference::default()
         };
-        let selected = topology
-            .select_server(
-                &SelectionCriteria::Read(&preference),
-                &[],
-                "endSessions",
-                crate::wire::next_request_id(),
-            )
-            .await?;
-        let mut pooled = topology.check_out(&selected).await?;
+        let (selected, mut pooled) = self.connection_for(&preference, "endSessions").await?;
         let mut outcome = Ok(());
         for batch in ids.chunks(END_SESSIONS_BATCH) {
             let command = Command::new("admin", bson::doc! { "endSessions": batch });
@@ -394,17 +406,9 @@ impl Client {
     /// The handshake reply of a connection to a server selected for a primary read
     /// (connecting first if no connection is idle).
     pub async fn hello(&self) -> Result<HelloReply> {
-        let topology = self.topology();
-        let primary = ReadPreference::default();
-        let selected = topology
-            .select_server(
-                &SelectionCriteria::Read(&primary),
-                &[],
-                "hello",
-                crate::wire::next_request_id(),
-            )
+        let (selected, pooled) = self
+            .connection_for(&ReadPreference::default(), "hello")
             .await?;
-        let pooled = topology.check_out(&selected).await?;
         let hello = pooled.hello().clone();
         selected.server.check_in(pooled);
         Ok(hello)
