@@ -572,6 +572,9 @@ mod tests {
             "{why}"
         );
         let logs = test(doc! { "description": "t", "operations": [], "expectLogMessages": [] });
-        assert!(skipped(&logs, &server).unwrap().contains("logging"));
+        assert_eq!(skipped(&logs, &server), None);
+        let tracing =
+            test(doc! { "description": "t", "operations": [], "expectTracingMessages": {} });
+        assert!(skipped(&tracing, &server).unwrap().contains("tracing"));
     }
 }
