@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use anymongo::bson::{doc, Document};
 use anymongo::client::ClientConfig;
+use anymongo::ClientOptions;
 use anymongo_tests::unified::logs::{observed_client, LogMessage};
 use anymongo_tests::{harness, server};
 use futures::TryStreamExt;
@@ -17,6 +18,10 @@ const TEST_BOUND: Duration = Duration::from_secs(30);
 
 /// The ellipsis a truncated document ends with.
 const ELLIPSIS: &str = "...";
+
+fn options(uri: &str) -> ClientOptions {
+    ClientOptions::parse(uri).unwrap()
+}
 
 /// The messages whose `message` field is `text`.
 fn named<'a>(messages: &'a [LogMessage], text: &str) -> Vec<&'a LogMessage> {
@@ -37,7 +42,7 @@ fn field<'a>(message: &'a LogMessage, name: &str) -> &'a str {
 async fn documents_are_truncated_to_1000_bytes_by_default() {
     let uri = format!("{}?appName=logging_default", server::shared().uri());
     let observe = doc! { "command": "debug" };
-    let (client, logs) = observed_client(&uri, &observe, ClientConfig::default()).unwrap();
+    let (client, logs) = observed_client(options(&uri), &observe, ClientConfig::default()).unwrap();
     let collection = client
         .database("logging_tests")
         .collection::<Document>("default_truncation");
@@ -90,7 +95,7 @@ async fn the_max_document_length_applies_to_commands_replies_and_failures() {
         log_max_document_length: Some(5),
         ..ClientConfig::default()
     };
-    let (client, logs) = observed_client(&uri, &observe, config).unwrap();
+    let (client, logs) = observed_client(options(&uri), &observe, config).unwrap();
     let database = client.database("admin");
     harness::within(TEST_BOUND, async {
         database.run_command(doc! { "hello": true }).await.unwrap();
@@ -118,7 +123,7 @@ async fn a_selection_that_times_out_logs_started_waiting_and_failed() {
     let uri =
         format!("mongodb://127.0.0.1:{port}/?serverSelectionTimeoutMS=300&connectTimeoutMS=300");
     let observe = doc! { "serverSelection": "debug" };
-    let (client, logs) = observed_client(&uri, &observe, ClientConfig::default()).unwrap();
+    let (client, logs) = observed_client(options(&uri), &observe, ClientConfig::default()).unwrap();
     let inserted = harness::within(TEST_BOUND, async {
         client
             .database("logging_tests")

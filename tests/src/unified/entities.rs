@@ -12,10 +12,8 @@ use anymongo::versioned_api::{ServerApi, ServerApiVersion};
 use anymongo::{ChangeStream, Client, ClientOptions, Collection, Cursor, Database};
 use bson::{Bson, Document};
 
-use anymongo::sdam::SdamEvent;
-
-use super::events::{Event, EventLog, Observe};
-use super::logs::LogObserver;
+use super::events::{EventLog, Observe};
+use super::logs::{observed_client, LogObserver};
 use super::model::{ClientDescription, EntityDescription};
 use super::Abort;
 
@@ -391,29 +389,23 @@ fn create_client(description: &ClientDescription, uri: &str) -> Result<ClientEnt
         )));
     }
     let events = EventLog::default();
-    // Observation starts before the client exists: its pools log as it is built.
-    let mut logs = description
-        .observe_log_messages
-        .as_ref()
-        .map(LogObserver::start)
-        .transpose()?;
     let config = ClientConfig {
         // The command logging tests README: "Drivers MUST run the logging tests with
         // their max document length setting … set to a large value e.g. 10,000".
         log_max_document_length: Some(10_000),
         ..events.client_config()
     };
-    let client = Client::with_config(options, config, anymongo_native::runtime())
-        .map_err(|e| format!("cannot create a client for {uri}: {e}"))?;
-    if let Some(logs) = &mut logs {
-        let opening = events.all().into_iter().find_map(|event| match event {
-            Event::Sdam(SdamEvent::TopologyOpening { topology_id }) => Some(topology_id),
-            _ => None,
-        });
-        let topology_id =
-            opening.ok_or_else(|| format!("the client for {uri} published no TopologyOpening"))?;
-        logs.claim(topology_id.to_hex());
-    }
+    let (client, logs) = match &description.observe_log_messages {
+        Some(observe) => {
+            let (client, logs) = observed_client(options, observe, config)?;
+            (client, Some(logs))
+        }
+        None => {
+            let client = Client::with_config(options, config, anymongo_native::runtime())
+                .map_err(|e| format!("cannot create a client for {uri}: {e}"))?;
+            (client, None)
+        }
+    };
     let observe = Observe {
         events: description.observe_events.clone(),
         ignored_commands: description.ignore_command_monitoring_events.clone(),

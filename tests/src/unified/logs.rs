@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex, Once, PoisonError};
 use anymongo::client::ClientConfig;
 use anymongo::logging;
 use anymongo::sdam::SdamEvent;
-use anymongo::Client;
+use anymongo::{Client, ClientOptions};
 use bson::{Bson, Document};
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
@@ -164,7 +164,7 @@ pub struct LogObserver {
 
 impl LogObserver {
     /// Starts collecting for a client about to be created with `observe`.
-    pub fn start(observe: &Document) -> Result<LogObserver, Abort> {
+    fn start(observe: &Document) -> Result<LogObserver, Abort> {
         static INSTALL: Once = Once::new();
         INSTALL.call_once(|| {
             // Fails only if another subscriber was installed: then there is nothing
@@ -190,7 +190,7 @@ impl LogObserver {
     }
 
     /// Claims the messages of the topology `topology_id` (the client's).
-    pub fn claim(&mut self, topology_id: String) {
+    fn claim(&mut self, topology_id: String) {
         self.topology_id = Some(topology_id);
     }
 
@@ -228,15 +228,16 @@ impl Drop for LogObserver {
     }
 }
 
-/// A client for `uri` with `config`, whose log messages `observe` (components and
-/// their minimum levels, as `observeLogMessages`) collects: for tests of the
-/// driver's logging outside the unified format.
+/// A client with `options` and `config` on the native runtime, whose log messages
+/// `observe` (components and their minimum levels, as `observeLogMessages`) collects
+/// from before the client exists (its pools log as it is built): for client entities
+/// and for tests of the driver's logging outside the unified format.
 pub fn observed_client(
-    uri: &str,
+    options: ClientOptions,
     observe: &Document,
     config: ClientConfig,
-) -> Result<(Client, LogObserver), String> {
-    let mut observer = LogObserver::start(observe).map_err(|abort| format!("{abort:?}"))?;
+) -> Result<(Client, LogObserver), Abort> {
+    let mut observer = LogObserver::start(observe)?;
     let opened = Arc::new(Mutex::new(None));
     let recorder = opened.clone();
     let application = config.sdam_event_handler.clone();
@@ -251,16 +252,12 @@ pub fn observed_client(
         })),
         ..config
     };
-    let client = Client::with_config(
-        anymongo::ClientOptions::parse(uri).map_err(|e| e.to_string())?,
-        config,
-        anymongo_native::runtime(),
-    )
-    .map_err(|e| e.to_string())?;
+    let client = Client::with_config(options, config, anymongo_native::runtime())
+        .map_err(|e| format!("cannot create a client: {e}"))?;
     let topology_id = opened
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
-        .ok_or("the client published no TopologyOpening")?;
+        .ok_or_else(|| "the client published no TopologyOpening".to_owned())?;
     observer.claim(topology_id.to_hex());
     Ok((client, observer))
 }
