@@ -365,7 +365,14 @@ impl TestServer {
                     self.log_tail()
                 ));
             }
-            if TcpStream::connect_timeout(&addr, Duration::from_millis(500)).is_ok() {
+            // Accepting on the port is not enough: another server may hold it (the
+            // port was free a moment ago, and this one then fails to bind). Only this
+            // server's own log says that it is the one listening.
+            let listening = format!("listening on {}:{}", Ipv4Addr::LOCALHOST, self.port);
+            let log = std::fs::read_to_string(&self.log).unwrap_or_default();
+            if log.contains(&listening)
+                && TcpStream::connect_timeout(&addr, Duration::from_millis(500)).is_ok()
+            {
                 return Ok(());
             }
             if Instant::now() >= deadline {
