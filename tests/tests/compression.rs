@@ -215,3 +215,71 @@ async fn secantusdb_names_no_compressor_and_the_client_goes_uncompressed() {
     })
     .await;
 }
+
+/// The TWEET document of the benchmarking spec's data sets, from
+/// `$ANYMONGO_BENCH_DATA` (default: `../shared/bench-data` beside the workspace).
+fn tweet() -> Document {
+    let dir = std::env::var_os("ANYMONGO_BENCH_DATA")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| anymongo_tests::setup::workspace_root().join("../shared/bench-data"));
+    let archive = dir.join("single_and_multi_document.tgz");
+    let output = std::process::Command::new("tar")
+        .arg("xzOf")
+        .arg(&archive)
+        .arg("single_and_multi_document/tweet.json")
+        .output()
+        .expect("tar runs");
+    assert!(output.status.success(), "cannot read {}", archive.display());
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    match anymongo::bson::Bson::try_from(json).unwrap() {
+        anymongo::bson::Bson::Document(tweet) => tweet,
+        other => panic!("tweet.json is no document: {other}"),
+    }
+}
+
+/// Bytes on the wire with each compressor, and none, for the data set of the
+/// benchmarking spec's "Find many and empty the cursor": the TWEET document inserted
+/// 10,000 times (driver-generated `_id`s), then all read back with `find`. Counted by
+/// the mock server, hellos left out. Run with
+/// `cargo test -p anymongo-tests --test compression -- --ignored --nocapture`.
+#[tokio::test]
+#[ignore = "a measurement: prints bytes on the wire"]
+async fn bytes_on_the_wire_for_the_find_many_data_set() {
+    let tweet = tweet();
+    let runs = [
+        ("none", ""),
+        ("snappy", "compressors=snappy"),
+        ("zlib (level -1, i.e. 6)", "compressors=zlib"),
+        ("zlib (level 1)", "compressors=zlib&zlibCompressionLevel=1"),
+        ("zlib (level 9)", "compressors=zlib&zlibCompressionLevel=9"),
+        ("zstd (ruzstd, fastest)", "compressors=zstd"),
+    ];
+    println!(
+        "| compressor | insert: sent | insert: received | find: sent | find: received | total |"
+    );
+    println!("| --- | ---: | ---: | ---: | ---: | ---: |");
+    for (label, query) in runs {
+        let server = CompressingServer::start(&["snappy", "zlib", "zstd"]).await;
+        let client = client(&server, query);
+        let collection = client.database("perftest").collection::<Document>("corpus");
+        server.reset_bytes();
+        let documents = vec![tweet.clone(); 10_000];
+        collection.insert_many(&documents, None).await.unwrap();
+        let (insert_sent, insert_received) = server.bytes();
+        server.reset_bytes();
+        let found: Vec<Document> = collection
+            .find(doc! {}, None)
+            .await
+            .unwrap()
+            .try_collect()
+            .await
+            .unwrap();
+        assert_eq!(found.len(), 10_000);
+        let (find_sent, find_received) = server.bytes();
+        assert_eq!(server.violations(), Vec::<String>::new());
+        let total = insert_sent + insert_received + find_sent + find_received;
+        println!(
+            "| {label} | {insert_sent} | {insert_received} | {find_sent} | {find_received} | {total} |"
+        );
+    }
+}
