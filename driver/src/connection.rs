@@ -18,11 +18,12 @@ use crate::error::{
 };
 use crate::handshake::{client_metadata, hello_command, HelloReply};
 use crate::rt::{self, boxed, BoxFuture, Clock, ConnectTarget, Runtime, Stream, Transport};
-use crate::uri::{ClientOptions, ServerAddress};
+use crate::uri::{ClientOptions, Compressor, ServerAddress};
 use crate::versioned_api::{declare, ServerApi};
 use crate::wire::{
-    self, check_response_to, encode_op_query, next_request_id, Message, MessageHeader, MsgFlags,
-    OpMsg, HEADER_LEN,
+    self, check_response_to,
+    compression::{self, Compression},
+    encode_op_query, next_request_id, op_code, Message, MessageHeader, MsgFlags, OpMsg, HEADER_LEN,
 };
 
 /// The error of a handshake in load-balanced mode whose reply has no `serviceId`
@@ -54,6 +55,10 @@ pub(crate) struct ConnectionSettings {
     /// The Stable API the client declares: sent with the handshake and authentication
     /// commands, and it makes the handshake use `hello`.
     pub server_api: Option<ServerApi>,
+    /// `compressors`, offered in the handshake in this order (OP_COMPRESSED spec).
+    pub compressors: Vec<Compressor>,
+    /// `zlibCompressionLevel`, for when zlib is the one negotiated.
+    pub zlib_compression_level: Option<i32>,
 }
 
 impl ConnectionSettings {
@@ -87,6 +92,8 @@ impl ConnectionSettings {
             }),
             load_balanced: options.load_balanced == Some(true),
             server_api: options.server_api.clone(),
+            compressors: options.compressors.clone(),
+            zlib_compression_level: options.zlib_compression_level,
         }
     }
 
@@ -133,6 +140,9 @@ pub struct Connection {
     oidc: Option<(Arc<OidcAuthenticator>, OidcConnectionCache)>,
     /// The Stable API the client declares, which every command it sends carries.
     server_api: Option<ServerApi>,
+    /// The compressor negotiated in the handshake, if any: every message but those of
+    /// the never-compress list goes out compressed with it.
+    compression: Option<Compression>,
 }
 
 impl std::fmt::Debug for Connection {
@@ -173,6 +183,7 @@ impl Connection {
                 more_to_come: None,
                 oidc: None,
                 server_api: settings.server_api.clone(),
+                compression: None,
             };
             connection.handshake(settings, clock, &hello_seen).await?;
             Ok::<_, Error>(connection)
@@ -224,6 +235,7 @@ impl Connection {
             &settings.metadata,
             settings.load_balanced,
             settings.server_api.as_ref(),
+            &settings.compressors,
         );
         if let Some(auth) = &mut auth {
             auth.prepare_hello(&mut command);
@@ -254,6 +266,15 @@ impl Connection {
         if let Ok(size) = usize::try_from(hello.max_message_size_bytes) {
             self.max_message_size = size.max(HEADER_LEN);
         }
+        // No compressor in common is no error (OP_COMPRESSED spec, "MongoDB Handshake
+        // Amendment"): messages then go uncompressed.
+        self.compression =
+            compression::negotiate(&settings.compressors, &hello.compression).map(|compressor| {
+                Compression {
+                    compressor,
+                    zlib_level: settings.zlib_compression_level,
+                }
+            });
         if let (Some(auth), Some(auth_settings)) = (auth, &settings.auth) {
             self.authenticate(auth, &hello.raw, &auth_settings.credential, clock)
                 .await?;
@@ -344,6 +365,30 @@ impl Connection {
         &self.hello
     }
 
+    /// The compressor negotiated in the handshake, if any.
+    pub fn compressor(&self) -> Option<Compressor> {
+        self.compression.map(|compression| compression.compressor)
+    }
+
+    /// `message` as it goes on the wire: an OP_MSG, wrapped in an OP_COMPRESSED when a
+    /// compressor was negotiated and its command may be compressed (OP_COMPRESSED spec,
+    /// "Messages not allowed to be compressed").
+    fn frame(&self, message: &OpMsg, request_id: i32) -> Result<Vec<u8>> {
+        let frame = message.encode(request_id, 0);
+        let command_name = message.body.iter().next().and_then(|element| element.ok());
+        match self.compression {
+            Some(compression)
+                if command_name
+                    .is_some_and(|(name, _)| compression::may_compress(name.as_str())) =>
+            {
+                compression
+                    .compress_frame(&frame)
+                    .map_err(|error| self.protocol_error(error))
+            }
+            _ => Ok(frame),
+        }
+    }
+
     /// The host name or IP address the connection was opened to, without the port.
     pub fn server_host(&self) -> &str {
         &self.server_host
@@ -387,7 +432,7 @@ impl Connection {
         message: &OpMsg,
         clock: &dyn Clock,
     ) -> Result<Document> {
-        let frame = message.encode(request_id, 0);
+        let frame = self.frame(message, request_id)?;
         let reply = self.round_trip(&frame, request_id, clock).await?;
         parse_reply(reply, &self.address)
     }
@@ -402,7 +447,7 @@ impl Connection {
         if self.broken {
             return Err(self.closed_error());
         }
-        let frame = message.encode(request_id, 0);
+        let frame = self.frame(message, request_id)?;
         let written = self.stream.write_all(&frame).await;
         written.map_err(|error| {
             self.broken = true;
@@ -423,7 +468,7 @@ impl Connection {
         let request_id = next_request_id();
         let mut message = OpMsg::new(body);
         message.flags = MsgFlags::EXHAUST_ALLOWED;
-        let frame = message.encode(request_id, 0);
+        let frame = self.frame(&message, request_id)?;
         let reply = self
             .exchange(Some(&frame), request_id, clock, read_limit)
             .await?;
@@ -535,8 +580,16 @@ impl Connection {
         check_response_to(&header, response_to).map_err(|error| self.protocol_error(error))?;
         let mut body = vec![0u8; body_len];
         self.read_exact(&mut body).await?;
-        let message =
-            Message::decode(&header, &body).map_err(|error| self.protocol_error(error))?;
+        let message = match header.op_code {
+            // Whatever was negotiated, a reply may come compressed with any compressor
+            // (OP_COMPRESSED spec, "MongoDB Handshake Amendment").
+            op_code::COMPRESSED => {
+                compression::decompress_frame(&header, &body, self.max_message_size)
+                    .and_then(|(original, body)| Message::decode(&original, &body))
+            }
+            _ => Message::decode(&header, &body),
+        };
+        let message = message.map_err(|error| self.protocol_error(error))?;
         Ok((header.request_id, message))
     }
 
@@ -777,6 +830,8 @@ mod tests {
             auth: None,
             load_balanced: false,
             server_api: None,
+            compressors: Vec::new(),
+            zlib_compression_level: None,
         }
     }
 
@@ -1044,6 +1099,101 @@ mod tests {
         let script = Script::default().then(answer(false));
         let error = block_on(Connection::establish(&script, &NO_TIMEOUTS, &settings)).unwrap_err();
         assert_eq!(error.to_string(), LOAD_BALANCER_UNSUPPORTED);
+    }
+
+    #[test]
+    fn a_negotiated_compressor_wraps_commands_but_never_the_handshake_or_authentication() {
+        let mut settings = settings();
+        settings.compressors = vec![Compressor::Zlib, Compressor::Snappy];
+        settings.zlib_compression_level = Some(9);
+        // The server compresses its replies with a compressor of its choosing.
+        let zstd = Compression {
+            compressor: Compressor::Zstd,
+            zlib_level: None,
+        };
+        let script = Script::default()
+            .then(hello(doc! { "compression": ["snappy", "zlib"] }))
+            .then(move |frame| {
+                zstd.compress_frame(&op_msg(request_id(frame), doc! { "ok": 1 }))
+                    .ok()
+            })
+            .then(|frame| Some(op_msg(request_id(frame), doc! { "ok": 1, "done": true })));
+        let mut connection =
+            block_on(Connection::establish(&script, &NO_TIMEOUTS, &settings)).unwrap();
+        assert_eq!(connection.compressor(), Some(Compressor::Zlib));
+        assert_eq!(ping(&mut connection).unwrap().get_i32("ok").ok(), Some(1));
+        let sasl = RawDocumentBuf::try_from(&doc! { "saslStart": 1, "$db": "admin" }).unwrap();
+        let reply = block_on(connection.command(sasl, &NO_TIMEOUTS)).unwrap();
+        assert_eq!(reply.get_bool("done").ok(), Some(true));
+
+        let sent = script.sent();
+        let op = |frame: &[u8]| MessageHeader::parse(frame[..HEADER_LEN].try_into().unwrap());
+        let hello = op(&sent[0]);
+        assert_eq!(hello.op_code, op_code::QUERY);
+        let query = Document::from_reader(&sent[0][HEADER_LEN + 23..]).unwrap();
+        assert_eq!(
+            query.get_array("compression").unwrap(),
+            &vec![bson::Bson::from("zlib"), bson::Bson::from("snappy")]
+        );
+        let ping = op(&sent[1]);
+        assert_eq!(ping.op_code, op_code::COMPRESSED);
+        assert_eq!(sent[1][HEADER_LEN + 8], Compressor::Zlib.id());
+        let (original, body) =
+            compression::decompress_frame(&ping, &sent[1][HEADER_LEN..], 1 << 20).unwrap();
+        let Message::Msg(message) = Message::decode(&original, &body).unwrap() else {
+            panic!("not OP_MSG");
+        };
+        assert_eq!(message.body.get_i32("ping").ok(), Some(1));
+        assert_eq!(
+            op(&sent[2]).op_code,
+            op_code::MSG,
+            "saslStart goes uncompressed"
+        );
+    }
+
+    #[test]
+    fn without_a_compressor_in_common_nothing_is_compressed() {
+        let mut settings = settings();
+        settings.compressors = vec![Compressor::Snappy];
+        let script = Script::default()
+            .then(hello(doc! {}))
+            .then(|frame| Some(op_msg(request_id(frame), doc! { "ok": 1 })));
+        let mut connection =
+            block_on(Connection::establish(&script, &NO_TIMEOUTS, &settings)).unwrap();
+        assert_eq!(connection.compressor(), None);
+        ping(&mut connection).unwrap();
+        let ping = MessageHeader::parse(script.sent()[1][..HEADER_LEN].try_into().unwrap());
+        assert_eq!(ping.op_code, op_code::MSG);
+    }
+
+    #[test]
+    fn a_compressed_reply_declaring_a_huge_size_is_a_protocol_error() {
+        let script = Script::default()
+            .then(hello(doc! { "maxMessageSizeBytes": 1000 }))
+            .then(|frame| {
+                let reply = op_msg(request_id(frame), doc! { "ok": 1 });
+                let mut compressed = Compression {
+                    compressor: Compressor::Snappy,
+                    zlib_level: None,
+                }
+                .compress_frame(&reply)
+                .unwrap();
+                compressed[HEADER_LEN + 4..HEADER_LEN + 8].copy_from_slice(&i32::MAX.to_le_bytes());
+                Some(compressed)
+            });
+        let mut connection = connect(&script).unwrap();
+        let error = ping(&mut connection).unwrap_err();
+        assert!(
+            matches!(
+                error.kind(),
+                ErrorKind::Protocol {
+                    error: wire::WireError::UncompressedSizeOutOfBounds { max: 984, .. },
+                    ..
+                }
+            ),
+            "{error}"
+        );
+        assert!(connection.is_broken());
     }
 
     #[test]

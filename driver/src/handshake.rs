@@ -8,6 +8,7 @@ use bson::{doc, oid::ObjectId, Bson, Document};
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::rt::HostInfo;
+use crate::uri::Compressor;
 use crate::versioned_api::{declare, ServerApi};
 
 /// The driver's name in the handshake.
@@ -167,11 +168,15 @@ fn retain_only(metadata: &mut Document, section: &str, keep: &str) {
 ///
 /// Seed 002's Handshake rules: with a server API version or `loadBalanced`, send
 /// `hello` over OP_MSG; otherwise send legacy hello (`isMaster`) with `helloOk: true`
-/// over OP_QUERY, so that servers that predate OP_MSG can still answer.
+/// over OP_QUERY, so that servers that predate OP_MSG can still answer. The
+/// `compressors` the client is willing to use go in `compression`, in the client's
+/// order of preference (OP_COMPRESSED spec, "MongoDB Handshake Amendment"); with none
+/// configured the field is left out, as servers that see no list compress nothing.
 pub fn hello_command(
     metadata: &Document,
     load_balanced: bool,
     server_api: Option<&ServerApi>,
+    compressors: &[Compressor],
 ) -> (Document, bool) {
     // A declared API version rules the legacy hello out (Stable API spec, "Handshake
     // behavior").
@@ -183,6 +188,10 @@ pub fn hello_command(
     command.insert("client", metadata.clone());
     if load_balanced {
         command.insert("loadBalanced", true);
+    }
+    if !compressors.is_empty() {
+        let names = compressors.iter().map(|c| Bson::from(c.name()));
+        command.insert("compression", names.collect::<Vec<_>>());
     }
     declare(server_api, &mut command);
     (command, legacy)
@@ -231,6 +240,9 @@ pub struct HelloReply {
     pub service_id: Option<ObjectId>,
     /// `saslSupportedMechs`, when asked for.
     pub sasl_supported_mechs: Option<Vec<String>>,
+    /// `compression`: the compressors of the client's list the server supports
+    /// (OP_COMPRESSED spec); empty when there are none in common.
+    pub compression: Vec<String>,
     /// The whole reply.
     pub raw: Document,
 }
@@ -246,6 +258,14 @@ impl HelloReply {
         };
         let flag = |key: &str| raw.get_bool(key).unwrap_or(false);
         let string = |key: &str| raw.get_str(key).ok().map(str::to_string);
+        let strings = |key: &str| {
+            raw.get_array(key).ok().map(|values| {
+                values
+                    .iter()
+                    .filter_map(|value| value.as_str().map(str::to_string))
+                    .collect::<Vec<_>>()
+            })
+        };
         let reply = HelloReply {
             is_writable_primary: flag("isWritablePrimary") || flag("ismaster"),
             hello_ok: flag("helloOk"),
@@ -255,15 +275,7 @@ impl HelloReply {
             max_message_size_bytes: int32_or("maxMessageSizeBytes", 48_000_000),
             max_write_batch_size: int32_or("maxWriteBatchSize", 100_000),
             set_name: string("setName"),
-            hosts: raw
-                .get_array("hosts")
-                .map(|hosts| {
-                    hosts
-                        .iter()
-                        .filter_map(|h| h.as_str().map(str::to_string))
-                        .collect()
-                })
-                .unwrap_or_default(),
+            hosts: strings("hosts").unwrap_or_default(),
             is_mongos: raw.get_str("msg").ok() == Some("isdbgrid"),
             secondary: flag("secondary"),
             arbiter_only: flag("arbiterOnly"),
@@ -274,12 +286,8 @@ impl HelloReply {
             logical_session_timeout_minutes: int("logicalSessionTimeoutMinutes"),
             connection_id: int("connectionId"),
             service_id: raw.get_object_id("serviceId").ok(),
-            sasl_supported_mechs: raw.get_array("saslSupportedMechs").ok().map(|mechs| {
-                mechs
-                    .iter()
-                    .filter_map(|m| m.as_str().map(str::to_string))
-                    .collect()
-            }),
+            sasl_supported_mechs: strings("saslSupportedMechs"),
+            compression: strings("compression").unwrap_or_default(),
             raw,
         };
         Ok(reply)
@@ -444,14 +452,37 @@ mod tests {
     #[test]
     fn legacy_hello_unless_load_balanced() {
         let metadata = doc! { "driver": { "name": "x" } };
-        let (command, legacy) = hello_command(&metadata, false, None);
+        let (command, legacy) = hello_command(&metadata, false, None, &[]);
         assert!(legacy);
         assert_eq!(command.keys().next().map(String::as_str), Some("isMaster"));
         assert_eq!(command.get_bool("helloOk").ok(), Some(true));
-        let (command, legacy) = hello_command(&metadata, true, None);
+        let (command, legacy) = hello_command(&metadata, true, None, &[]);
         assert!(!legacy);
         assert_eq!(command.keys().next().map(String::as_str), Some("hello"));
         assert_eq!(command.get_bool("loadBalanced").ok(), Some(true));
+    }
+
+    #[test]
+    fn the_compressors_go_in_the_hello_in_the_clients_order_and_come_back_parsed() {
+        let metadata = doc! { "driver": { "name": "x" } };
+        let (command, _) = hello_command(&metadata, false, None, &[]);
+        assert!(!command.contains_key("compression"));
+        let (command, _) = hello_command(
+            &metadata,
+            false,
+            None,
+            &[Compressor::Zstd, Compressor::Snappy],
+        );
+        assert_eq!(
+            command.get_array("compression").unwrap(),
+            &vec![Bson::from("zstd"), Bson::from("snappy")]
+        );
+        let reply = HelloReply::parse(doc! { "compression": ["snappy", 7], "ok": 1 }).unwrap();
+        assert_eq!(reply.compression, ["snappy"]);
+        assert!(HelloReply::parse(doc! { "ok": 1 })
+            .unwrap()
+            .compression
+            .is_empty());
     }
 
     #[test]
@@ -459,7 +490,7 @@ mod tests {
         use crate::versioned_api::{ServerApi, ServerApiVersion};
         let metadata = doc! { "driver": { "name": "x" } };
         let api = ServerApi::new(ServerApiVersion::V1).strict(true);
-        let (command, legacy) = hello_command(&metadata, false, Some(&api));
+        let (command, legacy) = hello_command(&metadata, false, Some(&api), &[]);
         assert!(!legacy);
         assert_eq!(command.keys().next().map(String::as_str), Some("hello"));
         assert_eq!(command.get_str("apiVersion").ok(), Some("1"));

@@ -5,6 +5,8 @@
 //!   command events.
 //! - [`certs`]: generates the CA, server and client certificates of the TLS tests.
 //! - [`mock`]: a scripted mock server speaking OP_QUERY and OP_MSG.
+//! - [`compression`]: a mock server that speaks OP_COMPRESSED and insists on it, with
+//!   an in-memory collection and a count of the bytes on the wire.
 //! - [`fake`]: fake connections, for measuring and testing pools by themselves.
 //! - [`dns`]: an authoritative DNS server on loopback with records tests can change.
 //! - [`replica_set`]: a scripted mock replica set (members on 127.0.0.1, .2, .3 …) for
@@ -22,6 +24,8 @@
 
 #[cfg(not(target_os = "wasi"))]
 pub mod certs;
+#[cfg(not(target_os = "wasi"))]
+pub mod compression;
 pub mod demo;
 #[cfg(not(target_os = "wasi"))]
 pub mod dns;

@@ -7,6 +7,7 @@ use std::process::Command;
 use std::sync::{Mutex, PoisonError};
 
 use anymongo::bson::doc;
+use anymongo_tests::compression::CompressingServer;
 use anymongo_tests::replica_set::MockReplicaSet;
 use anymongo_tests::server::{self, TestServer};
 use anymongo_tests::{certs, demo, setup};
@@ -183,5 +184,31 @@ async fn wasi_build_names_every_member_when_all_are_down() {
     );
     for index in 0..3 {
         assert!(report.contains(set.address(index)), "{report}");
+    }
+}
+
+/// The WASI demo through a server that speaks only OP_COMPRESSED once negotiated:
+/// each compressor round-trips the demo's commands and replies from the wasip2 build
+/// (the multi-threaded runtime serves the mock while the demo runs).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wasi_build_round_trips_with_each_compressor() {
+    for &compressor in anymongo::uri::Compressor::ALL {
+        let server = CompressingServer::start(&["snappy", "zlib", "zstd"]).await;
+        let uri = format!("mongodb://{}/?compressors={compressor}", server.address());
+        run_wasi_demo(&uri, "compressed", None).await;
+        assert_eq!(server.violations(), Vec::<String>::new(), "{compressor}");
+        let commands: Vec<_> = server
+            .received()
+            .into_iter()
+            .filter(|r| r.command != "hello" && r.command != "isMaster")
+            .collect();
+        // drop, insert and find from the demo, then the native check's find.
+        assert_eq!(commands.len(), 4, "{commands:?}");
+        assert!(
+            commands
+                .iter()
+                .all(|r| r.compressor_id == Some(compressor.id())),
+            "{compressor}: {commands:?}"
+        );
     }
 }

@@ -105,6 +105,36 @@ pub enum WireError {
         /// The maximum that was in force.
         max: usize,
     },
+    /// An OP_COMPRESSED names a `compressorId` this client does not know (OP_COMPRESSED
+    /// spec, "Compressor IDs": 4-255 are reserved).
+    UnknownCompressor(u8),
+    /// An OP_COMPRESSED declares an `uncompressedSize` that is negative or makes the
+    /// message larger than the permitted maximum; refused before anything is allocated.
+    UncompressedSizeOutOfBounds {
+        /// The `uncompressedSize` field as received.
+        size: i32,
+        /// The largest uncompressed body the maximum message size permits.
+        max: usize,
+    },
+    /// An OP_COMPRESSED body does not decompress to exactly its declared `uncompressedSize`.
+    UncompressedSizeMismatch {
+        /// The `uncompressedSize` field.
+        declared: usize,
+    },
+    /// An OP_COMPRESSED body could not be decompressed (corrupt or truncated data).
+    Decompression {
+        /// The compressor named by the message.
+        compressor: &'static str,
+        /// The decoder's description of the failure.
+        message: String,
+    },
+    /// A message could not be compressed.
+    Compression {
+        /// The compressor in use.
+        compressor: &'static str,
+        /// The encoder's description of the failure.
+        message: String,
+    },
 }
 
 impl fmt::Display for WireError {
@@ -178,6 +208,26 @@ impl fmt::Display for WireError {
                 f,
                 "encoded message would be {length} bytes, more than the maximum of {max}"
             ),
+            WireError::UnknownCompressor(id) => {
+                write!(f, "OP_COMPRESSED uses unknown compressor id {id}")
+            }
+            WireError::UncompressedSizeOutOfBounds { size, max } => write!(
+                f,
+                "OP_COMPRESSED declares an uncompressed size of {size} bytes, outside 0 to the \
+                 maximum of {max}"
+            ),
+            WireError::UncompressedSizeMismatch { declared } => write!(
+                f,
+                "OP_COMPRESSED body does not decompress to its declared size of {declared} bytes"
+            ),
+            WireError::Decompression {
+                compressor,
+                message,
+            } => write!(f, "OP_COMPRESSED body is not valid {compressor} data: {message}"),
+            WireError::Compression {
+                compressor,
+                message,
+            } => write!(f, "message could not be compressed with {compressor}: {message}"),
         }
     }
 }

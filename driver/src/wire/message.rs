@@ -15,8 +15,8 @@ pub enum Message {
 
 impl Message {
     /// Decodes the body of a frame according to `header.op_code`: OP_MSG or OP_REPLY. Any
-    /// other opcode — including OP_COMPRESSED (2012), which this codec does not yet
-    /// decompress — fails with [`WireError::UnsupportedOpCode`].
+    /// other opcode fails with [`WireError::UnsupportedOpCode`]; an OP_COMPRESSED (2012) is
+    /// first unwrapped with [`decompress_frame`](super::compression::decompress_frame).
     pub fn decode(header: &MessageHeader, body: &[u8]) -> Result<Message, WireError> {
         match header.op_code {
             op_code::MSG => OpMsg::decode(header, body).map(Message::Msg),
@@ -93,7 +93,7 @@ mod tests {
 
     #[test]
     fn other_opcodes_are_unsupported() {
-        // An OP_QUERY is a request, and OP_COMPRESSED is not implemented yet.
+        // An OP_QUERY is a request, and an OP_COMPRESSED must be unwrapped first.
         let frame = encode_op_query(1, "admin.$cmd", &rawdoc! { "isMaster": 1 });
         let (header, body) = split(&frame);
         assert_eq!(

@@ -10,11 +10,14 @@
 //! * [`encode_op_query`] and [`OpReply`] implement the legacy OP_QUERY / OP_REPLY pair, used
 //!   only for a first legacy-hello handshake message.
 //! * [`validate_document`] structurally validates every received document, iteratively.
+//! * [`compression`] implements OP_COMPRESSED (`specs/compression/OP_COMPRESSED.md`):
+//!   negotiation, the never-compress list, wrapping and unwrapping messages.
 //!
 //! Nothing here panics on bytes received from the network: every malformed or hostile frame
 //! is a [`WireError`], and no allocation is sized from a length field before that field has
 //! been checked against the bytes actually present.
 
+pub mod compression;
 mod error;
 mod header;
 mod legacy;
@@ -42,7 +45,7 @@ pub mod op_code {
     pub const REPLY: i32 = 1;
     /// OP_QUERY: legacy query, used only for a legacy-hello handshake.
     pub const QUERY: i32 = 2004;
-    /// OP_COMPRESSED: a compressed wrapper around another opcode (not decoded yet).
+    /// OP_COMPRESSED: a compressed wrapper around another opcode (see [`compression`](super::compression)).
     pub const COMPRESSED: i32 = 2012;
     /// OP_MSG: the extensible message used for all modern commands.
     pub const MSG: i32 = 2013;
