@@ -2,12 +2,13 @@
 # Installs the tools the anymongo tests need, once, into a cache directory:
 #   ${ANYMONGO_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/anymongo}
 #
-# Usage: bash tests/setup.sh venv|corpus|rust|all|path
-#   venv    a Python venv with SecantusDB (test server) and wasmtime (WASI runner)
-#   corpus  the JSON spec tests shipped in pymongo's source distribution
-#   rust    the wasm32 Rust targets and clang (to build `ring` for wasm32-wasip2)
-#   all     all three
-#   path    print the cache directory
+# Usage: bash tests/setup.sh venv|corpus|rust|wasm-bindgen|all|path
+#   venv          a Python venv with SecantusDB (test server) and wasmtime (WASI runner)
+#   corpus        the JSON spec tests shipped in pymongo's source distribution
+#   rust          the wasm32 Rust targets and clang (to build `ring` for wasm32-wasip2)
+#   wasm-bindgen  the wasm-bindgen CLI of the version in Cargo.lock (prints its path)
+#   all           all four
+#   path          print the cache directory
 #
 # Idempotent and quiet when there is nothing to do; says what it installs.
 # Safe to run concurrently (installs hold a flock on "$CACHE/.lock").
@@ -104,6 +105,31 @@ rust() {
     fi
 }
 
+# The wasm-bindgen CLI must be the very version of the `wasm-bindgen` crate the
+# npm package links (their ABI is checked at bindgen time), so it is read from
+# Cargo.lock and installed with cargo into a versioned cache directory.
+wasm_bindgen() {
+    local version dir
+    version="$(grep -A1 '^name = "wasm-bindgen"$' Cargo.lock | sed -n 's/^version = "\(.*\)"$/\1/p')"
+    [[ -n "$version" ]] || die "no wasm-bindgen crate in Cargo.lock"
+    dir="$CACHE/wasm-bindgen-$version"
+    if [[ ! -x "$dir/bin/wasm-bindgen" ]]; then
+        lock
+        if [[ ! -x "$dir/bin/wasm-bindgen" ]]; then
+            say "installing wasm-bindgen-cli $version into $dir (cargo install, a few minutes)"
+            # --locked first (the versions its authors tested); a registry mirror that
+            # lacks one of those versions gets a fresh resolution instead.
+            cargo install --quiet --locked --root "$dir.tmp" wasm-bindgen-cli --version "$version" ||
+                cargo install --quiet --root "$dir.tmp" wasm-bindgen-cli --version "$version"
+            rm -rf "$dir"
+            mv "$dir.tmp" "$dir"
+        fi
+    fi
+    echo "$dir/bin/wasm-bindgen"
+}
+
+cd "$(dirname "$0")/.."
+
 case "${1:-}" in
 venv) venv ;;
 corpus) corpus ;;
@@ -112,10 +138,12 @@ all)
     venv
     corpus
     rust
+    wasm_bindgen >/dev/null
     ;;
+wasm-bindgen) wasm_bindgen ;;
 path) echo "$CACHE" ;;
 *)
-    sed -n '2,10s/^# \{0,1\}//p' "$0" >&2
+    sed -n '2,11s/^# \{0,1\}//p' "$0" >&2
     exit 2
     ;;
 esac
