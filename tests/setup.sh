@@ -7,7 +7,8 @@
 #   corpus        the JSON spec tests shipped in pymongo's source distribution
 #   rust          the wasm32 Rust targets and clang (to build `ring` for wasm32-wasip2)
 #   wasm-bindgen  the wasm-bindgen CLI of the version in Cargo.lock (prints its path)
-#   all           all four
+#   js-runtimes   Deno and Bun, from their npm packages (the npm package's smoke tests)
+#   all           all five
 #   path          print the cache directory
 #
 # Idempotent and quiet when there is nothing to do; says what it installs.
@@ -17,6 +18,8 @@ set -euo pipefail
 SECANTUS_VERSION=0.7.0b3
 WASMTIME_VERSION=49.0.4
 PYMONGO_VERSION=4.20.0
+DENO_VERSION=2.9.6
+BUN_VERSION=1.4.5
 
 CACHE="${ANYMONGO_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/anymongo}"
 
@@ -128,6 +131,23 @@ wasm_bindgen() {
     echo "$dir/bin/wasm-bindgen"
 }
 
+# Deno and Bun for the npm package's smoke tests: both publish their binaries on the
+# npm registry (as optional dependencies of the `deno` and `bun` packages).
+js_runtimes() {
+    local dir="$CACHE/js-runtimes-deno-$DENO_VERSION-bun-$BUN_VERSION"
+    [[ -f "$dir/.complete" ]] && return 0
+    lock
+    [[ -f "$dir/.complete" ]] && return 0
+    say "installing deno@$DENO_VERSION and bun@$BUN_VERSION from npm into $dir"
+    rm -rf "$dir"
+    mkdir -p "$dir"
+    echo '{"private": true}' >"$dir/package.json"
+    (cd "$dir" && npm install --no-audit --no-fund --loglevel=error "deno@$DENO_VERSION" "bun@$BUN_VERSION")
+    "$dir/node_modules/.bin/deno" --version >/dev/null || die "deno from npm does not run"
+    "$dir/node_modules/.bin/bun" --version >/dev/null || die "bun from npm does not run"
+    touch "$dir/.complete"
+}
+
 cd "$(dirname "$0")/.."
 
 case "${1:-}" in
@@ -139,11 +159,13 @@ all)
     corpus
     rust
     wasm_bindgen >/dev/null
+    js_runtimes
     ;;
 wasm-bindgen) wasm_bindgen ;;
+js-runtimes) js_runtimes ;;
 path) echo "$CACHE" ;;
 *)
-    sed -n '2,11s/^# \{0,1\}//p' "$0" >&2
+    sed -n '2,12s/^# \{0,1\}//p' "$0" >&2
     exit 2
     ;;
 esac

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { MongoClient } from '../js/node.js';
 
-const cache = process.env.ANYMONGO_CACHE ?? path.join(process.env.XDG_CACHE_HOME ?? path.join(os.homedir(), '.cache'), 'anymongo');
+export const cache = process.env.ANYMONGO_CACHE ?? path.join(process.env.XDG_CACHE_HOME ?? path.join(os.homedir(), '.cache'), 'anymongo');
 const secantusd = path.join(cache, 'venv', 'bin', 'secantusd-py');
 const START_TIMEOUT_MS = 60_000;
 const STOP_TIMEOUT_MS = 10_000;
