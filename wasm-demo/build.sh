@@ -15,7 +15,7 @@ rm -rf "$out"
 "$wasm_bindgen" --target web --out-dir "$out" --no-typescript \
     target/wasm32-unknown-unknown/wasm-release/anymongo_wasm.wasm
 if [[ -x wasm-demo/node_modules/.bin/wasm-opt ]]; then
-    wasm-demo/node_modules/.bin/wasm-opt -Os --enable-bulk-memory --enable-nontrapping-float-to-int \
+    wasm-demo/node_modules/.bin/wasm-opt -Os --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext --enable-mutable-globals \
         "$out/anymongo_wasm_bg.wasm" -o "$out/anymongo_wasm_bg.wasm"
 fi
 size=$(stat -c %s "$out/anymongo_wasm_bg.wasm")
