@@ -56,6 +56,9 @@ test)
     cargo run -q -p anymongo-tests --bin spec
     step "unit and integration tests (native, and wasip2 under wasmtime)"
     cargo test -q --workspace
+    step "npm package: the wasm-bindgen build, then node:test against SecantusDB"
+    bash wasm-demo/build.sh
+    (cd wasm-demo && npm ci --no-audit --no-fund --prefer-offline --loglevel=error && npm test)
     ;;
 *)
     echo "usage: ./run.sh demo [MONGODB_URI] | ./run.sh test" >&2

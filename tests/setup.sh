@@ -2,12 +2,14 @@
 # Installs the tools the anymongo tests need, once, into a cache directory:
 #   ${ANYMONGO_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/anymongo}
 #
-# Usage: bash tests/setup.sh venv|corpus|rust|all|path
-#   venv    a Python venv with SecantusDB (test server) and wasmtime (WASI runner)
-#   corpus  the JSON spec tests shipped in pymongo's source distribution
-#   rust    the wasm32 Rust targets and clang (to build `ring` for wasm32-wasip2)
-#   all     all three
-#   path    print the cache directory
+# Usage: bash tests/setup.sh venv|corpus|rust|wasm-bindgen|all|path
+#   venv          a Python venv with SecantusDB (test server) and wasmtime (WASI runner)
+#   corpus        the JSON spec tests shipped in pymongo's source distribution
+#   rust          the wasm32 Rust targets and clang (to build `ring` for wasm32-wasip2)
+#   wasm-bindgen  the wasm-bindgen CLI of the version in Cargo.lock (prints its path)
+#   js-runtimes   Deno and Bun, from their npm packages (the npm package's smoke tests)
+#   all           all five
+#   path          print the cache directory
 #
 # Idempotent and quiet when there is nothing to do; says what it installs.
 # Safe to run concurrently (installs hold a flock on "$CACHE/.lock").
@@ -16,6 +18,8 @@ set -euo pipefail
 SECANTUS_VERSION=0.7.0b3
 WASMTIME_VERSION=49.0.4
 PYMONGO_VERSION=4.20.0
+DENO_VERSION=2.9.6
+BUN_VERSION=1.4.5
 
 CACHE="${ANYMONGO_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/anymongo}"
 
@@ -104,6 +108,48 @@ rust() {
     fi
 }
 
+# The wasm-bindgen CLI must be the very version of the `wasm-bindgen` crate the
+# npm package links (their ABI is checked at bindgen time), so it is read from
+# Cargo.lock and installed with cargo into a versioned cache directory.
+wasm_bindgen() {
+    local version dir
+    version="$(grep -A1 '^name = "wasm-bindgen"$' Cargo.lock | sed -n 's/^version = "\(.*\)"$/\1/p')"
+    [[ -n "$version" ]] || die "no wasm-bindgen crate in Cargo.lock"
+    dir="$CACHE/wasm-bindgen-$version"
+    if [[ ! -x "$dir/bin/wasm-bindgen" ]]; then
+        lock
+        if [[ ! -x "$dir/bin/wasm-bindgen" ]]; then
+            say "installing wasm-bindgen-cli $version into $dir (cargo install, a few minutes)"
+            # --locked first (the versions its authors tested); a registry mirror that
+            # lacks one of those versions gets a fresh resolution instead.
+            cargo install --quiet --locked --root "$dir.tmp" wasm-bindgen-cli --version "$version" ||
+                cargo install --quiet --root "$dir.tmp" wasm-bindgen-cli --version "$version"
+            rm -rf "$dir"
+            mv "$dir.tmp" "$dir"
+        fi
+    fi
+    echo "$dir/bin/wasm-bindgen"
+}
+
+# Deno and Bun for the npm package's smoke tests: both publish their binaries on the
+# npm registry (as optional dependencies of the `deno` and `bun` packages).
+js_runtimes() {
+    local dir="$CACHE/js-runtimes-deno-$DENO_VERSION-bun-$BUN_VERSION"
+    [[ -f "$dir/.complete" ]] && return 0
+    lock
+    [[ -f "$dir/.complete" ]] && return 0
+    say "installing deno@$DENO_VERSION and bun@$BUN_VERSION from npm into $dir"
+    rm -rf "$dir"
+    mkdir -p "$dir"
+    echo '{"private": true}' >"$dir/package.json"
+    (cd "$dir" && npm install --no-audit --no-fund --loglevel=error "deno@$DENO_VERSION" "bun@$BUN_VERSION")
+    "$dir/node_modules/.bin/deno" --version >/dev/null || die "deno from npm does not run"
+    "$dir/node_modules/.bin/bun" --version >/dev/null || die "bun from npm does not run"
+    touch "$dir/.complete"
+}
+
+cd "$(dirname "$0")/.."
+
 case "${1:-}" in
 venv) venv ;;
 corpus) corpus ;;
@@ -112,10 +158,14 @@ all)
     venv
     corpus
     rust
+    wasm_bindgen >/dev/null
+    js_runtimes
     ;;
+wasm-bindgen) wasm_bindgen ;;
+js-runtimes) js_runtimes ;;
 path) echo "$CACHE" ;;
 *)
-    sed -n '2,10s/^# \{0,1\}//p' "$0" >&2
+    sed -n '2,12s/^# \{0,1\}//p' "$0" >&2
     exit 2
     ;;
 esac

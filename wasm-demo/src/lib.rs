@@ -1,9 +1,19 @@
 //! anymongo for JavaScript hosts (Node.js, Deno, Bun, Cloudflare Workers), built with
-//! wasm-bindgen for `wasm32-unknown-unknown`.
+//! wasm-bindgen for `wasm32-unknown-unknown`: the core of the `anymongo` npm package.
 //!
-//! A thin start: it proves that the core builds and runs in a JavaScript host. The
-//! JavaScript-supplied transport and the Node-driver-shaped API come with the npm
-//! package's own issue.
+//! The host supplies the socket (a transport object written in JavaScript, see
+//! `host`), the core does the rest: SDAM, server selection, pooling, authentication,
+//! retries and CRUD. The JavaScript glue in `js/` gives it the shape of the official
+//! Node.js driver; [`ops`] is the operation layer between the two, and builds (and is
+//! tested) on every target.
+// JavaScript handles are not Send: on wasm32 an Arc is only shared ownership.
+#![cfg_attr(target_family = "wasm", allow(clippy::arc_with_non_send_sync))]
+
+#[cfg(target_arch = "wasm32")]
+mod host;
+#[cfg(target_arch = "wasm32")]
+mod js;
+pub mod ops;
 
 use anymongo::rt::HostInfo;
 
@@ -29,21 +39,4 @@ fn host() -> HostInfo {
 /// ```
 pub fn client_metadata_text(app_name: Option<String>) -> String {
     anymongo::handshake::client_metadata(&host(), app_name.as_deref()).to_string()
-}
-
-#[cfg(target_arch = "wasm32")]
-mod js {
-    use wasm_bindgen::prelude::wasm_bindgen;
-
-    /// `clientMetadata(appName?)`: the handshake metadata as text.
-    #[wasm_bindgen(js_name = clientMetadata)]
-    pub fn client_metadata(app_name: Option<String>) -> String {
-        super::client_metadata_text(app_name)
-    }
-
-    /// `version()`: the driver's version.
-    #[wasm_bindgen]
-    pub fn version() -> String {
-        env!("CARGO_PKG_VERSION").to_string()
-    }
 }

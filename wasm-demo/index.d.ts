@@ -1,0 +1,315 @@
+// Types of the anymongo npm package: the public surface, shaped like the official
+// Node.js driver's. BSON values are the `bson` package's classes, re-exported.
+import type { Document } from 'bson';
+
+export {
+  Binary,
+  BSON,
+  Decimal128,
+  Document,
+  Double,
+  Int32,
+  Long,
+  MaxKey,
+  MinKey,
+  ObjectId,
+  Timestamp,
+  UUID,
+} from 'bson';
+
+/** The socket of one connection, supplied by the host: what a transport's connect() gives. */
+export interface Duplex {
+  /** The next bytes received; `null` at the end of the stream. */
+  read(): Promise<Uint8Array | null>;
+  /** Sends all of `bytes`. */
+  write(bytes: Uint8Array): Promise<void>;
+  /** Closes the connection (a pending read then ends). */
+  close(): void;
+}
+
+/** What the driver asks for when the connection string enables TLS. */
+export interface TlsRequest {
+  servername: string;
+  caFile?: string;
+  caPem?: string;
+  certificateKeyFile?: string;
+  certificateKeyPem?: string;
+  certificateKeyPassword?: string;
+  allowInvalidCertificates: boolean;
+  allowInvalidHostnames: boolean;
+}
+
+/**
+ * Opens connections for the driver. Each runtime's entry point has one (node:net/tls,
+ * Deno.connect/connectTls, cloudflare:sockets); pass your own as `options.transport`.
+ * A rejection's `code` (`ECONNREFUSED`...) and `tls: true` (certificate failures) are
+ * read.
+ */
+export interface Transport {
+  connect(host: string, port: number, tls: TlsRequest | null): Promise<Duplex>;
+  /** SRV records, for mongodb+srv:// (optional). */
+  resolveSrv?(name: string): Promise<{ name: string; port: number; ttl?: number }[]>;
+  /** TXT records, each one's strings joined (optional). */
+  resolveTxt?(name: string): Promise<string[]>;
+}
+
+/**
+ * Options of MongoClient: any connection string option (`appName`,
+ * `serverSelectionTimeoutMS`, `retryWrites`, `tls`...), merged into the URI, and:
+ */
+export interface MongoClientOptions {
+  /** Credentials, instead of the connection string's. */
+  auth?: { username: string; password?: string };
+  /** The host's sockets (default: the runtime's). */
+  transport?: Transport;
+  /**
+   * Monitor servers in the background on the event loop (default: true on Node.js,
+   * Deno and Bun; false on Workers, where monitoring happens before each server selection).
+   */
+  backgroundMonitoring?: boolean;
+  [option: string]: string | number | boolean | undefined | object;
+}
+
+export declare class MongoClient {
+  constructor(uri: string, options?: MongoClientOptions);
+  static connect(uri: string, options?: MongoClientOptions): Promise<MongoClient>;
+  /** Connects, authenticates, and checks the deployment answers (operations connect on first use too). */
+  connect(): Promise<this>;
+  /** The database `name` (default: the connection string's, else `test`). */
+  db(name?: string): Db;
+  /** Kills open cursors and closes every connection. */
+  close(): Promise<void>;
+}
+
+export declare class Db {
+  readonly databaseName: string;
+  collection<TSchema extends Document = Document>(name: string): Collection<TSchema>;
+  command(command: Document): Promise<Document>;
+  aggregate<T extends Document = Document>(pipeline?: Document[], options?: AggregateOptions): AggregationCursor<T>;
+  dropDatabase(): Promise<boolean>;
+}
+
+export type Filter = Document;
+export type UpdateFilter = Document | Document[];
+export type Sort = Document | string;
+
+export interface WriteConcern {
+  w?: number | string;
+  j?: boolean;
+  wtimeout?: number;
+}
+
+export interface CommonOptions {
+  comment?: unknown;
+  maxTimeMS?: number;
+}
+
+export interface WriteOptions {
+  writeConcern?: WriteConcern;
+  bypassDocumentValidation?: boolean;
+  comment?: unknown;
+}
+
+export interface InsertManyOptions extends WriteOptions {
+  ordered?: boolean;
+}
+
+export interface UpdateOptions extends WriteOptions {
+  upsert?: boolean;
+  arrayFilters?: Document[];
+  collation?: Document;
+  hint?: string | Document;
+  let?: Document;
+  sort?: Document;
+}
+
+export type ReplaceOptions = Omit<UpdateOptions, 'arrayFilters'>;
+
+export interface DeleteOptions extends WriteOptions {
+  collation?: Document;
+  hint?: string | Document;
+  let?: Document;
+}
+
+export interface FindOptions extends CommonOptions {
+  projection?: Document;
+  sort?: Document;
+  limit?: number;
+  skip?: number;
+  batchSize?: number;
+  hint?: string | Document;
+  collation?: Document;
+  allowDiskUse?: boolean;
+  let?: Document;
+  min?: Document;
+  max?: Document;
+  returnKey?: boolean;
+  showRecordId?: boolean;
+  noCursorTimeout?: boolean;
+  allowPartialResults?: boolean;
+  readConcern?: { level: string };
+}
+
+export interface FindOneAndUpdateOptions extends CommonOptions {
+  returnDocument?: 'before' | 'after';
+  projection?: Document;
+  sort?: Document;
+  upsert?: boolean;
+  arrayFilters?: Document[];
+  collation?: Document;
+  hint?: string | Document;
+  let?: Document;
+  writeConcern?: WriteConcern;
+  bypassDocumentValidation?: boolean;
+}
+
+export type FindOneAndReplaceOptions = Omit<FindOneAndUpdateOptions, 'arrayFilters'>;
+export type FindOneAndDeleteOptions = Omit<FindOneAndUpdateOptions, 'arrayFilters' | 'returnDocument' | 'upsert' | 'bypassDocumentValidation'>;
+
+export interface AggregateOptions extends CommonOptions {
+  allowDiskUse?: boolean;
+  batchSize?: number;
+  bypassDocumentValidation?: boolean;
+  collation?: Document;
+  hint?: string | Document;
+  let?: Document;
+  readConcern?: { level: string };
+  writeConcern?: WriteConcern;
+}
+
+export interface CountDocumentsOptions extends CommonOptions {
+  skip?: number;
+  limit?: number;
+  collation?: Document;
+  hint?: string | Document;
+}
+
+export interface DistinctOptions extends CommonOptions {
+  collation?: Document;
+  hint?: string | Document;
+}
+
+export interface CreateIndexesOptions extends CommonOptions {
+  name?: string;
+  unique?: boolean;
+  sparse?: boolean;
+  expireAfterSeconds?: number;
+  partialFilterExpression?: Document;
+  collation?: Document;
+  hidden?: boolean;
+  commitQuorum?: number | string;
+  writeConcern?: WriteConcern;
+  [indexOption: string]: unknown;
+}
+
+export interface InsertOneResult {
+  acknowledged: boolean;
+  insertedId: any;
+}
+
+export interface InsertManyResult {
+  acknowledged: boolean;
+  insertedCount: number;
+  insertedIds: { [index: number]: any };
+}
+
+export interface UpdateResult {
+  acknowledged: boolean;
+  matchedCount: number;
+  modifiedCount: number;
+  upsertedCount: number;
+  upsertedId: any | null;
+}
+
+export interface DeleteResult {
+  acknowledged: boolean;
+  deletedCount: number;
+}
+
+export declare class Collection<TSchema extends Document = Document> {
+  readonly collectionName: string;
+  readonly dbName: string;
+  readonly namespace: string;
+  /** Gives the document an ObjectId `_id` when it has none. */
+  insertOne(document: TSchema, options?: WriteOptions): Promise<InsertOneResult>;
+  insertMany(documents: TSchema[], options?: InsertManyOptions): Promise<InsertManyResult>;
+  updateOne(filter: Filter, update: UpdateFilter, options?: UpdateOptions): Promise<UpdateResult>;
+  updateMany(filter: Filter, update: UpdateFilter, options?: UpdateOptions): Promise<UpdateResult>;
+  replaceOne(filter: Filter, replacement: TSchema, options?: ReplaceOptions): Promise<UpdateResult>;
+  deleteOne(filter?: Filter, options?: DeleteOptions): Promise<DeleteResult>;
+  deleteMany(filter?: Filter, options?: DeleteOptions): Promise<DeleteResult>;
+  findOne(filter?: Filter, options?: FindOptions): Promise<TSchema | null>;
+  find(filter?: Filter, options?: FindOptions): FindCursor<TSchema>;
+  findOneAndUpdate(filter: Filter, update: UpdateFilter, options?: FindOneAndUpdateOptions): Promise<TSchema | null>;
+  findOneAndReplace(filter: Filter, replacement: TSchema, options?: FindOneAndReplaceOptions): Promise<TSchema | null>;
+  findOneAndDelete(filter: Filter, options?: FindOneAndDeleteOptions): Promise<TSchema | null>;
+  aggregate<T extends Document = Document>(pipeline?: Document[], options?: AggregateOptions): AggregationCursor<T>;
+  countDocuments(filter?: Filter, options?: CountDocumentsOptions): Promise<number>;
+  estimatedDocumentCount(options?: CommonOptions): Promise<number>;
+  distinct(key: string, filter?: Filter, options?: DistinctOptions): Promise<any[]>;
+  /** Returns the index's name. */
+  createIndex(keys: Document | string, options?: CreateIndexesOptions): Promise<string>;
+  drop(): Promise<boolean>;
+}
+
+declare class AbstractCursor<T> implements AsyncIterable<T> {
+  readonly closed: boolean;
+  hasNext(): Promise<boolean>;
+  next(): Promise<T | null>;
+  toArray(): Promise<T[]>;
+  map<U>(transform: (document: T) => U): AbstractCursor<U>;
+  close(): Promise<void>;
+  /** Leaving the loop early closes the cursor. */
+  [Symbol.asyncIterator](): AsyncGenerator<T, void, void>;
+}
+
+export declare class FindCursor<T = Document> extends AbstractCursor<T> {
+  filter(filter: Filter): this;
+  sort(sort: Sort, direction?: 1 | -1): this;
+  limit(limit: number): this;
+  skip(skip: number): this;
+  project(projection: Document): this;
+  batchSize(size: number): this;
+  maxTimeMS(milliseconds: number): this;
+  hint(hint: string | Document): this;
+  comment(comment: unknown): this;
+  map<U>(transform: (document: T) => U): FindCursor<U>;
+}
+
+export declare class AggregationCursor<T = Document> extends AbstractCursor<T> {
+  map<U>(transform: (document: T) => U): AggregationCursor<U>;
+}
+
+/** The base class of every error of the driver. */
+export declare class MongoError extends Error {
+  readonly errorLabels: string[];
+  code?: number;
+  hasErrorLabel(label: string): boolean;
+}
+
+/** The server answered with an error (`ok: 0`, or a write error). */
+export declare class MongoServerError extends MongoError {
+  code: number;
+  codeName?: string;
+  errmsg: string;
+  /** The server's whole reply, when it sent one. */
+  errorResponse?: Document;
+  errInfo?: Document;
+}
+
+export declare class MongoBulkWriteError extends MongoServerError {
+  writeErrors: { index: number; code: number; errmsg: string; errInfo?: Document }[];
+  insertedIds: { [index: number]: any };
+}
+
+export declare class MongoWriteConcernError extends MongoServerError {}
+export declare class MongoNetworkError extends MongoError {}
+export declare class MongoNetworkTimeoutError extends MongoNetworkError {}
+export declare class MongoPoolClearedError extends MongoNetworkError {}
+export declare class MongoServerSelectionError extends MongoError {}
+export declare class MongoInvalidArgumentError extends MongoError {}
+export declare class MongoCompatibilityError extends MongoError {}
+export declare class MongoTopologyClosedError extends MongoError {}
+export declare class MongoWaitQueueTimeoutError extends MongoError {}
+
+export default MongoClient;

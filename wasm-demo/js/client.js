@@ -1,0 +1,514 @@
+// The public API, shaped like the official Node.js driver's (MongoClient, Db,
+// Collection, cursors), over the WebAssembly core. Runtime-agnostic: the entry point
+// of each runtime (node.js, deno.js, workers.js) loads the module and names the
+// transport, then re-exports this file.
+//
+// Documents cross the boundary as BSON, serialized and parsed by the `bson` package,
+// so values map exactly as with the Node.js driver (ObjectId, Long, Decimal128,
+// Binary, Date, Timestamp...).
+import { BSON, ObjectId } from 'bson';
+import { MongoInvalidArgumentError, toError } from './errors.js';
+
+export {
+  Binary,
+  BSON,
+  Decimal128,
+  Double,
+  Int32,
+  Long,
+  MaxKey,
+  MinKey,
+  ObjectId,
+  Timestamp,
+  UUID,
+} from 'bson';
+export * from './errors.js';
+
+/** What the runtime's entry point set up: { NativeClient, transport, background, platform }. */
+let host = null;
+
+/** Called once by the runtime's entry point. */
+export function configure(settings) {
+  host = settings;
+}
+
+// Options of MongoClient that are not connection string options.
+const CLIENT_ONLY = new Set(['transport', 'backgroundMonitoring', 'auth']);
+
+/** The connection string with the options given in code added (as the Node driver merges them). */
+function connectionString(uri, options) {
+  if (typeof uri !== 'string') {
+    throw new MongoInvalidArgumentError('the connection string must be a string');
+  }
+  const match = /^(mongodb(?:\+srv)?:\/\/)([^/?]*)(\/[^?]*)?(\?.*)?$/.exec(uri);
+  if (!match) {
+    return uri; // the core explains what is wrong with it
+  }
+  let [, scheme, authority, path = '/', query = ''] = match;
+  if (options.auth?.username !== undefined) {
+    const hosts = authority.includes('@') ? authority.slice(authority.lastIndexOf('@') + 1) : authority;
+    const password = options.auth.password === undefined ? '' : `:${encodeURIComponent(options.auth.password)}`;
+    authority = `${encodeURIComponent(options.auth.username)}${password}@${hosts}`;
+  }
+  const params = new URLSearchParams(query.slice(1));
+  for (const [name, value] of Object.entries(options)) {
+    if (CLIENT_ONLY.has(name) || value === undefined || value === null) {
+      continue;
+    }
+    if (typeof value === 'object') {
+      throw new MongoInvalidArgumentError(`option ${name}: only options of the connection string are supported`);
+    }
+    params.set(name, String(value));
+  }
+  const text = params.toString();
+  return `${scheme}${authority}${path}${text ? `?${text}` : ''}`;
+}
+
+/** The database named in the connection string's path, if any. */
+function defaultDatabase(uri) {
+  const match = /^mongodb(?:\+srv)?:\/\/[^/?]*\/([^?]+)/.exec(uri);
+  return match ? decodeURIComponent(match[1]) : 'test';
+}
+
+function serialize(document) {
+  return BSON.serialize(document);
+}
+
+function deserialize(bytes) {
+  return BSON.deserialize(bytes);
+}
+
+/**
+ * A client of a MongoDB deployment: `new MongoClient(uri, options)`, then `connect()`
+ * (operations also connect on first use), and `close()` when done.
+ */
+export class MongoClient {
+  #uri;
+  #options;
+  #native = null;
+  #connecting = null;
+
+  constructor(uri, options = {}) {
+    this.#uri = connectionString(uri, options);
+    this.#options = options;
+  }
+
+  /** Connects, authenticates and checks that the deployment answers. */
+  async connect() {
+    if (!host) {
+      throw new MongoInvalidArgumentError('import anymongo through its package entry point');
+    }
+    this.#connecting ??= (async () => {
+      const transport = this.#options.transport ?? host.transport;
+      const background = this.#options.backgroundMonitoring ?? host.background;
+      try {
+        this.#native = await host.NativeClient.open(this.#uri, transport, background, host.platform);
+      } catch (error) {
+        this.#connecting = null;
+        throw toError(error);
+      }
+    })();
+    await this.#connecting;
+    return this;
+  }
+
+  /** `new MongoClient(uri, options).connect()`. */
+  static async connect(uri, options = {}) {
+    return new MongoClient(uri, options).connect();
+  }
+
+  /** The database `name` (default: the connection string's, or `test`). */
+  db(name) {
+    return new Db(this, name ?? defaultDatabase(this.#uri));
+  }
+
+  /** Kills open cursors and closes every connection; the client can connect again. */
+  async close() {
+    const connecting = this.#connecting;
+    this.#connecting = null;
+    if (connecting) {
+      await connecting.catch(() => {});
+    }
+    const native = this.#native;
+    this.#native = null;
+    if (native) {
+      await native.close();
+      native.free();
+    }
+  }
+
+  async #handle() {
+    if (!this.#native) {
+      await this.connect();
+    }
+    return this.#native;
+  }
+
+  /** @internal Runs one operation of the module; resolves to its result document. */
+  async _run(op, db, collection, args) {
+    const native = await this.#handle();
+    try {
+      return deserialize(await native.run(op, db, collection, serialize(args)));
+    } catch (error) {
+      throw toError(error);
+    }
+  }
+
+  /** @internal Opens a cursor of the module. */
+  async _cursor(op, db, collection, args) {
+    const native = await this.#handle();
+    try {
+      return await native.cursor(op, db, collection, serialize(args));
+    } catch (error) {
+      throw toError(error);
+    }
+  }
+}
+
+/** A database. */
+export class Db {
+  #client;
+  #name;
+
+  constructor(client, name) {
+    this.#client = client;
+    this.#name = name;
+  }
+
+  get databaseName() {
+    return this.#name;
+  }
+
+  /** The collection `name`. */
+  collection(name) {
+    return new Collection(this.#client, this.#name, name);
+  }
+
+  /** Runs a command and returns the server's reply. */
+  async command(command) {
+    return this.#client._run('command', this.#name, '', { command });
+  }
+
+  /** A database aggregation (`$documents`, `$currentOp`...). */
+  aggregate(pipeline = [], options = {}) {
+    return new AggregationCursor(this.#client, this.#name, '', { pipeline, options });
+  }
+
+  /** Drops the database. */
+  async dropDatabase() {
+    const { value } = await this.#client._run('dropDatabase', this.#name, '', {});
+    return value;
+  }
+}
+
+/** Gives `document` an ObjectId `_id` when it has none, as the Node driver does. */
+function withId(document) {
+  if (document === null || typeof document !== 'object' || Array.isArray(document)) {
+    throw new MongoInvalidArgumentError('a document must be an object');
+  }
+  if (document._id === undefined) {
+    document._id = new ObjectId();
+  }
+  return document;
+}
+
+/** A collection. */
+export class Collection {
+  #client;
+  #db;
+  #name;
+
+  constructor(client, db, name) {
+    this.#client = client;
+    this.#db = db;
+    this.#name = name;
+  }
+
+  get collectionName() {
+    return this.#name;
+  }
+
+  get dbName() {
+    return this.#db;
+  }
+
+  get namespace() {
+    return `${this.#db}.${this.#name}`;
+  }
+
+  #run(op, args) {
+    return this.#client._run(op, this.#db, this.#name, args);
+  }
+
+  async insertOne(document, options = {}) {
+    return this.#run('insertOne', { document: withId(document), options });
+  }
+
+  async insertMany(documents, options = {}) {
+    if (!Array.isArray(documents)) {
+      throw new MongoInvalidArgumentError('insertMany takes an array of documents');
+    }
+    return this.#run('insertMany', { documents: documents.map(withId), options });
+  }
+
+  async updateOne(filter, update, options = {}) {
+    return this.#run('updateOne', { filter, update, options });
+  }
+
+  async updateMany(filter, update, options = {}) {
+    return this.#run('updateMany', { filter, update, options });
+  }
+
+  async replaceOne(filter, replacement, options = {}) {
+    return this.#run('replaceOne', { filter, replacement, options });
+  }
+
+  async deleteOne(filter = {}, options = {}) {
+    return this.#run('deleteOne', { filter, options });
+  }
+
+  async deleteMany(filter = {}, options = {}) {
+    return this.#run('deleteMany', { filter, options });
+  }
+
+  async findOne(filter = {}, options = {}) {
+    return (await this.#run('findOne', { filter, options })).value;
+  }
+
+  /** A cursor over the matching documents (nothing is sent before it is read). */
+  find(filter = {}, options = {}) {
+    return new FindCursor(this.#client, this.#db, this.#name, filter, options);
+  }
+
+  async findOneAndUpdate(filter, update, options = {}) {
+    return (await this.#run('findOneAndUpdate', { filter, update, options })).value;
+  }
+
+  async findOneAndReplace(filter, replacement, options = {}) {
+    return (await this.#run('findOneAndReplace', { filter, replacement, options })).value;
+  }
+
+  async findOneAndDelete(filter, options = {}) {
+    return (await this.#run('findOneAndDelete', { filter, options })).value;
+  }
+
+  aggregate(pipeline = [], options = {}) {
+    return new AggregationCursor(this.#client, this.#db, this.#name, { pipeline, options });
+  }
+
+  async countDocuments(filter = {}, options = {}) {
+    return (await this.#run('countDocuments', { filter, options })).n;
+  }
+
+  async estimatedDocumentCount(options = {}) {
+    return (await this.#run('estimatedDocumentCount', { options })).n;
+  }
+
+  async distinct(key, filter = {}, options = {}) {
+    return (await this.#run('distinct', { key, filter, options })).values;
+  }
+
+  /** Creates an index; `keys` as `{ field: 1 }`; returns its name. */
+  async createIndex(keys, options = {}) {
+    if (typeof keys === 'string') {
+      keys = { [keys]: 1 };
+    }
+    return (await this.#run('createIndex', { keys, options })).name;
+  }
+
+  async drop() {
+    return (await this.#run('drop', {})).value;
+  }
+}
+
+/** What the cursors share: batches from the module, read with next(), toArray() or `for await`. */
+class AbstractCursor {
+  #client;
+  #db;
+  #collection;
+  #native = null;
+  #buffer = [];
+  #position = 0;
+  #closed = false;
+  #transform = null;
+
+  constructor(client, db, collection) {
+    this.#client = client;
+    this.#db = db;
+    this.#collection = collection;
+  }
+
+  /** @internal [op, args] of the command that opens the cursor. */
+  _command() {
+    throw new Error('abstract');
+  }
+
+  /** @internal Throws if the cursor was already read (its options are fixed then). */
+  _checkUnstarted() {
+    if (this.#native || this.#closed) {
+      throw new MongoInvalidArgumentError('the cursor was already read');
+    }
+  }
+
+  get closed() {
+    return this.#closed;
+  }
+
+  /** Maps each document through `transform` (applied after earlier ones). */
+  map(transform) {
+    const previous = this.#transform;
+    this.#transform = previous ? (document) => transform(previous(document)) : transform;
+    return this;
+  }
+
+  async #fill() {
+    while (this.#position >= this.#buffer.length && !this.#closed) {
+      if (!this.#native) {
+        const [op, args] = this._command();
+        this.#native = await this.#client._cursor(op, this.#db, this.#collection, args);
+      }
+      let bytes;
+      try {
+        bytes = await this.#native.nextBatch();
+      } catch (error) {
+        await this.close();
+        throw toError(error);
+      }
+      if (bytes === null) {
+        await this.close();
+      } else {
+        this.#buffer = deserialize(bytes).batch;
+        this.#position = 0;
+      }
+    }
+    return this.#position < this.#buffer.length;
+  }
+
+  async hasNext() {
+    return this.#fill();
+  }
+
+  /** The next document, or null at the end. */
+  async next() {
+    if (!(await this.#fill())) {
+      return null;
+    }
+    const document = this.#buffer[this.#position++];
+    return this.#transform ? this.#transform(document) : document;
+  }
+
+  /** Every remaining document. */
+  async toArray() {
+    const documents = [];
+    for await (const document of this) {
+      documents.push(document);
+    }
+    return documents;
+  }
+
+  /** `for await (const document of cursor)`; leaving the loop early closes the cursor. */
+  async *[Symbol.asyncIterator]() {
+    try {
+      while (await this.#fill()) {
+        yield await this.next();
+      }
+    } finally {
+      await this.close();
+    }
+  }
+
+  /** Kills the server cursor (if still open). */
+  async close() {
+    if (this.#closed) {
+      return;
+    }
+    this.#closed = true;
+    const native = this.#native;
+    if (native) {
+      try {
+        await native.close();
+      } catch (error) {
+        throw toError(error);
+      } finally {
+        native.free();
+      }
+    }
+  }
+}
+
+/** The cursor of `find`; `sort`, `limit`, `skip`, `project`, `batchSize` before reading. */
+export class FindCursor extends AbstractCursor {
+  #filter;
+  #options;
+
+  constructor(client, db, collection, filter, options) {
+    super(client, db, collection);
+    this.#filter = filter;
+    this.#options = { ...options };
+  }
+
+  _command() {
+    return ['find', { filter: this.#filter, options: this.#options }];
+  }
+
+  #set(name, value) {
+    this._checkUnstarted();
+    this.#options[name] = value;
+    return this;
+  }
+
+  filter(filter) {
+    this._checkUnstarted();
+    this.#filter = filter;
+    return this;
+  }
+
+  sort(sort, direction) {
+    if (typeof sort === 'string') {
+      sort = { [sort]: direction ?? 1 };
+    }
+    return this.#set('sort', sort);
+  }
+
+  limit(limit) {
+    return this.#set('limit', limit);
+  }
+
+  skip(skip) {
+    return this.#set('skip', skip);
+  }
+
+  project(projection) {
+    return this.#set('projection', projection);
+  }
+
+  batchSize(size) {
+    return this.#set('batchSize', size);
+  }
+
+  maxTimeMS(milliseconds) {
+    return this.#set('maxTimeMS', milliseconds);
+  }
+
+  hint(hint) {
+    return this.#set('hint', hint);
+  }
+
+  comment(comment) {
+    return this.#set('comment', comment);
+  }
+}
+
+/** The cursor of `aggregate`. */
+export class AggregationCursor extends AbstractCursor {
+  #args;
+
+  constructor(client, db, collection, args) {
+    super(client, db, collection);
+    this.#args = args;
+  }
+
+  _command() {
+    return ['aggregate', this.#args];
+  }
+}

@@ -1,0 +1,17 @@
+// The entry point for Node.js and Bun: loads the WebAssembly module from the package
+// and uses node:net / node:tls sockets, with monitoring in the background.
+import { readFileSync } from 'node:fs';
+import { configure, MongoClient } from './client.js';
+import { initSync, NativeClient } from '../pkg/anymongo_wasm.js';
+import { nodeTransport } from './transports/node.js';
+
+initSync({ module: readFileSync(new URL('../pkg/anymongo_wasm_bg.wasm', import.meta.url)) });
+configure({
+  NativeClient,
+  transport: nodeTransport,
+  background: true,
+  platform: typeof Bun === 'undefined' ? `Node.js ${process.version}` : `Bun ${Bun.version}`,
+});
+
+export * from './client.js';
+export default MongoClient;

@@ -1,0 +1,39 @@
+// The transport of Cloudflare Workers: connect() from cloudflare:sockets, with
+// `secureTransport: "on"` for TLS (the platform's certificate checks). No DNS API:
+// use mongodb:// with the hosts, not mongodb+srv://. See `Transport` in index.d.ts.
+import { connect } from 'cloudflare:sockets';
+
+export const workersTransport = {
+  async connect(host, port, request) {
+    const secure = request !== null && request !== undefined;
+    if (secure && (request.caFile || request.caPem || request.certificateKeyFile || request.certificateKeyPem)) {
+      throw Object.assign(new Error('Workers sockets use the platform trust store: tlsCAFile and client certificates are not supported'), {
+        tls: true,
+      });
+    }
+    if (secure && (request.allowInvalidCertificates || request.allowInvalidHostnames)) {
+      throw Object.assign(new Error('Workers sockets always check certificates'), { tls: true });
+    }
+    const socket = connect({ hostname: host, port }, { secureTransport: secure ? 'on' : 'off', allowHalfOpen: false });
+    try {
+      await socket.opened;
+    } catch (error) {
+      error.tls = secure;
+      throw error;
+    }
+    const reader = socket.readable.getReader();
+    const writer = socket.writable.getWriter();
+    return {
+      async read() {
+        const { value, done } = await reader.read();
+        return done ? null : value;
+      },
+      write(bytes) {
+        return writer.write(bytes);
+      },
+      close() {
+        socket.close().catch(() => {});
+      },
+    };
+  },
+};

@@ -1,0 +1,399 @@
+//! The core's seams over what a JavaScript host supplies: sockets from a transport
+//! object written in JavaScript (one adapter per runtime, in `js/transports/`), time
+//! from `performance.now()` and `setTimeout`, background tasks on the host's event
+//! loop through `spawn_local`.
+//!
+//! The transport object (see `index.d.ts`, `Transport`):
+//!
+//! - `connect(host, port, tls)` → `Promise<Duplex>`, where `tls` is `null` or
+//!   `{ servername, caFile?, caPem?, certificateKeyFile?, certificateKeyPem?,
+//!   certificateKeyPassword?, allowInvalidCertificates, allowInvalidHostnames }`;
+//! - a `Duplex` has `read()` → `Promise<Uint8Array | null>` (`null` at end of stream),
+//!   `write(bytes)` → `Promise<void>`, and `close()`;
+//! - optionally `resolveSrv(name)` → `Promise<{ name, port, ttl? }[]>` and
+//!   `resolveTxt(name)` → `Promise<string[]>`, for `mongodb+srv://`.
+//!
+//! A rejection becomes an I/O error: its `code` (`ECONNREFUSED`, `ETIMEDOUT`…) picks the
+//! kind, and an error whose `tls` property is true (certificate or handshake failures)
+//! is reported as a TLS error.
+
+use std::io;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anymongo::rt::{
+    boxed, unsupported_lookup, BoxFuture, Clock, ConnectTarget, HostInfo, Instant, IpAddr,
+    PemSource, Resolver, Runtime, Spawner, SrvRecord, Stream, TlsError, Transport,
+};
+use js_sys::{Array, Function, Object, Promise, Reflect, Uint8Array};
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+use wasm_bindgen_futures::JsFuture;
+
+#[wasm_bindgen]
+extern "C" {
+    #[wasm_bindgen(js_name = setTimeout)]
+    fn set_timeout(handler: &Function, milliseconds: f64) -> JsValue;
+
+    #[wasm_bindgen(js_name = clearTimeout)]
+    fn clear_timeout(id: &JsValue);
+
+    #[wasm_bindgen(js_namespace = performance, js_name = now)]
+    fn performance_now() -> f64;
+}
+
+/// The runtime of a client whose sockets come from `transport`; background tasks
+/// run on the event loop when `background` (Node.js, Deno, Bun), otherwise the core
+/// monitors in single-threaded mode (Workers, whose invocations end with the request).
+pub fn runtime(transport: JsValue, background: bool, platform: String) -> Runtime {
+    let transport = Rc::new(transport);
+    Runtime {
+        transport: Arc::new(JsTransport(transport.clone())),
+        resolver: Arc::new(JsResolver(transport)),
+        clock: Arc::new(JsClock),
+        spawner: match background {
+            true => Some(Arc::new(JsSpawner)),
+            false => None,
+        },
+        host: HostInfo {
+            runtime: "js",
+            platform,
+            os_type: "unknown".into(),
+            architecture: Some("wasm32".into()),
+            docker: false,
+            // The module cannot read the host's environment.
+            env: |_| None,
+        },
+    }
+}
+
+/// Calls `target[name](...args)`, which must return a promise (or a value), and waits.
+async fn call(target: &JsValue, name: &str, args: &[JsValue]) -> io::Result<JsValue> {
+    let promise = invoke(target, name, args)?;
+    JsFuture::from(Promise::resolve(&promise))
+        .await
+        .map_err(io_error)
+}
+
+/// Calls `target[name](...args)` without waiting.
+fn invoke(target: &JsValue, name: &str, args: &[JsValue]) -> io::Result<JsValue> {
+    let function: Function = Reflect::get(target, &JsValue::from_str(name))
+        .ok()
+        .and_then(|value| value.dyn_into().ok())
+        .ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::Unsupported,
+                format!("the JavaScript transport has no {name}() method"),
+            )
+        })?;
+    let args: Array = args.iter().collect();
+    function.apply(target, &args).map_err(io_error)
+}
+
+/// A JavaScript exception as an I/O error (see the module's documentation).
+fn io_error(error: JsValue) -> io::Error {
+    let text = |name: &str| {
+        Reflect::get(&error, &JsValue::from_str(name))
+            .ok()
+            .and_then(|value| value.as_string())
+    };
+    let message = text("message")
+        .or_else(|| error.as_string())
+        .unwrap_or_else(|| "the JavaScript transport failed".into());
+    let kind = match text("code").as_deref() {
+        Some("ECONNREFUSED") => io::ErrorKind::ConnectionRefused,
+        Some("ECONNRESET") => io::ErrorKind::ConnectionReset,
+        Some("ETIMEDOUT") => io::ErrorKind::TimedOut,
+        Some("EPIPE") => io::ErrorKind::BrokenPipe,
+        Some("ENOTFOUND" | "EAI_AGAIN") => io::ErrorKind::NotFound,
+        Some("EADDRNOTAVAIL") => io::ErrorKind::AddrNotAvailable,
+        _ => io::ErrorKind::Other,
+    };
+    let is_tls = Reflect::get(&error, &JsValue::from_str("tls"))
+        .map(|value| value.is_truthy())
+        .unwrap_or(false);
+    match is_tls {
+        true => io::Error::new(io::ErrorKind::InvalidData, TlsError(message)),
+        false => io::Error::new(kind, message),
+    }
+}
+
+fn set(object: &Object, name: &str, value: impl Into<JsValue>) {
+    // Setting a property of a fresh plain object cannot fail.
+    let _ = Reflect::set(object, &JsValue::from_str(name), &value.into());
+}
+
+/// The `tls` argument of `connect`.
+fn tls_request(target: &ConnectTarget) -> JsValue {
+    let Some(tls) = &target.tls else {
+        return JsValue::NULL;
+    };
+    let request = Object::new();
+    set(&request, "servername", target.host.as_str());
+    let pem = |request: &Object, source: &Option<PemSource>, file: &str, pem: &str| match source {
+        Some(PemSource::File(path)) => set(request, file, path.as_str()),
+        Some(PemSource::Pem(text)) => set(request, pem, text.as_str()),
+        None => {}
+    };
+    pem(&request, &tls.ca_pem, "caFile", "caPem");
+    pem(
+        &request,
+        &tls.certificate_key,
+        "certificateKeyFile",
+        "certificateKeyPem",
+    );
+    if let Some(password) = &tls.certificate_key_password {
+        set(&request, "certificateKeyPassword", password.as_str());
+    }
+    set(
+        &request,
+        "allowInvalidCertificates",
+        tls.allow_invalid_certificates,
+    );
+    set(
+        &request,
+        "allowInvalidHostnames",
+        tls.allow_invalid_hostnames,
+    );
+    request.into()
+}
+
+/// Opens streams through the JavaScript transport's `connect`.
+struct JsTransport(Rc<JsValue>);
+
+impl Transport for JsTransport {
+    fn connect<'a>(
+        &'a self,
+        target: &'a ConnectTarget,
+    ) -> BoxFuture<'a, io::Result<Box<dyn Stream>>> {
+        boxed(async move {
+            if target.is_unix_socket() {
+                return Err(io::Error::new(
+                    io::ErrorKind::Unsupported,
+                    format!(
+                        "{}: unix domain sockets are not supported from JavaScript",
+                        target.host
+                    ),
+                ));
+            }
+            let args = [
+                JsValue::from_str(&target.host),
+                JsValue::from(target.port),
+                tls_request(target),
+            ];
+            let duplex = call(&self.0, "connect", &args).await?;
+            if !duplex.is_object() {
+                return Err(io::Error::other(
+                    "the JavaScript transport's connect() gave no duplex object",
+                ));
+            }
+            Ok(Box::new(JsStream {
+                duplex,
+                reading: None,
+                chunk: Vec::new(),
+                offset: 0,
+            }) as Box<dyn Stream>)
+        })
+    }
+}
+
+/// A stream over a JavaScript duplex; closed when dropped.
+struct JsStream {
+    duplex: JsValue,
+    /// A `read()` in flight. Kept here, not in the read future, so that a read
+    /// abandoned by a timeout loses no bytes: the next read picks its chunk up.
+    reading: Option<JsFuture>,
+    /// The last chunk read, of which `chunk[offset..]` is not consumed yet.
+    chunk: Vec<u8>,
+    offset: usize,
+}
+
+impl Stream for JsStream {
+    fn read<'a>(&'a mut self, buf: &'a mut [u8]) -> BoxFuture<'a, io::Result<usize>> {
+        boxed(async move {
+            while self.offset >= self.chunk.len() {
+                let reading = match self.reading.as_mut() {
+                    Some(reading) => reading,
+                    None => {
+                        let promise = invoke(&self.duplex, "read", &[])?;
+                        self.reading
+                            .insert(JsFuture::from(Promise::resolve(&promise)))
+                    }
+                };
+                let result = reading.await;
+                self.reading = None;
+                let value = result.map_err(io_error)?;
+                if value.is_null() || value.is_undefined() {
+                    return Ok(0);
+                }
+                let bytes: Uint8Array = value.dyn_into().map_err(|_| {
+                    io::Error::new(
+                        io::ErrorKind::InvalidData,
+                        "the JavaScript duplex's read() gave no Uint8Array",
+                    )
+                })?;
+                self.chunk = bytes.to_vec();
+                self.offset = 0;
+            }
+            let n = buf.len().min(self.chunk.len() - self.offset);
+            buf[..n].copy_from_slice(&self.chunk[self.offset..self.offset + n]);
+            self.offset += n;
+            Ok(n)
+        })
+    }
+
+    fn write_all<'a>(&'a mut self, buf: &'a [u8]) -> BoxFuture<'a, io::Result<()>> {
+        boxed(async move {
+            call(&self.duplex, "write", &[Uint8Array::from(buf).into()]).await?;
+            Ok(())
+        })
+    }
+}
+
+impl Drop for JsStream {
+    fn drop(&mut self) {
+        // Nothing to report to: the connection is being discarded.
+        let _ = invoke(&self.duplex, "close", &[]);
+    }
+}
+
+/// SRV and TXT look-ups through the transport's optional `resolveSrv`/`resolveTxt`.
+struct JsResolver(Rc<JsValue>);
+
+impl Resolver for JsResolver {
+    fn srv<'a>(&'a self, name: &'a str) -> BoxFuture<'a, io::Result<Vec<SrvRecord>>> {
+        boxed(async move {
+            let records = self.lookup("resolveSrv", "SRV", name).await?;
+            records
+                .iter()
+                .map(|record| {
+                    let field = |key: &str| Reflect::get(&record, &JsValue::from_str(key)).ok();
+                    let target = field("name").and_then(|value| value.as_string());
+                    let port = field("port").and_then(|value| value.as_f64());
+                    let ttl = field("ttl").and_then(|value| value.as_f64());
+                    match (target, port) {
+                        (Some(target), Some(port)) if (0.0..=65535.0).contains(&port) => {
+                            Ok(SrvRecord {
+                                target: target.trim_end_matches('.').to_owned(),
+                                port: port as u16,
+                                ttl_secs: ttl.unwrap_or(60.0) as u32,
+                            })
+                        }
+                        _ => Err(io::Error::new(
+                            io::ErrorKind::InvalidData,
+                            format!("resolveSrv({name}) gave a record without name and port"),
+                        )),
+                    }
+                })
+                .collect()
+        })
+    }
+
+    fn txt<'a>(&'a self, name: &'a str) -> BoxFuture<'a, io::Result<Vec<String>>> {
+        boxed(async move {
+            let records = self.lookup("resolveTxt", "TXT", name).await?;
+            Ok(records.iter().filter_map(|text| text.as_string()).collect())
+        })
+    }
+
+    fn ip<'a>(&'a self, host: &'a str) -> BoxFuture<'a, io::Result<Vec<IpAddr>>> {
+        // JavaScript transports connect to names; the host resolves them.
+        boxed(async move { Err(unsupported_lookup("A/AAAA", host)) })
+    }
+}
+
+impl JsResolver {
+    async fn lookup(&self, method: &str, kind: &str, name: &str) -> io::Result<Array> {
+        let has_method = Reflect::get(&self.0, &JsValue::from_str(method))
+            .map(|value| value.is_function())
+            .unwrap_or(false);
+        if !has_method {
+            return Err(unsupported_lookup(kind, name));
+        }
+        let records = call(&self.0, method, &[JsValue::from_str(name)]).await?;
+        records.dyn_into().map_err(|_| {
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("{method}({name}) gave no array"),
+            )
+        })
+    }
+}
+
+/// Time from `performance.now()` and `Date.now()`, timers from `setTimeout`.
+struct JsClock;
+
+/// setTimeout's longest delay (2^31 - 1 ms); longer ones fire at once.
+const LONGEST_TIMER: Duration = Duration::from_millis(i32::MAX as u64);
+
+impl Clock for JsClock {
+    fn now(&self) -> Instant {
+        Instant::from_origin(Duration::from_secs_f64(performance_now().max(0.0) / 1000.0))
+    }
+
+    fn unix_time(&self) -> Duration {
+        Duration::from_secs_f64(js_sys::Date::now().max(0.0) / 1000.0)
+    }
+
+    fn sleep(&self, duration: Duration) -> BoxFuture<'static, ()> {
+        // The first timer starts now, as a sleep's time runs from its creation.
+        let first = Timer::start(duration.min(LONGEST_TIMER));
+        let mut left = duration.saturating_sub(LONGEST_TIMER);
+        boxed(async move {
+            first.await;
+            while !left.is_zero() {
+                let step = left.min(LONGEST_TIMER);
+                Timer::start(step).await;
+                left -= step;
+            }
+        })
+    }
+}
+
+/// One `setTimeout`; cleared when dropped first, so that an abandoned sleep keeps no
+/// timer (and no Node.js process) alive.
+struct Timer {
+    fired: JsFuture,
+    id: JsValue,
+}
+
+impl Timer {
+    fn start(duration: Duration) -> Timer {
+        let mut id = JsValue::UNDEFINED;
+        let promise = Promise::new(&mut |resolve, _| {
+            id = set_timeout(&resolve, duration.as_secs_f64() * 1000.0);
+        });
+        Timer {
+            fired: JsFuture::from(promise),
+            id,
+        }
+    }
+}
+
+impl std::future::Future for Timer {
+    type Output = ();
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<()> {
+        std::pin::Pin::new(&mut self.fired).poll(cx).map(|_| ())
+    }
+}
+
+impl Drop for Timer {
+    fn drop(&mut self) {
+        // Clearing a timer that already fired does nothing.
+        clear_timeout(&self.id);
+    }
+}
+
+/// Background tasks on the host's event loop.
+struct JsSpawner;
+
+impl Spawner for JsSpawner {
+    fn spawn(&self, task: BoxFuture<'static, ()>) {
+        wasm_bindgen_futures::spawn_local(task);
+    }
+}

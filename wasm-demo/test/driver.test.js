@@ -1,0 +1,322 @@
+// The npm package against SecantusDB on loopback: connection, SCRAM-SHA-256, every
+// CRUD call of the API, cursors over several batches, BSON round trips and errors.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import {
+  Binary,
+  Decimal128,
+  Double,
+  Int32,
+  Long,
+  MongoClient,
+  MongoError,
+  MongoServerError,
+  MongoServerSelectionError,
+  ObjectId,
+  Timestamp,
+} from '../js/node.js';
+import { nodeTransport } from '../js/transports/node.js';
+import { startAuthServer, startServer } from './server.js';
+
+const BOUND = { timeout: 30_000 };
+const OPTIONS = { serverSelectionTimeoutMS: 5000, connectTimeoutMS: 5000 };
+
+/**
+ * A transport that counts the commands sent whose first element is `name` with an
+ * int64 value (BSON type 0x12), as getMore's cursor id is.
+ */
+function countingTransport(name) {
+  const counter = { count: 0 };
+  const needle = new TextEncoder().encode(`\x12${name}\x00`);
+  const includes = (bytes) => {
+    outer: for (let i = 0; i + needle.length <= bytes.length; i++) {
+      for (let j = 0; j < needle.length; j++) if (bytes[i + j] !== needle[j]) continue outer;
+      return true;
+    }
+    return false;
+  };
+  counter.transport = {
+    async connect(host, port, tls) {
+      const duplex = await nodeTransport.connect(host, port, tls);
+      return {
+        read: () => duplex.read(),
+        write(bytes) {
+          if (includes(bytes)) counter.count++;
+          return duplex.write(bytes);
+        },
+        close: () => duplex.close(),
+      };
+    },
+  };
+  return counter;
+}
+
+describe('against SecantusDB', BOUND, () => {
+  let server;
+  let client;
+  let db;
+
+  before(async () => {
+    server = await startServer();
+    client = new MongoClient(server.uri, OPTIONS);
+    await client.connect();
+    db = client.db('npm_tests');
+  });
+
+  after(async () => {
+    await client?.close();
+    await server?.stop();
+  });
+
+  it('connects and runs a command', BOUND, async () => {
+    const reply = await db.command({ ping: 1 });
+    assert.equal(reply.ok, 1);
+    const hello = await db.command({ hello: 1 });
+    assert.equal(hello.isWritablePrimary, true);
+  });
+
+  it('inserts and finds', BOUND, async () => {
+    const coll = db.collection('insert_find');
+    const document = { name: 'tea', qty: 2 };
+    const one = await coll.insertOne(document);
+    assert.equal(one.acknowledged, true);
+    assert.ok(one.insertedId instanceof ObjectId);
+    assert.ok(document._id.equals(one.insertedId), 'insertOne gives the document its _id');
+    const many = await coll.insertMany([{ name: 'coffee', qty: 5 }, { _id: 7, name: 'milk', qty: 1 }]);
+    assert.equal(many.insertedCount, 2);
+    assert.equal(many.insertedIds[1], 7);
+    assert.deepEqual(await coll.findOne({ _id: 7 }), { _id: 7, name: 'milk', qty: 1 });
+    assert.equal(await coll.findOne({ name: 'none' }), null);
+    const sorted = await coll.find({}, { projection: { _id: 0, name: 1 } }).sort({ qty: -1 }).toArray();
+    assert.deepEqual(sorted, [{ name: 'coffee' }, { name: 'tea' }, { name: 'milk' }]);
+    const limited = await coll.find({ qty: { $gte: 2 } }).sort('qty').limit(1).map((d) => d.name).toArray();
+    assert.deepEqual(limited, ['tea']);
+    const seen = [];
+    for await (const found of coll.find({}, { sort: { qty: 1 } })) seen.push(found.qty);
+    assert.deepEqual(seen, [1, 2, 5]);
+  });
+
+  it('updates, replaces and deletes', BOUND, async () => {
+    const coll = db.collection('update_delete');
+    await coll.insertMany([1, 2, 3, 4].map((n) => ({ n, even: n % 2 === 0 })));
+    const one = await coll.updateOne({ n: 1 }, { $set: { tag: 'a' } });
+    assert.deepEqual([one.matchedCount, one.modifiedCount, one.upsertedCount], [1, 1, 0]);
+    const many = await coll.updateMany({ even: true }, { $inc: { n: 10 } });
+    assert.deepEqual([many.matchedCount, many.modifiedCount], [2, 2]);
+    const pipeline = await coll.updateOne({ n: 3 }, [{ $set: { double: { $multiply: ['$n', 2] } } }]);
+    assert.equal(pipeline.modifiedCount, 1);
+    assert.equal((await coll.findOne({ n: 3 })).double, 6);
+    const upsert = await coll.updateOne({ n: 99 }, { $set: { fresh: true } }, { upsert: true });
+    assert.equal(upsert.upsertedCount, 1);
+    assert.ok(upsert.upsertedId instanceof ObjectId);
+    const replaced = await coll.replaceOne({ n: 1 }, { n: 1, replaced: true });
+    assert.equal(replaced.modifiedCount, 1);
+    assert.deepEqual(await coll.findOne({ n: 1 }, { projection: { _id: 0 } }), { n: 1, replaced: true });
+    assert.equal((await coll.deleteOne({ n: 99 })).deletedCount, 1);
+    assert.equal((await coll.deleteMany({ even: true })).deletedCount, 2);
+    assert.equal(await coll.countDocuments(), 2);
+  });
+
+  it('findOneAndUpdate, findOneAndReplace, findOneAndDelete', BOUND, async () => {
+    const coll = db.collection('find_and_modify');
+    await coll.insertOne({ _id: 1, n: 1 });
+    assert.deepEqual(await coll.findOneAndUpdate({ _id: 1 }, { $inc: { n: 1 } }), { _id: 1, n: 1 });
+    const after = await coll.findOneAndUpdate({ _id: 1 }, { $inc: { n: 1 } }, { returnDocument: 'after' });
+    assert.deepEqual(after, { _id: 1, n: 3 });
+    assert.equal(await coll.findOneAndUpdate({ _id: 2 }, { $set: { n: 0 } }), null);
+    const replaced = await coll.findOneAndReplace({ _id: 1 }, { m: 1 }, { returnDocument: 'after' });
+    assert.deepEqual(replaced, { _id: 1, m: 1 });
+    assert.deepEqual(await coll.findOneAndDelete({ _id: 1 }), { _id: 1, m: 1 });
+    assert.equal(await coll.countDocuments({}), 0);
+  });
+
+  it('aggregates, counts and lists distinct values', BOUND, async () => {
+    const coll = db.collection('aggregate');
+    await coll.insertMany([
+      { kind: 'a', v: 1 },
+      { kind: 'b', v: 2 },
+      { kind: 'a', v: 3 },
+    ]);
+    const groups = await coll.aggregate([{ $group: { _id: '$kind', total: { $sum: '$v' } } }, { $sort: { _id: 1 } }]).toArray();
+    assert.deepEqual(groups, [
+      { _id: 'a', total: 4 },
+      { _id: 'b', total: 2 },
+    ]);
+    assert.equal(await coll.countDocuments({ kind: 'a' }), 2);
+    assert.equal(await coll.countDocuments({}, { skip: 1, limit: 1 }), 1);
+    assert.equal(await coll.estimatedDocumentCount(), 3);
+    assert.deepEqual((await coll.distinct('kind')).sort(), ['a', 'b']);
+    assert.deepEqual(await coll.distinct('v', { kind: 'a' }), [1, 3]);
+    const documents = await db.aggregate([{ $documents: [{ x: 1 }, { x: 2 }] }]).toArray();
+    assert.deepEqual(documents, [{ x: 1 }, { x: 2 }]);
+  });
+
+  it('creates indexes', BOUND, async () => {
+    const coll = db.collection('indexes');
+    assert.equal(await coll.createIndex({ a: 1, b: -1 }), 'a_1_b_-1');
+    assert.equal(await coll.createIndex({ email: 1 }, { unique: true, name: 'by_email' }), 'by_email');
+    const { cursor } = await db.command({ listIndexes: 'indexes' });
+    const unique = cursor.firstBatch.find((index) => index.name === 'by_email');
+    assert.equal(unique.unique, true);
+    await coll.insertOne({ email: 'x@example.com' });
+    await assert.rejects(coll.insertOne({ email: 'x@example.com' }), (error) => {
+      assert.ok(error instanceof MongoServerError);
+      assert.equal(error.code, 11000);
+      assert.match(error.message, /duplicate key/);
+      return true;
+    });
+  });
+
+  it('reads a find over several getMore batches', BOUND, async () => {
+    const coll = db.collection('batches');
+    const total = 250;
+    await coll.insertMany(Array.from({ length: total }, (_, i) => ({ i })));
+    const counter = countingTransport('getMore');
+    const counted = new MongoClient(server.uri, { ...OPTIONS, transport: counter.transport });
+    try {
+      const cursor = counted.db('npm_tests').collection('batches').find({}, { batchSize: 20, sort: { i: 1 } });
+      const all = await cursor.toArray();
+      assert.equal(all.length, total);
+      assert.deepEqual(
+        all.map((d) => d.i),
+        Array.from({ length: total }, (_, i) => i),
+      );
+      // 20 in the first batch, then 12 getMores of up to 20.
+      assert.equal(counter.count, Math.ceil((total - 20) / 20));
+      // for await over batches, leaving early closes the cursor.
+      let seen = 0;
+      for await (const _ of counted.db('npm_tests').collection('batches').find({}, { batchSize: 7 })) {
+        if (++seen === 30) break;
+      }
+      assert.equal(seen, 30);
+    } finally {
+      await counted.close();
+    }
+  });
+
+  it('round-trips BSON types as the bson package maps them', BOUND, async () => {
+    const coll = db.collection('bson_types');
+    const date = new Date('2024-05-06T07:08:09.123Z');
+    const document = {
+      _id: new ObjectId(),
+      long: Long.fromString('9007199254740993'),
+      smallLong: Long.fromNumber(5),
+      decimal: Decimal128.fromString('1234.5678901234567890123456789'),
+      binary: new Binary(new Uint8Array([1, 2, 3, 250]), 0),
+      uuid: new Binary(new Uint8Array(16).fill(7), 4),
+      date,
+      timestamp: new Timestamp({ t: 1700000000, i: 3 }),
+      int: new Int32(42),
+      double: new Double(2.5),
+      nested: { list: [1, 'two', null, { three: true }] },
+      regex: /^ab+c/i,
+    };
+    await coll.insertOne(document);
+    const found = await coll.findOne({ _id: document._id });
+    assert.ok(found._id.equals(document._id));
+    assert.ok(found.long instanceof Long);
+    assert.equal(found.long.toString(), '9007199254740993');
+    assert.equal(found.smallLong, 5, 'a Long that fits a number comes back as a number (promoteLongs)');
+    assert.ok(found.decimal instanceof Decimal128);
+    assert.equal(found.decimal.toString(), '1234.5678901234567890123456789');
+    assert.ok(found.binary instanceof Binary);
+    assert.deepEqual([...found.binary.buffer], [1, 2, 3, 250]);
+    assert.equal(found.uuid.sub_type, 4);
+    assert.ok(found.date instanceof Date);
+    assert.equal(found.date.getTime(), date.getTime());
+    assert.ok(found.timestamp instanceof Timestamp);
+    assert.equal(found.timestamp.t, 1700000000);
+    assert.equal(found.timestamp.i, 3);
+    assert.equal(found.int, 42);
+    assert.equal(found.double, 2.5);
+    assert.deepEqual(found.nested, document.nested);
+    assert.equal(found.regex.source, '^ab+c');
+    // And as filters.
+    assert.equal(await coll.countDocuments({ long: Long.fromString('9007199254740993'), date }), 1);
+  });
+
+  it('surfaces a server error as MongoServerError with code, codeName and labels', BOUND, async () => {
+    await client.db('admin').command({
+      configureFailPoint: 'failCommand',
+      mode: { times: 1 },
+      data: { failCommands: ['insert'], errorCode: 2, errorLabels: ['TestLabel'] },
+    });
+    await assert.rejects(db.collection('errors').insertOne({ x: 1 }), (error) => {
+      assert.ok(error instanceof MongoServerError);
+      assert.ok(error instanceof MongoError);
+      assert.ok(error instanceof Error);
+      assert.equal(error.name, 'MongoServerError');
+      assert.equal(error.code, 2);
+      assert.equal(error.codeName, 'BadValue');
+      assert.deepEqual(error.errorLabels, ['TestLabel']);
+      assert.ok(error.hasErrorLabel('TestLabel'));
+      assert.equal(error.errorResponse.ok, 0);
+      return true;
+    });
+    await assert.rejects(db.command({ noSuchCommand: 1 }), (error) => {
+      assert.ok(error instanceof MongoServerError);
+      assert.equal(error.code, 59);
+      assert.equal(error.codeName, 'CommandNotFound');
+      return true;
+    });
+  });
+
+  it('reports an unreachable server as MongoServerSelectionError', BOUND, async () => {
+    const unreachable = new MongoClient('mongodb://127.0.0.1:1/', { serverSelectionTimeoutMS: 300 });
+    await assert.rejects(unreachable.connect(), (error) => {
+      assert.ok(error instanceof MongoServerSelectionError);
+      assert.match(error.message, /127\.0\.0\.1:1/);
+      return true;
+    });
+    await unreachable.close();
+  });
+});
+
+describe('SCRAM-SHA-256', BOUND, () => {
+  let server;
+
+  before(async () => {
+    server = await startAuthServer('npm-user', 'pa:ss@wørd');
+  });
+
+  after(async () => {
+    await server?.stop();
+  });
+
+  it('authenticates with the URI credentials and with options.auth', BOUND, async () => {
+    const password = encodeURIComponent('pa:ss@wørd');
+    const inUri = new MongoClient(`mongodb://npm-user:${password}@127.0.0.1:${server.port}/?authMechanism=SCRAM-SHA-256`, OPTIONS);
+    try {
+      const { insertedId } = await inUri.db('app').collection('c').insertOne({ a: 1 });
+      assert.ok(insertedId instanceof ObjectId);
+    } finally {
+      await inUri.close();
+    }
+    const inOptions = new MongoClient(server.uri, { ...OPTIONS, auth: { username: 'npm-user', password: 'pa:ss@wørd' } });
+    try {
+      assert.equal(await inOptions.db('app').collection('c').countDocuments(), 1);
+    } finally {
+      await inOptions.close();
+    }
+  });
+
+  it('refuses a wrong password and an unauthenticated client', BOUND, async () => {
+    const wrong = new MongoClient(server.uri, { ...OPTIONS, auth: { username: 'npm-user', password: 'nope' } });
+    await assert.rejects(wrong.connect(), (error) => {
+      assert.ok(error instanceof MongoServerError);
+      assert.equal(error.code, 18);
+      return true;
+    });
+    await wrong.close();
+    const anonymous = new MongoClient(server.uri, OPTIONS);
+    try {
+      await assert.rejects(anonymous.db('app').collection('c').findOne({}), (error) => {
+        assert.ok(error instanceof MongoServerError);
+        assert.equal(error.code, 13);
+        return true;
+      });
+    } finally {
+      await anonymous.close();
+    }
+  });
+});

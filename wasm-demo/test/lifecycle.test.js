@@ -1,0 +1,130 @@
+// close() leaves nothing behind: a process that used a client exits on its own.
+// And the packed tarball installs into an empty folder and works from there, under
+// Node.js, and under Deno and Bun when tests/setup.sh installed them (from npm).
+import assert from 'node:assert/strict';
+import { execFile, spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { cache, startServer } from './server.js';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const packageDir = path.join(here, '..');
+const run = promisify(execFile);
+
+/**
+ * Runs `script` with `command` (default: this node) in `cwd`; resolves to its exit code
+ * and output, or fails after `bound` ms.
+ */
+function runScript(cwd, script, bound, command = [process.execPath]) {
+  const file = path.join(cwd, 'script.mjs');
+  writeFileSync(file, script);
+  return new Promise((resolve, reject) => {
+    const child = spawn(command[0], [...command.slice(1), file], { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (chunk) => (output += chunk));
+    child.stderr.on('data', (chunk) => (output += chunk));
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`the script did not exit within ${bound} ms (open handles?): ${output}`));
+    }, bound);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code, output });
+    });
+  });
+}
+
+describe('lifecycle', { timeout: 240_000 }, () => {
+  let server;
+  let work;
+
+  before(async () => {
+    server = await startServer();
+    work = mkdtempSync(path.join(os.tmpdir(), 'anymongo-npm-work-'));
+  });
+
+  after(async () => {
+    await server?.stop();
+    if (work) rmSync(work, { recursive: true, force: true });
+  });
+
+  it('exits on its own after close(), with monitors running and a cursor left open', { timeout: 30_000 }, async () => {
+    const entry = new URL('../js/node.js', import.meta.url).href;
+    const script = `
+      import { MongoClient } from ${JSON.stringify(entry)};
+      const client = new MongoClient(${JSON.stringify(server.uri)}, { heartbeatFrequencyMS: 500 });
+      await client.connect();
+      const coll = client.db('lifecycle').collection('c');
+      await coll.insertMany(Array.from({ length: 50 }, (_, i) => ({ i })));
+      const cursor = coll.find({}, { batchSize: 5 });
+      await cursor.next();
+      await client.close();
+      console.log('closed');
+    `;
+    const { code, output } = await runScript(work, script, 20_000);
+    assert.equal(code, 0, output);
+    assert.match(output, /closed/);
+  });
+});
+
+const runtimes = path.join(cache, 'js-runtimes-deno-2.9.6-bun-1.4.5', 'node_modules', '.bin');
+
+describe('the packed tarball, installed into an empty folder', { timeout: 240_000 }, () => {
+  let server;
+  let packed;
+  let app;
+
+  before(async () => {
+    server = await startServer();
+    packed = mkdtempSync(path.join(os.tmpdir(), 'anymongo-npm-pack-'));
+    app = mkdtempSync(path.join(os.tmpdir(), 'anymongo-npm-app-'));
+    await run('npm', ['pack', '--pack-destination', packed], { cwd: packageDir, timeout: 60_000 });
+    const tarball = readdirSync(packed).find((name) => /^anymongo-.*\.tgz$/.test(name));
+    assert.ok(tarball, 'npm pack made anymongo-*.tgz');
+    writeFileSync(path.join(app, 'package.json'), JSON.stringify({ name: 'app', private: true, type: 'module' }));
+    await run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', path.join(packed, tarball)], {
+      cwd: app,
+      timeout: 120_000,
+    });
+  });
+
+  after(async () => {
+    await server?.stop();
+    for (const dir of [packed, app]) if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** Connects, inserts and reads back with the installed package, under `command`. */
+  async function connectAndInsert(runtime, command) {
+    const script = `
+      import { MongoClient, ObjectId } from 'anymongo';
+      const client = new MongoClient(${JSON.stringify(server.uri)});
+      await client.connect();
+      const coll = client.db('installed').collection(${JSON.stringify(runtime)});
+      const { insertedId } = await coll.insertOne({ from: ${JSON.stringify(runtime)} });
+      const found = await coll.findOne({ _id: insertedId });
+      console.log(insertedId instanceof ObjectId, found.from);
+      await client.close();
+    `;
+    const { code, output } = await runScript(app, script, 60_000, command);
+    assert.equal(code, 0, output);
+    assert.equal(output.trim().split('\n').at(-1), `true ${runtime}`);
+  }
+
+  it('works under Node.js', { timeout: 60_000 }, async () => {
+    await connectAndInsert('node');
+  });
+
+  const deno = path.join(runtimes, 'deno');
+  it('works under Deno (Deno.connect)', { timeout: 60_000, skip: !existsSync(deno) && 'deno not installed (bash tests/setup.sh js-runtimes)' }, async () => {
+    await connectAndInsert('deno', [deno, 'run', '--allow-net', '--allow-read', '--allow-env']);
+  });
+
+  const bun = path.join(runtimes, 'bun');
+  it('works under Bun (node:net)', { timeout: 60_000, skip: !existsSync(bun) && 'bun not installed (bash tests/setup.sh js-runtimes)' }, async () => {
+    await connectAndInsert('bun', [bun]);
+  });
+});

@@ -1,0 +1,110 @@
+// The test server: SecantusDB (a MongoDB-wire-compatible server) on loopback, from the
+// venv tests/setup.sh caches, started and stopped by the tests themselves.
+import { spawn } from 'node:child_process';
+import { mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
+import { MongoClient } from '../js/node.js';
+
+export const cache = process.env.ANYMONGO_CACHE ?? path.join(process.env.XDG_CACHE_HOME ?? path.join(os.homedir(), '.cache'), 'anymongo');
+const secantusd = path.join(cache, 'venv', 'bin', 'secantusd-py');
+const START_TIMEOUT_MS = 60_000;
+const STOP_TIMEOUT_MS = 10_000;
+
+/** A port that was free on 127.0.0.1 a moment ago. */
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+function accepts(port) {
+  return new Promise((resolve) => {
+    const socket = net.connect({ host: '127.0.0.1', port });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
+}
+
+/**
+ * Starts SecantusDB on a free loopback port; `auth` requires authentication, `storage`
+ * is a folder (users created earlier live there) or ":memory:".
+ */
+export async function startServer({ auth = false, storage = ':memory:' } = {}) {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'anymongo-npm-server-'));
+  const log = path.join(dir, 'server.log');
+  const port = await freePort();
+  const args = ['--host', '127.0.0.1', '--port', String(port), '--storage-path', storage, '--enable-test-commands'];
+  if (auth) args.push('--auth');
+  const out = openSync(log, 'w');
+  const child = spawn(secantusd, args, { cwd: dir, stdio: ['ignore', out, out] });
+  let exited = null;
+  const exit = new Promise((resolve) => {
+    child.once('exit', (code, signal) => {
+      exited = { code, signal };
+      resolve();
+    });
+    child.once('error', (error) => {
+      exited = { error };
+      resolve();
+    });
+  });
+  const logTail = () => readFileSync(log, 'utf8').slice(-2000);
+  // Polls until the port accepts, bounded, as the Rust fixture does.
+  const deadline = Date.now() + START_TIMEOUT_MS;
+  while (!(await accepts(port))) {
+    if (exited) throw new Error(`SecantusDB exited while starting (${JSON.stringify(exited)}): ${logTail()}`);
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error(`SecantusDB did not listen on ${port} within ${START_TIMEOUT_MS} ms: ${logTail()}`);
+    }
+    await delay(50);
+  }
+  return {
+    port,
+    uri: `mongodb://127.0.0.1:${port}/`,
+    async stop() {
+      if (!exited) {
+        child.kill('SIGTERM');
+        const timer = setTimeout(() => child.kill('SIGKILL'), STOP_TIMEOUT_MS);
+        await exit;
+        clearTimeout(timer);
+      }
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * A server requiring authentication, with `user`/`password` (root, SCRAM-SHA-256):
+ * the user is created on a server without --auth sharing its storage folder.
+ */
+export async function startAuthServer(user, password) {
+  const storage = mkdtempSync(path.join(os.tmpdir(), 'anymongo-npm-data-'));
+  const open = await startServer({ storage });
+  const client = new MongoClient(open.uri);
+  try {
+    await client.db('admin').command({ createUser: user, pwd: password, roles: ['root'], mechanisms: ['SCRAM-SHA-256'] });
+  } finally {
+    await client.close();
+    await open.stop();
+  }
+  const server = await startServer({ storage, auth: true });
+  return {
+    ...server,
+    async stop() {
+      await server.stop();
+      rmSync(storage, { recursive: true, force: true });
+    },
+  };
+}
