@@ -59,6 +59,14 @@ const BULK_WRITE_RETRY_RUNS_AGAIN: Gap = Gap::Server(
      fails with a duplicate key error where MongoDB returns the first attempt's result",
 );
 
+/// The driver does not implement the Client Backpressure spec: a command failing with
+/// the RetryableError and SystemOverloadedError labels is not retried (with backoff)
+/// unless its own retry rules allow it, in a transaction or out of one.
+const CLIENT_BACKPRESSURE: Gap = Gap::Driver(
+    "client backpressure (retrying errors labelled RetryableError and \
+     SystemOverloadedError) is not implemented",
+);
+
 const fn gap(suite: &'static str, file: &'static str, test: &'static str, gap: Gap) -> KnownGap {
     KnownGap {
         suite,
@@ -70,6 +78,30 @@ const fn gap(suite: &'static str, file: &'static str, test: &'static str, gap: G
 
 /// Every known gap.
 pub const KNOWN_GAPS: &[KnownGap] = &[
+    gap(
+        "transactions",
+        "unified/backpressure-retryable-abort.json",
+        "",
+        CLIENT_BACKPRESSURE,
+    ),
+    gap(
+        "transactions",
+        "unified/backpressure-retryable-commit.json",
+        "",
+        CLIENT_BACKPRESSURE,
+    ),
+    gap(
+        "transactions",
+        "unified/backpressure-retryable-reads.json",
+        "",
+        CLIENT_BACKPRESSURE,
+    ),
+    gap(
+        "transactions",
+        "unified/backpressure-retryable-writes.json",
+        "",
+        CLIENT_BACKPRESSURE,
+    ),
     gap(
         "sessions",
         "snapshot-sessions.json",
