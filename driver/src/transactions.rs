@@ -7,7 +7,7 @@
 //! it and retries as the spec says. The session keeps the transaction's state (spec,
 //! "ClientSession changes") and its options; the executor (`operation`) asks it, once
 //! per command, what the command must carry (spec, "Constructing commands within a
-//! transaction": [`add_fields`]) and labels errors ([`label_transient`]).
+//! transaction") and labels errors.
 //!
 //! Command errors inside a transaction may abort it on the server: committing it then
 //! fails with `NoSuchTransaction` (spec, "Handling command errors").
