@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use anymongo::bson::{doc, Bson, Document};
 use anymongo::command_monitoring::CommandEvent;
+use anymongo::crud::WriteOptions;
 use anymongo::transactions::{TransactionOptions, TransactionState, TRANSIENT_TRANSACTION_ERROR};
 use anymongo::uri::{ReadPreference, ReadPreferenceMode};
 use anymongo::{Client, Collection};
@@ -75,6 +76,20 @@ async fn a_commit_makes_the_writes_visible_and_an_abort_discards_them() {
         let session = client.start_session(Default::default()).unwrap();
 
         session.start_transaction(Default::default()).unwrap();
+        assert_eq!(session.transaction_state(), TransactionState::Starting);
+        // An operation in a transaction cannot have a write concern of its own; the
+        // client-side error leaves the transaction as it was.
+        let own_concern = WriteOptions {
+            write_concern: Some(anymongo::concern::WriteConcern::majority()),
+            ..WriteOptions::default()
+        };
+        let refused = collection
+            .insert_one_with_session(doc! { "_id": 9 }, own_concern, &session)
+            .await
+            .unwrap_err();
+        assert!(refused
+            .to_string()
+            .contains("Cannot set write concern after starting a transaction"));
         assert_eq!(session.transaction_state(), TransactionState::Starting);
         collection
             .insert_one_with_session(doc! { "_id": 1 }, None, &session)
