@@ -25,8 +25,9 @@ pub use crate::sdam::live::{MonitoringThreads, SdamEventHandler};
 use crate::sdam::TopologyDescription;
 use crate::selection::SelectionCriteria;
 use crate::session::{
-    ClientSession, ClusterTime, ServerSession, ServerSessionPool, SessionOptions,
+    ClientSession, ClusterTime, PendingAbort, ServerSession, ServerSessionPool, SessionOptions,
 };
+use crate::sync::lock;
 use crate::uri::{ClientOptions, ReadPreference, ReadPreferenceMode};
 
 /// A handle to a MongoDB deployment. Cheap to clone; clones share connections.
@@ -57,6 +58,8 @@ struct ClientInner {
     /// Cursors dropped unexhausted with no runtime to kill them at once: killed before
     /// the next operation.
     pending_kills: Mutex<Vec<PendingKill>>,
+    /// Transactions of ended sessions to abort, with no runtime to do it then.
+    pending_aborts: Mutex<Vec<PendingAbort>>,
 }
 
 /// What a [`Client`] can be given besides its [`ClientOptions`]: things a connection
@@ -222,6 +225,7 @@ impl Client {
                 sessions: ServerSessionPool::default(),
                 cluster_time: ClusterTime::default(),
                 pending_kills: Mutex::new(Vec::new()),
+                pending_aborts: Mutex::new(Vec::new()),
             }),
         })
     }
@@ -470,5 +474,23 @@ impl Client {
     /// The kills of cursors dropped without a runtime to send them.
     pub(crate) fn pending_kills(&self) -> &Mutex<Vec<PendingKill>> {
         &self.inner.pending_kills
+    }
+
+    /// Aborts the transaction of a session that ended while it was in progress: in a
+    /// task of its own when the runtime can spawn one, else before the next operation
+    /// ([`Client::send_pending_aborts`]).
+    pub(crate) fn abort_later(&self, pending: PendingAbort) {
+        match self.runtime().spawner.clone() {
+            Some(spawner) => spawner.spawn(pending.end(self)),
+            None => lock(&self.inner.pending_aborts).push(pending),
+        }
+    }
+
+    /// Runs the aborts [`Client::abort_later`] could not run then.
+    pub(crate) async fn send_pending_aborts(&self) {
+        let pending = std::mem::take(&mut *lock(&self.inner.pending_aborts));
+        for abort in pending {
+            abort.end(self).await;
+        }
     }
 }

@@ -181,8 +181,9 @@ impl<T> Collection<T> {
     fn write_concern<'a>(
         &'a self,
         given: Option<&'a WriteConcern>,
+        session: Option<&ClientSession>,
     ) -> Result<Option<&'a WriteConcern>> {
-        self.concerns.write_concern(given)
+        self.concerns.write_concern(given, session)
     }
 
     /// The read preference and read concern of a read: the operation's, else the
@@ -191,16 +192,18 @@ impl<T> Collection<T> {
         &self,
         read_preference: &Option<crate::uri::ReadPreference>,
         read_concern: &Option<crate::concern::ReadConcern>,
-    ) -> (
+        session: Option<&ClientSession>,
+    ) -> Result<(
         crate::uri::ReadPreference,
         Option<crate::concern::ReadConcern>,
-    ) {
-        self.concerns.of_read(read_preference, read_concern)
+    )> {
+        self.concerns
+            .of_read(read_preference, read_concern, session)
     }
 
     /// Drops the collection; dropping one that does not exist is not an error.
     pub async fn drop(&self, session: Option<&ClientSession>) -> Result<()> {
-        let write_concern = self.write_concern(None)?;
+        let write_concern = self.write_concern(None, None)?;
         let command = doc! { "drop": self.name() };
         match self
             .database
@@ -217,7 +220,7 @@ impl<T> Collection<T> {
     /// command, on `admin`); with `drop_target`, a collection named `to` is dropped
     /// first, otherwise its existence is an error (NamespaceExists, code 48).
     pub async fn rename(&self, to: &str, drop_target: bool) -> Result<()> {
-        let write_concern = self.write_concern(None)?;
+        let write_concern = self.write_concern(None, None)?;
         let mut command = doc! {
             "renameCollection": self.namespace(),
             "to": format!("{}.{to}", self.namespace.database),
@@ -369,7 +372,7 @@ impl<T> Collection<T> {
             statement.kind,
             std::slice::from_ref(&statement),
             &command_options,
-            self.write_concern(options.write_concern.as_ref())?,
+            self.write_concern(options.write_concern.as_ref(), session)?,
         );
         let reply = self.client().execute(operation, session).await?;
         match reply.single_write_error() {
@@ -654,7 +657,8 @@ impl<T> Collection<T> {
         result: fn(&Document) -> Result<Bson>,
         session: Option<&ClientSession>,
     ) -> Result<Bson> {
-        let (read_preference, read_concern) = self.read_concerns(&read_preference, &read_concern);
+        let (read_preference, read_concern) =
+            self.read_concerns(&read_preference, &read_concern, session)?;
         let operation = SimpleRead {
             database: &self.namespace.database,
             body,
@@ -753,7 +757,7 @@ impl<T> Collection<T> {
             filter,
             action,
             options: &options,
-            write_concern: self.write_concern(options.write_concern.as_ref())?,
+            write_concern: self.write_concern(options.write_concern.as_ref(), session)?,
         };
         let value = self.client().execute(operation, session).await?;
         value
@@ -899,7 +903,7 @@ impl<T: Serialize> Collection<T> {
         options: &BulkWriteOptions,
         session: Option<&ClientSession>,
     ) -> Result<BulkWriteResult> {
-        let write_concern = self.write_concern(options.write_concern.as_ref())?;
+        let write_concern = self.write_concern(options.write_concern.as_ref(), session)?;
         bulk_write::execute(
             self.client(),
             &self.namespace,
@@ -1014,7 +1018,7 @@ impl<T: DeserializeOwned> Collection<T> {
     ) -> Result<Cursor<T>> {
         let options = options.unwrap_or_default();
         let (read_preference, read_concern) =
-            self.read_concerns(&options.read_preference, &options.read_concern);
+            self.read_concerns(&options.read_preference, &options.read_concern, session)?;
         let operation = Find {
             namespace: &self.namespace,
             filter,

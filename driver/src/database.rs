@@ -63,11 +63,13 @@ impl Concerns {
     }
 
     /// The write concern of a write: the operation's (`given`), else this one;
-    /// validated.
+    /// validated. An operation in a transaction of `session` may not be given one.
     pub(crate) fn write_concern<'a>(
         &'a self,
         given: Option<&'a WriteConcern>,
+        session: Option<&ClientSession>,
     ) -> Result<Option<&'a WriteConcern>> {
+        crate::transactions::check_operation_concerns(session, false, given.is_some())?;
         let concern = given.or(self.write_concern.as_ref());
         if let Some(concern) = concern {
             concern.validate()?;
@@ -76,18 +78,21 @@ impl Concerns {
     }
 
     /// The read preference and read concern of a read: the operation's, else these.
+    /// An operation in a transaction of `session` may not be given a read concern.
     pub(crate) fn of_read(
         &self,
         read_preference: &Option<ReadPreference>,
         read_concern: &Option<ReadConcern>,
-    ) -> (ReadPreference, Option<ReadConcern>) {
-        (
+        session: Option<&ClientSession>,
+    ) -> Result<(ReadPreference, Option<ReadConcern>)> {
+        crate::transactions::check_operation_concerns(session, read_concern.is_some(), false)?;
+        Ok((
             read_preference
                 .clone()
                 .or_else(|| self.read_preference.clone())
                 .unwrap_or_default(),
             read_concern.clone().or_else(|| self.read_concern.clone()),
-        )
+        ))
     }
 
     /// The client's defaults, from its connection string.
@@ -251,10 +256,10 @@ impl Database {
     ) -> Result<Cursor<Document>> {
         let options = options.unwrap_or_default();
         let write_concern = concerns
-            .write_concern(options.write_concern.as_ref())?
+            .write_concern(options.write_concern.as_ref(), session)?
             .cloned();
         let (read_preference, read_concern) =
-            concerns.of_read(&options.read_preference, &options.read_concern);
+            concerns.of_read(&options.read_preference, &options.read_concern, session)?;
         let operation = Aggregate {
             database: &self.name,
             collection,
@@ -286,14 +291,14 @@ impl Database {
     ) -> Result<()> {
         let mut command = bson::doc! { "create": name };
         command.extend(options.into().unwrap_or_default());
-        let write_concern = self.options.write_concern(None)?;
+        let write_concern = self.options.write_concern(None, None)?;
         self.run_write_command(command, write_concern, session)
             .await
     }
 
     /// Drops the database and every collection in it.
     pub async fn drop(&self, session: Option<&ClientSession>) -> Result<()> {
-        let write_concern = self.options.write_concern(None)?;
+        let write_concern = self.options.write_concern(None, None)?;
         self.run_write_command(bson::doc! { "dropDatabase": 1 }, write_concern, session)
             .await
     }

@@ -285,7 +285,7 @@ impl<T> Collection<T> {
         write_concern: Option<&WriteConcern>,
         session: Option<&ClientSession>,
     ) -> Result<()> {
-        let write_concern = self.concerns().write_concern(write_concern)?;
+        let write_concern = self.concerns().write_concern(write_concern, session)?;
         self.database()
             .run_write_command(command, write_concern, session)
             .await

@@ -54,6 +54,7 @@ pub mod srv;
 mod sync;
 #[cfg(feature = "rustls")]
 pub mod tls;
+pub mod transactions;
 pub mod uri;
 pub mod versioned_api;
 pub mod wire;

@@ -158,6 +158,21 @@ pub(crate) trait Operation {
     fn supports_read_concern(&self) -> bool {
         false
     }
+
+    /// Whether its read preference was given for it alone rather than inherited: in a
+    /// transaction such a read preference is kept (and must be primary), where an
+    /// inherited one gives way to the transaction's (Transactions spec,
+    /// "readPreference").
+    fn read_preference_given(&self) -> bool {
+        false
+    }
+
+    /// Whether it is commitTransaction or abortTransaction, which end a transaction:
+    /// retried whatever `retryWrites` says, and sent with the transaction's fields and
+    /// its write concern (Transactions spec, "Interaction with Retryable Writes").
+    fn ends_transaction(&self) -> bool {
+        false
+    }
 }
 
 /// An operation borrowed: a caller that needs the operation after it ran (an insert
@@ -196,6 +211,14 @@ impl<O: Operation> Operation for &mut O {
     fn supports_read_concern(&self) -> bool {
         (**self).supports_read_concern()
     }
+
+    fn read_preference_given(&self) -> bool {
+        (**self).read_preference_given()
+    }
+
+    fn ends_transaction(&self) -> bool {
+        (**self).ends_transaction()
+    }
 }
 
 /// Whether a server supports retryable writes (Retryable Writes spec, "Supported
@@ -218,18 +241,44 @@ pub(crate) enum TxnNumber {
 
 impl Client {
     /// Runs `operation` in `session` (an implicit one when `None`), retrying it once
-    /// when its retryability and the error allow.
+    /// when its retryability and the error allow. In a transaction, reads go where its
+    /// read preference says (primary only), nothing is retried, and network and server
+    /// selection errors get the TransientTransactionError label (Transactions spec).
     pub(crate) async fn execute<O: Operation>(
+        &self,
+        operation: O,
+        session: Option<&ClientSession>,
+    ) -> Result<O::Output> {
+        if let Some(session) = session {
+            self.check_session(session)?;
+        }
+        let transaction = session
+            .filter(|_| !operation.ends_transaction())
+            .and_then(ClientSession::enter_operation);
+        match transaction {
+            Some(read_preference) => self
+                .execute_in(operation, session, Some(&read_preference))
+                .await
+                .map_err(crate::transactions::label_transient),
+            None => self.execute_in(operation, session, None).await,
+        }
+    }
+
+    /// [`Client::execute`], in a transaction whose read preference is
+    /// `transaction` when one is open.
+    async fn execute_in<O: Operation>(
         &self,
         mut operation: O,
         session: Option<&ClientSession>,
+        transaction: Option<&ReadPreference>,
     ) -> Result<O::Output> {
-        let acknowledged = operation
-            .write_concern()
-            .is_none_or(WriteConcern::is_acknowledged);
+        // In a transaction the transaction's write concern applies, acknowledged.
+        let acknowledged = transaction.is_some()
+            || operation
+                .write_concern()
+                .is_none_or(WriteConcern::is_acknowledged);
         let session = match session {
             Some(session) => {
-                self.check_session(session)?;
                 if !acknowledged {
                     return Err(Error::invalid_argument(
                         "an unacknowledged write (w: 0) cannot run in an explicit session",
@@ -241,15 +290,35 @@ impl Client {
             None => None,
         };
         self.send_pending_kills().await;
+        self.send_pending_aborts().await;
         let options = self.options();
-        let kind = operation.retryability();
+        // Commands in a transaction are not retried; commitTransaction and
+        // abortTransaction are, whatever retryWrites says (Transactions spec,
+        // "Interaction with Retryable Writes").
+        let kind = match transaction {
+            Some(_) => Retryability::None,
+            None => operation.retryability(),
+        };
+        let retry_writes = options.retry_writes || operation.ends_transaction();
         let topology = self.topology();
         let mut deprioritized = Vec::new();
         let mut first_error: Option<Error> = None;
         let mut txn_number = TxnNumber::Next;
         let operation_id = next_request_id();
         loop {
-            let target = operation.target().resolve(|| self.topology_description());
+            let target = match (operation.target(), transaction) {
+                // A read in a transaction uses its read preference (Transactions
+                // spec, "readPreference").
+                (Target::Read(given), Some(_)) if operation.read_preference_given() => {
+                    crate::transactions::check_read_preference(given)?;
+                    Target::Read(given)
+                }
+                (Target::Read(_) | Target::WriteStage(_), Some(preference)) => {
+                    crate::transactions::check_read_preference(preference)?;
+                    Target::Read(preference)
+                }
+                (target, _) => target.resolve(|| self.topology_description()),
+            };
             let selected = match topology
                 .select_server(
                     &target.criteria(),
@@ -270,7 +339,7 @@ impl Client {
                 Ok(mut pooled) => {
                     let eligible = match kind {
                         Retryability::Write => {
-                            options.retry_writes
+                            retry_writes
                                 && acknowledged
                                 && supports_retryable_writes(pooled.hello(), server_type)
                         }
@@ -326,13 +395,13 @@ impl Client {
                 Some((eligible, _)) => eligible,
                 // The check-out failed: a retry is allowed as if the server qualified.
                 None => match kind {
-                    Retryability::Write => options.retry_writes && acknowledged,
+                    Retryability::Write => retry_writes && acknowledged,
                     Retryability::Read => options.retry_reads,
                     Retryability::None => false,
                 },
             };
             let error = match kind {
-                Retryability::Write if options.retry_writes => retry::label_write_error(
+                Retryability::Write if retry_writes => retry::label_write_error(
                     error,
                     attempted.map(|(_, wire)| wire),
                     server_type == ServerType::Mongos,
@@ -434,7 +503,18 @@ impl Client {
             _ => txn_number,
         };
         let body = &mut command.body;
-        if let Some(session) = session {
+        let transaction =
+            session.and_then(|session| session.transaction_fields(operation.ends_transaction()));
+        if let (Some(session), Some(fields)) = (session, &transaction) {
+            // The transaction's number, taken when it started (Transactions spec,
+            // "Transactions Wire Protocol").
+            let (lsid, txn) = session.use_server_session(false)?;
+            body.insert("lsid", lsid);
+            let after_cluster_time = session
+                .operation_time()
+                .filter(|_| fields.starting && session.is_causally_consistent());
+            crate::transactions::add_fields(body, txn, fields, after_cluster_time);
+        } else if let Some(session) = session {
             let (lsid, txn) = session.use_server_session(txn_number == TxnNumber::Next)?;
             body.insert("lsid", lsid);
             if txn_number != TxnNumber::None {
@@ -479,11 +559,22 @@ impl Client {
         if let Some(read_preference) = read_preference {
             body.insert("$readPreference", read_preference);
         }
-        let no_reply = !operation.needs_reply()
+        let no_reply = transaction.is_none()
+            && !operation.needs_reply()
             && operation
                 .write_concern()
                 .is_some_and(|concern| !concern.is_acknowledged());
-        let reply = self.send(pooled, &command, session, no_reply).await?;
+        let reply = self.send(pooled, &command, session, no_reply).await;
+        if let (Some(session), Some(_)) = (session, &transaction) {
+            if reply
+                .as_ref()
+                .err()
+                .is_none_or(|error| !is_client_side(error))
+            {
+                session.transaction_started();
+            }
+        }
+        let reply = reply?;
         operation.handle_reply(
             reply,
             ReplyContext {
@@ -620,6 +711,16 @@ impl Client {
         }
         Ok(())
     }
+}
+
+/// Whether `error` came from the driver before anything was sent (a command that
+/// cannot be encoded, say): it leaves a transaction's state as it was (Transactions
+/// spec, "Client-side errors MUST NOT change transaction state").
+fn is_client_side(error: &Error) -> bool {
+    matches!(
+        error.kind(),
+        crate::error::ErrorKind::InvalidArgument { .. } | crate::error::ErrorKind::Bson { .. }
+    )
 }
 
 /// The command as command monitoring shows it: the body with every document sequence

@@ -19,8 +19,9 @@ use bson::{doc, Binary, Bson, Document, Timestamp};
 
 use crate::client::Client;
 use crate::error::{Error, Result};
-use crate::rt::Instant;
+use crate::rt::{BoxFuture, Instant};
 use crate::sync::lock;
+use crate::transactions::{Transaction, TransactionOptions, TransactionState};
 
 /// A server session is discarded when it has less than this left before the server
 /// would expire it (spec, "Server Session Pool").
@@ -205,6 +206,10 @@ pub struct SessionOptions {
     /// The snapshot's time, when `snapshot` is set; when unset, the time the first
     /// find, aggregate or distinct of the session read at.
     pub snapshot_time: Option<Timestamp>,
+    /// The options of the session's transactions where
+    /// [`ClientSession::start_transaction`] leaves them unset (Transactions spec,
+    /// "defaultTransactionOptions"); what these leave unset comes from the client.
+    pub default_transaction_options: Option<TransactionOptions>,
 }
 
 impl SessionOptions {
@@ -276,6 +281,8 @@ struct SessionState {
     operation_time: Option<Timestamp>,
     /// A snapshot session's time: given, or read from its first snapshot read.
     snapshot_time: Option<Timestamp>,
+    /// Its transaction (Transactions spec).
+    transaction: Transaction,
     ended: bool,
 }
 
@@ -308,6 +315,15 @@ impl ClientSession {
             snapshot_time: options.snapshot_time,
             ..SessionState::default()
         };
+        ClientSession::with_state(client, options, implicit, state)
+    }
+
+    fn with_state(
+        client: Client,
+        options: SessionOptions,
+        implicit: bool,
+        state: SessionState,
+    ) -> ClientSession {
         ClientSession {
             inner: Arc::new(SessionInner {
                 client,
@@ -415,15 +431,37 @@ impl ClientSession {
 
     /// Ends the session: its server session goes back to the client's pool and any
     /// later operation with it fails. Calling it again does nothing.
+    ///
+    /// A transaction in progress is aborted (Transactions spec, "endSession changes"),
+    /// without waiting: on a runtime that can spawn tasks, in a task of its own;
+    /// otherwise before the client's next operation. [`close`](Self::close) waits for
+    /// it instead.
     pub fn end_session(&self) {
-        let taken = {
+        if let Some(pending) = self.take_for_end() {
+            self.inner.client.abort_later(pending);
+        }
+    }
+
+    /// Ends the session like [`end_session`](Self::end_session), but aborts a
+    /// transaction in progress first and waits for that (its errors are ignored).
+    pub async fn close(&self) {
+        if let Some(pending) = self.take_for_end() {
+            pending.end(&self.inner.client).await;
+        }
+    }
+
+    /// Marks the session ended and takes its server session: released to the pool
+    /// here, unless a transaction in progress must be aborted with it first.
+    fn take_for_end(&self) -> Option<PendingAbort> {
+        let (server_session, transaction) = {
             let mut state = lock(&self.inner.state);
             state.ended = true;
-            state.server_session.take()
+            (
+                state.server_session.take(),
+                std::mem::take(&mut state.transaction),
+            )
         };
-        if let Some(session) = taken {
-            self.inner.client.release_server_session(session);
-        }
+        PendingAbort::of(&self.inner.client, server_session, transaction)
     }
 
     /// Whether the session has ended.
@@ -491,14 +529,76 @@ impl ClientSession {
     pub(crate) fn cluster_time_to_send(&self) -> Option<Document> {
         later_cluster_time(self.inner.client.cluster_time(), self.cluster_time())
     }
+
+    /// Reads or changes the session's transaction; fails once the session has ended
+    /// only if `change` does.
+    pub(crate) fn update_transaction<R>(
+        &self,
+        change: impl FnOnce(&mut Transaction) -> Result<R>,
+    ) -> Result<R> {
+        change(&mut lock(&self.inner.state).transaction)
+    }
+}
+
+/// The server session of an ended session whose transaction was in progress, to abort
+/// before it goes back to the pool (Transactions spec, "endSession changes"). (No
+/// client here: the client keeps the pending aborts, and must not keep itself alive.)
+pub(crate) struct PendingAbort {
+    server_session: ServerSession,
+    transaction: Transaction,
+}
+
+impl PendingAbort {
+    /// What ending a session with `server_session` and `transaction` leaves to do: an
+    /// abort when the transaction is in progress; otherwise the server session goes
+    /// back to the pool now.
+    fn of(
+        client: &Client,
+        server_session: Option<ServerSession>,
+        transaction: Transaction,
+    ) -> Option<PendingAbort> {
+        let server_session = server_session?;
+        if transaction.state != TransactionState::InProgress {
+            client.release_server_session(server_session);
+            return None;
+        }
+        Some(PendingAbort {
+            server_session,
+            transaction,
+        })
+    }
+
+    /// Aborts the transaction (errors are ignored), then the server session goes back
+    /// to the pool, through a session of its own that holds them. Boxed: the abort is
+    /// an operation, and an operation first runs the pending aborts.
+    pub(crate) fn end(self, client: &Client) -> BoxFuture<'static, ()> {
+        let state = SessionState {
+            server_session: Some(self.server_session),
+            transaction: self.transaction,
+            ..SessionState::default()
+        };
+        let session =
+            ClientSession::with_state(client.clone(), SessionOptions::default(), false, state);
+        crate::rt::boxed(async move {
+            let _ = session.abort_transaction().await;
+            // Dropping the session releases the server session.
+        })
+    }
 }
 
 impl Drop for SessionInner {
     fn drop(&mut self) {
-        // No I/O: the server session simply goes back to the pool.
-        let taken = lock(&self.state).server_session.take();
-        if let Some(session) = taken {
-            self.client.release_server_session(session);
+        // No I/O here: the server session goes back to the pool, after the abort of a
+        // transaction in progress (which the client runs later).
+        let (server_session, transaction) = {
+            let mut state = lock(&self.state);
+            (
+                state.server_session.take(),
+                std::mem::take(&mut state.transaction),
+            )
+        };
+        if let Some(pending) = PendingAbort::of(&self.client, server_session, transaction) {
+            self.client.abort_later(pending);
         }
     }
 }

@@ -387,6 +387,11 @@ impl Client {
         session: Option<&ClientSession>,
     ) -> Result<ClientBulkWriteResult> {
         let options = options.unwrap_or_default();
+        crate::transactions::check_operation_concerns(
+            session,
+            false,
+            options.write_concern.is_some(),
+        )?;
         let write_concern = options
             .write_concern
             .clone()
@@ -928,6 +933,12 @@ impl Operation for BulkWriteBatch<'_> {
             Some(built) if built.multi => Retryability::None,
             _ => Retryability::Write,
         }
+    }
+
+    /// A causally consistent session sends `afterClusterTime` with writes too
+    /// (Causal Consistency spec, "Causally consistent read and write commands").
+    fn supports_read_concern(&self) -> bool {
+        true
     }
 
     fn write_concern(&self) -> Option<&WriteConcern> {

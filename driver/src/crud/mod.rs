@@ -34,7 +34,7 @@ pub(crate) fn millis<'de, D: Deserializer<'de>>(
 }
 
 /// Reads a read concern given as `{ level: "..." }`.
-fn read_concern<'de, D: Deserializer<'de>>(
+pub(crate) fn read_concern<'de, D: Deserializer<'de>>(
     deserializer: D,
 ) -> Result<Option<ReadConcern>, D::Error> {
     #[derive(Deserialize)]
@@ -71,9 +71,15 @@ pub(crate) fn write_concern_from_document(document: &Document) -> Result<WriteCo
             Some(Acknowledgment::Nodes(nodes))
         }
     };
-    let journal = document.get_bool("j").ok();
+    // The command's spelling, or the option's (`journal`, `wtimeoutMS`: Read and
+    // Write Concern spec, "WriteConcern").
+    let journal = document
+        .get_bool("j")
+        .or_else(|_| document.get_bool("journal"))
+        .ok();
     let w_timeout = document
         .get("wtimeout")
+        .or_else(|| document.get("wtimeoutMS"))
         .and_then(crate::handshake::bson_as_i64)
         .map(|ms| Duration::from_millis(u64::try_from(ms).unwrap_or(0)));
     Ok(WriteConcern {
@@ -84,7 +90,7 @@ pub(crate) fn write_concern_from_document(document: &Document) -> Result<WriteCo
 }
 
 /// Reads a read preference given as `{ mode: "...", tagSets, maxStalenessSeconds }`.
-fn read_preference<'de, D: Deserializer<'de>>(
+pub(crate) fn read_preference<'de, D: Deserializer<'de>>(
     deserializer: D,
 ) -> Result<Option<ReadPreference>, D::Error> {
     let document = Option::<Document>::deserialize(deserializer)?;

@@ -18,6 +18,8 @@ use crate::uri::ReadPreference;
 pub(crate) struct RunCommand {
     command: Command,
     read_preference: ReadPreference,
+    /// The application gave `read_preference`.
+    read_preference_given: bool,
     /// `w: 0` in the command: no session id may go with it.
     write_concern: Option<WriteConcern>,
     retryability: Retryability,
@@ -39,6 +41,7 @@ impl RunCommand {
             .is_ok_and(|concern| matches!(concern.get("w"), Some(Bson::Int32(0) | Bson::Int64(0))));
         Ok(RunCommand {
             command: Command::new(database, command),
+            read_preference_given: read_preference.is_some(),
             // A command run as given reads from the primary unless told otherwise
             // (Run Command spec, "ReadPreference").
             read_preference: read_preference.unwrap_or_default(),
@@ -84,6 +87,10 @@ impl Operation for RunCommand {
 
     fn retryability(&self) -> Retryability {
         self.retryability
+    }
+
+    fn read_preference_given(&self) -> bool {
+        self.read_preference_given
     }
 
     /// The reply is the result (Run Command spec: the command is sent as given).
@@ -159,6 +166,10 @@ impl Operation for RunCursorCommand {
 
     fn retryability(&self) -> Retryability {
         self.inner.retryability()
+    }
+
+    fn read_preference_given(&self) -> bool {
+        self.inner.read_preference_given()
     }
 
     fn handle_reply(&mut self, reply: Document, context: ReplyContext<'_>) -> Result<Self::Output> {

@@ -456,6 +456,12 @@ impl Operation for WriteBatch<'_> {
         }
     }
 
+    /// A causally consistent session sends `afterClusterTime` with writes too
+    /// (Causal Consistency spec, "Causally consistent read and write commands").
+    fn supports_read_concern(&self) -> bool {
+        true
+    }
+
     fn write_concern(&self) -> Option<&WriteConcern> {
         self.write_concern
     }
@@ -555,6 +561,12 @@ impl Operation for FindAndModify<'_> {
 
     fn retryability(&self) -> Retryability {
         Retryability::Write
+    }
+
+    /// A causally consistent session sends `afterClusterTime` with writes too
+    /// (Causal Consistency spec, "Causally consistent read and write commands").
+    fn supports_read_concern(&self) -> bool {
+        true
     }
 
     fn write_concern(&self) -> Option<&WriteConcern> {

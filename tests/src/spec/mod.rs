@@ -110,7 +110,8 @@ pub static SUITES: &[Suite] = &[
     unified("change_streams"),
     unified("retryable_writes"),
     unified("sessions"),
-    pending("transactions", OPERATIONS),
+    unified("transactions"),
+    unified("transactions-convenient-api"),
     unified("command_monitoring"),
     unified("command_logging"),
     Suite {

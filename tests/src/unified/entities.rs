@@ -302,8 +302,8 @@ pub fn concerns(options: &Document, what: &str) -> Result<Concerns, Abort> {
     })
 }
 
-/// A session entity's `sessionOptions` (spec "entity", `session`): the driver has no
-/// transactions, so `causalConsistency` and `snapshot` are honoured.
+/// A session entity's `sessionOptions` (spec "entity", `session`): `causalConsistency`,
+/// `snapshot` and `defaultTransactionOptions`.
 fn session_options(options: Option<&Document>) -> Result<SessionOptions, Abort> {
     let mut parsed = SessionOptions::default();
     for (key, value) in options.into_iter().flatten() {
@@ -311,11 +311,11 @@ fn session_options(options: Option<&Document>) -> Result<SessionOptions, Abort> 
             ("causalConsistency", Bson::Boolean(causal)) => {
                 parsed.causal_consistency = Some(*causal)
             }
-            ("defaultTransactionOptions", _) => {
-                return Err(Abort::Unsupported(
-                    "sessionOptions.defaultTransactionOptions: the driver has no transactions"
-                        .to_owned(),
-                ))
+            ("defaultTransactionOptions", options) => {
+                parsed.default_transaction_options = Some(
+                    bson::deserialize_from_bson(options.clone())
+                        .map_err(|e| format!("defaultTransactionOptions {options}: {e}"))?,
+                )
             }
             ("snapshot", Bson::Boolean(snapshot)) => parsed.snapshot = Some(*snapshot),
             (key, value) => {
@@ -546,13 +546,13 @@ mod tests {
             "session": {
                 "id": "s",
                 "client": "c",
-                "sessionOptions": { "defaultTransactionOptions": {} },
+                "sessionOptions": { "snapshotTime": "t" },
             },
         })
         .unwrap();
         assert!(matches!(
             create(&session, &mut entities, "mongodb://127.0.0.1/"),
-            Err(Abort::Unsupported(why)) if why.contains("defaultTransactionOptions")
+            Err(Abort::Unsupported(why)) if why.contains("sessionOptions.snapshotTime")
         ));
         let options = doc! { "readConcern": { "level": "majority" }, "timeoutMS": 1 };
         assert!(matches!(

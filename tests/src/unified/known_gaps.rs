@@ -70,6 +70,14 @@ const FAILED_HELLO_RECOVERS: Gap = Gap::Server(
      next handshake succeeds and the operation finds a server",
 );
 
+/// The driver does not implement the Client Backpressure spec: a command failing with
+/// the RetryableError and SystemOverloadedError labels is not retried (with backoff)
+/// unless its own retry rules allow it, in a transaction or out of one.
+const CLIENT_BACKPRESSURE: Gap = Gap::Driver(
+    "client backpressure (retrying errors labelled RetryableError and \
+     SystemOverloadedError) is not implemented",
+);
+
 const fn gap(suite: &'static str, file: &'static str, test: &'static str, gap: Gap) -> KnownGap {
     KnownGap {
         suite,
@@ -98,6 +106,30 @@ pub const KNOWN_GAPS: &[KnownGap] = &[
         "standalone.json",
         "Failure due to unreachable server",
         FAILED_HELLO_RECOVERS,
+    ),
+    gap(
+        "transactions",
+        "unified/backpressure-retryable-abort.json",
+        "",
+        CLIENT_BACKPRESSURE,
+    ),
+    gap(
+        "transactions",
+        "unified/backpressure-retryable-commit.json",
+        "",
+        CLIENT_BACKPRESSURE,
+    ),
+    gap(
+        "transactions",
+        "unified/backpressure-retryable-reads.json",
+        "",
+        CLIENT_BACKPRESSURE,
+    ),
+    gap(
+        "transactions",
+        "unified/backpressure-retryable-writes.json",
+        "",
+        CLIENT_BACKPRESSURE,
     ),
     gap(
         "sessions",

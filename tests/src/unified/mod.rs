@@ -7,7 +7,8 @@
 //!   databases and collections;
 //! - [`operations`]: the one seam where operations are bound to code
 //!   ([`operations::handler`]): [`crud`], [`bulk_write`], [`client_bulk_write`],
-//!   [`commands`], [`cursors`], [`change_streams`], [`gridfs`], [`sessions`], their
+//!   [`commands`], [`cursors`], [`change_streams`], [`gridfs`], [`sessions`],
+//!   [`transactions`], their
 //!   arguments read by [`arguments`];
 //! - [`matching`]: "Evaluating Matches" and its special operators;
 //! - [`events`]: `expectEvents`; [`errors`]: `expectError`;
@@ -53,6 +54,7 @@ pub mod model;
 pub mod operations;
 pub mod requirements;
 pub mod sessions;
+pub mod transactions;
 
 use matching::Matcher;
 use model::{Operation, Test, TestFile};
@@ -333,6 +335,10 @@ async fn run_test(
     // Turned off before outcomes are read, which a fail point could break; through the
     // internal client, so that no client entity records the command or its connection.
     let turned_off = turn_off_fail_points(&deployment, &context.fail_points).await;
+    let turned_off = match turned_off.is_ok() && transactions::starts_transactions(test) {
+        true => transactions::terminate_open_transactions(&deployment).await,
+        false => turned_off,
+    };
     let checked = match (ran, turned_off) {
         (Err(abort), _) => Err(abort),
         (Ok(()), Err(why)) => Err(Abort::Failed(why)),

@@ -4,7 +4,7 @@
 //! [`handler`] maps an operation to its [`Handler`]: the CRUD operations ([`crud`],
 //! [`bulk_write`]), those on databases and clients ([`commands`]), cursors
 //! ([`cursors`]), change streams ([`change_streams`]), GridFS buckets ([`gridfs`]) and
-//! sessions ([`sessions`]), and the special operations. An operation it does not know
+//! sessions ([`sessions`], [`transactions`]), and the special operations. An operation it does not know
 //! is unsupported, and a test using one is skipped before any setup ([`unsupported`]),
 //! with the reason [`WITHOUT_DRIVER_API`] gives when the driver lacks the API.
 //!
@@ -15,6 +15,7 @@
 //! [`change_streams`]: super::change_streams
 //! [`gridfs`]: super::gridfs
 //! [`sessions`]: super::sessions
+//! [`transactions`]: super::transactions
 
 use std::sync::Arc;
 
@@ -30,7 +31,7 @@ use super::entities::{self, CursorEntity, Entity, EntityMap, Iterable};
 use super::model::{EntityDescription, Operation};
 use super::{
     bulk_write, change_streams, client_bulk_write, commands, cursors, events, gridfs, sessions,
-    Abort, Deployment,
+    transactions, Abort, Deployment,
 };
 
 /// What an entity operation returned: its result (`None` when it returns nothing), or
@@ -159,6 +160,13 @@ pub fn handler(operation: &Operation) -> Option<Handler> {
         (false, "rename") => |op, cx| Box::pin(gridfs::rename(op, cx)),
         (false, "renameByName") => |op, cx| Box::pin(gridfs::rename_by_name(op, cx)),
         (false, "endSession") => |op, cx| Box::pin(sessions::end_session(op, cx)),
+        (false, "startTransaction") => |op, cx| Box::pin(transactions::start_transaction(op, cx)),
+        (false, "commitTransaction") => |op, cx| Box::pin(transactions::commit_transaction(op, cx)),
+        (false, "abortTransaction") => |op, cx| Box::pin(transactions::abort_transaction(op, cx)),
+        (false, "withTransaction") => |op, cx| Box::pin(transactions::with_transaction(op, cx)),
+        (true, "assertSessionTransactionState") => {
+            |op, cx| Box::pin(transactions::assert_session_transaction_state(op, cx))
+        }
         (true, "failPoint") => fail_point,
         (true, "createEntities") => create_entities,
         (true, "assertNumberConnectionsCheckedOut") => assert_connections_checked_out,
@@ -206,10 +214,6 @@ pub fn returns_documents(operation: &Operation) -> bool {
 pub const WITHOUT_DRIVER_API: &[(&str, &str)] = &[
     ("mapReduce", "Collection has no map_reduce"),
     ("modifyCollection", "Database has no modify_collection"),
-    ("startTransaction", "there are no transactions"),
-    ("commitTransaction", "there are no transactions"),
-    ("abortTransaction", "there are no transactions"),
-    ("withTransaction", "there are no transactions"),
     (
         "targetedFailPoint",
         "a fail point on a pinned mongos: the test server is neither sharded nor \
@@ -220,7 +224,10 @@ pub const WITHOUT_DRIVER_API: &[(&str, &str)] = &[
 /// Why `operation` cannot run, if the runner does not support it.
 pub fn unsupported(operation: &Operation) -> Option<String> {
     if handler(operation).is_some() {
-        return None;
+        // A withTransaction is as supported as the operations of its callback.
+        return transactions::callback_operations(operation)
+            .iter()
+            .find_map(unsupported);
     }
     if let Some((_, missing)) = WITHOUT_DRIVER_API
         .iter()

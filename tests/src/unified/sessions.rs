@@ -10,14 +10,17 @@ use super::model::Operation;
 use super::operations::{Context, Returned};
 use super::Abort;
 
-/// Spec `endSession`: ends the session, keeping its lsid for `$$sessionLsid`.
+/// Spec `endSession`: ends the session (aborting a transaction in progress), keeping
+/// its lsid for `$$sessionLsid`.
 pub async fn end_session(operation: &Operation, context: &mut Context) -> Result<Returned, Abort> {
     known_arguments(operation, &[])?;
     let entity = context.entities.session_mut(&operation.object)?;
     if entity.ended_lsid.is_none() {
         entity.ended_lsid = entity.session.id();
     }
-    entity.session.end_session();
+    // Waits for the abort of a transaction in progress, which the test may expect.
+    let session = entity.session.clone();
+    session.close().await;
     Ok(Ok(None))
 }
 

@@ -1,0 +1,939 @@
+//! Transactions (Transactions spec) and the convenient transactions API (Convenient API
+//! for Transactions spec).
+//!
+//! A transaction lives in a [`ClientSession`]: [`ClientSession::start_transaction`],
+//! then operations with the session, then [`ClientSession::commit_transaction`] or
+//! [`ClientSession::abort_transaction`]; [`ClientSession::with_transaction`] does all of
+//! it and retries as the spec says. The session keeps the transaction's state (spec,
+//! "ClientSession changes") and its options; the executor (`operation`) asks it, once
+//! per command, what the command must carry (spec, "Constructing commands within a
+//! transaction") and labels errors.
+//!
+//! Command errors inside a transaction may abort it on the server: committing it then
+//! fails with `NoSuchTransaction` (spec, "Handling command errors").
+
+use std::future::Future;
+use std::time::Duration;
+
+use bson::{doc, Bson, Document, Timestamp};
+use serde::Deserialize;
+
+use crate::concern::{Acknowledgment, ReadConcern, WriteConcern};
+use crate::crud::write::WriteReply;
+use crate::error::{Error, ErrorKind, Result};
+use crate::handshake::HelloReply;
+use crate::operation::{Command, Operation, ReplyContext, Target};
+use crate::retry::{Retryability, RETRYABLE_WRITE_ERROR};
+use crate::session::ClientSession;
+use crate::uri::{ClientOptions, ReadPreference, ReadPreferenceMode};
+
+/// The label of an error after which the whole transaction may be retried (spec,
+/// "Transient Transaction Error").
+pub const TRANSIENT_TRANSACTION_ERROR: &str = "TransientTransactionError";
+
+/// The label of a commit error after which committing again may succeed (spec,
+/// "UnknownTransactionCommitResult").
+pub const UNKNOWN_TRANSACTION_COMMIT_RESULT: &str = "UnknownTransactionCommitResult";
+
+/// MaxTimeMSExpired: a commit that ran out of `maxTimeMS` is not retried by
+/// [`ClientSession::with_transaction`].
+const MAX_TIME_MS_EXPIRED: i32 = 50;
+
+/// Write concern errors that say the write concern itself is invalid, so that a
+/// retry would fail the same way: CannotSatisfyWriteConcern (UnsatisfiableWriteConcern)
+/// and UnknownReplWriteConcern (spec, "UnknownTransactionCommitResult").
+const INVALID_WRITE_CONCERN: [i32; 2] = [100, 79];
+
+/// The `wtimeout` a retried commit gets when its write concern has none (spec,
+/// "writeConcern for commitTransaction attempts").
+const RETRIED_COMMIT_WTIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long [`ClientSession::with_transaction`] keeps retrying (Convenient API spec,
+/// "ClientSession.withTransaction": 120 seconds without CSOT).
+pub const WITH_TRANSACTION_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// The backoff between attempts of [`ClientSession::with_transaction`]: `jitter *
+/// min(5 ms * 1.5^attempt, 500 ms)` (Convenient API spec, "Sequence of Actions").
+const BACKOFF_INITIAL_MS: f64 = 5.0;
+const BACKOFF_MAX_MS: f64 = 500.0;
+
+/// Options of a transaction (spec, "TransactionOptions"). What is unset is taken from
+/// the session's [`default_transaction_options`](crate::session::SessionOptions::default_transaction_options),
+/// then from the client.
+///
+/// ```
+/// use anymongo::concern::{ReadConcern, ReadConcernLevel, WriteConcern};
+/// use anymongo::transactions::TransactionOptions;
+/// let options = TransactionOptions {
+///     read_concern: Some(ReadConcern::new(ReadConcernLevel::Snapshot)),
+///     write_concern: Some(WriteConcern::majority()),
+///     ..TransactionOptions::default()
+/// };
+/// # let _ = options;
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct TransactionOptions {
+    /// The read concern of the transaction, sent with its first command only.
+    #[serde(deserialize_with = "crate::crud::read_concern")]
+    pub read_concern: Option<ReadConcern>,
+    /// The write concern of `commitTransaction` and `abortTransaction`; the commands
+    /// inside the transaction carry none. Must be acknowledged.
+    #[serde(deserialize_with = "crate::crud::write_concern")]
+    pub write_concern: Option<WriteConcern>,
+    /// The read preference of the reads in the transaction: it must be primary when
+    /// a read runs (spec, "readPreference").
+    #[serde(deserialize_with = "crate::crud::read_preference")]
+    pub read_preference: Option<ReadPreference>,
+    /// The `maxTimeMS` of `commitTransaction` (spec, "maxCommitTimeMS").
+    #[serde(rename = "maxCommitTimeMS", deserialize_with = "crate::crud::millis")]
+    pub max_commit_time: Option<Duration>,
+}
+
+impl TransactionOptions {
+    /// These options, with what they leave unset taken from `defaults`.
+    fn or(self, defaults: Option<&TransactionOptions>) -> TransactionOptions {
+        let Some(defaults) = defaults else {
+            return self;
+        };
+        TransactionOptions {
+            read_concern: self.read_concern.or_else(|| defaults.read_concern.clone()),
+            write_concern: self
+                .write_concern
+                .or_else(|| defaults.write_concern.clone()),
+            read_preference: self
+                .read_preference
+                .or_else(|| defaults.read_preference.clone()),
+            max_commit_time: self.max_commit_time.or(defaults.max_commit_time),
+        }
+    }
+
+    /// These options, with what they leave unset taken from the client's.
+    fn or_client(self, client: &ClientOptions) -> TransactionOptions {
+        TransactionOptions {
+            read_concern: self
+                .read_concern
+                .or_else(|| client.read_concern_level.clone().map(ReadConcern::new)),
+            write_concern: self
+                .write_concern
+                .or_else(|| Some(client.write_concern.clone()).filter(|wc| !wc.is_empty())),
+            read_preference: self
+                .read_preference
+                .or_else(|| Some(client.read_preference.clone())),
+            max_commit_time: self.max_commit_time,
+        }
+    }
+}
+
+/// Where a session is with transactions (spec, "ClientSession changes").
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum TransactionState {
+    /// No transaction, or the last one ended and another operation ran since.
+    #[default]
+    None,
+    /// Started; no command has run in it yet.
+    Starting,
+    /// Its first command ran.
+    InProgress,
+    /// Committed (or the commit failed: it may be run again).
+    Committed,
+    /// Committed before any command ran in it: nothing was sent.
+    CommittedEmpty,
+    /// Aborted.
+    Aborted,
+}
+
+impl TransactionState {
+    /// Whether a transaction is open: starting or in progress.
+    pub fn is_active(self) -> bool {
+        matches!(
+            self,
+            TransactionState::Starting | TransactionState::InProgress
+        )
+    }
+}
+
+/// What committing or aborting does from a state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ending {
+    /// No command ran in the transaction: none is sent.
+    Nothing,
+    /// The command is sent; `again` when commitTransaction already ran (spec:
+    /// "re-run the previous commitTransaction", with `w: majority`).
+    Run { again: bool },
+}
+
+/// Refuses to start a transaction inside another (spec, "startTransaction").
+fn check_start(state: TransactionState) -> Result<()> {
+    match state.is_active() {
+        true => Err(Error::invalid_argument("Transaction already in progress")),
+        false => Ok(()),
+    }
+}
+
+/// What commitTransaction does from `state`, or the spec's error (spec,
+/// "commitTransaction").
+fn check_commit(state: TransactionState) -> Result<Ending> {
+    match state {
+        TransactionState::None => Err(Error::invalid_argument("No transaction started")),
+        TransactionState::Aborted => Err(Error::invalid_argument(
+            "Cannot call commitTransaction after calling abortTransaction",
+        )),
+        TransactionState::Starting | TransactionState::CommittedEmpty => Ok(Ending::Nothing),
+        TransactionState::InProgress => Ok(Ending::Run { again: false }),
+        TransactionState::Committed => Ok(Ending::Run { again: true }),
+    }
+}
+
+/// What abortTransaction does from `state`, or the spec's error (spec,
+/// "abortTransaction").
+fn check_abort(state: TransactionState) -> Result<Ending> {
+    match state {
+        TransactionState::None => Err(Error::invalid_argument("No transaction started")),
+        TransactionState::Committed | TransactionState::CommittedEmpty => Err(
+            Error::invalid_argument("Cannot call abortTransaction after calling commitTransaction"),
+        ),
+        TransactionState::Aborted => Err(Error::invalid_argument(
+            "Cannot call abortTransaction twice",
+        )),
+        TransactionState::Starting => Ok(Ending::Nothing),
+        TransactionState::InProgress => Ok(Ending::Run { again: false }),
+    }
+}
+
+/// A session's transaction: its state and its options (resolved when it started).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Transaction {
+    pub state: TransactionState,
+    pub options: TransactionOptions,
+}
+
+/// What a transaction adds to one command (spec, "Constructing commands within a
+/// transaction").
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct CommandFields {
+    /// The first command: `startTransaction: true` and the transaction's read concern.
+    pub starting: bool,
+    /// The transaction's read concern, for the first command.
+    pub read_concern: Option<Document>,
+    /// commitTransaction or abortTransaction: they keep their write concern.
+    pub ends: bool,
+}
+
+/// Adds the transaction's fields to a command `body`: `txnNumber` and `autocommit:
+/// false` always; `startTransaction: true` and the transaction's `readConcern` (with
+/// `afterClusterTime` in a causally consistent session) on the first command only,
+/// whatever read concern the operation inherited removed otherwise; and no
+/// `writeConcern` but on commitTransaction and abortTransaction.
+pub(crate) fn add_fields(
+    body: &mut Document,
+    txn_number: i64,
+    fields: &CommandFields,
+    after_cluster_time: Option<Timestamp>,
+) {
+    body.insert("txnNumber", Bson::Int64(txn_number));
+    body.remove("readConcern");
+    if fields.starting {
+        body.insert("startTransaction", true);
+        let mut read_concern = fields.read_concern.clone().unwrap_or_default();
+        if let Some(time) = after_cluster_time {
+            read_concern.insert("afterClusterTime", time);
+        }
+        if !read_concern.is_empty() {
+            body.insert("readConcern", read_concern);
+        }
+    }
+    body.insert("autocommit", false);
+    if !fields.ends {
+        body.remove("writeConcern");
+    }
+}
+
+/// `error`, of a command in a transaction other than commitTransaction, with the
+/// TransientTransactionError label when the driver must add it: network errors,
+/// server selection errors and cleared pools (spec, "Transient Transaction Error").
+pub(crate) fn label_transient(error: Error) -> Error {
+    match error.kind() {
+        ErrorKind::Network { .. }
+        | ErrorKind::Timeout { .. }
+        | ErrorKind::ServerSelection { .. }
+        | ErrorKind::PoolCleared { .. } => error.with_label(TRANSIENT_TRANSACTION_ERROR),
+        _ => error,
+    }
+}
+
+/// `error`, of commitTransaction, with the UnknownTransactionCommitResult label when
+/// the outcome is unknown (spec, "UnknownTransactionCommitResult"): a network or
+/// server selection error, a retryable error, MaxTimeMSExpired, or a write concern
+/// error but those saying the write concern is invalid.
+fn label_commit_error(error: Error) -> Error {
+    let unknown = match error.kind() {
+        ErrorKind::Network { .. }
+        | ErrorKind::Timeout { .. }
+        | ErrorKind::ServerSelection { .. }
+        | ErrorKind::PoolCleared { .. } => true,
+        ErrorKind::Write(crate::error::WriteFailure::WriteConcernError(concern)) => {
+            !INVALID_WRITE_CONCERN.contains(&concern.code)
+        }
+        // WriteConcernFailed as a top-level error.
+        _ => matches!(error.code(), Some(MAX_TIME_MS_EXPIRED | 64)),
+    };
+    match unknown || error.has_label(RETRYABLE_WRITE_ERROR) {
+        true => error.with_label(UNKNOWN_TRANSACTION_COMMIT_RESULT),
+        false => error,
+    }
+}
+
+/// The write concern of a commitTransaction: the transaction's; when the commit is
+/// run again (a retry, or the application committing again), with `w: majority` and,
+/// unless it has one, `wtimeout: 10000` (spec, "writeConcern for commitTransaction
+/// attempts"). `None` for the server's default.
+fn commit_write_concern(given: Option<&WriteConcern>, again: bool) -> Option<Document> {
+    let mut concern = given.cloned().unwrap_or_default();
+    if again {
+        concern.w = Some(Acknowledgment::Majority);
+        concern.w_timeout.get_or_insert(RETRIED_COMMIT_WTIMEOUT);
+    }
+    Some(concern.to_document()).filter(|document| !document.is_empty())
+}
+
+/// The backoff before the attempt after `attempt` of with_transaction, for a `jitter`
+/// in [0, 1].
+fn backoff(attempt: u32, jitter: f64) -> Duration {
+    let exponent = i32::try_from(attempt).unwrap_or(i32::MAX);
+    let ceiling = (BACKOFF_INITIAL_MS * 1.5_f64.powi(exponent)).min(BACKOFF_MAX_MS);
+    Duration::from_secs_f64(jitter.clamp(0.0, 1.0) * ceiling / 1000.0)
+}
+
+/// A random jitter in [0, 1] (a fixed 0.5 when there is no source of randomness).
+fn jitter() -> f64 {
+    let mut bytes = [0u8; 4];
+    match getrandom::fill(&mut bytes) {
+        Ok(()) => f64::from(u32::from_le_bytes(bytes)) / f64::from(u32::MAX),
+        Err(_) => 0.5,
+    }
+}
+
+/// commitTransaction or abortTransaction (spec, "Server Commands"): to `admin`, with
+/// the transaction's write concern; retried once like a retryable write.
+struct EndTransaction {
+    /// `commitTransaction` or `abortTransaction`.
+    command: &'static str,
+    write_concern: Option<WriteConcern>,
+    /// commitTransaction's `maxTimeMS`.
+    max_time: Option<Duration>,
+    /// commitTransaction already ran once: the next is sent with `w: majority`.
+    again: bool,
+}
+
+impl EndTransaction {
+    fn commit(options: &TransactionOptions, again: bool) -> EndTransaction {
+        EndTransaction {
+            command: "commitTransaction",
+            write_concern: options.write_concern.clone(),
+            max_time: options.max_commit_time,
+            again,
+        }
+    }
+
+    fn abort(options: &TransactionOptions) -> EndTransaction {
+        EndTransaction {
+            command: "abortTransaction",
+            write_concern: options.write_concern.clone(),
+            max_time: None,
+            again: false,
+        }
+    }
+}
+
+impl Operation for EndTransaction {
+    type Output = ();
+
+    fn name(&self) -> &str {
+        self.command
+    }
+
+    fn target(&self) -> Target<'_> {
+        Target::Write
+    }
+
+    fn build(&mut self, _hello: &HelloReply) -> Result<Command> {
+        let mut body = doc! { self.command: 1 };
+        let write_concern = match self.command {
+            "commitTransaction" => {
+                let concern = commit_write_concern(self.write_concern.as_ref(), self.again);
+                // A retry of this attempt is a commit run again.
+                self.again = true;
+                concern
+            }
+            _ => self
+                .write_concern
+                .as_ref()
+                .filter(|concern| !concern.is_empty())
+                .map(WriteConcern::to_document),
+        };
+        if let Some(concern) = write_concern {
+            body.insert("writeConcern", concern);
+        }
+        if let Some(max_time) = self.max_time {
+            body.insert("maxTimeMS", crate::crud::read::millis(max_time));
+        }
+        Ok(Command::new("admin", body))
+    }
+
+    fn handle_reply(&mut self, reply: Document, _context: ReplyContext<'_>) -> Result<()> {
+        // A write concern error in an `ok: 1` reply fails the commit (spec,
+        // "commitTransaction").
+        WriteReply::check_write_concern(&reply)
+    }
+
+    fn retryability(&self) -> Retryability {
+        Retryability::Write
+    }
+
+    fn ends_transaction(&self) -> bool {
+        true
+    }
+}
+
+impl ClientSession {
+    /// Starts a transaction (spec, "startTransaction"): the operations given this
+    /// session run in it until [`commit_transaction`](Self::commit_transaction) or
+    /// [`abort_transaction`](Self::abort_transaction). Options left unset come from the
+    /// session's `default_transaction_options`, then from the client. No I/O happens:
+    /// the transaction starts on the server with its first command.
+    ///
+    /// Errors: a transaction is already in progress ("Transaction already in
+    /// progress"), the session has ended or is a snapshot session, or the write
+    /// concern is unacknowledged.
+    ///
+    /// Reads in a transaction must use a primary read preference; commands in it
+    /// carry no read or write concern of their own (those of the collection are
+    /// ignored), and are not retried. A command error may abort the transaction on
+    /// the server, and committing it then fails with `NoSuchTransaction`.
+    ///
+    /// ```no_run
+    /// # async fn example(client: anymongo::Client) -> anymongo::Result<()> {
+    /// use anymongo::bson::{doc, Document};
+    /// let session = client.start_session(Default::default())?;
+    /// let accounts = client.database("bank").collection::<Document>("accounts");
+    /// session.start_transaction(Default::default())?;
+    /// accounts.update_one_with_session(doc! { "_id": 1 }, doc! { "$inc": { "balance": -10 } }, None, &session).await?;
+    /// accounts.update_one_with_session(doc! { "_id": 2 }, doc! { "$inc": { "balance": 10 } }, None, &session).await?;
+    /// session.commit_transaction().await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn start_transaction(&self, options: TransactionOptions) -> Result<()> {
+        if self.has_ended() {
+            return Err(Error::invalid_argument(
+                "the session has ended: start a new one",
+            ));
+        }
+        if self.is_snapshot() {
+            return Err(Error::invalid_argument(
+                "Transactions are not supported in snapshot sessions",
+            ));
+        }
+        let options = options
+            .or(self.options().default_transaction_options.as_ref())
+            .or_client(self.client().options());
+        if options
+            .write_concern
+            .as_ref()
+            .is_some_and(|concern| !concern.is_acknowledged())
+        {
+            return Err(Error::invalid_argument(
+                "transactions do not support unacknowledged write concerns",
+            ));
+        }
+        self.update_transaction(|transaction| check_start(transaction.state))?;
+        // The transaction's number, which all its commands carry (spec,
+        // "startTransaction": "Drivers MUST increment the txnNumber").
+        self.use_server_session(true)?;
+        self.update_transaction(|transaction| {
+            *transaction = Transaction {
+                state: TransactionState::Starting,
+                options,
+            };
+            Ok(())
+        })
+    }
+
+    /// Commits the transaction (spec, "commitTransaction"). Nothing is sent when no
+    /// operation ran in it. Committing again after a commit (that failed, say) runs
+    /// commitTransaction again, with `w: majority`. The commit is retried once after
+    /// a retryable error, whatever `retryWrites` says.
+    ///
+    /// Errors: "No transaction started"; a transaction that was aborted; the server's
+    /// error, with the label [`UNKNOWN_TRANSACTION_COMMIT_RESULT`] when the outcome is
+    /// unknown and committing again may succeed, or [`TRANSIENT_TRANSACTION_ERROR`]
+    /// when the whole transaction may be run again.
+    pub async fn commit_transaction(&self) -> Result<()> {
+        let (ending, options) = self.update_transaction(|transaction| {
+            Ok((
+                check_commit(transaction.state)?,
+                transaction.options.clone(),
+            ))
+        })?;
+        let Ending::Run { again } = ending else {
+            self.set_transaction_state(TransactionState::CommittedEmpty);
+            return Ok(());
+        };
+        let result = self
+            .client()
+            .execute(EndTransaction::commit(&options, again), Some(self))
+            .await;
+        // Committed, even on error (spec, "commitTransaction").
+        self.set_transaction_state(TransactionState::Committed);
+        result.map_err(label_commit_error)
+    }
+
+    /// Aborts the transaction (spec, "abortTransaction"). Nothing is sent when no
+    /// operation ran in it; the abortTransaction command is retried once after a
+    /// retryable error, and its errors are ignored: the server aborts the transaction
+    /// anyway in time.
+    ///
+    /// Errors: "No transaction started", or a transaction already committed or
+    /// aborted.
+    pub async fn abort_transaction(&self) -> Result<()> {
+        let (ending, options) = self.update_transaction(|transaction| {
+            Ok((check_abort(transaction.state)?, transaction.options.clone()))
+        })?;
+        if ending != Ending::Nothing {
+            // Drivers ignore all abortTransaction errors (spec, "Design Rationale").
+            let _ = self
+                .client()
+                .execute(EndTransaction::abort(&options), Some(self))
+                .await;
+        }
+        self.set_transaction_state(TransactionState::Aborted);
+        Ok(())
+    }
+
+    /// Whether a transaction is open (starting or in progress).
+    pub fn in_transaction(&self) -> bool {
+        self.transaction_state().is_active()
+    }
+
+    /// Where the session is with transactions.
+    pub fn transaction_state(&self) -> TransactionState {
+        self.update_transaction(|transaction| Ok(transaction.state))
+            .unwrap_or_default()
+    }
+
+    /// Runs `callback` in a transaction and commits it, retrying as the Convenient API
+    /// for Transactions spec says: the whole transaction (callback included) after an
+    /// error labelled [`TRANSIENT_TRANSACTION_ERROR`], the commit alone after one
+    /// labelled [`UNKNOWN_TRANSACTION_COMMIT_RESULT`] (but MaxTimeMSExpired), with a
+    /// short random backoff between attempts, for up to
+    /// [`WITH_TRANSACTION_TIMEOUT`] in all; then the last error is returned as it is.
+    ///
+    /// The callback gets a clone of the session (clones are the same session) to pass
+    /// to the operations, and returns a future; what it resolves to is returned.
+    /// **The callback may run several times**: keep its side effects (other than the
+    /// operations in the session) idempotent. It must return the errors of the
+    /// operations it runs rather than handle them silently: a command error may abort
+    /// the transaction on the server, and committing it would then fail. An
+    /// application that must handle errors its own way uses
+    /// [`start_transaction`](Self::start_transaction) and
+    /// [`commit_transaction`](Self::commit_transaction). If the callback commits or
+    /// aborts the transaction itself, its result is returned as is.
+    ///
+    /// ```no_run
+    /// # async fn example(client: anymongo::Client) -> anymongo::Result<()> {
+    /// use anymongo::bson::{doc, Document};
+    /// let accounts = client.database("bank").collection::<Document>("accounts");
+    /// let session = client.start_session(Default::default())?;
+    /// let moved = session
+    ///     .with_transaction(
+    ///         |session| {
+    ///             let accounts = accounts.clone();
+    ///             async move {
+    ///                 let from = doc! { "_id": 1 };
+    ///                 let to = doc! { "_id": 2 };
+    ///                 accounts.update_one_with_session(from, doc! { "$inc": { "balance": -10 } }, None, &session).await?;
+    ///                 accounts.update_one_with_session(to, doc! { "$inc": { "balance": 10 } }, None, &session).await?;
+    ///                 Ok(10)
+    ///             }
+    ///         },
+    ///         Default::default(),
+    ///     )
+    ///     .await?;
+    /// assert_eq!(moved, 10);
+    /// # Ok(()) }
+    /// ```
+    pub async fn with_transaction<F, Fut, T>(
+        &self,
+        mut callback: F,
+        options: TransactionOptions,
+    ) -> Result<T>
+    where
+        F: FnMut(ClientSession) -> Fut,
+        Fut: Future<Output = Result<T>>,
+    {
+        let clock = self.client().runtime().clock.clone();
+        let start = clock.now();
+        let elapsed = || clock.now().saturating_duration_since(start);
+        let mut attempt: u32 = 0;
+        let mut last_error: Option<Error> = None;
+        'transaction: loop {
+            if let Some(error) = last_error.take() {
+                let backoff = backoff(attempt, jitter());
+                if elapsed() + backoff >= WITH_TRANSACTION_TIMEOUT {
+                    return Err(error);
+                }
+                clock.sleep(backoff).await;
+            }
+            self.start_transaction(options.clone())?;
+            attempt += 1;
+            let value = match callback(self.clone()).await {
+                Ok(value) => value,
+                Err(error) => {
+                    if self.in_transaction() {
+                        self.abort_transaction().await?;
+                    }
+                    if error.has_label(TRANSIENT_TRANSACTION_ERROR)
+                        && elapsed() < WITH_TRANSACTION_TIMEOUT
+                    {
+                        last_error = Some(error);
+                        continue 'transaction;
+                    }
+                    return Err(error);
+                }
+            };
+            // The callback committed or aborted the transaction itself.
+            if !self.in_transaction() {
+                return Ok(value);
+            }
+            loop {
+                let error = match self.commit_transaction().await {
+                    Ok(()) => return Ok(value),
+                    Err(error) => error,
+                };
+                if error.code() != Some(MAX_TIME_MS_EXPIRED)
+                    && error.has_label(UNKNOWN_TRANSACTION_COMMIT_RESULT)
+                {
+                    if elapsed() >= WITH_TRANSACTION_TIMEOUT {
+                        return Err(error);
+                    }
+                    continue;
+                }
+                if error.has_label(TRANSIENT_TRANSACTION_ERROR) {
+                    last_error = Some(error);
+                    continue 'transaction;
+                }
+                return Err(error);
+            }
+        }
+    }
+
+    /// Before an operation other than commitTransaction and abortTransaction (spec,
+    /// "ClientSession changes"): a transaction that ended is forgotten (the session
+    /// goes back to "no transaction"); for an open one, the read preference its reads
+    /// must use.
+    pub(crate) fn enter_operation(&self) -> Option<ReadPreference> {
+        self.update_transaction(|transaction| {
+            Ok(match transaction.state {
+                TransactionState::Starting | TransactionState::InProgress => Some(
+                    transaction
+                        .options
+                        .read_preference
+                        .clone()
+                        .unwrap_or_default(),
+                ),
+                TransactionState::None => None,
+                _ => {
+                    *transaction = Transaction::default();
+                    None
+                }
+            })
+        })
+        .unwrap_or_default()
+    }
+
+    /// What the transaction adds to the next command (none outside a transaction);
+    /// `ends` for commitTransaction and abortTransaction.
+    pub(crate) fn transaction_fields(&self, ends: bool) -> Option<CommandFields> {
+        self.update_transaction(|transaction| {
+            Ok(match (ends, transaction.state) {
+                (true, _) => Some(CommandFields {
+                    starting: false,
+                    read_concern: None,
+                    ends: true,
+                }),
+                (false, TransactionState::Starting) => Some(CommandFields {
+                    starting: true,
+                    read_concern: transaction
+                        .options
+                        .read_concern
+                        .as_ref()
+                        .map(ReadConcern::to_document),
+                    ends: false,
+                }),
+                (false, TransactionState::InProgress) => Some(CommandFields {
+                    starting: false,
+                    read_concern: None,
+                    ends: false,
+                }),
+                (false, _) => None,
+            })
+        })
+        .unwrap_or_default()
+    }
+
+    /// The first command of the transaction was sent: in progress from now on, even
+    /// if it failed (spec, "Constructing the first command within a transaction").
+    pub(crate) fn transaction_started(&self) {
+        let _ = self.update_transaction(|transaction| {
+            if transaction.state == TransactionState::Starting {
+                transaction.state = TransactionState::InProgress;
+            }
+            Ok(())
+        });
+    }
+
+    fn set_transaction_state(&self, state: TransactionState) {
+        let _ = self.update_transaction(|transaction| {
+            transaction.state = state;
+            Ok(())
+        });
+    }
+}
+
+/// Refuses a read concern or a write concern given to one operation (`read_concern`,
+/// `write_concern`: whether each was) that runs in a transaction of `session` (spec,
+/// "Users cannot pass readConcern or writeConcern to operations in transactions").
+pub(crate) fn check_operation_concerns(
+    session: Option<&ClientSession>,
+    read_concern: bool,
+    write_concern: bool,
+) -> Result<()> {
+    if !session.is_some_and(ClientSession::in_transaction) {
+        return Ok(());
+    }
+    if read_concern {
+        return Err(Error::invalid_argument(
+            "Cannot set read concern after starting a transaction",
+        ));
+    }
+    if write_concern {
+        return Err(Error::invalid_argument(
+            "Cannot set write concern after starting a transaction",
+        ));
+    }
+    Ok(())
+}
+
+/// Whether a read in a transaction may run with `preference` (spec, "readPreference").
+pub(crate) fn check_read_preference(preference: &ReadPreference) -> Result<()> {
+    match preference.mode {
+        ReadPreferenceMode::Primary => Ok(()),
+        _ => Err(Error::invalid_argument(
+            "read preference in a transaction must be primary",
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::{CommandError, WriteConcernError, WriteFailure};
+    use TransactionState::{Aborted, Committed, CommittedEmpty, InProgress, Starting};
+
+    #[test]
+    fn invalid_transitions_are_refused_with_the_spec_messages() {
+        let message = |result: Result<Ending>| result.unwrap_err().to_string();
+        assert!(check_start(Starting).is_err());
+        assert!(check_start(InProgress)
+            .unwrap_err()
+            .to_string()
+            .contains("Transaction already in progress"));
+        for state in [TransactionState::None, Committed, CommittedEmpty, Aborted] {
+            assert!(check_start(state).is_ok());
+        }
+        assert!(message(check_commit(TransactionState::None)).contains("No transaction started"));
+        assert!(message(check_commit(Aborted))
+            .contains("Cannot call commitTransaction after calling abortTransaction"));
+        assert_eq!(check_commit(Starting).unwrap(), Ending::Nothing);
+        assert_eq!(check_commit(CommittedEmpty).unwrap(), Ending::Nothing);
+        assert_eq!(
+            check_commit(InProgress).unwrap(),
+            Ending::Run { again: false }
+        );
+        assert_eq!(
+            check_commit(Committed).unwrap(),
+            Ending::Run { again: true }
+        );
+        assert!(message(check_abort(TransactionState::None)).contains("No transaction started"));
+        assert!(message(check_abort(Committed))
+            .contains("Cannot call abortTransaction after calling commitTransaction"));
+        assert!(message(check_abort(CommittedEmpty)).contains("after calling commitTransaction"));
+        assert!(message(check_abort(Aborted)).contains("Cannot call abortTransaction twice"));
+        assert_eq!(check_abort(Starting).unwrap(), Ending::Nothing);
+        assert_eq!(
+            check_abort(InProgress).unwrap(),
+            Ending::Run { again: false }
+        );
+    }
+
+    #[test]
+    fn the_first_command_starts_the_transaction_and_later_ones_do_not() {
+        let first = CommandFields {
+            starting: true,
+            read_concern: Some(doc! { "level": "snapshot" }),
+            ends: false,
+        };
+        let mut body = doc! {
+            "insert": "c", "readConcern": { "level": "local" }, "writeConcern": { "w": 1 },
+        };
+        let time = Timestamp {
+            time: 3,
+            increment: 1,
+        };
+        add_fields(&mut body, 7, &first, Some(time));
+        assert_eq!(
+            body,
+            doc! {
+                "insert": "c", "txnNumber": 7_i64, "startTransaction": true,
+                "readConcern": { "level": "snapshot", "afterClusterTime": time },
+                "autocommit": false,
+            }
+        );
+        let later = CommandFields {
+            starting: false,
+            read_concern: None,
+            ends: false,
+        };
+        let mut body = doc! { "find": "c", "readConcern": { "level": "local" } };
+        add_fields(&mut body, 7, &later, Some(time));
+        assert_eq!(
+            body,
+            doc! { "find": "c", "txnNumber": 7_i64, "autocommit": false }
+        );
+        let commit = CommandFields {
+            starting: false,
+            read_concern: None,
+            ends: true,
+        };
+        let mut body = doc! { "commitTransaction": 1, "writeConcern": { "w": "majority" } };
+        add_fields(&mut body, 7, &commit, None);
+        assert_eq!(
+            body,
+            doc! {
+                "commitTransaction": 1, "writeConcern": { "w": "majority" },
+                "txnNumber": 7_i64, "autocommit": false,
+            }
+        );
+        // Without a read concern or a causal time, the first command sends none.
+        let mut body = doc! { "insert": "c" };
+        let bare = CommandFields {
+            read_concern: None,
+            ..first
+        };
+        add_fields(&mut body, 1, &bare, None);
+        assert!(!body.contains_key("readConcern"));
+    }
+
+    #[test]
+    fn a_commit_run_again_uses_majority_and_a_wtimeout() {
+        assert_eq!(commit_write_concern(None, false), None);
+        assert_eq!(
+            commit_write_concern(None, true),
+            Some(doc! { "w": "majority", "wtimeout": 10_000_i64 })
+        );
+        let mut given = WriteConcern::nodes(1);
+        given.w_timeout = Some(Duration::from_millis(50));
+        assert_eq!(
+            commit_write_concern(Some(&given), true),
+            Some(doc! { "w": "majority", "wtimeout": 50_i64 })
+        );
+        assert_eq!(
+            commit_write_concern(Some(&given), false),
+            Some(doc! { "w": 1, "wtimeout": 50_i64 })
+        );
+    }
+
+    fn command(code: i32) -> Error {
+        Error::new(ErrorKind::Command(CommandError {
+            code,
+            code_name: String::new(),
+            message: "x".into(),
+            error_labels: Vec::new(),
+            topology_version: None,
+        }))
+    }
+
+    fn write_concern_error(code: i32) -> Error {
+        Error::new(ErrorKind::Write(WriteFailure::WriteConcernError(
+            WriteConcernError {
+                code,
+                code_name: None,
+                message: "x".into(),
+                details: None,
+            },
+        )))
+    }
+
+    #[test]
+    fn commit_errors_of_unknown_outcome_are_labelled() {
+        let unknown =
+            |error: Error| label_commit_error(error).has_label(UNKNOWN_TRANSACTION_COMMIT_RESULT);
+        let network = Error::new(ErrorKind::Network {
+            address: "a:1".into(),
+            io_kind: std::io::ErrorKind::ConnectionReset,
+            message: "reset".into(),
+        });
+        assert!(unknown(network.clone()));
+        assert!(unknown(command(50)));
+        assert!(unknown(command(91).with_label(RETRYABLE_WRITE_ERROR)));
+        assert!(unknown(write_concern_error(64)));
+        assert!(unknown(write_concern_error(91)));
+        assert!(!unknown(write_concern_error(100)));
+        assert!(!unknown(write_concern_error(79)));
+        assert!(!unknown(command(251)));
+        assert!(!unknown(Error::invalid_argument("x")));
+        // Network errors in a transaction are transient, except commit's.
+        assert!(label_transient(network).has_label(TRANSIENT_TRANSACTION_ERROR));
+        assert!(!label_transient(command(11000)).has_label(TRANSIENT_TRANSACTION_ERROR));
+    }
+
+    #[test]
+    fn options_are_inherited_from_the_session_then_the_client() {
+        let client = ClientOptions::parse("mongodb://h/?w=2&readConcernLevel=local").unwrap();
+        let session_defaults = TransactionOptions {
+            write_concern: Some(WriteConcern::majority()),
+            max_commit_time: Some(Duration::from_millis(5)),
+            ..TransactionOptions::default()
+        };
+        let given = TransactionOptions {
+            max_commit_time: Some(Duration::from_millis(9)),
+            ..TransactionOptions::default()
+        };
+        let resolved = given.or(Some(&session_defaults)).or_client(&client);
+        assert_eq!(resolved.write_concern, Some(WriteConcern::majority()));
+        assert_eq!(resolved.max_commit_time, Some(Duration::from_millis(9)));
+        assert_eq!(
+            resolved.read_concern,
+            Some(ReadConcern::new(crate::concern::ReadConcernLevel::Local))
+        );
+        assert_eq!(resolved.read_preference, Some(ReadPreference::default()));
+        let parsed: TransactionOptions = bson::deserialize_from_document(doc! {
+            "readConcern": { "level": "snapshot" }, "writeConcern": { "w": 1 },
+            "readPreference": { "mode": "secondary" }, "maxCommitTimeMS": 60,
+        })
+        .unwrap();
+        assert_eq!(parsed.max_commit_time, Some(Duration::from_millis(60)));
+        assert!(check_read_preference(parsed.read_preference.as_ref().unwrap()).is_err());
+        assert!(check_read_preference(&ReadPreference::default()).is_ok());
+    }
+
+    #[test]
+    fn backoff_grows_to_its_ceiling_and_scales_with_jitter() {
+        assert_eq!(backoff(1, 0.0), Duration::ZERO);
+        assert_eq!(backoff(1, 1.0), Duration::from_secs_f64(0.0075));
+        assert_eq!(backoff(30, 1.0), Duration::from_millis(500));
+        assert!(backoff(3, 0.5) < backoff(3, 1.0));
+        let j = jitter();
+        assert!((0.0..=1.0).contains(&j));
+    }
+}
