@@ -47,11 +47,28 @@ export interface TlsRequest {
  */
 export interface Transport {
   connect(host: string, port: number, tls: TlsRequest | null): Promise<Duplex>;
-  /** SRV records, for mongodb+srv:// (optional). */
+  /**
+   * SRV records, for mongodb+srv:// (optional). This and resolveTxt resolve to an empty
+   * array when the name has no such records or does not exist, and reject otherwise.
+   */
   resolveSrv?(name: string): Promise<{ name: string; port: number; ttl?: number }[]>;
   /** TXT records, each one's strings joined (optional). */
   resolveTxt?(name: string): Promise<string[]>;
 }
+
+/**
+ * SRV and TXT look-ups over DNS-over-HTTPS (the `application/dns-json` form), for a
+ * transport on a host without a DNS module; Workers' transport uses it with the
+ * default endpoint, `https://cloudflare-dns.com/dns-query`.
+ *
+ * ```js
+ * const transport = { ...myTransport, ...dnsOverHttps({ endpoint: 'https://dns.google/resolve' }) };
+ * ```
+ */
+export declare function dnsOverHttps(options?: {
+  endpoint?: string;
+  fetch?: typeof globalThis.fetch;
+}): Required<Pick<Transport, 'resolveSrv' | 'resolveTxt'>>;
 
 /**
  * Options of MongoClient: any connection string option (`appName`,

@@ -23,6 +23,7 @@ export {
   UUID,
 } from 'bson';
 export * from './errors.js';
+export { dnsOverHttps } from './doh.js';
 
 /** What the runtime's entry point set up: { NativeClient, transport, background, platform }. */
 let host = null;

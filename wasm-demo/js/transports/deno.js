@@ -55,10 +55,20 @@ export const denoTransport = {
   },
 
   async resolveSrv(name) {
-    return (await Deno.resolveDns(name, 'SRV')).map(({ target, port }) => ({ name: target, port }));
+    return (await noRecordsIsEmpty(Deno.resolveDns(name, 'SRV'))).map(({ target, port }) => ({ name: target, port }));
   },
 
   async resolveTxt(name) {
-    return (await Deno.resolveDns(name, 'TXT')).map((parts) => parts.join(''));
+    return (await noRecordsIsEmpty(Deno.resolveDns(name, 'TXT'))).map((parts) => parts.join(''));
   },
 };
+
+/** A name without records of the kind asked (or no such name) is an empty answer, not a failure. */
+async function noRecordsIsEmpty(lookup) {
+  try {
+    return await lookup;
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return [];
+    throw error;
+  }
+}

@@ -114,10 +114,20 @@ export const nodeTransport = {
   },
 
   async resolveSrv(name) {
-    return (await dns.resolveSrv(name)).map(({ name, port }) => ({ name, port }));
+    return (await noRecordsIsEmpty(dns.resolveSrv(name))).map(({ name, port }) => ({ name, port }));
   },
 
   async resolveTxt(name) {
-    return (await dns.resolveTxt(name)).map((parts) => parts.join(''));
+    return (await noRecordsIsEmpty(dns.resolveTxt(name))).map((parts) => parts.join(''));
   },
 };
+
+/** A name without records of the kind asked (or no such name) is an empty answer, not a failure. */
+async function noRecordsIsEmpty(lookup) {
+  try {
+    return await lookup;
+  } catch (error) {
+    if (error.code === dns.NODATA || error.code === dns.NOTFOUND) return [];
+    throw error;
+  }
+}

@@ -1,9 +1,13 @@
 // The transport of Cloudflare Workers: connect() from cloudflare:sockets, with
-// `secureTransport: "on"` for TLS (the platform's certificate checks). No DNS API:
-// use mongodb:// with the hosts, not mongodb+srv://. See `Transport` in index.d.ts.
+// `secureTransport: "on"` for TLS (the platform's certificate checks). Workers have no
+// DNS API: mongodb+srv:// look-ups go over DNS-over-HTTPS to Cloudflare's resolver
+// (js/doh.js). See `Transport` in index.d.ts.
 import { connect } from 'cloudflare:sockets';
+import { dnsOverHttps } from '../doh.js';
 
 export const workersTransport = {
+  ...dnsOverHttps(),
+
   async connect(host, port, request) {
     const secure = request !== null && request !== undefined;
     if (secure && (request.caFile || request.caPem || request.certificateKeyFile || request.certificateKeyPem)) {
