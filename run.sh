@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # anymongo's task runner — the two commands of the README:
-#   ./run.sh demo [MONGODB_URI]   the demo, natively and as a wasip2 program under wasmtime
+#   ./run.sh demo [MONGODB_URI]   the demo: native, wasip2 under wasmtime, npm package under Node.js
 #   ./run.sh test                 every check CI runs (.ci/run calls this)
 # Tools are installed and cached by tests/setup.sh; cargo fetches the rest.
 set -euo pipefail
@@ -32,6 +32,8 @@ demo)
     bash tests/setup.sh venv
     bash tests/setup.sh rust
     cargo build -q -p anymongo-tests --bin demo --target wasm32-wasip2
+    bash wasm-demo/build.sh
+    (cd wasm-demo && npm ci --no-audit --no-fund --prefer-offline --loglevel=error)
     cargo run -q -p anymongo-tests --bin demo -- "$@"
     ;;
 test)
@@ -57,6 +59,7 @@ test)
     step "unit and integration tests (native, and wasip2 under wasmtime)"
     cargo test -q --workspace
     step "npm package: the wasm-bindgen build, then node:test against SecantusDB"
+    cargo build -q -p anymongo-tests --bin dns_server
     bash wasm-demo/build.sh
     (cd wasm-demo && npm ci --no-audit --no-fund --prefer-offline --loglevel=error && npm test)
     ;;

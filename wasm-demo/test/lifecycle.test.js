@@ -69,6 +69,20 @@ describe('lifecycle', { timeout: 240_000 }, () => {
     assert.equal(code, 0, output);
     assert.match(output, /closed/);
   });
+
+  it('runs the demo (demo.js, the README demo command\'s npm part) and exits', { timeout: 30_000 }, async () => {
+    const { stdout } = await run(process.execPath, [path.join(packageDir, 'demo.js'), server.uri, 'demo_test'], {
+      timeout: 20_000,
+    });
+    assert.deepEqual(stdout.trim().split('\n').slice(1), [
+      'inserted 3 documents into anymongo_demo.demo_test',
+      'read back 3 documents:',
+      '  {"_id":1,"name":"apple","runtime":"npm"}',
+      '  {"_id":2,"name":"banana","runtime":"npm"}',
+      '  {"_id":3,"name":"cherry","runtime":"npm"}',
+    ]);
+    assert.match(stdout, /^connected from npm: wire version \d+, replica set 'secantus'/);
+  });
 });
 
 const runtimes = path.join(cache, 'js-runtimes-deno-2.9.6-bun-1.4.5', 'node_modules', '.bin');

@@ -2,8 +2,8 @@
 //!
 //! Natively: `demo [URI]` (or `MONGODB_URI`) runs the demo against that deployment; with
 //! neither, it starts a local SecantusDB test server itself. It then runs the same demo
-//! again as a WASI 0.2 program under wasmtime against the same server (skip with
-//! `--native-only`).
+//! again as a WASI 0.2 program under wasmtime, and from the npm package under Node.js
+//! (`wasm-demo/demo.js`), against the same server (skip both with `--native-only`).
 //!
 //! Under WASI (`wasmtime run -S inherit-network=y -S allow-ip-name-lookup=y demo.wasm URI
 //! [COLLECTION]`): runs the demo once.
@@ -104,7 +104,33 @@ mod native {
         if !status.success() {
             return Err(format!("the WASI demo failed ({status})"));
         }
+
+        println!("== npm package (wasm32-unknown-unknown) under Node.js against {uri}");
+        let script = npm_demo_path()?;
+        let status = Command::new("node")
+            .arg(&script)
+            .args([uri.as_str(), "npm"])
+            .status()
+            .map_err(|e| format!("cannot run node (Node.js 20 or later must be on PATH): {e}"))?;
+        if !status.success() {
+            return Err(format!("the npm demo failed ({status})"));
+        }
         Ok(())
+    }
+
+    /// `wasm-demo/demo.js`, once the npm package is built.
+    fn npm_demo_path() -> Result<PathBuf, String> {
+        let package = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../wasm-demo");
+        let built = package.join("pkg/anymongo_wasm_bg.wasm");
+        let installed = package.join("node_modules/bson");
+        if built.exists() && installed.exists() {
+            Ok(package.join("demo.js"))
+        } else {
+            Err(format!(
+                "the npm package is not built in {}: run `bash wasm-demo/build.sh` and `npm ci` there (the README's demo command does)",
+                package.display()
+            ))
+        }
     }
 
     /// The wasip2 build of this binary, next to this one in the target folder.
