@@ -7,7 +7,7 @@
 #   corpus        the JSON spec tests shipped in pymongo's source distribution
 #   rust          the wasm32 Rust targets and clang (to build `ring` for wasm32-wasip2)
 #   wasm-bindgen  the wasm-bindgen CLI of the version in Cargo.lock (prints its path)
-#   js-runtimes   Deno and Bun, from their npm packages (the npm package's smoke tests)
+#   js-runtimes   Deno, Bun and workerd, from their npm packages (the npm package's smoke tests)
 #   all           all five
 #   path          print the cache directory
 #
@@ -20,6 +20,7 @@ WASMTIME_VERSION=49.0.4
 PYMONGO_VERSION=4.20.0
 DENO_VERSION=2.9.6
 BUN_VERSION=1.4.5
+WORKERD_VERSION=1.20261117.1
 
 CACHE="${ANYMONGO_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/anymongo}"
 
@@ -134,17 +135,18 @@ wasm_bindgen() {
 # Deno and Bun for the npm package's smoke tests: both publish their binaries on the
 # npm registry (as optional dependencies of the `deno` and `bun` packages).
 js_runtimes() {
-    local dir="$CACHE/js-runtimes-deno-$DENO_VERSION-bun-$BUN_VERSION"
+    local dir="$CACHE/js-runtimes-deno-$DENO_VERSION-bun-$BUN_VERSION-workerd-$WORKERD_VERSION"
     [[ -f "$dir/.complete" ]] && return 0
     lock
     [[ -f "$dir/.complete" ]] && return 0
-    say "installing deno@$DENO_VERSION and bun@$BUN_VERSION from npm into $dir"
+    say "installing deno@$DENO_VERSION, bun@$BUN_VERSION and workerd@$WORKERD_VERSION from npm into $dir"
     rm -rf "$dir"
     mkdir -p "$dir"
     echo '{"private": true}' >"$dir/package.json"
-    (cd "$dir" && npm install --no-audit --no-fund --loglevel=error "deno@$DENO_VERSION" "bun@$BUN_VERSION")
+    (cd "$dir" && npm install --no-audit --no-fund --loglevel=error "deno@$DENO_VERSION" "bun@$BUN_VERSION" "workerd@$WORKERD_VERSION")
     "$dir/node_modules/.bin/deno" --version >/dev/null || die "deno from npm does not run"
     "$dir/node_modules/.bin/bun" --version >/dev/null || die "bun from npm does not run"
+    "$dir/node_modules/.bin/workerd" --version >/dev/null || die "workerd from npm does not run"
     touch "$dir/.complete"
 }
 

@@ -330,9 +330,6 @@ async fn discover(
     timeout: Duration,
 ) -> Result<SeedList> {
     let hostname = srv_hostname(options)?;
-    if let Some(suffix) = &options.srv_allowed_hosts_suffix {
-        normalized_suffix(suffix)?;
-    }
     let txt_name = hostname.to_owned();
     let (found, txt) = futures::future::join(
         lookup_hosts(options, resolver, clock, timeout),
@@ -410,8 +407,13 @@ fn host_list(hosts: &[ServerAddress]) -> String {
         .join(",")
 }
 
-/// The SRV host name of `options`, lower-cased, without a trailing dot.
+/// The SRV host name of `options`, lower-cased, without a trailing dot. A malformed
+/// `srvAllowedHostsSuffix` is refused here, before anything is looked up (initial
+/// look-ups and rescans alike).
 fn srv_hostname(options: &ClientOptions) -> Result<&str> {
+    if let Some(suffix) = &options.srv_allowed_hosts_suffix {
+        normalized_suffix(suffix)?;
+    }
     match options.hosts.as_slice() {
         [ServerAddress::Tcp { host, .. }] if options.srv => Ok(host.trim_end_matches('.')),
         _ if !options.srv => Err(Error::invalid_argument(
@@ -1047,12 +1049,13 @@ mod tests {
 
     #[test]
     fn an_invalid_suffix_fails_before_any_lookup() {
+        const URI: &str = "mongodb+srv://test1.test.build.10gen.cc/?srvAllowedHostsSuffix=.";
         let resolver = test1();
-        assert!(run(
-            "mongodb+srv://test1.test.build.10gen.cc/?srvAllowedHostsSuffix=.",
-            &resolver
-        )
-        .is_err());
+        assert!(run(URI, &resolver).is_err());
+        // The SRV look-up alone, as SRV polling's rescans make it.
+        let options = ClientOptions::parse(URI).unwrap();
+        let rescan = lookup_hosts(&options, &resolver, &InstantClock, BOUND);
+        assert!(block_on(rescan).is_err());
         assert!(resolver.asked.lock().unwrap().is_empty());
     }
 

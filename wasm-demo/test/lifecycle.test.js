@@ -9,7 +9,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { cache, startServer } from './server.js';
+import { freePort, runtimes, startServer } from './server.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const packageDir = path.join(here, '..');
@@ -85,8 +85,6 @@ describe('lifecycle', { timeout: 240_000 }, () => {
   });
 });
 
-const runtimes = path.join(cache, 'js-runtimes-deno-2.9.6-bun-1.4.5', 'node_modules', '.bin');
-
 describe('the packed tarball, installed into an empty folder', { timeout: 240_000 }, () => {
   let server;
   let packed;
@@ -140,5 +138,88 @@ describe('the packed tarball, installed into an empty folder', { timeout: 240_00
   const bun = path.join(runtimes, 'bun');
   it('works under Bun (node:net)', { timeout: 60_000, skip: !existsSync(bun) && 'bun not installed (bash tests/setup.sh js-runtimes)' }, async () => {
     await connectAndInsert('bun', [bun]);
+  });
+  const workerd = path.join(runtimes, 'workerd');
+  it('works under workerd (the Workers runtime: cloudflare:sockets, single-threaded monitoring)', {
+    timeout: 90_000,
+    skip: !existsSync(workerd) && 'workerd not installed (bash tests/setup.sh js-runtimes)',
+  }, async () => {
+    // What a bundler (wrangler) does for a Worker: every module the Worker imports,
+    // the package's and bson's, and the .wasm as a WebAssembly module. Bare `bson`
+    // imports resolve next to the importing module.
+    const modules = [
+      ['worker.js', 'esModule', 'worker.js'],
+      ...['workers.js', 'client.js', 'errors.js', 'doh.js', 'transports/workers.js'].map((file) => [
+        `anymongo/js/${file}`,
+        'esModule',
+        `node_modules/anymongo/js/${file}`,
+      ]),
+      ['anymongo/pkg/anymongo_wasm.js', 'esModule', 'node_modules/anymongo/pkg/anymongo_wasm.js'],
+      ['anymongo/pkg/anymongo_wasm_bg.wasm', 'wasm', 'node_modules/anymongo/pkg/anymongo_wasm_bg.wasm'],
+      ['anymongo/js/bson', 'esModule', 'node_modules/bson/lib/bson.mjs'],
+    ];
+    writeFileSync(
+      path.join(app, 'worker.js'),
+      `
+      import { MongoClient } from 'anymongo/js/workers.js';
+      export default {
+        async fetch() {
+          const client = new MongoClient(${JSON.stringify(server.uri)}, { serverSelectionTimeoutMS: 5000 });
+          try {
+            await client.connect();
+            const coll = client.db('installed').collection('workerd');
+            const { insertedId } = await coll.insertOne({ from: 'workerd' });
+            const found = await coll.findOne({ _id: insertedId });
+            return Response.json({ from: found.from });
+          } catch (error) {
+            return Response.json({ error: \`\${error.name}: \${error.message}\` }, { status: 500 });
+          } finally {
+            await client.close();
+          }
+        },
+      };
+      `,
+    );
+    writeFileSync(
+      path.join(app, 'config.capnp'),
+      `using Workerd = import "/workerd/workerd.capnp";
+      const config :Workerd.Config = (
+        services = [
+          (name = "main", worker = .worker),
+          (name = "loopback", network = (allow = ["local"])),
+        ],
+        sockets = [(name = "http", address = "127.0.0.1:0", http = (), service = "main")],
+      );
+      const worker :Workerd.Worker = (
+        modules = [${modules.map(([name, kind, file]) => `(name = "${name}", ${kind} = embed "${file}")`).join(', ')}],
+        compatibilityDate = "2025-01-01",
+        globalOutbound = "loopback",
+      );
+      `,
+    );
+    const port = await freePort();
+    const child = spawn(workerd, ['serve', 'config.capnp', '--socket-addr', `http=127.0.0.1:${port}`], {
+      cwd: app,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let log = '';
+    child.stdout.on('data', (chunk) => (log += chunk));
+    child.stderr.on('data', (chunk) => (log += chunk));
+    try {
+      // workerd listens once it has compiled the Worker: ask until it answers, bounded.
+      const deadline = Date.now() + 60_000;
+      let response;
+      while (!response) {
+        assert.equal(child.exitCode, null, `workerd exited: ${log}`);
+        assert.ok(Date.now() < deadline, `workerd did not answer within 60 s: ${log}`);
+        response = await fetch(`http://127.0.0.1:${port}/`, { signal: AbortSignal.timeout(20_000) }).catch(
+          () => new Promise((resolve) => setTimeout(resolve, 200)),
+        );
+      }
+      const body = await response.json();
+      assert.deepEqual(body, { from: 'workerd' }, log);
+    } finally {
+      child.kill('SIGKILL');
+    }
   });
 });
