@@ -1093,6 +1093,37 @@ mod tests {
     }
 
     #[test]
+    fn through_a_proxy_the_tunnel_comes_first_and_its_failures_carry_no_backpressure_labels() {
+        let mut settings = settings();
+        settings.proxy = Some(ProxyOptions::new("proxy.test"));
+        // The proxy accepts, connects, then the server answers the hello.
+        let through = Script::default()
+            .then(|_| Some(vec![5, 0]))
+            .then(|_| Some(vec![5, 0, 0, 1, 10, 0, 0, 1, 0x69, 0x89]))
+            .then(|frame| {
+                Some(op_reply(
+                    request_id(frame),
+                    doc! { "ismaster": true, "maxWireVersion": 21, "ok": 1 },
+                ))
+            });
+        block_on(Connection::establish(&through, &NO_TIMEOUTS, &settings)).unwrap();
+        let sent = through.sent.lock().unwrap();
+        assert_eq!(sent[0], [5, 1, 0]);
+        assert_eq!(sent[1][..5], [5, 1, 0, 3, 7], "CONNECT to the name db.test");
+
+        // A proxy that wants credentials: a network error naming the proxy, which
+        // says nothing of the server's load (CMAP spec, "Backpressure-enabled").
+        let refused = Script::default().then(|_| Some(vec![5, 0xFF]));
+        let error = block_on(Connection::establish(&refused, &NO_TIMEOUTS, &settings)).unwrap_err();
+        assert!(matches!(error.kind(), ErrorKind::Network { .. }), "{error}");
+        assert!(
+            error.to_string().contains("SOCKS5 proxy proxy.test:1080"),
+            "{error}"
+        );
+        assert!(error.labels().is_empty(), "{error:?}");
+    }
+
+    #[test]
     fn only_network_errors_before_the_hello_reply_carry_backpressure_labels() {
         let cut_hello = Script::default().then(|frame| {
             let mut reply = op_reply(request_id(frame), doc! { "ismaster": true, "ok": 1 });
