@@ -3,7 +3,8 @@
 #   ${ANYMONGO_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/anymongo}
 #
 # Usage: bash tests/setup.sh venv|corpus|rust|wasm-bindgen|all|path
-#   venv          a Python venv with SecantusDB (test server) and wasmtime (WASI runner)
+#   venv          a Python venv with SecantusDB (test server), wasmtime (WASI runner)
+#                 and pproxy (a SOCKS5 proxy, for the proxy tests)
 #   corpus        the JSON spec tests shipped in pymongo's source distribution
 #   rust          the wasm32 Rust targets and clang (to build `ring` for wasm32-wasip2)
 #   wasm-bindgen  the wasm-bindgen CLI of the version in Cargo.lock (prints its path)
@@ -21,6 +22,7 @@ PYMONGO_VERSION=4.20.0
 DENO_VERSION=2.9.6
 BUN_VERSION=1.4.5
 WORKERD_VERSION=1.20261117.1
+PPROXY_VERSION=2.7.9
 
 CACHE="${ANYMONGO_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/anymongo}"
 
@@ -44,6 +46,11 @@ lock() {
 # it is built in place and counts as installed only once its stamp exists; a
 # venv without the stamp (an interrupted install) is wiped and built again.
 venv() {
+    venv_base
+    venv_pproxy
+}
+
+venv_base() {
     local dir="$CACHE/venv"
     local stamp="$dir/.anymongo-secantus-$SECANTUS_VERSION-wasmtime-$WASMTIME_VERSION"
     [[ -f "$stamp" ]] && return 0
@@ -61,6 +68,20 @@ venv() {
     [[ -x "$dir/bin/wasmtime" ]] || ln -sf "$wasmtime" "$dir/bin/wasmtime"
     "$dir/bin/wasmtime" --version >/dev/null || die "$dir/bin/wasmtime does not run"
     [[ -x "$dir/bin/secantusd-py" ]] || die "SecantusDB installed no secantusd-py"
+    touch "$stamp"
+}
+
+# pproxy goes into the same venv with a stamp of its own, so that adding it did not
+# rebuild a venv that was already installed.
+venv_pproxy() {
+    local dir="$CACHE/venv"
+    local stamp="$dir/.anymongo-pproxy-$PPROXY_VERSION"
+    [[ -f "$stamp" ]] && return 0
+    lock
+    [[ -f "$stamp" ]] && return 0
+    say "installing pproxy==$PPROXY_VERSION (SOCKS5 proxy) into $dir"
+    "$dir/bin/python" -m pip install --quiet "pproxy==$PPROXY_VERSION"
+    [[ -x "$dir/bin/pproxy" ]] || die "pproxy installed no pproxy command"
     touch "$stamp"
 }
 

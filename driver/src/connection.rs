@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use bson::{Document, RawDocumentBuf};
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use crate::auth::oidc::{self, OidcAuthenticator, OidcConnectionCache, OidcContext, SaslSender};
@@ -18,7 +19,8 @@ use crate::error::{
 };
 use crate::handshake::{client_metadata, hello_command, HelloReply};
 use crate::rt::{self, boxed, BoxFuture, Clock, ConnectTarget, Runtime, Stream, Transport};
-use crate::uri::{ClientOptions, Compressor, ServerAddress};
+use crate::socks5;
+use crate::uri::{ClientOptions, Compressor, ProxyOptions, ServerAddress};
 use crate::versioned_api::{declare, ServerApi};
 use crate::wire::{
     self, check_response_to,
@@ -59,6 +61,9 @@ pub(crate) struct ConnectionSettings {
     pub compressors: Vec<Compressor>,
     /// `zlibCompressionLevel`, for when zlib is the one negotiated.
     pub zlib_compression_level: Option<i32>,
+    /// The SOCKS5 proxy every TCP connection goes through, monitoring included (SOCKS5
+    /// Support spec, "Connection Establishment").
+    pub proxy: Option<ProxyOptions>,
 }
 
 impl ConnectionSettings {
@@ -94,6 +99,7 @@ impl ConnectionSettings {
             server_api: options.server_api.clone(),
             compressors: options.compressors.clone(),
             zlib_compression_level: options.zlib_compression_level,
+            proxy: options.proxy.clone(),
         }
     }
 
@@ -167,9 +173,11 @@ impl Connection {
     ) -> Result<Connection> {
         let address = settings.target.to_string();
         let hello_seen = HelloSeen::new();
+        // Set once a proxy, if any, has opened the tunnel: errors before that are the
+        // proxy's, never a sign of server overload (CMAP spec, "Backpressure-enabled").
+        let tunnel_open = AtomicBool::new(false);
         let establish = async {
-            let stream = transport
-                .connect(&settings.target)
+            let stream = open_stream(transport, settings, &tunnel_open)
                 .await
                 .map_err(|error| Error::from_io(&address, error))?;
             let mut connection = Connection {
@@ -200,6 +208,7 @@ impl Connection {
             // Load-balanced mode: SDAM clears this service's connections only.
             Some(Some(service_id)) => error.with_service_id(*service_id),
             Some(None) => error,
+            None if settings.proxy.is_some() && !tunnel_open.load(Ordering::Relaxed) => error,
             None => match error.kind() {
                 ErrorKind::Network { .. } | ErrorKind::Timeout { .. } => error
                     .with_label(SYSTEM_OVERLOADED_ERROR)
@@ -639,6 +648,40 @@ impl SaslSender for SaslCommands<'_> {
 
 /// Runs `future` within `limit` (unbounded when `None`); running out is a timeout error
 /// naming the address and what was being waited for.
+/// Opens the byte stream to `settings.target`: directly, or (for TCP, with a proxy)
+/// through the SOCKS5 proxy, then TLS over the tunnel (SOCKS5 Support spec, "Connection
+/// Establishment": connect to the proxy, the SOCKS5 handshake, then "continue with
+/// connection establishment as if the connection was one to the destination host").
+/// `tunnel_open` is set once the proxy is through.
+async fn open_stream(
+    transport: &dyn Transport,
+    settings: &ConnectionSettings,
+    tunnel_open: &AtomicBool,
+) -> std::io::Result<Box<dyn Stream>> {
+    let target = &settings.target;
+    let proxy = match &settings.proxy {
+        Some(proxy) if !target.is_unix_socket() => proxy,
+        _ => return transport.connect(target).await,
+    };
+    let to_proxy = ConnectTarget {
+        host: proxy.host.clone(),
+        port: proxy.port,
+        tls: None,
+    };
+    let mut stream = transport.connect(&to_proxy).await.map_err(|error| {
+        std::io::Error::new(
+            error.kind(),
+            format!("cannot connect to the SOCKS5 proxy {to_proxy}: {error}"),
+        )
+    })?;
+    socks5::tunnel(&mut *stream, proxy, &target.host, target.port).await?;
+    tunnel_open.store(true, Ordering::Relaxed);
+    match target.tls {
+        Some(_) => transport.secure(stream, target).await,
+        None => Ok(stream),
+    }
+}
+
 async fn within<T>(
     clock: &dyn Clock,
     limit: Option<Duration>,
@@ -832,6 +875,7 @@ mod tests {
             server_api: None,
             compressors: Vec::new(),
             zlib_compression_level: None,
+            proxy: None,
         }
     }
 
@@ -1046,6 +1090,37 @@ mod tests {
         );
         // Before the hello reply: the server may be overloaded (CMAP backpressure).
         assert_eq!(error.labels(), [SYSTEM_OVERLOADED_ERROR, RETRYABLE_ERROR]);
+    }
+
+    #[test]
+    fn through_a_proxy_the_tunnel_comes_first_and_its_failures_carry_no_backpressure_labels() {
+        let mut settings = settings();
+        settings.proxy = Some(ProxyOptions::new("proxy.test"));
+        // The proxy accepts, connects, then the server answers the hello.
+        let through = Script::default()
+            .then(|_| Some(vec![5, 0]))
+            .then(|_| Some(vec![5, 0, 0, 1, 10, 0, 0, 1, 0x69, 0x89]))
+            .then(|frame| {
+                Some(op_reply(
+                    request_id(frame),
+                    doc! { "ismaster": true, "maxWireVersion": 21, "ok": 1 },
+                ))
+            });
+        block_on(Connection::establish(&through, &NO_TIMEOUTS, &settings)).unwrap();
+        let sent = through.sent.lock().unwrap();
+        assert_eq!(sent[0], [5, 1, 0]);
+        assert_eq!(sent[1][..5], [5, 1, 0, 3, 7], "CONNECT to the name db.test");
+
+        // A proxy that wants credentials: a network error naming the proxy, which
+        // says nothing of the server's load (CMAP spec, "Backpressure-enabled").
+        let refused = Script::default().then(|_| Some(vec![5, 0xFF]));
+        let error = block_on(Connection::establish(&refused, &NO_TIMEOUTS, &settings)).unwrap_err();
+        assert!(matches!(error.kind(), ErrorKind::Network { .. }), "{error}");
+        assert!(
+            error.to_string().contains("SOCKS5 proxy proxy.test:1080"),
+            "{error}"
+        );
+        assert!(error.labels().is_empty(), "{error:?}");
     }
 
     #[test]

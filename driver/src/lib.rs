@@ -50,6 +50,7 @@ pub mod rt;
 pub mod sdam;
 pub mod selection;
 pub mod session;
+pub mod socks5;
 pub mod srv;
 mod sync;
 #[cfg(feature = "rustls")]

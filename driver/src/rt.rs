@@ -204,6 +204,27 @@ pub trait Transport: MaybeSend + MaybeSync {
         &'a self,
         target: &'a ConnectTarget,
     ) -> BoxFuture<'a, io::Result<Box<dyn Stream>>>;
+
+    /// Runs the TLS handshake that `target.tls` asks for over `stream`, already open to
+    /// the server through a SOCKS5 proxy (see [`crate::socks5`]), and returns the
+    /// encrypted stream.
+    ///
+    /// The default refuses: a host whose TLS cannot be layered over a stream it did
+    /// not open says so. Hosts that use the `tls` module (native, WASI) call
+    /// `tls::secure` here as in [`connect`](Self::connect).
+    fn secure<'a>(
+        &'a self,
+        stream: Box<dyn Stream>,
+        target: &'a ConnectTarget,
+    ) -> BoxFuture<'a, io::Result<Box<dyn Stream>>> {
+        drop(stream);
+        boxed(async move {
+            Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                format!("TLS to {target} through a SOCKS5 proxy is not supported by this host"),
+            ))
+        })
+    }
 }
 
 /// One SRV record.

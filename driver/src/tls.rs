@@ -5,15 +5,39 @@
 //! [`rustls::ClientConnection`], and whatever it wants to send is written out. No
 //! file is read here: a host passes [`secure`] its way of reading `tlsCAFile` and
 //! `tlsCertificateKeyFile`.
+//!
+//! The URI Options spec's TLS options, as rustls honours them:
+//!
+//! - `tlsAllowInvalidCertificates`: any server certificate is accepted — untrusted,
+//!   expired, or for another host name (as with the official drivers, no hostname can
+//!   be checked on a certificate that is not checked). The handshake signature is
+//!   still verified against the certificate presented.
+//! - `tlsAllowInvalidHostnames`: the certificate must chain to a trusted authority and
+//!   be valid in time, but may name another host.
+//! - `tlsInsecure`: both of the above.
+//! - `tlsCertificateKeyFilePassword`: decrypts a PKCS#8 `ENCRYPTED PRIVATE KEY` (PBES2:
+//!   PBKDF2 or scrypt with AES or 3DES) in `tlsCertificateKeyFile`. Keys encrypted in
+//!   the legacy OpenSSL format (`Proc-Type: 4,ENCRYPTED`) are refused with an error
+//!   saying how to convert them.
+//! - `tlsDisableOCSPEndpointCheck`, `tlsDisableCertificateRevocationCheck`: accepted,
+//!   and change nothing: rustls never contacts OCSP responders nor fetches CRLs, and
+//!   its certificate verifier does not check stapled OCSP responses either, so no
+//!   revocation check happens in the first place.
 
 use std::io::{self, Read, Write};
 use std::sync::Arc;
 
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::client::WebPkiServerVerifier;
+use rustls::crypto::{verify_tls12_signature, verify_tls13_signature, CryptoProvider};
 use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
-use rustls::{ClientConfig, ClientConnection, RootCertStore};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName, UnixTime};
+use rustls::{
+    CertificateError, ClientConfig, ClientConnection, DigitallySignedStruct, RootCertStore,
+    SignatureScheme,
+};
 
-use crate::rt::{boxed, BoxFuture, ConnectTarget, PemSource, Stream, TlsError};
+use crate::rt::{boxed, BoxFuture, ConnectTarget, PemSource, Stream, TlsError, TlsOptions};
 
 /// Size of the buffer ciphertext is read into: one maximal TLS record and its overhead.
 const READ_CHUNK: usize = 16 * 1024 + 512;
@@ -33,18 +57,13 @@ pub async fn secure(
     let Some(options) = &target.tls else {
         return Ok(stream);
     };
-    if options.certificate_key_password.is_some() {
-        return Err(tls_error(
-            "encrypted client keys (tlsCertificateKeyFilePassword) are not supported yet",
-        ));
-    }
     let ca = read_pem(options.ca_pem.as_ref(), "tlsCAFile", &read_file)?;
     let identity = read_pem(
         options.certificate_key.as_ref(),
         "tlsCertificateKeyFile",
         &read_file,
     )?;
-    let config = client_config(ca.as_deref(), identity.as_deref())?;
+    let config = client_config(options, ca.as_deref(), identity.as_deref())?;
     connect(stream, &target.host, config).await
 }
 
@@ -64,10 +83,12 @@ fn read_pem(
     }
 }
 
-/// A client configuration trusting the PEM certificates in `ca_pem`, or the
-/// Mozilla web roots when `None`, and presenting the certificate chain and private key
-/// in `identity_pem` when given (mutual TLS, MONGODB-X509).
+/// A client configuration for `options`: trusting the PEM certificates in `ca_pem`,
+/// or the Mozilla web roots when `None`, relaxed as `tlsAllowInvalid*` ask, and
+/// presenting the certificate chain and private key in `identity_pem` when given
+/// (mutual TLS, MONGODB-X509).
 fn client_config(
+    options: &TlsOptions,
     ca_pem: Option<&[u8]>,
     identity_pem: Option<&[u8]>,
 ) -> io::Result<Arc<ClientConfig>> {
@@ -88,10 +109,21 @@ fn client_config(
         }
     }
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let builder = ClientConfig::builder_with_provider(provider)
+    let builder = ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
-        .map_err(|error| tls_error(error.to_string()))?
-        .with_root_certificates(roots);
+        .map_err(|error| tls_error(error.to_string()))?;
+    let builder = match (
+        options.allow_invalid_certificates,
+        options.allow_invalid_hostnames,
+    ) {
+        (false, false) => builder.with_root_certificates(roots),
+        (allow_invalid_certificates, _) => {
+            let verifier = RelaxedVerifier::new(roots, provider, allow_invalid_certificates)?;
+            builder
+                .dangerous()
+                .with_custom_certificate_verifier(Arc::new(verifier))
+        }
+    };
     let config = match identity_pem {
         None => builder.with_no_client_auth(),
         Some(pem) => {
@@ -101,17 +133,172 @@ fn client_config(
             if chain.is_empty() {
                 return Err(tls_error("tlsCertificateKeyFile holds no certificate"));
             }
-            let key = PrivateKeyDer::from_pem_slice(pem).map_err(|error| {
-                tls_error(format!(
-                    "tlsCertificateKeyFile: no usable private key ({error})"
-                ))
-            })?;
+            let key = private_key(pem, options.certificate_key_password.as_deref())?;
             builder
                 .with_client_auth_cert(chain, key)
                 .map_err(|error| tls_error(format!("tlsCertificateKeyFile: {error}")))?
         }
     };
     Ok(Arc::new(config))
+}
+
+const ENCRYPTED_KEY_BEGIN: &str = "-----BEGIN ENCRYPTED PRIVATE KEY-----";
+const ENCRYPTED_KEY_END: &str = "-----END ENCRYPTED PRIVATE KEY-----";
+
+/// The client's private key in the PEM of `tlsCertificateKeyFile`: a PKCS#8
+/// `ENCRYPTED PRIVATE KEY` decrypted with `password`
+/// (`tlsCertificateKeyFilePassword`), else a plain key (PKCS#8, PKCS#1 or SEC1).
+fn private_key(pem: &[u8], password: Option<&str>) -> io::Result<PrivateKeyDer<'static>> {
+    let text = String::from_utf8_lossy(pem);
+    let encrypted = text.find(ENCRYPTED_KEY_BEGIN).and_then(|begin| {
+        let end = text[begin..].find(ENCRYPTED_KEY_END)? + begin + ENCRYPTED_KEY_END.len();
+        Some(&text[begin..end])
+    });
+    let Some(encrypted) = encrypted else {
+        if text.contains("Proc-Type: 4,ENCRYPTED") {
+            return Err(tls_error(
+                "tlsCertificateKeyFile: the private key is encrypted in the legacy OpenSSL \
+                 format, which is not supported; convert it to encrypted PKCS#8 \
+                 (openssl pkcs8 -topk8 -v2 aes-256-cbc)",
+            ));
+        }
+        return PrivateKeyDer::from_pem_slice(pem).map_err(|error| {
+            tls_error(format!(
+                "tlsCertificateKeyFile: no usable private key ({error})"
+            ))
+        });
+    };
+    let Some(password) = password else {
+        return Err(tls_error(
+            "tlsCertificateKeyFile: the private key is encrypted; give its password with \
+             tlsCertificateKeyFilePassword",
+        ));
+    };
+    decrypt_key(encrypted, password)
+}
+
+/// Decrypts one PEM `ENCRYPTED PRIVATE KEY` block with `password`.
+fn decrypt_key(block: &str, password: &str) -> io::Result<PrivateKeyDer<'static>> {
+    use pkcs8::der::Decode;
+    let (_, der) = pkcs8::der::pem::decode_vec(block.as_bytes()).map_err(|error| {
+        tls_error(format!(
+            "tlsCertificateKeyFile: invalid encrypted private key PEM ({error})"
+        ))
+    })?;
+    let info = pkcs8::EncryptedPrivateKeyInfo::from_der(&der).map_err(|error| {
+        tls_error(format!(
+            "tlsCertificateKeyFile: invalid encrypted private key ({error})"
+        ))
+    })?;
+    let wrong_password = || {
+        tls_error(
+            "tlsCertificateKeyFile: cannot decrypt the private key: \
+             wrong tlsCertificateKeyFilePassword?",
+        )
+    };
+    let key = info.decrypt(password).map_err(|error| match error {
+        // An unsupported cipher or KDF says so; anything else is a failed decryption.
+        pkcs8::Error::EncryptedPrivateKey(pkcs8::pkcs5::Error::AlgorithmParametersInvalid {
+            ..
+        })
+        | pkcs8::Error::EncryptedPrivateKey(pkcs8::pkcs5::Error::UnsupportedAlgorithm { .. }) => {
+            tls_error(format!(
+                "tlsCertificateKeyFile: the private key's encryption is not supported ({error})"
+            ))
+        }
+        _ => wrong_password(),
+    })?;
+    // A wrong password may still unpad by chance: then the plaintext is no key.
+    pkcs8::PrivateKeyInfo::from_der(key.as_bytes()).map_err(|_| wrong_password())?;
+    Ok(PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(
+        key.as_bytes().to_vec(),
+    )))
+}
+
+/// The certificate verifier of `tlsAllowInvalidCertificates` and
+/// `tlsAllowInvalidHostnames`: webpki's, minus what those options allow. Handshake
+/// signatures are always checked.
+#[derive(Debug)]
+struct RelaxedVerifier {
+    /// Checks chains (and names): `None` when any certificate is accepted.
+    webpki: Option<Arc<WebPkiServerVerifier>>,
+    provider: Arc<CryptoProvider>,
+}
+
+impl RelaxedVerifier {
+    fn new(
+        roots: RootCertStore,
+        provider: Arc<CryptoProvider>,
+        allow_invalid_certificates: bool,
+    ) -> io::Result<RelaxedVerifier> {
+        let webpki = match allow_invalid_certificates {
+            true => None,
+            false => Some(
+                WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider.clone())
+                    .build()
+                    .map_err(|error| tls_error(error.to_string()))?,
+            ),
+        };
+        Ok(RelaxedVerifier { webpki, provider })
+    }
+}
+
+impl ServerCertVerifier for RelaxedVerifier {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        let Some(webpki) = &self.webpki else {
+            return Ok(ServerCertVerified::assertion());
+        };
+        // webpki checks the chain (trust, validity period) before the name, so a name
+        // mismatch means all else was valid.
+        match webpki.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
+        {
+            Err(rustls::Error::InvalidCertificate(
+                CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
+            )) => Ok(ServerCertVerified::assertion()),
+            other => other,
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.provider.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.provider.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.provider
+            .signature_verification_algorithms
+            .supported_schemes()
+    }
 }
 
 /// Runs a TLS handshake with `server_name` over `inner` and returns the encrypted stream.

@@ -2,7 +2,9 @@
 //!
 //! [`generate`] writes a CA, a server certificate it signs (for `localhost`, `127.0.0.1`
 //! and `::1`), a client certificate it signs (subject [`CLIENT_SUBJECT`], for mutual TLS
-//! and MONGODB-X509), and a second, unrelated CA that trusts none of them.
+//! and MONGODB-X509; its key also encrypted), and a second, unrelated CA that trusts
+//! none of them. [`generate_flawed`] writes server certificates that fail verification
+//! (another host's, an expired one) for the `tlsAllowInvalid*` tests.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -31,7 +33,14 @@ pub struct TestCerts {
     pub untrusted_ca_pem: PathBuf,
     /// The client's certificate followed by its private key (`tlsCertificateKeyFile`).
     pub client_cert_and_key: PathBuf,
+    /// The same certificate followed by the same key as an encrypted PKCS#8 PEM
+    /// (`ENCRYPTED PRIVATE KEY`, PBES2: PBKDF2-SHA256 and AES-256-CBC) whose password
+    /// is [`KEY_PASSWORD`] (`tlsCertificateKeyFilePassword`).
+    pub client_cert_and_encrypted_key: PathBuf,
 }
+
+/// The password of [`TestCerts::client_cert_and_encrypted_key`].
+pub const KEY_PASSWORD: &str = "s3cret-pass";
 
 impl TestCerts {
     /// Options for a TLS server presenting the generated server certificate; with
@@ -115,7 +124,95 @@ pub fn generate(dir: &Path) -> Result<TestCerts, String> {
             "client.pem",
             client_cert.pem() + &client_key.serialize_pem(),
         )?,
+        client_cert_and_encrypted_key: write(
+            "client-encrypted.pem",
+            client_cert.pem() + &encrypt_pkcs8(&client_key.serialize_der(), KEY_PASSWORD)?,
+        )?,
     })
+}
+
+/// Server certificates that each fail verification in one way, signed by a CA of
+/// their own: written by [`generate_flawed`].
+#[derive(Clone, Debug)]
+pub struct FlawedCerts {
+    /// The CA that signed every certificate here.
+    pub ca_pem: PathBuf,
+    /// The private key of every server certificate here.
+    pub server_key: PathBuf,
+    /// A server certificate for `wrong.example.com` only: valid but for another host.
+    pub wrong_host_cert: PathBuf,
+    /// A server certificate for `localhost` and `127.0.0.1` that expired in 2001.
+    pub expired_cert: PathBuf,
+}
+
+impl FlawedCerts {
+    /// Options for a TLS server presenting `cert` (one of the flawed certificates)
+    /// with the shared key.
+    pub fn server_options(&self, cert: &Path) -> crate::server::ServerOptions {
+        crate::server::ServerOptions {
+            tls: Some(crate::server::TlsFiles {
+                cert: cert.to_owned(),
+                key: self.server_key.clone(),
+                ca: self.ca_pem.clone(),
+                require_client_cert: false,
+            }),
+            ..Default::default()
+        }
+    }
+}
+
+/// Generates [`FlawedCerts`] into `dir` (created if missing).
+pub fn generate_flawed(dir: &Path) -> Result<FlawedCerts, String> {
+    let fail = |e: rcgen::Error| format!("cannot generate test certificates: {e}");
+    let (ca_cert, ca) = new_ca("anymongo flawed-certificates CA").map_err(fail)?;
+    let server_key = KeyPair::generate().map_err(fail)?;
+    let wrong_host = leaf_params(
+        &["wrong.example.com"],
+        &[(DnType::CommonName, "wrong.example.com")],
+        ExtendedKeyUsagePurpose::ServerAuth,
+    )
+    .and_then(|params| params.signed_by(&server_key, &ca))
+    .map_err(fail)?;
+    let expired = leaf_params(
+        &["localhost", "127.0.0.1"],
+        &[(DnType::CommonName, "localhost")],
+        ExtendedKeyUsagePurpose::ServerAuth,
+    )
+    .and_then(|mut params| {
+        params.not_before = rcgen::date_time_ymd(2000, 1, 1);
+        params.not_after = rcgen::date_time_ymd(2001, 1, 1);
+        params.signed_by(&server_key, &ca)
+    })
+    .map_err(fail)?;
+
+    fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let write = |name: &str, pem: String| {
+        let path = dir.join(name);
+        fs::write(&path, pem).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        Ok::<_, String>(path)
+    };
+    Ok(FlawedCerts {
+        ca_pem: write("flawed-ca.pem", ca_cert.pem())?,
+        server_key: write("flawed-server.key", server_key.serialize_pem())?,
+        wrong_host_cert: write("wrong-host.pem", wrong_host.pem())?,
+        expired_cert: write("expired.pem", expired.pem())?,
+    })
+}
+
+/// The PKCS#8 key `der` encrypted with `password`, as an `ENCRYPTED PRIVATE KEY` PEM
+/// (PBES2 with PBKDF2-SHA256 and AES-256-CBC, as `openssl pkcs8 -topk8` writes it).
+fn encrypt_pkcs8(der: &[u8], password: &str) -> Result<String, String> {
+    use pkcs8::der::pem::LineEnding;
+    let fail = |e: pkcs8::Error| format!("cannot encrypt the test key: {e}");
+    let info = pkcs8::PrivateKeyInfo::try_from(der).map_err(fail)?;
+    // Fixed salt and IV: a test key, and no random number generator needed.
+    let params = pkcs8::pkcs5::pbes2::Parameters::pbkdf2_sha256_aes256cbc(2048, &[7; 16], &[9; 16])
+        .map_err(|e| format!("cannot encrypt the test key: {e}"))?;
+    let encrypted = info.encrypt_with_params(params, password).map_err(fail)?;
+    encrypted
+        .to_pem("ENCRYPTED PRIVATE KEY", LineEnding::LF)
+        .map(|pem| pem.to_string())
+        .map_err(|e| format!("cannot encode the test key: {e}"))
 }
 
 /// A self-signed CA named `name`, with the issuer that signs with it.

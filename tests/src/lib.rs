@@ -13,6 +13,7 @@
 //!   live SDAM tests.
 //! - [`load_balancer`]: a scripted mock load balancer with two backends of distinct
 //!   serviceIds, for live tests of load-balanced mode.
+//! - [`socks5`]: a SOCKS5 proxy (`pproxy`) on loopback, with or without credentials.
 //! - [`spec`]: the registry and runner of the JSON specification tests.
 //! - [`unified`]: the runner of the Unified Test Format's files.
 //! - [`demo`]: the demo's script, shared by its native and WASI builds.
@@ -42,6 +43,8 @@ pub mod probe;
 pub mod replica_set;
 #[cfg(not(target_os = "wasi"))]
 pub mod server;
+#[cfg(not(target_os = "wasi"))]
+pub mod socks5;
 #[cfg(not(target_os = "wasi"))]
 pub mod spec;
 #[cfg(not(target_os = "wasi"))]

@@ -10,6 +10,7 @@ use anymongo::bson::doc;
 use anymongo_tests::compression::CompressingServer;
 use anymongo_tests::replica_set::MockReplicaSet;
 use anymongo_tests::server::{self, TestServer};
+use anymongo_tests::socks5::Socks5Proxy;
 use anymongo_tests::{certs, demo, setup};
 
 /// Builds the wasip2 binary `name` of anymongo-tests once per test binary (a no-op
@@ -45,6 +46,16 @@ fn wasmtime() -> PathBuf {
 /// Runs the WASI demo against `uri` into `collection`, granting it read access to
 /// `readable` (for a CA file), and checks its report and what it wrote.
 async fn run_wasi_demo(uri: &str, collection: &str, readable: Option<&Path>) {
+    run_wasi_demo_checked_through(uri, uri, collection, readable).await;
+}
+
+/// [`run_wasi_demo`], checking what it wrote through `check_uri`.
+async fn run_wasi_demo_checked_through(
+    uri: &str,
+    check_uri: &str,
+    collection: &str,
+    readable: Option<&Path>,
+) {
     let mut command = Command::new(wasmtime());
     command.args([
         "run",
@@ -76,7 +87,7 @@ async fn run_wasi_demo(uri: &str, collection: &str, readable: Option<&Path>) {
     assert!(stdout.contains("read back 3 documents"), "{stdout}");
 
     // What the WASI build wrote is really on the server.
-    let client = anymongo_native::client(uri).unwrap();
+    let client = anymongo_native::client(check_uri).unwrap();
     let found = client
         .database(demo::DATABASE)
         .run_command(
@@ -115,6 +126,33 @@ async fn wasi_build_authenticates_with_x509_over_mutual_tls() {
     let server = TestServer::start(&certs.x509_server_options()).unwrap();
     let uri = certs.x509_uri(&server);
     run_wasi_demo(&uri, "from_wasi_as_x509", Some(dir.path())).await;
+}
+
+#[tokio::test]
+async fn wasi_build_speaks_tls_through_a_socks5_proxy() {
+    let dir = tempfile::tempdir().unwrap();
+    let certs = certs::generate(dir.path()).unwrap();
+    let server = TestServer::start(&certs.server_options(false)).unwrap();
+    let proxy = Socks5Proxy::start(Some(("user", "p4ss"))).unwrap();
+    let uri = format!(
+        "{}&{}&proxyUsername=user&proxyPassword=p4ss",
+        server.uri(),
+        proxy.uri_options()
+    );
+    // Checked directly, so that the tunnels counted are the WASI build's.
+    run_wasi_demo_checked_through(
+        &uri,
+        &server.uri(),
+        "from_wasi_via_socks5",
+        Some(dir.path()),
+    )
+    .await;
+    let destination = format!("127.0.0.1:{}", server.port);
+    assert!(
+        proxy.tunnels_to(&destination) >= 1,
+        "the WASI build opened no tunnel to {destination}: {}",
+        proxy.log()
+    );
 }
 
 /// Runs the wasip2 `topology` probe (single-threaded monitoring: WASI has no

@@ -98,6 +98,17 @@ impl Transport for TokioTransport {
             anymongo::tls::secure(stream, target, |path| std::fs::read(path)).await
         })
     }
+
+    /// TLS with rustls over a tunnel a SOCKS5 proxy opened.
+    fn secure<'a>(
+        &'a self,
+        stream: Box<dyn Stream>,
+        target: &'a ConnectTarget,
+    ) -> BoxFuture<'a, io::Result<Box<dyn Stream>>> {
+        boxed(anymongo::tls::secure(stream, target, |path| {
+            std::fs::read(path)
+        }))
+    }
 }
 
 #[cfg(unix)]
