@@ -48,6 +48,11 @@ export interface TlsRequest {
 export interface Transport {
   connect(host: string, port: number, tls: TlsRequest | null): Promise<Duplex>;
   /**
+   * TLS started on the socket under `duplex` (from `connect`, open to `host` through a
+   * SOCKS5 proxy), for TLS through a proxy (optional; Node.js and Bun have it).
+   */
+  secure?(duplex: Duplex, host: string, tls: TlsRequest): Promise<Duplex>;
+  /**
    * SRV records, for mongodb+srv:// (optional). This and resolveTxt resolve to an empty
    * array when the name has no such records or does not exist, and reject otherwise.
    */

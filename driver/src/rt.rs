@@ -73,6 +73,13 @@ pub trait Stream: MaybeSend {
 
     /// Writes all of `buf` and flushes it to the peer.
     fn write_all<'a>(&'a mut self, buf: &'a [u8]) -> BoxFuture<'a, io::Result<()>>;
+
+    /// The stream as [`Any`](std::any::Any), for a [`Transport::secure`] that must
+    /// take its own stream type back to layer TLS over the socket underneath (the npm
+    /// package's hosts start TLS on their own socket objects). `None` by default.
+    fn into_any(self: Box<Self>) -> Option<Box<dyn std::any::Any>> {
+        None
+    }
 }
 
 /// TLS settings for one connection: the `tls`-prefixed options of the URI Options spec.

@@ -10,6 +10,8 @@
 //!   certificateKeyPassword?, allowInvalidCertificates, allowInvalidHostnames }`;
 //! - a `Duplex` has `read()` → `Promise<Uint8Array | null>` (`null` at end of stream),
 //!   `write(bytes)` → `Promise<void>`, and `close()`;
+//! - optionally `secure(duplex, host, tls)` → `Promise<Duplex>`: TLS started on the
+//!   socket of a duplex from `connect` (open to the server through a SOCKS5 proxy);
 //! - optionally `resolveSrv(name)` → `Promise<{ name, port, ttl? }[]>` and
 //!   `resolveTxt(name)` → `Promise<string[]>`, for `mongodb+srv://`.
 //!
@@ -183,17 +185,37 @@ impl Transport for JsTransport {
                 tls_request(target),
             ];
             let duplex = call(&self.0, "connect", &args).await?;
-            if !duplex.is_object() {
-                return Err(io::Error::other(
-                    "the JavaScript transport's connect() gave no duplex object",
+            JsStream::open(duplex, "connect")
+        })
+    }
+
+    /// TLS over a SOCKS5 tunnel: the duplex goes back to the transport's
+    /// `secure(duplex, host, tls)`, which starts TLS on the socket underneath it.
+    fn secure<'a>(
+        &'a self,
+        stream: Box<dyn Stream>,
+        target: &'a ConnectTarget,
+    ) -> BoxFuture<'a, io::Result<Box<dyn Stream>>> {
+        boxed(async move {
+            let mut stream = stream
+                .into_any()
+                .and_then(|any| any.downcast::<JsStream>().ok())
+                .ok_or_else(|| {
+                    io::Error::other("secure() got a stream this transport did not open")
+                })?;
+            if stream.reading.is_some() || stream.offset < stream.chunk.len() {
+                // The proxy's reply was read exactly: anything more came from the
+                // server before the client's TLS hello, which TLS cannot take.
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    "bytes arrived through the SOCKS5 tunnel before the TLS handshake",
                 ));
             }
-            Ok(Box::new(JsStream {
-                duplex,
-                reading: None,
-                chunk: Vec::new(),
-                offset: 0,
-            }) as Box<dyn Stream>)
+            // The duplex now belongs to `secure`; dropping `stream` must not close it.
+            let duplex = std::mem::replace(&mut stream.duplex, JsValue::UNDEFINED);
+            let args = [duplex, JsValue::from_str(&target.host), tls_request(target)];
+            let secured = call(&self.0, "secure", &args).await?;
+            JsStream::open(secured, "secure")
         })
     }
 }
@@ -209,7 +231,28 @@ struct JsStream {
     offset: usize,
 }
 
+impl JsStream {
+    /// The stream over what the transport's `method` gave, which must be a duplex.
+    fn open(duplex: JsValue, method: &str) -> io::Result<Box<dyn Stream>> {
+        if !duplex.is_object() {
+            return Err(io::Error::other(format!(
+                "the JavaScript transport's {method}() gave no duplex object"
+            )));
+        }
+        Ok(Box::new(JsStream {
+            duplex,
+            reading: None,
+            chunk: Vec::new(),
+            offset: 0,
+        }))
+    }
+}
+
 impl Stream for JsStream {
+    fn into_any(self: Box<Self>) -> Option<Box<dyn std::any::Any>> {
+        Some(self)
+    }
+
     fn read<'a>(&'a mut self, buf: &'a mut [u8]) -> BoxFuture<'a, io::Result<usize>> {
         boxed(async move {
             while self.offset >= self.chunk.len() {
@@ -253,8 +296,11 @@ impl Stream for JsStream {
 
 impl Drop for JsStream {
     fn drop(&mut self) {
-        // Nothing to report to: the connection is being discarded.
-        let _ = invoke(&self.duplex, "close", &[]);
+        // Nothing to report to: the connection is being discarded. A duplex handed
+        // over to `secure` is undefined here and stays open.
+        if self.duplex.is_object() {
+            let _ = invoke(&self.duplex, "close", &[]);
+        }
     }
 }
 

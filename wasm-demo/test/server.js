@@ -41,14 +41,16 @@ function accepts(port) {
 
 /**
  * Starts SecantusDB on a free loopback port; `auth` requires authentication, `storage`
- * is a folder (users created earlier live there) or ":memory:".
+ * is a folder (users created earlier live there) or ":memory:", `tls` ({ certFile, keyFile })
+ * makes it accept TLS connections only.
  */
-export async function startServer({ auth = false, storage = ':memory:' } = {}) {
+export async function startServer({ auth = false, storage = ':memory:', tls = null } = {}) {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'anymongo-npm-server-'));
   const log = path.join(dir, 'server.log');
   const port = await freePort();
   const args = ['--host', '127.0.0.1', '--port', String(port), '--storage-path', storage, '--enable-test-commands'];
   if (auth) args.push('--auth');
+  if (tls) args.push('--tls-cert-file', tls.certFile, '--tls-key-file', tls.keyFile);
   const out = openSync(log, 'w');
   const child = spawn(secantusd, args, { cwd: dir, stdio: ['ignore', out, out] });
   let exited = null;

@@ -1,11 +1,13 @@
 // A SOCKS5 proxy from JavaScript: the core's SOCKS5 handshake runs on the byte stream
 // the Node.js transport supplies, to pproxy (PyPI, in the test venv) on loopback, which
-// carries the connection to SecantusDB. TLS through a proxy needs the transport to
-// start TLS on an open socket, which the JavaScript transports cannot do yet.
+// carries the connection to SecantusDB; with TLS, the transport's secure() starts TLS
+// on the tunnelled socket (tls.connect({ socket })).
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { execFile, spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import { after, before, describe, it } from 'node:test';
 import { MongoClient } from '../js/node.js';
 import { cache, freePort, startServer } from './server.js';
@@ -85,6 +87,59 @@ describe('through a SOCKS5 proxy', { timeout: 120_000, skip: !existsSync(pproxy)
         assert.doesNotMatch(error.message, /n0t-th3-p4ss/);
         return true;
       });
+    } finally {
+      await client.close();
+    }
+  });
+});
+
+describe('TLS through a SOCKS5 proxy', { timeout: 120_000, skip: !existsSync(pproxy) && `${pproxy} is missing (bash tests/setup.sh venv)` }, () => {
+  let dir;
+  let server;
+  let proxy;
+
+  before(async () => {
+    // A self-signed certificate for localhost and 127.0.0.1 (the replica set's member
+    // name), made for this test.
+    dir = mkdtempSync(path.join(os.tmpdir(), 'anymongo-npm-tls-'));
+    const certFile = path.join(dir, 'server.pem');
+    const keyFile = path.join(dir, 'server.key');
+    await promisify(execFile)('openssl', [
+      'req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=localhost',
+      '-addext', 'subjectAltName=DNS:localhost,IP:127.0.0.1', '-keyout', keyFile, '-out', certFile,
+    ], { timeout: 30_000 });
+    server = await startServer({ tls: { certFile, keyFile } });
+    server.caFile = certFile;
+    proxy = await startProxy('edge', 's3cret');
+  });
+
+  after(async () => {
+    await proxy?.stop();
+    await server?.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('carries CRUD over TLS to the server, its certificate checked, through the tunnel', { timeout: 30_000 }, async () => {
+    const uri =
+      `mongodb://localhost:${server.port}/?tls=true&tlsCAFile=${encodeURIComponent(server.caFile)}` +
+      `&proxyHost=127.0.0.1&proxyPort=${proxy.port}&proxyUsername=edge&proxyPassword=s3cret`;
+    const client = new MongoClient(uri, OPTIONS);
+    try {
+      await client.connect();
+      const coll = client.db('socks5').collection('tls');
+      const { insertedId } = await coll.insertOne({ via: 'proxy+tls' });
+      assert.equal((await coll.findOne({ _id: insertedId })).via, 'proxy+tls');
+    } finally {
+      await client.close();
+    }
+    assert.match(proxy.log, new RegExp(`-> localhost:${server.port}`), proxy.log);
+  });
+
+  it('still checks the certificate through the tunnel (no CA given: untrusted)', { timeout: 30_000 }, async () => {
+    const uri = `mongodb://localhost:${server.port}/?tls=true&proxyHost=127.0.0.1&proxyPort=${proxy.port}&proxyUsername=edge&proxyPassword=s3cret`;
+    const client = new MongoClient(uri, OPTIONS);
+    try {
+      await assert.rejects(client.connect(), /certificate/i);
     } finally {
       await client.close();
     }

@@ -71,6 +71,30 @@ class SocketDuplex {
     this.#socket.destroy();
     this.#finish(null);
   }
+
+  /** Hands the socket over (to start TLS on it): this duplex lets go of it. */
+  release() {
+    if (this.#chunks.length > 0) throw new Error('bytes arrived before the TLS handshake');
+    for (const event of ['data', 'end', 'close', 'error']) this.#socket.removeAllListeners(event);
+    this.#socket.resume();
+    return this.#socket;
+  }
+}
+
+/** Resolves once `socket` is connected (`event`), or rejects with its error. */
+async function opened(socket, event, secure) {
+  await new Promise((resolve, reject) => {
+    socket.once(event, resolve);
+    socket.once('error', (error) => {
+      // System errors (ECONNREFUSED...) are network errors; the rest, on a TLS
+      // socket, are certificate or handshake failures.
+      error.tls = secure && !/^E[A-Z]+$/.test(error.code ?? '');
+      socket.destroy();
+      reject(error);
+    });
+  });
+  socket.removeAllListeners('error');
+  return new SocketDuplex(socket);
 }
 
 /** The options of tls.connect for the core's TLS request. */
@@ -99,18 +123,13 @@ export const nodeTransport = {
     const secure = request !== null && request !== undefined;
     const socket = secure ? tls.connect({ ...(await tlsOptions(host, request)), port }) : net.connect({ host, port });
     socket.setNoDelay(true);
-    await new Promise((resolve, reject) => {
-      socket.once(secure ? 'secureConnect' : 'connect', resolve);
-      socket.once('error', (error) => {
-        // System errors (ECONNREFUSED...) are network errors; the rest, on a TLS
-        // socket, are certificate or handshake failures.
-        error.tls = secure && !/^E[A-Z]+$/.test(error.code ?? '');
-        socket.destroy();
-        reject(error);
-      });
-    });
-    socket.removeAllListeners('error');
-    return new SocketDuplex(socket);
+    return opened(socket, secure ? 'secureConnect' : 'connect', secure);
+  },
+
+  /** TLS on the socket of `duplex`, open to `host` through a SOCKS5 proxy. */
+  async secure(duplex, host, request) {
+    const socket = tls.connect({ ...(await tlsOptions(host, request)), socket: duplex.release() });
+    return opened(socket, 'secureConnect', true);
   },
 
   async resolveSrv(name) {
