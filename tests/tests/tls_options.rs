@@ -4,6 +4,7 @@
 //! certificate, `tlsAllowInvalidHostnames` for another host's, `tlsInsecure` for all);
 //! and an encrypted client key (`tlsCertificateKeyFilePassword`).
 
+use std::path::Path;
 use std::time::Duration;
 
 use anymongo::bson::doc;
@@ -41,27 +42,35 @@ async fn fails_with(uri: &str, reason: &str) {
     );
 }
 
+/// Checks each option against the server on `port` whose certificate, as `ca_pem`
+/// sees it, has one flaw: without options the handshake fails with `reason`;
+/// `tlsAllowInvalidHostnames` lets it through only when the flaw is the host name
+/// (`name_only`); `tlsAllowInvalidCertificates` and `tlsInsecure` always do.
+async fn check_options(port: u16, ca_pem: &Path, reason: &str, name_only: bool) {
+    let uri = format!(
+        "mongodb://localhost:{port}/?tls=true&directConnection=true&tlsCAFile={}",
+        ca_pem.display()
+    );
+    fails_with(&uri, reason).await;
+    let allow_hostnames = format!("{uri}&tlsAllowInvalidHostnames=true");
+    match name_only {
+        true => ping(&allow_hostnames).await.unwrap(),
+        false => fails_with(&allow_hostnames, reason).await,
+    }
+    // An unchecked certificate has no name to check either.
+    ping(&format!("{uri}&tlsAllowInvalidCertificates=true"))
+        .await
+        .unwrap();
+    ping(&format!("{uri}&tlsInsecure=true")).await.unwrap();
+}
+
 #[tokio::test]
 async fn an_untrusted_certificate_passes_only_with_allow_invalid_certificates() {
     within(BOUND, async {
         let dir = tempfile::tempdir().unwrap();
         let certs = certs::generate(dir.path()).unwrap();
         let server = TestServer::start(&certs.server_options(false)).unwrap();
-        let uri = format!(
-            "mongodb://localhost:{}/?tls=true&directConnection=true&tlsCAFile={}",
-            server.port,
-            certs.untrusted_ca_pem.display()
-        );
-        fails_with(&uri, "UnknownIssuer").await;
-        fails_with(
-            &format!("{uri}&tlsAllowInvalidHostnames=true"),
-            "UnknownIssuer",
-        )
-        .await;
-        ping(&format!("{uri}&tlsAllowInvalidCertificates=true"))
-            .await
-            .unwrap();
-        ping(&format!("{uri}&tlsInsecure=true")).await.unwrap();
+        check_options(server.port, &certs.untrusted_ca_pem, "UnknownIssuer", false).await;
     })
     .await;
 }
@@ -72,20 +81,7 @@ async fn another_hosts_certificate_passes_only_with_allow_invalid_hostnames() {
         let dir = tempfile::tempdir().unwrap();
         let certs = certs::generate_flawed(dir.path()).unwrap();
         let server = TestServer::start(&certs.server_options(&certs.wrong_host_cert)).unwrap();
-        let uri = format!(
-            "mongodb://localhost:{}/?tls=true&directConnection=true&tlsCAFile={}",
-            server.port,
-            certs.ca_pem.display()
-        );
-        fails_with(&uri, "not valid for name").await;
-        ping(&format!("{uri}&tlsAllowInvalidHostnames=true"))
-            .await
-            .unwrap();
-        // An unchecked certificate has no name to check either.
-        ping(&format!("{uri}&tlsAllowInvalidCertificates=true"))
-            .await
-            .unwrap();
-        ping(&format!("{uri}&tlsInsecure=true")).await.unwrap();
+        check_options(server.port, &certs.ca_pem, "not valid for name", true).await;
     })
     .await;
 }
@@ -96,17 +92,7 @@ async fn an_expired_certificate_passes_only_with_allow_invalid_certificates() {
         let dir = tempfile::tempdir().unwrap();
         let certs = certs::generate_flawed(dir.path()).unwrap();
         let server = TestServer::start(&certs.server_options(&certs.expired_cert)).unwrap();
-        let uri = format!(
-            "mongodb://localhost:{}/?tls=true&directConnection=true&tlsCAFile={}",
-            server.port,
-            certs.ca_pem.display()
-        );
-        fails_with(&uri, "expired").await;
-        fails_with(&format!("{uri}&tlsAllowInvalidHostnames=true"), "expired").await;
-        ping(&format!("{uri}&tlsAllowInvalidCertificates=true"))
-            .await
-            .unwrap();
-        ping(&format!("{uri}&tlsInsecure=true")).await.unwrap();
+        check_options(server.port, &certs.ca_pem, "expired", false).await;
     })
     .await;
 }
