@@ -108,12 +108,7 @@ pub fn generate(dir: &Path) -> Result<TestCerts, String> {
     .and_then(|params| params.signed_by(&client_key, &ca))
     .map_err(fail)?;
 
-    fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    let write = |name: &str, pem: String| {
-        let path = dir.join(name);
-        fs::write(&path, pem).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-        Ok::<_, String>(path)
-    };
+    let write = pem_writer(dir)?;
     Ok(TestCerts {
         dir: dir.to_owned(),
         ca_pem: write("ca.pem", ca_cert.pem())?,
@@ -185,12 +180,7 @@ pub fn generate_flawed(dir: &Path) -> Result<FlawedCerts, String> {
     })
     .map_err(fail)?;
 
-    fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    let write = |name: &str, pem: String| {
-        let path = dir.join(name);
-        fs::write(&path, pem).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-        Ok::<_, String>(path)
-    };
+    let write = pem_writer(dir)?;
     Ok(FlawedCerts {
         ca_pem: write("flawed-ca.pem", ca_cert.pem())?,
         server_key: write("flawed-server.key", server_key.serialize_pem())?,
@@ -242,6 +232,16 @@ fn leaf_params(
     params.extended_key_usages = vec![purpose];
     params.use_authority_key_identifier_extension = true;
     Ok(params)
+}
+
+/// Creates `dir`, and returns what writes a PEM text into a file of it and gives its path.
+fn pem_writer(dir: &Path) -> Result<impl Fn(&str, String) -> Result<PathBuf, String> + '_, String> {
+    fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    Ok(move |name: &str, pem: String| {
+        let path = dir.join(name);
+        fs::write(&path, pem).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        Ok(path)
+    })
 }
 
 #[cfg(test)]

@@ -95,11 +95,12 @@ impl Transport for TokioTransport {
                     Box::new(TokioStream(tcp)) as Box<dyn Stream>
                 }
             };
-            anymongo::tls::secure(stream, target, |path| std::fs::read(path)).await
+            self.secure(stream, target).await
         })
     }
 
-    /// TLS with rustls over a tunnel a SOCKS5 proxy opened.
+    /// TLS with rustls, when the target asks for it, over a stream already open to the
+    /// server: `connect`'s own, or a tunnel a SOCKS5 proxy opened.
     fn secure<'a>(
         &'a self,
         stream: Box<dyn Stream>,
