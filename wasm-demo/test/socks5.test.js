@@ -4,13 +4,13 @@
 // on the tunnelled socket (tls.connect({ socket })).
 import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { after, before, describe, it } from 'node:test';
 import { MongoClient } from '../js/node.js';
-import { cache, freePort, startServer } from './server.js';
+import { cache, freePort, runtimes, startServer } from './server.js';
 
 const pproxy = path.join(cache, 'venv', 'bin', 'pproxy');
 const START_TIMEOUT_MS = 30_000;
@@ -100,13 +100,14 @@ describe('TLS through a SOCKS5 proxy', { timeout: 120_000, skip: !existsSync(ppr
 
   before(async () => {
     // A self-signed certificate for localhost and 127.0.0.1 (the replica set's member
-    // name), made for this test.
+    // name), made for this test; not a CA's (Deno's rustls refuses a CA as a server).
     dir = mkdtempSync(path.join(os.tmpdir(), 'anymongo-npm-tls-'));
     const certFile = path.join(dir, 'server.pem');
     const keyFile = path.join(dir, 'server.key');
     await promisify(execFile)('openssl', [
       'req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=localhost',
-      '-addext', 'subjectAltName=DNS:localhost,IP:127.0.0.1', '-keyout', keyFile, '-out', certFile,
+      '-addext', 'subjectAltName=DNS:localhost,IP:127.0.0.1', '-addext', 'basicConstraints=critical,CA:FALSE',
+      '-keyout', keyFile, '-out', certFile,
     ], { timeout: 30_000 });
     server = await startServer({ tls: { certFile, keyFile } });
     server.caFile = certFile;
@@ -133,6 +134,33 @@ describe('TLS through a SOCKS5 proxy', { timeout: 120_000, skip: !existsSync(ppr
       await client.close();
     }
     assert.match(proxy.log, new RegExp(`-> localhost:${server.port}`), proxy.log);
+  });
+
+  const deno = path.join(runtimes, 'deno');
+  it('carries CRUD over TLS through the tunnel under Deno (Deno.startTls)', {
+    timeout: 60_000,
+    skip: !existsSync(deno) && 'deno not installed (bash tests/setup.sh js-runtimes)',
+  }, async () => {
+    const uri =
+      `mongodb://localhost:${server.port}/?tls=true&tlsCAFile=${encodeURIComponent(server.caFile)}` +
+      `&proxyHost=127.0.0.1&proxyPort=${proxy.port}&proxyUsername=edge&proxyPassword=s3cret`;
+    const script = path.join(dir, 'deno.mjs');
+    writeFileSync(
+      script,
+      `
+      import { MongoClient } from ${JSON.stringify(new URL('../js/deno.js', import.meta.url).href)};
+      const client = new MongoClient(${JSON.stringify(uri)}, ${JSON.stringify(OPTIONS)});
+      await client.connect();
+      const coll = client.db('socks5').collection('deno');
+      const { insertedId } = await coll.insertOne({ via: 'deno' });
+      console.log((await coll.findOne({ _id: insertedId })).via);
+      await client.close();
+      `,
+    );
+    // From the package's folder, with its node_modules as they are (bson).
+    const args = ['run', '--node-modules-dir=manual', '--allow-net', '--allow-read', '--allow-env', script];
+    const { stdout } = await promisify(execFile)(deno, args, { cwd: new URL('..', import.meta.url), timeout: 45_000 });
+    assert.equal(stdout.trim(), 'deno');
   });
 
   it('still checks the certificate through the tunnel (no CA given: untrusted)', { timeout: 30_000 }, async () => {

@@ -21,7 +21,36 @@ function duplex(conn) {
         // Already closed.
       }
     },
+    /** Hands the connection over (to start TLS on it). */
+    release() {
+      return conn;
+    },
   };
+}
+
+/** The certificates of the core's TLS request, as Deno's TLS options take them. */
+async function tlsFiles(request) {
+  if (request.allowInvalidCertificates || request.allowInvalidHostnames) {
+    throw Object.assign(
+      new Error('Deno cannot skip certificate checks per connection: run deno with --unsafely-ignore-certificate-errors'),
+      { tls: true },
+    );
+  }
+  const caPem = request.caPem ?? (request.caFile && (await Deno.readTextFile(request.caFile)));
+  const keyPem = request.certificateKeyPem ?? (request.certificateKeyFile && (await Deno.readTextFile(request.certificateKeyFile)));
+  return { caCerts: caPem ? [caPem] : undefined, keyPem };
+}
+
+/** Finishes the TLS handshake of `conn`; failures other than a refused connection are TLS errors. */
+async function handshaken(opening) {
+  try {
+    const conn = await opening;
+    await conn.handshake();
+    return duplex(conn);
+  } catch (error) {
+    error.tls = !(error instanceof Deno.errors.ConnectionRefused);
+    throw error;
+  }
 }
 
 export const denoTransport = {
@@ -31,27 +60,19 @@ export const denoTransport = {
       conn.setNoDelay(true);
       return duplex(conn);
     }
-    if (request.allowInvalidCertificates || request.allowInvalidHostnames) {
-      throw Object.assign(
-        new Error('Deno.connectTls cannot skip certificate checks: run deno with --unsafely-ignore-certificate-errors'),
-        { tls: true },
-      );
-    }
-    const caPem = request.caPem ?? (request.caFile && (await Deno.readTextFile(request.caFile)));
-    const keyPem = request.certificateKeyPem ?? (request.certificateKeyFile && (await Deno.readTextFile(request.certificateKeyFile)));
-    try {
-      const conn = await Deno.connectTls({
-        hostname: host,
-        port,
-        caCerts: caPem ? [caPem] : undefined,
-        ...(keyPem ? { cert: keyPem, key: keyPem } : {}),
+    const { caCerts, keyPem } = await tlsFiles(request);
+    return handshaken(Deno.connectTls({ hostname: host, port, caCerts, ...(keyPem ? { cert: keyPem, key: keyPem } : {}) }));
+  },
+
+  /** TLS on the connection of `duplex`, open to `host` through a SOCKS5 proxy. */
+  async secure(duplex, host, request) {
+    const { caCerts, keyPem } = await tlsFiles(request);
+    if (keyPem) {
+      throw Object.assign(new Error('Deno.startTls takes no client certificate: tlsCertificateKeyFile through a proxy is not supported under Deno'), {
+        tls: true,
       });
-      await conn.handshake();
-      return duplex(conn);
-    } catch (error) {
-      error.tls = !(error instanceof Deno.errors.ConnectionRefused);
-      throw error;
     }
+    return handshaken(Deno.startTls(duplex.release(), { hostname: host, caCerts }));
   },
 
   async resolveSrv(name) {
