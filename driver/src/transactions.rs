@@ -447,6 +447,9 @@ impl ClientSession {
             ));
         }
         self.update_transaction(|transaction| check_start(transaction.state))?;
+        // A connection pinned to the previous transaction is released (spec, "When to
+        // unpin", 4).
+        self.unpin();
         // The transaction's number, which all its commands carry (spec,
         // "startTransaction": "Drivers MUST increment the txnNumber").
         self.use_server_session(true)?;
@@ -485,7 +488,15 @@ impl ClientSession {
             .await;
         // Committed, even on error (spec, "commitTransaction").
         self.set_transaction_state(TransactionState::Committed);
-        result.map_err(label_commit_error)
+        let result = result.map_err(label_commit_error);
+        // A commit stays pinned, for it may be committed again (spec, "When to unpin").
+        if result
+            .as_ref()
+            .is_err_and(crate::load_balancer::error_unpins)
+        {
+            self.unpin();
+        }
+        result
     }
 
     /// Aborts the transaction (spec, "abortTransaction"). Nothing is sent when no
@@ -507,6 +518,8 @@ impl ClientSession {
                 .await;
         }
         self.set_transaction_state(TransactionState::Aborted);
+        // Whatever the abort did (spec, "When to unpin", 1).
+        self.unpin();
         Ok(())
     }
 

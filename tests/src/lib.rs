@@ -13,6 +13,8 @@
 //!   live SDAM tests.
 //! - [`load_balancer`]: a scripted mock load balancer with two backends of distinct
 //!   serviceIds, for live tests of load-balanced mode.
+//! - [`lb_proxy`]: a load balancer in front of SecantusDB (hellos answered as a mongos
+//!   with a serviceId), to run the `load_balancer` unified files against a real server.
 //! - [`spec`]: the registry and runner of the JSON specification tests.
 //! - [`unified`]: the runner of the Unified Test Format's files.
 //! - [`demo`]: the demo's script, shared by its native and WASI builds.
@@ -33,6 +35,8 @@ pub mod dns;
 pub mod fake;
 #[cfg(not(target_os = "wasi"))]
 pub mod harness;
+#[cfg(not(target_os = "wasi"))]
+pub mod lb_proxy;
 #[cfg(not(target_os = "wasi"))]
 pub mod load_balancer;
 #[cfg(not(target_os = "wasi"))]

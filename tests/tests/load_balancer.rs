@@ -3,24 +3,15 @@
 //! `serviceId`s, in both monitoring modes where the mode matters.
 //!
 //! Each test names the spec section and the spec test file (and test) it stands for.
-//! The unified-format files in `load_balancer/` need a real load balancer in front of
-//! real mongos, so their behaviours are replayed here against the mock: the mock's
-//! scripted replies and closed connections play the `failCommand` fail points.
-//!
-//! Not covered yet, because the driver has no such feature:
-//!
-//! - `cursors.json` (connection pinning for cursors, "Behaviour With Cursors") and the
-//!   cursor parts of `sdam-error-handling.json` and `wait-queue-timeouts.json`: the
-//!   driver has no cursors (no `find` helper with `getMore`/`killCursors`).
-//! - `transactions.json` (pinning for transactions, "Behaviour With Transactions") and
-//!   the transaction statistics of `wait-queue-timeouts.json`: no sessions or
-//!   transactions.
-//! - `server-selection.json` (`$readPreference: secondaryPreferred` sent to a load
-//!   balancer): `run_command` always reads from the primary, for which no
-//!   `$readPreference` is sent (checked in
-//!   [`load_balancer_is_discovered_without_monitoring`]).
-//! - `lb-connection-establishment.json` is skipped by the spec itself (servers do not
-//!   refuse a handshake without `loadBalanced`).
+//! The behaviours of the unified-format files in `load_balancer/` are replayed here
+//! against the mock: its scripted replies and closed connections play the
+//! `failCommand` fail points. The unified files themselves run against SecantusDB behind a proxy that plays the
+//! load balancer (`spec --suite load_balancer`, [`anymongo_tests::lb_proxy`]); the
+//! mock adds what one server cannot show: two services that really differ, scripted
+//! failures of one of them, and both monitoring modes. Pinning (`cursors.json`,
+//! `transactions.json`, the statistics of `wait-queue-timeouts.json`) is proven by the
+//! unified files alone; `lb-connection-establishment.json` is skipped by the spec
+//! itself (servers do not refuse a handshake without `loadBalanced`).
 //!
 //! Connections are mapped to backends through the mock's records: a pool numbers its
 //! connections 1, 2, 3 … in order of creation and the mock numbers them in order of
@@ -799,8 +790,10 @@ enum Failure {
 /// requires clearing the pool (a network error; a state-change error only if it is a
 /// shutdown error, as the server is 4.2+: SDAM "Error Handling"), only backend 0's
 /// service is cleared: PoolCleared carries its serviceId, the failed connection is
-/// closed as stale when checked in (the `sdam-error-handling.json` sequence:
-/// CheckedOut, PoolCleared, CheckedIn, Closed(stale), then CheckedOut, CheckedIn), the
+/// closed when checked in, as stale after a state-change error (the
+/// `sdam-error-handling.json` sequence: CheckedOut, PoolCleared, CheckedIn,
+/// Closed(stale), then CheckedOut, CheckedIn) and for its error after a network error
+/// (as in `cursors.json` and `transactions.json`: Closed(error)), the
 /// other backend-0 connection is closed as stale when the pool sees it, and the
 /// backend-1 connections are never closed and keep serving.
 async fn error_on_one_service(failure: Failure, mode: MonitoringThreads) {
@@ -838,12 +831,17 @@ async fn error_on_one_service(failure: Failure, mode: MonitoringThreads) {
     let failed_id = u32::try_from(failed.connection).unwrap();
     let other_0 = if failed_id == 1 { 3 } else { 1 };
     let clears = !matches!(failure, Failure::StateChange(10107, _));
+    // A connection that failed is closed for its error; one that did not, as stale.
+    let failed_reason = match failure {
+        Failure::Network => ConnectionClosedReason::Error,
+        Failure::StateChange(..) => ConnectionClosedReason::Stale,
+    };
     let expected: Vec<String> = match clears {
         true => vec![
             format!("CheckedOut({failed_id})"),
             cleared(service_0),
             format!("CheckedIn({failed_id})"),
-            format!("Closed({failed_id}, stale)"),
+            format!("Closed({failed_id}, {})", failed_reason.as_str()),
         ],
         false => vec![
             format!("CheckedOut({failed_id})"),
@@ -883,9 +881,10 @@ async fn error_on_one_service(failure: Failure, mode: MonitoringThreads) {
         let mut closed_ids: Vec<u32> = closed.iter().map(|(id, _)| *id).collect();
         closed_ids.sort();
         assert_eq!(closed_ids, [1, 3], "{failure:?} {mode:?}: {closed:?}");
-        assert!(closed
-            .iter()
-            .all(|(_, reason)| *reason == ConnectionClosedReason::Stale));
+        assert!(closed.iter().all(|(id, reason)| match *id == failed_id {
+            true => *reason == failed_reason,
+            false => *reason == ConnectionClosedReason::Stale,
+        }));
         assert_eq!(
             pool_cleared_events(&client.cmap.all()),
             [Some(service_0)],
@@ -1131,7 +1130,7 @@ async fn authentication_error_clears_the_service() {
 /// out waiting for a connection with a WaitQueueTimeout error whose message gives the
 /// spec's details; the events are ConnectionCheckedOut then
 /// ConnectionCheckOutFailed(timeout). (The spec's tests hold the connection with a
-/// cursor or a transaction, which the driver does not have: here a command in progress
+/// cursor or a transaction, and run in the unified suite: here a command in progress
 /// holds it, counted as "other operations".)
 #[tokio::test]
 async fn wait_queue_timeout_gives_the_connections_in_use() {

@@ -100,6 +100,10 @@ impl From<String> for Abort {
 pub struct Deployment {
     /// Its connection string, which client entities extend.
     pub uri: String,
+    /// Behind a load balancer: the connection string of the balancer in front of
+    /// several mongos, for clients with `useMultipleMongoses` (the load balancer
+    /// tests README's `MULTI_MONGOS_LB_URI`; `uri` is `SINGLE_MONGOS_LB_URI`).
+    pub multi_mongos_uri: Option<String>,
     /// The internal client: initial data, outcomes, turning fail points off.
     pub internal: Client,
     /// What `runOnRequirements` are held against.
@@ -116,6 +120,7 @@ impl Deployment {
             .map_err(|_| format!("{uri} did not answer within {OPERATION_TIMEOUT:?}"))??;
         Ok(Deployment {
             uri: uri.to_owned(),
+            multi_mongos_uri: None,
             internal,
             info,
         })
@@ -125,17 +130,39 @@ impl Deployment {
 /// Runs every unified test file under `dir` (one of the corpus's suite folders)
 /// against the shared test server.
 pub fn run(dir: &Path) -> SuiteOutcome {
-    run_against(dir, false)
+    run_against(dir, false, false)
 }
 
 /// Like [`run`], with a standalone server besides the shared single-node replica
 /// set: each test runs against the first of the two that meets its
 /// `runOnRequirements` (the logging suites' files are written for either topology).
 pub fn run_with_standalone(dir: &Path) -> SuiteOutcome {
-    run_against(dir, true)
+    run_against(dir, true, false)
 }
 
-fn run_against(dir: &Path, with_standalone: bool) -> SuiteOutcome {
+/// Like [`run_with_standalone`], with the shared server behind a load balancer
+/// ([`crate::lb_proxy`]) instead of as it is: the `load_balancer` files are written
+/// for a load-balanced deployment, but for non-lb-connection-establishment's (for a
+/// single server, where the standalone serves).
+pub fn run_load_balanced(dir: &Path) -> SuiteOutcome {
+    run_against(dir, true, true)
+}
+
+/// Load balancers in front of the shared server at `address`: one with one service
+/// (`SINGLE_MONGOS_LB_URI`) and one with two (`MULTI_MONGOS_LB_URI`).
+fn load_balancers(
+    runtime: &tokio::runtime::Runtime,
+    address: &str,
+) -> Result<[crate::lb_proxy::LoadBalancerProxy; 2], String> {
+    let start = |services| {
+        runtime
+            .block_on(crate::lb_proxy::LoadBalancerProxy::start(address, services))
+            .map_err(|e| format!("cannot start a load balancer: {e}"))
+    };
+    Ok([start(1)?, start(2)?])
+}
+
+fn run_against(dir: &Path, with_standalone: bool, load_balanced: bool) -> SuiteOutcome {
     let mut outcome = SuiteOutcome::default();
     let files = match json_files(dir) {
         Ok(files) => files,
@@ -183,11 +210,30 @@ fn run_against(dir: &Path, with_standalone: bool) -> SuiteOutcome {
             }
         }
     };
+    let balancers = match load_balanced {
+        false => None,
+        true => {
+            let address = crate::server::shared();
+            match load_balancers(&runtime, &format!("{}:{}", address.host, address.port)) {
+                Ok(balancers) => Some(balancers),
+                Err(why) => {
+                    outcome.failed.push((String::new(), why));
+                    return outcome;
+                }
+            }
+        }
+    };
+    let uri = balancers.as_ref().map_or(uri, |[single, _]| single.uri());
     let uris = std::iter::once(uri).chain(standalone.as_ref().map(|server| server.uri()));
     let mut deployments = Vec::new();
     for uri in uris {
         match runtime.block_on(Deployment::connect(&uri)) {
-            Ok(deployment) => deployments.push(Arc::new(deployment)),
+            Ok(mut deployment) => {
+                if deployment.uri.contains("loadBalanced=true") {
+                    deployment.multi_mongos_uri = balancers.as_ref().map(|[_, multi]| multi.uri());
+                }
+                deployments.push(Arc::new(deployment))
+            }
             Err(why) => {
                 outcome.failed.push((String::new(), why));
                 return outcome;
@@ -204,7 +250,7 @@ fn run_against(dir: &Path, with_standalone: bool) -> SuiteOutcome {
         );
     }
     // The clients' background tasks end while the runtime still runs.
-    runtime.block_on(async move { drop(deployments) });
+    runtime.block_on(async move { drop((deployments, balancers)) });
     drop(standalone);
     outcome
 }
@@ -329,6 +375,10 @@ async fn run_test(
     deadline: Instant,
 ) -> Result<(), Abort> {
     let mut context = Context::new(deployment.clone(), client_uri(&deployment.uri, test)?);
+    context.multi_mongos_uri = match &deployment.multi_mongos_uri {
+        Some(uri) => Some(client_uri(uri, test)?),
+        None => None,
+    };
     let ran = timeout_at(deadline, run_operations(&mut context, file, test))
         .await
         .unwrap_or_else(|_| Err(out_of_time()));
@@ -385,7 +435,8 @@ async fn run_operations(context: &mut Context, file: &TestFile, test: &Test) -> 
     .await
     .map_err(|_| format!("initialData took longer than {OPERATION_TIMEOUT:?}"))??;
     for description in &file.create_entities {
-        entities::create(description, &mut context.entities, &context.client_uri)?;
+        let uri = context.client_uri_for(description);
+        entities::create(description, &mut context.entities, &uri)?;
     }
     for (i, operation) in test.operations.iter().enumerate() {
         let in_operation = |why: String| format!("operation {i} ({}): {why}", operation.name);
