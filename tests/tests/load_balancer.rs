@@ -951,7 +951,7 @@ async fn network_error_clears_only_its_service() {
 /// `getMore`s fail; here two commands in use at once): two connections to backend 0 fail
 /// with network errors; the first clears backend 0's service, the second comes from a
 /// connection of the older generation and is ignored, so there is exactly one
-/// PoolCleared. Both connections are closed as stale; backend 1's serves on.
+/// PoolCleared. Both connections are closed for their errors; backend 1's serves on.
 #[tokio::test]
 async fn stale_errors_are_ignored() {
     for mode in MODES {
@@ -981,8 +981,8 @@ async fn stale_errors_are_ignored() {
         assert_eq!(
             closed,
             [
-                (1, ConnectionClosedReason::Stale),
-                (3, ConnectionClosedReason::Stale)
+                (1, ConnectionClosedReason::Error),
+                (3, ConnectionClosedReason::Error)
             ],
             "{mode:?}"
         );
