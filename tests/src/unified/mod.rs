@@ -148,6 +148,10 @@ pub fn run_load_balanced(dir: &Path) -> SuiteOutcome {
     run_against(dir, true, true)
 }
 
+/// Set (to anything), every unified suite runs with the shared server behind load
+/// balancers, as [`run_load_balanced`] runs the `load_balancer` suite.
+pub const LOAD_BALANCED_VAR: &str = "ANYMONGO_LOAD_BALANCED";
+
 /// Load balancers in front of the shared server at `address`: one with one service
 /// (`SINGLE_MONGOS_LB_URI`) and one with two (`MULTI_MONGOS_LB_URI`).
 fn load_balancers(
@@ -210,6 +214,10 @@ fn run_against(dir: &Path, with_standalone: bool, load_balanced: bool) -> SuiteO
             }
         }
     };
+    // Every unified suite may run behind the load balancers too, as the load
+    // balancer tests README asks ("Drivers MUST run ... All test suites written in the
+    // Unified Test Format" against a load balanced cluster).
+    let load_balanced = load_balanced || std::env::var_os(LOAD_BALANCED_VAR).is_some();
     let balancers = match load_balanced {
         false => None,
         true => {
