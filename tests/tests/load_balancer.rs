@@ -27,9 +27,13 @@ use anymongo::client::{ClientConfig, MonitoringThreads};
 use anymongo::cmap::{CmapEvent, ConnectionClosedReason};
 use anymongo::command_monitoring::CommandEvent;
 use anymongo::event::EventHandler;
+use anymongo::rt::Runtime;
 use anymongo::sdam::events::SdamEvent;
 use anymongo::sdam::{ServerType, TopologyDescription, TopologyType};
+use anymongo::session::SessionOptions;
+use anymongo::transactions::TransactionOptions;
 use anymongo::{Client, ClientOptions, ErrorKind};
+use anymongo_tests::lb_proxy::LoadBalancerProxy;
 use anymongo_tests::load_balancer::{MockLoadBalancer, BACKENDS};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -128,6 +132,12 @@ struct TestClient {
 
 impl TestClient {
     fn new(uri: &str, monitoring: MonitoringThreads) -> TestClient {
+        TestClient::with_runtime(uri, monitoring, anymongo_native::runtime())
+    }
+
+    /// A client on `runtime` (one without a spawner plays a host that runs nothing
+    /// in the background).
+    fn with_runtime(uri: &str, monitoring: MonitoringThreads, runtime: Runtime) -> TestClient {
         let sdam = Recorder::new();
         let cmap = Recorder::new();
         let commands = Recorder::new();
@@ -139,8 +149,7 @@ impl TestClient {
             ..ClientConfig::default()
         };
         let options = ClientOptions::parse(uri).expect("valid URI");
-        let client = Client::with_config(options, config, anymongo_native::runtime())
-            .expect("valid options");
+        let client = Client::with_config(options, config, runtime).expect("valid options");
         TestClient {
             client,
             sdam,
@@ -1170,4 +1179,149 @@ async fn wait_queue_timeout_gives_the_connections_in_use() {
         client.run(doc! { "ping": 1 }).await.unwrap();
         assert_eq!(lb.connections().len(), 1);
     }
+}
+
+/// A client through a [`LoadBalancerProxy`] in front of the shared SecantusDB, with
+/// `maxPoolSize=1`, on a runtime that cannot spawn: what it drops is cleaned up by its
+/// next operation. `lb_pinning.<collection>` holds `_id`s 0 to 4.
+async fn unspawning_client(proxy: &LoadBalancerProxy, collection: &str) -> TestClient {
+    let mut runtime = anymongo_native::runtime();
+    runtime.spawner = None;
+    let uri = format!("{}&maxPoolSize=1", proxy.uri());
+    let client = TestClient::with_runtime(&uri, MonitoringThreads::SingleThreaded, runtime);
+    let numbers = client
+        .client
+        .database("lb_pinning")
+        .collection::<Document>(collection);
+    numbers.drop(None).await.unwrap();
+    let documents: Vec<Document> = (0..5).map(|n| doc! { "_id": n }).collect();
+    numbers.insert_many(documents, None).await.unwrap();
+    client
+}
+
+async fn shared_server_proxy() -> LoadBalancerProxy {
+    let server = anymongo_tests::server::shared();
+    LoadBalancerProxy::start(&format!("{}:{}", server.host, server.port), 1)
+        .await
+        .unwrap()
+}
+
+/// The commands started from index `mark` on: (name, connection id).
+fn commands_since(client: &TestClient, mark: usize) -> Vec<(String, u32)> {
+    client
+        .commands
+        .since(mark)
+        .iter()
+        .filter(|event| matches!(event, CommandEvent::Started(_)))
+        .map(|event| {
+            (
+                event.command().command_name.clone(),
+                event.command().connection.id,
+            )
+        })
+        .collect()
+}
+
+/// load-balancers.md "Behaviour With Cursors" (`cursors.json`, "pinned connections are
+/// returned to the pool when the cursor is closed", with the "implicit resource cleanup
+/// mechanism" of a drop): a cursor dropped on a host that cannot spawn does nothing
+/// then and keeps its connection; the client's next operation sends killCursors on
+/// that connection, checks it in, and only then checks a connection out for itself
+/// (the same one: maxPoolSize=1). One check-out and one check-in for the cursor.
+#[tokio::test]
+async fn a_dropped_pinned_cursor_is_killed_on_its_connection_without_a_runtime() {
+    let proxy = shared_server_proxy().await;
+    let client = unspawning_client(&proxy, "cursor").await;
+    let numbers = client
+        .client
+        .database("lb_pinning")
+        .collection::<Document>("cursor");
+    let (cmap_mark, command_mark) = (client.cmap.len(), client.commands.len());
+    let options = anymongo::crud::FindOptions {
+        batch_size: Some(2),
+        ..Default::default()
+    };
+    let mut cursor = numbers.find(doc! {}, options).await.unwrap();
+    assert!(futures::TryStreamExt::try_next(&mut cursor)
+        .await
+        .unwrap()
+        .is_some());
+    assert_ne!(cursor.id(), 0);
+    drop(cursor);
+    assert_eq!(
+        client.cmap_since(cmap_mark),
+        ["CheckedOut(1)"],
+        "still pinned"
+    );
+    client.run(doc! { "ping": 1 }).await.unwrap();
+    assert_eq!(
+        client.cmap_since(cmap_mark),
+        [
+            "CheckedOut(1)",
+            "CheckedIn(1)",
+            "CheckedOut(1)",
+            "CheckedIn(1)"
+        ]
+    );
+    let commands = commands_since(&client, command_mark);
+    let names: Vec<(&str, u32)> = commands.iter().map(|(n, c)| (n.as_str(), *c)).collect();
+    assert_eq!(names, [("find", 1), ("killCursors", 1), ("ping", 1)]);
+}
+
+/// load-balancers.md "Behaviour With Transactions" and transactions.md "When to
+/// unpin" (6: the session ends, here by being dropped mid-transaction, on a host that
+/// cannot spawn): the transaction's connection stays pinned until the client's next
+/// operation aborts the transaction on it, then goes back to the pool — one check-out
+/// and one check-in for the whole transaction.
+#[tokio::test]
+async fn a_dropped_session_aborts_its_transaction_on_the_pinned_connection_without_a_runtime() {
+    let proxy = shared_server_proxy().await;
+    let client = unspawning_client(&proxy, "transaction").await;
+    let numbers = client
+        .client
+        .database("lb_pinning")
+        .collection::<Document>("transaction");
+    let (cmap_mark, command_mark) = (client.cmap.len(), client.commands.len());
+    let session = client
+        .client
+        .start_session(SessionOptions::default())
+        .unwrap();
+    session
+        .start_transaction(TransactionOptions::default())
+        .unwrap();
+    for n in 10..12 {
+        numbers
+            .insert_one_with_session(doc! { "_id": n }, None, &session)
+            .await
+            .unwrap();
+    }
+    drop(session);
+    assert_eq!(
+        client.cmap_since(cmap_mark),
+        ["CheckedOut(1)"],
+        "still pinned"
+    );
+    client.run(doc! { "ping": 1 }).await.unwrap();
+    assert_eq!(
+        client.cmap_since(cmap_mark),
+        [
+            "CheckedOut(1)",
+            "CheckedIn(1)",
+            "CheckedOut(1)",
+            "CheckedIn(1)"
+        ]
+    );
+    let commands = commands_since(&client, command_mark);
+    let names: Vec<(&str, u32)> = commands.iter().map(|(n, c)| (n.as_str(), *c)).collect();
+    assert_eq!(
+        names,
+        [
+            ("insert", 1),
+            ("insert", 1),
+            ("abortTransaction", 1),
+            ("ping", 1)
+        ]
+    );
+    // Aborted: nothing of the transaction was written.
+    assert_eq!(numbers.count_documents(doc! {}, None).await.unwrap(), 5);
 }
