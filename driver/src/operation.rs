@@ -656,6 +656,9 @@ impl Client {
             {
                 session.transaction_started();
             }
+            if let Ok(reply) = &reply {
+                session.record_recovery_token(reply);
+            }
         }
         let reply = reply?;
         operation.handle_reply(

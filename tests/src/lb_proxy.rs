@@ -8,16 +8,19 @@
 //! as it is, but hellos (OP_MSG `hello`/`isMaster`), whose `loadBalanced` field is
 //! taken out, and whose replies are made a mongos's in load-balanced mode: `msg:
 //! "isdbgrid"`, the connection's `serviceId`, and none of the replica set's fields (the
-//! test README's "mock server support for returning a serviceId field"). So cursors,
-//! transactions and fail points are the server's own — a fail point that closes the
-//! server's connection closes the client's — and the handshake's client metadata
-//! (`appName`, which fail points may filter on) reaches the server.
+//! test README's "mock server support for returning a serviceId field"). Like a mongos
+//! it also gives a `recoveryToken` with every successful reply in a transaction and
+//! keeps the one it gets back with commitTransaction and abortTransaction to itself
+//! (Transactions spec, "recoveryToken field"). So cursors, transactions and fail
+//! points are the server's own — a fail point that closes the server's connection
+//! closes the client's — and the handshake's client metadata (`appName`, which fail
+//! points may filter on) reaches the server.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use anymongo::bson::oid::ObjectId;
-use anymongo::bson::{Document, RawDocumentBuf};
+use anymongo::bson::{doc, Bson, Document, RawDocumentBuf};
 use anymongo::wire::{op_code, MessageHeader, MsgFlags, OpMsg};
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
@@ -115,10 +118,7 @@ async fn relay(mut client: TcpStream, mut backend: TcpStream, service_id: Object
         let Some((header, body)) = read_frame(&mut client).await else {
             return;
         };
-        let (request, hello) = match hello_request(&header, &body) {
-            Some(rewritten) => (rewritten, true),
-            None => (frame(&header, &body), false),
-        };
+        let (request, kind) = request(&header, &body);
         if backend.write_all(&request).await.is_err() {
             return;
         }
@@ -128,12 +128,13 @@ async fn relay(mut client: TcpStream, mut backend: TcpStream, service_id: Object
         let Some((reply_header, reply_body)) = read_frame(&mut backend).await else {
             return;
         };
-        let reply = match hello {
-            true => match hello_reply(&reply_header, &reply_body, service_id) {
-                Some(reply) => reply,
-                None => return,
-            },
-            false => frame(&reply_header, &reply_body),
+        let reply = match kind {
+            Kind::Hello => hello_reply(&reply_header, &reply_body, service_id),
+            Kind::InTransaction => transaction_reply(&reply_header, &reply_body),
+            Kind::Other => Some(frame(&reply_header, &reply_body)),
+        };
+        let Some(reply) = reply else {
+            return;
         };
         if client.write_all(&reply).await.is_err() {
             return;
@@ -161,18 +162,71 @@ fn expects_reply(header: &MessageHeader, body: &[u8]) -> bool {
     op_msg(header, body).is_none_or(|message| !message.flags.contains(MsgFlags::MORE_TO_COME))
 }
 
-/// A hello request as the server gets it (without `loadBalanced`), or `None` if the
-/// frame is not an OP_MSG hello.
-fn hello_request(header: &MessageHeader, body: &[u8]) -> Option<Vec<u8>> {
-    let mut message = op_msg(header, body)?;
-    let mut command = Document::try_from(message.body.as_ref()).ok()?;
-    let name = command.keys().next()?.as_str();
-    if !matches!(name, "hello" | "isMaster" | "ismaster") {
-        return None;
+/// What a request is to the balancer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// A hello (OP_MSG `hello` or `isMaster`): the reply is a mongos's.
+    Hello,
+    /// A command in a transaction (`autocommit: false`): the reply gets a
+    /// `recoveryToken`.
+    InTransaction,
+    /// Anything else, forwarded as it is both ways.
+    Other,
+}
+
+/// A request as the server gets it, and what it is: a hello loses `loadBalanced`, a
+/// command in a transaction its `recoveryToken` (a mongos's own business).
+fn request(header: &MessageHeader, body: &[u8]) -> (Vec<u8>, Kind) {
+    let unchanged = || (frame(header, body), Kind::Other);
+    let Some(mut message) = op_msg(header, body) else {
+        return unchanged();
+    };
+    let Ok(mut command) = Document::try_from(message.body.as_ref()) else {
+        return unchanged();
+    };
+    let hello = matches!(
+        command.keys().next().map(String::as_str),
+        Some("hello" | "isMaster" | "ismaster")
+    );
+    let (kind, removed) = match hello {
+        true => (Kind::Hello, command.remove("loadBalanced")),
+        false if matches!(command.get_bool("autocommit"), Ok(false)) => {
+            (Kind::InTransaction, command.remove("recoveryToken"))
+        }
+        false => return unchanged(),
+    };
+    if removed.is_none() {
+        return (frame(header, body), kind);
     }
-    command.remove("loadBalanced");
-    message.body = RawDocumentBuf::try_from(&command).ok()?;
+    match RawDocumentBuf::try_from(&command) {
+        Ok(raw) => {
+            message.body = raw;
+            (message.encode(header.request_id, header.response_to), kind)
+        }
+        Err(_) => unchanged(),
+    }
+}
+
+/// The reply to a command in a transaction, with a mongos's `recoveryToken` if it
+/// succeeded.
+fn transaction_reply(header: &MessageHeader, body: &[u8]) -> Option<Vec<u8>> {
+    let mut message = op_msg(header, body)?;
+    let mut reply = Document::try_from(message.body.as_ref()).ok()?;
+    if is_ok(&reply) {
+        reply.insert("recoveryToken", doc! { "recoveryShardId": "secantus" });
+    }
+    message.body = RawDocumentBuf::try_from(&reply).ok()?;
     Some(message.encode(header.request_id, header.response_to))
+}
+
+/// Whether a reply says `ok: 1`.
+fn is_ok(reply: &Document) -> bool {
+    match reply.get("ok") {
+        Some(Bson::Double(ok)) => *ok == 1.0,
+        Some(Bson::Int32(ok)) => *ok == 1,
+        Some(Bson::Int64(ok)) => *ok == 1,
+        _ => false,
+    }
 }
 
 /// The server's hello reply as a mongos behind a load balancer gives it.
@@ -182,7 +236,7 @@ fn hello_reply(header: &MessageHeader, body: &[u8], service_id: ObjectId) -> Opt
     for field in REPLICA_SET_FIELDS {
         reply.remove(*field);
     }
-    if reply.get_f64("ok").ok() == Some(1.0) || reply.get_i32("ok").ok() == Some(1) {
+    if is_ok(&reply) {
         reply.insert("msg", "isdbgrid");
         reply.insert("serviceId", service_id);
     }
@@ -193,7 +247,6 @@ fn hello_reply(header: &MessageHeader, body: &[u8], service_id: ObjectId) -> Opt
 #[cfg(test)]
 mod tests {
     use super::*;
-    use anymongo::bson::doc;
     use anymongo::wire::HEADER_LEN;
 
     fn split(frame: &[u8]) -> (MessageHeader, Vec<u8>) {
@@ -215,11 +268,13 @@ mod tests {
         let (header, body) = split(&message(
             doc! { "hello": 1, "loadBalanced": true, "$db": "admin" },
         ));
-        let request = hello_request(&header, &body).unwrap();
-        assert_eq!(body_of(&request), doc! { "hello": 1, "$db": "admin" });
-        assert_eq!(split(&request).0.request_id, 7);
-        let (header, body) = split(&message(doc! { "find": "c", "$db": "d" }));
-        assert!(hello_request(&header, &body).is_none());
+        let (hello, kind) = request(&header, &body);
+        assert_eq!(kind, Kind::Hello);
+        assert_eq!(body_of(&hello), doc! { "hello": 1, "$db": "admin" });
+        assert_eq!(split(&hello).0.request_id, 7);
+        let find = message(doc! { "find": "c", "$db": "d" });
+        let (header, body) = split(&find);
+        assert_eq!(request(&header, &body), (find.clone(), Kind::Other));
         let service_id = ObjectId::new();
         let reply = message(doc! {
             "isWritablePrimary": true, "setName": "secantus", "hosts": ["a:1"],
@@ -233,6 +288,30 @@ mod tests {
             "msg": "isdbgrid", "serviceId": service_id }
         );
         assert_eq!(split(&rewritten).0.response_to, 3);
+    }
+
+    #[test]
+    fn transactions_get_a_recovery_token_that_the_server_never_sees() {
+        let commit = message(doc! {
+            "commitTransaction": 1, "txnNumber": 1_i64, "autocommit": false,
+            "recoveryToken": { "recoveryShardId": "secantus" }, "$db": "admin",
+        });
+        let (header, body) = split(&commit);
+        let (forwarded, kind) = request(&header, &body);
+        assert_eq!(kind, Kind::InTransaction);
+        assert_eq!(
+            body_of(&forwarded),
+            doc! { "commitTransaction": 1, "txnNumber": 1_i64, "autocommit": false, "$db": "admin" }
+        );
+        let (header, body) = split(&message(doc! { "ok": 1.0 }));
+        let reply = transaction_reply(&header, &body).unwrap();
+        assert_eq!(
+            body_of(&reply),
+            doc! { "ok": 1.0, "recoveryToken": { "recoveryShardId": "secantus" } }
+        );
+        let (header, body) = split(&message(doc! { "ok": 0.0, "code": 251 }));
+        let reply = transaction_reply(&header, &body).unwrap();
+        assert!(!body_of(&reply).contains_key("recoveryToken"));
     }
 
     #[test]
