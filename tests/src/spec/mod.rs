@@ -108,14 +108,17 @@ pub static SUITES: &[Suite] = &[
     unified("transactions"),
     unified("transactions-convenient-api"),
     unified("command_monitoring"),
-    unified("command_logging"),
+    Suite {
+        name: "command_logging",
+        runner: Runner::Run(crate::unified::run_on_every_topology),
+    },
     Suite {
         name: "connection_logging",
-        runner: Runner::Run(crate::unified::run_with_standalone),
+        runner: Runner::Run(crate::unified::run_on_every_topology),
     },
     Suite {
         name: "server_selection_logging",
-        runner: Runner::Run(crate::unified::run_with_standalone),
+        runner: Runner::Run(crate::unified::run_on_every_topology),
     },
     unified("run_command"),
     unified("versioned-api"),

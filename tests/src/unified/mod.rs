@@ -133,14 +133,15 @@ pub fn run(dir: &Path) -> SuiteOutcome {
     run_against(dir, false, false)
 }
 
-/// Like [`run`], with a standalone server besides the shared single-node replica
-/// set: each test runs against the first of the two that meets its
-/// `runOnRequirements` (the logging suites' files are written for either topology).
-pub fn run_with_standalone(dir: &Path) -> SuiteOutcome {
+/// Like [`run`], with a standalone server and the shared server behind a load
+/// balancer ([`crate::lb_proxy`]) besides the shared single-node replica set: each
+/// test runs against the first of the three that meets its `runOnRequirements` (the
+/// logging suites' files are written for any topology, some for one only).
+pub fn run_on_every_topology(dir: &Path) -> SuiteOutcome {
     run_against(dir, true, false)
 }
 
-/// Like [`run_with_standalone`], with the shared server behind a load balancer
+/// Like [`run_on_every_topology`], with the shared server behind a load balancer
 /// ([`crate::lb_proxy`]) instead of as it is: the `load_balancer` files are written
 /// for a load-balanced deployment, but for non-lb-connection-establishment's (for a
 /// single server, where the standalone serves).
@@ -218,7 +219,7 @@ fn run_against(dir: &Path, with_standalone: bool, load_balanced: bool) -> SuiteO
     // balancer tests README asks ("Drivers MUST run ... All test suites written in the
     // Unified Test Format" against a load balanced cluster).
     let load_balanced = load_balanced || std::env::var_os(LOAD_BALANCED_VAR).is_some();
-    let balancers = match load_balanced {
+    let balancers = match load_balanced || with_standalone {
         false => None,
         true => {
             let address = crate::server::shared();
@@ -231,8 +232,16 @@ fn run_against(dir: &Path, with_standalone: bool, load_balanced: bool) -> SuiteO
             }
         }
     };
-    let uri = balancers.as_ref().map_or(uri, |[single, _]| single.uri());
-    let uris = std::iter::once(uri).chain(standalone.as_ref().map(|server| server.uri()));
+    let behind_balancer = balancers.as_ref().map(|[single, _]| single.uri());
+    let uris: Vec<String> = match (load_balanced, behind_balancer) {
+        (true, Some(balanced)) => std::iter::once(balanced)
+            .chain(standalone.as_ref().map(|server| server.uri()))
+            .collect(),
+        (_, balanced) => std::iter::once(uri)
+            .chain(standalone.as_ref().map(|server| server.uri()))
+            .chain(balanced)
+            .collect(),
+    };
     let mut deployments = Vec::new();
     for uri in uris {
         match runtime.block_on(Deployment::connect(&uri)) {
