@@ -33,6 +33,7 @@ use anymongo::Client;
 use bson::doc;
 use tokio::time::{timeout, timeout_at, Instant};
 
+use crate::lb_proxy::LoadBalancerProxy;
 use crate::spec::{json_files, SuiteOutcome};
 
 pub mod arguments;
@@ -144,7 +145,8 @@ pub fn run_on_every_topology(dir: &Path) -> SuiteOutcome {
 /// Like [`run_on_every_topology`], with the shared server behind a load balancer
 /// ([`crate::lb_proxy`]) instead of as it is: the `load_balancer` files are written
 /// for a load-balanced deployment, but for non-lb-connection-establishment's (for a
-/// single server, where the standalone serves).
+/// single server, where the standalone serves); last comes a server that requires
+/// authentication, behind balancers of its own, for the test that needs `auth`.
 pub fn run_load_balanced(dir: &Path) -> SuiteOutcome {
     run_against(dir, true, true)
 }
@@ -158,13 +160,45 @@ pub const LOAD_BALANCED_VAR: &str = "ANYMONGO_LOAD_BALANCED";
 fn load_balancers(
     runtime: &tokio::runtime::Runtime,
     address: &str,
-) -> Result<[crate::lb_proxy::LoadBalancerProxy; 2], String> {
+) -> Result<[LoadBalancerProxy; 2], String> {
     let start = |services| {
         runtime
-            .block_on(crate::lb_proxy::LoadBalancerProxy::start(address, services))
+            .block_on(LoadBalancerProxy::start(address, services))
             .map_err(|e| format!("cannot start a load balancer: {e}"))
     };
     Ok([start(1)?, start(2)?])
+}
+
+/// A server that requires authentication, its load balancers and its user (name,
+/// password), for [`run_load_balanced`].
+type Authenticating = (
+    crate::server::TestServer,
+    [LoadBalancerProxy; 2],
+    (&'static str, &'static str),
+);
+
+/// Starts an authenticating server with a root user, and its load balancers.
+fn authenticating_behind_balancers(
+    runtime: &tokio::runtime::Runtime,
+) -> Result<Authenticating, String> {
+    let user = ("lb", "lb-password");
+    let options = crate::server::ServerOptions {
+        auth: true,
+        users: vec![crate::server::TestUser::scram(
+            user.0,
+            user.1,
+            &["SCRAM-SHA-256"],
+        )],
+        ..Default::default()
+    };
+    let server = crate::server::TestServer::start(&options)?;
+    let balancers = load_balancers(runtime, &format!("{}:{}", server.host, server.port))?;
+    Ok((server, balancers, user))
+}
+
+/// `uri` (`mongodb://host:port/...`) with `user`'s credentials.
+fn with_user(uri: &str, (name, password): &(&str, &str)) -> String {
+    uri.replacen("mongodb://", &format!("mongodb://{name}:{password}@"), 1)
 }
 
 fn run_against(dir: &Path, with_standalone: bool, load_balanced: bool) -> SuiteOutcome {
@@ -232,23 +266,43 @@ fn run_against(dir: &Path, with_standalone: bool, load_balanced: bool) -> SuiteO
             }
         }
     };
-    let behind_balancer = balancers.as_ref().map(|[single, _]| single.uri());
-    let uris: Vec<String> = match (load_balanced, behind_balancer) {
-        (true, Some(balanced)) => std::iter::once(balanced)
-            .chain(standalone.as_ref().map(|server| server.uri()))
+    // The load_balancer suite has a test for authentication behind a balancer: an
+    // authenticating server behind balancers of its own is its deployment.
+    let authenticating = match load_balanced {
+        false => None,
+        true => match authenticating_behind_balancers(&runtime) {
+            Ok(authenticating) => Some(authenticating),
+            Err(why) => {
+                outcome.failed.push((String::new(), why));
+                return outcome;
+            }
+        },
+    };
+    // (connection string, MULTI_MONGOS_LB_URI) of each deployment, in order of
+    // preference.
+    let balanced = |[single, multi]: &[LoadBalancerProxy; 2]| (single.uri(), Some(multi.uri()));
+    let standalone_uri = standalone.as_ref().map(|server| (server.uri(), None));
+    let uris: Vec<(String, Option<String>)> = match (load_balanced, &balancers) {
+        (true, Some(balancers)) => std::iter::once(balanced(balancers))
+            .chain(standalone_uri)
+            .chain(authenticating.as_ref().map(|(_, balancers, user)| {
+                let (single, multi) = balanced(balancers);
+                (
+                    with_user(&single, user),
+                    multi.map(|multi| with_user(&multi, user)),
+                )
+            }))
             .collect(),
-        (_, balanced) => std::iter::once(uri)
-            .chain(standalone.as_ref().map(|server| server.uri()))
-            .chain(balanced)
+        (_, balancers) => std::iter::once((uri, None))
+            .chain(standalone_uri)
+            .chain(balancers.as_ref().map(balanced))
             .collect(),
     };
     let mut deployments = Vec::new();
-    for uri in uris {
+    for (uri, multi_mongos_uri) in uris {
         match runtime.block_on(Deployment::connect(&uri)) {
             Ok(mut deployment) => {
-                if deployment.uri.contains("loadBalanced=true") {
-                    deployment.multi_mongos_uri = balancers.as_ref().map(|[_, multi]| multi.uri());
-                }
+                deployment.multi_mongos_uri = multi_mongos_uri;
                 deployments.push(Arc::new(deployment))
             }
             Err(why) => {
@@ -267,7 +321,7 @@ fn run_against(dir: &Path, with_standalone: bool, load_balanced: bool) -> SuiteO
         );
     }
     // The clients' background tasks end while the runtime still runs.
-    runtime.block_on(async move { drop((deployments, balancers)) });
+    runtime.block_on(async move { drop((deployments, balancers, authenticating)) });
     drop(standalone);
     outcome
 }
