@@ -16,7 +16,7 @@
 use std::sync::{Arc, Mutex};
 
 use crate::cmap::PinnedTo;
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::sdam::live::{PooledConnection, Server};
 use crate::sync::lock;
 use crate::transactions::{TRANSIENT_TRANSACTION_ERROR, UNKNOWN_TRANSACTION_COMMIT_RESULT};
@@ -31,10 +31,18 @@ pub(crate) struct PinnedConnection {
 struct Pinned {
     server: Arc<Server>,
     to: PinnedTo,
-    /// `None` before the first command's connection is placed here, and while a
-    /// command runs on it; lost for good if that command was abandoned mid-flight
-    /// (the connection was then closed).
-    connection: Mutex<Option<PooledConnection>>,
+    slot: Mutex<Slot>,
+}
+
+/// Where the pinned connection is.
+enum Slot {
+    /// Before the first command's connection is placed here.
+    Empty,
+    /// Here, between commands (boxed: a connection is large, the other states small).
+    Here(Box<PooledConnection>),
+    /// Taken by a command (the connection's id): back when it ends, unless the
+    /// command was abandoned mid-flight, which closed the connection.
+    Taken(u32),
 }
 
 impl PinnedConnection {
@@ -45,7 +53,7 @@ impl PinnedConnection {
             inner: Arc::new(Pinned {
                 server,
                 to,
-                connection: Mutex::new(None),
+                slot: Mutex::new(Slot::Empty),
             }),
         }
     }
@@ -65,27 +73,54 @@ impl PinnedConnection {
     /// back after a command ([`take`](Self::take)).
     pub fn place(&self, connection: PooledConnection) {
         connection.mark_pinned(self.inner.to);
-        *lock(&self.inner.connection) = Some(connection);
+        *lock(&self.inner.slot) = Slot::Here(Box::new(connection));
     }
 
     /// The connection, for one command; [`place`](Self::place) it back afterwards.
-    /// Fails when another command has it: a cursor or a transaction serves one
-    /// operation at a time (the spec lets drivers refuse concurrent use).
+    ///
+    /// Errors: another command has it (a cursor or a transaction serves one operation
+    /// at a time; the spec lets drivers refuse concurrent use); or the connection is
+    /// gone, closed when a command on it was abandoned mid-flight (a dropped future) —
+    /// a network error, which in a transaction is transient (the server aborts a
+    /// transaction whose connection closed: spec, "Downstream Visible Behavioral
+    /// Changes").
     pub fn take(&self) -> Result<PooledConnection> {
-        lock(&self.inner.connection).take().ok_or_else(|| {
-            Error::invalid_argument(
-                "the connection pinned to this cursor or transaction is in use by another \
-                 operation, or was closed when an operation on it was abandoned",
-            )
-        })
+        let mut slot = lock(&self.inner.slot);
+        match std::mem::replace(&mut *slot, Slot::Empty) {
+            Slot::Here(connection) => {
+                *slot = Slot::Taken(connection.id());
+                Ok(*connection)
+            }
+            Slot::Taken(id) if self.inner.server.pool.is_in_use(id) => {
+                *slot = Slot::Taken(id);
+                Err(Error::invalid_argument(
+                    "the connection pinned to this cursor or transaction is in use by \
+                     another operation: run one operation at a time",
+                ))
+            }
+            Slot::Taken(id) => {
+                *slot = Slot::Taken(id);
+                Err(Error::new(ErrorKind::Network {
+                    address: self.inner.server.address.to_string(),
+                    io_kind: std::io::ErrorKind::ConnectionAborted,
+                    message: "the connection pinned to this cursor or transaction was closed \
+                              when an operation on it was abandoned"
+                        .into(),
+                }))
+            }
+            Slot::Empty => Err(Error::invalid_argument(
+                "no connection was pinned to this cursor or transaction",
+            )),
+        }
     }
 
-    /// Whether the connection can no longer be used (a network error): a cursor then
-    /// sends no killCursors (spec, "Behaviour With Cursors").
+    /// Whether the connection can no longer be used (a network error, or a command
+    /// has it): a cursor then sends no killCursors (spec, "Behaviour With Cursors").
     pub fn is_broken(&self) -> bool {
-        lock(&self.inner.connection)
-            .as_ref()
-            .is_none_or(|connection| connection.is_broken())
+        match &*lock(&self.inner.slot) {
+            Slot::Here(connection) => connection.is_broken(),
+            Slot::Empty | Slot::Taken(_) => true,
+        }
     }
 }
 
@@ -100,14 +135,13 @@ impl std::fmt::Debug for PinnedConnection {
 
 impl Drop for Pinned {
     fn drop(&mut self) {
-        let connection = self
-            .connection
+        let slot = self
+            .slot
             .get_mut()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .take();
-        if let Some(connection) = connection {
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Slot::Here(connection) = std::mem::replace(slot, Slot::Empty) {
             // A broken connection is closed by the pool.
-            self.server.check_in(connection);
+            self.server.check_in(*connection);
         }
     }
 }

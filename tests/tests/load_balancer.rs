@@ -1183,11 +1183,12 @@ async fn wait_queue_timeout_gives_the_connections_in_use() {
 
 /// A client through a [`LoadBalancerProxy`] in front of the shared SecantusDB, with
 /// `maxPoolSize=1`, on a runtime that cannot spawn: what it drops is cleaned up by its
-/// next operation. `lb_pinning.<collection>` holds `_id`s 0 to 4.
+/// next operation; its appName is `lb_<collection>`, and `lb_pinning.<collection>`
+/// holds `_id`s 0 to 4.
 async fn unspawning_client(proxy: &LoadBalancerProxy, collection: &str) -> TestClient {
     let mut runtime = anymongo_native::runtime();
     runtime.spawner = None;
-    let uri = format!("{}&maxPoolSize=1", proxy.uri());
+    let uri = format!("{}&maxPoolSize=1&appName=lb_{collection}", proxy.uri());
     let client = TestClient::with_runtime(&uri, MonitoringThreads::SingleThreaded, runtime);
     let numbers = client
         .client
@@ -1324,4 +1325,91 @@ async fn a_dropped_session_aborts_its_transaction_on_the_pinned_connection_witho
     );
     // Aborted: nothing of the transaction was written.
     assert_eq!(numbers.count_documents(doc! {}, None).await.unwrap(), 5);
+}
+
+/// load-balancers.md "Behaviour With Transactions" with an operation abandoned
+/// mid-flight (its future dropped, here by a timeout, while the server holds its
+/// reply with a `blockConnection` fail point): the pinned connection is closed with
+/// it, and the transaction's next operation fails with a network error labelled
+/// TransientTransactionError (the server aborts a transaction whose connection
+/// closed) that releases the pin, so that the transaction can be aborted and a new
+/// one run on a fresh connection.
+#[tokio::test]
+async fn an_abandoned_operation_in_a_pinned_transaction_gives_a_transient_error() {
+    let proxy = shared_server_proxy().await;
+    let client = unspawning_client(&proxy, "abandoned").await;
+    let numbers = client
+        .client
+        .database("lb_pinning")
+        .collection::<Document>("abandoned");
+    let session = client
+        .client
+        .start_session(SessionOptions::default())
+        .unwrap();
+    session
+        .start_transaction(TransactionOptions::default())
+        .unwrap();
+    numbers
+        .insert_one_with_session(doc! { "_id": 10 }, None, &session)
+        .await
+        .unwrap();
+    let direct = Client::with_uri(
+        &anymongo_tests::server::shared().uri(),
+        anymongo_native::runtime(),
+    )
+    .unwrap();
+    let admin = direct.database("admin");
+    admin
+        .run_command(doc! {
+            "configureFailPoint": "failCommand", "mode": { "times": 1 },
+            "data": { "failCommands": ["insert"], "blockConnection": true,
+                      "blockTimeMS": 2000, "appName": "lb_abandoned" },
+        })
+        .await
+        .unwrap();
+    let mark = client.cmap.len();
+    let abandoned = tokio::time::timeout(
+        Duration::from_millis(200),
+        numbers.insert_one_with_session(doc! { "_id": 11 }, None, &session),
+    )
+    .await;
+    assert!(abandoned.is_err(), "the insert was held: {abandoned:?}");
+    assert_eq!(
+        client.cmap_since(mark),
+        ["CheckedIn(1)", "Closed(1, error)"],
+        "the abandoned connection is closed"
+    );
+    let error = numbers
+        .insert_one_with_session(doc! { "_id": 12 }, None, &session)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error.kind(), ErrorKind::Network { .. })
+            && error.has_label(anymongo::transactions::TRANSIENT_TRANSACTION_ERROR),
+        "{error:?}"
+    );
+    session.abort_transaction().await.unwrap();
+    session
+        .start_transaction(TransactionOptions::default())
+        .unwrap();
+    numbers
+        .insert_one_with_session(doc! { "_id": 13 }, None, &session)
+        .await
+        .unwrap();
+    session.commit_transaction().await.unwrap();
+    // A committed transaction keeps its connection (it may be committed again) until
+    // the session ends; the pool has no other.
+    session.end_session();
+    let ids: Vec<Document> = futures::TryStreamExt::try_collect(
+        numbers
+            .find(doc! { "_id": { "$gte": 10 } }, None)
+            .await
+            .unwrap(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(ids, [doc! { "_id": 13 }]);
+    let _ = admin
+        .run_command(doc! { "configureFailPoint": "failCommand", "mode": "off" })
+        .await;
 }

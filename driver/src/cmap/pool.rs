@@ -383,6 +383,12 @@ impl<E: Establish> ConnectionPool<E> {
         self.inner.state().pending
     }
 
+    /// Whether connection `connection_id` is checked out (or being established) now:
+    /// not yet checked in, dropped or closed.
+    pub fn is_in_use(&self, connection_id: u32) -> bool {
+        self.inner.state().live.contains_key(&connection_id)
+    }
+
     /// Marks a paused pool ready (PoolReady), so that check-outs are served and
     /// minPoolSize is maintained. Does nothing to a ready or closed pool.
     pub fn ready(&self) {
