@@ -20,7 +20,8 @@ use serde::de::DeserializeOwned;
 use crate::client::Client;
 use crate::error::{Error, ErrorKind, Result};
 use crate::handshake::HelloReply;
-use crate::operation::{Command, Operation, ReplyContext, Target, TxnNumber};
+use crate::load_balancer::PinnedConnection;
+use crate::operation::{Attempt, Command, Operation, ReplyContext, Target, TxnNumber};
 use crate::rt::{boxed, BoxFuture};
 use crate::sdam::live::Server;
 use crate::session::ClientSession;
@@ -45,6 +46,10 @@ pub(crate) struct CursorSpec {
     pub comment: Option<Bson>,
     /// The session the cursor was created in (its getMores run in it too).
     pub session: Option<ClientSession>,
+    /// Load-balanced mode: the connection the cursor is pinned to; its getMores and
+    /// killCursors run on it, and it goes back to the pool with the last clone of
+    /// the cursor's spec (Load Balancer spec, "Behaviour With Cursors").
+    pub pinned: Option<PinnedConnection>,
 }
 
 impl CursorSpec {
@@ -66,6 +71,7 @@ impl CursorSpec {
             max_await_time: None,
             comment: None,
             session: context.session.cloned(),
+            pinned: context.pinned.cloned(),
         }
     }
 
@@ -314,23 +320,44 @@ impl<T> Drop for Cursor<T> {
 /// Fetches the next batch of the cursor `spec` describes.
 async fn get_more(spec: CursorSpec) -> Result<Batch> {
     let mut operation = GetMore { spec: spec.clone() };
-    run_on_server(
+    let result = run_on_server(
         &spec.client,
         &spec.server,
         &mut operation,
         spec.session.as_ref(),
+        spec.pinned.as_ref(),
     )
-    .await
+    .await;
+    if let (Err(error), Some(pinned)) = (&result, &spec.pinned) {
+        // A pinned cursor whose getMore failed is killed on its connection before the
+        // connection goes back to the pool with the cursor; after a network error the
+        // connection is no longer valid and nothing is sent (Load Balancer spec,
+        // "Behaviour With Cursors").
+        if !error.is_network_error() && !pinned.is_broken() {
+            // Best effort: the server times idle cursors out anyway.
+            let _ = spec.kill().await;
+        }
+    }
+    result
 }
 
 /// Runs `operation` on `server` (the server holding a cursor), with no server
-/// selection and no retry.
+/// selection and no retry: on the cursor's `pinned` connection if it has one.
 async fn run_on_server<O: Operation>(
     client: &Client,
     server: &Arc<Server>,
     operation: &mut O,
     session: Option<&ClientSession>,
+    pinned: Option<&PinnedConnection>,
 ) -> Result<O::Output> {
+    if let Some(pinned) = pinned {
+        let mut connection = pinned.take()?;
+        let result = client
+            .run_on(operation, &mut connection, on_server(server, session))
+            .await;
+        pinned.place(connection);
+        return result;
+    }
     let options = client.options();
     let timeout = match options.wait_queue_timeout {
         Some(wait) => wait.min(options.server_selection_timeout),
@@ -338,17 +365,22 @@ async fn run_on_server<O: Operation>(
     };
     let mut pooled = server.pool.check_out(Some(timeout)).await?;
     let result = client
-        .run_on(
-            operation,
-            &mut pooled,
-            server,
-            None,
-            session,
-            TxnNumber::None,
-        )
+        .run_on(operation, &mut pooled, on_server(server, session))
         .await;
     server.check_in(pooled);
     result
+}
+
+/// A cursor's command: on its server, in its session, without `$readPreference` or
+/// a transaction number.
+fn on_server<'a>(server: &'a Arc<Server>, session: Option<&'a ClientSession>) -> Attempt<'a> {
+    Attempt {
+        server,
+        read_preference: None,
+        session,
+        txn_number: TxnNumber::None,
+        pinned: None,
+    }
 }
 
 struct GetMore {
@@ -394,6 +426,9 @@ pub(crate) struct PendingKill {
     database: String,
     collection: String,
     id: i64,
+    /// The connection the cursor is pinned to: the kill goes there, and the
+    /// connection back to the pool after it, whatever the result.
+    pinned: Option<PinnedConnection>,
 }
 
 impl PendingKill {
@@ -403,15 +438,25 @@ impl PendingKill {
             database: spec.database.clone(),
             collection: spec.collection.clone(),
             id: spec.id,
+            pinned: spec.pinned.clone(),
         }
     }
 }
 
 /// Sends `killCursors` for `pending` (without a session id: Sessions spec, "When
-/// sending a killCursors command").
+/// sending a killCursors command"); nothing on a pinned connection that broke (Load
+/// Balancer spec, "Behaviour With Cursors").
 async fn kill(client: &Client, pending: PendingKill) -> Result<()> {
+    if pending
+        .pinned
+        .as_ref()
+        .is_some_and(PinnedConnection::is_broken)
+    {
+        return Ok(());
+    }
     let mut operation = KillCursors { pending: &pending };
-    run_on_server(client, &pending.server, &mut operation, None).await
+    let pinned = pending.pinned.as_ref();
+    run_on_server(client, &pending.server, &mut operation, None, pinned).await
 }
 
 struct KillCursors<'a> {

@@ -43,6 +43,7 @@ pub mod event;
 pub mod gridfs;
 pub mod handshake;
 pub mod index_management;
+mod load_balancer;
 pub mod logging;
 mod operation;
 mod retry;

@@ -12,11 +12,13 @@ use std::sync::Arc;
 use bson::{Bson, Document, RawDocumentBuf};
 
 use crate::client::Client;
+use crate::cmap::PinnedTo;
 use crate::command_monitoring::{CommandInfo, ConnectionId};
 use crate::concern::WriteConcern;
 use crate::connection::check_reply;
 use crate::error::{Error, Result, SYSTEM_OVERLOADED_ERROR};
 use crate::handshake::HelloReply;
+use crate::load_balancer::PinnedConnection;
 use crate::retry::{self, Retryability};
 use crate::sdam::live::{ConnectionInfo, PooledConnection, Server};
 use crate::sdam::topology::ErrorPhase;
@@ -107,6 +109,24 @@ pub(crate) struct ReplyContext<'a> {
     pub server: &'a Arc<Server>,
     /// The session the command ran in, if the server supports sessions.
     pub session: Option<&'a ClientSession>,
+    /// Load-balanced mode: the pin the connection goes to if anything keeps it (a
+    /// cursor its reply opens clones it; the executor places the connection there).
+    pub pinned: Option<&'a PinnedConnection>,
+}
+
+/// Where and how one attempt of an operation runs, on a connection already checked
+/// out ([`Client::run_on`]).
+pub(crate) struct Attempt<'a> {
+    /// The server the connection belongs to.
+    pub server: &'a Arc<Server>,
+    /// The `$readPreference` to send, if any.
+    pub read_preference: Option<Document>,
+    /// The session, if the server supports sessions.
+    pub session: Option<&'a ClientSession>,
+    /// How the attempt treats the transaction number.
+    pub txn_number: TxnNumber,
+    /// Load-balanced mode: where the connection goes if a cursor keeps it.
+    pub pinned: Option<&'a PinnedConnection>,
 }
 
 /// One operation of the user API.
@@ -255,13 +275,26 @@ impl Client {
         let transaction = session
             .filter(|_| !operation.ends_transaction())
             .and_then(ClientSession::enter_operation);
-        match transaction {
+        if let Some(session) =
+            session.filter(|_| transaction.is_none() && !operation.ends_transaction())
+        {
+            // A non-transactional operation releases the connection the last
+            // transaction was pinned to (Transactions spec, "When to unpin", 5).
+            session.unpin();
+        }
+        let result = match transaction {
             Some(read_preference) => self
                 .execute_in(operation, session, Some(&read_preference))
                 .await
                 .map_err(crate::transactions::label_transient),
             None => self.execute_in(operation, session, None).await,
+        };
+        if let (Some(session), Err(error)) = (session, &result) {
+            if crate::load_balancer::error_unpins(error) {
+                session.unpin();
+            }
         }
+        result
     }
 
     /// [`Client::execute`], in a transaction whose read preference is
@@ -300,6 +333,7 @@ impl Client {
             None => operation.retryability(),
         };
         let retry_writes = options.retry_writes || operation.ends_transaction();
+        let load_balanced = options.load_balanced == Some(true);
         let topology = self.topology();
         let mut deprioritized = Vec::new();
         let mut first_error: Option<Error> = None;
@@ -319,22 +353,74 @@ impl Client {
                 }
                 (target, _) => target.resolve(|| self.topology_description()),
             };
-            let selected = match topology
-                .select_server(
-                    &target.criteria(),
-                    &deprioritized,
-                    operation.name(),
-                    operation_id,
-                )
-                .await
-            {
-                Ok(selected) => selected,
-                // A retry that finds no server reports the error of the attempt.
-                Err(error) => return Err(first_error.unwrap_or(error)),
+            // Load-balanced mode: a transaction pinned to a connection runs its
+            // commands there, without server selection (Load Balancer spec,
+            // "Behaviour With Transactions").
+            let pinned = session
+                .as_ref()
+                .filter(|_| transaction.is_some() || operation.ends_transaction())
+                .and_then(ClientSession::pinned);
+            let (selected, server, server_type, topology_type, checked_out) = match &pinned {
+                Some(pin) => (
+                    None,
+                    pin.server().clone(),
+                    ServerType::LoadBalancer,
+                    TopologyType::LoadBalanced,
+                    pin.take(),
+                ),
+                None => {
+                    let selected = match topology
+                        .select_server(
+                            &target.criteria(),
+                            &deprioritized,
+                            operation.name(),
+                            operation_id,
+                        )
+                        .await
+                    {
+                        Ok(selected) => selected,
+                        // A retry that finds no server reports the error of the attempt.
+                        Err(error) => return Err(first_error.unwrap_or(error)),
+                    };
+                    let checked_out = topology.check_out(&selected).await;
+                    let server = selected.server.clone();
+                    let server_type = selected.description.server_type;
+                    let topology_type = selected.topology_type;
+                    (
+                        Some(selected),
+                        server,
+                        server_type,
+                        topology_type,
+                        checked_out,
+                    )
+                }
             };
-            let server_type = selected.description.server_type;
+            // Load-balanced mode: the first command of a transaction pins its
+            // connection, and so does a cursor the reply opens ("Connection Pinning").
+            let pin = pinned.or_else(|| {
+                let to = match transaction {
+                    Some(_) => PinnedTo::Transaction,
+                    None => PinnedTo::Cursor,
+                };
+                (load_balanced && server_type == ServerType::LoadBalancer)
+                    .then(|| PinnedConnection::new(server.clone(), to))
+            });
+            let release = |pooled: PooledConnection| match &pin {
+                Some(pin) => {
+                    if transaction.is_some() {
+                        if let Some(session) = &session {
+                            session.pin(pin.clone());
+                        }
+                    }
+                    match pin.is_shared() {
+                        true => pin.place(pooled),
+                        false => server.check_in(pooled),
+                    }
+                }
+                None => server.check_in(pooled),
+            };
             let retrying = first_error.is_some();
-            let attempt = match topology.check_out(&selected).await {
+            let attempt = match checked_out {
                 Err(error) => Err((error, None)),
                 Ok(mut pooled) => {
                     let eligible = match kind {
@@ -349,7 +435,7 @@ impl Client {
                     if retrying && !eligible {
                         // The new server cannot take the retry (Retryable Writes
                         // spec): the first attempt's error stands.
-                        selected.server.check_in(pooled);
+                        release(pooled);
                         return Err(first_error.unwrap_or_else(|| {
                             Error::invalid_argument("retry without a first error")
                         }));
@@ -359,25 +445,26 @@ impl Client {
                         _ => TxnNumber::None,
                     };
                     let read_preference = match target {
-                        Target::Read(preference) => read_preference_document(
-                            selected.topology_type,
-                            server_type,
-                            preference,
-                        ),
+                        Target::Read(preference) => {
+                            read_preference_document(topology_type, server_type, preference)
+                        }
                         Target::Write | Target::WriteStage(_) => None,
                     };
                     let result = self
                         .run_on(
                             &mut operation,
                             &mut pooled,
-                            &selected.server,
-                            read_preference,
-                            session.as_ref(),
-                            txn,
+                            Attempt {
+                                server: &server,
+                                read_preference,
+                                session: session.as_ref(),
+                                txn_number: txn,
+                                pinned: pin.as_ref(),
+                            },
                         )
                         .await;
                     let max_wire_version = pooled.hello().max_wire_version;
-                    selected.server.check_in(pooled);
+                    release(pooled);
                     result.map_err(|error| (error, Some((eligible, max_wire_version))))
                 }
             };
@@ -423,12 +510,15 @@ impl Client {
             // Retry once, elsewhere if possible (Retryable Writes spec, "Executing
             // Retryable Write Commands": deprioritize the failed mongos, or any
             // overloaded server).
-            if selected.topology_type == TopologyType::Sharded
-                || error.has_label(SYSTEM_OVERLOADED_ERROR)
-            {
-                deprioritized.push(selected.server.address.clone());
+            if topology_type == TopologyType::Sharded || error.has_label(SYSTEM_OVERLOADED_ERROR) {
+                deprioritized.push(server.address.clone());
             }
             drop(selected);
+            // A retried commitTransaction or abortTransaction is not pinned
+            // (Transactions spec, "When to unpin", 1 and 3).
+            if let Some(session) = &session {
+                session.unpin();
+            }
             first_error = Some(error);
             txn_number = TxnNumber::Same;
         }
@@ -442,21 +532,10 @@ impl Client {
         &self,
         operation: &mut O,
         pooled: &mut PooledConnection,
-        server: &Arc<Server>,
-        read_preference: Option<Document>,
-        session: Option<&ClientSession>,
-        txn_number: TxnNumber,
+        attempt: Attempt<'_>,
     ) -> Result<O::Output> {
-        let result = self
-            .send_operation(
-                operation,
-                pooled,
-                server,
-                read_preference,
-                session,
-                txn_number,
-            )
-            .await;
+        let (server, session) = (attempt.server, attempt.session);
+        let result = self.send_operation(operation, pooled, attempt).await;
         if let Err(error) = &result {
             if error.is_network_error() {
                 // Sessions spec, "Server Session Pool": the server may not have seen
@@ -479,11 +558,15 @@ impl Client {
         &self,
         operation: &mut O,
         pooled: &mut PooledConnection,
-        server: &Arc<Server>,
-        read_preference: Option<Document>,
-        session: Option<&ClientSession>,
-        txn_number: TxnNumber,
+        attempt: Attempt<'_>,
     ) -> Result<O::Output> {
+        let Attempt {
+            server,
+            read_preference,
+            session,
+            txn_number,
+            pinned,
+        } = attempt;
         let sessions_supported = pooled.hello().logical_session_timeout_minutes.is_some()
             || pooled.service_id().is_some();
         let session = match session {
@@ -573,6 +656,9 @@ impl Client {
             {
                 session.transaction_started();
             }
+            if let Ok(reply) = &reply {
+                session.record_recovery_token(reply);
+            }
         }
         let reply = reply?;
         operation.handle_reply(
@@ -581,6 +667,7 @@ impl Client {
                 client: self,
                 server,
                 session,
+                pinned,
             },
         )
     }

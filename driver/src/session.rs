@@ -19,6 +19,7 @@ use bson::{doc, Binary, Bson, Document, Timestamp};
 
 use crate::client::Client;
 use crate::error::{Error, Result};
+use crate::load_balancer::PinnedConnection;
 use crate::rt::{BoxFuture, Instant};
 use crate::sync::lock;
 use crate::transactions::{Transaction, TransactionOptions, TransactionState};
@@ -283,6 +284,9 @@ struct SessionState {
     snapshot_time: Option<Timestamp>,
     /// Its transaction (Transactions spec).
     transaction: Transaction,
+    /// Load-balanced mode: the connection its transaction is pinned to (Load Balancer
+    /// spec, "Behaviour With Transactions").
+    pinned: Option<PinnedConnection>,
     ended: bool,
 }
 
@@ -453,15 +457,18 @@ impl ClientSession {
     /// Marks the session ended and takes its server session: released to the pool
     /// here, unless a transaction in progress must be aborted with it first.
     fn take_for_end(&self) -> Option<PendingAbort> {
-        let (server_session, transaction) = {
+        let (server_session, transaction, pinned) = {
             let mut state = lock(&self.inner.state);
             state.ended = true;
             (
                 state.server_session.take(),
                 std::mem::take(&mut state.transaction),
+                state.pinned.take(),
             )
         };
-        PendingAbort::of(&self.inner.client, server_session, transaction)
+        // A pinned connection is released with the session (Transactions spec, "When
+        // to unpin", 6), after the abort of a transaction in progress.
+        PendingAbort::of(&self.inner.client, server_session, transaction, pinned)
     }
 
     /// Whether the session has ended.
@@ -530,6 +537,26 @@ impl ClientSession {
         later_cluster_time(self.inner.client.cluster_time(), self.cluster_time())
     }
 
+    /// The connection the session's transaction is pinned to (load-balanced mode).
+    pub(crate) fn pinned(&self) -> Option<PinnedConnection> {
+        lock(&self.inner.state).pinned.clone()
+    }
+
+    /// Pins the session's transaction to `connection`.
+    pub(crate) fn pin(&self, connection: PinnedConnection) {
+        let previous = lock(&self.inner.state).pinned.replace(connection);
+        // Released outside the session's lock: it may check a connection in.
+        drop(previous);
+    }
+
+    /// Releases the connection the transaction was pinned to, if any (Transactions
+    /// spec, "When to unpin"): it goes back to the pool unless a cursor still holds
+    /// it.
+    pub(crate) fn unpin(&self) {
+        let pinned = lock(&self.inner.state).pinned.take();
+        drop(pinned);
+    }
+
     /// Reads or changes the session's transaction; fails once the session has ended
     /// only if `change` does.
     pub(crate) fn update_transaction<R>(
@@ -546,6 +573,8 @@ impl ClientSession {
 pub(crate) struct PendingAbort {
     server_session: ServerSession,
     transaction: Transaction,
+    /// The connection the transaction is pinned to: the abort runs on it.
+    pinned: Option<PinnedConnection>,
 }
 
 impl PendingAbort {
@@ -556,6 +585,7 @@ impl PendingAbort {
         client: &Client,
         server_session: Option<ServerSession>,
         transaction: Transaction,
+        pinned: Option<PinnedConnection>,
     ) -> Option<PendingAbort> {
         let server_session = server_session?;
         if transaction.state != TransactionState::InProgress {
@@ -565,6 +595,7 @@ impl PendingAbort {
         Some(PendingAbort {
             server_session,
             transaction,
+            pinned,
         })
     }
 
@@ -575,6 +606,7 @@ impl PendingAbort {
         let state = SessionState {
             server_session: Some(self.server_session),
             transaction: self.transaction,
+            pinned: self.pinned,
             ..SessionState::default()
         };
         let session =
@@ -590,14 +622,15 @@ impl Drop for SessionInner {
     fn drop(&mut self) {
         // No I/O here: the server session goes back to the pool, after the abort of a
         // transaction in progress (which the client runs later).
-        let (server_session, transaction) = {
+        let (server_session, transaction, pinned) = {
             let mut state = lock(&self.state);
             (
                 state.server_session.take(),
                 std::mem::take(&mut state.transaction),
+                state.pinned.take(),
             )
         };
-        if let Some(pending) = PendingAbort::of(&self.client, server_session, transaction) {
+        if let Some(pending) = PendingAbort::of(&self.client, server_session, transaction, pinned) {
             self.client.abort_later(pending);
         }
     }

@@ -206,6 +206,9 @@ fn check_abort(state: TransactionState) -> Result<Ending> {
 pub(crate) struct Transaction {
     pub state: TransactionState,
     pub options: TransactionOptions,
+    /// The `recoveryToken` of the last reply in the transaction, from a mongos (spec,
+    /// "recoveryToken field"); cleared with the transaction.
+    pub recovery_token: Option<Document>,
 }
 
 /// What a transaction adds to one command (spec, "Constructing commands within a
@@ -218,13 +221,17 @@ pub(crate) struct CommandFields {
     pub read_concern: Option<Document>,
     /// commitTransaction or abortTransaction: they keep their write concern.
     pub ends: bool,
+    /// For commitTransaction and abortTransaction: the last `recoveryToken` a mongos
+    /// gave, sent back as it came.
+    pub recovery_token: Option<Document>,
 }
 
 /// Adds the transaction's fields to a command `body`: `txnNumber` and `autocommit:
 /// false` always; `startTransaction: true` and the transaction's `readConcern` (with
 /// `afterClusterTime` in a causally consistent session) on the first command only,
-/// whatever read concern the operation inherited removed otherwise; and no
-/// `writeConcern` but on commitTransaction and abortTransaction.
+/// whatever read concern the operation inherited removed otherwise; no
+/// `writeConcern` but on commitTransaction and abortTransaction, which carry the
+/// `recoveryToken` if a mongos gave one.
 pub(crate) fn add_fields(
     body: &mut Document,
     txn_number: i64,
@@ -246,6 +253,9 @@ pub(crate) fn add_fields(
     body.insert("autocommit", false);
     if !fields.ends {
         body.remove("writeConcern");
+    }
+    if let Some(token) = &fields.recovery_token {
+        body.insert("recoveryToken", token.clone());
     }
 }
 
@@ -447,13 +457,18 @@ impl ClientSession {
             ));
         }
         self.update_transaction(|transaction| check_start(transaction.state))?;
+        // A connection pinned to the previous transaction is released (spec, "When to
+        // unpin", 4).
+        self.unpin();
         // The transaction's number, which all its commands carry (spec,
         // "startTransaction": "Drivers MUST increment the txnNumber").
         self.use_server_session(true)?;
         self.update_transaction(|transaction| {
+            // A new transaction has no recoveryToken yet (spec, "recoveryToken field").
             *transaction = Transaction {
                 state: TransactionState::Starting,
                 options,
+                recovery_token: None,
             };
             Ok(())
         })
@@ -485,7 +500,15 @@ impl ClientSession {
             .await;
         // Committed, even on error (spec, "commitTransaction").
         self.set_transaction_state(TransactionState::Committed);
-        result.map_err(label_commit_error)
+        let result = result.map_err(label_commit_error);
+        // A commit stays pinned, for it may be committed again (spec, "When to unpin").
+        if result
+            .as_ref()
+            .is_err_and(crate::load_balancer::error_unpins)
+        {
+            self.unpin();
+        }
+        result
     }
 
     /// Aborts the transaction (spec, "abortTransaction"). Nothing is sent when no
@@ -507,6 +530,8 @@ impl ClientSession {
                 .await;
         }
         self.set_transaction_state(TransactionState::Aborted);
+        // Whatever the abort did (spec, "When to unpin", 1).
+        self.unpin();
         Ok(())
     }
 
@@ -660,6 +685,7 @@ impl ClientSession {
                     starting: false,
                     read_concern: None,
                     ends: true,
+                    recovery_token: transaction.recovery_token.clone(),
                 }),
                 (false, TransactionState::Starting) => Some(CommandFields {
                     starting: true,
@@ -669,16 +695,29 @@ impl ClientSession {
                         .as_ref()
                         .map(ReadConcern::to_document),
                     ends: false,
+                    recovery_token: None,
                 }),
                 (false, TransactionState::InProgress) => Some(CommandFields {
                     starting: false,
                     read_concern: None,
                     ends: false,
+                    recovery_token: None,
                 }),
                 (false, _) => None,
             })
         })
         .unwrap_or_default()
+    }
+
+    /// Keeps the `recoveryToken` of a successful reply in the transaction (spec,
+    /// "recoveryToken field": "the most recently received").
+    pub(crate) fn record_recovery_token(&self, reply: &Document) {
+        if let Ok(token) = reply.get_document("recoveryToken") {
+            let _ = self.update_transaction(|transaction| {
+                transaction.recovery_token = Some(token.clone());
+                Ok(())
+            });
+        }
     }
 
     /// The first command of the transaction was sent: in progress from now on, even
@@ -782,6 +821,7 @@ mod tests {
             starting: true,
             read_concern: Some(doc! { "level": "snapshot" }),
             ends: false,
+            recovery_token: None,
         };
         let mut body = doc! {
             "insert": "c", "readConcern": { "level": "local" }, "writeConcern": { "w": 1 },
@@ -803,6 +843,7 @@ mod tests {
             starting: false,
             read_concern: None,
             ends: false,
+            recovery_token: None,
         };
         let mut body = doc! { "find": "c", "readConcern": { "level": "local" } };
         add_fields(&mut body, 7, &later, Some(time));
@@ -814,6 +855,7 @@ mod tests {
             starting: false,
             read_concern: None,
             ends: true,
+            recovery_token: None,
         };
         let mut body = doc! { "commitTransaction": 1, "writeConcern": { "w": "majority" } };
         add_fields(&mut body, 7, &commit, None);
@@ -824,6 +866,15 @@ mod tests {
                 "txnNumber": 7_i64, "autocommit": false,
             }
         );
+        // A mongos's recoveryToken goes back with commit and abort, as it came.
+        let token = doc! { "recoveryShardId": "shard0", "extra": [1, 2] };
+        let recovering = CommandFields {
+            recovery_token: Some(token.clone()),
+            ..commit
+        };
+        let mut body = doc! { "abortTransaction": 1 };
+        add_fields(&mut body, 7, &recovering, None);
+        assert_eq!(body.get_document("recoveryToken").unwrap(), &token);
         // Without a read concern or a causal time, the first command sends none.
         let mut body = doc! { "insert": "c" };
         let bare = CommandFields {

@@ -14,6 +14,8 @@
 //! - [`load_balancer`]: a scripted mock load balancer with two backends of distinct
 //!   serviceIds, for live tests of load-balanced mode.
 //! - [`socks5`]: a SOCKS5 proxy (`pproxy`) on loopback, with or without credentials.
+//! - [`lb_proxy`]: a load balancer in front of SecantusDB (hellos answered as a mongos
+//!   with a serviceId), to run the `load_balancer` unified files against a real server.
 //! - [`spec`]: the registry and runner of the JSON specification tests.
 //! - [`unified`]: the runner of the Unified Test Format's files.
 //! - [`demo`]: the demo's script, shared by its native and WASI builds.
@@ -34,6 +36,8 @@ pub mod dns;
 pub mod fake;
 #[cfg(not(target_os = "wasi"))]
 pub mod harness;
+#[cfg(not(target_os = "wasi"))]
+pub mod lb_proxy;
 #[cfg(not(target_os = "wasi"))]
 pub mod load_balancer;
 #[cfg(not(target_os = "wasi"))]

@@ -3,24 +3,15 @@
 //! `serviceId`s, in both monitoring modes where the mode matters.
 //!
 //! Each test names the spec section and the spec test file (and test) it stands for.
-//! The unified-format files in `load_balancer/` need a real load balancer in front of
-//! real mongos, so their behaviours are replayed here against the mock: the mock's
-//! scripted replies and closed connections play the `failCommand` fail points.
-//!
-//! Not covered yet, because the driver has no such feature:
-//!
-//! - `cursors.json` (connection pinning for cursors, "Behaviour With Cursors") and the
-//!   cursor parts of `sdam-error-handling.json` and `wait-queue-timeouts.json`: the
-//!   driver has no cursors (no `find` helper with `getMore`/`killCursors`).
-//! - `transactions.json` (pinning for transactions, "Behaviour With Transactions") and
-//!   the transaction statistics of `wait-queue-timeouts.json`: no sessions or
-//!   transactions.
-//! - `server-selection.json` (`$readPreference: secondaryPreferred` sent to a load
-//!   balancer): `run_command` always reads from the primary, for which no
-//!   `$readPreference` is sent (checked in
-//!   [`load_balancer_is_discovered_without_monitoring`]).
-//! - `lb-connection-establishment.json` is skipped by the spec itself (servers do not
-//!   refuse a handshake without `loadBalanced`).
+//! The behaviours of the unified-format files in `load_balancer/` are replayed here
+//! against the mock: its scripted replies and closed connections play the
+//! `failCommand` fail points. The unified files themselves run against SecantusDB behind a proxy that plays the
+//! load balancer (`spec --suite load_balancer`, [`anymongo_tests::lb_proxy`]); the
+//! mock adds what one server cannot show: two services that really differ, scripted
+//! failures of one of them, and both monitoring modes. Pinning (`cursors.json`,
+//! `transactions.json`, the statistics of `wait-queue-timeouts.json`) is proven by the
+//! unified files alone; `lb-connection-establishment.json` is skipped by the spec
+//! itself (servers do not refuse a handshake without `loadBalanced`).
 //!
 //! Connections are mapped to backends through the mock's records: a pool numbers its
 //! connections 1, 2, 3 … in order of creation and the mock numbers them in order of
@@ -36,9 +27,13 @@ use anymongo::client::{ClientConfig, MonitoringThreads};
 use anymongo::cmap::{CmapEvent, ConnectionClosedReason};
 use anymongo::command_monitoring::CommandEvent;
 use anymongo::event::EventHandler;
+use anymongo::rt::Runtime;
 use anymongo::sdam::events::SdamEvent;
 use anymongo::sdam::{ServerType, TopologyDescription, TopologyType};
+use anymongo::session::SessionOptions;
+use anymongo::transactions::TransactionOptions;
 use anymongo::{Client, ClientOptions, ErrorKind};
+use anymongo_tests::lb_proxy::LoadBalancerProxy;
 use anymongo_tests::load_balancer::{MockLoadBalancer, BACKENDS};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -137,6 +132,12 @@ struct TestClient {
 
 impl TestClient {
     fn new(uri: &str, monitoring: MonitoringThreads) -> TestClient {
+        TestClient::with_runtime(uri, monitoring, anymongo_native::runtime())
+    }
+
+    /// A client on `runtime` (one without a spawner plays a host that runs nothing
+    /// in the background).
+    fn with_runtime(uri: &str, monitoring: MonitoringThreads, runtime: Runtime) -> TestClient {
         let sdam = Recorder::new();
         let cmap = Recorder::new();
         let commands = Recorder::new();
@@ -148,8 +149,7 @@ impl TestClient {
             ..ClientConfig::default()
         };
         let options = ClientOptions::parse(uri).expect("valid URI");
-        let client = Client::with_config(options, config, anymongo_native::runtime())
-            .expect("valid options");
+        let client = Client::with_config(options, config, runtime).expect("valid options");
         TestClient {
             client,
             sdam,
@@ -799,8 +799,10 @@ enum Failure {
 /// requires clearing the pool (a network error; a state-change error only if it is a
 /// shutdown error, as the server is 4.2+: SDAM "Error Handling"), only backend 0's
 /// service is cleared: PoolCleared carries its serviceId, the failed connection is
-/// closed as stale when checked in (the `sdam-error-handling.json` sequence:
-/// CheckedOut, PoolCleared, CheckedIn, Closed(stale), then CheckedOut, CheckedIn), the
+/// closed when checked in, as stale after a state-change error (the
+/// `sdam-error-handling.json` sequence: CheckedOut, PoolCleared, CheckedIn,
+/// Closed(stale), then CheckedOut, CheckedIn) and for its error after a network error
+/// (as in `cursors.json` and `transactions.json`: Closed(error)), the
 /// other backend-0 connection is closed as stale when the pool sees it, and the
 /// backend-1 connections are never closed and keep serving.
 async fn error_on_one_service(failure: Failure, mode: MonitoringThreads) {
@@ -838,12 +840,17 @@ async fn error_on_one_service(failure: Failure, mode: MonitoringThreads) {
     let failed_id = u32::try_from(failed.connection).unwrap();
     let other_0 = if failed_id == 1 { 3 } else { 1 };
     let clears = !matches!(failure, Failure::StateChange(10107, _));
+    // A connection that failed is closed for its error; one that did not, as stale.
+    let failed_reason = match failure {
+        Failure::Network => ConnectionClosedReason::Error,
+        Failure::StateChange(..) => ConnectionClosedReason::Stale,
+    };
     let expected: Vec<String> = match clears {
         true => vec![
             format!("CheckedOut({failed_id})"),
             cleared(service_0),
             format!("CheckedIn({failed_id})"),
-            format!("Closed({failed_id}, stale)"),
+            format!("Closed({failed_id}, {})", failed_reason.as_str()),
         ],
         false => vec![
             format!("CheckedOut({failed_id})"),
@@ -883,9 +890,10 @@ async fn error_on_one_service(failure: Failure, mode: MonitoringThreads) {
         let mut closed_ids: Vec<u32> = closed.iter().map(|(id, _)| *id).collect();
         closed_ids.sort();
         assert_eq!(closed_ids, [1, 3], "{failure:?} {mode:?}: {closed:?}");
-        assert!(closed
-            .iter()
-            .all(|(_, reason)| *reason == ConnectionClosedReason::Stale));
+        assert!(closed.iter().all(|(id, reason)| match *id == failed_id {
+            true => *reason == failed_reason,
+            false => *reason == ConnectionClosedReason::Stale,
+        }));
         assert_eq!(
             pool_cleared_events(&client.cmap.all()),
             [Some(service_0)],
@@ -952,7 +960,7 @@ async fn network_error_clears_only_its_service() {
 /// `getMore`s fail; here two commands in use at once): two connections to backend 0 fail
 /// with network errors; the first clears backend 0's service, the second comes from a
 /// connection of the older generation and is ignored, so there is exactly one
-/// PoolCleared. Both connections are closed as stale; backend 1's serves on.
+/// PoolCleared. Both connections are closed for their errors; backend 1's serves on.
 #[tokio::test]
 async fn stale_errors_are_ignored() {
     for mode in MODES {
@@ -982,8 +990,8 @@ async fn stale_errors_are_ignored() {
         assert_eq!(
             closed,
             [
-                (1, ConnectionClosedReason::Stale),
-                (3, ConnectionClosedReason::Stale)
+                (1, ConnectionClosedReason::Error),
+                (3, ConnectionClosedReason::Error)
             ],
             "{mode:?}"
         );
@@ -1131,7 +1139,7 @@ async fn authentication_error_clears_the_service() {
 /// out waiting for a connection with a WaitQueueTimeout error whose message gives the
 /// spec's details; the events are ConnectionCheckedOut then
 /// ConnectionCheckOutFailed(timeout). (The spec's tests hold the connection with a
-/// cursor or a transaction, which the driver does not have: here a command in progress
+/// cursor or a transaction, and run in the unified suite: here a command in progress
 /// holds it, counted as "other operations".)
 #[tokio::test]
 async fn wait_queue_timeout_gives_the_connections_in_use() {
@@ -1171,4 +1179,237 @@ async fn wait_queue_timeout_gives_the_connections_in_use() {
         client.run(doc! { "ping": 1 }).await.unwrap();
         assert_eq!(lb.connections().len(), 1);
     }
+}
+
+/// A client through a [`LoadBalancerProxy`] in front of the shared SecantusDB, with
+/// `maxPoolSize=1`, on a runtime that cannot spawn: what it drops is cleaned up by its
+/// next operation; its appName is `lb_<collection>`, and `lb_pinning.<collection>`
+/// holds `_id`s 0 to 4.
+async fn unspawning_client(proxy: &LoadBalancerProxy, collection: &str) -> TestClient {
+    let mut runtime = anymongo_native::runtime();
+    runtime.spawner = None;
+    let uri = format!("{}&maxPoolSize=1&appName=lb_{collection}", proxy.uri());
+    let client = TestClient::with_runtime(&uri, MonitoringThreads::SingleThreaded, runtime);
+    let numbers = client
+        .client
+        .database("lb_pinning")
+        .collection::<Document>(collection);
+    numbers.drop(None).await.unwrap();
+    let documents: Vec<Document> = (0..5).map(|n| doc! { "_id": n }).collect();
+    numbers.insert_many(documents, None).await.unwrap();
+    client
+}
+
+async fn shared_server_proxy() -> LoadBalancerProxy {
+    let server = anymongo_tests::server::shared();
+    LoadBalancerProxy::start(&format!("{}:{}", server.host, server.port), 1)
+        .await
+        .unwrap()
+}
+
+/// The commands started from index `mark` on: (name, connection id).
+fn commands_since(client: &TestClient, mark: usize) -> Vec<(String, u32)> {
+    client
+        .commands
+        .since(mark)
+        .iter()
+        .filter(|event| matches!(event, CommandEvent::Started(_)))
+        .map(|event| {
+            (
+                event.command().command_name.clone(),
+                event.command().connection.id,
+            )
+        })
+        .collect()
+}
+
+/// load-balancers.md "Behaviour With Cursors" (`cursors.json`, "pinned connections are
+/// returned to the pool when the cursor is closed", with the "implicit resource cleanup
+/// mechanism" of a drop): a cursor dropped on a host that cannot spawn does nothing
+/// then and keeps its connection; the client's next operation sends killCursors on
+/// that connection, checks it in, and only then checks a connection out for itself
+/// (the same one: maxPoolSize=1). One check-out and one check-in for the cursor.
+#[tokio::test]
+async fn a_dropped_pinned_cursor_is_killed_on_its_connection_without_a_runtime() {
+    let proxy = shared_server_proxy().await;
+    let client = unspawning_client(&proxy, "cursor").await;
+    let numbers = client
+        .client
+        .database("lb_pinning")
+        .collection::<Document>("cursor");
+    let (cmap_mark, command_mark) = (client.cmap.len(), client.commands.len());
+    let options = anymongo::crud::FindOptions {
+        batch_size: Some(2),
+        ..Default::default()
+    };
+    let mut cursor = numbers.find(doc! {}, options).await.unwrap();
+    assert!(futures::TryStreamExt::try_next(&mut cursor)
+        .await
+        .unwrap()
+        .is_some());
+    assert_ne!(cursor.id(), 0);
+    drop(cursor);
+    assert_eq!(
+        client.cmap_since(cmap_mark),
+        ["CheckedOut(1)"],
+        "still pinned"
+    );
+    client.run(doc! { "ping": 1 }).await.unwrap();
+    assert_eq!(
+        client.cmap_since(cmap_mark),
+        [
+            "CheckedOut(1)",
+            "CheckedIn(1)",
+            "CheckedOut(1)",
+            "CheckedIn(1)"
+        ]
+    );
+    let commands = commands_since(&client, command_mark);
+    let names: Vec<(&str, u32)> = commands.iter().map(|(n, c)| (n.as_str(), *c)).collect();
+    assert_eq!(names, [("find", 1), ("killCursors", 1), ("ping", 1)]);
+}
+
+/// load-balancers.md "Behaviour With Transactions" and transactions.md "When to
+/// unpin" (6: the session ends, here by being dropped mid-transaction, on a host that
+/// cannot spawn): the transaction's connection stays pinned until the client's next
+/// operation aborts the transaction on it, then goes back to the pool — one check-out
+/// and one check-in for the whole transaction.
+#[tokio::test]
+async fn a_dropped_session_aborts_its_transaction_on_the_pinned_connection_without_a_runtime() {
+    let proxy = shared_server_proxy().await;
+    let client = unspawning_client(&proxy, "transaction").await;
+    let numbers = client
+        .client
+        .database("lb_pinning")
+        .collection::<Document>("transaction");
+    let (cmap_mark, command_mark) = (client.cmap.len(), client.commands.len());
+    let session = client
+        .client
+        .start_session(SessionOptions::default())
+        .unwrap();
+    session
+        .start_transaction(TransactionOptions::default())
+        .unwrap();
+    for n in 10..12 {
+        numbers
+            .insert_one_with_session(doc! { "_id": n }, None, &session)
+            .await
+            .unwrap();
+    }
+    drop(session);
+    assert_eq!(
+        client.cmap_since(cmap_mark),
+        ["CheckedOut(1)"],
+        "still pinned"
+    );
+    client.run(doc! { "ping": 1 }).await.unwrap();
+    assert_eq!(
+        client.cmap_since(cmap_mark),
+        [
+            "CheckedOut(1)",
+            "CheckedIn(1)",
+            "CheckedOut(1)",
+            "CheckedIn(1)"
+        ]
+    );
+    let commands = commands_since(&client, command_mark);
+    let names: Vec<(&str, u32)> = commands.iter().map(|(n, c)| (n.as_str(), *c)).collect();
+    assert_eq!(
+        names,
+        [
+            ("insert", 1),
+            ("insert", 1),
+            ("abortTransaction", 1),
+            ("ping", 1)
+        ]
+    );
+    // Aborted: nothing of the transaction was written.
+    assert_eq!(numbers.count_documents(doc! {}, None).await.unwrap(), 5);
+}
+
+/// load-balancers.md "Behaviour With Transactions" with an operation abandoned
+/// mid-flight (its future dropped, here by a timeout, while the server holds its
+/// reply with a `blockConnection` fail point): the pinned connection is closed with
+/// it, and the transaction's next operation fails with a network error labelled
+/// TransientTransactionError (the server aborts a transaction whose connection
+/// closed) that releases the pin, so that the transaction can be aborted and a new
+/// one run on a fresh connection.
+#[tokio::test]
+async fn an_abandoned_operation_in_a_pinned_transaction_gives_a_transient_error() {
+    let proxy = shared_server_proxy().await;
+    let client = unspawning_client(&proxy, "abandoned").await;
+    let numbers = client
+        .client
+        .database("lb_pinning")
+        .collection::<Document>("abandoned");
+    let session = client
+        .client
+        .start_session(SessionOptions::default())
+        .unwrap();
+    session
+        .start_transaction(TransactionOptions::default())
+        .unwrap();
+    numbers
+        .insert_one_with_session(doc! { "_id": 10 }, None, &session)
+        .await
+        .unwrap();
+    let direct = Client::with_uri(
+        &anymongo_tests::server::shared().uri(),
+        anymongo_native::runtime(),
+    )
+    .unwrap();
+    let admin = direct.database("admin");
+    admin
+        .run_command(doc! {
+            "configureFailPoint": "failCommand", "mode": { "times": 1 },
+            "data": { "failCommands": ["insert"], "blockConnection": true,
+                      "blockTimeMS": 2000, "appName": "lb_abandoned" },
+        })
+        .await
+        .unwrap();
+    let mark = client.cmap.len();
+    let abandoned = tokio::time::timeout(
+        Duration::from_millis(200),
+        numbers.insert_one_with_session(doc! { "_id": 11 }, None, &session),
+    )
+    .await;
+    assert!(abandoned.is_err(), "the insert was held: {abandoned:?}");
+    assert_eq!(
+        client.cmap_since(mark),
+        ["CheckedIn(1)", "Closed(1, error)"],
+        "the abandoned connection is closed"
+    );
+    let error = numbers
+        .insert_one_with_session(doc! { "_id": 12 }, None, &session)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error.kind(), ErrorKind::Network { .. })
+            && error.has_label(anymongo::transactions::TRANSIENT_TRANSACTION_ERROR),
+        "{error:?}"
+    );
+    session.abort_transaction().await.unwrap();
+    session
+        .start_transaction(TransactionOptions::default())
+        .unwrap();
+    numbers
+        .insert_one_with_session(doc! { "_id": 13 }, None, &session)
+        .await
+        .unwrap();
+    session.commit_transaction().await.unwrap();
+    // A committed transaction keeps its connection (it may be committed again) until
+    // the session ends; the pool has no other.
+    session.end_session();
+    let ids: Vec<Document> = futures::TryStreamExt::try_collect(
+        numbers
+            .find(doc! { "_id": { "$gte": 10 } }, None)
+            .await
+            .unwrap(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(ids, [doc! { "_id": 13 }]);
+    let _ = admin
+        .run_command(doc! { "configureFailPoint": "failCommand", "mode": "off" })
+        .await;
 }

@@ -23,6 +23,6 @@ pub use crate::connection::Connection;
 pub use connector::Connector;
 pub use events::{CheckOutFailedReason, CmapEvent, CmapEventHandler, ConnectionClosedReason};
 pub use pool::{
-    CheckedOut, ConnectionPool, Establish, PoolOptions, PoolState, Poolable,
+    CheckedOut, ConnectionPool, Establish, PinnedTo, PoolOptions, PoolState, Poolable,
     DEFAULT_MAINTENANCE_INTERVAL,
 };

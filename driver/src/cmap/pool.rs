@@ -239,6 +239,20 @@ struct Live {
     generation: u32,
     service_id: Option<ObjectId>,
     interrupt: Arc<Interrupt>,
+    /// What the connection is pinned to, if anything (load-balanced mode).
+    pinned: Option<PinnedTo>,
+}
+
+/// What an in-use connection is pinned to in load-balanced mode (Load Balancer spec,
+/// "Connection Tracking"): the pool counts them for its wait-queue timeout message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PinnedTo {
+    /// A cursor whose first batch did not exhaust it: its getMores and killCursors
+    /// run on the same connection.
+    Cursor,
+    /// A transaction: its commands run on the same connection (a cursor opened in
+    /// it shares the connection, which still counts as the transaction's).
+    Transaction,
 }
 
 /// A connection being established.
@@ -367,6 +381,12 @@ impl<E: Establish> ConnectionPool<E> {
     /// Connections being established.
     pub fn pending_connection_count(&self) -> u32 {
         self.inner.state().pending
+    }
+
+    /// Whether connection `connection_id` is checked out (or being established) now:
+    /// not yet checked in, dropped or closed.
+    pub fn is_in_use(&self, connection_id: u32) -> bool {
+        self.inner.state().live.contains_key(&connection_id)
     }
 
     /// Marks a paused pool ready (PoolReady), so that check-outs are served and
@@ -766,6 +786,15 @@ impl<E: Establish> CheckedOut<E> {
         &self.pool.address
     }
 
+    /// Records what the connection is pinned to (load-balanced mode), for the
+    /// wait-queue timeout message of its pool (Load Balancer spec, "Connection
+    /// Tracking"). It stays so until checked in.
+    pub fn mark_pinned(&self, to: PinnedTo) {
+        if let Some(live) = self.pool.state().live.get_mut(&self.meta.id) {
+            live.pinned = Some(to);
+        }
+    }
+
     /// Whether a clear with `interrupt_in_use` interrupted the connection: it must not
     /// be used any more, and will be closed when checked in.
     pub fn is_interrupted(&self) -> bool {
@@ -1004,6 +1033,7 @@ impl<E: Establish> Inner<E> {
                     generation: idle.meta.generation,
                     service_id: idle.meta.service_id,
                     interrupt: interrupt.clone(),
+                    pinned: None,
                 },
             );
             self.events.queue_with(|| CmapEvent::ConnectionCheckedOut {
@@ -1020,24 +1050,35 @@ impl<E: Establish> Inner<E> {
         Step::Wait
     }
 
-    /// Whether one more connection may be created now (maxPoolSize, maxConnecting).
     /// What a WaitQueueTimeoutError says of the pool. Load-balanced mode gives the
-    /// Load Balancer spec's detailed message ("Connection Tracking"); no connection
-    /// is pinned to a cursor or a transaction yet, so all in use count as "other
-    /// operations".
+    /// Load Balancer spec's detailed message ("Connection Tracking"): the connections
+    /// in use, by what they are pinned to.
     fn wait_queue_timeout_detail(&self, state: &State<E::Connection>) -> String {
         if !self.options.load_balanced {
             return String::new();
         }
         let in_use = state.total - state.pending - state.available.len() as u32;
+        let pinned_to = |to: PinnedTo| {
+            state
+                .live
+                .values()
+                .filter(|live| live.pinned == Some(to))
+                .count() as u32
+        };
+        let (cursors, transactions) = (
+            pinned_to(PinnedTo::Cursor),
+            pinned_to(PinnedTo::Transaction),
+        );
         format!(
             "Timeout waiting for connection from the connection pool. maxPoolSize: {}, \
-             connections in use by cursors: 0, connections in use by transactions: 0, \
-             connections in use by other operations: {in_use}",
-            self.options.max_pool_size
+             connections in use by cursors: {cursors}, connections in use by transactions: \
+             {transactions}, connections in use by other operations: {}",
+            self.options.max_pool_size,
+            in_use.saturating_sub(cursors + transactions)
         )
     }
 
+    /// Whether one more connection may be created now (maxPoolSize, maxConnecting).
     fn has_room(&self, state: &State<E::Connection>) -> bool {
         let max = self.options.max_pool_size;
         (max == 0 || state.total < max) && state.pending < self.options.max_connecting
@@ -1056,6 +1097,7 @@ impl<E: Establish> Inner<E> {
                 generation: state.generation,
                 service_id: None,
                 interrupt: interrupt.clone(),
+                pinned: None,
             },
         );
         self.events.queue_with(|| CmapEvent::ConnectionCreated {
@@ -1079,12 +1121,15 @@ impl<E: Establish> Inner<E> {
         meta: Meta,
         closed: &mut Vec<E::Connection>,
     ) {
+        // A connection that failed is closed for that error, even when the failure
+        // also made its generation stale (SDAM clears the pool after a network error
+        // before the connection comes back).
         let reason = if state.status == PoolState::Closed {
             Some(ConnectionClosedReason::PoolClosed)
-        } else if state.is_stale(&meta) {
-            Some(ConnectionClosedReason::Stale)
         } else if connection.is_broken() {
             Some(ConnectionClosedReason::Error)
+        } else if state.is_stale(&meta) {
+            Some(ConnectionClosedReason::Stale)
         } else {
             None
         };

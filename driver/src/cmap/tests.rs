@@ -788,3 +788,52 @@ fn errors_of_one_generation_clear_the_pool_once() {
     assert_eq!(h.pool.generation(), 2);
     assert_eq!(h.named("PoolClearedEvent").len(), 2);
 }
+
+#[test]
+fn load_balanced_wait_queue_timeouts_count_connections_by_what_they_are_pinned_to() {
+    fn service(_connection_id: u32) -> ObjectId {
+        ObjectId::from_bytes([7; 12])
+    }
+    let mut h = Setup {
+        gate: Gate {
+            open_all: Mutex::new(true),
+            services: Some(service),
+            ..Gate::default()
+        },
+        ..Setup::default()
+    }
+    .options(|o| {
+        o.load_balanced = true;
+        o.max_pool_size = 4;
+        o.wait_queue_timeout = Some(Duration::from_millis(10));
+    })
+    .start();
+    let cursor = h.check_out();
+    let transaction = h.check_out();
+    let other = h.check_out();
+    let shared = h.check_out();
+    cursor.mark_pinned(PinnedTo::Cursor);
+    transaction.mark_pinned(PinnedTo::Transaction);
+    shared.mark_pinned(PinnedTo::Transaction);
+    let slot = h.start_check_out(None);
+    h.advance(Duration::from_millis(11));
+    let error = taken(&slot).unwrap().unwrap_err();
+    assert!(
+        error.to_string().contains(
+            "maxPoolSize: 4, connections in use by cursors: 1, connections in use by \
+             transactions: 2, connections in use by other operations: 1"
+        ),
+        "{error}"
+    );
+    // Checked in, a connection is no longer pinned to anything.
+    h.check_in(cursor);
+    let again = h.check_out();
+    let slot = h.start_check_out(None);
+    h.advance(Duration::from_millis(11));
+    let error = taken(&slot).unwrap().unwrap_err();
+    assert!(
+        error.to_string().contains("cursors: 0, connections in use by transactions: 2, connections in use by other operations: 2"),
+        "{error}"
+    );
+    drop((again, transaction, other, shared));
+}

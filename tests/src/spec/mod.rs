@@ -55,14 +55,6 @@ pub struct SuiteOutcome {
 }
 
 const UNIFIED: &str = "unified test format: issue #6";
-/// The `load_balancer` files are unified-format tests. Until the unified runner
-/// exists, tests/tests/load_balancer.rs stands for them against a mock load balancer
-/// (each test names the file it proves); cursors.json and transactions.json need
-/// cursors and transactions.
-const LOAD_BALANCER: &str = "unified test format (issue #6): event-monitoring, \
-    sdam-error-handling, wait-queue-timeouts and non-lb-connection-establishment are \
-    proven by tests/tests/load_balancer.rs; server-selection (reads other than primary), \
-    cursors and transactions (pinning) need issue #6";
 const OPERATIONS: &str = "issue #6: operations, retryability, sessions and transactions";
 
 /// Every suite anymongo runs, in the order they are reported.
@@ -88,7 +80,10 @@ pub static SUITES: &[Suite] = &[
         name: "connection_monitoring",
         runner: Runner::Run(cmap::run),
     },
-    pending("load_balancer", LOAD_BALANCER),
+    Suite {
+        name: "load_balancer",
+        runner: Runner::Run(crate::unified::run_load_balanced),
+    },
     Suite {
         name: "uri_options",
         runner: Runner::Run(uri_options::run),
@@ -113,14 +108,17 @@ pub static SUITES: &[Suite] = &[
     unified("transactions"),
     unified("transactions-convenient-api"),
     unified("command_monitoring"),
-    unified("command_logging"),
+    Suite {
+        name: "command_logging",
+        runner: Runner::Run(crate::unified::run_on_every_topology),
+    },
     Suite {
         name: "connection_logging",
-        runner: Runner::Run(crate::unified::run_with_standalone),
+        runner: Runner::Run(crate::unified::run_on_every_topology),
     },
     Suite {
         name: "server_selection_logging",
-        runner: Runner::Run(crate::unified::run_with_standalone),
+        runner: Runner::Run(crate::unified::run_on_every_topology),
     },
     unified("run_command"),
     unified("versioned-api"),

@@ -373,8 +373,8 @@ fn create_client(description: &ClientDescription, uri: &str) -> Result<ClientEnt
             "client entities with {what} are not supported"
         )));
     }
-    // `useMultipleMongoses` is not read: it only matters for sharded and load-balanced
-    // topologies (spec "entity", `useMultipleMongoses`), which the test server is not.
+    // `useMultipleMongoses` chose `uri` (Context::client_uri_for): it only matters
+    // behind load balancers here, the test server being no sharded cluster.
     let uri = with_uri_options(uri, description.uri_options.as_ref())?;
     let mut options = ClientOptions::parse(&uri).map_err(|e| format!("cannot parse {uri}: {e}"))?;
     options.server_api = description

@@ -33,6 +33,7 @@ use anymongo::Client;
 use bson::doc;
 use tokio::time::{timeout, timeout_at, Instant};
 
+use crate::lb_proxy::LoadBalancerProxy;
 use crate::spec::{json_files, SuiteOutcome};
 
 pub mod arguments;
@@ -100,6 +101,10 @@ impl From<String> for Abort {
 pub struct Deployment {
     /// Its connection string, which client entities extend.
     pub uri: String,
+    /// Behind a load balancer: the connection string of the balancer in front of
+    /// several mongos, for clients with `useMultipleMongoses` (the load balancer
+    /// tests README's `MULTI_MONGOS_LB_URI`; `uri` is `SINGLE_MONGOS_LB_URI`).
+    pub multi_mongos_uri: Option<String>,
     /// The internal client: initial data, outcomes, turning fail points off.
     pub internal: Client,
     /// What `runOnRequirements` are held against.
@@ -116,6 +121,7 @@ impl Deployment {
             .map_err(|_| format!("{uri} did not answer within {OPERATION_TIMEOUT:?}"))??;
         Ok(Deployment {
             uri: uri.to_owned(),
+            multi_mongos_uri: None,
             internal,
             info,
         })
@@ -125,17 +131,77 @@ impl Deployment {
 /// Runs every unified test file under `dir` (one of the corpus's suite folders)
 /// against the shared test server.
 pub fn run(dir: &Path) -> SuiteOutcome {
-    run_against(dir, false)
+    run_against(dir, false, false)
 }
 
-/// Like [`run`], with a standalone server besides the shared single-node replica
-/// set: each test runs against the first of the two that meets its
-/// `runOnRequirements` (the logging suites' files are written for either topology).
-pub fn run_with_standalone(dir: &Path) -> SuiteOutcome {
-    run_against(dir, true)
+/// Like [`run`], with a standalone server and the shared server behind a load
+/// balancer ([`crate::lb_proxy`]) besides the shared single-node replica set: each
+/// test runs against the first of the three that meets its `runOnRequirements` (the
+/// logging suites' files are written for any topology, some for one only).
+pub fn run_on_every_topology(dir: &Path) -> SuiteOutcome {
+    run_against(dir, true, false)
 }
 
-fn run_against(dir: &Path, with_standalone: bool) -> SuiteOutcome {
+/// Like [`run_on_every_topology`], with the shared server behind a load balancer
+/// ([`crate::lb_proxy`]) instead of as it is: the `load_balancer` files are written
+/// for a load-balanced deployment, but for non-lb-connection-establishment's (for a
+/// single server, where the standalone serves); last comes a server that requires
+/// authentication, behind balancers of its own, for the test that needs `auth`.
+pub fn run_load_balanced(dir: &Path) -> SuiteOutcome {
+    run_against(dir, true, true)
+}
+
+/// Set (to anything), every unified suite runs with the shared server behind load
+/// balancers, as [`run_load_balanced`] runs the `load_balancer` suite.
+pub const LOAD_BALANCED_VAR: &str = "ANYMONGO_LOAD_BALANCED";
+
+/// Load balancers in front of the shared server at `address`: one with one service
+/// (`SINGLE_MONGOS_LB_URI`) and one with two (`MULTI_MONGOS_LB_URI`).
+fn load_balancers(
+    runtime: &tokio::runtime::Runtime,
+    address: &str,
+) -> Result<[LoadBalancerProxy; 2], String> {
+    let start = |services| {
+        runtime
+            .block_on(LoadBalancerProxy::start(address, services))
+            .map_err(|e| format!("cannot start a load balancer: {e}"))
+    };
+    Ok([start(1)?, start(2)?])
+}
+
+/// A server that requires authentication, its load balancers and its user (name,
+/// password), for [`run_load_balanced`].
+type Authenticating = (
+    crate::server::TestServer,
+    [LoadBalancerProxy; 2],
+    (&'static str, &'static str),
+);
+
+/// Starts an authenticating server with a root user, and its load balancers.
+fn authenticating_behind_balancers(
+    runtime: &tokio::runtime::Runtime,
+) -> Result<Authenticating, String> {
+    let user = ("lb", "lb-password");
+    let options = crate::server::ServerOptions {
+        auth: true,
+        users: vec![crate::server::TestUser::scram(
+            user.0,
+            user.1,
+            &["SCRAM-SHA-256"],
+        )],
+        ..Default::default()
+    };
+    let server = crate::server::TestServer::start(&options)?;
+    let balancers = load_balancers(runtime, &format!("{}:{}", server.host, server.port))?;
+    Ok((server, balancers, user))
+}
+
+/// `uri` (`mongodb://host:port/...`) with `user`'s credentials.
+fn with_user(uri: &str, (name, password): &(&str, &str)) -> String {
+    uri.replacen("mongodb://", &format!("mongodb://{name}:{password}@"), 1)
+}
+
+fn run_against(dir: &Path, with_standalone: bool, load_balanced: bool) -> SuiteOutcome {
     let mut outcome = SuiteOutcome::default();
     let files = match json_files(dir) {
         Ok(files) => files,
@@ -183,11 +249,62 @@ fn run_against(dir: &Path, with_standalone: bool) -> SuiteOutcome {
             }
         }
     };
-    let uris = std::iter::once(uri).chain(standalone.as_ref().map(|server| server.uri()));
+    // Every unified suite may run behind the load balancers too, as the load
+    // balancer tests README asks ("Drivers MUST run ... All test suites written in the
+    // Unified Test Format" against a load balanced cluster).
+    let load_balanced = load_balanced || std::env::var_os(LOAD_BALANCED_VAR).is_some();
+    let balancers = match load_balanced || with_standalone {
+        false => None,
+        true => {
+            let address = crate::server::shared();
+            match load_balancers(&runtime, &format!("{}:{}", address.host, address.port)) {
+                Ok(balancers) => Some(balancers),
+                Err(why) => {
+                    outcome.failed.push((String::new(), why));
+                    return outcome;
+                }
+            }
+        }
+    };
+    // The load_balancer suite has a test for authentication behind a balancer: an
+    // authenticating server behind balancers of its own is its deployment.
+    let authenticating = match load_balanced {
+        false => None,
+        true => match authenticating_behind_balancers(&runtime) {
+            Ok(authenticating) => Some(authenticating),
+            Err(why) => {
+                outcome.failed.push((String::new(), why));
+                return outcome;
+            }
+        },
+    };
+    // (connection string, MULTI_MONGOS_LB_URI) of each deployment, in order of
+    // preference.
+    let balanced = |[single, multi]: &[LoadBalancerProxy; 2]| (single.uri(), Some(multi.uri()));
+    let standalone_uri = standalone.as_ref().map(|server| (server.uri(), None));
+    let uris: Vec<(String, Option<String>)> = match (load_balanced, &balancers) {
+        (true, Some(balancers)) => std::iter::once(balanced(balancers))
+            .chain(standalone_uri)
+            .chain(authenticating.as_ref().map(|(_, balancers, user)| {
+                let (single, multi) = balanced(balancers);
+                (
+                    with_user(&single, user),
+                    multi.map(|multi| with_user(&multi, user)),
+                )
+            }))
+            .collect(),
+        (_, balancers) => std::iter::once((uri, None))
+            .chain(standalone_uri)
+            .chain(balancers.as_ref().map(balanced))
+            .collect(),
+    };
     let mut deployments = Vec::new();
-    for uri in uris {
+    for (uri, multi_mongos_uri) in uris {
         match runtime.block_on(Deployment::connect(&uri)) {
-            Ok(deployment) => deployments.push(Arc::new(deployment)),
+            Ok(mut deployment) => {
+                deployment.multi_mongos_uri = multi_mongos_uri;
+                deployments.push(Arc::new(deployment))
+            }
             Err(why) => {
                 outcome.failed.push((String::new(), why));
                 return outcome;
@@ -204,7 +321,7 @@ fn run_against(dir: &Path, with_standalone: bool) -> SuiteOutcome {
         );
     }
     // The clients' background tasks end while the runtime still runs.
-    runtime.block_on(async move { drop(deployments) });
+    runtime.block_on(async move { drop((deployments, balancers, authenticating)) });
     drop(standalone);
     outcome
 }
@@ -329,6 +446,10 @@ async fn run_test(
     deadline: Instant,
 ) -> Result<(), Abort> {
     let mut context = Context::new(deployment.clone(), client_uri(&deployment.uri, test)?);
+    context.multi_mongos_uri = match &deployment.multi_mongos_uri {
+        Some(uri) => Some(client_uri(uri, test)?),
+        None => None,
+    };
     let ran = timeout_at(deadline, run_operations(&mut context, file, test))
         .await
         .unwrap_or_else(|_| Err(out_of_time()));
@@ -385,7 +506,8 @@ async fn run_operations(context: &mut Context, file: &TestFile, test: &Test) -> 
     .await
     .map_err(|_| format!("initialData took longer than {OPERATION_TIMEOUT:?}"))??;
     for description in &file.create_entities {
-        entities::create(description, &mut context.entities, &context.client_uri)?;
+        let uri = context.client_uri_for(description);
+        entities::create(description, &mut context.entities, &uri)?;
     }
     for (i, operation) in test.operations.iter().enumerate() {
         let in_operation = |why: String| format!("operation {i} ({}): {why}", operation.name);

@@ -95,6 +95,9 @@ pub struct ClientDescription {
     pub id: String,
     /// Options added to (or overriding) the test server's connection string.
     pub uri_options: Option<Document>,
+    /// Behind load balancers: whether the client connects through the one in front
+    /// of several mongos.
+    pub use_multiple_mongoses: Option<bool>,
     /// Event types recorded for `expectEvents`, e.g. `commandStartedEvent`.
     #[serde(default)]
     pub observe_events: Vec<String>,

@@ -52,6 +52,9 @@ pub struct Context {
     pub deployment: Arc<Deployment>,
     /// The connection string client entities extend with their `uriOptions`.
     pub client_uri: String,
+    /// Behind load balancers: the one in front of several mongos, for clients with
+    /// `useMultipleMongoses` (spec "entity", `useMultipleMongoses`).
+    pub multi_mongos_uri: Option<String>,
     /// The fail points set by `failPoint`, turned off after the test.
     pub fail_points: Vec<String>,
     /// What the last operation returned that is not a BSON value (a cursor, a
@@ -66,8 +69,21 @@ impl Context {
             entities: EntityMap::default(),
             deployment,
             client_uri,
+            multi_mongos_uri: None,
             fail_points: Vec::new(),
             result_entity: None,
+        }
+    }
+
+    /// The connection string a client entity of `description` starts from.
+    pub fn client_uri_for(&self, description: &EntityDescription) -> String {
+        match (description, &self.multi_mongos_uri) {
+            (EntityDescription::Client(client), Some(multi))
+                if client.use_multiple_mongoses == Some(true) =>
+            {
+                multi.clone()
+            }
+            _ => self.client_uri.clone(),
         }
     }
 
@@ -216,8 +232,9 @@ pub const WITHOUT_DRIVER_API: &[(&str, &str)] = &[
     ("modifyCollection", "Database has no modify_collection"),
     (
         "targetedFailPoint",
-        "a fail point on a pinned mongos: the test server is neither sharded nor \
-         load-balanced, and the driver does not pin sessions",
+        "a fail point on the mongos a session is pinned to: the test server is not a \
+         sharded cluster, and the driver pins sessions to connections only behind a \
+         load balancer",
     ),
 ];
 
@@ -306,7 +323,8 @@ fn create_entities<'a>(
             let description: EntityDescription =
                 bson::deserialize_from_bson(description.clone())
                     .map_err(|e| format!("not an entity: {description}: {e}"))?;
-            entities::create(&description, &mut context.entities, &context.client_uri)?;
+            let uri = context.client_uri_for(&description);
+            entities::create(&description, &mut context.entities, &uri)?;
         }
         Ok(Ok(None))
     })
