@@ -3,8 +3,7 @@
 //! The JSON tests of the MongoDB specifications are read from a corpus folder laid out
 //! like pymongo's `test/` folder (one sub-folder per suite): `$ANYMONGO_SPEC_DIR`, else
 //! the copy that `tests/setup.sh corpus` caches (see [`corpus_dir`]). [`SUITES`] lists
-//! the suites anymongo runs; a suite whose runner is not written yet is
-//! [`Runner::Pending`] and counts each of its files as skipped.
+//! the suites anymongo runs, each with its runner.
 
 use std::path::{Path, PathBuf};
 
@@ -27,20 +26,8 @@ pub const PYMONGO_VERSION: &str = "4.20.0";
 pub struct Suite {
     /// The suite's folder in the corpus (pymongo's `test/` folder).
     pub name: &'static str,
-    /// How its tests are run.
-    pub runner: Runner,
-}
-
-/// How a suite's tests are run.
-#[derive(Clone, Copy, Debug)]
-pub enum Runner {
-    /// Not run yet: every JSON file of the suite is skipped with this reason.
-    Pending {
-        /// Why, naming the project issue that will write the runner.
-        reason: &'static str,
-    },
     /// Runs the suite whose folder is given.
-    Run(fn(&Path) -> SuiteOutcome),
+    pub run: fn(&Path) -> SuiteOutcome,
 }
 
 /// The result of running one suite.
@@ -54,51 +41,51 @@ pub struct SuiteOutcome {
     pub skipped: Vec<(String, String)>,
 }
 
-const UNIFIED: &str = "unified test format: issue #6";
-const OPERATIONS: &str = "issue #6: operations, retryability, sessions and transactions";
-
 /// Every suite anymongo runs, in the order they are reported.
 pub static SUITES: &[Suite] = &[
     Suite {
         name: "discovery_and_monitoring",
-        runner: Runner::Run(sdam::run),
+        run: sdam::run,
     },
-    pending("discovery_and_monitoring/unified", UNIFIED),
+    Suite {
+        name: "discovery_and_monitoring/unified",
+        run: crate::unified::run_on_every_topology,
+    },
     Suite {
         name: "sdam_monitoring",
-        runner: Runner::Run(sdam::run_monitoring),
+        run: sdam::run_monitoring,
     },
     Suite {
         name: "server_selection",
-        runner: Runner::Run(server_selection::run),
+        run: server_selection::run,
     },
     Suite {
         name: "max_staleness",
-        runner: Runner::Run(max_staleness::run),
+        run: max_staleness::run,
     },
     Suite {
         name: "connection_monitoring",
-        runner: Runner::Run(cmap::run),
+        run: cmap::run,
     },
     Suite {
         name: "load_balancer",
-        runner: Runner::Run(crate::unified::run_load_balanced),
+        run: crate::unified::run_load_balanced,
     },
     Suite {
         name: "uri_options",
-        runner: Runner::Run(uri_options::run),
+        run: uri_options::run,
     },
     Suite {
         name: "connection_string",
-        runner: Runner::Run(connection_string::run),
+        run: connection_string::run,
     },
     Suite {
         name: "auth",
-        runner: Runner::Run(auth::run),
+        run: auth::run,
     },
     Suite {
         name: "srv_seedlist",
-        runner: Runner::Run(srv_seedlist::run),
+        run: srv_seedlist::run,
     },
     unified("crud"),
     unified("retryable_reads"),
@@ -110,20 +97,20 @@ pub static SUITES: &[Suite] = &[
     unified("command_monitoring"),
     Suite {
         name: "command_logging",
-        runner: Runner::Run(crate::unified::run_on_every_topology),
+        run: crate::unified::run_on_every_topology,
     },
     Suite {
         name: "connection_logging",
-        runner: Runner::Run(crate::unified::run_on_every_topology),
+        run: crate::unified::run_on_every_topology,
     },
     Suite {
         name: "server_selection_logging",
-        runner: Runner::Run(crate::unified::run_on_every_topology),
+        run: crate::unified::run_on_every_topology,
     },
     unified("run_command"),
     unified("versioned-api"),
     unified("gridfs"),
-    pending("unified-test-format", OPERATIONS),
+    unified("unified-test-format/valid-pass"),
 ];
 
 /// A suite of unified-format files, run by [`crate::unified`] against the shared
@@ -131,14 +118,7 @@ pub static SUITES: &[Suite] = &[
 const fn unified(name: &'static str) -> Suite {
     Suite {
         name,
-        runner: Runner::Run(crate::unified::run),
-    }
-}
-
-const fn pending(name: &'static str, reason: &'static str) -> Suite {
-    Suite {
-        name,
-        runner: Runner::Pending { reason },
+        run: crate::unified::run,
     }
 }
 
@@ -165,16 +145,7 @@ impl Suite {
         if !dir.is_dir() {
             return Err(format!("suite folder {} does not exist", dir.display()));
         }
-        match self.runner {
-            Runner::Run(run) => Ok(run(&dir)),
-            Runner::Pending { reason } => Ok(SuiteOutcome {
-                skipped: json_files(&dir)?
-                    .into_iter()
-                    .map(|file| (file, reason.to_owned()))
-                    .collect(),
-                ..SuiteOutcome::default()
-            }),
-        }
+        Ok((self.run)(&dir))
     }
 }
 
@@ -344,16 +315,6 @@ mod tests {
     }
 
     #[test]
-    fn a_pending_suite_skips_every_json_file_with_its_reason() {
-        let corpus = corpus();
-        let outcome = pending("crud", "issue #6").run(corpus.path()).unwrap();
-        assert_eq!(outcome.passed, 0);
-        assert!(outcome.failed.is_empty());
-        assert_eq!(outcome.skipped.len(), 4);
-        assert!(outcome.skipped.iter().all(|(_, why)| why == "issue #6"));
-    }
-
-    #[test]
     fn a_runner_gets_the_suite_folder() {
         fn count(dir: &Path) -> SuiteOutcome {
             let files = json_files(dir).unwrap();
@@ -366,7 +327,7 @@ mod tests {
         let corpus = corpus();
         let suite = Suite {
             name: "crud",
-            runner: Runner::Run(count),
+            run: count,
         };
         let outcome = suite.run(corpus.path()).unwrap();
         assert_eq!(outcome.passed, 3);
@@ -376,9 +337,7 @@ mod tests {
     #[test]
     fn a_missing_suite_folder_is_an_error() {
         let corpus = corpus();
-        let err = pending("sessions", "issue #6")
-            .run(corpus.path())
-            .unwrap_err();
+        let err = unified("sessions").run(corpus.path()).unwrap_err();
         assert!(err.contains("sessions"), "{err}");
     }
 
