@@ -13,8 +13,8 @@
 //! other host as a domain name that the proxy resolves (the spec: "Drivers MUST NOT
 //! attempt to perform DNS A or AAAA record resolution of the destination hostname").
 
+use core::net::IpAddr;
 use std::io;
-use std::net::IpAddr;
 
 use crate::rt::Stream;
 use crate::uri::ProxyOptions;
@@ -407,7 +407,7 @@ mod tests {
         let (mut handshake, _) = start("::1", None);
         let request = handshake.receive(&[5, 0]).unwrap().unwrap();
         assert_eq!(request[..4], [5, 1, 0, 4]);
-        assert_eq!(request[4..20], std::net::Ipv6Addr::LOCALHOST.octets());
+        assert_eq!(request[4..20], core::net::Ipv6Addr::LOCALHOST.octets());
         let (mut handshake, _) = start("localhost", None);
         let request = handshake.receive(&[5, 0]).unwrap().unwrap();
         assert_eq!(request[3..5], [3, 9]);
