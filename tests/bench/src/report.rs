@@ -1,0 +1,149 @@
+//! The results as Markdown tables (what `docs/BENCHMARKS.md` shows) and as JSON.
+
+use serde_json::{json, Value};
+
+use crate::parallel::ParallelScore;
+use crate::tasks::{Score, TaskResult};
+
+/// The results of one server (or of the client-side BSON tasks).
+pub struct Section {
+    /// What it ran against.
+    pub title: String,
+    /// The spec's tasks.
+    pub tasks: Vec<TaskResult>,
+    /// The parallel rows: tasks, anymongo, official.
+    pub parallel: Vec<(usize, ParallelScore, ParallelScore)>,
+}
+
+/// Cold-start medians, in milliseconds.
+pub struct ColdStart {
+    /// What it ran against.
+    pub title: String,
+    /// anymongo's median.
+    pub anymongo_ms: f64,
+    /// The official driver's median.
+    pub official_ms: f64,
+    /// Runs per driver.
+    pub runs: usize,
+}
+
+fn ratio(a: f64, o: f64) -> String {
+    match o > 0.0 {
+        true => format!("{:.2}x", a / o),
+        false => "-".into(),
+    }
+}
+
+/// The Markdown of a section.
+pub fn markdown(section: &Section) -> String {
+    let mut out = format!("### {}\n\n", section.title);
+    if !section.tasks.is_empty() {
+        out += "| group | task | anymongo MB/s | official MB/s | ratio | iterations |\n";
+        out += "| --- | --- | ---: | ---: | ---: | ---: |\n";
+        for r in &section.tasks {
+            out += &format!(
+                "| {} | {} | {:.2} | {:.2} | {} | {} / {} |\n",
+                r.task.group(),
+                r.task.name(),
+                r.anymongo.mb_per_s,
+                r.official.mb_per_s,
+                ratio(r.anymongo.mb_per_s, r.official.mb_per_s),
+                r.anymongo.iterations,
+                r.official.iterations,
+            );
+        }
+        out += "\n";
+    }
+    if !section.parallel.is_empty() {
+        out += "Parallel find one by ID, one shared client (ops/s; latency p50 / p99 in ms):\n\n";
+        out += "| tasks | anymongo ops/s | anymongo p50 / p99 | official ops/s | official p50 / p99 | ratio |\n";
+        out += "| ---: | ---: | ---: | ---: | ---: | ---: |\n";
+        for (tasks, a, o) in &section.parallel {
+            out += &format!(
+                "| {tasks} | {:.0} | {:.3} / {:.3} | {:.0} | {:.3} / {:.3} | {} |\n",
+                a.ops_per_s,
+                a.p50_ms,
+                a.p99_ms,
+                o.ops_per_s,
+                o.p50_ms,
+                o.p99_ms,
+                ratio(a.ops_per_s, o.ops_per_s),
+            );
+        }
+        out += "\n";
+    }
+    out
+}
+
+/// The Markdown of the cold-start table.
+pub fn cold_markdown(cold: &[ColdStart]) -> String {
+    if cold.is_empty() {
+        return String::new();
+    }
+    let mut out =
+        "### Cold start: process start to the first find result (median ms)\n\n".to_string();
+    out += "| server | anymongo ms | official ms | official / anymongo | runs |\n";
+    out += "| --- | ---: | ---: | ---: | ---: |\n";
+    for c in cold {
+        out += &format!(
+            "| {} | {:.1} | {:.1} | {} | {} |\n",
+            c.title,
+            c.anymongo_ms,
+            c.official_ms,
+            ratio(c.official_ms, c.anymongo_ms),
+            c.runs
+        );
+    }
+    out + "\n"
+}
+
+fn score_json(score: &Score) -> Value {
+    json!({
+        "mb_per_s": score.mb_per_s,
+        "iterations": score.iterations,
+        "percentiles_s": score.percentiles.iter()
+            .map(|(p, s)| (p.to_string(), json!(s)))
+            .collect::<serde_json::Map<_, _>>(),
+    })
+}
+
+fn parallel_json(score: &ParallelScore) -> Value {
+    json!({
+        "operations": score.operations,
+        "ops_per_s": score.ops_per_s,
+        "mb_per_s": score.mb_per_s,
+        "p50_ms": score.p50_ms,
+        "p99_ms": score.p99_ms,
+    })
+}
+
+/// All results as one JSON document.
+pub fn json(quick: bool, sections: &[Section], cold: &[ColdStart], extra: Value) -> Value {
+    json!({
+        "spec_iteration_rules": !quick,
+        "sections": sections.iter().map(|s| json!({
+            "title": s.title,
+            "tasks": s.tasks.iter().map(|r| json!({
+                "group": r.task.group(),
+                "task": r.task.name(),
+                "megabytes": r.task.megabytes(),
+                "anymongo": score_json(&r.anymongo),
+                "official": score_json(&r.official),
+                "ratio": r.anymongo.mb_per_s / r.official.mb_per_s,
+            })).collect::<Vec<_>>(),
+            "parallel": s.parallel.iter().map(|(tasks, a, o)| json!({
+                "tasks": tasks,
+                "anymongo": parallel_json(a),
+                "official": parallel_json(o),
+                "ratio": a.ops_per_s / o.ops_per_s,
+            })).collect::<Vec<_>>(),
+        })).collect::<Vec<_>>(),
+        "cold_start": cold.iter().map(|c| json!({
+            "server": c.title,
+            "anymongo_ms": c.anymongo_ms,
+            "official_ms": c.official_ms,
+            "runs": c.runs,
+        })).collect::<Vec<_>>(),
+        "other_targets": extra,
+    })
+}
