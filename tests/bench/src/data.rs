@@ -1,9 +1,13 @@
 //! The spec's data sets: the tarballs (never committed) unpacked at run time into the
 //! cache, then read as extended JSON text.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
+#[cfg(not(target_os = "wasi"))]
+use std::path::PathBuf;
+#[cfg(not(target_os = "wasi"))]
 use std::process::Command;
 
+#[cfg(not(target_os = "wasi"))]
 use anymongo_tests::setup;
 
 /// The documents of the BSON, single-document and multi-document tasks, as extended
@@ -23,8 +27,15 @@ pub struct DataSets {
     pub large: String,
 }
 
+/// Where the tarballs are unpacked: `bench-data` in the tools' cache.
+#[cfg(not(target_os = "wasi"))]
+pub fn unpacked_dir() -> PathBuf {
+    setup::cache_dir().join("bench-data")
+}
+
 /// Where the tarballs are looked for: `--data DIR`, else `$ANYMONGO_BENCH_DATA`, else a
 /// `shared/bench-data` folder next to the checkout or one level up.
+#[cfg(not(target_os = "wasi"))]
 pub fn tarball_dir(given: Option<&Path>) -> Result<PathBuf, String> {
     let root = setup::workspace_root();
     let candidates: Vec<PathBuf> = match given {
@@ -58,8 +69,9 @@ pub fn tarball_dir(given: Option<&Path>) -> Result<PathBuf, String> {
 
 /// Unpacks `name.tgz` from `tarballs` into the cache (once: a stamp marks it done) and
 /// returns the folder it was unpacked into.
+#[cfg(not(target_os = "wasi"))]
 fn unpack(tarballs: &Path, name: &str) -> Result<PathBuf, String> {
-    let into = setup::cache_dir().join("bench-data");
+    let into = unpacked_dir();
     let stamp = into.join(format!(".{name}.unpacked"));
     if stamp.exists() {
         return Ok(into);
@@ -87,16 +99,21 @@ fn read(dir: &Path, file: &str) -> Result<String, String> {
 
 impl DataSets {
     /// Unpacks (if needed) and reads the data sets.
+    #[cfg(not(target_os = "wasi"))]
     pub fn load(tarballs: &Path) -> Result<DataSets, String> {
-        let bson = unpack(tarballs, "extended_bson")?;
-        let documents = unpack(tarballs, "single_and_multi_document")?;
+        unpack(tarballs, "extended_bson")?;
+        DataSets::read_from(&unpack(tarballs, "single_and_multi_document")?)
+    }
+
+    /// Reads the data sets unpacked in `dir`.
+    pub fn read_from(dir: &Path) -> Result<DataSets, String> {
         Ok(DataSets {
-            flat: read(&bson, "extended_bson/flat_bson.json")?,
-            deep: read(&bson, "extended_bson/deep_bson.json")?,
-            full: read(&bson, "extended_bson/full_bson.json")?,
-            tweet: read(&documents, "single_and_multi_document/tweet.json")?,
-            small: read(&documents, "single_and_multi_document/small_doc.json")?,
-            large: read(&documents, "single_and_multi_document/large_doc.json")?,
+            flat: read(dir, "extended_bson/flat_bson.json")?,
+            deep: read(dir, "extended_bson/deep_bson.json")?,
+            full: read(dir, "extended_bson/full_bson.json")?,
+            tweet: read(dir, "single_and_multi_document/tweet.json")?,
+            small: read(dir, "single_and_multi_document/small_doc.json")?,
+            large: read(dir, "single_and_multi_document/large_doc.json")?,
         })
     }
 }

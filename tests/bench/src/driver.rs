@@ -1,9 +1,11 @@
 //! The two drivers behind one interface, so that every task runs the same code with
 //! either: anymongo (bson 3) and the official `mongodb` crate with its default features
-//! (bson 2). Each parses the data sets with its own bson crate.
+//! (bson 2). Each parses the data sets with its own bson crate. The wasip2 build has
+//! anymongo only (futures there are not `Send`: hence `MaybeSend`).
 
 use std::future::Future;
 
+use anymongo::rt::{MaybeSend, MaybeSync};
 use futures::TryStreamExt;
 
 /// The spec's database and collection.
@@ -12,14 +14,14 @@ pub const DATABASE: &str = "perftest";
 pub const COLLECTION: &str = "corpus";
 
 /// What the tasks ask of a driver. Errors are messages: a benchmark stops at the first.
-pub trait Driver: Send + Sync + Sized + 'static {
+pub trait Driver: MaybeSend + MaybeSync + Sized + 'static {
     /// The name in the table.
     const NAME: &'static str;
     /// The driver's document type.
-    type Doc: Clone + Send + Sync + 'static;
+    type Doc: Clone + MaybeSend + MaybeSync + 'static;
 
     /// Connects to `uri` (lazily, as both drivers do; the first operation connects).
-    fn connect(uri: &str) -> impl Future<Output = Result<Self, String>> + Send;
+    fn connect(uri: &str) -> impl Future<Output = Result<Self, String>> + MaybeSend;
     /// Parses extended JSON text.
     fn parse(json: &str) -> Result<Self::Doc, String>;
     /// `doc` with the integer `_id` given (for the find-one data).
@@ -30,21 +32,24 @@ pub trait Driver: Send + Sync + Sized + 'static {
     fn decode(bytes: &[u8]) -> Result<Self::Doc, String>;
 
     /// Runs `{hello: true}` on `admin`, discarding the reply.
-    fn hello(&self) -> impl Future<Output = Result<(), String>> + Send;
+    fn hello(&self) -> impl Future<Output = Result<(), String>> + MaybeSend;
     /// Drops the `perftest` database.
-    fn drop_database(&self) -> impl Future<Output = Result<(), String>> + Send;
+    fn drop_database(&self) -> impl Future<Output = Result<(), String>> + MaybeSend;
     /// Drops the `corpus` collection and creates it again, empty.
-    fn reset_collection(&self) -> impl Future<Output = Result<(), String>> + Send;
+    fn reset_collection(&self) -> impl Future<Output = Result<(), String>> + MaybeSend;
     /// Finds the document whose `_id` is `id`; an error when there is none.
-    fn find_one_by_id(&self, id: i32) -> impl Future<Output = Result<(), String>> + Send;
+    fn find_one_by_id(&self, id: i32) -> impl Future<Output = Result<(), String>> + MaybeSend;
     /// Inserts one document (the driver adds the `_id`).
-    fn insert_one(&self, doc: &Self::Doc) -> impl Future<Output = Result<(), String>> + Send;
+    fn insert_one(&self, doc: &Self::Doc) -> impl Future<Output = Result<(), String>> + MaybeSend;
     /// Inserts all of `docs`, ordered.
-    fn insert_many(&self, docs: &[Self::Doc]) -> impl Future<Output = Result<(), String>> + Send;
+    fn insert_many(
+        &self,
+        docs: &[Self::Doc],
+    ) -> impl Future<Output = Result<(), String>> + MaybeSend;
     /// Finds every document of the collection and returns how many came back.
-    fn find_all(&self) -> impl Future<Output = Result<usize, String>> + Send;
+    fn find_all(&self) -> impl Future<Output = Result<usize, String>> + MaybeSend;
     /// Closes the client.
-    fn close(self) -> impl Future<Output = ()> + Send;
+    fn close(self) -> impl Future<Output = ()> + MaybeSend;
 }
 
 fn text(error: impl std::fmt::Display) -> String {
@@ -62,7 +67,10 @@ impl Driver for Anymongo {
     type Doc = anymongo::bson::Document;
 
     async fn connect(uri: &str) -> Result<Self, String> {
+        #[cfg(not(target_os = "wasi"))]
         let client = anymongo_native::client(uri).map_err(text)?;
+        #[cfg(target_os = "wasi")]
+        let client = anymongo_wasi::client(uri).map_err(text)?;
         let corpus = client.database(DATABASE).collection(COLLECTION);
         Ok(Anymongo { client, corpus })
     }
@@ -163,11 +171,13 @@ impl Driver for Anymongo {
 }
 
 /// The official driver, default features.
+#[cfg(not(target_os = "wasi"))]
 pub struct Official {
     client: mongodb::Client,
     corpus: mongodb::Collection<mongodb::bson::Document>,
 }
 
+#[cfg(not(target_os = "wasi"))]
 impl Driver for Official {
     const NAME: &'static str = "official";
     type Doc = mongodb::bson::Document;

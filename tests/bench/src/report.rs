@@ -4,6 +4,7 @@ use serde_json::{json, Value};
 
 use crate::parallel::ParallelScore;
 use crate::tasks::{Score, TaskResult};
+use crate::wasi_column::WasiRow;
 
 /// The results of one server (or of the client-side BSON tasks).
 pub struct Section {
@@ -13,6 +14,8 @@ pub struct Section {
     pub tasks: Vec<TaskResult>,
     /// The parallel rows: tasks, anymongo, official.
     pub parallel: Vec<(usize, ParallelScore, ParallelScore)>,
+    /// The WASI rows (`--wasi`).
+    pub wasi: Vec<WasiRow>,
 }
 
 /// Cold-start medians, in milliseconds.
@@ -68,6 +71,21 @@ pub fn markdown(section: &Section) -> String {
                 o.p50_ms,
                 o.p99_ms,
                 ratio(a.ops_per_s, o.ops_per_s),
+            );
+        }
+        out += "\n";
+    }
+    if !section.wasi.is_empty() {
+        out += "anymongo's wasip2 build under wasmtime next to native anymongo:\n\n";
+        out += "| task | native MB/s | wasip2 MB/s | wasip2 / native |\n";
+        out += "| --- | ---: | ---: | ---: |\n";
+        for row in &section.wasi {
+            out += &format!(
+                "| {} | {:.2} | {:.2} | {} |\n",
+                row.task.name(),
+                row.native.mb_per_s,
+                row.wasi.mb_per_s,
+                ratio(row.wasi.mb_per_s, row.native.mb_per_s),
             );
         }
         out += "\n";
@@ -136,6 +154,13 @@ pub fn json(quick: bool, sections: &[Section], cold: &[ColdStart], extra: Value)
                 "anymongo": parallel_json(a),
                 "official": parallel_json(o),
                 "ratio": a.ops_per_s / o.ops_per_s,
+            })).collect::<Vec<_>>(),
+            "wasi": s.wasi.iter().map(|row| json!({
+                "task": row.task.name(),
+                "native_mb_per_s": row.native.mb_per_s,
+                "wasip2_mb_per_s": row.wasi.mb_per_s,
+                "wasip2_iterations": row.wasi.iterations,
+                "ratio": row.wasi.mb_per_s / row.native.mb_per_s,
             })).collect::<Vec<_>>(),
         })).collect::<Vec<_>>(),
         "cold_start": cold.iter().map(|c| json!({

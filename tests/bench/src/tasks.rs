@@ -12,6 +12,7 @@ use crate::driver::Driver;
 use crate::stats::{percentile, Policy, Timings};
 
 /// The most one iteration may take before the benchmark gives up on it.
+#[cfg(not(target_os = "wasi"))]
 const ITERATION_TIMEOUT: Duration = Duration::from_secs(300);
 /// Operations of the tasks whose scale is 10,000.
 const SCALE: usize = 10_000;
@@ -279,9 +280,13 @@ impl<D: Driver> Bench<D> {
     async fn iteration(&self, task: Task) -> Result<Duration, String> {
         self.before(task).await?;
         let start = Instant::now();
+        #[cfg(not(target_os = "wasi"))]
         tokio::time::timeout(ITERATION_TIMEOUT, self.run(task))
             .await
             .map_err(|_| format!("{} took over {ITERATION_TIMEOUT:?}", task.name()))??;
+        // Under WASI the parent bounds the whole wasmtime process instead.
+        #[cfg(target_os = "wasi")]
+        self.run(task).await?;
         Ok(start.elapsed())
     }
 }
@@ -299,7 +304,8 @@ pub struct Score {
 }
 
 impl Score {
-    fn of(timings: &Timings, megabytes: f64) -> Score {
+    /// The score of `timings` for `task`.
+    pub fn of(timings: &Timings, megabytes: f64) -> Score {
         let sorted = timings.sorted();
         Score {
             iterations: timings.len(),
@@ -312,6 +318,19 @@ impl Score {
     }
 }
 
+/// Runs `task` with one driver under `policy` (setup and teardown are the caller's).
+pub async fn run_alone<D: Driver>(
+    task: Task,
+    bench: &Bench<D>,
+    policy: Policy,
+) -> Result<Score, String> {
+    let mut timings = Timings::default();
+    while policy.wants_more(timings.len(), timings.spent()) {
+        timings.push(bench.iteration(task).await?);
+    }
+    Ok(Score::of(&timings, task.megabytes()))
+}
+
 /// Both drivers' results on one task.
 #[derive(Clone, Debug)]
 pub struct TaskResult {
@@ -321,6 +340,16 @@ pub struct TaskResult {
     pub anymongo: Score,
     /// The official driver's score.
     pub official: Score,
+}
+
+/// The task named `name` (as [`Task::name`]): how the native program names a task to
+/// the wasip2 build.
+#[cfg(target_os = "wasi")]
+pub fn by_name(name: &str) -> Option<Task> {
+    Task::BSON
+        .into_iter()
+        .chain(Task::SERVER)
+        .find(|task| task.name() == name)
 }
 
 /// Runs `task` with both drivers, alternately, under `policy`; the data of a read task
