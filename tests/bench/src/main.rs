@@ -12,7 +12,11 @@
 //!                         canned,secantus; uri needs --uri)
 //!   --uri URI             a server of your own (loopback, please: it is written to)
 //!   --parallel-seconds S  how long each parallel row runs (default 5; 1 with --quick)
-//!   --cold-runs N         cold starts per driver (default 11; 3 with --quick)
+//!   --cold-runs N         cold starts per driver (default 11; 3 with --quick; 0: none)
+//!   --wasi                also run the server tasks from this program's wasip2 build
+//!                         under wasmtime, next to native anymongo
+//!   --node                also run them with the npm package and the official
+//!                         `mongodb` npm driver 7.x in Node.js (node/bench.mjs)
 //!   --data DIR            the folder of the spec's *.tgz data sets
 //!   --json PATH           also write the results as JSON
 //! ```
@@ -20,6 +24,9 @@
 //! Servers: `canned` is an in-process server answering from precomputed replies (the
 //! drivers' own cost); `secantus` is SecantusDB started by the test harness. Cold
 //! start runs against a SecantusDB started with `--auth` (SCRAM-SHA-256).
+//!
+//! `./run.sh bench` builds everything (the wasip2 build, the npm package, the official
+//! Node.js driver into the cache) and runs this with `--wasi --node`.
 
 // The wasip2 build runs the server tasks' iterations only; the rest of the shared
 // modules (setup, teardown, the official driver's side) is the native program's.
@@ -36,6 +43,8 @@ mod canned;
 mod cold;
 #[cfg(not(target_os = "wasi"))]
 mod native;
+#[cfg(not(target_os = "wasi"))]
+mod node_column;
 #[cfg(not(target_os = "wasi"))]
 mod parallel;
 #[cfg(not(target_os = "wasi"))]

@@ -13,10 +13,10 @@ use crate::driver::{Anymongo, Driver, Official};
 use crate::report::{ColdStart, Section};
 use crate::stats::Policy;
 use crate::tasks::{run_task, Bench, Task};
-use crate::{cold, data, parallel, report, wasi_column};
+use crate::{cold, data, node_column, parallel, report, wasi_column};
 
 const USAGE: &str = "usage: anymongo-bench [--quick] [--server canned,secantus,uri] [--uri URI] \
-[--parallel-seconds S] [--cold-runs N] [--wasi] [--data DIR] [--json PATH]";
+[--parallel-seconds S] [--cold-runs N] [--wasi] [--node] [--data DIR] [--json PATH]";
 
 /// The rows of the parallel table.
 const PARALLEL_TASKS: [usize; 3] = [1, 8, 64];
@@ -29,6 +29,7 @@ struct Settings {
     parallel: Duration,
     cold_runs: usize,
     wasi: bool,
+    node: bool,
     data: Option<PathBuf>,
     json: Option<PathBuf>,
 }
@@ -42,6 +43,7 @@ impl Settings {
             parallel: Duration::ZERO,
             cold_runs: 0,
             wasi: false,
+            node: false,
             data: None,
             json: None,
         };
@@ -52,6 +54,7 @@ impl Settings {
                 "-h" | "--help" => return Ok(None),
                 "--quick" => settings.quick = true,
                 "--wasi" => settings.wasi = true,
+                "--node" => settings.node = true,
                 "--server" => {
                     settings.servers = value()?.split(',').map(str::to_owned).collect();
                 }
@@ -171,6 +174,7 @@ async fn run(settings: &Settings) -> Result<(), String> {
         tasks: bson,
         parallel: Vec::new(),
         wasi: Vec::new(),
+        node: Vec::new(),
     });
     println!("\n{}", report::markdown(&sections[0]));
 
@@ -205,7 +209,7 @@ async fn run(settings: &Settings) -> Result<(), String> {
     }
 
     if let Some(path) = &settings.json {
-        let json = report::json(settings.quick, &sections, &cold, serde_json::Value::Null);
+        let json = report::json(settings.quick, &sections, &cold);
         let text = serde_json::to_string_pretty(&json).map_err(|e| e.to_string())?;
         std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
         println!("JSON: {}", path.display());
@@ -252,11 +256,21 @@ async fn run_server(
         false => Vec::new(),
     };
     a.close().await;
+    let node = match settings.node {
+        true => {
+            eprintln!(
+                "running the npm package and the official Node.js driver against {title} ..."
+            );
+            node_column::run(uri, policy).await?
+        }
+        false => Vec::new(),
+    };
     Ok(Section {
         title: title.into(),
         tasks,
         parallel: rows,
         wasi,
+        node,
     })
 }
 

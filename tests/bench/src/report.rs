@@ -2,6 +2,7 @@
 
 use serde_json::{json, Value};
 
+use crate::node_column::NodeRow;
 use crate::parallel::ParallelScore;
 use crate::tasks::{Score, TaskResult};
 use crate::wasi_column::WasiRow;
@@ -16,6 +17,8 @@ pub struct Section {
     pub parallel: Vec<(usize, ParallelScore, ParallelScore)>,
     /// The WASI rows (`--wasi`).
     pub wasi: Vec<WasiRow>,
+    /// The npm rows (`--node`).
+    pub node: Vec<NodeRow>,
 }
 
 /// Cold-start medians, in milliseconds.
@@ -90,6 +93,30 @@ pub fn markdown(section: &Section) -> String {
         }
         out += "\n";
     }
+    if !section.node.is_empty() {
+        out += "Node.js: the npm package `anymongo` next to the official `mongodb` npm driver:\n\n";
+        out += "| task | anymongo (npm) MB/s | mongodb (npm) MB/s | ratio | iterations |\n";
+        out += "| --- | ---: | ---: | ---: | ---: |\n";
+        for row in &section.node {
+            let cell = |r: &Result<f64, String>| match r {
+                Ok(mb_per_s) => format!("{mb_per_s:.2}"),
+                Err(error) => format!("failed: {error}"),
+            };
+            let ratio = match (&row.anymongo, &row.official) {
+                (Ok(a), Ok(o)) => ratio(*a, *o),
+                _ => "-".into(),
+            };
+            out += &format!(
+                "| {} | {} | {} | {ratio} | {} / {} |\n",
+                row.task,
+                cell(&row.anymongo),
+                cell(&row.official),
+                row.iterations.0,
+                row.iterations.1,
+            );
+        }
+        out += "\n";
+    }
     out
 }
 
@@ -136,7 +163,7 @@ fn parallel_json(score: &ParallelScore) -> Value {
 }
 
 /// All results as one JSON document.
-pub fn json(quick: bool, sections: &[Section], cold: &[ColdStart], extra: Value) -> Value {
+pub fn json(quick: bool, sections: &[Section], cold: &[ColdStart]) -> Value {
     json!({
         "spec_iteration_rules": !quick,
         "sections": sections.iter().map(|s| json!({
@@ -162,6 +189,14 @@ pub fn json(quick: bool, sections: &[Section], cold: &[ColdStart], extra: Value)
                 "wasip2_iterations": row.wasi.iterations,
                 "ratio": row.wasi.mb_per_s / row.native.mb_per_s,
             })).collect::<Vec<_>>(),
+            "node": s.node.iter().map(|row| json!({
+                "task": row.task,
+                "anymongo_npm_mb_per_s": row.anymongo.as_ref().ok(),
+                "anymongo_npm_error": row.anymongo.as_ref().err(),
+                "mongodb_npm_mb_per_s": row.official.as_ref().ok(),
+                "mongodb_npm_error": row.official.as_ref().err(),
+                "iterations": [row.iterations.0, row.iterations.1],
+            })).collect::<Vec<_>>(),
         })).collect::<Vec<_>>(),
         "cold_start": cold.iter().map(|c| json!({
             "server": c.title,
@@ -169,6 +204,5 @@ pub fn json(quick: bool, sections: &[Section], cold: &[ColdStart], extra: Value)
             "official_ms": c.official_ms,
             "runs": c.runs,
         })).collect::<Vec<_>>(),
-        "other_targets": extra,
     })
 }
