@@ -17,6 +17,8 @@
 //!                         under wasmtime, next to native anymongo
 //!   --node                also run them with the npm package and the official
 //!                         `mongodb` npm driver 7.x in Node.js (node/bench.mjs)
+//!   --only TEXT           only the tasks whose name contains TEXT (any case; the
+//!                         parallel rows are "parallel", the cold start "cold start")
 //!   --data DIR            the folder of the spec's *.tgz data sets
 //!   --json PATH           also write the results as JSON
 //! ```

@@ -16,7 +16,7 @@ use crate::tasks::{run_task, Bench, Task};
 use crate::{cold, data, node_column, parallel, report, wasi_column};
 
 const USAGE: &str = "usage: anymongo-bench [--quick] [--server canned,secantus,uri] [--uri URI] \
-[--parallel-seconds S] [--cold-runs N] [--wasi] [--node] [--data DIR] [--json PATH]";
+[--parallel-seconds S] [--cold-runs N] [--wasi] [--node] [--only TEXT] [--data DIR] [--json PATH]";
 
 /// The rows of the parallel table.
 const PARALLEL_TASKS: [usize; 3] = [1, 8, 64];
@@ -30,11 +30,19 @@ struct Settings {
     cold_runs: usize,
     wasi: bool,
     node: bool,
+    only: Option<String>,
     data: Option<PathBuf>,
     json: Option<PathBuf>,
 }
 
 impl Settings {
+    /// Whether `--only` (a piece of the name, any case) selects what is named `name`.
+    fn selects(&self, name: &str) -> bool {
+        self.only
+            .as_ref()
+            .is_none_or(|only| name.to_lowercase().contains(only))
+    }
+
     fn from_args(mut args: impl Iterator<Item = String>) -> Result<Option<Settings>, String> {
         let mut settings = Settings {
             quick: false,
@@ -44,6 +52,7 @@ impl Settings {
             cold_runs: 0,
             wasi: false,
             node: false,
+            only: None,
             data: None,
             json: None,
         };
@@ -55,6 +64,7 @@ impl Settings {
                 "--quick" => settings.quick = true,
                 "--wasi" => settings.wasi = true,
                 "--node" => settings.node = true,
+                "--only" => settings.only = Some(value()?.to_lowercase()),
                 "--server" => {
                     settings.servers = value()?.split(',').map(str::to_owned).collect();
                 }
@@ -165,7 +175,10 @@ async fn run(settings: &Settings) -> Result<(), String> {
     let a = Bench::<Anymongo>::new(&data, None).await?;
     let o = Bench::<Official>::new(&data, None).await?;
     let mut bson = Vec::new();
-    for task in Task::BSON {
+    for task in Task::BSON
+        .into_iter()
+        .filter(|t| settings.selects(t.name()))
+    {
         eprintln!("running {} ...", task.name());
         bson.push(run_task(task, &a, &o, policy).await?);
     }
@@ -202,7 +215,8 @@ async fn run(settings: &Settings) -> Result<(), String> {
     }
 
     let mut cold = Vec::new();
-    if settings.servers.iter().any(|s| s == "secantus") && settings.cold_runs > 0 {
+    let secantus = settings.servers.iter().any(|s| s == "secantus");
+    if secantus && settings.cold_runs > 0 && settings.selects("cold start") {
         eprintln!("running cold starts ...");
         cold.push(cold_start(&data, settings.cold_runs).await?);
         println!("{}", report::cold_markdown(&cold));
@@ -231,13 +245,20 @@ async fn run_server(
     let a = Bench::<Anymongo>::new(data, Some(uri)).await?;
     let o = Bench::<Official>::new(data, Some(uri)).await?;
     let mut tasks = Vec::new();
-    for task in Task::SERVER {
+    for task in Task::SERVER
+        .into_iter()
+        .filter(|t| settings.selects(t.name()))
+    {
         eprintln!("running {} against {title} ...", task.name());
         tasks.push(run_task(task, &a, &o, policy).await?);
     }
     let mut rows = Vec::new();
     a.insert_tweets_with_ids().await?;
-    for (round, n) in PARALLEL_TASKS.into_iter().enumerate() {
+    let parallel_tasks = match settings.selects("parallel") {
+        true => &PARALLEL_TASKS[..],
+        false => &[],
+    };
+    for (round, &n) in parallel_tasks.iter().enumerate() {
         eprintln!("running parallel x{n} against {title} ...");
         let (a_driver, o_driver) = (a.driver()?, o.driver()?);
         let (ra, ro) = if round % 2 == 0 {
