@@ -83,12 +83,17 @@ pub fn markdown(section: &Section) -> String {
         out += "| task | native MB/s | wasip2 MB/s | wasip2 / native |\n";
         out += "| --- | ---: | ---: | ---: |\n";
         for row in &section.wasi {
+            let (wasi, ratio) = match &row.wasi {
+                Ok(wasi) => (
+                    format!("{:.2}", wasi.mb_per_s),
+                    ratio(wasi.mb_per_s, row.native.mb_per_s),
+                ),
+                Err(error) => (format!("failed: {error}"), "-".into()),
+            };
             out += &format!(
-                "| {} | {:.2} | {:.2} | {} |\n",
+                "| {} | {:.2} | {wasi} | {ratio} |\n",
                 row.task.name(),
                 row.native.mb_per_s,
-                row.wasi.mb_per_s,
-                ratio(row.wasi.mb_per_s, row.native.mb_per_s),
             );
         }
         out += "\n";
@@ -185,9 +190,9 @@ pub fn json(quick: bool, sections: &[Section], cold: &[ColdStart]) -> Value {
             "wasi": s.wasi.iter().map(|row| json!({
                 "task": row.task.name(),
                 "native_mb_per_s": row.native.mb_per_s,
-                "wasip2_mb_per_s": row.wasi.mb_per_s,
-                "wasip2_iterations": row.wasi.iterations,
-                "ratio": row.wasi.mb_per_s / row.native.mb_per_s,
+                "wasip2_mb_per_s": row.wasi.as_ref().ok().map(|w| w.mb_per_s),
+                "wasip2_iterations": row.wasi.as_ref().ok().map(|w| w.iterations),
+                "wasip2_error": row.wasi.as_ref().err(),
             })).collect::<Vec<_>>(),
             "node": s.node.iter().map(|row| json!({
                 "task": row.task,
