@@ -2,6 +2,8 @@
 # anymongo's task runner — the two commands of the README:
 #   ./run.sh demo [MONGODB_URI]   the demo: native, wasip2 under wasmtime, npm package under Node.js
 #   ./run.sh test                 every check CI runs (.ci/run calls this)
+#   ./run.sh bench [OPTIONS]      the benchmarks, anymongo next to the official drivers
+#                                 (not part of test; options: tests/bench/src/main.rs)
 # Tools are installed and cached by tests/setup.sh; cargo fetches the rest.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -63,8 +65,36 @@ test)
     bash wasm-demo/build.sh
     (cd wasm-demo && npm ci --no-audit --no-fund --prefer-offline --loglevel=error && npm test)
     ;;
+bench)
+    shift
+    bash tests/setup.sh venv
+    bash tests/setup.sh rust
+    # A package of its own (tests/bench: own lockfile and target directory), so that CI
+    # never compiles the official driver; its format and lints are checked here.
+    step "benchmarks: format, lints, unit tests, builds (native and wasip2)"
+    (
+        cd tests/bench
+        cargo fmt --check
+        cargo clippy -q --release --all-targets -- -D warnings
+        cargo clippy -q --release --target wasm32-wasip2 -- -D warnings
+        cargo test -q --release
+        cargo build -q --release --target wasm32-wasip2
+        cargo build -q --release
+    )
+    step "benchmarks: the npm package, and the official Node.js driver (into the cache)"
+    bash wasm-demo/build.sh
+    (cd wasm-demo && npm ci --no-audit --no-fund --prefer-offline --loglevel=error)
+    node_dir="$(bash tests/setup.sh path)/bench-node"
+    if [ ! -f "$node_dir/node_modules/mongodb/package.json" ]; then
+        mkdir -p "$node_dir"
+        npm install --prefix "$node_dir" --no-audit --no-fund --loglevel=error mongodb@7
+    fi
+    step "benchmarks"
+    tests/bench/target/release/anymongo-bench --wasi --node \
+        --json tests/bench/target/bench.json "$@"
+    ;;
 *)
-    echo "usage: ./run.sh demo [MONGODB_URI] | ./run.sh test" >&2
+    echo "usage: ./run.sh demo [MONGODB_URI] | ./run.sh test | ./run.sh bench [--quick] [OPTIONS]" >&2
     exit 2
     ;;
 esac

@@ -164,9 +164,7 @@ async fn serve(
 
 /// Reads one whole frame (header and body) of at most 48 MB; `None` when the peer closed
 /// the connection, or sent something unreadable or too large.
-pub(crate) async fn read_frame(
-    socket: &mut (impl AsyncRead + Unpin),
-) -> Option<(MessageHeader, Vec<u8>)> {
+pub async fn read_frame(socket: &mut (impl AsyncRead + Unpin)) -> Option<(MessageHeader, Vec<u8>)> {
     let mut header = [0u8; HEADER_LEN];
     socket.read_exact(&mut header).await.ok()?;
     let header = MessageHeader::parse(&header);
@@ -177,7 +175,7 @@ pub(crate) async fn read_frame(
 }
 
 /// The query of an OP_QUERY body: flags, a cstring, two int32s, the document.
-pub(crate) fn query_document(body: &[u8]) -> Option<Document> {
+pub fn query_document(body: &[u8]) -> Option<Document> {
     let name_end = 4 + body.get(4..)?.iter().position(|&b| b == 0)?;
     let document = body.get(name_end + 1 + 8..)?;
     Document::from_reader(document).ok()

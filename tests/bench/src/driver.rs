@@ -1,0 +1,266 @@
+//! The two drivers behind one interface, so that every task runs the same code with
+//! either: anymongo (bson 3) and the official `mongodb` crate with its default features
+//! (bson 2). Each parses the data sets with its own bson crate. The wasip2 build has
+//! anymongo only (futures there are not `Send`: hence `MaybeSend`).
+
+use std::future::Future;
+
+use anymongo::rt::{MaybeSend, MaybeSync};
+use futures::TryStreamExt;
+
+/// The spec's database and collection.
+pub const DATABASE: &str = "perftest";
+/// The spec's collection.
+pub const COLLECTION: &str = "corpus";
+
+/// What the tasks ask of a driver. Errors are messages: a benchmark stops at the first.
+pub trait Driver: MaybeSend + MaybeSync + Sized + 'static {
+    /// The name in the table.
+    const NAME: &'static str;
+    /// The driver's document type.
+    type Doc: Clone + MaybeSend + MaybeSync + 'static;
+
+    /// Connects to `uri` (lazily, as both drivers do; the first operation connects).
+    fn connect(uri: &str) -> impl Future<Output = Result<Self, String>> + MaybeSend;
+    /// Parses extended JSON text.
+    fn parse(json: &str) -> Result<Self::Doc, String>;
+    /// `doc` with the integer `_id` given (for the find-one data).
+    fn with_id(doc: &Self::Doc, id: i32) -> Self::Doc;
+    /// Encodes `doc` the way the driver's insert does.
+    fn encode(doc: &Self::Doc) -> Result<Vec<u8>, String>;
+    /// Decodes `bytes` the way the driver's cursor hands out a document.
+    fn decode(bytes: &[u8]) -> Result<Self::Doc, String>;
+
+    /// Runs `{hello: true}` on `admin`, discarding the reply.
+    fn hello(&self) -> impl Future<Output = Result<(), String>> + MaybeSend;
+    /// Drops the `perftest` database.
+    fn drop_database(&self) -> impl Future<Output = Result<(), String>> + MaybeSend;
+    /// Drops the `corpus` collection and creates it again, empty.
+    fn reset_collection(&self) -> impl Future<Output = Result<(), String>> + MaybeSend;
+    /// Finds the document whose `_id` is `id`; an error when there is none.
+    fn find_one_by_id(&self, id: i32) -> impl Future<Output = Result<(), String>> + MaybeSend;
+    /// Inserts one document (the driver adds the `_id`).
+    fn insert_one(&self, doc: &Self::Doc) -> impl Future<Output = Result<(), String>> + MaybeSend;
+    /// Inserts all of `docs`, ordered.
+    fn insert_many(
+        &self,
+        docs: &[Self::Doc],
+    ) -> impl Future<Output = Result<(), String>> + MaybeSend;
+    /// Finds every document of the collection and returns how many came back.
+    fn find_all(&self) -> impl Future<Output = Result<usize, String>> + MaybeSend;
+    /// Closes the client.
+    fn close(self) -> impl Future<Output = ()> + MaybeSend;
+}
+
+fn text(error: impl std::fmt::Display) -> String {
+    error.to_string()
+}
+
+/// anymongo on its native runtime.
+pub struct Anymongo {
+    client: anymongo::Client,
+    corpus: anymongo::Collection<anymongo::bson::Document>,
+}
+
+impl Driver for Anymongo {
+    const NAME: &'static str = "anymongo";
+    type Doc = anymongo::bson::Document;
+
+    async fn connect(uri: &str) -> Result<Self, String> {
+        #[cfg(not(target_os = "wasi"))]
+        let client = anymongo_native::client(uri).map_err(text)?;
+        #[cfg(target_os = "wasi")]
+        let client = anymongo_wasi::client(uri).map_err(text)?;
+        let corpus = client.database(DATABASE).collection(COLLECTION);
+        Ok(Anymongo { client, corpus })
+    }
+
+    fn parse(json: &str) -> Result<Self::Doc, String> {
+        use anymongo::bson::Bson;
+        let value: serde_json::Value = serde_json::from_str(json).map_err(text)?;
+        match Bson::try_from(value).map_err(text)? {
+            Bson::Document(doc) => Ok(doc),
+            other => Err(format!("not a document: {other}")),
+        }
+    }
+
+    fn with_id(doc: &Self::Doc, id: i32) -> Self::Doc {
+        let mut with_id = anymongo::bson::doc! { "_id": id };
+        with_id.extend(doc.clone());
+        with_id
+    }
+
+    // The insert path (`collection::with_id`): serde to a `Document`, then to raw bytes.
+    fn encode(doc: &Self::Doc) -> Result<Vec<u8>, String> {
+        let doc = anymongo::bson::serialize_to_document(doc).map_err(text)?;
+        let raw = anymongo::bson::RawDocumentBuf::try_from(&doc).map_err(text)?;
+        Ok(raw.into_bytes())
+    }
+
+    // The cursor path: the reply parsed into a `Document`, each document then handed
+    // out through serde.
+    fn decode(bytes: &[u8]) -> Result<Self::Doc, String> {
+        let raw = anymongo::bson::RawDocument::from_bytes(bytes).map_err(text)?;
+        let doc = anymongo::bson::Document::try_from(raw).map_err(text)?;
+        anymongo::bson::deserialize_from_document(doc).map_err(text)
+    }
+
+    async fn hello(&self) -> Result<(), String> {
+        let command = anymongo::bson::doc! { "hello": true };
+        self.client
+            .database("admin")
+            .run_command(command)
+            .await
+            .map(drop)
+            .map_err(text)
+    }
+
+    async fn drop_database(&self) -> Result<(), String> {
+        self.client
+            .database(DATABASE)
+            .drop(None)
+            .await
+            .map_err(text)
+    }
+
+    async fn reset_collection(&self) -> Result<(), String> {
+        self.corpus.drop(None).await.map_err(text)?;
+        let db = self.client.database(DATABASE);
+        db.create_collection(COLLECTION, None, None)
+            .await
+            .map_err(text)
+    }
+
+    async fn find_one_by_id(&self, id: i32) -> Result<(), String> {
+        let filter = anymongo::bson::doc! { "_id": id };
+        match self.corpus.find_one(filter, None).await.map_err(text)? {
+            Some(_) => Ok(()),
+            None => Err(format!("no document with _id {id}")),
+        }
+    }
+
+    async fn insert_one(&self, doc: &Self::Doc) -> Result<(), String> {
+        self.corpus
+            .insert_one(doc, None)
+            .await
+            .map(drop)
+            .map_err(text)
+    }
+
+    async fn insert_many(&self, docs: &[Self::Doc]) -> Result<(), String> {
+        self.corpus
+            .insert_many(docs, None)
+            .await
+            .map(drop)
+            .map_err(text)
+    }
+
+    async fn find_all(&self) -> Result<usize, String> {
+        let filter = anymongo::bson::Document::new();
+        let mut cursor = self.corpus.find(filter, None).await.map_err(text)?;
+        let mut count = 0;
+        while cursor.try_next().await.map_err(text)?.is_some() {
+            count += 1;
+        }
+        Ok(count)
+    }
+
+    async fn close(self) {
+        self.client.close().await;
+    }
+}
+
+/// The official driver, default features.
+#[cfg(not(target_os = "wasi"))]
+pub struct Official {
+    client: mongodb::Client,
+    corpus: mongodb::Collection<mongodb::bson::Document>,
+}
+
+#[cfg(not(target_os = "wasi"))]
+impl Driver for Official {
+    const NAME: &'static str = "official";
+    type Doc = mongodb::bson::Document;
+
+    async fn connect(uri: &str) -> Result<Self, String> {
+        let client = mongodb::Client::with_uri_str(uri).await.map_err(text)?;
+        let corpus = client.database(DATABASE).collection(COLLECTION);
+        Ok(Official { client, corpus })
+    }
+
+    fn parse(json: &str) -> Result<Self::Doc, String> {
+        use mongodb::bson::Bson;
+        let value: serde_json::Value = serde_json::from_str(json).map_err(text)?;
+        match Bson::try_from(value).map_err(text)? {
+            Bson::Document(doc) => Ok(doc),
+            other => Err(format!("not a document: {other}")),
+        }
+    }
+
+    fn with_id(doc: &Self::Doc, id: i32) -> Self::Doc {
+        let mut with_id = mongodb::bson::doc! { "_id": id };
+        with_id.extend(doc.clone());
+        with_id
+    }
+
+    // The insert path (`insert_one`, `insert_many`): serde straight to raw bytes.
+    fn encode(doc: &Self::Doc) -> Result<Vec<u8>, String> {
+        let raw = mongodb::bson::to_raw_document_buf(doc).map_err(text)?;
+        Ok(raw.into_bytes())
+    }
+
+    // The cursor path (`deserialize_current`): serde straight from the raw bytes.
+    fn decode(bytes: &[u8]) -> Result<Self::Doc, String> {
+        mongodb::bson::from_slice(bytes).map_err(text)
+    }
+
+    async fn hello(&self) -> Result<(), String> {
+        let command = mongodb::bson::doc! { "hello": true };
+        self.client
+            .database("admin")
+            .run_command(command)
+            .await
+            .map(drop)
+            .map_err(text)
+    }
+
+    async fn drop_database(&self) -> Result<(), String> {
+        self.client.database(DATABASE).drop().await.map_err(text)
+    }
+
+    async fn reset_collection(&self) -> Result<(), String> {
+        self.corpus.drop().await.map_err(text)?;
+        let db = self.client.database(DATABASE);
+        db.create_collection(COLLECTION).await.map_err(text)
+    }
+
+    async fn find_one_by_id(&self, id: i32) -> Result<(), String> {
+        let filter = mongodb::bson::doc! { "_id": id };
+        match self.corpus.find_one(filter).await.map_err(text)? {
+            Some(_) => Ok(()),
+            None => Err(format!("no document with _id {id}")),
+        }
+    }
+
+    async fn insert_one(&self, doc: &Self::Doc) -> Result<(), String> {
+        self.corpus.insert_one(doc).await.map(drop).map_err(text)
+    }
+
+    async fn insert_many(&self, docs: &[Self::Doc]) -> Result<(), String> {
+        self.corpus.insert_many(docs).await.map(drop).map_err(text)
+    }
+
+    async fn find_all(&self) -> Result<usize, String> {
+        let filter = mongodb::bson::Document::new();
+        let mut cursor = self.corpus.find(filter).await.map_err(text)?;
+        let mut count = 0;
+        while cursor.try_next().await.map_err(text)?.is_some() {
+            count += 1;
+        }
+        Ok(count)
+    }
+
+    async fn close(self) {
+        self.client.shutdown().await;
+    }
+}

@@ -1,0 +1,327 @@
+//! The native program: runs every section, prints the tables, writes the JSON.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anymongo_tests::server::{ServerOptions, TestServer, TestUser};
+
+use crate::canned::CannedServer;
+use crate::data::DataSets;
+use crate::driver::{Anymongo, Driver, Official};
+use crate::report::{ColdStart, Section};
+use crate::stats::Policy;
+use crate::tasks::{run_task, Bench, Task};
+use crate::{cold, data, node_column, parallel, report, wasi_column};
+
+const USAGE: &str = "usage: anymongo-bench [--quick] [--server canned,secantus,uri] [--uri URI] \
+[--parallel-seconds S] [--cold-runs N] [--wasi] [--node] [--only TEXT] [--data DIR] [--json PATH]";
+
+/// The rows of the parallel table.
+const PARALLEL_TASKS: [usize; 3] = [1, 8, 64];
+
+/// The command line.
+struct Settings {
+    quick: bool,
+    servers: Vec<String>,
+    uri: Option<String>,
+    parallel: Duration,
+    cold_runs: usize,
+    wasi: bool,
+    node: bool,
+    only: Option<String>,
+    data: Option<PathBuf>,
+    json: Option<PathBuf>,
+}
+
+impl Settings {
+    /// Whether `--only` (a piece of the name, any case) selects what is named `name`.
+    fn selects(&self, name: &str) -> bool {
+        self.only
+            .as_ref()
+            .is_none_or(|only| name.to_lowercase().contains(only))
+    }
+
+    fn from_args(mut args: impl Iterator<Item = String>) -> Result<Option<Settings>, String> {
+        let mut settings = Settings {
+            quick: false,
+            servers: vec!["canned".into(), "secantus".into()],
+            uri: None,
+            parallel: Duration::ZERO,
+            cold_runs: 0,
+            wasi: false,
+            node: false,
+            only: None,
+            data: None,
+            json: None,
+        };
+        let (mut parallel, mut cold_runs) = (None, None);
+        while let Some(arg) = args.next() {
+            let mut value = || args.next().ok_or_else(|| format!("{arg} needs a value"));
+            match arg.as_str() {
+                "-h" | "--help" => return Ok(None),
+                "--quick" => settings.quick = true,
+                "--wasi" => settings.wasi = true,
+                "--node" => settings.node = true,
+                "--only" => settings.only = Some(value()?.to_lowercase()),
+                "--server" => {
+                    settings.servers = value()?.split(',').map(str::to_owned).collect();
+                }
+                "--uri" => settings.uri = Some(value()?),
+                "--parallel-seconds" => {
+                    let seconds: f64 = value()?.parse().map_err(|e| format!("{arg}: {e}"))?;
+                    parallel = Some(
+                        Duration::try_from_secs_f64(seconds).map_err(|e| format!("{arg}: {e}"))?,
+                    );
+                }
+                "--cold-runs" => {
+                    cold_runs = Some(value()?.parse().map_err(|e| format!("{arg}: {e}"))?);
+                }
+                "--data" => settings.data = Some(value()?.into()),
+                "--json" => settings.json = Some(value()?.into()),
+                other => return Err(format!("unknown argument {other}")),
+            }
+        }
+        for server in &settings.servers {
+            match server.as_str() {
+                "canned" | "secantus" => {}
+                "uri" if settings.uri.is_some() => {}
+                "uri" => return Err("--server uri needs --uri URI".into()),
+                other => return Err(format!("unknown server {other}")),
+            }
+        }
+        if settings.uri.is_some() && !settings.servers.iter().any(|s| s == "uri") {
+            settings.servers.push("uri".into());
+        }
+        settings.parallel = parallel.unwrap_or(Duration::from_secs(match settings.quick {
+            true => 1,
+            false => 5,
+        }));
+        settings.cold_runs = cold_runs.unwrap_or(match settings.quick {
+            true => 3,
+            false => 11,
+        });
+        Ok(Some(settings))
+    }
+}
+
+/// The native program's entry point.
+pub fn main() -> ExitCode {
+    let mut args = std::env::args().skip(1);
+    if let Some(first) = args.next() {
+        if first == "--cold-start-child" {
+            let (driver, uri) = (
+                args.next().unwrap_or_default(),
+                args.next().unwrap_or_default(),
+            );
+            return match cold::child(&driver, &uri) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(message) => {
+                    eprintln!("cold start: {message}");
+                    ExitCode::FAILURE
+                }
+            };
+        }
+    }
+    let settings = match Settings::from_args(std::env::args().skip(1)) {
+        Ok(Some(settings)) => settings,
+        Ok(None) => {
+            println!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
+        Err(message) => {
+            eprintln!("anymongo-bench: {message}\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("anymongo-bench: cannot start tokio: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(&settings)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("anymongo-bench: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(settings: &Settings) -> Result<(), String> {
+    let policy = match settings.quick {
+        true => Policy::QUICK,
+        false => Policy::SPEC,
+    };
+    let rules = match settings.quick {
+        true => {
+            "--quick: at most 10 iterations or 5 s per task and driver, NOT the spec's \
+                 iteration rules (1 to 5 minutes, 100 iterations)"
+        }
+        false => {
+            "the spec's iteration rules: at least 1 minute, at most 100 iterations or 5 minutes"
+        }
+    };
+    println!("anymongo-bench: {rules}");
+    let data = DataSets::load(&data::tarball_dir(settings.data.as_deref())?)?;
+    let mut sections = Vec::new();
+
+    let a = Bench::<Anymongo>::new(&data, None).await?;
+    let o = Bench::<Official>::new(&data, None).await?;
+    let mut bson = Vec::new();
+    for task in Task::BSON
+        .into_iter()
+        .filter(|t| settings.selects(t.name()))
+    {
+        eprintln!("running {} ...", task.name());
+        bson.push(run_task(task, &a, &o, policy).await?);
+    }
+    sections.push(Section {
+        title: "BSONBench (client side, no server)".into(),
+        tasks: bson,
+        parallel: Vec::new(),
+        wasi: Vec::new(),
+        node: Vec::new(),
+    });
+    println!("\n{}", report::markdown(&sections[0]));
+
+    for server in &settings.servers {
+        let section = match server.as_str() {
+            "canned" => {
+                let tweet = Anymongo::parse(&data.tweet)?;
+                let canned = CannedServer::start(&tweet)?;
+                let title = "canned-reply server (in-process: the drivers' own cost)";
+                run_server(title, &canned.uri(), &data, policy, settings).await?
+            }
+            "secantus" => {
+                let server = TestServer::start(&ServerOptions::default())?;
+                let uri = format!("{}?directConnection=true", server.uri());
+                let title = "SecantusDB (secantusd-py, in memory, loopback)";
+                run_server(title, &uri, &data, policy, settings).await?
+            }
+            _ => {
+                let uri = settings.uri.clone().unwrap_or_default();
+                run_server(&format!("server at {uri}"), &uri, &data, policy, settings).await?
+            }
+        };
+        println!("{}", report::markdown(&section));
+        sections.push(section);
+    }
+
+    let mut cold = Vec::new();
+    let secantus = settings.servers.iter().any(|s| s == "secantus");
+    if secantus && settings.cold_runs > 0 && settings.selects("cold start") {
+        eprintln!("running cold starts ...");
+        cold.push(cold_start(&data, settings.cold_runs).await?);
+        println!("{}", report::cold_markdown(&cold));
+    }
+
+    if let Some(path) = &settings.json {
+        let json = report::json(settings.quick, &sections, &cold);
+        let text = serde_json::to_string_pretty(&json).map_err(|e| e.to_string())?;
+        std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        println!("JSON: {}", path.display());
+    }
+    if settings.quick {
+        println!("(--quick: fewer iterations than the spec asks; the ratios are indicative)");
+    }
+    Ok(())
+}
+
+/// The single- and multi-document tasks, then the parallel rows, against `uri`.
+async fn run_server(
+    title: &str,
+    uri: &str,
+    data: &DataSets,
+    policy: Policy,
+    settings: &Settings,
+) -> Result<Section, String> {
+    let a = Bench::<Anymongo>::new(data, Some(uri)).await?;
+    let o = Bench::<Official>::new(data, Some(uri)).await?;
+    let mut tasks = Vec::new();
+    for task in Task::SERVER
+        .into_iter()
+        .filter(|t| settings.selects(t.name()))
+    {
+        eprintln!("running {} against {title} ...", task.name());
+        tasks.push(run_task(task, &a, &o, policy).await?);
+    }
+    let mut rows = Vec::new();
+    a.insert_tweets_with_ids().await?;
+    let parallel_tasks = match settings.selects("parallel") {
+        true => &PARALLEL_TASKS[..],
+        false => &[],
+    };
+    for (round, &n) in parallel_tasks.iter().enumerate() {
+        eprintln!("running parallel x{n} against {title} ...");
+        let (a_driver, o_driver) = (a.driver()?, o.driver()?);
+        let (ra, ro) = if round % 2 == 0 {
+            let ra = parallel::run(a_driver, n, settings.parallel).await?;
+            (ra, parallel::run(o_driver, n, settings.parallel).await?)
+        } else {
+            let ro = parallel::run(o_driver, n, settings.parallel).await?;
+            (parallel::run(a_driver, n, settings.parallel).await?, ro)
+        };
+        rows.push((n, ra, ro));
+    }
+    a.driver()?.drop_database().await?;
+    o.close().await;
+    let wasi = match settings.wasi {
+        true => wasi_column::run(uri, &a, policy).await?,
+        false => Vec::new(),
+    };
+    a.close().await;
+    let node = match settings.node {
+        true => {
+            eprintln!(
+                "running the npm package and the official Node.js driver against {title} ..."
+            );
+            node_column::run(uri, policy).await?
+        }
+        false => Vec::new(),
+    };
+    Ok(Section {
+        title: title.into(),
+        tasks,
+        parallel: rows,
+        wasi,
+        node,
+    })
+}
+
+/// Cold starts against a SecantusDB that requires SCRAM-SHA-256 authentication.
+async fn cold_start(data: &DataSets, runs: usize) -> Result<ColdStart, String> {
+    let options = ServerOptions {
+        auth: true,
+        users: vec![TestUser::scram("bench", "bench", &["SCRAM-SHA-256"])],
+        ..Default::default()
+    };
+    let server = TestServer::start(&options)?;
+    let uri = format!(
+        "mongodb://bench:bench@{}:{}/?directConnection=true",
+        server.host, server.port
+    );
+    let writer = Arc::new(Anymongo::connect(&uri).await?);
+    let tweet = Anymongo::with_id(&Anymongo::parse(&data.tweet)?, 1);
+    writer.reset_collection().await?;
+    writer.insert_one(&tweet).await?;
+    let (anymongo_ms, official_ms) = tokio::task::spawn_blocking(move || cold::measure(&uri, runs))
+        .await
+        .map_err(|e| e.to_string())??;
+    writer.drop_database().await?;
+    if let Some(writer) = Arc::into_inner(writer) {
+        writer.close().await;
+    }
+    Ok(ColdStart {
+        title: "SecantusDB with --auth (SCRAM-SHA-256)".into(),
+        anymongo_ms,
+        official_ms,
+        runs,
+    })
+}
