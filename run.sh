@@ -43,6 +43,9 @@ test)
     bash tests/setup.sh all
     step "format and lints"
     cargo fmt --all --check
+    # The benchmark package is outside the workspace (./run.sh bench lints it); its
+    # format is checked here, without resolving its dependencies.
+    rustfmt --check --edition 2021 tests/bench/src/main.rs
     cargo clippy -q --workspace --all-targets -- -D warnings
     cargo clippy -q -p anymongo-wasi --target wasm32-wasip2 -- -D warnings
     cargo clippy -q -p anymongo-tests --bin demo --bin topology --bin srv_probe --target wasm32-wasip2 -- -D warnings
