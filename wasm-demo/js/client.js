@@ -71,8 +71,21 @@ function defaultDatabase(uri) {
   return match ? decodeURIComponent(match[1]) : 'test';
 }
 
+/** The size of the `bson` package's internal buffer, as far as this module set it. */
+let serializeBufferSize = 0;
+
 function serialize(document) {
-  return BSON.serialize(document);
+  try {
+    return BSON.serialize(document);
+  } catch (error) {
+    // One call's arguments (insertMany's documents) may outgrow bson's internal buffer
+    // (17 MB by default); the driver splits them into messages the server accepts.
+    const size = BSON.calculateObjectSize(document);
+    if (!(error instanceof RangeError) || size <= serializeBufferSize) throw error;
+    serializeBufferSize = size;
+    BSON.setInternalBufferSize(size);
+    return BSON.serialize(document);
+  }
 }
 
 function deserialize(bytes) {

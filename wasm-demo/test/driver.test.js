@@ -96,6 +96,14 @@ describe('against SecantusDB', BOUND, () => {
     assert.deepEqual(seen, [1, 2, 5]);
   });
 
+  it('inserts more than the bson package buffers at once (24 documents of 1 MB)', BOUND, async () => {
+    const coll = db.collection('insert_large');
+    const payload = 'x'.repeat(1024 * 1024);
+    const result = await coll.insertMany(Array.from({ length: 24 }, (_, n) => ({ n, payload })));
+    assert.equal(result.insertedCount, 24);
+    assert.equal(await coll.countDocuments({}), 24);
+  });
+
   it('updates, replaces and deletes', BOUND, async () => {
     const coll = db.collection('update_delete');
     await coll.insertMany([1, 2, 3, 4].map((n) => ({ n, even: n % 2 === 0 })));
