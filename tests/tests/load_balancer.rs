@@ -1181,6 +1181,27 @@ async fn wait_queue_timeout_gives_the_connections_in_use() {
     }
 }
 
+/// Asserts that connection 1, pinned by something dropped on a host that cannot spawn,
+/// is still checked out, and goes back to the pool when the client's next operation
+/// (a ping) cleans up on it: one check-out and one check-in for the pin's whole life.
+async fn released_by_the_next_operation(client: &TestClient, cmap_mark: usize) {
+    assert_eq!(
+        client.cmap_since(cmap_mark),
+        ["CheckedOut(1)"],
+        "still pinned"
+    );
+    client.run(doc! { "ping": 1 }).await.unwrap();
+    assert_eq!(
+        client.cmap_since(cmap_mark),
+        [
+            "CheckedOut(1)",
+            "CheckedIn(1)",
+            "CheckedOut(1)",
+            "CheckedIn(1)"
+        ]
+    );
+}
+
 /// A client through a [`LoadBalancerProxy`] in front of the shared SecantusDB, with
 /// `maxPoolSize=1`, on a runtime that cannot spawn: what it drops is cleaned up by its
 /// next operation; its appName is `lb_<collection>`, and `lb_pinning.<collection>`
@@ -1249,21 +1270,7 @@ async fn a_dropped_pinned_cursor_is_killed_on_its_connection_without_a_runtime()
         .is_some());
     assert_ne!(cursor.id(), 0);
     drop(cursor);
-    assert_eq!(
-        client.cmap_since(cmap_mark),
-        ["CheckedOut(1)"],
-        "still pinned"
-    );
-    client.run(doc! { "ping": 1 }).await.unwrap();
-    assert_eq!(
-        client.cmap_since(cmap_mark),
-        [
-            "CheckedOut(1)",
-            "CheckedIn(1)",
-            "CheckedOut(1)",
-            "CheckedIn(1)"
-        ]
-    );
+    released_by_the_next_operation(&client, cmap_mark).await;
     let commands = commands_since(&client, command_mark);
     let names: Vec<(&str, u32)> = commands.iter().map(|(n, c)| (n.as_str(), *c)).collect();
     assert_eq!(names, [("find", 1), ("killCursors", 1), ("ping", 1)]);
@@ -1297,21 +1304,7 @@ async fn a_dropped_session_aborts_its_transaction_on_the_pinned_connection_witho
             .unwrap();
     }
     drop(session);
-    assert_eq!(
-        client.cmap_since(cmap_mark),
-        ["CheckedOut(1)"],
-        "still pinned"
-    );
-    client.run(doc! { "ping": 1 }).await.unwrap();
-    assert_eq!(
-        client.cmap_since(cmap_mark),
-        [
-            "CheckedOut(1)",
-            "CheckedIn(1)",
-            "CheckedOut(1)",
-            "CheckedIn(1)"
-        ]
-    );
+    released_by_the_next_operation(&client, cmap_mark).await;
     let commands = commands_since(&client, command_mark);
     let names: Vec<(&str, u32)> = commands.iter().map(|(n, c)| (n.as_str(), *c)).collect();
     assert_eq!(
