@@ -10,8 +10,8 @@ import { MongoClient } from '../js/node.js';
 
 export const cache = process.env.ANYMONGO_CACHE ?? path.join(process.env.XDG_CACHE_HOME ?? path.join(os.homedir(), '.cache'), 'anymongo');
 
-/** Where `bash tests/setup.sh js-runtimes` installs Deno, Bun and workerd (from npm). */
-export const runtimes = path.join(cache, 'js-runtimes-deno-2.9.6-bun-1.4.5-workerd-1.20261117.1', 'node_modules', '.bin');
+/** Where `bash tests/setup.sh js-runtimes` links Deno, Bun and workerd (from npm). */
+export const runtimes = path.join(cache, 'js-runtimes', 'node_modules', '.bin');
 const secantusd = path.join(cache, 'venv', 'bin', 'secantusd-py');
 const START_TIMEOUT_MS = 60_000;
 const STOP_TIMEOUT_MS = 10_000;
