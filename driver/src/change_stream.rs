@@ -23,7 +23,7 @@ use std::sync::Arc;
 use std::task::{ready, Context, Poll};
 use std::time::Duration;
 
-use bson::{Bson, Document, Timestamp};
+use bson::{Bson, Document, RawDocument, RawDocumentBuf, Timestamp};
 use futures::Stream;
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
@@ -478,12 +478,12 @@ impl ResumeState {
     /// document without an `_id` cannot be resumed from: an error.
     pub fn returned(
         &mut self,
-        document: &Document,
+        document: &RawDocument,
         last_of_batch: bool,
         post_batch_resume_token: Option<&Document>,
     ) -> Result<()> {
-        let id = match document.get("_id") {
-            Some(Bson::Document(id)) => id,
+        let id = match document.get_document("_id").map(Document::try_from) {
+            Ok(Ok(id)) => id,
             _ => {
                 return Err(Error::invalid_argument(
                     "cannot provide resume functionality when the resume token is missing: \
@@ -494,7 +494,7 @@ impl ResumeState {
         };
         self.token = match (last_of_batch, post_batch_resume_token) {
             (true, Some(token)) => Some(token.clone()),
-            _ => Some(id.clone()),
+            _ => Some(id),
         };
         self.returned_document = true;
         Ok(())
@@ -608,7 +608,11 @@ impl Operation for Open<'_> {
         self.aggregate.build(hello)
     }
 
-    fn handle_reply(&mut self, reply: Document, context: ReplyContext<'_>) -> Result<Self::Output> {
+    fn handle_reply(
+        &mut self,
+        reply: RawDocumentBuf,
+        context: ReplyContext<'_>,
+    ) -> Result<Self::Output> {
         self.operation_time = reply.get_timestamp("operationTime").ok();
         self.aggregate.handle_reply(reply, context)
     }
@@ -808,7 +812,8 @@ impl<T: DeserializeOwned> ChangeStream<T> {
                         self.cursor = None;
                         return Poll::Ready(Advance::Event(Err(error)));
                     }
-                    let event = bson::deserialize_from_document(document).map_err(Error::bson);
+                    let event =
+                        bson::deserialize_from_slice(document.as_bytes()).map_err(Error::bson);
                     return Poll::Ready(Advance::Event(event));
                 }
                 Step::EmptyBatch => {
@@ -999,7 +1004,7 @@ impl Client {
 mod tests {
     use super::*;
     use crate::error::CommandError;
-    use bson::doc;
+    use bson::{doc, rawdoc};
 
     fn server_error(code: i32, labels: &[&str]) -> Error {
         Error::new(ErrorKind::Command(CommandError {
@@ -1111,23 +1116,25 @@ mod tests {
         let later = doc! { "_data": "later" };
         state.batch(false, Some(&later));
         assert_eq!(state.token(), Some(&pbrt));
-        let first = doc! { "_id": { "_data": "1" }, "operationType": "insert" };
+        let first = rawdoc! { "_id": { "_data": "1" }, "operationType": "insert" };
         state.returned(&first, false, Some(&later)).unwrap();
         assert_eq!(state.token(), Some(&doc! { "_data": "1" }));
-        let last = doc! { "_id": { "_data": "2" } };
+        let last = rawdoc! { "_id": { "_data": "2" } };
         state.returned(&last, true, Some(&later)).unwrap();
         assert_eq!(state.token(), Some(&later));
         // The last document of a batch without a postBatchResumeToken: its _id.
         state.returned(&last, true, None).unwrap();
         assert_eq!(state.token(), Some(&doc! { "_data": "2" }));
-        let missing = state.returned(&doc! { "x": 1 }, false, None).unwrap_err();
+        let missing = state
+            .returned(&rawdoc! { "x": 1 }, false, None)
+            .unwrap_err();
         assert!(missing.to_string().contains("resume token is missing"));
     }
 
     #[test]
     fn resume_points_follow_the_resume_process() {
         let token = doc! { "_data": "t" };
-        let event = doc! { "_id": { "_data": "e" } };
+        let event = rawdoc! { "_id": { "_data": "e" } };
         // startAfter, no document returned yet: startAfter the cached token.
         let mut state = ResumeState::new(&options(doc! { "startAfter": token.clone() }));
         assert_eq!(state.resume_point(), StartAt::StartAfter(token.clone()));

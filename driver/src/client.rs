@@ -398,7 +398,7 @@ impl Client {
         let mut outcome = Ok(());
         for batch in ids.chunks(END_SESSIONS_BATCH) {
             let command = Command::new("admin", bson::doc! { "endSessions": batch });
-            if let Err(error) = self.send(&mut pooled, &command, None, false).await {
+            if let Err(error) = self.send(&mut pooled, command, None, false).await {
                 outcome = Err(error);
                 break;
             }

@@ -1067,21 +1067,32 @@ fn as_count(value: &Bson) -> u64 {
 /// (CRUD spec, "Insert, Update, Replace, Delete, and Bulk Writes": drivers generate
 /// `_id`s), and that `_id`.
 pub(crate) fn with_id<T: Serialize>(document: &T) -> Result<(RawDocumentBuf, Bson)> {
-    let document = bson::serialize_to_document(document).map_err(Error::bson)?;
-    let (document, id) = match document.get("_id") {
-        Some(id) => {
-            let id = id.clone();
-            (document, id)
-        }
-        None => {
-            let id = Bson::ObjectId(ObjectId::new());
-            let mut with_id = doc! { "_id": id.clone() };
-            with_id.extend(document);
-            (with_id, id)
-        }
-    };
-    let raw = RawDocumentBuf::try_from(&document).map_err(Error::bson)?;
-    Ok((raw, id))
+    // Serialized straight to BSON bytes: what is sent is never built as a `Document`.
+    let raw = bson::serialize_to_raw_document_buf(document).map_err(Error::bson)?;
+    if let Some(id) = raw.get("_id").map_err(Error::bson)? {
+        let id = Bson::try_from(id).map_err(Error::bson)?;
+        return Ok((raw, id));
+    }
+    let id = ObjectId::new();
+    Ok((with_object_id_first(&raw, id)?, Bson::ObjectId(id)))
+}
+
+/// `document` with `_id: id` as its first field (where the server puts `_id` too),
+/// written as bytes: the new element goes between the length and the old elements
+/// (BSON spec: `document ::= int32 e_list "\x00"`; an ObjectId element is
+/// `"\x07" e_name (byte*12)`).
+fn with_object_id_first(document: &RawDocumentBuf, id: ObjectId) -> Result<RawDocumentBuf> {
+    const ID_ELEMENT: [u8; 5] = [0x07, b'_', b'i', b'd', 0];
+    let old = document.as_bytes();
+    let length = old.len() + ID_ELEMENT.len() + 12;
+    let declared = i32::try_from(length)
+        .map_err(|_| Error::invalid_argument("the document is too large to insert"))?;
+    let mut bytes = Vec::with_capacity(length);
+    bytes.extend_from_slice(&declared.to_le_bytes());
+    bytes.extend_from_slice(&ID_ELEMENT);
+    bytes.extend_from_slice(&id.bytes());
+    bytes.extend_from_slice(&old[4..]);
+    RawDocumentBuf::from_bytes(bytes).map_err(Error::bson)
 }
 
 /// A replacement as a document; it must not contain update operators (CRUD spec,
@@ -1098,4 +1109,38 @@ pub(crate) fn replacement_document<T: Serialize>(replacement: &T) -> Result<Docu
         ));
     }
     Ok(document)
+}
+
+#[cfg(test)]
+mod tests {
+    use bson::rawdoc;
+
+    use super::*;
+
+    #[test]
+    fn with_id_puts_a_new_object_id_first() {
+        let (raw, id) = with_id(&doc! { "a": 1, "b": { "c": [1, 2] } }).unwrap();
+        let Bson::ObjectId(oid) = id else {
+            panic!("not an ObjectId: {id:?}");
+        };
+        assert_eq!(raw, rawdoc! { "_id": oid, "a": 1, "b": { "c": [1, 2] } });
+        // The bytes are a document the bson crate reads back whole.
+        let read = Document::try_from(raw.as_ref()).unwrap();
+        assert_eq!(read, doc! { "_id": oid, "a": 1, "b": { "c": [1, 2] } });
+    }
+
+    #[test]
+    fn with_id_keeps_the_id_given_where_it_is() {
+        let (raw, id) = with_id(&doc! { "a": 1, "_id": "mine" }).unwrap();
+        assert_eq!(id, Bson::String("mine".into()));
+        assert_eq!(raw, rawdoc! { "a": 1, "_id": "mine" });
+        let (empty, id) = with_id(&Document::new()).unwrap();
+        assert_eq!(empty, rawdoc! { "_id": id.as_object_id().unwrap() });
+    }
+
+    #[test]
+    fn with_id_refuses_what_is_not_a_document() {
+        assert!(with_id(&42).is_err());
+        assert!(with_id(&vec![1, 2]).is_err());
+    }
 }

@@ -9,7 +9,7 @@
 use std::time::Duration;
 
 use bson::oid::ObjectId;
-use bson::Document;
+use bson::{Document, RawDocument};
 
 use crate::error::{CommandError, Error, ErrorKind};
 use crate::event::{EventHandler, EventSink};
@@ -190,7 +190,7 @@ impl CommandMonitor {
 
 impl InFlight<'_> {
     /// Reports how the command ended.
-    pub fn finish(mut self, outcome: &Result<Document, Error>) {
+    pub fn finish(mut self, outcome: std::result::Result<&RawDocument, &Error>) {
         let Some((info, sensitive)) = self.command.take() else {
             return;
         };
@@ -199,9 +199,11 @@ impl InFlight<'_> {
             Ok(reply) => CommandEvent::Succeeded(CommandSucceededEvent {
                 info,
                 duration,
+                // The reply was validated when it was read; a document that still
+                // cannot be shown is shown empty rather than failing the operation.
                 reply: match sensitive {
                     true => Document::new(),
-                    false => reply.clone(),
+                    false => Document::try_from(reply).unwrap_or_default(),
                 },
             }),
             Err(error) => CommandEvent::Failed(CommandFailedEvent {
@@ -237,7 +239,7 @@ impl Drop for InFlight<'_> {
                 started: self.started,
                 command: self.command.take(),
             };
-            in_flight.finish(&Err(abandoned));
+            in_flight.finish(Err(&abandoned));
         }
     }
 }
@@ -258,7 +260,7 @@ fn redact(error: &Error) -> Error {
 
 #[cfg(test)]
 mod tests {
-    use bson::doc;
+    use bson::{doc, rawdoc};
 
     use super::*;
 
@@ -316,10 +318,10 @@ mod tests {
         let clock = StillClock;
         monitor
             .started(&command, &clock, info)
-            .finish(&Err(refusal));
+            .finish(Err(&refusal));
         monitor
             .started(&command, &clock, info)
-            .finish(&Ok(doc! { "ok": 1, "payload": "secret" }));
+            .finish(Ok(&rawdoc! { "ok": 1, "payload": "secret" }));
         // An operation dropped mid-command still ends its command.
         drop(monitor.started(&doc! { "ping": 1 }, &clock, info));
         let events = events.lock().unwrap();
@@ -375,7 +377,7 @@ mod tests {
             built.set(true);
             unreachable_info()
         });
-        in_flight.finish(&Ok(doc! { "ok": 1 }));
+        in_flight.finish(Ok(&rawdoc! { "ok": 1 }));
         assert!(!built.get());
     }
 

@@ -7,7 +7,8 @@
 
 use std::time::Duration;
 
-use bson::{Document, RawDocumentBuf};
+use bson::raw::RawBsonRef;
+use bson::{Bson, Document, RawDocument, RawDocumentBuf};
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -262,7 +263,7 @@ impl Connection {
             OpMsg::new(to_raw(&command)?).encode(request_id, 0)
         };
         let reply = self.round_trip(&frame, request_id, clock).await?;
-        let reply = command_reply(reply, &self.address)?;
+        let reply = command_reply(reply)?;
         let hello = HelloReply::parse(reply)?;
         // Set once, here: the handshake runs once per connection.
         let _ = hello_seen.set(hello.service_id);
@@ -429,7 +430,7 @@ impl Connection {
         let reply = self
             .send_message(request_id, &OpMsg::new(body), clock)
             .await?;
-        check_reply(reply)
+        reply_document(&check_reply(reply)?)
     }
 
     /// Sends `message` (a command body and its document sequences) with the given
@@ -440,10 +441,9 @@ impl Connection {
         request_id: i32,
         message: &OpMsg,
         clock: &dyn Clock,
-    ) -> Result<Document> {
+    ) -> Result<RawDocumentBuf> {
         let frame = self.frame(message, request_id)?;
-        let reply = self.round_trip(&frame, request_id, clock).await?;
-        parse_reply(reply, &self.address)
+        self.round_trip(&frame, request_id, clock).await
     }
 
     /// Sends `message` flagged `moreToCome`, an unacknowledged write (OP_MSG spec,
@@ -481,7 +481,7 @@ impl Connection {
         let reply = self
             .exchange(Some(&frame), request_id, clock, read_limit)
             .await?;
-        command_reply(reply, &self.address)
+        command_reply(reply)
     }
 
     /// Whether the server announced another reply (`moreToCome`) that has not been
@@ -502,7 +502,7 @@ impl Connection {
             ));
         };
         let reply = self.exchange(None, previous, clock, read_limit).await?;
-        command_reply(reply, &self.address)
+        command_reply(reply)
     }
 
     /// Sends `frame` and reads the reply to `request_id` within the socket timeout.
@@ -709,31 +709,36 @@ fn to_raw(document: &Document) -> Result<RawDocumentBuf> {
 }
 
 /// Turns a reply into a document, or into a [`CommandError`] when it says `ok: 0`.
-fn command_reply(reply: RawDocumentBuf, address: &str) -> Result<Document> {
-    check_reply(parse_reply(reply, address)?)
+fn command_reply(reply: RawDocumentBuf) -> Result<Document> {
+    reply_document(&check_reply(reply)?)
 }
 
-/// The reply body as a document; a body that is not valid BSON is a protocol error.
-fn parse_reply(reply: RawDocumentBuf, address: &str) -> Result<Document> {
-    Document::try_from(reply.as_ref()).map_err(|error| {
-        Error::new(ErrorKind::Protocol {
-            address: address.to_string(),
-            error: wire::WireError::MalformedDocument(error.to_string()),
-        })
-    })
+/// A reply body (validated when its message was decoded) as a [`Document`]: for the
+/// replies read field by field; documents handed to users are deserialized from the
+/// raw bytes instead.
+pub(crate) fn reply_document(reply: &RawDocument) -> Result<Document> {
+    Document::try_from(reply)
+        .map_err(|error| Error::bson(format!("the reply cannot be read: {error}")))
 }
 
 /// The reply of a command if it says `ok: 1`; otherwise the [`CommandError`] it
-/// describes.
-pub(crate) fn check_reply(reply: Document) -> Result<Document> {
+/// describes. Only a failed reply is turned into a [`Document`].
+pub(crate) fn check_reply(reply: RawDocumentBuf) -> Result<RawDocumentBuf> {
     let ok = match reply.get("ok") {
-        Some(bson::Bson::Boolean(ok)) => *ok,
-        Some(value) => crate::handshake::bson_as_i64(value) == Some(1),
-        None => false,
+        Ok(Some(RawBsonRef::Boolean(ok))) => ok,
+        Ok(Some(value)) => {
+            Bson::try_from(value)
+                .ok()
+                .as_ref()
+                .and_then(crate::handshake::bson_as_i64)
+                == Some(1)
+        }
+        _ => false,
     };
     if ok {
         return Ok(reply);
     }
+    let reply = reply_document(&reply)?;
     let error = CommandError {
         code: reply
             .get("code")

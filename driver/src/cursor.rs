@@ -13,7 +13,8 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use bson::{doc, Bson, Document};
+use bson::raw::RawBsonRef;
+use bson::{doc, Bson, Document, RawDocument, RawDocumentBuf};
 use futures::Stream;
 use serde::de::DeserializeOwned;
 
@@ -87,7 +88,9 @@ impl CursorSpec {
 /// One batch of a cursor reply.
 pub(crate) struct Batch {
     pub id: i64,
-    pub documents: VecDeque<Document>,
+    /// The documents as the server sent them: each is deserialized straight from its
+    /// bytes when the cursor hands it out, never through a [`Document`].
+    pub documents: VecDeque<RawDocumentBuf>,
     /// `cursor.ns`, split.
     pub namespace: Option<(String, String)>,
     /// `cursor.postBatchResumeToken`: how far a change stream has scanned (Change
@@ -97,7 +100,7 @@ pub(crate) struct Batch {
 
 impl Batch {
     /// Reads `cursor: { id, ns, firstBatch | nextBatch }` of a reply.
-    pub fn from_reply(reply: &Document, server: &ServerAddress) -> Result<Batch> {
+    pub fn from_reply(reply: &RawDocument, server: &ServerAddress) -> Result<Batch> {
         let malformed = |what: &str| {
             Error::new(ErrorKind::Protocol {
                 address: server.to_string(),
@@ -110,8 +113,8 @@ impl Batch {
             .get_document("cursor")
             .map_err(|_| malformed("cursor"))?;
         let id = match cursor.get("id") {
-            Some(Bson::Int64(id)) => *id,
-            Some(Bson::Int32(id)) => i64::from(*id),
+            Ok(Some(RawBsonRef::Int64(id))) => id,
+            Ok(Some(RawBsonRef::Int32(id))) => i64::from(id),
             _ => return Err(malformed("cursor.id")),
         };
         let batch = cursor
@@ -119,9 +122,9 @@ impl Batch {
             .or_else(|_| cursor.get_array("nextBatch"))
             .map_err(|_| malformed("cursor.firstBatch or cursor.nextBatch"))?;
         let documents = batch
-            .iter()
+            .into_iter()
             .map(|document| match document {
-                Bson::Document(document) => Ok(document.clone()),
+                Ok(RawBsonRef::Document(document)) => Ok(document.to_owned()),
                 _ => Err(malformed("documents in its batch")),
             })
             .collect::<Result<VecDeque<_>>>()?;
@@ -129,11 +132,17 @@ impl Batch {
             ns.split_once('.')
                 .map(|(db, coll)| (db.to_string(), coll.to_string()))
         });
+        let post_batch_resume_token = cursor
+            .get_document("postBatchResumeToken")
+            .ok()
+            .map(Document::try_from)
+            .transpose()
+            .map_err(|_| malformed("a readable postBatchResumeToken"))?;
         Ok(Batch {
             id,
             documents,
             namespace,
-            post_batch_resume_token: cursor.get_document("postBatchResumeToken").ok().cloned(),
+            post_batch_resume_token,
         })
     }
 }
@@ -154,7 +163,7 @@ impl Batch {
 pub struct Cursor<T> {
     /// `None` once exhausted or after an error.
     spec: Option<CursorSpec>,
-    buffer: VecDeque<Document>,
+    buffer: VecDeque<RawDocumentBuf>,
     /// The `postBatchResumeToken` of the last batch, if it had one.
     post_batch_resume_token: Option<Document>,
     in_flight: Option<BoxFuture<'static, Result<Batch>>>,
@@ -163,8 +172,8 @@ pub struct Cursor<T> {
 
 /// What one step of a cursor's iteration gave ([`Cursor::poll_step`]).
 pub(crate) enum Step {
-    /// The next document.
-    Document(Document),
+    /// The next document, as the server sent it.
+    Document(RawDocumentBuf),
     /// A getMore answered with an empty batch (its `postBatchResumeToken`, if any, is
     /// now [`Cursor::post_batch_resume_token`]).
     EmptyBatch,
@@ -290,7 +299,7 @@ impl<T: DeserializeOwned> Stream for Cursor<T> {
             let item = match std::task::ready!(this.poll_step(cx)) {
                 Step::EmptyBatch => continue,
                 Step::Document(document) => {
-                    Some(bson::deserialize_from_document(document).map_err(Error::bson))
+                    Some(bson::deserialize_from_slice(document.as_bytes()).map_err(Error::bson))
                 }
                 Step::End => None,
                 // The server cursor is gone or unreachable: nothing to kill.
@@ -414,7 +423,7 @@ impl Operation for GetMore {
         Ok(Command::new(spec.database.as_str(), body))
     }
 
-    fn handle_reply(&mut self, reply: Document, context: ReplyContext<'_>) -> Result<Batch> {
+    fn handle_reply(&mut self, reply: RawDocumentBuf, context: ReplyContext<'_>) -> Result<Batch> {
         Batch::from_reply(&reply, &context.server.address)
     }
 }
@@ -483,7 +492,7 @@ impl Operation for KillCursors<'_> {
         Ok(Command::new(self.pending.database.as_str(), body))
     }
 
-    fn handle_reply(&mut self, _reply: Document, _context: ReplyContext<'_>) -> Result<()> {
+    fn handle_reply(&mut self, _reply: RawDocumentBuf, _context: ReplyContext<'_>) -> Result<()> {
         Ok(())
     }
 }

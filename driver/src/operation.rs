@@ -9,7 +9,7 @@
 
 use std::sync::Arc;
 
-use bson::{Bson, Document, RawDocumentBuf};
+use bson::{rawdoc, Bson, Document, RawDocumentBuf};
 
 use crate::client::Client;
 use crate::cmap::PinnedTo;
@@ -146,8 +146,14 @@ pub(crate) trait Operation {
     /// into batches must build the same batch again.
     fn build(&mut self, hello: &HelloReply) -> Result<Command>;
 
-    /// Its result from an `ok: 1` reply.
-    fn handle_reply(&mut self, reply: Document, context: ReplyContext<'_>) -> Result<Self::Output>;
+    /// Its result from an `ok: 1` reply, as the server sent it: an operation that hands
+    /// out documents deserializes them from these bytes, and the others read the
+    /// fields they need ([`reply_document`](crate::connection::reply_document)).
+    fn handle_reply(
+        &mut self,
+        reply: RawDocumentBuf,
+        context: ReplyContext<'_>,
+    ) -> Result<Self::Output>;
 
     /// How it may be retried. Asked before the first build and again after each: an
     /// operation that splits its input into batches may know only once it has built
@@ -212,7 +218,11 @@ impl<O: Operation> Operation for &mut O {
         (**self).build(hello)
     }
 
-    fn handle_reply(&mut self, reply: Document, context: ReplyContext<'_>) -> Result<Self::Output> {
+    fn handle_reply(
+        &mut self,
+        reply: RawDocumentBuf,
+        context: ReplyContext<'_>,
+    ) -> Result<Self::Output> {
         (**self).handle_reply(reply, context)
     }
 
@@ -638,7 +648,6 @@ impl Client {
             body.insert("$clusterTime", cluster_time);
         }
         crate::versioned_api::declare(self.options().server_api.as_ref(), body);
-        body.insert("$db", command.database.as_str());
         if let Some(read_preference) = read_preference {
             body.insert("$readPreference", read_preference);
         }
@@ -647,7 +656,7 @@ impl Client {
             && operation
                 .write_concern()
                 .is_some_and(|concern| !concern.is_acknowledged());
-        let reply = self.send(pooled, &command, session, no_reply).await;
+        let reply = self.send(pooled, command, session, no_reply).await;
         if let (Some(session), Some(_)) = (session, &transaction) {
             if reply
                 .as_ref()
@@ -672,7 +681,7 @@ impl Client {
         )
     }
 
-    /// Sends `command` on `connection`, announced and concluded by command monitoring
+    /// Sends `command` (adding its `$db`) on `connection`, announced and concluded by command monitoring
     /// events; records the reply's cluster and operation times in `session` (and the
     /// client), `ok: 1` or not. MONGODB-OIDC may ask to authenticate again and resend
     /// once (the token expired). With `no_reply` (an unacknowledged write), the
@@ -681,14 +690,17 @@ impl Client {
     pub(crate) async fn send(
         &self,
         connection: &mut PooledConnection,
-        command: &Command,
+        mut command: Command,
         session: Option<&ClientSession>,
         no_reply: bool,
-    ) -> Result<Document> {
+    ) -> Result<RawDocumentBuf> {
+        command.body.insert("$db", command.database.as_str());
         let body = RawDocumentBuf::try_from(&command.body)
             .map_err(|error| Error::bson(format!("the command cannot be encoded: {error}")))?;
         let mut message = OpMsg::new(body);
-        message.sequences = command.sequences.clone();
+        // The documents move into the message: from here on they are in
+        // `message.sequences` only.
+        message.sequences = std::mem::take(&mut command.sequences);
         if no_reply {
             message.flags = MsgFlags::MORE_TO_COME;
         }
@@ -696,7 +708,7 @@ impl Client {
         let mut result = self
             .send_message(
                 connection,
-                command,
+                &command,
                 &message,
                 next_request_id(),
                 operation_id,
@@ -711,7 +723,7 @@ impl Client {
                     Ok(()) => {
                         self.send_message(
                             connection,
-                            command,
+                            &command,
                             &message,
                             next_request_id(),
                             operation_id,
@@ -734,7 +746,7 @@ impl Client {
         request_id: i32,
         operation_id: i32,
         session: Option<&ClientSession>,
-    ) -> Result<Document> {
+    ) -> Result<RawDocumentBuf> {
         let clock = self.clock();
         let monitor = self.command_monitor();
         let shown = monitor
@@ -758,7 +770,7 @@ impl Client {
             true => connection
                 .send_without_reply(request_id, message)
                 .await
-                .map(|()| bson::doc! { "ok": 1 }),
+                .map(|()| rawdoc! { "ok": 1 }),
             false => connection.send_message(request_id, message, clock).await,
         };
         let result = match sent {
@@ -766,8 +778,8 @@ impl Client {
                 match session {
                     Some(session) => session.observe_reply(&reply),
                     None => {
-                        if let Ok(cluster_time) = reply.get_document("$clusterTime") {
-                            self.advance_cluster_time(cluster_time);
+                        if let Some(cluster_time) = crate::session::cluster_time_of(&reply) {
+                            self.advance_cluster_time(&cluster_time);
                         }
                     }
                 }
@@ -775,7 +787,7 @@ impl Client {
             }
             Err(error) => Err(error),
         };
-        in_flight.finish(&result);
+        in_flight.finish(result.as_ref().map(AsRef::as_ref));
         result
     }
 

@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bson::spec::BinarySubtype;
-use bson::{doc, Binary, Bson, Document, Timestamp};
+use bson::{doc, Binary, Bson, Document, RawDocument, Timestamp};
 
 use crate::client::Client;
 use crate::error::{Error, Result};
@@ -178,6 +178,12 @@ fn advance(held: &mut Option<Document>, candidate: &Document) {
     if later {
         *held = Some(candidate.clone());
     }
+}
+
+/// A reply's `$clusterTime`, if it has a readable one.
+pub(crate) fn cluster_time_of(reply: &RawDocument) -> Option<Document> {
+    let cluster_time = reply.get_document("$clusterTime").ok()?;
+    Document::try_from(cluster_time).ok()
 }
 
 /// The later of two optional cluster times.
@@ -509,25 +515,24 @@ impl ClientSession {
 
     /// Records what a reply says of time: its `$clusterTime` (for the session and the
     /// client) and `operationTime`.
-    pub(crate) fn observe_reply(&self, reply: &Document) {
-        if let Ok(cluster_time) = reply.get_document("$clusterTime") {
-            self.inner.client.advance_cluster_time(cluster_time);
-            self.advance_cluster_time(cluster_time);
+    pub(crate) fn observe_reply(&self, reply: &RawDocument) {
+        if let Some(cluster_time) = cluster_time_of(reply) {
+            self.inner.client.advance_cluster_time(&cluster_time);
+            self.advance_cluster_time(&cluster_time);
         }
-        if let Some(Bson::Timestamp(operation_time)) = reply.get("operationTime") {
-            self.advance_operation_time(*operation_time);
+        if let Ok(operation_time) = reply.get_timestamp("operationTime") {
+            self.advance_operation_time(operation_time);
         }
         if self.is_snapshot() {
             // find and aggregate say it in their cursor, distinct at the top level
             // (Snapshot Reads spec, "Server Command Responses"); the first one sets it.
             let at = reply
                 .get_document("cursor")
-                .ok()
-                .and_then(|cursor| cursor.get("atClusterTime"))
-                .or_else(|| reply.get("atClusterTime"));
-            if let Some(Bson::Timestamp(at)) = at {
+                .and_then(|cursor| cursor.get_timestamp("atClusterTime"))
+                .or_else(|_| reply.get_timestamp("atClusterTime"));
+            if let Ok(at) = at {
                 let mut state = lock(&self.inner.state);
-                state.snapshot_time.get_or_insert(*at);
+                state.snapshot_time.get_or_insert(at);
             }
         }
     }

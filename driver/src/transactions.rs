@@ -15,7 +15,7 @@
 use std::future::Future;
 use std::time::Duration;
 
-use bson::{doc, Bson, Document, Timestamp};
+use bson::{doc, Bson, Document, RawDocument, RawDocumentBuf, Timestamp};
 use serde::Deserialize;
 
 use crate::concern::{Acknowledgment, ReadConcern, WriteConcern};
@@ -391,7 +391,8 @@ impl Operation for EndTransaction {
         Ok(Command::new("admin", body))
     }
 
-    fn handle_reply(&mut self, reply: Document, _context: ReplyContext<'_>) -> Result<()> {
+    fn handle_reply(&mut self, reply: RawDocumentBuf, _context: ReplyContext<'_>) -> Result<()> {
+        let reply = crate::connection::reply_document(&reply)?;
         // A write concern error in an `ok: 1` reply fails the commit (spec,
         // "commitTransaction").
         WriteReply::check_write_concern(&reply)
@@ -711,10 +712,11 @@ impl ClientSession {
 
     /// Keeps the `recoveryToken` of a successful reply in the transaction (spec,
     /// "recoveryToken field": "the most recently received").
-    pub(crate) fn record_recovery_token(&self, reply: &Document) {
-        if let Ok(token) = reply.get_document("recoveryToken") {
+    pub(crate) fn record_recovery_token(&self, reply: &RawDocument) {
+        let token = reply.get_document("recoveryToken").ok();
+        if let Some(token) = token.and_then(|token| Document::try_from(token).ok()) {
             let _ = self.update_transaction(|transaction| {
-                transaction.recovery_token = Some(token.clone());
+                transaction.recovery_token = Some(token);
                 Ok(())
             });
         }

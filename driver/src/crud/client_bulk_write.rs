@@ -888,7 +888,11 @@ impl Operation for BulkWriteBatch<'_> {
         })
     }
 
-    fn handle_reply(&mut self, reply: Document, context: ReplyContext<'_>) -> Result<BatchReply> {
+    fn handle_reply(
+        &mut self,
+        reply: RawDocumentBuf,
+        context: ReplyContext<'_>,
+    ) -> Result<BatchReply> {
         if !self.plan.acknowledged() {
             return Ok(BatchReply {
                 summary: Summary::default(),
@@ -897,8 +901,9 @@ impl Operation for BulkWriteBatch<'_> {
             });
         }
         // Its writeConcernError and errorLabels, read like a write command's.
-        let parsed = WriteReply::parse(&reply, 0);
         let first = Batch::from_reply(&reply, &context.server.address)?;
+        let reply = crate::connection::reply_document(&reply)?;
+        let parsed = WriteReply::parse(&reply, 0);
         let mut spec = CursorSpec::new(&context, "admin", "$cmd.bulkWrite", None);
         if let Some((database, collection)) = &first.namespace {
             spec.database.clone_from(database);

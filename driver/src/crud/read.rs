@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use bson::{doc, Bson, Document};
+use bson::{doc, Bson, Document, RawDocumentBuf};
 
 use super::write::Namespace;
 use super::{AggregateOptions, CursorType, FindOptions};
@@ -132,7 +132,11 @@ impl Operation for Find<'_> {
         Ok(Command::new(self.namespace.database.as_str(), body))
     }
 
-    fn handle_reply(&mut self, reply: Document, context: ReplyContext<'_>) -> Result<Self::Output> {
+    fn handle_reply(
+        &mut self,
+        reply: RawDocumentBuf,
+        context: ReplyContext<'_>,
+    ) -> Result<Self::Output> {
         let batch = Batch::from_reply(&reply, &context.server.address)?;
         let namespace = self.namespace;
         let mut spec = CursorSpec::new(
@@ -235,7 +239,11 @@ impl Operation for Aggregate<'_> {
         Ok(Command::new(self.database, body))
     }
 
-    fn handle_reply(&mut self, reply: Document, context: ReplyContext<'_>) -> Result<Self::Output> {
+    fn handle_reply(
+        &mut self,
+        reply: RawDocumentBuf,
+        context: ReplyContext<'_>,
+    ) -> Result<Self::Output> {
         let batch = Batch::from_reply(&reply, &context.server.address)?;
         let mut spec = CursorSpec::new(
             &context,
@@ -298,7 +306,8 @@ impl Operation for SimpleRead<'_> {
         Ok(Command::new(self.database, body))
     }
 
-    fn handle_reply(&mut self, reply: Document, _context: ReplyContext<'_>) -> Result<Bson> {
+    fn handle_reply(&mut self, reply: RawDocumentBuf, _context: ReplyContext<'_>) -> Result<Bson> {
+        let reply = crate::connection::reply_document(&reply)?;
         (self.result)(&reply)
     }
 

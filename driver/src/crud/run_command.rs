@@ -1,6 +1,6 @@
 //! The Run Command spec: a command run as the application wrote it.
 
-use bson::{Bson, Document};
+use bson::{Bson, Document, RawDocumentBuf};
 
 use crate::concern::{Acknowledgment, WriteConcern};
 use crate::cursor::{Batch, Cursor, CursorSpec};
@@ -77,8 +77,12 @@ impl Operation for RunCommand {
         Ok(self.command.clone())
     }
 
-    fn handle_reply(&mut self, reply: Document, _context: ReplyContext<'_>) -> Result<Document> {
-        Ok(reply)
+    fn handle_reply(
+        &mut self,
+        reply: RawDocumentBuf,
+        _context: ReplyContext<'_>,
+    ) -> Result<Document> {
+        crate::connection::reply_document(&reply)
     }
 
     fn write_concern(&self) -> Option<&WriteConcern> {
@@ -172,7 +176,11 @@ impl Operation for RunCursorCommand {
         self.inner.read_preference_given()
     }
 
-    fn handle_reply(&mut self, reply: Document, context: ReplyContext<'_>) -> Result<Self::Output> {
+    fn handle_reply(
+        &mut self,
+        reply: RawDocumentBuf,
+        context: ReplyContext<'_>,
+    ) -> Result<Self::Output> {
         let batch = Batch::from_reply(&reply, &context.server.address)?;
         let command = &self.inner.command.body;
         // Without a getMore batch size, a listing helper's getMores keep the size its

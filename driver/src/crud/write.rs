@@ -440,7 +440,12 @@ impl Operation for WriteBatch<'_> {
         })
     }
 
-    fn handle_reply(&mut self, reply: Document, _context: ReplyContext<'_>) -> Result<WriteReply> {
+    fn handle_reply(
+        &mut self,
+        reply: RawDocumentBuf,
+        _context: ReplyContext<'_>,
+    ) -> Result<WriteReply> {
+        let reply = crate::connection::reply_document(&reply)?;
         WriteReply::of_write_command(&reply, self.offset)
     }
 
@@ -549,9 +554,10 @@ impl Operation for FindAndModify<'_> {
 
     fn handle_reply(
         &mut self,
-        reply: Document,
+        reply: RawDocumentBuf,
         _context: ReplyContext<'_>,
     ) -> Result<Option<Document>> {
+        let reply = crate::connection::reply_document(&reply)?;
         let parsed = WriteReply::parse(&reply, 0);
         if let Some(error) = parsed.single_write_error() {
             return Err(error);

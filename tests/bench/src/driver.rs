@@ -90,19 +90,15 @@ impl Driver for Anymongo {
         with_id
     }
 
-    // The insert path (`collection::with_id`): serde to a `Document`, then to raw bytes.
+    // The insert path (`collection::with_id`): serde straight to raw bytes.
     fn encode(doc: &Self::Doc) -> Result<Vec<u8>, String> {
-        let doc = anymongo::bson::serialize_to_document(doc).map_err(text)?;
-        let raw = anymongo::bson::RawDocumentBuf::try_from(&doc).map_err(text)?;
+        let raw = anymongo::bson::serialize_to_raw_document_buf(doc).map_err(text)?;
         Ok(raw.into_bytes())
     }
 
-    // The cursor path: the reply parsed into a `Document`, each document then handed
-    // out through serde.
+    // The cursor path: serde straight from the raw bytes of the batch.
     fn decode(bytes: &[u8]) -> Result<Self::Doc, String> {
-        let raw = anymongo::bson::RawDocument::from_bytes(bytes).map_err(text)?;
-        let doc = anymongo::bson::Document::try_from(raw).map_err(text)?;
-        anymongo::bson::deserialize_from_document(doc).map_err(text)
+        anymongo::bson::deserialize_from_slice(bytes).map_err(text)
     }
 
     async fn hello(&self) -> Result<(), String> {
