@@ -830,7 +830,9 @@ impl<T: DeserializeOwned> ChangeStream<T> {
                         return Poll::Ready(Advance::Event(Err(error)));
                     }
                     // A cursor the server does not know needs no killing.
-                    let stale = stale.filter(|_| error.code() != Some(CURSOR_NOT_FOUND));
+                    let stale = stale
+                        .filter(|_| error.code() != Some(CURSOR_NOT_FOUND))
+                        .map(|spec| *spec);
                     let start = self.resume.resume_point();
                     self.resuming = Some(boxed(self.watch.clone().open(start, stale)));
                 }

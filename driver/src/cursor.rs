@@ -181,7 +181,7 @@ pub(crate) enum Step {
     End,
     /// A getMore failed; the cursor is closed, and the server cursor it named (which
     /// may still exist) is handed back.
-    Failed(Error, Option<CursorSpec>),
+    Failed(Error, Option<Box<CursorSpec>>),
 }
 
 impl<T> std::fmt::Debug for Cursor<T> {
@@ -254,7 +254,7 @@ impl<T> Cursor<T> {
                     None => Step::EmptyBatch,
                 })
             }
-            Err(error) => Poll::Ready(Step::Failed(error, self.spec.take())),
+            Err(error) => Poll::Ready(Step::Failed(error, self.spec.take().map(Box::new))),
         }
     }
 
