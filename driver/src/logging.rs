@@ -359,14 +359,23 @@ impl LogMessage for SdamEvent {
                 serverPort = address.port()
             ),
             SdamEvent::ServerDescriptionChanged { .. } => {}
-            SdamEvent::ServerHeartbeatStarted { address, awaited } => topology_message!(
+            SdamEvent::ServerHeartbeatStarted {
+                address,
+                driver_connection_id,
+                server_connection_id,
+                awaited,
+            } => topology_message!(
                 "Server heartbeat started",
                 serverHost = address.host(),
                 serverPort = address.port(),
+                driverConnectionId = *driver_connection_id,
+                serverConnectionId = *server_connection_id,
                 awaited = *awaited
             ),
             SdamEvent::ServerHeartbeatSucceeded {
                 address,
+                driver_connection_id,
+                server_connection_id,
                 duration,
                 reply,
                 awaited,
@@ -374,12 +383,16 @@ impl LogMessage for SdamEvent {
                 "Server heartbeat succeeded",
                 serverHost = address.host(),
                 serverPort = address.port(),
+                driverConnectionId = *driver_connection_id,
+                serverConnectionId = *server_connection_id,
                 awaited = *awaited,
                 durationMS = millis(*duration),
                 reply = context.json(reply).as_str()
             ),
             SdamEvent::ServerHeartbeatFailed {
                 address,
+                driver_connection_id,
+                server_connection_id,
                 duration,
                 failure,
                 awaited,
@@ -387,6 +400,8 @@ impl LogMessage for SdamEvent {
                 "Server heartbeat failed",
                 serverHost = address.host(),
                 serverPort = address.port(),
+                driverConnectionId = *driver_connection_id,
+                serverConnectionId = *server_connection_id,
                 awaited = *awaited,
                 durationMS = millis(*duration),
                 failure = failure.as_str()

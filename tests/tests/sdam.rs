@@ -132,6 +132,94 @@ async fn the_streaming_protocol_is_used_and_polling_can_be_forced() {
     }
 }
 
+fn is_heartbeat(event: &SdamEvent) -> bool {
+    matches!(
+        event,
+        SdamEvent::ServerHeartbeatStarted { .. }
+            | SdamEvent::ServerHeartbeatSucceeded { .. }
+            | SdamEvent::ServerHeartbeatFailed { .. }
+    )
+}
+
+/// Heartbeats name their monitoring connection (SDAM logging, "driverConnectionId",
+/// "serverConnectionId"): the monitor numbers its connections from 1; the server's id
+/// is known once a connection's handshake is done, and a failed connection's
+/// successor takes the next number.
+#[tokio::test]
+async fn heartbeats_carry_the_ids_of_their_monitoring_connection() {
+    let mut server = TestServer::start(&ServerOptions::default()).unwrap();
+    let uri = format!("{}?heartbeatFrequencyMS=500", server.uri());
+    let (_client, mut events) = client_with_events(&uri, MonitoringThreads::Background);
+
+    let started = wait_for(&mut events, "the first heartbeat", is_heartbeat).await;
+    assert!(
+        matches!(
+            started,
+            SdamEvent::ServerHeartbeatStarted {
+                driver_connection_id: 1,
+                server_connection_id: None,
+                ..
+            }
+        ),
+        "{started:?}"
+    );
+    let succeeded = wait_for(&mut events, "its outcome", is_heartbeat).await;
+    let SdamEvent::ServerHeartbeatSucceeded {
+        driver_connection_id: 1,
+        server_connection_id: Some(server_id),
+        ..
+    } = succeeded
+    else {
+        panic!("{succeeded:?}");
+    };
+    // The streaming check that follows runs on the same connection.
+    let started = wait_for(&mut events, "the awaited heartbeat", is_heartbeat).await;
+    assert!(
+        matches!(
+            started,
+            SdamEvent::ServerHeartbeatStarted {
+                driver_connection_id: 1,
+                server_connection_id: Some(id),
+                awaited: true,
+                ..
+            } if id == server_id
+        ),
+        "{started:?}"
+    );
+
+    server.kill();
+    // Awaited checks may still succeed before the kill; the first failure is
+    // connection 1's.
+    let failed = wait_for(&mut events, "the failed heartbeat", |event| {
+        matches!(event, SdamEvent::ServerHeartbeatFailed { .. })
+    })
+    .await;
+    assert!(
+        matches!(
+            failed,
+            SdamEvent::ServerHeartbeatFailed {
+                driver_connection_id: 1,
+                server_connection_id: Some(id),
+                ..
+            } if id == server_id
+        ),
+        "{failed:?}"
+    );
+    // The server was known: it is checked again at once, on a new connection.
+    let retried = wait_for(&mut events, "the retry", is_heartbeat).await;
+    assert!(
+        matches!(
+            retried,
+            SdamEvent::ServerHeartbeatStarted {
+                driver_connection_id: 2,
+                server_connection_id: None,
+                ..
+            }
+        ),
+        "{retried:?}"
+    );
+}
+
 #[tokio::test]
 async fn a_killed_server_turns_unknown_and_the_driver_recovers_when_it_is_back() {
     let mut server = TestServer::start(&ServerOptions::default()).unwrap();

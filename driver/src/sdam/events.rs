@@ -4,6 +4,13 @@
 //! The state machine ([`TopologyState`](super::TopologyState)) returns the topology and
 //! server events in the order they must be published; the server monitors publish
 //! the heartbeat events themselves.
+//!
+//! The heartbeat events name the monitoring connection by its ids (the spec's
+//! `connectionId`; its log messages' `driverConnectionId` and `serverConnectionId`).
+//! Monitoring connections belong to no pool: each server's monitor numbers the
+//! connections it opens itself, in order of creation from 1, as a pool does (CMAP,
+//! "Monotonically Increasing ID"), so a pool connection to the same server may have
+//! the same driver id.
 
 use std::time::Duration;
 
@@ -65,15 +72,27 @@ pub enum SdamEvent {
     /// A monitor sends its hello, or, when it must connect first, is about to open the
     /// connection.
     ServerHeartbeatStarted {
-        /// The server's address (the spec's `connectionId`).
+        /// The server's address.
         address: ServerAddress,
+        /// The monitoring connection's driver-generated id; when the monitor is about
+        /// to open a connection, the id that connection takes.
+        driver_connection_id: u32,
+        /// The server's id of the monitoring connection (`connectionId` of its hello
+        /// reply); `None` before the connection's handshake.
+        server_connection_id: Option<i64>,
         /// Whether this is an awaitable (streaming) hello.
         awaited: bool,
     },
     /// A monitor's hello succeeded.
     ServerHeartbeatSucceeded {
-        /// The server's address (the spec's `connectionId`).
+        /// The server's address.
         address: ServerAddress,
+        /// The monitoring connection's driver-generated id.
+        driver_connection_id: u32,
+        /// The server's id of the monitoring connection (`connectionId` of its hello
+        /// reply), if known: `None` when the connection failed before its handshake
+        /// was done, or the server does not report it.
+        server_connection_id: Option<i64>,
         /// How long the hello took; for an awaited hello it includes the server's wait
         /// and is not a round-trip time.
         duration: Duration,
@@ -84,8 +103,14 @@ pub enum SdamEvent {
     },
     /// A monitor's hello failed, with an error reply or a network error.
     ServerHeartbeatFailed {
-        /// The server's address (the spec's `connectionId`).
+        /// The server's address.
         address: ServerAddress,
+        /// The monitoring connection's driver-generated id.
+        driver_connection_id: u32,
+        /// The server's id of the monitoring connection (`connectionId` of its hello
+        /// reply), if known: `None` when the connection failed before its handshake
+        /// was done, or the server does not report it.
+        server_connection_id: Option<i64>,
         /// How long the attempt took.
         duration: Duration,
         /// What went wrong.

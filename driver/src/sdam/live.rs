@@ -37,7 +37,8 @@ use crate::logging::{self, LogContext, SelectionLog};
 use crate::rt::{self, BoxFuture, Instant, Runtime};
 use crate::sdam::events::SdamEvent;
 use crate::sdam::monitor::{
-    run_monitor, CheckReply, Checker, MonitorSignal, MIN_HEARTBEAT_FREQUENCY,
+    run_monitor, CheckReply, Checker, HeartbeatConnection, MonitorConnection, MonitorSignal,
+    MIN_HEARTBEAT_FREQUENCY,
 };
 use crate::sdam::topology::{
     ApplicationError, ApplicationErrorKind, ErrorPhase, TopologyState, TopologyUpdate,
@@ -106,7 +107,7 @@ pub(crate) struct Server {
     operation_count: AtomicU32,
     rtt: Mutex<RoundTripTime>,
     /// Single-threaded mode: the monitoring connection kept between scans.
-    scan_connection: Mutex<Option<Connection>>,
+    scan_connection: Mutex<MonitorConnection>,
 }
 
 impl Server {
@@ -139,7 +140,7 @@ impl Server {
             monitor: MonitorSignal::default(),
             operation_count: AtomicU32::new(0),
             rtt: Mutex::new(RoundTripTime::new()),
-            scan_connection: Mutex::new(None),
+            scan_connection: Mutex::default(),
         })
     }
 
@@ -573,17 +574,34 @@ impl Shared {
             .is_some_and(|server| server.server_type != ServerType::Unknown)
     }
 
-    pub fn heartbeat_started(&self, address: &ServerAddress, awaited: bool) {
+    /// A check of `address` on the monitoring connection `connection` starts.
+    pub fn heartbeat_started(
+        &self,
+        address: &ServerAddress,
+        connection: HeartbeatConnection,
+        awaited: bool,
+    ) {
         self.events.publish([SdamEvent::ServerHeartbeatStarted {
             address: address.clone(),
+            driver_connection_id: connection.driver_id,
+            server_connection_id: connection.server_id,
             awaited,
         }]);
     }
 
-    /// A check of `server` succeeded: publish the heartbeat, apply the description.
-    pub fn check_succeeded(self: &Arc<Self>, server: &Server, check: CheckReply, awaited: bool) {
+    /// A check of `server` on the monitoring connection `connection` succeeded:
+    /// publish the heartbeat, apply the description.
+    pub fn check_succeeded(
+        self: &Arc<Self>,
+        server: &Server,
+        check: CheckReply,
+        connection: HeartbeatConnection,
+        awaited: bool,
+    ) {
         self.events.publish([SdamEvent::ServerHeartbeatSucceeded {
             address: server.address.clone(),
+            driver_connection_id: connection.driver_id,
+            server_connection_id: connection.server_id,
             duration: check.duration,
             reply: check.reply.clone(),
             awaited,
@@ -601,17 +619,21 @@ impl Shared {
         self.apply(description);
     }
 
-    /// A check of `server` failed: publish the heartbeat, mark it Unknown, clear its
-    /// pool (server-monitoring.md, "Network or command error during server check").
+    /// A check of `server` on the monitoring connection `connection` failed: publish
+    /// the heartbeat, mark it Unknown, clear its pool (server-monitoring.md, "Network
+    /// or command error during server check").
     pub fn check_failed(
         self: &Arc<Self>,
         server: &Server,
         error: &Error,
         duration: Duration,
+        connection: HeartbeatConnection,
         awaited: bool,
     ) {
         self.events.publish([SdamEvent::ServerHeartbeatFailed {
             address: server.address.clone(),
+            driver_connection_id: connection.driver_id,
+            server_connection_id: connection.server_id,
             duration,
             failure: error.to_string(),
             awaited,
@@ -1031,20 +1053,28 @@ impl Shared {
     /// One polled check, run inline by a single-threaded scan.
     async fn check_inline(self: &Arc<Self>, server: &Arc<Server>) {
         let checker = self.checker(&server.address);
-        let mut connection = lock(&server.scan_connection).take();
-        self.heartbeat_started(&server.address, false);
+        // The connection is taken out for the check, its numbering stays: a scan
+        // abandoned mid-check loses the connection only.
+        let (ids, mut connection) = {
+            let mut slot = lock(&server.scan_connection);
+            (slot.start_heartbeat(), slot.open.take())
+        };
+        self.heartbeat_started(&server.address, ids, false);
         let started = self.runtime.clock.now();
-        match checker.poll(&mut connection).await {
+        let result = checker.poll(&mut connection).await;
+        let duration = self.runtime.clock.now() - started;
+        let ids_after = {
+            let mut slot = lock(&server.scan_connection);
+            slot.open = connection;
+            slot.ids()
+        };
+        match result {
             Ok(check) => {
                 server.add_rtt_sample(check.duration);
-                self.check_succeeded(server, check, false);
+                self.check_succeeded(server, check, ids_after, false);
             }
-            Err(error) => {
-                let duration = self.runtime.clock.now() - started;
-                self.check_failed(server, &error, duration, false);
-            }
+            Err(error) => self.check_failed(server, &error, duration, ids, false),
         }
-        *lock(&server.scan_connection) = connection;
     }
 
     /// A connection to the selected server, from its pool, within what is left of

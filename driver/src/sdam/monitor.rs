@@ -44,6 +44,56 @@ pub(crate) struct CheckReply {
     pub duration: Duration,
 }
 
+/// A monitor's connection, with the driver ids of the connections it opens.
+/// Monitoring connections belong to no pool, so the monitor numbers them itself, as a
+/// pool does (CMAP, "Monotonically Increasing ID": in order of creation, from 1);
+/// heartbeat events and log messages name the connection by this id (SDAM logging,
+/// `driverConnectionId`).
+#[derive(Debug, Default)]
+pub(crate) struct MonitorConnection {
+    /// The connection, while it is open.
+    pub open: Option<Connection>,
+    /// The id of `open`, else of the last connection opened or attempted; 0 before
+    /// the first.
+    id: u32,
+}
+
+/// The ids of a heartbeat's monitoring connection (SDAM logging, "Common Fields").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct HeartbeatConnection {
+    /// The driver's id of the connection.
+    pub driver_id: u32,
+    /// The server's id of the connection (`connectionId` of its hello reply), once
+    /// the handshake told it.
+    pub server_id: Option<i64>,
+}
+
+impl MonitorConnection {
+    /// The ids a heartbeat about to start is published with: the open connection's,
+    /// or, when there is none, those of the connection the check is about to open —
+    /// the started event comes just before its socket is created (spec, "Events
+    /// API"), so the server's id is not known yet (SDAM logging: it "can be omitted
+    /// in certain cases, e.g. the first 'heartbeat started' message").
+    pub fn start_heartbeat(&mut self) -> HeartbeatConnection {
+        if self.open.is_none() {
+            self.id += 1;
+        }
+        self.ids()
+    }
+
+    /// The ids of the connection of the heartbeat under way (the one just opened,
+    /// after a successful handshake).
+    pub fn ids(&self) -> HeartbeatConnection {
+        HeartbeatConnection {
+            driver_id: self.id,
+            server_id: self
+                .open
+                .as_ref()
+                .and_then(|connection| connection.hello().connection_id),
+        }
+    }
+}
+
 impl Checker {
     fn clock(&self) -> &dyn Clock {
         &*self.runtime.clock
@@ -249,13 +299,14 @@ pub(crate) async fn run_monitor(
 ) {
     let clock = checker.runtime.clock.clone();
     let signal = &server.monitor;
-    let mut connection: Option<Connection> = None;
+    let mut connection = MonitorConnection::default();
     let mut streaming_version: Option<TopologyVersion> = None;
     let mut rtt_monitor_started = false;
     while !signal.is_closed() {
-        let awaited = streaming_version.is_some() && connection.is_some();
+        let awaited = streaming_version.is_some() && connection.open.is_some();
+        let ids = connection.start_heartbeat();
         let Some(known_before) = Shared::upgrade(&topology, |shared| {
-            shared.heartbeat_started(&server.address, awaited);
+            shared.heartbeat_started(&server.address, ids, awaited);
             shared.is_known(&server.address)
         }) else {
             return;
@@ -263,8 +314,8 @@ pub(crate) async fn run_monitor(
         let started = clock.now();
         let check = async {
             match (awaited, streaming_version) {
-                (true, Some(version)) => checker.awaited(&mut connection, version).await,
-                _ => checker.poll(&mut connection).await,
+                (true, Some(version)) => checker.awaited(&mut connection.open, version).await,
+                _ => checker.poll(&mut connection.open).await,
             }
         };
         let outcome = {
@@ -279,7 +330,7 @@ pub(crate) async fn run_monitor(
         let result = match outcome {
             Some(result) => result,
             None => {
-                connection = None;
+                connection.open = None;
                 streaming_version = None;
                 signal
                     .wait(
@@ -298,18 +349,18 @@ pub(crate) async fn run_monitor(
                     server.add_rtt_sample(check.duration);
                 }
                 let version = TopologyVersion::from_reply(&check.reply);
-                shared.check_succeeded(&server, check, awaited);
+                shared.check_succeeded(&server, check, connection.ids(), awaited);
                 version
             }
             Err(error) => {
-                shared.check_failed(&server, &error, clock.now() - started, awaited);
+                shared.check_failed(&server, &error, clock.now() - started, ids, awaited);
                 None
             }
         });
         let Some(version) = reported else {
             return;
         };
-        streaming_version = version.filter(|_| streaming_allowed && connection.is_some());
+        streaming_version = version.filter(|_| streaming_allowed && connection.open.is_some());
         if streaming_version.is_some() {
             if !rtt_monitor_started {
                 // While streaming, awaited replies say nothing about latency: a second
@@ -371,4 +422,26 @@ fn is_network_error(error: &Error) -> bool {
         error.kind(),
         ErrorKind::Network { .. } | ErrorKind::Timeout { .. } | ErrorKind::Protocol { .. }
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_connection_attempt_takes_the_next_driver_id() {
+        let mut slot = MonitorConnection::default();
+        let first = slot.start_heartbeat();
+        assert_eq!(
+            first,
+            HeartbeatConnection {
+                driver_id: 1,
+                server_id: None
+            }
+        );
+        // The attempt failed (no connection open): the next one is a new connection.
+        assert_eq!(slot.ids(), first);
+        assert_eq!(slot.start_heartbeat().driver_id, 2);
+        assert_eq!(slot.ids().driver_id, 2);
+    }
 }

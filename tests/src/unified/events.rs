@@ -422,6 +422,8 @@ mod tests {
             }),
             Event::Sdam(SdamEvent::ServerHeartbeatStarted {
                 address: address(),
+                driver_connection_id: 1,
+                server_connection_id: None,
                 awaited: true,
             }),
             Event::Cmap(CmapEvent::PoolCleared {

@@ -78,12 +78,6 @@ const CLIENT_BACKPRESSURE: Gap = Gap::Driver(
      SystemOverloadedError) is not implemented",
 );
 
-/// The driver's heartbeat events, and so its "Server heartbeat …" log messages, carry
-/// the server's address but not the monitoring connection's ids (`driverConnectionId`,
-/// `serverConnectionId`), which the logging spec requires.
-const HEARTBEAT_CONNECTION_IDS: Gap =
-    Gap::Driver("heartbeat log messages carry no driverConnectionId or serverConnectionId");
-
 /// The test waits for events of every member of the three-member replica set the
 /// spec's test deployments have (four topology changes, three heartbeats); SecantusDB
 /// is a replica set of one member, so they never come.
@@ -113,24 +107,6 @@ pub const KNOWN_GAPS: &[KnownGap] = &[
         "poc-retryable-writes.json",
         "InsertOne fails after multiple retryable writeConcernErrors",
         FAIL_COMMAND_SKIPS_RETRIES,
-    ),
-    gap(
-        "discovery_and_monitoring",
-        "logging-standalone.json",
-        "Successful heartbeat",
-        HEARTBEAT_CONNECTION_IDS,
-    ),
-    gap(
-        "discovery_and_monitoring",
-        "logging-standalone.json",
-        "Failing heartbeat",
-        HEARTBEAT_CONNECTION_IDS,
-    ),
-    gap(
-        "discovery_and_monitoring",
-        "logging-replicaset.json",
-        "Failing heartbeat",
-        HEARTBEAT_CONNECTION_IDS,
     ),
     gap(
         "discovery_and_monitoring",
