@@ -6,7 +6,7 @@ use std::borrow::Borrow;
 use std::marker::PhantomData;
 
 use bson::oid::ObjectId;
-use bson::{doc, Bson, Document, RawDocumentBuf};
+use bson::{doc, Bson, Document, RawDocument, RawDocumentBuf};
 use futures::TryStreamExt;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -1067,32 +1067,29 @@ fn as_count(value: &Bson) -> u64 {
 /// (CRUD spec, "Insert, Update, Replace, Delete, and Bulk Writes": drivers generate
 /// `_id`s), and that `_id`.
 pub(crate) fn with_id<T: Serialize>(document: &T) -> Result<(RawDocumentBuf, Bson)> {
-    // Serialized straight to BSON bytes: what is sent is never built as a `Document`.
-    let raw = bson::serialize_to_raw_document_buf(document).map_err(Error::bson)?;
-    if let Some(id) = raw.get("_id").map_err(Error::bson)? {
-        let id = Bson::try_from(id).map_err(Error::bson)?;
-        return Ok((raw, id));
-    }
-    let id = ObjectId::new();
-    Ok((with_object_id_first(&raw, id)?, Bson::ObjectId(id)))
-}
-
-/// `document` with `_id: id` as its first field (where the server puts `_id` too),
-/// written as bytes: the new element goes between the length and the old elements
-/// (BSON spec: `document ::= int32 e_list "\x00"`; an ObjectId element is
-/// `"\x07" e_name (byte*12)`).
-fn with_object_id_first(document: &RawDocumentBuf, id: ObjectId) -> Result<RawDocumentBuf> {
+    // BSON spec: `document ::= int32 e_list "\x00"`, and an ObjectId element is
+    // `"\x07" e_name (byte*12)`. The document is serialized straight to bytes behind
+    // room for that element, so that an `_id` goes in front (where the server puts it
+    // too) without copying the document.
     const ID_ELEMENT: [u8; 5] = [0x07, b'_', b'i', b'd', 0];
-    let old = document.as_bytes();
-    let length = old.len() + ID_ELEMENT.len() + 12;
-    let declared = i32::try_from(length)
+    const ROOM: usize = ID_ELEMENT.len() + 12;
+    let mut bytes = vec![0; ROOM];
+    bson::serialize_to_buffer(document, &mut bytes).map_err(Error::bson)?;
+    let serialized = RawDocument::from_bytes(&bytes[ROOM..]).map_err(Error::bson)?;
+    if let Some(id) = serialized.get("_id").map_err(Error::bson)? {
+        let id = Bson::try_from(id).map_err(Error::bson)?;
+        bytes.drain(..ROOM);
+        return Ok((RawDocumentBuf::from_bytes(bytes).map_err(Error::bson)?, id));
+    }
+    // The new length covers the room; the element overwrites the old length field.
+    let length = i32::try_from(bytes.len())
         .map_err(|_| Error::invalid_argument("the document is too large to insert"))?;
-    let mut bytes = Vec::with_capacity(length);
-    bytes.extend_from_slice(&declared.to_le_bytes());
-    bytes.extend_from_slice(&ID_ELEMENT);
-    bytes.extend_from_slice(&id.bytes());
-    bytes.extend_from_slice(&old[4..]);
-    RawDocumentBuf::from_bytes(bytes).map_err(Error::bson)
+    let id = ObjectId::new();
+    bytes[..4].copy_from_slice(&length.to_le_bytes());
+    bytes[4..4 + ID_ELEMENT.len()].copy_from_slice(&ID_ELEMENT);
+    bytes[4 + ID_ELEMENT.len()..4 + ROOM].copy_from_slice(&id.bytes());
+    let raw = RawDocumentBuf::from_bytes(bytes).map_err(Error::bson)?;
+    Ok((raw, Bson::ObjectId(id)))
 }
 
 /// A replacement as a document; it must not contain update operators (CRUD spec,

@@ -384,7 +384,13 @@ impl Connection {
     /// compressor was negotiated and its command may be compressed (OP_COMPRESSED spec,
     /// "Messages not allowed to be compressed").
     fn frame(&self, message: &OpMsg, request_id: i32) -> Result<Vec<u8>> {
-        let frame = message.encode(request_id, 0);
+        // The server refuses a message over its maxMessageSizeBytes itself; only a
+        // frame that cannot be written at all is refused here.
+        let frame = message
+            .try_encode(request_id, 0, i32::MAX as usize)
+            .map_err(|error| {
+                Error::invalid_argument(format!("the command cannot be sent: {error}"))
+            })?;
         let command_name = message.body.iter().next().and_then(|element| element.ok());
         match self.compression {
             Some(compression)
