@@ -290,23 +290,38 @@ impl<T> Cursor<T> {
     }
 }
 
-impl<T: DeserializeOwned> Stream for Cursor<T> {
-    type Item = Result<T>;
+impl<T> Cursor<T> {
+    /// The next document as the bytes the server sent, not deserialized (what a
+    /// caller that hands documents on as BSON wants); `None` once exhausted.
+    pub async fn next_raw(&mut self) -> Option<Result<RawDocumentBuf>> {
+        std::future::poll_fn(|cx| self.poll_next_raw(cx)).await
+    }
 
-    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        let this = self.get_mut();
+    fn poll_next_raw(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<RawDocumentBuf>>> {
         loop {
-            let item = match std::task::ready!(this.poll_step(cx)) {
+            let item = match std::task::ready!(self.poll_step(cx)) {
                 Step::EmptyBatch => continue,
-                Step::Document(document) => {
-                    Some(bson::deserialize_from_slice(document.as_bytes()).map_err(Error::bson))
-                }
+                Step::Document(document) => Some(Ok(document)),
                 Step::End => None,
                 // The server cursor is gone or unreachable: nothing to kill.
                 Step::Failed(error, _) => Some(Err(error)),
             };
             return Poll::Ready(item);
         }
+    }
+}
+
+impl<T: DeserializeOwned> Stream for Cursor<T> {
+    type Item = Result<T>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        self.get_mut().poll_next_raw(cx).map(|item| {
+            item.map(|document| {
+                document.and_then(|document| {
+                    bson::deserialize_from_slice(document.as_bytes()).map_err(Error::bson)
+                })
+            })
+        })
     }
 }
 

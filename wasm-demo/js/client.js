@@ -335,13 +335,19 @@ export class Collection {
   }
 }
 
-/** What the cursors share: batches from the module, read with next(), toArray() or `for await`. */
+/**
+ * What the cursors share: batches from the module, read with next(), toArray() or
+ * `for await`. A batch is the BSON of its documents one after the other, each
+ * deserialized only when it is read: a document read and dropped is garbage at once,
+ * rather than kept alive (and copied from GC generation to generation) with its whole
+ * batch.
+ */
 class AbstractCursor {
   #client;
   #db;
   #collection;
   #native = null;
-  #buffer = [];
+  #batch = new Uint8Array(0);
   #position = 0;
   #closed = false;
   #transform = null;
@@ -376,7 +382,7 @@ class AbstractCursor {
   }
 
   async #fill() {
-    while (this.#position >= this.#buffer.length && !this.#closed) {
+    while (this.#position >= this.#batch.length && !this.#closed) {
       if (!this.#native) {
         const [op, args] = this._command();
         this.#native = await this.#client._cursor(op, this.#db, this.#collection, args);
@@ -391,11 +397,11 @@ class AbstractCursor {
       if (bytes === null) {
         await this.close();
       } else {
-        this.#buffer = deserialize(bytes).batch;
+        this.#batch = bytes;
         this.#position = 0;
       }
     }
-    return this.#position < this.#buffer.length;
+    return this.#position < this.#batch.length;
   }
 
   async hasNext() {
@@ -407,7 +413,12 @@ class AbstractCursor {
     if (!(await this.#fill())) {
       return null;
     }
-    const document = this.#buffer[this.#position++];
+    // A BSON document starts with its length (int32, little-endian).
+    const batch = this.#batch;
+    const start = this.#position;
+    const end = start + (batch[start] | (batch[start + 1] << 8) | (batch[start + 2] << 16) | (batch[start + 3] << 24));
+    const document = deserialize(batch.subarray(start, end));
+    this.#position = end;
     return this.#transform ? this.#transform(document) : document;
   }
 

@@ -8,7 +8,7 @@
 use std::cell::RefCell;
 use std::rc::{Rc, Weak};
 
-use anymongo::bson::Document;
+use anymongo::bson::{Document, RawDocumentBuf};
 use anymongo::{Client, Cursor, Error};
 use js_sys::{Promise, Uint8Array};
 use wasm_bindgen::prelude::*;
@@ -18,19 +18,23 @@ use crate::{host, ops};
 
 /// The rejection value of an error.
 fn reject(error: &Error) -> JsValue {
-    bytes(&ops::error_document(error))
-}
-
-fn bytes(document: &Document) -> JsValue {
-    match anymongo::bson::serialize_to_vec(document) {
-        Ok(bytes) => Uint8Array::from(bytes.as_slice()).into(),
+    let document = ops::error_document(error);
+    match anymongo::bson::serialize_to_vec(&document) {
+        Ok(document) => bytes(&document),
         // Only a document over 2 GiB fails to serialize; say so rather than panic.
         Err(error) => JsValue::from_str(&format!("cannot serialize the reply: {error}")),
     }
 }
 
-fn parse(args: &[u8]) -> Result<Document, Error> {
-    Document::from_reader(args)
+/// BSON as a `Uint8Array` (a copy out of the module's memory).
+fn bytes(bson: &[u8]) -> JsValue {
+    Uint8Array::from(bson).into()
+}
+
+/// The arguments the glue serialized, kept as BSON: the documents to insert go to the
+/// server as these bytes. Owned, as the operation outlives the call.
+fn parse(args: Vec<u8>) -> Result<RawDocumentBuf, Error> {
+    RawDocumentBuf::from_bytes(args)
         .map_err(|error| Error::invalid_argument(format!("malformed arguments: {error}")))
 }
 
@@ -81,20 +85,26 @@ impl NativeClient {
     }
 
     /// Runs operation `op` ([`ops::run`]); resolves to the BSON of its result.
-    pub fn run(&self, op: String, database: String, collection: String, args: &[u8]) -> Promise {
+    pub fn run(&self, op: String, database: String, collection: String, args: Vec<u8>) -> Promise {
         let prepared = self.client().and_then(|client| Ok((client, parse(args)?)));
         future_to_promise(async move {
             let (client, args) = prepared.map_err(|error| reject(&error))?;
-            let result = ops::run(&client, &op, &database, &collection, args)
+            let result = ops::run(&client, &op, &database, &collection, &args)
                 .await
                 .map_err(|error| reject(&error))?;
-            Ok(bytes(&result))
+            Ok(bytes(result.as_bytes()))
         })
     }
 
     /// Opens the cursor of `find` or `aggregate` ([`ops::open_cursor`]); resolves to a
     /// [`NativeCursor`].
-    pub fn cursor(&self, op: String, database: String, collection: String, args: &[u8]) -> Promise {
+    pub fn cursor(
+        &self,
+        op: String,
+        database: String,
+        collection: String,
+        args: Vec<u8>,
+    ) -> Promise {
         let prepared = self.client().and_then(|client| Ok((client, parse(args)?)));
         let cell: Rc<CursorCell> = Rc::new(RefCell::new(None));
         let mut cursors = self.cursors.borrow_mut();
@@ -102,7 +112,7 @@ impl NativeClient {
         cursors.push(Rc::downgrade(&cell));
         future_to_promise(async move {
             let (client, args) = prepared.map_err(|error| reject(&error))?;
-            let cursor = ops::open_cursor(&client, &op, &database, &collection, args)
+            let cursor = ops::open_cursor(&client, &op, &database, &collection, &args)
                 .await
                 .map_err(|error| reject(&error))?;
             *cell.borrow_mut() = Some(cursor);
@@ -139,8 +149,8 @@ pub struct NativeCursor {
 
 #[wasm_bindgen]
 impl NativeCursor {
-    /// Resolves to the BSON of `{ batch: [...] }`, the next documents, or to `null`
-    /// once the cursor is exhausted or closed.
+    /// Resolves to the next documents ([`ops::next_batch`]: their BSON one after the
+    /// other), or to `null` once the cursor is exhausted or closed.
     #[wasm_bindgen(js_name = nextBatch)]
     pub fn next_batch(&self) -> Promise {
         let cell = self.cell.clone();

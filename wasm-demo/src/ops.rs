@@ -5,42 +5,47 @@
 //! Keeping this free of wasm-bindgen lets clippy and the unit tests see it natively;
 //! `js.rs` only moves bytes across the JavaScript boundary.
 
-use anymongo::bson::{doc, Bson, Document};
+use anymongo::bson::raw::{RawBsonRef, RawDocument, RawDocumentBuf};
+use anymongo::bson::{doc, rawdoc, Bson, Document, RawBson};
 use anymongo::crud::{
     AggregateOptions, CountOptions, FindOneAndModifyOptions, FindOptions, ReadOptions,
     ReturnDocument, WriteOptions,
 };
 use anymongo::index_management::{CreateIndexOptions, IndexModel};
 use anymongo::{Client, Collection, Cursor, Error, ErrorKind, Result};
-use futures::StreamExt;
 use serde::de::DeserializeOwned;
 
 /// Runs the operation `op` of the JavaScript API on collection `collection` of
 /// database `database` (the database itself for `command`, `dropDatabase`), with the
 /// arguments in `args`: `filter`, `update`, `replacement`, `document(s)`, `key`,
 /// `keys`, `command` and `options`, as the operation needs.
+///
+/// The documents of the data paths stay BSON bytes: inserted documents go to the server
+/// as the glue serialized them, and found documents come back as the server sent them.
 pub async fn run(
     client: &Client,
     op: &str,
     database: &str,
     collection: &str,
-    mut args: Document,
-) -> Result<Document> {
+    args: &RawDocument,
+) -> Result<RawDocumentBuf> {
     let db = client.database(database);
     let coll: Collection<Document> = db.collection(collection);
-    let filter = take_document(&mut args, "filter")?;
-    Ok(match op {
+    let filter = document(args, "filter")?;
+    let reply = match op {
         "insertOne" => {
-            let document = required_document(&mut args, "document")?;
-            let result = coll
-                .insert_one(document, options::<WriteOptions>(&args)?)
+            let document = required_raw_document(args, "document")?;
+            let result = db
+                .collection::<&RawDocument>(collection)
+                .insert_one(document, options::<WriteOptions>(args)?)
                 .await?;
             doc! { "acknowledged": true, "insertedId": result.inserted_id }
         }
         "insertMany" => {
-            let documents = take_documents(&mut args, "documents")?;
-            let result = coll
-                .insert_many(documents, options::<WriteOptions>(&args)?)
+            let documents = documents(args, "documents", Ok)?;
+            let result = db
+                .collection::<&RawDocument>(collection)
+                .insert_many(documents, options::<WriteOptions>(args)?)
                 .await?;
             let ids: Document = result
                 .inserted_ids
@@ -54,8 +59,8 @@ pub async fn run(
             }
         }
         "updateOne" | "updateMany" => {
-            let update = take_update(&mut args)?;
-            let options = options::<WriteOptions>(&args)?;
+            let update = update(args)?;
+            let options = options::<WriteOptions>(args)?;
             let result = match op {
                 "updateOne" => coll.update_one(filter, update, options).await?,
                 _ => coll.update_many(filter, update, options).await?,
@@ -63,14 +68,14 @@ pub async fn run(
             update_result(result)
         }
         "replaceOne" => {
-            let replacement = required_document(&mut args, "replacement")?;
+            let replacement = required_document(args, "replacement")?;
             let result = coll
-                .replace_one(filter, replacement, options::<WriteOptions>(&args)?)
+                .replace_one(filter, replacement, options::<WriteOptions>(args)?)
                 .await?;
             update_result(result)
         }
         "deleteOne" | "deleteMany" => {
-            let options = options::<WriteOptions>(&args)?;
+            let options = options::<WriteOptions>(args)?;
             let result = match op {
                 "deleteOne" => coll.delete_one(filter, options).await?,
                 _ => coll.delete_many(filter, options).await?,
@@ -78,20 +83,33 @@ pub async fn run(
             doc! { "acknowledged": true, "deletedCount": count(result.deleted_count) }
         }
         "findOne" => {
+            // As the core's find_one: a single batch of at most one document.
+            let options = FindOptions {
+                limit: Some(-1),
+                batch_size: None,
+                ..options::<FindOptions>(args)?
+            };
             let found = coll
-                .find_one(filter, options::<FindOptions>(&args)?)
-                .await?;
-            doc! { "value": found.map_or(Bson::Null, Bson::Document) }
+                .find(filter, options)
+                .await?
+                .next_raw()
+                .await
+                .transpose()?;
+            // Handed back as the server sent it: no `Document` in between.
+            return Ok(match found {
+                Some(found) => rawdoc! { "value": found },
+                None => rawdoc! { "value": RawBson::Null },
+            });
         }
         "findOneAndUpdate" | "findOneAndReplace" | "findOneAndDelete" => {
-            let options = find_and_modify_options(&args)?;
+            let options = find_and_modify_options(args)?;
             let found = match op {
                 "findOneAndUpdate" => {
-                    let update = take_update(&mut args)?;
-                    coll.find_one_and_update(filter, update, options).await?
+                    coll.find_one_and_update(filter, update(args)?, options)
+                        .await?
                 }
                 "findOneAndReplace" => {
-                    let replacement = required_document(&mut args, "replacement")?;
+                    let replacement = required_document(args, "replacement")?;
                     coll.find_one_and_replace(filter, replacement, options)
                         .await?
                 }
@@ -101,33 +119,30 @@ pub async fn run(
         }
         "countDocuments" => {
             let n = coll
-                .count_documents(filter, options::<CountOptions>(&args)?)
+                .count_documents(filter, options::<CountOptions>(args)?)
                 .await?;
             doc! { "n": count(n) }
         }
         "estimatedDocumentCount" => {
             let n = coll
-                .estimated_document_count(options::<ReadOptions>(&args)?)
+                .estimated_document_count(options::<ReadOptions>(args)?)
                 .await?;
             doc! { "n": count(n) }
         }
         "distinct" => {
-            let key = match args.remove("key") {
-                Some(Bson::String(key)) => key,
-                _ => {
-                    return Err(Error::invalid_argument(
-                        "distinct: the key must be a string",
-                    ))
-                }
+            let Some(RawBsonRef::String(key)) = args.get("key").map_err(malformed)? else {
+                return Err(Error::invalid_argument(
+                    "distinct: the key must be a string",
+                ));
             };
             let values = coll
-                .distinct(&key, filter, options::<ReadOptions>(&args)?)
+                .distinct(key, filter, options::<ReadOptions>(args)?)
                 .await?;
             doc! { "values": values }
         }
         "createIndex" => {
-            let keys = required_document(&mut args, "keys")?;
-            let (model_options, command_options) = split_index_options(&args)?;
+            let keys = required_document(args, "keys")?;
+            let (model_options, command_options) = split_index_options(args)?;
             let model = IndexModel::new(keys).with_options(model_options);
             let name = coll.create_index(model, command_options).await?;
             doc! { "name": name }
@@ -141,40 +156,40 @@ pub async fn run(
             doc! { "value": true }
         }
         "command" => {
-            let command = required_document(&mut args, "command")?;
+            let command = required_document(args, "command")?;
             db.run_command(command).await?
         }
         _ => return Err(unknown(op)),
+    };
+    RawDocumentBuf::try_from(&reply).map_err(|error| {
+        Error::new(ErrorKind::Bson {
+            message: format!("cannot serialize the reply: {error}"),
+        })
     })
 }
 
 /// Opens the cursor of `find` or `aggregate` (on the database when `collection` is
-/// empty, for `db.aggregate`).
+/// empty, for `db.aggregate`); its documents stay the bytes the server sent.
 pub async fn open_cursor(
     client: &Client,
     op: &str,
     database: &str,
     collection: &str,
-    mut args: Document,
+    args: &RawDocument,
 ) -> Result<Cursor<Document>> {
     let db = client.database(database);
+    let coll: Collection<Document> = db.collection(collection);
     match op {
         "find" => {
-            let filter = take_document(&mut args, "filter")?;
-            db.collection::<Document>(collection)
-                .find(filter, options::<FindOptions>(&args)?)
-                .await
+            let filter = document(args, "filter")?;
+            coll.find(filter, options::<FindOptions>(args)?).await
         }
         "aggregate" => {
-            let pipeline = take_documents(&mut args, "pipeline")?;
-            let options = options::<AggregateOptions>(&args)?;
+            let pipeline = documents(args, "pipeline", Document::try_from)?;
+            let options = options::<AggregateOptions>(args)?;
             match collection {
                 "" => db.aggregate(pipeline, options).await,
-                _ => {
-                    db.collection::<Document>(collection)
-                        .aggregate(pipeline, options)
-                        .await
-                }
+                _ => coll.aggregate(pipeline, options).await,
             }
         }
         _ => Err(unknown(op)),
@@ -184,19 +199,23 @@ pub async fn open_cursor(
 /// The next documents of `cursor`: every one it has fetched, fetching a batch first
 /// when it has none; `None` once it is exhausted. One call per batch keeps the
 /// JavaScript boundary out of the per-document path.
-pub async fn next_batch(cursor: &mut Cursor<Document>) -> Result<Option<Document>> {
-    let Some(first) = cursor.next().await else {
+///
+/// The documents are the bytes the server sent, one after the other (each BSON
+/// document starts with its length): the glue deserializes each one only when it is
+/// read, so that what was read can be collected while the rest of the batch waits.
+pub async fn next_batch(cursor: &mut Cursor<Document>) -> Result<Option<Vec<u8>>> {
+    let Some(first) = cursor.next_raw().await else {
         return Ok(None);
     };
-    let mut batch = vec![Bson::Document(first?)];
+    let mut batch = first?.into_bytes();
     // These are buffered: taking them does no I/O.
     for _ in 0..Cursor::buffered(cursor) {
-        match cursor.next().await {
-            Some(document) => batch.push(Bson::Document(document?)),
+        match cursor.next_raw().await {
+            Some(document) => batch.extend_from_slice(document?.as_bytes()),
             None => break,
         }
     }
-    Ok(Some(doc! { "batch": batch }))
+    Ok(Some(batch))
 }
 
 /// An error as a document the JavaScript glue turns into an error class named like
@@ -320,11 +339,24 @@ fn unknown(op: &str) -> Error {
     Error::invalid_argument(format!("{op}: not an operation of the JavaScript API"))
 }
 
+/// The arguments (what the glue serialized) are not BSON.
+fn malformed(error: anymongo::bson::error::Error) -> Error {
+    Error::invalid_argument(format!("malformed arguments: {error}"))
+}
+
+/// `args[name]`, `None` when absent or null.
+fn field<'a>(args: &'a RawDocument, name: &str) -> Result<Option<RawBsonRef<'a>>> {
+    match args.get(name).map_err(malformed)? {
+        None | Some(RawBsonRef::Null) => Ok(None),
+        value => Ok(value),
+    }
+}
+
 /// `args[name]`, a document, or an empty one when absent (an omitted filter).
-fn take_document(args: &mut Document, name: &str) -> Result<Document> {
-    match args.remove(name) {
-        None | Some(Bson::Null) => Ok(Document::new()),
-        Some(Bson::Document(document)) => Ok(document),
+fn document(args: &RawDocument, name: &str) -> Result<Document> {
+    match field(args, name)? {
+        None => Ok(Document::new()),
+        Some(RawBsonRef::Document(document)) => Document::try_from(document).map_err(malformed),
         Some(other) => Err(Error::invalid_argument(format!(
             "{name} must be an object, not {:?}",
             other.element_type()
@@ -332,59 +364,80 @@ fn take_document(args: &mut Document, name: &str) -> Result<Document> {
     }
 }
 
-/// `args[name]`, a document that must be there.
-fn required_document(args: &mut Document, name: &str) -> Result<Document> {
-    match args.get(name) {
-        Some(Bson::Document(_)) => take_document(args, name),
+/// `args[name]`, a document that must be there, as its bytes.
+fn required_raw_document<'a>(args: &'a RawDocument, name: &str) -> Result<&'a RawDocument> {
+    match field(args, name)? {
+        Some(RawBsonRef::Document(document)) => Ok(document),
         _ => Err(Error::invalid_argument(format!("{name} must be an object"))),
     }
 }
 
-/// `args[name]`, an array of documents.
-fn take_documents(args: &mut Document, name: &str) -> Result<Vec<Document>> {
-    let Some(Bson::Array(values)) = args.remove(name) else {
-        return Err(Error::invalid_argument(format!(
-            "{name} must be an array of objects"
-        )));
+/// `args[name]`, a document that must be there.
+fn required_document(args: &RawDocument, name: &str) -> Result<Document> {
+    Document::try_from(required_raw_document(args, name)?).map_err(malformed)
+}
+
+/// `args[name]`, an array of documents, each read by `read` (as a `Document`, or
+/// kept as its bytes).
+fn documents<'a, D>(
+    args: &'a RawDocument,
+    name: &str,
+    read: impl Fn(&'a RawDocument) -> std::result::Result<D, anymongo::bson::error::Error>,
+) -> Result<Vec<D>> {
+    let not_documents = || Error::invalid_argument(format!("{name} must be an array of objects"));
+    let Some(RawBsonRef::Array(values)) = args.get(name).map_err(malformed)? else {
+        return Err(not_documents());
     };
     values
         .into_iter()
-        .map(|value| match value {
-            Bson::Document(document) => Ok(document),
-            _ => Err(Error::invalid_argument(format!(
-                "{name} must be an array of objects"
-            ))),
+        .map(|value| match value.map_err(malformed)? {
+            RawBsonRef::Document(document) => read(document).map_err(malformed),
+            _ => Err(not_documents()),
         })
         .collect()
 }
 
 /// `args.update`: update operators, or a pipeline.
-fn take_update(args: &mut Document) -> Result<anymongo::collection::UpdateModifications> {
-    match args.get("update") {
-        Some(Bson::Array(_)) => Ok(take_documents(args, "update")?.into()),
-        Some(Bson::Document(_)) => Ok(take_document(args, "update")?.into()),
+fn update(args: &RawDocument) -> Result<anymongo::collection::UpdateModifications> {
+    match args.get("update").map_err(malformed)? {
+        Some(RawBsonRef::Array(_)) => Ok(documents(args, "update", Document::try_from)?.into()),
+        Some(RawBsonRef::Document(_)) => Ok(document(args, "update")?.into()),
         _ => Err(Error::invalid_argument(
             "update must be an object of update operators or an array (a pipeline)",
         )),
     }
 }
 
-/// `args.options` as the core's options of an operation (unknown names are ignored,
-/// as the Node driver ignores what does not apply).
-fn options<T: DeserializeOwned + Default>(args: &Document) -> Result<T> {
-    match args.get("options") {
-        None | Some(Bson::Null) => Ok(T::default()),
-        Some(Bson::Document(options)) => anymongo::bson::deserialize_from_document(options.clone())
-            .map_err(|error| Error::invalid_argument(format!("invalid options: {error}"))),
+/// `args.options`, if given.
+fn options_document(args: &RawDocument) -> Result<Option<Document>> {
+    match field(args, "options")? {
+        None => Ok(None),
+        Some(RawBsonRef::Document(options)) => {
+            Ok(Some(Document::try_from(options).map_err(malformed)?))
+        }
         Some(_) => Err(Error::invalid_argument("options must be an object")),
     }
 }
 
+/// `args.options` as the core's options of an operation (unknown names are ignored,
+/// as the Node driver ignores what does not apply).
+fn options<T: DeserializeOwned + Default>(args: &RawDocument) -> Result<T> {
+    parse_options(options_document(args)?)
+}
+
+fn parse_options<T: DeserializeOwned + Default>(options: Option<Document>) -> Result<T> {
+    match options {
+        None => Ok(T::default()),
+        Some(options) => anymongo::bson::deserialize_from_document(options)
+            .map_err(|error| Error::invalid_argument(format!("invalid options: {error}"))),
+    }
+}
+
 /// findOneAndX options; `returnDocument` is the Node driver's `"before"`/`"after"`.
-fn find_and_modify_options(args: &Document) -> Result<FindOneAndModifyOptions> {
-    let mut parsed = args.clone();
+fn find_and_modify_options(args: &RawDocument) -> Result<FindOneAndModifyOptions> {
+    let mut parsed = options_document(args)?;
     let mut return_document = None;
-    if let Some(Bson::Document(options)) = parsed.get_mut("options") {
+    if let Some(options) = &mut parsed {
         return_document = match options.remove("returnDocument") {
             None | Some(Bson::Null) => None,
             Some(Bson::String(value)) if value == "after" => Some(ReturnDocument::After),
@@ -396,7 +449,7 @@ fn find_and_modify_options(args: &Document) -> Result<FindOneAndModifyOptions> {
             }
         };
     }
-    let mut options = options::<FindOneAndModifyOptions>(&parsed)?;
+    let mut options = parse_options::<FindOneAndModifyOptions>(parsed)?;
     options.return_document = return_document;
     Ok(options)
 }
@@ -404,18 +457,18 @@ fn find_and_modify_options(args: &Document) -> Result<FindOneAndModifyOptions> {
 /// The command options among createIndex's options (`commitQuorum`, `maxTimeMS`,
 /// `comment`, `writeConcern`, as the Node driver's `CreateIndexesOptions`); the rest
 /// (`unique`, `name`, `expireAfterSeconds`...) describe the index.
-fn split_index_options(args: &Document) -> Result<(Document, CreateIndexOptions)> {
+fn split_index_options(args: &RawDocument) -> Result<(Document, CreateIndexOptions)> {
     const COMMAND_OPTIONS: [&str; 4] = ["commitQuorum", "maxTimeMS", "comment", "writeConcern"];
     let (mut model, mut command) = (Document::new(), Document::new());
-    if let Some(Bson::Document(options)) = args.get("options") {
-        for (name, value) in options {
+    if let Some(RawBsonRef::Document(options)) = field(args, "options")? {
+        for (name, value) in Document::try_from(options).map_err(malformed)? {
             match COMMAND_OPTIONS.contains(&name.as_str()) {
-                true => command.insert(name, value.clone()),
-                false => model.insert(name, value.clone()),
+                true => command.insert(name, value),
+                false => model.insert(name, value),
             };
         }
     }
-    let command = options::<CreateIndexOptions>(&doc! { "options": command })?;
+    let command = parse_options::<CreateIndexOptions>(Some(command))?;
     Ok((model, command))
 }
 
@@ -425,7 +478,7 @@ mod tests {
 
     #[test]
     fn create_index_options_split_into_index_and_command() {
-        let args = doc! { "options": { "unique": true, "name": "a_1", "maxTimeMS": 500 } };
+        let args = rawdoc! { "options": { "unique": true, "name": "a_1", "maxTimeMS": 500 } };
         let (model, command) = split_index_options(&args).unwrap();
         assert_eq!(model, doc! { "unique": true, "name": "a_1" });
         assert_eq!(
@@ -436,22 +489,47 @@ mod tests {
 
     #[test]
     fn return_document_takes_the_node_driver_spelling() {
-        let args = doc! { "options": { "returnDocument": "after", "upsert": true } };
+        let args = rawdoc! { "options": { "returnDocument": "after", "upsert": true } };
         let options = find_and_modify_options(&args).unwrap();
         assert_eq!(options.return_document, Some(ReturnDocument::After));
         assert_eq!(options.upsert, Some(true));
-        let args = doc! { "options": { "returnDocument": "later" } };
+        let args = rawdoc! { "options": { "returnDocument": "later" } };
         assert!(find_and_modify_options(&args).is_err());
     }
 
     #[test]
     fn arguments_of_the_wrong_type_are_clear_errors() {
-        let mut args = doc! { "filter": 1, "documents": [1] };
-        assert!(take_document(&mut args, "filter").is_err());
-        assert!(take_documents(&mut args, "documents").is_err());
-        assert!(options::<FindOptions>(&doc! { "options": "x" }).is_err());
-        let mut args = doc! { "update": "x" };
-        assert!(take_update(&mut args).is_err());
+        let args = rawdoc! { "filter": 1, "documents": [1], "document": null };
+        assert!(document(&args, "filter").is_err());
+        assert!(documents(&args, "documents", Ok).is_err());
+        assert!(required_raw_document(&args, "document").is_err());
+        assert!(options::<FindOptions>(&rawdoc! { "options": "x" }).is_err());
+        assert!(update(&rawdoc! { "update": "x" }).is_err());
+    }
+
+    #[test]
+    fn documents_to_insert_are_the_bytes_of_the_arguments() {
+        let args = rawdoc! { "documents": [{ "_id": 1, "a": "x" }, { "_id": 2 }] };
+        let read = documents(&args, "documents", Ok).unwrap();
+        let (first, second) = (rawdoc! { "_id": 1, "a": "x" }, rawdoc! { "_id": 2 });
+        assert_eq!(read, [first.as_ref(), second.as_ref()]);
+        let args = rawdoc! { "document": { "_id": 1 }, "filter": null };
+        assert_eq!(
+            required_raw_document(&args, "document").unwrap(),
+            rawdoc! { "_id": 1 }.as_ref()
+        );
+        // An omitted or null filter matches everything.
+        assert_eq!(document(&args, "filter").unwrap(), Document::new());
+        assert_eq!(document(&args, "none").unwrap(), Document::new());
+    }
+
+    #[test]
+    fn malformed_arguments_are_clear_errors() {
+        // A document whose declared length is right but whose element is cut short.
+        let bytes = vec![9, 0, 0, 0, 0x10, b'a', 0, 1, 0];
+        let args = RawDocument::from_bytes(&bytes).unwrap();
+        let error = document(args, "filter").unwrap_err();
+        assert!(error.to_string().contains("malformed arguments"), "{error}");
     }
 
     #[test]
