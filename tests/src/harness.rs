@@ -26,6 +26,11 @@ pub async fn within<F: Future>(bound: Duration, future: F) -> F::Output {
 /// connection string's options (its `appName` at least, which fail points can
 /// target).
 pub fn recording_client(query: &str) -> (Client, CommandLog) {
+    recording_client_of(&format!("{}?{query}", server::shared().uri()))
+}
+
+/// A client of the deployment at `uri` whose command events are recorded.
+pub fn recording_client_of(uri: &str) -> (Client, CommandLog) {
     let events = CommandLog::default();
     let sink = events.clone();
     let config = ClientConfig {
@@ -34,8 +39,7 @@ pub fn recording_client(query: &str) -> (Client, CommandLog) {
         })),
         ..ClientConfig::default()
     };
-    let uri = format!("{}?{query}", server::shared().uri());
-    let options = ClientOptions::parse(&uri).unwrap();
+    let options = ClientOptions::parse(uri).unwrap();
     let client = Client::with_config(options, config, anymongo_native::runtime()).unwrap();
     (client, events)
 }

@@ -18,7 +18,11 @@
 //!   with a serviceId), to run the `load_balancer` unified files against a real server.
 //! - [`spec`]: the registry and runner of the JSON specification tests.
 //! - [`unified`]: the runner of the Unified Test Format's files.
+//! - [`reply_loss`]: a proxy in front of SecantusDB that loses the replies of
+//!   chosen inserts after the server ran them, for live exactly-once tests.
 //! - [`demo`]: the demo's script, shared by its native and WASI builds.
+//! - [`round_trip`]: a typed document with every kind of field through `insert_one`
+//!   and `find_one`, shared by the native test and the `round_trip` WASI binary.
 //! - [`probe`]: a scripted series of operations that reports the topology after each,
 //!   run by the `topology` binary natively and under WASI.
 //! - [`setup`]: the cache of tools installed by `tests/setup.sh`.
@@ -45,6 +49,9 @@ pub mod mock;
 pub mod probe;
 #[cfg(not(target_os = "wasi"))]
 pub mod replica_set;
+#[cfg(not(target_os = "wasi"))]
+pub mod reply_loss;
+pub mod round_trip;
 #[cfg(not(target_os = "wasi"))]
 pub mod server;
 #[cfg(not(target_os = "wasi"))]

@@ -9,6 +9,7 @@ use anymongo::command_monitoring::CommandEvent;
 use anymongo::crud::{FindOneAndModifyOptions, FindOptions, ReturnDocument, WriteOptions};
 use anymongo::{Client, Collection, ErrorKind};
 use anymongo_tests::harness::{self, recording_client};
+use anymongo_tests::round_trip;
 use futures::TryStreamExt;
 use serde::{Deserialize, Serialize};
 
@@ -107,6 +108,31 @@ async fn typed_documents_round_trip_through_insert_find_update_replace_delete() 
         let deleted = orders.delete_many(doc! {}, None).await.unwrap();
         assert_eq!(deleted.deleted_count, 2);
         assert_eq!(orders.find_one(doc! {}, None).await.unwrap(), None);
+    })
+    .await;
+}
+
+/// Every kind of field a typed document may have (`anymongo_tests::round_trip`, also
+/// run by the wasip2 build in `wasi.rs`) comes back unchanged.
+#[tokio::test]
+async fn a_typed_document_with_nested_arrays_dates_decimals_uuids_and_options_round_trips() {
+    bounded(async {
+        let (client, events) = recording_client("appName=crud_typed_round_trip");
+        let outcome = round_trip::run(&client, "native").await.unwrap();
+        assert_eq!(outcome.found.as_ref(), Some(&outcome.sent));
+        assert_eq!(outcome.problems(), Vec::<String>::new(), "{outcome:?}");
+        // What the `None`s were sent as: `null`, or nothing where the field says so.
+        let insert = started(&events, "insert").pop().unwrap();
+        let sent = insert.get_array("documents").unwrap()[0]
+            .as_document()
+            .unwrap();
+        assert_eq!(sent.get("referrer"), Some(&Bson::Null), "{sent}");
+        assert!(!sent.contains_key("closed"), "{sent}");
+        let orders = sent.get_array("orders").unwrap();
+        assert_eq!(
+            orders[1].as_document().unwrap().get("note"),
+            Some(&Bson::Null)
+        );
     })
     .await;
 }

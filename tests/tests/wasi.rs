@@ -3,15 +3,17 @@
 //! reads back, and a native client then verifies what it wrote.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Output, Stdio};
 use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
 
 use anymongo::bson::doc;
 use anymongo_tests::compression::CompressingServer;
+use anymongo_tests::harness;
 use anymongo_tests::replica_set::MockReplicaSet;
 use anymongo_tests::server::{self, TestServer};
 use anymongo_tests::socks5::Socks5Proxy;
-use anymongo_tests::{certs, demo, setup};
+use anymongo_tests::{certs, demo, round_trip, setup};
 
 /// Builds the wasip2 binary `name` of anymongo-tests once per test binary (a no-op
 /// when `./run.sh test` already did) and returns its path.
@@ -104,6 +106,71 @@ async fn run_wasi_demo_checked_through(
 #[tokio::test]
 async fn wasi_build_pings_inserts_and_finds_against_the_same_server() {
     run_wasi_demo(&server::shared().uri(), "from_wasi", None).await;
+}
+
+/// Runs `command` to its end, or kills it and fails the test once `bound` has passed.
+fn output_within(command: &mut Command, bound: Duration) -> Output {
+    let child = command
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("wasmtime runs");
+    let id = child.id();
+    let (done, outcome) = std::sync::mpsc::channel();
+    std::thread::spawn(move || done.send(child.wait_with_output()));
+    match outcome.recv_timeout(bound) {
+        Ok(output) => output.expect("wasmtime runs"),
+        Err(_) => {
+            // Ends the process this test started, by its id.
+            let _ = Command::new("kill")
+                .args(["-KILL", &id.to_string()])
+                .status();
+            panic!("{command:?} did not finish within {bound:?}");
+        }
+    }
+}
+
+/// The typed document of `anymongo_tests::round_trip` (the native test's, in
+/// `crud.rs`) through the wasip2 build's `insert_one` and `find_one`; what it wrote
+/// reads back natively as the same struct.
+#[tokio::test]
+async fn wasi_build_round_trips_a_typed_document_unchanged() {
+    let uri = server::shared().uri();
+    let collection = "from_wasi";
+    let output = output_within(
+        Command::new(wasmtime())
+            .args([
+                "run",
+                "-S",
+                "inherit-network=y",
+                "-S",
+                "allow-ip-name-lookup=y",
+            ])
+            .arg(wasi_binary("round_trip"))
+            .args([uri.as_str(), collection]),
+        Duration::from_secs(60),
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "WASI round trip failed: {stdout}\n{stderr}"
+    );
+    assert!(
+        stdout.contains("typed round trip from wasi: unchanged"),
+        "{stdout}"
+    );
+    let client = anymongo_native::client(&uri).unwrap();
+    let found = harness::within(
+        Duration::from_secs(30),
+        client
+            .database(round_trip::DATABASE)
+            .collection::<round_trip::Account>(collection)
+            .find_one(doc! {}, None),
+    )
+    .await
+    .unwrap();
+    assert_eq!(found, Some(round_trip::sample()));
 }
 
 #[tokio::test]
