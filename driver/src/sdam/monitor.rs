@@ -99,6 +99,16 @@ impl Checker {
         &*self.runtime.clock
     }
 
+    /// After a cancelled check (its connection closed): waits for a requested check
+    /// or heartbeatFrequencyMS, and no less than what remains of
+    /// minHeartbeatFrequencyMS since the last check `started` (spec, "Requesting an
+    /// immediate check").
+    async fn wait_after_cancel(&self, signal: &MonitorSignal, started: Instant) {
+        let clock = self.clock();
+        let earliest = MIN_HEARTBEAT_FREQUENCY.saturating_sub(clock.now() - started);
+        signal.wait(clock, self.heartbeat_frequency, earliest).await;
+    }
+
     /// A polled check: the handshake of a new connection when there is none (its
     /// hello reply is the check's), else a `hello` on the existing one. A failure
     /// closes the connection.
@@ -265,8 +275,10 @@ impl MonitorSignal {
     }
 
     /// Waits between checks: `interval`, cut short by a check request (but never
-    /// before `earliest` has passed since the last check started) or by closing.
+    /// before `earliest` has passed since the wait began: callers pass what remains of
+    /// minHeartbeatFrequencyMS since the last check started) or by closing.
     async fn wait(&self, clock: &dyn Clock, interval: Duration, earliest: Duration) {
+        let began = clock.now();
         let requested = async {
             loop {
                 let woken = self.wake.listen();
@@ -280,8 +292,9 @@ impl MonitorSignal {
         let sleep = clock.sleep(interval);
         if let Either::Left(((), _)) = select(requested, sleep).await {
             // Requested early: keep at least minHeartbeatFrequencyMS between checks.
-            if !earliest.is_zero() {
-                self.unless_closed(clock.sleep(earliest)).await;
+            let rest = earliest.saturating_sub(clock.now() - began);
+            if !rest.is_zero() {
+                self.unless_closed(clock.sleep(rest)).await;
             }
         }
     }
@@ -332,13 +345,7 @@ pub(crate) async fn run_monitor(
             None => {
                 connection.open = None;
                 streaming_version = None;
-                signal
-                    .wait(
-                        &*clock,
-                        checker.heartbeat_frequency,
-                        MIN_HEARTBEAT_FREQUENCY,
-                    )
-                    .await;
+                checker.wait_after_cancel(signal, started).await;
                 continue;
             }
         };
@@ -376,11 +383,22 @@ pub(crate) async fn run_monitor(
             // The next awaited hello goes out at once: the server paces the stream.
             // One that answers at once anyway (it ignores maxAwaitTimeMS) would make
             // this a busy loop, so checks stay minHeartbeatFrequencyMS apart.
+            // An operation's network error may cancel the stream meanwhile: the
+            // connection goes then, and the next check is a new one as soon as the
+            // pacing allows, not a pacing later.
             let since_start = clock.now() - started;
             if since_start < MIN_HEARTBEAT_FREQUENCY {
-                signal
-                    .unless_closed(clock.sleep(MIN_HEARTBEAT_FREQUENCY - since_start))
-                    .await;
+                let pacing = std::pin::pin!(clock.sleep(MIN_HEARTBEAT_FREQUENCY - since_start));
+                let cancelled = std::pin::pin!(signal.check_cancelled());
+                match signal.unless_closed(select(pacing, cancelled)).await {
+                    None => return,
+                    Some(Either::Left(_)) => {}
+                    Some(Either::Right(_)) => {
+                        connection.open = None;
+                        streaming_version = None;
+                        checker.wait_after_cancel(signal, started).await;
+                    }
+                }
             }
             continue;
         }
