@@ -220,6 +220,70 @@ async fn heartbeats_carry_the_ids_of_their_monitoring_connection() {
     );
 }
 
+/// An operation's network error cancels the monitor's streaming check (SDAM,
+/// "Drivers cancel in-progress monitor checks"); the cancelled heartbeat still ends with
+/// a failed event (SDAM monitoring: every started heartbeat is followed by a succeeded or
+/// a failed one), and the next check comes on a new monitoring connection.
+#[tokio::test]
+async fn a_check_cancelled_by_an_operations_network_error_ends_with_a_failed_heartbeat() {
+    let server = TestServer::start(&ServerOptions::default()).unwrap();
+    let uri = format!(
+        "{}?heartbeatFrequencyMS=5000&appName=cancelled_check&retryReads=false",
+        server.uri()
+    );
+    let (client, mut events) = client_with_events(&uri, MonitoringThreads::Background);
+    wait_for(&mut events, "a streaming heartbeat", |event| {
+        matches!(
+            event,
+            SdamEvent::ServerHeartbeatStarted { awaited: true, .. }
+        )
+    })
+    .await;
+    let fail_point = doc! {
+        "configureFailPoint": "failCommand",
+        "mode": { "times": 1 },
+        "data": { "failCommands": ["ping"], "closeConnection": true, "appName": "cancelled_check" },
+    };
+    client
+        .database("admin")
+        .run_command(fail_point)
+        .await
+        .unwrap();
+    let error = ping(&client).await.unwrap_err();
+    assert!(error.is_network_error(), "{error}");
+
+    // From the streaming heartbeat in flight to the next check: the cancelled one ends.
+    let ended = wait_for(
+        &mut events,
+        "the end of the cancelled heartbeat",
+        is_heartbeat,
+    )
+    .await;
+    assert!(
+        matches!(
+            &ended,
+            SdamEvent::ServerHeartbeatFailed { driver_connection_id: 1, failure, awaited: true, .. }
+                if failure.contains("cancelled")
+        ),
+        "{ended:?}"
+    );
+    // The streaming check would wait heartbeatFrequencyMS; the cancelled one ended at
+    // once, and the operation's server selection asks for the next check.
+    ping(&client).await.unwrap();
+    let next = wait_for(&mut events, "the next check", is_heartbeat).await;
+    assert!(
+        matches!(
+            next,
+            SdamEvent::ServerHeartbeatStarted {
+                driver_connection_id: 2,
+                awaited: false,
+                ..
+            }
+        ),
+        "{next:?}"
+    );
+}
+
 #[tokio::test]
 async fn a_killed_server_turns_unknown_and_the_driver_recovers_when_it_is_back() {
     let mut server = TestServer::start(&ServerOptions::default()).unwrap();

@@ -589,6 +589,28 @@ impl Shared {
         }]);
     }
 
+    /// A check of `address` ended without a reply: it failed, or it was cancelled (an
+    /// operation's network error marked the server Unknown). Either way the started
+    /// heartbeat gets its failed event (SDAM monitoring spec: every
+    /// ServerHeartbeatStartedEvent is followed by a succeeded or a failed one).
+    pub fn heartbeat_failed(
+        &self,
+        address: &ServerAddress,
+        failure: String,
+        duration: Duration,
+        connection: HeartbeatConnection,
+        awaited: bool,
+    ) {
+        self.events.publish([SdamEvent::ServerHeartbeatFailed {
+            address: address.clone(),
+            driver_connection_id: connection.driver_id,
+            server_connection_id: connection.server_id,
+            duration,
+            failure,
+            awaited,
+        }]);
+    }
+
     /// A check of `server` on the monitoring connection `connection` succeeded:
     /// publish the heartbeat, apply the description.
     pub fn check_succeeded(
@@ -630,14 +652,13 @@ impl Shared {
         connection: HeartbeatConnection,
         awaited: bool,
     ) {
-        self.events.publish([SdamEvent::ServerHeartbeatFailed {
-            address: server.address.clone(),
-            driver_connection_id: connection.driver_id,
-            server_connection_id: connection.server_id,
+        self.heartbeat_failed(
+            &server.address,
+            error.to_string(),
             duration,
-            failure: error.to_string(),
+            connection,
             awaited,
-        }]);
+        );
         // An Unknown server starts its round-trip average afresh (server-monitoring.md,
         // "Measuring RTT").
         lock(&server.rtt).reset();

@@ -343,6 +343,20 @@ pub(crate) async fn run_monitor(
         let result = match outcome {
             Some(result) => result,
             None => {
+                let cancelled = Shared::upgrade(&topology, |shared| {
+                    shared.heartbeat_failed(
+                        &server.address,
+                        "the check was cancelled: an operation's network error marked the \
+                         server Unknown"
+                            .to_string(),
+                        clock.now() - started,
+                        ids,
+                        awaited,
+                    );
+                });
+                if cancelled.is_none() {
+                    return;
+                }
                 connection.open = None;
                 streaming_version = None;
                 checker.wait_after_cancel(signal, started).await;
