@@ -812,8 +812,7 @@ impl<T: DeserializeOwned> ChangeStream<T> {
                         self.cursor = None;
                         return Poll::Ready(Advance::Event(Err(error)));
                     }
-                    let event =
-                        bson::deserialize_from_slice(document.as_bytes()).map_err(Error::bson);
+                    let event = crate::cursor::deserialize(&document);
                     return Poll::Ready(Advance::Event(event));
                 }
                 Step::EmptyBatch => {

@@ -995,19 +995,40 @@ impl<T: DeserializeOwned> Collection<T> {
             .await
     }
 
+    /// The first document matching `filter`, if any, as the bytes the server sent (for
+    /// a caller that hands it on as BSON).
+    pub async fn find_one_raw(
+        &self,
+        filter: Document,
+        options: impl Into<Option<FindOptions>>,
+    ) -> Result<Option<RawDocumentBuf>> {
+        let mut cursor = self.find_one_cursor(filter, options.into(), None).await?;
+        cursor.next_raw().await.transpose()
+    }
+
     async fn find_one_in(
         &self,
         filter: Document,
         options: Option<FindOptions>,
         session: Option<&ClientSession>,
     ) -> Result<Option<T>> {
+        let mut cursor = self.find_one_cursor(filter, options, session).await?;
+        cursor.try_next().await
+    }
+
+    /// The cursor of a find_one: one batch of at most one document.
+    async fn find_one_cursor(
+        &self,
+        filter: Document,
+        options: Option<FindOptions>,
+        session: Option<&ClientSession>,
+    ) -> Result<Cursor<T>> {
         let options = FindOptions {
             limit: Some(-1),
             batch_size: None,
             ..options.unwrap_or_default()
         };
-        let mut cursor = self.find_in(filter, Some(options), session).await?;
-        cursor.try_next().await
+        self.find_in(filter, Some(options), session).await
     }
 
     async fn find_in(

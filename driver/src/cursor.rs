@@ -315,14 +315,15 @@ impl<T: DeserializeOwned> Stream for Cursor<T> {
     type Item = Result<T>;
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        self.get_mut().poll_next_raw(cx).map(|item| {
-            item.map(|document| {
-                document.and_then(|document| {
-                    bson::deserialize_from_slice(document.as_bytes()).map_err(Error::bson)
-                })
-            })
-        })
+        self.get_mut()
+            .poll_next_raw(cx)
+            .map(|item| item.map(|document| document.and_then(|document| deserialize(&document))))
     }
+}
+
+/// A document of a cursor's batch as `T`, deserialized straight from its bytes.
+pub(crate) fn deserialize<T: DeserializeOwned>(document: &RawDocument) -> Result<T> {
+    bson::deserialize_from_slice(document.as_bytes()).map_err(Error::bson)
 }
 
 impl<T> Drop for Cursor<T> {

@@ -83,18 +83,9 @@ pub async fn run(
             doc! { "acknowledged": true, "deletedCount": count(result.deleted_count) }
         }
         "findOne" => {
-            // As the core's find_one: a single batch of at most one document.
-            let options = FindOptions {
-                limit: Some(-1),
-                batch_size: None,
-                ..options::<FindOptions>(args)?
-            };
             let found = coll
-                .find(filter, options)
-                .await?
-                .next_raw()
-                .await
-                .transpose()?;
+                .find_one_raw(filter, options::<FindOptions>(args)?)
+                .await?;
             // Handed back as the server sent it: no `Document` in between.
             return Ok(match found {
                 Some(found) => rawdoc! { "value": found },
