@@ -21,12 +21,12 @@ use std::sync::Arc;
 
 use anymongo::bson::oid::ObjectId;
 use anymongo::bson::{doc, Bson, Document, RawDocumentBuf};
-use anymongo::wire::{op_code, MessageHeader, MsgFlags, OpMsg};
+use anymongo::wire::{MessageHeader, MsgFlags};
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::{JoinHandle, JoinSet};
 
-use crate::mock::read_frame;
+use crate::mock::{frame, op_msg, read_frame};
 
 /// The replica set fields a mongos does not report.
 const REPLICA_SET_FIELDS: &[&str] = &[
@@ -142,20 +142,6 @@ async fn relay(mut client: TcpStream, mut backend: TcpStream, service_id: Object
     }
 }
 
-/// A frame again from its header and body.
-fn frame(header: &MessageHeader, body: &[u8]) -> Vec<u8> {
-    let mut frame = header.to_bytes().to_vec();
-    frame.extend_from_slice(body);
-    frame
-}
-
-/// The OP_MSG's body, if the frame is one.
-fn op_msg(header: &MessageHeader, body: &[u8]) -> Option<OpMsg> {
-    (header.op_code == op_code::MSG)
-        .then(|| OpMsg::decode(header, body).ok())
-        .flatten()
-}
-
 /// Whether the server answers the request: not an OP_MSG flagged moreToCome (an
 /// unacknowledged write).
 fn expects_reply(header: &MessageHeader, body: &[u8]) -> bool {
@@ -247,11 +233,10 @@ fn hello_reply(header: &MessageHeader, body: &[u8], service_id: ObjectId) -> Opt
 #[cfg(test)]
 mod tests {
     use super::*;
-    use anymongo::wire::HEADER_LEN;
+    use anymongo::wire::OpMsg;
 
     fn split(frame: &[u8]) -> (MessageHeader, Vec<u8>) {
-        let header: [u8; HEADER_LEN] = frame[..HEADER_LEN].try_into().unwrap();
-        (MessageHeader::parse(&header), frame[HEADER_LEN..].to_vec())
+        crate::mock::split_frame(frame).unwrap()
     }
 
     fn message(body: Document) -> Vec<u8> {

@@ -174,6 +174,26 @@ pub async fn read_frame(socket: &mut (impl AsyncRead + Unpin)) -> Option<(Messag
     Some((header, body))
 }
 
+/// A frame again from the header and body [`read_frame`] gave.
+pub fn frame(header: &MessageHeader, body: &[u8]) -> Vec<u8> {
+    let mut frame = header.to_bytes().to_vec();
+    frame.extend_from_slice(body);
+    frame
+}
+
+/// A whole frame as [`read_frame`] gives it: its header and its body.
+pub fn split_frame(frame: &[u8]) -> Option<(MessageHeader, Vec<u8>)> {
+    let header: [u8; HEADER_LEN] = frame.get(..HEADER_LEN)?.try_into().ok()?;
+    Some((MessageHeader::parse(&header), frame[HEADER_LEN..].to_vec()))
+}
+
+/// The OP_MSG a frame read by [`read_frame`] carries, if it is a readable one.
+pub fn op_msg(header: &MessageHeader, body: &[u8]) -> Option<OpMsg> {
+    (header.op_code == op_code::MSG)
+        .then(|| OpMsg::decode(header, body).ok())
+        .flatten()
+}
+
 /// The query of an OP_QUERY body: flags, a cstring, two int32s, the document.
 pub fn query_document(body: &[u8]) -> Option<Document> {
     let name_end = 4 + body.get(4..)?.iter().position(|&b| b == 0)?;

@@ -17,12 +17,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use anymongo::bson::Document;
-use anymongo::wire::{op_code, MessageHeader, OpMsg};
+use anymongo::wire::MessageHeader;
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::{JoinHandle, JoinSet};
 
-use crate::mock::read_frame;
+use crate::mock::{frame, op_msg, read_frame};
 
 /// A running proxy; its listener and connections end when it is dropped.
 pub struct ReplyLosingProxy {
@@ -164,19 +164,9 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// A frame again from its header and body.
-fn frame(header: &MessageHeader, body: &[u8]) -> Vec<u8> {
-    let mut frame = header.to_bytes().to_vec();
-    frame.extend_from_slice(body);
-    frame
-}
-
 /// The body document of an OP_MSG frame.
 fn body_of(header: &MessageHeader, body: &[u8]) -> Option<Document> {
-    if header.op_code != op_code::MSG {
-        return None;
-    }
-    let message = OpMsg::decode(header, body).ok()?;
+    let message = op_msg(header, body)?;
     Document::try_from(message.body.as_ref()).ok()
 }
 
@@ -189,11 +179,10 @@ fn command_name(header: &MessageHeader, body: &[u8]) -> Option<String> {
 mod tests {
     use super::*;
     use anymongo::bson::{doc, RawDocumentBuf};
-    use anymongo::wire::HEADER_LEN;
+    use anymongo::wire::OpMsg;
 
     fn split(frame: &[u8]) -> (MessageHeader, Vec<u8>) {
-        let header: [u8; HEADER_LEN] = frame[..HEADER_LEN].try_into().unwrap();
-        (MessageHeader::parse(&header), frame[HEADER_LEN..].to_vec())
+        crate::mock::split_frame(frame).unwrap()
     }
 
     #[test]
