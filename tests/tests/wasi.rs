@@ -45,6 +45,19 @@ fn wasmtime() -> PathBuf {
     wasmtime
 }
 
+/// `wasmtime run` with the network (names included) open to the program.
+fn wasmtime_run() -> Command {
+    let mut command = Command::new(wasmtime());
+    command.args([
+        "run",
+        "-S",
+        "inherit-network=y",
+        "-S",
+        "allow-ip-name-lookup=y",
+    ]);
+    command
+}
+
 /// Runs the WASI demo against `uri` into `collection`, granting it read access to
 /// `readable` (for a CA file), and checks its report and what it wrote.
 async fn run_wasi_demo(uri: &str, collection: &str, readable: Option<&Path>) {
@@ -58,14 +71,7 @@ async fn run_wasi_demo_checked_through(
     collection: &str,
     readable: Option<&Path>,
 ) {
-    let mut command = Command::new(wasmtime());
-    command.args([
-        "run",
-        "-S",
-        "inherit-network=y",
-        "-S",
-        "allow-ip-name-lookup=y",
-    ]);
+    let mut command = wasmtime_run();
     if let Some(dir) = readable {
         command.arg("--dir").arg(format!("{0}::{0}", dir.display()));
     }
@@ -138,14 +144,7 @@ async fn wasi_build_round_trips_a_typed_document_unchanged() {
     let uri = server::shared().uri();
     let collection = "from_wasi";
     let output = output_within(
-        Command::new(wasmtime())
-            .args([
-                "run",
-                "-S",
-                "inherit-network=y",
-                "-S",
-                "allow-ip-name-lookup=y",
-            ])
+        wasmtime_run()
             .arg(wasi_binary("round_trip"))
             .args([uri.as_str(), collection]),
         Duration::from_secs(60),
