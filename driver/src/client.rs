@@ -456,9 +456,11 @@ impl Client {
     /// The deployment's `logicalSessionTimeoutMinutes` and whether it is load balanced:
     /// what the session pool needs to know of the topology.
     fn session_timeout(&self) -> (Option<i64>, bool) {
-        let description = self.topology_description();
-        let load_balanced = description.topology_type == crate::sdam::TopologyType::LoadBalanced;
-        (description.logical_session_timeout_minutes, load_balanced)
+        self.topology().with_description(|description| {
+            let load_balanced =
+                description.topology_type == crate::sdam::TopologyType::LoadBalanced;
+            (description.logical_session_timeout_minutes, load_balanced)
+        })
     }
 
     pub(crate) fn acquire_server_session(&self, now: Instant) -> Result<ServerSession> {

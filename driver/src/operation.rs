@@ -394,7 +394,7 @@ impl Client {
                     };
                     let checked_out = topology.check_out(&selected).await;
                     let server = selected.server.clone();
-                    let server_type = selected.description.server_type;
+                    let server_type = selected.server_type;
                     let topology_type = selected.topology_type;
                     (
                         Some(selected),

@@ -192,8 +192,8 @@ impl ConnectionInfo {
 /// A selected server; the operation counts against it until this is dropped.
 pub(crate) struct SelectedServer {
     pub server: Arc<Server>,
-    /// The server's description when it was selected.
-    pub description: ServerDescription,
+    /// The server's type when it was selected.
+    pub server_type: ServerType,
     /// The topology type when it was selected (for `$readPreference`).
     pub topology_type: TopologyType,
     /// When serverSelectionTimeoutMS, counted from the start of selection, runs out:
@@ -470,7 +470,15 @@ impl Shared {
 
     /// The current description.
     pub fn description(&self) -> TopologyDescription {
-        self.state().description.description().clone()
+        self.with_description(TopologyDescription::clone)
+    }
+
+    /// Reads the current description in place: what every operation asks of it (the
+    /// session timeout, for one) is a field or two, and copying all of it on each
+    /// operation, under the lock every operation takes, made the operations of other
+    /// threads queue for that lock.
+    pub fn with_description<R>(&self, read: impl FnOnce(&TopologyDescription) -> R) -> R {
+        read(self.state().description.description())
     }
 
     /// What SRV polling does next; claims the rescan when one is due.
@@ -920,6 +928,12 @@ impl Shared {
                 }
                 self.scan().await;
             }
+            if let Some(selected) = self.try_select(criteria, deprioritized, deadline)? {
+                return Ok(selected);
+            }
+            // No server yet: listen for changes, then look once more, so that a change
+            // between the two looks still ends the wait below. (Listening only now keeps
+            // the common case, a server at the first look, off the listeners' lock.)
             let changed = self.changed.listen();
             let selected = self.try_select(criteria, deprioritized, deadline)?;
             if selected.is_none() {
@@ -989,7 +1003,7 @@ impl Shared {
         server.operation_count.fetch_add(1, Ordering::SeqCst);
         Ok(Some(SelectedServer {
             server,
-            description: chosen.clone(),
+            server_type: chosen.server_type,
             topology_type: state.description.topology_type,
             deadline,
         }))
