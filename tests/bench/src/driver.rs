@@ -4,6 +4,8 @@
 //! anymongo only (futures there are not `Send`: hence `MaybeSend`).
 
 use std::future::Future;
+use std::sync::atomic::{AtomicIsize, Ordering};
+use std::sync::Arc;
 
 use anymongo::rt::{MaybeSend, MaybeSync};
 use futures::TryStreamExt;
@@ -50,6 +52,29 @@ pub trait Driver: MaybeSend + MaybeSync + Sized + 'static {
     fn find_all(&self) -> impl Future<Output = Result<usize, String>> + MaybeSend;
     /// Closes the client.
     fn close(self) -> impl Future<Output = ()> + MaybeSend;
+    /// The connections the client's pools hold open now (created minus closed, as
+    /// their CMAP events count them; monitoring connections are not in pools).
+    fn open_connections(&self) -> usize;
+}
+
+/// Counts a client's pooled connections from its CMAP events: the parallel rows report
+/// it, because how many connections a driver opens for the same tasks changes how a
+/// server schedules them.
+#[derive(Clone, Default)]
+pub struct ConnectionCount(Arc<AtomicIsize>);
+
+impl ConnectionCount {
+    fn opened(&self) {
+        self.0.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn closed(&self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    fn get(&self) -> usize {
+        self.0.load(Ordering::Relaxed).max(0) as usize
+    }
 }
 
 fn text(error: impl std::fmt::Display) -> String {
@@ -60,6 +85,7 @@ fn text(error: impl std::fmt::Display) -> String {
 pub struct Anymongo {
     client: anymongo::Client,
     corpus: anymongo::Collection<anymongo::bson::Document>,
+    connections: ConnectionCount,
 }
 
 impl Driver for Anymongo {
@@ -67,12 +93,29 @@ impl Driver for Anymongo {
     type Doc = anymongo::bson::Document;
 
     async fn connect(uri: &str) -> Result<Self, String> {
+        use anymongo::cmap::CmapEvent;
+        let connections = ConnectionCount::default();
+        let count = connections.clone();
+        let config = anymongo::client::ClientConfig {
+            cmap_event_handler: Some(Arc::new(move |event: &CmapEvent| match event {
+                CmapEvent::ConnectionCreated { .. } => count.opened(),
+                CmapEvent::ConnectionClosed { .. } => count.closed(),
+                _ => {}
+            })),
+            ..Default::default()
+        };
+        let options = anymongo::ClientOptions::parse(uri).map_err(text)?;
         #[cfg(not(target_os = "wasi"))]
-        let client = anymongo_native::client(uri).map_err(text)?;
+        let runtime = anymongo_native::runtime();
         #[cfg(target_os = "wasi")]
-        let client = anymongo_wasi::client(uri).map_err(text)?;
+        let runtime = anymongo_wasi::runtime();
+        let client = anymongo::Client::with_config(options, config, runtime).map_err(text)?;
         let corpus = client.database(DATABASE).collection(COLLECTION);
-        Ok(Anymongo { client, corpus })
+        Ok(Anymongo {
+            client,
+            corpus,
+            connections,
+        })
     }
 
     fn parse(json: &str) -> Result<Self::Doc, String> {
@@ -164,6 +207,10 @@ impl Driver for Anymongo {
     async fn close(self) {
         self.client.close().await;
     }
+
+    fn open_connections(&self) -> usize {
+        self.connections.get()
+    }
 }
 
 /// The official driver, default features.
@@ -171,6 +218,7 @@ impl Driver for Anymongo {
 pub struct Official {
     client: mongodb::Client,
     corpus: mongodb::Collection<mongodb::bson::Document>,
+    connections: ConnectionCount,
 }
 
 #[cfg(not(target_os = "wasi"))]
@@ -179,9 +227,26 @@ impl Driver for Official {
     type Doc = mongodb::bson::Document;
 
     async fn connect(uri: &str) -> Result<Self, String> {
-        let client = mongodb::Client::with_uri_str(uri).await.map_err(text)?;
+        use mongodb::event::cmap::CmapEvent;
+        let connections = ConnectionCount::default();
+        let count = connections.clone();
+        let mut options = mongodb::options::ClientOptions::parse(uri)
+            .await
+            .map_err(text)?;
+        options.cmap_event_handler = Some(mongodb::event::EventHandler::callback(
+            move |event: CmapEvent| match event {
+                CmapEvent::ConnectionCreated(_) => count.opened(),
+                CmapEvent::ConnectionClosed(_) => count.closed(),
+                _ => {}
+            },
+        ));
+        let client = mongodb::Client::with_options(options).map_err(text)?;
         let corpus = client.database(DATABASE).collection(COLLECTION);
-        Ok(Official { client, corpus })
+        Ok(Official {
+            client,
+            corpus,
+            connections,
+        })
     }
 
     fn parse(json: &str) -> Result<Self::Doc, String> {
@@ -258,5 +323,9 @@ impl Driver for Official {
 
     async fn close(self) {
         self.client.shutdown().await;
+    }
+
+    fn open_connections(&self) -> usize {
+        self.connections.get()
     }
 }

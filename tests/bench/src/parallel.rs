@@ -2,7 +2,7 @@
 //! exports): N concurrent tokio tasks sharing one client, each finding TWEET documents
 //! by `_id` in a loop, for a fixed time. Reported: operations per second (and MB/s at
 //! the TWEET's 1,622 bytes each) over the wall-clock time, and the p50 and p99 latency
-//! of one find.
+//! of one find, and how many connections the client's pool held by the end.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -32,6 +32,8 @@ pub struct ParallelScore {
     pub p50_ms: f64,
     /// The 99th percentile latency of one find, in milliseconds.
     pub p99_ms: f64,
+    /// The connections the client's pool held at the end of the row.
+    pub connections: usize,
 }
 
 /// Runs `tasks` concurrent finders on `driver` for `duration` (bounded also by
@@ -76,5 +78,6 @@ pub async fn run<D: Driver>(
         mb_per_s: ops_per_s * TWEET_BYTES / 1e6,
         p50_ms: ms(50),
         p99_ms: ms(99),
+        connections: driver.open_connections(),
     })
 }

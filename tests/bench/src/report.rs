@@ -61,18 +61,21 @@ pub fn markdown(section: &Section) -> String {
         out += "\n";
     }
     if !section.parallel.is_empty() {
-        out += "Parallel find one by ID, one shared client (ops/s; latency p50 / p99 in ms):\n\n";
-        out += "| tasks | anymongo ops/s | anymongo p50 / p99 | official ops/s | official p50 / p99 | ratio |\n";
-        out += "| ---: | ---: | ---: | ---: | ---: | ---: |\n";
+        out += "Parallel find one by ID, one shared client (ops/s; latency p50 / p99 in ms; \
+                connections in the pool at the end):\n\n";
+        out += "| tasks | anymongo ops/s | anymongo p50 / p99 | conns | official ops/s | official p50 / p99 | conns | ratio |\n";
+        out += "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
         for (tasks, a, o) in &section.parallel {
             out += &format!(
-                "| {tasks} | {:.0} | {:.3} / {:.3} | {:.0} | {:.3} / {:.3} | {} |\n",
+                "| {tasks} | {:.0} | {:.3} / {:.3} | {} | {:.0} | {:.3} / {:.3} | {} | {} |\n",
                 a.ops_per_s,
                 a.p50_ms,
                 a.p99_ms,
+                a.connections,
                 o.ops_per_s,
                 o.p50_ms,
                 o.p99_ms,
+                o.connections,
                 ratio(a.ops_per_s, o.ops_per_s),
             );
         }
@@ -164,6 +167,7 @@ fn parallel_json(score: &ParallelScore) -> Value {
         "mb_per_s": score.mb_per_s,
         "p50_ms": score.p50_ms,
         "p99_ms": score.p99_ms,
+        "connections": score.connections,
     })
 }
 
