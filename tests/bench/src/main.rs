@@ -17,6 +17,8 @@
 //!                         under wasmtime, next to native anymongo
 //!   --node                also run them with the npm package and the official
 //!                         `mongodb` npm driver 7.x in Node.js (node/bench.mjs)
+//!   --awake               keep every CPU out of idle with SCHED_IDLE spinners, so
+//!                         that CPU wake-up latency is not measured (see awake.rs)
 //!   --only TEXT           only the tasks whose name contains TEXT (any case; the
 //!                         parallel rows are "parallel", the cold start "cold start")
 //!   --data DIR            the folder of the spec's *.tgz data sets
@@ -39,6 +41,8 @@ mod driver;
 mod stats;
 mod tasks;
 
+#[cfg(not(target_os = "wasi"))]
+mod awake;
 #[cfg(not(target_os = "wasi"))]
 mod canned;
 #[cfg(not(target_os = "wasi"))]

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use anymongo_tests::server::{ServerOptions, TestServer, TestUser};
 
+use crate::awake::Awake;
 use crate::canned::CannedServer;
 use crate::data::DataSets;
 use crate::driver::{Anymongo, Driver, Official};
@@ -16,7 +17,8 @@ use crate::tasks::{run_task, Bench, Task};
 use crate::{cold, data, node_column, parallel, report, wasi_column};
 
 const USAGE: &str = "usage: anymongo-bench [--quick] [--server canned,secantus,uri] [--uri URI] \
-[--parallel-seconds S] [--cold-runs N] [--wasi] [--node] [--only TEXT] [--data DIR] [--json PATH]";
+[--parallel-seconds S] [--cold-runs N] [--wasi] [--node] [--awake] [--only TEXT] [--data DIR] \
+[--json PATH]";
 
 /// The rows of the parallel table.
 const PARALLEL_TASKS: [usize; 3] = [1, 8, 64];
@@ -30,6 +32,7 @@ struct Settings {
     cold_runs: usize,
     wasi: bool,
     node: bool,
+    awake: bool,
     only: Option<String>,
     data: Option<PathBuf>,
     json: Option<PathBuf>,
@@ -52,6 +55,7 @@ impl Settings {
             cold_runs: 0,
             wasi: false,
             node: false,
+            awake: false,
             only: None,
             data: None,
             json: None,
@@ -64,6 +68,7 @@ impl Settings {
                 "--quick" => settings.quick = true,
                 "--wasi" => settings.wasi = true,
                 "--node" => settings.node = true,
+                "--awake" => settings.awake = true,
                 "--only" => settings.only = Some(value()?.to_lowercase()),
                 "--server" => {
                     settings.servers = value()?.split(',').map(str::to_owned).collect();
@@ -145,7 +150,25 @@ pub fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(run(&settings)) {
+    let awake = match settings.awake {
+        true => match Awake::start() {
+            Ok(awake) => Some(awake),
+            Err(message) => {
+                eprintln!("anymongo-bench: --awake: {message}");
+                return ExitCode::FAILURE;
+            }
+        },
+        false => None,
+    };
+    // The tasks run on a runtime worker, as a server's request handlers do, not on the
+    // thread that blocks on the runtime (every wake-up of which crosses threads).
+    let settings = std::sync::Arc::new(settings);
+    let on_worker = runtime.spawn(async move { run(&settings).await });
+    let outcome = runtime
+        .block_on(on_worker)
+        .unwrap_or_else(|e| Err(e.to_string()));
+    drop(awake);
+    match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
             eprintln!("anymongo-bench: {message}");
@@ -169,6 +192,12 @@ async fn run(settings: &Settings) -> Result<(), String> {
         }
     };
     println!("anymongo-bench: {rules}");
+    if settings.awake {
+        println!(
+            "anymongo-bench: --awake: idle-class spinners keep the CPUs out of idle, so CPU \
+             wake-up latency is not in the results"
+        );
+    }
     let data = DataSets::load(&data::tarball_dir(settings.data.as_deref())?)?;
     let mut sections = Vec::new();
 
@@ -223,7 +252,7 @@ async fn run(settings: &Settings) -> Result<(), String> {
     }
 
     if let Some(path) = &settings.json {
-        let json = report::json(settings.quick, &sections, &cold);
+        let json = report::json(settings.quick, settings.awake, &sections, &cold);
         let text = serde_json::to_string_pretty(&json).map_err(|e| e.to_string())?;
         std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
         println!("JSON: {}", path.display());

@@ -172,9 +172,10 @@ fn parallel_json(score: &ParallelScore) -> Value {
 }
 
 /// All results as one JSON document.
-pub fn json(quick: bool, sections: &[Section], cold: &[ColdStart]) -> Value {
+pub fn json(quick: bool, awake: bool, sections: &[Section], cold: &[ColdStart]) -> Value {
     json!({
         "spec_iteration_rules": !quick,
+        "cpus_held_awake": awake,
         "sections": sections.iter().map(|s| json!({
             "title": s.title,
             "tasks": s.tasks.iter().map(|r| json!({
