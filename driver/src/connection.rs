@@ -65,6 +65,12 @@ pub(crate) struct ConnectionSettings {
     /// The SOCKS5 proxy every TCP connection goes through, monitoring included (SOCKS5
     /// Support spec, "Connection Establishment").
     pub proxy: Option<ProxyOptions>,
+    /// A monitoring connection: it only runs `hello`, and its handshake's reply is the
+    /// server's description. An incompatible wire version range does not fail its
+    /// handshake, so that SDAM records it and server selection reports the
+    /// incompatibility at once (server-selection.md, "Checking wire protocol
+    /// compatibility"); application connections refuse such a server.
+    pub monitoring: bool,
 }
 
 impl ConnectionSettings {
@@ -101,6 +107,7 @@ impl ConnectionSettings {
             compressors: options.compressors.clone(),
             zlib_compression_level: options.zlib_compression_level,
             proxy: options.proxy.clone(),
+            monitoring: false,
         }
     }
 
@@ -267,7 +274,9 @@ impl Connection {
         let hello = HelloReply::parse(reply)?;
         // Set once, here: the handshake runs once per connection.
         let _ = hello_seen.set(hello.service_id);
-        hello.check_compatible(&self.address)?;
+        if !settings.monitoring {
+            hello.check_compatible(&self.address)?;
+        }
         if settings.load_balanced && hello.service_id.is_none() {
             return Err(Error::new(ErrorKind::IncompatibleServer {
                 message: LOAD_BALANCER_UNSUPPORTED.to_owned(),
@@ -887,6 +896,7 @@ mod tests {
             compressors: Vec::new(),
             zlib_compression_level: None,
             proxy: None,
+            monitoring: false,
         }
     }
 
@@ -1073,6 +1083,19 @@ mod tests {
             matches!(error.kind(), ErrorKind::IncompatibleServer { .. }),
             "{error}"
         );
+    }
+
+    /// A monitor's handshake keeps the connection, so that SDAM records the server's
+    /// wire versions and selection reports the incompatibility at once.
+    #[test]
+    fn a_monitoring_handshake_accepts_an_incompatible_server() {
+        let script = Script::default().then(hello(doc! { "maxWireVersion": 5 }));
+        let settings = ConnectionSettings {
+            monitoring: true,
+            ..settings()
+        };
+        let connection = block_on(Connection::establish(&script, &NO_TIMEOUTS, &settings)).unwrap();
+        assert_eq!(connection.hello().max_wire_version, 5);
     }
 
     #[test]

@@ -564,6 +564,7 @@ impl Shared {
         let mut settings = self.connection_settings.for_address(address);
         settings.auth = None;
         settings.load_balanced = false;
+        settings.monitoring = true;
         // Monitoring reads are bounded by connectTimeoutMS (spec, "Monitor thread").
         settings.socket_timeout = settings.connect_timeout;
         Checker {
