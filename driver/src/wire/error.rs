@@ -19,7 +19,7 @@ pub enum WireError {
         length: i32,
     },
     /// The header's `messageLength` exceeds the permitted maximum
-    /// (`maxMessageSizeBytes` from the handshake, or [`DEFAULT_MAX_MESSAGE_SIZE`](super::DEFAULT_MAX_MESSAGE_SIZE)).
+    /// (`maxMessageSizeBytes` from the handshake, or [`MAX_MESSAGE_SIZE`](super::MAX_MESSAGE_SIZE)).
     FrameTooLarge {
         /// The `messageLength` field as received.
         length: i32,
