@@ -70,6 +70,13 @@ pub enum WireError {
         /// The bytes actually left where the section's size field starts.
         remaining: usize,
     },
+    /// A message holds more documents outside its body (in OP_MSG document sequences, or
+    /// as OP_REPLY documents) than one message may: refused before they are all copied.
+    TooManyDocuments {
+        /// The most documents one message may hold
+        /// ([`MAX_WRITE_BATCH_SIZE`](super::MAX_WRITE_BATCH_SIZE)).
+        max: usize,
+    },
     /// The OP_MSG has no kind-0 (body) section.
     MissingBody,
     /// The OP_MSG has more than one kind-0 (body) section.
@@ -215,6 +222,11 @@ impl fmt::Display for WireError {
                 f,
                 "OP_COMPRESSED declares an uncompressed size of {size} bytes, outside 0 to the \
                  maximum of {max}"
+            ),
+            WireError::TooManyDocuments { max } => write!(
+                f,
+                "wire message holds more than {max} documents outside its body (document \
+                 sequences or OP_REPLY documents)"
             ),
             WireError::UncompressedSizeMismatch { declared } => write!(
                 f,
