@@ -769,9 +769,10 @@ impl Client {
             }
         });
         // A monitor whose check timed out clears the pool and interrupts the connections
-        // in use (server-monitoring.md, "Network or command error during server check";
-        // CMAP spec, "Clear"): the operation stops waiting on the server then, whether
-        // or not socketTimeoutMS bounds its read.
+        // in use (server-monitoring.md, "Network or command error during server check"):
+        // "canceling whatever task the Connection is currently performing", the
+        // operation fails with a retryable error (CMAP spec, "Clearing a non-load
+        // balanced pool"), whether or not socketTimeoutMS bounds its read.
         let interrupted = connection.interrupted();
         let exchange = async {
             match message.flags.contains(MsgFlags::MORE_TO_COME) {

@@ -820,20 +820,21 @@ mod tests {
     }
 
     /// A reply of `{ ok: 1 }` followed by sequences of `counts[i]` empty documents each.
+    /// Written byte by byte: built as documents, the test would cost what it checks.
     fn reply_with_empty_documents(counts: &[usize]) -> Vec<u8> {
-        let sequences = counts
-            .iter()
-            .enumerate()
-            .map(|(i, &count)| {
-                DocumentSequence::new(format!("s{i}"), vec![RawDocumentBuf::new(); count])
-            })
-            .collect();
-        OpMsg {
-            flags: MsgFlags::empty(),
-            body: rawdoc! { "ok": 1 },
-            sequences,
+        const EMPTY: [u8; 5] = [5, 0, 0, 0, 0];
+        let mut body = 0u32.to_le_bytes().to_vec();
+        body.push(0);
+        body.extend_from_slice(rawdoc! { "ok": 1 }.as_bytes());
+        for (i, &count) in counts.iter().enumerate() {
+            let identifier = format!("s{i}\0");
+            let size = 4 + identifier.len() + count * EMPTY.len();
+            body.push(1);
+            body.extend_from_slice(&i32::try_from(size).unwrap().to_le_bytes());
+            body.extend_from_slice(identifier.as_bytes());
+            body.extend_from_slice(&EMPTY.repeat(count));
         }
-        .encode(1, 0)
+        frame_from_body(&body)
     }
 
     #[test]
