@@ -2,6 +2,7 @@
 //! length, and servers that stop answering at the handshake, at an operation, or
 //! everywhere after the handshake, in both monitoring modes.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anymongo::bson::{doc, Document};
@@ -108,6 +109,39 @@ async fn a_server_that_never_answers_the_handshake_fails_selection_in_time() {
         // The last check's error says why: the handshake timed out.
         assert!(error.to_string().contains("timed out"), "{mode:?}: {error}");
         assert!(took < Duration::from_secs(5), "{mode:?}: {took:?}");
+    }
+}
+
+#[tokio::test]
+async fn an_application_connections_handshake_is_bounded_by_connect_timeout() {
+    // The first connection (the monitor's, or the scan's in single-threaded mode) is
+    // answered; every later handshake is not. Establishing a pooled connection takes
+    // its handshake and authentication (CMAP spec, "Establishing a Connection"), and
+    // connectTimeoutMS "applies to SDAM hello and legacy hello operations" (URI
+    // Options spec): the whole establishment is bounded by it.
+    for mode in MODES {
+        let first_taken = AtomicBool::new(false);
+        let server = MockServer::answering(move |command, carried| {
+            let first = carried > 0 || !first_taken.swap(true, Ordering::SeqCst);
+            match is_hello(command) && first {
+                true => Answer::Reply(standalone_hello()),
+                false => Answer::Silence,
+            }
+        })
+        .await;
+        let client = client(&server, TIMEOUTS, mode);
+        let (error, took) = failed_ping(&client).await;
+        assert!(
+            matches!(
+                error.kind(),
+                ErrorKind::Timeout {
+                    during: "connect",
+                    ..
+                }
+            ),
+            "{mode:?}: {error}"
+        );
+        assert!(took < Duration::from_secs(3), "{mode:?}: {took:?}");
     }
 }
 
