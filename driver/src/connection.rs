@@ -192,7 +192,7 @@ impl Connection {
                 stream,
                 address: address.clone(),
                 server_host: settings.target.host.clone(),
-                max_message_size: wire::DEFAULT_MAX_MESSAGE_SIZE,
+                max_message_size: wire::MAX_MESSAGE_SIZE,
                 socket_timeout: None,
                 hello: HelloReply::default(),
                 broken: false,
@@ -282,9 +282,8 @@ impl Connection {
                 message: LOAD_BALANCER_UNSUPPORTED.to_owned(),
             }));
         }
-        if let Ok(size) = usize::try_from(hello.max_message_size_bytes) {
-            self.max_message_size = size.max(HEADER_LEN);
-        }
+        // Capped at the protocol's limit whatever the server advertised (HelloReply).
+        self.max_message_size = hello.message_size_limit().max(HEADER_LEN);
         // No compressor in common is no error (OP_COMPRESSED spec, "MongoDB Handshake
         // Amendment"): messages then go uncompressed.
         self.compression =
@@ -602,8 +601,7 @@ impl Connection {
             .body_len(self.max_message_size)
             .map_err(|error| self.protocol_error(error))?;
         check_response_to(&header, response_to).map_err(|error| self.protocol_error(error))?;
-        let mut body = vec![0u8; body_len];
-        self.read_exact(&mut body).await?;
+        let body = self.read_body(body_len).await?;
         let message = match header.op_code {
             // Whatever was negotiated, a reply may come compressed with any compressor
             // (OP_COMPRESSED spec, "MongoDB Handshake Amendment").
@@ -615,6 +613,23 @@ impl Connection {
         };
         let message = message.map_err(|error| self.protocol_error(error))?;
         Ok((header.request_id, message))
+    }
+
+    /// Reads a body of `len` bytes into a buffer that grows as the bytes arrive
+    /// ([`wire::grown_len`]): a frame announced huge and never sent costs one step, not
+    /// its announced length (issue 21: 531 MB per connection for a frame announced at
+    /// 2 GB).
+    async fn read_body(&mut self, len: usize) -> Result<Vec<u8>> {
+        let mut body = Vec::new();
+        while body.len() < len {
+            let start = body.len();
+            let end = wire::grown_len(start, len);
+            // Exact: the last step must not round a genuine reply up to twice its size.
+            body.reserve_exact(end - start);
+            body.resize(end, 0);
+            self.read_exact(&mut body[start..]).await?;
+        }
+        Ok(body)
     }
 
     async fn read_exact(&mut self, mut buf: &mut [u8]) -> Result<()> {
@@ -799,6 +814,12 @@ mod tests {
     struct Script {
         responders: Arc<Mutex<VecDeque<Responder>>>,
         sent: Arc<Mutex<Vec<Vec<u8>>>>,
+        /// The most bytes one read hands over (`None`: all there are), to play a server
+        /// whose reply arrives in pieces.
+        piece: Option<usize>,
+        /// The largest buffer the connection offered to one read: how much memory it
+        /// set aside ahead of the bytes that arrived.
+        largest_read: Arc<Mutex<usize>>,
     }
 
     impl Script {
@@ -809,8 +830,15 @@ mod tests {
                 .push_back(Box::new(responder));
             self
         }
+        fn in_pieces_of(mut self, piece: usize) -> Self {
+            self.piece = Some(piece);
+            self
+        }
         fn sent(&self) -> Vec<Vec<u8>> {
             self.sent.lock().unwrap().clone()
+        }
+        fn largest_read(&self) -> usize {
+            *self.largest_read.lock().unwrap()
         }
     }
 
@@ -822,10 +850,15 @@ mod tests {
 
     impl Stream for ScriptedStream {
         fn read<'a>(&'a mut self, buf: &'a mut [u8]) -> BoxFuture<'a, io::Result<usize>> {
+            {
+                let mut largest = self.script.largest_read.lock().unwrap();
+                *largest = (*largest).max(buf.len());
+            }
             if self.silent {
                 return boxed(futures::future::pending());
             }
-            let n = buf.len().min(self.pending.len());
+            let piece = self.script.piece.unwrap_or(usize::MAX);
+            let n = buf.len().min(self.pending.len()).min(piece);
             buf[..n].copy_from_slice(&self.pending[..n]);
             self.pending.drain(..n);
             boxed(async move { Ok(n) })
@@ -1031,6 +1064,89 @@ mod tests {
             "{error}"
         );
         assert!(connection.is_broken());
+    }
+
+    /// The header of an OP_MSG reply to `frame` announcing `length` bytes.
+    fn announced(frame: &[u8], length: i32) -> Vec<u8> {
+        MessageHeader {
+            length,
+            request_id: 2,
+            response_to: request_id(frame),
+            op_code: op_code::MSG,
+        }
+        .to_bytes()
+        .to_vec()
+    }
+
+    #[test]
+    fn a_hostile_max_message_size_is_capped_and_a_2_gb_frame_refused_unread() {
+        let script = Script::default()
+            .then(hello(doc! { "maxMessageSizeBytes": i32::MAX }))
+            .then(|frame| {
+                let mut reply = announced(frame, i32::MAX);
+                reply.extend_from_slice(b"a few bytes");
+                Some(reply)
+            });
+        let mut connection = connect(&script).unwrap();
+        let error = ping(&mut connection).unwrap_err();
+        assert!(
+            matches!(
+                error.kind(),
+                ErrorKind::Protocol {
+                    error: wire::WireError::FrameTooLarge {
+                        length: i32::MAX,
+                        max: wire::MAX_MESSAGE_SIZE
+                    },
+                    ..
+                }
+            ),
+            "{error}"
+        );
+        assert!(error.to_string().contains("48000000"), "{error}");
+        // Nothing past the header was read: the largest read is the hello's.
+        assert!(script.largest_read() < 1024, "{}", script.largest_read());
+        assert!(connection.is_broken());
+    }
+
+    #[test]
+    fn a_frame_takes_memory_as_its_bytes_arrive_not_as_its_header_announces() {
+        // 40 MB announced (within the limit), 100 bytes sent, then the connection closes.
+        let script = Script::default().then(hello(doc! {})).then(|frame| {
+            let mut reply = announced(frame, 40_000_000);
+            reply.extend_from_slice(&[0; 100]);
+            Some(reply)
+        });
+        let mut connection = connect(&script).unwrap();
+        let error = ping(&mut connection).unwrap_err();
+        assert!(
+            matches!(
+                error.kind(),
+                ErrorKind::Network {
+                    io_kind: io::ErrorKind::UnexpectedEof,
+                    ..
+                }
+            ),
+            "{error}"
+        );
+        assert!(
+            script.largest_read() <= wire::GROWTH_STEP,
+            "a buffer of {} bytes was set aside for 100 that came",
+            script.largest_read()
+        );
+    }
+
+    #[test]
+    fn a_large_reply_arriving_in_small_pieces_is_read_whole() {
+        let pad = "x".repeat(3 * wire::GROWTH_STEP + 7);
+        let expected = pad.clone();
+        let script = Script::default()
+            .in_pieces_of(1000)
+            .then(hello(doc! {}))
+            .then(move |frame| Some(op_msg(request_id(frame), doc! { "ok": 1, "pad": &pad })));
+        let mut connection = connect(&script).unwrap();
+        let reply = ping(&mut connection).unwrap();
+        assert_eq!(reply.get_str("pad").unwrap(), expected);
+        assert!(script.largest_read() <= 2 * wire::GROWTH_STEP);
     }
 
     #[test]

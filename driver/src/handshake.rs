@@ -10,6 +10,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::rt::HostInfo;
 use crate::uri::Compressor;
 use crate::versioned_api::{declare, ServerApi};
+use crate::wire::{MAX_MESSAGE_SIZE, MAX_WRITE_BATCH_SIZE};
 
 /// The driver's name in the handshake.
 pub const DRIVER_NAME: &str = "anymongo";
@@ -210,9 +211,11 @@ pub struct HelloReply {
     pub max_wire_version: i32,
     /// `maxBsonObjectSize` (default 16 MiB).
     pub max_bson_object_size: i32,
-    /// `maxMessageSizeBytes` (default 48 MB).
+    /// `maxMessageSizeBytes`: 48 MB when absent or not positive, and never more
+    /// ([`MAX_MESSAGE_SIZE`]).
     pub max_message_size_bytes: i32,
-    /// `maxWriteBatchSize` (default 100 000).
+    /// `maxWriteBatchSize`: 100 000 when absent or not positive, and never more
+    /// ([`MAX_WRITE_BATCH_SIZE`]).
     pub max_write_batch_size: i32,
     /// `setName`, for replica set members.
     pub set_name: Option<String>,
@@ -272,8 +275,8 @@ impl HelloReply {
             min_wire_version: int32_or("minWireVersion", 0),
             max_wire_version: int32_or("maxWireVersion", 0),
             max_bson_object_size: int32_or("maxBsonObjectSize", 16 * 1024 * 1024),
-            max_message_size_bytes: int32_or("maxMessageSizeBytes", 48_000_000),
-            max_write_batch_size: int32_or("maxWriteBatchSize", 100_000),
+            max_message_size_bytes: protocol_limit(int("maxMessageSizeBytes"), MAX_MESSAGE_SIZE),
+            max_write_batch_size: protocol_limit(int("maxWriteBatchSize"), MAX_WRITE_BATCH_SIZE),
             set_name: string("setName"),
             hosts: strings("hosts").unwrap_or_default(),
             is_mongos: raw.get_str("msg").ok() == Some("isdbgrid"),
@@ -291,6 +294,18 @@ impl HelloReply {
             raw,
         };
         Ok(reply)
+    }
+
+    /// The size a message may have, to and from this server: `maxMessageSizeBytes`
+    /// within the protocol's limit (also for a reply not made by [`parse`](Self::parse)).
+    pub fn message_size_limit(&self) -> usize {
+        protocol_limit(Some(self.max_message_size_bytes.into()), MAX_MESSAGE_SIZE) as usize
+    }
+
+    /// The most writes one command to this server may carry: `maxWriteBatchSize`
+    /// within the protocol's limit (also for a reply not made by [`parse`](Self::parse)).
+    pub fn write_batch_limit(&self) -> usize {
+        protocol_limit(Some(self.max_write_batch_size.into()), MAX_WRITE_BATCH_SIZE) as usize
     }
 
     /// Checks that the server's wire versions overlap the driver's, with the message
@@ -314,6 +329,20 @@ impl HelloReply {
 }
 
 /// Reads a BSON number as an integer (servers send int32, int64 or double).
+/// A limit a server advertises, as the driver works with it: `max` (also the default)
+/// when absent or not positive, and never above `max`. The server's word is trusted
+/// downwards only: a hostile or broken hello must not make the driver accept frames, or
+/// build batches, larger than the protocol's own limits (issue 21: a 2 GB frame was
+/// buffered because a server advertised `maxMessageSizeBytes: 2147483647`).
+fn protocol_limit(advertised: Option<i64>, max: usize) -> i32 {
+    let max = i64::try_from(max).unwrap_or(i64::MAX);
+    let limit = advertised
+        .filter(|&value| value > 0)
+        .map_or(max, |value| value.min(max));
+    // Both limits are far below i32::MAX.
+    i32::try_from(limit).unwrap_or(i32::MAX)
+}
+
 pub(crate) fn bson_as_i64(value: &Bson) -> Option<i64> {
     match value {
         Bson::Int32(v) => Some(i64::from(*v)),
@@ -521,5 +550,38 @@ mod tests {
         );
         let new = HelloReply::parse(doc! { "minWireVersion": 99, "maxWireVersion": 99 }).unwrap();
         assert!(new.check_compatible("a:1").is_err());
+    }
+
+    #[test]
+    fn advertised_limits_are_capped_at_the_protocols_and_default_when_not_positive() {
+        let hostile = HelloReply::parse(doc! {
+            "maxMessageSizeBytes": i32::MAX, "maxWriteBatchSize": 1_i64 << 40,
+        })
+        .unwrap();
+        assert_eq!(hostile.max_message_size_bytes, 48_000_000);
+        assert_eq!(hostile.max_write_batch_size, 100_000);
+        assert_eq!(hostile.message_size_limit(), MAX_MESSAGE_SIZE);
+        assert_eq!(hostile.write_batch_limit(), MAX_WRITE_BATCH_SIZE);
+
+        let broken =
+            HelloReply::parse(doc! { "maxMessageSizeBytes": -1, "maxWriteBatchSize": 0 }).unwrap();
+        assert_eq!(broken.max_message_size_bytes, 48_000_000);
+        assert_eq!(broken.max_write_batch_size, 100_000);
+        let absent = HelloReply::parse(doc! {}).unwrap();
+        assert_eq!(absent.message_size_limit(), MAX_MESSAGE_SIZE);
+
+        let small = HelloReply::parse(doc! { "maxMessageSizeBytes": 1000, "maxWriteBatchSize": 3 })
+            .unwrap();
+        assert_eq!(
+            (small.message_size_limit(), small.write_batch_limit()),
+            (1000, 3)
+        );
+        // A reply built by hand (tests, defaults) gets the same treatment.
+        let by_hand = HelloReply {
+            max_message_size_bytes: i32::MAX,
+            ..HelloReply::default()
+        };
+        assert_eq!(by_hand.message_size_limit(), MAX_MESSAGE_SIZE);
+        assert_eq!(by_hand.write_batch_limit(), MAX_WRITE_BATCH_SIZE);
     }
 }

@@ -7,9 +7,11 @@
 //! Everything the specs add to every command — `lsid`, `txnNumber`, `$clusterTime`,
 //! `readConcern.afterClusterTime`, `$db`, `$readPreference` — is added here, once.
 
+use std::pin::pin;
 use std::sync::Arc;
 
 use bson::{rawdoc, Bson, Document, RawDocumentBuf};
+use futures::future::{self, Either};
 
 use crate::client::Client;
 use crate::cmap::PinnedTo;
@@ -766,13 +768,26 @@ impl Client {
                 service_id: connection.service_id(),
             }
         });
-        let sent = match message.flags.contains(MsgFlags::MORE_TO_COME) {
-            true => connection
-                .send_without_reply(request_id, message)
-                .await
-                .map(|()| rawdoc! { "ok": 1 }),
-            false => connection.send_message(request_id, message, clock).await,
+        // A monitor whose check timed out clears the pool and interrupts the connections
+        // in use (server-monitoring.md, "Network or command error during server check"):
+        // "canceling whatever task the Connection is currently performing", the
+        // operation fails with a retryable error (CMAP spec, "Clearing a non-load
+        // balanced pool"), whether or not socketTimeoutMS bounds its read.
+        let interrupted = connection.interrupted();
+        let exchange = async {
+            match message.flags.contains(MsgFlags::MORE_TO_COME) {
+                true => connection
+                    .send_without_reply(request_id, message)
+                    .await
+                    .map(|()| rawdoc! { "ok": 1 }),
+                false => connection.send_message(request_id, message, clock).await,
+            }
         };
+        let sent = match future::select(pin!(exchange), pin!(interrupted)).await {
+            Either::Left((sent, _)) => Some(sent),
+            Either::Right(((), _)) => None,
+        };
+        let sent = sent.unwrap_or_else(|| Err(connection.interruption()));
         let result = match sent {
             Ok(reply) => {
                 match session {

@@ -8,9 +8,21 @@ use anymongo::bson::{doc, Document, RawDocumentBuf};
 use anymongo::wire::{op_code, Message, MessageHeader, OpMsg, OpReply, HEADER_LEN};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
-/// Answers one command: gets the command document (for OP_MSG, its body with `$db`;
-/// for OP_QUERY, the query) and returns the reply document.
-pub type Script = Arc<dyn Fn(&Document) -> Document + Send + Sync>;
+/// How a hostile or broken mock server answers one command.
+pub enum Answer {
+    /// This reply document.
+    Reply(Document),
+    /// These bytes, as they are, except that a 16-byte header's `responseTo` is set to
+    /// the request's id: a frame the codec would never encode.
+    Raw(Vec<u8>),
+    /// Nothing, ever: the connection stays open and is read no more.
+    Silence,
+}
+
+/// Answers one command of a connection: gets the command document (for OP_MSG, its
+/// body with `$db`; for OP_QUERY, the query) and how many commands the connection
+/// carried before it (0 for its handshake).
+pub type AnswerScript = Arc<dyn Fn(&Document, usize) -> Answer + Send + Sync>;
 
 /// A running mock server; stops accepting when dropped.
 pub struct MockServer {
@@ -62,9 +74,17 @@ impl Listener for tokio::net::UnixListener {
 impl MockServer {
     /// Listens on a free port of 127.0.0.1.
     pub async fn start(script: impl Fn(&Document) -> Document + Send + Sync + 'static) -> Self {
+        Self::answering(move |command, _| Answer::Reply(script(command))).await
+    }
+
+    /// Listens on a free port of 127.0.0.1 and answers as `answer` says: for servers
+    /// that go silent or send what a server never would.
+    pub async fn answering(
+        answer: impl Fn(&Document, usize) -> Answer + Send + Sync + 'static,
+    ) -> Self {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let address = listener.local_addr().unwrap().to_string();
-        Self::serve_all(listener, address, Arc::new(script))
+        Self::serve_all(listener, address, Arc::new(answer))
     }
 
     /// Listens on a unix domain socket at `path`.
@@ -75,11 +95,12 @@ impl MockServer {
     ) -> Self {
         let listener = tokio::net::UnixListener::bind(path).unwrap();
         let address = path.to_string_lossy().into_owned();
-        Self::serve_all(listener, address, Arc::new(script))
+        let answer = move |command: &Document, _| Answer::Reply(script(command));
+        Self::serve_all(listener, address, Arc::new(answer))
     }
 
     /// Serves every connection `listener` accepts, each on a task of its own.
-    fn serve_all(listener: impl Listener, address: String, script: Script) -> Self {
+    fn serve_all(listener: impl Listener, address: String, script: AnswerScript) -> Self {
         let received = Arc::new(Mutex::new(Vec::new()));
         let log = received.clone();
         let acceptor = tokio::spawn(async move {
@@ -122,13 +143,14 @@ impl Drop for MockServer {
     }
 }
 
-/// Serves one connection until the client closes it or sends something unreadable.
+/// Serves one connection until the client closes it or sends something unreadable
+/// (or, when the script falls silent, until the runtime ends).
 async fn serve(
     mut socket: impl AsyncRead + AsyncWrite + Unpin,
-    script: Script,
+    script: AnswerScript,
     log: Arc<Mutex<Vec<Document>>>,
 ) {
-    loop {
+    for carried in 0.. {
         let Some((header, body)) = read_frame(&mut socket).await else {
             return;
         };
@@ -148,13 +170,22 @@ async fn serve(
         log.lock()
             .unwrap_or_else(PoisonError::into_inner)
             .push(command.clone());
-        let reply = script(&command);
-        let frame = match legacy {
-            true => OpReply::command_reply(RawDocumentBuf::try_from(&reply).unwrap())
-                .encode(1, header.request_id),
-            false => {
+        let frame = match (script(&command, carried), legacy) {
+            (Answer::Reply(reply), true) => {
+                OpReply::command_reply(RawDocumentBuf::try_from(&reply).unwrap())
+                    .encode(1, header.request_id)
+            }
+            (Answer::Reply(reply), false) => {
                 OpMsg::new(RawDocumentBuf::try_from(&reply).unwrap()).encode(1, header.request_id)
             }
+            (Answer::Raw(mut bytes), _) => {
+                if let Some(response_to) = bytes.get_mut(8..12) {
+                    response_to.copy_from_slice(&header.request_id.to_le_bytes());
+                }
+                bytes
+            }
+            // Holds the connection open, unread, until the runtime drops the task.
+            (Answer::Silence, _) => return std::future::pending().await,
         };
         if socket.write_all(&frame).await.is_err() {
             return;

@@ -802,24 +802,32 @@ impl<E: Establish> CheckedOut<E> {
     }
 
     /// Completes when the connection is interrupted; race an operation against it to
-    /// abandon the operation as soon as that happens.
-    pub async fn interrupted(&self) {
-        self.interrupt.wait().await
+    /// abandon the operation as soon as that happens. The future borrows nothing, so
+    /// the operation keeps the connection to itself meanwhile.
+    pub fn interrupted(&self) -> impl Future<Output = ()> + MaybeSend + 'static {
+        let interrupt = self.interrupt.clone();
+        async move { interrupt.wait().await }
     }
 
-    /// An error if the connection was interrupted: the retryable error the spec asks
-    /// for (`"Connection to <address> interrupted due to server monitor timeout"`).
+    /// An error if the connection was interrupted: see [`interruption`](Self::interruption).
     pub fn check_interrupted(&self) -> Result<()> {
-        if self.is_interrupted() {
-            return Err(Error::new(ErrorKind::PoolCleared {
-                address: self.pool.address.to_string(),
-                message: format!(
-                    "Connection to {} interrupted due to server monitor timeout",
-                    self.pool.address
-                ),
-            }));
+        match self.is_interrupted() {
+            true => Err(self.interruption()),
+            false => Ok(()),
         }
-        Ok(())
+    }
+
+    /// The error of an operation abandoned because its connection was interrupted: the
+    /// retryable error the spec asks for (`"Connection to <address> interrupted due to
+    /// server monitor timeout"`).
+    pub fn interruption(&self) -> Error {
+        Error::new(ErrorKind::PoolCleared {
+            address: self.pool.address.to_string(),
+            message: format!(
+                "Connection to {} interrupted due to server monitor timeout",
+                self.pool.address
+            ),
+        })
     }
 }
 

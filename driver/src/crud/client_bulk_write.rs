@@ -708,15 +708,10 @@ struct Limits {
 
 impl Limits {
     fn new(hello: &HelloReply, body_len: usize) -> Limits {
-        let positive = |value: i32, default: usize| {
-            usize::try_from(value)
-                .ok()
-                .filter(|n| *n > 0)
-                .unwrap_or(default)
-        };
         Limits {
-            max_ops: positive(hello.max_write_batch_size, 100_000),
-            max_bytes: positive(hello.max_message_size_bytes, 48_000_000)
+            max_ops: hello.write_batch_limit(),
+            max_bytes: hello
+                .message_size_limit()
                 .saturating_sub(MESSAGE_OVERHEAD_BYTES + body_len),
         }
     }
@@ -1359,6 +1354,16 @@ mod tests {
         let unknown = HelloReply::default();
         assert_eq!(
             Limits::new(&unknown, 43),
+            limits(100_000, 48_000_000 - 1043)
+        );
+        // A hostile hello's limits are capped at the protocol's.
+        let hostile = HelloReply {
+            max_write_batch_size: i32::MAX,
+            max_message_size_bytes: i32::MAX,
+            ..HelloReply::default()
+        };
+        assert_eq!(
+            Limits::new(&hostile, 43),
             limits(100_000, 48_000_000 - 1043)
         );
     }

@@ -313,15 +313,8 @@ const MESSAGE_OVERHEAD: usize = 16 * 1024;
 /// (`maxWriteBatchSize`, `maxMessageSizeBytes`), and always at least one (the server
 /// judges one that is too big).
 fn batch_len(statements: &[Statement], hello: &HelloReply) -> usize {
-    let max_count = usize::try_from(hello.max_write_batch_size)
-        .ok()
-        .filter(|n| *n > 0)
-        .unwrap_or(100_000);
-    let max_bytes = usize::try_from(hello.max_message_size_bytes)
-        .ok()
-        .filter(|n| *n > 0)
-        .unwrap_or(48_000_000)
-        .saturating_sub(MESSAGE_OVERHEAD);
+    let max_count = hello.write_batch_limit();
+    let max_bytes = hello.message_size_limit().saturating_sub(MESSAGE_OVERHEAD);
     let mut bytes = 0;
     let mut count = 0;
     for statement in statements {
@@ -615,6 +608,14 @@ mod tests {
         assert_eq!(batch_len(&inserts(&[5_000, 10]), &hello), 1);
         // No limits in the hello: the defaults.
         assert_eq!(batch_len(&inserts(&[10; 4]), &HelloReply::default()), 4);
+        // A hostile hello's limits are capped at the protocol's: 49 documents of 1 MB
+        // are more than one 48 MB message holds.
+        let hostile = HelloReply {
+            max_write_batch_size: i32::MAX,
+            max_message_size_bytes: i32::MAX,
+            ..HelloReply::default()
+        };
+        assert_eq!(batch_len(&inserts(&[1_000_000; 49]), &hostile), 47);
     }
 
     #[test]

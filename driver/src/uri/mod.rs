@@ -99,7 +99,14 @@ pub struct ClientOptions {
     /// Default 10 s; zero means no limit.
     pub connect_timeout: Duration,
     /// `socketTimeoutMS`: bound on each read of a reply; `None` (the default) waits as
-    /// long as the server takes.
+    /// long as the server takes, as the official drivers do (server-monitoring.md,
+    /// "Socket timeout for monitoring is connectTimeoutMS": "Applications should
+    /// typically set a very long or infinite socketTimeoutMS"). A server that goes
+    /// silent is still noticed by its monitor, whose checks `connect_timeout` bounds:
+    /// a check that times out interrupts the operations waiting on that server. What
+    /// no monitor notices (a server that answers its monitors but not one operation,
+    /// or any server in single-threaded mode, where no monitor runs alongside an
+    /// operation) only this or `timeout` bounds.
     pub socket_timeout: Option<Duration>,
     /// `timeoutMS` (Client Side Operations Timeout spec): bound on a whole operation.
     /// `Some(0)` means no limit; `None` leaves the legacy timeouts in charge.

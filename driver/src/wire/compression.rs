@@ -14,7 +14,7 @@
 
 use std::io::{Read, Write};
 
-use super::{op_code, MessageHeader, WireError, HEADER_LEN};
+use super::{grown_len, op_code, MessageHeader, WireError, HEADER_LEN};
 use crate::uri::Compressor;
 
 /// The `compressorId` of the noop compressor: the content is not compressed
@@ -112,14 +112,14 @@ impl Compression {
     /// use anymongo::bson::rawdoc;
     /// use anymongo::uri::Compressor;
     /// use anymongo::wire::compression::{decompress_frame, Compression};
-    /// use anymongo::wire::{MessageHeader, OpMsg, DEFAULT_MAX_MESSAGE_SIZE, HEADER_LEN};
+    /// use anymongo::wire::{MessageHeader, OpMsg, MAX_MESSAGE_SIZE, HEADER_LEN};
     ///
     /// let frame = OpMsg::new(rawdoc! { "ping": 1, "$db": "admin" }).encode(7, 0);
     /// let zlib = Compression { compressor: Compressor::Zlib, zlib_level: Some(9) };
     /// let compressed = zlib.compress_frame(&frame).unwrap();
     /// let header = MessageHeader::parse(compressed[..HEADER_LEN].try_into().unwrap());
     /// let (inner, body) =
-    ///     decompress_frame(&header, &compressed[HEADER_LEN..], DEFAULT_MAX_MESSAGE_SIZE).unwrap();
+    ///     decompress_frame(&header, &compressed[HEADER_LEN..], MAX_MESSAGE_SIZE).unwrap();
     /// assert_eq!((inner.request_id, &body[..]), (7, &frame[HEADER_LEN..]));
     /// ```
     pub fn compress_frame(&self, frame: &[u8]) -> Result<Vec<u8>, WireError> {
@@ -248,50 +248,85 @@ fn decompress(
         compressor: compressor.name(),
         message: error.to_string(),
     };
-    let limit = size as u64 + 1;
     match compressor {
         Compressor::Snappy => {
             // A snappy block starts with its uncompressed length: check it before the
-            // output buffer is allocated.
+            // output buffer (of that length) is allocated, and against what the bytes
+            // present can expand to, so that a few bytes cannot claim megabytes.
             let length = snap::raw::decompress_len(data).map_err(|error| failed(&error))?;
             if length != size {
                 return Err(WireError::UncompressedSizeMismatch { declared: size });
+            }
+            if size > data.len().saturating_mul(SNAPPY_MAX_EXPANSION) {
+                return Err(failed(&format_args!(
+                    "{size} bytes declared, more than {} compressed bytes can hold",
+                    data.len()
+                )));
             }
             snap::raw::Decoder::new()
                 .decompress_vec(data)
                 .map_err(|error| failed(&error))
         }
         Compressor::Zlib => {
-            let mut out = Vec::with_capacity(size);
-            flate2::read::ZlibDecoder::new(data)
-                .take(limit)
-                .read_to_end(&mut out)
-                .map_err(|error| failed(&error))?;
-            Ok(out)
+            read_at_most(flate2::read::ZlibDecoder::new(data), size).map_err(|e| failed(&e))
         }
         Compressor::Zstd => {
-            // The frame's window (a buffer the decoder reserves up front) is bounded by
-            // the message size limit too.
-            let decoder = ruzstd::decoding::StreamingDecoder::new_with_max_window_size(
-                data,
-                max_message_size as u64,
-            )
-            .map_err(|error| failed(&error))?;
-            let mut out = Vec::with_capacity(size);
-            decoder
-                .take(limit)
-                .read_to_end(&mut out)
-                .map_err(|error| failed(&error))?;
-            Ok(out)
+            // The decoder reserves the frame's window up front: bounded by what the
+            // message can hold, and by what its declared size needs (rounded up to a
+            // power of two, as encoders size windows) unless the window is one of the
+            // standard levels' (at most 8 MiB).
+            let window = size
+                .checked_next_power_of_two()
+                .unwrap_or(usize::MAX)
+                .max(ZSTD_STANDARD_WINDOW)
+                .min(max_message_size);
+            let decoder =
+                ruzstd::decoding::StreamingDecoder::new_with_max_window_size(data, window as u64)
+                    .map_err(|error| failed(&error))?;
+            read_at_most(decoder, size).map_err(|error| failed(&error))
         }
     }
+}
+
+/// The most a snappy block can expand: its longest element, a copy of 64 bytes, takes 3
+/// bytes (the snappy format description, "Copy with 2-byte offset"); 22 > 64 / 3.
+const SNAPPY_MAX_EXPANSION: usize = 22;
+
+/// The largest window zstd's standard compression levels use (`windowLog` 23).
+const ZSTD_STANDARD_WINDOW: usize = 1 << 23;
+
+/// Reads at most `size + 1` bytes from `reader` (one more than declared, so that an
+/// overlong body is noticed without decompressing it all), into a buffer that grows
+/// with the output ([`grown_len`]): a declared size is only a claim.
+fn read_at_most(mut reader: impl Read, size: usize) -> std::io::Result<Vec<u8>> {
+    let total = size.saturating_add(1);
+    let mut out = Vec::new();
+    while out.len() < total {
+        let start = out.len();
+        let end = grown_len(start, total);
+        out.reserve_exact(end - start);
+        out.resize(end, 0);
+        let mut filled = start;
+        while filled < end {
+            match reader.read(&mut out[filled..end]) {
+                Ok(0) => {
+                    out.truncate(filled);
+                    return Ok(out);
+                }
+                Ok(n) => filled += n,
+                Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(error) => return Err(error),
+            }
+        }
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
 mod tests {
     use bson::rawdoc;
 
-    use super::super::{Message, OpMsg, DEFAULT_MAX_MESSAGE_SIZE};
+    use super::super::{Message, OpMsg, MAX_MESSAGE_SIZE};
     use super::*;
 
     fn split(frame: &[u8]) -> (MessageHeader, &[u8]) {
@@ -411,7 +446,7 @@ mod tests {
                     );
                 }
                 let (original, payload) =
-                    decompress_frame(&header, body, DEFAULT_MAX_MESSAGE_SIZE).unwrap();
+                    decompress_frame(&header, body, MAX_MESSAGE_SIZE).unwrap();
                 assert_eq!(original, split(&frame).0, "{compressor}");
                 assert_eq!(payload, &frame[HEADER_LEN..], "{compressor}");
                 let message = Message::decode(&original, &payload).unwrap();
@@ -439,8 +474,7 @@ mod tests {
         for (id, data) in [(0, payload.to_vec()), (1, snappy), (2, zlib), (3, zstd)] {
             let wrapped = compressed_frame(op_code::MSG, payload.len() as i32, id, &data);
             let (header, body) = split(&wrapped);
-            let (original, out) =
-                decompress_frame(&header, body, DEFAULT_MAX_MESSAGE_SIZE).unwrap();
+            let (original, out) = decompress_frame(&header, body, MAX_MESSAGE_SIZE).unwrap();
             assert_eq!(out, payload, "compressor id {id}");
             assert_eq!(original.op_code, op_code::MSG);
             assert_eq!(original.length as usize, frame.len());
@@ -459,7 +493,7 @@ mod tests {
                 let wrong = compressed_frame(op_code::MSG, declared, compressor.id(), data);
                 let (header, body) = split(&wrong);
                 assert_eq!(
-                    decompress_frame(&header, body, DEFAULT_MAX_MESSAGE_SIZE),
+                    decompress_frame(&header, body, MAX_MESSAGE_SIZE),
                     Err(WireError::UncompressedSizeMismatch {
                         declared: declared as usize
                     }),
@@ -470,7 +504,7 @@ mod tests {
         let noop = compressed_frame(op_code::MSG, 10, 0, &[0; 9]);
         let (header, body) = split(&noop);
         assert_eq!(
-            decompress_frame(&header, body, DEFAULT_MAX_MESSAGE_SIZE),
+            decompress_frame(&header, body, MAX_MESSAGE_SIZE),
             Err(WireError::UncompressedSizeMismatch { declared: 10 })
         );
     }
@@ -481,10 +515,10 @@ mod tests {
             let frame = compressed_frame(op_code::MSG, declared, 2, &[0x78, 0x9c]);
             let (header, body) = split(&frame);
             assert_eq!(
-                decompress_frame(&header, body, DEFAULT_MAX_MESSAGE_SIZE),
+                decompress_frame(&header, body, MAX_MESSAGE_SIZE),
                 Err(WireError::UncompressedSizeOutOfBounds {
                     size: declared,
-                    max: DEFAULT_MAX_MESSAGE_SIZE - HEADER_LEN
+                    max: MAX_MESSAGE_SIZE - HEADER_LEN
                 })
             );
         }
@@ -513,11 +547,56 @@ mod tests {
         for (compressor, data) in [(Compressor::Zlib, zlib), (Compressor::Zstd, zstd)] {
             assert!(data.len() < 100_000, "{compressor}: {}", data.len());
             assert_eq!(
-                decompress(compressor, &data, 1000, DEFAULT_MAX_MESSAGE_SIZE),
+                decompress(compressor, &data, 1000, MAX_MESSAGE_SIZE),
                 Ok(vec![0; 1001]),
                 "{compressor}"
             );
         }
+    }
+
+    #[test]
+    fn a_declared_size_is_not_allocated_before_the_output_comes() {
+        // A few bytes that declare 40 MB: memory follows the output, not the claim.
+        let declared = 40_000_000;
+        let mut zlib = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::best());
+        zlib.write_all(b"ten bytes!").unwrap();
+        let zlib = zlib.finish().unwrap();
+        let zstd = ruzstd::encoding::compress_to_vec(
+            &b"ten bytes!"[..],
+            ruzstd::encoding::CompressionLevel::Fastest,
+        );
+        for (compressor, data) in [(Compressor::Zlib, zlib), (Compressor::Zstd, zstd)] {
+            let out = decompress(compressor, &data, declared, MAX_MESSAGE_SIZE).unwrap();
+            assert_eq!(out, b"ten bytes!", "{compressor}");
+            assert!(
+                out.capacity() <= super::super::GROWTH_STEP,
+                "{compressor}: {} bytes set aside",
+                out.capacity()
+            );
+        }
+        // Snappy's decoder allocates the length its block declares: a block that
+        // claims more than its bytes can expand to is refused first.
+        let mut snappy = Vec::new();
+        let mut length = declared as u32;
+        while length >= 0x80 {
+            snappy.push(length as u8 | 0x80);
+            length >>= 7;
+        }
+        snappy.push(length as u8);
+        snappy.extend_from_slice(&[0; 10]);
+        let frame = compressed_frame(
+            op_code::MSG,
+            declared as i32,
+            Compressor::Snappy.id(),
+            &snappy,
+        );
+        let (header, body) = split(&frame);
+        let error = decompress_frame(&header, body, MAX_MESSAGE_SIZE).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "OP_COMPRESSED body is not valid snappy data: 40000000 bytes declared, more than \
+             14 compressed bytes can hold"
+        );
     }
 
     #[test]
@@ -526,14 +605,14 @@ mod tests {
             let frame = compressed_frame(op_code::MSG, 5, id, &[1, 2, 3]);
             let (header, body) = split(&frame);
             assert_eq!(
-                decompress_frame(&header, body, DEFAULT_MAX_MESSAGE_SIZE),
+                decompress_frame(&header, body, MAX_MESSAGE_SIZE),
                 Err(WireError::UnknownCompressor(id))
             );
         }
         for compressor in Compressor::ALL.iter().copied() {
             let frame = compressed_frame(op_code::MSG, 100, compressor.id(), &[0xff; 40]);
             let (header, body) = split(&frame);
-            let error = decompress_frame(&header, body, DEFAULT_MAX_MESSAGE_SIZE).unwrap_err();
+            let error = decompress_frame(&header, body, MAX_MESSAGE_SIZE).unwrap_err();
             assert!(
                 matches!(
                     error,
@@ -545,7 +624,7 @@ mod tests {
         let nested = compressed_frame(op_code::COMPRESSED, 5, 0, &[0; 5]);
         let (header, body) = split(&nested);
         assert_eq!(
-            decompress_frame(&header, body, DEFAULT_MAX_MESSAGE_SIZE),
+            decompress_frame(&header, body, MAX_MESSAGE_SIZE),
             Err(WireError::UnsupportedOpCode(op_code::COMPRESSED))
         );
     }
@@ -555,7 +634,7 @@ mod tests {
         let frame = compressed_frame(op_code::MSG, 0, 0, &[]);
         let (header, body) = split(&frame);
         assert_eq!(
-            decompress_frame(&header, &body[..PREFIX_LEN], DEFAULT_MAX_MESSAGE_SIZE),
+            decompress_frame(&header, &body[..PREFIX_LEN], MAX_MESSAGE_SIZE),
             Ok((
                 MessageHeader {
                     length: HEADER_LEN as i32,
@@ -571,11 +650,11 @@ mod tests {
             ..header
         };
         assert_eq!(
-            decompress_frame(&short, &body[..4], DEFAULT_MAX_MESSAGE_SIZE),
+            decompress_frame(&short, &body[..4], MAX_MESSAGE_SIZE),
             Err(WireError::Truncated("OP_COMPRESSED prefix"))
         );
         assert_eq!(
-            decompress_frame(&header, &body[..4], DEFAULT_MAX_MESSAGE_SIZE),
+            decompress_frame(&header, &body[..4], MAX_MESSAGE_SIZE),
             Err(WireError::LengthMismatch {
                 header_length: header.length,
                 body_len: 4

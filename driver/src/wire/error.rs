@@ -19,7 +19,7 @@ pub enum WireError {
         length: i32,
     },
     /// The header's `messageLength` exceeds the permitted maximum
-    /// (`maxMessageSizeBytes` from the handshake, or [`DEFAULT_MAX_MESSAGE_SIZE`](super::DEFAULT_MAX_MESSAGE_SIZE)).
+    /// (`maxMessageSizeBytes` from the handshake, or [`MAX_MESSAGE_SIZE`](super::MAX_MESSAGE_SIZE)).
     FrameTooLarge {
         /// The `messageLength` field as received.
         length: i32,
@@ -69,6 +69,13 @@ pub enum WireError {
         size: i32,
         /// The bytes actually left where the section's size field starts.
         remaining: usize,
+    },
+    /// A message holds more documents outside its body (in OP_MSG document sequences, or
+    /// as OP_REPLY documents) than one message may: refused before they are all copied.
+    TooManyDocuments {
+        /// The most documents one message may hold
+        /// ([`MAX_WRITE_BATCH_SIZE`](super::MAX_WRITE_BATCH_SIZE)).
+        max: usize,
     },
     /// The OP_MSG has no kind-0 (body) section.
     MissingBody,
@@ -215,6 +222,11 @@ impl fmt::Display for WireError {
                 f,
                 "OP_COMPRESSED declares an uncompressed size of {size} bytes, outside 0 to the \
                  maximum of {max}"
+            ),
+            WireError::TooManyDocuments { max } => write!(
+                f,
+                "wire message holds more than {max} documents outside its body (document \
+                 sequences or OP_REPLY documents)"
             ),
             WireError::UncompressedSizeMismatch { declared } => write!(
                 f,

@@ -192,7 +192,7 @@ mod tests {
     fn body_len_rejects_oversized_before_allocation() {
         // A hostile i32::MAX length is rejected from the header alone: no body buffer exists.
         assert_eq!(
-            header(i32::MAX).body_len(super::super::DEFAULT_MAX_MESSAGE_SIZE),
+            header(i32::MAX).body_len(super::super::MAX_MESSAGE_SIZE),
             Err(WireError::FrameTooLarge {
                 length: i32::MAX,
                 max: 48_000_000

@@ -12,7 +12,7 @@
 
 use bson::{RawDocument, RawDocumentBuf};
 
-use super::validate::{read_document, read_i32};
+use super::validate::{read_documents, read_i32, DocumentBudget};
 use super::{op_code, MessageHeader, WireError, HEADER_LEN};
 
 /// Encodes an OP_QUERY frame for a command such as legacy hello: `flags` 0, `numberToSkip`
@@ -93,13 +93,11 @@ impl OpReply {
         let starting_from = read_i32(&body[12..], "OP_REPLY startingFrom")?;
         let number_returned = read_i32(&body[16..], "OP_REPLY numberReturned")?;
 
-        let mut rest = &body[REPLY_FIXED_LEN..];
-        let mut documents = Vec::new();
-        while !rest.is_empty() {
-            let (doc, used) = read_document(rest, "OP_REPLY document")?;
-            documents.push(doc);
-            rest = &rest[used..];
-        }
+        let documents = read_documents(
+            &body[REPLY_FIXED_LEN..],
+            "OP_REPLY document",
+            &mut DocumentBudget::per_message(),
+        )?;
         if usize::try_from(number_returned).ok() != Some(documents.len()) {
             return Err(WireError::ReplyCountMismatch {
                 declared: number_returned,
@@ -282,6 +280,17 @@ mod tests {
         assert_eq!(
             OpReply::decode(&header, &body),
             Err(WireError::UnsupportedOpCode(op_code::QUERY))
+        );
+    }
+
+    #[test]
+    fn a_reply_of_more_documents_than_a_message_may_hold_is_refused() {
+        let empty = RawDocumentBuf::new();
+        let docs = vec![empty.as_ref(); 100_001];
+        let (header, body) = reply_frame(100_001, &docs);
+        assert_eq!(
+            OpReply::decode(&header, &body),
+            Err(WireError::TooManyDocuments { max: 100_000 })
         );
     }
 }

@@ -6,7 +6,7 @@ use std::ops::{BitOr, BitOrAssign};
 
 use bson::RawDocumentBuf;
 
-use super::validate::{read_document, read_i32};
+use super::validate::{read_document, read_documents, read_i32, DocumentBudget};
 use super::{op_code, MessageHeader, WireError, HEADER_LEN};
 
 /// The `flagBits` of an OP_MSG (OP_MSG spec, "flagBits").
@@ -264,6 +264,8 @@ impl OpMsg {
         let mut msg_body: Option<RawDocumentBuf> = None;
         let mut sequences: Vec<DocumentSequence> = Vec::new();
         let mut identifiers: BTreeSet<String> = BTreeSet::new();
+        // Shared by all the sequences: the bound is on the message.
+        let mut budget = DocumentBudget::per_message();
         // The OP_MSG spec's `Section+`: at least one section.
         if rest.is_empty() {
             return Err(WireError::Truncated("OP_MSG sections"));
@@ -279,7 +281,7 @@ impl OpMsg {
                     rest = &after_kind[used..];
                 }
                 1 => {
-                    let (seq, used) = read_sequence(after_kind)?;
+                    let (seq, used) = read_sequence(after_kind, &mut budget)?;
                     if !identifiers.insert(seq.identifier.clone()) {
                         return Err(WireError::DuplicateSequenceIdentifier(seq.identifier));
                     }
@@ -299,8 +301,12 @@ impl OpMsg {
 }
 
 /// Reads a kind-1 payload from the start of `bytes` (just after the payload-type byte).
-/// Returns the sequence and the bytes it occupied (its declared size).
-fn read_sequence(bytes: &[u8]) -> Result<(DocumentSequence, usize), WireError> {
+/// Returns the sequence and the bytes it occupied (its declared size); its documents
+/// count against the message's `budget`.
+fn read_sequence(
+    bytes: &[u8],
+    budget: &mut DocumentBudget,
+) -> Result<(DocumentSequence, usize), WireError> {
     let size = read_i32(bytes, "OP_MSG document sequence size")?;
     // The smallest payload is the size field plus an empty identifier's NUL.
     let len = usize::try_from(size)
@@ -322,14 +328,11 @@ fn read_sequence(bytes: &[u8]) -> Result<(DocumentSequence, usize), WireError> {
             )
         })?
         .to_owned();
-    let mut docs = &section[nul + 1..];
-    // Grows with documents actually present (each at least 5 bytes), never from a count field.
-    let mut documents = Vec::new();
-    while !docs.is_empty() {
-        let (doc, used) = read_document(docs, "OP_MSG document sequence document")?;
-        documents.push(doc);
-        docs = &docs[used..];
-    }
+    let documents = read_documents(
+        &section[nul + 1..],
+        "OP_MSG document sequence document",
+        budget,
+    )?;
     Ok((
         DocumentSequence {
             identifier,
@@ -814,6 +817,50 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// A reply of `{ ok: 1 }` followed by sequences of `counts[i]` empty documents each.
+    /// Written byte by byte: built as documents, the test would cost what it checks.
+    fn reply_with_empty_documents(counts: &[usize]) -> Vec<u8> {
+        const EMPTY: [u8; 5] = [5, 0, 0, 0, 0];
+        let mut body = 0u32.to_le_bytes().to_vec();
+        body.push(0);
+        body.extend_from_slice(rawdoc! { "ok": 1 }.as_bytes());
+        for (i, &count) in counts.iter().enumerate() {
+            let identifier = format!("s{i}\0");
+            let size = 4 + identifier.len() + count * EMPTY.len();
+            body.push(1);
+            body.extend_from_slice(&i32::try_from(size).unwrap().to_le_bytes());
+            body.extend_from_slice(identifier.as_bytes());
+            body.extend_from_slice(&EMPTY.repeat(count));
+        }
+        frame_from_body(&body)
+    }
+
+    #[test]
+    fn a_reply_of_millions_of_empty_documents_is_refused_not_expanded() {
+        // The case of issue 21: 4.7 million empty documents in a 23.5 MB reply, which
+        // expanded to 287 MB as one allocation per document.
+        let frame = reply_with_empty_documents(&[4_700_000]);
+        assert!(frame.len() > 23_500_000);
+        let error = decode(&frame).unwrap_err();
+        assert_eq!(error, WireError::TooManyDocuments { max: 100_000 });
+        assert_eq!(
+            error.to_string(),
+            "wire message holds more than 100000 documents outside its body (document \
+             sequences or OP_REPLY documents)"
+        );
+    }
+
+    #[test]
+    fn the_document_bound_is_on_the_message_not_each_sequence() {
+        let full = decode(&reply_with_empty_documents(&[60_000, 40_000])).unwrap();
+        assert_eq!(full.sequences[0].documents.len(), 60_000);
+        assert_eq!(full.sequences[1].documents.len(), 40_000);
+        assert_eq!(
+            decode(&reply_with_empty_documents(&[60_000, 40_001])),
+            Err(WireError::TooManyDocuments { max: 100_000 })
+        );
     }
 
     #[test]

@@ -1,0 +1,207 @@
+//! Servers that lie or go silent (issue 21): a hostile `maxMessageSizeBytes` and frame
+//! length, and servers that stop answering at the handshake, at an operation, or
+//! everywhere after the handshake, in both monitoring modes.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use anymongo::bson::{doc, Document};
+use anymongo::client::{ClientConfig, MonitoringThreads};
+use anymongo::wire::{op_code, MessageHeader};
+use anymongo::{Client, ClientOptions, Error, ErrorKind};
+use anymongo_tests::harness::within;
+use anymongo_tests::mock::{standalone_hello, Answer, MockServer};
+
+/// Every test ends within this, whatever the driver does.
+const BOUND: Duration = Duration::from_secs(20);
+
+/// Small timeouts keep the tests fast: 200 ms to connect (and for each monitor check),
+/// a check every 500 ms (the least the spec permits).
+const TIMEOUTS: &str = "connectTimeoutMS=200&heartbeatFrequencyMS=500";
+
+const MODES: [MonitoringThreads; 2] = [
+    MonitoringThreads::Background,
+    MonitoringThreads::SingleThreaded,
+];
+
+fn is_hello(command: &Document) -> bool {
+    matches!(
+        command.keys().next().map(String::as_str),
+        Some("hello" | "isMaster" | "ismaster")
+    )
+}
+
+fn client(server: &MockServer, options: &str, monitoring: MonitoringThreads) -> Client {
+    let uri = format!("mongodb://{}/?{options}", server.address());
+    let config = ClientConfig {
+        monitoring,
+        ..ClientConfig::default()
+    };
+    Client::with_config(
+        ClientOptions::parse(&uri).unwrap(),
+        config,
+        anymongo_native::runtime(),
+    )
+    .unwrap()
+}
+
+/// Runs `ping` and returns its error and how long it took.
+async fn failed_ping(client: &Client) -> (Error, Duration) {
+    let started = Instant::now();
+    let result = within(BOUND, client.database("x").run_command(doc! { "ping": 1 })).await;
+    (result.unwrap_err(), started.elapsed())
+}
+
+#[tokio::test]
+async fn a_hostile_max_message_size_does_not_let_a_2_gb_frame_through() {
+    // The server advertises maxMessageSizeBytes = 2^31 - 1, then announces a frame of
+    // that length and sends a few bytes of it, keeping the connection open.
+    let server = MockServer::answering(|command, _| match is_hello(command) {
+        true => {
+            let mut hello = standalone_hello();
+            hello.insert("maxMessageSizeBytes", i32::MAX);
+            Answer::Reply(hello)
+        }
+        false => {
+            let header = MessageHeader {
+                length: i32::MAX,
+                request_id: 1,
+                response_to: 0,
+                op_code: op_code::MSG,
+            };
+            let mut frame = header.to_bytes().to_vec();
+            frame.extend_from_slice(b"a few bytes");
+            Answer::Raw(frame)
+        }
+    })
+    .await;
+    for mode in MODES {
+        let client = client(&server, TIMEOUTS, mode);
+        let (error, _) = failed_ping(&client).await;
+        assert!(
+            matches!(error.kind(), ErrorKind::Protocol { .. }),
+            "{mode:?}: {error}"
+        );
+        assert!(
+            error.to_string().contains(
+                "wire message length 2147483647 exceeds the maximum message size of 48000000 bytes"
+            ),
+            "{mode:?}: {error}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_server_that_never_answers_the_handshake_fails_selection_in_time() {
+    // Case (a): TCP connections are accepted, nothing is ever answered.
+    let server = MockServer::answering(|_, _| Answer::Silence).await;
+    for mode in MODES {
+        let client = client(
+            &server,
+            &format!("{TIMEOUTS}&serverSelectionTimeoutMS=1000"),
+            mode,
+        );
+        let (error, took) = failed_ping(&client).await;
+        assert!(
+            matches!(error.kind(), ErrorKind::ServerSelection { .. }),
+            "{mode:?}: {error}"
+        );
+        // The last check's error says why: the handshake timed out.
+        assert!(error.to_string().contains("timed out"), "{mode:?}: {error}");
+        assert!(took < Duration::from_secs(5), "{mode:?}: {took:?}");
+    }
+}
+
+#[tokio::test]
+async fn an_application_connections_handshake_is_bounded_by_connect_timeout() {
+    // The first connection (the monitor's, or the scan's in single-threaded mode) is
+    // answered; every later handshake is not. Establishing a pooled connection takes
+    // its handshake and authentication (CMAP spec, "Establishing a Connection"), and
+    // connectTimeoutMS "applies to SDAM hello and legacy hello operations" (URI
+    // Options spec): the whole establishment is bounded by it.
+    for mode in MODES {
+        let first_taken = AtomicBool::new(false);
+        let server = MockServer::answering(move |command, carried| {
+            let first = carried > 0 || !first_taken.swap(true, Ordering::SeqCst);
+            match is_hello(command) && first {
+                true => Answer::Reply(standalone_hello()),
+                false => Answer::Silence,
+            }
+        })
+        .await;
+        let client = client(&server, TIMEOUTS, mode);
+        let (error, took) = failed_ping(&client).await;
+        assert!(
+            matches!(
+                error.kind(),
+                ErrorKind::Timeout {
+                    during: "connect",
+                    ..
+                }
+            ),
+            "{mode:?}: {error}"
+        );
+        assert!(took < Duration::from_secs(3), "{mode:?}: {took:?}");
+    }
+}
+
+#[tokio::test]
+async fn a_server_silent_after_the_handshake_interrupts_the_operation_at_the_monitors_timeout() {
+    // Case (c): every connection (the monitor's too) gets its handshake answered, then
+    // nothing. The monitor's next check times out after connectTimeoutMS, which clears
+    // the pool and interrupts the ping (server-monitoring.md, "Network or command error
+    // during server check").
+    let server = MockServer::answering(|command, carried| match carried {
+        0 if is_hello(command) => Answer::Reply(standalone_hello()),
+        _ => Answer::Silence,
+    })
+    .await;
+    let client = client(&server, TIMEOUTS, MonitoringThreads::Background);
+    let (error, took) = failed_ping(&client).await;
+    assert!(
+        matches!(error.kind(), ErrorKind::PoolCleared { .. }),
+        "{error}"
+    );
+    assert!(
+        error
+            .to_string()
+            .contains("interrupted due to server monitor timeout"),
+        "{error}"
+    );
+    assert!(took < Duration::from_secs(3), "{took:?}");
+}
+
+#[tokio::test]
+async fn a_server_that_answers_monitors_but_not_the_operation_is_bounded_by_socket_timeout() {
+    // Case (b): a live server (its monitors get answers) that never answers one
+    // operation. Without socketTimeoutMS the driver waits, as the official drivers do;
+    // with it, each read is bounded.
+    let server = MockServer::answering(|command, _| match is_hello(command) {
+        true => Answer::Reply(standalone_hello()),
+        false => Answer::Silence,
+    })
+    .await;
+    for mode in MODES {
+        let bounded = client(&server, &format!("{TIMEOUTS}&socketTimeoutMS=300"), mode);
+        let (error, took) = failed_ping(&bounded).await;
+        assert!(
+            matches!(
+                error.kind(),
+                ErrorKind::Timeout {
+                    during: "reading a reply",
+                    ..
+                }
+            ),
+            "{mode:?}: {error}"
+        );
+        assert!(took < Duration::from_secs(3), "{mode:?}: {took:?}");
+
+        // Without socketTimeoutMS, the ping outlives several heartbeats (the monitors
+        // keep succeeding) and is still waiting when given up on.
+        let unbounded = client(&server, TIMEOUTS, mode);
+        let database = unbounded.database("x");
+        let ping = database.run_command(doc! { "ping": 1 });
+        let waited = tokio::time::timeout(Duration::from_millis(1500), ping).await;
+        assert!(waited.is_err(), "{mode:?}: {waited:?}");
+    }
+}
