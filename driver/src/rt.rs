@@ -393,6 +393,24 @@ pub async fn timeout<F: Future>(
     }
 }
 
+/// Lets the executor run its other tasks (and check its timers) before the caller goes
+/// on: the future is pending once, and wakes itself at once. It needs nothing of the
+/// host, so it works on every executor; a task that does long CPU-bound work in
+/// rounds awaits it between rounds (SCRAM's key derivation, see
+/// [`crate::auth::next_command`]).
+pub async fn yield_now() {
+    let mut yielded = false;
+    std::future::poll_fn(|cx| {
+        if yielded {
+            return std::task::Poll::Ready(());
+        }
+        yielded = true;
+        cx.waker().wake_by_ref();
+        std::task::Poll::Pending
+    })
+    .await
+}
+
 /// Marks an `io::Error` from a [`Transport`] as a TLS failure (an untrusted
 /// certificate, a failed handshake), so that the core reports it as
 /// [`crate::ErrorKind::Tls`] rather than as a network error.

@@ -200,7 +200,7 @@ mod tests {
     fn first_command(step: Step) -> Document {
         match step {
             Step::Send(command) => command,
-            Step::Done => panic!("expected a command"),
+            other => panic!("expected a command, got {other:?}"),
         }
     }
 
