@@ -22,6 +22,9 @@ use crate::auth::{AuthMechanism, Credential};
 use crate::error::Error;
 use crate::rt::{PemSource, TlsOptions};
 
+/// Why `timeoutMS` is refused.
+pub(super) const TIMEOUT_MS_UNSUPPORTED: &str = "timeoutMS (the client-side operations timeout) is not supported yet: remove it, and bound operations with connectTimeoutMS, socketTimeoutMS, serverSelectionTimeoutMS and wTimeoutMS, or with a timeout around each call";
+
 /// What the options of one connection string are parsed into: the options, plus what
 /// is only settled once every option has been read (whether TLS is on, whether there
 /// is a credential).
@@ -442,12 +445,14 @@ static OPTIONS: &[UriOption] = &[
         |s, v| put(&mut s.options.srv_service_name, Some(service_name(v)?)),
         |o| o.srv_service_name.as_deref().map(Bson::from),
     ),
-    // Client Side Operations Timeout spec, "timeoutMS": 0 means no limit, and differs
-    // from an unset value (which leaves the legacy timeouts in charge).
+    // Client Side Operations Timeout spec, "timeoutMS": not implemented yet. Accepting
+    // it would let an application believe its operations are bounded when nothing
+    // bounds them, so it is refused, whatever its value, rather than ignored (as an
+    // unknown option would be).
     option(
         "timeoutMS",
-        |s, v| put(&mut s.options.timeout, Some(millis(v, 0)?)),
-        |o| o.timeout.map(ms),
+        |_, _| Err(Problem::Fatal(Error::invalid_argument(TIMEOUT_MS_UNSUPPORTED))),
+        |_| None,
     ),
     option(
         "tls",

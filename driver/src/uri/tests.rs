@@ -41,7 +41,7 @@ fn options_are_typed() {
     let options = parse(
         "mongodb://h/?readPreference=secondary&readPreferenceTags=dc:ny,rack:1&readPreferenceTags=&maxStalenessSeconds=120\
          &w=majority&journal=true&wTimeoutMS=5000&readConcernLevel=snapshot&compressors=zstd,zlib,bogus&zlibCompressionLevel=4\
-         &maxPoolSize=0&minPoolSize=3&maxConnecting=5&maxIdleTimeMS=0&socketTimeoutMS=0&timeoutMS=0&retryWrites=false\
+         &maxPoolSize=0&minPoolSize=3&maxConnecting=5&maxIdleTimeMS=0&socketTimeoutMS=0&retryWrites=false\
          &serverMonitoringMode=poll&heartbeatFrequencyMS=500&proxyHost=p&proxyPort=1081&proxyUsername=u&proxyPassword=pw",
     );
     let preference = &options.read_preference;
@@ -70,7 +70,6 @@ fn options_are_typed() {
         (options.max_idle_time, options.socket_timeout),
         (None, None)
     );
-    assert_eq!(options.timeout, Some(Duration::ZERO));
     assert!(!options.retry_writes && options.retry_reads);
     assert_eq!(options.server_monitoring_mode, ServerMonitoringMode::Poll);
     assert_eq!(
@@ -325,7 +324,7 @@ fn display_writes_a_connection_string_that_parses_back() {
         "mongodb://h:27017/",
         "mongodb://a:1,[::1]:2,%2Ftmp%2Fm%20x.sock/d%3Fb?replicaSet=rs&w=majority&readPreference=secondary\
          &readPreferenceTags=dc:ny,rack:1&readPreferenceTags=&compressors=zlib,snappy&appName=my%20app",
-        "mongodb+srv://u@c.example.com/?authMechanism=PLAIN&srvMaxHosts=3&tls=false&timeoutMS=0",
+        "mongodb+srv://u@c.example.com/?authMechanism=PLAIN&srvMaxHosts=3&tls=false",
         "mongodb://h/?authMechanism=MONGODB-OIDC&authMechanismProperties=ENVIRONMENT:azure,TOKEN_RESOURCE:mongodb://x",
     ] {
         let options = parse(uri);
@@ -363,7 +362,7 @@ const SEEDS: &[&str] = &[
     "mongodb://u%40x:p%3A@h:1/db?authMechanism=SCRAM-SHA-1&authSource=other",
     "mongodb://h/?readPreference=primaryPreferred&readPreferenceTags=dc:ny,rack:1&maxStalenessSeconds=120&readPreferenceTags=dc:ny",
     "mongodb://h/?authMechanism=MONGODB-OIDC&authMechanismProperties=TOKEN_RESOURCE:mongodb://foo,ENVIRONMENT:azure",
-    "mongodb://h?compressors=snappy,zlib&zlibCompressionLevel=9&timeoutMS=0&wtimeout=5",
+    "mongodb://h?compressors=snappy,zlib&zlibCompressionLevel=9&wtimeout=5",
     "mongodb://h/?proxyHost=p&proxyPort=1081&proxyUsername=u&proxyPassword=x&loadBalanced=true",
     "mongodb://bücher.example.com/?appName=x&heartbeatFrequencyMS=500&tlsInsecure=true",
 ];
@@ -468,4 +467,22 @@ fn fuzzed_connection_strings_never_panic() {
         }
     }
     assert!(parsed > 5000, "only {parsed} fuzzed strings parsed");
+}
+
+/// `timeoutMS` is not implemented yet (issue 22): a connection string with it, whatever
+/// its value, is refused rather than parsed with the option silently ignored.
+#[test]
+fn timeout_ms_is_refused_until_it_is_implemented() {
+    for uri in [
+        "mongodb://h/?timeoutMS=100",
+        "mongodb://h/?timeoutMS=0",
+        "mongodb://h/?TIMEOUTMS=-2",
+        "mongodb://h/?appName=a&timeoutms=invalid",
+    ] {
+        let message = error(uri);
+        assert!(
+            message.contains("timeoutMS") && message.contains("not supported yet"),
+            "{uri}: {message}"
+        );
+    }
 }
