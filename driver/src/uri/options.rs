@@ -72,6 +72,10 @@ pub(super) struct UriOption {
     pub repeat: Repeat,
     /// Whether the value is a secret: never shown in warnings or `Display`.
     pub secret: bool,
+    /// Whether the value is, or may contain, a secret (a password, a session token):
+    /// an unescaped `&` in it cuts it, and its rest reads as the next piece of the
+    /// query, which is therefore never quoted (see `parser::read_pairs`).
+    pub may_hold_secret: bool,
     /// Whether the option only sets other options (`tlsInsecure`): `Display` writes
     /// those instead.
     pub shorthand: bool,
@@ -136,6 +140,7 @@ const fn option(
         name,
         repeat: Repeat::LastWins,
         secret: false,
+        may_hold_secret: false,
         shorthand: false,
         set,
         get,
@@ -150,6 +155,14 @@ impl UriOption {
     const fn secret(self) -> Self {
         UriOption {
             secret: true,
+            may_hold_secret: true,
+            ..self
+        }
+    }
+
+    const fn may_hold_secret(self) -> Self {
+        UriOption {
+            may_hold_secret: true,
             ..self
         }
     }
@@ -196,7 +209,9 @@ static OPTIONS: &[UriOption] = &[
             put(&mut s.auth.mechanism_properties, Some(properties))
         },
         |o| credential(o, |c| c.mechanism_properties.clone().map(Bson::Document)),
-    ),
+    )
+    // AWS_SESSION_TOKEN; the other properties are shown.
+    .may_hold_secret(),
     option(
         "authSource",
         |s, v| match v {

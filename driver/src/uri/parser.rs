@@ -211,26 +211,63 @@ fn apply_options(staging: &mut Staging, query: &str) -> Result<Vec<&'static str>
 
 /// Splits the query into decoded `key=value` pairs of known options; unknown keys are
 /// ignored with a warning (Connection String spec, "Keys").
+///
+/// A value that holds a secret (`proxyPassword`, `tlsCertificateKeyFilePassword`,
+/// `authMechanismProperties` with an `AWS_SESSION_TOKEN`) and an unescaped `&` is cut
+/// there: its rest reads as the next piece of the query. So the piece right after
+/// such an option is never quoted, and when it is not a known `option=value` pair (no
+/// `=`, a bad escape in its key, or an unknown key — the shapes the rest of a secret
+/// takes) the connection string is refused, naming only the option before it and the
+/// escape to use. An unknown option there would otherwise be ignored with a warning,
+/// and the secret silently cut. A known option after a secret is taken as given: a
+/// secret cut right before `tls=true` cannot be told from two options.
 fn read_pairs(query: &str, warnings: &mut Vec<String>) -> Result<Vec<Given>> {
     let mut given = Vec::new();
-    for pair in query.split('&').filter(|pair| !pair.is_empty()) {
-        let (key, value) = pair.split_once('=').ok_or_else(|| {
-            Error::invalid_argument(format!(
-                "the connection string option '{pair}' has no '=value'"
-            ))
-        })?;
-        let key = percent_decode(key, &format!("the option key '{key}'"))?;
-        match options::find(&key) {
-            Some((option, alias)) => given.push(Given {
-                option,
-                alias,
-                value: percent_decode(value, &format!("the value of '{key}'"))?,
-                key,
-            }),
+    // The option just read, if its value may hold a secret.
+    let mut after_secret: Option<&'static str> = None;
+    for piece in query.split('&').filter(|piece| !piece.is_empty()) {
+        let pair = piece.split_once('=');
+        let key = pair.map(|(key, _)| percent_decode(key, &format!("the option key '{key}'")));
+        let found = match &key {
+            Some(Ok(key)) => options::find(key),
+            _ => None,
+        };
+        if let (Some(secret), None) = (after_secret, found) {
+            return Err(cut_secret(secret));
+        }
+        let (Some((_, value)), Some(key)) = (pair, key) else {
+            return Err(Error::invalid_argument(format!(
+                "the connection string option '{piece}' has no '=value'"
+            )));
+        };
+        let key = key?;
+        after_secret = None;
+        match found {
+            Some((option, alias)) => {
+                if option.may_hold_secret {
+                    after_secret = Some(option.name);
+                }
+                given.push(Given {
+                    option,
+                    alias,
+                    value: percent_decode(value, &format!("the value of '{key}'"))?,
+                    key,
+                });
+            }
             None => warnings.push(format!("Unsupported option '{key}' was ignored.")),
         }
     }
     Ok(given)
+}
+
+/// The error for a piece of the query that follows the option `secret` and is not a
+/// known option: most likely the rest of the secret, so it is not quoted.
+fn cut_secret(secret: &str) -> Error {
+    Error::invalid_argument(format!(
+        "the connection string has something after the option '{secret}' that is not a known option=value pair; \
+         it is not shown, as it may be the rest of the value of '{secret}' cut at an '&': \
+         percent-encode the value, '&' as %26 (and '%' as %25, '=' as %3D)"
+    ))
 }
 
 /// Connection String spec, "Deprecated Key Value Pairs": a deprecated key is used with

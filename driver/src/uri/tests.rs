@@ -486,3 +486,63 @@ fn timeout_ms_is_refused_until_it_is_implemented() {
         );
     }
 }
+
+/// Issue 21: `proxyPassword=Pr0x&yPass` was refused with "option 'yPass' has no
+/// '=value'", and `proxyPassword=Pr0x&yPass=1` accepted with the password cut to
+/// "Pr0x". The piece after an option holding a secret is never quoted; when it is not
+/// a known option the connection string is refused with the percent-encoding to use.
+#[test]
+fn a_secret_cut_at_an_ampersand_is_never_quoted() {
+    let proxy = "mongodb://h/?proxyHost=p&proxyPassword=";
+    let tls = "mongodb://h/?tlsCertificateKeyFilePassword=";
+    let aws =
+        "mongodb://AKIA:x@h/?authMechanism=MONGODB-AWS&authMechanismProperties=AWS_SESSION_TOKEN:";
+    for (prefix, option) in [
+        (proxy, "proxyPassword"),
+        (tls, "tlsCertificateKeyFilePassword"),
+        (aws, "authMechanismProperties"),
+    ] {
+        for rest in [
+            "Qz7w&Vk9t",
+            "Qz7w&Vk9t=1",
+            "Qz7w&Vk9t=1&tls=true",
+            "Qz7w&&Vk9t",
+            "Qz7w&Vk%ZZ9t=1",
+            "Qz7w&Vk9t%=1",
+        ] {
+            let uri = format!("{prefix}{rest}");
+            let err = ClientOptions::parse(&uri).expect_err(&uri);
+            for shown in [err.to_string(), format!("{err:?}"), format!("{err:#?}")] {
+                for part in ["Qz7w", "Vk9t", "Vk"] {
+                    assert!(!shown.contains(part), "{uri}: {shown}");
+                }
+                assert!(
+                    shown.contains(option) && shown.contains("%26"),
+                    "{uri}: {shown}"
+                );
+            }
+        }
+    }
+    // The example of the issue: the message names the option, not 'yPass'.
+    let message = error("mongodb://h/?proxyHost=p&proxyPassword=Pr0x&yPass");
+    assert!(
+        !message.contains("Pr0x") && !message.contains("'yPass'"),
+        "{message}"
+    );
+}
+
+/// A known option after a secret is an option: the secret is taken as given.
+#[test]
+fn a_known_option_after_a_secret_is_applied() {
+    let options =
+        parse("mongodb://h/?proxyHost=p&proxyUsername=u&proxyPassword=Qz7w&tls=true&appName=a");
+    assert_eq!(
+        options.proxy.as_ref().unwrap().password.as_deref(),
+        Some("Qz7w")
+    );
+    assert!(options.tls.is_some());
+    assert!(options.warnings.is_empty(), "{:?}", options.warnings);
+    // Elsewhere an unknown option is still a warning, naming it.
+    let options = parse("mongodb://h/?appName=a&Vk9t=1");
+    assert_eq!(options.warnings, ["Unsupported option 'Vk9t' was ignored."]);
+}
