@@ -32,9 +32,9 @@ const MIN_ITERATIONS: u32 = 4096;
 ///
 /// MongoDB's defaults are 10,000 (`scramIterationCount`, SCRAM-SHA-1) and 15,000
 /// (`scramSHA256IterationCount`); the server accepts any 32-bit signed value from 5,000
-/// up, and its own test harness keeps them at or below 50,000. The official MongoDB
-/// drivers enforce the minimum only; PostgreSQL's clients (pgjdbc, node-postgres)
-/// refuse more than 100,000 by default. 10,000,000 is far above any deployment's
+/// up, and its own test harness keeps them at or below 50,000. The Authentication spec
+/// sets only the minimum ("SCRAM-SHA-1", "SCRAM-SHA-256"); PostgreSQL's clients
+/// (pgjdbc, node-postgres) refuse more than 100,000 by default. 10,000,000 is far above any deployment's
 /// hardened setting (OWASP's 2023 advice for PBKDF2 is 1,300,000 iterations with
 /// SHA-1 and 600,000 with SHA-256) and costs a few seconds at most natively, which
 /// `connectTimeoutMS` bounds in any case: the derivation yields to the executor between
