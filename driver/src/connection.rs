@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use crate::auth::oidc::{self, OidcAuthenticator, OidcConnectionCache, OidcContext, SaslSender};
-use crate::auth::{AuthContext, AuthMechanism, ConnectionAuth, Credential, ScramCache, Step};
+use crate::auth::{self, AuthContext, AuthMechanism, ConnectionAuth, Credential, ScramCache};
 use crate::error::{
     CommandError, Error, ErrorKind, Result, RETRYABLE_ERROR, SYSTEM_OVERLOADED_ERROR,
 };
@@ -358,7 +358,7 @@ impl Connection {
     ) -> Result<()> {
         let source = credential.effective_source();
         let (mechanism, mut conversation, mut step) = auth.after_hello(hello_reply)?;
-        while let Step::Send(mut command) = step {
+        while let Some(mut command) = auth::next_command(conversation.as_mut(), step).await? {
             declare(self.server_api.as_ref(), &mut command);
             command.insert("$db", source);
             let reply =

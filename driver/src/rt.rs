@@ -393,6 +393,26 @@ pub async fn timeout<F: Future>(
     }
 }
 
+/// Lets the executor run its other tasks (and check its timers) before the caller goes
+/// on: the future is pending once, and wakes itself at once. It needs nothing of the
+/// host, so it works on every executor; a task that does long CPU-bound work in
+/// rounds awaits it between rounds (SCRAM's key derivation, see
+/// [`crate::auth::next_command`]). On a JavaScript event loop the wake-up is a
+/// microtask: the driver's other futures run in between, the host's timers and I/O
+/// callbacks only once the work is done.
+pub async fn yield_now() {
+    let mut yielded = false;
+    std::future::poll_fn(|cx| {
+        if yielded {
+            return std::task::Poll::Ready(());
+        }
+        yielded = true;
+        cx.waker().wake_by_ref();
+        std::task::Poll::Pending
+    })
+    .await
+}
+
 /// Marks an `io::Error` from a [`Transport`] as a TLS failure (an untrusted
 /// certificate, a failed handshake), so that the core reports it as
 /// [`crate::ErrorKind::Tls`] rather than as a network error.
@@ -415,3 +435,32 @@ impl fmt::Display for TlsError {
 }
 
 impl std::error::Error for TlsError {}
+
+#[cfg(test)]
+mod tests {
+    use std::future::Future;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    use std::task::{Context, Poll, Wake, Waker};
+
+    struct Count(AtomicUsize);
+
+    impl Wake for Count {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    /// `yield_now` is pending once, having woken its task so that the executor polls
+    /// it again, then ready.
+    #[test]
+    fn yield_now_is_pending_once_and_wakes_itself() {
+        let count = Arc::new(Count(AtomicUsize::new(0)));
+        let waker = Waker::from(count.clone());
+        let mut cx = Context::from_waker(&waker);
+        let mut future = std::pin::pin!(super::yield_now());
+        assert_eq!(future.as_mut().poll(&mut cx), Poll::Pending);
+        assert_eq!(count.0.load(Ordering::SeqCst), 1);
+        assert_eq!(future.as_mut().poll(&mut cx), Poll::Ready(()));
+    }
+}

@@ -3,7 +3,7 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anymongo::auth::oidc::{IdpResponse, OidcCallbackKind, OidcCallbackParams, OidcOptions};
 use anymongo::auth::{AuthMechanism, Credential};
@@ -11,6 +11,7 @@ use anymongo::bson::spec::BinarySubtype;
 use anymongo::bson::{doc, Binary, Bson, Document};
 use anymongo::rt::{boxed, BoxFuture};
 use anymongo::{Client, ClientOptions, ErrorKind};
+use anymongo_tests::harness::within;
 use anymongo_tests::mock::{standalone_hello, MockServer};
 
 fn binary(bytes: Vec<u8>) -> Bson {
@@ -241,4 +242,111 @@ async fn plain_sends_the_rfc_4616_message_to_external() {
     ping(&client).await.unwrap();
     let commands = server.command_names();
     assert_eq!(commands, ["isMaster", "isMaster", "saslStart", "ping"]);
+}
+
+/// A SCRAM-SHA-256 server whose server-first message asks for `iterations`; it never
+/// gets further.
+fn scram_server(iterations: u64) -> impl Fn(&Document) -> Document + Send + Sync {
+    move |command| match command.keys().next().map(String::as_str) {
+        Some("isMaster") => standalone_hello(),
+        Some("saslStart") => {
+            let client_first = command.get_binary_generic("payload").unwrap();
+            let client_first = String::from_utf8(client_first.clone()).unwrap();
+            let (_, nonce) = client_first.rsplit_once("r=").unwrap();
+            let server_first = format!("r={nonce}Srv,s=W22ZaJ0SNY7soEsUEjb6gQ==,i={iterations}");
+            doc! {
+                "conversationId": 1, "done": false, "ok": 1.0,
+                "payload": binary(server_first.into_bytes()),
+            }
+        }
+        _ => doc! { "ok": 1.0 },
+    }
+}
+
+fn scram_uri(server: &MockServer, options: &str) -> String {
+    format!(
+        "mongodb://user:pencil@{}/?authMechanism=SCRAM-SHA-256{options}",
+        server.address()
+    )
+}
+
+/// Issue 21: a server-first message with `i=4294967295` made the driver derive keys
+/// for about 14 minutes, blocking the runtime. A count above the driver's maximum
+/// fails the connection at once with an authentication error that says why.
+#[tokio::test]
+async fn scram_refuses_a_huge_iteration_count_at_once() {
+    let server = MockServer::start(scram_server(u32::MAX.into())).await;
+    let client = anymongo_native::client(&scram_uri(&server, "")).unwrap();
+    let start = Instant::now();
+    let error = within(Duration::from_secs(30), ping(&client))
+        .await
+        .unwrap_err();
+    let elapsed = start.elapsed();
+    assert!(
+        matches!(
+            error.kind(),
+            ErrorKind::Authentication {
+                mechanism: "SCRAM-SHA-256",
+                ..
+            }
+        ),
+        "{error}"
+    );
+    let message = error.to_string();
+    assert!(
+        message.contains("4294967295") && message.contains("maximum"),
+        "{message}"
+    );
+    assert!(elapsed < Duration::from_secs(5), "took {elapsed:?}");
+    assert_eq!(
+        server.command_names(),
+        ["isMaster", "isMaster", "saslStart"]
+    );
+}
+
+/// An allowed but slow count (the maximum, 10,000,000) is derived in rounds that
+/// yield to the executor: on this single-threaded runtime a ticker keeps ticking, and
+/// `connectTimeoutMS` ends the connection attempt, derivation included, on time.
+/// Before, the derivation ran in one call: nothing else ran until it ended.
+#[tokio::test]
+async fn a_long_scram_key_derivation_yields_and_obeys_connect_timeout() {
+    let server = MockServer::start(scram_server(10_000_000)).await;
+    let uri = scram_uri(
+        &server,
+        "&connectTimeoutMS=500&serverSelectionTimeoutMS=5000",
+    );
+    let client = anymongo_native::client(&uri).unwrap();
+    let ticks = Arc::new(AtomicUsize::new(0));
+    let ticker = tokio::spawn({
+        let ticks = ticks.clone();
+        async move {
+            let mut interval = tokio::time::interval(Duration::from_millis(10));
+            // Missed ticks are not made up for: the count is how often the timer fired.
+            interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                interval.tick().await;
+                ticks.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+    });
+    let start = Instant::now();
+    let error = within(Duration::from_secs(30), ping(&client))
+        .await
+        .unwrap_err();
+    let elapsed = start.elapsed();
+    ticker.abort();
+    let ticks = ticks.load(Ordering::SeqCst);
+    eprintln!("failed after {elapsed:?} with {ticks} ticks: {error}");
+    assert!(
+        matches!(error.kind(), ErrorKind::Timeout { during, .. } if *during == "connect"),
+        "{error}"
+    );
+    assert!(elapsed < Duration::from_secs(5), "took {elapsed:?}");
+    // About 20 when the timers are checked every 61 rounds of 256 iterations; 1 (the
+    // immediate first tick) when the derivation runs in one call.
+    assert!(ticks >= 3, "the ticker ticked {ticks} times in {elapsed:?}");
+    assert_eq!(
+        server.command_names(),
+        ["isMaster", "isMaster", "saslStart"]
+    );
 }

@@ -141,6 +141,10 @@ pub enum Step {
     /// Send this command (to the credential's source database, which the runner adds
     /// as `$db`) and feed the reply to [`Conversation::reply`].
     Send(Document),
+    /// Call [`Conversation::compute`] for a round of slow, CPU-bound work (SCRAM's key
+    /// derivation), after letting the executor run its other tasks: see
+    /// [`next_command`].
+    Compute,
     /// Authentication succeeded.
     Done,
 }
@@ -151,7 +155,8 @@ pub enum Step {
 /// handshake; if the hello reply carries `speculativeAuthenticate`, that document is
 /// fed to [`reply`](Conversation::reply) and the conversation goes on from there.
 /// Otherwise it calls [`start`](Conversation::start) and then `reply` for each reply
-/// until [`Step::Done`] or an error.
+/// until [`Step::Done`] or an error; [`next_command`] runs the [`Step::Compute`] steps
+/// in between.
 pub trait Conversation: crate::rt::MaybeSend {
     /// The document for the hello's `speculativeAuthenticate` field, if this mechanism
     /// supports speculative authentication.
@@ -161,6 +166,36 @@ pub trait Conversation: crate::rt::MaybeSend {
     /// Consumes a successful (`ok: 1`) reply and says what comes next. A bad reply
     /// (for instance a wrong server signature) is an error.
     fn reply(&mut self, reply: &Document) -> Result<Step>;
+    /// Runs one bounded round of the work a [`Step::Compute`] announced and says what
+    /// comes next. Only mechanisms that return `Step::Compute` (SCRAM) implement it;
+    /// for the others a call is out of turn, an error.
+    fn compute(&mut self) -> Result<Step> {
+        Err(Error::invalid_argument(
+            "this authentication conversation has no work to compute",
+        ))
+    }
+}
+
+/// Runs the [`Step::Compute`] rounds of `conversation` from `step` on: the next command
+/// to send, or `None` once authentication succeeded.
+///
+/// Before each round it yields to the executor ([`crate::rt::yield_now`]), so that a
+/// long key derivation never starves the other tasks and timers of a runtime worker,
+/// and the connection attempt's timeout (`connectTimeoutMS`) can fire and drop it.
+pub async fn next_command(
+    conversation: &mut dyn Conversation,
+    mut step: Step,
+) -> Result<Option<Document>> {
+    loop {
+        step = match step {
+            Step::Send(command) => return Ok(Some(command)),
+            Step::Done => return Ok(None),
+            Step::Compute => {
+                crate::rt::yield_now().await;
+                conversation.compute()?
+            }
+        };
+    }
 }
 
 impl Credential {

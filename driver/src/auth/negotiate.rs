@@ -50,10 +50,10 @@ pub fn negotiate(
 /// 3. [`ConnectionAuth::after_hello`] reads the hello reply and returns the
 ///    conversation with its first [`Step`]: the answer to the server's
 ///    `speculativeAuthenticate` reply if there is one, else the start of the
-///    negotiated mechanism's conversation. The caller then sends each
-///    [`Step::Send`] command to the credential's
-///    [`effective_source`](Credential::effective_source) and feeds the replies to
-///    [`Conversation::reply`] until [`Step::Done`].
+///    negotiated mechanism's conversation. The caller then sends each command that
+///    [`next_command`](super::next_command) returns (running the [`Step::Compute`]
+///    rounds) to the credential's [`effective_source`](Credential::effective_source)
+///    and feeds the replies to [`Conversation::reply`] until [`Step::Done`].
 pub struct ConnectionAuth {
     credential: Credential,
     context: AuthContext,
@@ -200,7 +200,7 @@ mod tests {
     fn first_command(step: Step) -> Document {
         match step {
             Step::Send(command) => command,
-            Step::Done => panic!("expected a command"),
+            other => panic!("expected a command, got {other:?}"),
         }
     }
 

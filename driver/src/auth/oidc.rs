@@ -801,7 +801,7 @@ pub fn should_reauthenticate(mechanism: Option<AuthMechanism>, error: &Error) ->
 async fn one_step(token: &Secret, sender: &mut dyn SaslSender) -> Result<Outcome> {
     let mut conversation = OidcConversation::new(token.clone());
     let mut step = conversation.start()?;
-    while let Step::Send(command) = step {
+    while let Some(command) = super::next_command(&mut conversation, step).await? {
         let reply = match sender.send(command).await {
             Ok(reply) => reply,
             Err(error) if error.code() == Some(AUTHENTICATION_FAILED) => {

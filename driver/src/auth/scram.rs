@@ -14,9 +14,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine as _;
 use bson::{Bson, Document};
-use hmac::digest::core_api::BlockSizeUser;
-use hmac::digest::Digest;
-use hmac::{Mac, SimpleHmac};
+use hmac::digest::{Digest, KeyInit};
+use hmac::{Hmac, Mac};
 
 use super::sasl::{self, Reply};
 use super::{auth_error, missing, AuthMechanism, Conversation, Credential, Step};
@@ -24,6 +23,30 @@ use crate::error::{Error, Result};
 
 /// "Drivers MUST enforce a minimum iteration count of 4096."
 const MIN_ITERATIONS: u32 = 4096;
+
+/// The largest iteration count accepted: a server-first message asking for more is
+/// refused before any key derivation starts. RFC 5802, section 9: "A hostile server
+/// can perform a computational denial-of-service attack on clients by sending a big
+/// iteration count value." Without a bound, `i=4294967295` costs a quarter of an hour
+/// of CPU.
+///
+/// MongoDB's defaults are 10,000 (`scramIterationCount`, SCRAM-SHA-1) and 15,000
+/// (`scramSHA256IterationCount`); the server accepts any 32-bit signed value from 5,000
+/// up, and its own test harness keeps them at or below 50,000. The Authentication spec
+/// sets only the minimum ("SCRAM-SHA-1", "SCRAM-SHA-256"); PostgreSQL's clients
+/// (pgjdbc, node-postgres) refuse more than 100,000 by default. 10,000,000 is far above any deployment's
+/// hardened setting (OWASP's 2023 advice for PBKDF2 is 1,300,000 iterations with
+/// SHA-1 and 600,000 with SHA-256) and costs a few seconds at most natively, which
+/// `connectTimeoutMS` bounds in any case: the derivation yields to the executor between
+/// rounds (see [`DERIVATION_ROUND`]) and is dropped with the connection attempt.
+const MAX_ITERATIONS: u32 = 10_000_000;
+
+/// Iterations of the key derivation per round: between rounds the conversation hands
+/// control back to its runner, which lets the executor's other tasks and timers run.
+/// A round takes about 0.1 ms natively. It is kept that short because an executor may
+/// look at its timers only every so many task polls (tokio: every 61), so a timer can
+/// wait for that many rounds; the cost of a yield per round is under 1%.
+const DERIVATION_ROUND: u32 = 256;
 
 /// Bytes of randomness in the client nonce.
 const NONCE_BYTES: usize = 24;
@@ -57,17 +80,24 @@ impl Hash {
 
     /// `HMAC(key, data)`.
     fn hmac(self, key: &[u8], data: &[u8]) -> Vec<u8> {
+        let mut out = vec![0; self.output_size()];
+        self.prf(key).apply(data, &mut out);
+        out
+    }
+
+    /// HMAC of this hash, keyed with `key`.
+    fn prf(self, key: &[u8]) -> Prf {
         match self {
-            Hash::Sha1 => hmac::<sha1::Sha1>(key, data),
-            Hash::Sha256 => hmac::<sha2::Sha256>(key, data),
+            Hash::Sha1 => Prf::Sha1(keyed(key)),
+            Hash::Sha256 => Prf::Sha256(keyed(key)),
         }
     }
 
-    /// `Hi(password, salt, i)`: PBKDF2 with HMAC of this hash.
-    fn hi(self, password: &[u8], salt: &[u8], iterations: u32) -> Vec<u8> {
+    /// The length of a digest, in bytes.
+    fn output_size(self) -> usize {
         match self {
-            Hash::Sha1 => hi::<sha1::Sha1>(password, salt, iterations),
-            Hash::Sha256 => hi::<sha2::Sha256>(password, salt, iterations),
+            Hash::Sha1 => <sha1::Sha1 as Digest>::output_size(),
+            Hash::Sha256 => <sha2::Sha256 as Digest>::output_size(),
         }
     }
 
@@ -91,22 +121,81 @@ impl Hash {
     }
 }
 
-fn hmac<D: Digest + BlockSizeUser + Clone>(key: &[u8], data: &[u8]) -> Vec<u8> {
-    let mut mac =
-        <SimpleHmac<D> as Mac>::new_from_slice(key).expect("HMAC accepts keys of any length");
-    mac.update(data);
-    mac.finalize().into_bytes().to_vec()
+/// `Hi(password, salt, i)` (RFC 5802, section 2.2): PBKDF2 (RFC 8018, section 5.2)
+/// with HMAC of the SCRAM hash and one block of output, `U1 XOR U2 XOR ... XOR Ui`
+/// where `U1 = HMAC(password, salt + INT(1))` and `Uk = HMAC(password, Uk-1)`.
+///
+/// It is computed in rounds ([`Derivation::advance`]) rather than in one call, so that
+/// the deliberately slow derivation never holds the executor for long.
+struct Derivation {
+    /// HMAC keyed with the password, cloned for each iteration.
+    prf: Prf,
+    /// The last `Uk`.
+    u: Vec<u8>,
+    /// Room for the next `Uk`.
+    next: Vec<u8>,
+    /// The XOR of `U1` to `Uk`.
+    salted_password: Vec<u8>,
+    /// Iterations still to run.
+    remaining: u32,
 }
 
-fn hi<D: Digest + BlockSizeUser + Clone + Sync>(
-    password: &[u8],
-    salt: &[u8],
-    iterations: u32,
-) -> Vec<u8> {
-    let mut salted = vec![0; <D as Digest>::output_size()];
-    pbkdf2::pbkdf2::<SimpleHmac<D>>(password, salt, iterations, &mut salted)
-        .expect("HMAC accepts keys of any length");
-    salted
+/// HMAC of the SCRAM hash, keyed.
+enum Prf {
+    Sha1(Hmac<sha1::Sha1>),
+    Sha256(Hmac<sha2::Sha256>),
+}
+
+impl Derivation {
+    /// Starts `Hi(password, salt, iterations)` with `U1`.
+    fn new(hash: Hash, password: &[u8], salt: &[u8], iterations: u32) -> Self {
+        let prf = hash.prf(password);
+        let mut first_block = salt.to_vec();
+        first_block.extend_from_slice(&1u32.to_be_bytes());
+        let mut u = vec![0; hash.output_size()];
+        prf.apply(&first_block, &mut u);
+        Derivation {
+            prf,
+            next: u.clone(),
+            salted_password: u.clone(),
+            u,
+            remaining: iterations.saturating_sub(1),
+        }
+    }
+
+    /// Runs at most `round` more iterations; the salted password once all have run.
+    fn advance(&mut self, round: u32) -> Option<&[u8]> {
+        let n = self.remaining.min(round);
+        for _ in 0..n {
+            self.prf.apply(&self.u, &mut self.next);
+            mem::swap(&mut self.u, &mut self.next);
+            for (salted, u) in self.salted_password.iter_mut().zip(&self.u) {
+                *salted ^= u;
+            }
+        }
+        self.remaining -= n;
+        (self.remaining == 0).then_some(&self.salted_password[..])
+    }
+}
+
+impl Prf {
+    /// `HMAC(key, data)` into `out`, which has the hash's output size.
+    fn apply(&self, data: &[u8], out: &mut [u8]) {
+        match self {
+            Prf::Sha1(mac) => finish(mac.clone(), data, out),
+            Prf::Sha256(mac) => finish(mac.clone(), data, out),
+        }
+    }
+}
+
+fn keyed<M: KeyInit>(key: &[u8]) -> M {
+    // HMAC takes keys of any length (RFC 2104, section 2): this never fails.
+    M::new_from_slice(key).expect("HMAC accepts keys of any length")
+}
+
+fn finish<M: Mac>(mut mac: M, data: &[u8], out: &mut [u8]) {
+    mac.update(data);
+    out.copy_from_slice(&mac.finalize().into_bytes());
 }
 
 /// A client's cache of SCRAM keys (Authentication spec, "Caching credentials in
@@ -136,16 +225,17 @@ struct Keys {
 }
 
 impl ScramCache {
-    /// The keys for `key`, computed (outside the lock) and cached if missing.
-    fn keys(&self, key: CacheKey) -> Keys {
-        if let Some(keys) = self.lock().get(&key) {
-            return keys.clone();
-        }
+    /// The cached keys for `key`, if any.
+    fn get(&self, key: &CacheKey) -> Option<Keys> {
+        self.lock().get(key).cloned()
+    }
+
+    /// Derives the keys from a salted password and caches them under `key`.
+    fn insert(&self, key: CacheKey, salted_password: &[u8]) -> Keys {
         let hash = key.hash;
-        let salted_password = hash.hi(key.password.as_bytes(), &key.salt, key.iterations);
         let keys = Keys {
-            client_key: hash.hmac(&salted_password, b"Client Key"),
-            server_key: hash.hmac(&salted_password, b"Server Key"),
+            client_key: hash.hmac(salted_password, b"Client Key"),
+            server_key: hash.hmac(salted_password, b"Server Key"),
         };
         let mut entries = self.lock();
         if entries.len() >= CACHE_CAPACITY {
@@ -175,6 +265,9 @@ enum State {
     Initial,
     /// The client-first message went out (in `saslStart` or speculatively).
     AwaitingServerFirst,
+    /// The server-first message was accepted; the keys are being derived, a round per
+    /// [`Step::Compute`].
+    Deriving(Box<Pending>),
     /// The client-final message went out; the server must prove it knows the keys.
     AwaitingServerFinal {
         conversation_id: Bson,
@@ -187,6 +280,15 @@ enum State {
     Done,
     /// A reply was rejected; the conversation cannot go on.
     Failed,
+}
+
+/// A key derivation under way, and what the client-final message needs once it ends.
+struct Pending {
+    conversation_id: Bson,
+    server_first: String,
+    nonce: String,
+    cache_key: CacheKey,
+    derivation: Derivation,
 }
 
 /// A SCRAM-SHA-1 or SCRAM-SHA-256 conversation for one connection.
@@ -279,7 +381,8 @@ impl ScramConversation {
         sasl::start_command(self.mechanism(), client_first.into_bytes(), true)
     }
 
-    /// Checks the server-first message and answers with the client-final message.
+    /// Checks the server-first message and answers with the client-final message, at
+    /// once if the keys are cached, else after the key derivation (`Step::Compute`).
     fn server_first(&self, reply: &Document) -> Result<(Step, State)> {
         let reply = self.parse_reply(reply)?;
         if reply.done {
@@ -292,12 +395,56 @@ impl ScramConversation {
             salt,
             iterations,
         } = self.parse_server_first(server_first)?;
-        let keys = self.cache.keys(CacheKey {
+        let cache_key = CacheKey {
             hash: self.hash,
             password: self.password.clone(),
             salt,
             iterations,
-        });
+        };
+        if let Some(keys) = self.cache.get(&cache_key) {
+            return Ok(self.client_final(reply.conversation_id, server_first, nonce, &keys));
+        }
+        let derivation = Derivation::new(
+            self.hash,
+            self.password.as_bytes(),
+            &cache_key.salt,
+            iterations,
+        );
+        let pending = Pending {
+            conversation_id: reply.conversation_id.clone(),
+            server_first: server_first.to_owned(),
+            nonce: nonce.to_owned(),
+            cache_key,
+            derivation,
+        };
+        Ok((Step::Compute, State::Deriving(Box::new(pending))))
+    }
+
+    /// One round of the key derivation; the client-final message once it is done.
+    fn derive(&self, mut pending: Box<Pending>) -> (Step, State) {
+        let Some(salted_password) = pending.derivation.advance(DERIVATION_ROUND) else {
+            return (Step::Compute, State::Deriving(pending));
+        };
+        let Pending {
+            conversation_id,
+            server_first,
+            nonce,
+            cache_key,
+            ..
+        } = *pending;
+        let keys = self.cache.insert(cache_key, salted_password);
+        self.client_final(&conversation_id, &server_first, &nonce, &keys)
+    }
+
+    /// The client-final message, `c=biws,r=<nonce>,p=<ClientProof>` (RFC 5802,
+    /// section 3), and the server signature to expect.
+    fn client_final(
+        &self,
+        conversation_id: &Bson,
+        server_first: &str,
+        nonce: &str,
+        keys: &Keys,
+    ) -> (Step, State) {
         // RFC 5802, section 3: "c=biws" is the base64 of the GS2 header "n,,".
         let client_final_without_proof = format!("c=biws,r={nonce}");
         let auth_message = format!(
@@ -314,11 +461,11 @@ impl ScramConversation {
             .collect();
         let client_final = format!("{client_final_without_proof},p={}", BASE64.encode(proof));
         let state = State::AwaitingServerFinal {
-            conversation_id: reply.conversation_id.clone(),
+            conversation_id: conversation_id.clone(),
             server_signature: self.hash.hmac(&keys.server_key, auth_message.as_bytes()),
         };
-        let command = sasl::continue_command(reply.conversation_id, client_final.into_bytes());
-        Ok((Step::Send(command), state))
+        let command = sasl::continue_command(conversation_id, client_final.into_bytes());
+        (Step::Send(command), state)
     }
 
     /// `server-first-message = [reserved-mext ","] nonce "," salt "," iteration-count
@@ -353,6 +500,12 @@ impl ScramConversation {
         if iterations < MIN_ITERATIONS {
             return Err(self.error(format!(
                 "the server's iteration count {iterations} is below the minimum of {MIN_ITERATIONS}"
+            )));
+        }
+        if iterations > MAX_ITERATIONS {
+            return Err(self.error(format!(
+                "the server's iteration count {iterations} is above the maximum of {MAX_ITERATIONS} \
+                 (a hostile server can ask for a key derivation that takes hours)"
             )));
         }
         Ok(ServerFirst {
@@ -437,10 +590,19 @@ impl Conversation for ScramConversation {
                 true => (Step::Done, State::Done),
                 false => return Err(self.error("the server did not end the conversation")),
             },
-            State::Initial | State::Done | State::Failed => {
+            State::Initial | State::Deriving(_) | State::Done | State::Failed => {
                 return Err(self.error("unexpected reply: no SCRAM message is awaiting one"))
             }
         };
+        self.state = state;
+        Ok(step)
+    }
+
+    fn compute(&mut self) -> Result<Step> {
+        let State::Deriving(pending) = mem::replace(&mut self.state, State::Failed) else {
+            return Err(self.error("no key derivation is under way"));
+        };
+        let (step, state) = self.derive(pending);
         self.state = state;
         Ok(step)
     }
@@ -477,8 +639,17 @@ mod tests {
     fn sent(step: Step) -> Document {
         match step {
             Step::Send(command) => command,
-            Step::Done => panic!("expected a command"),
+            other => panic!("expected a command, got {other:?}"),
         }
+    }
+
+    /// `reply`, then the rounds of key derivation it starts, if any.
+    fn answer(scram: &mut ScramConversation, reply: &Document) -> Result<Step> {
+        let mut step = scram.reply(reply)?;
+        while step == Step::Compute {
+            step = scram.compute()?;
+        }
+        Ok(step)
     }
 
     fn server(payload: &str, done: bool) -> Document {
@@ -507,7 +678,7 @@ mod tests {
             start.get_document("options").unwrap(),
             &doc! { "skipEmptyExchange": true }
         );
-        let next = sent(scram.reply(&server(server_first, false)).unwrap());
+        let next = sent(answer(&mut scram, &server(server_first, false)).unwrap());
         assert_eq!(next.get_i32("saslContinue").unwrap(), 1);
         assert_eq!(next.get_i32("conversationId").unwrap(), 1);
         assert_eq!(payload(&next), client_final);
@@ -557,7 +728,7 @@ mod tests {
     fn awaiting_server_final() -> ScramConversation {
         let mut scram = conversation(AuthMechanism::ScramSha256, SHA256_NONCE);
         scram.start().unwrap();
-        scram.reply(&server(SHA256_SERVER_FIRST, false)).unwrap();
+        answer(&mut scram, &server(SHA256_SERVER_FIRST, false)).unwrap();
         scram
     }
 
@@ -610,6 +781,84 @@ mod tests {
         assert!(err.to_string().contains("4095"), "{err}");
     }
 
+    /// Issue 21: `i=4294967295` made the driver derive keys for a quarter of an hour.
+    /// A count above the maximum fails at once, before any derivation.
+    #[test]
+    fn an_iteration_count_above_the_maximum_fails_at_once() {
+        for count in [u32::MAX, MAX_ITERATIONS + 1] {
+            let mut scram = conversation(AuthMechanism::ScramSha256, SHA256_NONCE);
+            scram.start().unwrap();
+            let huge = SHA256_SERVER_FIRST.replace("i=4096", &format!("i={count}"));
+            let err = scram.reply(&server(&huge, false)).unwrap_err();
+            assert!(
+                matches!(err.kind(), crate::ErrorKind::Authentication { .. }),
+                "{err}"
+            );
+            let message = err.to_string();
+            assert!(
+                message.contains(&count.to_string()) && message.contains("maximum"),
+                "{message}"
+            );
+        }
+        // The maximum itself is accepted: the derivation starts.
+        let mut scram = conversation(AuthMechanism::ScramSha256, SHA256_NONCE);
+        scram.start().unwrap();
+        let max = SHA256_SERVER_FIRST.replace("i=4096", &format!("i={MAX_ITERATIONS}"));
+        assert_eq!(scram.reply(&server(&max, false)).unwrap(), Step::Compute);
+    }
+
+    /// The key derivation of a cold cache runs in rounds of [`DERIVATION_ROUND`]
+    /// iterations, one per `Step::Compute`, so that the runner can yield between them;
+    /// replies are refused meanwhile.
+    #[test]
+    fn the_key_derivation_runs_in_rounds() {
+        let mut scram = conversation(AuthMechanism::ScramSha1, SHA1_NONCE);
+        scram.start().unwrap();
+        let mut step = scram.reply(&server(SHA1_SERVER_FIRST, false)).unwrap();
+        let mut rounds = 0;
+        while step == Step::Compute {
+            rounds += 1;
+            step = scram.compute().unwrap();
+        }
+        // i=10000: U1, then 9,999 iterations in rounds of 256.
+        assert_eq!(rounds, 9_999_u32.div_ceil(DERIVATION_ROUND));
+        assert_eq!(payload(&sent(step)), SHA1_CLIENT_FINAL);
+        assert!(scram.compute().is_err());
+        let mut scram = conversation(AuthMechanism::ScramSha1, SHA1_NONCE);
+        scram.start().unwrap();
+        assert_eq!(
+            scram.reply(&server(SHA1_SERVER_FIRST, false)).unwrap(),
+            Step::Compute
+        );
+        assert!(scram.reply(&server(SHA1_SERVER_FINAL, true)).is_err());
+    }
+
+    /// `Hi` computed in rounds equals its definition, `U1 XOR ... XOR Ui`, whatever
+    /// the count's position relative to the rounds.
+    #[test]
+    fn the_derivation_in_rounds_matches_the_definition() {
+        let (password, salt) = (b"pencil".as_slice(), b"salt".as_slice());
+        for hash in [Hash::Sha1, Hash::Sha256] {
+            for iterations in [1, 2, 9, 10, 11, 30] {
+                let mut first_block = salt.to_vec();
+                first_block.extend_from_slice(&[0, 0, 0, 1]);
+                let mut u = hash.hmac(password, &first_block);
+                let mut expected = u.clone();
+                for _ in 1..iterations {
+                    u = hash.hmac(password, &u);
+                    expected.iter_mut().zip(&u).for_each(|(x, u)| *x ^= u);
+                }
+                let mut derivation = Derivation::new(hash, password, salt, iterations);
+                let mut calls = 1;
+                while derivation.advance(10).is_none() {
+                    calls += 1;
+                }
+                assert_eq!(calls, (iterations as usize - 1).div_ceil(10).max(1));
+                assert_eq!(derivation.advance(10), Some(&expected[..]));
+            }
+        }
+    }
+
     #[test]
     fn a_bad_server_first_fails() {
         for server_first in [
@@ -646,7 +895,7 @@ mod tests {
         // The hello's speculativeAuthenticate reply has no `ok`.
         let mut reply = server(SHA256_SERVER_FIRST, false);
         reply.remove("ok");
-        let next = sent(scram.reply(&reply).unwrap());
+        let next = sent(answer(&mut scram, &reply).unwrap());
         assert_eq!(payload(&next), SHA256_CLIENT_FINAL);
     }
 
@@ -672,7 +921,7 @@ mod tests {
             )
             .unwrap();
             scram.start().unwrap();
-            let next = sent(scram.reply(&server(SHA256_SERVER_FIRST, false)).unwrap());
+            let next = sent(answer(&mut scram, &server(SHA256_SERVER_FIRST, false)).unwrap());
             assert_eq!(payload(&next), SHA256_CLIENT_FINAL);
         }
         assert_eq!(cache.lock().len(), 1);
@@ -822,7 +1071,7 @@ mod tests {
             scram.start().unwrap();
             if rng.below(2) == 0 {
                 // Reach the server-final stage with a valid server-first.
-                scram.reply(&server(SHA256_SERVER_FIRST, false)).unwrap();
+                answer(&mut scram, &server(SHA256_SERVER_FIRST, false)).unwrap();
             }
             for _ in 0..3 {
                 let _ = scram.reply(&rng.reply());

@@ -108,9 +108,6 @@ pub struct ClientOptions {
     /// or any server in single-threaded mode, where no monitor runs alongside an
     /// operation) only this or `timeout` bounds.
     pub socket_timeout: Option<Duration>,
-    /// `timeoutMS` (Client Side Operations Timeout spec): bound on a whole operation.
-    /// `Some(0)` means no limit; `None` leaves the legacy timeouts in charge.
-    pub timeout: Option<Duration>,
     /// `serverSelectionTimeoutMS`. Default 30 s.
     pub server_selection_timeout: Duration,
     /// `serverSelectionTryOnce`, for single-threaded mode. Default `true`.
@@ -186,7 +183,6 @@ impl Default for ClientOptions {
             tls: None,
             connect_timeout: Duration::from_secs(10),
             socket_timeout: None,
-            timeout: None,
             server_selection_timeout: Duration::from_secs(30),
             server_selection_try_once: true,
             local_threshold: Duration::from_millis(15),

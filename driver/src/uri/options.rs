@@ -22,6 +22,9 @@ use crate::auth::{AuthMechanism, Credential};
 use crate::error::Error;
 use crate::rt::{PemSource, TlsOptions};
 
+/// Why `timeoutMS` is refused.
+pub(super) const TIMEOUT_MS_UNSUPPORTED: &str = "timeoutMS (the client-side operations timeout) is not supported yet: remove it, and bound operations with connectTimeoutMS, socketTimeoutMS, serverSelectionTimeoutMS and wTimeoutMS, or with a timeout around each call";
+
 /// What the options of one connection string are parsed into: the options, plus what
 /// is only settled once every option has been read (whether TLS is on, whether there
 /// is a credential).
@@ -69,6 +72,10 @@ pub(super) struct UriOption {
     pub repeat: Repeat,
     /// Whether the value is a secret: never shown in warnings or `Display`.
     pub secret: bool,
+    /// Whether the value is, or may contain, a secret (a password, a session token):
+    /// an unescaped `&` in it cuts it, and its rest reads as the next piece of the
+    /// query, which is therefore never quoted (see `parser::read_pairs`).
+    pub may_hold_secret: bool,
     /// Whether the option only sets other options (`tlsInsecure`): `Display` writes
     /// those instead.
     pub shorthand: bool,
@@ -133,6 +140,7 @@ const fn option(
         name,
         repeat: Repeat::LastWins,
         secret: false,
+        may_hold_secret: false,
         shorthand: false,
         set,
         get,
@@ -147,6 +155,14 @@ impl UriOption {
     const fn secret(self) -> Self {
         UriOption {
             secret: true,
+            may_hold_secret: true,
+            ..self
+        }
+    }
+
+    const fn may_hold_secret(self) -> Self {
+        UriOption {
+            may_hold_secret: true,
             ..self
         }
     }
@@ -193,7 +209,9 @@ static OPTIONS: &[UriOption] = &[
             put(&mut s.auth.mechanism_properties, Some(properties))
         },
         |o| credential(o, |c| c.mechanism_properties.clone().map(Bson::Document)),
-    ),
+    )
+    // AWS_SESSION_TOKEN; the other properties are shown.
+    .may_hold_secret(),
     option(
         "authSource",
         |s, v| match v {
@@ -442,12 +460,14 @@ static OPTIONS: &[UriOption] = &[
         |s, v| put(&mut s.options.srv_service_name, Some(service_name(v)?)),
         |o| o.srv_service_name.as_deref().map(Bson::from),
     ),
-    // Client Side Operations Timeout spec, "timeoutMS": 0 means no limit, and differs
-    // from an unset value (which leaves the legacy timeouts in charge).
+    // Client Side Operations Timeout spec, "timeoutMS": not implemented yet. Accepting
+    // it would let an application believe its operations are bounded when nothing
+    // bounds them, so it is refused, whatever its value, rather than ignored (as an
+    // unknown option would be).
     option(
         "timeoutMS",
-        |s, v| put(&mut s.options.timeout, Some(millis(v, 0)?)),
-        |o| o.timeout.map(ms),
+        |_, _| Err(Problem::Fatal(Error::invalid_argument(TIMEOUT_MS_UNSUPPORTED))),
+        |_| None,
     ),
     option(
         "tls",

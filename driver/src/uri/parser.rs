@@ -1,6 +1,8 @@
 //! Splitting a connection string into its parts (Connection String spec, "Reference
 //! Implementation") and applying its options.
 
+use std::collections::{HashMap, HashSet};
+
 use super::address::ServerAddress;
 use super::encoding::{has_stray_percent, percent_decode};
 use super::options::{self, Alias, Problem, Repeat, Staging, UriOption};
@@ -209,103 +211,157 @@ fn apply_options(staging: &mut Staging, query: &str) -> Result<Vec<&'static str>
 
 /// Splits the query into decoded `key=value` pairs of known options; unknown keys are
 /// ignored with a warning (Connection String spec, "Keys").
+///
+/// A value that holds a secret (`proxyPassword`, `tlsCertificateKeyFilePassword`,
+/// `authMechanismProperties` with an `AWS_SESSION_TOKEN`) and an unescaped `&` is cut
+/// there: its rest reads as the next piece of the query. So the piece right after
+/// such an option is never quoted, and when it is not a known `option=value` pair (no
+/// `=`, a bad escape in its key, or an unknown key — the shapes the rest of a secret
+/// takes) the connection string is refused, naming only the option before it and the
+/// escape to use. An unknown option there would otherwise be ignored with a warning,
+/// and the secret silently cut. A known option after a secret is taken as given: a
+/// secret cut right before `tls=true` cannot be told from two options.
 fn read_pairs(query: &str, warnings: &mut Vec<String>) -> Result<Vec<Given>> {
     let mut given = Vec::new();
-    for pair in query.split('&').filter(|pair| !pair.is_empty()) {
-        let (key, value) = pair.split_once('=').ok_or_else(|| {
-            Error::invalid_argument(format!(
-                "the connection string option '{pair}' has no '=value'"
-            ))
-        })?;
-        let key = percent_decode(key, &format!("the option key '{key}'"))?;
-        match options::find(&key) {
-            Some((option, alias)) => given.push(Given {
-                option,
-                alias,
-                value: percent_decode(value, &format!("the value of '{key}'"))?,
-                key,
-            }),
+    // The option just read, if its value may hold a secret.
+    let mut after_secret: Option<&'static str> = None;
+    for piece in query.split('&').filter(|piece| !piece.is_empty()) {
+        let pair = piece.split_once('=');
+        let key = pair.map(|(key, _)| percent_decode(key, &format!("the option key '{key}'")));
+        let found = match &key {
+            Some(Ok(key)) => options::find(key),
+            _ => None,
+        };
+        if let (Some(secret), None) = (after_secret, found) {
+            return Err(cut_secret(secret));
+        }
+        let (Some((_, value)), Some(key)) = (pair, key) else {
+            return Err(Error::invalid_argument(format!(
+                "the connection string option '{piece}' has no '=value'"
+            )));
+        };
+        let key = key?;
+        after_secret = None;
+        match found {
+            Some((option, alias)) => {
+                if option.may_hold_secret {
+                    after_secret = Some(option.name);
+                }
+                given.push(Given {
+                    option,
+                    alias,
+                    value: percent_decode(value, &format!("the value of '{key}'"))?,
+                    key,
+                });
+            }
             None => warnings.push(format!("Unsupported option '{key}' was ignored.")),
         }
     }
     Ok(given)
 }
 
+/// The error for a piece of the query that follows the option `secret` and is not a
+/// known option: most likely the rest of the secret, so it is not quoted.
+fn cut_secret(secret: &str) -> Error {
+    Error::invalid_argument(format!(
+        "the connection string has something after the option '{secret}' that is not a known option=value pair; \
+         it is not shown, as it may be the rest of the value of '{secret}' cut at an '&': \
+         percent-encode the value, '&' as %26 (and '%' as %25, '=' as %3D)"
+    ))
+}
+
 /// Connection String spec, "Deprecated Key Value Pairs": a deprecated key is used with
 /// a warning, unless its replacement is given too, in which case it is dropped.
 fn drop_replaced_keys(given: &mut Vec<Given>, warnings: &mut Vec<String>) {
-    let replaced: Vec<bool> = given
+    // The options given under their own name, collected once: asking the whole list
+    // for each deprecated key would cost the square of the query's length.
+    let unaliased: HashSet<&str> = given
         .iter()
-        .map(|g| {
-            let Some(alias) = g.alias.filter(|alias| alias.deprecated) else {
-                return false;
-            };
-            let replaced = given
-                .iter()
-                .any(|other| same(other, g) && other.alias.is_none());
-            warnings.push(if replaced {
-                format!(
-                    "Deprecated key '{}' present and ignored as found replacement '{}'.",
-                    g.key, alias.target
-                )
-            } else {
-                format!(
-                    "Deprecated key '{}' has been replaced with '{}'.",
-                    g.key, alias.target
-                )
-            });
-            replaced
-        })
+        .filter(|g| g.alias.is_none())
+        .map(|g| g.option.name)
         .collect();
-    let mut replaced = replaced.into_iter();
-    given.retain(|_| !replaced.next().unwrap_or(false));
+    given.retain(|g| {
+        let Some(alias) = g.alias.filter(|alias| alias.deprecated) else {
+            return true;
+        };
+        let replaced = unaliased.contains(g.option.name);
+        warnings.push(if replaced {
+            format!(
+                "Deprecated key '{}' present and ignored as found replacement '{}'.",
+                g.key, alias.target
+            )
+        } else {
+            format!(
+                "Deprecated key '{}' has been replaced with '{}'.",
+                g.key, alias.target
+            )
+        });
+        !replaced
+    });
+}
+
+/// How often an option appears in the query, where last, and whether its values
+/// agree (case-insensitively).
+struct Occurrences<'a> {
+    count: usize,
+    last: usize,
+    first_value: &'a str,
+    agree: bool,
 }
 
 /// Connection String spec, "Repeated Keys", with the exceptions of [`Repeat`]: returns
 /// the occurrences to apply, in order.
 fn resolve_repeats<'a>(given: &'a [Given], warnings: &mut Vec<String>) -> Result<Vec<&'a Given>> {
+    // One pass counts each option's occurrences (options are keyed by their unique
+    // name, aliases included), so that the decisions below are linear: comparing each
+    // occurrence with every other cost the square of the query's length (20,000
+    // repeats of `tls=true` took seconds).
+    let mut occurrences: HashMap<&str, Occurrences> = HashMap::new();
+    for (index, g) in given.iter().enumerate() {
+        let seen = occurrences
+            .entry(g.option.name)
+            .or_insert_with(|| Occurrences {
+                count: 0,
+                last: index,
+                first_value: &g.value,
+                agree: true,
+            });
+        seen.count += 1;
+        seen.last = index;
+        seen.agree &= seen.first_value.eq_ignore_ascii_case(&g.value);
+    }
     let mut apply = Vec::new();
     for (index, g) in given.iter().enumerate() {
-        let count = given.iter().filter(|other| same(other, g)).count();
-        let last = !given[index + 1..].iter().any(|other| same(other, g));
+        // Every option of `given` was counted above.
+        let seen = &occurrences[g.option.name];
+        let last = seen.last == index;
         match g.option.repeat {
             Repeat::Accumulate => apply.push(g),
-            _ if count == 1 => apply.push(g),
+            _ if seen.count == 1 => apply.push(g),
             Repeat::Never => {
                 return Err(Error::invalid_argument(format!(
                     "the option '{}' is given more than once",
                     g.option.name
                 )))
             }
-            Repeat::MustAgree => {
-                let differ = given
-                    .iter()
-                    .any(|other| same(other, g) && !other.value.eq_ignore_ascii_case(&g.value));
-                if differ {
-                    return Err(Error::invalid_argument(format!(
-                        "the option '{}' is given different values (counting its aliases)",
-                        g.option.name
-                    )));
-                }
-                if last {
-                    apply.push(g);
-                }
+            Repeat::MustAgree if !seen.agree => {
+                return Err(Error::invalid_argument(format!(
+                    "the option '{}' is given different values (counting its aliases)",
+                    g.option.name
+                )))
             }
+            Repeat::MustAgree if last => apply.push(g),
             Repeat::LastWins if last => {
                 warnings.push(format!(
-                    "The option '{}' is given {count} times; the last value is used.",
-                    g.option.name
+                    "The option '{}' is given {} times; the last value is used.",
+                    g.option.name, seen.count
                 ));
                 apply.push(g);
             }
-            Repeat::LastWins => {}
+            Repeat::MustAgree | Repeat::LastWins => {}
         }
     }
     Ok(apply)
-}
-
-fn same(a: &Given, b: &Given) -> bool {
-    std::ptr::eq(a.option, b.option)
 }
 
 /// Settles TLS and the credential, and applies the checks that depend on which options

@@ -41,7 +41,7 @@ fn options_are_typed() {
     let options = parse(
         "mongodb://h/?readPreference=secondary&readPreferenceTags=dc:ny,rack:1&readPreferenceTags=&maxStalenessSeconds=120\
          &w=majority&journal=true&wTimeoutMS=5000&readConcernLevel=snapshot&compressors=zstd,zlib,bogus&zlibCompressionLevel=4\
-         &maxPoolSize=0&minPoolSize=3&maxConnecting=5&maxIdleTimeMS=0&socketTimeoutMS=0&timeoutMS=0&retryWrites=false\
+         &maxPoolSize=0&minPoolSize=3&maxConnecting=5&maxIdleTimeMS=0&socketTimeoutMS=0&retryWrites=false\
          &serverMonitoringMode=poll&heartbeatFrequencyMS=500&proxyHost=p&proxyPort=1081&proxyUsername=u&proxyPassword=pw",
     );
     let preference = &options.read_preference;
@@ -70,7 +70,6 @@ fn options_are_typed() {
         (options.max_idle_time, options.socket_timeout),
         (None, None)
     );
-    assert_eq!(options.timeout, Some(Duration::ZERO));
     assert!(!options.retry_writes && options.retry_reads);
     assert_eq!(options.server_monitoring_mode, ServerMonitoringMode::Poll);
     assert_eq!(
@@ -325,7 +324,7 @@ fn display_writes_a_connection_string_that_parses_back() {
         "mongodb://h:27017/",
         "mongodb://a:1,[::1]:2,%2Ftmp%2Fm%20x.sock/d%3Fb?replicaSet=rs&w=majority&readPreference=secondary\
          &readPreferenceTags=dc:ny,rack:1&readPreferenceTags=&compressors=zlib,snappy&appName=my%20app",
-        "mongodb+srv://u@c.example.com/?authMechanism=PLAIN&srvMaxHosts=3&tls=false&timeoutMS=0",
+        "mongodb+srv://u@c.example.com/?authMechanism=PLAIN&srvMaxHosts=3&tls=false",
         "mongodb://h/?authMechanism=MONGODB-OIDC&authMechanismProperties=ENVIRONMENT:azure,TOKEN_RESOURCE:mongodb://x",
     ] {
         let options = parse(uri);
@@ -363,7 +362,7 @@ const SEEDS: &[&str] = &[
     "mongodb://u%40x:p%3A@h:1/db?authMechanism=SCRAM-SHA-1&authSource=other",
     "mongodb://h/?readPreference=primaryPreferred&readPreferenceTags=dc:ny,rack:1&maxStalenessSeconds=120&readPreferenceTags=dc:ny",
     "mongodb://h/?authMechanism=MONGODB-OIDC&authMechanismProperties=TOKEN_RESOURCE:mongodb://foo,ENVIRONMENT:azure",
-    "mongodb://h?compressors=snappy,zlib&zlibCompressionLevel=9&timeoutMS=0&wtimeout=5",
+    "mongodb://h?compressors=snappy,zlib&zlibCompressionLevel=9&wtimeout=5",
     "mongodb://h/?proxyHost=p&proxyPort=1081&proxyUsername=u&proxyPassword=x&loadBalanced=true",
     "mongodb://bücher.example.com/?appName=x&heartbeatFrequencyMS=500&tlsInsecure=true",
 ];
@@ -468,4 +467,82 @@ fn fuzzed_connection_strings_never_panic() {
         }
     }
     assert!(parsed > 5000, "only {parsed} fuzzed strings parsed");
+}
+
+/// `timeoutMS` is not implemented yet (issue 22): a connection string with it, whatever
+/// its value, is refused rather than parsed with the option silently ignored.
+#[test]
+fn timeout_ms_is_refused_until_it_is_implemented() {
+    for uri in [
+        "mongodb://h/?timeoutMS=100",
+        "mongodb://h/?timeoutMS=0",
+        "mongodb://h/?TIMEOUTMS=-2",
+        "mongodb://h/?appName=a&timeoutms=invalid",
+    ] {
+        let message = error(uri);
+        assert!(
+            message.contains("timeoutMS") && message.contains("not supported yet"),
+            "{uri}: {message}"
+        );
+    }
+}
+
+/// Issue 21: `proxyPassword=Pr0x&yPass` was refused with "option 'yPass' has no
+/// '=value'", and `proxyPassword=Pr0x&yPass=1` accepted with the password cut to
+/// "Pr0x". The piece after an option holding a secret is never quoted; when it is not
+/// a known option the connection string is refused with the percent-encoding to use.
+#[test]
+fn a_secret_cut_at_an_ampersand_is_never_quoted() {
+    let proxy = "mongodb://h/?proxyHost=p&proxyPassword=";
+    let tls = "mongodb://h/?tlsCertificateKeyFilePassword=";
+    let aws =
+        "mongodb://AKIA:x@h/?authMechanism=MONGODB-AWS&authMechanismProperties=AWS_SESSION_TOKEN:";
+    for (prefix, option) in [
+        (proxy, "proxyPassword"),
+        (tls, "tlsCertificateKeyFilePassword"),
+        (aws, "authMechanismProperties"),
+    ] {
+        for rest in [
+            "Qz7w&Vk9t",
+            "Qz7w&Vk9t=1",
+            "Qz7w&Vk9t=1&tls=true",
+            "Qz7w&&Vk9t",
+            "Qz7w&Vk%ZZ9t=1",
+            "Qz7w&Vk9t%=1",
+        ] {
+            let uri = format!("{prefix}{rest}");
+            let err = ClientOptions::parse(&uri).expect_err(&uri);
+            for shown in [err.to_string(), format!("{err:?}"), format!("{err:#?}")] {
+                for part in ["Qz7w", "Vk9t", "Vk"] {
+                    assert!(!shown.contains(part), "{uri}: {shown}");
+                }
+                assert!(
+                    shown.contains(option) && shown.contains("%26"),
+                    "{uri}: {shown}"
+                );
+            }
+        }
+    }
+    // The example of the issue: the message names the option, not 'yPass'.
+    let message = error("mongodb://h/?proxyHost=p&proxyPassword=Pr0x&yPass");
+    assert!(
+        !message.contains("Pr0x") && !message.contains("'yPass'"),
+        "{message}"
+    );
+}
+
+/// A known option after a secret is an option: the secret is taken as given.
+#[test]
+fn a_known_option_after_a_secret_is_applied() {
+    let options =
+        parse("mongodb://h/?proxyHost=p&proxyUsername=u&proxyPassword=Qz7w&tls=true&appName=a");
+    assert_eq!(
+        options.proxy.as_ref().unwrap().password.as_deref(),
+        Some("Qz7w")
+    );
+    assert!(options.tls.is_some());
+    assert!(options.warnings.is_empty(), "{:?}", options.warnings);
+    // Elsewhere an unknown option is still a warning, naming it.
+    let options = parse("mongodb://h/?appName=a&Vk9t=1");
+    assert_eq!(options.warnings, ["Unsupported option 'Vk9t' was ignored."]);
 }

@@ -168,8 +168,9 @@ pub struct WriteConcern {
     /// `journal` (sent as `j`): wait for the journal commit. `true` cannot be combined
     /// with `w: 0`.
     pub journal: Option<bool>,
-    /// `wTimeoutMS` (sent as `wtimeout`); zero means no limit. Deprecated in favour of
-    /// [`crate::ClientOptions::timeout`].
+    /// `wTimeoutMS` (sent as `wtimeout`); zero means no limit. (The Client Side
+    /// Operations Timeout spec deprecates it in favour of `timeoutMS`, which the driver
+    /// does not implement yet.)
     pub w_timeout: Option<Duration>,
 }
 

@@ -24,6 +24,7 @@ pub fn run(dir: &Path) -> SuiteOutcome {
     run_json_tests(
         dir,
         |file| file.starts_with("unified/").then_some(UNIFIED),
+        |_| None,
         run_test,
     )
 }

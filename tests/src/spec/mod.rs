@@ -225,10 +225,11 @@ pub fn read_json_object(path: &Path) -> Result<JsonTest, String> {
 
 /// Runs `run_test` on each test of each JSON file under `dir` (the files' `tests`
 /// arrays), counting a test per outcome; a file for which `skip` gives a reason is
-/// skipped whole.
+/// skipped whole, a test for which `skip_test` gives one is skipped alone.
 pub fn run_json_tests(
     dir: &Path,
     skip: impl Fn(&str) -> Option<&'static str>,
+    skip_test: impl Fn(&JsonTest) -> Option<&'static str>,
     run_test: impl Fn(&JsonTest) -> Result<(), String>,
 ) -> SuiteOutcome {
     let mut outcome = SuiteOutcome::default();
@@ -246,6 +247,12 @@ pub fn run_json_tests(
                     .get("description")
                     .and_then(serde_json::Value::as_str)
                     .unwrap_or("(no description)");
+                if let Some(reason) = skip_test(&test) {
+                    outcome
+                        .skipped
+                        .push((file.to_owned(), format!("{description}: {reason}")));
+                    continue;
+                }
                 match run_test(&test) {
                     Ok(()) => outcome.passed += 1,
                     Err(why) => outcome

@@ -13,6 +13,7 @@ use anymongo::{ChangeStream, Client, ClientOptions, Collection, Cursor, Database
 use bson::{Bson, Document};
 
 use super::events::{EventLog, Observe};
+use super::known_gaps::TIMEOUT_MS_REFUSED;
 use super::logs::{observed_client, LogObserver};
 use super::model::{ClientDescription, EntityDescription};
 use super::Abort;
@@ -375,6 +376,13 @@ fn create_client(description: &ClientDescription, uri: &str) -> Result<ClientEnt
     }
     // `useMultipleMongoses` chose `uri` (Context::client_uri_for): it only matters
     // behind load balancers here, the test server being no sharded cluster.
+    if description.uri_options.as_ref().is_some_and(|options| {
+        options
+            .keys()
+            .any(|key| key.eq_ignore_ascii_case("timeoutMS"))
+    }) {
+        return Err(Abort::Unsupported(TIMEOUT_MS_REFUSED.to_owned()));
+    }
     let uri = with_uri_options(uri, description.uri_options.as_ref())?;
     let mut options = ClientOptions::parse(&uri).map_err(|e| format!("cannot parse {uri}: {e}"))?;
     options.server_api = description

@@ -8,6 +8,12 @@ pub const DRIVER_GAP: &str = "driver gap: ";
 /// The reason of a test skipped for a gap of the test server starts with this.
 pub const SERVER_GAP: &str = "SecantusDB gap: ";
 
+/// Why a test that gives `timeoutMS` (in a connection string or a client entity's
+/// `uriOptions`) is skipped: the driver refuses the option until it implements the
+/// Client Side Operations Timeout spec.
+pub const TIMEOUT_MS_REFUSED: &str =
+    "timeoutMS (CSOT) not implemented yet: refused at parse time (issue 22)";
+
 /// Whose gap it is, and what is missing.
 #[derive(Debug, Clone, Copy)]
 pub enum Gap {
