@@ -276,6 +276,35 @@ async fn tls_with_the_generated_ca_passes_and_an_untrusted_ca_fails() {
 }
 
 #[tokio::test]
+async fn tls_without_a_ca_file_refuses_a_ca_outside_the_system_store() {
+    // The generated CA is in no system store: without tlsCAFile the handshake fails,
+    // and the error says what was trusted and how to trust another CA.
+    let dir = tempfile::tempdir().unwrap();
+    let certs = certs::generate(dir.path()).unwrap();
+    let server = TestServer::start(&certs.server_options(false)).unwrap();
+    let untrusted = client(&format!(
+        "mongodb://localhost:{}/?tls=true&connectTimeoutMS=5000&serverSelectionTimeoutMS=2000",
+        server.port
+    ));
+    let error = harness::within(
+        Duration::from_secs(30),
+        untrusted.database("admin").run_command(doc! { "ping": 1 }),
+    )
+    .await
+    .unwrap_err();
+    let message = error.to_string();
+    assert!(
+        message.contains("UnknownIssuer") && message.contains("tlsCAFile"),
+        "expected an untrusted-certificate error naming the trusted store, got {message}"
+    );
+    let store = match anymongo_native::system_roots().is_system() {
+        true => "the operating system's certificate store",
+        false => "the Mozilla roots",
+    };
+    assert!(message.contains(store), "{message}");
+}
+
+#[tokio::test]
 async fn client_metadata_reaches_the_server() {
     let client = client(&format!("{}?appName=native-test", shared_uri()));
     let reply = client
