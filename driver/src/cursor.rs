@@ -588,3 +588,32 @@ impl Client {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tailable_finds_and_change_stream_aggregates_open_tailable_cursors() {
+        assert!(opens_tailable_cursor(
+            &doc! { "find": "capped", "tailable": true, "awaitData": true }
+        ));
+        assert!(opens_tailable_cursor(&doc! {
+            "aggregate": 1,
+            "pipeline": [{ "$changeStream": {} }, { "$match": {} }],
+            "cursor": {},
+        }));
+        assert!(!opens_tailable_cursor(&doc! { "find": "orders" }));
+        assert!(!opens_tailable_cursor(
+            &doc! { "find": "orders", "tailable": false }
+        ));
+        // `$changeStream` counts only as the first stage, where the server allows it.
+        assert!(!opens_tailable_cursor(&doc! {
+            "aggregate": "orders",
+            "pipeline": [{ "$match": {} }, { "$changeStream": {} }],
+        }));
+        assert!(!opens_tailable_cursor(
+            &doc! { "aggregate": "orders", "pipeline": [] }
+        ));
+    }
+}

@@ -497,3 +497,49 @@ impl Stream for TlsStream {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_empty_or_unusable_system_store_falls_back_to_the_mozilla_roots() {
+        let (roots, skipped) = TrustedRoots::system(Vec::new());
+        assert!(!roots.is_system());
+        assert_eq!(skipped, 0);
+        assert_eq!(roots.len(), webpki_roots::TLS_SERVER_ROOTS.len());
+
+        let garbage = CertificateDer::from(vec![0x30, 0x03, 0x02, 0x01, 0x00]);
+        let (roots, skipped) = TrustedRoots::system(vec![garbage]);
+        assert!(!roots.is_system());
+        assert_eq!(skipped, 1);
+    }
+
+    #[test]
+    fn a_usable_system_certificate_makes_the_store_the_systems_alone() {
+        let ca = test_ca();
+        let garbage = CertificateDer::from(vec![0x30, 0x00]);
+        let (roots, skipped) = TrustedRoots::system(vec![ca, garbage]);
+        assert!(roots.is_system());
+        assert_eq!((roots.len(), skipped), (1, 1));
+        assert!(roots.describe().contains("operating system"));
+    }
+
+    /// A CA certificate (self-signed, P-256, valid until 2126) in DER: the Mozilla
+    /// roots are compiled in as trust anchors, not certificates.
+    fn test_ca() -> CertificateDer<'static> {
+        const TEST_CA_PEM: &str = "\
+-----BEGIN CERTIFICATE-----
+MIIBpzCCAU2gAwIBAgIUFpOvFXxRTCHvzEZaNZcVHb10KL4wCgYIKoZIzj0EAwIw
+IDEeMBwGA1UEAwwVYW55bW9uZ28gdW5pdC10ZXN0IENBMCAXDTI2MTEyNTE2MzYx
+MFoYDzIxMjYxMTAxMTYzNjEwWjAgMR4wHAYDVQQDDBVhbnltb25nbyB1bml0LXRl
+c3QgQ0EwWTATBgcqhkjOPQIBBggqhkjOPQMBBwNCAAQ7xbr980harDX/k/ZaUCDd
+CALZDK+nAHCRXoH4QxNT4sc/EZCKnUhHpzZPoQRVmzJIIrCThpDnOvlx1BvCZ2xy
+o2MwYTAdBgNVHQ4EFgQUPBOLdshQ52+wPBqs63YZrGa+ioEwHwYDVR0jBBgwFoAU
+PBOLdshQ52+wPBqs63YZrGa+ioEwDwYDVR0TAQH/BAUwAwEB/zAOBgNVHQ8BAf8E
+BAMCAgQwCgYIKoZIzj0EAwIDSAAwRQIgDKwf+Wtms+Blhu7PVgipE6YZoLCPLsfg
+mHqeTSwf6+MCIQDymylxmIxdOdOZISJec5QMi1kuR5UDsaY5ROHZjfq4vw==
+-----END CERTIFICATE-----";
+        CertificateDer::from_pem_slice(TEST_CA_PEM.as_bytes()).expect("a PEM certificate")
+    }
+}

@@ -31,7 +31,7 @@ pub struct Target {
     pub tokens: &'static [&'static [u8]],
     /// Repairs a mutated input half of the time so that it gets past the first check
     /// (a wire frame's length field, say) and reaches the deeper parsers.
-    pub fix_up: Option<fn(&mut Vec<u8>)>,
+    pub fix_up: Option<fn(&mut [u8])>,
 }
 
 /// xorshift64* seeded through splitmix64: fast, deterministic, good enough to pick

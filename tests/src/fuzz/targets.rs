@@ -221,7 +221,7 @@ fn wire_corpus() -> Vec<Vec<u8>> {
 
 /// Writes the input's length into its header's `messageLength`, as a well-framed
 /// (if otherwise hostile) reply has it.
-fn wire_fix_up(input: &mut Vec<u8>) {
+fn wire_fix_up(input: &mut [u8]) {
     let Ok(length) = i32::try_from(input.len()) else {
         return;
     };
