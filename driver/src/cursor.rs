@@ -32,10 +32,11 @@ use crate::uri::ServerAddress;
 /// How many empty batches in a row a cursor that is not tailable accepts before it
 /// gives up on its server with an error (and kills the server cursor).
 ///
-/// A getMore on a non-tailable cursor returns once it has a batch or the cursor is
-/// exhausted (Find, getMore and killCursors Commands spec, "getMore"), so an empty
-/// batch with a live cursor id is at most a rare hiccup; a server that answers only
-/// that would keep the caller iterating forever, one getMore per round trip
+/// The spec allows an empty `nextBatch` with a live cursor "in the case of a tailable
+/// cursor" (Find, getMore and killCursors Commands spec, "getMore" and "Tailable
+/// cursors"): a non-tailable cursor's getMore returns documents or exhausts the
+/// cursor, so an empty batch there is at most a rare hiccup. A server that answers
+/// only that would keep the caller iterating forever, one getMore per round trip
 /// (~7,700 a second on loopback). A hundred in a row leaves any hiccup a wide margin
 /// and ends the hostile case within a hundred round trips.
 pub const MAX_EMPTY_BATCHES: u32 = 100;
