@@ -61,6 +61,8 @@ test)
     check_core_is_runtime_agnostic
     step "spec test suites"
     cargo run -q -p anymongo-tests --bin spec
+    step "fuzz smoke"
+    cargo run -q -p anymongo-tests --bin fuzz -- --seconds 3
     step "unit and integration tests (native, and wasip2 under wasmtime)"
     cargo test -q --workspace
     step "npm package: the wasm-bindgen build, then node:test against SecantusDB"

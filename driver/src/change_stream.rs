@@ -844,16 +844,13 @@ impl<T: DeserializeOwned> Stream for ChangeStream<T> {
     type Item = Result<T>;
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        let this = self.get_mut();
-        loop {
-            let item = match ready!(this.poll_advance(cx)) {
-                Advance::Event(event) => Some(event),
-                // A getMore found nothing: ask again.
-                Advance::Empty => continue,
-                Advance::End => None,
-            };
-            return Poll::Ready(item);
-        }
+        Poll::Ready(match ready!(self.get_mut().poll_advance(cx)) {
+            Advance::Event(event) => Some(event),
+            // A getMore found nothing: ask again, from the next poll, so that a server
+            // answering at once never holds the task in a loop.
+            Advance::Empty => return crate::rt::yield_now(cx),
+            Advance::End => None,
+        })
     }
 }
 

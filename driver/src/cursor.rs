@@ -29,6 +29,37 @@ use crate::session::ClientSession;
 use crate::sync::lock;
 use crate::uri::ServerAddress;
 
+/// How many empty batches in a row a cursor that is not tailable accepts before it
+/// gives up on its server with an error (and kills the server cursor).
+///
+/// The spec allows an empty `nextBatch` with a live cursor "in the case of a tailable
+/// cursor" (Find, getMore and killCursors Commands spec, "getMore" and "Tailable
+/// cursors"): a non-tailable cursor's getMore returns documents or exhausts the
+/// cursor, so an empty batch there is at most a rare hiccup. A server that answers
+/// only that would keep the caller iterating forever, one getMore per round trip
+/// (~7,700 a second on loopback). A hundred in a row leaves any hiccup a wide margin
+/// and ends the hostile case within a hundred round trips.
+pub const MAX_EMPTY_BATCHES: u32 = 100;
+
+/// Whether `command` opens a tailable cursor: a `find` with `tailable: true`, or an
+/// `aggregate` whose pipeline begins with `$changeStream` (a change stream's cursor
+/// is tailable and awaitData: Change Streams spec, "Server Specification").
+pub(crate) fn opens_tailable_cursor(command: &Document) -> bool {
+    command.get_bool("tailable").unwrap_or(false)
+        || command
+            .get_array("pipeline")
+            .ok()
+            .and_then(|pipeline| pipeline.first())
+            .and_then(Bson::as_document)
+            .is_some_and(is_change_stream_stage)
+}
+
+/// Whether an aggregation stage is `$changeStream` (which must come first: its
+/// pipeline's cursor is tailable).
+pub(crate) fn is_change_stream_stage(stage: &Document) -> bool {
+    stage.contains_key("$changeStream")
+}
+
 /// What a cursor needs to ask for more: where it lives and how to ask.
 #[derive(Clone)]
 pub(crate) struct CursorSpec {
@@ -45,6 +76,10 @@ pub(crate) struct CursorSpec {
     pub max_await_time: Option<Duration>,
     /// `comment` of each getMore.
     pub comment: Option<Bson>,
+    /// A tailable cursor (a `find` with `tailable`, a change stream): its getMores
+    /// may answer empty batches for as long as nothing new arrives, where any other
+    /// cursor's empty batch with a live id is a server fault ([`MAX_EMPTY_BATCHES`]).
+    pub tailable: bool,
     /// The session the cursor was created in (its getMores run in it too).
     pub session: Option<ClientSession>,
     /// Load-balanced mode: the connection the cursor is pinned to; its getMores and
@@ -71,6 +106,7 @@ impl CursorSpec {
             batch_size,
             max_await_time: None,
             comment: None,
+            tailable: false,
             session: context.session.cloned(),
             pinned: context.pinned.cloned(),
         }
@@ -167,6 +203,8 @@ pub struct Cursor<T> {
     /// The `postBatchResumeToken` of the last batch, if it had one.
     post_batch_resume_token: Option<Document>,
     in_flight: Option<BoxFuture<'static, Result<Batch>>>,
+    /// How many getMores in a row answered an empty batch with a live cursor id.
+    empty_batches: u32,
     _documents: PhantomData<fn() -> T>,
 }
 
@@ -207,6 +245,7 @@ impl<T> Cursor<T> {
             buffer: first.documents,
             post_batch_resume_token: first.post_batch_resume_token,
             in_flight: None,
+            empty_batches: 0,
             _documents: PhantomData,
         }
     }
@@ -222,7 +261,9 @@ impl<T> Cursor<T> {
     }
 
     /// One step of the iteration: the next buffered document, else the next batch
-    /// (fetched with a getMore), reported as such when it is empty.
+    /// (fetched with a getMore), reported as such when it is empty. A cursor that is
+    /// not tailable fails after [`MAX_EMPTY_BATCHES`] empty batches in a row, its
+    /// server cursor killed.
     pub(crate) fn poll_step(&mut self, cx: &mut Context<'_>) -> Poll<Step> {
         if let Some(document) = self.buffer.pop_front() {
             return Poll::Ready(Step::Document(document));
@@ -247,6 +288,26 @@ impl<T> Cursor<T> {
                     // Exhausted: the implicit session goes back to the pool now
                     // (Sessions spec, "Server Session Pool").
                     self.spec = None;
+                }
+                self.empty_batches = match self.buffer.is_empty() && batch.id != 0 {
+                    true => self.empty_batches.saturating_add(1),
+                    false => 0,
+                };
+                if let Some(spec) = self
+                    .spec
+                    .take_if(|spec| !spec.tailable && self.empty_batches >= MAX_EMPTY_BATCHES)
+                {
+                    let error = Error::new(ErrorKind::MisbehavingServer {
+                        address: spec.server.address.to_string(),
+                        message: format!(
+                            "the server answered {MAX_EMPTY_BATCHES} getMores in a row on \
+                             the cursor {} of {}.{} with an empty batch, though the cursor \
+                             is not tailable; the cursor was killed",
+                            spec.id, spec.database, spec.collection
+                        ),
+                    });
+                    kill_later(spec);
+                    return Poll::Ready(Step::Failed(error, None));
                 }
                 Poll::Ready(match self.buffer.pop_front() {
                     Some(document) => Step::Document(document),
@@ -275,6 +336,7 @@ impl<T> Cursor<T> {
             buffer: std::mem::take(&mut self.buffer),
             post_batch_resume_token: self.post_batch_resume_token.take(),
             in_flight: self.in_flight.take(),
+            empty_batches: self.empty_batches,
             _documents: PhantomData,
         }
     }
@@ -298,16 +360,15 @@ impl<T> Cursor<T> {
     }
 
     fn poll_next_raw(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<RawDocumentBuf>>> {
-        loop {
-            let item = match std::task::ready!(self.poll_step(cx)) {
-                Step::EmptyBatch => continue,
-                Step::Document(document) => Some(Ok(document)),
-                Step::End => None,
-                // The server cursor is gone or unreachable: nothing to kill.
-                Step::Failed(error, _) => Some(Err(error)),
-            };
-            return Poll::Ready(item);
-        }
+        Poll::Ready(match std::task::ready!(self.poll_step(cx)) {
+            // Ask again, from the next poll: a server answering empty batches at once
+            // must not hold the task (and a single-threaded executor) in a loop.
+            Step::EmptyBatch => return crate::rt::yield_now(cx),
+            Step::Document(document) => Some(Ok(document)),
+            Step::End => None,
+            // The server cursor is gone, unreachable or already being killed.
+            Step::Failed(error, _) => Some(Err(error)),
+        })
     }
 }
 
@@ -328,17 +389,22 @@ pub(crate) fn deserialize<T: DeserializeOwned>(document: &RawDocument) -> Result
 
 impl<T> Drop for Cursor<T> {
     fn drop(&mut self) {
-        let Some(spec) = self.spec.take() else {
-            return;
-        };
-        let pending = PendingKill::of(&spec);
-        match spec.client.runtime().spawner.clone() {
-            Some(spawner) => spawner.spawn(boxed(async move {
-                // Best effort: the server times idle cursors out anyway.
-                let _ = kill(&spec.client, pending).await;
-            })),
-            None => lock(spec.client.pending_kills()).push(pending),
+        if let Some(spec) = self.spec.take() {
+            kill_later(spec);
         }
+    }
+}
+
+/// Kills the server cursor `spec` names without waiting: at once on a runtime that
+/// can spawn, otherwise before the client's next operation.
+fn kill_later(spec: CursorSpec) {
+    let pending = PendingKill::of(&spec);
+    match spec.client.runtime().spawner.clone() {
+        Some(spawner) => spawner.spawn(boxed(async move {
+            // Best effort: the server times idle cursors out anyway.
+            let _ = kill(&spec.client, pending).await;
+        })),
+        None => lock(spec.client.pending_kills()).push(pending),
     }
 }
 
@@ -521,5 +587,34 @@ impl Client {
             // Best effort: the server times idle cursors out anyway.
             let _ = kill(self, cursor).await;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tailable_finds_and_change_stream_aggregates_open_tailable_cursors() {
+        assert!(opens_tailable_cursor(
+            &doc! { "find": "capped", "tailable": true, "awaitData": true }
+        ));
+        assert!(opens_tailable_cursor(&doc! {
+            "aggregate": 1,
+            "pipeline": [{ "$changeStream": {} }, { "$match": {} }],
+            "cursor": {},
+        }));
+        assert!(!opens_tailable_cursor(&doc! { "find": "orders" }));
+        assert!(!opens_tailable_cursor(
+            &doc! { "find": "orders", "tailable": false }
+        ));
+        // `$changeStream` counts only as the first stage, where the server allows it.
+        assert!(!opens_tailable_cursor(&doc! {
+            "aggregate": "orders",
+            "pipeline": [{ "$match": {} }, { "$changeStream": {} }],
+        }));
+        assert!(!opens_tailable_cursor(
+            &doc! { "aggregate": "orders", "pipeline": [] }
+        ));
     }
 }

@@ -152,6 +152,15 @@ pub enum ErrorKind {
         /// What did not fit.
         message: String,
     },
+    /// The server's replies are each valid but together make no sense (a cursor that
+    /// is not tailable answering empty batches without end, say): the driver stopped
+    /// rather than go on asking.
+    MisbehavingServer {
+        /// `host:port` of the server.
+        address: String,
+        /// What the server did.
+        message: String,
+    },
 }
 
 /// A failed single write: [`ErrorKind::Write`].
@@ -483,6 +492,9 @@ impl fmt::Display for Error {
                 Ok(())
             }
             ErrorKind::Bson { message } => write!(f, "BSON conversion failed: {message}"),
+            ErrorKind::MisbehavingServer { address, message } => {
+                write!(f, "server {address} misbehaves: {message}")
+            }
             ErrorKind::GridFs(error) => write!(f, "{error}"),
         }
     }

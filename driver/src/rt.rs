@@ -62,6 +62,14 @@ where
     Box::pin(future)
 }
 
+/// Gives the executor back the task polled with `cx`, to be polled again at once:
+/// what a poll loop that made progress without waiting returns instead of looping,
+/// so that it never holds its thread (a single-threaded executor's only one).
+pub fn yield_now<T>(cx: &mut std::task::Context<'_>) -> std::task::Poll<T> {
+    cx.waker().wake_by_ref();
+    std::task::Poll::Pending
+}
+
 /// A bidirectional byte stream to a server, as opened by a [`Transport`].
 ///
 /// The driver reads and writes whole wire messages; it never needs half-closes or

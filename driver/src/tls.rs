@@ -4,7 +4,9 @@
 //! rustls is driven sans-IO: ciphertext read from the inner stream is fed to the
 //! [`rustls::ClientConnection`], and whatever it wants to send is written out. No
 //! file is read here: a host passes [`secure`] its way of reading `tlsCAFile` and
-//! `tlsCertificateKeyFile`.
+//! `tlsCertificateKeyFile`, and the authorities it trusts when a connection names no
+//! `tlsCAFile` ([`TrustedRoots`]: its operating system's store where it can read it,
+//! else the Mozilla roots compiled in).
 //!
 //! The URI Options spec's TLS options, as rustls honours them:
 //!
@@ -46,13 +48,88 @@ fn tls_error(message: impl Into<String>) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, TlsError(message.into()))
 }
 
+/// The certificate authorities a host trusts when a connection names no `tlsCAFile`.
+///
+/// A host that can read its operating system's store passes those certificates
+/// ([`TrustedRoots::system`]: what users of a private CA installed system-wide
+/// expect, as with the drivers built on OpenSSL or the platform's TLS); one that
+/// cannot (a WASI guest sees only the directories it was given) uses the Mozilla roots
+/// compiled in ([`TrustedRoots::webpki`]). Cheap to clone: the store is shared.
+#[derive(Debug, Clone)]
+pub struct TrustedRoots {
+    store: Arc<RootCertStore>,
+    system: bool,
+}
+
+impl TrustedRoots {
+    /// The Mozilla roots of `webpki-roots`, compiled into the program.
+    pub fn webpki() -> TrustedRoots {
+        let mut store = RootCertStore::empty();
+        store.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+        TrustedRoots {
+            store: Arc::new(store),
+            system: false,
+        }
+    }
+
+    /// The operating system's certificates (DER, as `rustls-native-certs` loads them),
+    /// with the number of those skipped because rustls cannot use them as trust
+    /// anchors. When none is usable (a minimal container without a CA bundle), the
+    /// Mozilla roots instead, so that public authorities are still trusted.
+    ///
+    /// Only the system's when it has any, not both: an authority its administrator
+    /// removed stays untrusted, and the usual system bundles (Debian's
+    /// `ca-certificates`, say) hold the Mozilla roots already.
+    pub fn system(
+        certificates: impl IntoIterator<Item = CertificateDer<'static>>,
+    ) -> (TrustedRoots, usize) {
+        let mut store = RootCertStore::empty();
+        let (_, skipped) = store.add_parsable_certificates(certificates);
+        match store.is_empty() {
+            true => (TrustedRoots::webpki(), skipped),
+            false => (
+                TrustedRoots {
+                    store: Arc::new(store),
+                    system: true,
+                },
+                skipped,
+            ),
+        }
+    }
+
+    /// How many authorities are trusted.
+    pub fn len(&self) -> usize {
+        self.store.len()
+    }
+
+    /// Whether no authority is trusted (never, from these constructors).
+    pub fn is_empty(&self) -> bool {
+        self.store.is_empty()
+    }
+
+    /// Whether these are the operating system's authorities, not the Mozilla roots.
+    pub fn is_system(&self) -> bool {
+        self.system
+    }
+
+    /// What they are, for error messages.
+    fn describe(&self) -> String {
+        let source = match self.system {
+            true => "the operating system's certificate store",
+            false => "the Mozilla roots built into the driver",
+        };
+        format!("{source}, {} authorities", self.len())
+    }
+}
+
 /// Returns `stream` as is when `target` asks for no TLS, and otherwise runs the TLS
 /// handshake over it, trusting the authorities `target` names (a `tlsCAFile` is read
-/// with the host's `read_file`) or the web roots.
+/// with the host's `read_file`) or else `roots`, the host's default.
 pub async fn secure(
     stream: Box<dyn Stream>,
     target: &ConnectTarget,
     read_file: impl Fn(&str) -> io::Result<Vec<u8>>,
+    roots: &TrustedRoots,
 ) -> io::Result<Box<dyn Stream>> {
     let Some(options) = &target.tls else {
         return Ok(stream);
@@ -63,8 +140,12 @@ pub async fn secure(
         "tlsCertificateKeyFile",
         &read_file,
     )?;
-    let config = client_config(options, ca.as_deref(), identity.as_deref())?;
-    connect(stream, &target.host, config).await
+    let trusted = match &ca {
+        Some(_) => "the tlsCAFile's authorities".to_owned(),
+        None => format!("{}; name another CA with tlsCAFile", roots.describe()),
+    };
+    let config = client_config(options, ca.as_deref(), identity.as_deref(), roots)?;
+    connect(stream, &target.host, config, trusted).await
 }
 
 /// The PEM bytes `source` names, if any: a file is read with the host's `read_file`,
@@ -84,18 +165,19 @@ fn read_pem(
 }
 
 /// A client configuration for `options`: trusting the PEM certificates in `ca_pem`,
-/// or the Mozilla web roots when `None`, relaxed as `tlsAllowInvalid*` ask, and
-/// presenting the certificate chain and private key in `identity_pem` when given
-/// (mutual TLS, MONGODB-X509).
+/// or `default_roots` when `None`, relaxed as `tlsAllowInvalid*` ask, and presenting
+/// the certificate chain and private key in `identity_pem` when given (mutual TLS,
+/// MONGODB-X509).
 fn client_config(
     options: &TlsOptions,
     ca_pem: Option<&[u8]>,
     identity_pem: Option<&[u8]>,
+    default_roots: &TrustedRoots,
 ) -> io::Result<Arc<ClientConfig>> {
-    let mut roots = RootCertStore::empty();
-    match ca_pem {
-        None => roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned()),
+    let roots = match ca_pem {
+        None => default_roots.store.clone(),
         Some(pem) => {
+            let mut roots = RootCertStore::empty();
             for certificate in CertificateDer::pem_slice_iter(pem) {
                 let certificate = certificate
                     .map_err(|error| tls_error(format!("invalid CA certificate PEM: {error}")))?;
@@ -106,8 +188,9 @@ fn client_config(
             if roots.is_empty() {
                 return Err(tls_error("the CA file holds no certificate"));
             }
+            Arc::new(roots)
         }
-    }
+    };
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
@@ -227,14 +310,14 @@ struct RelaxedVerifier {
 
 impl RelaxedVerifier {
     fn new(
-        roots: RootCertStore,
+        roots: Arc<RootCertStore>,
         provider: Arc<CryptoProvider>,
         allow_invalid_certificates: bool,
     ) -> io::Result<RelaxedVerifier> {
         let webpki = match allow_invalid_certificates {
             true => None,
             false => Some(
-                WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider.clone())
+                WebPkiServerVerifier::builder_with_provider(roots, provider.clone())
                     .build()
                     .map_err(|error| tls_error(error.to_string()))?,
             ),
@@ -301,11 +384,14 @@ impl ServerCertVerifier for RelaxedVerifier {
     }
 }
 
-/// Runs a TLS handshake with `server_name` over `inner` and returns the encrypted stream.
+/// Runs a TLS handshake with `server_name` over `inner` and returns the encrypted
+/// stream; `trusted` says which authorities were trusted, for the error of a
+/// certificate none of them issued.
 async fn connect(
     inner: Box<dyn Stream>,
     server_name: &str,
     config: Arc<ClientConfig>,
+    trusted: String,
 ) -> io::Result<Box<dyn Stream>> {
     let name = ServerName::try_from(server_name.to_string())
         .map_err(|_| tls_error(format!("'{server_name}' is not a valid TLS server name")))?;
@@ -316,6 +402,7 @@ async fn connect(
         connection,
         incoming: vec![0; READ_CHUNK],
         outgoing: Vec::new(),
+        trusted,
     };
     while stream.connection.is_handshaking() {
         if stream.connection.wants_write() {
@@ -335,6 +422,8 @@ struct TlsStream {
     connection: ClientConnection,
     incoming: Vec<u8>,
     outgoing: Vec<u8>,
+    /// Which authorities are trusted, for the error of an untrusted certificate.
+    trusted: String,
 }
 
 impl TlsStream {
@@ -353,7 +442,13 @@ impl TlsStream {
             if let Err(error) = self.connection.process_new_packets() {
                 // Send the alert rustls queued before reporting the failure.
                 let _ = self.send_pending().await;
-                return Err(tls_error(error.to_string()));
+                return Err(tls_error(match error {
+                    // Say where the trust came from: the fix is usually tlsCAFile.
+                    rustls::Error::InvalidCertificate(CertificateError::UnknownIssuer) => {
+                        format!("{error} (trusted: {})", self.trusted)
+                    }
+                    error => error.to_string(),
+                }));
             }
         }
         self.send_pending().await?;
@@ -400,5 +495,51 @@ impl Stream for TlsStream {
             }
             Ok(())
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_empty_or_unusable_system_store_falls_back_to_the_mozilla_roots() {
+        let (roots, skipped) = TrustedRoots::system(Vec::new());
+        assert!(!roots.is_system());
+        assert_eq!(skipped, 0);
+        assert_eq!(roots.len(), webpki_roots::TLS_SERVER_ROOTS.len());
+
+        let garbage = CertificateDer::from(vec![0x30, 0x03, 0x02, 0x01, 0x00]);
+        let (roots, skipped) = TrustedRoots::system(vec![garbage]);
+        assert!(!roots.is_system());
+        assert_eq!(skipped, 1);
+    }
+
+    #[test]
+    fn a_usable_system_certificate_makes_the_store_the_systems_alone() {
+        let ca = test_ca();
+        let garbage = CertificateDer::from(vec![0x30, 0x00]);
+        let (roots, skipped) = TrustedRoots::system(vec![ca, garbage]);
+        assert!(roots.is_system());
+        assert_eq!((roots.len(), skipped), (1, 1));
+        assert!(roots.describe().contains("operating system"));
+    }
+
+    /// A CA certificate (self-signed, P-256, valid until 2126) in DER: the Mozilla
+    /// roots are compiled in as trust anchors, not certificates.
+    fn test_ca() -> CertificateDer<'static> {
+        const TEST_CA_PEM: &str = "\
+-----BEGIN CERTIFICATE-----
+MIIBpzCCAU2gAwIBAgIUFpOvFXxRTCHvzEZaNZcVHb10KL4wCgYIKoZIzj0EAwIw
+IDEeMBwGA1UEAwwVYW55bW9uZ28gdW5pdC10ZXN0IENBMCAXDTI2MTEyNTE2MzYx
+MFoYDzIxMjYxMTAxMTYzNjEwWjAgMR4wHAYDVQQDDBVhbnltb25nbyB1bml0LXRl
+c3QgQ0EwWTATBgcqhkjOPQIBBggqhkjOPQMBBwNCAAQ7xbr980harDX/k/ZaUCDd
+CALZDK+nAHCRXoH4QxNT4sc/EZCKnUhHpzZPoQRVmzJIIrCThpDnOvlx1BvCZ2xy
+o2MwYTAdBgNVHQ4EFgQUPBOLdshQ52+wPBqs63YZrGa+ioEwHwYDVR0jBBgwFoAU
+PBOLdshQ52+wPBqs63YZrGa+ioEwDwYDVR0TAQH/BAUwAwEB/zAOBgNVHQ8BAf8E
+BAMCAgQwCgYIKoZIzj0EAwIDSAAwRQIgDKwf+Wtms+Blhu7PVgipE6YZoLCPLsfg
+mHqeTSwf6+MCIQDymylxmIxdOdOZISJec5QMi1kuR5UDsaY5ROHZjfq4vw==
+-----END CERTIFICATE-----";
+        CertificateDer::from_pem_slice(TEST_CA_PEM.as_bytes()).expect("a PEM certificate")
     }
 }

@@ -8,6 +8,8 @@
 //! - [`compression`]: a mock server that speaks OP_COMPRESSED and insists on it, with
 //!   an in-memory collection and a count of the bytes on the wire.
 //! - [`fake`]: fake connections, for measuring and testing pools by themselves.
+//! - [`fuzz`]: the mutation fuzzer of the parsers facing the network (the `fuzz`
+//!   binary runs it).
 //! - [`dns`]: an authoritative DNS server on loopback with records tests can change.
 //! - [`replica_set`]: a scripted mock replica set (members on 127.0.0.1, .2, .3 …) for
 //!   live SDAM tests.
@@ -38,6 +40,8 @@ pub mod demo;
 pub mod dns;
 #[cfg(not(target_os = "wasi"))]
 pub mod fake;
+#[cfg(not(target_os = "wasi"))]
+pub mod fuzz;
 #[cfg(not(target_os = "wasi"))]
 pub mod harness;
 #[cfg(not(target_os = "wasi"))]

@@ -7,7 +7,7 @@ use anymongo::bson::{doc, Bson};
 use anymongo::{Client, ErrorKind};
 use anymongo_tests::mock::{standalone_hello, MockServer};
 use anymongo_tests::server::{self, ServerOptions, TestServer};
-use anymongo_tests::{certs, demo};
+use anymongo_tests::{certs, demo, harness};
 
 fn client(uri: &str) -> Client {
     anymongo_native::client(uri).expect("valid URI")
@@ -276,6 +276,35 @@ async fn tls_with_the_generated_ca_passes_and_an_untrusted_ca_fails() {
 }
 
 #[tokio::test]
+async fn tls_without_a_ca_file_refuses_a_ca_outside_the_system_store() {
+    // The generated CA is in no system store: without tlsCAFile the handshake fails,
+    // and the error says what was trusted and how to trust another CA.
+    let dir = tempfile::tempdir().unwrap();
+    let certs = certs::generate(dir.path()).unwrap();
+    let server = TestServer::start(&certs.server_options(false)).unwrap();
+    let untrusted = client(&format!(
+        "mongodb://localhost:{}/?tls=true&connectTimeoutMS=5000&serverSelectionTimeoutMS=2000",
+        server.port
+    ));
+    let error = harness::within(
+        Duration::from_secs(30),
+        untrusted.database("admin").run_command(doc! { "ping": 1 }),
+    )
+    .await
+    .unwrap_err();
+    let message = error.to_string();
+    assert!(
+        message.contains("UnknownIssuer") && message.contains("tlsCAFile"),
+        "expected an untrusted-certificate error naming the trusted store, got {message}"
+    );
+    let store = match anymongo_native::system_roots().is_system() {
+        true => "the operating system's certificate store",
+        false => "the Mozilla roots",
+    };
+    assert!(message.contains(store), "{message}");
+}
+
+#[tokio::test]
 async fn client_metadata_reaches_the_server() {
     let client = client(&format!("{}?appName=native-test", shared_uri()));
     let reply = client
@@ -361,6 +390,53 @@ async fn unix_domain_sockets_work_natively() {
     let received = server.received();
     assert_eq!(received.len(), 3, "{received:?}");
     assert_eq!(received[2], doc! { "ping": 1, "$db": "admin" });
+}
+
+#[tokio::test]
+async fn a_cursor_answered_only_empty_batches_fails_and_is_killed() {
+    use anymongo::bson::Document;
+    use anymongo::cursor::MAX_EMPTY_BATCHES;
+    use futures::TryStreamExt;
+    // A server whose non-tailable cursor lives on and never has a document: on main
+    // the cursor asked again forever (about 7,700 getMores a second on loopback).
+    let killed = std::sync::Arc::new(tokio::sync::Notify::new());
+    let on_kill = killed.clone();
+    let server = MockServer::start(move |command| {
+        let cursor = |batch: &str| doc! { "ok": 1.0, "cursor": { "id": 42_i64, "ns": "shop.orders", batch: [] } };
+        match command.keys().next().map(String::as_str) {
+            Some("isMaster" | "hello") => standalone_hello(),
+            Some("find") => cursor("firstBatch"),
+            Some("getMore") => cursor("nextBatch"),
+            Some("killCursors") => {
+                on_kill.notify_one();
+                doc! { "ok": 1.0, "cursorsKilled": [42_i64] }
+            }
+            _ => doc! { "ok": 1.0 },
+        }
+    })
+    .await;
+    let orders = client(&format!("mongodb://{}/", server.address()))
+        .database("shop")
+        .collection::<Document>("orders");
+    let bound = Duration::from_secs(20);
+    let error = harness::within(bound, async {
+        let mut cursor = orders.find(doc! {}, None).await.unwrap();
+        cursor.try_next().await.expect_err("no document, no end")
+    })
+    .await;
+    assert!(
+        matches!(error.kind(), ErrorKind::MisbehavingServer { .. }),
+        "{error}"
+    );
+    assert!(error.to_string().contains("empty batch"), "{error}");
+    // The server cursor is killed, in the background.
+    harness::within(bound, killed.notified()).await;
+    let get_mores = server
+        .command_names()
+        .iter()
+        .filter(|name| *name == "getMore")
+        .count();
+    assert_eq!(get_mores, MAX_EMPTY_BATCHES as usize);
 }
 
 #[tokio::test]

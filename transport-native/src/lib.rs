@@ -106,10 +106,47 @@ impl Transport for TokioTransport {
         stream: Box<dyn Stream>,
         target: &'a ConnectTarget,
     ) -> BoxFuture<'a, io::Result<Box<dyn Stream>>> {
-        boxed(anymongo::tls::secure(stream, target, |path| {
-            std::fs::read(path)
-        }))
+        boxed(anymongo::tls::secure(
+            stream,
+            target,
+            |path| std::fs::read(path),
+            system_roots(),
+        ))
     }
+}
+
+/// The authorities trusted when a connection names no `tlsCAFile`: the operating
+/// system's certificate store, as `rustls-native-certs` finds it (on Linux the
+/// distribution's bundle, or the files `SSL_CERT_FILE` / `SSL_CERT_DIR` name; the
+/// Keychain on macOS; the Windows store), loaded on the first TLS connection and kept
+/// for the process. Certificates that cannot be read or used are skipped with a
+/// warning; a store without any usable one gives the Mozilla roots built in
+/// ([`anymongo::tls::TrustedRoots::system`]).
+pub fn system_roots() -> &'static anymongo::tls::TrustedRoots {
+    static ROOTS: OnceLock<anymongo::tls::TrustedRoots> = OnceLock::new();
+    ROOTS.get_or_init(|| {
+        let loaded = rustls_native_certs::load_native_certs();
+        for error in &loaded.errors {
+            tracing::warn!(
+                target: anymongo::logging::CONNECTION,
+                "the system certificate store: {error} (skipped)"
+            );
+        }
+        let (roots, skipped) = anymongo::tls::TrustedRoots::system(loaded.certs);
+        if skipped > 0 {
+            tracing::warn!(
+                target: anymongo::logging::CONNECTION,
+                "the system certificate store: {skipped} certificates are not usable as trust anchors (skipped)"
+            );
+        }
+        if !roots.is_system() {
+            tracing::warn!(
+                target: anymongo::logging::CONNECTION,
+                "the system certificate store has no usable certificate: trusting the Mozilla roots built in"
+            );
+        }
+        roots
+    })
 }
 
 #[cfg(unix)]

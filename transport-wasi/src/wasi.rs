@@ -98,10 +98,22 @@ impl Transport for WasiTransport {
         stream: Box<dyn Stream>,
         target: &'a ConnectTarget,
     ) -> BoxFuture<'a, io::Result<Box<dyn Stream>>> {
-        boxed(anymongo::tls::secure(stream, target, |path| {
-            std::fs::read(path)
-        }))
+        boxed(anymongo::tls::secure(
+            stream,
+            target,
+            |path| std::fs::read(path),
+            default_roots(),
+        ))
     }
+}
+
+/// The authorities trusted when a connection names no `tlsCAFile`: the Mozilla roots
+/// built in. A WASI guest cannot read the host's certificate store (it sees only the
+/// directories the host preopens, and no store has a portable path), so a private CA
+/// is named with `tlsCAFile` (a file the host preopens). Built once per instance.
+fn default_roots() -> &'static anymongo::tls::TrustedRoots {
+    static ROOTS: std::sync::OnceLock<anymongo::tls::TrustedRoots> = std::sync::OnceLock::new();
+    ROOTS.get_or_init(anymongo::tls::TrustedRoots::webpki)
 }
 
 /// Name resolution through wasi:sockets/ip-name-lookup (as wrapped by the standard

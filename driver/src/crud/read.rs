@@ -9,7 +9,7 @@ use bson::{doc, Bson, Document, RawDocumentBuf};
 use super::write::Namespace;
 use super::{AggregateOptions, CursorType, FindOptions};
 use crate::concern::{ReadConcern, WriteConcern};
-use crate::cursor::{Batch, Cursor, CursorSpec};
+use crate::cursor::{is_change_stream_stage, Batch, Cursor, CursorSpec};
 use crate::error::Result;
 use crate::handshake::HelloReply;
 use crate::operation::{Command, Operation, ReplyContext, Target};
@@ -148,6 +148,10 @@ impl Operation for Find<'_> {
         if self.options.cursor_type == Some(CursorType::TailableAwait) {
             spec.max_await_time = self.options.max_await_time;
         }
+        spec.tailable = matches!(
+            self.options.cursor_type,
+            Some(CursorType::Tailable | CursorType::TailableAwait)
+        );
         spec.comment = self.options.comment.clone();
         Ok(Cursor::new(spec, batch))
     }
@@ -253,6 +257,7 @@ impl Operation for Aggregate<'_> {
         );
         spec.max_await_time = self.options.max_await_time;
         spec.comment = self.options.comment.clone();
+        spec.tailable = self.pipeline.first().is_some_and(is_change_stream_stage);
         Ok(Cursor::new(spec, batch))
     }
 

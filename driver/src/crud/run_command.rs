@@ -3,7 +3,7 @@
 use bson::{Bson, Document, RawDocumentBuf};
 
 use crate::concern::{Acknowledgment, WriteConcern};
-use crate::cursor::{Batch, Cursor, CursorSpec};
+use crate::cursor::{opens_tailable_cursor, Batch, Cursor, CursorSpec};
 use crate::error::{Error, Result};
 use crate::handshake::HelloReply;
 use crate::operation::{Command, Operation, ReplyContext, Target};
@@ -196,6 +196,7 @@ impl Operation for RunCursorCommand {
         let mut spec = CursorSpec::new(&context, &self.inner.command.database, "", batch_size);
         spec.max_await_time = self.get_more.max_time;
         spec.comment = self.get_more.comment.clone();
+        spec.tailable = opens_tailable_cursor(command);
         Ok(Cursor::new(spec, batch))
     }
 }
