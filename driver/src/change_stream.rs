@@ -848,7 +848,7 @@ impl<T: DeserializeOwned> Stream for ChangeStream<T> {
             Advance::Event(event) => Some(event),
             // A getMore found nothing: ask again, from the next poll, so that a server
             // answering at once never holds the task in a loop.
-            Advance::Empty => return crate::rt::yield_now(cx),
+            Advance::Empty => return crate::rt::poll_yield(cx),
             Advance::End => None,
         })
     }

@@ -363,7 +363,7 @@ impl<T> Cursor<T> {
         Poll::Ready(match std::task::ready!(self.poll_step(cx)) {
             // Ask again, from the next poll: a server answering empty batches at once
             // must not hold the task (and a single-threaded executor) in a loop.
-            Step::EmptyBatch => return crate::rt::yield_now(cx),
+            Step::EmptyBatch => return crate::rt::poll_yield(cx),
             Step::Document(document) => Some(Ok(document)),
             Step::End => None,
             // The server cursor is gone, unreachable or already being killed.

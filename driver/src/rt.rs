@@ -65,7 +65,8 @@ where
 /// Gives the executor back the task polled with `cx`, to be polled again at once:
 /// what a poll loop that made progress without waiting returns instead of looping,
 /// so that it never holds its thread (a single-threaded executor's only one).
-pub fn yield_now<T>(cx: &mut std::task::Context<'_>) -> std::task::Poll<T> {
+/// [`yield_now`] is the same for an `async` caller.
+pub fn poll_yield<T>(cx: &mut std::task::Context<'_>) -> std::task::Poll<T> {
     cx.waker().wake_by_ref();
     std::task::Poll::Pending
 }
@@ -415,8 +416,7 @@ pub async fn yield_now() {
             return std::task::Poll::Ready(());
         }
         yielded = true;
-        cx.waker().wake_by_ref();
-        std::task::Poll::Pending
+        poll_yield(cx)
     })
     .await
 }

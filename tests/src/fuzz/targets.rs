@@ -9,7 +9,7 @@ use std::sync::OnceLock;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
-use anymongo::auth::{conversation, AuthContext, AuthMechanism, Credential, Step};
+use anymongo::auth::{conversation, AuthContext, AuthMechanism, Conversation, Credential, Step};
 use anymongo::bson::{doc, rawdoc, spec::BinarySubtype, Binary, Bson, Document, RawDocumentBuf};
 use anymongo::handshake::HelloReply;
 use anymongo::rt::{boxed, BoxFuture, Clock, Instant, Resolver, SrvRecord};
@@ -18,7 +18,7 @@ use anymongo::uri::Compressor;
 use anymongo::wire::compression::{decompress_frame, Compression};
 use anymongo::wire::{
     op_code, validate_document, DocumentSequence, Message, MessageHeader, MsgFlags, OpMsg, OpReply,
-    DEFAULT_MAX_MESSAGE_SIZE, HEADER_LEN, MAX_DOCUMENT_DEPTH,
+    HEADER_LEN, MAX_DOCUMENT_DEPTH, MAX_MESSAGE_SIZE,
 };
 use anymongo::{srv, ClientOptions};
 use hickory_proto::op::{Message as DnsMessage, MessageType, OpCode, Query, ResponseCode};
@@ -238,11 +238,11 @@ fn wire_run(input: &[u8]) {
         return;
     };
     let header = MessageHeader::parse(header);
-    if header.body_len(DEFAULT_MAX_MESSAGE_SIZE).is_err() {
+    if header.body_len(MAX_MESSAGE_SIZE).is_err() {
         return;
     }
     let decoded = match header.op_code {
-        op_code::COMPRESSED => decompress_frame(&header, body, DEFAULT_MAX_MESSAGE_SIZE)
+        op_code::COMPRESSED => decompress_frame(&header, body, MAX_MESSAGE_SIZE)
             .and_then(|(original, body)| Message::decode(&original, &body)),
         _ => Message::decode(&header, body),
     };
@@ -318,12 +318,26 @@ fn scram_run(input: &[u8]) {
             "ok": 1.0,
         }
     };
-    if scram.reply(&payload(&first, false)).is_err() {
+    let step = scram.reply(&payload(&first, false));
+    if settled(&mut *scram, step).is_err() {
         return;
     }
-    if let Ok(Step::Send(_)) = scram.reply(&payload(last, last.len() % 2 == 0)) {
+    let step = scram.reply(&payload(last, last.len() % 2 == 0));
+    if let Ok(Step::Send(_)) = settled(&mut *scram, step) {
         let _ = scram.reply(&payload(b"", true));
     }
+}
+
+/// The step after `step` once the key derivation it may announce has run: the
+/// rounds an executor would interleave with other work, run back to back.
+fn settled(
+    scram: &mut dyn Conversation,
+    mut step: anymongo::Result<Step>,
+) -> anymongo::Result<Step> {
+    while let Ok(Step::Compute) = step {
+        step = scram.compute();
+    }
+    step
 }
 
 /// The nonce of the `saslStart` command's `n,,n=user,r=NONCE` payload.
