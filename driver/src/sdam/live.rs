@@ -458,6 +458,15 @@ impl Shared {
         lock(&self.state)
     }
 
+    /// The state, locked to update the description: its TopologyDescriptionChanged
+    /// events, two copies of the whole topology each, are built only while someone
+    /// listens (an event handler, or the debug log, which may be turned on later).
+    fn state_for_update(&self) -> MutexGuard<'_, State> {
+        let mut state = self.state();
+        state.description.set_describing(self.events.is_listened());
+        state
+    }
+
     /// Runs `f` on the topology if it still exists (monitors hold only a weak
     /// reference, so that dropping the client ends them).
     pub fn upgrade<R>(weak: &Weak<Shared>, f: impl FnOnce(&Arc<Shared>) -> R) -> Option<R> {
@@ -518,7 +527,7 @@ impl Shared {
         let Some(found) = found else {
             return false;
         };
-        let mut state = self.state();
+        let mut state = self.state_for_update();
         let update = state.description.apply_srv_rescan(
             &found.hosts,
             polling.seeds.srv_options().srv_max_hosts,
@@ -685,7 +694,7 @@ impl Shared {
 
     /// Applies a server's new description and acts on the update.
     fn apply(self: &Arc<Self>, description: ServerDescription) {
-        let mut state = self.state();
+        let mut state = self.state_for_update();
         if state.closed {
             return;
         }
@@ -717,6 +726,7 @@ impl Shared {
         for server in removed {
             server.pool.close();
         }
+        let changed = update.changed;
         let mut started = Vec::new();
         for address in update.added {
             // The options were validated when the topology opened: a new pool cannot
@@ -732,7 +742,12 @@ impl Shared {
                 started.push(server);
             }
         }
-        self.changed.notify_all();
+        // Only a change wakes selection: a waiting selection looks at every server and
+        // asks each for a check, and a check that changes nothing (a member that stays
+        // unreachable) must not cost that.
+        if changed {
+            self.changed.notify_all();
+        }
         if !self.single_threaded {
             for server in started {
                 self.start_monitor(server);
@@ -761,7 +776,7 @@ impl Shared {
         ) else {
             return;
         };
-        let mut state = self.state();
+        let mut state = self.state_for_update();
         if state.closed {
             return;
         }
@@ -1130,7 +1145,7 @@ impl Shared {
     /// Closes the topology: monitors stop, pools close, closing events go out, and
     /// selections in progress fail.
     pub fn close(&self) {
-        let mut state = self.state();
+        let mut state = self.state_for_update();
         if state.closed {
             return;
         }
