@@ -5,6 +5,7 @@
 //! heartbeatFrequencyMS. A find against the primary must succeed, and the process's CPU
 //! over one whole heartbeat period after discovery must stay under 10% of one core.
 
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use anymongo::bson::oid::ObjectId;
@@ -86,15 +87,14 @@ async fn assert_members_refuse() {
 async fn a_client_of_10_000_members_finds_on_the_primary_with_little_cpu() {
     within(Duration::from_secs(60), async {
         assert_members_refuse().await;
-        let election_id = ObjectId::new();
-        let me = std::sync::Arc::new(std::sync::OnceLock::<String>::new());
-        let script_me = me.clone();
+        // The reply names the primary's port, known once bound: the script reads it
+        // from a cell filled in then (built once, as a server would not rebuild it).
+        let hello = Arc::new(OnceLock::<Document>::new());
+        let script_hello = hello.clone();
         let primary = MockServer::start(move |command| {
             let name = command.keys().next().map(String::as_str).unwrap_or("");
             match name {
-                "hello" | "isMaster" | "ismaster" => {
-                    primary_hello(script_me.get().unwrap(), election_id)
-                }
+                "hello" | "isMaster" | "ismaster" => script_hello.get().unwrap().clone(),
                 "find" => doc! {
                     "cursor": { "id": 0_i64, "ns": "db.c", "firstBatch": [{ "_id": 1 }] },
                     "ok": 1.0,
@@ -103,7 +103,9 @@ async fn a_client_of_10_000_members_finds_on_the_primary_with_little_cpu() {
             }
         })
         .await;
-        me.set(primary.address().to_owned()).unwrap();
+        hello
+            .set(primary_hello(primary.address(), ObjectId::new()))
+            .unwrap();
 
         let started = Instant::now();
         let uri = format!(

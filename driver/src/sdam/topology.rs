@@ -1101,10 +1101,13 @@ impl<'a> Edit<'a> {
                     new: Box::new(new.clone()),
                 }
             };
+        // Each touched server is compared once (a primary's lists may be long).
+        let mut servers_changed = false;
         if let Some(address) = &applied {
             let new = description.servers.get(address).or(removed_applied.as_ref());
             if let (Some(Some(previous)), Some(new)) = (before.get(address), new) {
                 if previous != new {
+                    servers_changed = true;
                     update.events.push(server_changed(address, previous, new));
                 }
             }
@@ -1114,8 +1117,11 @@ impl<'a> Edit<'a> {
                 continue;
             }
             if let (Some(previous), Some(new)) = (previous, description.servers.get(address)) {
-                if !same_ignoring_possible_primary(previous, new) {
-                    update.events.push(server_changed(address, previous, new));
+                if previous != new {
+                    servers_changed = true;
+                    if !same_ignoring_possible_primary(previous, new) {
+                        update.events.push(server_changed(address, previous, new));
+                    }
                 }
             }
         }
@@ -1137,10 +1143,10 @@ impl<'a> Edit<'a> {
                 });
             }
         }
-        update.changed = before_fields != description.without_servers()
-            || before
-                .iter()
-                .any(|(address, previous)| previous.as_ref() != description.servers.get(address));
+        update.changed = servers_changed
+            || !update.added.is_empty()
+            || !update.removed.is_empty()
+            || before_fields != description.without_servers();
         if update.changed && describe {
             // The previous description: the current one with the touched servers as
             // they were.
@@ -1872,6 +1878,11 @@ mod tests {
         assert_eq!(state.topology_type, TopologyType::ReplicaSetWithPrimary);
         // The same failure again changes nothing.
         assert!(state.apply(refused(&members[5_000])).is_empty());
+        // Without a listener, a change is reported without the topology event.
+        state.set_describing(false);
+        let update = state.apply(refused(&members[6_000]));
+        assert_eq!(names(&update.events), ["ServerDescriptionChangedEvent"]);
+        assert!(update.changed);
     }
 
     /// The time of one check that changes nothing (a failure repeated) in a replica set
@@ -1881,9 +1892,12 @@ mod tests {
         const BATCHES: usize = 5;
         const CHECKS: usize = 200;
         let (mut state, addresses) = large_replica_set(members);
+        // Every member fails once (a change each), as a client nobody listens to.
+        state.set_describing(false);
         for address in &addresses[1..] {
-            state.apply(refused(address));
+            assert!(state.apply(refused(address)).changed);
         }
+        state.set_describing(true);
         // The wall clock (the monotonic one is the runtime's, `crate::rt`): a batch is
         // far longer than any adjustment of the clock could distort.
         (0..BATCHES)
