@@ -598,12 +598,16 @@ impl Shared {
         connection: HeartbeatConnection,
         awaited: bool,
     ) {
-        self.events.publish([SdamEvent::ServerHeartbeatStarted {
-            address: address.clone(),
-            driver_connection_id: connection.driver_id,
-            server_connection_id: connection.server_id,
-            awaited,
-        }]);
+        // Heartbeat events are built only when someone listens: every check of every
+        // member publishes them.
+        self.events
+            .queue_with(|| SdamEvent::ServerHeartbeatStarted {
+                address: address.clone(),
+                driver_connection_id: connection.driver_id,
+                server_connection_id: connection.server_id,
+                awaited,
+            });
+        self.events.flush();
     }
 
     /// A check of `address` ended without a reply: it failed, or it was cancelled (an
@@ -613,19 +617,20 @@ impl Shared {
     pub fn heartbeat_failed(
         &self,
         address: &ServerAddress,
-        failure: String,
+        failure: impl FnOnce() -> String,
         duration: Duration,
         connection: HeartbeatConnection,
         awaited: bool,
     ) {
-        self.events.publish([SdamEvent::ServerHeartbeatFailed {
+        self.events.queue_with(|| SdamEvent::ServerHeartbeatFailed {
             address: address.clone(),
             driver_connection_id: connection.driver_id,
             server_connection_id: connection.server_id,
             duration,
-            failure,
+            failure: failure(),
             awaited,
-        }]);
+        });
+        self.events.flush();
     }
 
     /// A check of `server` on the monitoring connection `connection` succeeded:
@@ -637,14 +642,18 @@ impl Shared {
         connection: HeartbeatConnection,
         awaited: bool,
     ) {
-        self.events.publish([SdamEvent::ServerHeartbeatSucceeded {
-            address: server.address.clone(),
-            driver_connection_id: connection.driver_id,
-            server_connection_id: connection.server_id,
-            duration: check.duration,
-            reply: check.reply.clone(),
-            awaited,
-        }]);
+        // The reply is copied for the event only when someone listens: a primary's
+        // lists all the members.
+        self.events
+            .queue_with(|| SdamEvent::ServerHeartbeatSucceeded {
+                address: server.address.clone(),
+                driver_connection_id: connection.driver_id,
+                server_connection_id: connection.server_id,
+                duration: check.duration,
+                reply: check.reply.clone(),
+                awaited,
+            });
+        self.events.flush();
         let (average, minimum) = server.rtt();
         let now = self.runtime.clock.now();
         let mut description =
@@ -671,7 +680,7 @@ impl Shared {
     ) {
         self.heartbeat_failed(
             &server.address,
-            error.to_string(),
+            || error.to_string(),
             duration,
             connection,
             awaited,

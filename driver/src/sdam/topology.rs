@@ -1104,7 +1104,10 @@ impl<'a> Edit<'a> {
         // Each touched server is compared once (a primary's lists may be long).
         let mut servers_changed = false;
         if let Some(address) = &applied {
-            let new = description.servers.get(address).or(removed_applied.as_ref());
+            let new = description
+                .servers
+                .get(address)
+                .or(removed_applied.as_ref());
             if let (Some(Some(previous)), Some(new)) = (before.get(address), new) {
                 if previous != new {
                     servers_changed = true;
