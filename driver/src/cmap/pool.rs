@@ -1188,6 +1188,16 @@ impl<E: Establish> Inner<E> {
         self.settle(closed);
     }
 
+    /// Whether the pool may have upkeep to do as time passes: not while it is paused
+    /// with no available connection. A paused pool creates no connection, and every
+    /// connection that becomes available in it is stale and closed at once (it was
+    /// paused by a clear); it leaves that state only by [`ConnectionPool::ready`] or
+    /// closing, which wake the background task.
+    fn has_upkeep(&self) -> bool {
+        let state = self.state();
+        state.status != PoolState::Paused || !state.available.is_empty()
+    }
+
     /// One run of the background task: closes perished available connections and,
     /// when the pool is ready and below minPoolSize, creates one connection (as
     /// maxPoolSize and maxConnecting allow), returning its establishment (which tells
@@ -1592,7 +1602,10 @@ impl<E: Establish> Drop for OrphanDriver<'_, E> {
 }
 
 /// The background task of a pool with a spawner: a maintenance run whenever woken or
-/// every `maintenance_interval`, until the pool is closed or dropped.
+/// every `maintenance_interval`, until the pool is closed or dropped. A pool with
+/// nothing to maintain waits to be woken only: a client of a large deployment keeps a
+/// paused pool per unreachable server, and 10,000 of them ticking every second cost
+/// more than all the servers' checks.
 async fn maintenance_loop<E: Establish>(pool: Weak<Inner<E>>) {
     loop {
         let (wake, sleep) = {
@@ -1608,7 +1621,11 @@ async fn maintenance_loop<E: Establish>(pool: Weak<Inner<E>>) {
                     spawner.spawn(rt::boxed(task.map(drop)));
                 }
             }
-            (wake, inner.clock.sleep(inner.options.maintenance_interval))
+            let sleep = match inner.has_upkeep() {
+                true => Either::Left(inner.clock.sleep(inner.options.maintenance_interval)),
+                false => Either::Right(future::pending()),
+            };
+            (wake, sleep)
         };
         future::select(wake, sleep).await;
     }

@@ -4,6 +4,7 @@
 use std::cell::RefCell;
 use std::collections::HashSet;
 use std::rc::Rc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -26,6 +27,8 @@ struct ManualClock(Arc<ClockState>);
 struct ClockState {
     now: Mutex<Duration>,
     tick: Notify,
+    /// How many sleeps were asked for.
+    sleeps: AtomicUsize,
 }
 
 impl ManualClock {
@@ -45,6 +48,7 @@ impl Clock for ManualClock {
     }
 
     fn sleep(&self, duration: Duration) -> BoxFuture<'static, ()> {
+        self.0.sleeps.fetch_add(1, Ordering::SeqCst);
         let state = self.0.clone();
         let deadline = *state.now.lock().unwrap() + duration;
         rt::boxed(async move {
@@ -707,6 +711,44 @@ fn a_paused_pool_does_not_populate() {
     executor.run_until_stalled();
     assert_eq!(pool.total_connection_count(), 0);
     assert!(spawner.0.lock().unwrap().is_empty());
+}
+
+#[test]
+fn a_paused_pool_without_connections_is_not_maintained_on_a_timer() {
+    let clock = ManualClock::default();
+    let spawner = Arc::new(QueueSpawner::default());
+    let pool = ConnectionPool::new(
+        ServerAddress::tcp("localhost", 27017),
+        PoolOptions::default(),
+        FakeEstablish(Arc::default()),
+        Arc::new(clock.clone()),
+        Some(spawner.clone() as Arc<dyn Spawner>),
+        None,
+    )
+    .unwrap();
+    let mut executor = LocalPool::new();
+    let mut run = || {
+        for task in std::mem::take(&mut *spawner.0.lock().unwrap()) {
+            executor.spawner().spawn_local(task).unwrap();
+        }
+        executor.run_until_stalled();
+    };
+    run();
+    // Paused (the server is not known yet), nothing to close or create: the task
+    // waits to be woken, it does not tick.
+    for _ in 0..3 {
+        clock.advance(DEFAULT_MAINTENANCE_INTERVAL);
+        run();
+    }
+    assert_eq!(clock.0.sleeps.load(Ordering::SeqCst), 0);
+    // Ready, it is maintained every interval again.
+    pool.ready();
+    run();
+    assert_eq!(clock.0.sleeps.load(Ordering::SeqCst), 1);
+    clock.advance(DEFAULT_MAINTENANCE_INTERVAL);
+    run();
+    assert_eq!(clock.0.sleeps.load(Ordering::SeqCst), 2);
+    pool.close();
 }
 
 #[test]

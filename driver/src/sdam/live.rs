@@ -458,6 +458,15 @@ impl Shared {
         lock(&self.state)
     }
 
+    /// The state, locked to update the description: its TopologyDescriptionChanged
+    /// events, two copies of the whole topology each, are built only while someone
+    /// listens (an event handler, or the debug log, which may be turned on later).
+    fn state_for_update(&self) -> MutexGuard<'_, State> {
+        let mut state = self.state();
+        state.description.set_describing(self.events.is_listened());
+        state
+    }
+
     /// Runs `f` on the topology if it still exists (monitors hold only a weak
     /// reference, so that dropping the client ends them).
     pub fn upgrade<R>(weak: &Weak<Shared>, f: impl FnOnce(&Arc<Shared>) -> R) -> Option<R> {
@@ -518,7 +527,7 @@ impl Shared {
         let Some(found) = found else {
             return false;
         };
-        let mut state = self.state();
+        let mut state = self.state_for_update();
         let update = state.description.apply_srv_rescan(
             &found.hosts,
             polling.seeds.srv_options().srv_max_hosts,
@@ -590,12 +599,16 @@ impl Shared {
         connection: HeartbeatConnection,
         awaited: bool,
     ) {
-        self.events.publish([SdamEvent::ServerHeartbeatStarted {
-            address: address.clone(),
-            driver_connection_id: connection.driver_id,
-            server_connection_id: connection.server_id,
-            awaited,
-        }]);
+        // Heartbeat events are built only when someone listens: every check of every
+        // member publishes them.
+        self.events
+            .queue_with(|| SdamEvent::ServerHeartbeatStarted {
+                address: address.clone(),
+                driver_connection_id: connection.driver_id,
+                server_connection_id: connection.server_id,
+                awaited,
+            });
+        self.events.flush();
     }
 
     /// A check of `address` ended without a reply: it failed, or it was cancelled (an
@@ -605,19 +618,20 @@ impl Shared {
     pub fn heartbeat_failed(
         &self,
         address: &ServerAddress,
-        failure: String,
+        failure: impl FnOnce() -> String,
         duration: Duration,
         connection: HeartbeatConnection,
         awaited: bool,
     ) {
-        self.events.publish([SdamEvent::ServerHeartbeatFailed {
+        self.events.queue_with(|| SdamEvent::ServerHeartbeatFailed {
             address: address.clone(),
             driver_connection_id: connection.driver_id,
             server_connection_id: connection.server_id,
             duration,
-            failure,
+            failure: failure(),
             awaited,
-        }]);
+        });
+        self.events.flush();
     }
 
     /// A check of `server` on the monitoring connection `connection` succeeded:
@@ -629,14 +643,18 @@ impl Shared {
         connection: HeartbeatConnection,
         awaited: bool,
     ) {
-        self.events.publish([SdamEvent::ServerHeartbeatSucceeded {
-            address: server.address.clone(),
-            driver_connection_id: connection.driver_id,
-            server_connection_id: connection.server_id,
-            duration: check.duration,
-            reply: check.reply.clone(),
-            awaited,
-        }]);
+        // The reply is copied for the event only when someone listens: a primary's
+        // lists all the members.
+        self.events
+            .queue_with(|| SdamEvent::ServerHeartbeatSucceeded {
+                address: server.address.clone(),
+                driver_connection_id: connection.driver_id,
+                server_connection_id: connection.server_id,
+                duration: check.duration,
+                reply: check.reply.clone(),
+                awaited,
+            });
+        self.events.flush();
         let (average, minimum) = server.rtt();
         let now = self.runtime.clock.now();
         let mut description =
@@ -663,7 +681,7 @@ impl Shared {
     ) {
         self.heartbeat_failed(
             &server.address,
-            error.to_string(),
+            || error.to_string(),
             duration,
             connection,
             awaited,
@@ -686,7 +704,7 @@ impl Shared {
 
     /// Applies a server's new description and acts on the update.
     fn apply(self: &Arc<Self>, description: ServerDescription) {
-        let mut state = self.state();
+        let mut state = self.state_for_update();
         if state.closed {
             return;
         }
@@ -718,6 +736,7 @@ impl Shared {
         for server in removed {
             server.pool.close();
         }
+        let changed = update.changed;
         let mut started = Vec::new();
         for address in update.added {
             // The options were validated when the topology opened: a new pool cannot
@@ -733,7 +752,12 @@ impl Shared {
                 started.push(server);
             }
         }
-        self.changed.notify_all();
+        // Only a change wakes selection: a waiting selection looks at every server and
+        // asks each for a check, and a check that changes nothing (a member that stays
+        // unreachable) must not cost that.
+        if changed {
+            self.changed.notify_all();
+        }
         if !self.single_threaded {
             for server in started {
                 self.start_monitor(server);
@@ -762,7 +786,7 @@ impl Shared {
         ) else {
             return;
         };
-        let mut state = self.state();
+        let mut state = self.state_for_update();
         if state.closed {
             return;
         }
@@ -1131,7 +1155,7 @@ impl Shared {
     /// Closes the topology: monitors stop, pools close, closing events go out, and
     /// selections in progress fail.
     pub fn close(&self) {
-        let mut state = self.state();
+        let mut state = self.state_for_update();
         if state.closed {
             return;
         }

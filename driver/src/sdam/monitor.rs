@@ -346,9 +346,11 @@ pub(crate) async fn run_monitor(
                 let cancelled = Shared::upgrade(&topology, |shared| {
                     shared.heartbeat_failed(
                         &server.address,
-                        "the check was cancelled: an operation's network error marked the \
-                         server Unknown"
-                            .to_string(),
+                        || {
+                            "the check was cancelled: an operation's network error marked \
+                             the server Unknown"
+                                .to_string()
+                        },
                         clock.now() - started,
                         ids,
                         awaited,

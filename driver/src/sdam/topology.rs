@@ -16,7 +16,7 @@
 //! Each returns the SDAM events to publish, in order, and which servers to start or
 //! stop monitoring. The caller does the I/O: monitors, pools, event delivery.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Deref;
 use std::time::Duration;
 
@@ -55,6 +55,8 @@ pub struct TopologyState {
     description: TopologyDescription,
     single_seed: bool,
     closed: bool,
+    /// Whether updates build their TopologyDescriptionChanged event.
+    describe: bool,
 }
 
 /// What an update changed: the events to publish and the servers to start or stop
@@ -74,12 +76,17 @@ pub struct TopologyUpdate {
     /// Servers to check as soon as possible: a primary just replaced by a newer one
     /// (spec "updateRSFromPrimary"; its pool must not be cleared).
     pub check_immediately: Vec<ServerAddress>,
+    /// Whether the topology description changed: true exactly when `events` ends with
+    /// a TopologyDescriptionChanged, or would if the topology
+    /// [described](TopologyState::set_describing) its changes.
+    pub changed: bool,
 }
 
 impl TopologyUpdate {
     /// Whether nothing changed.
     pub fn is_empty(&self) -> bool {
-        self.events.is_empty()
+        !self.changed
+            && self.events.is_empty()
             && self.added.is_empty()
             && self.removed.is_empty()
             && self.check_immediately.is_empty()
@@ -288,6 +295,7 @@ impl TopologyState {
             },
             single_seed: options.hosts.len() == 1,
             closed: false,
+            describe: true,
         };
         let mut events = vec![SdamEvent::TopologyOpening { topology_id }];
         events.extend(state.replace(description).events);
@@ -326,6 +334,15 @@ impl TopologyState {
         self.description.heartbeat_frequency = heartbeat_frequency;
     }
 
+    /// Whether updates build their TopologyDescriptionChanged event (by default they
+    /// do). The event carries the previous and the new description of the whole
+    /// topology: building it costs a copy of every server, which a client nobody listens
+    /// to skips. The other events are built either way, and
+    /// [`TopologyUpdate::changed`] still says whether the description changed.
+    pub fn set_describing(&mut self, describe: bool) {
+        self.describe = describe;
+    }
+
     /// Whether [`close`](Self::close) was called.
     pub fn is_closed(&self) -> bool {
         self.closed
@@ -358,9 +375,10 @@ impl TopologyState {
         if is_stale(current.topology_version, server.topology_version) {
             return TopologyUpdate::default();
         }
-        let mut description = self.description.clone();
-        let stale_primaries = description.update(server.clone(), self.single_seed);
-        let mut update = self.replace_with(description, Some(server));
+        // In place: the cost of a check must not grow with the number of servers.
+        let mut edit = Edit::new(&mut self.description, Some(server.address.clone()));
+        let stale_primaries = edit.update(server, self.single_seed);
+        let mut update = edit.finish(self.id, self.describe);
         update.check_immediately = stale_primaries;
         update
     }
@@ -492,18 +510,13 @@ impl TopologyState {
         }
         let current: Vec<ServerAddress> = self.description.servers.keys().cloned().collect();
         let hosts = srv::rescanned_hosts(&current, found, srv_max_hosts, random);
-        let mut description = self.description.clone();
-        description
-            .servers
-            .retain(|address, _| hosts.contains(address));
+        let mut edit = Edit::new(&mut self.description, None);
+        edit.retain(|address| hosts.contains(address));
         for host in hosts {
-            description
-                .servers
-                .entry(host.clone())
-                .or_insert_with(|| ServerDescription::unknown(host));
+            edit.add_unknown(host);
         }
-        description.update_derived_fields();
-        self.replace(description)
+        edit.update_derived_fields();
+        edit.finish(self.id, self.describe)
     }
 
     /// Closes the topology (spec "Client closing"): every server is removed and the
@@ -527,75 +540,11 @@ impl TopologyState {
         events
     }
 
-    /// Replaces the description, reporting the differences.
+    /// Replaces the whole description (opening, closing), reporting the differences.
     fn replace(&mut self, description: TopologyDescription) -> TopologyUpdate {
-        self.replace_with(description, None)
-    }
-
-    /// Replaces the description with `new`, reporting the differences; `applied` is
-    /// the server description that caused the change, whose event comes first.
-    fn replace_with(
-        &mut self,
-        new: TopologyDescription,
-        applied: Option<ServerDescription>,
-    ) -> TopologyUpdate {
-        let previous = std::mem::replace(&mut self.description, new);
-        let topology_id = self.id;
-        let mut update = TopologyUpdate::default();
-        let server_changed =
-            |address: &ServerAddress, previous: &ServerDescription, new: &ServerDescription| {
-                SdamEvent::ServerDescriptionChanged {
-                    topology_id,
-                    address: address.clone(),
-                    previous: Box::new(previous.clone()),
-                    new: Box::new(new.clone()),
-                }
-            };
-        if let Some(applied) = &applied {
-            let address = &applied.address;
-            if let Some(old) = previous.servers.get(address) {
-                let new = self.description.servers.get(address).unwrap_or(applied);
-                if old != new {
-                    update.events.push(server_changed(address, old, new));
-                }
-            }
-        }
-        for (address, old) in &previous.servers {
-            if applied.as_ref().is_some_and(|a| &a.address == address) {
-                continue;
-            }
-            if let Some(new) = self.description.servers.get(address) {
-                if !same_ignoring_possible_primary(old, new) {
-                    update.events.push(server_changed(address, old, new));
-                }
-            }
-        }
-        for address in self.description.servers.keys() {
-            if !previous.servers.contains_key(address) {
-                update.added.push(address.clone());
-                update.events.push(SdamEvent::ServerOpening {
-                    topology_id,
-                    address: address.clone(),
-                });
-            }
-        }
-        for address in previous.servers.keys() {
-            if !self.description.servers.contains_key(address) {
-                update.removed.push(address.clone());
-                update.events.push(SdamEvent::ServerClosed {
-                    topology_id,
-                    address: address.clone(),
-                });
-            }
-        }
-        if previous != self.description {
-            update.events.push(SdamEvent::TopologyDescriptionChanged {
-                topology_id,
-                previous: Box::new(previous),
-                new: Box::new(self.description.clone()),
-            });
-        }
-        update
+        let mut edit = Edit::new(&mut self.description, None);
+        edit.replace(description);
+        edit.finish(self.id, self.describe)
     }
 }
 
@@ -704,12 +653,172 @@ impl TopologyDescription {
         }
     }
 
+    /// The description's own fields, without its servers.
+    fn without_servers(&self) -> TopologyDescription {
+        TopologyDescription {
+            topology_type: self.topology_type,
+            set_name: self.set_name.clone(),
+            max_set_version: self.max_set_version,
+            max_election_id: self.max_election_id,
+            servers: BTreeMap::new(),
+            compatibility_error: self.compatibility_error.clone(),
+            logical_session_timeout_minutes: self.logical_session_timeout_minutes,
+            heartbeat_frequency: self.heartbeat_frequency,
+        }
+    }
+
+    /// Recomputes `compatibility_error` (spec "Checking wire protocol compatibility")
+    /// and `logical_session_timeout_minutes` (spec "Logical Session Timeout": the
+    /// smallest of the data-bearing servers', `None` if one of them has none, or if
+    /// there are none) from every server. Load balancers: always compatible, no
+    /// timeout (sessions are always supported there).
+    fn update_derived_fields(&mut self) {
+        if self.topology_type == TopologyType::LoadBalanced {
+            self.compatibility_error = None;
+            self.logical_session_timeout_minutes = None;
+            return;
+        }
+        self.compatibility_error = self
+            .servers
+            .values()
+            .find_map(ServerDescription::compatibility_error);
+        let mut data_bearing = self
+            .servers
+            .values()
+            .filter(|server| server.server_type.is_data_bearing())
+            .map(|server| server.logical_session_timeout_minutes)
+            .peekable();
+        self.logical_session_timeout_minutes = if data_bearing.peek().is_none() {
+            None
+        } else {
+            data_bearing.try_fold(i64::MAX, |min, timeout| timeout.map(|t| min.min(t)))
+        };
+    }
+}
+
+/// What a server contributes to the description's derived fields: its session timeout
+/// if it is data-bearing, and its compatibility error. An absent server contributes
+/// what an Unknown one does: nothing.
+fn derived_inputs(server: Option<&ServerDescription>) -> (Option<Option<i64>>, Option<String>) {
+    match server {
+        Some(server) => (
+            server
+                .server_type
+                .is_data_bearing()
+                .then_some(server.logical_session_timeout_minutes),
+            server.compatibility_error(),
+        ),
+        None => (None, None),
+    }
+}
+
+/// An update of a [`TopologyDescription`] in place that remembers the servers it
+/// touches and their descriptions before, so that an update, its comparison with the
+/// previous description and its events cost what changed, not the size of the
+/// topology: a deployment of 10,000 members gets a check result every millisecond,
+/// and copying, comparing or scanning all of them for each made discovery quadratic.
+/// Servers are only changed through its methods, which keep that record.
+struct Edit<'a> {
+    description: &'a mut TopologyDescription,
+    /// The description's own fields before the update.
+    before_fields: TopologyDescription,
+    /// Each server touched, with its description before (`None`: it was not there).
+    before: BTreeMap<ServerAddress, Option<ServerDescription>>,
+    /// The server whose new description is applied, if any: its event comes first.
+    applied: Option<ServerAddress>,
+    /// The applied description, if the update removed its server (its event still
+    /// reports it).
+    removed_applied: Option<ServerDescription>,
+}
+
+/// Reads of the description being updated.
+impl Deref for Edit<'_> {
+    type Target = TopologyDescription;
+
+    fn deref(&self) -> &TopologyDescription {
+        self.description
+    }
+}
+
+impl<'a> Edit<'a> {
+    fn new(description: &'a mut TopologyDescription, applied: Option<ServerAddress>) -> Edit<'a> {
+        Edit {
+            before_fields: description.without_servers(),
+            description,
+            before: BTreeMap::new(),
+            applied,
+            removed_applied: None,
+        }
+    }
+
+    /// Remembers `previous` as the description of `address` before the update, unless
+    /// the update touched it already.
+    fn record(&mut self, address: &ServerAddress, previous: Option<ServerDescription>) {
+        if !self.before.contains_key(address) {
+            self.before.insert(address.clone(), previous);
+        }
+    }
+
+    /// Sets a server's description (adding the server if it is not there).
+    fn insert(&mut self, server: ServerDescription) {
+        let address = server.address.clone();
+        let previous = self.description.servers.insert(address.clone(), server);
+        self.record(&address, previous);
+    }
+
+    /// Removes a server.
+    fn remove(&mut self, address: &ServerAddress) {
+        if let Some(removed) = self.description.servers.remove(address) {
+            if self.applied.as_ref() == Some(address) {
+                self.removed_applied = Some(removed.clone());
+            }
+            self.record(address, Some(removed));
+        }
+    }
+
+    /// Keeps only the servers for which `keep` holds.
+    fn retain(&mut self, keep: impl Fn(&ServerAddress) -> bool) {
+        let removed: Vec<ServerAddress> = self
+            .servers
+            .keys()
+            .filter(|address| !keep(address))
+            .cloned()
+            .collect();
+        for address in &removed {
+            self.remove(address);
+        }
+    }
+
+    /// Adds a server, Unknown, unless it is there already.
+    fn add_unknown(&mut self, address: ServerAddress) {
+        if !self.servers.contains_key(&address) {
+            self.insert(ServerDescription::unknown(address));
+        }
+    }
+
+    /// Replaces the whole description (every server counts as touched).
+    fn replace(&mut self, new: TopologyDescription) {
+        let previous = std::mem::replace(self.description, new);
+        for (address, server) in previous.servers {
+            self.record(&address, Some(server));
+        }
+        let added: Vec<ServerAddress> = self
+            .servers
+            .keys()
+            .filter(|address| !self.before.contains_key(*address))
+            .cloned()
+            .collect();
+        for address in &added {
+            self.record(address, None);
+        }
+    }
+
     /// Replaces a server's description and runs the TopologyType table; returns the
     /// primaries replaced by a newer one. The server must be in the topology.
     fn update(&mut self, server: ServerDescription, single_seed: bool) -> Vec<ServerAddress> {
         let address = server.address.clone();
         let server_type = server.server_type;
-        self.servers.insert(address.clone(), server);
+        self.insert(server);
         let mut stale_primaries = Vec::new();
         use ServerType as S;
         use TopologyType as T;
@@ -718,18 +827,18 @@ impl TopologyDescription {
             (T::Single, _) => self.verify_set_name_single(&address),
             (T::Unknown, S::Standalone) => {
                 if single_seed {
-                    self.topology_type = T::Single;
+                    self.description.topology_type = T::Single;
                 } else {
-                    self.servers.remove(&address);
+                    self.remove(&address);
                 }
             }
-            (T::Unknown, S::Mongos) => self.topology_type = T::Sharded,
+            (T::Unknown, S::Mongos) => self.description.topology_type = T::Sharded,
             (T::Unknown | T::ReplicaSetNoPrimary | T::ReplicaSetWithPrimary, S::RsPrimary) => {
-                self.topology_type = T::ReplicaSetWithPrimary;
+                self.description.topology_type = T::ReplicaSetWithPrimary;
                 self.update_rs_from_primary(&address, &mut stale_primaries);
             }
             (T::Unknown | T::ReplicaSetNoPrimary, S::RsSecondary | S::RsArbiter | S::RsOther) => {
-                self.topology_type = T::ReplicaSetNoPrimary;
+                self.description.topology_type = T::ReplicaSetNoPrimary;
                 self.update_rs_without_primary(&address);
             }
             (T::ReplicaSetWithPrimary, S::RsSecondary | S::RsArbiter | S::RsOther) => {
@@ -737,18 +846,16 @@ impl TopologyDescription {
             }
             (T::Unknown, S::Unknown | S::PossiblePrimary | S::RsGhost | S::LoadBalancer) => {}
             (T::Sharded, S::Unknown | S::PossiblePrimary | S::Mongos) => {}
-            (T::Sharded, _) => {
-                self.servers.remove(&address);
-            }
+            (T::Sharded, _) => self.remove(&address),
             (T::ReplicaSetNoPrimary, S::Unknown | S::PossiblePrimary | S::RsGhost) => {}
             (T::ReplicaSetNoPrimary, S::Standalone | S::Mongos | S::LoadBalancer) => {
-                self.servers.remove(&address);
+                self.remove(&address);
             }
             (T::ReplicaSetWithPrimary, S::Unknown | S::PossiblePrimary | S::RsGhost) => {
                 self.check_if_has_primary();
             }
             (T::ReplicaSetWithPrimary, S::Standalone | S::Mongos | S::LoadBalancer) => {
-                self.servers.remove(&address);
+                self.remove(&address);
                 self.check_if_has_primary();
             }
         }
@@ -776,7 +883,7 @@ impl TopologyDescription {
         };
         let unknown =
             ServerDescription::from_error(address.clone(), message, None, server.last_update_time);
-        self.servers.insert(address.clone(), unknown);
+        self.insert(unknown);
     }
 
     /// Whether the server's `me` is not the address the client knows it by.
@@ -795,9 +902,7 @@ impl TopologyDescription {
             .filter_map(parse_host)
             .collect();
         for member in members {
-            self.servers
-                .entry(member.clone())
-                .or_insert_with(|| ServerDescription::unknown(member));
+            self.add_unknown(member);
         }
     }
 
@@ -810,10 +915,15 @@ impl TopologyDescription {
         else {
             return;
         };
-        if let Some(server) = self.servers.get_mut(&primary) {
-            if server.server_type == ServerType::Unknown {
-                server.server_type = ServerType::PossiblePrimary;
-            }
+        let Some(server) = self.servers.get(&primary) else {
+            return;
+        };
+        if server.server_type == ServerType::Unknown {
+            let marked = ServerDescription {
+                server_type: ServerType::PossiblePrimary,
+                ..server.clone()
+            };
+            self.insert(marked);
         }
     }
 
@@ -821,27 +931,27 @@ impl TopologyDescription {
     fn update_rs_without_primary(&mut self, address: &ServerAddress) {
         let set_name = self.servers[address].set_name.clone();
         if self.set_name.is_none() {
-            self.set_name = set_name;
+            self.description.set_name = set_name;
         } else if self.set_name != set_name {
-            self.servers.remove(address);
+            self.remove(address);
             return;
         }
         self.add_members(address);
         self.mark_possible_primary(address);
         if self.me_mismatch(address) {
-            self.servers.remove(address);
+            self.remove(address);
         }
     }
 
     /// Spec "updateRSWithPrimaryFromMember".
     fn update_rs_with_primary_from_member(&mut self, address: &ServerAddress) {
         if self.set_name != self.servers[address].set_name || self.me_mismatch(address) {
-            self.servers.remove(address);
+            self.remove(address);
             self.check_if_has_primary();
             return;
         }
-        if self.primary().is_none() {
-            self.topology_type = TopologyType::ReplicaSetNoPrimary;
+        if !self.has_primary() {
+            self.description.topology_type = TopologyType::ReplicaSetNoPrimary;
             self.mark_possible_primary(address);
         }
     }
@@ -854,39 +964,42 @@ impl TopologyDescription {
         stale_primaries: &mut Vec<ServerAddress>,
     ) {
         let server = &self.servers[address];
+        let (election_id, set_version) = (server.election_id, server.set_version);
+        let (set_name, max_wire_version) = (server.set_name.clone(), server.max_wire_version);
         if self.set_name.is_none() {
-            self.set_name = server.set_name.clone();
-        } else if self.set_name != server.set_name {
-            self.servers.remove(address);
+            self.description.set_name = set_name;
+        } else if self.set_name != set_name {
+            self.remove(address);
             self.check_if_has_primary();
             return;
         }
-        let (election_id, set_version) = (server.election_id, server.set_version);
-        let stale = if server.max_wire_version >= WIRE_VERSION_6_0 {
+        let description = &mut *self.description;
+        let stale = if max_wire_version >= WIRE_VERSION_6_0 {
             // electionId first, then setVersion; null is less than any value.
-            let newer = election_id > self.max_election_id
-                || (election_id == self.max_election_id && set_version >= self.max_set_version);
+            let newer = election_id > description.max_election_id
+                || (election_id == description.max_election_id
+                    && set_version >= description.max_set_version);
             if newer {
-                self.max_election_id = election_id;
-                self.max_set_version = set_version;
+                description.max_election_id = election_id;
+                description.max_set_version = set_version;
             }
             !newer
         } else {
             let mut stale = false;
             if let (Some(version), Some(id)) = (set_version, election_id) {
                 if let (Some(max_version), Some(max_id)) =
-                    (self.max_set_version, self.max_election_id)
+                    (description.max_set_version, description.max_election_id)
                 {
                     stale = max_version > version || (max_version == version && max_id > id);
                 }
                 if !stale {
-                    self.max_election_id = Some(id);
+                    description.max_election_id = Some(id);
                 }
             }
             if !stale {
                 if let Some(version) = set_version {
-                    if self.max_set_version.is_none_or(|max| version > max) {
-                        self.max_set_version = Some(version);
+                    if description.max_set_version.is_none_or(|max| version > max) {
+                        description.max_set_version = Some(version);
                     }
                 }
             }
@@ -904,66 +1017,157 @@ impl TopologyDescription {
                 None,
                 self.servers[address].last_update_time,
             );
-            self.servers.insert(address.clone(), unknown);
+            self.insert(unknown);
             self.check_if_has_primary();
             return;
         }
-        for (other, description) in self.servers.iter_mut() {
-            if other != address && description.server_type == ServerType::RsPrimary {
-                *description = ServerDescription::from_error(
-                    other.clone(),
-                    "primary marked stale due to discovery of newer primary",
-                    None,
-                    None,
-                );
-                stale_primaries.push(other.clone());
-            }
+        let other_primaries: Vec<ServerAddress> = self
+            .servers
+            .values()
+            .filter(|other| &other.address != address && other.server_type == ServerType::RsPrimary)
+            .map(|other| other.address.clone())
+            .collect();
+        for other in other_primaries {
+            self.insert(ServerDescription::from_error(
+                other.clone(),
+                "primary marked stale due to discovery of newer primary",
+                None,
+                None,
+            ));
+            stale_primaries.push(other);
         }
         self.add_members(address);
         let members: BTreeSet<ServerAddress> = self.servers[address]
             .members()
             .filter_map(parse_host)
             .collect();
-        self.servers.retain(|server, _| members.contains(server));
+        self.retain(|server| members.contains(server));
         stale_primaries.retain(|server| members.contains(server));
         self.check_if_has_primary();
     }
 
+    /// Whether a server is the primary (spec `checkIfHasPrimary`'s test). A topology
+    /// that had a primary still has it when the update did not touch it: that is known
+    /// without looking at the other members.
+    fn has_primary(&self) -> bool {
+        let kept = self.before_fields.topology_type == TopologyType::ReplicaSetWithPrimary
+            && self
+                .before
+                .values()
+                .flatten()
+                .all(|server| server.server_type != ServerType::RsPrimary);
+        kept || self.primary().is_some()
+    }
+
     /// Spec "checkIfHasPrimary".
     fn check_if_has_primary(&mut self) {
-        self.topology_type = if self.primary().is_some() {
+        self.description.topology_type = if self.has_primary() {
             TopologyType::ReplicaSetWithPrimary
         } else {
             TopologyType::ReplicaSetNoPrimary
         };
     }
 
-    /// Recomputes `compatibility_error` (spec "Checking wire protocol compatibility")
-    /// and `logical_session_timeout_minutes` (spec "Logical Session Timeout": the
-    /// smallest of the data-bearing servers', `None` if one of them has none, or if
-    /// there are none). Load balancers: always compatible, no timeout (sessions are
-    /// always supported there).
+    /// Recomputes the derived fields, when a server the update touched contributes
+    /// differently to them: the failed check of an Unknown member leaves them alone
+    /// without a look at the others.
     fn update_derived_fields(&mut self) {
-        if self.topology_type == TopologyType::LoadBalanced {
-            self.compatibility_error = None;
-            self.logical_session_timeout_minutes = None;
-            return;
+        let touched = self.before.iter().any(|(address, before)| {
+            derived_inputs(before.as_ref()) != derived_inputs(self.servers.get(address))
+        });
+        if touched {
+            self.description.update_derived_fields();
         }
-        self.compatibility_error = self
-            .servers
-            .values()
-            .find_map(ServerDescription::compatibility_error);
-        let mut data_bearing = self
-            .servers
-            .values()
-            .filter(|server| server.server_type.is_data_bearing())
-            .map(|server| server.logical_session_timeout_minutes)
-            .peekable();
-        self.logical_session_timeout_minutes = if data_bearing.peek().is_none() {
-            None
-        } else {
-            data_bearing.try_fold(i64::MAX, |min, timeout| timeout.map(|t| min.min(t)))
-        };
+    }
+
+    /// Ends the update: the events reporting it (see [`TopologyUpdate::events`]) and
+    /// the servers added and removed. The TopologyDescriptionChanged event, which
+    /// carries two copies of the whole description, is only built when `describe`.
+    fn finish(self, topology_id: ObjectId, describe: bool) -> TopologyUpdate {
+        let Edit {
+            description,
+            before_fields,
+            before,
+            applied,
+            removed_applied,
+        } = self;
+        let mut update = TopologyUpdate::default();
+        let server_changed =
+            |address: &ServerAddress, previous: &ServerDescription, new: &ServerDescription| {
+                SdamEvent::ServerDescriptionChanged {
+                    topology_id,
+                    address: address.clone(),
+                    previous: Box::new(previous.clone()),
+                    new: Box::new(new.clone()),
+                }
+            };
+        // Each touched server is compared once (a primary's lists may be long).
+        let mut servers_changed = false;
+        if let Some(address) = &applied {
+            let new = description
+                .servers
+                .get(address)
+                .or(removed_applied.as_ref());
+            if let (Some(Some(previous)), Some(new)) = (before.get(address), new) {
+                if previous != new {
+                    servers_changed = true;
+                    update.events.push(server_changed(address, previous, new));
+                }
+            }
+        }
+        for (address, previous) in &before {
+            if applied.as_ref() == Some(address) {
+                continue;
+            }
+            if let (Some(previous), Some(new)) = (previous, description.servers.get(address)) {
+                if previous != new {
+                    servers_changed = true;
+                    if !same_ignoring_possible_primary(previous, new) {
+                        update.events.push(server_changed(address, previous, new));
+                    }
+                }
+            }
+        }
+        for (address, previous) in &before {
+            if previous.is_none() && description.servers.contains_key(address) {
+                update.added.push(address.clone());
+                update.events.push(SdamEvent::ServerOpening {
+                    topology_id,
+                    address: address.clone(),
+                });
+            }
+        }
+        for (address, previous) in &before {
+            if previous.is_some() && !description.servers.contains_key(address) {
+                update.removed.push(address.clone());
+                update.events.push(SdamEvent::ServerClosed {
+                    topology_id,
+                    address: address.clone(),
+                });
+            }
+        }
+        update.changed = servers_changed
+            || !update.added.is_empty()
+            || !update.removed.is_empty()
+            || before_fields != description.without_servers();
+        if update.changed && describe {
+            // The previous description: the current one with the touched servers as
+            // they were.
+            let mut previous = before_fields;
+            previous.servers = description.servers.clone();
+            for (address, server) in before {
+                match server {
+                    Some(server) => previous.servers.insert(address, server),
+                    None => previous.servers.remove(&address),
+                };
+            }
+            update.events.push(SdamEvent::TopologyDescriptionChanged {
+                topology_id,
+                previous: Box::new(previous),
+                new: Box::new(description.clone()),
+            });
+        }
+        update
     }
 }
 
@@ -1634,5 +1838,93 @@ mod tests {
             },
         )));
         assert_eq!(from(&write_error), None);
+    }
+
+    /// A replica set of `members` servers `m0:27017`, `m1:27017`, …, as its primary
+    /// `m0` reports it: the others are Unknown, not checked yet.
+    fn large_replica_set(members: usize) -> (TopologyState, Vec<ServerAddress>) {
+        let hosts: Vec<String> = (0..members).map(|i| format!("m{i}:27017")).collect();
+        let host_names: Vec<&str> = hosts.iter().map(String::as_str).collect();
+        let (mut state, _) = open("mongodb://m0:27017/?replicaSet=rs");
+        state.apply(primary("m0:27017", &host_names, 1, 1, 21));
+        assert_eq!(state.servers.len(), members);
+        (state, host_names.into_iter().map(address).collect())
+    }
+
+    /// A failed check of `address`: what the monitor of an unreachable member reports.
+    fn refused(address: &ServerAddress) -> ServerDescription {
+        ServerDescription::from_error(address.clone(), "connection refused", None, None)
+    }
+
+    #[test]
+    fn a_check_updates_its_server_in_place_and_leaves_the_others_where_they_are() {
+        let (mut state, members) = large_replica_set(10_000);
+        let locations = |state: &TopologyState| -> Vec<*const ServerDescription> {
+            state.servers.values().map(std::ptr::from_ref).collect()
+        };
+        let before = locations(&state);
+        let update = state.apply(refused(&members[5_000]));
+        assert_eq!(
+            names(&update.events),
+            [
+                "ServerDescriptionChangedEvent",
+                "TopologyDescriptionChangedEvent"
+            ]
+        );
+        // A copy of the topology would have moved every description.
+        let moved = before
+            .iter()
+            .zip(locations(&state))
+            .filter(|(before, after)| **before != *after)
+            .count();
+        assert_eq!(moved, 0, "the check copied the topology");
+        assert_eq!(state.topology_type, TopologyType::ReplicaSetWithPrimary);
+        // The same failure again changes nothing.
+        assert!(state.apply(refused(&members[5_000])).is_empty());
+        // Without a listener, a change is reported without the topology event.
+        state.set_describing(false);
+        let update = state.apply(refused(&members[6_000]));
+        assert_eq!(names(&update.events), ["ServerDescriptionChangedEvent"]);
+        assert!(update.changed);
+    }
+
+    /// The time of one check that changes nothing (a failure repeated) in a replica set
+    /// of `members` servers: the best of several batches, against the noise of a busy
+    /// machine.
+    fn check_time(members: usize) -> Duration {
+        const BATCHES: usize = 5;
+        const CHECKS: usize = 200;
+        let (mut state, addresses) = large_replica_set(members);
+        // Every member fails once (a change each), as a client nobody listens to.
+        state.set_describing(false);
+        for address in &addresses[1..] {
+            assert!(state.apply(refused(address)).changed);
+        }
+        state.set_describing(true);
+        // The wall clock (the monotonic one is the runtime's, `crate::rt`): a batch is
+        // far longer than any adjustment of the clock could distort.
+        (0..BATCHES)
+            .map(|batch| {
+                let started = std::time::SystemTime::now();
+                for i in 0..CHECKS {
+                    let address = &addresses[1 + (batch * CHECKS + i) % (members - 1)];
+                    assert!(state.apply(refused(address)).is_empty());
+                }
+                started.elapsed().unwrap_or_default() / CHECKS as u32
+            })
+            .min()
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn the_cost_of_a_check_does_not_grow_with_the_number_of_members() {
+        let small = check_time(1_000);
+        let large = check_time(10_000);
+        // Ten times the members: a cost proportional to them is ten times as high, a
+        // cost independent of them (but for a map look-up) about the same.
+        assert!(
+            large < small * 4,
+            "one check: {small:?} with 1,000 members, {large:?} with 10,000"
+        );
     }
 }
