@@ -66,6 +66,8 @@ test)
     cargo run -q -p anymongo-tests --bin fuzz -- --seconds 3 --seed 1
     step "unit and integration tests (native, and wasip2 under wasmtime)"
     cargo test -q --workspace
+    step "a client of 10,000 members: CPU measured on an optimized build"
+    cargo test -q --release -p anymongo-tests --test large_topology
     step "npm package: the wasm-bindgen build, then node:test against SecantusDB"
     cargo build -q -p anymongo-tests --bin dns_server
     bash wasm-demo/build.sh

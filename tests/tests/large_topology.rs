@@ -89,6 +89,13 @@ async fn assert_members_refuse() {
     }
 }
 
+// The bound is on the driver as its users build it: an unoptimized build spends about
+// twice the CPU on each check (10-12% of a core, against 5% optimized). `./run.sh test`
+// runs this test in a release build.
+#[cfg_attr(
+    debug_assertions,
+    ignore = "measures CPU: run it optimized, `cargo test --release --test large_topology`"
+)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_of_10_000_members_finds_on_the_primary_with_little_cpu() {
     within(Duration::from_secs(60), async {
