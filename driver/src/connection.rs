@@ -358,7 +358,8 @@ impl Connection {
     ) -> Result<()> {
         let source = credential.effective_source();
         let (mechanism, mut conversation, mut step) = auth.after_hello(hello_reply)?;
-        while let Some(mut command) = auth::next_command(conversation.as_mut(), step).await? {
+        while let Some(mut command) = auth::next_command(conversation.as_mut(), step, clock).await?
+        {
             declare(self.server_api.as_ref(), &mut command);
             command.insert("$db", source);
             let reply =

@@ -570,7 +570,7 @@ impl OidcAuthenticator {
     ) -> Result<()> {
         let fetched = self.fetch_token(context, callback, None).await?;
         connection.access_token = Some(fetched.token.clone());
-        match one_step(&fetched.token, sender).await? {
+        match one_step(&fetched.token, sender, context.clock).await? {
             Outcome::Authenticated => return Ok(()),
             Outcome::Refused(error) if !fetched.cached => return Err(error),
             // A cached token the server refuses: invalidate it and fetch another.
@@ -578,7 +578,7 @@ impl OidcAuthenticator {
         }
         let fetched = self.fetch_token(context, callback, None).await?;
         connection.access_token = Some(fetched.token.clone());
-        match one_step(&fetched.token, sender).await? {
+        match one_step(&fetched.token, sender, context.clock).await? {
             Outcome::Authenticated => Ok(()),
             Outcome::Refused(error) => Err(error),
         }
@@ -604,7 +604,7 @@ impl OidcAuthenticator {
         let cached = self.cached_access_token();
         if let Some(token) = cached {
             connection.access_token = Some(token.clone());
-            match one_step(&token, sender).await? {
+            match one_step(&token, sender, context.clock).await? {
                 Outcome::Authenticated => return Ok(()),
                 Outcome::Refused(_) => {
                     self.invalidate(&token);
@@ -625,7 +625,7 @@ impl OidcAuthenticator {
             };
             let fetched = self.fetch_token(context, callback, Some(inputs)).await?;
             connection.access_token = Some(fetched.token.clone());
-            match one_step(&fetched.token, sender).await? {
+            match one_step(&fetched.token, sender, context.clock).await? {
                 Outcome::Authenticated => return Ok(()),
                 Outcome::Refused(_) => {
                     self.forget_refresh_token(&refresh_token);
@@ -798,10 +798,14 @@ pub fn should_reauthenticate(mechanism: Option<AuthMechanism>, error: &Error) ->
 }
 
 /// The one-step conversation with `token` over `sender`.
-async fn one_step(token: &Secret, sender: &mut dyn SaslSender) -> Result<Outcome> {
+async fn one_step(
+    token: &Secret,
+    sender: &mut dyn SaslSender,
+    clock: &dyn Clock,
+) -> Result<Outcome> {
     let mut conversation = OidcConversation::new(token.clone());
     let mut step = conversation.start()?;
-    while let Some(command) = super::next_command(&mut conversation, step).await? {
+    while let Some(command) = super::next_command(&mut conversation, step, clock).await? {
         let reply = match sender.send(command).await {
             Ok(reply) => reply,
             Err(error) if error.code() == Some(AUTHENTICATION_FAILED) => {
