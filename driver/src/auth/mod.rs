@@ -190,7 +190,7 @@ const LONGEST_STRETCH: Duration = Duration::from_millis(20);
 /// long key derivation never starves the other tasks and timers of a runtime worker,
 /// and the connection attempt's timeout (`connectTimeoutMS`) can fire and drop it. On
 /// a JavaScript event loop that yield is a microtask, after which the host's timers and
-/// I/O callbacks still wait; so every [`LONGEST_STRETCH`] of work the rounds wait for
+/// I/O callbacks still wait; so every 20 ms of work the rounds wait for
 /// a zero-length timer of `clock` instead, which lets the host run them.
 pub async fn next_command(
     conversation: &mut dyn Conversation,
