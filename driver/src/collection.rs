@@ -11,10 +11,11 @@ use futures::TryStreamExt;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
+use crate::bson_util::{insert_present, millis};
 use crate::client::Client;
 use crate::concern::WriteConcern;
 use crate::crud::bulk_write::{self, BulkWriteOptions, BulkWriteResult, Plan, WriteModel};
-use crate::crud::read::{insert_present, millis, Find, SimpleRead};
+use crate::crud::read::{Find, SimpleRead};
 use crate::crud::write::{
     DeleteStatement, FindAndModify, FindAndModifyAction, Namespace, Statement, UpdateStatement,
     WriteBatch, WriteReply,
@@ -1079,7 +1080,7 @@ fn update_result(reply: WriteReply) -> UpdateResult {
 
 /// A count as the server sent it (int32, int64 or double).
 fn as_count(value: &Bson) -> u64 {
-    crate::handshake::bson_as_i64(value)
+    crate::bson_util::as_i64(value)
         .and_then(|n| u64::try_from(n).ok())
         .unwrap_or(0)
 }

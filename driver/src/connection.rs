@@ -761,7 +761,7 @@ pub(crate) fn check_reply(reply: RawDocumentBuf) -> Result<RawDocumentBuf> {
             Bson::try_from(value)
                 .ok()
                 .as_ref()
-                .and_then(crate::handshake::bson_as_i64)
+                .and_then(crate::bson_util::as_i64)
                 == Some(1)
         }
         _ => false,
@@ -773,7 +773,7 @@ pub(crate) fn check_reply(reply: RawDocumentBuf) -> Result<RawDocumentBuf> {
     let error = CommandError {
         code: reply
             .get("code")
-            .and_then(crate::handshake::bson_as_i64)
+            .and_then(crate::bson_util::as_i64)
             .and_then(|code| i32::try_from(code).ok())
             .unwrap_or(0),
         code_name: reply.get_str("codeName").unwrap_or_default().to_string(),

@@ -497,7 +497,7 @@ impl Operation for GetMore {
             body.insert("batchSize", i64::from(size));
         }
         if let Some(wait) = spec.max_await_time {
-            body.insert("maxTimeMS", crate::crud::read::millis(wait));
+            body.insert("maxTimeMS", crate::bson_util::millis(wait));
         }
         if let Some(comment) = &spec.comment {
             body.insert("comment", comment.clone());

@@ -8,8 +8,8 @@
 use bson::{doc, Bson, Document};
 use serde::{Deserialize, Deserializer, Serialize};
 
+use crate::bson_util::insert_present;
 use crate::client::Client;
-use crate::crud::read::insert_present;
 use crate::crud::run_command::{RunCommand, RunCursorCommand};
 use crate::cursor::Cursor;
 use crate::database::Database;
@@ -52,7 +52,7 @@ fn lenient_i64<'de, D: Deserializer<'de>>(
     deserializer: D,
 ) -> std::result::Result<Option<i64>, D::Error> {
     let value = Option::<Bson>::deserialize(deserializer)?;
-    Ok(value.as_ref().and_then(crate::handshake::bson_as_i64))
+    Ok(value.as_ref().and_then(crate::bson_util::as_i64))
 }
 
 /// Options of [`Database::list_collections`] and [`Database::list_collection_names`]

@@ -196,7 +196,7 @@ impl GridFsBucket {
         };
         let number = |key: &str| {
             file.get(key)
-                .and_then(crate::handshake::bson_as_i64)
+                .and_then(crate::bson_util::as_i64)
                 .and_then(|n| u64::try_from(n).ok())
                 .ok_or_else(|| corrupt(format!("its files document has no valid {key}")))
         };
@@ -220,7 +220,7 @@ impl GridFsBucket {
         let mut content = Vec::with_capacity(usize::try_from(length).unwrap_or(0));
         let mut next = 0_u64;
         while let Some(chunk) = chunks.try_next().await? {
-            let n = chunk.get("n").and_then(crate::handshake::bson_as_i64);
+            let n = chunk.get("n").and_then(crate::bson_util::as_i64);
             if n != i64::try_from(next).ok() {
                 return Err(corrupt(format!("chunk {next} is missing (found n: {n:?})")));
             }
@@ -429,7 +429,7 @@ async fn ensure_index(
         index.get_document("key").is_ok_and(|existing| {
             existing.len() == keys.len()
                 && existing.iter().zip(keys.iter()).all(|((a, x), (b, y))| {
-                    a == b && crate::handshake::bson_as_i64(x) == crate::handshake::bson_as_i64(y)
+                    a == b && crate::bson_util::as_i64(x) == crate::bson_util::as_i64(y)
                 })
         })
     };

@@ -253,7 +253,7 @@ pub struct HelloReply {
 impl HelloReply {
     /// Parses a successful (`ok: 1`) hello reply.
     pub fn parse(raw: Document) -> Result<HelloReply> {
-        let int = |key: &str| raw.get(key).and_then(bson_as_i64);
+        let int = |key: &str| raw.get(key).and_then(crate::bson_util::as_i64);
         let int32_or = |key: &str, default: i32| {
             int(key)
                 .and_then(|value| i32::try_from(value).ok())
@@ -341,15 +341,6 @@ fn protocol_limit(advertised: Option<i64>, max: usize) -> i32 {
         .map_or(max, |value| value.min(max));
     // Both limits are far below i32::MAX.
     i32::try_from(limit).unwrap_or(i32::MAX)
-}
-
-pub(crate) fn bson_as_i64(value: &Bson) -> Option<i64> {
-    match value {
-        Bson::Int32(v) => Some(i64::from(*v)),
-        Bson::Int64(v) => Some(*v),
-        Bson::Double(v) if v.fract() == 0.0 && v.is_finite() => Some(*v as i64),
-        _ => None,
-    }
 }
 
 #[cfg(test)]

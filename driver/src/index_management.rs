@@ -9,9 +9,9 @@ use std::time::Duration;
 use bson::{doc, Bson, Document};
 use serde::Deserialize;
 
+use crate::bson_util::{insert_present, millis};
 use crate::collection::Collection;
 use crate::concern::WriteConcern;
-use crate::crud::read::{insert_present, millis};
 use crate::cursor::Cursor;
 use crate::enumerate::{list, names};
 use crate::error::{Error, Result};

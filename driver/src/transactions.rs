@@ -386,7 +386,7 @@ impl Operation for EndTransaction {
             body.insert("writeConcern", concern);
         }
         if let Some(max_time) = self.max_time {
-            body.insert("maxTimeMS", crate::crud::read::millis(max_time));
+            body.insert("maxTimeMS", crate::bson_util::millis(max_time));
         }
         Ok(Command::new("admin", body))
     }

@@ -16,6 +16,7 @@ use serde::Deserialize;
 
 use super::write::WriteReply;
 use super::{write_concern, DeleteResult, InsertOneResult, UpdateResult};
+use crate::bson_util::as_i64;
 use crate::client::Client;
 use crate::collection::{replacement_document, with_id, UpdateModifications};
 use crate::concern::WriteConcern;
@@ -23,7 +24,7 @@ use crate::cursor::{Batch, Cursor, CursorSpec};
 use crate::error::{
     ClientBulkWriteFailure, Error, ErrorKind, Result, WriteConcernError, WriteError, WriteFailure,
 };
-use crate::handshake::{bson_as_i64, HelloReply};
+use crate::handshake::HelloReply;
 use crate::operation::{Command, Operation, ReplyContext, Target};
 use crate::retry::{Retryability, RETRYABLE_WRITE_ERROR};
 use crate::session::ClientSession;
@@ -592,7 +593,7 @@ fn delete_entry(
     collation: Option<Document>,
 ) -> Result<RawDocumentBuf> {
     let mut entry = doc! { "delete": 0, "filter": filter, "multi": multi };
-    super::read::insert_present(
+    crate::bson_util::insert_present(
         &mut entry,
         [("hint", hint), ("collation", collation.map(Bson::Document))],
     );
@@ -665,7 +666,7 @@ impl Plan {
             }
         }
         let mut body = doc! { "bulkWrite": 1, "errorsOnly": !verbose, "ordered": ordered };
-        super::read::insert_present(
+        crate::bson_util::insert_present(
             &mut body,
             [
                 (
@@ -823,7 +824,7 @@ impl Summary {
         let count = |key| {
             reply
                 .get(key)
-                .and_then(bson_as_i64)
+                .and_then(as_i64)
                 .and_then(|n| u64::try_from(n).ok())
                 .unwrap_or(0)
         };
@@ -1030,7 +1031,7 @@ impl Outcome {
         offset: usize,
         len: usize,
     ) -> std::result::Result<(), String> {
-        let number = |key: &str| entry.get(key).and_then(bson_as_i64);
+        let number = |key: &str| entry.get(key).and_then(as_i64);
         let index = number("idx")
             .and_then(|idx| usize::try_from(idx).ok())
             .filter(|idx| *idx < len)

@@ -65,7 +65,7 @@ pub(crate) fn write_concern_from_document(document: &Document) -> Result<WriteCo
         Some(Bson::String(name)) if name == "majority" => Some(Acknowledgment::Majority),
         Some(Bson::String(name)) => Some(Acknowledgment::Custom(name.clone())),
         Some(number) => {
-            let nodes = crate::handshake::bson_as_i64(number)
+            let nodes = crate::bson_util::as_i64(number)
                 .and_then(|n| u32::try_from(n).ok())
                 .ok_or_else(|| format!("invalid w: {number}"))?;
             Some(Acknowledgment::Nodes(nodes))
@@ -80,7 +80,7 @@ pub(crate) fn write_concern_from_document(document: &Document) -> Result<WriteCo
     let w_timeout = document
         .get("wtimeout")
         .or_else(|| document.get("wtimeoutMS"))
-        .and_then(crate::handshake::bson_as_i64)
+        .and_then(crate::bson_util::as_i64)
         .map(|ms| Duration::from_millis(u64::try_from(ms).unwrap_or(0)));
     Ok(WriteConcern {
         w,
@@ -131,7 +131,7 @@ pub(crate) fn read_preference_from_document(document: &Document) -> Result<ReadP
     }
     let max_staleness = document
         .get("maxStalenessSeconds")
-        .and_then(crate::handshake::bson_as_i64)
+        .and_then(crate::bson_util::as_i64)
         .filter(|seconds| *seconds >= 0)
         .map(|seconds| Duration::from_secs(seconds.unsigned_abs()));
     Ok(ReadPreference {

@@ -2,12 +2,11 @@
 //! behind `count_documents`), `count` (behind `estimated_document_count`) and
 //! `distinct`.
 
-use std::time::Duration;
-
 use bson::{doc, Bson, Document, RawDocumentBuf};
 
 use super::write::Namespace;
 use super::{AggregateOptions, CursorType, FindOptions};
+use crate::bson_util::{insert_present, millis};
 use crate::concern::{ReadConcern, WriteConcern};
 use crate::cursor::{is_change_stream_stage, Batch, Cursor, CursorSpec};
 use crate::error::Result;
@@ -15,23 +14,6 @@ use crate::handshake::HelloReply;
 use crate::operation::{Command, Operation, ReplyContext, Target};
 use crate::retry::Retryability;
 use crate::uri::ReadPreference;
-
-/// A duration as the server's `maxTimeMS`.
-pub(crate) fn millis(duration: Duration) -> Bson {
-    Bson::Int64(i64::try_from(duration.as_millis()).unwrap_or(i64::MAX))
-}
-
-/// Inserts each present value under its key.
-pub(crate) fn insert_present(
-    body: &mut Document,
-    fields: impl IntoIterator<Item = (&'static str, Option<Bson>)>,
-) {
-    for (key, value) in fields {
-        if let Some(value) = value {
-            body.insert(key, value);
-        }
-    }
-}
 
 /// The `readConcern` field, when a read concern is set.
 fn read_concern_field(read_concern: Option<&ReadConcern>) -> (&'static str, Option<Bson>) {

@@ -190,7 +190,7 @@ impl Operation for RunCursorCommand {
                 .get_document("cursor")
                 .ok()
                 .and_then(|cursor| cursor.get("batchSize"))
-                .and_then(crate::handshake::bson_as_i64)
+                .and_then(crate::bson_util::as_i64)
                 .and_then(|size| u32::try_from(size).ok())
         });
         let mut spec = CursorSpec::new(&context, &self.inner.command.database, "", batch_size);

@@ -5,8 +5,8 @@
 use bson::{doc, Bson, Document, RawDocumentBuf};
 
 use super::bulk_write::BulkWriteOptions;
-use super::read::{insert_present, millis};
 use super::{FindOneAndModifyOptions, ReturnDocument, WriteOptions};
+use crate::bson_util::{insert_present, millis};
 use crate::concern::WriteConcern;
 use crate::error::{Error, ErrorKind, Result, WriteConcernError, WriteError, WriteFailure};
 use crate::handshake::HelloReply;
@@ -42,9 +42,8 @@ impl WriteReply {
     /// Reads a write command's reply; statement indexes are shifted by `offset` (the
     /// batch's first statement in the whole operation).
     pub(crate) fn parse(reply: &Document, offset: usize) -> WriteReply {
-        let int = |document: &Document, key: &str| {
-            document.get(key).and_then(crate::handshake::bson_as_i64)
-        };
+        let int =
+            |document: &Document, key: &str| document.get(key).and_then(crate::bson_util::as_i64);
         let count = |key: &str| {
             int(reply, key)
                 .and_then(|n| u64::try_from(n).ok())

@@ -11,9 +11,12 @@ use std::time::Duration;
 use bson::oid::ObjectId;
 use bson::{Bson, Document};
 
-use crate::handshake::{bson_as_i64, DRIVER_NAME, MAX_WIRE_VERSION, MIN_WIRE_VERSION};
+use crate::bson_util::as_i64;
+use crate::handshake::{DRIVER_NAME, MAX_WIRE_VERSION, MIN_WIRE_VERSION};
 use crate::rt::Instant;
 use crate::uri::{ServerAddress, TagSet};
+
+pub use super::topology_version::TopologyVersion;
 
 /// What kind of server a [`ServerDescription`] describes (spec "ServerType").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -88,46 +91,6 @@ impl ServerType {
 impl fmt::Display for ServerType {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
-    }
-}
-
-/// A server's `topologyVersion`: which process answered, and how many state changes
-/// it has been through (spec "topologyVersion").
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct TopologyVersion {
-    /// `processId`: changes when the server restarts.
-    pub process_id: ObjectId,
-    /// `counter`: grows with every state change of that process.
-    pub counter: i64,
-}
-
-impl TopologyVersion {
-    /// Reads `{processId: ObjectId, counter: int}`; `None` if either is missing.
-    pub fn from_document(document: &Document) -> Option<TopologyVersion> {
-        Some(TopologyVersion {
-            process_id: document.get_object_id("processId").ok()?,
-            counter: document.get("counter").and_then(bson_as_i64)?,
-        })
-    }
-
-    /// The `topologyVersion` field of a reply (a hello reply or an error), if any.
-    pub fn from_reply(reply: &Document) -> Option<TopologyVersion> {
-        reply
-            .get_document("topologyVersion")
-            .ok()
-            .and_then(TopologyVersion::from_document)
-    }
-
-    /// The document form, as sent back to the server in a streaming hello.
-    pub fn to_document(self) -> Document {
-        bson::doc! { "processId": self.process_id, "counter": self.counter }
-    }
-
-    /// Whether `self` is older than `other` (spec "topologyVersion comparison"):
-    /// only when both come from the same process and `self`'s counter is lower.
-    /// Versions from different processes, or a missing version, are never stale.
-    pub fn is_stale_compared_to(self, other: TopologyVersion) -> bool {
-        self.process_id == other.process_id && self.counter < other.counter
     }
 }
 
@@ -240,14 +203,14 @@ impl ServerDescription {
     ) -> ServerDescription {
         let ok = reply.get("ok").is_none_or(|ok| match ok {
             Bson::Boolean(ok) => *ok,
-            other => bson_as_i64(other) == Some(1) || matches!(other, Bson::Double(v) if *v == 1.0),
+            other => as_i64(other) == Some(1) || matches!(other, Bson::Double(v) if *v == 1.0),
         });
         if !ok {
             let message = reply.get_str("errmsg").unwrap_or("hello failed");
             return ServerDescription::from_error(address, message, None, now);
         }
         let flag = |key: &str| reply.get_bool(key).unwrap_or(false);
-        let int = |key: &str| reply.get(key).and_then(bson_as_i64);
+        let int = |key: &str| reply.get(key).and_then(as_i64);
         let string = |key: &str| reply.get_str(key).ok().map(str::to_owned);
         let lower = |key: &str| reply.get_str(key).ok().map(str::to_ascii_lowercase);
         let list = |key: &str| {
@@ -293,7 +256,7 @@ impl ServerDescription {
         let last_write_date = reply.get_document("lastWrite").ok().and_then(|last_write| {
             match last_write.get("lastWriteDate")? {
                 Bson::DateTime(date) => Some(date.timestamp_millis()),
-                other => bson_as_i64(other),
+                other => as_i64(other),
             }
         });
         ServerDescription {

@@ -14,13 +14,14 @@ pub mod events;
 pub(crate) mod live;
 mod monitor;
 pub mod topology;
+mod topology_version;
 
 pub use description::{
-    ServerDescription, ServerType, TopologyDescription, TopologyType, TopologyVersion,
-    DEFAULT_HEARTBEAT_FREQUENCY,
+    ServerDescription, ServerType, TopologyDescription, TopologyType, DEFAULT_HEARTBEAT_FREQUENCY,
 };
 pub use events::SdamEvent;
 pub use topology::{
     ApplicationError, ApplicationErrorKind, ErrorPhase, ErrorResponse, TopologyState,
     TopologyUpdate,
 };
+pub use topology_version::TopologyVersion;

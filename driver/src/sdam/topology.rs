@@ -26,8 +26,8 @@ use bson::{Bson, Document};
 use super::description::DEFAULT_HEARTBEAT_FREQUENCY;
 use super::events::SdamEvent;
 use super::{ServerDescription, ServerType, TopologyDescription, TopologyType, TopologyVersion};
+use crate::bson_util::as_i64;
 use crate::error::{Error, ErrorKind, WriteFailure, SYSTEM_OVERLOADED_ERROR};
-use crate::handshake::bson_as_i64;
 use crate::srv;
 use crate::uri::{ClientOptions, ServerAddress};
 
@@ -219,7 +219,7 @@ impl ApplicationError {
         let ok = match reply.get("ok") {
             Some(Bson::Boolean(ok)) => *ok,
             Some(Bson::Double(ok)) => *ok == 1.0,
-            Some(other) => bson_as_i64(other) == Some(1),
+            Some(other) => as_i64(other) == Some(1),
             None => false,
         };
         let error = if ok {
@@ -244,7 +244,7 @@ impl ApplicationError {
             kind: ApplicationErrorKind::Command {
                 code: error
                     .get("code")
-                    .and_then(bson_as_i64)
+                    .and_then(as_i64)
                     .and_then(|code| i32::try_from(code).ok()),
                 message: error.get_str("errmsg").unwrap_or_default().to_owned(),
                 topology_version,
