@@ -40,8 +40,8 @@ use crate::handshake::HelloReply;
 use crate::operation::{Command, Operation, ReplyContext, Target};
 use crate::retry::Retryability;
 use crate::rt::{boxed, BoxFuture};
+use crate::selection::ReadPreference;
 use crate::session::ClientSession;
-use crate::uri::ReadPreference;
 
 /// The label with which a server of 4.4 or later marks a resumable change stream
 /// error (spec, "Resumable Error").

@@ -7,8 +7,82 @@
 
 use bson::{doc, Bson, Document};
 
+use std::time::Duration;
+
 use crate::error::{Error, Result};
-pub use crate::uri::{Acknowledgment, ReadConcernLevel, WriteConcern};
+
+/// A read concern level (Read and Write Concern spec, "Read Concern").
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum ReadConcernLevel {
+    /// `local`.
+    Local,
+    /// `majority`.
+    Majority,
+    /// `linearizable`.
+    Linearizable,
+    /// `available`.
+    Available,
+    /// `snapshot`.
+    Snapshot,
+    /// A level this driver does not know, passed to the server as is ("to allow for
+    /// forwards compatibility with the server").
+    Custom(String),
+}
+
+impl ReadConcernLevel {
+    const KNOWN: [ReadConcernLevel; 5] = [
+        ReadConcernLevel::Local,
+        ReadConcernLevel::Majority,
+        ReadConcernLevel::Linearizable,
+        ReadConcernLevel::Available,
+        ReadConcernLevel::Snapshot,
+    ];
+
+    /// The level as the server spells it.
+    pub fn as_str(&self) -> &str {
+        match self {
+            ReadConcernLevel::Local => "local",
+            ReadConcernLevel::Majority => "majority",
+            ReadConcernLevel::Linearizable => "linearizable",
+            ReadConcernLevel::Available => "available",
+            ReadConcernLevel::Snapshot => "snapshot",
+            ReadConcernLevel::Custom(level) => level,
+        }
+    }
+
+    /// The level spelled `level`: a known one, else [`ReadConcernLevel::Custom`].
+    pub fn from_name(level: &str) -> ReadConcernLevel {
+        ReadConcernLevel::KNOWN
+            .into_iter()
+            .find(|known| known.as_str() == level)
+            .unwrap_or_else(|| ReadConcernLevel::Custom(level.to_owned()))
+    }
+}
+
+/// The `w` of a write concern: how many members must acknowledge a write.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Acknowledgment {
+    /// That many members (`0` asks for no acknowledgment at all).
+    Nodes(u32),
+    /// A majority of the voting members.
+    Majority,
+    /// A custom write concern name (a tag set defined on the replica set).
+    Custom(String),
+}
+
+/// The client's default write concern (Read and Write Concern spec, "Write Concern").
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WriteConcern {
+    /// `w`; `None` leaves it to the server.
+    pub w: Option<Acknowledgment>,
+    /// `journal` (sent as `j`): wait for the journal commit. `true` cannot be combined
+    /// with `w: 0`.
+    pub journal: Option<bool>,
+    /// `wTimeoutMS` (sent as `wtimeout`); zero means no limit. (The Client Side
+    /// Operations Timeout spec deprecates it in favour of `timeoutMS`, which the driver
+    /// does not implement yet.)
+    pub w_timeout: Option<Duration>,
+}
 
 /// How fresh and how durable the data a read returns must be.
 ///

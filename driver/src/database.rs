@@ -12,8 +12,8 @@ use crate::crud::write::WriteReply;
 use crate::crud::{AggregateOptions, RunCursorCommandOptions};
 use crate::cursor::Cursor;
 use crate::error::Result;
+use crate::selection::ReadPreference;
 use crate::session::ClientSession;
-use crate::uri::ReadPreference;
 
 /// A handle to one database of a [`Client`]. Cheap to clone.
 ///

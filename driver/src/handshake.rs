@@ -8,8 +8,8 @@ use bson::{doc, oid::ObjectId, Bson, Document};
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::rt::HostInfo;
-use crate::uri::Compressor;
 use crate::versioned_api::{declare, ServerApi};
+use crate::wire::compression::Compressor;
 use crate::wire::{MAX_MESSAGE_SIZE, MAX_WRITE_BATCH_SIZE};
 
 /// The driver's name in the handshake.

@@ -46,6 +46,7 @@ pub mod handshake;
 pub mod index_management;
 mod load_balancer;
 pub mod logging;
+mod named_enum;
 mod operation;
 mod retry;
 pub mod rt;

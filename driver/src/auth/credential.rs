@@ -5,8 +5,137 @@
 
 use bson::{Bson, Document};
 
-use super::{AuthMechanism, Credential};
 use crate::error::{Error, Result};
+
+/// An authentication mechanism.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum AuthMechanism {
+    /// `SCRAM-SHA-1`.
+    ScramSha1,
+    /// `SCRAM-SHA-256`.
+    ScramSha256,
+    /// `MONGODB-X509`: the TLS client certificate is the identity.
+    MongoDbX509,
+    /// `PLAIN` (LDAP proxy authentication).
+    Plain,
+    /// `MONGODB-AWS`: AWS IAM credentials, SigV4-signed.
+    MongoDbAws,
+    /// `MONGODB-OIDC`: OpenID Connect access tokens from a callback.
+    MongoDbOidc,
+    /// `GSSAPI` (Kerberos).
+    Gssapi,
+}
+
+impl AuthMechanism {
+    /// The mechanism's name as the server and the connection string spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            AuthMechanism::ScramSha1 => "SCRAM-SHA-1",
+            AuthMechanism::ScramSha256 => "SCRAM-SHA-256",
+            AuthMechanism::MongoDbX509 => "MONGODB-X509",
+            AuthMechanism::Plain => "PLAIN",
+            AuthMechanism::MongoDbAws => "MONGODB-AWS",
+            AuthMechanism::MongoDbOidc => "MONGODB-OIDC",
+            AuthMechanism::Gssapi => "GSSAPI",
+        }
+    }
+
+    /// Parses a mechanism name (exact spelling, as the spec requires).
+    pub fn from_name(name: &str) -> Result<AuthMechanism> {
+        ALL_MECHANISMS
+            .iter()
+            .copied()
+            .find(|mechanism| mechanism.name() == name)
+            .ok_or_else(|| Error::invalid_argument(format!("unknown authMechanism '{name}'")))
+    }
+}
+
+const ALL_MECHANISMS: [AuthMechanism; 7] = [
+    AuthMechanism::ScramSha1,
+    AuthMechanism::ScramSha256,
+    AuthMechanism::MongoDbX509,
+    AuthMechanism::Plain,
+    AuthMechanism::MongoDbAws,
+    AuthMechanism::MongoDbOidc,
+    AuthMechanism::Gssapi,
+];
+
+/// Who to authenticate as, and how. Built from the connection string or in code.
+///
+/// `Debug` never shows the password.
+#[derive(Clone, Default, PartialEq)]
+pub struct Credential {
+    /// The user name.
+    pub username: Option<String>,
+    /// The password.
+    pub password: Option<String>,
+    /// The database the user is defined in (`authSource`).
+    pub source: Option<String>,
+    /// The mechanism; `None` negotiates SCRAM-SHA-256 or SCRAM-SHA-1 with the server.
+    pub mechanism: Option<AuthMechanism>,
+    /// `authMechanismProperties`, typed as the spec's tests expect them.
+    pub mechanism_properties: Option<Document>,
+}
+
+impl std::fmt::Debug for Credential {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Credential")
+            .field("username", &self.username)
+            .field("password", &self.password.as_ref().map(|_| "<redacted>"))
+            .field("source", &self.source)
+            .field("mechanism", &self.mechanism)
+            .field(
+                "mechanism_properties",
+                &self.mechanism_properties.as_ref().map(redact_properties),
+            )
+            .finish()
+    }
+}
+
+/// Mechanism properties whose values are secrets, shown as `<redacted>` by `Debug`.
+const SECRET_PROPERTIES: [&str; 1] = ["AWS_SESSION_TOKEN"];
+
+fn redact_properties(properties: &Document) -> Document {
+    properties
+        .iter()
+        .map(|(key, value)| {
+            let value = if SECRET_PROPERTIES
+                .iter()
+                .any(|secret| secret.eq_ignore_ascii_case(key))
+            {
+                Bson::String("<redacted>".into())
+            } else {
+                value.clone()
+            };
+            (key.clone(), value)
+        })
+        .collect()
+}
+
+impl Credential {
+    /// The database the authentication commands go to: `source` if set, else the
+    /// mechanism's default (Authentication spec, "MongoCredential Properties" of each
+    /// mechanism): `admin` for SCRAM and the default mechanism, `$external` for the
+    /// others. A credential read from a connection string always has `source` set by
+    /// [`resolve_from_uri`](Credential::resolve_from_uri), which also honours the
+    /// URI's database.
+    pub fn effective_source(&self) -> &str {
+        match (&self.source, self.mechanism) {
+            (Some(source), _) => source,
+            (None, None | Some(AuthMechanism::ScramSha1 | AuthMechanism::ScramSha256)) => "admin",
+            (None, Some(_)) => "$external",
+        }
+    }
+}
+
+/// The error for a credential that lacks `what` for `mechanism`.
+pub(crate) fn missing(mechanism: AuthMechanism, what: &str) -> Error {
+    Error::invalid_argument(format!(
+        "{} authentication requires {what}",
+        mechanism.name()
+    ))
+}
 
 impl Credential {
     /// Applies the Authentication spec's rules to a credential read from a connection
@@ -274,6 +403,44 @@ impl Properties {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn debug_never_shows_secrets() {
+        let credential = Credential {
+            username: Some("user".into()),
+            password: Some("hunter2-secret".into()),
+            mechanism: Some(AuthMechanism::MongoDbAws),
+            mechanism_properties: Some(doc! { "AWS_SESSION_TOKEN": "token-secret" }),
+            ..Credential::default()
+        };
+        let shown = format!("{credential:?}");
+        assert!(!shown.contains("hunter2-secret"), "{shown}");
+        assert!(!shown.contains("token-secret"), "{shown}");
+        assert!(
+            shown.contains("user") && shown.contains("<redacted>"),
+            "{shown}"
+        );
+        let pretty = format!("{credential:#?}");
+        assert!(!pretty.contains("secret"), "{pretty}");
+    }
+
+    #[test]
+    fn mechanism_names_round_trip() {
+        for mechanism in ALL_MECHANISMS {
+            assert_eq!(AuthMechanism::from_name(mechanism.name()), Ok(mechanism));
+        }
+        assert!(AuthMechanism::from_name("scram-sha-1").is_err());
+    }
+
+    #[test]
+    fn effective_source_defaults_per_mechanism() {
+        let mut credential = Credential::default();
+        assert_eq!(credential.effective_source(), "admin");
+        credential.mechanism = Some(AuthMechanism::MongoDbX509);
+        assert_eq!(credential.effective_source(), "$external");
+        credential.source = Some("db".into());
+        assert_eq!(credential.effective_source(), "db");
+    }
+
     use super::*;
     use bson::doc;
 

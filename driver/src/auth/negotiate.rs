@@ -4,8 +4,62 @@
 
 use bson::{Bson, Document};
 
-use super::{conversation, AuthContext, AuthMechanism, Conversation, Credential, Step};
-use crate::error::Result;
+use super::scram::ScramCache;
+use super::{aws, plain, scram, x509, AuthMechanism, Conversation, Credential, Step};
+use crate::error::{Error, Result};
+
+/// What the mechanisms need from the client and the host, besides the credential.
+#[derive(Debug, Clone)]
+pub struct AuthContext {
+    /// The client's cache of SCRAM keys, shared by all its connections.
+    pub scram_cache: ScramCache,
+    /// The host's environment variables (MONGODB-AWS credentials); read anew for
+    /// every connection, as the spec requires.
+    pub env: fn(&str) -> Option<String>,
+    /// The wall-clock time, since the Unix epoch (MONGODB-AWS signs requests with it).
+    pub unix_time: std::time::Duration,
+}
+
+impl Default for AuthContext {
+    /// An empty cache, no environment, and the Unix epoch as the time.
+    fn default() -> Self {
+        AuthContext {
+            scram_cache: ScramCache::default(),
+            env: |_| None,
+            unix_time: std::time::Duration::ZERO,
+        }
+    }
+}
+
+/// Builds the conversation of `mechanism` for `credential`: the credential's own
+/// mechanism, or the one [`negotiate`] picked when it has none.
+///
+/// Fails with [`ErrorKind::InvalidArgument`] when
+/// the credential lacks what the mechanism needs (a SCRAM credential without a
+/// password, say) or the mechanism is not supported.
+pub fn conversation(
+    credential: &Credential,
+    mechanism: AuthMechanism,
+    context: &AuthContext,
+) -> Result<Box<dyn Conversation>> {
+    Ok(match mechanism {
+        AuthMechanism::ScramSha1 | AuthMechanism::ScramSha256 => Box::new(
+            scram::ScramConversation::new(mechanism, credential, &context.scram_cache)?,
+        ),
+        AuthMechanism::Plain => Box::new(plain::PlainConversation::new(credential)?),
+        AuthMechanism::MongoDbX509 => Box::new(x509::X509Conversation::new(credential)?),
+        AuthMechanism::MongoDbAws => Box::new(aws::AwsConversation::new(
+            aws::credentials_from(credential, &context.env)?,
+            context.unix_time.as_secs(),
+        )?),
+        AuthMechanism::MongoDbOidc | AuthMechanism::Gssapi => {
+            return Err(Error::invalid_argument(format!(
+                "the {} authentication mechanism is not supported",
+                mechanism.name()
+            )))
+        }
+    })
+}
 
 /// The hello's `saslSupportedMechs` value, `"<source>.<username>"`, sent when the
 /// credential names no mechanism so that the server says which SCRAM variants the
@@ -135,7 +189,7 @@ impl ConnectionAuth {
             }
         }
         if mechanism != speculative_mechanism {
-            conversation = super::conversation(&credential, mechanism, &context)?;
+            conversation = self::conversation(&credential, mechanism, &context)?;
         }
         let step = conversation.start()?;
         Ok((mechanism, conversation, step))
@@ -265,5 +319,18 @@ mod tests {
         assert!(!hello(&mut auth).contains_key("speculativeAuthenticate"));
         let (_, _, step) = auth.after_hello(&doc! { "ok": 1 }).unwrap();
         assert_eq!(first_command(step).get_str("mechanism").unwrap(), "PLAIN");
+    }
+
+    #[test]
+    fn unsupported_mechanisms_are_a_clear_error() {
+        let credential = Credential {
+            username: Some("user@EXAMPLE.COM".into()),
+            mechanism: Some(AuthMechanism::Gssapi),
+            ..Credential::default()
+        };
+        let err = conversation(&credential, AuthMechanism::Gssapi, &AuthContext::default())
+            .err()
+            .expect("GSSAPI is not supported");
+        assert!(err.to_string().contains("GSSAPI"), "{err}");
     }
 }

@@ -14,7 +14,7 @@ use bson::{Bson, Document};
 use crate::bson_util::as_i64;
 use crate::handshake::{DRIVER_NAME, MAX_WIRE_VERSION, MIN_WIRE_VERSION};
 use crate::rt::Instant;
-use crate::uri::{ServerAddress, TagSet};
+use crate::uri::ServerAddress;
 
 pub use super::topology_version::TopologyVersion;
 
@@ -122,7 +122,7 @@ pub struct ServerDescription {
     /// `arbiters`, lower-cased.
     pub arbiters: Vec<String>,
     /// `tags`.
-    pub tags: TagSet,
+    pub tags: BTreeMap<String, String>,
     /// `setName`.
     pub set_name: Option<String>,
     /// `setVersion`.
@@ -162,7 +162,7 @@ impl ServerDescription {
             hosts: Vec::new(),
             passives: Vec::new(),
             arbiters: Vec::new(),
-            tags: TagSet::new(),
+            tags: BTreeMap::new(),
             set_name: None,
             set_version: None,
             election_id: None,

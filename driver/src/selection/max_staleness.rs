@@ -4,9 +4,9 @@
 
 use std::time::Duration;
 
+use super::{ReadPreference, ReadPreferenceMode};
 use crate::error::{Error, Result};
 use crate::sdam::{ServerDescription, ServerType, TopologyDescription, TopologyType};
-use crate::uri::{ReadPreference, ReadPreferenceMode};
 
 /// `idleWritePeriodMS`: how often an idle primary writes a no-op to the oplog, so that
 /// secondaries' `lastWriteDate` keeps moving (Max Staleness spec): 10 seconds.

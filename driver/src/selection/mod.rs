@@ -62,13 +62,15 @@ mod window;
 use std::time::Duration;
 
 pub use max_staleness::{validate_max_staleness, IDLE_WRITE_PERIOD, SMALLEST_MAX_STALENESS};
-pub use read_preference::{matches_tag_set, read_preference_document};
+pub use read_preference::{
+    matches_tag_set, read_preference_document, ReadPreference, ReadPreferenceMode, TagSet,
+};
 pub use rtt::RoundTripTime;
 pub use window::{choose, latency_window, random_index};
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::sdam::{ServerDescription, ServerType, TopologyDescription, TopologyType};
-use crate::uri::{ReadPreference, ReadPreferenceMode, ServerAddress};
+use crate::uri::ServerAddress;
 use max_staleness::{check_mode_primary, StalenessEstimator};
 use read_preference::filter_by_tag_sets;
 
@@ -236,9 +238,9 @@ fn suitable_among<'a>(
 mod tests {
     use std::collections::BTreeMap;
 
+    use super::TagSet;
     use super::*;
     use crate::rt::Instant;
-    use crate::uri::TagSet;
 
     fn server(host: &str, server_type: ServerType, millis: u64) -> ServerDescription {
         ServerDescription {

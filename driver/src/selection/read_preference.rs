@@ -2,10 +2,48 @@
 //! Selection spec, "tag_sets" and "Passing read preference to mongos and load
 //! balancers").
 
+use std::collections::BTreeMap;
+use std::time::Duration;
+
 use bson::{doc, Bson, Document};
 
+use crate::named_enum::named_enum;
 use crate::sdam::{ServerDescription, ServerType, TopologyType};
-use crate::uri::{ReadPreference, ReadPreferenceMode, TagSet};
+
+named_enum! {
+    /// The read preference mode (Server Selection spec, "mode").
+    #[derive(Default)]
+    ReadPreferenceMode {
+        /// Read from the primary only (the default).
+        #[default]
+        Primary = "primary",
+        /// Read from the primary if there is one, else from a secondary.
+        PrimaryPreferred = "primaryPreferred",
+        /// Read from a secondary only.
+        Secondary = "secondary",
+        /// Read from a secondary if there is one, else from the primary.
+        SecondaryPreferred = "secondaryPreferred",
+        /// Read from any member within the latency window.
+        Nearest = "nearest",
+    }
+}
+
+/// One tag set of a read preference: the tags a server must all carry.
+pub type TagSet = BTreeMap<String, String>;
+
+/// Which servers may serve reads (Server Selection spec, "Read preference").
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReadPreference {
+    /// `readPreference`.
+    pub mode: ReadPreferenceMode,
+    /// `readPreferenceTags`, one tag set per occurrence of the option, tried in order;
+    /// empty means every server is eligible. Must be empty (or hold only empty sets)
+    /// with mode `primary`.
+    pub tag_sets: Vec<TagSet>,
+    /// `maxStalenessSeconds`; `None` (or `-1` in a connection string) means no maximum.
+    /// Must be `None` with mode `primary` (Max Staleness spec, "API").
+    pub max_staleness: Option<Duration>,
+}
 
 /// Whether the server carries every tag of `tag_set` (the read preference tag set is
 /// a subset of the server's); an empty tag set matches every server.

@@ -56,10 +56,12 @@ mod parser;
 mod types;
 
 pub use address::{ServerAddress, DEFAULT_PORT};
-pub use types::{
-    Acknowledgment, Compressor, ProxyOptions, ReadConcernLevel, ReadPreference, ReadPreferenceMode,
-    ServerMonitoringMode, TagSet, WriteConcern,
-};
+pub use types::{ProxyOptions, ServerMonitoringMode};
+// The option types that belong to other specifications, where users of the connection
+// string look for them too.
+pub use crate::concern::{Acknowledgment, ReadConcernLevel, WriteConcern};
+pub use crate::selection::{ReadPreference, ReadPreferenceMode, TagSet};
+pub use crate::wire::compression::Compressor;
 
 /// The longest `appName` (Handshake spec, "Limitations").
 const MAX_APP_NAME_BYTES: usize = 128;

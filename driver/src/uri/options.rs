@@ -13,14 +13,14 @@ use std::time::Duration;
 
 use bson::{Bson, Document};
 
-use super::types::{
-    Acknowledgment, Compressor, ProxyOptions, ReadConcernLevel, ReadPreferenceMode,
-    ServerMonitoringMode, TagSet,
-};
+use super::types::{ProxyOptions, ServerMonitoringMode};
 use super::ClientOptions;
 use crate::auth::{AuthMechanism, Credential};
+use crate::concern::{Acknowledgment, ReadConcernLevel};
 use crate::error::Error;
 use crate::rt::{PemSource, TlsOptions};
+use crate::selection::{ReadPreferenceMode, TagSet};
+use crate::wire::compression::Compressor;
 
 /// Why `timeoutMS` is refused.
 pub(super) const TIMEOUT_MS_UNSUPPORTED: &str = "timeoutMS (the client-side operations timeout) is not supported yet: remove it, and bound operations with connectTimeoutMS, socketTimeoutMS, serverSelectionTimeoutMS and wTimeoutMS, or with a timeout around each call";

@@ -15,7 +15,19 @@
 use std::io::{Read, Write};
 
 use super::{grown_len, op_code, MessageHeader, WireError, HEADER_LEN};
-use crate::uri::Compressor;
+use crate::named_enum::named_enum;
+
+named_enum! {
+    /// A wire protocol compressor (OP_COMPRESSED spec, "compressors").
+    Compressor {
+        /// Snappy.
+        Snappy = "snappy",
+        /// zlib, at [`crate::ClientOptions::zlib_compression_level`].
+        Zlib = "zlib",
+        /// Zstandard.
+        Zstd = "zstd",
+    }
+}
 
 /// The `compressorId` of the noop compressor: the content is not compressed
 /// (OP_COMPRESSED spec, "Compressor IDs"). Only ever received, never sent.
