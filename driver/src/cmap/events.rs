@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use bson::oid::ObjectId;
 
-use super::PoolOptions;
+use super::options::PoolOptions;
 use crate::event::EventHandler;
 use crate::uri::ServerAddress;
 use crate::Error;

@@ -15,6 +15,7 @@
 
 mod connector;
 mod events;
+mod options;
 mod pool;
 #[cfg(test)]
 mod tests;
@@ -22,7 +23,5 @@ mod tests;
 pub use crate::connection::Connection;
 pub use connector::Connector;
 pub use events::{CheckOutFailedReason, CmapEvent, CmapEventHandler, ConnectionClosedReason};
-pub use pool::{
-    CheckedOut, ConnectionPool, Establish, PinnedTo, PoolOptions, PoolState, Poolable,
-    DEFAULT_MAINTENANCE_INTERVAL,
-};
+pub use options::{PoolOptions, DEFAULT_MAINTENANCE_INTERVAL};
+pub use pool::{CheckedOut, ConnectionPool, Establish, PinnedTo, PoolState, Poolable};
