@@ -19,6 +19,10 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::index_management::IndexModel;
 use crate::Collection;
 
+mod error;
+
+pub use error::GridFsError;
+
 /// The default size of a chunk: 255 KiB (GridFS spec, "chunkSizeBytes"), under the
 /// 256 KiB that keeps a chunk document and its overhead in one small allocation.
 pub const DEFAULT_CHUNK_SIZE_BYTES: u32 = 255 * 1024;
@@ -54,47 +58,6 @@ pub struct GridFsUploadOptions {
     pub chunk_size_bytes: Option<u32>,
     /// Application data stored in the files document.
     pub metadata: Option<Document>,
-}
-
-/// Why a GridFS operation failed, besides the server's errors: [`ErrorKind::GridFs`].
-#[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
-pub enum GridFsError {
-    /// No file has this id (GridFS spec, "FileNotFound").
-    FileNotFound {
-        /// The id looked for.
-        id: Bson,
-    },
-    /// No file has this name, or not that many revisions of it.
-    RevisionNotFound {
-        /// The name looked for.
-        filename: String,
-        /// The revision asked for.
-        revision: i32,
-    },
-    /// The file's chunks do not add up to its length: a chunk is missing, too short or
-    /// too long, or there are extra chunks (GridFS spec, "Reading from GridFS").
-    CorruptFile {
-        /// The file's id.
-        id: Bson,
-        /// What is wrong.
-        message: String,
-    },
-}
-
-impl std::fmt::Display for GridFsError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            GridFsError::FileNotFound { id } => write!(f, "no GridFS file has the id {id}"),
-            GridFsError::RevisionNotFound { filename, revision } => write!(
-                f,
-                "no revision {revision} of the GridFS file named {filename:?}"
-            ),
-            GridFsError::CorruptFile { id, message } => {
-                write!(f, "the GridFS file {id} is corrupt: {message}")
-            }
-        }
-    }
 }
 
 impl From<GridFsError> for Error {
