@@ -11,6 +11,31 @@
 //! knows the specs finds the code by its name: [`wire`] (OP_MSG), [`handshake`],
 //! [`uri`] (Connection String), and so on.
 //!
+//! # Layers
+//!
+//! The modules form layers, and **imports go down**: a module uses modules of its own
+//! layer or of the layers below, never above. Top to bottom:
+//!
+//! | layer | modules | what it does |
+//! | --- | --- | --- |
+//! | API | `client`, `database`, `collection`, `change_stream`, `gridfs`, `enumerate`, `index_management` | what applications call: handles, options, results |
+//! | operations | `operation`, `retry`, `session`, `transactions`, `crud`, `cursor` | each operation's commands, run by one executor with one context per operation: sessions, transactions, retries, cursors |
+//! | cluster | `sdam::live` | the deployment at run time: servers with their pools and monitors, waiting server selection, single-threaded scans, SRV polling |
+//! | cluster parts | `cmap`, `sdam::monitor`, `load_balancer`, `logging` | a server's pool, its monitor, connections pinned behind a load balancer, log messages |
+//! | connection | `connection`, `command_monitoring`, `tls`, `socks5` | one connection: establishing it (TLS, proxy, handshake, authentication) and its round trips |
+//! | protocol | `error`, `wire`, `uri`, `concern`, `versioned_api`, `handshake`, `auth`, `sdam`, `selection`, `srv`, `event`, `gridfs::error` | the specifications' pure logic, without I/O: codecs, parsers, state machines, conversations, the failure payloads |
+//! | seams | `rt`, `sync`, `bson_util`, `named_enum` | the traits hosts implement, and building blocks every layer uses |
+//!
+//! A row names modules and, where a module's files sit in different layers, files
+//! (`sdam::monitor` runs checks over connections, while the rest of [`sdam`] is the pure
+//! state machine). The failure payloads that [`error::ErrorKind`] carries for high-level
+//! operations are plain data in files of their own next to those operations
+//! (`gridfs::error`), so that `error` can name them without importing the operations.
+//! The one cycle is the natural one between [`Client`], [`Database`] and
+//! [`Collection`], which hand out one another. `tests/tests/layers.rs` reads this table
+//! and every module's imports, and fails on an import that goes up, a cycle, or a
+//! module the table does not place.
+//!
 //! ```no_run
 //! # async fn example(runtime: anymongo::rt::Runtime) -> anymongo::Result<()> {
 //! use anymongo::{bson::doc, Client};
