@@ -5,9 +5,9 @@
 //! override them. The server's default applies when none is given: a concern that is
 //! empty is not sent at all (spec, "Using the default").
 
-use bson::{doc, Bson, Document};
-
 use std::time::Duration;
+
+use bson::{doc, Bson, Document};
 
 use crate::error::{Error, Result};
 
@@ -110,6 +110,38 @@ impl ReadConcern {
 }
 
 impl WriteConcern {
+    /// A write concern from its command form (`{ w, j, wtimeout }`), or as an options
+    /// document spells it (`journal`, `wtimeoutMS`).
+    pub(crate) fn from_document(document: &Document) -> std::result::Result<WriteConcern, String> {
+        let w = match document.get("w") {
+            None => None,
+            Some(Bson::String(name)) if name == "majority" => Some(Acknowledgment::Majority),
+            Some(Bson::String(name)) => Some(Acknowledgment::Custom(name.clone())),
+            Some(number) => {
+                let nodes = crate::bson_util::as_i64(number)
+                    .and_then(|n| u32::try_from(n).ok())
+                    .ok_or_else(|| format!("invalid w: {number}"))?;
+                Some(Acknowledgment::Nodes(nodes))
+            }
+        };
+        // The command's spelling, or the option's (`journal`, `wtimeoutMS`: Read and
+        // Write Concern spec, "WriteConcern").
+        let journal = document
+            .get_bool("j")
+            .or_else(|_| document.get_bool("journal"))
+            .ok();
+        let w_timeout = document
+            .get("wtimeout")
+            .or_else(|| document.get("wtimeoutMS"))
+            .and_then(crate::bson_util::as_i64)
+            .map(|ms| Duration::from_millis(u64::try_from(ms).unwrap_or(0)));
+        Ok(WriteConcern {
+            w,
+            journal,
+            w_timeout,
+        })
+    }
+
     /// A write concern of `w: majority`.
     pub fn majority() -> WriteConcern {
         WriteConcern {

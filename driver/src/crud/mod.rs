@@ -22,8 +22,8 @@ use std::time::Duration;
 use bson::{Bson, Document};
 use serde::{Deserialize, Deserializer};
 
-use crate::concern::{ReadConcern, WriteConcern};
-use crate::uri::{ReadConcernLevel, ReadPreference};
+use crate::concern::{ReadConcern, ReadConcernLevel, WriteConcern};
+use crate::selection::ReadPreference;
 
 /// Reads a duration given in milliseconds (`maxTimeMS`, `maxAwaitTimeMS`).
 pub(crate) fn millis<'de, D: Deserializer<'de>>(
@@ -53,40 +53,8 @@ pub(crate) fn write_concern<'de, D: Deserializer<'de>>(
 ) -> Result<Option<WriteConcern>, D::Error> {
     let document = Option::<Document>::deserialize(deserializer)?;
     document
-        .map(|document| write_concern_from_document(&document).map_err(serde::de::Error::custom))
+        .map(|document| WriteConcern::from_document(&document).map_err(serde::de::Error::custom))
         .transpose()
-}
-
-/// A write concern from its command form.
-pub(crate) fn write_concern_from_document(document: &Document) -> Result<WriteConcern, String> {
-    use crate::concern::Acknowledgment;
-    let w = match document.get("w") {
-        None => None,
-        Some(Bson::String(name)) if name == "majority" => Some(Acknowledgment::Majority),
-        Some(Bson::String(name)) => Some(Acknowledgment::Custom(name.clone())),
-        Some(number) => {
-            let nodes = crate::bson_util::as_i64(number)
-                .and_then(|n| u32::try_from(n).ok())
-                .ok_or_else(|| format!("invalid w: {number}"))?;
-            Some(Acknowledgment::Nodes(nodes))
-        }
-    };
-    // The command's spelling, or the option's (`journal`, `wtimeoutMS`: Read and
-    // Write Concern spec, "WriteConcern").
-    let journal = document
-        .get_bool("j")
-        .or_else(|_| document.get_bool("journal"))
-        .ok();
-    let w_timeout = document
-        .get("wtimeout")
-        .or_else(|| document.get("wtimeoutMS"))
-        .and_then(crate::bson_util::as_i64)
-        .map(|ms| Duration::from_millis(u64::try_from(ms).unwrap_or(0)));
-    Ok(WriteConcern {
-        w,
-        journal,
-        w_timeout,
-    })
 }
 
 /// Reads a read preference given as `{ mode: "...", tagSets, maxStalenessSeconds }`.
@@ -95,50 +63,8 @@ pub(crate) fn read_preference<'de, D: Deserializer<'de>>(
 ) -> Result<Option<ReadPreference>, D::Error> {
     let document = Option::<Document>::deserialize(deserializer)?;
     document
-        .map(|document| read_preference_from_document(&document).map_err(serde::de::Error::custom))
+        .map(|document| ReadPreference::from_document(&document).map_err(serde::de::Error::custom))
         .transpose()
-}
-
-/// A read preference from its document form (`{ mode, tagSets, maxStalenessSeconds }`,
-/// as `$readPreference` spells it).
-pub(crate) fn read_preference_from_document(document: &Document) -> Result<ReadPreference, String> {
-    let mode = document
-        .get_str("mode")
-        .map_err(|_| "a read preference needs a mode")?;
-    // Any case, as servers and the official drivers take it ("Secondary" too).
-    let mode = crate::uri::ReadPreferenceMode::ALL
-        .iter()
-        .copied()
-        .find(|known| known.name().eq_ignore_ascii_case(mode))
-        .ok_or_else(|| format!("unknown read preference mode {mode:?}"))?;
-    let mut tag_sets = Vec::new();
-    for set in document
-        .get_array("tagSets")
-        .map(|sets| sets.as_slice())
-        .unwrap_or_default()
-    {
-        let Bson::Document(set) = set else {
-            return Err(format!("a tag set must be a document, not {set}"));
-        };
-        let tags = set
-            .iter()
-            .map(|(key, value)| match value {
-                Bson::String(value) => Ok((key.clone(), value.clone())),
-                other => Err(format!("tag {key} must be a string, not {other}")),
-            })
-            .collect::<Result<_, String>>()?;
-        tag_sets.push(tags);
-    }
-    let max_staleness = document
-        .get("maxStalenessSeconds")
-        .and_then(crate::bson_util::as_i64)
-        .filter(|seconds| *seconds >= 0)
-        .map(|seconds| Duration::from_secs(seconds.unsigned_abs()));
-    Ok(ReadPreference {
-        mode,
-        tag_sets,
-        max_staleness,
-    })
 }
 
 /// Whether a tailable cursor waits for new data.

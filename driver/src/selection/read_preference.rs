@@ -45,6 +45,50 @@ pub struct ReadPreference {
     pub max_staleness: Option<Duration>,
 }
 
+impl ReadPreference {
+    /// A read preference from its document form (`{ mode, tagSets, maxStalenessSeconds }`,
+    /// as `$readPreference` spells it).
+    pub(crate) fn from_document(document: &Document) -> Result<ReadPreference, String> {
+        let mode = document
+            .get_str("mode")
+            .map_err(|_| "a read preference needs a mode")?;
+        // Any case, as servers and the official drivers take it ("Secondary" too).
+        let mode = ReadPreferenceMode::ALL
+            .iter()
+            .copied()
+            .find(|known| known.name().eq_ignore_ascii_case(mode))
+            .ok_or_else(|| format!("unknown read preference mode {mode:?}"))?;
+        let mut tag_sets = Vec::new();
+        for set in document
+            .get_array("tagSets")
+            .map(|sets| sets.as_slice())
+            .unwrap_or_default()
+        {
+            let Bson::Document(set) = set else {
+                return Err(format!("a tag set must be a document, not {set}"));
+            };
+            let tags = set
+                .iter()
+                .map(|(key, value)| match value {
+                    Bson::String(value) => Ok((key.clone(), value.clone())),
+                    other => Err(format!("tag {key} must be a string, not {other}")),
+                })
+                .collect::<Result<_, String>>()?;
+            tag_sets.push(tags);
+        }
+        let max_staleness = document
+            .get("maxStalenessSeconds")
+            .and_then(crate::bson_util::as_i64)
+            .filter(|seconds| *seconds >= 0)
+            .map(|seconds| Duration::from_secs(seconds.unsigned_abs()));
+        Ok(ReadPreference {
+            mode,
+            tag_sets,
+            max_staleness,
+        })
+    }
+}
+
 /// Whether the server carries every tag of `tag_set` (the read preference tag set is
 /// a subset of the server's); an empty tag set matches every server.
 pub fn matches_tag_set(server: &ServerDescription, tag_set: &TagSet) -> bool {
