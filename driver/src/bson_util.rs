@@ -8,15 +8,7 @@ use bson::{Bson, Document};
 
 /// An integer as a server may send it: int32, int64, or a double without a fraction
 /// (servers and the shell are loose about numeric types; the specs say "a number").
-///
-/// ```
-/// use anymongo::bson::Bson;
-/// use anymongo::bson_util::as_i64;
-/// assert_eq!(as_i64(&Bson::Double(3.0)), Some(3));
-/// assert_eq!(as_i64(&Bson::Double(3.5)), None);
-/// assert_eq!(as_i64(&Bson::String("3".into())), None);
-/// ```
-pub fn as_i64(value: &Bson) -> Option<i64> {
+pub(crate) fn as_i64(value: &Bson) -> Option<i64> {
     match value {
         Bson::Int32(v) => Some(i64::from(*v)),
         Bson::Int64(v) => Some(*v),

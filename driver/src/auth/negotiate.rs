@@ -34,7 +34,7 @@ impl Default for AuthContext {
 /// Builds the conversation of `mechanism` for `credential`: the credential's own
 /// mechanism, or the one [`negotiate`] picked when it has none.
 ///
-/// Fails with [`ErrorKind::InvalidArgument`] when
+/// Fails with [`ErrorKind::InvalidArgument`](crate::error::ErrorKind::InvalidArgument) when
 /// the credential lacks what the mechanism needs (a SCRAM credential without a
 /// password, say) or the mechanism is not supported.
 pub fn conversation(
