@@ -29,6 +29,7 @@
 pub mod auth;
 pub mod change_stream;
 pub mod client;
+mod cluster;
 pub mod cmap;
 pub mod collection;
 pub mod command_monitoring;
