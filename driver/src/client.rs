@@ -1,6 +1,6 @@
 //! The public entry points: [`Client`] and [`Database`].
 //!
-//! A client owns a live topology (`sdam::live`): its servers are discovered and
+//! A client owns a live topology (`cluster`): its servers are discovered and
 //! monitored, every operation selects a server (`selection`) and borrows a
 //! connection from that server's pool (`cmap`).
 
@@ -10,6 +10,8 @@ use bson::Document;
 
 use crate::auth::oidc::{OidcAuthenticator, OidcOptions};
 use crate::auth::AuthMechanism;
+use crate::cluster::{Cluster, EventHandlers, PooledConnection, SelectedServer, Shared};
+pub use crate::cluster::{MonitoringThreads, SdamEventHandler};
 use crate::cmap::CmapEventHandler;
 use crate::command_monitoring::{CommandEventHandler, CommandMonitor};
 use crate::connection::ConnectionSettings;
@@ -20,8 +22,6 @@ use crate::handshake::HelloReply;
 use crate::logging;
 use crate::operation::Command;
 use crate::rt::{Clock, Instant, Runtime};
-use crate::sdam::live::{EventHandlers, PooledConnection, SelectedServer, Shared, Topology};
-pub use crate::sdam::live::{MonitoringThreads, SdamEventHandler};
 use crate::sdam::TopologyDescription;
 use crate::selection::SelectionCriteria;
 use crate::session::{
@@ -49,7 +49,7 @@ struct ClientInner {
     options: ClientOptions,
     runtime: Runtime,
     /// Dropped with the last clone of the client: monitors stop, pools close.
-    topology: Topology,
+    topology: Cluster,
     commands: CommandMonitor,
     /// Server sessions for reuse (Driver Sessions spec, "Server Session Pool").
     sessions: ServerSessionPool,
@@ -205,7 +205,7 @@ impl Client {
                 .log_max_document_length
                 .unwrap_or(logging::DEFAULT_MAX_DOCUMENT_LENGTH),
         };
-        let topology = Topology::open(
+        let topology = Cluster::open(
             &options,
             runtime.clone(),
             settings,

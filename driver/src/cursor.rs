@@ -19,12 +19,11 @@ use futures::Stream;
 use serde::de::DeserializeOwned;
 
 use crate::client::Client;
+use crate::cluster::{PinnedConnection, Server};
 use crate::error::{Error, ErrorKind, Result};
 use crate::handshake::HelloReply;
-use crate::load_balancer::PinnedConnection;
 use crate::operation::{Attempt, Command, Operation, ReplyContext, Target, TxnNumber};
 use crate::rt::{boxed, BoxFuture};
-use crate::sdam::live::Server;
 use crate::session::ClientSession;
 use crate::sync::lock;
 use crate::uri::ServerAddress;

@@ -24,6 +24,14 @@ pub const SYSTEM_OVERLOADED_ERROR: &str = "SystemOverloadedError";
 /// [`SYSTEM_OVERLOADED_ERROR`], CMAP spec, "Backpressure-enabled").
 pub const RETRYABLE_ERROR: &str = "RetryableError";
 
+/// The label of an error after which the whole transaction may be retried
+/// (Transactions spec, "Transient Transaction Error").
+pub const TRANSIENT_TRANSACTION_ERROR: &str = "TransientTransactionError";
+
+/// The label of a commit error after which committing again may succeed
+/// (Transactions spec, "UnknownTransactionCommitResult").
+pub const UNKNOWN_TRANSACTION_COMMIT_RESULT: &str = "UnknownTransactionCommitResult";
+
 /// An error of the driver.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Error {

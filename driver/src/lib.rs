@@ -55,6 +55,7 @@ pub mod auth;
 mod bson_util;
 pub mod change_stream;
 pub mod client;
+mod cluster;
 pub mod cmap;
 pub mod collection;
 pub mod command_monitoring;

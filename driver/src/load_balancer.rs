@@ -11,44 +11,62 @@
 //!
 //! [`PinnedConnection`] is the one place that holds such a connection. Letting go
 //! never does I/O, so a cursor or session dropped without a runtime checks the
-//! connection in all the same.
+//! connection in all the same. It only needs the server's pool ([`PoolHolder`]): the
+//! cluster's servers are what it pins to (`crate::cluster::PinnedConnection`).
 
 use std::sync::{Arc, Mutex};
 
-use crate::cmap::PinnedTo;
-use crate::error::{Error, ErrorKind, Result};
-use crate::sdam::live::{PooledConnection, Server};
+use crate::cmap::{CheckedOut, ConnectionPool, Establish, PinnedTo, Poolable};
+use crate::error::{
+    Error, ErrorKind, Result, TRANSIENT_TRANSACTION_ERROR, UNKNOWN_TRANSACTION_COMMIT_RESULT,
+};
 use crate::sync::lock;
-use crate::transactions::{TRANSIENT_TRANSACTION_ERROR, UNKNOWN_TRANSACTION_COMMIT_RESULT};
 
-/// A connection pinned to a cursor, a transaction, or both. Clones share the
-/// connection, which goes back to its server's pool when the last clone is dropped.
-#[derive(Clone)]
-pub(crate) struct PinnedConnection {
-    inner: Arc<Pinned>,
+/// A server a connection is pinned from: what holds its pool.
+pub(crate) trait PoolHolder {
+    /// What the pool opens its connections with.
+    type Establish: Establish;
+
+    /// The server's pool.
+    fn pool(&self) -> &ConnectionPool<Self::Establish>;
 }
 
-struct Pinned {
-    server: Arc<Server>,
+/// A connection of the pool of `S`, pinned to a cursor, a transaction, or both.
+/// Clones share the connection, which goes back to its server's pool when the last
+/// clone is dropped.
+pub(crate) struct PinnedConnection<S: PoolHolder> {
+    inner: Arc<Pinned<S>>,
+}
+
+impl<S: PoolHolder> Clone for PinnedConnection<S> {
+    fn clone(&self) -> Self {
+        PinnedConnection {
+            inner: self.inner.clone(),
+        }
+    }
+}
+
+struct Pinned<S: PoolHolder> {
+    server: Arc<S>,
     to: PinnedTo,
-    slot: Mutex<Slot>,
+    slot: Mutex<Slot<CheckedOut<S::Establish>>>,
 }
 
-/// Where the pinned connection is.
-enum Slot {
+/// Where the pinned connection `C` is.
+enum Slot<C> {
     /// Before the first command's connection is placed here.
     Empty,
     /// Here, between commands (boxed: a connection is large, the other states small).
-    Here(Box<PooledConnection>),
+    Here(Box<C>),
     /// Taken by a command (the connection's id): back when it ends, unless the
     /// command was abandoned mid-flight, which closed the connection.
     Taken(u32),
 }
 
-impl PinnedConnection {
+impl<S: PoolHolder> PinnedConnection<S> {
     /// A pin to a connection of `server`, for a cursor or a transaction: the
     /// executor [`place`](Self::place)s the connection once the first command ran.
-    pub fn new(server: Arc<Server>, to: PinnedTo) -> PinnedConnection {
+    pub fn new(server: Arc<S>, to: PinnedTo) -> PinnedConnection<S> {
         PinnedConnection {
             inner: Arc::new(Pinned {
                 server,
@@ -59,7 +77,7 @@ impl PinnedConnection {
     }
 
     /// The server (the load balancer) whose pool the connection comes from.
-    pub fn server(&self) -> &Arc<Server> {
+    pub fn server(&self) -> &Arc<S> {
         &self.inner.server
     }
 
@@ -71,7 +89,7 @@ impl PinnedConnection {
     /// Keeps `connection` here, recording in its pool what it is pinned to (for the
     /// wait-queue timeout message, "Connection Tracking"); also gives a connection
     /// back after a command ([`take`](Self::take)).
-    pub fn place(&self, connection: PooledConnection) {
+    pub fn place(&self, connection: CheckedOut<S::Establish>) {
         connection.mark_pinned(self.inner.to);
         *lock(&self.inner.slot) = Slot::Here(Box::new(connection));
     }
@@ -84,14 +102,14 @@ impl PinnedConnection {
     /// a network error, which in a transaction is transient (the server aborts a
     /// transaction whose connection closed: spec, "Downstream Visible Behavioral
     /// Changes").
-    pub fn take(&self) -> Result<PooledConnection> {
+    pub fn take(&self) -> Result<CheckedOut<S::Establish>> {
         let mut slot = lock(&self.inner.slot);
         match std::mem::replace(&mut *slot, Slot::Empty) {
             Slot::Here(connection) => {
                 *slot = Slot::Taken(connection.id());
                 Ok(*connection)
             }
-            Slot::Taken(id) if self.inner.server.pool.is_in_use(id) => {
+            Slot::Taken(id) if self.inner.server.pool().is_in_use(id) => {
                 *slot = Slot::Taken(id);
                 Err(Error::invalid_argument(
                     "the connection pinned to this cursor or transaction is in use by \
@@ -101,7 +119,7 @@ impl PinnedConnection {
             Slot::Taken(id) => {
                 *slot = Slot::Taken(id);
                 Err(Error::new(ErrorKind::Network {
-                    address: self.inner.server.address.to_string(),
+                    address: self.inner.server.pool().address().to_string(),
                     io_kind: std::io::ErrorKind::ConnectionAborted,
                     message: "the connection pinned to this cursor or transaction was closed \
                               when an operation on it was abandoned"
@@ -124,24 +142,25 @@ impl PinnedConnection {
     }
 }
 
-impl std::fmt::Debug for PinnedConnection {
+impl<S: PoolHolder> std::fmt::Debug for PinnedConnection<S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PinnedConnection")
-            .field("server", &self.inner.server.address)
+            .field("server", self.inner.server.pool().address())
             .field("to", &self.inner.to)
             .finish_non_exhaustive()
     }
 }
 
-impl Drop for Pinned {
+impl<S: PoolHolder> Drop for Pinned<S> {
     fn drop(&mut self) {
         let slot = self
             .slot
             .get_mut()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Slot::Here(connection) = std::mem::replace(slot, Slot::Empty) {
-            // A broken connection is closed by the pool.
-            self.server.check_in(*connection);
+            // A broken connection is closed by the pool; it cannot refuse one of its
+            // own.
+            let _ = self.server.pool().check_in(*connection);
         }
     }
 }
@@ -179,12 +198,7 @@ mod tests {
         ])));
         assert!(!error_unpins(&command_error(&[])));
         assert!(!error_unpins(&command_error(&["RetryableWriteError"])));
-        // The executor labels network errors in a transaction as transient.
-        let network = crate::transactions::label_transient(Error::new(ErrorKind::Network {
-            address: "lb:27017".into(),
-            io_kind: std::io::ErrorKind::ConnectionReset,
-            message: "connection reset".into(),
-        }));
-        assert!(error_unpins(&network));
+        // Network errors in a transaction, labelled transient by the executor, unpin
+        // too (tested with the labelling, in `crate::transactions`).
     }
 }

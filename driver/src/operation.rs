@@ -14,15 +14,14 @@ use bson::{rawdoc, Bson, Document, RawDocumentBuf};
 use futures::future::{self, Either};
 
 use crate::client::Client;
+use crate::cluster::{ConnectionInfo, PinnedConnection, PooledConnection, Server};
 use crate::cmap::PinnedTo;
 use crate::command_monitoring::{CommandInfo, ConnectionId};
 use crate::concern::WriteConcern;
 use crate::connection::check_reply;
 use crate::error::{Error, Result, SYSTEM_OVERLOADED_ERROR};
 use crate::handshake::HelloReply;
-use crate::load_balancer::PinnedConnection;
 use crate::retry::{self, Retryability};
-use crate::sdam::live::{ConnectionInfo, PooledConnection, Server};
 use crate::sdam::topology::ErrorPhase;
 use crate::sdam::{ServerType, TopologyDescription, TopologyType};
 use crate::selection::{read_preference_document, SelectionCriteria};

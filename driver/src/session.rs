@@ -18,8 +18,8 @@ use bson::spec::BinarySubtype;
 use bson::{doc, Binary, Bson, Document, RawDocument, Timestamp};
 
 use crate::client::Client;
+use crate::cluster::PinnedConnection;
 use crate::error::{Error, Result};
-use crate::load_balancer::PinnedConnection;
 use crate::rt::{BoxFuture, Instant};
 use crate::sync::lock;
 use crate::transactions::{Transaction, TransactionOptions, TransactionState};

@@ -27,13 +27,7 @@ use crate::retry::{Retryability, RETRYABLE_WRITE_ERROR};
 use crate::session::ClientSession;
 use crate::uri::{ClientOptions, ReadPreference, ReadPreferenceMode};
 
-/// The label of an error after which the whole transaction may be retried (spec,
-/// "Transient Transaction Error").
-pub const TRANSIENT_TRANSACTION_ERROR: &str = "TransientTransactionError";
-
-/// The label of a commit error after which committing again may succeed (spec,
-/// "UnknownTransactionCommitResult").
-pub const UNKNOWN_TRANSACTION_COMMIT_RESULT: &str = "UnknownTransactionCommitResult";
+pub use crate::error::{TRANSIENT_TRANSACTION_ERROR, UNKNOWN_TRANSACTION_COMMIT_RESULT};
 
 /// MaxTimeMSExpired: a commit that ran out of `maxTimeMS` is not retried by
 /// [`ClientSession::with_transaction`].
@@ -945,8 +939,11 @@ mod tests {
         assert!(!unknown(write_concern_error(79)));
         assert!(!unknown(command(251)));
         assert!(!unknown(Error::invalid_argument("x")));
-        // Network errors in a transaction are transient, except commit's.
-        assert!(label_transient(network).has_label(TRANSIENT_TRANSACTION_ERROR));
+        // Network errors in a transaction are transient, except commit's, and so
+        // release a load balancer's pinned connection (spec, "When to unpin").
+        let transient = label_transient(network);
+        assert!(transient.has_label(TRANSIENT_TRANSACTION_ERROR));
+        assert!(crate::load_balancer::error_unpins(&transient));
         assert!(!label_transient(command(11000)).has_label(TRANSIENT_TRANSACTION_ERROR));
     }
 

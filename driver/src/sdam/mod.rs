@@ -6,13 +6,14 @@
 //! - [`topology`] is the state machine that updates them from hello replies and
 //!   application errors ([`TopologyState`]);
 //! - [`events`] are the SDAM monitoring events it produces;
-//! - `monitor` checks servers (Server Monitoring spec) and `live` runs it all
-//!   against real servers: monitors, pools, event delivery, waiting selection.
+//! - `monitor` checks servers (Server Monitoring spec).
+//!
+//! Running it all against real servers (monitors, pools, event delivery, waiting
+//! selection) is the cluster's part, a layer above (`crate::cluster`).
 
 pub mod description;
 pub mod events;
-pub(crate) mod live;
-mod monitor;
+pub(crate) mod monitor;
 pub mod topology;
 mod topology_version;
 

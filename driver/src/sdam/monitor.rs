@@ -4,10 +4,10 @@
 //! connection, a polled `hello`, or an awaited `hello` of the streaming protocol — and
 //! is shared by both monitoring modes. [`run_monitor`] and [`run_rtt_monitor`] are the
 //! background tasks of the multi-threaded mode; the single-threaded mode calls
-//! [`Checker::poll`] inline from its scans (see `live.rs`).
+//! [`Checker::poll`] inline from its scans (see `crate::cluster`). The background
+//! tasks report to whoever runs them — the cluster — through [`MonitorHost`].
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use bson::{doc, Document, RawDocumentBuf};
@@ -15,8 +15,7 @@ use futures::future::{select, Either};
 
 use crate::connection::{Connection, ConnectionSettings};
 use crate::error::{Error, ErrorKind, Result};
-use crate::rt::{Clock, Instant, Runtime};
-use crate::sdam::live::{Server, Shared};
+use crate::rt::{Clock, Instant, MaybeSend, MaybeSync, Runtime};
 use crate::sdam::TopologyVersion;
 use crate::sync::Notify;
 
@@ -300,28 +299,62 @@ impl MonitorSignal {
     }
 }
 
+/// What a background monitor reports to: the cluster, which keeps the server's
+/// description and pool. Each report returns `None` once the topology is closed or
+/// gone, and the monitor then ends.
+pub(crate) trait MonitorHost: Clone + MaybeSend + MaybeSync + 'static {
+    /// The controls of the monitored server's monitor.
+    fn signal(&self) -> &MonitorSignal;
+
+    /// A round-trip-time sample of the RTT monitor.
+    fn add_rtt_sample(&self, sample: Duration);
+
+    /// A check on the monitoring connection `connection` starts; whether the server
+    /// is known (its type is not Unknown).
+    fn heartbeat_started(&self, connection: HeartbeatConnection, awaited: bool) -> Option<bool>;
+
+    /// The check was cancelled ([`MonitorSignal::cancel_check`]) after `duration`: its
+    /// heartbeat fails, and the description stays (the operation's error marked the
+    /// server Unknown already).
+    fn check_cancelled(
+        &self,
+        duration: Duration,
+        connection: HeartbeatConnection,
+        awaited: bool,
+    ) -> Option<()>;
+
+    /// The check succeeded (a polled check's duration is a round-trip-time sample).
+    fn check_succeeded(
+        &self,
+        check: CheckReply,
+        connection: HeartbeatConnection,
+        awaited: bool,
+    ) -> Option<()>;
+
+    /// The check failed after `duration`.
+    fn check_failed(
+        &self,
+        error: &Error,
+        duration: Duration,
+        connection: HeartbeatConnection,
+        awaited: bool,
+    ) -> Option<()>;
+}
+
 /// The background monitor of one server (spec, "Monitor thread"): checks it every
 /// heartbeatFrequencyMS — or, once the server supports it, streams its state — and
-/// reports every outcome to the topology. Ends when the server's signal closes or the
+/// reports every outcome to `host`. Ends when the server's signal closes or the
 /// topology is gone.
-pub(crate) async fn run_monitor(
-    checker: Checker,
-    server: Arc<Server>,
-    topology: Weak<Shared>,
-    streaming_allowed: bool,
-) {
+pub(crate) async fn run_monitor(checker: Checker, host: impl MonitorHost, streaming_allowed: bool) {
     let clock = checker.runtime.clock.clone();
-    let signal = &server.monitor;
+    let signal = host.signal();
     let mut connection = MonitorConnection::default();
     let mut streaming_version: Option<TopologyVersion> = None;
     let mut rtt_monitor_started = false;
     while !signal.is_closed() {
         let awaited = streaming_version.is_some() && connection.open.is_some();
         let ids = connection.start_heartbeat();
-        let Some(known_before) = Shared::upgrade(&topology, |shared| {
-            shared.heartbeat_started(&server.address, ids, awaited);
-            shared.is_known(&server.address)
-        }) else {
+        let Some(known_before) = host.heartbeat_started(ids, awaited) else {
             return;
         };
         let started = clock.now();
@@ -343,20 +376,10 @@ pub(crate) async fn run_monitor(
         let result = match outcome {
             Some(result) => result,
             None => {
-                let cancelled = Shared::upgrade(&topology, |shared| {
-                    shared.heartbeat_failed(
-                        &server.address,
-                        || {
-                            "the check was cancelled: an operation's network error marked \
-                             the server Unknown"
-                                .to_string()
-                        },
-                        clock.now() - started,
-                        ids,
-                        awaited,
-                    );
-                });
-                if cancelled.is_none() {
+                if host
+                    .check_cancelled(clock.now() - started, ids, awaited)
+                    .is_none()
+                {
                     return;
                 }
                 connection.open = None;
@@ -366,20 +389,16 @@ pub(crate) async fn run_monitor(
             }
         };
         let network_error = matches!(&result, Err(error) if is_network_error(error));
-        let reported = Shared::upgrade(&topology, |shared| match result {
+        let reported = match result {
             Ok(check) => {
-                if !awaited {
-                    server.add_rtt_sample(check.duration);
-                }
                 let version = TopologyVersion::from_reply(&check.reply);
-                shared.check_succeeded(&server, check, connection.ids(), awaited);
-                version
+                host.check_succeeded(check, connection.ids(), awaited)
+                    .map(|()| version)
             }
-            Err(error) => {
-                shared.check_failed(&server, &error, clock.now() - started, ids, awaited);
-                None
-            }
-        });
+            Err(error) => host
+                .check_failed(&error, clock.now() - started, ids, awaited)
+                .map(|()| None),
+        };
         let Some(version) = reported else {
             return;
         };
@@ -392,7 +411,7 @@ pub(crate) async fn run_monitor(
                 if let Some(spawner) = &checker.runtime.spawner {
                     spawner.spawn(crate::rt::boxed(run_rtt_monitor(
                         checker.clone(),
-                        server.clone(),
+                        host.clone(),
                     )));
                 }
             }
@@ -433,16 +452,16 @@ pub(crate) async fn run_monitor(
 /// Measures round-trip time on its own connection every heartbeatFrequencyMS while
 /// the main monitor streams. Its failures change nothing but its connection (spec,
 /// "RTT monitor").
-async fn run_rtt_monitor(checker: Checker, server: Arc<Server>) {
+async fn run_rtt_monitor(checker: Checker, host: impl MonitorHost) {
     let clock = checker.runtime.clock.clone();
-    let signal = &server.monitor;
+    let signal = host.signal();
     let mut connection = None;
     while !signal.is_closed() {
         let Some(result) = signal.unless_closed(checker.poll(&mut connection)).await else {
             return;
         };
         if let Ok(check) = result {
-            server.add_rtt_sample(check.duration);
+            host.add_rtt_sample(check.duration);
         }
         signal
             .unless_closed(clock.sleep(checker.heartbeat_frequency))

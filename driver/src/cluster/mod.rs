@@ -1,53 +1,59 @@
-//! The live topology: the pure [`TopologyDescription`] state machine driven by real
-//! checks, the servers with their pools and monitors, event publication, and the
-//! waiting part of server selection.
+//! The cluster: the runtime hub of a client, the layer above server selection
+//! ([`crate::selection`]), the pools ([`crate::cmap`]), SDAM ([`crate::sdam`]: the pure
+//! [`TopologyDescription`] state machine and the server monitor) and seed lists
+//! ([`crate::srv`]). It drives that state machine with real checks, owns the servers
+//! with their pools and monitors, publishes the events, and does the waiting part of
+//! server selection.
 //!
 //! Two monitoring modes share everything but who runs the checks
 //! (server-monitoring.md, "Single-threaded monitoring"):
 //!
 //! - **background**: when the runtime can spawn tasks, every server gets a monitor
-//!   task ([`super::monitor::run_monitor`]) that polls or streams, and selection waits
-//!   for the description to change;
+//!   task ([`crate::sdam::monitor::run_monitor`]) that polls or streams and reports to
+//!   the cluster through [`MonitorHost`](crate::sdam::monitor::MonitorHost), and
+//!   selection waits for the description to change;
 //! - **single-threaded**: without a spawner (a WASI request handler, a Worker) — or when
 //!   asked for — nothing runs between operations; selection scans the servers inline
 //!   when the description is stale (server-selection.md, "Single-threaded server
-//!   selection").
+//!   selection"), see [`monitoring`].
 //!
 //! A client made from a `mongodb+srv` seed list also polls the SRV records (Polling SRV
-//! Records for mongos Discovery spec) while the topology is Sharded or Unknown: a
-//! background task in background mode ([`run_srv_poller`]); in single-threaded mode,
-//! a rescan before server selection once the interval has passed. Either way a
-//! rescan's hosts go through [`TopologyState::apply_srv_rescan`] and the same
-//! [`Shared::act_on`] as servers discovered from a hello reply.
+//! Records for mongos Discovery spec) while the topology is Sharded or Unknown:
+//! [`srv_polling`].
+//!
+//! - [`server`]: one server, its pool and the connections checked out of it;
+//! - [`monitoring`]: the checks of both modes and what their outcomes do;
+//! - [`srv_polling`]: SRV polling, in both modes.
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::sync::atomic::{AtomicU32, Ordering};
+mod monitoring;
+mod server;
+mod srv_polling;
+
+use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 use std::time::Duration;
 
 use bson::oid::ObjectId;
 
-use crate::cmap::{
-    CheckedOut, CmapEventHandler, ConnectionPool, Connector, Establish, PoolOptions,
-};
-use crate::connection::{Connection, ConnectionSettings};
+use crate::cmap::{CmapEventHandler, PoolOptions};
+use crate::connection::ConnectionSettings;
 use crate::error::{Error, ErrorKind, Result};
 use crate::event::{EventHandler, EventSink};
 use crate::logging::{self, LogContext, SelectionLog};
-use crate::rt::{self, BoxFuture, Instant, Runtime};
+use crate::rt::{self, Instant, Runtime};
 use crate::sdam::events::SdamEvent;
-use crate::sdam::monitor::{
-    run_monitor, CheckReply, Checker, HeartbeatConnection, MonitorConnection, MonitorSignal,
-    MIN_HEARTBEAT_FREQUENCY,
-};
+use crate::sdam::monitor::MIN_HEARTBEAT_FREQUENCY;
 use crate::sdam::topology::{
     ApplicationError, ApplicationErrorKind, ErrorPhase, TopologyState, TopologyUpdate,
 };
 use crate::sdam::{ServerDescription, ServerType, TopologyDescription, TopologyType};
-use crate::selection::{self, RoundTripTime, SelectionCriteria};
-use crate::srv::{self, SeedList, SrvHosts};
+use crate::selection::{self, SelectionCriteria};
 use crate::sync::{lock, Notify};
 use crate::uri::{ClientOptions, ServerAddress};
+
+pub(crate) use server::{ConnectionInfo, PinnedConnection, PooledConnection, Server};
+use srv_polling::SrvPolling;
 
 /// Receives SDAM events (topology and server opening, changes, closing, heartbeats).
 pub type SdamEventHandler = EventHandler<SdamEvent>;
@@ -66,100 +72,6 @@ pub enum MonitoringThreads {
     SingleThreaded,
 }
 
-/// cooldownMS: a server whose check failed is not checked again by single-threaded
-/// scans for this long (server-monitoring.md, "cooldownMS").
-const COOLDOWN: Duration = Duration::from_secs(5);
-
-/// A connection checked out of a server's pool.
-pub(crate) type PooledConnection = CheckedOut<ServerConnector>;
-
-/// What a server's pool opens connections with: the driver's [`Connector`], and SDAM
-/// error handling when establishing one fails (CMAP spec, "Establishing a
-/// Connection": such errors are application errors before the handshake completes).
-pub(crate) struct ServerConnector {
-    connector: Connector,
-    address: ServerAddress,
-    /// Weak: the pools live in the topology.
-    topology: Weak<Shared>,
-}
-
-impl Establish for ServerConnector {
-    type Connection = Connection;
-
-    fn establish(&self, connection_id: u32) -> BoxFuture<'_, Result<Connection>> {
-        self.connector.establish(connection_id)
-    }
-
-    fn establish_failed(&self, error: &Error, generation: u32) {
-        Shared::upgrade(&self.topology, |shared| {
-            shared.establishment_failed(&self.address, error, generation)
-        });
-    }
-}
-
-/// One server of the topology: its pool, its monitor's controls and the numbers
-/// selection uses.
-pub(crate) struct Server {
-    pub address: ServerAddress,
-    pub pool: ConnectionPool<ServerConnector>,
-    pub monitor: MonitorSignal,
-    /// Operations in progress on this server ("power of two choices").
-    operation_count: AtomicU32,
-    rtt: Mutex<RoundTripTime>,
-    /// Single-threaded mode: the monitoring connection kept between scans.
-    scan_connection: Mutex<MonitorConnection>,
-}
-
-impl Server {
-    /// A server of `topology`, with its pool (paused until the server is known).
-    fn new(address: ServerAddress, topology: &Arc<Shared>) -> Result<Server> {
-        let connector = ServerConnector {
-            connector: Connector::with_settings(
-                topology.connection_settings.for_address(&address),
-                topology.runtime.clone(),
-            ),
-            address: address.clone(),
-            topology: Arc::downgrade(topology),
-        };
-        // Single-threaded: no background work, connections are opened on demand.
-        let spawner = match topology.single_threaded {
-            true => None,
-            false => topology.runtime.spawner.clone(),
-        };
-        let pool = ConnectionPool::new(
-            address.clone(),
-            topology.pool_options.clone(),
-            connector,
-            topology.runtime.clock.clone(),
-            spawner,
-            Some(topology.cmap_events.clone()),
-        )?;
-        Ok(Server {
-            address,
-            pool,
-            monitor: MonitorSignal::default(),
-            operation_count: AtomicU32::new(0),
-            rtt: Mutex::new(RoundTripTime::new()),
-            scan_connection: Mutex::default(),
-        })
-    }
-
-    /// Gives a connection back to the pool it came from.
-    pub fn check_in(&self, connection: PooledConnection) {
-        // Cannot fail: every connection of this server comes from this pool.
-        let _ = self.pool.check_in(connection);
-    }
-
-    pub fn add_rtt_sample(&self, sample: Duration) {
-        lock(&self.rtt).add_sample(sample);
-    }
-
-    fn rtt(&self) -> (Option<Duration>, Option<Duration>) {
-        let rtt = lock(&self.rtt);
-        (rtt.average(), rtt.minimum())
-    }
-}
-
 /// Where the event handlers of a topology go.
 #[derive(Clone, Default)]
 pub(crate) struct EventHandlers {
@@ -167,26 +79,6 @@ pub(crate) struct EventHandlers {
     pub cmap: Option<CmapEventHandler>,
     /// The longest document text in a log message ([`crate::logging`]).
     pub log_max_document_length: usize,
-}
-
-/// The connection an application error happened on, as SDAM error handling needs it.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct ConnectionInfo {
-    /// The pool generation the connection was opened in.
-    pub generation: u32,
-    pub max_wire_version: i32,
-    /// Load-balanced mode: the service behind the load balancer.
-    pub service_id: Option<ObjectId>,
-}
-
-impl ConnectionInfo {
-    pub fn of(connection: &PooledConnection) -> ConnectionInfo {
-        ConnectionInfo {
-            generation: connection.generation(),
-            max_wire_version: connection.hello().max_wire_version,
-            service_id: connection.service_id(),
-        }
-    }
 }
 
 /// A selected server; the operation counts against it until this is dropped.
@@ -218,7 +110,8 @@ struct State {
     last_scan: Option<Instant>,
 }
 
-/// What the topology's background tasks and the client share.
+/// What the cluster's background tasks (monitors, SRV poller), its pools and the
+/// client share.
 pub(crate) struct Shared {
     options: ClientOptions,
     runtime: Runtime,
@@ -245,55 +138,12 @@ pub(crate) struct Shared {
     srv: OnceLock<Arc<SrvPolling>>,
 }
 
-/// SRV polling of one topology (Polling SRV Records for mongos Discovery spec).
-struct SrvPolling {
-    /// The SRV name, `srvServiceName`, `srvMaxHosts` and the interval's floor.
-    seeds: SeedList,
-    /// The bound of each look-up, as for the initial one ([`srv::lookup_timeout`]).
-    lookup_timeout: Duration,
-    schedule: Mutex<SrvSchedule>,
-}
-
-struct SrvSchedule {
-    /// When the next rescan is due: rescanSRVIntervalMS after the end of the last one
-    /// (or of the initial seedlist discovery), as the spec recommends.
-    due: Instant,
-    /// A rescan is under way (single-threaded mode: concurrent selections run one).
-    running: bool,
-}
-
-/// What SRV polling does next.
-enum SrvNext {
-    /// Nothing, ever again: the topology is no longer Sharded or Unknown, or closed.
-    Stop,
-    /// Wait this long.
-    Wait(Duration),
-    /// Rescan now (the schedule marks it as running).
-    Rescan,
-}
-
-impl SrvPolling {
-    /// Looks up the SRV records. `None` when the look-up failed or found no verified
-    /// host: the spec's "MUST NOT change the topology, MUST NOT raise an error".
-    async fn lookup(&self, runtime: &Runtime) -> Option<SrvHosts> {
-        srv::lookup_hosts(
-            self.seeds.srv_options(),
-            &*runtime.resolver,
-            &*runtime.clock,
-            self.lookup_timeout,
-        )
-        .await
-        .ok()
-        .filter(|found| !found.hosts.is_empty())
-    }
-}
-
-/// The client's handle: closes the topology when dropped.
-pub(crate) struct Topology {
+/// The client's handle on its cluster: closes it when dropped.
+pub(crate) struct Cluster {
     shared: Arc<Shared>,
 }
 
-impl Topology {
+impl Cluster {
     /// Opens the topology of `options` and starts its monitors (background mode).
     pub fn open(
         options: &ClientOptions,
@@ -301,7 +151,7 @@ impl Topology {
         connection_settings: ConnectionSettings,
         threads: MonitoringThreads,
         handlers: EventHandlers,
-    ) -> Result<Topology> {
+    ) -> Result<Cluster> {
         let single_threaded = match threads {
             MonitoringThreads::Auto => runtime.spawner.is_none(),
             MonitoringThreads::SingleThreaded => true,
@@ -377,77 +227,16 @@ impl Topology {
                 shared.start_monitor(server);
             }
         }
-        Ok(Topology { shared })
+        Ok(Cluster { shared })
     }
 
     /// The shared state, for operations.
     pub fn shared(&self) -> &Arc<Shared> {
         &self.shared
     }
-
-    /// Starts polling the SRV records of `seeds`, the seed list this topology was
-    /// opened with (Polling SRV Records for mongos Discovery spec, "Implementation"):
-    /// unless the topology is already neither Sharded nor Unknown (`loadBalanced=true`,
-    /// a `replicaSet`), which it then stays. The first rescan is due the records'
-    /// interval after now, the end of the initial discovery. In background mode a
-    /// task polls ([`run_srv_poller`]); in single-threaded mode selection rescans.
-    pub fn poll_srv(&self, seeds: SeedList) {
-        let shared = &self.shared;
-        if !shared.state().description.polls_srv() {
-            return;
-        }
-        let polling = Arc::new(SrvPolling {
-            lookup_timeout: srv::lookup_timeout(seeds.srv_options()),
-            schedule: Mutex::new(SrvSchedule {
-                due: shared.runtime.clock.now() + seeds.rescan_interval(seeds.min_ttl()),
-                running: false,
-            }),
-            seeds,
-        });
-        if shared.srv.set(polling.clone()).is_err() || shared.single_threaded {
-            return;
-        }
-        if let Some(spawner) = &shared.runtime.spawner {
-            spawner.spawn(rt::boxed(run_srv_poller(
-                Arc::downgrade(shared),
-                polling,
-                shared.runtime.clone(),
-            )));
-        }
-    }
 }
 
-/// The SRV poller of background mode ("Multi-Threaded Drivers": a separate task, so
-/// that look-ups never hold up operations). Holds the topology weakly, like the
-/// monitors: it ends when the topology closes or is dropped (which wakes its waits),
-/// or when the topology is no longer Sharded or Unknown.
-async fn run_srv_poller(topology: Weak<Shared>, polling: Arc<SrvPolling>, runtime: Runtime) {
-    loop {
-        let next = Shared::upgrade(&topology, |shared| {
-            // Listen first: a change between the decision and the wait is not lost.
-            let changed = shared.changed.listen();
-            (shared.srv_next(&polling), changed)
-        });
-        match next {
-            None | Some((SrvNext::Stop, _)) => return,
-            // Woken early by any change of the description, to stop at once when the
-            // topology type rules polling out.
-            Some((SrvNext::Wait(wait), changed)) => {
-                let _ = rt::timeout(&*runtime.clock, wait, changed).await;
-            }
-            Some((SrvNext::Rescan, _)) => {
-                let found = polling.lookup(&runtime).await;
-                if Shared::upgrade(&topology, |shared| shared.srv_rescanned(&polling, found))
-                    .is_none()
-                {
-                    return;
-                }
-            }
-        }
-    }
-}
-
-impl Drop for Topology {
+impl Drop for Cluster {
     fn drop(&mut self) {
         self.shared.close();
     }
@@ -467,8 +256,8 @@ impl Shared {
         state
     }
 
-    /// Runs `f` on the topology if it still exists (monitors hold only a weak
-    /// reference, so that dropping the client ends them).
+    /// Runs `f` on the cluster if it still exists and is open (monitors, pools and the
+    /// SRV poller hold only a weak reference, so that dropping the client ends them).
     pub fn upgrade<R>(weak: &Weak<Shared>, f: impl FnOnce(&Arc<Shared>) -> R) -> Option<R> {
         let shared = weak.upgrade()?;
         if shared.state().closed {
@@ -488,218 +277,6 @@ impl Shared {
     /// threads queue for that lock.
     pub fn with_description<R>(&self, read: impl FnOnce(&TopologyDescription) -> R) -> R {
         read(self.state().description.description())
-    }
-
-    /// What SRV polling does next; claims the rescan when one is due.
-    fn srv_next(&self, polling: &SrvPolling) -> SrvNext {
-        if !self.state().description.polls_srv() {
-            return SrvNext::Stop;
-        }
-        let mut schedule = lock(&polling.schedule);
-        let wait = schedule
-            .due
-            .saturating_duration_since(self.runtime.clock.now());
-        match wait.is_zero() && !schedule.running {
-            true => {
-                schedule.running = true;
-                SrvNext::Rescan
-            }
-            // A rescan under way ends by its look-up's bound; check again then.
-            false if schedule.running => SrvNext::Wait(polling.lookup_timeout),
-            false => SrvNext::Wait(wait),
-        }
-    }
-
-    /// Applies a rescan's outcome (`None`: nothing verified found) and schedules the
-    /// next one: after the records' interval, or heartbeatFrequencyMS while no
-    /// verified record was obtained (spec: "MUST temporarily set rescanSRVIntervalMS to
-    /// heartbeatFrequencyMS"). Returns whether the servers changed.
-    fn srv_rescanned(self: &Arc<Self>, polling: &SrvPolling, found: Option<SrvHosts>) -> bool {
-        let interval = match &found {
-            Some(found) => polling.seeds.rescan_interval(found.min_ttl),
-            None => self.heartbeat_frequency,
-        };
-        {
-            let mut schedule = lock(&polling.schedule);
-            schedule.due = self.runtime.clock.now() + interval;
-            schedule.running = false;
-        }
-        let Some(found) = found else {
-            return false;
-        };
-        let mut state = self.state_for_update();
-        let update = state.description.apply_srv_rescan(
-            &found.hosts,
-            polling.seeds.srv_options().srv_max_hosts,
-            selection::random_index,
-        );
-        if update.is_empty() {
-            return false;
-        }
-        self.act_on(state, update);
-        true
-    }
-
-    /// Single-threaded mode: the SRV rescan before selection, if one is due ("The
-    /// rescan MUST happen before scanning all servers ... but only if
-    /// rescanSRVIntervalMS has passed"). New servers make a scan due.
-    async fn rescan_srv_if_due(self: &Arc<Self>) {
-        let Some(polling) = self.srv.get() else {
-            return;
-        };
-        if !matches!(self.srv_next(polling), SrvNext::Rescan) {
-            return;
-        }
-        let found = polling.lookup(&self.runtime).await;
-        if self.srv_rescanned(polling, found) {
-            self.state().stale = true;
-        }
-    }
-
-    fn start_monitor(self: &Arc<Self>, server: Arc<Server>) {
-        let Some(spawner) = &self.runtime.spawner else {
-            return;
-        };
-        let checker = self.checker(&server.address);
-        spawner.spawn(rt::boxed(run_monitor(
-            checker,
-            server,
-            Arc::downgrade(self),
-            self.streaming_allowed,
-        )));
-    }
-
-    fn checker(&self, address: &ServerAddress) -> Checker {
-        let mut settings = self.connection_settings.for_address(address);
-        settings.auth = None;
-        settings.load_balanced = false;
-        settings.monitoring = true;
-        // Monitoring reads are bounded by connectTimeoutMS (spec, "Monitor thread").
-        settings.socket_timeout = settings.connect_timeout;
-        Checker {
-            runtime: self.runtime.clone(),
-            settings,
-            heartbeat_frequency: self.heartbeat_frequency,
-        }
-    }
-
-    /// Whether the server is known (its type is not Unknown).
-    pub fn is_known(&self, address: &ServerAddress) -> bool {
-        self.state()
-            .description
-            .servers
-            .get(address)
-            .is_some_and(|server| server.server_type != ServerType::Unknown)
-    }
-
-    /// A check of `address` on the monitoring connection `connection` starts.
-    pub fn heartbeat_started(
-        &self,
-        address: &ServerAddress,
-        connection: HeartbeatConnection,
-        awaited: bool,
-    ) {
-        // Heartbeat events are built only when someone listens: every check of every
-        // member publishes them.
-        self.events
-            .queue_with(|| SdamEvent::ServerHeartbeatStarted {
-                address: address.clone(),
-                driver_connection_id: connection.driver_id,
-                server_connection_id: connection.server_id,
-                awaited,
-            });
-        self.events.flush();
-    }
-
-    /// A check of `address` ended without a reply: it failed, or it was cancelled (an
-    /// operation's network error marked the server Unknown). Either way the started
-    /// heartbeat gets its failed event (SDAM monitoring spec: every
-    /// ServerHeartbeatStartedEvent is followed by a succeeded or a failed one).
-    pub fn heartbeat_failed(
-        &self,
-        address: &ServerAddress,
-        failure: impl FnOnce() -> String,
-        duration: Duration,
-        connection: HeartbeatConnection,
-        awaited: bool,
-    ) {
-        self.events.queue_with(|| SdamEvent::ServerHeartbeatFailed {
-            address: address.clone(),
-            driver_connection_id: connection.driver_id,
-            server_connection_id: connection.server_id,
-            duration,
-            failure: failure(),
-            awaited,
-        });
-        self.events.flush();
-    }
-
-    /// A check of `server` on the monitoring connection `connection` succeeded:
-    /// publish the heartbeat, apply the description.
-    pub fn check_succeeded(
-        self: &Arc<Self>,
-        server: &Server,
-        check: CheckReply,
-        connection: HeartbeatConnection,
-        awaited: bool,
-    ) {
-        // The reply is copied for the event only when someone listens: a primary's
-        // lists all the members.
-        self.events
-            .queue_with(|| SdamEvent::ServerHeartbeatSucceeded {
-                address: server.address.clone(),
-                driver_connection_id: connection.driver_id,
-                server_connection_id: connection.server_id,
-                duration: check.duration,
-                reply: check.reply.clone(),
-                awaited,
-            });
-        self.events.flush();
-        let (average, minimum) = server.rtt();
-        let now = self.runtime.clock.now();
-        let mut description =
-            ServerDescription::from_hello(server.address.clone(), check.reply, average, Some(now));
-        description.min_round_trip_time = minimum;
-        if description.server_type != ServerType::Unknown {
-            // Ready before the description is applied: whoever selects the server
-            // finds its pool serving (CMAP spec, "Connection Pool Behaviour").
-            server.pool.ready();
-        }
-        self.apply(description);
-    }
-
-    /// A check of `server` on the monitoring connection `connection` failed: publish
-    /// the heartbeat, mark it Unknown, clear its pool (server-monitoring.md, "Network
-    /// or command error during server check").
-    pub fn check_failed(
-        self: &Arc<Self>,
-        server: &Server,
-        error: &Error,
-        duration: Duration,
-        connection: HeartbeatConnection,
-        awaited: bool,
-    ) {
-        self.heartbeat_failed(
-            &server.address,
-            || error.to_string(),
-            duration,
-            connection,
-            awaited,
-        );
-        // An Unknown server starts its round-trip average afresh (server-monitoring.md,
-        // "Measuring RTT").
-        lock(&server.rtt).reset();
-        let now = self.runtime.clock.now();
-        self.apply(ServerDescription::from_error(
-            server.address.clone(),
-            error,
-            None,
-            Some(now),
-        ));
-        // After a network timeout, connections in use are presumed dead as well
-        // (server-monitoring.md, "Network or command error during server check").
-        let timed_out = matches!(error.kind(), ErrorKind::Timeout { .. });
-        server.pool.clear(None, timed_out);
     }
 
     /// Applies a server's new description and acts on the update.
@@ -1060,81 +637,6 @@ impl Shared {
             None => format!("{failed}: no {wanted} in the topology {description}"),
         };
         Error::new(ErrorKind::ServerSelection { message })
-    }
-
-    /// A single-threaded scan (server-monitoring.md, "Scanning order"): every server
-    /// once, the primary first, then known servers, then Unknown ones, least recently
-    /// checked first; servers that failed within cooldownMS are skipped; servers
-    /// discovered during the scan are checked in it.
-    async fn scan(self: &Arc<Self>) {
-        let _one_scan = self.scanning.lock().await;
-        let clock = self.runtime.clock.clone();
-        let scan_start = clock.now();
-        let mut checked = BTreeSet::new();
-        loop {
-            let next = {
-                let state = self.state();
-                let in_cooldown = |server: &ServerDescription| {
-                    server.server_type == ServerType::Unknown
-                        && server.error.is_some()
-                        && server.last_update_time.is_some_and(|time| {
-                            scan_start.saturating_duration_since(time) < COOLDOWN
-                                && time <= scan_start
-                        })
-                };
-                let candidates: Vec<&ServerDescription> = state
-                    .description
-                    .servers
-                    .values()
-                    .filter(|server| !checked.contains(&server.address) && !in_cooldown(server))
-                    .collect();
-                let rank = |server: &&ServerDescription| match server.server_type {
-                    ServerType::RsPrimary => 0,
-                    ServerType::PossiblePrimary => 1,
-                    ServerType::Unknown | ServerType::RsGhost => 3,
-                    _ => 2,
-                };
-                candidates
-                    .iter()
-                    .min_by_key(|server| (rank(server), server.last_update_time))
-                    .and_then(|server| state.servers.get(&server.address).cloned())
-            };
-            let Some(server) = next else {
-                break;
-            };
-            checked.insert(server.address.clone());
-            self.check_inline(&server).await;
-        }
-        let mut state = self.state();
-        state.last_scan = Some(clock.now());
-        state.stale = false;
-    }
-
-    /// One polled check, run inline by a single-threaded scan.
-    async fn check_inline(self: &Arc<Self>, server: &Arc<Server>) {
-        let checker = self.checker(&server.address);
-        // The connection is taken out for the check, its numbering stays: a scan
-        // abandoned mid-check loses the connection only.
-        let (ids, mut connection) = {
-            let mut slot = lock(&server.scan_connection);
-            (slot.start_heartbeat(), slot.open.take())
-        };
-        self.heartbeat_started(&server.address, ids, false);
-        let started = self.runtime.clock.now();
-        let result = checker.poll(&mut connection).await;
-        let duration = self.runtime.clock.now() - started;
-        let ids_after = {
-            let mut slot = lock(&server.scan_connection);
-            slot.open = connection;
-            slot.ids()
-        };
-        match result {
-            Ok(check) => {
-                server.add_rtt_sample(check.duration);
-                self.check_succeeded(server, check, ids_after, false);
-            }
-            Err(error) => self.check_failed(server, &error, duration, ids, false),
-        }
     }
 
     /// A connection to the selected server, from its pool, within what is left of

@@ -1,0 +1,324 @@
+//! Server monitoring in the cluster (server-monitoring.md): what a check's outcome
+//! does — heartbeat events, the server's new description, a cleared pool — in both
+//! modes. In background mode each server's monitor task
+//! ([`run_monitor`](crate::sdam::monitor::run_monitor)) reports through
+//! [`MonitoredServer`]; in single-threaded mode selection runs a [`scan`](Shared::scan).
+
+use std::collections::BTreeSet;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use super::{Server, Shared};
+use crate::error::{Error, ErrorKind};
+use crate::rt;
+use crate::sdam::events::SdamEvent;
+use crate::sdam::monitor::{
+    run_monitor, CheckReply, Checker, HeartbeatConnection, MonitorHost, MonitorSignal,
+};
+use crate::sdam::{ServerDescription, ServerType};
+use crate::sync::lock;
+use crate::uri::ServerAddress;
+
+/// cooldownMS: a server whose check failed is not checked again by single-threaded
+/// scans for this long (server-monitoring.md, "cooldownMS").
+const COOLDOWN: Duration = Duration::from_secs(5);
+
+impl Shared {
+    /// Starts the background monitor of `server`.
+    pub(super) fn start_monitor(self: &Arc<Self>, server: Arc<Server>) {
+        let Some(spawner) = &self.runtime.spawner else {
+            return;
+        };
+        let checker = self.checker(&server.address);
+        let host = MonitoredServer {
+            server,
+            cluster: Arc::downgrade(self),
+        };
+        spawner.spawn(rt::boxed(run_monitor(
+            checker,
+            host,
+            self.streaming_allowed,
+        )));
+    }
+
+    fn checker(&self, address: &ServerAddress) -> Checker {
+        let mut settings = self.connection_settings.for_address(address);
+        settings.auth = None;
+        settings.load_balanced = false;
+        settings.monitoring = true;
+        // Monitoring reads are bounded by connectTimeoutMS (spec, "Monitor thread").
+        settings.socket_timeout = settings.connect_timeout;
+        Checker {
+            runtime: self.runtime.clone(),
+            settings,
+            heartbeat_frequency: self.heartbeat_frequency,
+        }
+    }
+
+    /// Whether the server is known (its type is not Unknown).
+    fn is_known(&self, address: &ServerAddress) -> bool {
+        self.state()
+            .description
+            .servers
+            .get(address)
+            .is_some_and(|server| server.server_type != ServerType::Unknown)
+    }
+
+    /// A check of `address` on the monitoring connection `connection` starts.
+    fn heartbeat_started(
+        &self,
+        address: &ServerAddress,
+        connection: HeartbeatConnection,
+        awaited: bool,
+    ) {
+        // Heartbeat events are built only when someone listens: every check of every
+        // member publishes them.
+        self.events
+            .queue_with(|| SdamEvent::ServerHeartbeatStarted {
+                address: address.clone(),
+                driver_connection_id: connection.driver_id,
+                server_connection_id: connection.server_id,
+                awaited,
+            });
+        self.events.flush();
+    }
+
+    /// A check of `address` ended without a reply: it failed, or it was cancelled (an
+    /// operation's network error marked the server Unknown). Either way the started
+    /// heartbeat gets its failed event (SDAM monitoring spec: every
+    /// ServerHeartbeatStartedEvent is followed by a succeeded or a failed one).
+    fn heartbeat_failed(
+        &self,
+        address: &ServerAddress,
+        failure: impl FnOnce() -> String,
+        duration: Duration,
+        connection: HeartbeatConnection,
+        awaited: bool,
+    ) {
+        self.events.queue_with(|| SdamEvent::ServerHeartbeatFailed {
+            address: address.clone(),
+            driver_connection_id: connection.driver_id,
+            server_connection_id: connection.server_id,
+            duration,
+            failure: failure(),
+            awaited,
+        });
+        self.events.flush();
+    }
+
+    /// A check of `server` on the monitoring connection `connection` succeeded:
+    /// publish the heartbeat, apply the description. A polled check's duration is a
+    /// round-trip-time sample; an awaited one's is not (server-monitoring.md,
+    /// "Measuring RTT").
+    fn check_succeeded(
+        self: &Arc<Self>,
+        server: &Server,
+        check: CheckReply,
+        connection: HeartbeatConnection,
+        awaited: bool,
+    ) {
+        if !awaited {
+            server.add_rtt_sample(check.duration);
+        }
+        // The reply is copied for the event only when someone listens: a primary's
+        // lists all the members.
+        self.events
+            .queue_with(|| SdamEvent::ServerHeartbeatSucceeded {
+                address: server.address.clone(),
+                driver_connection_id: connection.driver_id,
+                server_connection_id: connection.server_id,
+                duration: check.duration,
+                reply: check.reply.clone(),
+                awaited,
+            });
+        self.events.flush();
+        let (average, minimum) = server.rtt();
+        let now = self.runtime.clock.now();
+        let mut description =
+            ServerDescription::from_hello(server.address.clone(), check.reply, average, Some(now));
+        description.min_round_trip_time = minimum;
+        if description.server_type != ServerType::Unknown {
+            // Ready before the description is applied: whoever selects the server
+            // finds its pool serving (CMAP spec, "Connection Pool Behaviour").
+            server.pool.ready();
+        }
+        self.apply(description);
+    }
+
+    /// A check of `server` on the monitoring connection `connection` failed: publish
+    /// the heartbeat, mark it Unknown, clear its pool (server-monitoring.md, "Network
+    /// or command error during server check").
+    fn check_failed(
+        self: &Arc<Self>,
+        server: &Server,
+        error: &Error,
+        duration: Duration,
+        connection: HeartbeatConnection,
+        awaited: bool,
+    ) {
+        self.heartbeat_failed(
+            &server.address,
+            || error.to_string(),
+            duration,
+            connection,
+            awaited,
+        );
+        // An Unknown server starts its round-trip average afresh (server-monitoring.md,
+        // "Measuring RTT").
+        lock(&server.rtt).reset();
+        let now = self.runtime.clock.now();
+        self.apply(ServerDescription::from_error(
+            server.address.clone(),
+            error,
+            None,
+            Some(now),
+        ));
+        // After a network timeout, connections in use are presumed dead as well
+        // (server-monitoring.md, "Network or command error during server check").
+        let timed_out = matches!(error.kind(), ErrorKind::Timeout { .. });
+        server.pool.clear(None, timed_out);
+    }
+
+    /// A single-threaded scan (server-monitoring.md, "Scanning order"): every server
+    /// once, the primary first, then known servers, then Unknown ones, least recently
+    /// checked first; servers that failed within cooldownMS are skipped; servers
+    /// discovered during the scan are checked in it.
+    pub(super) async fn scan(self: &Arc<Self>) {
+        let _one_scan = self.scanning.lock().await;
+        let clock = self.runtime.clock.clone();
+        let scan_start = clock.now();
+        let mut checked = BTreeSet::new();
+        loop {
+            let next = {
+                let state = self.state();
+                let in_cooldown = |server: &ServerDescription| {
+                    server.server_type == ServerType::Unknown
+                        && server.error.is_some()
+                        && server.last_update_time.is_some_and(|time| {
+                            scan_start.saturating_duration_since(time) < COOLDOWN
+                                && time <= scan_start
+                        })
+                };
+                let candidates: Vec<&ServerDescription> = state
+                    .description
+                    .servers
+                    .values()
+                    .filter(|server| !checked.contains(&server.address) && !in_cooldown(server))
+                    .collect();
+                let rank = |server: &&ServerDescription| match server.server_type {
+                    ServerType::RsPrimary => 0,
+                    ServerType::PossiblePrimary => 1,
+                    ServerType::Unknown | ServerType::RsGhost => 3,
+                    _ => 2,
+                };
+                candidates
+                    .iter()
+                    .min_by_key(|server| (rank(server), server.last_update_time))
+                    .and_then(|server| state.servers.get(&server.address).cloned())
+            };
+            let Some(server) = next else {
+                break;
+            };
+            checked.insert(server.address.clone());
+            self.check_inline(&server).await;
+        }
+        let mut state = self.state();
+        state.last_scan = Some(clock.now());
+        state.stale = false;
+    }
+
+    /// One polled check, run inline by a single-threaded scan.
+    async fn check_inline(self: &Arc<Self>, server: &Arc<Server>) {
+        let checker = self.checker(&server.address);
+        // The connection is taken out for the check, its numbering stays: a scan
+        // abandoned mid-check loses the connection only.
+        let (ids, mut connection) = {
+            let mut slot = lock(&server.scan_connection);
+            (slot.start_heartbeat(), slot.open.take())
+        };
+        self.heartbeat_started(&server.address, ids, false);
+        let started = self.runtime.clock.now();
+        let result = checker.poll(&mut connection).await;
+        let duration = self.runtime.clock.now() - started;
+        let ids_after = {
+            let mut slot = lock(&server.scan_connection);
+            slot.open = connection;
+            slot.ids()
+        };
+        match result {
+            Ok(check) => {
+                self.check_succeeded(server, check, ids_after, false);
+            }
+            Err(error) => self.check_failed(server, &error, duration, ids, false),
+        }
+    }
+}
+
+/// What a server's background monitor reports to: the server, and the cluster held
+/// weakly, so that dropping the client ends the monitor.
+#[derive(Clone)]
+struct MonitoredServer {
+    server: Arc<Server>,
+    cluster: Weak<Shared>,
+}
+
+impl MonitorHost for MonitoredServer {
+    fn signal(&self) -> &MonitorSignal {
+        &self.server.monitor
+    }
+
+    fn add_rtt_sample(&self, sample: Duration) {
+        self.server.add_rtt_sample(sample);
+    }
+
+    fn heartbeat_started(&self, connection: HeartbeatConnection, awaited: bool) -> Option<bool> {
+        Shared::upgrade(&self.cluster, |shared| {
+            shared.heartbeat_started(&self.server.address, connection, awaited);
+            shared.is_known(&self.server.address)
+        })
+    }
+
+    fn check_cancelled(
+        &self,
+        duration: Duration,
+        connection: HeartbeatConnection,
+        awaited: bool,
+    ) -> Option<()> {
+        Shared::upgrade(&self.cluster, |shared| {
+            shared.heartbeat_failed(
+                &self.server.address,
+                || {
+                    "the check was cancelled: an operation's network error marked the \
+                     server Unknown"
+                        .to_string()
+                },
+                duration,
+                connection,
+                awaited,
+            );
+        })
+    }
+
+    fn check_succeeded(
+        &self,
+        check: CheckReply,
+        connection: HeartbeatConnection,
+        awaited: bool,
+    ) -> Option<()> {
+        Shared::upgrade(&self.cluster, |shared| {
+            shared.check_succeeded(&self.server, check, connection, awaited);
+        })
+    }
+
+    fn check_failed(
+        &self,
+        error: &Error,
+        duration: Duration,
+        connection: HeartbeatConnection,
+        awaited: bool,
+    ) -> Option<()> {
+        Shared::upgrade(&self.cluster, |shared| {
+            shared.check_failed(&self.server, error, duration, connection, awaited);
+        })
+    }
+}
