@@ -20,7 +20,7 @@
 //! | --- | --- | --- |
 //! | API | `client`, `database`, `collection`, `change_stream`, `gridfs`, `enumerate`, `index_management` | what applications call: handles, options, results |
 //! | operations | `operation`, `retry`, `session`, `transactions`, `crud`, `cursor` | each operation's commands, run by one executor with one context per operation: sessions, transactions, retries, cursors |
-//! | cluster | `sdam::live` | the deployment at run time: servers with their pools and monitors, waiting server selection, single-threaded scans, SRV polling |
+//! | cluster | `cluster` | the deployment at run time: servers with their pools and monitors, waiting server selection, single-threaded scans, SRV polling |
 //! | cluster parts | `cmap`, `sdam::monitor`, `load_balancer`, `logging` | a server's pool, its monitor, connections pinned behind a load balancer, log messages |
 //! | connection | `connection`, `command_monitoring`, `tls`, `socks5` | one connection: establishing it (TLS, proxy, handshake, authentication) and its round trips |
 //! | protocol | `error`, `wire`, `uri`, `concern`, `versioned_api`, `handshake`, `auth`, `sdam`, `selection`, `srv`, `event`, `gridfs::error` | the specifications' pure logic, without I/O: codecs, parsers, state machines, conversations, the failure payloads |
