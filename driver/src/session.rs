@@ -241,7 +241,8 @@ impl SessionOptions {
 /// A session: a sequence of operations the server relates to each other. Cheap to
 /// clone; clones are the same session.
 ///
-/// An explicit session comes from [`Client::start_session`] and is passed to the
+/// An explicit session comes from
+/// [`Client::start_session`](crate::Client::start_session) and is passed to the
 /// `*_with_session` methods; its reads are causally consistent by default (they see
 /// its earlier writes). It ends when [`end_session`](Self::end_session) is called or
 /// the last clone is dropped, and its server session then goes back to the client's
