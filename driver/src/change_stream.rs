@@ -574,6 +574,7 @@ impl Watch {
         };
         let cursor = self
             .client
+            .executor()
             .execute(&mut operation, self.session.as_ref())
             .await?;
         Ok(Opened {

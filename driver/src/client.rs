@@ -1,34 +1,28 @@
 //! The public entry points: [`Client`] and [`Database`].
 //!
-//! A client owns a live topology (`cluster`): its servers are discovered and
+//! A client owns a live topology (`sdam::live`): its servers are discovered and
 //! monitored, every operation selects a server (`selection`) and borrows a
-//! connection from that server's pool (`cmap`).
+//! connection from that server's pool (`cmap`). All of that is the operations
+//! layer's executor (`operation::Executor`); a client is a handle to one.
 
-use std::sync::{Arc, Mutex};
-
-use bson::Document;
+use std::sync::Arc;
 
 use crate::auth::oidc::{OidcAuthenticator, OidcOptions};
 use crate::auth::AuthMechanism;
-use crate::cluster::{Cluster, EventHandlers, PooledConnection, SelectedServer, Shared};
+use crate::cluster::{Cluster, EventHandlers};
 pub use crate::cluster::{MonitoringThreads, SdamEventHandler};
 use crate::cmap::CmapEventHandler;
 use crate::command_monitoring::{CommandEventHandler, CommandMonitor};
 use crate::connection::ConnectionSettings;
-use crate::cursor::PendingKill;
 use crate::database::Database;
 use crate::error::{Error, Result};
 use crate::handshake::HelloReply;
 use crate::logging;
-use crate::operation::Command;
-use crate::rt::{Clock, Instant, Runtime};
+use crate::operation::Executor;
+use crate::rt::Runtime;
 use crate::sdam::TopologyDescription;
-use crate::selection::SelectionCriteria;
-use crate::session::{
-    ClientSession, ClusterTime, PendingAbort, ServerSession, ServerSessionPool, SessionOptions,
-};
-use crate::sync::lock;
-use crate::uri::{ClientOptions, ReadPreference, ReadPreferenceMode};
+use crate::session::{ClientSession, SessionOptions};
+use crate::uri::ClientOptions;
 
 /// A handle to a MongoDB deployment. Cheap to clone; clones share connections.
 ///
@@ -42,24 +36,9 @@ use crate::uri::{ClientOptions, ReadPreference, ReadPreferenceMode};
 /// ```
 #[derive(Clone)]
 pub struct Client {
-    inner: Arc<ClientInner>,
-}
-
-struct ClientInner {
-    options: ClientOptions,
-    runtime: Runtime,
-    /// Dropped with the last clone of the client: monitors stop, pools close.
-    topology: Cluster,
-    commands: CommandMonitor,
-    /// Server sessions for reuse (Driver Sessions spec, "Server Session Pool").
-    sessions: ServerSessionPool,
-    /// The highest `$clusterTime` a server reported.
-    cluster_time: ClusterTime,
-    /// Cursors dropped unexhausted with no runtime to kill them at once: killed before
-    /// the next operation.
-    pending_kills: Mutex<Vec<PendingKill>>,
-    /// Transactions of ended sessions to abort, with no runtime to do it then.
-    pending_aborts: Mutex<Vec<PendingAbort>>,
+    /// Everything the client's operations share; dropped with the last clone of the
+    /// client and the last cursor or session it started: monitors stop, pools close.
+    executor: Arc<Executor>,
 }
 
 /// What a [`Client`] can be given besides its [`ClientOptions`]: things a connection
@@ -117,8 +96,8 @@ impl std::fmt::Debug for ClientConfig {
 impl std::fmt::Debug for Client {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Client")
-            .field("options", &self.inner.options)
-            .field("runtime", &self.inner.runtime)
+            .field("options", self.executor.options())
+            .field("runtime", self.executor.runtime())
             .finish_non_exhaustive()
     }
 }
@@ -213,20 +192,10 @@ impl Client {
             handlers,
         )?;
         let log = topology.shared().log_context();
+        let commands =
+            CommandMonitor::new(Some(logging::logged(config.command_event_handler, log)));
         Ok(Client {
-            inner: Arc::new(ClientInner {
-                options,
-                runtime,
-                topology,
-                commands: CommandMonitor::new(Some(logging::logged(
-                    config.command_event_handler,
-                    log,
-                ))),
-                sessions: ServerSessionPool::default(),
-                cluster_time: ClusterTime::default(),
-                pending_kills: Mutex::new(Vec::new()),
-                pending_aborts: Mutex::new(Vec::new()),
-            }),
+            executor: Arc::new(Executor::new(options, runtime, topology, commands)),
         })
     }
 
@@ -311,18 +280,18 @@ impl Client {
         runtime: Runtime,
     ) -> Result<Client> {
         let client = Client::with_config(seeds.equivalent_options(), config, runtime)?;
-        client.inner.topology.poll_srv(seeds);
+        client.executor.poll_srv(seeds);
         Ok(client)
     }
 
     /// What the client currently knows about the deployment.
     pub fn topology_description(&self) -> TopologyDescription {
-        self.inner.topology.shared().description()
+        self.executor.topology_description()
     }
 
     /// The options this client was built with.
     pub fn options(&self) -> &ClientOptions {
-        &self.inner.options
+        self.executor.options()
     }
 
     /// A handle to the database `name`; no I/O happens until a command runs.
@@ -332,7 +301,7 @@ impl Client {
 
     /// The database named in the connection string's path, if any.
     pub fn default_database(&self) -> Option<Database> {
-        let name = self.inner.options.default_database.as_deref()?;
+        let name = self.options().default_database.as_deref()?;
         Some(self.database(name))
     }
 
@@ -341,7 +310,7 @@ impl Client {
     /// that exclude each other (`snapshot` with `causal_consistency`, `snapshot_time`
     /// without `snapshot`).
     pub fn start_session(&self, options: SessionOptions) -> Result<ClientSession> {
-        ClientSession::explicit(self.clone(), options)
+        ClientSession::explicit(self.executor.clone(), options)
     }
 
     /// Closes the client, as the official drivers' `close()`: the server sessions it
@@ -358,141 +327,30 @@ impl Client {
     /// # }
     /// ```
     pub async fn close(&self) {
-        let ids = self.inner.sessions.drain();
-        if !ids.is_empty() {
-            let _ignored = self.end_sessions(ids).await;
-        }
-        self.topology().close();
-    }
-
-    /// A connection to a server selected for a read with `preference`, for a command
-    /// of the client's own (`operation` names it in server selection's log messages).
-    /// Check it in to the selected server.
-    async fn connection_for(
-        &self,
-        preference: &ReadPreference,
-        operation: &str,
-    ) -> Result<(SelectedServer, PooledConnection)> {
-        let topology = self.topology();
-        let selected = topology
-            .select_server(
-                &SelectionCriteria::Read(preference),
-                &[],
-                operation,
-                crate::wire::next_request_id(),
-            )
-            .await?;
-        let pooled = topology.check_out(&selected).await?;
-        Ok((selected, pooled))
-    }
-
-    /// Sends `endSessions` for `ids`, in batches of at most 10,000 ids, without a
-    /// session of its own.
-    async fn end_sessions(&self, ids: Vec<Document>) -> Result<()> {
-        const END_SESSIONS_BATCH: usize = 10_000;
-        let preference = ReadPreference {
-            mode: ReadPreferenceMode::PrimaryPreferred,
-            ..ReadPreference::default()
-        };
-        let (selected, mut pooled) = self.connection_for(&preference, "endSessions").await?;
-        let mut outcome = Ok(());
-        for batch in ids.chunks(END_SESSIONS_BATCH) {
-            let command = Command::new("admin", bson::doc! { "endSessions": batch });
-            if let Err(error) = self.send(&mut pooled, command, None, false).await {
-                outcome = Err(error);
-                break;
-            }
-        }
-        selected.server.check_in(pooled);
-        outcome
+        // Errors ignored: the server expires the sessions anyway.
+        let _ignored = self.executor.end_sessions().await;
+        self.executor.topology().close();
     }
 
     /// The handshake reply of a connection to a server selected for a primary read
     /// (connecting first if no connection is idle).
     pub async fn hello(&self) -> Result<HelloReply> {
-        let (selected, pooled) = self
-            .connection_for(&ReadPreference::default(), "hello")
-            .await?;
-        let hello = pooled.hello().clone();
-        selected.server.check_in(pooled);
-        Ok(hello)
+        self.executor.hello().await
     }
 
-    /// The live topology.
-    pub(crate) fn topology(&self) -> &Arc<Shared> {
-        self.inner.topology.shared()
+    /// The executor the client's operations run on.
+    pub(crate) fn executor(&self) -> &Arc<Executor> {
+        &self.executor
     }
+}
 
-    pub(crate) fn runtime(&self) -> &Runtime {
-        &self.inner.runtime
-    }
-
-    pub(crate) fn clock(&self) -> &dyn Clock {
-        &*self.inner.runtime.clock
-    }
-
-    pub(crate) fn now(&self) -> Instant {
-        self.inner.runtime.clock.now()
-    }
-
-    pub(crate) fn command_monitor(&self) -> &CommandMonitor {
-        &self.inner.commands
-    }
-
-    /// Whether `other` is a clone of this client.
-    pub(crate) fn same_client(&self, other: &Client) -> bool {
-        Arc::ptr_eq(&self.inner, &other.inner)
-    }
-
-    /// The highest cluster time a server reported.
-    pub(crate) fn cluster_time(&self) -> Option<Document> {
-        self.inner.cluster_time.get()
-    }
-
-    pub(crate) fn advance_cluster_time(&self, cluster_time: &Document) {
-        self.inner.cluster_time.advance(cluster_time);
-    }
-
-    /// The deployment's `logicalSessionTimeoutMinutes` and whether it is load balanced:
-    /// what the session pool needs to know of the topology.
-    fn session_timeout(&self) -> (Option<i64>, bool) {
-        self.topology().with_description(|description| {
-            let load_balanced =
-                description.topology_type == crate::sdam::TopologyType::LoadBalanced;
-            (description.logical_session_timeout_minutes, load_balanced)
-        })
-    }
-
-    pub(crate) fn acquire_server_session(&self, now: Instant) -> Result<ServerSession> {
-        let (timeout, load_balanced) = self.session_timeout();
-        self.inner.sessions.acquire(now, timeout, load_balanced)
-    }
-
-    pub(crate) fn release_server_session(&self, session: ServerSession) {
-        let (timeout, _) = self.session_timeout();
-        self.inner.sessions.release(session, self.now(), timeout);
-    }
-
-    /// The kills of cursors dropped without a runtime to send them.
-    pub(crate) fn pending_kills(&self) -> &Mutex<Vec<PendingKill>> {
-        &self.inner.pending_kills
-    }
-
-    /// Aborts the transaction of a session that ended while it was in progress: in a
-    /// task of its own when the runtime can spawn one, else before the next operation
-    /// ([`Client::send_pending_aborts`]).
-    pub(crate) fn abort_later(&self, pending: PendingAbort) {
-        match self.runtime().spawner.clone() {
-            Some(spawner) => spawner.spawn(pending.end(self)),
-            None => lock(&self.inner.pending_aborts).push(pending),
-        }
-    }
-
-    /// Runs the aborts [`Client::abort_later`] could not run then.
-    pub(crate) async fn send_pending_aborts(&self) {
-        let pending = std::mem::take(&mut *lock(&self.inner.pending_aborts));
-        for abort in pending {
-            abort.end(self).await;
+/// The client's side of a session (the API layer's: a session itself knows only the
+/// executor its operations run on).
+impl ClientSession {
+    /// The client that started the session (a clone of its handle).
+    pub fn client(&self) -> Client {
+        Client {
+            executor: self.executor().clone(),
         }
     }
 }

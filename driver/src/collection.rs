@@ -375,7 +375,7 @@ impl<T> Collection<T> {
             &command_options,
             self.write_concern(options.write_concern.as_ref(), session)?,
         );
-        let reply = self.client().execute(operation, session).await?;
+        let reply = self.client().executor().execute(operation, session).await?;
         match reply.single_write_error() {
             Some(error) => Err(error),
             None => Ok(reply),
@@ -667,7 +667,7 @@ impl<T> Collection<T> {
             read_concern,
             result,
         };
-        self.client().execute(operation, session).await
+        self.client().executor().execute(operation, session).await
     }
 
     /// Deletes the first document matching `filter` and returns it.
@@ -760,7 +760,7 @@ impl<T> Collection<T> {
             options: &options,
             write_concern: self.write_concern(options.write_concern.as_ref(), session)?,
         };
-        let value = self.client().execute(operation, session).await?;
+        let value = self.client().executor().execute(operation, session).await?;
         value
             .map(|document| bson::deserialize_from_document(document).map_err(Error::bson))
             .transpose()
@@ -906,7 +906,7 @@ impl<T: Serialize> Collection<T> {
     ) -> Result<BulkWriteResult> {
         let write_concern = self.write_concern(options.write_concern.as_ref(), session)?;
         bulk_write::execute(
-            self.client(),
+            self.client().executor(),
             &self.namespace,
             plan,
             options,
@@ -1048,7 +1048,7 @@ impl<T: DeserializeOwned> Collection<T> {
             read_concern,
             options,
         };
-        let cursor = self.client().execute(operation, session).await?;
+        let cursor = self.client().executor().execute(operation, session).await?;
         Ok(cursor.with_type())
     }
 }

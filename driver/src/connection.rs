@@ -269,7 +269,9 @@ impl Connection {
             command.insert("$db", "admin");
             OpMsg::new(to_raw(&command)?).encode(request_id, 0)
         };
-        let reply = self.round_trip(&frame, request_id, clock).await?;
+        let reply = self
+            .round_trip(&frame, request_id, clock, self.socket_timeout)
+            .await?;
         let reply = command_reply(reply)?;
         let hello = HelloReply::parse(reply)?;
         // Set once, here: the handshake runs once per connection.
@@ -442,23 +444,33 @@ impl Connection {
         body: RawDocumentBuf,
         clock: &dyn Clock,
     ) -> Result<Document> {
+        let limit = self.socket_timeout;
         let reply = self
-            .send_message(request_id, &OpMsg::new(body), clock)
+            .send_message(request_id, &OpMsg::new(body), clock, limit)
             .await?;
         reply_document(&check_reply(reply)?)
+    }
+
+    /// The connection's socketTimeoutMS: the bound of each reply to its own commands
+    /// (handshake, authentication), and what an operation's round trip starts from
+    /// (`operation::OperationContext::read_limit`).
+    pub(crate) fn socket_timeout(&self) -> Option<Duration> {
+        self.socket_timeout
     }
 
     /// Sends `message` (a command body and its document sequences) with the given
     /// request id and returns the reply body as it came, `ok: 0` or not (see
     /// [`check_reply`]): sessions read its `$clusterTime` and `operationTime` either way.
+    /// The reply must come within `read_limit` (`None`: no bound).
     pub(crate) async fn send_message(
         &mut self,
         request_id: i32,
         message: &OpMsg,
         clock: &dyn Clock,
+        read_limit: Option<Duration>,
     ) -> Result<RawDocumentBuf> {
         let frame = self.frame(message, request_id)?;
-        self.round_trip(&frame, request_id, clock).await
+        self.round_trip(&frame, request_id, clock, read_limit).await
     }
 
     /// Sends `message` flagged `moreToCome`, an unacknowledged write (OP_MSG spec,
@@ -520,19 +532,20 @@ impl Connection {
         command_reply(reply)
     }
 
-    /// Sends `frame` and reads the reply to `request_id` within the socket timeout.
+    /// Sends `frame` and reads the reply to `request_id` within `read_limit`.
     async fn round_trip(
         &mut self,
         frame: &[u8],
         request_id: i32,
         clock: &dyn Clock,
+        read_limit: Option<Duration>,
     ) -> Result<RawDocumentBuf> {
         if self.more_to_come.is_some() {
             // The server is still streaming replies to an earlier request.
             self.broken = true;
         }
-        let limit = self.socket_timeout;
-        self.exchange(Some(frame), request_id, clock, limit).await
+        self.exchange(Some(frame), request_id, clock, read_limit)
+            .await
     }
 
     /// Writes `frame` (if any) and reads the message that answers `response_to`,

@@ -18,11 +18,13 @@ use bson::{doc, Bson, Document, RawDocument, RawDocumentBuf};
 use futures::Stream;
 use serde::de::DeserializeOwned;
 
-use crate::client::Client;
-use crate::cluster::{PinnedConnection, Server};
+use crate::cluster::PinnedConnection;
+use crate::cluster::Server;
 use crate::error::{Error, ErrorKind, Result};
 use crate::handshake::HelloReply;
-use crate::operation::{Attempt, Command, Operation, ReplyContext, Target, TxnNumber};
+use crate::operation::{
+    Attempt, Command, Executor, Operation, OperationContext, ReplyContext, Target, TxnNumber,
+};
 use crate::rt::{boxed, BoxFuture};
 use crate::session::ClientSession;
 use crate::sync::lock;
@@ -62,7 +64,8 @@ pub(crate) fn is_change_stream_stage(stage: &Document) -> bool {
 /// What a cursor needs to ask for more: where it lives and how to ask.
 #[derive(Clone)]
 pub(crate) struct CursorSpec {
-    pub client: Client,
+    /// The executor of the client that opened the cursor.
+    pub executor: Arc<Executor>,
     /// The server that holds the cursor: every getMore goes there.
     pub server: Arc<Server>,
     /// The cursor's namespace, `database.collection`, as the server named it.
@@ -97,7 +100,7 @@ impl CursorSpec {
         batch_size: Option<u32>,
     ) -> CursorSpec {
         CursorSpec {
-            client: context.client.clone(),
+            executor: context.executor.clone(),
             server: context.server.clone(),
             database: database.to_string(),
             collection: collection.to_string(),
@@ -116,7 +119,7 @@ impl CursorSpec {
     /// [`Cursor`] then forgets it) when the spec asks for the kill anyway (Bulk Write
     /// spec, "Top-Level Errors").
     pub(crate) async fn kill(&self) -> Result<()> {
-        kill(&self.client, PendingKill::of(self)).await
+        kill(&self.executor, PendingKill::of(self)).await
     }
 }
 
@@ -345,7 +348,7 @@ impl<T> Cursor<T> {
     pub async fn close(mut self) -> Result<()> {
         self.in_flight = None;
         match self.spec.take() {
-            Some(spec) => kill(&spec.client, PendingKill::of(&spec)).await,
+            Some(spec) => kill(&spec.executor, PendingKill::of(&spec)).await,
             None => Ok(()),
         }
     }
@@ -398,12 +401,12 @@ impl<T> Drop for Cursor<T> {
 /// can spawn, otherwise before the client's next operation.
 fn kill_later(spec: CursorSpec) {
     let pending = PendingKill::of(&spec);
-    match spec.client.runtime().spawner.clone() {
+    match spec.executor.runtime().spawner.clone() {
         Some(spawner) => spawner.spawn(boxed(async move {
             // Best effort: the server times idle cursors out anyway.
-            let _ = kill(&spec.client, pending).await;
+            let _ = kill(&spec.executor, pending).await;
         })),
-        None => lock(spec.client.pending_kills()).push(pending),
+        None => lock(spec.executor.pending_kills()).push(pending),
     }
 }
 
@@ -411,7 +414,7 @@ fn kill_later(spec: CursorSpec) {
 async fn get_more(spec: CursorSpec) -> Result<Batch> {
     let mut operation = GetMore { spec: spec.clone() };
     let result = run_on_server(
-        &spec.client,
+        &spec.executor,
         &spec.server,
         &mut operation,
         spec.session.as_ref(),
@@ -431,31 +434,33 @@ async fn get_more(spec: CursorSpec) -> Result<Batch> {
     result
 }
 
-/// Runs `operation` on `server` (the server holding a cursor), with no server
-/// selection and no retry: on the cursor's `pinned` connection if it has one.
+/// Runs `operation` on `server` (the server holding a cursor), an operation of its
+/// own with no server selection and no retry: on the cursor's `pinned` connection if
+/// it has one.
 async fn run_on_server<O: Operation>(
-    client: &Client,
+    executor: &Arc<Executor>,
     server: &Arc<Server>,
     operation: &mut O,
     session: Option<&ClientSession>,
     pinned: Option<&PinnedConnection>,
 ) -> Result<O::Output> {
+    let context = OperationContext::new();
     if let Some(pinned) = pinned {
         let mut connection = pinned.take()?;
-        let result = client
-            .run_on(operation, &mut connection, on_server(server, session))
+        let result = executor
+            .run_on(
+                &context,
+                operation,
+                &mut connection,
+                on_server(server, session),
+            )
             .await;
         pinned.place(connection);
         return result;
     }
-    let options = client.options();
-    let timeout = match options.wait_queue_timeout {
-        Some(wait) => wait.min(options.server_selection_timeout),
-        None => options.server_selection_timeout,
-    };
-    let mut pooled = server.pool.check_out(Some(timeout)).await?;
-    let result = client
-        .run_on(operation, &mut pooled, on_server(server, session))
+    let mut pooled = executor.check_out_from(&context, server).await?;
+    let result = executor
+        .run_on(&context, operation, &mut pooled, on_server(server, session))
         .await;
     server.check_in(pooled);
     result
@@ -509,8 +514,8 @@ impl Operation for GetMore {
     }
 }
 
-/// A cursor to kill: dropped before its end. (No client here: the client keeps the
-/// pending kills, and must not keep itself alive.)
+/// A cursor to kill: dropped before its end. (No executor here: the executor keeps
+/// the pending kills, and must not keep itself alive.)
 pub(crate) struct PendingKill {
     server: Arc<Server>,
     database: String,
@@ -536,7 +541,7 @@ impl PendingKill {
 /// Sends `killCursors` for `pending` (without a session id: Sessions spec, "When
 /// sending a killCursors command"); nothing on a pinned connection that broke (Load
 /// Balancer spec, "Behaviour With Cursors").
-async fn kill(client: &Client, pending: PendingKill) -> Result<()> {
+async fn kill(executor: &Arc<Executor>, pending: PendingKill) -> Result<()> {
     if pending
         .pinned
         .as_ref()
@@ -546,7 +551,7 @@ async fn kill(client: &Client, pending: PendingKill) -> Result<()> {
     }
     let mut operation = KillCursors { pending: &pending };
     let pinned = pending.pinned.as_ref();
-    run_on_server(client, &pending.server, &mut operation, None, pinned).await
+    run_on_server(executor, &pending.server, &mut operation, None, pinned).await
 }
 
 struct KillCursors<'a> {
@@ -578,9 +583,9 @@ impl Operation for KillCursors<'_> {
     }
 }
 
-impl Client {
+impl Executor {
     /// Kills the cursors dropped with no runtime to do it then.
-    pub(crate) async fn send_pending_kills(&self) {
+    pub(crate) async fn send_pending_kills(self: &Arc<Self>) {
         let pending = std::mem::take(&mut *lock(self.pending_kills()));
         for cursor in pending {
             // Best effort: the server times idle cursors out anyway.

@@ -173,7 +173,7 @@ impl Database {
         session: Option<&ClientSession>,
     ) -> Result<Document> {
         let operation = RunCommand::new(&self.name, command, read_preference)?;
-        self.client.execute(operation, session).await
+        self.client.executor().execute(operation, session).await
     }
 
     /// Runs a command that returns a cursor (`find`, `aggregate`, `listCollections`…)
@@ -206,7 +206,7 @@ impl Database {
         let operation =
             RunCursorCommand::new(&self.name, command, options.read_preference.clone())?
                 .with_get_more(options);
-        self.client.execute(operation, session).await
+        self.client.executor().execute(operation, session).await
     }
 
     /// Runs an aggregation pipeline on the database itself (`aggregate: 1`), for the
@@ -269,7 +269,7 @@ impl Database {
             write_concern,
             options,
         };
-        self.client.execute(operation, session).await
+        self.client.executor().execute(operation, session).await
     }
 
     /// Creates the collection `name` with the `create` command; `options` are that

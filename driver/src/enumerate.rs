@@ -166,7 +166,7 @@ impl Client {
             ],
         );
         let operation = RunCommand::new("admin", command, None)?.retryable_read();
-        let reply = self.execute(operation, session).await?;
+        let reply = self.executor().execute(operation, session).await?;
         let databases = reply
             .get_array("databases")
             .map_err(|_| Error::bson("a listDatabases reply without a databases array"))?;
@@ -280,6 +280,7 @@ pub(crate) async fn list(
     let operation = RunCommand::new(database.name(), command, None)?.retryable_read();
     database
         .client()
+        .executor()
         .execute(RunCursorCommand::from(operation), session)
         .await
 }

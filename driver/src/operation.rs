@@ -2,32 +2,133 @@
 //! cluster time, the command itself with its monitoring events, SDAM error handling,
 //! and one retry when the Retryable Reads or Writes spec allows it.
 //!
-//! Each operation (an insert, a find, a getMore...) is an [`Operation`]: it builds
-//! its command for the connection it is given and turns the reply into its result.
-//! Everything the specs add to every command — `lsid`, `txnNumber`, `$clusterTime`,
-//! `readConcern.afterClusterTime`, `$db`, `$readPreference` — is added here, once.
+//! The [`Executor`] runs the operations of one client and holds what they share (the
+//! public `Client` is a handle to one). Each operation (an insert, a find, a
+//! getMore...) is an [`Operation`]: it builds its command for the connection it is
+//! given and turns the reply into its result. Everything the specs add to every
+//! command — `lsid`, `txnNumber`, `$clusterTime`, `readConcern.afterClusterTime`,
+//! `$db`, `$readPreference` — is added here, once. Every command goes out through
+//! [`Executor::run_on`], with the [`OperationContext`] of its operation.
 
 use std::pin::pin;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use bson::{rawdoc, Bson, Document, RawDocumentBuf};
 use futures::future::{self, Either};
 
-use crate::client::Client;
-use crate::cluster::{ConnectionInfo, PinnedConnection, PooledConnection, Server};
+use crate::cluster::PinnedConnection;
+use crate::cluster::{Cluster, ConnectionInfo, PooledConnection, SelectedServer, Server, Shared};
 use crate::cmap::PinnedTo;
-use crate::command_monitoring::{CommandInfo, ConnectionId};
+use crate::command_monitoring::{CommandInfo, CommandMonitor, ConnectionId};
 use crate::concern::WriteConcern;
 use crate::connection::check_reply;
+use crate::cursor::PendingKill;
 use crate::error::{Error, Result, SYSTEM_OVERLOADED_ERROR};
 use crate::handshake::HelloReply;
 use crate::retry::{self, Retryability};
+use crate::rt::{Clock, Instant, Runtime};
 use crate::sdam::topology::ErrorPhase;
 use crate::sdam::{ServerType, TopologyDescription, TopologyType};
 use crate::selection::{read_preference_document, SelectionCriteria};
-use crate::session::ClientSession;
-use crate::uri::{ReadPreference, ReadPreferenceMode};
+use crate::session::{ClientSession, ClusterTime, PendingAbort, ServerSession, ServerSessionPool};
+use crate::srv::SeedList;
+use crate::sync::lock;
+use crate::uri::{ClientOptions, ReadPreference, ReadPreferenceMode};
 use crate::wire::{next_request_id, DocumentSequence, MsgFlags, OpMsg};
+
+/// Runs the operations of one client, and holds what they share: the options, the
+/// runtime, the live topology, the command monitor, the server session pool, the
+/// gossiped cluster time, and the follow-up commands (cursor kills, transaction
+/// aborts) left for the next operation. Operations, cursors, sessions and
+/// transactions hold an `Arc` of it; the public `Client` is a handle to one.
+pub(crate) struct Executor {
+    options: ClientOptions,
+    runtime: Runtime,
+    /// Dropped with the last handle to the executor: monitors stop, pools close.
+    topology: Cluster,
+    commands: CommandMonitor,
+    /// Server sessions for reuse (Driver Sessions spec, "Server Session Pool").
+    sessions: ServerSessionPool,
+    /// The highest `$clusterTime` a server reported.
+    cluster_time: ClusterTime,
+    /// Cursors dropped unexhausted with no runtime to kill them at once: killed before
+    /// the next operation.
+    pending_kills: Mutex<Vec<PendingKill>>,
+    /// Transactions of ended sessions to abort, with no runtime to do it then.
+    pending_aborts: Mutex<Vec<PendingAbort>>,
+}
+
+/// One operation as it runs, from server selection to its last reply: created once
+/// per operation by the executor and passed to every step of it — server selection,
+/// connection check-out, each round trip of its commands (a retry's too). A
+/// follow-up command that is an operation of its own (a cursor's getMore or
+/// killCursors, endSessions on close) gets a context of its own; a transaction
+/// aborted as its session ends runs through [`Executor::execute`] like any operation.
+///
+/// It is the one place where how long an operation may take is decided. Today each
+/// step keeps the bound its own spec gives it:
+/// - server selection: serverSelectionTimeoutMS, counted by the cluster from the
+///   start of selection (`Shared::select_server`, called only from
+///   [`Executor::select_server`]);
+/// - the check-out after selection: what is left of serverSelectionTimeoutMS, or
+///   waitQueueTimeoutMS if shorter (`Shared::check_out`, called only from
+///   [`Executor::check_out`]);
+/// - the check-out for a command on a known server (a cursor's):
+///   [`OperationContext::check_out_timeout`];
+/// - each reply: socketTimeoutMS ([`OperationContext::read_limit`]).
+///
+/// The Client Side Operations Timeout spec (timeoutMS) sets `deadline` and derives
+/// these bounds from it here (and passes it to the cluster's two).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct OperationContext {
+    /// The operation's id: command monitoring's `operationId` of each of its commands
+    /// (a retry's, a resend after reauthentication), and the `operationId` of server
+    /// selection's log messages.
+    pub id: i32,
+    /// When the whole operation must have ended, if anything says so: no step may
+    /// outlast it — server selection, the check-out, each round trip (and, with
+    /// timeoutMS, the `maxTimeMS` sent and whether a retry is still started). Always
+    /// `None` for now: only each step's own bound applies.
+    pub deadline: Option<Instant>,
+}
+
+impl OperationContext {
+    /// The context of a new operation, with an id of its own and no deadline.
+    pub fn new() -> OperationContext {
+        OperationContext {
+            id: next_request_id(),
+            deadline: None,
+        }
+    }
+
+    /// How long a check-out on a known server (no selection before it) may wait at
+    /// `now`: the shorter of waitQueueTimeoutMS and serverSelectionTimeoutMS, within
+    /// the deadline.
+    pub fn check_out_timeout(&self, options: &ClientOptions, now: Instant) -> Duration {
+        let bound = match options.wait_queue_timeout {
+            Some(wait) => wait.min(options.server_selection_timeout),
+            None => options.server_selection_timeout,
+        };
+        self.within(Some(bound), now).unwrap_or(bound)
+    }
+
+    /// How long a reply sent at `now` on a connection opened with `socket_timeout`
+    /// (socketTimeoutMS; `None`: no bound) may take to come, within the deadline.
+    pub fn read_limit(&self, socket_timeout: Option<Duration>, now: Instant) -> Option<Duration> {
+        self.within(socket_timeout, now)
+    }
+
+    /// A step's own `bound` (`None`: none), cut to what is left at `now` before the
+    /// deadline, if there is one.
+    fn within(&self, bound: Option<Duration>, now: Instant) -> Option<Duration> {
+        let Some(deadline) = self.deadline else {
+            return bound;
+        };
+        let left = deadline.saturating_duration_since(now);
+        Some(bound.map_or(left, |bound| bound.min(left)))
+    }
+}
 
 /// A command as an operation builds it; the executor adds the fields every command
 /// carries.
@@ -106,7 +207,7 @@ const WIRE_VERSION_5_0: i32 = 13;
 /// What an operation learns of where its command ran, to build its result (a cursor
 /// keeps the server and the session for its getMores).
 pub(crate) struct ReplyContext<'a> {
-    pub client: &'a Client,
+    pub executor: &'a Arc<Executor>,
     pub server: &'a Arc<Server>,
     /// The session the command ran in, if the server supports sessions.
     pub session: Option<&'a ClientSession>,
@@ -116,7 +217,7 @@ pub(crate) struct ReplyContext<'a> {
 }
 
 /// Where and how one attempt of an operation runs, on a connection already checked
-/// out ([`Client::run_on`]).
+/// out ([`Executor::run_on`]).
 pub(crate) struct Attempt<'a> {
     /// The server the connection belongs to.
     pub server: &'a Arc<Server>,
@@ -270,16 +371,222 @@ pub(crate) enum TxnNumber {
     Same,
 }
 
-impl Client {
+impl Executor {
+    /// An executor over an opened `topology`, its commands reported to `commands`.
+    pub fn new(
+        options: ClientOptions,
+        runtime: Runtime,
+        topology: Cluster,
+        commands: CommandMonitor,
+    ) -> Executor {
+        Executor {
+            options,
+            runtime,
+            topology,
+            commands,
+            sessions: ServerSessionPool::default(),
+            cluster_time: ClusterTime::default(),
+            pending_kills: Mutex::new(Vec::new()),
+            pending_aborts: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The options of the client.
+    pub fn options(&self) -> &ClientOptions {
+        &self.options
+    }
+
+    /// The live topology.
+    pub fn topology(&self) -> &Arc<Shared> {
+        self.topology.shared()
+    }
+
+    /// What the client currently knows about the deployment.
+    pub fn topology_description(&self) -> TopologyDescription {
+        self.topology().description()
+    }
+
+    /// Polls the SRV records of `seeds` while the deployment is sharded (Polling SRV
+    /// Records for mongos Discovery spec).
+    pub fn poll_srv(&self, seeds: SeedList) {
+        self.topology.poll_srv(seeds);
+    }
+
+    /// The runtime the client was built with.
+    pub fn runtime(&self) -> &Runtime {
+        &self.runtime
+    }
+
+    /// The runtime's clock.
+    pub fn clock(&self) -> &dyn Clock {
+        &*self.runtime.clock
+    }
+
+    /// The time now, on the runtime's clock.
+    pub fn now(&self) -> Instant {
+        self.runtime.clock.now()
+    }
+
+    /// Where the commands' monitoring events go.
+    pub fn command_monitor(&self) -> &CommandMonitor {
+        &self.commands
+    }
+
+    /// The highest cluster time a server reported.
+    pub fn cluster_time(&self) -> Option<Document> {
+        self.cluster_time.get()
+    }
+
+    /// Records a cluster time a server reported, if it is the highest yet.
+    pub fn advance_cluster_time(&self, cluster_time: &Document) {
+        self.cluster_time.advance(cluster_time);
+    }
+
+    /// The deployment's `logicalSessionTimeoutMinutes` and whether it is load balanced:
+    /// what the session pool needs to know of the topology.
+    fn session_timeout(&self) -> (Option<i64>, bool) {
+        self.topology().with_description(|description| {
+            let load_balanced = description.topology_type == TopologyType::LoadBalanced;
+            (description.logical_session_timeout_minutes, load_balanced)
+        })
+    }
+
+    /// A server session from the pool, or a new one.
+    pub fn acquire_server_session(&self, now: Instant) -> Result<ServerSession> {
+        let (timeout, load_balanced) = self.session_timeout();
+        self.sessions.acquire(now, timeout, load_balanced)
+    }
+
+    /// Gives a server session back to the pool.
+    pub fn release_server_session(&self, session: ServerSession) {
+        let (timeout, _) = self.session_timeout();
+        self.sessions.release(session, self.now(), timeout);
+    }
+
+    /// The kills of cursors dropped without a runtime to send them.
+    pub fn pending_kills(&self) -> &Mutex<Vec<PendingKill>> {
+        &self.pending_kills
+    }
+
+    /// Aborts the transaction of a session that ended while it was in progress: in a
+    /// task of its own when the runtime can spawn one, else before the next operation
+    /// ([`Executor::send_pending_aborts`]).
+    pub fn abort_later(self: &Arc<Self>, pending: PendingAbort) {
+        match self.runtime().spawner.clone() {
+            Some(spawner) => spawner.spawn(pending.end(self)),
+            None => lock(&self.pending_aborts).push(pending),
+        }
+    }
+
+    /// Runs the aborts [`Executor::abort_later`] could not run then.
+    async fn send_pending_aborts(self: &Arc<Self>) {
+        let pending = std::mem::take(&mut *lock(&self.pending_aborts));
+        for abort in pending {
+            abort.end(self).await;
+        }
+    }
+
+    /// Ends the server sessions of the pool (Driver Sessions spec, "EndSessions"):
+    /// `endSessions` for their ids, in batches of at most 10,000, on one connection to
+    /// a server selected with read preference primaryPreferred, without a session of
+    /// its own.
+    pub async fn end_sessions(self: &Arc<Self>) -> Result<()> {
+        const END_SESSIONS_BATCH: usize = 10_000;
+        let ids = self.sessions.drain();
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let context = OperationContext::new();
+        let preference = ReadPreference {
+            mode: ReadPreferenceMode::PrimaryPreferred,
+            ..ReadPreference::default()
+        };
+        let criteria = SelectionCriteria::Read(&preference);
+        let selected = self
+            .select_server(&context, &criteria, &[], "endSessions")
+            .await?;
+        let mut pooled = self.check_out(&context, &selected).await?;
+        let mut outcome = Ok(());
+        for batch in ids.chunks(END_SESSIONS_BATCH) {
+            let attempt = Attempt {
+                server: &selected.server,
+                read_preference: None,
+                session: None,
+                txn_number: TxnNumber::None,
+                pinned: None,
+            };
+            let mut operation = EndSessions { ids: batch };
+            outcome = self
+                .run_on(&context, &mut operation, &mut pooled, attempt)
+                .await;
+            if outcome.is_err() {
+                break;
+            }
+        }
+        selected.server.check_in(pooled);
+        outcome
+    }
+
+    /// The handshake reply of a connection to a server selected for a primary read
+    /// (connecting first if no connection is idle).
+    pub async fn hello(&self) -> Result<HelloReply> {
+        let context = OperationContext::new();
+        let preference = ReadPreference::default();
+        let criteria = SelectionCriteria::Read(&preference);
+        let selected = self
+            .select_server(&context, &criteria, &[], "hello")
+            .await?;
+        let pooled = self.check_out(&context, &selected).await?;
+        let hello = pooled.hello().clone();
+        selected.server.check_in(pooled);
+        Ok(hello)
+    }
+
+    /// Server selection for the operation of `context` (server-selection.md), away from
+    /// the `deprioritized` servers if it can; `operation` (the command name) goes into
+    /// its log messages.
+    pub async fn select_server(
+        &self,
+        context: &OperationContext,
+        criteria: &SelectionCriteria<'_>,
+        deprioritized: &[crate::uri::ServerAddress],
+        operation: &str,
+    ) -> Result<SelectedServer> {
+        self.topology()
+            .select_server(criteria, deprioritized, operation, context.id)
+            .await
+    }
+
+    /// A connection to the `selected` server, for the operation of `context`.
+    pub async fn check_out(
+        &self,
+        _context: &OperationContext,
+        selected: &SelectedServer,
+    ) -> Result<PooledConnection> {
+        self.topology().check_out(selected).await
+    }
+
+    /// A connection to `server`, known without a selection (a cursor's), for the
+    /// operation of `context`.
+    pub async fn check_out_from(
+        &self,
+        context: &OperationContext,
+        server: &Server,
+    ) -> Result<PooledConnection> {
+        let timeout = context.check_out_timeout(&self.options, self.now());
+        server.pool.check_out(Some(timeout)).await
+    }
+
     /// Runs `operation` in `session` (an implicit one when `None`), retrying it once
     /// when its retryability and the error allow. In a transaction, reads go where its
     /// read preference says (primary only), nothing is retried, and network and server
     /// selection errors get the TransientTransactionError label (Transactions spec).
-    pub(crate) async fn execute<O: Operation>(
-        &self,
+    pub async fn execute<O: Operation>(
+        self: &Arc<Self>,
         operation: O,
         session: Option<&ClientSession>,
     ) -> Result<O::Output> {
+        let context = OperationContext::new();
         if let Some(session) = session {
             self.check_session(session)?;
         }
@@ -295,10 +602,10 @@ impl Client {
         }
         let result = match transaction {
             Some(read_preference) => self
-                .execute_in(operation, session, Some(&read_preference))
+                .execute_in(&context, operation, session, Some(&read_preference))
                 .await
                 .map_err(crate::transactions::label_transient),
-            None => self.execute_in(operation, session, None).await,
+            None => self.execute_in(&context, operation, session, None).await,
         };
         if let (Some(session), Err(error)) = (session, &result) {
             if crate::load_balancer::error_unpins(error) {
@@ -308,10 +615,11 @@ impl Client {
         result
     }
 
-    /// [`Client::execute`], in a transaction whose read preference is
+    /// [`Executor::execute`], in a transaction whose read preference is
     /// `transaction` when one is open.
     async fn execute_in<O: Operation>(
-        &self,
+        self: &Arc<Self>,
+        context: &OperationContext,
         mut operation: O,
         session: Option<&ClientSession>,
         transaction: Option<&ReadPreference>,
@@ -345,11 +653,9 @@ impl Client {
         };
         let retry_writes = options.retry_writes || operation.ends_transaction();
         let load_balanced = options.load_balanced == Some(true);
-        let topology = self.topology();
         let mut deprioritized = Vec::new();
         let mut first_error: Option<Error> = None;
         let mut txn_number = TxnNumber::Next;
-        let operation_id = next_request_id();
         loop {
             let target = match (operation.target(), transaction) {
                 // A read in a transaction uses its read preference (Transactions
@@ -380,12 +686,12 @@ impl Client {
                     pin.take(),
                 ),
                 None => {
-                    let selected = match topology
+                    let selected = match self
                         .select_server(
+                            context,
                             &target.criteria(),
                             &deprioritized,
                             operation.name(),
-                            operation_id,
                         )
                         .await
                     {
@@ -393,7 +699,7 @@ impl Client {
                         // A retry that finds no server reports the error of the attempt.
                         Err(error) => return Err(first_error.unwrap_or(error)),
                     };
-                    let checked_out = topology.check_out(&selected).await;
+                    let checked_out = self.check_out(context, &selected).await;
                     let server = selected.server.clone();
                     let server_type = selected.server_type;
                     let topology_type = selected.topology_type;
@@ -463,6 +769,7 @@ impl Client {
                     };
                     let result = self
                         .run_on(
+                            context,
                             &mut operation,
                             &mut pooled,
                             Attempt {
@@ -536,17 +843,21 @@ impl Client {
     }
 
     /// Runs `operation` once on a connection to `server` (already checked out), in
-    /// `session` if the server supports sessions: builds the command, adds the fields
-    /// every command carries, sends it with its monitoring events and, on error,
-    /// applies SDAM error handling.
-    pub(crate) async fn run_on<O: Operation>(
-        &self,
+    /// `session` if the server supports sessions, as part of the operation of
+    /// `context`: builds the command, adds the fields every command carries, sends it
+    /// with its monitoring events and, on error, applies SDAM error handling. Every
+    /// command an operation sends goes through here.
+    pub async fn run_on<O: Operation>(
+        self: &Arc<Self>,
+        context: &OperationContext,
         operation: &mut O,
         pooled: &mut PooledConnection,
         attempt: Attempt<'_>,
     ) -> Result<O::Output> {
         let (server, session) = (attempt.server, attempt.session);
-        let result = self.send_operation(operation, pooled, attempt).await;
+        let result = self
+            .send_operation(context, operation, pooled, attempt)
+            .await;
         if let Err(error) = &result {
             if error.is_network_error() {
                 // Sessions spec, "Server Session Pool": the server may not have seen
@@ -566,7 +877,8 @@ impl Client {
     }
 
     async fn send_operation<O: Operation>(
-        &self,
+        self: &Arc<Self>,
+        context: &OperationContext,
         operation: &mut O,
         pooled: &mut PooledConnection,
         attempt: Attempt<'_>,
@@ -657,7 +969,7 @@ impl Client {
             && operation
                 .write_concern()
                 .is_some_and(|concern| !concern.is_acknowledged());
-        let reply = self.send(pooled, command, session, no_reply).await;
+        let reply = self.send(context, pooled, command, session, no_reply).await;
         if let (Some(session), Some(_)) = (session, &transaction) {
             if reply
                 .as_ref()
@@ -674,7 +986,7 @@ impl Client {
         operation.handle_reply(
             reply,
             ReplyContext {
-                client: self,
+                executor: self,
                 server,
                 session,
                 pinned,
@@ -682,14 +994,16 @@ impl Client {
         )
     }
 
-    /// Sends `command` (adding its `$db`) on `connection`, announced and concluded by command monitoring
-    /// events; records the reply's cluster and operation times in `session` (and the
-    /// client), `ok: 1` or not. MONGODB-OIDC may ask to authenticate again and resend
-    /// once (the token expired). With `no_reply` (an unacknowledged write), the
-    /// message is flagged `moreToCome` and the reply is `{ ok: 1 }` (Command Logging
-    /// and Monitoring spec, "Unacknowledged/Acknowledged Writes").
-    pub(crate) async fn send(
+    /// Sends `command` (adding its `$db`) on `connection`, announced and concluded by
+    /// command monitoring events with the `operationId` of `context`; records the
+    /// reply's cluster and operation times in `session` (and the client), `ok: 1` or
+    /// not. MONGODB-OIDC may ask to authenticate again and resend once (the token
+    /// expired). With `no_reply` (an unacknowledged write), the message is flagged
+    /// `moreToCome` and the reply is `{ ok: 1 }` (Command Logging and Monitoring spec,
+    /// "Unacknowledged/Acknowledged Writes").
+    async fn send(
         &self,
+        context: &OperationContext,
         connection: &mut PooledConnection,
         mut command: Command,
         session: Option<&ClientSession>,
@@ -705,14 +1019,13 @@ impl Client {
         if no_reply {
             message.flags = MsgFlags::MORE_TO_COME;
         }
-        let operation_id = next_request_id();
         let mut result = self
             .send_message(
+                context,
                 connection,
                 &command,
                 &message,
                 next_request_id(),
-                operation_id,
                 session,
             )
             .await;
@@ -723,11 +1036,11 @@ impl Client {
                 result = match connection.reauthenticate(&host, clock).await {
                     Ok(()) => {
                         self.send_message(
+                            context,
                             connection,
                             &command,
                             &message,
                             next_request_id(),
-                            operation_id,
                             session,
                         )
                         .await
@@ -741,11 +1054,11 @@ impl Client {
 
     async fn send_message(
         &self,
+        context: &OperationContext,
         connection: &mut PooledConnection,
         command: &Command,
         message: &OpMsg,
         request_id: i32,
-        operation_id: i32,
         session: Option<&ClientSession>,
     ) -> Result<RawDocumentBuf> {
         let clock = self.clock();
@@ -758,7 +1071,7 @@ impl Client {
                 command_name: command.name().to_owned(),
                 database_name: command.database.clone(),
                 request_id,
-                operation_id,
+                operation_id: context.id,
                 connection: ConnectionId {
                     address: connection.address().clone(),
                     id: connection.id(),
@@ -779,7 +1092,12 @@ impl Client {
                     .send_without_reply(request_id, message)
                     .await
                     .map(|()| rawdoc! { "ok": 1 }),
-                false => connection.send_message(request_id, message, clock).await,
+                false => {
+                    let limit = context.read_limit(connection.socket_timeout(), clock.now());
+                    connection
+                        .send_message(request_id, message, clock, limit)
+                        .await
+                }
             }
         };
         let sent = match future::select(pin!(exchange), pin!(interrupted)).await {
@@ -806,13 +1124,13 @@ impl Client {
     }
 
     /// A new implicit session (its server session is taken at the first command).
-    fn implicit_session(&self) -> ClientSession {
+    fn implicit_session(self: &Arc<Self>) -> ClientSession {
         ClientSession::implicit(self.clone())
     }
 
     /// Refuses a session of another client, or one that has ended.
-    fn check_session(&self, session: &ClientSession) -> Result<()> {
-        if !session.client().same_client(self) {
+    fn check_session(self: &Arc<Self>, session: &ClientSession) -> Result<()> {
+        if !Arc::ptr_eq(session.executor(), self) {
             return Err(Error::invalid_argument(
                 "the session was started by another client",
             ));
@@ -850,4 +1168,73 @@ fn monitored_command(command: &Command, message: &OpMsg) -> Document {
         shown.insert(sequence.identifier.clone(), documents);
     }
     shown
+}
+
+/// `endSessions` for a batch of server session ids (Driver Sessions spec,
+/// "EndSessions"): sent without a session id of its own.
+struct EndSessions<'a> {
+    ids: &'a [Document],
+}
+
+impl Operation for EndSessions<'_> {
+    type Output = ();
+
+    fn name(&self) -> &str {
+        "endSessions"
+    }
+
+    fn target(&self) -> Target<'_> {
+        // Never used: the server is selected once for all the batches.
+        Target::Write
+    }
+
+    fn build(&mut self, _hello: &HelloReply) -> Result<Command> {
+        Ok(Command::new(
+            "admin",
+            bson::doc! { "endSessions": self.ids },
+        ))
+    }
+
+    fn handle_reply(&mut self, _reply: RawDocumentBuf, _context: ReplyContext<'_>) -> Result<()> {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_step_keeps_its_own_bound_within_the_operations_deadline() {
+        let at = |millis| Instant::from_origin(Duration::from_millis(millis));
+        let options = ClientOptions::parse("mongodb://h/?waitQueueTimeoutMS=50").unwrap();
+        let socket = Some(Duration::from_millis(300));
+        let mut context = OperationContext::new();
+        assert_eq!(context.deadline, None);
+        assert_eq!(context.read_limit(socket, at(0)), socket);
+        assert_eq!(context.read_limit(None, at(0)), None);
+        assert_eq!(
+            context.check_out_timeout(&options, at(0)),
+            Duration::from_millis(50)
+        );
+        context.deadline = Some(at(100));
+        assert_eq!(
+            context.read_limit(socket, at(40)),
+            Some(Duration::from_millis(60))
+        );
+        assert_eq!(
+            context.read_limit(None, at(90)),
+            Some(Duration::from_millis(10))
+        );
+        assert_eq!(
+            context.check_out_timeout(&options, at(70)),
+            Duration::from_millis(30)
+        );
+        assert_eq!(context.read_limit(socket, at(150)), Some(Duration::ZERO));
+    }
+
+    #[test]
+    fn operations_get_ids_of_their_own() {
+        assert_ne!(OperationContext::new().id, OperationContext::new().id);
+    }
 }

@@ -17,9 +17,9 @@ use std::time::Duration;
 use bson::spec::BinarySubtype;
 use bson::{doc, Binary, Bson, Document, RawDocument, Timestamp};
 
-use crate::client::Client;
 use crate::cluster::PinnedConnection;
 use crate::error::{Error, Result};
+use crate::operation::Executor;
 use crate::rt::{BoxFuture, Instant};
 use crate::sync::lock;
 use crate::transactions::{Transaction, TransactionOptions, TransactionState};
@@ -241,7 +241,8 @@ impl SessionOptions {
 /// A session: a sequence of operations the server relates to each other. Cheap to
 /// clone; clones are the same session.
 ///
-/// An explicit session comes from [`Client::start_session`] and is passed to the
+/// An explicit session comes from
+/// [`Client::start_session`](crate::Client::start_session) and is passed to the
 /// `*_with_session` methods; its reads are causally consistent by default (they see
 /// its earlier writes). It ends when [`end_session`](Self::end_session) is called or
 /// the last clone is dropped, and its server session then goes back to the client's
@@ -273,7 +274,8 @@ pub struct ClientSession {
 }
 
 struct SessionInner {
-    client: Client,
+    /// The executor of the client that started the session.
+    executor: Arc<Executor>,
     options: SessionOptions,
     implicit: bool,
     state: Mutex<SessionState>,
@@ -310,33 +312,36 @@ impl std::fmt::Debug for ClientSession {
 
 impl ClientSession {
     /// An explicit session, if `options` are consistent.
-    pub(crate) fn explicit(client: Client, options: SessionOptions) -> Result<ClientSession> {
+    pub(crate) fn explicit(
+        executor: Arc<Executor>,
+        options: SessionOptions,
+    ) -> Result<ClientSession> {
         options.validate()?;
-        Ok(ClientSession::new(client, options, false))
+        Ok(ClientSession::new(executor, options, false))
     }
 
     /// The session the driver starts for one operation.
-    pub(crate) fn implicit(client: Client) -> ClientSession {
-        ClientSession::new(client, SessionOptions::default(), true)
+    pub(crate) fn implicit(executor: Arc<Executor>) -> ClientSession {
+        ClientSession::new(executor, SessionOptions::default(), true)
     }
 
-    fn new(client: Client, options: SessionOptions, implicit: bool) -> ClientSession {
+    fn new(executor: Arc<Executor>, options: SessionOptions, implicit: bool) -> ClientSession {
         let state = SessionState {
             snapshot_time: options.snapshot_time,
             ..SessionState::default()
         };
-        ClientSession::with_state(client, options, implicit, state)
+        ClientSession::with_state(executor, options, implicit, state)
     }
 
     fn with_state(
-        client: Client,
+        executor: Arc<Executor>,
         options: SessionOptions,
         implicit: bool,
         state: SessionState,
     ) -> ClientSession {
         ClientSession {
             inner: Arc::new(SessionInner {
-                client,
+                executor,
                 options,
                 implicit,
                 state: Mutex::new(state),
@@ -344,9 +349,9 @@ impl ClientSession {
         }
     }
 
-    /// The client that started the session.
-    pub fn client(&self) -> &Client {
-        &self.inner.client
+    /// The executor of the client that started the session: its operations run there.
+    pub(crate) fn executor(&self) -> &Arc<Executor> {
+        &self.inner.executor
     }
 
     /// The options the session was started with.
@@ -448,7 +453,7 @@ impl ClientSession {
     /// it instead.
     pub fn end_session(&self) {
         if let Some(pending) = self.take_for_end() {
-            self.inner.client.abort_later(pending);
+            self.inner.executor.abort_later(pending);
         }
     }
 
@@ -456,7 +461,7 @@ impl ClientSession {
     /// transaction in progress first and waits for that (its errors are ignored).
     pub async fn close(&self) {
         if let Some(pending) = self.take_for_end() {
-            pending.end(&self.inner.client).await;
+            pending.end(&self.inner.executor).await;
         }
     }
 
@@ -474,7 +479,7 @@ impl ClientSession {
         };
         // A pinned connection is released with the session (Transactions spec, "When
         // to unpin", 6), after the abort of a transaction in progress.
-        PendingAbort::of(&self.inner.client, server_session, transaction, pinned)
+        PendingAbort::of(&self.inner.executor, server_session, transaction, pinned)
     }
 
     /// Whether the session has ended.
@@ -486,17 +491,17 @@ impl ClientSession {
     /// first if the session has none yet; also advances the transaction number when
     /// `next_txn_number` (a retryable write's first attempt) and returns it.
     pub(crate) fn use_server_session(&self, next_txn_number: bool) -> Result<(Document, i64)> {
-        let client = &self.inner.client;
+        let executor = &self.inner.executor;
         let mut state = lock(&self.inner.state);
         if state.ended {
             return Err(Error::invalid_argument(
                 "the session has ended: start a new one",
             ));
         }
-        let now = client.now();
+        let now = executor.now();
         let session = match &mut state.server_session {
             Some(session) => session,
-            empty => empty.insert(client.acquire_server_session(now)?),
+            empty => empty.insert(executor.acquire_server_session(now)?),
         };
         session.last_use = now;
         if next_txn_number {
@@ -517,7 +522,7 @@ impl ClientSession {
     /// client) and `operationTime`.
     pub(crate) fn observe_reply(&self, reply: &RawDocument) {
         if let Some(cluster_time) = cluster_time_of(reply) {
-            self.inner.client.advance_cluster_time(&cluster_time);
+            self.inner.executor.advance_cluster_time(&cluster_time);
             self.advance_cluster_time(&cluster_time);
         }
         if let Ok(operation_time) = reply.get_timestamp("operationTime") {
@@ -539,7 +544,7 @@ impl ClientSession {
 
     /// The `$clusterTime` to send: the later of the client's and the session's.
     pub(crate) fn cluster_time_to_send(&self) -> Option<Document> {
-        later_cluster_time(self.inner.client.cluster_time(), self.cluster_time())
+        later_cluster_time(self.inner.executor.cluster_time(), self.cluster_time())
     }
 
     /// The connection the session's transaction is pinned to (load-balanced mode).
@@ -574,7 +579,8 @@ impl ClientSession {
 
 /// The server session of an ended session whose transaction was in progress, to abort
 /// before it goes back to the pool (Transactions spec, "endSession changes"). (No
-/// client here: the client keeps the pending aborts, and must not keep itself alive.)
+/// executor here: the executor keeps the pending aborts, and must not keep itself
+/// alive.)
 pub(crate) struct PendingAbort {
     server_session: ServerSession,
     transaction: Transaction,
@@ -587,14 +593,14 @@ impl PendingAbort {
     /// abort when the transaction is in progress; otherwise the server session goes
     /// back to the pool now.
     fn of(
-        client: &Client,
+        executor: &Executor,
         server_session: Option<ServerSession>,
         transaction: Transaction,
         pinned: Option<PinnedConnection>,
     ) -> Option<PendingAbort> {
         let server_session = server_session?;
         if transaction.state != TransactionState::InProgress {
-            client.release_server_session(server_session);
+            executor.release_server_session(server_session);
             return None;
         }
         Some(PendingAbort {
@@ -607,7 +613,7 @@ impl PendingAbort {
     /// Aborts the transaction (errors are ignored), then the server session goes back
     /// to the pool, through a session of its own that holds them. Boxed: the abort is
     /// an operation, and an operation first runs the pending aborts.
-    pub(crate) fn end(self, client: &Client) -> BoxFuture<'static, ()> {
+    pub(crate) fn end(self, executor: &Arc<Executor>) -> BoxFuture<'static, ()> {
         let state = SessionState {
             server_session: Some(self.server_session),
             transaction: self.transaction,
@@ -615,7 +621,7 @@ impl PendingAbort {
             ..SessionState::default()
         };
         let session =
-            ClientSession::with_state(client.clone(), SessionOptions::default(), false, state);
+            ClientSession::with_state(executor.clone(), SessionOptions::default(), false, state);
         crate::rt::boxed(async move {
             let _ = session.abort_transaction().await;
             // Dropping the session releases the server session.
@@ -635,8 +641,9 @@ impl Drop for SessionInner {
                 state.pinned.take(),
             )
         };
-        if let Some(pending) = PendingAbort::of(&self.client, server_session, transaction, pinned) {
-            self.client.abort_later(pending);
+        if let Some(pending) = PendingAbort::of(&self.executor, server_session, transaction, pinned)
+        {
+            self.executor.abort_later(pending);
         }
     }
 }

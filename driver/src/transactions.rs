@@ -441,7 +441,7 @@ impl ClientSession {
         }
         let options = options
             .or(self.options().default_transaction_options.as_ref())
-            .or_client(self.client().options());
+            .or_client(self.executor().options());
         if options
             .write_concern
             .as_ref()
@@ -490,7 +490,7 @@ impl ClientSession {
             return Ok(());
         };
         let result = self
-            .client()
+            .executor()
             .execute(EndTransaction::commit(&options, again), Some(self))
             .await;
         // Committed, even on error (spec, "commitTransaction").
@@ -520,7 +520,7 @@ impl ClientSession {
         if ending != Ending::Nothing {
             // Drivers ignore all abortTransaction errors (spec, "Design Rationale").
             let _ = self
-                .client()
+                .executor()
                 .execute(EndTransaction::abort(&options), Some(self))
                 .await;
         }
@@ -591,7 +591,7 @@ impl ClientSession {
         F: FnMut(ClientSession) -> Fut,
         Fut: Future<Output = Result<T>>,
     {
-        let clock = self.client().runtime().clock.clone();
+        let clock = self.executor().runtime().clock.clone();
         let start = clock.now();
         let elapsed = || clock.now().saturating_duration_since(start);
         let mut attempt: u32 = 0;

@@ -34,6 +34,7 @@
 //! ```
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use bson::{Bson, Document};
 use serde::{Deserialize, Serialize};
@@ -42,12 +43,12 @@ use super::write::{
     DeleteStatement, Namespace, Statement, UpdateStatement, WriteBatch, WriteKind, WriteReply,
 };
 use super::write_concern;
-use crate::client::Client;
 use crate::collection::{replacement_document, with_id, UpdateModifications};
 use crate::concern::WriteConcern;
 use crate::error::{
     BulkWriteFailure, Error, ErrorKind, Result, WriteConcernError, WriteError, WriteFailure,
 };
+use crate::operation::Executor;
 use crate::session::ClientSession;
 
 /// One write of a [`bulk_write`](crate::Collection::bulk_write) (CRUD spec, "Bulk
@@ -574,7 +575,7 @@ impl Outcome {
 /// `session` (an implicit one when `None`), each command retried as its retryability
 /// allows.
 pub(crate) async fn execute(
-    client: &Client,
+    executor: &Arc<Executor>,
     namespace: &Namespace,
     plan: Plan,
     options: &BulkWriteOptions,
@@ -589,7 +590,7 @@ pub(crate) async fn execute(
                 offset,
                 ..WriteBatch::new(namespace, run.kind, &run.statements, options, write_concern)
             };
-            let reply = match client.execute(&mut batch, session).await {
+            let reply = match executor.execute(&mut batch, session).await {
                 Ok(reply) => reply,
                 Err(error) => return Err(outcome.fail(error)),
             };

@@ -402,7 +402,7 @@ impl Client {
         let mut offset = 0;
         while offset < plan.ops.len() {
             let mut batch = BulkWriteBatch::new(&plan, offset);
-            let reply = match self.execute(&mut batch, session).await {
+            let reply = match self.executor().execute(&mut batch, session).await {
                 Ok(reply) => reply,
                 Err(error) => match (batch.retried_reply.take(), error.kind()) {
                     // A retryable write concern error that was not retried, or came
