@@ -54,9 +54,12 @@ fn imports_go_down_the_layers() {
         let top = |module: &String| module.split("::").next().unwrap_or_default().to_owned();
         let one_module = cycle.iter().all(|m| top(m) == top(&cycle[0]));
         if !natural && !(one_module && cycle.len() <= ALLOWED_CYCLE.len()) {
-            problems.push(format!("a cycle of {} files: {}", cycle.len(), cycle.join(", ")));
+            problems.push(format!(
+                "a cycle of {} files: {}",
+                cycle.len(),
+                cycle.join(", ")
+            ));
         }
-    }
     }
     assert!(ALLOWED_UPWARD.len() <= 10, "at most 10 upward imports");
     assert!(
