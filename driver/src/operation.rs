@@ -557,7 +557,9 @@ impl Executor {
             .await
     }
 
-    /// A connection to the `selected` server, for the operation of `context`.
+    /// A connection to the `selected` server, for the operation of `context`. The
+    /// cluster bounds the wait (see [`OperationContext`]); the context has no say in
+    /// it until it carries a deadline.
     pub async fn check_out(
         &self,
         _context: &OperationContext,
