@@ -13,11 +13,12 @@ use serde::Serialize;
 
 use crate::client::Client;
 use crate::concern::WriteConcern;
-use crate::crud::bulk_write::{self, BulkWriteOptions, BulkWriteResult, Plan, WriteModel};
+use crate::crud::bulk_write::collection_level::{self, Plan};
+use crate::crud::bulk_write::{BulkWriteOptions, BulkWriteResult, WriteModel};
 use crate::crud::read::{insert_present, millis, Find, SimpleRead};
 use crate::crud::write::{
-    DeleteStatement, FindAndModify, FindAndModifyAction, Namespace, Statement, UpdateStatement,
-    WriteBatch, WriteReply,
+    DeleteStatement, FindAndModify, FindAndModifyAction, Namespace, Spelling, Statement,
+    UpdateStatement, WriteBatch, WriteReply,
 };
 use crate::crud::{
     AggregateOptions, CountOptions, DeleteResult, FindOneAndModifyOptions, FindOptions,
@@ -807,8 +808,12 @@ impl<T: Serialize> Collection<T> {
     ) -> Result<InsertOneResult> {
         let (raw, id) = with_id(document)?;
         let options = options.unwrap_or_default();
-        self.write_one(Statement::insert(raw), &options, session)
-            .await?;
+        self.write_one(
+            Statement::insert(raw, Spelling::WriteCommand),
+            &options,
+            session,
+        )
+        .await?;
         Ok(InsertOneResult { inserted_id: id })
     }
 
@@ -904,7 +909,7 @@ impl<T: Serialize> Collection<T> {
         session: Option<&ClientSession>,
     ) -> Result<BulkWriteResult> {
         let write_concern = self.write_concern(options.write_concern.as_ref(), session)?;
-        bulk_write::execute(
+        collection_level::execute(
             self.client(),
             &self.namespace,
             plan,
@@ -1060,6 +1065,7 @@ fn command_options(options: &WriteOptions) -> BulkWriteOptions {
         comment: options.comment.clone(),
         let_vars: options.let_vars.clone(),
         write_concern: options.write_concern.clone(),
+        verbose_results: None,
     }
 }
 

@@ -14,9 +14,9 @@ pub(crate) mod read;
 pub(crate) mod run_command;
 pub(crate) mod write;
 
+pub use bulk_write::{DeleteResult, InsertManyResult, InsertOneResult, UpdateResult};
 pub use run_command::RunCursorCommandOptions;
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use bson::{Bson, Document};
@@ -357,36 +357,4 @@ pub struct FindOneAndModifyOptions {
     /// Overrides the write concern.
     #[serde(deserialize_with = "write_concern")]
     pub write_concern: Option<WriteConcern>,
-}
-
-/// The result of `insert_one`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct InsertOneResult {
-    /// The `_id` of the document (generated when it had none).
-    pub inserted_id: Bson,
-}
-
-/// The result of `insert_many`.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct InsertManyResult {
-    /// The `_id` of each document, by its index in the input.
-    pub inserted_ids: BTreeMap<usize, Bson>,
-}
-
-/// The result of an update or replace.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct UpdateResult {
-    /// How many documents matched the filter.
-    pub matched_count: u64,
-    /// How many were changed.
-    pub modified_count: u64,
-    /// The `_id` of the document an upsert inserted.
-    pub upserted_id: Option<Bson>,
-}
-
-/// The result of a delete.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct DeleteResult {
-    /// How many documents were deleted.
-    pub deleted_count: u64,
 }

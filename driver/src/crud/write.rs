@@ -169,8 +169,8 @@ pub(crate) enum WriteKind {
 }
 
 impl WriteKind {
-    /// The command's name.
-    fn command(self) -> &'static str {
+    /// The command's name, and the first key of its `bulkWrite` entries.
+    pub fn command(self) -> &'static str {
         match self {
             WriteKind::Insert => "insert",
             WriteKind::Update => "update",
@@ -188,10 +188,35 @@ impl WriteKind {
     }
 }
 
-/// One statement of an `insert`, `update` or `delete` command, as sent.
+/// The two commands a write can go in, which spell its statement each their own way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Spelling {
+    /// A statement of an `insert`, `update` or `delete` command (CRUD spec): the
+    /// document to insert, `{ q, u, multi, ... }` or `{ q, limit, ... }`.
+    WriteCommand,
+    /// An `ops` entry of a `bulkWrite` command (Bulk Write spec, "Operations"): first
+    /// the kind, whose value is the namespace's index in `nsInfo` (an int32 0 until
+    /// the entry is put in a batch), then `{ document }`, `{ filter, updateMods,
+    /// multi, ... }` or `{ filter, multi, ... }`.
+    BulkWrite,
+}
+
+impl Spelling {
+    /// The first fields of an update or delete statement: the kind (`bulkWrite`) and
+    /// the filter.
+    fn head(self, kind: WriteKind, filter: Document) -> Document {
+        match self {
+            Spelling::WriteCommand => doc! { "q": filter },
+            Spelling::BulkWrite => doc! { kind.command(): 0, "filter": filter },
+        }
+    }
+}
+
+/// One write as sent: a statement of an `insert`, `update` or `delete` command, or an
+/// `ops` entry of a `bulkWrite` command ([`Spelling`]).
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Statement {
-    /// The command it goes in.
+    /// The command it goes in, or (`bulkWrite`) the kind of its entry.
     pub kind: WriteKind,
     /// The document to insert, or the update or delete statement.
     pub document: RawDocumentBuf,
@@ -203,7 +228,17 @@ pub(crate) struct Statement {
 
 impl Statement {
     /// The statement inserting `document`.
-    pub fn insert(document: RawDocumentBuf) -> Statement {
+    pub fn insert(document: RawDocumentBuf, spelling: Spelling) -> Statement {
+        let document = match spelling {
+            Spelling::WriteCommand => document,
+            // Built raw: the document, perhaps large, is encoded once.
+            Spelling::BulkWrite => {
+                let mut entry = RawDocumentBuf::new();
+                entry.append(bson::raw::cstr!("insert"), 0);
+                entry.append(bson::raw::cstr!("document"), &document);
+                entry
+            }
+        };
         Statement {
             kind: WriteKind::Insert,
             document,
@@ -222,8 +257,9 @@ impl Statement {
     }
 }
 
-/// An update statement (`updates` of the `update` command): an update document or
-/// pipeline, or a replacement document, with the options of one statement.
+/// An update statement (`updates` of the `update` command, or an `update` entry of
+/// `bulkWrite`): an update document or pipeline, or a replacement document, with the
+/// options of one statement.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct UpdateStatement {
     pub filter: Document,
@@ -258,17 +294,28 @@ impl UpdateStatement {
         }
     }
 
-    /// The statement as sent; options left unset are not sent (CRUD spec: "This option
-    /// is sent only if the caller explicitly provides a value").
+    /// The statement of an `update` command.
     pub fn statement(self) -> Result<Statement> {
-        let mut statement = doc! { "q": self.filter, "u": self.update };
+        self.spelled(Spelling::WriteCommand)
+    }
+
+    /// The statement as sent in a command of `spelling`; options left unset are not
+    /// sent (CRUD spec: "This option is sent only if the caller explicitly provides a
+    /// value"). `bulkWrite` always has `multi`.
+    pub fn spelled(self, spelling: Spelling) -> Result<Statement> {
+        let mut statement = spelling.head(WriteKind::Update, self.filter);
+        let (update, multi) = match spelling {
+            Spelling::WriteCommand => ("u", self.multi.then_some(true)),
+            Spelling::BulkWrite => ("updateMods", Some(self.multi)),
+        };
+        statement.insert(update, self.update);
         let array_filters = self
             .array_filters
             .map(|filters| Bson::Array(filters.into_iter().map(Bson::Document).collect()));
         insert_present(
             &mut statement,
             [
-                ("multi", self.multi.then_some(Bson::Boolean(true))),
+                ("multi", multi.map(Bson::Boolean)),
                 ("upsert", self.upsert.map(Bson::Boolean)),
                 ("arrayFilters", array_filters),
                 ("sort", self.sort.map(Bson::Document)),
@@ -280,7 +327,8 @@ impl UpdateStatement {
     }
 }
 
-/// A delete statement (`deletes` of the `delete` command).
+/// A delete statement (`deletes` of the `delete` command, or a `delete` entry of
+/// `bulkWrite`).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct DeleteStatement {
     pub filter: Document,
@@ -291,9 +339,18 @@ pub(crate) struct DeleteStatement {
 }
 
 impl DeleteStatement {
-    /// The statement as sent.
+    /// The statement of a `delete` command.
     pub fn statement(self) -> Result<Statement> {
-        let mut statement = doc! { "q": self.filter, "limit": if self.multi { 0 } else { 1 } };
+        self.spelled(Spelling::WriteCommand)
+    }
+
+    /// The statement as sent in a command of `spelling`.
+    pub fn spelled(self, spelling: Spelling) -> Result<Statement> {
+        let mut statement = spelling.head(WriteKind::Delete, self.filter);
+        match spelling {
+            Spelling::WriteCommand => statement.insert("limit", if self.multi { 0 } else { 1 }),
+            Spelling::BulkWrite => statement.insert("multi", self.multi),
+        };
         insert_present(
             &mut statement,
             [
@@ -589,7 +646,10 @@ mod tests {
             .iter()
             .map(|size| {
                 let document = doc! { "x": "a".repeat(*size) };
-                Statement::insert(RawDocumentBuf::try_from(&document).unwrap())
+                Statement::insert(
+                    RawDocumentBuf::try_from(&document).unwrap(),
+                    Spelling::WriteCommand,
+                )
             })
             .collect()
     }
@@ -658,7 +718,7 @@ mod tests {
             bypass_document_validation: Some(true),
             comment: Some(Bson::String("why".into())),
             let_vars: Some(doc! { "v": 1 }),
-            write_concern: None,
+            ..BulkWriteOptions::default()
         };
         let statements = inserts(&[1, 2, 3]);
         let mut batch = WriteBatch {
