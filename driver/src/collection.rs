@@ -14,6 +14,8 @@ use serde::Serialize;
 use crate::client::Client;
 use crate::concern::WriteConcern;
 use crate::crud::bulk_write::collection_level::{self, Plan};
+/// The change an update applies, which is also a write model's.
+pub use crate::crud::bulk_write::UpdateModifications;
 use crate::crud::bulk_write::{BulkWriteOptions, BulkWriteResult, WriteModel};
 use crate::crud::read::{insert_present, millis, Find, SimpleRead};
 use crate::crud::write::{
@@ -28,57 +30,6 @@ use crate::cursor::Cursor;
 use crate::database::{Concerns, Database};
 use crate::error::{Error, Result};
 use crate::session::ClientSession;
-
-/// The change an update applies: an update document (`{ "$set": ... }`) or an
-/// aggregation pipeline (MongoDB 4.2+).
-#[derive(Debug, Clone, PartialEq)]
-pub enum UpdateModifications {
-    /// Update operators: every top-level key starts with `$`.
-    Document(Document),
-    /// An aggregation pipeline of `$set`, `$unset`, `$replaceWith`... stages.
-    Pipeline(Vec<Document>),
-}
-
-impl From<Document> for UpdateModifications {
-    fn from(update: Document) -> Self {
-        UpdateModifications::Document(update)
-    }
-}
-
-impl From<Vec<Document>> for UpdateModifications {
-    fn from(pipeline: Vec<Document>) -> Self {
-        UpdateModifications::Pipeline(pipeline)
-    }
-}
-
-impl UpdateModifications {
-    /// The update as sent; an update document must be non-empty and start with an
-    /// operator (CRUD spec, "Update vs. Replace Validation").
-    pub(crate) fn to_bson(&self) -> Result<Bson> {
-        match self {
-            UpdateModifications::Document(update) => {
-                match update.keys().next() {
-                    Some(first) if first.starts_with('$') => {}
-                    Some(_) => {
-                        return Err(Error::invalid_argument(
-                            "an update document must contain update operators ($set, $inc...): \
-                             use replace_one to replace a document",
-                        ))
-                    }
-                    None => {
-                        return Err(Error::invalid_argument(
-                            "an update document cannot be empty",
-                        ))
-                    }
-                }
-                Ok(Bson::Document(update.clone()))
-            }
-            UpdateModifications::Pipeline(pipeline) => Ok(Bson::Array(
-                pipeline.iter().cloned().map(Bson::Document).collect(),
-            )),
-        }
-    }
-}
 
 /// A handle to one collection. Cheap to clone.
 ///

@@ -49,7 +49,7 @@ mod result;
 
 pub use model::{
     ClientWriteModel, DeleteManyModel, DeleteOneModel, InsertOneModel, ReplaceOneModel,
-    UpdateManyModel, UpdateOneModel, WriteModel,
+    UpdateManyModel, UpdateModifications, UpdateOneModel, WriteModel,
 };
 pub use options::{BulkWriteOptions, ClientBulkWriteOptions};
 pub use result::{

@@ -5,9 +5,9 @@
 use bson::{Bson, Document};
 use serde::Serialize;
 
-use crate::collection::{replacement_document, with_id, UpdateModifications};
+use crate::collection::{replacement_document, with_id};
 use crate::crud::write::{DeleteStatement, Spelling, Statement, UpdateStatement};
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 /// One write of a bulk write (CRUD spec, "Bulk Write Models"; Bulk Write spec, "Write
 /// Models"): of a [`Collection::bulk_write`](crate::Collection::bulk_write), where `T`
@@ -183,6 +183,57 @@ impl DeleteManyModel {
             filter,
             collation: None,
             hint: None,
+        }
+    }
+}
+
+/// The change an update applies: an update document (`{ "$set": ... }`) or an
+/// aggregation pipeline (MongoDB 4.2+).
+#[derive(Debug, Clone, PartialEq)]
+pub enum UpdateModifications {
+    /// Update operators: every top-level key starts with `$`.
+    Document(Document),
+    /// An aggregation pipeline of `$set`, `$unset`, `$replaceWith`... stages.
+    Pipeline(Vec<Document>),
+}
+
+impl From<Document> for UpdateModifications {
+    fn from(update: Document) -> Self {
+        UpdateModifications::Document(update)
+    }
+}
+
+impl From<Vec<Document>> for UpdateModifications {
+    fn from(pipeline: Vec<Document>) -> Self {
+        UpdateModifications::Pipeline(pipeline)
+    }
+}
+
+impl UpdateModifications {
+    /// The update as sent; an update document must be non-empty and start with an
+    /// operator (CRUD spec, "Update vs. Replace Validation").
+    pub(crate) fn to_bson(&self) -> Result<Bson> {
+        match self {
+            UpdateModifications::Document(update) => {
+                match update.keys().next() {
+                    Some(first) if first.starts_with('$') => {}
+                    Some(_) => {
+                        return Err(Error::invalid_argument(
+                            "an update document must contain update operators ($set, $inc...): \
+                             use replace_one to replace a document",
+                        ))
+                    }
+                    None => {
+                        return Err(Error::invalid_argument(
+                            "an update document cannot be empty",
+                        ))
+                    }
+                }
+                Ok(Bson::Document(update.clone()))
+            }
+            UpdateModifications::Pipeline(pipeline) => Ok(Bson::Array(
+                pipeline.iter().cloned().map(Bson::Document).collect(),
+            )),
         }
     }
 }
