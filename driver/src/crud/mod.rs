@@ -1,8 +1,8 @@
 //! The CRUD spec: the options and results of the collection operations, and the
 //! operations themselves (`write`: insert, update, replace, delete, findAndModify;
-//! [`bulk_write`]: the collection's bulk write; `read`: find, aggregate, count,
-//! distinct; `run_command`), and the client-level bulk write of the Bulk Write spec
-//! ([`client_bulk_write`]).
+//! `read`: find, aggregate, count, distinct; `run_command`), and the bulk writes
+//! ([`bulk_write`]): the collection's, and the client-level one of the Bulk Write spec
+//! (whose names [`client_bulk_write`] keeps).
 //!
 //! Options deserialize from the spec's camelCase names (`batchSize`, `maxTimeMS`,
 //! `let`...), so a document of options — as the spec tests give them — becomes an
