@@ -5,8 +5,7 @@
 use std::borrow::Borrow;
 use std::marker::PhantomData;
 
-use bson::oid::ObjectId;
-use bson::{doc, Bson, Document, RawDocument, RawDocumentBuf};
+use bson::{doc, Bson, Document, RawDocumentBuf};
 use futures::TryStreamExt;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -14,11 +13,15 @@ use serde::Serialize;
 use crate::bson_util::{insert_present, millis};
 use crate::client::Client;
 use crate::concern::WriteConcern;
-use crate::crud::bulk_write::{self, BulkWriteOptions, BulkWriteResult, Plan, WriteModel};
+use crate::crud::bulk_write::collection_level::{self, Plan};
+/// The change an update applies, which is also a write model's.
+pub use crate::crud::bulk_write::UpdateModifications;
+use crate::crud::bulk_write::{BulkWriteOptions, BulkWriteResult, WriteModel};
 use crate::crud::read::{Find, SimpleRead};
+use crate::crud::write::{replacement_document, with_id};
 use crate::crud::write::{
-    DeleteStatement, FindAndModify, FindAndModifyAction, Namespace, Statement, UpdateStatement,
-    WriteBatch, WriteReply,
+    DeleteStatement, FindAndModify, FindAndModifyAction, Namespace, Spelling, Statement,
+    UpdateStatement, WriteBatch, WriteReply,
 };
 use crate::crud::{
     AggregateOptions, CountOptions, DeleteResult, FindOneAndModifyOptions, FindOptions,
@@ -28,57 +31,6 @@ use crate::cursor::Cursor;
 use crate::database::{Concerns, Database};
 use crate::error::{Error, Result};
 use crate::session::ClientSession;
-
-/// The change an update applies: an update document (`{ "$set": ... }`) or an
-/// aggregation pipeline (MongoDB 4.2+).
-#[derive(Debug, Clone, PartialEq)]
-pub enum UpdateModifications {
-    /// Update operators: every top-level key starts with `$`.
-    Document(Document),
-    /// An aggregation pipeline of `$set`, `$unset`, `$replaceWith`... stages.
-    Pipeline(Vec<Document>),
-}
-
-impl From<Document> for UpdateModifications {
-    fn from(update: Document) -> Self {
-        UpdateModifications::Document(update)
-    }
-}
-
-impl From<Vec<Document>> for UpdateModifications {
-    fn from(pipeline: Vec<Document>) -> Self {
-        UpdateModifications::Pipeline(pipeline)
-    }
-}
-
-impl UpdateModifications {
-    /// The update as sent; an update document must be non-empty and start with an
-    /// operator (CRUD spec, "Update vs. Replace Validation").
-    pub(crate) fn to_bson(&self) -> Result<Bson> {
-        match self {
-            UpdateModifications::Document(update) => {
-                match update.keys().next() {
-                    Some(first) if first.starts_with('$') => {}
-                    Some(_) => {
-                        return Err(Error::invalid_argument(
-                            "an update document must contain update operators ($set, $inc...): \
-                             use replace_one to replace a document",
-                        ))
-                    }
-                    None => {
-                        return Err(Error::invalid_argument(
-                            "an update document cannot be empty",
-                        ))
-                    }
-                }
-                Ok(Bson::Document(update.clone()))
-            }
-            UpdateModifications::Pipeline(pipeline) => Ok(Bson::Array(
-                pipeline.iter().cloned().map(Bson::Document).collect(),
-            )),
-        }
-    }
-}
 
 /// A handle to one collection. Cheap to clone.
 ///
@@ -808,8 +760,12 @@ impl<T: Serialize> Collection<T> {
     ) -> Result<InsertOneResult> {
         let (raw, id) = with_id(document)?;
         let options = options.unwrap_or_default();
-        self.write_one(Statement::insert(raw), &options, session)
-            .await?;
+        self.write_one(
+            Statement::insert(raw, Spelling::WriteCommand),
+            &options,
+            session,
+        )
+        .await?;
         Ok(InsertOneResult { inserted_id: id })
     }
 
@@ -905,7 +861,7 @@ impl<T: Serialize> Collection<T> {
         session: Option<&ClientSession>,
     ) -> Result<BulkWriteResult> {
         let write_concern = self.write_concern(options.write_concern.as_ref(), session)?;
-        bulk_write::execute(
+        collection_level::execute(
             self.client().executor(),
             &self.namespace,
             plan,
@@ -1061,6 +1017,7 @@ fn command_options(options: &WriteOptions) -> BulkWriteOptions {
         comment: options.comment.clone(),
         let_vars: options.let_vars.clone(),
         write_concern: options.write_concern.clone(),
+        verbose_results: None,
     }
 }
 
@@ -1083,83 +1040,4 @@ fn as_count(value: &Bson) -> u64 {
     crate::bson_util::as_i64(value)
         .and_then(|n| u64::try_from(n).ok())
         .unwrap_or(0)
-}
-
-/// `document` as BSON with its `_id` first, generated (an ObjectId) when missing
-/// (CRUD spec, "Insert, Update, Replace, Delete, and Bulk Writes": drivers generate
-/// `_id`s), and that `_id`.
-pub(crate) fn with_id<T: Serialize>(document: &T) -> Result<(RawDocumentBuf, Bson)> {
-    // BSON spec: `document ::= int32 e_list "\x00"`, and an ObjectId element is
-    // `"\x07" e_name (byte*12)`. The document is serialized straight to bytes behind
-    // room for that element, so that an `_id` goes in front (where the server puts it
-    // too) without copying the document.
-    const ID_ELEMENT: [u8; 5] = [0x07, b'_', b'i', b'd', 0];
-    const ROOM: usize = ID_ELEMENT.len() + 12;
-    let mut bytes = vec![0; ROOM];
-    bson::serialize_to_buffer(document, &mut bytes).map_err(Error::bson)?;
-    let serialized = RawDocument::from_bytes(&bytes[ROOM..]).map_err(Error::bson)?;
-    if let Some(id) = serialized.get("_id").map_err(Error::bson)? {
-        let id = Bson::try_from(id).map_err(Error::bson)?;
-        bytes.drain(..ROOM);
-        return Ok((RawDocumentBuf::from_bytes(bytes).map_err(Error::bson)?, id));
-    }
-    // The new length covers the room; the element overwrites the old length field.
-    let length = i32::try_from(bytes.len())
-        .map_err(|_| Error::invalid_argument("the document is too large to insert"))?;
-    let id = ObjectId::new();
-    bytes[..4].copy_from_slice(&length.to_le_bytes());
-    bytes[4..4 + ID_ELEMENT.len()].copy_from_slice(&ID_ELEMENT);
-    bytes[4 + ID_ELEMENT.len()..4 + ROOM].copy_from_slice(&id.bytes());
-    let raw = RawDocumentBuf::from_bytes(bytes).map_err(Error::bson)?;
-    Ok((raw, Bson::ObjectId(id)))
-}
-
-/// A replacement as a document; it must not contain update operators (CRUD spec,
-/// "Update vs. Replace Validation").
-pub(crate) fn replacement_document<T: Serialize>(replacement: &T) -> Result<Document> {
-    let document = bson::serialize_to_document(replacement).map_err(Error::bson)?;
-    if document
-        .keys()
-        .next()
-        .is_some_and(|key| key.starts_with('$'))
-    {
-        return Err(Error::invalid_argument(
-            "a replacement document cannot contain update operators: use update_one",
-        ));
-    }
-    Ok(document)
-}
-
-#[cfg(test)]
-mod tests {
-    use bson::rawdoc;
-
-    use super::*;
-
-    #[test]
-    fn with_id_puts_a_new_object_id_first() {
-        let (raw, id) = with_id(&doc! { "a": 1, "b": { "c": [1, 2] } }).unwrap();
-        let Bson::ObjectId(oid) = id else {
-            panic!("not an ObjectId: {id:?}");
-        };
-        assert_eq!(raw, rawdoc! { "_id": oid, "a": 1, "b": { "c": [1, 2] } });
-        // The bytes are a document the bson crate reads back whole.
-        let read = Document::try_from(raw.as_ref()).unwrap();
-        assert_eq!(read, doc! { "_id": oid, "a": 1, "b": { "c": [1, 2] } });
-    }
-
-    #[test]
-    fn with_id_keeps_the_id_given_where_it_is() {
-        let (raw, id) = with_id(&doc! { "a": 1, "_id": "mine" }).unwrap();
-        assert_eq!(id, Bson::String("mine".into()));
-        assert_eq!(raw, rawdoc! { "a": 1, "_id": "mine" });
-        let (empty, id) = with_id(&Document::new()).unwrap();
-        assert_eq!(empty, rawdoc! { "_id": id.as_object_id().unwrap() });
-    }
-
-    #[test]
-    fn with_id_refuses_what_is_not_a_document() {
-        assert!(with_id(&42).is_err());
-        assert!(with_id(&vec![1, 2]).is_err());
-    }
 }

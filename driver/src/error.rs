@@ -238,7 +238,7 @@ pub struct ClientBulkWriteFailure {
     pub write_errors: std::collections::BTreeMap<usize, WriteError>,
     /// What the writes that succeeded did; `None` unless at least one is known to have
     /// succeeded.
-    pub partial_result: Option<crate::crud::client_bulk_write::ClientBulkWriteResult>,
+    pub partial_result: Option<crate::crud::bulk_write::BulkWriteResult>,
 }
 
 /// An error reply from the server (`ok: 0`).

@@ -127,23 +127,27 @@ async fn mixed_writes_on_several_namespaces_run_in_one_command_with_verbose_resu
         drop(&client, a).await;
         drop(&client, b).await;
         let seed: Vec<ClientWriteModel> = (1..=4)
-            .map(|i| InsertOneModel::new(b, doc! { "_id": i, "x": i }).into())
+            .map(|i| ClientWriteModel::new(b, InsertOneModel::new(doc! { "_id": i, "x": i })))
             .collect();
         client.bulk_write(seed, None).await.unwrap();
-        let mut upsert = ReplaceOneModel::new(a, doc! { "_id": 9 }, doc! { "x": 99 });
+        let mut upsert = ReplaceOneModel::new(doc! { "_id": 9 }, doc! { "x": 99 });
         upsert.upsert = Some(true);
         let models: Vec<ClientWriteModel> = vec![
-            InsertOneModel::new(a, doc! { "x": 1 }).into(),
-            UpdateOneModel::new(b, doc! { "_id": 1 }, doc! { "$inc": { "x": 10 } }).into(),
-            UpdateManyModel::new(
+            ClientWriteModel::new(a, InsertOneModel::new(doc! { "x": 1 })),
+            ClientWriteModel::new(
                 b,
-                doc! { "_id": { "$gt": 2 } },
-                vec![doc! { "$set": { "y": 1 } }],
-            )
-            .into(),
-            upsert.into(),
-            DeleteOneModel::new(b, doc! { "_id": 2 }).into(),
-            DeleteManyModel::new(a, doc! { "none": true }).into(),
+                UpdateOneModel::new(doc! { "_id": 1 }, doc! { "$inc": { "x": 10 } }),
+            ),
+            ClientWriteModel::new(
+                b,
+                UpdateManyModel::new(
+                    doc! { "_id": { "$gt": 2 } },
+                    vec![doc! { "$set": { "y": 1 } }],
+                ),
+            ),
+            ClientWriteModel::new(a, upsert),
+            ClientWriteModel::new(b, DeleteOneModel::new(doc! { "_id": 2 })),
+            ClientWriteModel::new(a, DeleteManyModel::new(doc! { "none": true })),
         ];
         let options = ClientBulkWriteOptions {
             verbose_results: Some(true),
@@ -209,9 +213,9 @@ async fn write_errors_are_reported_by_index_with_the_partial_result() {
         drop(&client, ns).await;
         let models = || -> Vec<ClientWriteModel> {
             vec![
-                InsertOneModel::new(ns, doc! { "_id": 1 }).into(),
-                InsertOneModel::new(ns, doc! { "_id": 1 }).into(),
-                InsertOneModel::new(ns, doc! { "_id": 2 }).into(),
+                ClientWriteModel::new(ns, InsertOneModel::new(doc! { "_id": 1 })),
+                ClientWriteModel::new(ns, InsertOneModel::new(doc! { "_id": 1 })),
+                ClientWriteModel::new(ns, InsertOneModel::new(doc! { "_id": 2 })),
             ]
         };
         // Ordered: the write after the failure is not done.
@@ -261,20 +265,23 @@ async fn the_client_side_errors_send_nothing() {
         };
         let none: Vec<ClientWriteModel> = Vec::new();
         invalid(client.bulk_write(none, None).await.unwrap_err());
-        let update = UpdateOneModel::new(ns, doc! {}, doc! { "x": 1 });
+        let update = ClientWriteModel::new(ns, UpdateOneModel::new(doc! {}, doc! { "x": 1 }));
         invalid(client.bulk_write([update], None).await.unwrap_err());
         let w0 = ClientBulkWriteOptions {
             write_concern: Some(WriteConcern::nodes(0)),
             ..Default::default()
         };
-        let insert = InsertOneModel::new(ns, doc! {});
+        let insert = ClientWriteModel::new(ns, InsertOneModel::new(doc! {}));
         let message = invalid(client.bulk_write([insert], w0).await.unwrap_err());
         assert!(message.contains("Cannot request unacknowledged write concern and ordered writes"));
         // CRUD prose test 12: a document, or a namespace, too large for any command.
         let large = "b".repeat(MAX_MESSAGE_SIZE_BYTES);
-        let document = InsertOneModel::new(ns, doc! { "a": large.as_str() });
+        let document = ClientWriteModel::new(ns, InsertOneModel::new(doc! { "a": large.as_str() }));
         invalid(client.bulk_write([document], None).await.unwrap_err());
-        let namespace = InsertOneModel::new(format!("db.{large}"), doc! { "a": "b" });
+        let namespace = ClientWriteModel::new(
+            format!("db.{large}"),
+            InsertOneModel::new(doc! { "a": "b" }),
+        );
         invalid(client.bulk_write([namespace], None).await.unwrap_err());
         assert!(started(&events, "bulkWrite").is_empty());
     })
@@ -287,7 +294,7 @@ fn large_inserts(ns: &str) -> Vec<ClientWriteModel> {
     let count = MAX_MESSAGE_SIZE_BYTES / MAX_BSON_OBJECT_SIZE + 1;
     let large = "b".repeat(MAX_BSON_OBJECT_SIZE - 500);
     (0..count)
-        .map(|_| InsertOneModel::new(ns, doc! { "a": large.as_str() }).into())
+        .map(|_| ClientWriteModel::new(ns, InsertOneModel::new(doc! { "a": large.as_str() })))
         .collect()
 }
 
@@ -323,15 +330,21 @@ async fn a_new_namespace_that_does_not_fit_goes_in_the_next_command() {
         let remainder = ops_bytes % MAX_BSON_OBJECT_SIZE;
         let first = "b".repeat(MAX_BSON_OBJECT_SIZE - 57);
         let mut models: Vec<ClientWriteModel> = (0..count)
-            .map(|_| InsertOneModel::new(ns, doc! { "a": first.as_str() }).into())
+            .map(|_| ClientWriteModel::new(ns, InsertOneModel::new(doc! { "a": first.as_str() })))
             .collect();
         if remainder >= 217 {
             count += 1;
             let rest = "b".repeat(remainder - 57);
-            models.push(InsertOneModel::new(ns, doc! { "a": rest }).into());
+            models.push(ClientWriteModel::new(
+                ns,
+                InsertOneModel::new(doc! { "a": rest }),
+            ));
         }
         let mut same = models.clone();
-        same.push(InsertOneModel::new(ns, doc! { "a": "b" }).into());
+        same.push(ClientWriteModel::new(
+            ns,
+            InsertOneModel::new(doc! { "a": "b" }),
+        ));
         let result = client.bulk_write(same, None).await.unwrap();
         assert_eq!(result.inserted_count as usize, count + 1);
         let commands = started(&events, "bulkWrite");
@@ -339,7 +352,10 @@ async fn a_new_namespace_that_does_not_fit_goes_in_the_next_command() {
         assert_eq!(ops_len(&commands[0]), count + 1);
 
         let namespace = format!("db.{}", "c".repeat(200));
-        models.push(InsertOneModel::new(namespace.as_str(), doc! { "a": "b" }).into());
+        models.push(ClientWriteModel::new(
+            namespace.as_str(),
+            InsertOneModel::new(doc! { "a": "b" }),
+        ));
         let result = client.bulk_write(models, None).await.unwrap();
         assert_eq!(result.inserted_count as usize, count + 1);
         let commands = started(&events, "bulkWrite");
@@ -371,14 +387,25 @@ async fn write_errors_are_collected_across_commands() {
         let ns = "cbw_errors_across.coll";
         drop(&client, ns).await;
         client
-            .bulk_write([InsertOneModel::new(ns, doc! { "_id": 1 })], None)
+            .bulk_write(
+                [ClientWriteModel::new(
+                    ns,
+                    InsertOneModel::new(doc! { "_id": 1 }),
+                )],
+                None,
+            )
             .await
             .unwrap();
         let large = "b".repeat(MAX_BSON_OBJECT_SIZE - 500);
         let count = MAX_MESSAGE_SIZE_BYTES / MAX_BSON_OBJECT_SIZE + 1;
         let models = || -> Vec<ClientWriteModel> {
             (0..count)
-                .map(|_| InsertOneModel::new(ns, doc! { "_id": 1, "a": large.as_str() }).into())
+                .map(|_| {
+                    ClientWriteModel::new(
+                        ns,
+                        InsertOneModel::new(doc! { "_id": 1, "a": large.as_str() }),
+                    )
+                })
                 .collect()
         };
         let unordered = ClientBulkWriteOptions {
@@ -431,9 +458,9 @@ fn large_upserts(ns: &str) -> Vec<ClientWriteModel> {
         .iter()
         .map(|c| {
             let filter = doc! { "_id": c.repeat(MAX_BSON_OBJECT_SIZE / 2) };
-            let mut model = UpdateOneModel::new(ns, filter, doc! { "$set": { "x": 1 } });
+            let mut model = UpdateOneModel::new(filter, doc! { "$set": { "x": 1 } });
             model.upsert = Some(true);
-            model.into()
+            ClientWriteModel::new(ns, model)
         })
         .collect()
 }
@@ -520,7 +547,10 @@ async fn a_batch_is_retried_once_unless_it_holds_a_multi_write() {
         let ns = "cbw_retry.coll";
         drop(&client, ns).await;
         let data = doc! { "failCommands": ["bulkWrite"], "closeConnection": true };
-        let models = [InsertOneModel::new(ns, doc! { "_id": 1 })];
+        let models = [ClientWriteModel::new(
+            ns,
+            InsertOneModel::new(doc! { "_id": 1 }),
+        )];
         let result = with_fail_point(
             &client,
             app,
@@ -538,10 +568,9 @@ async fn a_batch_is_retried_once_unless_it_holds_a_multi_write() {
         assert_eq!(txn(&attempts[0]), txn(&attempts[1]));
 
         // With updateMany, no transaction number and no retry.
-        let models = [UpdateManyModel::new(
+        let models = [ClientWriteModel::new(
             ns,
-            doc! {},
-            doc! { "$set": { "x": 1 } },
+            UpdateManyModel::new(doc! {}, doc! { "$set": { "x": 1 } }),
         )];
         let error = with_fail_point(&client, app, 1, data, client.bulk_write(models, None))
             .await

@@ -1,8 +1,8 @@
 //! The CRUD spec: the options and results of the collection operations, and the
 //! operations themselves (`write`: insert, update, replace, delete, findAndModify;
-//! [`bulk_write`]: the collection's bulk write; `read`: find, aggregate, count,
-//! distinct; `run_command`), and the client-level bulk write of the Bulk Write spec
-//! ([`client_bulk_write`]).
+//! `read`: find, aggregate, count, distinct; `run_command`), and the bulk writes
+//! ([`bulk_write`]): the collection's, and the client-level one of the Bulk Write spec
+//! (whose names [`client_bulk_write`] keeps).
 //!
 //! Options deserialize from the spec's camelCase names (`batchSize`, `maxTimeMS`,
 //! `let`...), so a document of options — as the spec tests give them — becomes an
@@ -14,9 +14,9 @@ pub(crate) mod read;
 pub(crate) mod run_command;
 pub(crate) mod write;
 
+pub use bulk_write::{DeleteResult, InsertManyResult, InsertOneResult, UpdateResult};
 pub use run_command::RunCursorCommandOptions;
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use bson::{Bson, Document};
@@ -283,36 +283,4 @@ pub struct FindOneAndModifyOptions {
     /// Overrides the write concern.
     #[serde(deserialize_with = "write_concern")]
     pub write_concern: Option<WriteConcern>,
-}
-
-/// The result of `insert_one`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct InsertOneResult {
-    /// The `_id` of the document (generated when it had none).
-    pub inserted_id: Bson,
-}
-
-/// The result of `insert_many`.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct InsertManyResult {
-    /// The `_id` of each document, by its index in the input.
-    pub inserted_ids: BTreeMap<usize, Bson>,
-}
-
-/// The result of an update or replace.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct UpdateResult {
-    /// How many documents matched the filter.
-    pub matched_count: u64,
-    /// How many were changed.
-    pub modified_count: u64,
-    /// The `_id` of the document an upsert inserted.
-    pub upserted_id: Option<Bson>,
-}
-
-/// The result of a delete.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct DeleteResult {
-    /// How many documents were deleted.
-    pub deleted_count: u64,
 }

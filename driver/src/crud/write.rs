@@ -2,7 +2,9 @@
 //! `delete` (statements sent in batches that fit the server's limits, for the single
 //! writes, `insert_many` and `bulk_write` alike) and `findAndModify`.
 
-use bson::{doc, Bson, Document, RawDocumentBuf};
+use bson::oid::ObjectId;
+use bson::{doc, Bson, Document, RawDocument, RawDocumentBuf};
+use serde::Serialize;
 
 use super::bulk_write::BulkWriteOptions;
 use super::{FindOneAndModifyOptions, ReturnDocument, WriteOptions};
@@ -168,8 +170,8 @@ pub(crate) enum WriteKind {
 }
 
 impl WriteKind {
-    /// The command's name.
-    fn command(self) -> &'static str {
+    /// The command's name, and the first key of its `bulkWrite` entries.
+    pub fn command(self) -> &'static str {
         match self {
             WriteKind::Insert => "insert",
             WriteKind::Update => "update",
@@ -187,10 +189,35 @@ impl WriteKind {
     }
 }
 
-/// One statement of an `insert`, `update` or `delete` command, as sent.
+/// The two commands a write can go in, which spell its statement each their own way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Spelling {
+    /// A statement of an `insert`, `update` or `delete` command (CRUD spec): the
+    /// document to insert, `{ q, u, multi, ... }` or `{ q, limit, ... }`.
+    WriteCommand,
+    /// An `ops` entry of a `bulkWrite` command (Bulk Write spec, "Operations"): first
+    /// the kind, whose value is the namespace's index in `nsInfo` (an int32 0 until
+    /// the entry is put in a batch), then `{ document }`, `{ filter, updateMods,
+    /// multi, ... }` or `{ filter, multi, ... }`.
+    BulkWrite,
+}
+
+impl Spelling {
+    /// The first fields of an update or delete statement: the kind (`bulkWrite`) and
+    /// the filter.
+    fn head(self, kind: WriteKind, filter: Document) -> Document {
+        match self {
+            Spelling::WriteCommand => doc! { "q": filter },
+            Spelling::BulkWrite => doc! { kind.command(): 0, "filter": filter },
+        }
+    }
+}
+
+/// One write as sent: a statement of an `insert`, `update` or `delete` command, or an
+/// `ops` entry of a `bulkWrite` command ([`Spelling`]).
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Statement {
-    /// The command it goes in.
+    /// The command it goes in, or (`bulkWrite`) the kind of its entry.
     pub kind: WriteKind,
     /// The document to insert, or the update or delete statement.
     pub document: RawDocumentBuf,
@@ -202,7 +229,17 @@ pub(crate) struct Statement {
 
 impl Statement {
     /// The statement inserting `document`.
-    pub fn insert(document: RawDocumentBuf) -> Statement {
+    pub fn insert(document: RawDocumentBuf, spelling: Spelling) -> Statement {
+        let document = match spelling {
+            Spelling::WriteCommand => document,
+            // Built raw: the document, perhaps large, is encoded once.
+            Spelling::BulkWrite => {
+                let mut entry = RawDocumentBuf::new();
+                entry.append(bson::raw::cstr!("insert"), 0);
+                entry.append(bson::raw::cstr!("document"), &document);
+                entry
+            }
+        };
         Statement {
             kind: WriteKind::Insert,
             document,
@@ -221,8 +258,9 @@ impl Statement {
     }
 }
 
-/// An update statement (`updates` of the `update` command): an update document or
-/// pipeline, or a replacement document, with the options of one statement.
+/// An update statement (`updates` of the `update` command, or an `update` entry of
+/// `bulkWrite`): an update document or pipeline, or a replacement document, with the
+/// options of one statement.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct UpdateStatement {
     pub filter: Document,
@@ -257,17 +295,28 @@ impl UpdateStatement {
         }
     }
 
-    /// The statement as sent; options left unset are not sent (CRUD spec: "This option
-    /// is sent only if the caller explicitly provides a value").
+    /// The statement of an `update` command.
     pub fn statement(self) -> Result<Statement> {
-        let mut statement = doc! { "q": self.filter, "u": self.update };
+        self.spelled(Spelling::WriteCommand)
+    }
+
+    /// The statement as sent in a command of `spelling`; options left unset are not
+    /// sent (CRUD spec: "This option is sent only if the caller explicitly provides a
+    /// value"). `bulkWrite` always has `multi`.
+    pub fn spelled(self, spelling: Spelling) -> Result<Statement> {
+        let mut statement = spelling.head(WriteKind::Update, self.filter);
+        let (update, multi) = match spelling {
+            Spelling::WriteCommand => ("u", self.multi.then_some(true)),
+            Spelling::BulkWrite => ("updateMods", Some(self.multi)),
+        };
+        statement.insert(update, self.update);
         let array_filters = self
             .array_filters
             .map(|filters| Bson::Array(filters.into_iter().map(Bson::Document).collect()));
         insert_present(
             &mut statement,
             [
-                ("multi", self.multi.then_some(Bson::Boolean(true))),
+                ("multi", multi.map(Bson::Boolean)),
                 ("upsert", self.upsert.map(Bson::Boolean)),
                 ("arrayFilters", array_filters),
                 ("sort", self.sort.map(Bson::Document)),
@@ -279,7 +328,8 @@ impl UpdateStatement {
     }
 }
 
-/// A delete statement (`deletes` of the `delete` command).
+/// A delete statement (`deletes` of the `delete` command, or a `delete` entry of
+/// `bulkWrite`).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct DeleteStatement {
     pub filter: Document,
@@ -290,9 +340,18 @@ pub(crate) struct DeleteStatement {
 }
 
 impl DeleteStatement {
-    /// The statement as sent.
+    /// The statement of a `delete` command.
     pub fn statement(self) -> Result<Statement> {
-        let mut statement = doc! { "q": self.filter, "limit": if self.multi { 0 } else { 1 } };
+        self.spelled(Spelling::WriteCommand)
+    }
+
+    /// The statement as sent in a command of `spelling`.
+    pub fn spelled(self, spelling: Spelling) -> Result<Statement> {
+        let mut statement = spelling.head(WriteKind::Delete, self.filter);
+        match spelling {
+            Spelling::WriteCommand => statement.insert("limit", if self.multi { 0 } else { 1 }),
+            Spelling::BulkWrite => statement.insert("multi", self.multi),
+        };
         insert_present(
             &mut statement,
             [
@@ -572,8 +631,55 @@ impl Operation for FindAndModify<'_> {
     }
 }
 
+/// `document` as BSON with its `_id` first, generated (an ObjectId) when missing
+/// (CRUD spec, "Insert, Update, Replace, Delete, and Bulk Writes": drivers generate
+/// `_id`s), and that `_id`.
+pub(crate) fn with_id<T: Serialize>(document: &T) -> Result<(RawDocumentBuf, Bson)> {
+    // BSON spec: `document ::= int32 e_list "\x00"`, and an ObjectId element is
+    // `"\x07" e_name (byte*12)`. The document is serialized straight to bytes behind
+    // room for that element, so that an `_id` goes in front (where the server puts it
+    // too) without copying the document.
+    const ID_ELEMENT: [u8; 5] = [0x07, b'_', b'i', b'd', 0];
+    const ROOM: usize = ID_ELEMENT.len() + 12;
+    let mut bytes = vec![0; ROOM];
+    bson::serialize_to_buffer(document, &mut bytes).map_err(Error::bson)?;
+    let serialized = RawDocument::from_bytes(&bytes[ROOM..]).map_err(Error::bson)?;
+    if let Some(id) = serialized.get("_id").map_err(Error::bson)? {
+        let id = Bson::try_from(id).map_err(Error::bson)?;
+        bytes.drain(..ROOM);
+        return Ok((RawDocumentBuf::from_bytes(bytes).map_err(Error::bson)?, id));
+    }
+    // The new length covers the room; the element overwrites the old length field.
+    let length = i32::try_from(bytes.len())
+        .map_err(|_| Error::invalid_argument("the document is too large to insert"))?;
+    let id = ObjectId::new();
+    bytes[..4].copy_from_slice(&length.to_le_bytes());
+    bytes[4..4 + ID_ELEMENT.len()].copy_from_slice(&ID_ELEMENT);
+    bytes[4 + ID_ELEMENT.len()..4 + ROOM].copy_from_slice(&id.bytes());
+    let raw = RawDocumentBuf::from_bytes(bytes).map_err(Error::bson)?;
+    Ok((raw, Bson::ObjectId(id)))
+}
+
+/// A replacement as a document; it must not contain update operators (CRUD spec,
+/// "Update vs. Replace Validation").
+pub(crate) fn replacement_document<T: Serialize>(replacement: &T) -> Result<Document> {
+    let document = bson::serialize_to_document(replacement).map_err(Error::bson)?;
+    if document
+        .keys()
+        .next()
+        .is_some_and(|key| key.starts_with('$'))
+    {
+        return Err(Error::invalid_argument(
+            "a replacement document cannot contain update operators: use update_one",
+        ));
+    }
+    Ok(document)
+}
+
 #[cfg(test)]
 mod tests {
+    use bson::rawdoc;
+
     use super::*;
 
     fn namespace() -> Namespace {
@@ -588,7 +694,10 @@ mod tests {
             .iter()
             .map(|size| {
                 let document = doc! { "x": "a".repeat(*size) };
-                Statement::insert(RawDocumentBuf::try_from(&document).unwrap())
+                Statement::insert(
+                    RawDocumentBuf::try_from(&document).unwrap(),
+                    Spelling::WriteCommand,
+                )
             })
             .collect()
     }
@@ -657,7 +766,7 @@ mod tests {
             bypass_document_validation: Some(true),
             comment: Some(Bson::String("why".into())),
             let_vars: Some(doc! { "v": 1 }),
-            write_concern: None,
+            ..BulkWriteOptions::default()
         };
         let statements = inserts(&[1, 2, 3]);
         let mut batch = WriteBatch {
@@ -713,5 +822,32 @@ mod tests {
         assert_eq!(parsed.upserted, vec![(11, Bson::Int32(7))]);
         assert_eq!(parsed.write_errors[0].index, 10);
         assert_eq!(parsed.write_errors[0].code, 11000);
+    }
+
+    #[test]
+    fn with_id_puts_a_new_object_id_first() {
+        let (raw, id) = with_id(&doc! { "a": 1, "b": { "c": [1, 2] } }).unwrap();
+        let Bson::ObjectId(oid) = id else {
+            panic!("not an ObjectId: {id:?}");
+        };
+        assert_eq!(raw, rawdoc! { "_id": oid, "a": 1, "b": { "c": [1, 2] } });
+        // The bytes are a document the bson crate reads back whole.
+        let read = Document::try_from(raw.as_ref()).unwrap();
+        assert_eq!(read, doc! { "_id": oid, "a": 1, "b": { "c": [1, 2] } });
+    }
+
+    #[test]
+    fn with_id_keeps_the_id_given_where_it_is() {
+        let (raw, id) = with_id(&doc! { "a": 1, "_id": "mine" }).unwrap();
+        assert_eq!(id, Bson::String("mine".into()));
+        assert_eq!(raw, rawdoc! { "a": 1, "_id": "mine" });
+        let (empty, id) = with_id(&Document::new()).unwrap();
+        assert_eq!(empty, rawdoc! { "_id": id.as_object_id().unwrap() });
+    }
+
+    #[test]
+    fn with_id_refuses_what_is_not_a_document() {
+        assert!(with_id(&42).is_err());
+        assert!(with_id(&vec![1, 2]).is_err());
     }
 }

@@ -6,7 +6,7 @@
 
 use anymongo::crud::client_bulk_write::{
     ClientBulkWriteOptions, ClientBulkWriteResult, ClientWriteModel, DeleteManyModel,
-    DeleteOneModel, InsertOneModel, ReplaceOneModel, UpdateManyModel, UpdateOneModel,
+    DeleteOneModel, InsertOneModel, ReplaceOneModel, UpdateManyModel, UpdateOneModel, WriteModel,
 };
 use anymongo::error::{ClientBulkWriteFailure, WriteConcernError, WriteError};
 use anymongo::{Error, ErrorKind};
@@ -90,11 +90,11 @@ fn write_model(operation: &Operation, model: Document) -> Result<ClientWriteMode
     };
     let mut arguments = Arguments::of(&fields);
     let namespace = arguments.string("namespace")?;
-    Ok(match kind.as_str() {
+    let model: WriteModel = match kind.as_str() {
         "insertOne" => {
             let document = arguments.document("document")?;
             arguments.done()?;
-            InsertOneModel::new(namespace, document).into()
+            InsertOneModel::new(document).into()
         }
         "updateOne" | "updateMany" => {
             let filter = arguments.document("filter")?;
@@ -102,7 +102,7 @@ fn write_model(operation: &Operation, model: Document) -> Result<ClientWriteMode
             if kind == "updateOne" {
                 let options: ModelOptions =
                     arguments.options(&["arrayFilters", "collation", "hint", "upsert", "sort"])?;
-                let mut model = UpdateOneModel::new(namespace, filter, update);
+                let mut model = UpdateOneModel::new(filter, update);
                 model.array_filters = options.array_filters;
                 model.collation = options.collation;
                 model.hint = options.hint;
@@ -112,7 +112,7 @@ fn write_model(operation: &Operation, model: Document) -> Result<ClientWriteMode
             } else {
                 let options: ModelOptions =
                     arguments.options(&["arrayFilters", "collation", "hint", "upsert"])?;
-                let mut model = UpdateManyModel::new(namespace, filter, update);
+                let mut model = UpdateManyModel::new(filter, update);
                 model.array_filters = options.array_filters;
                 model.collation = options.collation;
                 model.hint = options.hint;
@@ -125,7 +125,7 @@ fn write_model(operation: &Operation, model: Document) -> Result<ClientWriteMode
             let replacement = arguments.document("replacement")?;
             let options: ModelOptions =
                 arguments.options(&["collation", "hint", "upsert", "sort"])?;
-            let mut model = ReplaceOneModel::new(namespace, filter, replacement);
+            let mut model = ReplaceOneModel::new(filter, replacement);
             model.collation = options.collation;
             model.hint = options.hint;
             model.upsert = options.upsert;
@@ -136,12 +136,12 @@ fn write_model(operation: &Operation, model: Document) -> Result<ClientWriteMode
             let filter = arguments.document("filter")?;
             let options: ModelOptions = arguments.options(&["collation", "hint"])?;
             if kind == "deleteOne" {
-                let mut model = DeleteOneModel::new(namespace, filter);
+                let mut model = DeleteOneModel::new(filter);
                 model.collation = options.collation;
                 model.hint = options.hint;
                 model.into()
             } else {
-                let mut model = DeleteManyModel::new(namespace, filter);
+                let mut model = DeleteManyModel::new(filter);
                 model.collation = options.collation;
                 model.hint = options.hint;
                 model.into()
@@ -152,7 +152,8 @@ fn write_model(operation: &Operation, model: Document) -> Result<ClientWriteMode
                 "clientBulkWrite: the write model {other} is not supported"
             )))
         }
-    })
+    };
+    Ok(ClientWriteModel::new(namespace, model))
 }
 
 /// A `BulkWriteResult` as the tests spell it: the counts, and the verbose results by
@@ -350,10 +351,10 @@ mod tests {
             } },
         )
         .unwrap();
-        let ClientWriteModel::UpdateOne(model) = model else {
+        assert_eq!(model.namespace, "db.coll");
+        let WriteModel::UpdateOne(model) = model.model else {
             panic!("{model:?}");
         };
-        assert_eq!(model.namespace, "db.coll");
         assert_eq!(model.upsert, Some(true));
         assert_eq!(model.sort, Some(doc! { "_id": -1 }));
         assert_eq!(model.hint, Some(Bson::String("_id_".into())));

@@ -1,368 +1,19 @@
-//! The collection-level bulk write of the CRUD spec ("Insert, Update, Replace, Delete,
-//! and Bulk Writes"): [`WriteModel`]s, [`BulkWriteOptions`] and [`BulkWriteResult`],
-//! and how a list of models becomes `insert`, `update` and `delete` commands.
-//!
-//! The models are turned into the statements those commands carry (checked first:
-//! nothing is sent for an invalid list), grouped into runs of one kind — consecutive
-//! models when ordered, every model of a kind when unordered — and each run is sent
-//! in as many commands as the server's limits require. Write errors and
-//! upserts come back with the index of their model in the caller's list.
-//!
-//! ```no_run
-//! # async fn example(client: anymongo::Client) -> anymongo::Result<()> {
-//! use anymongo::bson::{doc, Document};
-//! use anymongo::crud::bulk_write::{
-//!     DeleteOneModel, InsertOneModel, UpdateOneModel, WriteModel,
-//! };
-//!
-//! let orders = client.database("shop").collection::<Document>("orders");
-//! let result = orders
-//!     .bulk_write(
-//!         [
-//!             InsertOneModel::new(doc! { "item": "tea", "qty": 2 }).into(),
-//!             WriteModel::UpdateOne(UpdateOneModel {
-//!                 upsert: Some(true),
-//!                 ..UpdateOneModel::new(doc! { "item": "milk" }, doc! { "$inc": { "qty": 1 } })
-//!             }),
-//!             DeleteOneModel::new(doc! { "item": "coffee" }).into(),
-//!         ],
-//!         None,
-//!     )
-//!     .await?;
-//! println!("{} inserted, {} upserted", result.inserted_count, result.upserted_count);
-//! # Ok(()) }
-//! ```
+//! The collection-level bulk write (CRUD spec, "Insert, Update, Replace, Delete, and
+//! Bulk Writes"): how the statements of a list of models are grouped into `insert`,
+//! `update` and `delete` commands, and the result assembled from their replies. Its
+//! pure parts are apart from the I/O and tested without a server.
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
+use bson::Bson;
+use serde::Serialize;
 
-use bson::{Bson, Document};
-use serde::{Deserialize, Serialize};
-
-use super::write::{
-    DeleteStatement, Namespace, Statement, UpdateStatement, WriteBatch, WriteKind, WriteReply,
-};
-use super::write_concern;
-use crate::collection::{replacement_document, with_id, UpdateModifications};
+use super::{BulkWriteOptions, BulkWriteResult, WriteModel};
 use crate::concern::WriteConcern;
+use crate::crud::write::{Namespace, Spelling, Statement, WriteBatch, WriteKind, WriteReply};
 use crate::error::{
     BulkWriteFailure, Error, ErrorKind, Result, WriteConcernError, WriteError, WriteFailure,
 };
 use crate::operation::Executor;
 use crate::session::ClientSession;
-
-/// One write of a [`bulk_write`](crate::Collection::bulk_write) (CRUD spec, "Bulk
-/// Write Models"); `T` is the collection's document type.
-#[derive(Debug, Clone, PartialEq)]
-pub enum WriteModel<T = Document> {
-    /// Inserts a document.
-    InsertOne(InsertOneModel<T>),
-    /// Updates the first document matching a filter.
-    UpdateOne(UpdateOneModel),
-    /// Updates every document matching a filter.
-    UpdateMany(UpdateManyModel),
-    /// Replaces the first document matching a filter.
-    ReplaceOne(ReplaceOneModel<T>),
-    /// Deletes the first document matching a filter.
-    DeleteOne(DeleteOneModel),
-    /// Deletes every document matching a filter.
-    DeleteMany(DeleteManyModel),
-}
-
-/// Inserts `document`; an `_id` is generated when it has none.
-#[derive(Debug, Clone, PartialEq)]
-pub struct InsertOneModel<T = Document> {
-    /// The document to insert.
-    pub document: T,
-}
-
-impl<T> InsertOneModel<T> {
-    /// Inserts `document`.
-    pub fn new(document: T) -> Self {
-        InsertOneModel { document }
-    }
-}
-
-/// Applies an update to the first document matching `filter`. The options left
-/// `None` are not sent.
-#[derive(Debug, Clone, PartialEq)]
-pub struct UpdateOneModel {
-    /// Which document to update.
-    pub filter: Document,
-    /// An update document (every key an operator) or a pipeline.
-    pub update: UpdateModifications,
-    /// Filters of the array elements to update.
-    pub array_filters: Option<Vec<Document>>,
-    /// The collation of string comparisons.
-    pub collation: Option<Document>,
-    /// The index to use: its name or its key pattern.
-    pub hint: Option<Bson>,
-    /// Which document is updated when several match (MongoDB 8.0+).
-    pub sort: Option<Document>,
-    /// Inserts a document when none matches.
-    pub upsert: Option<bool>,
-}
-
-impl UpdateOneModel {
-    /// Applies `update` to the first document matching `filter`.
-    pub fn new(filter: Document, update: impl Into<UpdateModifications>) -> Self {
-        UpdateOneModel {
-            filter,
-            update: update.into(),
-            array_filters: None,
-            collation: None,
-            hint: None,
-            sort: None,
-            upsert: None,
-        }
-    }
-}
-
-/// Applies an update to every document matching `filter`. The options left `None`
-/// are not sent.
-#[derive(Debug, Clone, PartialEq)]
-pub struct UpdateManyModel {
-    /// Which documents to update.
-    pub filter: Document,
-    /// An update document (every key an operator) or a pipeline.
-    pub update: UpdateModifications,
-    /// Filters of the array elements to update.
-    pub array_filters: Option<Vec<Document>>,
-    /// The collation of string comparisons.
-    pub collation: Option<Document>,
-    /// The index to use: its name or its key pattern.
-    pub hint: Option<Bson>,
-    /// Inserts a document when none matches.
-    pub upsert: Option<bool>,
-}
-
-impl UpdateManyModel {
-    /// Applies `update` to every document matching `filter`.
-    pub fn new(filter: Document, update: impl Into<UpdateModifications>) -> Self {
-        UpdateManyModel {
-            filter,
-            update: update.into(),
-            array_filters: None,
-            collation: None,
-            hint: None,
-            upsert: None,
-        }
-    }
-}
-
-/// Replaces the first document matching `filter` with `replacement`. The options left
-/// `None` are not sent.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ReplaceOneModel<T = Document> {
-    /// Which document to replace.
-    pub filter: Document,
-    /// The new document; it cannot contain update operators.
-    pub replacement: T,
-    /// The collation of string comparisons.
-    pub collation: Option<Document>,
-    /// The index to use: its name or its key pattern.
-    pub hint: Option<Bson>,
-    /// Which document is replaced when several match (MongoDB 8.0+).
-    pub sort: Option<Document>,
-    /// Inserts the replacement when no document matches.
-    pub upsert: Option<bool>,
-}
-
-impl<T> ReplaceOneModel<T> {
-    /// Replaces the first document matching `filter` with `replacement`.
-    pub fn new(filter: Document, replacement: T) -> Self {
-        ReplaceOneModel {
-            filter,
-            replacement,
-            collation: None,
-            hint: None,
-            sort: None,
-            upsert: None,
-        }
-    }
-}
-
-/// Deletes the first document matching `filter`. The options left `None` are not
-/// sent.
-#[derive(Debug, Clone, PartialEq)]
-pub struct DeleteOneModel {
-    /// Which document to delete.
-    pub filter: Document,
-    /// The collation of string comparisons.
-    pub collation: Option<Document>,
-    /// The index to use: its name or its key pattern.
-    pub hint: Option<Bson>,
-}
-
-impl DeleteOneModel {
-    /// Deletes the first document matching `filter`.
-    pub fn new(filter: Document) -> Self {
-        DeleteOneModel {
-            filter,
-            collation: None,
-            hint: None,
-        }
-    }
-}
-
-/// Deletes every document matching `filter`. The options left `None` are not sent.
-#[derive(Debug, Clone, PartialEq)]
-pub struct DeleteManyModel {
-    /// Which documents to delete.
-    pub filter: Document,
-    /// The collation of string comparisons.
-    pub collation: Option<Document>,
-    /// The index to use: its name or its key pattern.
-    pub hint: Option<Bson>,
-}
-
-impl DeleteManyModel {
-    /// Deletes every document matching `filter`.
-    pub fn new(filter: Document) -> Self {
-        DeleteManyModel {
-            filter,
-            collation: None,
-            hint: None,
-        }
-    }
-}
-
-impl<T> From<InsertOneModel<T>> for WriteModel<T> {
-    fn from(model: InsertOneModel<T>) -> Self {
-        WriteModel::InsertOne(model)
-    }
-}
-
-impl<T> From<UpdateOneModel> for WriteModel<T> {
-    fn from(model: UpdateOneModel) -> Self {
-        WriteModel::UpdateOne(model)
-    }
-}
-
-impl<T> From<UpdateManyModel> for WriteModel<T> {
-    fn from(model: UpdateManyModel) -> Self {
-        WriteModel::UpdateMany(model)
-    }
-}
-
-impl<T> From<ReplaceOneModel<T>> for WriteModel<T> {
-    fn from(model: ReplaceOneModel<T>) -> Self {
-        WriteModel::ReplaceOne(model)
-    }
-}
-
-impl<T> From<DeleteOneModel> for WriteModel<T> {
-    fn from(model: DeleteOneModel) -> Self {
-        WriteModel::DeleteOne(model)
-    }
-}
-
-impl<T> From<DeleteManyModel> for WriteModel<T> {
-    fn from(model: DeleteManyModel) -> Self {
-        WriteModel::DeleteMany(model)
-    }
-}
-
-/// Options of [`bulk_write`](crate::Collection::bulk_write) (CRUD spec,
-/// "BulkWriteOptions"): those of the commands it sends.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct BulkWriteOptions {
-    /// Stop at the first write that fails (the default, `true`), or go on with the
-    /// others (`false`, in which case the writes may run in any order).
-    pub ordered: Option<bool>,
-    /// Skips document validation (inserts, updates and replacements).
-    pub bypass_document_validation: Option<bool>,
-    /// A comment for the server's logs (any BSON value on MongoDB 4.4+).
-    pub comment: Option<Bson>,
-    /// Variables for the filters and pipelines of the updates and deletes (`let`;
-    /// MongoDB 5.0+); not sent with inserts.
-    #[serde(rename = "let")]
-    pub let_vars: Option<Document>,
-    /// Overrides the collection's write concern.
-    #[serde(deserialize_with = "write_concern")]
-    pub write_concern: Option<WriteConcern>,
-}
-
-/// What a bulk write did (CRUD spec, "BulkWriteResult"). An unacknowledged (`w: 0`)
-/// write learns nothing from the server: its counts are those the server's reply
-/// carried, if any.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct BulkWriteResult {
-    /// Documents inserted by the `InsertOne` models.
-    pub inserted_count: u64,
-    /// Documents the updates and replacements matched (upserts excluded).
-    pub matched_count: u64,
-    /// Documents the updates and replacements changed.
-    pub modified_count: u64,
-    /// Documents deleted.
-    pub deleted_count: u64,
-    /// Documents upserted.
-    pub upserted_count: u64,
-    /// The `_id` of each inserted document, by the index of its model.
-    pub inserted_ids: BTreeMap<usize, Bson>,
-    /// The `_id` of each upserted document, by the index of its model.
-    pub upserted_ids: BTreeMap<usize, Bson>,
-}
-
-/// The statement of `model`, checked (CRUD spec, "Update vs. Replace Validation"), and
-/// for an insert the `_id` of its document (generated when missing).
-fn statement<T: Serialize>(model: WriteModel<T>) -> Result<(Statement, Option<Bson>)> {
-    let statement = match model {
-        WriteModel::InsertOne(model) => {
-            let (document, id) = with_id(&model.document)?;
-            return Ok((Statement::insert(document), Some(id)));
-        }
-        WriteModel::UpdateOne(model) => UpdateStatement {
-            update: model.update.to_bson()?,
-            filter: model.filter,
-            multi: false,
-            upsert: model.upsert,
-            array_filters: model.array_filters,
-            collation: model.collation,
-            hint: model.hint,
-            sort: model.sort,
-        }
-        .statement()?,
-        WriteModel::UpdateMany(model) => UpdateStatement {
-            update: model.update.to_bson()?,
-            filter: model.filter,
-            multi: true,
-            upsert: model.upsert,
-            array_filters: model.array_filters,
-            collation: model.collation,
-            hint: model.hint,
-            sort: None,
-        }
-        .statement()?,
-        WriteModel::ReplaceOne(model) => UpdateStatement {
-            update: Bson::Document(replacement_document(&model.replacement)?),
-            filter: model.filter,
-            multi: false,
-            upsert: model.upsert,
-            array_filters: None,
-            collation: model.collation,
-            hint: model.hint,
-            sort: model.sort,
-        }
-        .statement()?,
-        WriteModel::DeleteOne(model) => DeleteStatement {
-            filter: model.filter,
-            multi: false,
-            collation: model.collation,
-            hint: model.hint,
-        }
-        .statement()?,
-        WriteModel::DeleteMany(model) => DeleteStatement {
-            filter: model.filter,
-            multi: true,
-            collation: model.collation,
-            hint: model.hint,
-        }
-        .statement()?,
-    };
-    Ok((statement, None))
-}
 
 /// The writes of a bulk write as they are sent: runs of statements, each with the
 /// index of its model, and the `_id` of each insert by index.
@@ -396,12 +47,14 @@ impl Plan {
             .into_iter()
             .enumerate()
             .map(|(index, model)| {
-                statement(model).map_err(|error| match error.kind() {
-                    ErrorKind::InvalidArgument { message } => {
-                        Error::invalid_argument(format!("write model {index}: {message}"))
-                    }
-                    _ => error,
-                })
+                model
+                    .statement(Spelling::WriteCommand)
+                    .map_err(|error| match error.kind() {
+                        ErrorKind::InvalidArgument { message } => {
+                            Error::invalid_argument(format!("write model {index}: {message}"))
+                        }
+                        _ => error,
+                    })
             })
             .collect::<Result<Vec<_>>>()?
             .into_iter()
@@ -418,7 +71,12 @@ impl Plan {
     pub fn of_inserts(documents: Vec<(bson::RawDocumentBuf, Bson)>, ordered: bool) -> Result<Plan> {
         let (statements, ids) = documents
             .into_iter()
-            .map(|(document, id)| (Statement::insert(document), Some(id)))
+            .map(|(document, id)| {
+                (
+                    Statement::insert(document, Spelling::WriteCommand),
+                    Some(id),
+                )
+            })
             .unzip();
         Plan::new(
             statements,
@@ -575,7 +233,7 @@ impl Outcome {
 /// `session` (an implicit one when `None`), each command retried as its retryability
 /// allows.
 pub(crate) async fn execute(
-    executor: &Arc<Executor>,
+    executor: &std::sync::Arc<Executor>,
     namespace: &Namespace,
     plan: Plan,
     options: &BulkWriteOptions,
@@ -583,6 +241,7 @@ pub(crate) async fn execute(
     session: Option<&ClientSession>,
 ) -> Result<BulkWriteResult> {
     let mut outcome = Outcome::default();
+    outcome.result.acknowledged = write_concern.is_none_or(WriteConcern::is_acknowledged);
     for run in &plan.runs {
         let mut offset = 0;
         while offset < run.statements.len() {
@@ -607,6 +266,10 @@ pub(crate) async fn execute(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::crud::bulk_write::{
+        DeleteManyModel, DeleteOneModel, InsertOneModel, ReplaceOneModel, UpdateManyModel,
+        UpdateOneModel,
+    };
 
     fn models() -> Vec<WriteModel> {
         vec![

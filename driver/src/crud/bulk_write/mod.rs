@@ -1,0 +1,58 @@
+//! Bulk writes: the collection's (CRUD spec, "Insert, Update, Replace, Delete, and
+//! Bulk Writes"), sent as `insert`, `update` and `delete` commands, and the client's
+//! (Bulk Write spec, MongoDB 8.0+), sent as `bulkWrite` commands that may write to any
+//! collections of the deployment.
+//!
+//! Both take the same [`WriteModel`]s (a client's with their namespace: a
+//! [`ClientWriteModel`]), the same [`BulkWriteOptions`], and return the same
+//! [`BulkWriteResult`] (a client's with verbose results when asked). Each model becomes
+//! its statement in one place (`model`), spelled for the command that carries it;
+//! then `collection_level` groups the statements into runs of one kind — consecutive
+//! models when ordered, every model of a kind when unordered — each sent in as many
+//! commands as the server's limits require, and `client_level` puts them in
+//! `bulkWrite` commands with the namespaces they use. The models are checked first:
+//! nothing is sent for an invalid list. Write errors and upserts come back with the
+//! index of their model in the caller's list.
+//!
+//! The results (`result`) are data only: the errors of [`crate::error`] carry them.
+//!
+//! ```no_run
+//! # async fn example(client: anymongo::Client) -> anymongo::Result<()> {
+//! use anymongo::bson::{doc, Document};
+//! use anymongo::crud::bulk_write::{
+//!     DeleteOneModel, InsertOneModel, UpdateOneModel, WriteModel,
+//! };
+//!
+//! let orders = client.database("shop").collection::<Document>("orders");
+//! let result = orders
+//!     .bulk_write(
+//!         [
+//!             InsertOneModel::new(doc! { "item": "tea", "qty": 2 }).into(),
+//!             WriteModel::UpdateOne(UpdateOneModel {
+//!                 upsert: Some(true),
+//!                 ..UpdateOneModel::new(doc! { "item": "milk" }, doc! { "$inc": { "qty": 1 } })
+//!             }),
+//!             DeleteOneModel::new(doc! { "item": "coffee" }).into(),
+//!         ],
+//!         None,
+//!     )
+//!     .await?;
+//! println!("{} inserted, {} upserted", result.inserted_count, result.upserted_count);
+//! # Ok(()) }
+//! ```
+
+pub(crate) mod client_level;
+pub(crate) mod collection_level;
+mod model;
+mod options;
+mod result;
+
+pub use model::{
+    ClientWriteModel, DeleteManyModel, DeleteOneModel, InsertOneModel, ReplaceOneModel,
+    UpdateManyModel, UpdateModifications, UpdateOneModel, WriteModel,
+};
+pub use options::{BulkWriteOptions, ClientBulkWriteOptions};
+pub use result::{
+    BulkWriteResult, ClientBulkWriteResult, DeleteResult, InsertManyResult, InsertOneResult,
+    UpdateResult, VerboseResults,
+};

@@ -1,0 +1,40 @@
+//! The options of both bulk writes.
+
+use bson::{Bson, Document};
+use serde::Deserialize;
+
+use crate::concern::WriteConcern;
+use crate::crud::write_concern;
+
+/// Options of a bulk write: of a [`Collection::bulk_write`](crate::Collection::bulk_write)
+/// (CRUD spec, "BulkWriteOptions"), those of the `insert`, `update` and `delete`
+/// commands it sends, and of a [`Client::bulk_write`](crate::Client::bulk_write) (Bulk
+/// Write spec, "Options"), those of its `bulkWrite` commands. They deserialize from
+/// the specs' camelCase names.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct BulkWriteOptions {
+    /// Stop at the first write that fails (the default, `true`), or go on with the
+    /// others (`false`, in which case the writes may run in any order).
+    pub ordered: Option<bool>,
+    /// Skips document validation (inserts, updates and replacements).
+    pub bypass_document_validation: Option<bool>,
+    /// A comment for the server's logs (any BSON value on MongoDB 4.4+).
+    pub comment: Option<Bson>,
+    /// Variables for the filters and pipelines of the updates and deletes (`let`;
+    /// MongoDB 5.0+); a collection's bulk write does not send them with inserts.
+    #[serde(rename = "let")]
+    pub let_vars: Option<Document>,
+    /// Client bulk write: the result of each write, not only the counts
+    /// ([`BulkWriteResult::verbose_results`](super::BulkWriteResult::verbose_results));
+    /// off by default, which is faster. A collection's bulk write has no verbose
+    /// results.
+    pub verbose_results: Option<bool>,
+    /// Overrides the collection's or client's write concern.
+    #[serde(deserialize_with = "write_concern")]
+    pub write_concern: Option<WriteConcern>,
+}
+
+/// The options of a [`Client::bulk_write`](crate::Client::bulk_write): a
+/// [`BulkWriteOptions`].
+pub type ClientBulkWriteOptions = BulkWriteOptions;
