@@ -23,7 +23,8 @@ use crate::cluster::Server;
 use crate::error::{Error, ErrorKind, Result};
 use crate::handshake::HelloReply;
 use crate::operation::{
-    Attempt, Command, Executor, Operation, OperationContext, ReplyContext, Target, TxnNumber,
+    Attempt, Command, Executor, Operation, OperationContext, PendingKill, ReplyContext, Target,
+    TxnNumber,
 };
 use crate::rt::{boxed, BoxFuture};
 use crate::session::ClientSession;
@@ -512,18 +513,6 @@ impl Operation for GetMore {
     fn handle_reply(&mut self, reply: RawDocumentBuf, context: ReplyContext<'_>) -> Result<Batch> {
         Batch::from_reply(&reply, &context.server.address)
     }
-}
-
-/// A cursor to kill: dropped before its end. (No executor here: the executor keeps
-/// the pending kills, and must not keep itself alive.)
-pub(crate) struct PendingKill {
-    server: Arc<Server>,
-    database: String,
-    collection: String,
-    id: i64,
-    /// The connection the cursor is pinned to: the kill goes there, and the
-    /// connection back to the pool after it, whatever the result.
-    pinned: Option<PinnedConnection>,
 }
 
 impl PendingKill {

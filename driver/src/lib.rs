@@ -30,11 +30,16 @@
 //! (`sdam::monitor` runs checks over connections, while the rest of [`sdam`] is the pure
 //! state machine). The failure payloads that [`error::ErrorKind`] carries for high-level
 //! operations are plain data in files of their own next to those operations
-//! (`gridfs::error`), so that `error` can name them without importing the operations.
-//! The one cycle is the natural one between [`Client`], [`Database`] and
-//! [`Collection`], which hand out one another. `tests/tests/layers.rs` reads this table
-//! and every module's imports, and fails on an import that goes up, a cycle, or a
-//! module the table does not place.
+//! (`gridfs::error`, `crud::bulk_write::result`), so that `error` can name them
+//! without importing the operations. Inside the operations layer, the executor
+//! (`operation`) is below what it runs: a session's transaction state and the rules of
+//! commands in a transaction (`transactions::state`) are below it, the commit and abort
+//! operations (`transactions`) above it. Two cycles are allowed, each of handles that
+//! refer to one another: [`Client`], [`Database`] and [`Collection`]; and the executor
+//! with the session (a session gives its server session back to the executor that runs
+//! its commands). `tests/tests/layers.rs` reads this table and every module's imports,
+//! and fails on an import that goes up, another cycle, or a module the table does not
+//! place.
 //!
 //! ```no_run
 //! # async fn example(runtime: anymongo::rt::Runtime) -> anymongo::Result<()> {

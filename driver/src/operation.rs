@@ -23,7 +23,6 @@ use crate::cmap::PinnedTo;
 use crate::command_monitoring::{CommandInfo, CommandMonitor, ConnectionId};
 use crate::concern::WriteConcern;
 use crate::connection::check_reply;
-use crate::cursor::PendingKill;
 use crate::error::{Error, Result, SYSTEM_OVERLOADED_ERROR};
 use crate::handshake::HelloReply;
 use crate::retry::{self, Retryability};
@@ -128,6 +127,19 @@ impl OperationContext {
         let left = deadline.saturating_duration_since(now);
         Some(bound.map_or(left, |bound| bound.min(left)))
     }
+}
+
+/// A cursor to kill: dropped before its end with no runtime to kill it then; the
+/// executor keeps it for its next operation. (It holds no executor: the executor keeps
+/// the pending kills, and must not keep itself alive.)
+pub(crate) struct PendingKill {
+    pub server: Arc<Server>,
+    pub database: String,
+    pub collection: String,
+    pub id: i64,
+    /// The connection the cursor is pinned to: the kill goes there, and the
+    /// connection back to the pool after it, whatever the result.
+    pub pinned: Option<PinnedConnection>,
 }
 
 /// A command as an operation builds it; the executor adds the fields every command
@@ -606,7 +618,7 @@ impl Executor {
             Some(read_preference) => self
                 .execute_in(&context, operation, session, Some(&read_preference))
                 .await
-                .map_err(crate::transactions::label_transient),
+                .map_err(crate::transactions::state::label_transient),
             None => self.execute_in(&context, operation, session, None).await,
         };
         if let (Some(session), Err(error)) = (session, &result) {
@@ -663,11 +675,11 @@ impl Executor {
                 // A read in a transaction uses its read preference (Transactions
                 // spec, "readPreference").
                 (Target::Read(given), Some(_)) if operation.read_preference_given() => {
-                    crate::transactions::check_read_preference(given)?;
+                    crate::transactions::state::check_read_preference(given)?;
                     Target::Read(given)
                 }
                 (Target::Read(_) | Target::WriteStage(_), Some(preference)) => {
-                    crate::transactions::check_read_preference(preference)?;
+                    crate::transactions::state::check_read_preference(preference)?;
                     Target::Read(preference)
                 }
                 (target, _) => target.resolve(|| self.topology_description()),
@@ -921,7 +933,7 @@ impl Executor {
             let after_cluster_time = session
                 .operation_time()
                 .filter(|_| fields.starting && session.is_causally_consistent());
-            crate::transactions::add_fields(body, txn, fields, after_cluster_time);
+            crate::transactions::state::add_fields(body, txn, fields, after_cluster_time);
         } else if let Some(session) = session {
             let (lsid, txn) = session.use_server_session(txn_number == TxnNumber::Next)?;
             body.insert("lsid", lsid);

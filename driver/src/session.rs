@@ -22,7 +22,7 @@ use crate::error::{Error, Result};
 use crate::operation::Executor;
 use crate::rt::{BoxFuture, Instant};
 use crate::sync::lock;
-use crate::transactions::{Transaction, TransactionOptions, TransactionState};
+use crate::transactions::state::{Transaction, TransactionOptions, TransactionState};
 
 /// A server session is discarded when it has less than this left before the server
 /// would expire it (spec, "Server Session Pool").
