@@ -1,6 +1,6 @@
 //! The public entry points: [`Client`] and [`Database`].
 //!
-//! A client owns a live topology (`sdam::live`): its servers are discovered and
+//! A client owns a live topology (`cluster`): its servers are discovered and
 //! monitored, every operation selects a server (`selection`) and borrows a
 //! connection from that server's pool (`cmap`). All of that is the operations
 //! layer's executor (`operation::Executor`); a client is a handle to one.

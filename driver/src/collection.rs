@@ -143,11 +143,11 @@ impl<T> Collection<T> {
     /// collection's.
     fn read_concerns(
         &self,
-        read_preference: &Option<crate::uri::ReadPreference>,
+        read_preference: &Option<crate::selection::ReadPreference>,
         read_concern: &Option<crate::concern::ReadConcern>,
         session: Option<&ClientSession>,
     ) -> Result<(
-        crate::uri::ReadPreference,
+        crate::selection::ReadPreference,
         Option<crate::concern::ReadConcern>,
     )> {
         self.concerns
@@ -605,7 +605,7 @@ impl<T> Collection<T> {
     async fn simple_read(
         &self,
         body: Document,
-        read_preference: Option<crate::uri::ReadPreference>,
+        read_preference: Option<crate::selection::ReadPreference>,
         read_concern: Option<crate::concern::ReadConcern>,
         result: fn(&Document) -> Result<Bson>,
         session: Option<&ClientSession>,

@@ -21,8 +21,9 @@ use crate::error::{
 use crate::handshake::{client_metadata, hello_command, HelloReply};
 use crate::rt::{self, boxed, BoxFuture, Clock, ConnectTarget, Runtime, Stream, Transport};
 use crate::socks5;
-use crate::uri::{ClientOptions, Compressor, ProxyOptions, ServerAddress};
+use crate::uri::{ClientOptions, ProxyOptions, ServerAddress};
 use crate::versioned_api::{declare, ServerApi};
+use crate::wire::compression::Compressor;
 use crate::wire::{
     self, check_response_to,
     compression::{self, Compression},

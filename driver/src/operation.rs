@@ -29,11 +29,13 @@ use crate::retry::{self, Retryability};
 use crate::rt::{Clock, Instant, Runtime};
 use crate::sdam::topology::ErrorPhase;
 use crate::sdam::{ServerType, TopologyDescription, TopologyType};
-use crate::selection::{read_preference_document, SelectionCriteria};
+use crate::selection::{
+    read_preference_document, ReadPreference, ReadPreferenceMode, SelectionCriteria,
+};
 use crate::session::{ClientSession, ClusterTime, PendingAbort, ServerSession, ServerSessionPool};
 use crate::srv::SeedList;
 use crate::sync::lock;
-use crate::uri::{ClientOptions, ReadPreference, ReadPreferenceMode};
+use crate::uri::ClientOptions;
 use crate::wire::{next_request_id, DocumentSequence, MsgFlags, OpMsg};
 
 /// Runs the operations of one client, and holds what they share: the options, the

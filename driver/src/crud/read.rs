@@ -13,7 +13,7 @@ use crate::error::Result;
 use crate::handshake::HelloReply;
 use crate::operation::{Command, Operation, ReplyContext, Target};
 use crate::retry::Retryability;
-use crate::uri::ReadPreference;
+use crate::selection::ReadPreference;
 
 /// The `readConcern` field, when a read concern is set.
 fn read_concern_field(read_concern: Option<&ReadConcern>) -> (&'static str, Option<Bson>) {

@@ -8,7 +8,7 @@ use crate::error::{Error, Result};
 use crate::handshake::HelloReply;
 use crate::operation::{Command, Operation, ReplyContext, Target};
 use crate::retry::Retryability;
-use crate::uri::ReadPreference;
+use crate::selection::ReadPreference;
 
 /// `Database::run_command`: the command as given, plus `$db`, `lsid`, `$clusterTime`
 /// and `$readPreference`; never retried, no concern added.
