@@ -1159,12 +1159,7 @@ mod tests {
     #[test]
     fn write_concern_errors_are_collected_and_reported_at_the_end() {
         let mut outcome = Outcome::new(false, true);
-        let concern = WriteConcernError {
-            code: 91,
-            code_name: None,
-            message: "Replication is being shut down".into(),
-            details: None,
-        };
+        let concern = super::super::write_concern_error(91, "Replication is being shut down");
         let reply = BatchReply {
             summary: Summary {
                 n_inserted: 2,

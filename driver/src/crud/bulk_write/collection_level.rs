@@ -422,12 +422,7 @@ mod tests {
     fn a_write_concern_error_fails_the_bulk_write_with_what_was_done() {
         let plan = Plan::of_models(models(), true).unwrap();
         let mut outcome = Outcome::default();
-        let concern = WriteConcernError {
-            code: 64,
-            code_name: None,
-            message: "waiting for replication timed out".into(),
-            details: None,
-        };
+        let concern = super::super::write_concern_error(64, "waiting for replication timed out");
         let reply = WriteReply {
             n: 2,
             write_concern_error: Some(concern.clone()),

@@ -56,3 +56,14 @@ pub use result::{
     BulkWriteResult, ClientBulkWriteResult, DeleteResult, InsertManyResult, InsertOneResult,
     UpdateResult, VerboseResults,
 };
+
+/// A `writeConcernError` as a server reports it, for the tests of both bulk writes.
+#[cfg(test)]
+fn write_concern_error(code: i32, message: &str) -> crate::error::WriteConcernError {
+    crate::error::WriteConcernError {
+        code,
+        code_name: None,
+        message: message.into(),
+        details: None,
+    }
+}
