@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use bson::{Bson, Document};
+use serde::{Deserialize, Deserializer};
 
 /// An integer as a server may send it: int32, int64, or a double without a fraction
 /// (servers and the shell are loose about numeric types; the specs say "a number").
@@ -33,6 +34,14 @@ pub(crate) fn insert_present(
             body.insert(key, value);
         }
     }
+}
+
+/// Reads a duration given in milliseconds (`maxTimeMS`, `maxAwaitTimeMS`).
+pub(crate) fn deserialize_millis<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<Duration>, D::Error> {
+    let value = Option::<i64>::deserialize(deserializer)?;
+    Ok(value.map(|ms| Duration::from_millis(u64::try_from(ms).unwrap_or(0))))
 }
 
 #[cfg(test)]

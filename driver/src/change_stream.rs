@@ -95,7 +95,10 @@ pub struct ChangeStreamOptions {
     pub start_at_operation_time: Option<Timestamp>,
     /// How long each getMore waits for changes on the server (sent as its `maxTimeMS`;
     /// never on the aggregate).
-    #[serde(rename = "maxAwaitTimeMS", deserialize_with = "crate::crud::millis")]
+    #[serde(
+        rename = "maxAwaitTimeMS",
+        deserialize_with = "crate::bson_util::deserialize_millis"
+    )]
     pub max_await_time: Option<Duration>,
     /// Events per batch (aggregate and getMore).
     pub batch_size: Option<u32>,

@@ -8,6 +8,7 @@
 use std::time::Duration;
 
 use bson::{doc, Bson, Document};
+use serde::{Deserialize, Deserializer};
 
 use crate::error::{Error, Result};
 
@@ -222,6 +223,30 @@ impl WriteConcern {
         }
         document
     }
+}
+
+/// Reads a read concern given as `{ level: "..." }`.
+pub(crate) fn deserialize_read_concern<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> std::result::Result<Option<ReadConcern>, D::Error> {
+    #[derive(Deserialize)]
+    struct Spelled {
+        level: Option<String>,
+    }
+    let spelled = Option::<Spelled>::deserialize(deserializer)?;
+    Ok(spelled
+        .and_then(|spelled| spelled.level)
+        .map(|level| ReadConcern::new(ReadConcernLevel::from_name(&level))))
+}
+
+/// Reads a write concern given as `{ w, j, wtimeout }`.
+pub(crate) fn deserialize_write_concern<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> std::result::Result<Option<WriteConcern>, D::Error> {
+    let document = Option::<Document>::deserialize(deserializer)?;
+    document
+        .map(|document| WriteConcern::from_document(&document).map_err(serde::de::Error::custom))
+        .transpose()
 }
 
 #[cfg(test)]

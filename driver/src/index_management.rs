@@ -97,12 +97,15 @@ pub struct CreateIndexOptions {
     /// (MongoDB 4.4+): a number, `"majority"` or `"votingMembers"`.
     pub commit_quorum: Option<Bson>,
     /// The server's time limit for the command.
-    #[serde(rename = "maxTimeMS", deserialize_with = "crate::crud::millis")]
+    #[serde(
+        rename = "maxTimeMS",
+        deserialize_with = "crate::bson_util::deserialize_millis"
+    )]
     pub max_time: Option<Duration>,
     /// A comment the server logs with the command.
     pub comment: Option<Bson>,
     /// The write concern; the collection's when unset.
-    #[serde(deserialize_with = "crate::crud::write_concern")]
+    #[serde(deserialize_with = "crate::concern::deserialize_write_concern")]
     pub write_concern: Option<WriteConcern>,
 }
 
@@ -111,12 +114,15 @@ pub struct CreateIndexOptions {
 #[serde(rename_all = "camelCase", default)]
 pub struct DropIndexOptions {
     /// The server's time limit for the command.
-    #[serde(rename = "maxTimeMS", deserialize_with = "crate::crud::millis")]
+    #[serde(
+        rename = "maxTimeMS",
+        deserialize_with = "crate::bson_util::deserialize_millis"
+    )]
     pub max_time: Option<Duration>,
     /// A comment the server logs with the command.
     pub comment: Option<Bson>,
     /// The write concern; the collection's when unset.
-    #[serde(deserialize_with = "crate::crud::write_concern")]
+    #[serde(deserialize_with = "crate::concern::deserialize_write_concern")]
     pub write_concern: Option<WriteConcern>,
 }
 

@@ -102,6 +102,9 @@ fn the_reader_finds_imports_in_every_form() {
     let code = code_only(source);
     let mut paths = use_paths(&code);
     paths.extend(inline_paths(&code));
+    paths.extend(serde_paths(
+        r#"#[serde(deserialize_with = "crate::serde_helpers::f")]"#,
+    ));
     let paths: BTreeSet<String> = paths.into_iter().collect();
     let expected: BTreeSet<String> = [
         "crate::a::b::C",
@@ -110,6 +113,7 @@ fn the_reader_finds_imports_in_every_form() {
         "super::g",
         "self::h::*",
         "crate::inline::call",
+        "crate::serde_helpers::f",
     ]
     .into_iter()
     .map(String::from)
@@ -258,6 +262,7 @@ impl Graph {
             }
             let mut paths = use_paths(code);
             paths.extend(inline_paths(code));
+            paths.extend(serde_paths(&graph.sources[module]));
             for path in paths {
                 let Some(mut absolute) = graph.absolute(module, &path) else {
                     continue;
@@ -701,6 +706,22 @@ fn inline_paths(code: &str) -> Vec<String> {
                 .unwrap_or(without_uses.len() - at);
             let path = without_uses[at..at + length].trim_end_matches(':');
             paths.push(path.to_owned());
+        }
+    }
+    paths
+}
+
+/// Functions named in serde attributes (`deserialize_with = "crate::a::f"`): imports
+/// written as strings.
+fn serde_paths(source: &str) -> Vec<String> {
+    let mut paths = Vec::new();
+    for attribute in ["deserialize_with = \"", "serialize_with = \"", "with = \""] {
+        for (at, _) in source.match_indices(attribute) {
+            let value = &source[at + attribute.len()..];
+            let path = &value[..value.find('"').unwrap_or(0)];
+            if path.starts_with("crate::") || path.starts_with("super::") {
+                paths.push(path.to_owned());
+            }
         }
     }
     paths

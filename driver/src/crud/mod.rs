@@ -20,52 +20,10 @@ pub use run_command::RunCursorCommandOptions;
 use std::time::Duration;
 
 use bson::{Bson, Document};
-use serde::{Deserialize, Deserializer};
+use serde::Deserialize;
 
-use crate::concern::{ReadConcern, ReadConcernLevel, WriteConcern};
+use crate::concern::{ReadConcern, WriteConcern};
 use crate::selection::ReadPreference;
-
-/// Reads a duration given in milliseconds (`maxTimeMS`, `maxAwaitTimeMS`).
-pub(crate) fn millis<'de, D: Deserializer<'de>>(
-    deserializer: D,
-) -> Result<Option<Duration>, D::Error> {
-    let value = Option::<i64>::deserialize(deserializer)?;
-    Ok(value.map(|ms| Duration::from_millis(u64::try_from(ms).unwrap_or(0))))
-}
-
-/// Reads a read concern given as `{ level: "..." }`.
-pub(crate) fn read_concern<'de, D: Deserializer<'de>>(
-    deserializer: D,
-) -> Result<Option<ReadConcern>, D::Error> {
-    #[derive(Deserialize)]
-    struct Spelled {
-        level: Option<String>,
-    }
-    let spelled = Option::<Spelled>::deserialize(deserializer)?;
-    Ok(spelled
-        .and_then(|spelled| spelled.level)
-        .map(|level| ReadConcern::new(ReadConcernLevel::from_name(&level))))
-}
-
-/// Reads a write concern given as `{ w, j, wtimeout }`.
-pub(crate) fn write_concern<'de, D: Deserializer<'de>>(
-    deserializer: D,
-) -> Result<Option<WriteConcern>, D::Error> {
-    let document = Option::<Document>::deserialize(deserializer)?;
-    document
-        .map(|document| WriteConcern::from_document(&document).map_err(serde::de::Error::custom))
-        .transpose()
-}
-
-/// Reads a read preference given as `{ mode: "...", tagSets, maxStalenessSeconds }`.
-pub(crate) fn read_preference<'de, D: Deserializer<'de>>(
-    deserializer: D,
-) -> Result<Option<ReadPreference>, D::Error> {
-    let document = Option::<Document>::deserialize(deserializer)?;
-    document
-        .map(|document| ReadPreference::from_document(&document).map_err(serde::de::Error::custom))
-        .transpose()
-}
 
 /// Whether a tailable cursor waits for new data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -101,10 +59,16 @@ pub struct FindOptions {
     /// The exclusive upper bound of an index scan.
     pub max: Option<Document>,
     /// The getMore wait of a tailable awaitData cursor.
-    #[serde(rename = "maxAwaitTimeMS", deserialize_with = "millis")]
+    #[serde(
+        rename = "maxAwaitTimeMS",
+        deserialize_with = "crate::bson_util::deserialize_millis"
+    )]
     pub max_await_time: Option<Duration>,
     /// The server-side time limit of the query.
-    #[serde(rename = "maxTimeMS", deserialize_with = "millis")]
+    #[serde(
+        rename = "maxTimeMS",
+        deserialize_with = "crate::bson_util::deserialize_millis"
+    )]
     pub max_time: Option<Duration>,
     /// The inclusive lower bound of an index scan.
     pub min: Option<Document>,
@@ -113,10 +77,10 @@ pub struct FindOptions {
     /// Which fields to return.
     pub projection: Option<Document>,
     /// Overrides the collection's read concern.
-    #[serde(deserialize_with = "read_concern")]
+    #[serde(deserialize_with = "crate::concern::deserialize_read_concern")]
     pub read_concern: Option<ReadConcern>,
     /// Overrides the collection's read preference.
-    #[serde(deserialize_with = "read_preference")]
+    #[serde(deserialize_with = "crate::selection::deserialize_read_preference")]
     pub read_preference: Option<ReadPreference>,
     /// Only the index keys.
     pub return_key: Option<bool>,
@@ -148,19 +112,25 @@ pub struct AggregateOptions {
     /// The index to use.
     pub hint: Option<Bson>,
     /// The getMore wait of a change stream or tailable cursor.
-    #[serde(rename = "maxAwaitTimeMS", deserialize_with = "millis")]
+    #[serde(
+        rename = "maxAwaitTimeMS",
+        deserialize_with = "crate::bson_util::deserialize_millis"
+    )]
     pub max_await_time: Option<Duration>,
     /// The server-side time limit.
-    #[serde(rename = "maxTimeMS", deserialize_with = "millis")]
+    #[serde(
+        rename = "maxTimeMS",
+        deserialize_with = "crate::bson_util::deserialize_millis"
+    )]
     pub max_time: Option<Duration>,
     /// Overrides the read concern.
-    #[serde(deserialize_with = "read_concern")]
+    #[serde(deserialize_with = "crate::concern::deserialize_read_concern")]
     pub read_concern: Option<ReadConcern>,
     /// Overrides the read preference.
-    #[serde(deserialize_with = "read_preference")]
+    #[serde(deserialize_with = "crate::selection::deserialize_read_preference")]
     pub read_preference: Option<ReadPreference>,
     /// Overrides the write concern (`$out`/`$merge`).
-    #[serde(deserialize_with = "write_concern")]
+    #[serde(deserialize_with = "crate::concern::deserialize_write_concern")]
     pub write_concern: Option<WriteConcern>,
     /// Variables (`let`).
     #[serde(rename = "let")]
@@ -180,15 +150,18 @@ pub struct CountOptions {
     /// Counts at most this many documents.
     pub limit: Option<u64>,
     /// The server-side time limit.
-    #[serde(rename = "maxTimeMS", deserialize_with = "millis")]
+    #[serde(
+        rename = "maxTimeMS",
+        deserialize_with = "crate::bson_util::deserialize_millis"
+    )]
     pub max_time: Option<Duration>,
     /// Skips this many documents first.
     pub skip: Option<u64>,
     /// Overrides the read concern.
-    #[serde(deserialize_with = "read_concern")]
+    #[serde(deserialize_with = "crate::concern::deserialize_read_concern")]
     pub read_concern: Option<ReadConcern>,
     /// Overrides the read preference.
-    #[serde(deserialize_with = "read_preference")]
+    #[serde(deserialize_with = "crate::selection::deserialize_read_preference")]
     pub read_preference: Option<ReadPreference>,
 }
 
@@ -203,13 +176,16 @@ pub struct ReadOptions {
     /// The index to use (`distinct`).
     pub hint: Option<Bson>,
     /// The server-side time limit.
-    #[serde(rename = "maxTimeMS", deserialize_with = "millis")]
+    #[serde(
+        rename = "maxTimeMS",
+        deserialize_with = "crate::bson_util::deserialize_millis"
+    )]
     pub max_time: Option<Duration>,
     /// Overrides the read concern.
-    #[serde(deserialize_with = "read_concern")]
+    #[serde(deserialize_with = "crate::concern::deserialize_read_concern")]
     pub read_concern: Option<ReadConcern>,
     /// Overrides the read preference.
-    #[serde(deserialize_with = "read_preference")]
+    #[serde(deserialize_with = "crate::selection::deserialize_read_preference")]
     pub read_preference: Option<ReadPreference>,
 }
 
@@ -238,7 +214,7 @@ pub struct WriteOptions {
     /// Updates: insert a document when none matches.
     pub upsert: Option<bool>,
     /// Overrides the write concern.
-    #[serde(deserialize_with = "write_concern")]
+    #[serde(deserialize_with = "crate::concern::deserialize_write_concern")]
     pub write_concern: Option<WriteConcern>,
 }
 
@@ -270,7 +246,10 @@ pub struct FindOneAndModifyOptions {
     #[serde(rename = "let")]
     pub let_vars: Option<Document>,
     /// The server-side time limit.
-    #[serde(rename = "maxTimeMS", deserialize_with = "millis")]
+    #[serde(
+        rename = "maxTimeMS",
+        deserialize_with = "crate::bson_util::deserialize_millis"
+    )]
     pub max_time: Option<Duration>,
     /// Which fields to return.
     pub projection: Option<Document>,
@@ -281,6 +260,6 @@ pub struct FindOneAndModifyOptions {
     /// Insert a document when none matches (update and replace).
     pub upsert: Option<bool>,
     /// Overrides the write concern.
-    #[serde(deserialize_with = "write_concern")]
+    #[serde(deserialize_with = "crate::concern::deserialize_write_concern")]
     pub write_concern: Option<WriteConcern>,
 }

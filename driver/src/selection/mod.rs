@@ -62,6 +62,7 @@ mod window;
 use std::time::Duration;
 
 pub use max_staleness::{validate_max_staleness, IDLE_WRITE_PERIOD, SMALLEST_MAX_STALENESS};
+pub(crate) use read_preference::deserialize_read_preference;
 pub use read_preference::{
     matches_tag_set, read_preference_document, ReadPreference, ReadPreferenceMode, TagSet,
 };

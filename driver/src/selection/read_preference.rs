@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use bson::{doc, Bson, Document};
+use serde::{Deserialize, Deserializer};
 
 use crate::named_enum::named_enum;
 use crate::sdam::{ServerDescription, ServerType, TopologyType};
@@ -87,6 +88,16 @@ impl ReadPreference {
             max_staleness,
         })
     }
+}
+
+/// Reads a read preference given as `{ mode: "...", tagSets, maxStalenessSeconds }`.
+pub(crate) fn deserialize_read_preference<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<ReadPreference>, D::Error> {
+    let document = Option::<Document>::deserialize(deserializer)?;
+    document
+        .map(|document| ReadPreference::from_document(&document).map_err(serde::de::Error::custom))
+        .transpose()
 }
 
 /// Whether the server carries every tag of `tag_set` (the read preference tag set is

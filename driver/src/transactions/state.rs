@@ -31,18 +31,18 @@ use crate::uri::ClientOptions;
 #[serde(rename_all = "camelCase", default)]
 pub struct TransactionOptions {
     /// The read concern of the transaction, sent with its first command only.
-    #[serde(deserialize_with = "crate::crud::read_concern")]
+    #[serde(deserialize_with = "crate::concern::deserialize_read_concern")]
     pub read_concern: Option<ReadConcern>,
     /// The write concern of `commitTransaction` and `abortTransaction`; the commands
     /// inside the transaction carry none. Must be acknowledged.
-    #[serde(deserialize_with = "crate::crud::write_concern")]
+    #[serde(deserialize_with = "crate::concern::deserialize_write_concern")]
     pub write_concern: Option<WriteConcern>,
     /// The read preference of the reads in the transaction: it must be primary when
     /// a read runs (spec, "readPreference").
-    #[serde(deserialize_with = "crate::crud::read_preference")]
+    #[serde(deserialize_with = "crate::selection::deserialize_read_preference")]
     pub read_preference: Option<ReadPreference>,
     /// The `maxTimeMS` of `commitTransaction` (spec, "maxCommitTimeMS").
-    #[serde(rename = "maxCommitTimeMS", deserialize_with = "crate::crud::millis")]
+    #[serde(rename = "maxCommitTimeMS", deserialize_with = "crate::bson_util::deserialize_millis")]
     pub max_commit_time: Option<Duration>,
 }
 

@@ -4,7 +4,6 @@ use bson::{Bson, Document};
 use serde::Deserialize;
 
 use crate::concern::WriteConcern;
-use crate::crud::write_concern;
 
 /// Options of a bulk write: of a [`Collection::bulk_write`](crate::Collection::bulk_write)
 /// (CRUD spec, "BulkWriteOptions"), those of the `insert`, `update` and `delete`
@@ -31,7 +30,7 @@ pub struct BulkWriteOptions {
     /// results.
     pub verbose_results: Option<bool>,
     /// Overrides the collection's or client's write concern.
-    #[serde(deserialize_with = "write_concern")]
+    #[serde(deserialize_with = "crate::concern::deserialize_write_concern")]
     pub write_concern: Option<WriteConcern>,
 }
 
