@@ -42,7 +42,10 @@ pub struct TransactionOptions {
     #[serde(deserialize_with = "crate::selection::deserialize_read_preference")]
     pub read_preference: Option<ReadPreference>,
     /// The `maxTimeMS` of `commitTransaction` (spec, "maxCommitTimeMS").
-    #[serde(rename = "maxCommitTimeMS", deserialize_with = "crate::bson_util::deserialize_millis")]
+    #[serde(
+        rename = "maxCommitTimeMS",
+        deserialize_with = "crate::bson_util::deserialize_millis"
+    )]
     pub max_commit_time: Option<Duration>,
 }
 
