@@ -530,6 +530,9 @@ struct Watch {
     options: ChangeStreamOptions,
     read_preference: ReadPreference,
     read_concern: Option<ReadConcern>,
+    /// The `timeoutMS` of the aggregate, and of each iteration (Client Side
+    /// Operations Timeout spec, "Change Streams").
+    timeout: Option<std::time::Duration>,
     /// The session of every aggregate and getMore: the user's, or the implicit one
     /// of the first aggregate (spec: a resume "MUST use the same session").
     session: Option<ClientSession>,
@@ -575,10 +578,11 @@ impl Watch {
             operation_time: None,
             max_wire_version: None,
         };
+        operation.aggregate.check_timeout(self.timeout)?;
         let cursor = self
             .client
             .executor()
-            .execute(&mut operation, self.session.as_ref())
+            .execute(&mut operation, self.session.as_ref(), self.timeout)
             .await?;
         Ok(Opened {
             cursor,
@@ -907,6 +911,7 @@ impl<T> Collection<T> {
             client: database.client().clone(),
             database: database.name().to_string(),
             collection: Some(self.name().to_string()),
+            timeout: self.timeout(),
             cluster: false,
             pipeline,
             options: options.unwrap_or_default(),
@@ -959,6 +964,7 @@ impl Database {
             client: self.client().clone(),
             database: self.name().to_string(),
             collection: None,
+            timeout: self.timeout(),
             cluster,
             pipeline,
             options: options.unwrap_or_default(),

@@ -6,6 +6,7 @@
 //! layer's executor (`operation::Executor`); a client is a handle to one.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::auth::oidc::{OidcAuthenticator, OidcOptions};
 use crate::auth::AuthMechanism;
@@ -40,6 +41,9 @@ pub struct Client {
     /// Everything the client's operations share; dropped with the last clone of the
     /// client and the last cursor or session it started: monitors stop, pools close.
     executor: Arc<Executor>,
+    /// The `timeoutMS` of this handle's operations: the connection string's, unless
+    /// [`Client::with_timeout`] changed it.
+    timeout: Option<Duration>,
 }
 
 /// What a [`Client`] can be given besides its [`ClientOptions`]: things a connection
@@ -196,6 +200,7 @@ impl Client {
         let commands =
             CommandMonitor::new(Some(logging::logged(config.command_event_handler, log)));
         Ok(Client {
+            timeout: options.timeout,
             executor: Arc::new(Executor::new(options, runtime, topology, commands)),
         })
     }
@@ -339,6 +344,30 @@ impl Client {
         self.executor.hello().await
     }
 
+    /// This client with `timeoutMS` = `timeout` for its operations (and those of the
+    /// databases and collections it hands out), whatever the connection string says:
+    /// the same client (its connections, sessions and monitors), another default.
+    /// `Duration::ZERO` means no limit.
+    ///
+    /// ```no_run
+    /// # async fn example(client: anymongo::Client) -> anymongo::Result<()> {
+    /// use std::time::Duration;
+    /// let quick = client.with_timeout(Duration::from_millis(200));
+    /// let names = quick.list_database_names(None).await?;
+    /// # let _ = names; Ok(()) }
+    /// ```
+    pub fn with_timeout(&self, timeout: Duration) -> Client {
+        Client {
+            timeout: Some(timeout),
+            ..self.clone()
+        }
+    }
+
+    /// The `timeoutMS` of this handle's operations, if one is set.
+    pub fn timeout(&self) -> Option<Duration> {
+        self.timeout
+    }
+
     /// The executor the client's operations run on.
     pub(crate) fn executor(&self) -> &Arc<Executor> {
         &self.executor
@@ -352,6 +381,7 @@ impl ClientSession {
     pub fn client(&self) -> Client {
         Client {
             executor: self.executor().clone(),
+            timeout: self.executor().options().timeout,
         }
     }
 }
@@ -397,7 +427,7 @@ impl Client {
         models: impl IntoIterator<Item = impl Into<ClientWriteModel>>,
         options: impl Into<Option<BulkWriteOptions>>,
     ) -> Result<BulkWriteResult> {
-        client_level::execute(self.executor(), models, options.into(), None).await
+        client_level::execute(self.executor(), models, options.into(), None, self.timeout).await
     }
 
     /// [`bulk_write`](Self::bulk_write) in `session`.
@@ -407,6 +437,13 @@ impl Client {
         options: impl Into<Option<BulkWriteOptions>>,
         session: &ClientSession,
     ) -> Result<BulkWriteResult> {
-        client_level::execute(self.executor(), models, options.into(), Some(session)).await
+        client_level::execute(
+            self.executor(),
+            models,
+            options.into(),
+            Some(session),
+            self.timeout,
+        )
+        .await
     }
 }

@@ -117,6 +117,33 @@ impl<T> Collection<T> {
         }
     }
 
+    /// This collection with `timeoutMS` = `timeout` for its operations: each may take
+    /// that long in all, retries included, and fails with
+    /// [`ErrorKind::OperationTimeout`](crate::ErrorKind::OperationTimeout) after;
+    /// `Duration::ZERO` means no limit. Cheap: use it per operation too.
+    ///
+    /// ```no_run
+    /// # async fn example(client: anymongo::Client) -> anymongo::Result<()> {
+    /// use std::time::Duration;
+    /// use anymongo::bson::{doc, Document};
+    /// let orders = client.database("shop").collection::<Document>("orders");
+    /// let order = orders
+    ///     .with_timeout(Duration::from_millis(200))
+    ///     .find_one(doc! { "_id": 7 }, None)
+    ///     .await?;
+    /// # let _ = order; Ok(()) }
+    /// ```
+    pub fn with_timeout(&self, timeout: std::time::Duration) -> Collection<T> {
+        let mut collection = self.clone();
+        collection.concerns.timeout = Some(timeout);
+        collection
+    }
+
+    /// The `timeoutMS` of its operations, if one is set.
+    pub fn timeout(&self) -> Option<std::time::Duration> {
+        self.concerns.timeout
+    }
+
     /// The same collection, its documents read and written as `U`.
     pub fn clone_with_type<U>(&self) -> Collection<U> {
         Collection {
@@ -327,7 +354,11 @@ impl<T> Collection<T> {
             &command_options,
             self.write_concern(options.write_concern.as_ref(), session)?,
         );
-        let reply = self.client().executor().execute(operation, session).await?;
+        let reply = self
+            .client()
+            .executor()
+            .execute(operation, session, self.concerns.timeout)
+            .await?;
         match reply.single_write_error() {
             Some(error) => Err(error),
             None => Ok(reply),
@@ -619,7 +650,10 @@ impl<T> Collection<T> {
             read_concern,
             result,
         };
-        self.client().executor().execute(operation, session).await
+        self.client()
+            .executor()
+            .execute(operation, session, self.concerns.timeout)
+            .await
     }
 
     /// Deletes the first document matching `filter` and returns it.
@@ -712,7 +746,11 @@ impl<T> Collection<T> {
             options: &options,
             write_concern: self.write_concern(options.write_concern.as_ref(), session)?,
         };
-        let value = self.client().executor().execute(operation, session).await?;
+        let value = self
+            .client()
+            .executor()
+            .execute(operation, session, self.concerns.timeout)
+            .await?;
         value
             .map(|document| bson::deserialize_from_document(document).map_err(Error::bson))
             .transpose()
@@ -868,6 +906,7 @@ impl<T: Serialize> Collection<T> {
             options,
             write_concern,
             session,
+            self.concerns.timeout,
         )
         .await
     }
@@ -1004,7 +1043,12 @@ impl<T: DeserializeOwned> Collection<T> {
             read_concern,
             options,
         };
-        let cursor = self.client().executor().execute(operation, session).await?;
+        operation.check_timeout(self.concerns.timeout)?;
+        let cursor = self
+            .client()
+            .executor()
+            .execute(operation, session, self.concerns.timeout)
+            .await?;
         Ok(cursor.with_type())
     }
 }

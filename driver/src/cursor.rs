@@ -26,7 +26,7 @@ use crate::operation::{
     Attempt, Command, Executor, Operation, OperationContext, PendingKill, ReplyContext, Target,
     TxnNumber,
 };
-use crate::rt::{boxed, BoxFuture};
+use crate::rt::{boxed, BoxFuture, Instant};
 use crate::session::ClientSession;
 use crate::sync::lock;
 use crate::uri::ServerAddress;
@@ -89,6 +89,15 @@ pub(crate) struct CursorSpec {
     /// killCursors run on it, and it goes back to the pool with the last clone of
     /// the cursor's spec (Load Balancer spec, "Behaviour With Cursors").
     pub pinned: Option<PinnedConnection>,
+    /// The timeoutMS of the operation that opened the cursor (Client Side Operations
+    /// Timeout spec, "Cursors"), if set.
+    pub timeout: Option<Duration>,
+    /// That operation's deadline, which the getMores share while the cursor's
+    /// timeoutMS bounds its lifetime.
+    pub lifetime: Option<Instant>,
+    /// Whether timeoutMS bounds each iteration afresh instead (a tailable cursor's,
+    /// or with [`TimeoutMode::Iteration`](crate::crud::TimeoutMode::Iteration)).
+    pub iteration: bool,
 }
 
 impl CursorSpec {
@@ -112,6 +121,26 @@ impl CursorSpec {
             tailable: false,
             session: context.session.cloned(),
             pinned: context.pinned.cloned(),
+            timeout: context.operation.timeout,
+            lifetime: context.operation.deadline,
+            iteration: false,
+        }
+    }
+
+    /// The context of a getMore starting now: within the cursor's lifetime, or
+    /// timeoutMS afresh for an iteration; never with a `maxTimeMS` of timeoutMS's.
+    fn get_more_context(&self) -> OperationContext {
+        let context = match self.iteration {
+            true => OperationContext::with_timeout(self.timeout, self.executor.now()),
+            false => OperationContext {
+                timeout: self.timeout,
+                deadline: self.lifetime,
+                ..OperationContext::new()
+            },
+        };
+        OperationContext {
+            max_time: false,
+            ..context
         }
     }
 
@@ -121,6 +150,16 @@ impl CursorSpec {
     /// spec, "Top-Level Errors").
     pub(crate) async fn kill(&self) -> Result<()> {
         kill(&self.executor, PendingKill::of(self)).await
+    }
+}
+
+/// The context of a killCursors starting now for a cursor opened with `timeout`
+/// (timeoutMS): refreshed, whatever the cursor's mode (Client Side Operations Timeout
+/// spec, "Cursors": close methods).
+fn kill_context(executor: &Executor, timeout: Option<Duration>) -> OperationContext {
+    OperationContext {
+        max_time: false,
+        ..OperationContext::with_timeout(timeout, executor.now())
     }
 }
 
@@ -415,6 +454,7 @@ fn kill_later(spec: CursorSpec) {
 async fn get_more(spec: CursorSpec) -> Result<Batch> {
     let mut operation = GetMore { spec: spec.clone() };
     let result = run_on_server(
+        &spec.get_more_context(),
         &spec.executor,
         &spec.server,
         &mut operation,
@@ -439,13 +479,37 @@ async fn get_more(spec: CursorSpec) -> Result<Batch> {
 /// own with no server selection and no retry: on the cursor's `pinned` connection if
 /// it has one.
 async fn run_on_server<O: Operation>(
+    context: &OperationContext,
     executor: &Arc<Executor>,
     server: &Arc<Server>,
     operation: &mut O,
     session: Option<&ClientSession>,
     pinned: Option<&PinnedConnection>,
 ) -> Result<O::Output> {
-    let context = OperationContext::new();
+    let now = executor.now();
+    if context.has_expired(now) {
+        return Err(context.timeout_error("a getMore", None));
+    }
+    let run = run_on_server_now(context, executor, server, operation, session, pinned);
+    let result = match context.remaining(now) {
+        None => run.await,
+        Some(left) => match crate::rt::timeout(executor.clock(), left, run).await {
+            Ok(result) => result,
+            Err(crate::rt::Elapsed) => Err(context.timeout_error("the operation", None)),
+        },
+    };
+    result.map_err(|error| context.report(error, executor.now()))
+}
+
+async fn run_on_server_now<O: Operation>(
+    context: &OperationContext,
+    executor: &Arc<Executor>,
+    server: &Arc<Server>,
+    operation: &mut O,
+    session: Option<&ClientSession>,
+    pinned: Option<&PinnedConnection>,
+) -> Result<O::Output> {
+    let context = *context;
     if let Some(pinned) = pinned {
         let mut connection = pinned.take()?;
         let result = executor
@@ -476,6 +540,7 @@ fn on_server<'a>(server: &'a Arc<Server>, session: Option<&'a ClientSession>) ->
         session,
         txn_number: TxnNumber::None,
         pinned: None,
+        min_rtt: Duration::ZERO,
     }
 }
 
@@ -523,6 +588,7 @@ impl PendingKill {
             collection: spec.collection.clone(),
             id: spec.id,
             pinned: spec.pinned.clone(),
+            timeout: spec.timeout,
         }
     }
 }
@@ -540,7 +606,16 @@ async fn kill(executor: &Arc<Executor>, pending: PendingKill) -> Result<()> {
     }
     let mut operation = KillCursors { pending: &pending };
     let pinned = pending.pinned.as_ref();
-    run_on_server(executor, &pending.server, &mut operation, None, pinned).await
+    let context = kill_context(executor, pending.timeout);
+    run_on_server(
+        &context,
+        executor,
+        &pending.server,
+        &mut operation,
+        None,
+        pinned,
+    )
+    .await
 }
 
 struct KillCursors<'a> {

@@ -41,6 +41,10 @@ pub struct Concerns {
     pub read_concern: Option<ReadConcern>,
     /// How writes are acknowledged.
     pub write_concern: Option<WriteConcern>,
+    /// `timeoutMS`: how long each operation may take in all (Client Side Operations
+    /// Timeout spec; `Some(ZERO)`: no limit). Once set, a lower level can change it
+    /// but not unset it.
+    pub timeout: Option<std::time::Duration>,
 }
 
 impl Concerns {
@@ -59,6 +63,7 @@ impl Concerns {
                 .write_concern
                 .clone()
                 .or_else(|| parent.write_concern.clone()),
+            timeout: self.timeout.or(parent.timeout),
         }
     }
 
@@ -102,6 +107,7 @@ impl Concerns {
             read_preference: Some(options.read_preference.clone()),
             read_concern: options.read_concern_level.clone().map(ReadConcern::new),
             write_concern: Some(options.write_concern.clone()),
+            timeout: client.timeout(),
         }
     }
 }
@@ -149,6 +155,29 @@ impl Database {
         }
     }
 
+    /// This database with `timeoutMS` = `timeout` for its operations (and those of
+    /// the collections and buckets it hands out): each may take that long in all,
+    /// retries included, and fails with [`ErrorKind::OperationTimeout`](crate::ErrorKind::OperationTimeout)
+    /// after. `Duration::ZERO` means no limit.
+    ///
+    /// ```no_run
+    /// # async fn example(client: anymongo::Client) -> anymongo::Result<()> {
+    /// use std::time::Duration;
+    /// let db = client.database("shop").with_timeout(Duration::from_millis(500));
+    /// db.run_command(anymongo::bson::doc! { "ping": 1 }).await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn with_timeout(&self, timeout: std::time::Duration) -> Database {
+        let mut database = self.clone();
+        database.options.timeout = Some(timeout);
+        database
+    }
+
+    /// The `timeoutMS` of its operations, if one is set.
+    pub fn timeout(&self) -> Option<std::time::Duration> {
+        self.options.timeout
+    }
+
     /// A handle to the collection `name`, its documents read and written as `T`.
     pub fn collection<T>(&self, name: &str) -> Collection<T> {
         Collection::new(self.clone(), name)
@@ -173,7 +202,10 @@ impl Database {
         session: Option<&ClientSession>,
     ) -> Result<Document> {
         let operation = RunCommand::new(&self.name, command, read_preference)?;
-        self.client.executor().execute(operation, session).await
+        self.client
+            .executor()
+            .execute(operation, session, self.options.timeout)
+            .await
     }
 
     /// Runs a command that returns a cursor (`find`, `aggregate`, `listCollections`…)
@@ -206,7 +238,10 @@ impl Database {
         let operation =
             RunCursorCommand::new(&self.name, command, options.read_preference.clone())?
                 .with_get_more(options);
-        self.client.executor().execute(operation, session).await
+        self.client
+            .executor()
+            .execute(operation, session, self.options.timeout)
+            .await
     }
 
     /// Runs an aggregation pipeline on the database itself (`aggregate: 1`), for the
@@ -269,7 +304,11 @@ impl Database {
             write_concern,
             options,
         };
-        self.client.executor().execute(operation, session).await
+        operation.check_timeout(concerns.timeout)?;
+        self.client
+            .executor()
+            .execute(operation, session, concerns.timeout)
+            .await
     }
 
     /// Creates the collection `name` with the `create` command; `options` are that

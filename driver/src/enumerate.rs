@@ -166,7 +166,10 @@ impl Client {
             ],
         );
         let operation = RunCommand::new("admin", command, None)?.retryable_read();
-        let reply = self.executor().execute(operation, session).await?;
+        let reply = self
+            .executor()
+            .execute(operation, session, self.timeout())
+            .await?;
         let databases = reply
             .get_array("databases")
             .map_err(|_| Error::bson("a listDatabases reply without a databases array"))?;
@@ -260,17 +263,19 @@ impl Database {
                 ("comment", options.comment),
             ],
         );
-        list(self, command, options.batch_size, session).await
+        list(self, command, options.batch_size, session, self.timeout()).await
     }
 }
 
 /// Runs a listing command (`listCollections`, `listIndexes`) as a retryable read whose
-/// reply is a cursor; `batch_size` goes in its `cursor` document and on its getMores.
+/// reply is a cursor; `batch_size` goes in its `cursor` document and on its getMores;
+/// `timeout` is the timeoutMS of the database or collection listed.
 pub(crate) async fn list(
     database: &Database,
     mut command: Document,
     batch_size: Option<u32>,
     session: Option<&ClientSession>,
+    timeout: Option<std::time::Duration>,
 ) -> Result<Cursor<Document>> {
     let mut cursor = Document::new();
     if let Some(size) = batch_size {
@@ -281,7 +286,7 @@ pub(crate) async fn list(
     database
         .client()
         .executor()
-        .execute(RunCursorCommand::from(operation), session)
+        .execute(RunCursorCommand::from(operation), session, timeout)
         .await
 }
 

@@ -160,6 +160,27 @@ pub enum ErrorKind {
         /// What did not fit.
         message: String,
     },
+    /// The operation's `timeoutMS` passed (Client Side Operations Timeout spec,
+    /// "Errors"): the driver stopped all its work and returned. Whatever the deadline
+    /// cut (a server selection, a check-out, a socket read) or the server reported for
+    /// it (`MaxTimeMSExpired`, code 50) is the `cause`; its labels are the error's.
+    ///
+    /// ```
+    /// # fn handle(error: anymongo::Error) {
+    /// use anymongo::ErrorKind;
+    /// if let ErrorKind::OperationTimeout { timeout, cause, .. } = error.kind() {
+    ///     eprintln!("gave up after {timeout:?}; the last error: {cause:?}");
+    /// }
+    /// # }
+    /// ```
+    OperationTimeout {
+        /// The `timeoutMS` the operation ran with.
+        timeout: Duration,
+        /// Where the deadline was noticed, e.g. `"server selection"`.
+        during: &'static str,
+        /// The error the deadline turned into this one, if any.
+        cause: Option<Box<Error>>,
+    },
     /// The server's replies are each valid but together make no sense (a cursor that
     /// is not tailable answering empty batches without end, say): the driver stopped
     /// rather than go on asking.
@@ -303,6 +324,40 @@ impl Error {
             self.kind(),
             ErrorKind::Network { .. } | ErrorKind::Timeout { .. }
         )
+    }
+
+    /// Whether the operation's `timeoutMS` passed ([`ErrorKind::OperationTimeout`]).
+    pub fn is_operation_timeout(&self) -> bool {
+        matches!(self.kind(), ErrorKind::OperationTimeout { .. })
+    }
+
+    /// The [`ErrorKind::OperationTimeout`] of an operation that ran with `timeout` and
+    /// whose deadline passed `during` a step, that step's error (`cause`), if any,
+    /// inside; the cause's labels and server reply stay visible on the new error.
+    pub(crate) fn operation_timeout(
+        timeout: Duration,
+        during: &'static str,
+        cause: Option<Error>,
+    ) -> Error {
+        if let Some(cause) = &cause {
+            if cause.is_operation_timeout() {
+                return cause.clone();
+            }
+        }
+        let labels = cause.as_ref().map(|cause| cause.labels().to_vec());
+        let service_id = cause.as_ref().and_then(Error::service_id);
+        let server_reply = cause
+            .as_ref()
+            .and_then(|cause| cause.server_reply().cloned());
+        let mut error = Error::new(ErrorKind::OperationTimeout {
+            timeout,
+            during,
+            cause: cause.map(Box::new),
+        });
+        error.inner.labels = labels.unwrap_or_default();
+        error.inner.service_id = service_id;
+        error.inner.server_reply = server_reply;
+        error
     }
 
     /// An [`ErrorKind::InvalidArgument`] error.
@@ -504,6 +559,21 @@ impl fmt::Display for Error {
                 write!(f, "server {address} misbehaves: {message}")
             }
             ErrorKind::GridFs(error) => write!(f, "{error}"),
+            ErrorKind::OperationTimeout {
+                timeout,
+                during,
+                cause,
+            } => {
+                write!(
+                    f,
+                    "operation timed out (timeoutMS {} ms) during {during}",
+                    timeout.as_millis()
+                )?;
+                match cause {
+                    Some(cause) => write!(f, ": {cause}"),
+                    None => Ok(()),
+                }
+            }
         }
     }
 }
@@ -526,7 +596,16 @@ impl fmt::Display for CommandError {
     }
 }
 
-impl std::error::Error for Error {}
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self.kind() {
+            ErrorKind::OperationTimeout {
+                cause: Some(cause), ..
+            } => Some(&**cause),
+            _ => None,
+        }
+    }
+}
 
 impl From<CommandError> for Error {
     fn from(error: CommandError) -> Self {

@@ -173,6 +173,8 @@ fn retain_only(metadata: &mut Document, section: &str, keep: &str) {
 /// `compressors` the client is willing to use go in `compression`, in the client's
 /// order of preference (OP_COMPRESSED spec, "MongoDB Handshake Amendment"); with none
 /// configured the field is left out, as servers that see no list compress nothing.
+/// Every hello says `backpressure: true`: the driver retries overload errors as the
+/// Client Backpressure spec says ("Handshake changes").
 pub fn hello_command(
     metadata: &Document,
     load_balanced: bool,
@@ -187,6 +189,7 @@ pub fn hello_command(
         false => doc! { "hello": 1 },
     };
     command.insert("client", metadata.clone());
+    command.insert("backpressure", true);
     if load_balanced {
         command.insert("loadBalanced", true);
     }
@@ -476,6 +479,7 @@ mod tests {
         assert!(legacy);
         assert_eq!(command.keys().next().map(String::as_str), Some("isMaster"));
         assert_eq!(command.get_bool("helloOk").ok(), Some(true));
+        assert_eq!(command.get_bool("backpressure").ok(), Some(true));
         let (command, legacy) = hello_command(&metadata, true, None, &[]);
         assert!(!legacy);
         assert_eq!(command.keys().next().map(String::as_str), Some("hello"));

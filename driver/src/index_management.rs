@@ -340,7 +340,14 @@ impl<T> Collection<T> {
         let options = options.unwrap_or_default();
         let mut command = doc! { "listIndexes": self.name() };
         insert_present(&mut command, [("comment", options.comment)]);
-        list(self.database(), command, options.batch_size, session).await
+        list(
+            self.database(),
+            command,
+            options.batch_size,
+            session,
+            self.timeout(),
+        )
+        .await
     }
 }
 

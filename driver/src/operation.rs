@@ -67,47 +67,95 @@ pub(crate) struct Executor {
 /// killCursors, endSessions on close) gets a context of its own; a transaction
 /// aborted as its session ends runs through [`Executor::execute`] like any operation.
 ///
-/// It is the one place where how long an operation may take is decided. Today each
-/// step keeps the bound its own spec gives it:
-/// - server selection: serverSelectionTimeoutMS, counted by the cluster from the
-///   start of selection (`Shared::select_server`, called only from
-///   [`Executor::select_server`]);
-/// - the check-out after selection: what is left of serverSelectionTimeoutMS, or
-///   waitQueueTimeoutMS if shorter (`Shared::check_out`, called only from
-///   [`Executor::check_out`]);
-/// - the check-out for a command on a known server (a cursor's):
-///   [`OperationContext::check_out_timeout`];
-/// - each reply: socketTimeoutMS ([`OperationContext::read_limit`]).
-///
-/// The Client Side Operations Timeout spec (timeoutMS) sets `deadline` and derives
-/// these bounds from it here (and passes it to the cluster's two).
+/// It is the one place where how long an operation may take is decided. Without
+/// `timeoutMS` each step keeps the bound its own spec gives it: serverSelectionTimeoutMS
+/// for server selection and the check-out after it (waitQueueTimeoutMS if shorter),
+/// socketTimeoutMS for each reply. With `timeoutMS` (Client Side Operations Timeout
+/// spec) one deadline bounds them all: selection and check-out get
+/// `min(serverSelectionTimeoutMS, what is left)`, waitQueueTimeoutMS and
+/// socketTimeoutMS are ignored, each read ends at the deadline, each command carries
+/// `maxTimeMS` = what is left minus the server's minimum round trip, and retries go
+/// on while time is left.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct OperationContext {
     /// The operation's id: command monitoring's `operationId` of each of its commands
     /// (a retry's, a resend after reauthentication), and the `operationId` of server
     /// selection's log messages.
     pub id: i32,
-    /// When the whole operation must have ended, if anything says so: no step may
-    /// outlast it — server selection, the check-out, each round trip (and, with
-    /// timeoutMS, the `maxTimeMS` sent and whether a retry is still started). Always
-    /// `None` for now: only each step's own bound applies.
+    /// The `timeoutMS` the operation runs with; `Some` turns the Client Side
+    /// Operations Timeout spec's behaviour on (`Some(ZERO)`: with no limit).
+    pub timeout: Option<Duration>,
+    /// When the whole operation must have ended: `timeoutMS` after it started.
     pub deadline: Option<Instant>,
+    /// Whether its commands carry a `maxTimeMS` derived from the deadline: not a
+    /// cursor's getMore, nor the first command of a cursor whose timeout applies to
+    /// each iteration (spec, "Cursors").
+    pub max_time: bool,
 }
 
 impl OperationContext {
-    /// The context of a new operation, with an id of its own and no deadline.
+    /// The context of a new operation, with an id of its own and no timeoutMS.
     pub fn new() -> OperationContext {
         OperationContext {
             id: next_request_id(),
+            timeout: None,
             deadline: None,
+            max_time: true,
         }
+    }
+
+    /// The context of a new operation that starts at `now` with `timeout` (timeoutMS;
+    /// `None`: not set).
+    pub fn with_timeout(timeout: Option<Duration>, now: Instant) -> OperationContext {
+        OperationContext {
+            timeout,
+            deadline: timeout
+                .filter(|limit| !limit.is_zero())
+                .map(|limit| now + limit),
+            ..OperationContext::new()
+        }
+    }
+
+    /// Whether timeoutMS is set (to any value, 0 included).
+    pub fn is_timed(&self) -> bool {
+        self.timeout.is_some()
+    }
+
+    /// How long is left at `now` before the deadline, if there is one.
+    pub fn remaining(&self, now: Instant) -> Option<Duration> {
+        self.deadline
+            .map(|deadline| deadline.saturating_duration_since(now))
+    }
+
+    /// Whether the deadline has passed at `now`.
+    pub fn has_expired(&self, now: Instant) -> bool {
+        self.deadline.is_some_and(|deadline| now >= deadline)
+    }
+
+    /// The timeout error of this operation, noticed `during` a step whose error, if
+    /// any, is the `cause`.
+    pub fn timeout_error(&self, during: &'static str, cause: Option<Error>) -> Error {
+        Error::operation_timeout(self.timeout.unwrap_or_default(), during, cause)
+    }
+
+    /// How long server selection may take from `now`: serverSelectionTimeoutMS, within
+    /// the deadline (spec, "Server Selection": `computedServerSelectionTimeout`).
+    pub fn selection_timeout(&self, options: &ClientOptions, now: Instant) -> Duration {
+        let bound = options.server_selection_timeout;
+        self.within(Some(bound), now).unwrap_or(bound)
+    }
+
+    /// The waitQueueTimeoutMS a check-out honours: none with timeoutMS, which replaces
+    /// it (spec, "Validation and Overrides").
+    pub fn wait_queue_timeout(&self, options: &ClientOptions) -> Option<Duration> {
+        options.wait_queue_timeout.filter(|_| !self.is_timed())
     }
 
     /// How long a check-out on a known server (no selection before it) may wait at
     /// `now`: the shorter of waitQueueTimeoutMS and serverSelectionTimeoutMS, within
     /// the deadline.
     pub fn check_out_timeout(&self, options: &ClientOptions, now: Instant) -> Duration {
-        let bound = match options.wait_queue_timeout {
+        let bound = match self.wait_queue_timeout(options) {
             Some(wait) => wait.min(options.server_selection_timeout),
             None => options.server_selection_timeout,
         };
@@ -115,21 +163,66 @@ impl OperationContext {
     }
 
     /// How long a reply sent at `now` on a connection opened with `socket_timeout`
-    /// (socketTimeoutMS; `None`: no bound) may take to come, within the deadline.
+    /// (socketTimeoutMS; `None`: no bound) may take to come: with timeoutMS, what is
+    /// left before the deadline (socketTimeoutMS is ignored).
     pub fn read_limit(&self, socket_timeout: Option<Duration>, now: Instant) -> Option<Duration> {
-        self.within(socket_timeout, now)
+        match self.is_timed() {
+            true => self.remaining(now),
+            false => socket_timeout,
+        }
+    }
+
+    /// The `maxTimeMS` a command sent at `now` to a server whose minimum round trip
+    /// is `min_rtt` carries (spec, "Command Execution"): what is left minus that
+    /// round trip; `None` without a deadline. When no more than the round trip is
+    /// left, the command is not sent: the timeout error.
+    pub fn max_time_ms(&self, now: Instant, min_rtt: Duration) -> Result<Option<i64>> {
+        let Some(left) = self.remaining(now) else {
+            return Ok(None);
+        };
+        if left <= min_rtt {
+            return Err(self.timeout_error("command construction", None));
+        }
+        let millis = (left - min_rtt).as_millis().max(1);
+        Ok(Some(i64::try_from(millis).unwrap_or(i64::MAX)))
+    }
+
+    /// `error` as the operation reports it: with timeoutMS, a server's
+    /// MaxTimeMSExpired (code 50, at the top, in a write error or a write concern
+    /// error), a socket timeout, and any error after the deadline passed become the
+    /// timeout error, with `error` as the cause (spec, "Error Transformations").
+    pub fn report(&self, error: Error, now: Instant) -> Error {
+        if !self.is_timed() || error.is_operation_timeout() {
+            return error;
+        }
+        let max_time_expired = error.code() == Some(MAX_TIME_MS_EXPIRED)
+            || matches!(
+                error.kind(),
+                crate::error::ErrorKind::BulkWrite(failure)
+                    if failure.write_concern_error.as_ref().is_some_and(|concern| concern.code == MAX_TIME_MS_EXPIRED)
+            );
+        if max_time_expired {
+            return self.timeout_error("server execution", Some(error));
+        }
+        if matches!(error.kind(), crate::error::ErrorKind::Timeout { .. }) || self.has_expired(now)
+        {
+            return self.timeout_error("the operation", Some(error));
+        }
+        error
     }
 
     /// A step's own `bound` (`None`: none), cut to what is left at `now` before the
     /// deadline, if there is one.
     fn within(&self, bound: Option<Duration>, now: Instant) -> Option<Duration> {
-        let Some(deadline) = self.deadline else {
+        let Some(left) = self.remaining(now) else {
             return bound;
         };
-        let left = deadline.saturating_duration_since(now);
         Some(bound.map_or(left, |bound| bound.min(left)))
     }
 }
+
+/// The server's MaxTimeMSExpired error code.
+const MAX_TIME_MS_EXPIRED: i32 = 50;
 
 /// A cursor to kill: dropped before its end with no runtime to kill it then; the
 /// executor keeps it for its next operation. (It holds no executor: the executor keeps
@@ -142,6 +235,8 @@ pub(crate) struct PendingKill {
     /// The connection the cursor is pinned to: the kill goes there, and the
     /// connection back to the pool after it, whatever the result.
     pub pinned: Option<PinnedConnection>,
+    /// The cursor's timeoutMS, which the kill gets afresh.
+    pub timeout: Option<Duration>,
 }
 
 /// A command as an operation builds it; the executor adds the fields every command
@@ -222,6 +317,8 @@ const WIRE_VERSION_5_0: i32 = 13;
 /// keeps the server and the session for its getMores).
 pub(crate) struct ReplyContext<'a> {
     pub executor: &'a Arc<Executor>,
+    /// The operation the command belongs to (a cursor's timeoutMS comes from it).
+    pub operation: &'a OperationContext,
     pub server: &'a Arc<Server>,
     /// The session the command ran in, if the server supports sessions.
     pub session: Option<&'a ClientSession>,
@@ -243,6 +340,9 @@ pub(crate) struct Attempt<'a> {
     pub txn_number: TxnNumber,
     /// Load-balanced mode: where the connection goes if a cursor keeps it.
     pub pinned: Option<&'a PinnedConnection>,
+    /// The server's minimum round trip time when it was selected: what the
+    /// `maxTimeMS` derived from timeoutMS leaves for the network.
+    pub min_rtt: Duration,
 }
 
 /// One operation of the user API.
@@ -309,6 +409,25 @@ pub(crate) trait Operation {
         false
     }
 
+    /// Whether its command carries the `maxTimeMS` timeoutMS leaves (Client Side
+    /// Operations Timeout spec, "Cursors"): not the command of a tailable cursor that
+    /// does not await data, nor of a cursor whose timeoutMS applies to each iteration.
+    fn sends_max_time(&self) -> bool {
+        true
+    }
+
+    /// Whether its command may read as well as write (a command the driver does not
+    /// know, given to `run_command`): retried after an overload error only when both
+    /// retryReads and retryWrites allow it (Client Backpressure spec).
+    fn reads_or_writes(&self) -> bool {
+        false
+    }
+
+    /// Learns that an attempt failed with `error`, before any retry is built (a
+    /// commitTransaction retried after an error other than an overload is sent with
+    /// `w: majority`).
+    fn attempt_failed(&mut self, _error: &Error) {}
+
     /// Whether it is commitTransaction or abortTransaction, which end a transaction:
     /// retried whatever `retryWrites` says, and sent with the transaction's fields and
     /// its write concern (Transactions spec, "Interaction with Retryable Writes").
@@ -364,6 +483,18 @@ impl<O: Operation> Operation for &mut O {
 
     fn ends_transaction(&self) -> bool {
         (**self).ends_transaction()
+    }
+
+    fn reads_or_writes(&self) -> bool {
+        (**self).reads_or_writes()
+    }
+
+    fn sends_max_time(&self) -> bool {
+        (**self).sends_max_time()
+    }
+
+    fn attempt_failed(&mut self, error: &Error) {
+        (**self).attempt_failed(error)
     }
 }
 
@@ -528,6 +659,7 @@ impl Executor {
                 session: None,
                 txn_number: TxnNumber::None,
                 pinned: None,
+                min_rtt: selected.min_round_trip_time,
             };
             let mut operation = EndSessions { ids: batch };
             outcome = self
@@ -566,20 +698,23 @@ impl Executor {
         deprioritized: &[crate::uri::ServerAddress],
         operation: &str,
     ) -> Result<SelectedServer> {
+        let timeout = context.selection_timeout(self.options(), self.now());
         self.topology()
-            .select_server(criteria, deprioritized, operation, context.id)
+            .select_server(criteria, deprioritized, operation, context.id, timeout)
             .await
     }
 
-    /// A connection to the `selected` server, for the operation of `context`. The
-    /// cluster bounds the wait (see [`OperationContext`]); the context has no say in
-    /// it until it carries a deadline.
+    /// A connection to the `selected` server, for the operation of `context`: within
+    /// what is left of the selection's timeout (see [`OperationContext`]).
     pub async fn check_out(
         &self,
-        _context: &OperationContext,
+        context: &OperationContext,
         selected: &SelectedServer,
     ) -> Result<PooledConnection> {
-        self.topology().check_out(selected).await
+        let wait_queue_timeout = context.wait_queue_timeout(self.options());
+        self.topology()
+            .check_out(selected, wait_queue_timeout)
+            .await
     }
 
     /// A connection to `server`, known without a selection (a cursor's), for the
@@ -593,16 +728,63 @@ impl Executor {
         server.pool.check_out(Some(timeout)).await
     }
 
-    /// Runs `operation` in `session` (an implicit one when `None`), retrying it once
-    /// when its retryability and the error allow. In a transaction, reads go where its
-    /// read preference says (primary only), nothing is retried, and network and server
-    /// selection errors get the TransientTransactionError label (Transactions spec).
+    /// Runs `operation` in `session` (an implicit one when `None`), within `timeout`
+    /// (timeoutMS; `None`: not set) or the deadline of the session's
+    /// `with_transaction`, retrying it when its retryability and the error allow
+    /// ([`Executor::execute_in`]). In a transaction, reads go where its read
+    /// preference says (primary only), and network and server selection errors get
+    /// the TransientTransactionError label (Transactions spec).
     pub async fn execute<O: Operation>(
         self: &Arc<Self>,
         operation: O,
         session: Option<&ClientSession>,
+        timeout: Option<Duration>,
     ) -> Result<O::Output> {
-        let context = OperationContext::new();
+        let context = self.context(timeout, session);
+        self.execute_with(context, operation, session).await
+    }
+
+    /// The context of an operation starting now with `timeout` (timeoutMS; `None`:
+    /// not set), in `session`: inside the session's `with_transaction`, its deadline
+    /// applies instead (Client Side Operations Timeout spec, "Convenient Transactions
+    /// API").
+    pub fn context(
+        &self,
+        timeout: Option<Duration>,
+        session: Option<&ClientSession>,
+    ) -> OperationContext {
+        session
+            .and_then(ClientSession::transaction_context)
+            .unwrap_or_else(|| OperationContext::with_timeout(timeout, self.now()))
+    }
+
+    /// [`Executor::execute`] as the operation of `context`. With a deadline, the
+    /// deadline bounds the whole of it: whatever step it cuts (a connection being
+    /// established, a read) is dropped, and a connection dropped while in use is
+    /// closed.
+    pub async fn execute_with<O: Operation>(
+        self: &Arc<Self>,
+        context: OperationContext,
+        operation: O,
+        session: Option<&ClientSession>,
+    ) -> Result<O::Output> {
+        let run = self.execute_checked(&context, operation, session);
+        let result = match context.remaining(self.now()) {
+            None => run.await,
+            Some(left) => match crate::rt::timeout(self.clock(), left, run).await {
+                Ok(result) => result,
+                Err(crate::rt::Elapsed) => Err(context.timeout_error("the operation", None)),
+            },
+        };
+        result.map_err(|error| context.report(error, self.now()))
+    }
+
+    async fn execute_checked<O: Operation>(
+        self: &Arc<Self>,
+        context: &OperationContext,
+        operation: O,
+        session: Option<&ClientSession>,
+    ) -> Result<O::Output> {
         if let Some(session) = session {
             self.check_session(session)?;
         }
@@ -618,10 +800,10 @@ impl Executor {
         }
         let result = match transaction {
             Some(read_preference) => self
-                .execute_in(&context, operation, session, Some(&read_preference))
+                .execute_in(context, operation, session, Some(&read_preference))
                 .await
                 .map_err(crate::transactions::state::label_transient),
-            None => self.execute_in(&context, operation, session, None).await,
+            None => self.execute_in(context, operation, session, None).await,
         };
         if let (Some(session), Err(error)) = (session, &result) {
             if crate::load_balancer::error_unpins(error) {
@@ -632,7 +814,15 @@ impl Executor {
     }
 
     /// [`Executor::execute`], in a transaction whose read preference is
-    /// `transaction` when one is open.
+    /// `transaction` when one is open, with the retries the specs allow:
+    /// - after an error the Retryable Reads or Writes spec calls retryable, once; with
+    ///   timeoutMS, as long as time is left (Client Side Operations Timeout spec,
+    ///   "Retryability");
+    /// - after an error labelled both SystemOverloadedError and RetryableError, in a
+    ///   transaction too, up to `maxAdaptiveRetries` times in all, each after an
+    ///   exponential backoff with jitter (Client Backpressure spec, "Overload retry
+    ///   policy"); from the first overload error on, that limit applies to every
+    ///   retry.
     async fn execute_in<O: Operation>(
         self: &Arc<Self>,
         context: &OperationContext,
@@ -670,7 +860,10 @@ impl Executor {
         let retry_writes = options.retry_writes || operation.ends_transaction();
         let load_balanced = options.load_balanced == Some(true);
         let mut deprioritized = Vec::new();
-        let mut first_error: Option<Error> = None;
+        // The error of the last attempt, once one failed.
+        let mut previous: Option<Error> = None;
+        let mut retries: u32 = 0;
+        let mut overloaded = false;
         let mut txn_number = TxnNumber::Next;
         loop {
             let target = match (operation.target(), transaction) {
@@ -693,12 +886,14 @@ impl Executor {
                 .as_ref()
                 .filter(|_| transaction.is_some() || operation.ends_transaction())
                 .and_then(ClientSession::pinned);
-            let (selected, server, server_type, topology_type, checked_out) = match &pinned {
+            let (selected, server, server_type, topology_type, min_rtt, checked_out) = match &pinned
+            {
                 Some(pin) => (
                     None,
                     pin.server().clone(),
                     ServerType::LoadBalancer,
                     TopologyType::LoadBalanced,
+                    Duration::ZERO,
                     pin.take(),
                 ),
                 None => {
@@ -712,18 +907,29 @@ impl Executor {
                         .await
                     {
                         Ok(selected) => selected,
-                        // A retry that finds no server reports the error of the attempt.
-                        Err(error) => return Err(first_error.unwrap_or(error)),
+                        // A retry that finds no server reports the error of the
+                        // attempt (or, once the deadline passed, the timeout).
+                        Err(error) => {
+                            return Err(match previous {
+                                Some(previous) if context.has_expired(self.now()) => {
+                                    context.timeout_error("server selection", Some(previous))
+                                }
+                                Some(previous) => previous,
+                                None => error,
+                            })
+                        }
                     };
                     let checked_out = self.check_out(context, &selected).await;
                     let server = selected.server.clone();
                     let server_type = selected.server_type;
                     let topology_type = selected.topology_type;
+                    let min_rtt = selected.min_round_trip_time;
                     (
                         Some(selected),
                         server,
                         server_type,
                         topology_type,
+                        min_rtt,
                         checked_out,
                     )
                 }
@@ -752,7 +958,6 @@ impl Executor {
                 }
                 None => server.check_in(pooled),
             };
-            let retrying = first_error.is_some();
             let attempt = match checked_out {
                 Err(error) => Err((error, None)),
                 Ok(mut pooled) => {
@@ -765,11 +970,13 @@ impl Executor {
                         Retryability::Read => options.retry_reads,
                         Retryability::None => false,
                     };
-                    if retrying && !eligible {
+                    let overload_retry =
+                        previous.as_ref().is_some_and(retry::is_overload_retryable);
+                    if previous.is_some() && !eligible && !overload_retry {
                         // The new server cannot take the retry (Retryable Writes
                         // spec): the first attempt's error stands.
                         release(pooled);
-                        return Err(first_error.unwrap_or_else(|| {
+                        return Err(previous.unwrap_or_else(|| {
                             Error::invalid_argument("retry without a first error")
                         }));
                     }
@@ -794,6 +1001,7 @@ impl Executor {
                                 session: session.as_ref(),
                                 txn_number: txn,
                                 pinned: pin.as_ref(),
+                                min_rtt,
                             },
                         )
                         .await;
@@ -806,6 +1014,7 @@ impl Executor {
                 Ok(output) => return Ok(output),
                 Err(failure) => failure,
             };
+            operation.attempt_failed(&error);
             // As of the batch the attempt built (see Operation::retryability).
             let kind = match operation.retryability() {
                 Retryability::None => Retryability::None,
@@ -829,32 +1038,82 @@ impl Executor {
                 ),
                 _ => error,
             };
-            let retryable = eligible
+            let overload = retry::is_overload_retryable(&error);
+            let retryable = (eligible
                 && match kind {
                     Retryability::Write => error.has_label(retry::RETRYABLE_WRITE_ERROR),
                     Retryability::Read => retry::is_retryable_read_error(&error),
                     Retryability::None => false,
-                };
-            if let Some(first) = first_error {
-                return Err(retry::reported_error(first, error));
-            }
+                })
+                || (overload && self.retries_overloads(&operation));
+            let error = match previous.take() {
+                Some(previous) => retry::reported_error(previous, error),
+                None => error,
+            };
             if !retryable {
                 return Err(retry::explain_unsupported_retryable_writes(error));
             }
-            // Retry once, elsewhere if possible (Retryable Writes spec, "Executing
-            // Retryable Write Commands": deprioritize the failed mongos, or any
-            // overloaded server).
+            retries += 1;
+            overloaded |= error.has_label(SYSTEM_OVERLOADED_ERROR);
+            let allowed = match (overloaded, context.is_timed()) {
+                (true, _) => options.max_adaptive_retries,
+                (false, true) => u32::MAX,
+                (false, false) => 1,
+            };
+            if retries > allowed {
+                return Err(error);
+            }
+            if error.has_label(SYSTEM_OVERLOADED_ERROR) {
+                let backoff = retry::overload_backoff(
+                    retries,
+                    retry::server_base_backoff(&error),
+                    retry::jitter(),
+                );
+                if context
+                    .remaining(self.now())
+                    .is_some_and(|left| backoff >= left)
+                {
+                    return Err(error);
+                }
+                self.clock().sleep(backoff).await;
+            }
+            if context.has_expired(self.now()) {
+                return Err(context.timeout_error("a retry", Some(error)));
+            }
+            // Retry elsewhere if possible (Retryable Reads and Writes specs, "Selecting
+            // the server for retry": deprioritize the failed mongos, or a server that
+            // reported an overload; Client Backpressure spec: with
+            // enableOverloadRetargeting, any server that did).
             if topology_type == TopologyType::Sharded || error.has_label(SYSTEM_OVERLOADED_ERROR) {
                 deprioritized.push(server.address.clone());
             }
             drop(selected);
             // A retried commitTransaction or abortTransaction is not pinned
             // (Transactions spec, "When to unpin", 1 and 3).
-            if let Some(session) = &session {
+            if let Some(session) = session.as_ref().filter(|_| transaction.is_none()) {
                 session.unpin();
             }
-            first_error = Some(error);
+            previous = Some(error);
             txn_number = TxnNumber::Same;
+        }
+    }
+
+    /// Whether an error labelled as a retryable overload may be retried for
+    /// `operation` (Client Backpressure spec, "Overload retry policy", 2.4): a write
+    /// when retryWrites allows, a read when retryReads does, a command that may be
+    /// either (run_command) when both do; commitTransaction and abortTransaction
+    /// always.
+    fn retries_overloads<O: Operation>(&self, operation: &O) -> bool {
+        let options = self.options();
+        if operation.ends_transaction() {
+            return true;
+        }
+        if operation.reads_or_writes() {
+            return options.retry_reads && options.retry_writes;
+        }
+        match operation.target() {
+            Target::Read(_) => options.retry_reads,
+            Target::Write | Target::WriteStage(_) => options.retry_writes,
         }
     }
 
@@ -905,6 +1164,7 @@ impl Executor {
             session,
             txn_number,
             pinned,
+            min_rtt,
         } = attempt;
         let sessions_supported = pooled.hello().logical_session_timeout_minutes.is_some()
             || pooled.service_id().is_some();
@@ -980,6 +1240,13 @@ impl Executor {
         if let Some(read_preference) = read_preference {
             body.insert("$readPreference", read_preference);
         }
+        if context.is_timed() {
+            let context = OperationContext {
+                max_time: context.max_time && operation.sends_max_time(),
+                ..*context
+            };
+            apply_timeout(&context, body, self.now(), min_rtt)?;
+        }
         let no_reply = transaction.is_none()
             && !operation.needs_reply()
             && operation
@@ -1003,6 +1270,7 @@ impl Executor {
             reply,
             ReplyContext {
                 executor: self,
+                operation: context,
                 server,
                 session,
                 pinned,
@@ -1158,6 +1426,40 @@ impl Executor {
         }
         Ok(())
     }
+}
+
+/// What timeoutMS changes in a command `body` about to be sent at `now` to a server
+/// whose minimum round trip is `min_rtt` (Client Side Operations Timeout spec): the
+/// deprecated `maxTimeMS` and `wtimeout` given with it are dropped ("Validation and
+/// Overrides"), and the command gets the `maxTimeMS` the deadline leaves ("Command
+/// Execution") — or, when the round trip alone would outlast it, is not sent.
+fn apply_timeout(
+    context: &OperationContext,
+    body: &mut Document,
+    now: Instant,
+    min_rtt: Duration,
+) -> Result<()> {
+    if let Ok(concern) = body.get_document_mut("writeConcern") {
+        concern.remove("wtimeout");
+        if concern.is_empty() {
+            body.remove("writeConcern");
+        }
+    }
+    let max_time = context.max_time_ms(now, min_rtt)?;
+    if body.contains_key("getMore") {
+        // A getMore carries no maxTimeMS of timeoutMS's, but an awaitData cursor's
+        // wait, within what is left (spec, "Tailable awaitData Cursors").
+        let wait = body.get("maxTimeMS").and_then(crate::bson_util::as_i64);
+        if let (Some(wait), Some(max_time)) = (wait, max_time) {
+            body.insert("maxTimeMS", wait.min(max_time));
+        }
+        return Ok(());
+    }
+    body.remove("maxTimeMS");
+    if let Some(max_time) = max_time.filter(|_| context.max_time) {
+        body.insert("maxTimeMS", max_time);
+    }
+    Ok(())
 }
 
 /// Whether `error` came from the driver before anything was sent (a command that

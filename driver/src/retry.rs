@@ -7,7 +7,9 @@
 //! acknowledged, and goes to a server that supports retryable writes (it reports
 //! `logicalSessionTimeoutMinutes` and is not a standalone).
 
-use crate::error::{Error, ErrorKind};
+use std::time::Duration;
+
+use crate::error::{Error, ErrorKind, RETRYABLE_ERROR, SYSTEM_OVERLOADED_ERROR};
 
 /// The label of a write error after which the write may be retried.
 pub const RETRYABLE_WRITE_ERROR: &str = "RetryableWriteError";
@@ -136,6 +138,54 @@ pub(crate) fn reported_error(first: Error, retry: Error) -> Error {
         first
     } else {
         retry
+    }
+}
+
+/// Whether `error` is a retryable overload error (Client Backpressure spec,
+/// "Retryable Overload Error"): labelled both SystemOverloadedError and
+/// RetryableError.
+pub(crate) fn is_overload_retryable(error: &Error) -> bool {
+    error.has_label(SYSTEM_OVERLOADED_ERROR) && error.has_label(RETRYABLE_ERROR)
+}
+
+/// The base of the overload backoff (Client Backpressure spec, "Overload retry
+/// policy", 3): 100 ms.
+const BASE_BACKOFF: Duration = Duration::from_millis(100);
+
+/// The ceiling of the overload backoff: 10 s.
+const MAX_BACKOFF: Duration = Duration::from_secs(10);
+
+/// The base backoff the server asked for in the error's reply (`baseBackoffMS`, when
+/// positive), instead of [`BASE_BACKOFF`].
+pub(crate) fn server_base_backoff(error: &Error) -> Option<Duration> {
+    let millis = error
+        .server_reply()
+        .and_then(|reply| reply.get("baseBackoffMS"))
+        .and_then(crate::bson_util::as_i64)?;
+    u64::try_from(millis)
+        .ok()
+        .filter(|millis| *millis > 0)
+        .map(Duration::from_millis)
+}
+
+/// The wait before the `retry`th retry (1, 2, ...) after an overload error:
+/// `jitter * min(MAX_BACKOFF, base * 2^retry)`, `base` being the server's
+/// `baseBackoffMS` or [`BASE_BACKOFF`], and `jitter` in [0, 1].
+pub(crate) fn overload_backoff(retry: u32, base: Option<Duration>, jitter: f64) -> Duration {
+    let base = base.unwrap_or(BASE_BACKOFF);
+    let ceiling = base
+        .checked_mul(2u32.saturating_pow(retry.min(31)))
+        .map_or(MAX_BACKOFF, |backoff| backoff.min(MAX_BACKOFF));
+    ceiling.mul_f64(jitter.clamp(0.0, 1.0))
+}
+
+/// A random jitter in [0, 1] for a backoff (a fixed 0.5 when there is no source of
+/// randomness).
+pub(crate) fn jitter() -> f64 {
+    let mut bytes = [0u8; 4];
+    match getrandom::fill(&mut bytes) {
+        Ok(()) => f64::from(u32::from_le_bytes(bytes)) / f64::from(u32::MAX),
+        Err(_) => 0.5,
     }
 }
 

@@ -19,7 +19,7 @@ use bson::{doc, Binary, Bson, Document, RawDocument, Timestamp};
 
 use crate::cluster::PinnedConnection;
 use crate::error::{Error, Result};
-use crate::operation::Executor;
+use crate::operation::{Executor, OperationContext};
 use crate::rt::{BoxFuture, Instant};
 use crate::sync::lock;
 use crate::transactions::state::{Transaction, TransactionOptions, TransactionState};
@@ -217,6 +217,10 @@ pub struct SessionOptions {
     /// [`ClientSession::start_transaction`] leaves them unset (Transactions spec,
     /// "defaultTransactionOptions"); what these leave unset comes from the client.
     pub default_transaction_options: Option<TransactionOptions>,
+    /// `defaultTimeoutMS` (Client Side Operations Timeout spec, "Sessions"): the
+    /// timeoutMS of the session's commitTransaction, abortTransaction,
+    /// with_transaction and end; the client's timeoutMS when unset.
+    pub default_timeout: Option<std::time::Duration>,
 }
 
 impl SessionOptions {
@@ -295,6 +299,9 @@ struct SessionState {
     /// Load-balanced mode: the connection its transaction is pinned to (Load Balancer
     /// spec, "Behaviour With Transactions").
     pinned: Option<PinnedConnection>,
+    /// While [`ClientSession::with_transaction`] runs with timeoutMS: the context whose
+    /// deadline the operations in the session share.
+    transaction_context: Option<OperationContext>,
     ended: bool,
 }
 
@@ -352,6 +359,32 @@ impl ClientSession {
     /// The executor of the client that started the session: its operations run there.
     pub(crate) fn executor(&self) -> &Arc<Executor> {
         &self.inner.executor
+    }
+
+    /// The timeoutMS of the session's own operations (commitTransaction,
+    /// abortTransaction, with_transaction, its end): its `default_timeout`, else the
+    /// client's (Client Side Operations Timeout spec, "Sessions").
+    pub fn default_timeout(&self) -> Option<Duration> {
+        self.inner
+            .options
+            .default_timeout
+            .or(self.inner.executor.options().timeout)
+    }
+
+    /// The context an operation in the session runs in while
+    /// [`with_transaction`](Self::with_transaction) bounds the whole transaction:
+    /// its deadline, an id of the operation's own.
+    pub(crate) fn transaction_context(&self) -> Option<OperationContext> {
+        let stored = lock(&self.inner.state).transaction_context?;
+        Some(OperationContext {
+            id: OperationContext::new().id,
+            ..stored
+        })
+    }
+
+    /// Sets (or, with `None`, clears) the context of [`Self::transaction_context`].
+    pub(crate) fn set_transaction_context(&self, context: Option<OperationContext>) {
+        lock(&self.inner.state).transaction_context = context;
     }
 
     /// The options the session was started with.

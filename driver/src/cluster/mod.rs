@@ -92,6 +92,10 @@ pub(crate) struct SelectedServer {
     /// the check-out of a connection must end by then too (CMAP spec, "Checking Out
     /// a Connection").
     deadline: Instant,
+    /// The server's minimum round trip time in the description it was selected from
+    /// (Client Side Operations Timeout spec, "Command Execution": read then, before a
+    /// monitor may reset it).
+    pub min_round_trip_time: Duration,
 }
 
 impl Drop for SelectedServer {
@@ -452,17 +456,18 @@ impl Shared {
         );
     }
 
-    /// Server selection (server-selection.md): a suitable server within
-    /// serverSelectionTimeoutMS, waiting for the topology to change — or, in
-    /// single-threaded mode, scanning — while there is none. `operation` (the command
-    /// name) and `operation_id` go into the selection's log messages
-    /// (server-selection.md, "Logging").
+    /// Server selection (server-selection.md): a suitable server within `timeout`
+    /// (serverSelectionTimeoutMS, or less with timeoutMS), waiting for the topology to
+    /// change — or, in single-threaded mode, scanning — while there is none.
+    /// `operation` (the command name) and `operation_id` go into the selection's log
+    /// messages (server-selection.md, "Logging").
     pub async fn select_server(
         self: &Arc<Self>,
         criteria: &SelectionCriteria<'_>,
         deprioritized: &[ServerAddress],
         operation: &str,
         operation_id: i32,
+        timeout: Duration,
     ) -> Result<SelectedServer> {
         let mut log = SelectionLog::new(
             operation,
@@ -473,7 +478,9 @@ impl Shared {
         if let Some(log) = &log {
             log.started(&self.description());
         }
-        let selected = self.select(criteria, deprioritized, &mut log).await;
+        let selected = self
+            .select(criteria, deprioritized, timeout, &mut log)
+            .await;
         if let Some(log) = &log {
             match &selected {
                 Ok(selected) => log.succeeded(&self.description(), &selected.server.address),
@@ -493,11 +500,11 @@ impl Shared {
         self: &Arc<Self>,
         criteria: &SelectionCriteria<'_>,
         deprioritized: &[ServerAddress],
+        timeout: Duration,
         log: &mut Option<SelectionLog<'_>>,
     ) -> Result<SelectedServer> {
         let clock = self.runtime.clock.clone();
         let started = clock.now();
-        let timeout = self.options.server_selection_timeout;
         let deadline = started + timeout;
         if self.single_threaded {
             self.rescan_srv_if_due().await;
@@ -608,6 +615,7 @@ impl Shared {
             server_type: chosen.server_type,
             topology_type: state.description.topology_type,
             deadline,
+            min_round_trip_time: chosen.min_round_trip_time.unwrap_or_default(),
         }))
     }
 
@@ -640,14 +648,18 @@ impl Shared {
     }
 
     /// A connection to the selected server, from its pool, within what is left of
-    /// serverSelectionTimeoutMS (or waitQueueTimeoutMS, if shorter). A failed
-    /// establishment has already gone through SDAM error handling
+    /// the selection's timeout (or `wait_queue_timeout`, waitQueueTimeoutMS, if
+    /// shorter). A failed establishment has already gone through SDAM error handling
     /// ([`ServerConnector`]).
-    pub async fn check_out(&self, selected: &SelectedServer) -> Result<PooledConnection> {
+    pub async fn check_out(
+        &self,
+        selected: &SelectedServer,
+        wait_queue_timeout: Option<Duration>,
+    ) -> Result<PooledConnection> {
         let remaining = selected
             .deadline
             .saturating_duration_since(self.runtime.clock.now());
-        let timeout = match self.options.wait_queue_timeout {
+        let timeout = match wait_queue_timeout {
             Some(wait_queue_timeout) => remaining.min(wait_queue_timeout),
             None => remaining,
         };

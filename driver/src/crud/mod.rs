@@ -36,6 +36,19 @@ pub enum CursorType {
     TailableAwait,
 }
 
+/// What a cursor's `timeoutMS` bounds (Client Side Operations Timeout spec,
+/// "Cursors").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum TimeoutMode {
+    /// The command that opens the cursor and every getMore after it, together: the
+    /// default of a cursor that is not tailable.
+    CursorLifetime,
+    /// The command, then each iteration separately: the only mode of a tailable
+    /// cursor.
+    Iteration,
+}
+
 /// Options of [`crate::Collection::find`] (CRUD spec, "FindOptions").
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
@@ -93,6 +106,9 @@ pub struct FindOptions {
     /// Variables for `$expr` and aggregation expressions (`let`).
     #[serde(rename = "let")]
     pub let_vars: Option<Document>,
+    /// What `timeoutMS` bounds; needs timeoutMS (Client Side Operations Timeout
+    /// spec, "Cursors").
+    pub timeout_mode: Option<TimeoutMode>,
 }
 
 /// Options of `aggregate` (CRUD spec, "AggregateOptions").
@@ -135,6 +151,9 @@ pub struct AggregateOptions {
     /// Variables (`let`).
     #[serde(rename = "let")]
     pub let_vars: Option<Document>,
+    /// What `timeoutMS` bounds; needs timeoutMS (Client Side Operations Timeout
+    /// spec, "Cursors").
+    pub timeout_mode: Option<TimeoutMode>,
 }
 
 /// Options of `count_documents` (CRUD spec, "CountOptions").

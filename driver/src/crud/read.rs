@@ -5,11 +5,11 @@
 use bson::{doc, Bson, Document, RawDocumentBuf};
 
 use super::write::Namespace;
-use super::{AggregateOptions, CursorType, FindOptions};
+use super::{AggregateOptions, CursorType, FindOptions, TimeoutMode};
 use crate::bson_util::{insert_present, millis};
 use crate::concern::{ReadConcern, WriteConcern};
 use crate::cursor::{is_change_stream_stage, Batch, Cursor, CursorSpec};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::handshake::HelloReply;
 use crate::operation::{Command, Operation, ReplyContext, Target};
 use crate::retry::Retryability;
@@ -23,6 +23,37 @@ fn read_concern_field(read_concern: Option<&ReadConcern>) -> (&'static str, Opti
     )
 }
 
+/// Refuses the cursor options that contradict the operation's `timeout` (timeoutMS;
+/// Client Side Operations Timeout spec, "Cursors"): a `mode` without timeoutMS, a
+/// tailable cursor whose timeout would bound its lifetime, a getMore wait
+/// (`max_await`) that is not shorter than timeoutMS, an aggregate that writes
+/// (`writes`) iterated in [`TimeoutMode::Iteration`].
+fn check_cursor_timeout(
+    timeout: Option<std::time::Duration>,
+    mode: Option<TimeoutMode>,
+    tailable: bool,
+    max_await: Option<std::time::Duration>,
+    writes: bool,
+) -> Result<()> {
+    let refuse = |message: &str| Err(Error::invalid_argument(message));
+    match (mode, timeout) {
+        (Some(_), None) => return refuse("timeoutMode requires timeoutMS"),
+        (Some(TimeoutMode::CursorLifetime), _) if tailable => {
+            return refuse("a tailable cursor supports only the timeoutMode iteration")
+        }
+        (Some(TimeoutMode::Iteration), _) if writes => {
+            return refuse("an aggregate with $out or $merge cannot use the timeoutMode iteration")
+        }
+        _ => {}
+    }
+    if let (Some(wait), Some(timeout)) = (max_await, timeout.filter(|limit| !limit.is_zero())) {
+        if wait >= timeout {
+            return refuse("maxAwaitTimeMS must be less than timeoutMS");
+        }
+    }
+    Ok(())
+}
+
 /// A `find` command.
 pub(crate) struct Find<'a> {
     pub namespace: &'a Namespace,
@@ -30,6 +61,28 @@ pub(crate) struct Find<'a> {
     pub options: FindOptions,
     pub read_preference: ReadPreference,
     pub read_concern: Option<ReadConcern>,
+}
+
+impl Find<'_> {
+    /// Refuses options that contradict timeoutMS (`timeout`).
+    pub fn check_timeout(&self, timeout: Option<std::time::Duration>) -> Result<()> {
+        let options = &self.options;
+        let await_data = options.cursor_type == Some(CursorType::TailableAwait);
+        check_cursor_timeout(
+            timeout,
+            options.timeout_mode,
+            self.tailable(),
+            options.max_await_time.filter(|_| await_data),
+            false,
+        )
+    }
+
+    fn tailable(&self) -> bool {
+        matches!(
+            self.options.cursor_type,
+            Some(CursorType::Tailable | CursorType::TailableAwait)
+        )
+    }
 }
 
 impl Operation for Find<'_> {
@@ -130,12 +183,18 @@ impl Operation for Find<'_> {
         if self.options.cursor_type == Some(CursorType::TailableAwait) {
             spec.max_await_time = self.options.max_await_time;
         }
-        spec.tailable = matches!(
-            self.options.cursor_type,
-            Some(CursorType::Tailable | CursorType::TailableAwait)
-        );
+        spec.tailable = self.tailable();
+        spec.iteration = spec.tailable || self.options.timeout_mode == Some(TimeoutMode::Iteration);
         spec.comment = self.options.comment.clone();
         Ok(Cursor::new(spec, batch))
+    }
+
+    /// A tailable cursor that does not await data, and one iterated with a timeoutMS
+    /// for each iteration, send their find without a `maxTimeMS`.
+    fn sends_max_time(&self) -> bool {
+        let await_data = self.options.cursor_type == Some(CursorType::TailableAwait);
+        (await_data || !self.tailable())
+            && self.options.timeout_mode != Some(TimeoutMode::Iteration)
     }
 
     fn retryability(&self) -> Retryability {
@@ -159,6 +218,22 @@ pub(crate) struct Aggregate<'a> {
 }
 
 impl Aggregate<'_> {
+    /// Refuses options that contradict timeoutMS (`timeout`).
+    pub fn check_timeout(&self, timeout: Option<std::time::Duration>) -> Result<()> {
+        check_cursor_timeout(
+            timeout,
+            self.options.timeout_mode,
+            self.tailable(),
+            self.options.max_await_time,
+            self.writes(),
+        )
+    }
+
+    /// Whether it opens a change stream, whose cursor is tailable.
+    fn tailable(&self) -> bool {
+        self.pipeline.first().is_some_and(is_change_stream_stage)
+    }
+
     /// Whether the pipeline ends in `$out` or `$merge`: it writes.
     fn writes(&self) -> bool {
         self.pipeline
@@ -239,8 +314,15 @@ impl Operation for Aggregate<'_> {
         );
         spec.max_await_time = self.options.max_await_time;
         spec.comment = self.options.comment.clone();
-        spec.tailable = self.pipeline.first().is_some_and(is_change_stream_stage);
+        spec.tailable = self.tailable();
+        spec.iteration = spec.tailable || self.options.timeout_mode == Some(TimeoutMode::Iteration);
         Ok(Cursor::new(spec, batch))
+    }
+
+    /// Iterated with a timeoutMS for each iteration, the aggregate is sent without a
+    /// `maxTimeMS` (a change stream's is not: spec, "Change Streams").
+    fn sends_max_time(&self) -> bool {
+        self.options.timeout_mode != Some(TimeoutMode::Iteration)
     }
 
     fn retryability(&self) -> Retryability {

@@ -21,8 +21,8 @@ use crate::concern::{Acknowledgment, ReadConcern, WriteConcern};
 use crate::crud::write::WriteReply;
 use crate::error::{Error, ErrorKind, Result};
 use crate::handshake::HelloReply;
-use crate::operation::{Command, Operation, ReplyContext, Target};
-use crate::retry::{Retryability, RETRYABLE_WRITE_ERROR};
+use crate::operation::{Command, Operation, OperationContext, ReplyContext, Target};
+use crate::retry::{jitter, Retryability, RETRYABLE_WRITE_ERROR};
 use crate::selection::ReadPreference;
 use crate::session::ClientSession;
 
@@ -145,12 +145,13 @@ fn backoff(attempt: u32, jitter: f64) -> Duration {
     Duration::from_secs_f64(jitter.clamp(0.0, 1.0) * ceiling / 1000.0)
 }
 
-/// A random jitter in [0, 1] (a fixed 0.5 when there is no source of randomness).
-fn jitter() -> f64 {
-    let mut bytes = [0u8; 4];
-    match getrandom::fill(&mut bytes) {
-        Ok(()) => f64::from(u32::from_le_bytes(bytes)) / f64::from(u32::MAX),
-        Err(_) => 0.5,
+/// Clears the session's with_transaction context when the call ends, returned or
+/// dropped.
+struct ClearTransactionContext<'a>(&'a ClientSession);
+
+impl Drop for ClearTransactionContext<'_> {
+    fn drop(&mut self) {
+        self.0.set_transaction_context(None);
     }
 }
 
@@ -200,12 +201,7 @@ impl Operation for EndTransaction {
     fn build(&mut self, _hello: &HelloReply) -> Result<Command> {
         let mut body = doc! { self.command: 1 };
         let write_concern = match self.command {
-            "commitTransaction" => {
-                let concern = commit_write_concern(self.write_concern.as_ref(), self.again);
-                // A retry of this attempt is a commit run again.
-                self.again = true;
-                concern
-            }
+            "commitTransaction" => commit_write_concern(self.write_concern.as_ref(), self.again),
             _ => self
                 .write_concern
                 .as_ref()
@@ -234,6 +230,16 @@ impl Operation for EndTransaction {
 
     fn ends_transaction(&self) -> bool {
         true
+    }
+
+    /// A retry of a commit is a commit run again, with `w: majority` — but after an
+    /// overload error, which says the server did not run it, the retry keeps the
+    /// write concern of the attempt before (spec, "Interaction with Client
+    /// Backpressure").
+    fn attempt_failed(&mut self, error: &Error) {
+        if self.command == "commitTransaction" && !crate::retry::is_overload_retryable(error) {
+            self.again = true;
+        }
     }
 }
 
@@ -327,7 +333,11 @@ impl ClientSession {
         };
         let result = self
             .executor()
-            .execute(EndTransaction::commit(&options, again), Some(self))
+            .execute(
+                EndTransaction::commit(&options, again),
+                Some(self),
+                self.default_timeout(),
+            )
             .await;
         // Committed, even on error (spec, "commitTransaction").
         self.set_transaction_state(TransactionState::Committed);
@@ -357,7 +367,11 @@ impl ClientSession {
             // Drivers ignore all abortTransaction errors (spec, "Design Rationale").
             let _ = self
                 .executor()
-                .execute(EndTransaction::abort(&options), Some(self))
+                .execute(
+                    EndTransaction::abort(&options),
+                    Some(self),
+                    self.default_timeout(),
+                )
                 .await;
         }
         self.set_transaction_state(TransactionState::Aborted);
@@ -420,8 +434,29 @@ impl ClientSession {
     /// ```
     pub async fn with_transaction<F, Fut, T>(
         &self,
+        callback: F,
+        options: TransactionOptions,
+    ) -> Result<T>
+    where
+        F: FnMut(ClientSession) -> Fut,
+        Fut: Future<Output = Result<T>>,
+    {
+        // With timeoutMS, one deadline bounds the whole call, the operations of the
+        // callback in the session included (Client Side Operations Timeout spec,
+        // "Convenient Transactions API").
+        let timeout = self.default_timeout();
+        let context =
+            timeout.map(|_| OperationContext::with_timeout(timeout, self.executor().now()));
+        self.set_transaction_context(context);
+        let _cleared = ClearTransactionContext(self);
+        self.with_transaction_in(callback, options, context).await
+    }
+
+    async fn with_transaction_in<F, Fut, T>(
+        &self,
         mut callback: F,
         options: TransactionOptions,
+        context: Option<OperationContext>,
     ) -> Result<T>
     where
         F: FnMut(ClientSession) -> Fut,
@@ -429,14 +464,24 @@ impl ClientSession {
     {
         let clock = self.executor().runtime().clock.clone();
         let start = clock.now();
-        let elapsed = || clock.now().saturating_duration_since(start);
+        // Until when attempts may start: timeoutMS's deadline (none with 0), else
+        // WITH_TRANSACTION_TIMEOUT.
+        let limit = match context {
+            Some(context) => context.deadline,
+            None => Some(start + WITH_TRANSACTION_TIMEOUT),
+        };
+        let out_of_time = |error: Error| match context {
+            Some(context) => context.timeout_error("withTransaction", Some(error)),
+            None => error,
+        };
+        let has_time = |after: Duration| limit.is_none_or(|limit| clock.now() + after < limit);
         let mut attempt: u32 = 0;
         let mut last_error: Option<Error> = None;
         'transaction: loop {
             if let Some(error) = last_error.take() {
                 let backoff = backoff(attempt, jitter());
-                if elapsed() + backoff >= WITH_TRANSACTION_TIMEOUT {
-                    return Err(error);
+                if !has_time(backoff) {
+                    return Err(out_of_time(error));
                 }
                 clock.sleep(backoff).await;
             }
@@ -446,11 +491,14 @@ impl ClientSession {
                 Ok(value) => value,
                 Err(error) => {
                     if self.in_transaction() {
-                        self.abort_transaction().await?;
+                        // The abort gets a timeoutMS of its own (spec, "Convenient
+                        // Transactions API").
+                        self.set_transaction_context(None);
+                        let aborted = self.abort_transaction().await;
+                        self.set_transaction_context(context);
+                        aborted?;
                     }
-                    if error.has_label(TRANSIENT_TRANSACTION_ERROR)
-                        && elapsed() < WITH_TRANSACTION_TIMEOUT
-                    {
+                    if error.has_label(TRANSIENT_TRANSACTION_ERROR) && has_time(Duration::ZERO) {
                         last_error = Some(error);
                         continue 'transaction;
                     }
@@ -467,10 +515,11 @@ impl ClientSession {
                     Err(error) => error,
                 };
                 if error.code() != Some(MAX_TIME_MS_EXPIRED)
+                    && !error.is_operation_timeout()
                     && error.has_label(UNKNOWN_TRANSACTION_COMMIT_RESULT)
                 {
-                    if elapsed() >= WITH_TRANSACTION_TIMEOUT {
-                        return Err(error);
+                    if !has_time(Duration::ZERO) {
+                        return Err(out_of_time(error));
                     }
                     continue;
                 }

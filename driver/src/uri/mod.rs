@@ -112,6 +112,13 @@ pub struct ClientOptions {
     pub socket_timeout: Option<Duration>,
     /// `serverSelectionTimeoutMS`. Default 30 s.
     pub server_selection_timeout: Duration,
+    /// `timeoutMS` (Client Side Operations Timeout spec): how long each operation may
+    /// take in all, from server selection to its last reply, retries included.
+    /// `None` (the default) keeps the other timeouts' behaviour; `Some(0)` means no
+    /// limit, with the spec's behaviour otherwise (retries while an operation runs,
+    /// [`crate::ErrorKind::OperationTimeout`] errors). Databases, collections,
+    /// sessions and transactions inherit it and may override it.
+    pub timeout: Option<Duration>,
     /// `serverSelectionTryOnce`, for single-threaded mode. Default `true`.
     pub server_selection_try_once: bool,
     /// `localThresholdMS`: the latency window of server selection. Default 15 ms.
@@ -186,6 +193,7 @@ impl Default for ClientOptions {
             connect_timeout: Duration::from_secs(10),
             socket_timeout: None,
             server_selection_timeout: Duration::from_secs(30),
+            timeout: None,
             server_selection_try_once: true,
             local_threshold: Duration::from_millis(15),
             heartbeat_frequency: None,

@@ -22,9 +22,6 @@ use crate::rt::{PemSource, TlsOptions};
 use crate::selection::{ReadPreferenceMode, TagSet};
 use crate::wire::compression::Compressor;
 
-/// Why `timeoutMS` is refused.
-pub(super) const TIMEOUT_MS_UNSUPPORTED: &str = "timeoutMS (the client-side operations timeout) is not supported yet: remove it, and bound operations with connectTimeoutMS, socketTimeoutMS, serverSelectionTimeoutMS and wTimeoutMS, or with a timeout around each call";
-
 /// What the options of one connection string are parsed into: the options, plus what
 /// is only settled once every option has been read (whether TLS is on, whether there
 /// is a credential).
@@ -460,14 +457,15 @@ static OPTIONS: &[UriOption] = &[
         |s, v| put(&mut s.options.srv_service_name, Some(service_name(v)?)),
         |o| o.srv_service_name.as_deref().map(Bson::from),
     ),
-    // Client Side Operations Timeout spec, "timeoutMS": not implemented yet. Accepting
-    // it would let an application believe its operations are bounded when nothing
-    // bounds them, so it is refused, whatever its value, rather than ignored (as an
-    // unknown option would be).
+    // Client Side Operations Timeout spec, "timeoutMS": a non-negative 64-bit integer;
+    // 0 means no limit (but still the spec's behaviour, unlike leaving it unset).
     option(
         "timeoutMS",
-        |_, _| Err(Problem::Fatal(Error::invalid_argument(TIMEOUT_MS_UNSUPPORTED))),
-        |_| None,
+        |s, v| {
+            let millis = integer(v, 0..=i64::MAX)?;
+            put(&mut s.options.timeout, Some(Duration::from_millis(millis.unsigned_abs())))
+        },
+        |o| o.timeout.map(ms),
     ),
     option(
         "tls",

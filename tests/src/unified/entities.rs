@@ -300,6 +300,7 @@ pub fn concerns(options: &Document, what: &str) -> Result<Concerns, Abort> {
         read_preference: parsed.read_preference,
         read_concern: parsed.read_concern,
         write_concern: parsed.write_concern,
+        timeout: None,
     })
 }
 

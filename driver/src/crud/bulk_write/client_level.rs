@@ -41,7 +41,11 @@ pub(crate) async fn execute(
     models: impl IntoIterator<Item = impl Into<ClientWriteModel>>,
     options: Option<BulkWriteOptions>,
     session: Option<&ClientSession>,
+    timeout: Option<std::time::Duration>,
 ) -> Result<BulkWriteResult> {
+    // One timeoutMS for all the batches (Client Side Operations Timeout spec,
+    // "Batching").
+    let context = executor.context(timeout, session);
     let options = options.unwrap_or_default();
     crate::transactions::check_operation_concerns(session, false, options.write_concern.is_some())?;
     let write_concern = options
@@ -53,7 +57,7 @@ pub(crate) async fn execute(
     let mut offset = 0;
     while offset < plan.ops.len() {
         let mut batch = BulkWriteBatch::new(&plan, offset);
-        let reply = match executor.execute(&mut batch, session).await {
+        let reply = match executor.execute_with(context, &mut batch, session).await {
             Ok(reply) => reply,
             Err(error) => match (batch.retried_reply.take(), error.kind()) {
                 // A retryable write concern error that was not retried, or came

@@ -239,7 +239,11 @@ pub(crate) async fn execute(
     options: &BulkWriteOptions,
     write_concern: Option<&WriteConcern>,
     session: Option<&ClientSession>,
+    timeout: Option<std::time::Duration>,
 ) -> Result<BulkWriteResult> {
+    // One timeoutMS for all the batches (Client Side Operations Timeout spec,
+    // "Batching").
+    let context = executor.context(timeout, session);
     let mut outcome = Outcome::default();
     outcome.result.acknowledged = write_concern.is_none_or(WriteConcern::is_acknowledged);
     for run in &plan.runs {
@@ -249,7 +253,7 @@ pub(crate) async fn execute(
                 offset,
                 ..WriteBatch::new(namespace, run.kind, &run.statements, options, write_concern)
             };
-            let reply = match executor.execute(&mut batch, session).await {
+            let reply = match executor.execute_with(context, &mut batch, session).await {
                 Ok(reply) => reply,
                 Err(error) => return Err(outcome.fail(error)),
             };
