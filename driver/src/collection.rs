@@ -187,7 +187,7 @@ impl<T> Collection<T> {
         let command = doc! { "drop": self.name() };
         match self
             .database
-            .run_write_command(command, write_concern, session)
+            .run_write_command(command, write_concern, session, self.timeout())
             .await
         {
             // NamespaceNotFound: nothing to drop.
@@ -210,7 +210,7 @@ impl<T> Collection<T> {
         }
         self.client()
             .database("admin")
-            .run_write_command(command, write_concern, None)
+            .run_write_command(command, write_concern, None, self.timeout())
             .await
     }
 

@@ -490,7 +490,40 @@ async fn run_on_server<O: Operation>(
     if context.has_expired(now) {
         return Err(context.timeout_error("a getMore", None));
     }
-    let run = run_on_server_now(context, executor, server, operation, session, pinned);
+    let run = async {
+        // A getMore is retried after an overload error, on the cursor's server
+        // (Client Backpressure spec: every command but the monitors' and the
+        // handshake's).
+        let options = executor.options();
+        let mut retries = 0;
+        loop {
+            let result =
+                run_on_server_now(context, executor, server, operation, session, pinned).await;
+            let error = match result {
+                Err(error)
+                    if crate::retry::is_overload_retryable(&error)
+                        && options.retry_reads
+                        && retries < options.max_adaptive_retries =>
+                {
+                    error
+                }
+                result => return result,
+            };
+            retries += 1;
+            let backoff = crate::retry::overload_backoff(
+                retries,
+                crate::retry::server_base_backoff(&error),
+                crate::retry::jitter(),
+            );
+            if context
+                .remaining(executor.now())
+                .is_some_and(|left| backoff >= left)
+            {
+                return Err(error);
+            }
+            executor.clock().sleep(backoff).await;
+        }
+    };
     let result = match context.remaining(now) {
         None => run.await,
         Some(left) => match crate::rt::timeout(executor.clock(), left, run).await {

@@ -189,7 +189,9 @@ impl Database {
     /// the driver adds `$db`, the session id and the cluster time, nothing else: no read
     /// or write concern, and it reads from the primary (Run Command spec). A reply with
     /// `ok: 0` becomes an error of kind [`crate::ErrorKind::Command`] carrying the
-    /// server's code, code name, message and error labels. It is never retried.
+    /// server's code, code name, message and error labels. It is retried only after
+    /// an error the server labels a retryable overload, when both retryReads and
+    /// retryWrites allow (Client Backpressure spec).
     pub async fn run_command(&self, command: Document) -> Result<Document> {
         self.run_command_with(command, None, None).await
     }
@@ -331,30 +333,38 @@ impl Database {
         let mut command = bson::doc! { "create": name };
         command.extend(options.into().unwrap_or_default());
         let write_concern = self.options.write_concern(None, None)?;
-        self.run_write_command(command, write_concern, session)
+        self.run_write_command(command, write_concern, session, self.options.timeout)
             .await
     }
 
     /// Drops the database and every collection in it.
     pub async fn drop(&self, session: Option<&ClientSession>) -> Result<()> {
         let write_concern = self.options.write_concern(None, None)?;
-        self.run_write_command(bson::doc! { "dropDatabase": 1 }, write_concern, session)
+        let command = bson::doc! { "dropDatabase": 1 };
+        self.run_write_command(command, write_concern, session, self.options.timeout)
             .await
     }
 
     /// Runs a command that writes (`create`, `drop`, `createIndexes`...) with
     /// `write_concern` (already resolved), and turns the write concern error of its
     /// reply into an error.
+    /// `timeout` is the timeoutMS of the database or collection it concerns.
     pub(crate) async fn run_write_command(
         &self,
         mut command: Document,
         write_concern: Option<&WriteConcern>,
         session: Option<&ClientSession>,
+        timeout: Option<std::time::Duration>,
     ) -> Result<()> {
         if let Some(concern) = write_concern.filter(|concern| !concern.is_empty()) {
             command.insert("writeConcern", concern.to_document());
         }
-        let reply = self.run_command_with(command, None, session).await?;
+        let operation = RunCommand::new(&self.name, command, None)?.write();
+        let reply = self
+            .client
+            .executor()
+            .execute(operation, session, timeout)
+            .await?;
         WriteReply::check_write_concern(&reply)
     }
 }

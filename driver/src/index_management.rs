@@ -293,7 +293,7 @@ impl<T> Collection<T> {
     ) -> Result<()> {
         let write_concern = self.concerns().write_concern(write_concern, session)?;
         self.database()
-            .run_write_command(command, write_concern, session)
+            .run_write_command(command, write_concern, session, self.timeout())
             .await
     }
 

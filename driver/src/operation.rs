@@ -267,6 +267,18 @@ impl Command {
     }
 }
 
+/// Whether an operation reads or writes (Client Backpressure spec: which of
+/// retryReads and retryWrites allows its retries).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Access {
+    /// A read.
+    Read,
+    /// A write.
+    Write,
+    /// A command the driver does not know (run_command): it may do either.
+    Either,
+}
+
 /// Which servers an operation may run on.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Target<'a> {
@@ -416,11 +428,14 @@ pub(crate) trait Operation {
         true
     }
 
-    /// Whether its command may read as well as write (a command the driver does not
-    /// know, given to `run_command`): retried after an overload error only when both
-    /// retryReads and retryWrites allow it (Client Backpressure spec).
-    fn reads_or_writes(&self) -> bool {
-        false
+    /// Whether its command reads or writes, for the retry of an overload error
+    /// (Client Backpressure spec, "Overload retry policy"): by default as its target
+    /// says.
+    fn access(&self) -> Access {
+        match self.target() {
+            Target::Read(_) => Access::Read,
+            Target::Write | Target::WriteStage(_) => Access::Write,
+        }
     }
 
     /// Learns that an attempt failed with `error`, before any retry is built (a
@@ -485,8 +500,8 @@ impl<O: Operation> Operation for &mut O {
         (**self).ends_transaction()
     }
 
-    fn reads_or_writes(&self) -> bool {
-        (**self).reads_or_writes()
+    fn access(&self) -> Access {
+        (**self).access()
     }
 
     fn sends_max_time(&self) -> bool {
@@ -1108,12 +1123,10 @@ impl Executor {
         if operation.ends_transaction() {
             return true;
         }
-        if operation.reads_or_writes() {
-            return options.retry_reads && options.retry_writes;
-        }
-        match operation.target() {
-            Target::Read(_) => options.retry_reads,
-            Target::Write | Target::WriteStage(_) => options.retry_writes,
+        match operation.access() {
+            Access::Read => options.retry_reads,
+            Access::Write => options.retry_writes,
+            Access::Either => options.retry_reads && options.retry_writes,
         }
     }
 

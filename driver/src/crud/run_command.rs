@@ -6,7 +6,7 @@ use crate::concern::{Acknowledgment, WriteConcern};
 use crate::cursor::{opens_tailable_cursor, Batch, Cursor, CursorSpec};
 use crate::error::{Error, Result};
 use crate::handshake::HelloReply;
-use crate::operation::{Command, Operation, ReplyContext, Target};
+use crate::operation::{Access, Command, Operation, ReplyContext, Target};
 use crate::retry::Retryability;
 use crate::selection::ReadPreference;
 
@@ -23,6 +23,8 @@ pub(crate) struct RunCommand {
     /// `w: 0` in the command: no session id may go with it.
     write_concern: Option<WriteConcern>,
     retryability: Retryability,
+    /// What the command does: [`Access::Either`] for a command the application gave.
+    access: Access,
 }
 
 impl RunCommand {
@@ -50,7 +52,15 @@ impl RunCommand {
                 ..WriteConcern::default()
             }),
             retryability: Retryability::None,
+            access: Access::Either,
         })
+    }
+
+    /// The same command, a write a helper of the driver builds (`create`, `drop`,
+    /// `createIndexes`...).
+    pub fn write(mut self) -> RunCommand {
+        self.access = Access::Write;
+        self
     }
 
     /// The same command as a retryable read: a command a helper of the driver builds
@@ -58,6 +68,7 @@ impl RunCommand {
     /// "Supported Read Operations"), not one the application wrote.
     pub fn retryable_read(mut self) -> RunCommand {
         self.retryability = Retryability::Read;
+        self.access = Access::Read;
         self
     }
 }
@@ -71,6 +82,10 @@ impl Operation for RunCommand {
 
     fn target(&self) -> Target<'_> {
         Target::Read(&self.read_preference)
+    }
+
+    fn access(&self) -> Access {
+        self.access
     }
 
     fn build(&mut self, _hello: &HelloReply) -> Result<Command> {
@@ -162,6 +177,10 @@ impl Operation for RunCursorCommand {
 
     fn target(&self) -> Target<'_> {
         self.inner.target()
+    }
+
+    fn access(&self) -> Access {
+        self.inner.access()
     }
 
     fn build(&mut self, hello: &HelloReply) -> Result<Command> {

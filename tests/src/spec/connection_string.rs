@@ -21,7 +21,6 @@ use anymongo::{ClientOptions, ServerAddress};
 use serde_json::{Map, Value};
 
 use super::{run_json_tests, SuiteOutcome};
-use crate::unified::known_gaps::TIMEOUT_MS_REFUSED;
 
 /// Runs the suite in `dir` (the corpus's `connection_string` folder).
 pub fn run(dir: &Path) -> SuiteOutcome {
@@ -31,20 +30,7 @@ pub fn run(dir: &Path) -> SuiteOutcome {
 /// Runs every test of every JSON file under `dir`, in the Connection String tests'
 /// format.
 pub(super) fn run_uri_tests(dir: &Path) -> SuiteOutcome {
-    run_json_tests(dir, |_| None, skip_test, run_test)
-}
-
-/// A test whose URI gives `timeoutMS`, which the driver refuses for now.
-fn skip_test(test: &Map<String, Value>) -> Option<&'static str> {
-    let uri = test.get("uri").and_then(Value::as_str)?;
-    let (_, query) = uri.split_once('?')?;
-    query
-        .split('&')
-        .any(|pair| {
-            let key = pair.split('=').next().unwrap_or_default();
-            key.eq_ignore_ascii_case("timeoutMS")
-        })
-        .then_some(TIMEOUT_MS_REFUSED)
+    run_json_tests(dir, |_| None, |_| None, run_test)
 }
 
 /// Runs one test.

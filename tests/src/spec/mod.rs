@@ -110,6 +110,8 @@ pub static SUITES: &[Suite] = &[
     unified("run_command"),
     unified("versioned-api"),
     unified("gridfs"),
+    unified("csot"),
+    unified("client-backpressure"),
     unified("unified-test-format/valid-pass"),
 ];
 

@@ -1,8 +1,7 @@
 //! The URI Options spec's tests (`uri_options/`). They use the Connection String
 //! tests' format (the spec's `tests/README.md`), so they run through the same runner:
 //! see [`super::connection_string`]. Every option they exercise, including the optional
-//! ones, is implemented, except `timeoutMS`, whose tests are skipped (the driver
-//! refuses it until it implements it, issue 22).
+//! ones, is implemented, `timeoutMS` included.
 
 use std::path::Path;
 

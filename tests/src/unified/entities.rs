@@ -2,6 +2,7 @@
 //! entities.
 
 use std::collections::HashMap;
+use std::time::Duration;
 
 use anymongo::client::ClientConfig;
 use anymongo::crud::AggregateOptions;
@@ -13,7 +14,6 @@ use anymongo::{ChangeStream, Client, ClientOptions, Collection, Cursor, Database
 use bson::{Bson, Document};
 
 use super::events::{EventLog, Observe};
-use super::known_gaps::TIMEOUT_MS_REFUSED;
 use super::logs::{observed_client, LogObserver};
 use super::model::{ClientDescription, EntityDescription};
 use super::Abort;
@@ -62,6 +62,16 @@ impl Entity {
             other => other.kind().to_owned(),
         }
     }
+}
+
+/// A handle [`EntityMap::set_timeout`] replaced for one operation.
+pub enum Saved {
+    /// A client entity's client.
+    Client(Client),
+    /// A database entity's database.
+    Database(Database),
+    /// A collection entity's collection.
+    Collection(Collection<Document>),
 }
 
 /// A client entity.
@@ -190,6 +200,48 @@ impl EntityMap {
         }
     }
 
+    /// Gives the client, database or collection `id` the timeoutMS `timeout`, for
+    /// one operation; [`EntityMap::restore`] puts back what it returns.
+    pub fn set_timeout(&mut self, id: &str, timeout: Duration) -> Result<Saved, Abort> {
+        Ok(match self.get_mut(id)? {
+            Entity::Client(entity) => {
+                let saved = Saved::Client(entity.client.clone());
+                entity.client = entity.client.with_timeout(timeout);
+                saved
+            }
+            Entity::Database(entity) => {
+                let saved = Saved::Database(entity.database.clone());
+                entity.database = entity.database.with_timeout(timeout);
+                saved
+            }
+            Entity::Collection(entity) => {
+                let saved = Saved::Collection(entity.collection.clone());
+                entity.collection = entity.collection.with_timeout(timeout);
+                saved
+            }
+            other => {
+                return Err(Abort::Unsupported(format!(
+                    "timeoutMS on an operation of a {}",
+                    other.kind()
+                )))
+            }
+        })
+    }
+
+    /// Puts back the handle [`EntityMap::set_timeout`] replaced.
+    pub fn restore(&mut self, id: &str, saved: Saved) {
+        match (self.entities.get_mut(id), saved) {
+            (Some(Entity::Client(entity)), Saved::Client(client)) => entity.client = client,
+            (Some(Entity::Database(entity)), Saved::Database(database)) => {
+                entity.database = database
+            }
+            (Some(Entity::Collection(entity)), Saved::Collection(collection)) => {
+                entity.collection = collection
+            }
+            _ => {}
+        }
+    }
+
     fn get_mut(&mut self, id: &str) -> Result<&mut Entity, String> {
         self.entities
             .get_mut(id)
@@ -286,22 +338,39 @@ pub fn create(
 }
 
 /// The concerns of `databaseOptions` or `collectionOptions` (spec "entity":
-/// `readConcern`, `readPreference`, `writeConcern`; `timeoutMS` needs CSOT, which the
-/// driver does not have). They are read as the driver reads the same options of an
-/// aggregate, the one options type that carries all three.
+/// `readConcern`, `readPreference`, `writeConcern`, `timeoutMS`). The concerns are
+/// read as the driver reads the same options of an aggregate, the one options type
+/// that carries all three.
 pub fn concerns(options: &Document, what: &str) -> Result<Concerns, Abort> {
-    const KNOWN: [&str; 3] = ["readConcern", "readPreference", "writeConcern"];
+    const KNOWN: [&str; 4] = ["readConcern", "readPreference", "writeConcern", "timeoutMS"];
     if let Some(key) = options.keys().find(|key| !KNOWN.contains(&key.as_str())) {
         return Err(Abort::Unsupported(format!("{what}.{key} is not supported")));
     }
+    let mut options = options.clone();
+    let timeout = match options.remove("timeoutMS") {
+        None => None,
+        Some(millis) => Some(timeout_ms(&millis, what)?),
+    };
     let parsed: AggregateOptions = bson::deserialize_from_document(options.clone())
         .map_err(|e| format!("{what} {options}: {e}"))?;
     Ok(Concerns {
         read_preference: parsed.read_preference,
         read_concern: parsed.read_concern,
         write_concern: parsed.write_concern,
-        timeout: None,
+        timeout,
     })
+}
+
+/// A `timeoutMS` (or `defaultTimeoutMS`) of the test, as a duration.
+pub fn timeout_ms(millis: &Bson, what: &str) -> Result<std::time::Duration, Abort> {
+    let millis = match millis {
+        Bson::Int32(millis) => i64::from(*millis),
+        Bson::Int64(millis) => *millis,
+        other => return Err(Abort::Failed(format!("{what}: timeoutMS {other}"))),
+    };
+    u64::try_from(millis)
+        .map(std::time::Duration::from_millis)
+        .map_err(|_| Abort::Failed(format!("{what}: timeoutMS {millis}")))
 }
 
 /// A session entity's `sessionOptions` (spec "entity", `session`): `causalConsistency`,
@@ -320,6 +389,9 @@ fn session_options(options: Option<&Document>) -> Result<SessionOptions, Abort> 
                 )
             }
             ("snapshot", Bson::Boolean(snapshot)) => parsed.snapshot = Some(*snapshot),
+            ("defaultTimeoutMS", millis) => {
+                parsed.default_timeout = Some(timeout_ms(millis, "sessionOptions")?)
+            }
             (key, value) => {
                 return Err(Abort::Unsupported(format!(
                     "sessionOptions.{key} ({value}) is not supported"
@@ -377,13 +449,6 @@ fn create_client(description: &ClientDescription, uri: &str) -> Result<ClientEnt
     }
     // `useMultipleMongoses` chose `uri` (Context::client_uri_for): it only matters
     // behind load balancers here, the test server being no sharded cluster.
-    if description.uri_options.as_ref().is_some_and(|options| {
-        options
-            .keys()
-            .any(|key| key.eq_ignore_ascii_case("timeoutMS"))
-    }) {
-        return Err(Abort::Unsupported(TIMEOUT_MS_REFUSED.to_owned()));
-    }
     let uri = with_uri_options(uri, description.uri_options.as_ref())?;
     let mut options = ClientOptions::parse(&uri).map_err(|e| format!("cannot parse {uri}: {e}"))?;
     options.server_api = description
@@ -564,9 +629,12 @@ mod tests {
             Err(Abort::Unsupported(why)) if why.contains("sessionOptions.snapshotTime")
         ));
         let options = doc! { "readConcern": { "level": "majority" }, "timeoutMS": 1 };
+        let parsed = concerns(&options, "collectionOptions").unwrap();
+        assert_eq!(parsed.timeout, Some(std::time::Duration::from_millis(1)));
+        let options = doc! { "readConcern": { "level": "majority" }, "batchSize": 1 };
         assert!(matches!(
             concerns(&options, "collectionOptions"),
-            Err(Abort::Unsupported(why)) if why.contains("collectionOptions.timeoutMS")
+            Err(Abort::Unsupported(why)) if why.contains("collectionOptions.batchSize")
         ));
         let client: ClientDescription =
             bson::deserialize_from_document(doc! { "id": "c", "storeEventsAsEntities": [] })

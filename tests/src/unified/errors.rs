@@ -9,20 +9,14 @@ use super::Abort;
 
 /// Checks `error` against `expected`, but for what the caller matches with the
 /// test's entities: `errorResponse` ([`check_response`]), a client bulk write's
-/// `writeErrors` and `writeConcernErrors`, and `expectResult`. What the driver's
-/// errors cannot show yet (timeoutMS) makes the test unsupported rather than failed.
+/// `writeErrors` and `writeConcernErrors`, and `expectResult`.
 pub fn check(expected: &ExpectedError, error: &Error) -> Result<(), Abort> {
-    let unsupported = [(
-        "isTimeoutError: true",
-        expected.is_timeout_error == Some(true),
-    )];
-    if let Some((what, _)) = unsupported.iter().find(|(_, used)| *used) {
-        return Err(Abort::Unsupported(format!(
-            "expectError.{what}: anymongo::Error does not carry it yet (issue #6)"
-        )));
-    }
     let fail = |why: String| Err(Abort::Failed(format!("{why}; the error: {error}")));
-    // `isTimeoutError: false` holds: the driver has no timeoutMS, so no error is one.
+    if let Some(timeout) = expected.is_timeout_error {
+        if timeout != error.is_operation_timeout() {
+            return fail(format!("expected a timeout error: {timeout}"));
+        }
+    }
     if let Some(client_error) = expected.is_client_error {
         if client_error != is_client_error(error) {
             return fail(format!("expected a client error: {client_error}"));

@@ -8,12 +8,6 @@ pub const DRIVER_GAP: &str = "driver gap: ";
 /// The reason of a test skipped for a gap of the test server starts with this.
 pub const SERVER_GAP: &str = "SecantusDB gap: ";
 
-/// Why a test that gives `timeoutMS` (in a connection string or a client entity's
-/// `uriOptions`) is skipped: the driver refuses the option until it implements the
-/// Client Side Operations Timeout spec.
-pub const TIMEOUT_MS_REFUSED: &str =
-    "timeoutMS (CSOT) not implemented yet: refused at parse time (issue 22)";
-
 /// Whose gap it is, and what is missing.
 #[derive(Debug, Clone, Copy)]
 pub enum Gap {
@@ -74,14 +68,6 @@ const BULK_WRITE_RETRY_RUNS_AGAIN: Gap = Gap::Server(
 const FAILED_HELLO_RECOVERS: Gap = Gap::Server(
     "failCommand on hello with closeConnection does not keep the server Unknown: the \
      next handshake succeeds and the operation finds a server",
-);
-
-/// The driver does not implement the Client Backpressure spec: a command failing with
-/// the RetryableError and SystemOverloadedError labels is not retried (with backoff)
-/// unless its own retry rules allow it, in a transaction or out of one.
-const CLIENT_BACKPRESSURE: Gap = Gap::Driver(
-    "client backpressure (retrying errors labelled RetryableError and \
-     SystemOverloadedError) is not implemented",
 );
 
 /// The test waits for events of every member of the three-member replica set the
@@ -149,30 +135,6 @@ pub const KNOWN_GAPS: &[KnownGap] = &[
         "standalone.json",
         "Failure due to unreachable server",
         FAILED_HELLO_RECOVERS,
-    ),
-    gap(
-        "transactions",
-        "unified/backpressure-retryable-abort.json",
-        "",
-        CLIENT_BACKPRESSURE,
-    ),
-    gap(
-        "transactions",
-        "unified/backpressure-retryable-commit.json",
-        "",
-        CLIENT_BACKPRESSURE,
-    ),
-    gap(
-        "transactions",
-        "unified/backpressure-retryable-reads.json",
-        "",
-        CLIENT_BACKPRESSURE,
-    ),
-    gap(
-        "transactions",
-        "unified/backpressure-retryable-writes.json",
-        "",
-        CLIENT_BACKPRESSURE,
     ),
     gap(
         "sessions",

@@ -267,14 +267,34 @@ pub fn unsupported(operation: &Operation) -> Option<String> {
     })
 }
 
-/// Runs `operation`.
+/// Runs `operation`. An operation given `timeoutMS` runs on its object with that
+/// timeoutMS ([`anymongo::Client::with_timeout`] and its database and collection
+/// counterparts, the driver's operation-level timeoutMS).
 pub async fn execute(operation: &Operation, context: &mut Context) -> Result<Returned, Abort> {
-    match handler(operation) {
-        Some(handler) => handler(operation, context).await,
-        None => Err(Abort::Unsupported(
+    let Some(handler) = handler(operation) else {
+        return Err(Abort::Unsupported(
             unsupported(operation).unwrap_or_default(),
-        )),
-    }
+        ));
+    };
+    let Some(millis) = operation.arguments.get("timeoutMS") else {
+        return handler(operation, context).await;
+    };
+    let timeout = entities::timeout_ms(millis, &operation.name)?;
+    let mut arguments = operation.arguments.clone();
+    arguments.remove("timeoutMS");
+    let without = Operation {
+        name: operation.name.clone(),
+        object: operation.object.clone(),
+        arguments,
+        expect_error: None,
+        expect_result: None,
+        save_result_as_entity: operation.save_result_as_entity.clone(),
+        ignore_result_and_error: operation.ignore_result_and_error,
+    };
+    let saved = context.entities.set_timeout(&operation.object, timeout)?;
+    let returned = handler(&without, context).await;
+    context.entities.restore(&operation.object, saved);
+    returned
 }
 
 /// Spec "failPoint": sets the fail point through the test's client entity, and
