@@ -114,6 +114,7 @@ async fn command_cursor(
     };
     let options = RunCursorCommandOptions {
         read_preference,
+        cursor_type: None,
         batch_size,
         max_time,
         comment: call.arguments.optional("comment"),
