@@ -238,6 +238,10 @@ impl Batch {
 /// }
 /// # Ok(()) }
 /// ```
+///
+/// The [`Stream`] fetches batches until a document comes or the server has no more.
+/// A tailable cursor's getMore answers empty batches while nothing new arrives: to get
+/// control back after each, iterate with [`next_if_any`](Self::next_if_any) instead.
 pub struct Cursor<T> {
     /// `None` once exhausted or after an error.
     spec: Option<CursorSpec>,
@@ -401,6 +405,25 @@ impl<T> Cursor<T> {
         std::future::poll_fn(|cx| self.poll_next_raw(cx)).await
     }
 
+    /// [`next_if_any`](Self::next_if_any) without deserializing: the next document as
+    /// the bytes the server sent, or `None` after one getMore that found nothing, or
+    /// once the cursor is exhausted ([`is_alive`](Self::is_alive) says which).
+    pub async fn next_raw_if_any(&mut self) -> Result<Option<RawDocumentBuf>> {
+        match std::future::poll_fn(|cx| self.poll_step(cx)).await {
+            Step::Document(document) => Ok(Some(document)),
+            Step::EmptyBatch | Step::End => Ok(None),
+            // The server cursor is gone, unreachable or already being killed.
+            Step::Failed(error, _) => Err(error),
+        }
+    }
+
+    /// Whether the cursor may still return documents: some are buffered, or its server
+    /// cursor is open (it is not exhausted, [closed](Self::close) or failed). A
+    /// tailable cursor stays alive across empty batches until the server ends it.
+    pub fn is_alive(&self) -> bool {
+        !self.buffer.is_empty() || self.spec.is_some()
+    }
+
     fn poll_next_raw(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<RawDocumentBuf>>> {
         Poll::Ready(match std::task::ready!(self.poll_step(cx)) {
             // Ask again, from the next poll: a server answering empty batches at once
@@ -411,6 +434,47 @@ impl<T> Cursor<T> {
             // The server cursor is gone, unreachable or already being killed.
             Step::Failed(error, _) => Some(Err(error)),
         })
+    }
+}
+
+impl<T: DeserializeOwned> Cursor<T> {
+    /// The next document if there is one at hand: a buffered one, else the first of the
+    /// batch that one getMore fetches. Unlike the [`Stream`], which fetches again until
+    /// a document comes, returns `None` when that getMore answers an empty batch with
+    /// the cursor still open — what a tailable cursor's getMore does while nothing new
+    /// arrives (Find, getMore and killCursors Commands spec, "Tailable cursors") — so
+    /// that the caller decides when to ask again. `None` also once the cursor is
+    /// exhausted: [`is_alive`](Self::is_alive) says which. (The Node.js driver calls
+    /// this `tryNext`.)
+    ///
+    /// A getMore in flight when the returned future is dropped is not lost: the next
+    /// call (or poll of the [`Stream`]) takes its answer.
+    ///
+    /// ```no_run
+    /// # async fn example<F>(client: anymongo::Client, pause: impl Fn() -> F) -> anymongo::Result<()>
+    /// # where F: std::future::Future<Output = ()> {
+    /// use anymongo::bson::{doc, Document};
+    /// use anymongo::crud::{CursorType, FindOptions};
+    /// let db = client.database("shop");
+    /// db.create_collection("log", doc! { "capped": true, "size": 1_048_576 }, None).await?;
+    /// let log = db.collection::<Document>("log");
+    /// let options = FindOptions { cursor_type: Some(CursorType::Tailable), ..Default::default() };
+    /// let mut cursor = log.find(doc! {}, options).await?;
+    /// while cursor.is_alive() {
+    ///     match cursor.next_if_any().await? {
+    ///         Some(entry) => println!("{entry}"),
+    ///         // Nothing new yet: ask again after a pause of the application's choosing
+    ///         // (with `CursorType::TailableAwait` the server waits for new data instead).
+    ///         None => pause().await,
+    ///     }
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn next_if_any(&mut self) -> Result<Option<T>> {
+        match self.next_raw_if_any().await? {
+            Some(document) => deserialize(&document).map(Some),
+            None => Ok(None),
+        }
     }
 }
 
@@ -694,6 +758,52 @@ impl Executor {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bson::rawdoc;
+    use futures::executor::block_on;
+
+    /// A cursor whose server cursor is gone (id 0), `documents` still buffered: what
+    /// [`Cursor::new`] makes of a last batch, without a server behind it.
+    fn last_batch(documents: impl IntoIterator<Item = RawDocumentBuf>) -> Cursor<Document> {
+        Cursor {
+            spec: None,
+            buffer: documents.into_iter().collect(),
+            post_batch_resume_token: None,
+            in_flight: None,
+            empty_batches: 0,
+            _documents: PhantomData,
+        }
+    }
+
+    #[test]
+    fn next_if_any_returns_the_buffered_documents_then_none_once_exhausted() {
+        let mut cursor = last_batch([rawdoc! { "_id": 1 }, rawdoc! { "_id": 2 }]);
+        assert!(cursor.is_alive(), "documents are buffered");
+        assert_eq!(cursor.id(), 0);
+        assert_eq!(
+            block_on(cursor.next_if_any()).unwrap(),
+            Some(doc! { "_id": 1 })
+        );
+        assert!(cursor.is_alive());
+        let raw = block_on(cursor.next_raw_if_any()).unwrap();
+        assert_eq!(raw, Some(rawdoc! { "_id": 2 }));
+        assert!(!cursor.is_alive(), "the last document is returned");
+        assert_eq!(block_on(cursor.next_if_any()).unwrap(), None);
+        assert_eq!(block_on(cursor.next_if_any()).unwrap(), None);
+    }
+
+    #[test]
+    fn next_if_any_reports_a_document_of_the_wrong_shape_and_goes_on() {
+        let mut cursor =
+            last_batch([rawdoc! { "_id": "a" }, rawdoc! { "_id": 2 }]).with_type::<Id>();
+        assert!(block_on(cursor.next_if_any()).is_err());
+        assert_eq!(block_on(cursor.next_if_any()).unwrap(), Some(Id { _id: 2 }));
+        assert!(!cursor.is_alive());
+    }
+
+    #[derive(Debug, PartialEq, serde::Deserialize)]
+    struct Id {
+        _id: i32,
+    }
 
     #[test]
     fn tailable_finds_and_change_stream_aggregates_open_tailable_cursors() {

@@ -218,7 +218,8 @@ impl Database {
     }
 
     /// [`run_cursor_command`](Self::run_cursor_command) with options (a read preference,
-    /// the getMores' `batchSize`, `maxTimeMS` and `comment`) and/or in a session.
+    /// the cursor type of a tailable `find`, the getMores' `batchSize`, `maxTimeMS` and
+    /// `comment`) and/or in a session.
     ///
     /// ```no_run
     /// # async fn example(db: anymongo::Database) -> anymongo::Result<()> {

@@ -6,7 +6,10 @@ use std::time::Duration;
 
 use anymongo::bson::{doc, Bson, Document};
 use anymongo::command_monitoring::CommandEvent;
-use anymongo::crud::{FindOneAndModifyOptions, FindOptions, ReturnDocument, WriteOptions};
+use anymongo::crud::{
+    CursorType, FindOneAndModifyOptions, FindOptions, ReturnDocument, RunCursorCommandOptions,
+    WriteOptions,
+};
 use anymongo::{Client, Collection, ErrorKind};
 use anymongo_tests::harness::{self, recording_client};
 use anymongo_tests::round_trip;
@@ -224,6 +227,109 @@ async fn a_cursor_dropped_early_is_killed() {
             );
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
+    })
+    .await;
+}
+
+/// A fresh capped collection named after the test, holding `documents`: what a
+/// tailable cursor needs.
+async fn fresh_capped(client: &Client, name: &str, documents: &[Document]) -> Collection<Document> {
+    let collection = fresh::<Document>(client, name).await;
+    client
+        .database("crud_tests")
+        .create_collection(name, doc! { "capped": true, "size": 4096, "max": 10 }, None)
+        .await
+        .unwrap();
+    collection.insert_many(documents, None).await.unwrap();
+    collection
+}
+
+/// The `nextBatch` of every getMore reply.
+fn next_batches(events: &Mutex<Vec<CommandEvent>>) -> Vec<Vec<Bson>> {
+    events
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|event| match event {
+            CommandEvent::Succeeded(succeeded) if succeeded.info.command_name == "getMore" => {
+                let cursor = succeeded.reply.get_document("cursor").unwrap();
+                Some(cursor.get_array("nextBatch").unwrap().clone())
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_tailable_cursor_returns_none_after_an_empty_batch_and_stays_alive_for_new_documents() {
+    bounded(async {
+        let (client, events) = recording_client("appName=crud_tailable");
+        let first = [doc! { "_id": 1 }, doc! { "_id": 2 }];
+        let log = fresh_capped(&client, "tailable", &first).await;
+        let options = FindOptions {
+            cursor_type: Some(CursorType::Tailable),
+            ..Default::default()
+        };
+        let mut cursor = log.find(doc! {}, options).await.unwrap();
+        assert_ne!(cursor.id(), 0, "a tailable cursor stays open");
+        // The first batch, without a getMore.
+        for expected in &first {
+            assert_eq!(cursor.next_if_any().await.unwrap().as_ref(), Some(expected));
+        }
+        assert!(started(&events, "getMore").is_empty());
+        // Drained: one getMore, whose empty batch comes back as None on a live cursor.
+        assert_eq!(cursor.next_if_any().await.unwrap(), None);
+        assert!(cursor.is_alive());
+        assert_ne!(cursor.id(), 0);
+        assert_eq!(next_batches(&events), vec![vec![]]);
+        // Tailable, not awaitData: no maxTimeMS on the getMore.
+        assert!(!started(&events, "getMore")[0].contains_key("maxTimeMS"));
+        // A new document comes with the next call's getMore.
+        log.insert_one(doc! { "_id": 3 }, None).await.unwrap();
+        assert_eq!(cursor.next_if_any().await.unwrap(), Some(doc! { "_id": 3 }));
+        assert_eq!(started(&events, "getMore").len(), 2);
+        assert!(cursor.is_alive());
+        cursor.close().await.unwrap();
+        assert_eq!(started(&events, "killCursors").len(), 1);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_tailable_await_command_cursor_waits_on_each_get_more_and_its_stream_skips_empty_batches()
+{
+    bounded(async {
+        let (client, events) = recording_client("appName=crud_tailable_await");
+        let log = fresh_capped(&client, "tailable_await", &[doc! { "_id": 1 }]).await;
+        let options = RunCursorCommandOptions {
+            cursor_type: Some(CursorType::TailableAwait),
+            max_time: Some(Duration::from_millis(20)),
+            ..Default::default()
+        };
+        let command = doc! { "find": "tailable_await", "tailable": true, "awaitData": true };
+        let mut cursor = client
+            .database("crud_tests")
+            .run_cursor_command_with(command.clone(), options, None)
+            .await
+            .unwrap();
+        assert_eq!(cursor.next_if_any().await.unwrap(), Some(doc! { "_id": 1 }));
+        assert_eq!(cursor.next_if_any().await.unwrap(), None);
+        assert!(cursor.is_alive());
+        // The command went as given; its getMore carries the wait.
+        let find = &started(&events, "find")[0];
+        assert_eq!(find.get("awaitData"), Some(&Bson::Boolean(true)));
+        assert!(!find.contains_key("maxTimeMS"));
+        let get_mores = started(&events, "getMore");
+        assert_eq!(get_mores.len(), 1);
+        assert_eq!(get_mores[0].get("maxTimeMS"), Some(&Bson::Int64(20)));
+        // The Stream asks again after empty batches until a document comes: the
+        // insert, whenever it lands, ends the wait.
+        let (next, inserted) =
+            tokio::join!(cursor.try_next(), log.insert_one(doc! { "_id": 2 }, None));
+        inserted.unwrap();
+        assert_eq!(next.unwrap(), Some(doc! { "_id": 2 }));
+        assert!(cursor.is_alive());
+        drop(cursor);
     })
     .await;
 }

@@ -25,8 +25,10 @@ use serde::Deserialize;
 use crate::concern::{ReadConcern, WriteConcern};
 use crate::selection::ReadPreference;
 
-/// Whether a tailable cursor waits for new data.
+/// Whether a tailable cursor waits for new data. Reads as the spec tests spell it:
+/// `nonTailable`, `tailable`, `tailableAwait`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub enum CursorType {
     /// An ordinary cursor: it ends after the last result.
     NonTailable,
@@ -281,4 +283,23 @@ pub struct FindOneAndModifyOptions {
     /// Overrides the write concern.
     #[serde(deserialize_with = "crate::concern::deserialize_write_concern")]
     pub write_concern: Option<WriteConcern>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bson::doc;
+
+    #[test]
+    fn cursor_types_read_as_the_spec_tests_spell_them() {
+        for (name, cursor_type) in [
+            ("nonTailable", CursorType::NonTailable),
+            ("tailable", CursorType::Tailable),
+            ("tailableAwait", CursorType::TailableAwait),
+        ] {
+            let options: FindOptions =
+                bson::deserialize_from_document(doc! { "cursorType": name }).unwrap();
+            assert_eq!(options.cursor_type, Some(cursor_type));
+        }
+    }
 }

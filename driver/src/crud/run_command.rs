@@ -2,6 +2,7 @@
 
 use bson::{Bson, Document, RawDocumentBuf};
 
+use super::CursorType;
 use crate::concern::{Acknowledgment, WriteConcern};
 use crate::cursor::{opens_tailable_cursor, Batch, Cursor, CursorSpec};
 use crate::error::{Error, Result};
@@ -125,15 +126,28 @@ pub(crate) struct RunCursorCommand {
 }
 
 /// Options of [`crate::Database::run_cursor_command_with`] (Run Command spec,
-/// "runCursorCommand"): where the command goes, and what its cursor's getMores carry,
-/// which the command itself cannot say.
+/// "runCursorCommand"): where the command goes, what kind of cursor it opens, and what
+/// its cursor's getMores carry, which the command itself cannot say. None of them
+/// changes the command, which is sent as given.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct RunCursorCommandOptions {
     /// Where the command goes; the primary when unset.
     pub read_preference: Option<ReadPreference>,
+    /// The kind of cursor the command opens: `Tailable` or `TailableAwait` when it is a
+    /// `find` with `tailable: true` (and `awaitData: true`), which the command must say
+    /// itself. A tailable cursor's getMores may answer empty batches while nothing new
+    /// arrives: iterate it with [`Cursor::next_if_any`] to see each. A type the
+    /// command's fields do not match is undefined behaviour (Run Command spec,
+    /// "Tailable and TailableAwait"). Unset, a `find` with `tailable: true` is
+    /// tailable all the same.
+    pub cursor_type: Option<CursorType>,
     /// `batchSize` of each getMore; the server's default when unset.
     pub batch_size: Option<u32>,
-    /// `maxTimeMS` of each getMore (the wait of a tailable awaitData cursor).
+    /// `maxTimeMS` of each getMore, whatever the cursor type: for a `TailableAwait`
+    /// cursor, how long each getMore waits for new data. MongoDB refuses it on the
+    /// getMore of a cursor opened without `awaitData` (Find, getMore and killCursors
+    /// Commands spec, "Tailable cursors"). A `maxTimeMS` in the command itself bounds
+    /// that command only.
     pub max_time: Option<std::time::Duration>,
     /// `comment` of each getMore (MongoDB 4.4+).
     pub comment: Option<Bson>,
@@ -150,6 +164,16 @@ impl RunCursorCommand {
             command,
             read_preference,
         )?))
+    }
+
+    /// Whether the cursor is tailable: the command says so (a `find` with `tailable:
+    /// true`) or the options' cursor type does.
+    fn opens_tailable_cursor(&self) -> bool {
+        opens_tailable_cursor(&self.inner.command.body)
+            || matches!(
+                self.get_more.cursor_type,
+                Some(CursorType::Tailable | CursorType::TailableAwait)
+            )
     }
 
     /// This command, its getMores carrying what `options` say of them.
@@ -215,7 +239,47 @@ impl Operation for RunCursorCommand {
         let mut spec = CursorSpec::new(&context, &self.inner.command.database, "", batch_size);
         spec.max_await_time = self.get_more.max_time;
         spec.comment = self.get_more.comment.clone();
-        spec.tailable = opens_tailable_cursor(command);
+        spec.tailable = self.opens_tailable_cursor();
         Ok(Cursor::new(spec, batch))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bson::doc;
+
+    fn cursor_command(command: Document, cursor_type: Option<CursorType>) -> RunCursorCommand {
+        let options = RunCursorCommandOptions {
+            cursor_type,
+            ..RunCursorCommandOptions::default()
+        };
+        RunCursorCommand::new("db", command, None)
+            .unwrap()
+            .with_get_more(options)
+    }
+
+    #[test]
+    fn the_command_or_the_cursor_type_makes_the_cursor_tailable() {
+        let tailable_find = doc! { "find": "capped", "tailable": true };
+        let find = doc! { "find": "capped" };
+        assert!(cursor_command(tailable_find.clone(), None).opens_tailable_cursor());
+        assert!(
+            cursor_command(tailable_find, Some(CursorType::NonTailable)).opens_tailable_cursor()
+        );
+        assert!(cursor_command(find.clone(), Some(CursorType::Tailable)).opens_tailable_cursor());
+        assert!(
+            cursor_command(find.clone(), Some(CursorType::TailableAwait)).opens_tailable_cursor()
+        );
+        assert!(!cursor_command(find.clone(), None).opens_tailable_cursor());
+        assert!(!cursor_command(find, Some(CursorType::NonTailable)).opens_tailable_cursor());
+    }
+
+    #[test]
+    fn the_cursor_type_leaves_the_command_as_given() {
+        let command = doc! { "find": "capped", "tailable": true, "awaitData": true };
+        let mut operation = cursor_command(command.clone(), Some(CursorType::TailableAwait));
+        let sent = operation.build(&HelloReply::default()).unwrap();
+        assert_eq!(sent.body, command);
     }
 }

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use anymongo::crud::RunCursorCommandOptions;
+use anymongo::crud::{CursorType, RunCursorCommandOptions};
 use anymongo::enumerate::{ListCollectionsOptions, ListDatabasesOptions};
 use anymongo::index_management::{
     CreateIndexOptions, DropIndexOptions, IndexModel, ListIndexesOptions,
@@ -15,7 +15,7 @@ use anymongo::{Cursor, Database};
 use bson::{doc, Bson, Document};
 
 use super::arguments::Arguments;
-use super::crud::drain;
+use super::crud::{drain, drain_tailable, opens_tailable_cursor};
 use super::entities::{self, CollectionEntity, Entity, EntityMap};
 use super::model::Operation;
 use super::operations::{first_key, Context, Returned};
@@ -75,12 +75,11 @@ pub async fn run_command(operation: &Operation, context: &mut Context) -> Result
 }
 
 /// The options of `runCursorCommand` and `createCommandCursor` the driver has no
-/// parameter for: tailable cursors (`cursorType`), whose empty batches the driver's
-/// cursor does not return one by one, and CSOT (`timeoutMode`).
-const UNSUPPORTED_CURSOR_OPTIONS: [&str; 2] = ["cursorType", "timeoutMode"];
+/// parameter for: CSOT's `timeoutMode`.
+const UNSUPPORTED_CURSOR_OPTIONS: [&str; 1] = ["timeoutMode"];
 
-/// The cursor of `runCursorCommand` or `createCommandCursor`, with the getMore options
-/// `batchSize`, `maxTimeMS` and `comment`.
+/// The cursor of `runCursorCommand` or `createCommandCursor`, with the `cursorType`
+/// and the getMore options `batchSize`, `maxTimeMS` and `comment`.
 async fn command_cursor(
     operation: &Operation,
     context: &mut Context,
@@ -112,8 +111,16 @@ async fn command_cursor(
                 .ok_or_else(|| Abort::Failed(format!("maxTimeMS {ms}")))?,
         )),
     };
+    let cursor_type = match call.arguments.optional("cursorType") {
+        None => None,
+        Some(name) => Some(
+            bson::deserialize_from_bson::<CursorType>(name.clone())
+                .map_err(|_| Abort::Failed(format!("cursorType {name}")))?,
+        ),
+    };
     let options = RunCursorCommandOptions {
         read_preference,
+        cursor_type,
         batch_size,
         max_time,
         comment: call.arguments.optional("comment"),
@@ -125,12 +132,17 @@ async fn command_cursor(
         .await)
 }
 
-/// Spec `runCursorCommand`: the result is every document of the cursor.
+/// Spec `runCursorCommand`: the result is every document of the cursor (of a tailable
+/// one, up to its first empty batch).
 pub async fn run_cursor_command(
     operation: &Operation,
     context: &mut Context,
 ) -> Result<Returned, Abort> {
-    Ok(drain(command_cursor(operation, context).await?).await)
+    let cursor = command_cursor(operation, context).await?;
+    Ok(match opens_tailable_cursor(operation) {
+        true => drain_tailable(cursor).await,
+        false => drain(cursor).await,
+    })
 }
 
 /// Spec `createCommandCursor`: the cursor becomes the result entity.

@@ -284,9 +284,14 @@ pub async fn find_cursor(
     })
 }
 
-/// Spec `find`: the result is every document of the cursor.
+/// Spec `find`: the result is every document of the cursor (of a tailable one, up to
+/// its first empty batch).
 pub async fn find(operation: &Operation, context: &mut Context) -> Result<Returned, Abort> {
-    Ok(drain(find_cursor(operation, context).await?).await)
+    let cursor = find_cursor(operation, context).await?;
+    Ok(match opens_tailable_cursor(operation) {
+        true => drain_tailable(cursor).await,
+        false => drain(cursor).await,
+    })
 }
 
 /// Spec `findOne`: the first document, or null.
@@ -444,4 +449,29 @@ pub async fn drain(cursor: anymongo::Result<Cursor<Document>>) -> Returned {
     Ok(Some(Bson::Array(
         documents.into_iter().map(Bson::Document).collect(),
     )))
+}
+
+/// [`drain`] for a tailable cursor, which has no end to drain to: its documents up to
+/// its first empty batch (where pymongo's `list()` of one stops too), taken with
+/// `Cursor::next_if_any`. The cursor is dropped then, and the driver kills it.
+pub async fn drain_tailable(cursor: anymongo::Result<Cursor<Document>>) -> Returned {
+    let mut cursor = cursor?;
+    let mut documents = Vec::new();
+    while let Some(document) = cursor.next_if_any().await? {
+        documents.push(Bson::Document(document));
+    }
+    Ok(Some(Bson::Array(documents)))
+}
+
+/// Whether `operation` opens a tailable cursor: its `cursorType` argument says so, or
+/// its `command` (`runCursorCommand`) is a find with `tailable: true`, which makes
+/// the driver's cursor tailable too.
+pub fn opens_tailable_cursor(operation: &Operation) -> bool {
+    let arguments = &operation.arguments;
+    matches!(
+        arguments.get_str("cursorType"),
+        Ok("tailable" | "tailableAwait")
+    ) || arguments
+        .get_document("command")
+        .is_ok_and(|command| command.get_bool("tailable").unwrap_or(false))
 }

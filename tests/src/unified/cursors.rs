@@ -20,12 +20,13 @@ pub async fn create_find_cursor(
     Ok(context.save_cursor(cursor))
 }
 
-/// Spec `iterateUntilDocumentOrError` and `iterateOnce`: the next document. The
-/// driver's cursor has one way to iterate, which fetches batches until a document
-/// comes; `iterateOnce` differs only for a tailable cursor, which the driver's
-/// `Database::run_cursor_command_with` cannot create (`cursorType` is unsupported),
-/// and for a change stream, which asks once (`ChangeStream::next_if_any`) and may
-/// return nothing. A cursor exhausted without a document fails the test.
+/// Spec `iterateUntilDocumentOrError` and `iterateOnce`: the next document.
+/// `iterateUntilDocumentOrError` iterates as the driver's `Stream` does, fetching
+/// batches until a document comes; `iterateOnce` asks once (`Cursor::next_if_any`,
+/// `ChangeStream::next_if_any`: a buffered document, else one getMore) and returns
+/// nothing after an empty batch that leaves the cursor alive, as a tailable cursor's
+/// getMore gives while nothing new arrives. A cursor exhausted without a document
+/// fails the test.
 pub async fn next(operation: &Operation, context: &mut Context) -> Result<Returned, Abort> {
     super::arguments::known_arguments(operation, &[])?;
     let entity = context.entities.cursor_mut(&operation.object)?;
@@ -35,6 +36,10 @@ pub async fn next(operation: &Operation, context: &mut Context) -> Result<Return
         .ok_or_else(|| format!("the cursor {} is closed", operation.object))?;
     let once = operation.name == "iterateOnce";
     let next = match iterable {
+        Iterable::Cursor(cursor) if once => match cursor.next_if_any().await {
+            Ok(None) if cursor.is_alive() => return Ok(Ok(None)),
+            next => next,
+        },
         Iterable::Cursor(cursor) => cursor.try_next().await,
         Iterable::ChangeStream(stream) if once => match stream.next_if_any().await {
             Ok(None) if stream.is_alive() => return Ok(Ok(None)),
