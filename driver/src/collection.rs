@@ -360,7 +360,12 @@ impl<T> Collection<T> {
             .execute(operation, session, self.concerns.timeout)
             .await?;
         match reply.single_write_error() {
-            Some(error) => Err(error),
+            // With timeoutMS, a write concern error MaxTimeMSExpired is the timeout
+            // error (Client Side Operations Timeout spec, "Error Transformations").
+            Some(error) => Err(crate::operation::transform_max_time_expired(
+                self.concerns.timeout,
+                error,
+            )),
             None => Ok(reply),
         }
     }

@@ -195,13 +195,7 @@ impl OperationContext {
         if !self.is_timed() || error.is_operation_timeout() {
             return error;
         }
-        let max_time_expired = error.code() == Some(MAX_TIME_MS_EXPIRED)
-            || matches!(
-                error.kind(),
-                crate::error::ErrorKind::BulkWrite(failure)
-                    if failure.write_concern_error.as_ref().is_some_and(|concern| concern.code == MAX_TIME_MS_EXPIRED)
-            );
-        if max_time_expired {
+        if is_max_time_expired(&error) {
             return self.timeout_error("server execution", Some(error));
         }
         if matches!(error.kind(), crate::error::ErrorKind::Timeout { .. }) || self.has_expired(now)
@@ -223,6 +217,29 @@ impl OperationContext {
 
 /// The server's MaxTimeMSExpired error code.
 const MAX_TIME_MS_EXPIRED: i32 = 50;
+
+/// Whether `error` is the server's MaxTimeMSExpired: at the top, in a write error or
+/// in a write concern error.
+fn is_max_time_expired(error: &Error) -> bool {
+    error.code() == Some(MAX_TIME_MS_EXPIRED)
+        || matches!(
+            error.kind(),
+            crate::error::ErrorKind::BulkWrite(failure)
+                if failure.write_concern_error.as_ref().is_some_and(|concern| concern.code == MAX_TIME_MS_EXPIRED)
+        )
+}
+
+/// `error` of an operation that ran with `timeout` (timeoutMS) and turned its reply
+/// into an error after the executor returned: with timeoutMS, a MaxTimeMSExpired is
+/// the timeout error.
+pub(crate) fn transform_max_time_expired(timeout: Option<Duration>, error: Error) -> Error {
+    match timeout {
+        Some(timeout) if is_max_time_expired(&error) => {
+            Error::operation_timeout(timeout, "server execution", Some(error))
+        }
+        _ => error,
+    }
+}
 
 /// A cursor to kill: dropped before its end with no runtime to kill it then; the
 /// executor keeps it for its next operation. (It holds no executor: the executor keeps
@@ -1267,10 +1284,13 @@ impl Executor {
                 .is_some_and(|concern| !concern.is_acknowledged());
         let reply = self.send(context, pooled, command, session, no_reply).await;
         if let (Some(session), Some(_)) = (session, &transaction) {
+            // A command refused as an overload did not start the transaction: its
+            // retry starts it (Transactions spec, "Interaction with Client
+            // Backpressure").
             if reply
                 .as_ref()
                 .err()
-                .is_none_or(|error| !is_client_side(error))
+                .is_none_or(|error| !is_client_side(error) && !retry::is_overload_retryable(error))
             {
                 session.transaction_started();
             }

@@ -46,13 +46,22 @@ impl<'a> Call<'a> {
     /// the `readPreference` argument.
     fn command(&mut self) -> Result<(Document, Option<ReadPreference>), Abort> {
         let command = self.arguments.document("command")?;
-        let name = self.arguments.string("commandName")?;
+        // Optional: the command's first key names it then.
+        let name = match self.arguments.optional("commandName") {
+            Some(Bson::String(name)) => Some(name),
+            Some(other) => return Err(Abort::Failed(format!("commandName {other}"))),
+            None => None,
+        };
         let preference = self
             .arguments
             .optional("readPreference")
             .map(read_preference)
             .transpose()?;
-        Ok((first_key(&command, &name)?, preference))
+        let command = match name {
+            Some(name) => first_key(&command, &name)?,
+            None => command,
+        };
+        Ok((command, preference))
     }
 }
 

@@ -4,6 +4,8 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
+use anymongo::rt::BoxFuture;
+
 use anymongo::client::ClientConfig;
 use anymongo::crud::AggregateOptions;
 use anymongo::database::Concerns;
@@ -425,6 +427,50 @@ fn server_api(description: &Document) -> Result<ServerApi, Abort> {
     Ok(api)
 }
 
+/// Spec "entity", `awaitMinPoolSizeMS`: after a client entity of `description` was
+/// created, waits (at most that long) until its pool holds `minPoolSize` ready
+/// connections — the test server is its one data-bearing member — then forgets the
+/// events published meanwhile. The pool fills in the background, so its events are
+/// polled.
+pub fn await_min_pool_size(
+    description: &EntityDescription,
+    entities: &EntityMap,
+) -> Result<BoxFuture<'static, Result<(), Abort>>, Abort> {
+    let EntityDescription::Client(client) = description else {
+        return Ok(Box::pin(async { Ok(()) }));
+    };
+    let Some(within) = &client.await_min_pool_size_ms else {
+        return Ok(Box::pin(async { Ok(()) }));
+    };
+    let within = timeout_ms(within, "awaitMinPoolSizeMS")?;
+    let min_pool_size = client
+        .uri_options
+        .iter()
+        .flatten()
+        .find(|(key, _)| key.eq_ignore_ascii_case("minPoolSize"))
+        .and_then(|(_, value)| match value {
+            Bson::Int32(n) => usize::try_from(*n).ok(),
+            Bson::Int64(n) => usize::try_from(*n).ok(),
+            _ => None,
+        })
+        .unwrap_or(0);
+    let events = entities.client(&client.id)?.events.clone();
+    let id = client.id.clone();
+    Ok(Box::pin(async move {
+        let deadline = tokio::time::Instant::now() + within;
+        while events.connections_ready() < min_pool_size {
+            if tokio::time::Instant::now() >= deadline {
+                return Err(Abort::Failed(format!(
+                    "the pool of {id} did not reach minPoolSize {min_pool_size} within {within:?}"
+                )));
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        events.clear();
+        Ok(())
+    }))
+}
+
 /// Creates a client entity on the native runtime, recording its events.
 fn create_client(description: &ClientDescription, uri: &str) -> Result<ClientEntity, Abort> {
     let unsupported = [
@@ -437,10 +483,6 @@ fn create_client(description: &ClientDescription, uri: &str) -> Result<ClientEnt
             description.observe_tracing_messages.is_some(),
         ),
         ("autoEncryptOpts", description.auto_encrypt_opts.is_some()),
-        (
-            "awaitMinPoolSizeMS",
-            description.await_min_pool_size_ms.is_some(),
-        ),
     ];
     if let Some((what, _)) = unsupported.iter().find(|(_, used)| *used) {
         return Err(Abort::Unsupported(format!(

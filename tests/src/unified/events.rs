@@ -101,6 +101,24 @@ impl EventLog {
             .push(event);
     }
 
+    /// Forgets everything recorded so far.
+    pub fn clear(&self) {
+        self.events
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
+    }
+
+    /// How many connections the client's pools made ready so far.
+    pub fn connections_ready(&self) -> usize {
+        self.events
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .filter(|event| matches!(event, Event::Cmap(CmapEvent::ConnectionReady { .. })))
+            .count()
+    }
+
     /// Everything recorded so far.
     pub fn all(&self) -> Vec<Event> {
         self.events

@@ -70,6 +70,24 @@ const FAILED_HELLO_RECOVERS: Gap = Gap::Server(
      next handshake succeeds and the operation finds a server",
 );
 
+/// timeoutMS for a cursor's `next` on a tailable or change stream cursor: the driver
+/// gives each getMore of one `next` a timeoutMS of its own, where the spec bounds the
+/// whole call (Client Side Operations Timeout spec, "Cursors", "Change Streams"); a
+/// `next` that meets only empty batches goes on past the timeout.
+const CSOT_TAILABLE_NEXT: Gap = Gap::Driver(
+    "timeoutMS does not bound a whole next() on a tailable cursor or change stream, \
+     only each getMore",
+);
+/// GridFS with timeoutMS: buckets and their streams have no timeoutMS of their own.
+const CSOT_GRIDFS: Gap =
+    Gap::Driver("GridFS buckets and streams do not take timeoutMS (spec \"GridFS API\")");
+/// A cursor whose getMore timed out or failed is forgotten without killCursors.
+const KILL_AFTER_FAILED_GET_MORE: Gap =
+    Gap::Driver("a cursor whose getMore failed (or timed out) is not killed with killCursors");
+/// withTransaction does not refuse an operation-level timeoutMS in its callback.
+const CSOT_WITH_TRANSACTION_OVERRIDE: Gap =
+    Gap::Driver("an operation given its own timeoutMS inside withTransaction is not refused");
+
 /// The test waits for events of every member of the three-member replica set the
 /// spec's test deployments have (four topology changes, three heartbeats); SecantusDB
 /// is a replica set of one member, so they never come.
@@ -87,6 +105,78 @@ const fn gap(suite: &'static str, file: &'static str, test: &'static str, gap: G
 
 /// Every known gap.
 pub const KNOWN_GAPS: &[KnownGap] = &[
+    gap(
+        "csot",
+        "change-streams.json",
+        "timeoutMS applies to full resume attempt in a next call",
+        CSOT_TAILABLE_NEXT,
+    ),
+    gap(
+        "csot",
+        "change-streams.json",
+        "change stream can be iterated again if previous iteration times out",
+        CSOT_TAILABLE_NEXT,
+    ),
+    gap(
+        "csot",
+        "change-streams.json",
+        "timeoutMS is refreshed for getMore - failure",
+        CSOT_TAILABLE_NEXT,
+    ),
+    gap(
+        "csot",
+        "tailable-awaitData.json",
+        "apply remaining timeoutMS if less than maxAwaitTimeMS",
+        CSOT_TAILABLE_NEXT,
+    ),
+    gap(
+        "csot",
+        "close-cursors.json",
+        "timeoutMS is refreshed for close",
+        KILL_AFTER_FAILED_GET_MORE,
+    ),
+    gap(
+        "client-backpressure",
+        "getMore-retried.json",
+        "getMores are retried maxAttempts=2 times",
+        KILL_AFTER_FAILED_GET_MORE,
+    ),
+    gap(
+        "csot",
+        "convenient-transactions.json",
+        "withTransaction raises a client-side error if timeoutMS is overridden inside the callback",
+        CSOT_WITH_TRANSACTION_OVERRIDE,
+    ),
+    gap(
+        "csot",
+        "gridfs-delete.json",
+        "timeoutMS applied to entire delete, not individual parts",
+        CSOT_GRIDFS,
+    ),
+    gap(
+        "csot",
+        "gridfs-download.json",
+        "timeoutMS applied to entire download, not individual parts",
+        CSOT_GRIDFS,
+    ),
+    gap(
+        "csot",
+        "gridfs-find.json",
+        "timeoutMS applied to find command",
+        CSOT_GRIDFS,
+    ),
+    gap(
+        "csot",
+        "gridfs-upload.json",
+        "timeoutMS applied to upload as a whole, not individual parts",
+        CSOT_GRIDFS,
+    ),
+    gap(
+        "csot",
+        "runCursorCommand.json",
+        "Tailable cursor awaitData iteration timeoutMS is refreshed for getMore - failure",
+        CSOT_TAILABLE_NEXT,
+    ),
     // The unified format's own proof-of-concept files meet the retryable writes gaps.
     gap(
         "unified-test-format",

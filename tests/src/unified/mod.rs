@@ -64,7 +64,7 @@ use requirements::{parse_version, ServerInfo};
 
 /// The newest schema version the runner reads (spec "Test Runner Support": files of
 /// major version 1 up to this minor are compatible).
-pub const SCHEMA_VERSION: [u64; 2] = [1, 21];
+pub const SCHEMA_VERSION: [u64; 2] = [1, 26];
 
 /// How long one operation may take.
 pub const OPERATION_TIMEOUT: Duration = Duration::from_secs(10);
@@ -508,6 +508,7 @@ async fn run_operations(context: &mut Context, file: &TestFile, test: &Test) -> 
     for description in &file.create_entities {
         let uri = context.client_uri_for(description);
         entities::create(description, &mut context.entities, &uri)?;
+        entities::await_min_pool_size(description, &context.entities)?.await?;
     }
     for (i, operation) in test.operations.iter().enumerate() {
         let in_operation = |why: String| format!("operation {i} ({}): {why}", operation.name);

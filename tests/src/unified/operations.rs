@@ -345,6 +345,7 @@ fn create_entities<'a>(
                     .map_err(|e| format!("not an entity: {description}: {e}"))?;
             let uri = context.client_uri_for(&description);
             entities::create(&description, &mut context.entities, &uri)?;
+            entities::await_min_pool_size(&description, &context.entities)?.await?;
         }
         Ok(Ok(None))
     })
