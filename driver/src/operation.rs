@@ -1568,6 +1568,7 @@ mod tests {
             context.check_out_timeout(&options, at(0)),
             Duration::from_millis(50)
         );
+        context.timeout = Some(Duration::from_millis(100));
         context.deadline = Some(at(100));
         assert_eq!(
             context.read_limit(socket, at(40)),
