@@ -333,5 +333,12 @@ export declare class MongoInvalidArgumentError extends MongoError {}
 export declare class MongoCompatibilityError extends MongoError {}
 export declare class MongoTopologyClosedError extends MongoError {}
 export declare class MongoWaitQueueTimeoutError extends MongoError {}
+/**
+ * The operation's `timeoutMS` passed (the `timeoutMS` connection string option); `cause`
+ * is what the deadline cut (a server selection, a connection, a read), if anything.
+ */
+export declare class MongoOperationTimeoutError extends MongoError {
+  cause?: MongoError;
+}
 
 export default MongoClient;

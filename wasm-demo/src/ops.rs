@@ -283,6 +283,13 @@ pub fn error_document(error: &Error) -> Document {
     if let Some(reply) = error.server_reply() {
         out.insert("errorResponse", reply.clone());
     }
+    // What the deadline cut, as the JavaScript error's `cause`.
+    if let ErrorKind::OperationTimeout {
+        cause: Some(cause), ..
+    } = error.kind()
+    {
+        out.insert("cause", error_document(cause));
+    }
     out
 }
 
@@ -305,6 +312,7 @@ fn error_class(error: &Error) -> &'static str {
         ErrorKind::PoolCleared { .. } => "MongoPoolClearedError",
         ErrorKind::PoolClosed { .. } => "MongoTopologyClosedError",
         ErrorKind::WaitQueueTimeout { .. } => "MongoWaitQueueTimeoutError",
+        ErrorKind::OperationTimeout { .. } => "MongoOperationTimeoutError",
         _ => "MongoError",
     }
 }
@@ -553,6 +561,38 @@ mod tests {
             "MongoInvalidArgumentError"
         );
         assert!(error_document(&error).get("code").is_none());
+    }
+
+    #[test]
+    fn an_operation_timeout_names_its_class_and_keeps_its_cause() {
+        let cause = Error::new(ErrorKind::ServerSelection {
+            message: "no server".into(),
+        });
+        let error = Error::new(ErrorKind::OperationTimeout {
+            timeout: std::time::Duration::from_millis(200),
+            during: "server selection",
+            cause: Some(Box::new(cause)),
+        });
+        let document = error_document(&error);
+        assert_eq!(
+            document.get_str("name").unwrap(),
+            "MongoOperationTimeoutError"
+        );
+        assert!(
+            document
+                .get_str("message")
+                .unwrap()
+                .contains("timeoutMS 200 ms"),
+            "{document}"
+        );
+        let cause = document.get_document("cause").unwrap();
+        assert_eq!(cause.get_str("name").unwrap(), "MongoServerSelectionError");
+        let without_cause = Error::new(ErrorKind::OperationTimeout {
+            timeout: std::time::Duration::from_millis(200),
+            during: "the operation",
+            cause: None,
+        });
+        assert!(error_document(&without_cause).get("cause").is_none());
     }
 
     #[test]
