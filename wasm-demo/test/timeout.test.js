@@ -138,6 +138,12 @@ describe('timeoutMS against a server that never answers', { timeout: 60_000 }, (
     await timesOut(t, 'serverSelectionTimeoutMS=30000', (items) => items.findOne({}), { timeoutMS: 200 });
   });
 
+  it('an operation\'s own timeoutMS bounds it, the connection it opens included', async (t) => {
+    const query = 'serverSelectionTimeoutMS=30000&connectTimeoutMS=30000';
+    await timesOut(t, query, (items) => items.findOne({}, { timeoutMS: 200 }));
+    await timesOut(t, query, (items) => items.find({}, { timeoutMS: 200 }).toArray());
+  });
+
   it('a process whose operation timed out exits on its own after close()', async (t) => {
     const work = mkdtempSync(path.join(os.tmpdir(), 'anymongo-npm-timeout-'));
     try {
