@@ -106,7 +106,7 @@ export declare class MongoClient {
 export declare class Db {
   readonly databaseName: string;
   collection<TSchema extends Document = Document>(name: string): Collection<TSchema>;
-  command(command: Document): Promise<Document>;
+  command(command: Document, options?: { timeoutMS?: number }): Promise<Document>;
   aggregate<T extends Document = Document>(pipeline?: Document[], options?: AggregateOptions): AggregationCursor<T>;
   dropDatabase(): Promise<boolean>;
 }
@@ -124,10 +124,14 @@ export interface WriteConcern {
 export interface CommonOptions {
   comment?: unknown;
   maxTimeMS?: number;
+  /** This operation's timeoutMS (instead of the client's): 0 for no limit. */
+  timeoutMS?: number;
 }
 
 export interface WriteOptions {
   writeConcern?: WriteConcern;
+  /** This operation's timeoutMS (instead of the client's): 0 for no limit. */
+  timeoutMS?: number;
   bypassDocumentValidation?: boolean;
   comment?: unknown;
 }
@@ -333,5 +337,12 @@ export declare class MongoInvalidArgumentError extends MongoError {}
 export declare class MongoCompatibilityError extends MongoError {}
 export declare class MongoTopologyClosedError extends MongoError {}
 export declare class MongoWaitQueueTimeoutError extends MongoError {}
+/**
+ * The operation's `timeoutMS` passed (the `timeoutMS` connection string option); `cause`
+ * is what the deadline cut (a server selection, a connection, a read), if anything.
+ */
+export declare class MongoOperationTimeoutError extends MongoError {
+  cause?: MongoError;
+}
 
 export default MongoClient;

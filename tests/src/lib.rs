@@ -22,6 +22,8 @@
 //! - [`unified`]: the runner of the Unified Test Format's files.
 //! - [`reply_loss`]: a proxy in front of SecantusDB that loses the replies of
 //!   chosen inserts after the server ran them, for live exactly-once tests.
+//! - [`silent`]: a server that accepts connections and never answers, for the
+//!   `timeoutMS` tests.
 //! - [`demo`]: the demo's script, shared by its native and WASI builds.
 //! - [`round_trip`]: a typed document with every kind of field through `insert_one`
 //!   and `find_one`, shared by the native test and the `round_trip` WASI binary.
@@ -58,6 +60,8 @@ pub mod reply_loss;
 pub mod round_trip;
 #[cfg(not(target_os = "wasi"))]
 pub mod server;
+#[cfg(not(target_os = "wasi"))]
+pub mod silent;
 #[cfg(not(target_os = "wasi"))]
 pub mod socks5;
 #[cfg(not(target_os = "wasi"))]

@@ -12,6 +12,7 @@ use anymongo_tests::compression::CompressingServer;
 use anymongo_tests::harness;
 use anymongo_tests::replica_set::MockReplicaSet;
 use anymongo_tests::server::{self, TestServer};
+use anymongo_tests::silent::SilentServer;
 use anymongo_tests::socks5::Socks5Proxy;
 use anymongo_tests::{certs, demo, round_trip, setup};
 
@@ -314,5 +315,53 @@ async fn wasi_build_round_trips_with_each_compressor() {
                 .all(|r| r.compressor_id == Some(compressor.id())),
             "{compressor}: {commands:?}"
         );
+    }
+}
+
+/// `timeoutMS` from the wasip2 build against a server that accepts connections and
+/// never answers (issue 22): the operation fails with the operation-timeout error once
+/// its 200 ms have passed, measured on the WASI monotonic clock by the `op_timeout`
+/// program. Single-threaded monitoring (WASI has no spawner): the scan that server
+/// selection runs on demand is cut by the operation's deadline too. The bound is
+/// generous (200 ms + 1 s) for loaded CI machines; the figures are printed.
+#[tokio::test]
+async fn wasi_build_times_out_at_timeout_ms_against_a_silent_server() {
+    let cases = [
+        ("find_one", "timeoutMS=200&directConnection=true"),
+        (
+            "insert_one",
+            "timeoutMS=200&serverSelectionTimeoutMS=30000&connectTimeoutMS=30000",
+        ),
+    ];
+    for (op, options) in cases {
+        let server = SilentServer::start().unwrap();
+        let uri = format!("mongodb://{}/?{options}", server.address());
+        let output = output_within(
+            wasmtime_run()
+                .arg(wasi_binary("op_timeout"))
+                .args([&uri, op]),
+            Duration::from_secs(60),
+        );
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        println!(
+            "wasi {op} ?{options}: {}",
+            stdout.trim().replace('\n', "; ")
+        );
+        assert!(stdout.contains("outcome: timeout"), "{stdout}\n{stderr}");
+        assert!(output.status.success(), "{stdout}\n{stderr}");
+        let elapsed = stdout
+            .lines()
+            .find_map(|line| line.strip_prefix("elapsed_us: "))
+            .and_then(|micros| micros.parse().ok())
+            .map(Duration::from_micros)
+            .unwrap_or_else(|| panic!("no elapsed time: {stdout}"));
+        assert!(elapsed >= Duration::from_millis(190), "too soon: {stdout}");
+        assert!(elapsed < Duration::from_millis(1200), "too late: {stdout}");
+        // The program did reach the server: what ran out was the wait for an answer.
+        let (seen, reached) = server
+            .wait_for(Duration::from_secs(10), |seen| seen.bytes_read > 0)
+            .await;
+        assert!(reached, "the server saw nothing: {seen:?}");
     }
 }

@@ -109,6 +109,14 @@ export class MongoClient {
 
   /** Connects, authenticates and checks that the deployment answers. */
   async connect() {
+    return this.#connect(undefined);
+  }
+
+  /**
+   * `connect()`; when an operation connects, its `timeoutMS` (if it has one) bounds the
+   * check instead of the client's. Concurrent callers share the first one's attempt.
+   */
+  async #connect(timeoutMS) {
     if (!host) {
       throw new MongoInvalidArgumentError('import anymongo through its package entry point');
     }
@@ -116,7 +124,7 @@ export class MongoClient {
       const transport = this.#options.transport ?? host.transport;
       const background = this.#options.backgroundMonitoring ?? host.background;
       try {
-        this.#native = await host.NativeClient.open(this.#uri, transport, background, host.platform);
+        this.#native = await host.NativeClient.open(this.#uri, transport, background, host.platform, timeoutMS);
       } catch (error) {
         this.#connecting = null;
         throw toError(error);
@@ -151,16 +159,17 @@ export class MongoClient {
     }
   }
 
-  async #handle() {
+  async #handle(args) {
     if (!this.#native) {
-      await this.connect();
+      const timeoutMS = args?.options?.timeoutMS;
+      await this.#connect(typeof timeoutMS === 'number' ? timeoutMS : undefined);
     }
     return this.#native;
   }
 
   /** @internal Runs one operation of the module; resolves to its result document. */
   async _run(op, db, collection, args) {
-    const native = await this.#handle();
+    const native = await this.#handle(args);
     try {
       return deserialize(await native.run(op, db, collection, serialize(args)));
     } catch (error) {
@@ -170,7 +179,7 @@ export class MongoClient {
 
   /** @internal Opens a cursor of the module. */
   async _cursor(op, db, collection, args) {
-    const native = await this.#handle();
+    const native = await this.#handle(args);
     try {
       return await native.cursor(op, db, collection, serialize(args));
     } catch (error) {
@@ -198,9 +207,9 @@ export class Db {
     return new Collection(this.#client, this.#name, name);
   }
 
-  /** Runs a command and returns the server's reply. */
-  async command(command) {
-    return this.#client._run('command', this.#name, '', { command });
+  /** Runs a command and returns the server's reply; `options.timeoutMS` bounds it. */
+  async command(command, options = {}) {
+    return this.#client._run('command', this.#name, '', { command, options });
   }
 
   /** A database aggregation (`$documents`, `$currentOp`...). */

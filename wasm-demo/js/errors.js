@@ -104,6 +104,16 @@ export class MongoWaitQueueTimeoutError extends MongoError {
   }
 }
 
+/**
+ * The operation's `timeoutMS` passed: the driver stopped all its work on it. What the
+ * deadline cut (a server selection, a connection, a read), if anything, is its `cause`.
+ */
+export class MongoOperationTimeoutError extends MongoError {
+  get name() {
+    return 'MongoOperationTimeoutError';
+  }
+}
+
 const CLASSES = {
   MongoError,
   MongoServerError,
@@ -117,7 +127,17 @@ const CLASSES = {
   MongoCompatibilityError,
   MongoTopologyClosedError,
   MongoWaitQueueTimeoutError,
+  MongoOperationTimeoutError,
 };
+
+/** The error of an error document (its `cause`, itself an error document, included). */
+function fromDocument(fields) {
+  const Class = CLASSES[fields.name] ?? MongoError;
+  if (fields.cause !== null && typeof fields.cause === 'object' && typeof fields.cause.name === 'string') {
+    fields = { ...fields, cause: fromDocument(fields.cause) };
+  }
+  return new Class(fields.message, fields);
+}
 
 /**
  * The error for what the WebAssembly module rejected with: the BSON of an error
@@ -128,7 +148,5 @@ export function toError(rejection) {
   if (!(rejection instanceof Uint8Array)) {
     return rejection;
   }
-  const fields = BSON.deserialize(rejection);
-  const Class = CLASSES[fields.name] ?? MongoError;
-  return new Class(fields.message, fields);
+  return fromDocument(BSON.deserialize(rejection));
 }

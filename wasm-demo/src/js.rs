@@ -7,6 +7,7 @@
 
 use std::cell::RefCell;
 use std::rc::{Rc, Weak};
+use std::time::Duration;
 
 use anymongo::bson::{Document, RawDocumentBuf};
 use anymongo::{Client, Cursor, Error};
@@ -58,19 +59,27 @@ pub struct NativeClient {
 #[wasm_bindgen]
 impl NativeClient {
     /// Opens a client for `uri` whose sockets come from `transport`, and checks that
-    /// the deployment answers (a `ping`, which also authenticates).
+    /// the deployment answers (a `ping`, which also authenticates) within `timeout_ms`
+    /// when given (the `timeoutMS` of the operation that connects), else within the
+    /// client's own `timeoutMS`, if any.
     pub async fn open(
         uri: String,
         transport: JsValue,
         background: bool,
         platform: String,
+        timeout_ms: Option<f64>,
     ) -> Result<NativeClient, JsValue> {
         let runtime = host::runtime(transport, background, platform);
         let client = Client::connect(&uri, runtime)
             .await
             .map_err(|error| reject(&error))?;
-        client
-            .database("admin")
+        let mut admin = client.database("admin");
+        if let Some(timeout) =
+            timeout_ms.and_then(|ms| Duration::try_from_secs_f64(ms / 1000.0).ok())
+        {
+            admin = admin.with_timeout(timeout);
+        }
+        admin
             .run_command(anymongo::bson::doc! { "ping": 1 })
             .await
             .map_err(|error| reject(&error))?;

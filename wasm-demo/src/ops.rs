@@ -12,8 +12,9 @@ use anymongo::crud::{
     ReturnDocument, WriteOptions,
 };
 use anymongo::index_management::{CreateIndexOptions, IndexModel};
-use anymongo::{Client, Collection, Cursor, Error, ErrorKind, Result};
+use anymongo::{Client, Collection, Cursor, Database, Error, ErrorKind, Result};
 use serde::de::DeserializeOwned;
+use std::time::Duration;
 
 /// Runs the operation `op` of the JavaScript API on collection `collection` of
 /// database `database` (the database itself for `command`, `dropDatabase`), with the
@@ -29,7 +30,7 @@ pub async fn run(
     collection: &str,
     args: &RawDocument,
 ) -> Result<RawDocumentBuf> {
-    let db = client.database(database);
+    let db = database_for(client, database, args)?;
     let coll: Collection<Document> = db.collection(collection);
     let filter = document(args, "filter")?;
     let reply = match op {
@@ -168,7 +169,7 @@ pub async fn open_cursor(
     collection: &str,
     args: &RawDocument,
 ) -> Result<Cursor<Document>> {
-    let db = client.database(database);
+    let db = database_for(client, database, args)?;
     let coll: Collection<Document> = db.collection(collection);
     match op {
         "find" => {
@@ -283,6 +284,13 @@ pub fn error_document(error: &Error) -> Document {
     if let Some(reply) = error.server_reply() {
         out.insert("errorResponse", reply.clone());
     }
+    // What the deadline cut, as the JavaScript error's `cause`.
+    if let ErrorKind::OperationTimeout {
+        cause: Some(cause), ..
+    } = error.kind()
+    {
+        out.insert("cause", error_document(cause));
+    }
     out
 }
 
@@ -305,6 +313,7 @@ fn error_class(error: &Error) -> &'static str {
         ErrorKind::PoolCleared { .. } => "MongoPoolClearedError",
         ErrorKind::PoolClosed { .. } => "MongoTopologyClosedError",
         ErrorKind::WaitQueueTimeout { .. } => "MongoWaitQueueTimeoutError",
+        ErrorKind::OperationTimeout { .. } => "MongoOperationTimeoutError",
         _ => "MongoError",
     }
 }
@@ -410,6 +419,36 @@ fn options_document(args: &RawDocument) -> Result<Option<Document>> {
     }
 }
 
+/// The database `name`, with the operation's `timeoutMS` (`args.options.timeoutMS`,
+/// as the Node driver takes it on every operation) for it and its collections.
+fn database_for(client: &Client, name: &str, args: &RawDocument) -> Result<Database> {
+    let db = client.database(name);
+    Ok(match operation_timeout(args)? {
+        Some(timeout) => db.with_timeout(timeout),
+        None => db,
+    })
+}
+
+/// `args.options.timeoutMS`: a number of milliseconds, 0 for no limit.
+fn operation_timeout(args: &RawDocument) -> Result<Option<Duration>> {
+    let Some(RawBsonRef::Document(options)) = field(args, "options")? else {
+        return Ok(None);
+    };
+    let milliseconds = match options.get("timeoutMS").map_err(malformed)? {
+        None | Some(RawBsonRef::Null) | Some(RawBsonRef::Undefined) => return Ok(None),
+        Some(RawBsonRef::Int32(value)) => f64::from(value),
+        Some(RawBsonRef::Int64(value)) => value as f64,
+        Some(RawBsonRef::Double(value)) => value,
+        Some(_) => return Err(Error::invalid_argument("timeoutMS must be a number")),
+    };
+    match Duration::try_from_secs_f64(milliseconds / 1000.0) {
+        Ok(timeout) => Ok(Some(timeout)),
+        Err(_) => Err(Error::invalid_argument(format!(
+            "timeoutMS must be a non-negative number of milliseconds, not {milliseconds}"
+        ))),
+    }
+}
+
 /// `args.options` as the core's options of an operation (unknown names are ignored,
 /// as the Node driver ignores what does not apply).
 fn options<T: DeserializeOwned + Default>(args: &RawDocument) -> Result<T> {
@@ -453,9 +492,11 @@ fn split_index_options(args: &RawDocument) -> Result<(Document, CreateIndexOptio
     let (mut model, mut command) = (Document::new(), Document::new());
     if let Some(RawBsonRef::Document(options)) = field(args, "options")? {
         for (name, value) in Document::try_from(options).map_err(malformed)? {
-            match COMMAND_OPTIONS.contains(&name.as_str()) {
-                true => command.insert(name, value),
-                false => model.insert(name, value),
+            match name.as_str() {
+                // The operation's, not the index's: `database_for` took it.
+                "timeoutMS" => None,
+                name if COMMAND_OPTIONS.contains(&name) => command.insert(name, value),
+                _ => model.insert(name, value),
             };
         }
     }
@@ -553,6 +594,66 @@ mod tests {
             "MongoInvalidArgumentError"
         );
         assert!(error_document(&error).get("code").is_none());
+    }
+
+    #[test]
+    fn an_operation_timeout_names_its_class_and_keeps_its_cause() {
+        let cause = Error::new(ErrorKind::ServerSelection {
+            message: "no server".into(),
+        });
+        let error = Error::new(ErrorKind::OperationTimeout {
+            timeout: std::time::Duration::from_millis(200),
+            during: "server selection",
+            cause: Some(Box::new(cause)),
+        });
+        let document = error_document(&error);
+        assert_eq!(
+            document.get_str("name").unwrap(),
+            "MongoOperationTimeoutError"
+        );
+        assert!(
+            document
+                .get_str("message")
+                .unwrap()
+                .contains("timeoutMS 200 ms"),
+            "{document}"
+        );
+        let cause = document.get_document("cause").unwrap();
+        assert_eq!(cause.get_str("name").unwrap(), "MongoServerSelectionError");
+        let without_cause = Error::new(ErrorKind::OperationTimeout {
+            timeout: std::time::Duration::from_millis(200),
+            during: "the operation",
+            cause: None,
+        });
+        assert!(error_document(&without_cause).get("cause").is_none());
+    }
+
+    #[test]
+    fn an_operations_timeout_ms_is_read_and_kept_out_of_index_options() {
+        let args = rawdoc! { "options": { "timeoutMS": 200, "unique": true } };
+        assert_eq!(
+            operation_timeout(&args).unwrap(),
+            Some(Duration::from_millis(200))
+        );
+        let (model, _) = split_index_options(&args).unwrap();
+        assert_eq!(model, doc! { "unique": true });
+        let args = rawdoc! { "options": { "timeoutMS": 0.5 } };
+        assert_eq!(
+            operation_timeout(&args).unwrap(),
+            Some(Duration::from_micros(500))
+        );
+        assert_eq!(operation_timeout(&rawdoc! { "options": {} }).unwrap(), None);
+        assert_eq!(operation_timeout(&rawdoc! {}).unwrap(), None);
+        for bad in [
+            rawdoc! { "options": { "timeoutMS": -1 } },
+            rawdoc! { "options": { "timeoutMS": "1" } },
+        ] {
+            let error = operation_timeout(&bad).unwrap_err();
+            assert!(
+                matches!(error.kind(), ErrorKind::InvalidArgument { .. }),
+                "{error}"
+            );
+        }
     }
 
     #[test]

@@ -10,6 +10,7 @@ import {
   Long,
   MongoClient,
   MongoError,
+  MongoOperationTimeoutError,
   MongoServerError,
   MongoServerSelectionError,
   ObjectId,
@@ -241,6 +242,27 @@ describe('against SecantusDB', BOUND, () => {
     assert.equal(found.regex.source, '^ab+c');
     // And as filters.
     assert.equal(await coll.countDocuments({ long: Long.fromString('9007199254740993'), date }), 1);
+  });
+
+  it('bounds an operation by its own timeoutMS option', BOUND, async (t) => {
+    // The server holds the next find for 1 s; the operation's timeoutMS is 200 ms.
+    await client.db('admin').command({
+      configureFailPoint: 'failCommand',
+      mode: { times: 1 },
+      data: { failCommands: ['find'], blockConnection: true, blockTimeMS: 1000 },
+    });
+    const started = performance.now();
+    await assert.rejects(db.collection('timeouts').findOne({}, { timeoutMS: 200 }), (error) => {
+      const ms = performance.now() - started;
+      t.diagnostic(`elapsed ${ms.toFixed(1)} ms: ${error.message}`);
+      assert.ok(error instanceof MongoOperationTimeoutError, `${error.stack}`);
+      assert.ok(error instanceof MongoError);
+      assert.match(error.message, /timeoutMS 200 ms/);
+      assert.ok(ms >= 190 && ms < 900, `${ms} ms`);
+      return true;
+    });
+    // The client goes on working.
+    assert.equal(await db.collection('timeouts').findOne({}, { timeoutMS: 5000 }), null);
   });
 
   it('surfaces a server error as MongoServerError with code, codeName and labels', BOUND, async () => {

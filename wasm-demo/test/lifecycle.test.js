@@ -9,34 +9,11 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { freePort, runtimes, startServer } from './server.js';
+import { freePort, runScript, runtimes, startServer } from './server.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const packageDir = path.join(here, '..');
 const run = promisify(execFile);
-
-/**
- * Runs `script` with `command` (default: this node) in `cwd`; resolves to its exit code
- * and output, or fails after `bound` ms.
- */
-function runScript(cwd, script, bound, command = [process.execPath]) {
-  const file = path.join(cwd, 'script.mjs');
-  writeFileSync(file, script);
-  return new Promise((resolve, reject) => {
-    const child = spawn(command[0], [...command.slice(1), file], { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
-    let output = '';
-    child.stdout.on('data', (chunk) => (output += chunk));
-    child.stderr.on('data', (chunk) => (output += chunk));
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`the script did not exit within ${bound} ms (open handles?): ${output}`));
-    }, bound);
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      resolve({ code, output });
-    });
-  });
-}
 
 describe('lifecycle', { timeout: 240_000 }, () => {
   let server;

@@ -1,7 +1,7 @@
 // The test server: SecantusDB (a MongoDB-wire-compatible server) on loopback, from the
 // venv tests/setup.sh caches, started and stopped by the tests themselves.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -112,4 +112,27 @@ export async function startAuthServer(user, password) {
       rmSync(storage, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * Runs `script` with `command` (default: this node) in `cwd`; resolves to its exit code
+ * and output, or fails after `bound` ms.
+ */
+export function runScript(cwd, script, bound, command = [process.execPath]) {
+  const file = path.join(cwd, 'script.mjs');
+  writeFileSync(file, script);
+  return new Promise((resolve, reject) => {
+    const child = spawn(command[0], [...command.slice(1), file], { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (chunk) => (output += chunk));
+    child.stderr.on('data', (chunk) => (output += chunk));
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`the script did not exit within ${bound} ms (open handles?): ${output}`));
+    }, bound);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code, output });
+    });
+  });
 }
