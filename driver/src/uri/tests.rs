@@ -491,7 +491,10 @@ fn timeout_ms_is_a_non_negative_integer_and_zero_is_kept() {
         let options = parse(uri);
         assert_eq!(options.timeout, None, "{uri}");
         assert!(
-            options.warnings.iter().any(|w| w.contains("timeoutMS")),
+            options
+                .warnings
+                .iter()
+                .any(|w| w.to_lowercase().contains("timeoutms")),
             "{uri}: {:?}",
             options.warnings
         );
