@@ -540,8 +540,8 @@ async fn get_more(spec: CursorSpec) -> Result<Batch> {
 }
 
 /// Runs `operation` on `server` (the server holding a cursor), an operation of its
-/// own with no server selection and no retry: on the cursor's `pinned` connection if
-/// it has one.
+/// own with no server selection, retried only after overload errors: on the cursor's
+/// `pinned` connection if it has one.
 async fn run_on_server<O: Operation>(
     context: &OperationContext,
     executor: &Arc<Executor>,
