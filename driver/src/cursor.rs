@@ -588,14 +588,8 @@ async fn run_on_server<O: Operation>(
             executor.clock().sleep(backoff).await;
         }
     };
-    let result = match context.remaining(now) {
-        None => run.await,
-        Some(left) => match crate::rt::timeout(executor.clock(), left, run).await {
-            Ok(result) => result,
-            Err(crate::rt::Elapsed) => Err(context.timeout_error("the operation", None)),
-        },
-    };
-    result.map_err(|error| context.report(error, executor.now()))
+    run.await
+        .map_err(|error| context.report(error, executor.now()))
 }
 
 async fn run_on_server_now<O: Operation>(

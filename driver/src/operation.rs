@@ -731,9 +731,34 @@ impl Executor {
         operation: &str,
     ) -> Result<SelectedServer> {
         let timeout = context.selection_timeout(self.options(), self.now());
-        self.topology()
-            .select_server(criteria, deprioritized, operation, context.id, timeout)
+        let selection =
+            self.topology()
+                .select_server(criteria, deprioritized, operation, context.id, timeout);
+        self.within_deadline(context, "server selection", selection)
             .await
+    }
+
+    /// A step of the operation of `context` that may block (server selection, with
+    /// the scans of single-threaded mode; a check-out, with the establishment of a
+    /// new connection: its TCP, TLS, handshake and authentication), cut at the
+    /// deadline, if there is one (Client Side Operations Timeout spec, "Blocking
+    /// Sections for Operation Execution"); what it was doing is dropped. Round trips
+    /// need no cut: each read ends at the deadline on its own
+    /// ([`OperationContext::read_limit`]), so that what follows a reply, or its
+    /// absence, is still recorded (a transaction started, a session made dirty).
+    async fn within_deadline<T>(
+        &self,
+        context: &OperationContext,
+        during: &'static str,
+        step: impl std::future::Future<Output = Result<T>>,
+    ) -> Result<T> {
+        match context.remaining(self.now()) {
+            None => step.await,
+            Some(left) => match crate::rt::timeout(self.clock(), left, step).await {
+                Ok(result) => result,
+                Err(crate::rt::Elapsed) => Err(context.timeout_error(during, None)),
+            },
+        }
     }
 
     /// A connection to the `selected` server, for the operation of `context`: within
@@ -744,8 +769,8 @@ impl Executor {
         selected: &SelectedServer,
     ) -> Result<PooledConnection> {
         let wait_queue_timeout = context.wait_queue_timeout(self.options());
-        self.topology()
-            .check_out(selected, wait_queue_timeout)
+        let check_out = self.topology().check_out(selected, wait_queue_timeout);
+        self.within_deadline(context, "connection check-out", check_out)
             .await
     }
 
@@ -757,7 +782,9 @@ impl Executor {
         server: &Server,
     ) -> Result<PooledConnection> {
         let timeout = context.check_out_timeout(&self.options, self.now());
-        server.pool.check_out(Some(timeout)).await
+        let check_out = server.pool.check_out(Some(timeout));
+        self.within_deadline(context, "connection check-out", check_out)
+            .await
     }
 
     /// Runs `operation` in `session` (an implicit one when `None`), within `timeout`
@@ -790,24 +817,18 @@ impl Executor {
             .unwrap_or_else(|| OperationContext::with_timeout(timeout, self.now()))
     }
 
-    /// [`Executor::execute`] as the operation of `context`. With a deadline, the
-    /// deadline bounds the whole of it: whatever step it cuts (a connection being
-    /// established, a read) is dropped, and a connection dropped while in use is
-    /// closed.
+    /// [`Executor::execute`] as the operation of `context`. With a deadline, every
+    /// step ends by then: server selection and check-outs are cut at it
+    /// ([`Executor::within_deadline`]), each read ends at it, and no retry or backoff
+    /// starts after it; the error is then the timeout error
+    /// ([`OperationContext::report`]).
     pub async fn execute_with<O: Operation>(
         self: &Arc<Self>,
         context: OperationContext,
         operation: O,
         session: Option<&ClientSession>,
     ) -> Result<O::Output> {
-        let run = self.execute_checked(&context, operation, session);
-        let result = match context.remaining(self.now()) {
-            None => run.await,
-            Some(left) => match crate::rt::timeout(self.clock(), left, run).await {
-                Ok(result) => result,
-                Err(crate::rt::Elapsed) => Err(context.timeout_error("the operation", None)),
-            },
-        };
+        let result = self.execute_checked(&context, operation, session).await;
         result.map_err(|error| context.report(error, self.now()))
     }
 

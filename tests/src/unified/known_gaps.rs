@@ -78,14 +78,6 @@ const CSOT_TAILABLE_NEXT: Gap = Gap::Driver(
     "timeoutMS does not bound a whole next() on a tailable cursor or change stream, \
      only each getMore",
 );
-/// A transaction whose first command the deadline cut: when the operation-wide
-/// deadline fires before the read's own timer, the session never learns the
-/// transaction started, and the abort that follows sends nothing (a race between the
-/// two timers, seen once in a full run).
-const CSOT_CUT_FIRST_COMMAND: Gap = Gap::Driver(
-    "a transaction whose first command timeoutMS cut may not be aborted on the server \
-     (timer race)",
-);
 /// GridFS with timeoutMS: buckets and their streams have no timeoutMS of their own.
 const CSOT_GRIDFS: Gap =
     Gap::Driver("GridFS buckets and streams do not take timeoutMS (spec \"GridFS API\")");
@@ -113,24 +105,6 @@ const fn gap(suite: &'static str, file: &'static str, test: &'static str, gap: G
 
 /// Every known gap.
 pub const KNOWN_GAPS: &[KnownGap] = &[
-    gap(
-        "csot",
-        "sessions-override-timeoutMS.json",
-        "timeoutMS applied to withTransaction",
-        CSOT_CUT_FIRST_COMMAND,
-    ),
-    gap(
-        "csot",
-        "sessions-inherit-timeoutMS.json",
-        "timeoutMS applied to withTransaction",
-        CSOT_CUT_FIRST_COMMAND,
-    ),
-    gap(
-        "csot",
-        "sessions-override-operation-timeoutMS.json",
-        "timeoutMS applied to withTransaction",
-        CSOT_CUT_FIRST_COMMAND,
-    ),
     gap(
         "csot",
         "change-streams.json",
