@@ -241,6 +241,7 @@ impl Database {
         let operation =
             RunCursorCommand::new(&self.name, command, options.read_preference.clone())?
                 .with_get_more(options);
+        operation.check_timeout(self.options.timeout)?;
         self.client
             .executor()
             .execute(operation, session, self.options.timeout)

@@ -10,7 +10,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::bson_util::insert_present;
 use crate::client::Client;
-use crate::crud::run_command::{RunCommand, RunCursorCommand};
+use crate::crud::run_command::{RunCommand, RunCursorCommand, RunCursorCommandOptions};
 use crate::cursor::Cursor;
 use crate::database::Database;
 use crate::error::{Error, Result};
@@ -68,6 +68,9 @@ pub struct ListCollectionsOptions {
     pub authorized_collections: Option<bool>,
     /// A comment the server logs with the command.
     pub comment: Option<Bson>,
+    /// What `timeoutMS` bounds: the listing and its cursor together (the default),
+    /// or each iteration (Client Side Operations Timeout spec, "Cursors").
+    pub timeout_mode: Option<crate::crud::TimeoutMode>,
 }
 
 /// One collection (or view) as `listCollections` describes it.
@@ -263,30 +266,48 @@ impl Database {
                 ("comment", options.comment),
             ],
         );
-        list(self, command, options.batch_size, session, self.timeout()).await
+        let listing = Listing {
+            batch_size: options.batch_size,
+            timeout: self.timeout(),
+            timeout_mode: options.timeout_mode,
+        };
+        list(self, command, listing, session).await
     }
 }
 
+/// How a listing command's cursor is read.
+pub(crate) struct Listing {
+    /// Goes in the command's `cursor` document and on its getMores.
+    pub batch_size: Option<u32>,
+    /// The timeoutMS of the database or collection listed.
+    pub timeout: Option<std::time::Duration>,
+    /// What that timeoutMS bounds.
+    pub timeout_mode: Option<crate::crud::TimeoutMode>,
+}
+
 /// Runs a listing command (`listCollections`, `listIndexes`) as a retryable read whose
-/// reply is a cursor; `batch_size` goes in its `cursor` document and on its getMores;
-/// `timeout` is the timeoutMS of the database or collection listed.
+/// reply is a cursor, read as `listing` says.
 pub(crate) async fn list(
     database: &Database,
     mut command: Document,
-    batch_size: Option<u32>,
+    listing: Listing,
     session: Option<&ClientSession>,
-    timeout: Option<std::time::Duration>,
 ) -> Result<Cursor<Document>> {
     let mut cursor = Document::new();
-    if let Some(size) = batch_size {
+    if let Some(size) = listing.batch_size {
         cursor.insert("batchSize", i64::from(size));
     }
     command.insert("cursor", cursor);
     let operation = RunCommand::new(database.name(), command, None)?.retryable_read();
+    let operation = RunCursorCommand::from(operation).with_get_more(RunCursorCommandOptions {
+        timeout_mode: listing.timeout_mode,
+        ..RunCursorCommandOptions::default()
+    });
+    operation.check_timeout(listing.timeout)?;
     database
         .client()
         .executor()
-        .execute(RunCursorCommand::from(operation), session, timeout)
+        .execute(operation, session, listing.timeout)
         .await
 }
 

@@ -13,7 +13,7 @@ use crate::bson_util::{insert_present, millis};
 use crate::collection::Collection;
 use crate::concern::WriteConcern;
 use crate::cursor::Cursor;
-use crate::enumerate::{list, names};
+use crate::enumerate::{list, names, Listing};
 use crate::error::{Error, Result};
 use crate::session::ClientSession;
 
@@ -134,6 +134,9 @@ pub struct ListIndexesOptions {
     pub batch_size: Option<u32>,
     /// A comment the server logs with the command.
     pub comment: Option<Bson>,
+    /// What `timeoutMS` bounds: the listing and its cursor together (the default),
+    /// or each iteration (Client Side Operations Timeout spec, "Cursors").
+    pub timeout_mode: Option<crate::crud::TimeoutMode>,
 }
 
 impl<T> Collection<T> {
@@ -340,14 +343,12 @@ impl<T> Collection<T> {
         let options = options.unwrap_or_default();
         let mut command = doc! { "listIndexes": self.name() };
         insert_present(&mut command, [("comment", options.comment)]);
-        list(
-            self.database(),
-            command,
-            options.batch_size,
-            session,
-            self.timeout(),
-        )
-        .await
+        let listing = Listing {
+            batch_size: options.batch_size,
+            timeout: self.timeout(),
+            timeout_mode: options.timeout_mode,
+        };
+        list(self.database(), command, listing, session).await
     }
 }
 

@@ -275,6 +275,9 @@ impl SessionOptions {
 #[derive(Clone)]
 pub struct ClientSession {
     inner: Arc<SessionInner>,
+    /// The timeoutMS this handle's commit, abort and with_transaction use, when
+    /// [`ClientSession::with_timeout`] gave one.
+    timeout: Option<Duration>,
 }
 
 struct SessionInner {
@@ -353,6 +356,7 @@ impl ClientSession {
                 implicit,
                 state: Mutex::new(state),
             }),
+            timeout: None,
         }
     }
 
@@ -362,13 +366,32 @@ impl ClientSession {
     }
 
     /// The timeoutMS of the session's own operations (commitTransaction,
-    /// abortTransaction, with_transaction, its end): its `default_timeout`, else the
-    /// client's (Client Side Operations Timeout spec, "Sessions").
+    /// abortTransaction, with_transaction, its end): this handle's
+    /// ([`with_timeout`](Self::with_timeout)), else the session's `default_timeout`,
+    /// else the client's (Client Side Operations Timeout spec, "Sessions").
     pub fn default_timeout(&self) -> Option<Duration> {
-        self.inner
-            .options
-            .default_timeout
-            .or(self.inner.executor.options().timeout)
+        self.timeout.or(self.inner.options.default_timeout).or(self
+            .inner
+            .executor
+            .options()
+            .timeout)
+    }
+
+    /// The same session (a clone of the handle) whose commit, abort and
+    /// with_transaction run with `timeout` as their timeoutMS: the operation-level
+    /// timeoutMS of those operations.
+    ///
+    /// ```no_run
+    /// # async fn example(session: anymongo::ClientSession) -> anymongo::Result<()> {
+    /// use std::time::Duration;
+    /// session.with_timeout(Duration::from_secs(2)).commit_transaction().await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn with_timeout(&self, timeout: Duration) -> ClientSession {
+        ClientSession {
+            timeout: Some(timeout),
+            ..self.clone()
+        }
     }
 
     /// The context an operation in the session runs in while

@@ -40,7 +40,7 @@ pub enum CursorType {
 
 /// What a cursor's `timeoutMS` bounds (Client Side Operations Timeout spec,
 /// "Cursors").
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub enum TimeoutMode {
     /// The command that opens the cursor and every getMore after it, together: the

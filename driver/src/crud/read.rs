@@ -28,7 +28,7 @@ fn read_concern_field(read_concern: Option<&ReadConcern>) -> (&'static str, Opti
 /// tailable cursor whose timeout would bound its lifetime, a getMore wait
 /// (`max_await`) that is not shorter than timeoutMS, an aggregate that writes
 /// (`writes`) iterated in [`TimeoutMode::Iteration`].
-fn check_cursor_timeout(
+pub(crate) fn check_cursor_timeout(
     timeout: Option<std::time::Duration>,
     mode: Option<TimeoutMode>,
     tailable: bool,

@@ -2,7 +2,7 @@
 
 use bson::{Bson, Document, RawDocumentBuf};
 
-use super::CursorType;
+use super::{CursorType, TimeoutMode};
 use crate::concern::{Acknowledgment, WriteConcern};
 use crate::cursor::{opens_tailable_cursor, Batch, Cursor, CursorSpec};
 use crate::error::{Error, Result};
@@ -151,6 +151,9 @@ pub struct RunCursorCommandOptions {
     pub max_time: Option<std::time::Duration>,
     /// `comment` of each getMore (MongoDB 4.4+).
     pub comment: Option<Bson>,
+    /// What `timeoutMS` bounds; needs timeoutMS (Client Side Operations Timeout
+    /// spec, "Cursors").
+    pub timeout_mode: Option<TimeoutMode>,
 }
 
 impl RunCursorCommand {
@@ -174,6 +177,17 @@ impl RunCursorCommand {
                 self.get_more.cursor_type,
                 Some(CursorType::Tailable | CursorType::TailableAwait)
             )
+    }
+
+    /// Refuses options that contradict timeoutMS (`timeout`).
+    pub fn check_timeout(&self, timeout: Option<std::time::Duration>) -> Result<()> {
+        crate::crud::read::check_cursor_timeout(
+            timeout,
+            self.get_more.timeout_mode,
+            self.opens_tailable_cursor(),
+            None,
+            false,
+        )
     }
 
     /// This command, its getMores carrying what `options` say of them.
@@ -240,7 +254,25 @@ impl Operation for RunCursorCommand {
         spec.max_await_time = self.get_more.max_time;
         spec.comment = self.get_more.comment.clone();
         spec.tailable = self.opens_tailable_cursor();
+        spec.iteration =
+            spec.tailable || self.get_more.timeout_mode == Some(TimeoutMode::Iteration);
         Ok(Cursor::new(spec, batch))
+    }
+
+    /// Iterated with a timeoutMS for each iteration, or tailable without awaiting
+    /// data, the command goes without a `maxTimeMS` (Client Side Operations Timeout
+    /// spec, "Cursors").
+    fn sends_max_time(&self) -> bool {
+        let tailable_only = self.get_more.cursor_type == Some(CursorType::Tailable)
+            || (self.opens_tailable_cursor()
+                && !self
+                    .inner
+                    .command
+                    .body
+                    .get_bool("awaitData")
+                    .unwrap_or(false)
+                && self.get_more.cursor_type != Some(CursorType::TailableAwait));
+        self.get_more.timeout_mode != Some(TimeoutMode::Iteration) && !tailable_only
     }
 }
 

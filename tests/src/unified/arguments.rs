@@ -34,6 +34,7 @@ pub const FIND: &[&str] = &[
     "showRecordId",
     "skip",
     "sort",
+    "timeoutMode",
 ];
 /// The options of `aggregate` (`anymongo::crud::AggregateOptions`).
 pub const AGGREGATE: &[&str] = &[
@@ -44,9 +45,11 @@ pub const AGGREGATE: &[&str] = &[
     "comment",
     "hint",
     "let",
+    "maxAwaitTimeMS",
     "maxTimeMS",
     "readConcern",
     "readPreference",
+    "timeoutMode",
     "writeConcern",
 ];
 /// The options of `countDocuments` (`anymongo::crud::CountOptions`).

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use anymongo::crud::{CursorType, RunCursorCommandOptions};
+use anymongo::crud::{CursorType, RunCursorCommandOptions, TimeoutMode};
 use anymongo::enumerate::{ListCollectionsOptions, ListDatabasesOptions};
 use anymongo::index_management::{
     CreateIndexOptions, DropIndexOptions, IndexModel, ListIndexesOptions,
@@ -83,25 +83,12 @@ pub async fn run_command(operation: &Operation, context: &mut Context) -> Result
     Ok(reply.map(|reply| Some(Bson::Document(reply))))
 }
 
-/// The options of `runCursorCommand` and `createCommandCursor` the driver has no
-/// parameter for: CSOT's `timeoutMode`.
-const UNSUPPORTED_CURSOR_OPTIONS: [&str; 1] = ["timeoutMode"];
-
 /// The cursor of `runCursorCommand` or `createCommandCursor`, with the `cursorType`
 /// and the getMore options `batchSize`, `maxTimeMS` and `comment`.
 async fn command_cursor(
     operation: &Operation,
     context: &mut Context,
 ) -> Result<anymongo::Result<Cursor<Document>>, Abort> {
-    if let Some(option) = UNSUPPORTED_CURSOR_OPTIONS
-        .iter()
-        .find(|option| operation.arguments.contains_key(option))
-    {
-        return Err(Abort::Unsupported(format!(
-            "{}: the option {option}: Database::run_cursor_command_with has no such option",
-            operation.name
-        )));
-    }
     let mut call = Call::new(operation, &context.entities)?;
     let (command, read_preference) = call.command()?;
     let batch_size = match call.arguments.optional("batchSize") {
@@ -127,12 +114,20 @@ async fn command_cursor(
                 .map_err(|_| Abort::Failed(format!("cursorType {name}")))?,
         ),
     };
+    let timeout_mode = match call.arguments.optional("timeoutMode") {
+        None => None,
+        Some(mode) => Some(
+            bson::deserialize_from_bson::<TimeoutMode>(mode.clone())
+                .map_err(|_| Abort::Failed(format!("timeoutMode {mode}")))?,
+        ),
+    };
     let options = RunCursorCommandOptions {
         read_preference,
         cursor_type,
         batch_size,
         max_time,
         comment: call.arguments.optional("comment"),
+        timeout_mode,
     };
     call.arguments.done()?;
     Ok(call
@@ -207,9 +202,15 @@ pub async fn list_databases(
 /// `nameOnly` is what `listDatabaseNames` sets.
 const LIST_DATABASES: &[&str] = &["filter", "authorizedDatabases", "comment"];
 /// The options of `listCollections` (`anymongo::enumerate::ListCollectionsOptions`).
-const LIST_COLLECTIONS: &[&str] = &["filter", "batchSize", "authorizedCollections", "comment"];
+const LIST_COLLECTIONS: &[&str] = &[
+    "filter",
+    "batchSize",
+    "authorizedCollections",
+    "comment",
+    "timeoutMode",
+];
 /// The options of `listIndexes` (`anymongo::index_management::ListIndexesOptions`).
-const LIST_INDEXES: &[&str] = &["batchSize", "comment"];
+const LIST_INDEXES: &[&str] = &["batchSize", "comment", "timeoutMode"];
 
 /// Spec `listCollections` (`names`: `listCollectionNames`) with the driver's
 /// `Database::list_collections` and `list_collection_names`; pymongo's

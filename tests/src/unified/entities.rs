@@ -74,6 +74,8 @@ pub enum Saved {
     Database(Database),
     /// A collection entity's collection.
     Collection(Collection<Document>),
+    /// A session entity's session.
+    Session(ClientSession),
 }
 
 /// A client entity.
@@ -221,6 +223,11 @@ impl EntityMap {
                 entity.collection = entity.collection.with_timeout(timeout);
                 saved
             }
+            Entity::Session(entity) => {
+                let saved = Saved::Session(entity.session.clone());
+                entity.session = entity.session.with_timeout(timeout);
+                saved
+            }
             other => {
                 return Err(Abort::Unsupported(format!(
                     "timeoutMS on an operation of a {}",
@@ -240,6 +247,7 @@ impl EntityMap {
             (Some(Entity::Collection(entity)), Saved::Collection(collection)) => {
                 entity.collection = collection
             }
+            (Some(Entity::Session(entity)), Saved::Session(session)) => entity.session = session,
             _ => {}
         }
     }

