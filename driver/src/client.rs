@@ -427,7 +427,14 @@ impl Client {
         models: impl IntoIterator<Item = impl Into<ClientWriteModel>>,
         options: impl Into<Option<BulkWriteOptions>>,
     ) -> Result<BulkWriteResult> {
-        client_level::execute(self.executor(), models, options.into(), None, self.timeout).await
+        client_level::execute(
+            self.executor(),
+            models,
+            options.into(),
+            None,
+            self.timeout.into(),
+        )
+        .await
     }
 
     /// [`bulk_write`](Self::bulk_write) in `session`.
@@ -442,7 +449,7 @@ impl Client {
             models,
             options.into(),
             Some(session),
-            self.timeout,
+            self.timeout.into(),
         )
         .await
     }

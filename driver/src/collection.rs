@@ -30,6 +30,8 @@ use crate::crud::{
 use crate::cursor::Cursor;
 use crate::database::{Concerns, Database};
 use crate::error::{Error, Result};
+use crate::operation::Timing;
+use crate::rt::Instant;
 use crate::session::ClientSession;
 
 /// A handle to one collection. Cheap to clone.
@@ -52,6 +54,8 @@ pub struct Collection<T> {
     database: Database,
     namespace: Namespace,
     concerns: Concerns,
+    /// A deadline its operations share (a GridFS call's), set by the driver.
+    deadline: Option<Instant>,
     _documents: PhantomData<fn() -> T>,
 }
 
@@ -61,6 +65,7 @@ impl<T> Clone for Collection<T> {
             database: self.database.clone(),
             namespace: self.namespace.clone(),
             concerns: self.concerns.clone(),
+            deadline: self.deadline,
             _documents: PhantomData,
         }
     }
@@ -85,6 +90,7 @@ impl<T> Collection<T> {
             },
             concerns: database.concerns().clone(),
             database,
+            deadline: None,
             _documents: PhantomData,
         }
     }
@@ -144,12 +150,29 @@ impl<T> Collection<T> {
         self.concerns.timeout
     }
 
+    /// This collection, its operations all ending by `deadline` (those of one GridFS
+    /// call: Client Side Operations Timeout spec, "GridFS API").
+    pub(crate) fn with_deadline(&self, deadline: Option<Instant>) -> Collection<T> {
+        let mut collection = self.clone();
+        collection.deadline = deadline;
+        collection
+    }
+
+    /// When its operations must end: timeoutMS, and the shared deadline if any.
+    pub(crate) fn timing(&self) -> Timing {
+        Timing {
+            timeout: self.concerns.timeout,
+            deadline: self.deadline,
+        }
+    }
+
     /// The same collection, its documents read and written as `U`.
     pub fn clone_with_type<U>(&self) -> Collection<U> {
         Collection {
             database: self.database.clone(),
             namespace: self.namespace.clone(),
             concerns: self.concerns.clone(),
+            deadline: self.deadline,
             _documents: PhantomData,
         }
     }
@@ -187,7 +210,7 @@ impl<T> Collection<T> {
         let command = doc! { "drop": self.name() };
         match self
             .database
-            .run_write_command(command, write_concern, session, self.timeout())
+            .run_write_command(command, write_concern, session, self.timing())
             .await
         {
             // NamespaceNotFound: nothing to drop.
@@ -210,7 +233,7 @@ impl<T> Collection<T> {
         }
         self.client()
             .database("admin")
-            .run_write_command(command, write_concern, None, self.timeout())
+            .run_write_command(command, write_concern, None, self.timing())
             .await
     }
 
@@ -357,7 +380,7 @@ impl<T> Collection<T> {
         let reply = self
             .client()
             .executor()
-            .execute(operation, session, self.concerns.timeout)
+            .execute(operation, session, self.timing())
             .await?;
         match reply.single_write_error() {
             // With timeoutMS, a write concern error MaxTimeMSExpired is the timeout
@@ -404,7 +427,7 @@ impl<T> Collection<T> {
         self.database
             .aggregate_on(
                 Some(self.name()),
-                &self.concerns,
+                (&self.concerns, self.timing()),
                 pipeline,
                 options,
                 session,
@@ -657,7 +680,7 @@ impl<T> Collection<T> {
         };
         self.client()
             .executor()
-            .execute(operation, session, self.concerns.timeout)
+            .execute(operation, session, self.timing())
             .await
     }
 
@@ -754,7 +777,7 @@ impl<T> Collection<T> {
         let value = self
             .client()
             .executor()
-            .execute(operation, session, self.concerns.timeout)
+            .execute(operation, session, self.timing())
             .await?;
         value
             .map(|document| bson::deserialize_from_document(document).map_err(Error::bson))
@@ -911,7 +934,7 @@ impl<T: Serialize> Collection<T> {
             options,
             write_concern,
             session,
-            self.concerns.timeout,
+            self.timing(),
         )
         .await
     }
@@ -1052,7 +1075,7 @@ impl<T: DeserializeOwned> Collection<T> {
         let cursor = self
             .client()
             .executor()
-            .execute(operation, session, self.concerns.timeout)
+            .execute(operation, session, self.timing())
             .await?;
         Ok(cursor.with_type())
     }

@@ -12,6 +12,7 @@ use crate::crud::write::WriteReply;
 use crate::crud::{AggregateOptions, RunCursorCommandOptions};
 use crate::cursor::Cursor;
 use crate::error::Result;
+use crate::operation::Timing;
 use crate::selection::ReadPreference;
 use crate::session::ClientSession;
 
@@ -267,7 +268,8 @@ impl Database {
         options: impl Into<Option<AggregateOptions>>,
     ) -> Result<Cursor<Document>> {
         let pipeline = pipeline.into_iter().collect();
-        self.aggregate_on(None, &self.options, pipeline, options.into(), None)
+        let on = (&self.options, Timing::from(self.options.timeout));
+        self.aggregate_on(None, on, pipeline, options.into(), None)
             .await
     }
 
@@ -279,16 +281,17 @@ impl Database {
         session: &ClientSession,
     ) -> Result<Cursor<Document>> {
         let pipeline = pipeline.into_iter().collect();
-        self.aggregate_on(None, &self.options, pipeline, options.into(), Some(session))
+        let on = (&self.options, Timing::from(self.options.timeout));
+        self.aggregate_on(None, on, pipeline, options.into(), Some(session))
             .await
     }
 
     /// An `aggregate` on `collection` of this database, or on the database itself
-    /// (`None`), with the concerns of the one it runs on.
+    /// (`None`), with the concerns and timing of the one it runs on.
     pub(crate) async fn aggregate_on(
         &self,
         collection: Option<&str>,
-        concerns: &Concerns,
+        (concerns, timing): (&Concerns, Timing),
         pipeline: Vec<Document>,
         options: Option<AggregateOptions>,
         session: Option<&ClientSession>,
@@ -311,7 +314,7 @@ impl Database {
         operation.check_timeout(concerns.timeout)?;
         self.client
             .executor()
-            .execute(operation, session, concerns.timeout)
+            .execute(operation, session, timing)
             .await
     }
 
@@ -335,7 +338,7 @@ impl Database {
         let mut command = bson::doc! { "create": name };
         command.extend(options.into().unwrap_or_default());
         let write_concern = self.options.write_concern(None, None)?;
-        self.run_write_command(command, write_concern, session, self.options.timeout)
+        self.run_write_command(command, write_concern, session, self.options.timeout.into())
             .await
     }
 
@@ -343,20 +346,20 @@ impl Database {
     pub async fn drop(&self, session: Option<&ClientSession>) -> Result<()> {
         let write_concern = self.options.write_concern(None, None)?;
         let command = bson::doc! { "dropDatabase": 1 };
-        self.run_write_command(command, write_concern, session, self.options.timeout)
+        self.run_write_command(command, write_concern, session, self.options.timeout.into())
             .await
     }
 
     /// Runs a command that writes (`create`, `drop`, `createIndexes`...) with
     /// `write_concern` (already resolved), and turns the write concern error of its
     /// reply into an error.
-    /// `timeout` is the timeoutMS of the database or collection it concerns.
+    /// `timing` is that of the database or collection it concerns.
     pub(crate) async fn run_write_command(
         &self,
         mut command: Document,
         write_concern: Option<&WriteConcern>,
         session: Option<&ClientSession>,
-        timeout: Option<std::time::Duration>,
+        timing: Timing,
     ) -> Result<()> {
         if let Some(concern) = write_concern.filter(|concern| !concern.is_empty()) {
             command.insert("writeConcern", concern.to_document());
@@ -365,7 +368,7 @@ impl Database {
         let reply = self
             .client
             .executor()
-            .execute(operation, session, timeout)
+            .execute(operation, session, timing)
             .await?;
         WriteReply::check_write_concern(&reply)
     }

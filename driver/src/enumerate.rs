@@ -268,7 +268,7 @@ impl Database {
         );
         let listing = Listing {
             batch_size: options.batch_size,
-            timeout: self.timeout(),
+            timing: self.timeout().into(),
             timeout_mode: options.timeout_mode,
         };
         list(self, command, listing, session).await
@@ -279,8 +279,8 @@ impl Database {
 pub(crate) struct Listing {
     /// Goes in the command's `cursor` document and on its getMores.
     pub batch_size: Option<u32>,
-    /// The timeoutMS of the database or collection listed.
-    pub timeout: Option<std::time::Duration>,
+    /// The timing of the database or collection listed.
+    pub timing: crate::operation::Timing,
     /// What that timeoutMS bounds.
     pub timeout_mode: Option<crate::crud::TimeoutMode>,
 }
@@ -303,11 +303,11 @@ pub(crate) async fn list(
         timeout_mode: listing.timeout_mode,
         ..RunCursorCommandOptions::default()
     });
-    operation.check_timeout(listing.timeout)?;
+    operation.check_timeout(listing.timing.timeout)?;
     database
         .client()
         .executor()
-        .execute(operation, session, listing.timeout)
+        .execute(operation, session, listing.timing)
         .await
 }
 

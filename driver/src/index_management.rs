@@ -296,7 +296,7 @@ impl<T> Collection<T> {
     ) -> Result<()> {
         let write_concern = self.concerns().write_concern(write_concern, session)?;
         self.database()
-            .run_write_command(command, write_concern, session, self.timeout())
+            .run_write_command(command, write_concern, session, self.timing())
             .await
     }
 
@@ -345,7 +345,7 @@ impl<T> Collection<T> {
         insert_present(&mut command, [("comment", options.comment)]);
         let listing = Listing {
             batch_size: options.batch_size,
-            timeout: self.timeout(),
+            timing: self.timing(),
             timeout_mode: options.timeout_mode,
         };
         list(self.database(), command, listing, session).await

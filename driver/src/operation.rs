@@ -241,6 +241,26 @@ pub(crate) fn transform_max_time_expired(timeout: Option<Duration>, error: Error
     }
 }
 
+/// When an operation must end, as the handle it runs on says: its `timeoutMS`, and
+/// the deadline it shares with the other operations of one call (a GridFS
+/// download's find and getMores), if any.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Timing {
+    /// timeoutMS (`None`: not set).
+    pub timeout: Option<Duration>,
+    /// A deadline set before the operation started, which it keeps.
+    pub deadline: Option<Instant>,
+}
+
+impl From<Option<Duration>> for Timing {
+    fn from(timeout: Option<Duration>) -> Timing {
+        Timing {
+            timeout,
+            deadline: None,
+        }
+    }
+}
+
 /// A cursor to kill: dropped before its end with no runtime to kill it then; the
 /// executor keeps it for its next operation. (It holds no executor: the executor keeps
 /// the pending kills, and must not keep itself alive.)
@@ -734,8 +754,7 @@ impl Executor {
         let selection =
             self.topology()
                 .select_server(criteria, deprioritized, operation, context.id, timeout);
-        self.within_deadline(context, "server selection", selection)
-            .await
+        Box::pin(self.within_deadline(context, "server selection", selection)).await
     }
 
     /// A step of the operation of `context` that may block (server selection, with
@@ -770,8 +789,7 @@ impl Executor {
     ) -> Result<PooledConnection> {
         let wait_queue_timeout = context.wait_queue_timeout(self.options());
         let check_out = self.topology().check_out(selected, wait_queue_timeout);
-        self.within_deadline(context, "connection check-out", check_out)
-            .await
+        Box::pin(self.within_deadline(context, "connection check-out", check_out)).await
     }
 
     /// A connection to `server`, known without a selection (a cursor's), for the
@@ -783,12 +801,11 @@ impl Executor {
     ) -> Result<PooledConnection> {
         let timeout = context.check_out_timeout(&self.options, self.now());
         let check_out = server.pool.check_out(Some(timeout));
-        self.within_deadline(context, "connection check-out", check_out)
-            .await
+        Box::pin(self.within_deadline(context, "connection check-out", check_out)).await
     }
 
-    /// Runs `operation` in `session` (an implicit one when `None`), within `timeout`
-    /// (timeoutMS; `None`: not set) or the deadline of the session's
+    /// Runs `operation` in `session` (an implicit one when `None`), within `timing`
+    /// (its timeoutMS, or a deadline it shares) or the deadline of the session's
     /// `with_transaction`, retrying it when its retryability and the error allow
     /// ([`Executor::execute_in`]). In a transaction, reads go where its read
     /// preference says (primary only), and network and server selection errors get
@@ -797,24 +814,32 @@ impl Executor {
         self: &Arc<Self>,
         operation: O,
         session: Option<&ClientSession>,
-        timeout: Option<Duration>,
+        timing: impl Into<Timing>,
     ) -> Result<O::Output> {
-        let context = self.context(timeout, session);
+        let context = self.context(timing, session);
         self.execute_with(context, operation, session).await
     }
 
-    /// The context of an operation starting now with `timeout` (timeoutMS; `None`:
-    /// not set), in `session`: inside the session's `with_transaction`, its deadline
-    /// applies instead (Client Side Operations Timeout spec, "Convenient Transactions
+    /// The context of an operation starting now with `timing` (its timeoutMS, and a
+    /// deadline it keeps if it has one), in `session`: inside the session's
+    /// `with_transaction`, that call's deadline applies instead (Client Side Operations Timeout spec, "Convenient Transactions
     /// API").
     pub fn context(
         &self,
-        timeout: Option<Duration>,
+        timing: impl Into<Timing>,
         session: Option<&ClientSession>,
     ) -> OperationContext {
+        let timing = timing.into();
         session
             .and_then(ClientSession::transaction_context)
-            .unwrap_or_else(|| OperationContext::with_timeout(timeout, self.now()))
+            .unwrap_or_else(|| match timing.deadline {
+                Some(deadline) => OperationContext {
+                    timeout: timing.timeout,
+                    deadline: Some(deadline),
+                    ..OperationContext::new()
+                },
+                None => OperationContext::with_timeout(timing.timeout, self.now()),
+            })
     }
 
     /// [`Executor::execute`] as the operation of `context`. With a deadline, every
@@ -828,7 +853,10 @@ impl Executor {
         operation: O,
         session: Option<&ClientSession>,
     ) -> Result<O::Output> {
-        let result = self.execute_checked(&context, operation, session).await;
+        // Boxed: the operation's state (retry loop, connection, command) lives on the
+        // heap, not in the caller's future, whose poll would otherwise need a deep
+        // stack in debug builds.
+        let result = Box::pin(self.execute_checked(&context, operation, session)).await;
         result.map_err(|error| context.report(error, self.now()))
     }
 
@@ -1043,21 +1071,20 @@ impl Executor {
                         }
                         Target::Write | Target::WriteStage(_) => None,
                     };
-                    let result = self
-                        .run_on(
-                            context,
-                            &mut operation,
-                            &mut pooled,
-                            Attempt {
-                                server: &server,
-                                read_preference,
-                                session: session.as_ref(),
-                                txn_number: txn,
-                                pinned: pin.as_ref(),
-                                min_rtt,
-                            },
-                        )
-                        .await;
+                    let result = Box::pin(self.run_on(
+                        context,
+                        &mut operation,
+                        &mut pooled,
+                        Attempt {
+                            server: &server,
+                            read_preference,
+                            session: session.as_ref(),
+                            txn_number: txn,
+                            pinned: pin.as_ref(),
+                            min_rtt,
+                        },
+                    ))
+                    .await;
                     let max_wire_version = pooled.hello().max_wire_version;
                     release(pooled);
                     result.map_err(|error| (error, Some((eligible, max_wire_version))))

@@ -161,3 +161,25 @@ async fn missing_and_corrupt_files_are_errors() {
     })
     .await;
 }
+
+/// With timeoutMS, one deadline covers a whole download (its files find and its
+/// chunks find and getMores) and the download still reads every chunk.
+#[tokio::test]
+async fn a_download_with_a_timeout_reads_every_chunk_within_one_deadline() {
+    bounded(async {
+        let bucket = fresh_bucket("timed").await;
+        let content = b"0123456789abcdef";
+        let id = bucket
+            .upload_from_bytes("hex.txt", content, None)
+            .await
+            .unwrap();
+        let timed = bucket.with_timeout(Duration::from_secs(5));
+        assert_eq!(timed.download(&id).await.unwrap(), content);
+        let renamed = timed.rename(&id, "renamed.txt").await;
+        assert!(renamed.is_ok(), "{renamed:?}");
+        // Zero: no limit, the same result.
+        let unlimited = bucket.with_timeout(Duration::ZERO);
+        assert_eq!(unlimited.download(&id).await.unwrap(), content);
+    })
+    .await;
+}

@@ -99,6 +99,46 @@ impl GridFsBucket {
         }
     }
 
+    /// This bucket with `timeoutMS` = `timeout` for each of its calls: a download,
+    /// an upload, a delete... ends by then, all its commands together (Client Side
+    /// Operations Timeout spec, "GridFS API"). `Duration::ZERO` means no limit.
+    ///
+    /// ```no_run
+    /// # async fn example(bucket: anymongo::gridfs::GridFsBucket) -> anymongo::Result<()> {
+    /// use std::time::Duration;
+    /// let bytes = bucket
+    ///     .with_timeout(Duration::from_secs(2))
+    ///     .download(&anymongo::bson::Bson::Int32(1))
+    ///     .await?;
+    /// # let _ = bytes; Ok(()) }
+    /// ```
+    pub fn with_timeout(&self, timeout: std::time::Duration) -> GridFsBucket {
+        GridFsBucket {
+            files: self.files.with_timeout(timeout),
+            chunks: self.chunks.with_timeout(timeout),
+            chunk_size_bytes: self.chunk_size_bytes,
+        }
+    }
+
+    /// The bucket for one call: with timeoutMS, its two collections share the
+    /// deadline of the call (unless a call it is part of set one already).
+    fn for_one_call(&self) -> GridFsBucket {
+        let timing = self.files.timing();
+        let Some(timeout) = timing.timeout.filter(|limit| !limit.is_zero()) else {
+            return self.clone();
+        };
+        if timing.deadline.is_some() {
+            return self.clone();
+        }
+        let now = self.files.database().client().executor().now();
+        let deadline = Some(now + timeout);
+        GridFsBucket {
+            files: self.files.with_deadline(deadline),
+            chunks: self.chunks.with_deadline(deadline),
+            chunk_size_bytes: self.chunk_size_bytes,
+        }
+    }
+
     /// The bucket's `files` collection.
     pub fn files(&self) -> &Collection<Document> {
         &self.files
@@ -111,9 +151,10 @@ impl GridFsBucket {
 
     /// The whole content of the file with this id.
     pub async fn download(&self, id: &Bson) -> Result<Vec<u8>> {
-        let file = self.files.find_one(by_id(id), None).await?;
+        let this = self.for_one_call();
+        let file = this.files.find_one(by_id(id), None).await?;
         let file = file.ok_or_else(|| GridFsError::FileNotFound { id: id.clone() })?;
-        self.content(&file).await
+        this.content(&file).await
     }
 
     /// The whole content of a revision of the file named `filename`: 0 is the first
@@ -124,6 +165,7 @@ impl GridFsBucket {
         filename: &str,
         revision: impl Into<Option<i32>>,
     ) -> Result<Vec<u8>> {
+        let this = self.for_one_call();
         let revision = revision.into().unwrap_or(-1);
         let (order, skip) = match revision {
             latest_first if latest_first < 0 => (-1, latest_first.unsigned_abs() - 1),
@@ -135,7 +177,7 @@ impl GridFsBucket {
             limit: Some(1),
             ..FindOptions::default()
         };
-        let file = self
+        let file = this
             .files
             .find_one(doc! { "filename": filename }, options)
             .await?;
@@ -143,7 +185,7 @@ impl GridFsBucket {
             filename: filename.to_owned(),
             revision,
         })?;
-        self.content(&file).await
+        this.content(&file).await
     }
 
     /// The content of the file `file` describes, read from its chunks in order and
@@ -224,12 +266,13 @@ impl GridFsBucket {
         content: &[u8],
         options: impl Into<Option<GridFsUploadOptions>>,
     ) -> Result<Bson> {
+        let this = self.for_one_call();
         let options = options.into().unwrap_or_default();
-        let chunk_size = options.chunk_size_bytes.unwrap_or(self.chunk_size_bytes);
+        let chunk_size = options.chunk_size_bytes.unwrap_or(this.chunk_size_bytes);
         if chunk_size == 0 {
             return Err(Error::invalid_argument("chunk_size_bytes must be positive"));
         }
-        self.ensure_indexes().await?;
+        this.ensure_indexes().await?;
         let id = options
             .id
             .unwrap_or_else(|| Bson::ObjectId(ObjectId::new()));
@@ -246,7 +289,7 @@ impl GridFsBucket {
             })
             .collect();
         if !chunks.is_empty() {
-            self.chunks.insert_many(chunks, None).await?;
+            this.chunks.insert_many(chunks, None).await?;
         }
         let mut file = doc! {
             "_id": id.clone(),
@@ -258,7 +301,7 @@ impl GridFsBucket {
         if let Some(metadata) = options.metadata {
             file.insert("metadata", metadata);
         }
-        self.files.insert_one(file, None).await?;
+        this.files.insert_one(file, None).await?;
         Ok(id)
     }
 
@@ -281,11 +324,12 @@ impl GridFsBucket {
     /// Deletes the file with this id and its chunks; a file that does not exist is a
     /// [`GridFsError::FileNotFound`] (after its stray chunks, if any, are deleted).
     pub async fn delete(&self, id: &Bson) -> Result<()> {
-        let deleted = self
+        let this = self.for_one_call();
+        let deleted = this
             .files
             .delete_one(by_id(id), None::<WriteOptions>)
             .await?;
-        self.chunks
+        this.chunks
             .delete_many(
                 doc! { "files_id": { "$eq": id.clone() } },
                 None::<WriteOptions>,
@@ -300,11 +344,12 @@ impl GridFsBucket {
     /// Deletes every revision of the file named `filename` and their chunks; no file
     /// of that name is a [`GridFsError::RevisionNotFound`] (revision -1).
     pub async fn delete_by_name(&self, filename: &str) -> Result<()> {
+        let this = self.for_one_call();
         let options = FindOptions {
             projection: Some(doc! { "_id": 1 }),
             ..FindOptions::default()
         };
-        let files: Vec<Document> = self
+        let files: Vec<Document> = this
             .files
             .find(doc! { "filename": filename }, options)
             .await?
@@ -321,10 +366,10 @@ impl GridFsBucket {
             .iter()
             .filter_map(|file| file.get("_id").cloned())
             .collect();
-        self.files
+        this.files
             .delete_many(doc! { "_id": { "$in": ids.clone() } }, None::<WriteOptions>)
             .await?;
-        self.chunks
+        this.chunks
             .delete_many(doc! { "files_id": { "$in": ids } }, None::<WriteOptions>)
             .await?;
         Ok(())
@@ -333,8 +378,9 @@ impl GridFsBucket {
     /// Renames the file with this id; a file that does not exist is a
     /// [`GridFsError::FileNotFound`].
     pub async fn rename(&self, id: &Bson, new_filename: &str) -> Result<()> {
+        let this = self.for_one_call();
         let update = doc! { "$set": { "filename": new_filename } };
-        let renamed = self.files.update_one(by_id(id), update, None).await?;
+        let renamed = this.files.update_one(by_id(id), update, None).await?;
         match renamed.matched_count {
             0 => Err(GridFsError::FileNotFound { id: id.clone() }.into()),
             _ => Ok(()),
@@ -344,8 +390,9 @@ impl GridFsBucket {
     /// Renames every revision of the file named `filename`; no file of that name is a
     /// [`GridFsError::RevisionNotFound`] (revision -1).
     pub async fn rename_by_name(&self, filename: &str, new_filename: &str) -> Result<()> {
+        let this = self.for_one_call();
         let update = doc! { "$set": { "filename": new_filename } };
-        let renamed = self
+        let renamed = this
             .files
             .update_many(doc! { "filename": filename }, update, None)
             .await?;
@@ -365,13 +412,15 @@ impl GridFsBucket {
         filter: Document,
         options: impl Into<Option<FindOptions>>,
     ) -> Result<Cursor<Document>> {
-        self.files.find(filter, options).await
+        let this = self.for_one_call();
+        this.files.find(filter, options).await
     }
 
     /// Drops the bucket's two collections.
     pub async fn drop(&self) -> Result<()> {
-        self.files.drop(None).await?;
-        self.chunks.drop(None).await
+        let this = self.for_one_call();
+        this.files.drop(None).await?;
+        this.chunks.drop(None).await
     }
 }
 

@@ -76,6 +76,8 @@ pub enum Saved {
     Collection(Collection<Document>),
     /// A session entity's session.
     Session(ClientSession),
+    /// A bucket entity's bucket.
+    Bucket(Box<GridFsBucket>),
 }
 
 /// A client entity.
@@ -223,6 +225,11 @@ impl EntityMap {
                 entity.collection = entity.collection.with_timeout(timeout);
                 saved
             }
+            Entity::Bucket(bucket) => {
+                let saved = Saved::Bucket(bucket.clone());
+                **bucket = bucket.with_timeout(timeout);
+                saved
+            }
             Entity::Session(entity) => {
                 let saved = Saved::Session(entity.session.clone());
                 entity.session = entity.session.with_timeout(timeout);
@@ -248,6 +255,7 @@ impl EntityMap {
                 entity.collection = collection
             }
             (Some(Entity::Session(entity)), Saved::Session(session)) => entity.session = session,
+            (Some(Entity::Bucket(entity)), Saved::Bucket(bucket)) => *entity = bucket,
             _ => {}
         }
     }

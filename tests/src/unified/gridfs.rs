@@ -34,7 +34,7 @@ pub fn create_bucket(
             match (key.as_str(), value) {
                 ("bucketName", Bson::String(name)) => options.bucket_name = name.clone(),
                 ("chunkSizeBytes", size) => options.chunk_size_bytes = chunk_size(size)?,
-                ("readConcern" | "readPreference" | "writeConcern", _) => {
+                ("readConcern" | "readPreference" | "writeConcern" | "timeoutMS", _) => {
                     concerns.insert(key, value.clone());
                 }
                 _ => {
@@ -72,6 +72,21 @@ fn bytes(content: Vec<u8>) -> Option<Bson> {
         subtype: BinarySubtype::Generic,
         bytes: content,
     }))
+}
+
+/// Spec `find` on a bucket: the files documents the filter matches.
+pub async fn find(operation: &Operation, context: &mut Context) -> Result<Returned, Abort> {
+    let (bucket, mut arguments) = call(operation, context)?;
+    let filter = arguments.document("filter")?;
+    let options: anymongo::crud::FindOptions = arguments.options(super::arguments::FIND)?;
+    Ok(super::crud::drain(bucket.find(filter, options).await).await)
+}
+
+/// Spec `drop` on a bucket: drops its two collections.
+pub async fn drop(operation: &Operation, context: &mut Context) -> Result<Returned, Abort> {
+    let (bucket, arguments) = call(operation, context)?;
+    arguments.done()?;
+    Ok(bucket.drop().await.map(|()| None))
 }
 
 /// Spec `download`: the file's content, by `id`.

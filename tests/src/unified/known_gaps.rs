@@ -87,9 +87,6 @@ const CSOT_ITERATION_60_OF_100: Gap = Gap::Driver(
     "expects a timeout from a getMore blocked 60 ms under timeoutMS 100 (iteration \
      mode); the iteration succeeds here, cause not understood yet",
 );
-/// GridFS with timeoutMS: buckets and their streams have no timeoutMS of their own.
-const CSOT_GRIDFS: Gap =
-    Gap::Driver("GridFS buckets and streams do not take timeoutMS (spec \"GridFS API\")");
 /// A cursor whose getMore timed out or failed is forgotten without killCursors.
 const KILL_AFTER_FAILED_GET_MORE: Gap =
     Gap::Driver("a cursor whose getMore failed (or timed out) is not killed with killCursors");
@@ -167,30 +164,6 @@ pub const KNOWN_GAPS: &[KnownGap] = &[
         "convenient-transactions.json",
         "withTransaction raises a client-side error if timeoutMS is overridden inside the callback",
         CSOT_WITH_TRANSACTION_OVERRIDE,
-    ),
-    gap(
-        "csot",
-        "gridfs-delete.json",
-        "timeoutMS applied to entire delete, not individual parts",
-        CSOT_GRIDFS,
-    ),
-    gap(
-        "csot",
-        "gridfs-download.json",
-        "timeoutMS applied to entire download, not individual parts",
-        CSOT_GRIDFS,
-    ),
-    gap(
-        "csot",
-        "gridfs-find.json",
-        "timeoutMS applied to find command",
-        CSOT_GRIDFS,
-    ),
-    gap(
-        "csot",
-        "gridfs-upload.json",
-        "timeoutMS applied to upload as a whole, not individual parts",
-        CSOT_GRIDFS,
     ),
     gap(
         "csot",

@@ -456,6 +456,10 @@ async fn run_test(
     // Turned off before outcomes are read, which a fail point could break; through the
     // internal client, so that no client entity records the command or its connection.
     let turned_off = turn_off_fail_points(&deployment, &context.fail_points).await;
+    // A command the server held (blockConnection) goes on after the driver gave up on
+    // it at its timeoutMS, and its writes would land after the next test's initial
+    // data: its block is waited out, a bound the server sets, at most a second.
+    tokio::time::sleep(context.longest_block.min(Duration::from_secs(1))).await;
     let turned_off = match turned_off.is_ok() && transactions::starts_transactions(test) {
         true => transactions::terminate_open_transactions(&deployment).await,
         false => turned_off,

@@ -57,6 +57,9 @@ pub struct Context {
     pub multi_mongos_uri: Option<String>,
     /// The fail points set by `failPoint`, turned off after the test.
     pub fail_points: Vec<String>,
+    /// The longest `blockTimeMS` of the `blockConnection` fail points set: how long a
+    /// command the server held may still run after the driver gave up on it.
+    pub longest_block: std::time::Duration,
     /// What the last operation returned that is not a BSON value (a cursor, a
     /// collection), for its `saveResultAsEntity`.
     pub result_entity: Option<Entity>,
@@ -71,6 +74,7 @@ impl Context {
             client_uri,
             multi_mongos_uri: None,
             fail_points: Vec::new(),
+            longest_block: std::time::Duration::ZERO,
             result_entity: None,
         }
     }
@@ -125,7 +129,7 @@ pub fn handler(operation: &Operation) -> Option<Handler> {
             |op, cx| Box::pin(crud::find_one_and(op, cx, Modify::Delete))
         }
         (false, "bulkWrite") => |op, cx| Box::pin(bulk_write::bulk_write(op, cx)),
-        (false, "find") => |op, cx| Box::pin(crud::find(op, cx)),
+        (false, "find") => |op, cx| Box::pin(find(op, cx)),
         (false, "findOne") => |op, cx| Box::pin(crud::find_one(op, cx)),
         (false, "aggregate") => |op, cx| Box::pin(crud::aggregate(op, cx)),
         (false, "countDocuments") => |op, cx| Box::pin(crud::count_documents(op, cx)),
@@ -169,6 +173,7 @@ pub fn handler(operation: &Operation) -> Option<Handler> {
         (false, "dropCollection") => |op, cx| Box::pin(commands::drop_collection(op, cx)),
         (false, "createCollection") => |op, cx| Box::pin(commands::create_collection(op, cx)),
         (false, "download") => |op, cx| Box::pin(gridfs::download(op, cx)),
+        (false, "drop") => |op, cx| Box::pin(gridfs::drop(op, cx)),
         (false, "downloadByName") => |op, cx| Box::pin(gridfs::download_by_name(op, cx)),
         (false, "upload") => |op, cx| Box::pin(gridfs::upload(op, cx)),
         (false, "delete") => |op, cx| Box::pin(gridfs::delete(op, cx)),
@@ -267,6 +272,14 @@ pub fn unsupported(operation: &Operation) -> Option<String> {
     })
 }
 
+/// Spec `find`: on a collection, or on a GridFS bucket (its files documents).
+async fn find(operation: &Operation, context: &mut Context) -> Result<Returned, Abort> {
+    match context.entities.bucket(&operation.object) {
+        Ok(_) => gridfs::find(operation, context).await,
+        Err(_) => crud::find(operation, context).await,
+    }
+}
+
 /// Runs `operation`. An operation given `timeoutMS` runs on its object with that
 /// timeoutMS ([`anymongo::Client::with_timeout`] and its database and collection
 /// counterparts, the driver's operation-level timeoutMS).
@@ -324,6 +337,16 @@ fn fail_point<'a>(
             .await
             .map_err(|e| format!("{command} failed: {e}"))?;
         context.fail_points.push(name);
+        let data = command.get_document("data").ok();
+        if data.is_some_and(|data| data.get_bool("blockConnection").unwrap_or(false)) {
+            let block = data
+                .and_then(|data| data.get("blockTimeMS"))
+                .and_then(|ms| ms.as_i64().or_else(|| ms.as_i32().map(i64::from)))
+                .and_then(|ms| u64::try_from(ms).ok())
+                .map(std::time::Duration::from_millis)
+                .unwrap_or_default();
+            context.longest_block = context.longest_block.max(block);
+        }
         Ok(Ok(None))
     })
 }

@@ -41,11 +41,11 @@ pub(crate) async fn execute(
     models: impl IntoIterator<Item = impl Into<ClientWriteModel>>,
     options: Option<BulkWriteOptions>,
     session: Option<&ClientSession>,
-    timeout: Option<std::time::Duration>,
+    timing: crate::operation::Timing,
 ) -> Result<BulkWriteResult> {
     // One timeoutMS for all the batches (Client Side Operations Timeout spec,
     // "Batching").
-    let context = executor.context(timeout, session);
+    let context = executor.context(timing, session);
     let options = options.unwrap_or_default();
     crate::transactions::check_operation_concerns(session, false, options.write_concern.is_some())?;
     let write_concern = options

@@ -239,11 +239,11 @@ pub(crate) async fn execute(
     options: &BulkWriteOptions,
     write_concern: Option<&WriteConcern>,
     session: Option<&ClientSession>,
-    timeout: Option<std::time::Duration>,
+    timing: crate::operation::Timing,
 ) -> Result<BulkWriteResult> {
     // One timeoutMS for all the batches (Client Side Operations Timeout spec,
     // "Batching").
-    let context = executor.context(timeout, session);
+    let context = executor.context(timing, session);
     let mut outcome = Outcome::default();
     outcome.result.acknowledged = write_concern.is_none_or(WriteConcern::is_acknowledged);
     for run in &plan.runs {
