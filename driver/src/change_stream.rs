@@ -551,7 +551,14 @@ impl Watch {
     /// Runs the aggregate (a retryable read), starting at `start`, after killing the
     /// cursor `stale` of a failed getMore, if any (spec, "Resume Process": errors
     /// killing it are suppressed).
-    async fn open(self: Arc<Self>, start: StartAt, stale: Option<CursorSpec>) -> Result<Opened> {
+    /// With `deadline` (a `next` call's), the aggregate ends by then; else it gets
+    /// the stream's timeoutMS afresh.
+    async fn open(
+        self: Arc<Self>,
+        start: StartAt,
+        stale: Option<CursorSpec>,
+        deadline: Option<crate::rt::Instant>,
+    ) -> Result<Opened> {
         if let Some(stale) = stale {
             let _ = stale.kill().await;
         }
@@ -582,7 +589,14 @@ impl Watch {
         let cursor = self
             .client
             .executor()
-            .execute(&mut operation, self.session.as_ref(), self.timeout)
+            .execute(
+                &mut operation,
+                self.session.as_ref(),
+                crate::operation::Timing {
+                    timeout: self.timeout,
+                    deadline,
+                },
+            )
             .await?;
         Ok(Opened {
             cursor,
@@ -682,6 +696,12 @@ pub struct ChangeStream<T> {
     /// `None` while resuming, and once closed.
     cursor: Option<Cursor<Document>>,
     resuming: Option<BoxFuture<'static, Result<Opened>>>,
+    /// A getMore timed out: the next call resumes (Client Side Operations Timeout
+    /// spec, "Change Streams": the stream is not invalidated), killing this cursor.
+    resume_next: Option<Option<CursorSpec>>,
+    /// The deadline of the call (a `next`) under way, with timeoutMS: its getMores
+    /// and any resume share it.
+    call_deadline: Option<crate::rt::Instant>,
     resume: ResumeState,
     /// The wire version of the connection of the last aggregate.
     max_wire_version: Option<i32>,
@@ -713,7 +733,7 @@ impl<T> ChangeStream<T> {
     /// Opens the stream `watch` describes.
     async fn open(watch: Watch) -> Result<ChangeStream<T>> {
         let mut watch = Arc::new(watch);
-        let opened = watch.clone().open(StartAt::Original, None).await?;
+        let opened = watch.clone().open(StartAt::Original, None, None).await?;
         if let (None, Some(session)) = (&watch.session, opened.cursor.session()) {
             // The only reference now: the open is over.
             Arc::make_mut(&mut watch).session = Some(session.clone());
@@ -729,6 +749,8 @@ impl<T> ChangeStream<T> {
             watch,
             cursor: None,
             resuming: None,
+            resume_next: None,
+            call_deadline: None,
             resume,
             max_wire_version: None,
             _events: PhantomData,
@@ -757,7 +779,7 @@ impl<T> ChangeStream<T> {
     /// Whether the stream may still return changes: it is not closed, by an error, by
     /// [`close`](Self::close) or by the server (an invalidate event ends it).
     pub fn is_alive(&self) -> bool {
-        self.cursor.is_some() || self.resuming.is_some()
+        self.cursor.is_some() || self.resuming.is_some() || self.resume_next.is_some()
     }
 
     /// The same stream, its events read as `U` (e.g. `bson::Document`, for a pipeline
@@ -767,6 +789,8 @@ impl<T> ChangeStream<T> {
             watch: self.watch,
             cursor: self.cursor,
             resuming: self.resuming,
+            resume_next: self.resume_next,
+            call_deadline: self.call_deadline,
             resume: self.resume,
             max_wire_version: self.max_wire_version,
             _events: PhantomData,
@@ -777,6 +801,9 @@ impl<T> ChangeStream<T> {
     /// (dropping the stream does it in the background).
     pub async fn close(mut self) -> Result<()> {
         self.resuming = None;
+        if let Some(Some(stale)) = self.resume_next.take() {
+            return stale.kill().await;
+        }
         match self.cursor.take() {
             Some(cursor) => cursor.close().await,
             None => Ok(()),
@@ -791,6 +818,7 @@ impl<T: DeserializeOwned> ChangeStream<T> {
     /// once the stream is closed ([`is_alive`](Self::is_alive) says which).
     pub async fn next_if_any(&mut self) -> Result<Option<T>> {
         let advance = futures::future::poll_fn(|cx| self.poll_advance(cx)).await;
+        self.call_deadline = None;
         match advance {
             Advance::Event(event) => event.map(Some),
             Advance::Empty | Advance::End => Ok(None),
@@ -798,6 +826,16 @@ impl<T: DeserializeOwned> ChangeStream<T> {
     }
 
     fn poll_advance(&mut self, cx: &mut Context<'_>) -> Poll<Advance<T>> {
+        if self.call_deadline.is_none() {
+            if let Some(timeout) = self.watch.timeout.filter(|limit| !limit.is_zero()) {
+                self.call_deadline = Some(self.watch.client.executor().now() + timeout);
+            }
+        }
+        if let Some(stale) = self.resume_next.take() {
+            let start = self.resume.resume_point();
+            let open = self.watch.clone().open(start, stale, self.call_deadline);
+            self.resuming = Some(boxed(open));
+        }
         loop {
             if let Some(resuming) = &mut self.resuming {
                 let opened = ready!(resuming.as_mut().poll(cx));
@@ -811,6 +849,7 @@ impl<T: DeserializeOwned> ChangeStream<T> {
             let Some(cursor) = &mut self.cursor else {
                 return Poll::Ready(Advance::End);
             };
+            cursor.set_call_deadline(self.call_deadline);
             match ready!(cursor.poll_step(cx)) {
                 Step::Document(document) => {
                     let last = cursor.buffered() == 0;
@@ -833,15 +872,21 @@ impl<T: DeserializeOwned> ChangeStream<T> {
                 }
                 Step::Failed(error, stale) => {
                     self.cursor = None;
-                    if !is_resumable(&error, self.max_wire_version) {
-                        return Poll::Ready(Advance::Event(Err(error)));
-                    }
                     // A cursor the server does not know needs no killing.
                     let stale = stale
                         .filter(|_| error.code() != Some(CURSOR_NOT_FOUND))
                         .map(|spec| *spec);
+                    if error.is_operation_timeout() {
+                        // Not invalidated: the next call resumes.
+                        self.resume_next = Some(stale);
+                        return Poll::Ready(Advance::Event(Err(error)));
+                    }
+                    if !is_resumable(&error, self.max_wire_version) {
+                        return Poll::Ready(Advance::Event(Err(error)));
+                    }
                     let start = self.resume.resume_point();
-                    self.resuming = Some(boxed(self.watch.clone().open(start, stale)));
+                    let open = self.watch.clone().open(start, stale, self.call_deadline);
+                    self.resuming = Some(boxed(open));
                 }
             }
         }
@@ -852,7 +897,12 @@ impl<T: DeserializeOwned> Stream for ChangeStream<T> {
     type Item = Result<T>;
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        Poll::Ready(match ready!(self.get_mut().poll_advance(cx)) {
+        let stream = self.get_mut();
+        let advance = ready!(stream.poll_advance(cx));
+        if !matches!(advance, Advance::Empty) {
+            stream.call_deadline = None;
+        }
+        Poll::Ready(match advance {
             Advance::Event(event) => Some(event),
             // A getMore found nothing: ask again, from the next poll, so that a server
             // answering at once never holds the task in a loop.

@@ -127,20 +127,25 @@ impl CursorSpec {
         }
     }
 
-    /// The context of a getMore starting now: within the cursor's lifetime, or
-    /// timeoutMS afresh for an iteration; never with a `maxTimeMS` of timeoutMS's.
-    fn get_more_context(&self) -> OperationContext {
-        let context = match self.iteration {
-            true => OperationContext::with_timeout(self.timeout, self.executor.now()),
-            false => OperationContext {
-                timeout: self.timeout,
-                deadline: self.lifetime,
-                ..OperationContext::new()
-            },
-        };
+    /// The deadline of a getMore starting now: the cursor's lifetime's; or, when
+    /// timeoutMS bounds each iteration, that of the call under way (`call`), which
+    /// the first getMore of a call sets.
+    pub(crate) fn get_more_deadline(&self, call: &mut Option<Instant>) -> Option<Instant> {
+        if !self.iteration {
+            return self.lifetime;
+        }
+        let timeout = self.timeout.filter(|limit| !limit.is_zero())?;
+        Some(*call.get_or_insert_with(|| self.executor.now() + timeout))
+    }
+
+    /// The context of a getMore ending by `deadline`, never with a `maxTimeMS` of
+    /// timeoutMS's.
+    fn get_more_context(&self, deadline: Option<Instant>) -> OperationContext {
         OperationContext {
+            timeout: self.timeout,
+            deadline,
             max_time: false,
-            ..context
+            ..OperationContext::new()
         }
     }
 
@@ -251,6 +256,11 @@ pub struct Cursor<T> {
     in_flight: Option<BoxFuture<'static, Result<Batch>>>,
     /// How many getMores in a row answered an empty batch with a live cursor id.
     empty_batches: u32,
+    /// While a call (a `next`) is under way on a cursor whose timeoutMS bounds each
+    /// iteration: that call's deadline, which all its getMores share (Client Side
+    /// Operations Timeout spec, "Cursors": "the timeout MUST apply to the totality of
+    /// all getMore's").
+    call_deadline: Option<Instant>,
     _documents: PhantomData<fn() -> T>,
 }
 
@@ -292,6 +302,7 @@ impl<T> Cursor<T> {
             post_batch_resume_token: first.post_batch_resume_token,
             in_flight: None,
             empty_batches: 0,
+            call_deadline: None,
             _documents: PhantomData,
         }
     }
@@ -317,9 +328,11 @@ impl<T> Cursor<T> {
         let Some(spec) = &mut self.spec else {
             return Poll::Ready(Step::End);
         };
-        let in_flight = self
-            .in_flight
-            .get_or_insert_with(|| boxed(get_more(spec.clone())));
+        let call_deadline = &mut self.call_deadline;
+        let in_flight = self.in_flight.get_or_insert_with(|| {
+            let deadline = spec.get_more_deadline(call_deadline);
+            boxed(get_more(spec.clone(), deadline))
+        });
         let batch = match in_flight.as_mut().poll(cx) {
             Poll::Pending => return Poll::Pending,
             Poll::Ready(batch) => batch,
@@ -383,6 +396,7 @@ impl<T> Cursor<T> {
             post_batch_resume_token: self.post_batch_resume_token.take(),
             in_flight: self.in_flight.take(),
             empty_batches: self.empty_batches,
+            call_deadline: self.call_deadline,
             _documents: PhantomData,
         }
     }
@@ -409,7 +423,9 @@ impl<T> Cursor<T> {
     /// the bytes the server sent, or `None` after one getMore that found nothing, or
     /// once the cursor is exhausted ([`is_alive`](Self::is_alive) says which).
     pub async fn next_raw_if_any(&mut self) -> Result<Option<RawDocumentBuf>> {
-        match std::future::poll_fn(|cx| self.poll_step(cx)).await {
+        let step = std::future::poll_fn(|cx| self.poll_step(cx)).await;
+        self.end_call();
+        match step {
             Step::Document(document) => Ok(Some(document)),
             Step::EmptyBatch | Step::End => Ok(None),
             // The server cursor is gone, unreachable or already being killed.
@@ -424,8 +440,24 @@ impl<T> Cursor<T> {
         !self.buffer.is_empty() || self.spec.is_some()
     }
 
+    /// Ends the call under way: the next getMore of a cursor whose timeoutMS bounds
+    /// each iteration starts a new one.
+    pub(crate) fn end_call(&mut self) {
+        self.call_deadline = None;
+    }
+
+    /// Sets the deadline of the call under way (a change stream's `next`, whose
+    /// resume shares it).
+    pub(crate) fn set_call_deadline(&mut self, deadline: Option<Instant>) {
+        self.call_deadline = deadline;
+    }
+
     fn poll_next_raw(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<RawDocumentBuf>>> {
-        Poll::Ready(match std::task::ready!(self.poll_step(cx)) {
+        let step = std::task::ready!(self.poll_step(cx));
+        if !matches!(step, Step::EmptyBatch) {
+            self.end_call();
+        }
+        Poll::Ready(match step {
             // Ask again, from the next poll: a server answering empty batches at once
             // must not hold the task (and a single-threaded executor) in a loop.
             Step::EmptyBatch => return crate::rt::poll_yield(cx),
@@ -514,11 +546,11 @@ fn kill_later(spec: CursorSpec) {
     }
 }
 
-/// Fetches the next batch of the cursor `spec` describes.
-async fn get_more(spec: CursorSpec) -> Result<Batch> {
+/// Fetches the next batch of the cursor `spec` describes, by `deadline` if any.
+async fn get_more(spec: CursorSpec, deadline: Option<Instant>) -> Result<Batch> {
     let mut operation = GetMore { spec: spec.clone() };
     let result = run_on_server(
-        &spec.get_more_context(),
+        &spec.get_more_context(deadline),
         &spec.executor,
         &spec.server,
         &mut operation,
@@ -764,6 +796,7 @@ mod tests {
             post_batch_resume_token: None,
             in_flight: None,
             empty_batches: 0,
+            call_deadline: None,
             _documents: PhantomData,
         }
     }
