@@ -95,6 +95,10 @@ pub(crate) struct CursorSpec {
     /// That operation's deadline, which the getMores share while the cursor's
     /// timeoutMS bounds its lifetime.
     pub lifetime: Option<Instant>,
+    /// Whether a getMore that failed with a server error (but CursorNotFound) kills
+    /// the server cursor before the error is returned; not a change stream's, whose
+    /// resume kills it.
+    pub kills_on_error: bool,
     /// Whether timeoutMS bounds each iteration afresh instead (a tailable cursor's,
     /// or with [`TimeoutMode::Iteration`](crate::crud::TimeoutMode::Iteration)).
     pub iteration: bool,
@@ -123,6 +127,7 @@ impl CursorSpec {
             pinned: context.pinned.cloned(),
             timeout: context.operation.timeout,
             lifetime: context.operation.deadline,
+            kills_on_error: true,
             iteration: false,
         }
     }
@@ -162,10 +167,7 @@ impl CursorSpec {
 /// (timeoutMS): refreshed, whatever the cursor's mode (Client Side Operations Timeout
 /// spec, "Cursors": close methods).
 fn kill_context(executor: &Executor, timeout: Option<Duration>) -> OperationContext {
-    OperationContext {
-        max_time: false,
-        ..OperationContext::with_timeout(timeout, executor.now())
-    }
+    OperationContext::with_timeout(timeout, executor.now())
 }
 
 /// One batch of a cursor reply.
@@ -374,6 +376,10 @@ impl<T> Cursor<T> {
                     None => Step::EmptyBatch,
                 })
             }
+            // A timed-out cursor stays open on the server: `close` kills it.
+            Err(error) if error.is_operation_timeout() && spec.kills_on_error => {
+                Poll::Ready(Step::Failed(error, None))
+            }
             Err(error) => Poll::Ready(Step::Failed(error, self.spec.take().map(Box::new))),
         }
     }
@@ -546,6 +552,9 @@ fn kill_later(spec: CursorSpec) {
     }
 }
 
+/// The server's CursorNotFound error code.
+const CURSOR_NOT_FOUND: i32 = 43;
+
 /// Fetches the next batch of the cursor `spec` describes, by `deadline` if any.
 async fn get_more(spec: CursorSpec, deadline: Option<Instant>) -> Result<Batch> {
     let mut operation = GetMore { spec: spec.clone() };
@@ -558,12 +567,25 @@ async fn get_more(spec: CursorSpec, deadline: Option<Instant>) -> Result<Batch> 
         spec.pinned.as_ref(),
     )
     .await;
-    if let (Err(error), Some(pinned)) = (&result, &spec.pinned) {
-        // A pinned cursor whose getMore failed is killed on its connection before the
-        // connection goes back to the pool with the cursor; after a network error the
-        // connection is no longer valid and nothing is sent (Load Balancer spec,
-        // "Behaviour With Cursors").
-        if !error.is_network_error() && !pinned.is_broken() {
+    if let Err(error) = &result {
+        let kills = match &spec.pinned {
+            // A pinned cursor whose getMore failed is killed on its connection before
+            // the connection goes back to the pool with the cursor; after a network
+            // error the connection is no longer valid and nothing is sent (Load
+            // Balancer spec, "Behaviour With Cursors").
+            Some(pinned) => !error.is_network_error() && !pinned.is_broken(),
+            // Any other cursor after a server error, so that it does not linger on the
+            // server until it times out; one that timed out stays, for `close` (or
+            // the drop) to kill with a timeoutMS of its own (Client Side Operations
+            // Timeout spec, "Cursors").
+            None => {
+                spec.kills_on_error
+                    && !error.is_network_error()
+                    && !error.is_operation_timeout()
+                    && error.code() != Some(CURSOR_NOT_FOUND)
+            }
+        };
+        if kills {
             // Best effort: the server times idle cursors out anyway.
             let _ = spec.kill().await;
         }

@@ -315,6 +315,8 @@ impl Operation for Aggregate<'_> {
         spec.max_await_time = self.options.max_await_time;
         spec.comment = self.options.comment.clone();
         spec.tailable = self.tailable();
+        // A change stream kills its cursor itself, as it resumes.
+        spec.kills_on_error = !spec.tailable;
         spec.iteration = spec.tailable || self.options.timeout_mode == Some(TimeoutMode::Iteration);
         Ok(Cursor::new(spec, batch))
     }

@@ -79,9 +79,6 @@ const CSOT_RUN_CURSOR_COMMAND_60_MS: Gap = Gap::Driver(
     "expects a timeout from a getMore blocked 60 ms that no setting of the test bounds \
      below 60 ms; not understood yet",
 );
-/// A cursor whose getMore timed out or failed is forgotten without killCursors.
-const KILL_AFTER_FAILED_GET_MORE: Gap =
-    Gap::Driver("a cursor whose getMore failed (or timed out) is not killed with killCursors");
 /// withTransaction does not refuse an operation-level timeoutMS in its callback.
 const CSOT_WITH_TRANSACTION_OVERRIDE: Gap =
     Gap::Driver("an operation given its own timeoutMS inside withTransaction is not refused");
@@ -120,18 +117,6 @@ pub const KNOWN_GAPS: &[KnownGap] = &[
         "runCursorCommand.json",
         "Tailable cursor awaitData iteration timeoutMS is refreshed for getMore - failure",
         CSOT_RUN_CURSOR_COMMAND_60_MS,
-    ),
-    gap(
-        "csot",
-        "close-cursors.json",
-        "timeoutMS is refreshed for close",
-        KILL_AFTER_FAILED_GET_MORE,
-    ),
-    gap(
-        "client-backpressure",
-        "getMore-retried.json",
-        "getMores are retried maxAttempts=2 times",
-        KILL_AFTER_FAILED_GET_MORE,
     ),
     gap(
         "csot",
