@@ -1119,13 +1119,15 @@ impl Executor {
                 _ => error,
             };
             let overload = retry::is_overload_retryable(&error);
-            let retryable = (eligible
+            // Retryable under the Retryable Reads or Writes spec, or only as an
+            // overload (Client Backpressure spec).
+            let spec_retryable = eligible
                 && match kind {
                     Retryability::Write => error.has_label(retry::RETRYABLE_WRITE_ERROR),
                     Retryability::Read => retry::is_retryable_read_error(&error),
                     Retryability::None => false,
-                })
-                || (overload && self.retries_overloads(&operation));
+                };
+            let retryable = spec_retryable || (overload && self.retries_overloads(&operation));
             let error = match previous.take() {
                 Some(previous) => retry::reported_error(previous, error),
                 None => error,
@@ -1160,11 +1162,15 @@ impl Executor {
             if context.has_expired(self.now()) {
                 return Err(context.timeout_error("a retry", Some(error)));
             }
-            // Retry elsewhere if possible (Retryable Reads and Writes specs, "Selecting
-            // the server for retry": deprioritize the failed mongos, or a server that
-            // reported an overload; Client Backpressure spec: with
-            // enableOverloadRetargeting, any server that did).
-            if topology_type == TopologyType::Sharded || error.has_label(SYSTEM_OVERLOADED_ERROR) {
+            // Retry elsewhere if possible: the failed mongos always; a server that
+            // reported an overload when the retry is a retryable read's or write's
+            // (Retryable Reads and Writes specs, "Selecting the server for retry"),
+            // or, for the retries only the Client Backpressure spec allows, when
+            // enableOverloadRetargeting says so (that spec, "Overload retry policy",
+            // 4; off by default, for primaryPreferred reads stay on the primary).
+            let overloaded_here = error.has_label(SYSTEM_OVERLOADED_ERROR)
+                && (spec_retryable || options.enable_overload_retargeting);
+            if topology_type == TopologyType::Sharded || overloaded_here {
                 deprioritized.push(server.address.clone());
             }
             drop(selected);
@@ -1636,5 +1642,80 @@ mod tests {
     #[test]
     fn operations_get_ids_of_their_own() {
         assert_ne!(OperationContext::new().id, OperationContext::new().id);
+    }
+
+    #[test]
+    fn with_timeout_ms_commands_get_what_is_left_as_max_time_ms_and_no_deprecated_bounds() {
+        let at = |millis| Instant::from_origin(Duration::from_millis(millis));
+        let context = OperationContext::with_timeout(Some(Duration::from_millis(100)), at(0));
+        assert_eq!(context.deadline, Some(at(100)));
+        // What is left minus the round trip; nothing sent when the round trip is all.
+        assert_eq!(
+            context
+                .max_time_ms(at(30), Duration::from_millis(10))
+                .unwrap(),
+            Some(60)
+        );
+        let late = context.max_time_ms(at(95), Duration::from_millis(10));
+        assert!(late.is_err_and(|error| error.is_operation_timeout()));
+        let mut body = bson::doc! {
+            "insert": "c",
+            "maxTimeMS": 5000,
+            "writeConcern": { "w": 1, "wtimeout": 10 },
+        };
+        apply_timeout(&context, &mut body, at(40), Duration::ZERO).unwrap();
+        assert_eq!(body.get_i64("maxTimeMS").ok(), Some(60));
+        assert_eq!(
+            body.get_document("writeConcern").unwrap(),
+            &bson::doc! { "w": 1 }
+        );
+        let mut body = bson::doc! { "insert": "c", "writeConcern": { "wtimeout": 10 } };
+        let zero = OperationContext::with_timeout(Some(Duration::ZERO), at(0));
+        apply_timeout(&zero, &mut body, at(40), Duration::ZERO).unwrap();
+        assert_eq!(body, bson::doc! { "insert": "c" });
+        // A getMore keeps an awaitData wait, within what is left.
+        let mut get_more = bson::doc! { "getMore": 1_i64, "maxTimeMS": 500_i64 };
+        apply_timeout(&context, &mut get_more, at(40), Duration::ZERO).unwrap();
+        assert_eq!(get_more.get_i64("maxTimeMS").ok(), Some(60));
+        // Without timeoutMS, no deadline and the step bounds as they were.
+        let unset = OperationContext::with_timeout(None, at(0));
+        assert!(!unset.is_timed());
+        assert_eq!(unset.max_time_ms(at(1), Duration::ZERO).unwrap(), None);
+    }
+
+    #[test]
+    fn with_timeout_ms_server_and_socket_timeouts_become_the_timeout_error() {
+        let at = |millis| Instant::from_origin(Duration::from_millis(millis));
+        let context = OperationContext::with_timeout(Some(Duration::from_millis(100)), at(0));
+        let expired = Error::new(crate::error::ErrorKind::Command(
+            crate::error::CommandError {
+                code: 50,
+                code_name: "MaxTimeMSExpired".into(),
+                message: "operation exceeded time limit".into(),
+                error_labels: vec!["SomeLabel".into()],
+                topology_version: None,
+            },
+        ));
+        let reported = context.report(expired.clone(), at(10));
+        assert!(reported.is_operation_timeout());
+        assert!(reported.has_label("SomeLabel"));
+        assert!(reported
+            .to_string()
+            .contains("operation exceeded time limit"));
+        let socket = Error::new(crate::error::ErrorKind::Timeout {
+            address: "h:1".into(),
+            during: "reading a reply",
+            after: Duration::from_millis(90),
+        });
+        assert!(context
+            .report(socket.clone(), at(10))
+            .is_operation_timeout());
+        let other = Error::invalid_argument("x");
+        assert!(!context.report(other.clone(), at(10)).is_operation_timeout());
+        assert!(context.report(other, at(100)).is_operation_timeout());
+        // Without timeoutMS, errors stay as they are.
+        let unset = OperationContext::with_timeout(None, at(0));
+        assert!(!unset.report(expired, at(10)).is_operation_timeout());
+        assert!(!unset.report(socket, at(10)).is_operation_timeout());
     }
 }

@@ -260,4 +260,53 @@ mod tests {
         let later = command(11600, "later");
         assert_eq!(reported_error(first, later.clone()), later);
     }
+
+    #[test]
+    fn overload_errors_need_both_labels_and_back_off_exponentially_within_ten_seconds() {
+        let overloaded = command(462, "rate exceeded")
+            .with_label(SYSTEM_OVERLOADED_ERROR)
+            .with_label(RETRYABLE_ERROR);
+        assert!(is_overload_retryable(&overloaded));
+        let labelled_once = command(462, "x").with_label(SYSTEM_OVERLOADED_ERROR);
+        assert!(!is_overload_retryable(&labelled_once));
+        assert!(!is_overload_retryable(
+            &command(462, "x").with_label(RETRYABLE_ERROR)
+        ));
+        // jitter * min(10 s, base * 2^retry): 200 ms, then 400 ms at full jitter.
+        let ms = Duration::from_millis;
+        assert_eq!(overload_backoff(1, None, 1.0), ms(200));
+        assert_eq!(overload_backoff(2, None, 1.0), ms(400));
+        assert_eq!(overload_backoff(2, None, 0.5), ms(200));
+        assert_eq!(overload_backoff(2, None, 0.0), Duration::ZERO);
+        assert_eq!(overload_backoff(2, Some(ms(50)), 1.0), ms(200));
+        assert_eq!(overload_backoff(20, None, 1.0), Duration::from_secs(10));
+        assert_eq!(
+            overload_backoff(u32::MAX, None, 1.0),
+            Duration::from_secs(10)
+        );
+        // Out-of-range jitter is clamped.
+        assert_eq!(overload_backoff(1, None, 7.0), ms(200));
+        let jittered = jitter();
+        assert!((0.0..=1.0).contains(&jittered), "{jittered}");
+    }
+
+    #[test]
+    fn the_server_base_backoff_is_read_from_the_reply_when_positive() {
+        let with = |reply: bson::Document| command(462, "x").with_server_reply(reply);
+        let ms = Duration::from_millis;
+        assert_eq!(
+            server_base_backoff(&with(bson::doc! { "baseBackoffMS": 50 })),
+            Some(ms(50))
+        );
+        assert_eq!(
+            server_base_backoff(&with(bson::doc! { "baseBackoffMS": 0 })),
+            None
+        );
+        assert_eq!(
+            server_base_backoff(&with(bson::doc! { "baseBackoffMS": -5 })),
+            None
+        );
+        assert_eq!(server_base_backoff(&with(bson::doc! { "ok": 0 })), None);
+        assert_eq!(server_base_backoff(&command(462, "x")), None);
+    }
 }

@@ -390,3 +390,30 @@ impl Operation for SimpleRead<'_> {
         true
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn cursor_options_that_contradict_timeout_ms_are_refused() {
+        let ms = Duration::from_millis;
+        let lifetime = Some(TimeoutMode::CursorLifetime);
+        let iteration = Some(TimeoutMode::Iteration);
+        assert!(check_cursor_timeout(None, None, false, None, false).is_ok());
+        assert!(check_cursor_timeout(Some(ms(5)), lifetime, false, None, false).is_ok());
+        // A mode without timeoutMS.
+        assert!(check_cursor_timeout(None, iteration, false, None, false).is_err());
+        // A tailable cursor's lifetime.
+        assert!(check_cursor_timeout(Some(ms(5)), lifetime, true, None, false).is_err());
+        assert!(check_cursor_timeout(Some(ms(5)), iteration, true, None, false).is_ok());
+        // $out or $merge iterated.
+        assert!(check_cursor_timeout(Some(ms(5)), iteration, false, None, true).is_err());
+        // maxAwaitTimeMS must be shorter than a non-zero timeoutMS.
+        assert!(check_cursor_timeout(Some(ms(5)), None, true, Some(ms(5)), false).is_err());
+        assert!(check_cursor_timeout(Some(ms(5)), None, true, Some(ms(10)), false).is_err());
+        assert!(check_cursor_timeout(Some(ms(10)), None, true, Some(ms(5)), false).is_ok());
+        assert!(check_cursor_timeout(Some(ms(0)), None, true, Some(ms(5)), false).is_ok());
+    }
+}

@@ -192,6 +192,7 @@ pub fn handler(operation: &Operation) -> Option<Handler> {
         (true, "createEntities") => create_entities,
         (true, "assertNumberConnectionsCheckedOut") => assert_connections_checked_out,
         (true, "waitForEvent") => events::wait_for_event,
+        (true, "wait") => wait,
         (true, "assertCollectionExists") => |op, cx| collection_exists(op, cx, true),
         (true, "assertCollectionNotExists") => |op, cx| collection_exists(op, cx, false),
         (true, "assertIndexExists") => |op, cx| index_exists(op, cx, true),
@@ -347,6 +348,26 @@ fn fail_point<'a>(
                 .unwrap_or_default();
             context.longest_block = context.longest_block.max(block);
         }
+        Ok(Ok(None))
+    })
+}
+
+/// Spec "wait": sleeps for `ms` milliseconds (the operation is the sleep; tests use it
+/// to let time pass, e.g. for a connection to go idle).
+fn wait<'a>(
+    operation: &'a Operation,
+    _context: &'a mut Context,
+) -> BoxFuture<'a, Result<Returned, Abort>> {
+    Box::pin(async move {
+        known_arguments(operation, &["ms"])?;
+        let ms = entities::timeout_ms(
+            operation
+                .arguments
+                .get("ms")
+                .ok_or_else(|| "wait needs ms".to_owned())?,
+            "wait",
+        )?;
+        tokio::time::sleep(ms).await;
         Ok(Ok(None))
     })
 }
