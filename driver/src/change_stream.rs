@@ -698,7 +698,7 @@ pub struct ChangeStream<T> {
     resuming: Option<BoxFuture<'static, Result<Opened>>>,
     /// A getMore timed out: the next call resumes (Client Side Operations Timeout
     /// spec, "Change Streams": the stream is not invalidated), killing this cursor.
-    resume_next: Option<Option<CursorSpec>>,
+    resume_next: Option<Option<Box<CursorSpec>>>,
     /// The deadline of the call (a `next`) under way, with timeoutMS: its getMores
     /// and any resume share it.
     call_deadline: Option<crate::rt::Instant>,
@@ -833,7 +833,10 @@ impl<T: DeserializeOwned> ChangeStream<T> {
         }
         if let Some(stale) = self.resume_next.take() {
             let start = self.resume.resume_point();
-            let open = self.watch.clone().open(start, stale, self.call_deadline);
+            let open = self
+                .watch
+                .clone()
+                .open(start, stale.map(|spec| *spec), self.call_deadline);
             self.resuming = Some(boxed(open));
         }
         loop {
@@ -873,14 +876,13 @@ impl<T: DeserializeOwned> ChangeStream<T> {
                 Step::Failed(error, stale) => {
                     self.cursor = None;
                     // A cursor the server does not know needs no killing.
-                    let stale = stale
-                        .filter(|_| error.code() != Some(CURSOR_NOT_FOUND))
-                        .map(|spec| *spec);
+                    let stale = stale.filter(|_| error.code() != Some(CURSOR_NOT_FOUND));
                     if error.is_operation_timeout() {
                         // Not invalidated: the next call resumes.
                         self.resume_next = Some(stale);
                         return Poll::Ready(Advance::Event(Err(error)));
                     }
+                    let stale = stale.map(|spec| *spec);
                     if !is_resumable(&error, self.max_wire_version) {
                         return Poll::Ready(Advance::Event(Err(error)));
                     }

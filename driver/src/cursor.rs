@@ -250,8 +250,9 @@ impl Batch {
 /// A tailable cursor's getMore answers empty batches while nothing new arrives: to get
 /// control back after each, iterate with [`next_if_any`](Self::next_if_any) instead.
 pub struct Cursor<T> {
-    /// `None` once exhausted or after an error.
-    spec: Option<CursorSpec>,
+    /// `None` once exhausted or after an error. Boxed: a cursor (and a change stream
+    /// holding one) stays small to move around.
+    spec: Option<Box<CursorSpec>>,
     buffer: VecDeque<RawDocumentBuf>,
     /// The `postBatchResumeToken` of the last batch, if it had one.
     post_batch_resume_token: Option<Document>,
@@ -297,7 +298,7 @@ impl<T> Cursor<T> {
             spec.collection = collection;
         }
         spec.id = first.id;
-        let spec = (first.id != 0).then_some(spec);
+        let spec = (first.id != 0).then(|| Box::new(spec));
         Cursor {
             spec,
             buffer: first.documents,
@@ -333,7 +334,7 @@ impl<T> Cursor<T> {
         let call_deadline = &mut self.call_deadline;
         let in_flight = self.in_flight.get_or_insert_with(|| {
             let deadline = spec.get_more_deadline(call_deadline);
-            boxed(get_more(spec.clone(), deadline))
+            boxed(get_more(CursorSpec::clone(spec), deadline))
         });
         let batch = match in_flight.as_mut().poll(cx) {
             Poll::Pending => return Poll::Pending,
@@ -367,7 +368,7 @@ impl<T> Cursor<T> {
                             spec.id, spec.database, spec.collection
                         ),
                     });
-                    kill_later(spec);
+                    kill_later(*spec);
                     return Poll::Ready(Step::Failed(error, None));
                 }
                 Poll::Ready(match self.buffer.pop_front() {
@@ -380,7 +381,7 @@ impl<T> Cursor<T> {
             Err(error) if error.is_operation_timeout() && spec.kills_on_error => {
                 Poll::Ready(Step::Failed(error, None))
             }
-            Err(error) => Poll::Ready(Step::Failed(error, self.spec.take().map(Box::new))),
+            Err(error) => Poll::Ready(Step::Failed(error, self.spec.take())),
         }
     }
 
@@ -534,7 +535,7 @@ pub(crate) fn deserialize<T: DeserializeOwned>(document: &RawDocument) -> Result
 impl<T> Drop for Cursor<T> {
     fn drop(&mut self) {
         if let Some(spec) = self.spec.take() {
-            kill_later(spec);
+            kill_later(*spec);
         }
     }
 }
