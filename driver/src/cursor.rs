@@ -616,8 +616,12 @@ async fn run_on_server<O: Operation>(
         let options = executor.options();
         let mut retries = 0;
         loop {
-            let result =
-                run_on_server_now(context, executor, server, operation, session, pinned).await;
+            // Boxed: the command's state lives on the heap, so that polling the
+            // cursor needs a shallow stack in debug builds.
+            let result = Box::pin(run_on_server_now(
+                context, executor, server, operation, session, pinned,
+            ))
+            .await;
             let error = match result {
                 Err(error)
                     if crate::retry::is_overload_retryable(&error)

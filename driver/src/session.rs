@@ -669,16 +669,22 @@ impl PendingAbort {
     /// Aborts the transaction (errors are ignored), then the server session goes back
     /// to the pool, through a session of its own that holds them. Boxed: the abort is
     /// an operation, and an operation first runs the pending aborts.
+    ///
+    /// The session is made when the future first runs: a future dropped before (a
+    /// runtime shutting down cancels what is spawned then) drops only the pending
+    /// abort, where a session in progress would ask for its abort again as it drops,
+    /// without end.
     pub(crate) fn end(self, executor: &Arc<Executor>) -> BoxFuture<'static, ()> {
-        let state = SessionState {
-            server_session: Some(self.server_session),
-            transaction: self.transaction,
-            pinned: self.pinned,
-            ..SessionState::default()
-        };
-        let session =
-            ClientSession::with_state(executor.clone(), SessionOptions::default(), false, state);
+        let executor = executor.clone();
         crate::rt::boxed(async move {
+            let state = SessionState {
+                server_session: Some(self.server_session),
+                transaction: self.transaction,
+                pinned: self.pinned,
+                ..SessionState::default()
+            };
+            let session =
+                ClientSession::with_state(executor, SessionOptions::default(), false, state);
             let _ = session.abort_transaction().await;
             // Dropping the session releases the server session.
         })
