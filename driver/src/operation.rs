@@ -693,7 +693,8 @@ impl Executor {
         if ids.is_empty() {
             return Ok(());
         }
-        let context = OperationContext::new();
+        // The client's timeoutMS bounds it, as any operation of the client.
+        let context = OperationContext::with_timeout(self.options.timeout, self.now());
         let preference = ReadPreference {
             mode: ReadPreferenceMode::PrimaryPreferred,
             ..ReadPreference::default()
