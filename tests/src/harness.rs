@@ -5,7 +5,7 @@ use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use anymongo::client::ClientConfig;
+use anymongo::client::{ClientConfig, MonitoringThreads};
 use anymongo::command_monitoring::CommandEvent;
 use anymongo::{Client, ClientOptions};
 
@@ -42,4 +42,16 @@ pub fn recording_client_of(uri: &str) -> (Client, CommandLog) {
     let options = ClientOptions::parse(uri).unwrap();
     let client = Client::with_config(options, config, anymongo_native::runtime()).unwrap();
     (client, events)
+}
+
+/// A client of the (mock, silent...) server at `address` (`host:port`), with the
+/// connection string's `options` and the monitoring mode `monitoring`.
+pub fn client_at(address: &str, options: &str, monitoring: MonitoringThreads) -> Client {
+    let uri = format!("mongodb://{address}/?{options}");
+    let config = ClientConfig {
+        monitoring,
+        ..ClientConfig::default()
+    };
+    let options = ClientOptions::parse(&uri).unwrap();
+    Client::with_config(options, config, anymongo_native::runtime()).unwrap()
 }

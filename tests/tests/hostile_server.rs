@@ -6,9 +6,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anymongo::bson::{doc, Document};
-use anymongo::client::{ClientConfig, MonitoringThreads};
+use anymongo::client::MonitoringThreads;
 use anymongo::wire::{op_code, MessageHeader};
-use anymongo::{Client, ClientOptions, Error, ErrorKind};
+use anymongo::{Client, Error, ErrorKind};
 use anymongo_tests::harness::within;
 use anymongo_tests::mock::{standalone_hello, Answer, MockServer};
 
@@ -32,17 +32,7 @@ fn is_hello(command: &Document) -> bool {
 }
 
 fn client(server: &MockServer, options: &str, monitoring: MonitoringThreads) -> Client {
-    let uri = format!("mongodb://{}/?{options}", server.address());
-    let config = ClientConfig {
-        monitoring,
-        ..ClientConfig::default()
-    };
-    Client::with_config(
-        ClientOptions::parse(&uri).unwrap(),
-        config,
-        anymongo_native::runtime(),
-    )
-    .unwrap()
+    anymongo_tests::harness::client_at(server.address(), options, monitoring)
 }
 
 /// Runs `ping` and returns its error and how long it took.

@@ -11,8 +11,8 @@
 use std::time::{Duration, Instant};
 
 use anymongo::bson::{doc, Document};
-use anymongo::client::{ClientConfig, MonitoringThreads};
-use anymongo::{Client, ClientOptions, Error, ErrorKind};
+use anymongo::client::MonitoringThreads;
+use anymongo::{Client, Error, ErrorKind};
 use anymongo_tests::harness::within;
 use anymongo_tests::silent::SilentServer;
 use futures::{FutureExt, TryFutureExt};
@@ -32,17 +32,7 @@ const MARGIN: Duration = Duration::from_secs(1);
 const BOUND: Duration = Duration::from_secs(20);
 
 fn client(server: &SilentServer, options: &str, monitoring: MonitoringThreads) -> Client {
-    let uri = format!("mongodb://{}/?{options}", server.address());
-    let config = ClientConfig {
-        monitoring,
-        ..ClientConfig::default()
-    };
-    Client::with_config(
-        ClientOptions::parse(&uri).unwrap(),
-        config,
-        anymongo_native::runtime(),
-    )
-    .unwrap()
+    anymongo_tests::harness::client_at(server.address(), options, monitoring)
 }
 
 /// Which operation to run.
