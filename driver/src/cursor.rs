@@ -62,6 +62,50 @@ pub(crate) fn is_change_stream_stage(stage: &Document) -> bool {
     stage.contains_key("$changeStream")
 }
 
+/// What a cursor's `timeoutMS` bounds (Client Side Operations Timeout spec,
+/// "Cursors").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum TimeoutMode {
+    /// The command that opens the cursor and every getMore after it, together: the
+    /// default of a cursor that is not tailable.
+    CursorLifetime,
+    /// The command, then each iteration separately: the only mode of a tailable
+    /// cursor.
+    Iteration,
+}
+
+/// Refuses the cursor options that contradict the operation's `timeout` (timeoutMS;
+/// Client Side Operations Timeout spec, "Cursors"): a `mode` without timeoutMS, a
+/// tailable cursor whose timeout would bound its lifetime, a getMore wait
+/// (`max_await`) that is not shorter than timeoutMS, an aggregate that writes
+/// (`writes`) iterated in [`TimeoutMode::Iteration`].
+pub(crate) fn check_cursor_timeout(
+    timeout: Option<std::time::Duration>,
+    mode: Option<TimeoutMode>,
+    tailable: bool,
+    max_await: Option<std::time::Duration>,
+    writes: bool,
+) -> Result<()> {
+    let refuse = |message: &str| Err(Error::invalid_argument(message));
+    match (mode, timeout) {
+        (Some(_), None) => return refuse("timeoutMode requires timeoutMS"),
+        (Some(TimeoutMode::CursorLifetime), _) if tailable => {
+            return refuse("a tailable cursor supports only the timeoutMode iteration")
+        }
+        (Some(TimeoutMode::Iteration), _) if writes => {
+            return refuse("an aggregate with $out or $merge cannot use the timeoutMode iteration")
+        }
+        _ => {}
+    }
+    if let (Some(wait), Some(timeout)) = (max_await, timeout.filter(|limit| !limit.is_zero())) {
+        if wait >= timeout {
+            return refuse("maxAwaitTimeMS must be less than timeoutMS");
+        }
+    }
+    Ok(())
+}
+
 /// What a cursor needs to ask for more: where it lives and how to ask.
 #[derive(Clone)]
 pub(crate) struct CursorSpec {
@@ -811,6 +855,27 @@ impl Executor {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cursor_options_that_contradict_timeout_ms_are_refused() {
+        let ms = Duration::from_millis;
+        let lifetime = Some(TimeoutMode::CursorLifetime);
+        let iteration = Some(TimeoutMode::Iteration);
+        assert!(check_cursor_timeout(None, None, false, None, false).is_ok());
+        assert!(check_cursor_timeout(Some(ms(5)), lifetime, false, None, false).is_ok());
+        // A mode without timeoutMS.
+        assert!(check_cursor_timeout(None, iteration, false, None, false).is_err());
+        // A tailable cursor's lifetime.
+        assert!(check_cursor_timeout(Some(ms(5)), lifetime, true, None, false).is_err());
+        assert!(check_cursor_timeout(Some(ms(5)), iteration, true, None, false).is_ok());
+        // $out or $merge iterated.
+        assert!(check_cursor_timeout(Some(ms(5)), iteration, false, None, true).is_err());
+        // maxAwaitTimeMS must be shorter than a non-zero timeoutMS.
+        assert!(check_cursor_timeout(Some(ms(5)), None, true, Some(ms(5)), false).is_err());
+        assert!(check_cursor_timeout(Some(ms(5)), None, true, Some(ms(10)), false).is_err());
+        assert!(check_cursor_timeout(Some(ms(10)), None, true, Some(ms(5)), false).is_ok());
+        assert!(check_cursor_timeout(Some(ms(0)), None, true, Some(ms(5)), false).is_ok());
+    }
     use bson::rawdoc;
     use futures::executor::block_on;
 

@@ -38,18 +38,8 @@ pub enum CursorType {
     TailableAwait,
 }
 
-/// What a cursor's `timeoutMS` bounds (Client Side Operations Timeout spec,
-/// "Cursors").
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub enum TimeoutMode {
-    /// The command that opens the cursor and every getMore after it, together: the
-    /// default of a cursor that is not tailable.
-    CursorLifetime,
-    /// The command, then each iteration separately: the only mode of a tailable
-    /// cursor.
-    Iteration,
-}
+/// What a cursor's `timeoutMS` bounds (defined with the cursors).
+pub use crate::cursor::TimeoutMode;
 
 /// Options of [`crate::Collection::find`] (CRUD spec, "FindOptions").
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]

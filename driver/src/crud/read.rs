@@ -8,8 +8,9 @@ use super::write::Namespace;
 use super::{AggregateOptions, CursorType, FindOptions, TimeoutMode};
 use crate::bson_util::{insert_present, millis};
 use crate::concern::{ReadConcern, WriteConcern};
+use crate::cursor::check_cursor_timeout;
 use crate::cursor::{is_change_stream_stage, Batch, Cursor, CursorSpec};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::handshake::HelloReply;
 use crate::operation::{Command, Operation, ReplyContext, Target};
 use crate::retry::Retryability;
@@ -21,37 +22,6 @@ fn read_concern_field(read_concern: Option<&ReadConcern>) -> (&'static str, Opti
         "readConcern",
         read_concern.map(|concern| Bson::Document(concern.to_document())),
     )
-}
-
-/// Refuses the cursor options that contradict the operation's `timeout` (timeoutMS;
-/// Client Side Operations Timeout spec, "Cursors"): a `mode` without timeoutMS, a
-/// tailable cursor whose timeout would bound its lifetime, a getMore wait
-/// (`max_await`) that is not shorter than timeoutMS, an aggregate that writes
-/// (`writes`) iterated in [`TimeoutMode::Iteration`].
-pub(crate) fn check_cursor_timeout(
-    timeout: Option<std::time::Duration>,
-    mode: Option<TimeoutMode>,
-    tailable: bool,
-    max_await: Option<std::time::Duration>,
-    writes: bool,
-) -> Result<()> {
-    let refuse = |message: &str| Err(Error::invalid_argument(message));
-    match (mode, timeout) {
-        (Some(_), None) => return refuse("timeoutMode requires timeoutMS"),
-        (Some(TimeoutMode::CursorLifetime), _) if tailable => {
-            return refuse("a tailable cursor supports only the timeoutMode iteration")
-        }
-        (Some(TimeoutMode::Iteration), _) if writes => {
-            return refuse("an aggregate with $out or $merge cannot use the timeoutMode iteration")
-        }
-        _ => {}
-    }
-    if let (Some(wait), Some(timeout)) = (max_await, timeout.filter(|limit| !limit.is_zero())) {
-        if wait >= timeout {
-            return refuse("maxAwaitTimeMS must be less than timeoutMS");
-        }
-    }
-    Ok(())
 }
 
 /// A `find` command.
@@ -388,32 +358,5 @@ impl Operation for SimpleRead<'_> {
 
     fn supports_read_concern(&self) -> bool {
         true
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::time::Duration;
-
-    #[test]
-    fn cursor_options_that_contradict_timeout_ms_are_refused() {
-        let ms = Duration::from_millis;
-        let lifetime = Some(TimeoutMode::CursorLifetime);
-        let iteration = Some(TimeoutMode::Iteration);
-        assert!(check_cursor_timeout(None, None, false, None, false).is_ok());
-        assert!(check_cursor_timeout(Some(ms(5)), lifetime, false, None, false).is_ok());
-        // A mode without timeoutMS.
-        assert!(check_cursor_timeout(None, iteration, false, None, false).is_err());
-        // A tailable cursor's lifetime.
-        assert!(check_cursor_timeout(Some(ms(5)), lifetime, true, None, false).is_err());
-        assert!(check_cursor_timeout(Some(ms(5)), iteration, true, None, false).is_ok());
-        // $out or $merge iterated.
-        assert!(check_cursor_timeout(Some(ms(5)), iteration, false, None, true).is_err());
-        // maxAwaitTimeMS must be shorter than a non-zero timeoutMS.
-        assert!(check_cursor_timeout(Some(ms(5)), None, true, Some(ms(5)), false).is_err());
-        assert!(check_cursor_timeout(Some(ms(5)), None, true, Some(ms(10)), false).is_err());
-        assert!(check_cursor_timeout(Some(ms(10)), None, true, Some(ms(5)), false).is_ok());
-        assert!(check_cursor_timeout(Some(ms(0)), None, true, Some(ms(5)), false).is_ok());
     }
 }

@@ -181,7 +181,7 @@ impl RunCursorCommand {
 
     /// Refuses options that contradict timeoutMS (`timeout`).
     pub fn check_timeout(&self, timeout: Option<std::time::Duration>) -> Result<()> {
-        crate::crud::read::check_cursor_timeout(
+        crate::cursor::check_cursor_timeout(
             timeout,
             self.get_more.timeout_mode,
             self.opens_tailable_cursor(),
