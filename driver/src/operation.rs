@@ -189,8 +189,9 @@ impl OperationContext {
 
     /// `error` as the operation reports it: with timeoutMS, a server's
     /// MaxTimeMSExpired (code 50, at the top, in a write error or a write concern
-    /// error), a socket timeout, and any error after the deadline passed become the
-    /// timeout error, with `error` as the cause (spec, "Error Transformations").
+    /// error), a socket timeout, and a selection, check-out or network failure once the
+    /// deadline passed become the timeout error, with `error` as the cause (spec,
+    /// "Error Transformations").
     pub fn report(&self, error: Error, now: Instant) -> Error {
         if !self.is_timed() || error.is_operation_timeout() {
             return error;
@@ -198,11 +199,22 @@ impl OperationContext {
         if is_max_time_expired(&error) {
             return self.timeout_error("server execution", Some(error));
         }
-        if matches!(error.kind(), crate::error::ErrorKind::Timeout { .. }) || self.has_expired(now)
-        {
-            return self.timeout_error("the operation", Some(error));
+        // A failure the deadline caused (a read it ended, a selection or check-out it
+        // cut short, a connection lost with it): not a server's answer that merely
+        // came late, which stays as it is.
+        use crate::error::ErrorKind;
+        let cut = match error.kind() {
+            ErrorKind::Timeout { .. } => true,
+            ErrorKind::ServerSelection { .. }
+            | ErrorKind::WaitQueueTimeout { .. }
+            | ErrorKind::Network { .. }
+            | ErrorKind::PoolCleared { .. } => self.has_expired(now),
+            _ => false,
+        };
+        match cut {
+            true => self.timeout_error("the operation", Some(error)),
+            false => error,
         }
-        error
     }
 
     /// A step's own `bound` (`None`: none), cut to what is left at `now` before the
@@ -1713,7 +1725,14 @@ mod tests {
             .is_operation_timeout());
         let other = Error::invalid_argument("x");
         assert!(!context.report(other.clone(), at(10)).is_operation_timeout());
-        assert!(context.report(other, at(100)).is_operation_timeout());
+        assert!(!context.report(other, at(100)).is_operation_timeout());
+        let selection = Error::new(crate::error::ErrorKind::ServerSelection {
+            message: "none".into(),
+        });
+        assert!(!context
+            .report(selection.clone(), at(10))
+            .is_operation_timeout());
+        assert!(context.report(selection, at(100)).is_operation_timeout());
         // Without timeoutMS, errors stay as they are.
         let unset = OperationContext::with_timeout(None, at(0));
         assert!(!unset.report(expired, at(10)).is_operation_timeout());

@@ -107,7 +107,18 @@ fn check_abort(state: TransactionState) -> Result<Ending> {
 /// server selection error, a retryable error, MaxTimeMSExpired, or a write concern
 /// error but those saying the write concern is invalid.
 fn label_commit_error(error: Error) -> Error {
-    let unknown = match error.kind() {
+    // A commit that timeoutMS cut is judged by what the deadline cut; one cut in
+    // flight, with no error of its own, has an unknown outcome like a network error.
+    let judged = match error.kind() {
+        ErrorKind::OperationTimeout { cause: None, .. } => {
+            return error.with_label(UNKNOWN_TRANSACTION_COMMIT_RESULT)
+        }
+        ErrorKind::OperationTimeout {
+            cause: Some(cause), ..
+        } => cause.as_ref(),
+        _ => &error,
+    };
+    let unknown = match judged.kind() {
         ErrorKind::Network { .. }
         | ErrorKind::Timeout { .. }
         | ErrorKind::ServerSelection { .. }
@@ -116,7 +127,7 @@ fn label_commit_error(error: Error) -> Error {
             !INVALID_WRITE_CONCERN.contains(&concern.code)
         }
         // WriteConcernFailed as a top-level error.
-        _ => matches!(error.code(), Some(MAX_TIME_MS_EXPIRED | 64)),
+        _ => matches!(judged.code(), Some(MAX_TIME_MS_EXPIRED | 64)),
     };
     match unknown || error.has_label(RETRYABLE_WRITE_ERROR) {
         true => error.with_label(UNKNOWN_TRANSACTION_COMMIT_RESULT),
@@ -817,6 +828,13 @@ mod tests {
         assert!(!unknown(write_concern_error(79)));
         assert!(!unknown(command(251)));
         assert!(!unknown(Error::invalid_argument("x")));
+        // With timeoutMS: judged by what the deadline cut, unknown when it cut a
+        // round trip in flight.
+        let timed_out = |cause| Error::operation_timeout(Duration::from_millis(5), "x", cause);
+        assert!(unknown(timed_out(None)));
+        assert!(unknown(timed_out(Some(command(50)))));
+        assert!(unknown(timed_out(Some(network.clone()))));
+        assert!(!unknown(timed_out(Some(command(251)))));
         // Network errors in a transaction are transient, except commit's, and so
         // release a load balancer's pinned connection (spec, "When to unpin").
         let transient = label_transient(network);
