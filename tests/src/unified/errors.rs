@@ -213,11 +213,23 @@ mod tests {
     }
 
     #[test]
-    fn what_errors_cannot_show_is_unsupported() {
+    fn is_timeout_error_tells_the_timeout_error_from_the_others() {
         let timeout = expected(doc! { "isTimeoutError": true });
+        let not_timeout = expected(doc! { "isTimeoutError": false });
         assert!(matches!(
             check(&timeout, &server_error()),
-            Err(Abort::Unsupported(_))
+            Err(Abort::Failed(_))
+        ));
+        check(&not_timeout, &server_error()).unwrap();
+        let timed_out = Error::new(ErrorKind::OperationTimeout {
+            timeout: std::time::Duration::from_millis(5),
+            during: "server selection",
+            cause: None,
+        });
+        check(&timeout, &timed_out).unwrap();
+        assert!(matches!(
+            check(&not_timeout, &timed_out),
+            Err(Abort::Failed(_))
         ));
     }
 }
