@@ -2,14 +2,14 @@
 // And the packed tarball installs into an empty folder and works from there, under
 // Node.js, and under Deno and Bun when tests/setup.sh installed them (from npm).
 import assert from 'node:assert/strict';
-import { execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { freePort, runScript, runtimes, startServer } from './server.js';
+import { runScript, runtimes, serveWorker, startServer, workerd } from './server.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const packageDir = path.join(here, '..');
@@ -116,27 +116,12 @@ describe('the packed tarball, installed into an empty folder', { timeout: 240_00
   it('works under Bun (node:net)', { timeout: 60_000, skip: !existsSync(bun) && 'bun not installed (bash tests/setup.sh js-runtimes)' }, async () => {
     await connectAndInsert('bun', [bun]);
   });
-  const workerd = path.join(runtimes, 'workerd');
   it('works under workerd (the Workers runtime: cloudflare:sockets, single-threaded monitoring)', {
     timeout: 90_000,
     skip: !existsSync(workerd) && 'workerd not installed (bash tests/setup.sh js-runtimes)',
   }, async () => {
-    // What a bundler (wrangler) does for a Worker: every module the Worker imports,
-    // the package's and bson's, and the .wasm as a WebAssembly module. Bare `bson`
-    // imports resolve next to the importing module.
-    const modules = [
-      ['worker.js', 'esModule', 'worker.js'],
-      ...['workers.js', 'client.js', 'errors.js', 'doh.js', 'transports/workers.js'].map((file) => [
-        `anymongo/js/${file}`,
-        'esModule',
-        `node_modules/anymongo/js/${file}`,
-      ]),
-      ['anymongo/pkg/anymongo_wasm.js', 'esModule', 'node_modules/anymongo/pkg/anymongo_wasm.js'],
-      ['anymongo/pkg/anymongo_wasm_bg.wasm', 'wasm', 'node_modules/anymongo/pkg/anymongo_wasm_bg.wasm'],
-      ['anymongo/js/bson', 'esModule', 'node_modules/bson/lib/bson.mjs'],
-    ];
-    writeFileSync(
-      path.join(app, 'worker.js'),
+    const worker = await serveWorker(
+      app,
       `
       import { MongoClient } from 'anymongo/js/workers.js';
       export default {
@@ -156,47 +141,18 @@ describe('the packed tarball, installed into an empty folder', { timeout: 240_00
         },
       };
       `,
+      {
+        packageDir: path.join(app, 'node_modules', 'anymongo'),
+        bsonFile: path.join(app, 'node_modules', 'bson', 'lib', 'bson.mjs'),
+      },
     );
-    writeFileSync(
-      path.join(app, 'config.capnp'),
-      `using Workerd = import "/workerd/workerd.capnp";
-      const config :Workerd.Config = (
-        services = [
-          (name = "main", worker = .worker),
-          (name = "loopback", network = (allow = ["local"])),
-        ],
-        sockets = [(name = "http", address = "127.0.0.1:0", http = (), service = "main")],
-      );
-      const worker :Workerd.Worker = (
-        modules = [${modules.map(([name, kind, file]) => `(name = "${name}", ${kind} = embed "${file}")`).join(', ')}],
-        compatibilityDate = "2025-01-01",
-        globalOutbound = "loopback",
-      );
-      `,
-    );
-    const port = await freePort();
-    const child = spawn(workerd, ['serve', 'config.capnp', '--socket-addr', `http=127.0.0.1:${port}`], {
-      cwd: app,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let log = '';
-    child.stdout.on('data', (chunk) => (log += chunk));
-    child.stderr.on('data', (chunk) => (log += chunk));
     try {
-      // workerd listens once it has compiled the Worker: ask until it answers, bounded.
-      const deadline = Date.now() + 60_000;
-      let response;
-      while (!response) {
-        assert.equal(child.exitCode, null, `workerd exited: ${log}`);
-        assert.ok(Date.now() < deadline, `workerd did not answer within 60 s: ${log}`);
-        response = await fetch(`http://127.0.0.1:${port}/`, { signal: AbortSignal.timeout(20_000) }).catch(
-          () => new Promise((resolve) => setTimeout(resolve, 200)),
-        );
-      }
+      // The first request may wait for workerd to compile the Worker.
+      const response = await fetch(worker.url, { signal: AbortSignal.timeout(60_000) });
       const body = await response.json();
-      assert.deepEqual(body, { from: 'workerd' }, log);
+      assert.deepEqual(body, { from: 'workerd' }, worker.log());
     } finally {
-      child.kill('SIGKILL');
+      await worker.stop();
     }
   });
 });

@@ -136,3 +136,85 @@ export function runScript(cwd, script, bound, command = [process.execPath]) {
     });
   });
 }
+
+/** Where `bash tests/setup.sh js-runtimes` puts workerd, the Cloudflare Workers runtime. */
+export const workerd = path.join(runtimes, 'workerd');
+const WORKERD_START_TIMEOUT_MS = 60_000;
+
+/**
+ * Serves the Worker module `source` with workerd from `dir` (worker.js and config.capnp
+ * are written there), as a bundler (wrangler) would give it to the runtime: every module
+ * the Worker imports, the package's from `packageDir` (its js/ and pkg/) and bson's from
+ * `bsonFile`, and the .wasm as a WebAssembly module. The Worker imports the package as
+ * 'anymongo/js/workers.js'; bare `bson` imports resolve next to the importing module.
+ * Outbound connections may go to loopback only. Resolves once workerd accepts
+ * connections, to its `url`, its output (`log()`) and `stop()`.
+ */
+export async function serveWorker(dir, source, { packageDir, bsonFile }) {
+  const embed = (file) => JSON.stringify(path.relative(dir, file));
+  const modules = [
+    ['worker.js', 'esModule', path.join(dir, 'worker.js')],
+    ...['workers.js', 'client.js', 'errors.js', 'doh.js', 'transports/workers.js'].map((file) => [
+      `anymongo/js/${file}`,
+      'esModule',
+      path.join(packageDir, 'js', file),
+    ]),
+    ['anymongo/pkg/anymongo_wasm.js', 'esModule', path.join(packageDir, 'pkg', 'anymongo_wasm.js')],
+    ['anymongo/pkg/anymongo_wasm_bg.wasm', 'wasm', path.join(packageDir, 'pkg', 'anymongo_wasm_bg.wasm')],
+    ['anymongo/js/bson', 'esModule', bsonFile],
+  ];
+  writeFileSync(path.join(dir, 'worker.js'), source);
+  writeFileSync(
+    path.join(dir, 'config.capnp'),
+    `using Workerd = import "/workerd/workerd.capnp";
+    const config :Workerd.Config = (
+      services = [
+        (name = "main", worker = .worker),
+        (name = "loopback", network = (allow = ["local"])),
+      ],
+      sockets = [(name = "http", address = "127.0.0.1:0", http = (), service = "main")],
+    );
+    const worker :Workerd.Worker = (
+      modules = [${modules.map(([name, kind, file]) => `(name = "${name}", ${kind} = embed ${embed(file)})`).join(', ')}],
+      compatibilityDate = "2025-01-01",
+      globalOutbound = "loopback",
+    );
+    `,
+  );
+  const port = await freePort();
+  const child = spawn(workerd, ['serve', 'config.capnp', '--socket-addr', `http=127.0.0.1:${port}`], {
+    cwd: dir,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let log = '';
+  child.stdout.on('data', (chunk) => (log += chunk));
+  child.stderr.on('data', (chunk) => (log += chunk));
+  let exited = null;
+  const exit = new Promise((resolve) => {
+    child.once('exit', (code, signal) => {
+      exited = { code, signal };
+      resolve();
+    });
+    child.once('error', (error) => {
+      exited = { error: String(error) };
+      resolve();
+    });
+  });
+  const stop = async () => {
+    if (!exited) {
+      child.kill('SIGKILL');
+      await exit;
+    }
+  };
+  // workerd listens once it has read its configuration: poll, bounded.
+  const deadline = Date.now() + WORKERD_START_TIMEOUT_MS;
+  while (!(await accepts(port))) {
+    if (exited || Date.now() > deadline) {
+      await stop();
+      const why = exited ? `exited (${JSON.stringify(exited)})` : `did not listen on ${port} within ${WORKERD_START_TIMEOUT_MS} ms`;
+      throw new Error(`workerd ${why}: ${log}`);
+    }
+    await delay(100);
+  }
+  return { url: `http://127.0.0.1:${port}/`, log: () => log, stop };
+}

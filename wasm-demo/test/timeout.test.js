@@ -2,14 +2,16 @@
 // answers (issue 22), as natively (tests/tests/silent_server.rs) and as wasip2
 // (tests/tests/wasi.rs): the operation rejects with MongoOperationTimeoutError once its
 // 200 ms have passed; the client, closed, leaves no connection open, and a process
-// that used it exits on its own (no timer left pending). The bound is generous
+// that used it exits on its own (no timer left pending); and the same under workerd, in
+// a Worker whose request ends with the timeout. The bound is generous
 // (200 ms + 1 s) for loaded CI machines; each test reports what it measured.
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
 import { BSON } from 'bson';
 import { toError } from '../js/errors.js';
 import {
@@ -18,11 +20,12 @@ import {
   MongoOperationTimeoutError,
   MongoServerSelectionError,
 } from '../js/node.js';
-import { runScript } from './server.js';
+import { runScript, serveWorker, workerd } from './server.js';
 
 const TIMEOUT_MS = 200;
 const CLOCK_SLACK_MS = 10;
 const MARGIN_MS = 1000;
+const packageDir = path.join(path.dirname(fileURLToPath(import.meta.url)), '..');
 
 /**
  * A server on 127.0.0.1 that accepts connections, reads whatever comes and never
@@ -170,6 +173,87 @@ describe('timeoutMS against a server that never answers', { timeout: 60_000 }, (
       assert.equal(code, 0, output);
       assert.match(output, /^timed out /m);
     } finally {
+      rmSync(work, { recursive: true, force: true });
+    }
+  });
+
+  // A Worker connects to the silent server through cloudflare:sockets, with monitoring
+  // on demand (no task between requests). workerd's clock (Date.now, performance.now)
+  // only moves at I/O and timer events, so the Worker's own figure is what its timers
+  // saw; the Node side times the whole request, after a first request that waited for
+  // the Worker to start.
+  it('under workerd: findOne rejects with MongoOperationTimeoutError at timeoutMS, and the request ends', {
+    timeout: 90_000,
+    skip: !existsSync(workerd) && 'workerd not installed (bash tests/setup.sh js-runtimes)',
+  }, async (t) => {
+    const work = mkdtempSync(path.join(os.tmpdir(), 'anymongo-npm-workerd-'));
+    let worker;
+    try {
+      worker = await serveWorker(
+        work,
+        `
+        import { MongoClient, MongoError, MongoOperationTimeoutError } from 'anymongo/js/workers.js';
+        export default {
+          async fetch(request) {
+            const uri = new URL(request.url).searchParams.get('uri');
+            if (!uri) return new Response('ready');
+            const client = new MongoClient(uri);
+            const started = { date: Date.now(), performance: performance.now() };
+            const result = {};
+            try {
+              await client.db('app').collection('items').findOne({ _id: 1 });
+              result.answered = true;
+            } catch (error) {
+              result.date = Date.now() - started.date;
+              result.performance = performance.now() - started.performance;
+              result.name = error?.name;
+              result.message = error?.message;
+              result.isTimeoutError = error instanceof MongoOperationTimeoutError;
+              result.isMongoError = error instanceof MongoError;
+            } finally {
+              await client.close();
+              result.closed = Date.now() - started.date;
+            }
+            return Response.json(result);
+          },
+        };
+        `,
+        { packageDir, bsonFile: path.join(packageDir, 'node_modules', 'bson', 'lib', 'bson.mjs') },
+      );
+      /** One request to the Worker, bounded: resolves to its body and how long it took (ms). */
+      const request = async (query) => {
+        const started = performance.now();
+        const response = await within(
+          60_000,
+          `a request to the Worker (${worker.log()})`,
+          fetch(`${worker.url}${query}`, { signal: AbortSignal.timeout(60_000) }).then((response) => response.text()),
+        );
+        return { body: response, ms: performance.now() - started };
+      };
+      const ready = await request('');
+      assert.equal(ready.body, 'ready', worker.log());
+      t.diagnostic(`workerd: first request (the Worker starting) ${ready.ms.toFixed(1)} ms`);
+      const uri = `${server.uri}?timeoutMS=200&directConnection=true`;
+      for (let run = 1; run <= 2; run++) {
+        const { body, ms } = await request(`?uri=${encodeURIComponent(uri)}`);
+        t.diagnostic(`workerd: request ${run}: ${ms.toFixed(1)} ms from Node, in the Worker ${body}`);
+        const result = JSON.parse(body);
+        assert.equal(result.name, 'MongoOperationTimeoutError', body);
+        assert.equal(result.isTimeoutError, true, body);
+        assert.equal(result.isMongoError, true, body);
+        assert.match(result.message, /timeoutMS 200 ms/);
+        // The Worker's clock moved with the timer that ended the operation.
+        assert.ok(result.performance >= TIMEOUT_MS - CLOCK_SLACK_MS, `too soon in the Worker: ${body}`);
+        assert.ok(result.performance < TIMEOUT_MS + MARGIN_MS, `too late in the Worker: ${body}`);
+        assert.ok(ms >= TIMEOUT_MS - CLOCK_SLACK_MS, `too soon: ${ms} ms`);
+        assert.ok(ms < TIMEOUT_MS + MARGIN_MS, `too late: ${ms} ms`);
+      }
+      assert.ok(server.seen().bytesRead > 0, 'the Worker never reached the server');
+      // No connection outlives its request. (workerd closes a request's sockets when the
+      // request ends, so this holds even if client.close() closed none.)
+      await within(10_000, `connections left open (${JSON.stringify(server.seen())})`, server.whenAllClosed());
+    } finally {
+      await worker?.stop();
       rmSync(work, { recursive: true, force: true });
     }
   });
