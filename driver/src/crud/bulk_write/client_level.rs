@@ -424,6 +424,9 @@ impl Operation for BulkWriteBatch<'_> {
         let reply = crate::connection::reply_document(&reply)?;
         let parsed = WriteReply::parse(&reply, 0);
         let mut spec = CursorSpec::new(&context, "admin", "$cmd.bulkWrite", None);
+        // The bulk write kills its results cursor itself when reading it fails
+        // (`read_results`).
+        spec.kills_on_error = false;
         if let Some((database, collection)) = &first.namespace {
             spec.database.clone_from(database);
             spec.collection.clone_from(collection);
