@@ -382,7 +382,7 @@ impl ClientSession {
     /// timeoutMS of those operations.
     ///
     /// ```no_run
-    /// # async fn example(session: anymongo::ClientSession) -> anymongo::Result<()> {
+    /// # async fn example(session: anymongo::session::ClientSession) -> anymongo::Result<()> {
     /// use std::time::Duration;
     /// session.with_timeout(Duration::from_secs(2)).commit_transaction().await?;
     /// # Ok(()) }
