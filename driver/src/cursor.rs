@@ -677,18 +677,9 @@ async fn run_on_server<O: Operation>(
                 result => return result,
             };
             retries += 1;
-            let backoff = crate::retry::overload_backoff(
-                retries,
-                crate::retry::server_base_backoff(&error),
-                crate::retry::jitter(),
-            );
-            if context
-                .remaining(executor.now())
-                .is_some_and(|left| backoff >= left)
-            {
+            if !executor.back_off(context, retries, &error).await {
                 return Err(error);
             }
-            executor.clock().sleep(backoff).await;
         }
     };
     run.await

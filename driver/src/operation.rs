@@ -196,8 +196,9 @@ impl OperationContext {
         if !self.is_timed() || error.is_operation_timeout() {
             return error;
         }
-        if is_max_time_expired(&error) {
-            return self.timeout_error("server execution", Some(error));
+        let error = transform_max_time_expired(self.timeout, error);
+        if error.is_operation_timeout() {
+            return error;
         }
         // A failure the deadline caused (a read it ended, a selection or check-out it
         // cut short, a connection lost with it): not a server's answer that merely
@@ -1158,19 +1159,10 @@ impl Executor {
             if retries > allowed {
                 return Err(error);
             }
-            if error.has_label(SYSTEM_OVERLOADED_ERROR) {
-                let backoff = retry::overload_backoff(
-                    retries,
-                    retry::server_base_backoff(&error),
-                    retry::jitter(),
-                );
-                if context
-                    .remaining(self.now())
-                    .is_some_and(|left| backoff >= left)
-                {
-                    return Err(error);
-                }
-                self.clock().sleep(backoff).await;
+            if error.has_label(SYSTEM_OVERLOADED_ERROR)
+                && !self.back_off(context, retries, &error).await
+            {
+                return Err(error);
             }
             if context.has_expired(self.now()) {
                 return Err(context.timeout_error("a retry", Some(error)));
@@ -1195,6 +1187,28 @@ impl Executor {
             previous = Some(error);
             txn_number = TxnNumber::Same;
         }
+    }
+
+    /// Waits before the `retry`th retry after the overload `error` (Client
+    /// Backpressure spec, "Overload retry policy", 3), unless the wait would outlast
+    /// the deadline of `context`: then returns `false` at once, and the caller gives
+    /// up with the error.
+    pub(crate) async fn back_off(
+        &self,
+        context: &OperationContext,
+        retry: u32,
+        error: &Error,
+    ) -> bool {
+        let backoff =
+            retry::overload_backoff(retry, retry::server_base_backoff(error), retry::jitter());
+        if context
+            .remaining(self.now())
+            .is_some_and(|left| backoff >= left)
+        {
+            return false;
+        }
+        self.clock().sleep(backoff).await;
+        true
     }
 
     /// Whether an error labelled as a retryable overload may be retried for
