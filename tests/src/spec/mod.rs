@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use crate::setup;
 
 pub mod auth;
+pub mod bson_corpus;
 pub mod cmap;
 pub mod connection_string;
 pub mod max_staleness;
@@ -113,6 +114,10 @@ pub static SUITES: &[Suite] = &[
     unified("csot"),
     unified("client-backpressure"),
     unified("unified-test-format/valid-pass"),
+    Suite {
+        name: "bson_corpus",
+        run: bson_corpus::run,
+    },
 ];
 
 /// A suite of unified-format files, run by [`crate::unified`] against the shared
