@@ -34,7 +34,7 @@ use anymongo::bson::{self, Bson, Decimal128, Document, RawDocumentBuf};
 use anymongo::wire::{op_code, Message, MessageHeader, OpMsg, HEADER_LEN};
 use serde_json::Value;
 
-use super::{run_json_files, JsonTest, SuiteOutcome};
+use super::{run_json_cases, JsonTest, SuiteOutcome};
 use crate::fuzz::unhex;
 
 /// The reason of a case skipped for a gap of the `bson` crate starts with this.
@@ -158,54 +158,20 @@ pub static BSON_CRATE_GAPS: &[CrateGap] = &[
 
 /// Runs the suite in `dir` (the corpus's `bson_corpus` folder).
 pub fn run(dir: &Path) -> SuiteOutcome {
-    let mut outcome = SuiteOutcome::default();
-    let kinds: [(&str, fn(&JsonTest, &JsonTest) -> Result<(), String>); 3] = [
-        ("valid", valid),
-        ("decodeErrors", decode_error),
-        ("parseErrors", parse_error),
-    ];
-    let mut per_file = run_json_files(
+    run_json_cases(
         dir,
-        |_| true,
-        |_| None,
-        |file, json| {
-            for (kind, check) in kinds {
-                let cases = match json.get(kind) {
-                    None => continue,
-                    Some(Value::Array(cases)) => cases,
-                    Some(_) => return Err(format!("'{kind}' is not an array")),
-                };
-                for case in cases {
-                    let case = case
-                        .as_object()
-                        .ok_or_else(|| format!("a case of '{kind}' is not an object"))?;
-                    let description = case
-                        .get("description")
-                        .and_then(Value::as_str)
-                        .unwrap_or("(no description)");
-                    let label = format!("{kind}: {description}");
-                    let input = case.get("string").and_then(Value::as_str);
-                    if let Some(gap) = crate_gap(file, description, input) {
-                        outcome
-                            .skipped
-                            .push((file.to_owned(), format!("{label}: {BSON_CRATE_GAP}{gap}")));
-                        continue;
-                    }
-                    match check(json, case) {
-                        Ok(()) => outcome.passed += 1,
-                        Err(why) => outcome
-                            .failed
-                            .push((file.to_owned(), format!("{label}: {why}"))),
-                    }
-                }
-            }
-            Ok(())
+        &["valid", "decodeErrors", "parseErrors"],
+        |file, case| {
+            let description = case.get("description").and_then(Value::as_str)?;
+            let input = case.get("string").and_then(Value::as_str);
+            crate_gap(file, description, input).map(|gap| format!("{BSON_CRATE_GAP}{gap}"))
         },
-    );
-    // Files count through their cases; what remains are files that could not be read.
-    per_file.passed = 0;
-    outcome.failed.append(&mut per_file.failed);
-    outcome
+        |file, kind, case| match kind {
+            "valid" => valid(case),
+            "decodeErrors" => decode_error(case),
+            _ => parse_error(file, case),
+        },
+    )
 }
 
 /// The gap that makes the case `description` (with the parse error input `input`) of
@@ -218,7 +184,7 @@ fn crate_gap(file: &str, description: &str, input: Option<&str>) -> Option<&'sta
 }
 
 /// "Testing validity": the assertions for a codec with a native representation.
-fn valid(_file: &JsonTest, case: &JsonTest) -> Result<(), String> {
+fn valid(case: &JsonTest) -> Result<(), String> {
     let canonical_bson =
         hex_field(case, "canonical_bson")?.ok_or("the case has no 'canonical_bson'")?;
     let canonical_extjson =
@@ -266,7 +232,7 @@ fn valid(_file: &JsonTest, case: &JsonTest) -> Result<(), String> {
 }
 
 /// "Testing decode errors": the driver refuses the bytes when a server sends them.
-fn decode_error(_file: &JsonTest, case: &JsonTest) -> Result<(), String> {
+fn decode_error(case: &JsonTest) -> Result<(), String> {
     let bytes = hex_field(case, "bson")?.ok_or("the case has no 'bson'")?;
     match driver_decode(&bytes) {
         Err(_) => Ok(()),
@@ -306,7 +272,7 @@ fn parse_error(file: &JsonTest, case: &JsonTest) -> Result<(), String> {
 /// The driver's path from bytes a server sent to what a user gets: `bytes` as the body
 /// of an OP_MSG reply, decoded and validated by [`Message::decode`]; the body keeps
 /// the bytes as sent, and becomes a [`Document`] the way a cursor deserializes one.
-fn driver_decode(bytes: &[u8]) -> Result<Document, String> {
+pub(super) fn driver_decode(bytes: &[u8]) -> Result<Document, String> {
     let body_len = 4 + 1 + bytes.len();
     let header = MessageHeader {
         length: i32::try_from(HEADER_LEN + body_len).map_err(|e| e.to_string())?,
@@ -335,7 +301,7 @@ fn driver_decode(bytes: &[u8]) -> Result<Document, String> {
 /// The bytes the driver sends for `document`: the command path
 /// (`RawDocumentBuf::try_from`) through an encoded OP_MSG, which must agree with the
 /// path of a user's documents (`bson::serialize_to_vec`).
-fn bson_of(document: &Document) -> Result<Vec<u8>, String> {
+pub(super) fn bson_of(document: &Document) -> Result<Vec<u8>, String> {
     let raw = RawDocumentBuf::try_from(document)
         .map_err(|e| format!("the document cannot be encoded: {e}"))?;
     let frame = OpMsg::new(raw).encode(1, 0);
@@ -466,25 +432,25 @@ mod tests {
             "canonical_extjson": "{\"i\" : {\"$numberInt\": \"1\"}}",
             "relaxed_extjson": "{\"i\" : 1}",
         }));
-        assert_eq!(valid(&JsonTest::new(), &good), Ok(()));
+        assert_eq!(valid(&good), Ok(()));
         // The same case with a canonical Extended JSON of another value must fail.
         let mut wrong = good.clone();
         wrong.insert(
             "canonical_extjson".into(),
             "{\"i\" : {\"$numberInt\": \"2\"}}".into(),
         );
-        assert!(valid(&JsonTest::new(), &wrong).is_err());
+        assert!(valid(&wrong).is_err());
         let mut wrong = good;
         wrong.insert("canonical_bson".into(), "0C0000001069000200000000".into());
-        assert!(valid(&JsonTest::new(), &wrong).is_err());
+        assert!(valid(&wrong).is_err());
     }
 
     #[test]
     fn a_decode_error_must_be_refused_by_the_driver() {
         let truncated = case(serde_json::json!({ "bson": "05000000" }));
-        assert_eq!(decode_error(&JsonTest::new(), &truncated), Ok(()));
+        assert_eq!(decode_error(&truncated), Ok(()));
         let fine = case(serde_json::json!({ "bson": "0500000000" }));
-        assert!(decode_error(&JsonTest::new(), &fine).is_err());
+        assert!(decode_error(&fine).is_err());
     }
 
     #[test]

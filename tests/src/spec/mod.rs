@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use crate::setup;
 
 pub mod auth;
+pub mod bson_binary_vector;
 pub mod bson_corpus;
 pub mod cmap;
 pub mod connection_string;
@@ -117,6 +118,10 @@ pub static SUITES: &[Suite] = &[
     Suite {
         name: "bson_corpus",
         run: bson_corpus::run,
+    },
+    Suite {
+        name: "bson_binary_vector",
+        run: bson_binary_vector::run,
     },
 ];
 
@@ -271,6 +276,62 @@ pub fn run_json_tests(
         },
     );
     // Files count through their tests; what remains are files that could not be read.
+    per_file.passed = 0;
+    outcome.failed.append(&mut per_file.failed);
+    outcome
+}
+
+/// Runs `run_case` on each case of the arrays named in `arrays` of each JSON file under
+/// `dir` (the formats whose cases sit in several arrays, as the BSON corpus's `valid`,
+/// `decodeErrors` and `parseErrors`; an array a file lacks has no cases), counting a
+/// test per case. `run_case` sees the file's content, the array's name and the case; a
+/// case for which `skip_case` (given the file's name and the case) has a reason is set
+/// aside. A case is reported as `array: description`.
+pub fn run_json_cases(
+    dir: &Path,
+    arrays: &[&str],
+    skip_case: impl Fn(&str, &JsonTest) -> Option<String>,
+    run_case: impl Fn(&JsonTest, &str, &JsonTest) -> Result<(), String>,
+) -> SuiteOutcome {
+    let mut outcome = SuiteOutcome::default();
+    let mut per_file = run_json_files(
+        dir,
+        |_| true,
+        |_| None,
+        |file, json| {
+            for &array in arrays {
+                let cases = match json.get(array) {
+                    None => continue,
+                    Some(serde_json::Value::Array(cases)) => cases,
+                    Some(_) => return Err(format!("'{array}' is not an array")),
+                };
+                for case in cases {
+                    let case = case
+                        .as_object()
+                        .ok_or_else(|| format!("a case of '{array}' is not an object"))?;
+                    let description = case
+                        .get("description")
+                        .and_then(serde_json::Value::as_str)
+                        .unwrap_or("(no description)");
+                    let label = format!("{array}: {description}");
+                    if let Some(reason) = skip_case(file, case) {
+                        outcome
+                            .skipped
+                            .push((file.to_owned(), format!("{label}: {reason}")));
+                        continue;
+                    }
+                    match run_case(json, array, case) {
+                        Ok(()) => outcome.passed += 1,
+                        Err(why) => outcome
+                            .failed
+                            .push((file.to_owned(), format!("{label}: {why}"))),
+                    }
+                }
+            }
+            Ok(())
+        },
+    );
+    // Files count through their cases; what remains are files that could not be read.
     per_file.passed = 0;
     outcome.failed.append(&mut per_file.failed);
     outcome
