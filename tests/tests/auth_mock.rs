@@ -93,19 +93,31 @@ async fn ping(client: &Client) -> anymongo::Result<Document> {
         .await
 }
 
-fn aws_uri(server: &MockServer) -> String {
-    format!(
-        "mongodb://AKIDEXAMPLE:wJalrXUtnFEMI%2FK7MDENG@{}/?authMechanism=MONGODB-AWS\
-         &authMechanismProperties=AWS_SESSION_TOKEN:SESSION%2FTOKEN",
-        server.address()
-    )
+/// The environment of a host with temporary AWS credentials: MONGODB-AWS reads them
+/// there only (Authentication spec, "Obtaining Credentials").
+fn aws_env(name: &str) -> Option<String> {
+    let value = match name {
+        "AWS_ACCESS_KEY_ID" => "AKIDEXAMPLE",
+        "AWS_SECRET_ACCESS_KEY" => "wJalrXUtnFEMI/K7MDENG",
+        "AWS_SESSION_TOKEN" => "SESSION/TOKEN",
+        _ => return None,
+    };
+    Some(value.to_owned())
+}
+
+/// A MONGODB-AWS client of `server` on a host whose environment is [`aws_env`].
+fn aws_client(server: &MockServer) -> Client {
+    let mut runtime = anymongo_native::runtime();
+    runtime.host.env = aws_env;
+    let uri = format!("mongodb://{}/?authMechanism=MONGODB-AWS", server.address());
+    Client::with_uri(&uri, runtime).unwrap()
 }
 
 #[tokio::test]
 async fn mongodb_aws_sends_the_spec_payloads() {
     for sts_host in ["sts.amazonaws.com", "sts.eu-west-3.amazonaws.com"] {
         let server = MockServer::start(aws_server(sts_host)).await;
-        let client = anymongo_native::client(&aws_uri(&server)).unwrap();
+        let client = aws_client(&server);
         ping(&client).await.unwrap();
         let commands = server.command_names();
         assert_eq!(
@@ -137,7 +149,7 @@ async fn mongodb_aws_rejects_a_server_nonce_that_does_not_extend_the_client_nonc
         _ => doc! { "ok": 1.0 },
     })
     .await;
-    let client = anymongo_native::client(&aws_uri(&server)).unwrap();
+    let client = aws_client(&server);
     let error = ping(&client).await.unwrap_err();
     assert!(
         matches!(error.kind(), ErrorKind::Authentication { mechanism: "MONGODB-AWS", source, .. } if source == "$external"),

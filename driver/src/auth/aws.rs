@@ -3,8 +3,8 @@
 //! forwards to STS.
 //!
 //! Everything here is I/O-free. The caller supplies the inputs a sans-IO core cannot
-//! fetch itself: the credentials ([`credentials_from`] resolves them from the
-//! credential and an environment-variable lookup) and the current UTC time.
+//! fetch itself: the credentials ([`credentials_from`] reads them through an
+//! environment-variable lookup) and the current UTC time.
 //!
 //! The conversation ("Conversation"):
 //!
@@ -83,52 +83,34 @@ impl fmt::Debug for AwsCredentials {
     }
 }
 
-/// Resolves the AWS credentials for `credential` ("Obtaining Credentials"), in the
-/// order of the spec this crate's connection-string tests follow:
-///
-/// 1. the credential itself: user name = access key ID, password = secret access key,
-///    mechanism property `AWS_SESSION_TOKEN` = session token;
-/// 2. the environment variables `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY` and
-///    `AWS_SESSION_TOKEN`, looked up with `env` (empty values count as unset). The spec
-///    requires reading them afresh for every authentication, so call this once per
-///    connection rather than caching the result.
+/// Resolves the AWS credentials for `credential` ("Obtaining Credentials"): from the
+/// environment variables `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY` and
+/// `AWS_SESSION_TOKEN`, looked up with `env` (empty values count as unset). The spec
+/// requires reading them afresh for every authentication, so call this once per
+/// connection rather than caching the result.
 ///
 /// Anything else is an [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument)
-/// error: half a key pair, a session token without keys, or no credentials at all. The
-/// sources that follow in the spec's order (`AssumeRoleWithWebIdentity` when
-/// `AWS_WEB_IDENTITY_TOKEN_FILE` and `AWS_ROLE_ARN` are set, else the ECS endpoint
-/// when `AWS_CONTAINER_CREDENTIALS_RELATIVE_URI` is set, else the EC2 instance
-/// metadata endpoint) need HTTP requests and are not supported; the error names the
-/// one the spec would have used.
-///
-/// The newer text of the spec (2025-09-30) no longer allows credentials in the
-/// connection string; the official connection-string tests this crate runs still do,
-/// so they are honoured here.
+/// error: credentials in `credential` itself (a user name, a password or an
+/// `AWS_SESSION_TOKEN` property: "If credentials are provided in the URI or client
+/// options, the driver MUST raise an error", since 2025-09-30), half a key pair, or no
+/// credentials at all. The sources that follow the environment in the spec's order
+/// (`AssumeRoleWithWebIdentity` when `AWS_WEB_IDENTITY_TOKEN_FILE` and `AWS_ROLE_ARN`
+/// are set, else the ECS endpoint when `AWS_CONTAINER_CREDENTIALS_RELATIVE_URI` is
+/// set, else the EC2 instance metadata endpoint) need HTTP requests and are not
+/// supported; the error names the one the spec would have used.
 pub fn credentials_from(
     credential: &Credential,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<AwsCredentials> {
-    let session_token = session_token_property(credential)?;
-    match (&credential.username, &credential.password) {
-        (Some(access_key_id), Some(secret_access_key)) => {
-            return Ok(AwsCredentials {
-                access_key_id: access_key_id.clone(),
-                secret_access_key: secret_access_key.clone(),
-                session_token,
-            })
-        }
-        (Some(_), None) | (None, Some(_)) => {
-            return Err(Error::invalid_argument(
-                "MONGODB-AWS needs both the access key ID (user name) and the secret access key (password), or neither",
-            ))
-        }
-        (None, None) if session_token.is_some() => {
-            return Err(Error::invalid_argument(
-                "the MONGODB-AWS AWS_SESSION_TOKEN property needs an access key ID and a secret access key",
-            ))
-        }
-        (None, None) => {}
-    }
+    let session_token = credential
+        .mechanism_properties
+        .as_ref()
+        .is_some_and(|properties| {
+            properties
+                .keys()
+                .any(|name| name.eq_ignore_ascii_case("AWS_SESSION_TOKEN"))
+        });
+    credential.forbid_aws_credentials(session_token)?;
     let var = |name: &str| env(name).filter(|value| !value.is_empty());
     match (var("AWS_ACCESS_KEY_ID"), var("AWS_SECRET_ACCESS_KEY")) {
         (Some(access_key_id), Some(secret_access_key)) => Ok(AwsCredentials {
@@ -153,29 +135,11 @@ pub fn credentials_from(
                 "the EC2 instance metadata endpoint"
             };
             Err(Error::invalid_argument(format!(
-                "MONGODB-AWS found no credentials: give the access key ID and secret access key as \
-                 the user name and password, or set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY \
-                 (and AWS_SESSION_TOKEN for temporary credentials); fetching them from {source} \
-                 needs HTTP, which this driver does not support"
+                "MONGODB-AWS found no credentials: set AWS_ACCESS_KEY_ID and \
+                 AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN for temporary credentials); \
+                 fetching them from {source} needs HTTP, which this driver does not support"
             )))
         }
-    }
-}
-
-/// The `AWS_SESSION_TOKEN` mechanism property (names match case-insensitively).
-fn session_token_property(credential: &Credential) -> Result<Option<String>> {
-    let Some(properties) = &credential.mechanism_properties else {
-        return Ok(None);
-    };
-    match properties
-        .iter()
-        .find(|(name, _)| name.eq_ignore_ascii_case("AWS_SESSION_TOKEN"))
-    {
-        None => Ok(None),
-        Some((_, Bson::String(token))) => Ok(Some(token.clone())),
-        Some(_) => Err(Error::invalid_argument(
-            "the MONGODB-AWS AWS_SESSION_TOKEN property must be a string",
-        )),
     }
 }
 
@@ -889,41 +853,37 @@ mod tests {
     }
 
     #[test]
-    fn credentials_from_uri_then_environment() {
+    fn credentials_from_the_environment_only() {
         let env_vars = |name: &str| match name {
             "AWS_ACCESS_KEY_ID" => Some("ENVKEY".to_string()),
             "AWS_SECRET_ACCESS_KEY" => Some("envsecret".to_string()),
             "AWS_SESSION_TOKEN" => Some("envtoken".to_string()),
             _ => None,
         };
-        let uri = Credential {
+        // Credentials in the client options are an error, even with the environment set.
+        let given = Credential {
             username: Some("URIKEY".into()),
             password: Some("urisecret".into()),
             mechanism: Some(AuthMechanism::MongoDbAws),
             mechanism_properties: Some(doc! { "AWS_SESSION_TOKEN": "uritoken" }),
             ..Credential::default()
         };
-        // The URI wins over the environment, session token included.
-        assert_eq!(
-            credentials_from(&uri, &env_vars).unwrap(),
-            AwsCredentials {
-                access_key_id: "URIKEY".into(),
-                secret_access_key: "urisecret".into(),
-                session_token: Some("uritoken".into()),
-            }
-        );
-        // Without a session token in the URI, none is taken from the environment.
-        let uri_no_token = Credential {
-            mechanism_properties: None,
-            ..uri.clone()
-        };
-        assert_eq!(
-            credentials_from(&uri_no_token, &env_vars)
-                .unwrap()
-                .session_token,
-            None
-        );
-        // Nothing in the URI: the environment.
+        for credential in [
+            given.clone(),
+            Credential {
+                mechanism_properties: None,
+                ..given.clone()
+            },
+            Credential {
+                username: None,
+                password: None,
+                ..given
+            },
+        ] {
+            let error = credentials_from(&credential, &env_vars).unwrap_err();
+            assert!(error.to_string().contains("no credentials"), "{error}");
+        }
+        // No credentials given: the environment.
         let bare = Credential {
             mechanism: Some(AuthMechanism::MongoDbAws),
             ..Credential::default()
@@ -949,18 +909,6 @@ mod tests {
     #[test]
     fn credentials_from_rejects_incomplete_credentials() {
         let nothing = |_: &str| None;
-        let half_uri = Credential {
-            username: Some("URIKEY".into()),
-            mechanism: Some(AuthMechanism::MongoDbAws),
-            ..Credential::default()
-        };
-        assert!(credentials_from(&half_uri, &nothing).is_err());
-        let token_only = Credential {
-            mechanism: Some(AuthMechanism::MongoDbAws),
-            mechanism_properties: Some(doc! { "AWS_SESSION_TOKEN": "tok" }),
-            ..Credential::default()
-        };
-        assert!(credentials_from(&token_only, &nothing).is_err());
         let bare = Credential {
             mechanism: Some(AuthMechanism::MongoDbAws),
             ..Credential::default()

@@ -149,8 +149,8 @@ impl Credential {
     ///   else `admin` (`$external` for PLAIN).
     /// - MONGODB-X509, GSSAPI, MONGODB-AWS and MONGODB-OIDC authenticate against
     ///   `$external` only. X509 takes no password; GSSAPI needs a user name and its
-    ///   `SERVICE_NAME` defaults to `mongodb`; AWS takes a user name and a password
-    ///   together or neither (plus `AWS_SESSION_TOKEN`); OIDC takes no password and
+    ///   `SERVICE_NAME` defaults to `mongodb`; AWS takes no user name, password nor
+    ///   property (its credentials come from the environment); OIDC takes no password and
     ///   needs an `ENVIRONMENT` (`TOKEN_RESOURCE` exactly for `azure` and `gcp`).
     ///
     /// Property names are matched case-insensitively and stored upper-case; a property
@@ -201,8 +201,8 @@ impl Credential {
                 self.external_source()?
             }
             Some(AuthMechanism::MongoDbAws) => {
-                properties.allow(&["AWS_SESSION_TOKEN"])?;
-                self.aws(&properties)?;
+                self.forbid_aws_credentials(properties.get("AWS_SESSION_TOKEN").is_some())?;
+                properties.allow(&[])?;
                 self.external_source()?
             }
             Some(AuthMechanism::MongoDbOidc) => {
@@ -251,24 +251,21 @@ impl Credential {
         }
     }
 
-    /// MONGODB-AWS: "the only valid combination of credentials is an access key ID and
-    /// a secret access key or an access key ID, a secret access key and a session token".
-    fn aws(&self, properties: &Properties) -> Result<()> {
-        let keys = match (&self.username, &self.password) {
-            (Some(_), Some(_)) => true,
-            (None, None) => false,
-            _ => {
-                return Err(Error::invalid_argument(
-                    "MONGODB-AWS needs both the access key ID (user name) and the secret access key (password), or neither",
-                ))
-            }
-        };
-        if !keys && properties.get("AWS_SESSION_TOKEN").is_some() {
+    /// MONGODB-AWS, "Obtaining Credentials" (since 2025-09-30): the credentials "MUST be
+    /// present in the environment or be retrieved via the optional AWS SDK. If
+    /// credentials are provided in the URI or client options, the driver MUST raise an
+    /// error." A user name (the access key ID), a password (the secret access key) and
+    /// an `AWS_SESSION_TOKEN` property (`session_token`) are such credentials.
+    pub(crate) fn forbid_aws_credentials(&self, session_token: bool) -> Result<()> {
+        if self.username.is_some() || self.password.is_some() || session_token {
             return Err(Error::invalid_argument(
-                "the MONGODB-AWS AWS_SESSION_TOKEN property needs an access key ID and a secret access key",
+                "MONGODB-AWS takes no credentials from the connection string or the client \
+                 options (user name, password, AWS_SESSION_TOKEN): set AWS_ACCESS_KEY_ID, \
+                 AWS_SECRET_ACCESS_KEY and, for temporary credentials, AWS_SESSION_TOKEN in \
+                 the environment",
             ));
         }
-        properties.string("AWS_SESSION_TOKEN").map(drop)
+        Ok(())
     }
 
     /// MONGODB-OIDC "MongoCredential Properties": from a connection string only the
@@ -564,22 +561,31 @@ mod tests {
     }
 
     #[test]
-    fn aws_keys_come_in_pairs() {
+    fn aws_takes_no_credentials_from_the_uri() {
         let aws = Some(AuthMechanism::MongoDbAws);
         assert!(credential(None, None, aws, None)
             .resolve_from_uri(None)
             .is_ok());
-        assert!(credential(Some("id"), Some("secret"), aws, None)
-            .resolve_from_uri(None)
-            .is_ok());
-        assert!(credential(Some("id"), None, aws, None)
-            .resolve_from_uri(None)
-            .is_err());
-        assert!(
-            credential(None, None, aws, Some(doc! { "AWS_SESSION_TOKEN": "t" }))
+        for (username, password) in [
+            (Some("id"), Some("hunter2")),
+            (Some("id"), None),
+            (None, Some("hunter2")),
+        ] {
+            let error = credential(username, password, aws, None)
                 .resolve_from_uri(None)
-                .is_err()
-        );
+                .unwrap_err();
+            assert!(error.to_string().contains("no credentials"), "{error}");
+            assert!(!error.to_string().contains("hunter2"), "{error}");
+        }
+        for properties in [
+            doc! { "AWS_SESSION_TOKEN": "t" },
+            doc! { "aws_session_token": "t" },
+            doc! { "UNKNOWN": "x" },
+        ] {
+            assert!(credential(None, None, aws, Some(properties))
+                .resolve_from_uri(None)
+                .is_err());
+        }
     }
 
     #[test]

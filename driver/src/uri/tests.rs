@@ -246,13 +246,10 @@ fn secrets_are_never_shown() {
     let uri = "mongodb://user:hunter1@h/?tlsCertificateKeyFile=k.pem&tlsCertificateKeyFilePassword=hunter2\
                &proxyHost=p&proxyUsername=pu&proxyPassword=hunter3";
     let options = parse(uri);
-    let aws = parse("mongodb://k:hunter4@h/?authMechanism=MONGODB-AWS&authMechanismProperties=AWS_SESSION_TOKEN:hunter5");
     for shown in [
         format!("{options:?}"),
         format!("{options:#?}"),
         options.to_string(),
-        format!("{aws:?}"),
-        aws.to_string(),
     ] {
         assert!(!shown.contains("hunter"), "{shown}");
         assert!(shown.contains("<redacted>"), "{shown}");
@@ -272,6 +269,9 @@ fn secrets_are_never_shown() {
         "mongodb://user:hunter1?x@h/db",
         "mongodb://user:1?hunter1@h/?w=1",
         "mongodb://h/?proxyHost=p&proxyUsername=u&proxyPassword=hunter1%zz",
+        // MONGODB-AWS takes no credentials from the connection string: refused unquoted.
+        "mongodb://k:hunter1@h/?authMechanism=MONGODB-AWS",
+        "mongodb://h/?authMechanism=MONGODB-AWS&authMechanismProperties=AWS_SESSION_TOKEN:hunter1",
     ] {
         let shown = match ClientOptions::parse(uri) {
             Ok(options) => format!("{:?}", options.warnings),
@@ -509,8 +509,7 @@ fn timeout_ms_is_a_non_negative_integer_and_zero_is_kept() {
 fn a_secret_cut_at_an_ampersand_is_never_quoted() {
     let proxy = "mongodb://h/?proxyHost=p&proxyPassword=";
     let tls = "mongodb://h/?tlsCertificateKeyFilePassword=";
-    let aws =
-        "mongodb://AKIA:x@h/?authMechanism=MONGODB-AWS&authMechanismProperties=AWS_SESSION_TOKEN:";
+    let aws = "mongodb://h/?authMechanism=MONGODB-AWS&authMechanismProperties=AWS_SESSION_TOKEN:";
     for (prefix, option) in [
         (proxy, "proxyPassword"),
         (tls, "tlsCertificateKeyFilePassword"),

@@ -134,8 +134,7 @@ fn uri_corpus() -> Vec<Vec<u8>> {
          &tlsAllowInvalidHostnames=true",
         "mongodb://[::1]:27017/?directConnection=true&compressors=zstd,zlib,snappy\
          &zlibCompressionLevel=9&connectTimeoutMS=1000&socketTimeoutMS=0",
-        "mongodb://AKIA:secret@h/?authMechanism=MONGODB-AWS\
-         &authMechanismProperties=AWS_SESSION_TOKEN:token",
+        "mongodb://h/?authMechanism=MONGODB-AWS&authSource=%24external",
         "mongodb://h1,h2/?readPreference=nearest&readPreferenceTags=dc:ny,rack:1\
          &readPreferenceTags=&localThresholdMS=30&proxyHost=localhost&proxyPort=1080\
          &proxyUsername=a&proxyPassword=b",
