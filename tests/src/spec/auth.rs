@@ -8,7 +8,7 @@
 //!
 //! `unified/*.json` need a live deployment and the unified test runner and are skipped.
 //! So are the corpus's tests that the current text of the spec contradicts
-//! ([`SUPERSEDED`]).
+//! (`SUPERSEDED`).
 
 use std::path::Path;
 

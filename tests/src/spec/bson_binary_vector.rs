@@ -8,8 +8,7 @@
 //! padding (float32 values compared as `f32`, which the crate supports natively). An
 //! invalid case expects the vector (when given) to be refused when encoding, and
 //! `canonical_bson` (when given) to be refused when read as a vector. Documents go to
-//! and come from bytes the driver's way ([`bson_corpus::bson_of`],
-//! [`bson_corpus::driver_decode`]).
+//! and come from bytes the driver's way, as in [`super::bson_corpus`].
 //!
 //! The crate's types carry the spec's rules: `Vector::Int8` holds `i8`, so 128 or 7.77
 //! cannot become one; only `PackedBitVector` has a padding, so an int8 or float32
