@@ -13,6 +13,7 @@ pub mod auth;
 pub mod cmap;
 pub mod connection_string;
 pub mod max_staleness;
+pub mod read_write_concern;
 pub mod sdam;
 pub mod server_selection;
 pub mod srv_seedlist;
@@ -113,6 +114,14 @@ pub static SUITES: &[Suite] = &[
     unified("csot"),
     unified("client-backpressure"),
     unified("unified-test-format/valid-pass"),
+    Suite {
+        name: "read_write_concern",
+        run: read_write_concern::run,
+    },
+    unified("collection_management"),
+    unified("index_management"),
+    unified("causal_consistency"),
+    unified("handshake/unified"),
 ];
 
 /// A suite of unified-format files, run by [`crate::unified`] against the shared

@@ -7,7 +7,7 @@
 //!   databases and collections;
 //! - [`operations`]: the one seam where operations are bound to code
 //!   ([`operations::handler`]): [`crud`], [`bulk_write`], [`client_bulk_write`],
-//!   [`commands`], [`cursors`], [`change_streams`], [`gridfs`], [`sessions`],
+//!   [`commands`], [`cursors`], [`change_streams`], [`gridfs`], [`search_indexes`], [`sessions`],
 //!   [`transactions`], their
 //!   arguments read by [`arguments`];
 //! - [`matching`]: "Evaluating Matches" and its special operators;
@@ -54,6 +54,7 @@ pub mod matching;
 pub mod model;
 pub mod operations;
 pub mod requirements;
+pub mod search_indexes;
 pub mod sessions;
 pub mod transactions;
 
