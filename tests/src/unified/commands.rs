@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use anymongo::crud::{CursorType, RunCursorCommandOptions, TimeoutMode};
 use anymongo::enumerate::{ListCollectionsOptions, ListDatabasesOptions};
+use anymongo::handshake::DriverInfo;
 use anymongo::index_management::{
     CreateIndexOptions, DropIndexOptions, IndexModel, ListIndexesOptions,
 };
@@ -411,6 +412,25 @@ const CREATE_OPTIONS: &[&str] = &[
     "validator",
     "viewOn",
 ];
+
+/// Spec `appendMetadata` on a client, with the driver's `Client::append_metadata`:
+/// `driverInfoOptions` (`name`, `version`, `platform`).
+pub async fn append_metadata(
+    operation: &Operation,
+    context: &mut Context,
+) -> Result<Returned, Abort> {
+    let client = context.entities.client(&operation.object)?.client.clone();
+    let mut arguments = Arguments::of(operation);
+    let info = arguments.document("driverInfoOptions")?;
+    arguments.done()?;
+    let field = |name: &str| info.get_str(name).ok().map(str::to_owned);
+    let info = DriverInfo {
+        name: field("name").unwrap_or_default(),
+        version: field("version"),
+        platform: field("platform"),
+    };
+    Ok(client.append_metadata(info).map(|()| None))
+}
 
 /// Spec `dropDatabase` on a client, with the driver's `Database::drop`: the database
 /// named by `database` is dropped.

@@ -186,6 +186,7 @@ pub fn handler(operation: &Operation) -> Option<Handler> {
         (false, "listSearchIndexes") => {
             |op, cx| Box::pin(search_indexes::list_search_indexes(op, cx))
         }
+        (false, "appendMetadata") => |op, cx| Box::pin(commands::append_metadata(op, cx)),
         (false, "dropDatabase") => |op, cx| Box::pin(commands::drop_database(op, cx)),
         (false, "modifyCollection") => |op, cx| Box::pin(commands::modify_collection(op, cx)),
         (false, "createCollection") => |op, cx| Box::pin(commands::create_collection(op, cx)),
