@@ -122,6 +122,10 @@ pub static SUITES: &[Suite] = &[
     unified("index_management"),
     unified("causal_consistency"),
     unified("handshake/unified"),
+    Suite {
+        name: "unified-test-format/valid-fail",
+        run: crate::unified::run_expecting_failure,
+    },
 ];
 
 /// A suite of unified-format files, run by [`crate::unified`] against the shared
