@@ -126,6 +126,10 @@ pub static SUITES: &[Suite] = &[
         name: "unified-test-format/valid-fail",
         run: crate::unified::run_expecting_failure,
     },
+    Suite {
+        name: "unified-test-format/invalid",
+        run: crate::unified::run_invalid,
+    },
 ];
 
 /// A suite of unified-format files, run by [`crate::unified`] against the shared

@@ -54,6 +54,7 @@ pub mod matching;
 pub mod model;
 pub mod operations;
 pub mod requirements;
+pub mod schema;
 pub mod search_indexes;
 pub mod sessions;
 pub mod transactions;
@@ -143,6 +144,22 @@ pub fn run(dir: &Path) -> SuiteOutcome {
 /// stay skipped.
 pub fn run_expecting_failure(dir: &Path) -> SuiteOutcome {
     run_against(dir, false, false, Expect::Failure)
+}
+
+/// Checks each file of the unified test format's `invalid` folder against the schema
+/// ([`schema::validate`]), as the runner does before running a file: a file passes
+/// when it is refused (spec "Test Runner Support": the runner MUST raise an error for
+/// each), fails when it is accepted. Nothing is run.
+pub fn run_invalid(dir: &Path) -> SuiteOutcome {
+    crate::spec::run_json_files(
+        dir,
+        |_| true,
+        |_| None,
+        |_, json| match schema::validate(&serde_json::Value::Object(json.clone())) {
+            Err(_) => Ok(()),
+            Ok(()) => Err("the runner accepted an invalid file".to_owned()),
+        },
+    )
 }
 
 /// What the tests of a suite are written to do.
@@ -391,9 +408,13 @@ fn run_file(
     expect: Expect,
     outcome: &mut SuiteOutcome,
 ) {
-    let file = match (model::read_file(path), expect) {
+    // Spec "Schema Version": a file that does not validate is refused before anything
+    // runs.
+    let valid = crate::spec::read_json_object(path)
+        .and_then(|json| schema::validate(&serde_json::Value::Object(json)));
+    let file = match (valid.and_then(|()| model::read_file(path)), expect) {
         (Ok(file), _) => file,
-        // A file the runner cannot read is refused whole.
+        // A file the runner cannot read or refuses is refused whole.
         (Err(_), Expect::Failure) => {
             outcome.passed += 1;
             return;
@@ -758,6 +779,36 @@ mod tests {
                 "t: the runner passed a test written to fail".to_owned()
             )]
         );
+    }
+
+    /// No file of a suite the runner runs is refused by its schema check.
+    #[test]
+    fn every_file_the_runner_runs_is_valid() {
+        let corpus = crate::spec::corpus_dir().unwrap();
+        let suites = crate::spec::SUITES
+            .iter()
+            .map(|suite| suite.name)
+            .chain([
+                "read_write_concern/operation",
+                "read_write_concern/write-concern-errors",
+            ])
+            .filter(|name| !name.contains("invalid") && !name.contains("valid-fail"));
+        let (mut refused, mut validated) = (Vec::new(), 0);
+        for suite in suites {
+            let dir = corpus.join(suite);
+            for file in crate::spec::json_files(&dir).unwrap() {
+                let json = crate::spec::read_json_object(&dir.join(&file)).unwrap();
+                // Only unified-format files: those with a schemaVersion.
+                if json.contains_key("schemaVersion") {
+                    validated += 1;
+                    if let Err(why) = schema::validate(&serde_json::Value::Object(json)) {
+                        refused.push(format!("{suite}/{file}: {why}"));
+                    }
+                }
+            }
+        }
+        assert!(refused.is_empty(), "{refused:#?}");
+        assert!(validated > 500, "only {validated} files validated");
     }
 
     #[test]
