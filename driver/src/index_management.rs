@@ -450,7 +450,7 @@ impl<T> Collection<T> {
     /// # async fn example(movies: anymongo::Collection<anymongo::bson::Document>) -> anymongo::Result<()> {
     /// use futures::TryStreamExt;
     /// let indexes: Vec<_> = movies.list_search_indexes(Some("default"), None).await?.try_collect().await?;
-    /// let ready = indexes.iter().any(|index| index.get_bool("queryable") == Ok(true));
+    /// let ready = indexes.iter().any(|index| index.get_bool("queryable").unwrap_or(false));
     /// # Ok(()) }
     /// ```
     pub async fn list_search_indexes(
