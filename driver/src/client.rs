@@ -18,7 +18,7 @@ use crate::connection::ConnectionSettings;
 use crate::crud::bulk_write::{client_level, BulkWriteOptions, BulkWriteResult, ClientWriteModel};
 use crate::database::Database;
 use crate::error::{Error, Result};
-use crate::handshake::HelloReply;
+use crate::handshake::{DriverInfo, HelloReply};
 use crate::logging;
 use crate::operation::Executor;
 use crate::rt::Runtime;
@@ -366,6 +366,28 @@ impl Client {
     /// The `timeoutMS` of this handle's operations, if one is set.
     pub fn timeout(&self) -> Option<Duration> {
         self.timeout
+    }
+
+    /// Appends a wrapping library's name, version and platform to the `client`
+    /// metadata of the client's new connections (Handshake spec, "Metadata updates
+    /// after MongoClient initialization"): connections already open are neither
+    /// closed nor told. The same `info` appended twice is appended once.
+    ///
+    /// Errors: [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) when a
+    /// field contains the separator `|`.
+    ///
+    /// ```no_run
+    /// # fn example(client: anymongo::Client) -> anymongo::Result<()> {
+    /// use anymongo::handshake::DriverInfo;
+    /// client.append_metadata(DriverInfo {
+    ///     name: "my-odm".into(),
+    ///     version: Some("2.0".into()),
+    ///     platform: None,
+    /// })?;
+    /// # Ok(()) }
+    /// ```
+    pub fn append_metadata(&self, info: DriverInfo) -> Result<()> {
+        self.executor.topology().client_metadata().append(&info)
     }
 
     /// The executor the client's operations run on.

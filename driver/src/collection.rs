@@ -215,7 +215,7 @@ impl<T> Collection<T> {
         {
             // NamespaceNotFound: nothing to drop.
             Err(error) if error.code() == Some(26) => Ok(()),
-            done => done,
+            done => done.map(drop),
         }
     }
 
@@ -234,7 +234,8 @@ impl<T> Collection<T> {
         self.client()
             .database("admin")
             .run_write_command(command, write_concern, None, self.timing())
-            .await
+            .await?;
+        Ok(())
     }
 
     /// Deletes the first document matching `filter`.

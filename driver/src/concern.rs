@@ -112,8 +112,20 @@ impl ReadConcern {
 
 impl WriteConcern {
     /// A write concern from its command form (`{ w, j, wtimeout }`), or as an options
-    /// document spells it (`journal`, `wtimeoutMS`).
-    pub(crate) fn from_document(document: &Document) -> std::result::Result<WriteConcern, String> {
+    /// document spells it (`journal`, `wtimeoutMS`). A negative `w` or `wtimeout` is
+    /// refused (spec, "WriteConcern": both are non-negative); combinations are left to
+    /// [`validate`](WriteConcern::validate).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use anymongo::bson::doc;
+    /// use anymongo::concern::WriteConcern;
+    /// let concern = WriteConcern::from_document(&doc! { "w": "majority", "wtimeoutMS": 500 })?;
+    /// assert_eq!(concern.w_timeout, Some(Duration::from_millis(500)));
+    /// assert!(WriteConcern::from_document(&doc! { "w": -1 }).is_err());
+    /// # Ok::<(), String>(())
+    /// ```
+    pub fn from_document(document: &Document) -> std::result::Result<WriteConcern, String> {
         let w = match document.get("w") {
             None => None,
             Some(Bson::String(name)) if name == "majority" => Some(Acknowledgment::Majority),
@@ -131,11 +143,18 @@ impl WriteConcern {
             .get_bool("j")
             .or_else(|_| document.get_bool("journal"))
             .ok();
-        let w_timeout = document
+        let w_timeout = match document
             .get("wtimeout")
             .or_else(|| document.get("wtimeoutMS"))
-            .and_then(crate::bson_util::as_i64)
-            .map(|ms| Duration::from_millis(u64::try_from(ms).unwrap_or(0)));
+        {
+            None => None,
+            Some(value) => {
+                let millis = crate::bson_util::as_i64(value)
+                    .and_then(|ms| u64::try_from(ms).ok())
+                    .ok_or_else(|| format!("invalid wtimeout: {value}"))?;
+                Some(Duration::from_millis(millis))
+            }
+        };
         Ok(WriteConcern {
             w,
             journal,

@@ -18,7 +18,7 @@ use crate::auth::{self, AuthContext, AuthMechanism, ConnectionAuth, Credential, 
 use crate::error::{
     CommandError, Error, ErrorKind, Result, RETRYABLE_ERROR, SYSTEM_OVERLOADED_ERROR,
 };
-use crate::handshake::{client_metadata, hello_command, HelloReply};
+use crate::handshake::{client_metadata, hello_command, ClientMetadata, HelloReply};
 use crate::rt::{self, boxed, BoxFuture, Clock, ConnectTarget, Runtime, Stream, Transport};
 use crate::socks5;
 use crate::uri::{ClientOptions, ProxyOptions, ServerAddress};
@@ -49,8 +49,9 @@ pub(crate) struct ConnectionSettings {
     pub connect_timeout: Option<Duration>,
     /// Bound on each read of a reply, if any.
     pub socket_timeout: Option<Duration>,
-    /// The `client` metadata document for the handshake.
-    pub metadata: Document,
+    /// The `client` metadata document for the handshake, shared with the client,
+    /// which may append to it.
+    pub metadata: Arc<ClientMetadata>,
     /// Who to authenticate as, if anyone.
     pub auth: Option<AuthSettings>,
     /// `loadBalanced=true`: the handshake says so, and the server must answer with a
@@ -91,7 +92,10 @@ impl ConnectionSettings {
             // connectTimeoutMS=0 means no limit (URI Options spec).
             connect_timeout: Some(options.connect_timeout).filter(|limit| !limit.is_zero()),
             socket_timeout: options.socket_timeout,
-            metadata: client_metadata(&runtime.host, options.app_name.as_deref()),
+            metadata: Arc::new(ClientMetadata::new(client_metadata(
+                &runtime.host,
+                options.app_name.as_deref(),
+            ))),
             auth: options.credential.clone().map(|credential| AuthSettings {
                 credential,
                 context: AuthContext {
@@ -250,7 +254,7 @@ impl Connection {
             .and_then(|auth| auth.oidc.clone())
             .map(|oidc| (oidc, OidcConnectionCache::default()));
         let (mut command, legacy) = hello_command(
-            &settings.metadata,
+            &settings.metadata.document(),
             settings.load_balanced,
             settings.server_api.as_ref(),
             &settings.compressors,
@@ -937,7 +941,9 @@ mod tests {
             },
             connect_timeout: Some(Duration::from_secs(10)),
             socket_timeout: None,
-            metadata: doc! { "driver": { "name": "anymongo", "version": "test" } },
+            metadata: Arc::new(ClientMetadata::new(
+                doc! { "driver": { "name": "anymongo", "version": "test" } },
+            )),
             auth: None,
             load_balanced: false,
             server_api: None,

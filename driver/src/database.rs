@@ -339,7 +339,35 @@ impl Database {
         command.extend(options.into().unwrap_or_default());
         let write_concern = self.options.write_concern(None, None)?;
         self.run_write_command(command, write_concern, session, self.options.timeout.into())
-            .await
+            .await?;
+        Ok(())
+    }
+
+    /// Changes the options of the collection (or view) `name` with the `collMod`
+    /// command; `options` are that command's fields (`validator`, `validationLevel`,
+    /// `validationAction`, `index`, `viewOn`, `pipeline`, `expireAfterSeconds`...).
+    /// Modifying a collection that does not exist is an error (NamespaceNotFound,
+    /// code 26).
+    ///
+    /// ```no_run
+    /// # async fn example(db: anymongo::Database) -> anymongo::Result<()> {
+    /// use anymongo::bson::doc;
+    /// let strings_only = doc! { "validator": { "x": { "$type": "string" } } };
+    /// db.modify_collection("log", strings_only, None).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn modify_collection(
+        &self,
+        name: &str,
+        options: Document,
+        session: Option<&ClientSession>,
+    ) -> Result<()> {
+        let mut command = bson::doc! { "collMod": name };
+        command.extend(options);
+        let write_concern = self.options.write_concern(None, None)?;
+        self.run_write_command(command, write_concern, session, self.options.timeout.into())
+            .await?;
+        Ok(())
     }
 
     /// Drops the database and every collection in it.
@@ -347,12 +375,13 @@ impl Database {
         let write_concern = self.options.write_concern(None, None)?;
         let command = bson::doc! { "dropDatabase": 1 };
         self.run_write_command(command, write_concern, session, self.options.timeout.into())
-            .await
+            .await?;
+        Ok(())
     }
 
     /// Runs a command that writes (`create`, `drop`, `createIndexes`...) with
     /// `write_concern` (already resolved), and turns the write concern error of its
-    /// reply into an error.
+    /// reply into an error; else returns the reply.
     /// `timing` is that of the database or collection it concerns.
     pub(crate) async fn run_write_command(
         &self,
@@ -360,7 +389,7 @@ impl Database {
         write_concern: Option<&WriteConcern>,
         session: Option<&ClientSession>,
         timing: Timing,
-    ) -> Result<()> {
+    ) -> Result<Document> {
         if let Some(concern) = write_concern.filter(|concern| !concern.is_empty()) {
             command.insert("writeConcern", concern.to_document());
         }
@@ -370,6 +399,7 @@ impl Database {
             .executor()
             .execute(operation, session, timing)
             .await?;
-        WriteReply::check_write_concern(&reply)
+        WriteReply::check_write_concern(&reply)?;
+        Ok(reply)
     }
 }

@@ -61,6 +61,113 @@ pub fn client_metadata(host: &HostInfo, app_name: Option<&str>) -> Document {
     metadata
 }
 
+/// What a library that wraps the driver adds to the `client` metadata (Handshake spec,
+/// "Supporting Wrapping Libraries": `DriverInfoOptions`): each field is appended to
+/// the driver's own after a `|`. An empty field counts as unset.
+///
+/// ```
+/// use anymongo::handshake::DriverInfo;
+/// let info = DriverInfo { name: "my-odm".into(), version: Some("2.0".into()), platform: None };
+/// assert!(info.validate().is_ok());
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DriverInfo {
+    /// The wrapping library's name, appended to `client.driver.name`.
+    pub name: String,
+    /// Its version, appended to `client.driver.version`.
+    pub version: Option<String>,
+    /// Its platform, appended to `client.platform`.
+    pub platform: Option<String>,
+}
+
+/// The separator of appended metadata (Handshake spec, "Appending metadata").
+const SEPARATOR: char = '|';
+
+impl DriverInfo {
+    /// Refuses a field that contains the separator `|` (spec: "Drivers MUST throw an
+    /// error if any of these strings contains that character").
+    pub fn validate(&self) -> Result<()> {
+        let fields = [
+            Some(&self.name),
+            self.version.as_ref(),
+            self.platform.as_ref(),
+        ];
+        match fields
+            .into_iter()
+            .flatten()
+            .find(|field| field.contains(SEPARATOR))
+        {
+            Some(field) => Err(Error::invalid_argument(format!(
+                "driver info {field:?} contains the separator {SEPARATOR:?}"
+            ))),
+            None => Ok(()),
+        }
+    }
+
+    /// Its fields with an empty one read as unset.
+    fn normalized(&self) -> DriverInfo {
+        let set = |field: &Option<String>| field.clone().filter(|field| !field.is_empty());
+        DriverInfo {
+            name: self.name.clone(),
+            version: set(&self.version),
+            platform: set(&self.platform),
+        }
+    }
+}
+
+/// The `client` metadata of a client's new connections: the driver's, with the
+/// [`DriverInfo`] appended since (Handshake spec, "Metadata updates after MongoClient
+/// initialization"). Connections already open keep what they sent.
+#[derive(Debug)]
+pub(crate) struct ClientMetadata {
+    state: std::sync::Mutex<(Document, Vec<DriverInfo>)>,
+}
+
+impl ClientMetadata {
+    /// The driver's own metadata, nothing appended yet.
+    pub fn new(metadata: Document) -> ClientMetadata {
+        ClientMetadata {
+            state: std::sync::Mutex::new((metadata, Vec::new())),
+        }
+    }
+
+    /// What a new connection sends.
+    pub fn document(&self) -> Document {
+        crate::sync::lock(&self.state).0.clone()
+    }
+
+    /// Appends `info`, unless the same was appended before (spec: duplicates "MUST
+    /// not result in additional metadata being appended"); the result is trimmed to
+    /// [`MAX_METADATA_SIZE`] again.
+    pub fn append(&self, info: &DriverInfo) -> Result<()> {
+        info.validate()?;
+        let info = info.normalized();
+        let mut state = crate::sync::lock(&self.state);
+        let (metadata, appended) = &mut *state;
+        if appended.contains(&info) {
+            return Ok(());
+        }
+        let append = |document: &mut Document, key: &str, value: &Option<String>| {
+            if let (Some(value), Ok(current)) = (value, document.get_str(key)) {
+                let joined = format!("{current}{SEPARATOR}{value}");
+                document.insert(key, joined);
+            }
+        };
+        if let Ok(driver) = metadata.get_document_mut("driver") {
+            append(
+                driver,
+                "name",
+                &Some(info.name.clone()).filter(|name| !name.is_empty()),
+            );
+            append(driver, "version", &info.version);
+        }
+        append(metadata, "platform", &info.platform);
+        truncate_metadata(metadata);
+        appended.push(info);
+        Ok(())
+    }
+}
+
 /// `client.env`: FaaS and container detection (Handshake spec, "client.env").
 fn environment(host: &HostInfo) -> Option<Document> {
     let var = |name: &str| (host.env)(name).filter(|value| !value.is_empty());
@@ -470,6 +577,159 @@ mod tests {
             .get_str("platform")
             .unwrap()
             .starts_with("anymongo native runtime, ppp"));
+    }
+
+    /// The Handshake spec's test table ("Test 1: Test that environment metadata is
+    /// properly captured"): each set of variables and the `env` it gives.
+    #[test]
+    fn the_spec_s_environment_table() {
+        // (case, its variables, the env expected).
+        type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], Option<Document>);
+        let cases: [Case; 9] = [
+            (
+                "valid AWS",
+                &[
+                    ("AWS_EXECUTION_ENV", "AWS_Lambda_java8"),
+                    ("AWS_REGION", "us-east-2"),
+                    ("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "1024"),
+                ],
+                Some(doc! { "name": "aws.lambda", "region": "us-east-2", "memory_mb": 1024 }),
+            ),
+            (
+                "valid Azure",
+                &[("FUNCTIONS_WORKER_RUNTIME", "node")],
+                Some(doc! { "name": "azure.func" }),
+            ),
+            (
+                "valid GCP",
+                &[
+                    ("K_SERVICE", "servicename"),
+                    ("FUNCTION_MEMORY_MB", "1024"),
+                    ("FUNCTION_TIMEOUT_SEC", "60"),
+                    ("FUNCTION_REGION", "us-central1"),
+                ],
+                Some(doc! {
+                    "name": "gcp.func", "memory_mb": 1024, "timeout_sec": 60,
+                    "region": "us-central1",
+                }),
+            ),
+            (
+                "valid Vercel",
+                &[("VERCEL", "1"), ("VERCEL_REGION", "cdg1")],
+                Some(doc! { "name": "vercel", "region": "cdg1" }),
+            ),
+            (
+                "invalid: multiple providers",
+                &[
+                    ("AWS_EXECUTION_ENV", "AWS_Lambda_java8"),
+                    ("FUNCTIONS_WORKER_RUNTIME", "node"),
+                ],
+                None,
+            ),
+            (
+                // The first step of "Limitations": env keeps only its name.
+                "invalid: long string",
+                &[
+                    ("AWS_EXECUTION_ENV", "AWS_Lambda_java8"),
+                    ("AWS_REGION", &"a".repeat(512)),
+                ],
+                Some(doc! { "name": "aws.lambda" }),
+            ),
+            (
+                "invalid: wrong types",
+                &[
+                    ("AWS_EXECUTION_ENV", "AWS_Lambda_java8"),
+                    ("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "big"),
+                ],
+                Some(doc! { "name": "aws.lambda" }),
+            ),
+            (
+                "invalid: AWS_EXECUTION_ENV does not start with AWS_Lambda_",
+                &[("AWS_EXECUTION_ENV", "EC2")],
+                None,
+            ),
+            (
+                "valid container and FaaS provider",
+                &[
+                    ("AWS_EXECUTION_ENV", "AWS_Lambda_java8"),
+                    ("AWS_REGION", "us-east-2"),
+                    ("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "1024"),
+                    ("KUBERNETES_SERVICE_HOST", "1"),
+                ],
+                Some(doc! {
+                    "name": "aws.lambda", "region": "us-east-2", "memory_mb": 1024,
+                    "container": { "orchestrator": "kubernetes" },
+                }),
+            ),
+        ];
+        for (case, variables, expected) in cases {
+            // A HostInfo's env is a plain fn: the case's variables go through a
+            // thread-local, which each case sets before building its metadata.
+            thread_local! {
+                static VARIABLES: std::cell::RefCell<Vec<(String, String)>> =
+                    const { std::cell::RefCell::new(Vec::new()) };
+            }
+            VARIABLES.with(|vars| {
+                *vars.borrow_mut() = variables
+                    .iter()
+                    .map(|(name, value)| (name.to_string(), value.to_string()))
+                    .collect();
+            });
+            let metadata = client_metadata(
+                &host(|name| {
+                    VARIABLES.with(|vars| {
+                        let vars = vars.borrow();
+                        vars.iter()
+                            .find(|(var, _)| var == name)
+                            .map(|(_, value)| value.clone())
+                    })
+                }),
+                None,
+            );
+            assert!(encoded_len(&metadata) <= MAX_METADATA_SIZE, "{case}");
+            assert_eq!(
+                metadata.get_document("env").ok(),
+                expected.as_ref(),
+                "{case}"
+            );
+        }
+    }
+
+    #[test]
+    fn driver_info_is_appended_once_with_a_separator() {
+        let metadata = ClientMetadata::new(client_metadata(&host(|_| None), None));
+        let platform = metadata.document().get_str("platform").unwrap().to_owned();
+        let library = DriverInfo {
+            name: "library".into(),
+            version: Some("1.2".into()),
+            platform: Some("Library Platform".into()),
+        };
+        metadata.append(&library).unwrap();
+        metadata.append(&library).unwrap();
+        let framework = DriverInfo {
+            name: "framework".into(),
+            version: None,
+            platform: Some(String::new()),
+        };
+        metadata.append(&framework).unwrap();
+        let document = metadata.document();
+        let driver = document.get_document("driver").unwrap();
+        assert_eq!(
+            driver.get_str("name").unwrap(),
+            "anymongo|library|framework"
+        );
+        let version = format!("{}|1.2", env!("CARGO_PKG_VERSION"));
+        assert_eq!(driver.get_str("version").unwrap(), version);
+        assert_eq!(
+            document.get_str("platform").unwrap(),
+            format!("{platform}|Library Platform")
+        );
+        let piped = DriverInfo {
+            name: "a|b".into(),
+            ..DriverInfo::default()
+        };
+        assert!(metadata.append(&piped).is_err());
+        assert_eq!(metadata.document(), document);
     }
 
     #[test]

@@ -3,16 +3,22 @@
 //!
 //! `createIndexes` and `dropIndexes` are writes that carry the collection's write
 //! concern and are not retried; `listIndexes` is a retryable read on the primary.
+//!
+//! Atlas Search indexes have helpers of their own ([`SearchIndexModel`],
+//! [`Collection::create_search_index`] and the rest: spec, "Search Indexes"): their
+//! commands carry neither read nor write concern, which Atlas refuses.
 
 use std::time::Duration;
 
 use bson::{doc, Bson, Document};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::bson_util::{insert_present, millis};
 use crate::collection::Collection;
 use crate::concern::WriteConcern;
+use crate::crud::AggregateOptions;
 use crate::cursor::Cursor;
+use crate::database::Concerns;
 use crate::enumerate::{list, names, Listing};
 use crate::error::{Error, Result};
 use crate::session::ClientSession;
@@ -87,6 +93,33 @@ fn generated_name(keys: &Document) -> String {
         })
         .collect();
     parts.join("_")
+}
+
+/// An Atlas Search index to create (Index Management spec, "SearchIndexModel").
+///
+/// ```
+/// use anymongo::bson::doc;
+/// use anymongo::index_management::SearchIndexModel;
+/// let model = SearchIndexModel {
+///     definition: doc! { "mappings": { "dynamic": true } },
+///     name: Some("by_everything".into()),
+///     ..SearchIndexModel::default()
+/// };
+/// assert_eq!(model.index_type, None);
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SearchIndexModel {
+    /// What the index describes; its syntax depends on the index's type (see MongoDB's
+    /// `createSearchIndexes` command).
+    pub definition: Document,
+    /// The index's name; the server names it `default` when unset.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// `type`: `"search"` for a standard search index (the server's default when
+    /// unset), `"vectorSearch"` for a vector search index.
+    #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
+    pub index_type: Option<String>,
 }
 
 /// Options of [`Collection::create_indexes`] and [`Collection::create_index`].
@@ -297,7 +330,8 @@ impl<T> Collection<T> {
         let write_concern = self.concerns().write_concern(write_concern, session)?;
         self.database()
             .run_write_command(command, write_concern, session, self.timing())
-            .await
+            .await?;
+        Ok(())
     }
 
     /// The collection's indexes, as a cursor of their descriptions (`key`, `name`,
@@ -350,6 +384,130 @@ impl<T> Collection<T> {
         };
         list(self.database(), command, listing, session).await
     }
+
+    /// Creates an Atlas Search index and returns its name (the server's, `default`,
+    /// when the model has none). The index is built after the command returns: list it
+    /// with [`list_search_indexes`](Self::list_search_indexes) to see when it is ready.
+    ///
+    /// ```no_run
+    /// # async fn example(movies: anymongo::Collection<anymongo::bson::Document>) -> anymongo::Result<()> {
+    /// use anymongo::bson::doc;
+    /// use anymongo::index_management::SearchIndexModel;
+    /// let model = SearchIndexModel {
+    ///     definition: doc! { "mappings": { "dynamic": true } },
+    ///     ..SearchIndexModel::default()
+    /// };
+    /// let name = movies.create_search_index(model).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn create_search_index(&self, model: SearchIndexModel) -> Result<String> {
+        let mut names = self.create_search_indexes([model]).await?;
+        names
+            .pop()
+            .ok_or_else(|| Error::bson("the createSearchIndexes reply names no index"))
+    }
+
+    /// Creates several Atlas Search indexes with one `createSearchIndexes` command and
+    /// returns their names, in order.
+    pub async fn create_search_indexes(
+        &self,
+        models: impl IntoIterator<Item = SearchIndexModel>,
+    ) -> Result<Vec<String>> {
+        let indexes = models
+            .into_iter()
+            .map(|model| bson::serialize_to_bson(&model))
+            .collect::<std::result::Result<Vec<_>, _>>()
+            .map_err(Error::bson)?;
+        let command = doc! { "createSearchIndexes": self.name(), "indexes": indexes };
+        let reply = self.run_search_index_command(command).await?;
+        created_search_indexes(&reply)
+    }
+
+    /// Replaces the definition of the Atlas Search index `name`.
+    pub async fn update_search_index(&self, name: &str, definition: Document) -> Result<()> {
+        let command =
+            doc! { "updateSearchIndex": self.name(), "name": name, "definition": definition };
+        self.run_search_index_command(command).await?;
+        Ok(())
+    }
+
+    /// Drops the Atlas Search index `name`; dropping one that does not exist, or whose
+    /// collection does not, is not an error (spec, "NamespaceNotFound Errors").
+    pub async fn drop_search_index(&self, name: &str) -> Result<()> {
+        let command = doc! { "dropSearchIndex": self.name(), "name": name };
+        match self.run_search_index_command(command).await {
+            // NamespaceNotFound: nothing to drop.
+            Err(error) if error.code() == Some(26) => Ok(()),
+            done => done.map(drop),
+        }
+    }
+
+    /// The collection's Atlas Search indexes (only the one named `name`, if given), as
+    /// a cursor of their descriptions: an aggregation of the `$listSearchIndexes`
+    /// stage with `options`, whose read and write concerns are not sent.
+    ///
+    /// ```no_run
+    /// # async fn example(movies: anymongo::Collection<anymongo::bson::Document>) -> anymongo::Result<()> {
+    /// use futures::TryStreamExt;
+    /// let indexes: Vec<_> = movies.list_search_indexes(Some("default"), None).await?.try_collect().await?;
+    /// let ready = indexes.iter().any(|index| index.get_bool("queryable").unwrap_or(false));
+    /// # Ok(()) }
+    /// ```
+    pub async fn list_search_indexes(
+        &self,
+        name: Option<&str>,
+        options: impl Into<Option<AggregateOptions>>,
+    ) -> Result<Cursor<Document>> {
+        let mut stage = Document::new();
+        if let Some(name) = name {
+            stage.insert("name", name);
+        }
+        let options = AggregateOptions {
+            read_concern: None,
+            write_concern: None,
+            ..options.into().unwrap_or_default()
+        };
+        // The collection's read preference and timeout, not its concerns.
+        let concerns = Concerns {
+            read_preference: self.concerns().read_preference.clone(),
+            timeout: self.concerns().timeout,
+            ..Concerns::default()
+        };
+        self.database()
+            .aggregate_on(
+                Some(self.name()),
+                (&concerns, self.timing()),
+                vec![doc! { "$listSearchIndexes": stage }],
+                Some(options),
+                None,
+            )
+            .await
+    }
+
+    /// Runs a search index command: no write concern (spec, "Where are read concern
+    /// and write concern?").
+    async fn run_search_index_command(&self, command: Document) -> Result<Document> {
+        self.database()
+            .run_write_command(command, None, None, self.timing())
+            .await
+    }
+}
+
+/// The names in a `createSearchIndexes` reply: `indexesCreated: [{ id, name }]`.
+fn created_search_indexes(reply: &Document) -> Result<Vec<String>> {
+    let malformed = || Error::bson(format!("malformed createSearchIndexes reply: {reply}"));
+    reply
+        .get_array("indexesCreated")
+        .map_err(|_| malformed())?
+        .iter()
+        .map(|created| {
+            created
+                .as_document()
+                .and_then(|created| created.get_str("name").ok())
+                .map(str::to_owned)
+                .ok_or_else(malformed)
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -365,6 +523,38 @@ mod tests {
             generated_name(&doc! { "n": 2_i64, "t": "text" }),
             "n_2_t_text"
         );
+    }
+
+    #[test]
+    fn a_search_index_model_sends_only_what_is_set() {
+        let model = SearchIndexModel {
+            definition: doc! { "mappings": { "dynamic": true } },
+            ..SearchIndexModel::default()
+        };
+        assert_eq!(
+            bson::serialize_to_document(&model).unwrap(),
+            doc! { "definition": { "mappings": { "dynamic": true } } }
+        );
+        let vector = SearchIndexModel {
+            name: Some("v".into()),
+            index_type: Some("vectorSearch".into()),
+            ..model
+        };
+        assert_eq!(
+            bson::serialize_to_document(&vector).unwrap(),
+            doc! { "definition": { "mappings": { "dynamic": true } }, "name": "v", "type": "vectorSearch" }
+        );
+    }
+
+    #[test]
+    fn created_search_index_names_are_read_in_order() {
+        let reply = doc! {
+            "ok": 1,
+            "indexesCreated": [{ "id": "1", "name": "a" }, { "id": "2", "name": "default" }],
+        };
+        assert_eq!(created_search_indexes(&reply).unwrap(), ["a", "default"]);
+        assert!(created_search_indexes(&doc! { "ok": 1 }).is_err());
+        assert!(created_search_indexes(&doc! { "indexesCreated": [{ "id": "1" }] }).is_err());
     }
 
     #[test]

@@ -251,6 +251,11 @@ impl Shared {
         lock(&self.state)
     }
 
+    /// The `client` metadata new connections send, which the client may append to.
+    pub fn client_metadata(&self) -> &crate::handshake::ClientMetadata {
+        &self.connection_settings.metadata
+    }
+
     /// The state, locked to update the description: its TopologyDescriptionChanged
     /// events, two copies of the whole topology each, are built only while someone
     /// listens (an event handler, or the debug log, which may be turned on later).

@@ -4,7 +4,7 @@
 
 use bson::{doc, Bson, Document, RawDocumentBuf};
 
-use super::write::Namespace;
+use super::write::{Namespace, WriteReply};
 use super::{AggregateOptions, CursorType, FindOptions, TimeoutMode};
 use crate::bson_util::{insert_present, millis};
 use crate::concern::{ReadConcern, WriteConcern};
@@ -275,6 +275,12 @@ impl Operation for Aggregate<'_> {
         reply: RawDocumentBuf,
         context: ReplyContext<'_>,
     ) -> Result<Self::Output> {
+        // Read and Write Concern spec, "Write Concern Error": a pipeline that writes
+        // reports an unsatisfied write concern as write commands do, in a reply with
+        // `ok: 1`.
+        if self.writes() && matches!(reply.get("writeConcernError"), Ok(Some(_))) {
+            WriteReply::check_write_concern(&crate::connection::reply_document(&reply)?)?;
+        }
         let batch = Batch::from_reply(&reply, &context.server.address)?;
         let mut spec = CursorSpec::new(
             &context,

@@ -11,6 +11,16 @@ use crate::operation::{Access, Command, Operation, ReplyContext, Target};
 use crate::retry::Retryability;
 use crate::selection::ReadPreference;
 
+/// The commands of the driver's helpers that take `readConcern: { afterClusterTime }`
+/// (Read and Write Concern spec, "afterClusterTime").
+const AFTER_CLUSTER_TIME_WRITES: [&str; 5] = [
+    "create",
+    "createIndexes",
+    "drop",
+    "dropDatabase",
+    "dropIndexes",
+];
+
 /// `Database::run_command`: the command as given, plus `$db`, `lsid`, `$clusterTime`
 /// and `$readPreference`; never retried, no concern added.
 ///
@@ -111,6 +121,13 @@ impl Operation for RunCommand {
 
     fn read_preference_given(&self) -> bool {
         self.read_preference_given
+    }
+
+    /// A causally consistent session sends `afterClusterTime` with the writes of the
+    /// driver's helpers that take a read concern of only that (Read and Write Concern
+    /// spec, "afterClusterTime"), never with a command the application wrote.
+    fn supports_read_concern(&self) -> bool {
+        self.access == Access::Write && AFTER_CLUSTER_TIME_WRITES.contains(&self.name())
     }
 
     /// The reply is the result (Run Command spec: the command is sent as given).

@@ -121,7 +121,7 @@ fn check_auth(expected: &Map<String, Value>, options: &ClientOptions) -> Result<
 
 /// Whether a parsed option equals the test's JSON value: numbers by value, documents
 /// regardless of key order.
-fn same(expected: &Value, actual: &Bson) -> bool {
+pub(super) fn same(expected: &Value, actual: &Bson) -> bool {
     match (expected, actual) {
         (Value::Bool(a), Bson::Boolean(b)) => a == b,
         (Value::String(a), Bson::String(b)) => a == b,

@@ -15,6 +15,7 @@ pub mod bson_corpus;
 pub mod cmap;
 pub mod connection_string;
 pub mod max_staleness;
+pub mod read_write_concern;
 pub mod sdam;
 pub mod server_selection;
 pub mod srv_seedlist;
@@ -122,6 +123,22 @@ pub static SUITES: &[Suite] = &[
     Suite {
         name: "bson_binary_vector",
         run: bson_binary_vector::run,
+    },
+    Suite {
+        name: "read_write_concern",
+        run: read_write_concern::run,
+    },
+    unified("collection_management"),
+    unified("index_management"),
+    unified("causal_consistency"),
+    unified("handshake/unified"),
+    Suite {
+        name: "unified-test-format/valid-fail",
+        run: crate::unified::run_expecting_failure,
+    },
+    Suite {
+        name: "unified-test-format/invalid",
+        run: crate::unified::run_invalid,
     },
 ];
 

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use anymongo::crud::{CursorType, RunCursorCommandOptions, TimeoutMode};
 use anymongo::enumerate::{ListCollectionsOptions, ListDatabasesOptions};
+use anymongo::handshake::DriverInfo;
 use anymongo::index_management::{
     CreateIndexOptions, DropIndexOptions, IndexModel, ListIndexesOptions,
 };
@@ -410,6 +411,72 @@ const CREATE_OPTIONS: &[&str] = &[
     "validationLevel",
     "validator",
     "viewOn",
+];
+
+/// Spec `appendMetadata` on a client, with the driver's `Client::append_metadata`:
+/// `driverInfoOptions` (`name`, `version`, `platform`).
+pub async fn append_metadata(
+    operation: &Operation,
+    context: &mut Context,
+) -> Result<Returned, Abort> {
+    let client = context.entities.client(&operation.object)?.client.clone();
+    let mut arguments = Arguments::of(operation);
+    let info = arguments.document("driverInfoOptions")?;
+    arguments.done()?;
+    let field = |name: &str| info.get_str(name).ok().map(str::to_owned);
+    let info = DriverInfo {
+        name: field("name").unwrap_or_default(),
+        version: field("version"),
+        platform: field("platform"),
+    };
+    Ok(client.append_metadata(info).map(|()| None))
+}
+
+/// Spec `dropDatabase` on a client, with the driver's `Database::drop`: the database
+/// named by `database` is dropped.
+pub async fn drop_database(
+    operation: &Operation,
+    context: &mut Context,
+) -> Result<Returned, Abort> {
+    let client = context.entities.client(&operation.object)?.client.clone();
+    let mut arguments = Arguments::of(operation);
+    let session = arguments.session(&context.entities)?;
+    let name = arguments.string("database")?;
+    arguments.done()?;
+    let dropped = client.database(&name).drop(session.as_ref()).await;
+    Ok(dropped.map(|()| None))
+}
+
+/// Spec `modifyCollection`, with the driver's `Database::modify_collection`: `collection`,
+/// and the `collMod` command's fields.
+pub async fn modify_collection(
+    operation: &Operation,
+    context: &mut Context,
+) -> Result<Returned, Abort> {
+    let Call {
+        database,
+        session,
+        mut arguments,
+    } = Call::new(operation, &context.entities)?;
+    let name = arguments.string("collection")?;
+    let options = arguments.rest(MODIFY_OPTIONS)?;
+    let modified = database
+        .modify_collection(&name, options, session.as_ref())
+        .await;
+    Ok(modified.map(|()| None))
+}
+
+/// The fields of `collMod` a test may give.
+const MODIFY_OPTIONS: &[&str] = &[
+    "validator",
+    "validationLevel",
+    "validationAction",
+    "index",
+    "viewOn",
+    "pipeline",
+    "expireAfterSeconds",
+    "changeStreamPreAndPostImages",
+    "timeseries",
 ];
 
 /// Spec `createCollection`, with the driver's `Database::create_collection`; the new

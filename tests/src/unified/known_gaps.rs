@@ -89,6 +89,16 @@ const CSOT_WITH_TRANSACTION_OVERRIDE: Gap =
 const THREE_MEMBER_SET: Gap =
     Gap::Server("the test expects a three-member replica set; SecantusDB runs a set of one member");
 
+/// SecantusDB: `bulkWrite` refuses a `readConcern` field, which a causally consistent
+/// session sends with its `afterClusterTime` (Read and Write Concern spec,
+/// "afterClusterTime", lists `bulkWrite`). pymongo 4.20 against SecantusDB:
+/// `{ bulkWrite: 1, ops: [...], nsInfo: [...], readConcern: { afterClusterTime } }`
+/// fails with "BSON field 'bulkWrite.readConcern' is an unknown field." (IDLUnknownField,
+/// code 40415).
+const BULK_WRITE_REFUSES_READ_CONCERN: Gap = Gap::Server(
+    "bulkWrite refuses a readConcern field (IDLUnknownField): afterClusterTime cannot be sent",
+);
+
 const fn gap(suite: &'static str, file: &'static str, test: &'static str, gap: Gap) -> KnownGap {
     KnownGap {
         suite,
@@ -353,6 +363,12 @@ pub const KNOWN_GAPS: &[KnownGap] = &[
         "unified/updateOne.json",
         "UpdateOne with upsert is never committed",
         ON_PRIMARY_TRANSACTIONAL_WRITE,
+    ),
+    gap(
+        "causal_consistency",
+        "causal-consistency-clientBulkWrite.json",
+        "clientBulkWrite includes afterClusterTime in causally consistent session",
+        BULK_WRITE_REFUSES_READ_CONCERN,
     ),
 ];
 

@@ -7,7 +7,7 @@
 //!   databases and collections;
 //! - [`operations`]: the one seam where operations are bound to code
 //!   ([`operations::handler`]): [`crud`], [`bulk_write`], [`client_bulk_write`],
-//!   [`commands`], [`cursors`], [`change_streams`], [`gridfs`], [`sessions`],
+//!   [`commands`], [`cursors`], [`change_streams`], [`gridfs`], [`search_indexes`], [`sessions`],
 //!   [`transactions`], their
 //!   arguments read by [`arguments`];
 //! - [`matching`]: "Evaluating Matches" and its special operators;
@@ -54,6 +54,8 @@ pub mod matching;
 pub mod model;
 pub mod operations;
 pub mod requirements;
+pub mod schema;
+pub mod search_indexes;
 pub mod sessions;
 pub mod transactions;
 
@@ -131,7 +133,72 @@ impl Deployment {
 /// Runs every unified test file under `dir` (one of the corpus's suite folders)
 /// against the shared test server.
 pub fn run(dir: &Path) -> SuiteOutcome {
-    run_against(dir, false, false)
+    run_against(dir, false, false, Expect::Pass)
+}
+
+/// Runs the `valid-fail` files of the unified test format (spec "Test Runner
+/// Support": a runner MUST fail each of their tests): a test passes when the runner
+/// fails it, or refuses it for its schema version or for what the runner does not
+/// implement (the refusals the spec asks for, which [`run`] reports as skips); it
+/// fails when the runner passes it. Tests whose requirements the server does not meet
+/// stay skipped.
+pub fn run_expecting_failure(dir: &Path) -> SuiteOutcome {
+    run_against(dir, false, false, Expect::Failure)
+}
+
+/// Checks each file of the unified test format's `invalid` folder against the schema
+/// ([`schema::validate`]), as the runner does before running a file: a file passes
+/// when it is refused (spec "Test Runner Support": the runner MUST raise an error for
+/// each), fails when it is accepted. Nothing is run.
+pub fn run_invalid(dir: &Path) -> SuiteOutcome {
+    crate::spec::run_json_files(
+        dir,
+        |_| true,
+        |_| None,
+        |_, json| match schema::validate(&serde_json::Value::Object(json.clone())) {
+            Err(_) => Ok(()),
+            Ok(()) => Err("the runner accepted an invalid file".to_owned()),
+        },
+    )
+}
+
+/// What the tests of a suite are written to do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Expect {
+    /// Pass (or be skipped for a reason).
+    Pass,
+    /// Make the runner fail or refuse them (`valid-fail`).
+    Failure,
+}
+
+/// How one test ended, before [`Expect`] says what that counts as.
+enum Verdict {
+    Passed,
+    /// Refused before running: the reason starts with [`SCHEMA`] or [`UNSUPPORTED`].
+    Refused(String),
+    /// Not run for another reason (requirements, skipReason, a known gap).
+    Skipped(String),
+    Failed(String),
+}
+
+impl Expect {
+    /// Adds `verdict` of the test labelled `label` (file, description) to `outcome`.
+    fn record(self, outcome: &mut SuiteOutcome, (file, test): (&str, &str), verdict: Verdict) {
+        let labelled = |why: String| (file.to_owned(), format!("{test}: {why}"));
+        match (self, verdict) {
+            (Expect::Pass, Verdict::Passed) | (Expect::Failure, Verdict::Failed(_)) => {
+                outcome.passed += 1
+            }
+            (Expect::Failure, Verdict::Refused(_)) => outcome.passed += 1,
+            (Expect::Pass, Verdict::Refused(why)) | (_, Verdict::Skipped(why)) => {
+                outcome.skipped.push(labelled(why))
+            }
+            (Expect::Pass, Verdict::Failed(why)) => outcome.failed.push(labelled(why)),
+            (Expect::Failure, Verdict::Passed) => outcome.failed.push(labelled(
+                "the runner passed a test written to fail".to_owned(),
+            )),
+        }
+    }
 }
 
 /// Like [`run`], with a standalone server and the shared server behind a load
@@ -139,7 +206,7 @@ pub fn run(dir: &Path) -> SuiteOutcome {
 /// test runs against the first of the three that meets its `runOnRequirements` (the
 /// logging suites' files are written for any topology, some for one only).
 pub fn run_on_every_topology(dir: &Path) -> SuiteOutcome {
-    run_against(dir, true, false)
+    run_against(dir, true, false, Expect::Pass)
 }
 
 /// Like [`run_on_every_topology`], with the shared server behind a load balancer
@@ -148,7 +215,7 @@ pub fn run_on_every_topology(dir: &Path) -> SuiteOutcome {
 /// single server, where the standalone serves); last comes a server that requires
 /// authentication, behind balancers of its own, for the test that needs `auth`.
 pub fn run_load_balanced(dir: &Path) -> SuiteOutcome {
-    run_against(dir, true, true)
+    run_against(dir, true, true, Expect::Pass)
 }
 
 /// Set (to anything), every unified suite runs with the shared server behind load
@@ -201,7 +268,12 @@ fn with_user(uri: &str, (name, password): &(&str, &str)) -> String {
     uri.replacen("mongodb://", &format!("mongodb://{name}:{password}@"), 1)
 }
 
-fn run_against(dir: &Path, with_standalone: bool, load_balanced: bool) -> SuiteOutcome {
+fn run_against(
+    dir: &Path,
+    with_standalone: bool,
+    load_balanced: bool,
+    expect: Expect,
+) -> SuiteOutcome {
     let mut outcome = SuiteOutcome::default();
     let files = match json_files(dir) {
         Ok(files) => files,
@@ -317,6 +389,7 @@ fn run_against(dir: &Path, with_standalone: bool, load_balanced: bool) -> SuiteO
             &deployments,
             &dir.join(&file),
             &file,
+            expect,
             &mut outcome,
         );
     }
@@ -332,16 +405,27 @@ fn run_file(
     deployments: &[Arc<Deployment>],
     path: &Path,
     name: &str,
+    expect: Expect,
     outcome: &mut SuiteOutcome,
 ) {
-    let file = match model::read_file(path) {
-        Ok(file) => file,
-        Err(why) => {
+    // Spec "Schema Version": a file that does not validate is refused before anything
+    // runs.
+    let valid = crate::spec::read_json_object(path)
+        .and_then(|json| schema::validate(&serde_json::Value::Object(json)));
+    let file = match (valid.and_then(|()| model::read_file(path)), expect) {
+        (Ok(file), _) => file,
+        // A file the runner cannot read or refuses is refused whole.
+        (Err(_), Expect::Failure) => {
+            outcome.passed += 1;
+            return;
+        }
+        (Err(why), Expect::Pass) => {
             outcome.failed.push((name.to_owned(), why));
             return;
         }
     };
-    let label = |test: &Test, why: &str| (name.to_owned(), format!("{}: {why}", test.description));
+    let mut record =
+        |test: &Test, verdict| expect.record(outcome, (name, &test.description), verdict);
     // Spec "Executing a Test File": an incompatible file is not processed.
     if !schema_supported(&file.schema_version) {
         let why = format!(
@@ -349,7 +433,7 @@ fn run_file(
             file.schema_version, SCHEMA_VERSION[0], SCHEMA_VERSION[1]
         );
         for test in &file.tests {
-            outcome.skipped.push(label(test, &why));
+            record(test, Verdict::Refused(why.clone()));
         }
         return;
     }
@@ -379,18 +463,21 @@ fn run_file(
         };
         let known_gap = || known_gaps::reason(&suite, name, &test.description);
         if let Some(why) = why.clone().or_else(known_gap) {
-            outcome.skipped.push(label(test, &why));
+            let verdict = match why.starts_with(UNSUPPORTED) {
+                true => Verdict::Refused(why),
+                false => Verdict::Skipped(why),
+            };
+            record(test, verdict);
             continue;
         }
         let deployment = Arc::clone(deployment);
         let result = runtime.block_on(run_test(deployment, &file, test, deadline));
-        match result {
-            Ok(()) => outcome.passed += 1,
-            Err(Abort::Unsupported(why)) => outcome
-                .skipped
-                .push(label(test, &format!("{UNSUPPORTED}{why}"))),
-            Err(Abort::Failed(why)) => outcome.failed.push(label(test, &why)),
-        }
+        let verdict = match result {
+            Ok(()) => Verdict::Passed,
+            Err(Abort::Unsupported(why)) => Verdict::Refused(format!("{UNSUPPORTED}{why}")),
+            Err(Abort::Failed(why)) => Verdict::Failed(why),
+        };
+        record(test, verdict);
     }
 }
 
@@ -662,6 +749,66 @@ mod tests {
         );
         assert!(outcome.skipped[0].1.contains(UNMET));
         assert!(outcome.skipped[1].1.contains(UNSUPPORTED));
+    }
+
+    #[test]
+    fn a_test_written_to_fail_passes_when_the_runner_fails_or_refuses_it() {
+        let verdicts = || {
+            [
+                Verdict::Passed,
+                Verdict::Refused(format!("{UNSUPPORTED}op")),
+                Verdict::Skipped(format!("{UNMET}sharded")),
+                Verdict::Failed("wrong".to_owned()),
+            ]
+        };
+        let counts = |expect: Expect| {
+            let mut outcome = SuiteOutcome::default();
+            for verdict in verdicts() {
+                expect.record(&mut outcome, ("f.json", "t"), verdict);
+            }
+            (outcome.passed, outcome.failed.len(), outcome.skipped.len())
+        };
+        assert_eq!(counts(Expect::Pass), (1, 1, 2));
+        assert_eq!(counts(Expect::Failure), (2, 1, 1));
+        let mut outcome = SuiteOutcome::default();
+        Expect::Failure.record(&mut outcome, ("f.json", "t"), Verdict::Passed);
+        assert_eq!(
+            outcome.failed,
+            [(
+                "f.json".to_owned(),
+                "t: the runner passed a test written to fail".to_owned()
+            )]
+        );
+    }
+
+    /// No file of a suite the runner runs is refused by its schema check.
+    #[test]
+    fn every_file_the_runner_runs_is_valid() {
+        let corpus = crate::spec::corpus_dir().unwrap();
+        let suites = crate::spec::SUITES
+            .iter()
+            .map(|suite| suite.name)
+            .chain([
+                "read_write_concern/operation",
+                "read_write_concern/write-concern-errors",
+            ])
+            .filter(|name| !name.contains("invalid") && !name.contains("valid-fail"));
+        let (mut refused, mut validated) = (Vec::new(), 0);
+        for suite in suites {
+            let dir = corpus.join(suite);
+            for file in crate::spec::json_files(&dir).unwrap() {
+                let json = crate::spec::read_json_object(&dir.join(&file)).unwrap();
+                // Only unified-format files: those with a schemaVersion.
+                if json.contains_key("schemaVersion") {
+                    validated += 1;
+                    if let Err(why) = schema::validate(&serde_json::Value::Object(json)) {
+                        refused.push(format!("{suite}/{file}: {why}"));
+                    }
+                }
+            }
+        }
+        assert!(refused.is_empty(), "{refused:#?}");
+        assert!(validated > 500, "only {validated} files validated");
     }
 
     #[test]

@@ -3,7 +3,8 @@
 //!
 //! [`handler`] maps an operation to its [`Handler`]: the CRUD operations ([`crud`],
 //! [`bulk_write`]), those on databases and clients ([`commands`]), cursors
-//! ([`cursors`]), change streams ([`change_streams`]), GridFS buckets ([`gridfs`]) and
+//! ([`cursors`]), change streams ([`change_streams`]), GridFS buckets ([`gridfs`]), search
+//! indexes ([`search_indexes`]) and
 //! sessions ([`sessions`], [`transactions`]), and the special operations. An operation it does not know
 //! is unsupported, and a test using one is skipped before any setup ([`unsupported`]),
 //! with the reason [`WITHOUT_DRIVER_API`] gives when the driver lacks the API.
@@ -14,6 +15,7 @@
 //! [`cursors`]: super::cursors
 //! [`change_streams`]: super::change_streams
 //! [`gridfs`]: super::gridfs
+//! [`search_indexes`]: super::search_indexes
 //! [`sessions`]: super::sessions
 //! [`transactions`]: super::transactions
 
@@ -30,8 +32,8 @@ use super::crud::{self, Modify};
 use super::entities::{self, CursorEntity, Entity, EntityMap, Iterable};
 use super::model::{EntityDescription, Operation};
 use super::{
-    bulk_write, change_streams, client_bulk_write, commands, cursors, events, gridfs, sessions,
-    transactions, Abort, Deployment,
+    bulk_write, change_streams, client_bulk_write, commands, cursors, events, gridfs,
+    search_indexes, sessions, transactions, Abort, Deployment,
 };
 
 /// What an entity operation returned: its result (`None` when it returns nothing), or
@@ -171,6 +173,22 @@ pub fn handler(operation: &Operation) -> Option<Handler> {
         (false, "dropIndex") => |op, cx| Box::pin(commands::drop_index(op, cx, false)),
         (false, "dropIndexes") => |op, cx| Box::pin(commands::drop_index(op, cx, true)),
         (false, "dropCollection") => |op, cx| Box::pin(commands::drop_collection(op, cx)),
+        (false, "createSearchIndex") => {
+            |op, cx| Box::pin(search_indexes::create_search_index(op, cx))
+        }
+        (false, "createSearchIndexes") => {
+            |op, cx| Box::pin(search_indexes::create_search_indexes(op, cx))
+        }
+        (false, "updateSearchIndex") => {
+            |op, cx| Box::pin(search_indexes::update_search_index(op, cx))
+        }
+        (false, "dropSearchIndex") => |op, cx| Box::pin(search_indexes::drop_search_index(op, cx)),
+        (false, "listSearchIndexes") => {
+            |op, cx| Box::pin(search_indexes::list_search_indexes(op, cx))
+        }
+        (false, "appendMetadata") => |op, cx| Box::pin(commands::append_metadata(op, cx)),
+        (false, "dropDatabase") => |op, cx| Box::pin(commands::drop_database(op, cx)),
+        (false, "modifyCollection") => |op, cx| Box::pin(commands::modify_collection(op, cx)),
         (false, "createCollection") => |op, cx| Box::pin(commands::create_collection(op, cx)),
         (false, "download") => |op, cx| Box::pin(gridfs::download(op, cx)),
         (false, "drop") => |op, cx| Box::pin(gridfs::drop(op, cx)),
@@ -235,7 +253,6 @@ pub fn returns_documents(operation: &Operation) -> bool {
 /// missing.
 pub const WITHOUT_DRIVER_API: &[(&str, &str)] = &[
     ("mapReduce", "Collection has no map_reduce"),
-    ("modifyCollection", "Database has no modify_collection"),
     (
         "targetedFailPoint",
         "a fail point on the mongos a session is pinned to: the test server is not a \
