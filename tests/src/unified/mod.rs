@@ -8,8 +8,8 @@
 //! - [`operations`]: the one seam where operations are bound to code
 //!   ([`operations::handler`]): [`crud`], [`bulk_write`], [`client_bulk_write`],
 //!   [`commands`], [`cursors`], [`change_streams`], [`gridfs`], [`sessions`],
-//!   [`transactions`], their
-//!   arguments read by [`arguments`];
+//!   [`transactions`], the special operations of thread entities ([`threads`]) and
+//!   topology descriptions ([`sdam`]), their arguments read by [`arguments`];
 //! - [`matching`]: "Evaluating Matches" and its special operators;
 //! - [`events`]: `expectEvents`; [`errors`]: `expectError`;
 //! - [`collections`]: `initialData` and `outcome`, through an internal client.
