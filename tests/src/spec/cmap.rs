@@ -131,9 +131,8 @@ pub fn run(dir: &Path) -> SuiteOutcome {
 /// clear the pool first (a newer corpus runs the file).
 fn expects_closed_before_cleared(test: &JsonTest) -> bool {
     let events = test.get("events").and_then(Value::as_array);
-    let position = |wanted: &dyn Fn(&Value) -> bool| {
-        events.and_then(|events| events.iter().position(wanted))
-    };
+    let position =
+        |wanted: &dyn Fn(&Value) -> bool| events.and_then(|events| events.iter().position(wanted));
     let closed =
         position(&|event| event["type"] == "ConnectionClosed" && event["reason"] == "error");
     let cleared = position(&|event| event["type"] == "ConnectionPoolCleared");

@@ -100,17 +100,6 @@ const CSOT_RUN_CURSOR_COMMAND_60_MS: Gap = Gap::Driver(
 const CSOT_WITH_TRANSACTION_OVERRIDE: Gap =
     Gap::Driver("an operation given its own timeoutMS inside withTransaction is not refused");
 
-/// SecantusDB: every reply of a streamed hello answers the client's request
-/// (`responseTo` is its requestID), where OP_MSG.md, "moreToCome On Responses", has each
-/// follow-up answer "the `messageId` of the previous response". Seen on the wire
-/// (hello with `exhaustAllowed`, `topologyVersion`, `maxAwaitTimeMS: 200`): replies 2,
-/// 3, 4 all answer request 43. The driver refuses the second streamed reply, closes
-/// the monitoring connection and marks the server Unknown, which the test asserts
-/// never happens. (pymongo reads follow-ups without checking `responseTo`.)
-const STREAMED_HELLO_RESPONSE_TO: Gap = Gap::Server(
-    "streamed hello replies answer the first request, not the previous reply (OP_MSG \
-     moreToCome): the driver drops the stream and marks the server Unknown",
-);
 /// SecantusDB has no JavaScript engine: a `$where` filter fails at once with
 /// `no globalScriptEngine in $where parsing` (code 6108304), where the tests'
 /// `$where: "sleep(2000) || true"` keeps a connection in use for 2 s while the
@@ -167,12 +156,6 @@ pub const KNOWN_GAPS: &[KnownGap] = &[
         "poc-retryable-writes.json",
         "InsertOne fails after multiple retryable writeConcernErrors",
         FAIL_COMMAND_SKIPS_RETRIES,
-    ),
-    gap(
-        "discovery_and_monitoring",
-        "hello-timeout.json",
-        "Driver extends timeout while streaming",
-        STREAMED_HELLO_RESPONSE_TO,
     ),
     gap(
         "discovery_and_monitoring",
