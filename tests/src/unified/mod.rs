@@ -399,7 +399,7 @@ fn run_against(dir: &Path, with_standalone: bool, load_balanced: bool) -> SuiteO
             .chain(authenticating_uri)
             .collect(),
     };
-    // The three-member set, for a suite with files written for one.
+    // The three-member set, for a suite with tests that run against it.
     let wants_three_members = with_standalone
         && THREE_MEMBER_SET_TESTS.iter().any(|(suite, file, _)| {
             suite_name(&dir.join(file)) == *suite && dir.join(file).is_file()
