@@ -23,6 +23,14 @@
 //!
 //! Member state changes bump the members' `topologyVersion.counter`, which wakes the
 //! awaitable hellos waiting on them (a `tokio::sync::watch` channel, never polling).
+//!
+//! In front of a real server ([`MockReplicaSet::in_front_of`]) the members answer
+//! what makes them a replica set — hellos, `replSetStepDown`, `replSetFreeze` — and
+//! forward every other message to that server, on a connection of their own per
+//! client connection, as it is both ways: the set's data, cursors, sessions and fail
+//! points are the server's. That is the three-member set the unified test files of
+//! `discovery_and_monitoring` expect (the spec's test deployment), with SecantusDB
+//! behind it.
 
 use std::net::Ipv4Addr;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -120,6 +128,8 @@ pub struct MockReplicaSet {
 struct Shared {
     state: Mutex<State>,
     addresses: Vec<String>,
+    /// The server (`host:port`) commands other than the set's own are forwarded to.
+    backend: Option<String>,
     /// Bumped whenever a member's topologyVersion changes: wakes awaitable hellos.
     topology: watch::Sender<u64>,
     /// Bumped on every change a test may wait for (counters included).
@@ -171,6 +181,16 @@ impl MockReplicaSet {
     /// Starts `members` members (1 to 254) on 127.0.0.1, 127.0.0.2 … sharing one free
     /// port; member 0 is primary.
     pub async fn start_with(members: usize) -> Self {
+        Self::start_members(members, None).await
+    }
+
+    /// Starts three members in front of `server` (`host:port`): they answer hellos,
+    /// `replSetStepDown` and `replSetFreeze`, and forward everything else to it.
+    pub async fn in_front_of(server: &str) -> Self {
+        Self::start_members(3, Some(server.to_owned())).await
+    }
+
+    async fn start_members(members: usize, backend: Option<String>) -> Self {
         assert!(
             (1..=254).contains(&members),
             "a mock replica set has 1 to 254 members"
@@ -206,6 +226,7 @@ impl MockReplicaSet {
         let shared = Arc::new(Shared {
             state: Mutex::new(state),
             addresses,
+            backend,
             topology: watch::channel(0).0,
             activity: watch::channel(0).0,
         });
@@ -864,6 +885,8 @@ async fn serve(
         socket: writer,
         next_request_id: 0,
     };
+    // The connection to the real server, once a message is forwarded.
+    let mut backend: Option<TcpStream> = None;
     while let Some((header, body)) = read_frame(&mut reader).await {
         let done = match header.op_code {
             op_code::QUERY => {
@@ -883,6 +906,21 @@ async fn serve(
                 let Some(command) = command_of(&message) else {
                     return;
                 };
+                if let Some(server) = forwarded_to(&shared, &command) {
+                    let expects_reply = !message.flags.contains(MsgFlags::MORE_TO_COME);
+                    let forwarded = forward(
+                        server,
+                        &mut backend,
+                        &header,
+                        &body,
+                        expects_reply,
+                        &mut writer,
+                    );
+                    if forwarded.await.is_none() {
+                        return;
+                    }
+                    continue;
+                }
                 serve_msg(
                     &shared,
                     i,
@@ -901,6 +939,47 @@ async fn serve(
             return;
         }
     }
+}
+
+/// The server `command` is forwarded to: the set's backend, unless the command is one
+/// of the set's own (hellos, `replSetStepDown`, `replSetFreeze`).
+fn forwarded_to<'a>(shared: &'a Shared, command: &Document) -> Option<&'a str> {
+    let name = command.keys().next().map(String::as_str).unwrap_or("");
+    let own = matches!(
+        name,
+        "hello" | "isMaster" | "ismaster" | "replSetStepDown" | "replSetFreeze"
+    );
+    shared.backend.as_deref().filter(|_| !own)
+}
+
+/// Forwards one message (`header`, `body`) to `server` on the connection's `backend`
+/// connection (opened at the first), and its reply, if `expects_reply`, to the client:
+/// both as they are, so the reply answers the client's request. `None` when either
+/// side closed its connection (a fail point's `closeConnection` closes the client's).
+async fn forward(
+    server: &str,
+    backend: &mut Option<TcpStream>,
+    header: &MessageHeader,
+    body: &[u8],
+    expects_reply: bool,
+    writer: &mut Writer,
+) -> Option<()> {
+    if backend.is_none() {
+        let connection = TcpStream::connect(server).await.ok()?;
+        let _ = connection.set_nodelay(true);
+        *backend = Some(connection);
+    }
+    let connection = backend.as_mut()?;
+    connection
+        .write_all(&crate::mock::frame(header, body))
+        .await
+        .ok()?;
+    if expects_reply {
+        let (reply_header, reply_body) = read_frame(connection).await?;
+        let reply = crate::mock::frame(&reply_header, &reply_body);
+        writer.socket.write_all(&reply).await.ok()?;
+    }
+    Some(())
 }
 
 /// The command document of an OP_MSG: its body, with each document sequence added as an

@@ -60,8 +60,9 @@ pub trait Establish: MaybeSend + MaybeSync + 'static {
     fn establish(&self, connection_id: u32) -> BoxFuture<'_, Result<Self::Connection>>;
 
     /// Establishing a connection of pool generation `generation` failed — for a
-    /// check-out (after its ConnectionCheckOutFailed event, before it returns the
-    /// error), to populate the pool up to minPoolSize, or for a check-out that gave up. Not called when a clear
+    /// check-out, to populate the pool up to minPoolSize, or for a check-out that gave
+    /// up — before the failed connection is closed (its ConnectionClosed, then the
+    /// check-out's ConnectionCheckOutFailed, follow). Not called when a clear
     /// interrupted the establishment. The spec hands such errors to SDAM
     /// ("Application Errors", before the handshake completes), which usually clears
     /// the pool. Does nothing by default.
@@ -590,7 +591,7 @@ impl<E: Establish> ConnectionPool<E> {
         drop(orphans);
         match outcome {
             Ok(Ok(established)) => Ok(established.into_checked_out(started)),
-            Ok(Err(Failed { error, report })) => {
+            Ok(Err(error)) => {
                 {
                     let _state = inner.state();
                     inner.check_out_failed(
@@ -600,9 +601,6 @@ impl<E: Establish> ConnectionPool<E> {
                     );
                 }
                 inner.events.flush();
-                if let Some(generation) = report {
-                    inner.establisher.establish_failed(&error, generation);
-                }
                 Err(error)
             }
             Err(oneshot::Canceled) => {
@@ -1231,7 +1229,16 @@ impl<E: Establish> Inner<E> {
         }
     }
 
-    /// A pending connection failed to establish, or was interrupted.
+    /// A pending connection failed to establish, or was interrupted (`report` false:
+    /// a clear did it, and SDAM already knows).
+    ///
+    /// The error goes to SDAM first, whose clear (if any) comes before the connection's
+    /// ConnectionClosed, which comes before the check-out's ConnectionCheckOutFailed:
+    /// the order of the specification's current tests (CMAP `pool-create-min-size-error`
+    /// and `connection-logging` "Connection checkout fails due to error establishing
+    /// connection", load balancer `sdam-error-handling` "errors during authentication are
+    /// processed"; DRIVERS-1785: the pool is cleared before the failed connection is
+    /// closed, whether it was opened for a check-out or for minPoolSize).
     fn establishment_failed(
         &self,
         pending: &Pending,
@@ -1240,6 +1247,10 @@ impl<E: Establish> Inner<E> {
         reason: ConnectionClosedReason,
         report: bool,
     ) {
+        if report {
+            self.establisher
+                .establish_failed(&error, pending.generation);
+        }
         {
             let mut state = self.state();
             let state = &mut *state;
@@ -1253,35 +1264,18 @@ impl<E: Establish> Inner<E> {
             self.close_locked(state, meta, reason);
         }
         self.settle(Vec::new());
-        let report = report.then_some(pending.generation);
-        // A waiting check-out reports the error itself, after its CheckOutFailed
-        // event (the order the Load Balancer spec's tests expect); otherwise it is
-        // reported here.
-        let unclaimed = match purpose {
-            Purpose::CheckOut(sender) => match sender.send(Err(Failed { error, report })) {
-                Ok(()) => None,
-                Err(outcome) => outcome.err().map(|failed| failed.error),
-            },
-            Purpose::Populate => Some(error),
-        };
-        if let (Some(error), Some(generation)) = (unclaimed, report) {
-            self.establisher.establish_failed(&error, generation);
+        // A check-out that is still waiting publishes its CheckOutFailed and returns the
+        // error.
+        if let Purpose::CheckOut(sender) = purpose {
+            drop(sender.send(Err(error)));
         }
     }
-}
-
-/// An establishment's failure as its check-out gets it.
-struct Failed {
-    error: Error,
-    /// The pool generation to report the error with ([`Establish::establish_failed`]),
-    /// unless a clear interrupted the establishment.
-    report: Option<u32>,
 }
 
 /// Who a connection is established for.
 enum Purpose<E: Establish> {
     /// A check-out, waiting on the other end (or gone).
-    CheckOut(oneshot::Sender<std::result::Result<Established<E>, Failed>>),
+    CheckOut(oneshot::Sender<Result<Established<E>>>),
     /// The pool itself (minPoolSize).
     Populate,
 }

@@ -82,6 +82,11 @@ struct Gate {
     changed: Notify,
     /// Load-balanced tests: the service of connection `id`.
     services: Option<fn(u32) -> ObjectId>,
+    /// The pool's events.
+    events: Events,
+    /// For each failed establishment reported (`Establish::establish_failed`), how many
+    /// events the pool had published then.
+    reports: Mutex<Vec<usize>>,
 }
 
 impl Gate {
@@ -146,6 +151,11 @@ impl Establish for FakeEstablish {
             })
         })
     }
+
+    fn establish_failed(&self, _error: &Error, _generation: u32) {
+        let published = self.0.events.lock().unwrap().len();
+        self.0.reports.lock().unwrap().push(published);
+    }
 }
 
 type Pool = ConnectionPool<FakeEstablish>;
@@ -203,7 +213,7 @@ impl Setup {
         let clock = ManualClock::default();
         let spawner = self.spawner.then(|| Arc::new(QueueSpawner::default()));
         let gate = Arc::new(self.gate);
-        let events: Events = Arc::default();
+        let events = gate.events.clone();
         let sink = events.clone();
         let pool = ConnectionPool::new(
             ServerAddress::tcp("localhost", 27017),
@@ -764,6 +774,35 @@ fn a_failed_establishment_fails_the_check_out_and_closes_the_connection() {
     );
     assert_eq!(h.closed(), [(1, ConnectionClosedReason::Error)]);
     assert_eq!(h.pool.total_connection_count(), 0);
+}
+
+/// SDAM hears of a failed establishment (its clear publishes PoolCleared) before the
+/// connection's ConnectionClosed, for a check-out as for minPoolSize: the order of the
+/// current spec tests (DRIVERS-1785).
+#[test]
+fn a_failed_establishment_is_reported_before_its_connection_closes() {
+    let closed_at = |h: &Harness| {
+        let events = h.events();
+        events
+            .iter()
+            .position(|event| event.name() == "ConnectionClosedEvent")
+            .unwrap()
+    };
+    let mut h = Setup::default().start();
+    h.gate.failing.lock().unwrap().insert(1);
+    let slot = h.start_check_out(None);
+    assert!(taken(&slot).unwrap().is_err());
+    assert_eq!(*h.gate.reports.lock().unwrap(), [closed_at(&h)]);
+
+    let mut h = Setup::default().options(|o| o.min_pool_size = 1).start();
+    h.gate.failing.lock().unwrap().insert(1);
+    let pool = h.pool.clone();
+    h.executor
+        .spawner()
+        .spawn_local(async move { pool.populate().await })
+        .unwrap();
+    h.run();
+    assert_eq!(*h.gate.reports.lock().unwrap(), [closed_at(&h)]);
 }
 
 #[test]

@@ -10,6 +10,7 @@ use anymongo::client::ClientConfig;
 use anymongo::crud::AggregateOptions;
 use anymongo::database::Concerns;
 use anymongo::gridfs::GridFsBucket;
+use anymongo::sdam::description::TopologyDescription;
 use anymongo::session::{ClientSession, SessionOptions};
 use anymongo::versioned_api::{ServerApi, ServerApiVersion};
 use anymongo::{ChangeStream, Client, ClientOptions, Collection, Cursor, Database};
@@ -18,6 +19,7 @@ use bson::{Bson, Document};
 use super::events::{EventLog, Observe};
 use super::logs::{observed_client, LogObserver};
 use super::model::{ClientDescription, EntityDescription};
+use super::threads::ThreadEntity;
 use super::Abort;
 
 /// An entity of a test.
@@ -37,6 +39,10 @@ pub enum Entity {
     Bucket(Box<GridFsBucket>),
     /// A value saved by `saveResultAsEntity`.
     Value(Bson),
+    /// A test runner thread.
+    Thread(ThreadEntity),
+    /// A client's topology description, saved by `recordTopologyDescription`.
+    TopologyDescription(Box<TopologyDescription>),
 }
 
 impl Entity {
@@ -50,6 +56,8 @@ impl Entity {
             Entity::Cursor(_) => "cursor",
             Entity::Bucket(_) => "bucket",
             Entity::Value(_) => "BSON value",
+            Entity::Thread(_) => "thread",
+            Entity::TopologyDescription(_) => "topology description",
         }
     }
 
@@ -93,12 +101,14 @@ pub struct ClientEntity {
 }
 
 /// A database entity.
+#[derive(Clone)]
 pub struct DatabaseEntity {
     /// The database handle.
     pub database: Database,
 }
 
 /// A collection entity.
+#[derive(Clone)]
 pub struct CollectionEntity {
     /// The collection handle, with the entity's concerns.
     pub collection: Collection<Document>,
@@ -195,6 +205,61 @@ impl EntityMap {
         match self.get_mut(id)? {
             Entity::Session(session) => Ok(session),
             other => Err(not_a(id, other, "session")),
+        }
+    }
+
+    /// The thread entity named `id`.
+    pub fn thread(&self, id: &str) -> Result<&ThreadEntity, String> {
+        match self.get(id)? {
+            Entity::Thread(thread) => Ok(thread),
+            other => Err(not_a(id, other, "thread")),
+        }
+    }
+
+    /// The thread entity named `id`, to wait for.
+    pub fn thread_mut(&mut self, id: &str) -> Result<&mut ThreadEntity, String> {
+        match self.get_mut(id)? {
+            Entity::Thread(thread) => Ok(thread),
+            other => Err(not_a(id, other, "thread")),
+        }
+    }
+
+    /// The topology description entity named `id`.
+    pub fn topology_description(&self, id: &str) -> Result<&TopologyDescription, String> {
+        match self.get(id)? {
+            Entity::TopologyDescription(description) => Ok(description),
+            other => Err(not_a(id, other, "topology description")),
+        }
+    }
+
+    /// The entities an operation on a thread entity can use ([`super::threads`]): a
+    /// copy of the clients (without their log observers, which stay with the test),
+    /// databases, collections, buckets, values and topology descriptions; the copies
+    /// share connections and event logs with the originals. Sessions and cursors are
+    /// left out: they "SHOULD NOT be used in operations on multiple different threads
+    /// entities" (spec "runOnThread").
+    pub fn shared(&self) -> EntityMap {
+        let entities = self.entities.iter().filter_map(|(id, entity)| {
+            let copy = match entity {
+                Entity::Client(client) => Entity::Client(ClientEntity {
+                    client: client.client.clone(),
+                    events: client.events.clone(),
+                    observe: client.observe.clone(),
+                    logs: None,
+                }),
+                Entity::Database(database) => Entity::Database(database.clone()),
+                Entity::Collection(collection) => Entity::Collection(collection.clone()),
+                Entity::Bucket(bucket) => Entity::Bucket(bucket.clone()),
+                Entity::Value(value) => Entity::Value(value.clone()),
+                Entity::TopologyDescription(description) => {
+                    Entity::TopologyDescription(description.clone())
+                }
+                Entity::Session(_) | Entity::Cursor(_) | Entity::Thread(_) => return None,
+            };
+            Some((id.clone(), copy))
+        });
+        EntityMap {
+            entities: entities.collect(),
         }
     }
 
@@ -344,6 +409,12 @@ pub fn create(
         EntityDescription::Bucket(bucket) => {
             let (id, bucket) = super::gridfs::create_bucket(bucket, entities)?;
             entities.insert(&id, Entity::Bucket(Box::new(bucket)))?;
+        }
+        EntityDescription::Thread(thread) => {
+            let id = thread
+                .get_str("id")
+                .map_err(|_| format!("a thread without an id: {thread}"))?;
+            entities.insert(id, Entity::Thread(ThreadEntity::start(id)))?;
         }
         other => {
             return Err(Abort::Unsupported(format!(

@@ -372,38 +372,51 @@ fn equal(expected: &Bson, actual: &Bson) -> Result<(), String> {
 /// How long `waitForEvent` waits at most.
 const WAIT_FOR_EVENT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
+/// The arguments of `waitForEvent` and `assertEventCount`: the client entity, the
+/// expected event and the count.
+fn event_count_arguments(operation: &Operation) -> Result<(&str, &Document, usize), Abort> {
+    known_arguments(operation, &["client", "event", "count"])?;
+    let arguments = &operation.arguments;
+    let name = &operation.name;
+    let client = arguments
+        .get_str("client")
+        .map_err(|_| format!("{name} needs a client"))?;
+    let event = arguments
+        .get_document("event")
+        .map_err(|_| format!("{name} needs an event"))?;
+    let count = match arguments.get("count") {
+        Some(Bson::Int32(n)) => usize::try_from(*n).ok(),
+        Some(Bson::Int64(n)) => usize::try_from(*n).ok(),
+        _ => None,
+    };
+    let count = count.ok_or_else(|| format!("{name}: count must be a non-negative integer"))?;
+    Ok((client, event, count))
+}
+
+/// How many of the events `client` published so far match `event` (spec
+/// "expectedEvent"), whether or not the client observes them for `expectEvents`.
+fn matching_events(context: &Context, client: &str, event: &Document) -> Result<usize, Abort> {
+    let matcher = Matcher::new(&context.entities);
+    let log = &context.entities.client(client)?.events;
+    Ok(log
+        .all()
+        .iter()
+        .filter(|actual| check_event(event, actual, &matcher).is_ok())
+        .count())
+}
+
 /// Spec "waitForEvent": waits until the client entity has published `count` events
-/// matching `event`, whether or not it observes them for `expectEvents`. The
-/// driver's events come from its background tasks, so the log is polled, within
-/// `WAIT_FOR_EVENT_TIMEOUT` (10 s).
+/// matching `event`. The driver's events come from its background tasks, so the log
+/// is polled, within `WAIT_FOR_EVENT_TIMEOUT` (10 s).
 pub fn wait_for_event<'a>(
     operation: &'a Operation,
     context: &'a mut Context,
 ) -> BoxFuture<'a, Result<Returned, Abort>> {
     Box::pin(async move {
-        known_arguments(operation, &["client", "event", "count"])?;
-        let arguments = &operation.arguments;
-        let client = arguments
-            .get_str("client")
-            .map_err(|_| "waitForEvent needs a client".to_owned())?;
-        let event = arguments
-            .get_document("event")
-            .map_err(|_| "waitForEvent needs an event".to_owned())?;
-        let count = match arguments.get("count") {
-            Some(Bson::Int32(n)) => usize::try_from(*n).unwrap_or(0),
-            Some(Bson::Int64(n)) => usize::try_from(*n).unwrap_or(0),
-            _ => return Err(Abort::Failed("count must be an integer".to_owned())),
-        };
+        let (client, event, count) = event_count_arguments(operation)?;
         let deadline = tokio::time::Instant::now() + WAIT_FOR_EVENT_TIMEOUT;
         loop {
-            let seen = {
-                let matcher = Matcher::new(&context.entities);
-                let log = &context.entities.client(client)?.events;
-                log.all()
-                    .iter()
-                    .filter(|actual| check_event(event, actual, &matcher).is_ok())
-                    .count()
-            };
+            let seen = matching_events(context, client, event)?;
             if seen >= count {
                 return Ok(Ok(None));
             }
@@ -414,6 +427,24 @@ pub fn wait_for_event<'a>(
             }
             tokio::time::sleep(std::time::Duration::from_millis(10)).await;
         }
+    })
+}
+
+/// Spec "assertEventCount": the client entity has published exactly `count` events
+/// matching `event` so far in the test.
+pub fn assert_event_count<'a>(
+    operation: &'a Operation,
+    context: &'a mut Context,
+) -> BoxFuture<'a, Result<Returned, Abort>> {
+    Box::pin(async move {
+        let (client, event, count) = event_count_arguments(operation)?;
+        let seen = matching_events(context, client, event)?;
+        if seen != count {
+            return Err(Abort::Failed(format!(
+                "{client} published {seen} {event}, expected {count}"
+            )));
+        }
+        Ok(Ok(None))
     })
 }
 

@@ -8,17 +8,18 @@
 //! - [`operations`]: the one seam where operations are bound to code
 //!   ([`operations::handler`]): [`crud`], [`bulk_write`], [`client_bulk_write`],
 //!   [`commands`], [`cursors`], [`change_streams`], [`gridfs`], [`search_indexes`], [`sessions`],
-//!   [`transactions`], their
-//!   arguments read by [`arguments`];
+//!   [`transactions`], the special operations of thread entities ([`threads`]) and
+//!   topology descriptions ([`sdam`]), their arguments read by [`arguments`];
 //! - [`matching`]: "Evaluating Matches" and its special operators;
 //! - [`events`]: `expectEvents`; [`errors`]: `expectError`;
 //! - [`collections`]: `initialData` and `outcome`, through an internal client.
 //!
 //! Each test counts once: passed, failed, or skipped with a reason that starts with
 //! one of [`UNMET`], [`UNSUPPORTED`], [`SKIP_REASON`], [`SCHEMA`],
-//! [`known_gaps::DRIVER_GAP`] or [`known_gaps::SERVER_GAP`], so that tests the server
-//! cannot run stay apart from tests the driver or runner cannot run yet, and from
-//! tests that fail for a documented gap ([`known_gaps`]). A test whose operation
+//! [`known_gaps::DRIVER_GAP`], [`known_gaps::SERVER_GAP`] or [`known_gaps::OUTDATED`],
+//! so that tests the server cannot run stay apart from tests the driver or runner
+//! cannot run yet, and from tests that fail for a documented gap or an outdated copy
+//! ([`known_gaps`]). A test whose operation
 //! [`operations::unsupported`] names is skipped before any setup.
 //!
 //! Nothing hangs: each operation gets [`OPERATION_TIMEOUT`], each file
@@ -34,6 +35,7 @@ use bson::doc;
 use tokio::time::{timeout, timeout_at, Instant};
 
 use crate::lb_proxy::LoadBalancerProxy;
+use crate::replica_set::MockReplicaSet;
 use crate::spec::{json_files, SuiteOutcome};
 
 pub mod arguments;
@@ -55,8 +57,10 @@ pub mod model;
 pub mod operations;
 pub mod requirements;
 pub mod schema;
+pub mod sdam;
 pub mod search_indexes;
 pub mod sessions;
+pub mod threads;
 pub mod transactions;
 
 use matching::Matcher;
@@ -93,6 +97,16 @@ pub enum Abort {
     Failed(String),
 }
 
+impl Abort {
+    /// The same abort, a failure's reason prefixed with `place`, where it happened.
+    pub fn within(self, place: &str) -> Abort {
+        match self {
+            Abort::Failed(why) => Abort::Failed(format!("{place}: {why}")),
+            unsupported => unsupported,
+        }
+    }
+}
+
 impl From<String> for Abort {
     fn from(why: String) -> Self {
         Abort::Failed(why)
@@ -111,6 +125,58 @@ pub struct Deployment {
     pub internal: Client,
     /// What `runOnRequirements` are held against.
     pub info: ServerInfo,
+    /// Whether it is the three-member replica set in front of the shared server,
+    /// against which the tests of [`THREE_MEMBER_SET_TESTS`] run, and only they.
+    pub three_members: bool,
+}
+
+/// The tests (suite folder, file, description; an empty description for every test of
+/// the file) that run against a [`MockReplicaSet::in_front_of`] the shared server, whose
+/// members answer hellos and elections themselves and forward the rest:
+///
+/// - those written for the three-member replica set of the spec's test deployments:
+///   the logging ones wait for the topology changes and heartbeats of three members,
+///   `rediscover-quickly-after-step-down` for another member to become primary
+///   (logging-replicaset.json's "Failing heartbeat" sets a fail point on hello, which
+///   only the server itself honours, and runs against it);
+/// - hello-timeout.json's "Driver extends timeout while streaming", which needs a
+///   server that streams hellos as OP_MSG.md says: SecantusDB's streamed replies answer
+///   the first request, not the previous reply, which the driver refuses (a SecantusDB
+///   gap, docs/UNIFIED_GAPS.md), where the set's members stream them right.
+pub const THREE_MEMBER_SET_TESTS: &[(&str, &str, &str)] = &[
+    (
+        "discovery_and_monitoring",
+        "logging-replicaset.json",
+        "Topology lifecycle",
+    ),
+    (
+        "discovery_and_monitoring",
+        "logging-replicaset.json",
+        "Successful heartbeat",
+    ),
+    (
+        "discovery_and_monitoring",
+        "replicaset-emit-topology-changed-before-close.json",
+        "",
+    ),
+    (
+        "discovery_and_monitoring",
+        "rediscover-quickly-after-step-down.json",
+        "",
+    ),
+    (
+        "discovery_and_monitoring",
+        "hello-timeout.json",
+        "Driver extends timeout while streaming",
+    ),
+];
+
+/// Whether the test `description` of `file` in `suite` is one of
+/// [`THREE_MEMBER_SET_TESTS`].
+fn expects_three_members(suite: &str, file: &str, description: &str) -> bool {
+    THREE_MEMBER_SET_TESTS
+        .iter()
+        .any(|(s, f, test)| *s == suite && *f == file && (test.is_empty() || *test == description))
 }
 
 impl Deployment {
@@ -126,6 +192,7 @@ impl Deployment {
             multi_mongos_uri: None,
             internal,
             info,
+            three_members: false,
         })
     }
 }
@@ -201,10 +268,13 @@ impl Expect {
     }
 }
 
-/// Like [`run`], with a standalone server and the shared server behind a load
-/// balancer ([`crate::lb_proxy`]) besides the shared single-node replica set: each
-/// test runs against the first of the three that meets its `runOnRequirements` (the
-/// logging suites' files are written for any topology, some for one only).
+/// Like [`run`], with a standalone server, the shared server behind a load balancer
+/// ([`crate::lb_proxy`]) and a server that requires authentication besides the shared
+/// single-node replica set: each test runs against the first of the four that meets
+/// its `runOnRequirements` (the logging suites' files are written for any topology,
+/// some for one only; `discovery_and_monitoring`'s auth tests need `auth`). The files
+/// of [`THREE_MEMBER_SET_TESTS`] run against a three-member replica set in front of the
+/// shared server instead.
 pub fn run_on_every_topology(dir: &Path) -> SuiteOutcome {
     run_against(dir, true, false, Expect::Pass)
 }
@@ -236,21 +306,16 @@ fn load_balancers(
     Ok([start(1)?, start(2)?])
 }
 
-/// A server that requires authentication, its load balancers and its user (name,
-/// password), for [`run_load_balanced`].
-type Authenticating = (
-    crate::server::TestServer,
-    [LoadBalancerProxy; 2],
-    (&'static str, &'static str),
-);
+/// A user's name and password.
+type User = (&'static str, &'static str);
 
-/// Starts an authenticating server with a root user, and its load balancers.
-fn authenticating_behind_balancers(
-    runtime: &tokio::runtime::Runtime,
-) -> Result<Authenticating, String> {
-    let user = ("lb", "lb-password");
+/// A server that requires authentication, a standalone one if `standalone`, and its
+/// root user.
+fn authenticating_server(standalone: bool) -> Result<(crate::server::TestServer, User), String> {
+    let user = ("runner", "runner-password");
     let options = crate::server::ServerOptions {
         auth: true,
+        standalone,
         users: vec![crate::server::TestUser::scram(
             user.0,
             user.1,
@@ -258,8 +323,34 @@ fn authenticating_behind_balancers(
         )],
         ..Default::default()
     };
-    let server = crate::server::TestServer::start(&options)?;
-    let balancers = load_balancers(runtime, &format!("{}:{}", server.host, server.port))?;
+    Ok((crate::server::TestServer::start(&options)?, user))
+}
+
+/// A server that requires authentication, its load balancers when it is behind some
+/// ([`run_load_balanced`]), and its user.
+type Authenticating = (
+    crate::server::TestServer,
+    Option<[LoadBalancerProxy; 2]>,
+    User,
+);
+
+/// Starts an authenticating server with a root user, behind load balancers of its own
+/// if `load_balanced`.
+fn start_authenticating(
+    runtime: &tokio::runtime::Runtime,
+    load_balanced: bool,
+) -> Result<Authenticating, String> {
+    // Not behind balancers, it is the one standalone that authenticates, for the tests
+    // that need both (connection_logging's); discovery_and_monitoring's auth tests
+    // accept any topology.
+    let (server, user) = authenticating_server(!load_balanced)?;
+    let balancers = match load_balanced {
+        true => Some(load_balancers(
+            runtime,
+            &format!("{}:{}", server.host, server.port),
+        )?),
+        false => None,
+    };
     Ok((server, balancers, user))
 }
 
@@ -338,11 +429,16 @@ fn run_against(
             }
         }
     };
-    // The load_balancer suite has a test for authentication behind a balancer: an
-    // authenticating server behind balancers of its own is its deployment.
-    let authenticating = match load_balanced {
+    let balanced = |[single, multi]: &[LoadBalancerProxy; 2]| (single.uri(), Some(multi.uri()));
+    // Tests that need authentication (the load_balancer suite's behind a balancer,
+    // discovery_and_monitoring's auth tests) run against a server that requires it,
+    // behind balancers of its own in a load-balanced run (spec "runOnRequirement",
+    // `auth`: "the tests MUST only run if authentication is enabled"). The user's
+    // credentials are in the deployment's connection string, which every client entity
+    // extends, as a test cluster's connection string carries them.
+    let authenticating = match load_balanced || with_standalone {
         false => None,
-        true => match authenticating_behind_balancers(&runtime) {
+        true => match start_authenticating(&runtime, load_balanced) {
             Ok(authenticating) => Some(authenticating),
             Err(why) => {
                 outcome.failed.push((String::new(), why));
@@ -350,31 +446,62 @@ fn run_against(
             }
         },
     };
+    let authenticating_uri = |(server, balancers, user): &Authenticating| match balancers {
+        Some(balancers) => {
+            let (single, multi) = balanced(balancers);
+            (
+                with_user(&single, user),
+                multi.map(|multi| with_user(&multi, user)),
+            )
+        }
+        None => (with_user(&server.uri(), user), None),
+    };
     // (connection string, MULTI_MONGOS_LB_URI) of each deployment, in order of
     // preference.
-    let balanced = |[single, multi]: &[LoadBalancerProxy; 2]| (single.uri(), Some(multi.uri()));
     let standalone_uri = standalone.as_ref().map(|server| (server.uri(), None));
+    let authenticating_uri = authenticating.as_ref().map(authenticating_uri);
     let uris: Vec<(String, Option<String>)> = match (load_balanced, &balancers) {
         (true, Some(balancers)) => std::iter::once(balanced(balancers))
             .chain(standalone_uri)
-            .chain(authenticating.as_ref().map(|(_, balancers, user)| {
-                let (single, multi) = balanced(balancers);
-                (
-                    with_user(&single, user),
-                    multi.map(|multi| with_user(&multi, user)),
-                )
-            }))
+            .chain(authenticating_uri)
             .collect(),
         (_, balancers) => std::iter::once((uri, None))
             .chain(standalone_uri)
             .chain(balancers.as_ref().map(balanced))
+            .chain(authenticating_uri)
             .collect(),
     };
+    // The three-member set, for a suite with tests that run against it.
+    let wants_three_members = with_standalone
+        && THREE_MEMBER_SET_TESTS.iter().any(|(suite, file, _)| {
+            suite_name(&dir.join(file)) == *suite && dir.join(file).is_file()
+        });
+    let three_members = match wants_three_members {
+        false => None,
+        true => {
+            let address = crate::server::shared();
+            let address = format!("{}:{}", address.host, address.port);
+            Some(runtime.block_on(MockReplicaSet::in_front_of(&address)))
+        }
+    };
+    let three_members_uri = three_members.as_ref().map(|set| set.uri_all(""));
     let mut deployments = Vec::new();
     for (uri, multi_mongos_uri) in uris {
         match runtime.block_on(Deployment::connect(&uri)) {
             Ok(mut deployment) => {
                 deployment.multi_mongos_uri = multi_mongos_uri;
+                deployments.push(Arc::new(deployment))
+            }
+            Err(why) => {
+                outcome.failed.push((String::new(), why));
+                return outcome;
+            }
+        }
+    }
+    if let Some(uri) = three_members_uri {
+        match runtime.block_on(Deployment::connect(&uri)) {
+            Ok(mut deployment) => {
+                deployment.three_members = true;
                 deployments.push(Arc::new(deployment))
             }
             Err(why) => {
@@ -394,7 +521,7 @@ fn run_against(
         );
     }
     // The clients' background tasks end while the runtime still runs.
-    runtime.block_on(async move { drop((deployments, balancers, authenticating)) });
+    runtime.block_on(async move { drop((deployments, balancers, authenticating, three_members)) });
     drop(standalone);
     outcome
 }
@@ -449,11 +576,20 @@ fn run_file(
     let suite = suite_name(path);
     let deadline = Instant::now() + FILE_TIMEOUT;
     for test in &file.tests {
-        // The first deployment whose topology and version the test accepts.
+        // The first deployment whose topology and version the test accepts, among the
+        // three-member set or the others.
+        let three_members = expects_three_members(&suite, name, &test.description);
         let verdicts: Vec<_> = deployments
             .iter()
+            .filter(|deployment| deployment.three_members == three_members)
             .map(|deployment| (deployment, skip_on(deployment, test)))
             .collect();
+        if verdicts.is_empty() {
+            let why =
+                format!("{UNMET}the test expects a three-member replica set, not started here");
+            record(test, Verdict::Skipped(why));
+            continue;
+        }
         let chosen = verdicts
             .iter()
             .find(|(_, why)| !why.as_deref().is_some_and(|why| why.starts_with(UNMET)))
@@ -602,17 +738,22 @@ async fn run_operations(context: &mut Context, file: &TestFile, test: &Test) -> 
         entities::await_min_pool_size(description, &context.entities)?.await?;
     }
     for (i, operation) in test.operations.iter().enumerate() {
-        let in_operation = |why: String| format!("operation {i} ({}): {why}", operation.name);
-        let returned = timeout(OPERATION_TIMEOUT, operations::execute(operation, context))
+        run_operation(operation, context)
             .await
-            .map_err(|_| in_operation(format!("did not finish within {OPERATION_TIMEOUT:?}")))?;
-        let checked = returned.and_then(|returned| check_returned(operation, returned, context));
-        checked.map_err(|abort| match abort {
-            Abort::Failed(why) => Abort::Failed(in_operation(why)),
-            unsupported => unsupported,
-        })?;
+            .map_err(|abort| abort.within(&format!("operation {i} ({})", operation.name)))?;
     }
     Ok(())
+}
+
+/// Runs one operation, within its time ([`operations::time_allowed`]), and checks what
+/// it returned (spec "Executing an Operation"): on the test's own thread, or on a
+/// thread entity ([`threads`]).
+pub async fn run_operation(operation: &Operation, context: &mut Context) -> Result<(), Abort> {
+    let allowed = operations::time_allowed(operation);
+    let returned = timeout(allowed, operations::execute(operation, context))
+        .await
+        .map_err(|_| format!("did not finish within {allowed:?}"))??;
+    check_returned(operation, returned, context)
 }
 
 /// Checks what an operation returned against `expectError` or `expectResult`, and
@@ -733,15 +874,22 @@ mod tests {
                 })
                 .collect()
         };
-        assert_eq!(outcome.passed, 3, "{outcome:#?}");
+        assert_eq!(outcome.passed, 4, "{outcome:#?}");
         assert_eq!(
             descriptions(&outcome.failed),
             [
                 "fails on the outcome",
                 "fails on an unexpected error",
-                "fails on an extra event"
+                "fails on an extra event",
+                "fails on an operation on a thread",
+                "fails on an event count"
             ],
             "{outcome:#?}"
+        );
+        let on_thread = &outcome.failed[3].1;
+        assert!(
+            on_thread.contains("waitForThread") && on_thread.contains("noSuchCommand"),
+            "{on_thread}"
         );
         assert_eq!(
             descriptions(&outcome.skipped),
@@ -809,6 +957,26 @@ mod tests {
         }
         assert!(refused.is_empty(), "{refused:#?}");
         assert!(validated > 500, "only {validated} files validated");
+    }
+
+    #[test]
+    fn three_member_tests_are_named_by_file_and_description() {
+        let sdam = "discovery_and_monitoring";
+        assert!(expects_three_members(
+            sdam,
+            "logging-replicaset.json",
+            "Topology lifecycle"
+        ));
+        assert!(!expects_three_members(
+            sdam,
+            "logging-replicaset.json",
+            "Failing heartbeat"
+        ));
+        let step_down = "rediscover-quickly-after-step-down.json";
+        assert!(expects_three_members(sdam, step_down, "any test"));
+        assert!(!expects_three_members("sessions", step_down, "any test"));
+        let streaming = "Driver extends timeout while streaming";
+        assert!(expects_three_members(sdam, "hello-timeout.json", streaming));
     }
 
     #[test]

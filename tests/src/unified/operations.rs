@@ -32,8 +32,8 @@ use super::crud::{self, Modify};
 use super::entities::{self, CursorEntity, Entity, EntityMap, Iterable};
 use super::model::{EntityDescription, Operation};
 use super::{
-    bulk_write, change_streams, client_bulk_write, commands, cursors, events, gridfs,
-    search_indexes, sessions, transactions, Abort, Deployment,
+    bulk_write, change_streams, client_bulk_write, commands, cursors, events, gridfs, sdam,
+    search_indexes, sessions, threads, transactions, Abort, Deployment, OPERATION_TIMEOUT,
 };
 
 /// What an entity operation returned: its result (`None` when it returns nothing), or
@@ -210,6 +210,12 @@ pub fn handler(operation: &Operation) -> Option<Handler> {
         (true, "createEntities") => create_entities,
         (true, "assertNumberConnectionsCheckedOut") => assert_connections_checked_out,
         (true, "waitForEvent") => events::wait_for_event,
+        (true, "assertEventCount") => events::assert_event_count,
+        (true, "runOnThread") => threads::run_on_thread,
+        (true, "waitForThread") => threads::wait_for_thread,
+        (true, "recordTopologyDescription") => sdam::record_topology_description,
+        (true, "assertTopologyType") => sdam::assert_topology_type,
+        (true, "waitForPrimaryChange") => sdam::wait_for_primary_change,
         (true, "wait") => wait,
         (true, "assertCollectionExists") => |op, cx| collection_exists(op, cx, true),
         (true, "assertCollectionNotExists") => |op, cx| collection_exists(op, cx, false),
@@ -298,16 +304,36 @@ async fn find(operation: &Operation, context: &mut Context) -> Result<Returned, 
     }
 }
 
-/// Runs `operation`. An operation given `timeoutMS` runs on its object with that
-/// timeoutMS ([`anymongo::Client::with_timeout`] and its database and collection
-/// counterparts, the driver's operation-level timeoutMS).
+/// How long `operation` may take: [`OPERATION_TIMEOUT`], or longer for a special
+/// operation that waits as long as its `timeoutMS` says (`waitForPrimaryChange`),
+/// which bounds it itself.
+pub fn time_allowed(operation: &Operation) -> std::time::Duration {
+    let own = match operation.object.as_str() {
+        "testRunner" => operation.arguments.get("timeoutMS"),
+        _ => None,
+    };
+    let own = own.and_then(|millis| entities::timeout_ms(millis, &operation.name).ok());
+    // A second more, for the operation to report its own timeout first.
+    own.map_or(OPERATION_TIMEOUT, |own| {
+        OPERATION_TIMEOUT.max(own + std::time::Duration::from_secs(1))
+    })
+}
+
+/// Runs `operation`. An entity operation given `timeoutMS` runs on its object with
+/// that timeoutMS ([`anymongo::Client::with_timeout`] and its database and collection
+/// counterparts, the driver's operation-level timeoutMS); a special operation's
+/// `timeoutMS` is its own argument.
 pub async fn execute(operation: &Operation, context: &mut Context) -> Result<Returned, Abort> {
     let Some(handler) = handler(operation) else {
         return Err(Abort::Unsupported(
             unsupported(operation).unwrap_or_default(),
         ));
     };
-    let Some(millis) = operation.arguments.get("timeoutMS") else {
+    let entity_timeout = match operation.object.as_str() {
+        "testRunner" => None,
+        _ => operation.arguments.get("timeoutMS"),
+    };
+    let Some(millis) = entity_timeout else {
         return handler(operation, context).await;
     };
     let timeout = entities::timeout_ms(millis, &operation.name)?;
@@ -577,13 +603,25 @@ mod tests {
             unsupported(&bulk).unwrap(),
             "operation mapReduce: the driver lacks the API: Collection has no map_reduce"
         );
-        let special = operation(doc! { "name": "runOnThread", "object": "testRunner" });
+        let special = operation(doc! { "name": "loop", "object": "testRunner" });
         assert!(unsupported(&special)
             .unwrap()
-            .contains("special operation runOnThread"));
+            .contains("special operation loop"));
         // Special operations are only special on the test runner.
         let misplaced = operation(doc! { "name": "failPoint", "object": "client0" });
         assert!(handler(&misplaced).is_none());
+    }
+
+    #[test]
+    fn special_operations_may_take_as_long_as_their_timeout_ms() {
+        let wait = operation(doc! {
+            "name": "waitForPrimaryChange", "object": "testRunner", "arguments": { "timeoutMS": 15000 },
+        });
+        assert_eq!(time_allowed(&wait), std::time::Duration::from_secs(16));
+        let find = operation(doc! {
+            "name": "find", "object": "collection0", "arguments": { "timeoutMS": 15000 },
+        });
+        assert_eq!(time_allowed(&find), OPERATION_TIMEOUT);
     }
 
     #[test]
