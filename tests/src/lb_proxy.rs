@@ -17,7 +17,7 @@
 //! points may filter on) reaches the server.
 //!
 //! The same relay plays the mongoses of a test sharded cluster
-//! ([`crate::mongos_proxy`]): [`Role::Mongos`] answers hellos (the legacy OP_QUERY
+//! ([`crate::mongos_proxy`]): `Role::Mongos` answers hellos (the legacy OP_QUERY
 //! `isMaster` of the handshake too) as a mongos without a `serviceId`.
 
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -3,7 +3,7 @@
 //! plays a single-node replica set).
 //!
 //! Each mongos is a [`crate::lb_proxy`] relay listening on a port of 127.0.0.1 of its
-//! own, in the role [`Role::Mongos`]: its hellos answer as a mongos (`msg:
+//! own, in the role `Role::Mongos`: its hellos answer as a mongos (`msg:
 //! "isdbgrid"`, none of the replica set's fields, no `serviceId`), every successful
 //! reply in a transaction carries a `recoveryToken`, and everything else is forwarded
 //! as it is, on a connection of its own to the server. So data and cursors are the

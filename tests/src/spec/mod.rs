@@ -99,6 +99,10 @@ pub static SUITES: &[Suite] = &[
         run: crate::unified::run_sharded,
     },
     unified("transactions-convenient-api"),
+    Suite {
+        name: "transactions-convenient-api (sharded)",
+        run: crate::unified::run_sharded,
+    },
     unified("command_monitoring"),
     Suite {
         name: "command_logging",
