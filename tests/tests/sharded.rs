@@ -9,14 +9,19 @@
 //!   on a Different mongos When One is Available" and "... on the Same mongos When No
 //!   Others are Available").
 //! - A transaction stays on the mongos of its first command (Transactions spec,
-//!   "Mongos Pinning").
+//!   "Mongos Pinning"), and a new transaction or an operation outside transactions
+//!   selects a mongos again, within `localThresholdMS` (Transactions tests README,
+//!   "Mongos Pinning Prose Tests").
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use anymongo::bson::{doc, Bson, Document};
+use anymongo::client::ClientConfig;
 use anymongo::command_monitoring::CommandEvent;
+use anymongo::sdam::ServerType;
 use anymongo::uri::ServerAddress;
-use anymongo::Client;
+use anymongo::{Client, ClientOptions};
 use anymongo_tests::harness::{self, recording_client_of, CommandLog};
 use anymongo_tests::mongos_proxy::ShardedCluster;
 
@@ -222,4 +227,92 @@ async fn a_transaction_stays_on_the_mongos_of_its_first_command() {
         assert_eq!(session.pinned_server(), None);
     })
     .await;
+}
+
+/// A client of both mongoses with `localThresholdMS=1000` (so that selection picks
+/// either), once it has found both; its command events are recorded.
+async fn client_of_both(cluster: &ShardedCluster) -> (Client, CommandLog) {
+    let (changed, mut changes) = tokio::sync::watch::channel(0_u64);
+    let commands = CommandLog::default();
+    let sink = commands.clone();
+    let config = ClientConfig {
+        command_event_handler: Some(Arc::new(move |event: &CommandEvent| {
+            sink.lock().unwrap().push(event.clone());
+        })),
+        sdam_event_handler: Some(Arc::new(move |_: &anymongo::sdam::SdamEvent| {
+            changed.send_modify(|count| *count += 1);
+        })),
+        ..ClientConfig::default()
+    };
+    let uri = format!("{}?localThresholdMS=1000", cluster.uri(2));
+    let options = ClientOptions::parse(&uri).unwrap();
+    let client = Client::with_config(options, config, anymongo_native::runtime()).unwrap();
+    let both_found = |client: &Client| {
+        let servers = client.topology_description().servers;
+        servers.len() == 2
+            && servers
+                .values()
+                .all(|server| server.server_type == ServerType::Mongos)
+    };
+    while !both_found(&client) {
+        changes.changed().await.unwrap();
+    }
+    (client, commands)
+}
+
+/// The servers the `find`s recorded since the log was last cleared ran on.
+fn find_servers(commands: &CommandLog) -> std::collections::BTreeSet<ServerAddress> {
+    commands
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|event| matches!(event, CommandEvent::Started(_)))
+        .filter(|event| event.command().command_name == "find")
+        .map(|event| event.command().connection.address.clone())
+        .collect()
+}
+
+/// Transactions tests README, "Mongos Pinning Prose Tests", 1 and 2: after a pinned
+/// transaction, the next transaction (`in_transactions`) or operations outside
+/// transactions select their mongos again, and find both in 50 tries.
+async fn pinned_session_selects_again(in_transactions: bool) {
+    let cluster = cluster().await;
+    let (client, commands) = client_of_both(&cluster).await;
+    let collection = client
+        .database("sharded_tests")
+        .collection::<Document>("unpinning");
+    collection.insert_one(doc! {}, None).await.unwrap();
+    let session = client.start_session(Default::default()).unwrap();
+    session.start_transaction(Default::default()).unwrap();
+    collection
+        .insert_one_with_session(doc! {}, None, &session)
+        .await
+        .unwrap();
+    session.commit_transaction().await.unwrap();
+    assert!(session.pinned_server().is_some());
+    commands.lock().unwrap().clear();
+    for _ in 0..50 {
+        if in_transactions {
+            session.start_transaction(Default::default()).unwrap();
+        }
+        let found = collection
+            .find_one_with_session(doc! {}, None, &session)
+            .await
+            .unwrap();
+        assert!(found.is_some());
+        if in_transactions {
+            session.commit_transaction().await.unwrap();
+        }
+    }
+    assert_eq!(find_servers(&commands).len(), 2);
+}
+
+#[tokio::test]
+async fn a_new_transaction_selects_its_mongos_again() {
+    harness::within(TEST_BOUND, pinned_session_selects_again(true)).await;
+}
+
+#[tokio::test]
+async fn an_operation_outside_transactions_selects_its_mongos_again() {
+    harness::within(TEST_BOUND, pinned_session_selects_again(false)).await;
 }

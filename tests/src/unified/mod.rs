@@ -314,9 +314,8 @@ fn run_against(dir: &Path, with_standalone: bool, front: Front) -> SuiteOutcome 
             }
         },
     };
-    // The tests written for sharded clusters run against mongoses in front of the
-    // shared server (like the load balancers, Drivers "MUST run" the unified suites
-    // against sharded clusters too: Transactions tests README).
+    // The tests written for sharded clusters (all of them with SHARDED_VAR) run
+    // against mongoses in front of the shared server.
     let cluster = match front == Front::Sharded || with_standalone {
         false => None,
         true => {
