@@ -32,9 +32,12 @@ use crate::sdam::{ServerType, TopologyDescription, TopologyType};
 use crate::selection::{
     read_preference_document, ReadPreference, ReadPreferenceMode, SelectionCriteria,
 };
-use crate::session::{ClientSession, ClusterTime, PendingAbort, ServerSession, ServerSessionPool};
+use crate::session::{
+    ClientSession, ClusterTime, PendingAbort, Pin, ServerSession, ServerSessionPool,
+};
 use crate::srv::SeedList;
 use crate::sync::lock;
+use crate::transactions::state::pins_mongos;
 use crate::uri::ClientOptions;
 use crate::wire::{next_request_id, DocumentSequence, MsgFlags, OpMsg};
 
@@ -974,61 +977,83 @@ impl Executor {
                 }
                 (target, _) => target.resolve(|| self.topology_description()),
             };
-            // Load-balanced mode: a transaction pinned to a connection runs its
-            // commands there, without server selection (Load Balancer spec,
-            // "Behaviour With Transactions").
-            let pinned = session
+            // A transaction pinned to a connection (load-balanced mode) runs its
+            // commands there, one pinned to a mongos (a sharded cluster) on that
+            // mongos, without server selection (Load Balancer spec, "Behaviour With
+            // Transactions"; Transactions spec, "Mongos Pinning"). A retried
+            // commitTransaction or abortTransaction was unpinned first.
+            let pinned_session = session
                 .as_ref()
-                .filter(|_| transaction.is_some() || operation.ends_transaction())
-                .and_then(ClientSession::pinned);
-            let (selected, server, server_type, topology_type, min_rtt, checked_out) = match &pinned
-            {
-                Some(pin) => (
-                    None,
-                    pin.server().clone(),
-                    ServerType::LoadBalancer,
-                    TopologyType::LoadBalanced,
-                    Duration::ZERO,
-                    pin.take(),
-                ),
-                None => {
-                    let selected = match self
-                        .select_server(
-                            context,
-                            &target.criteria(),
-                            &deprioritized,
-                            operation.name(),
+                .filter(|_| transaction.is_some() || operation.ends_transaction());
+            let pinned = pinned_session.and_then(ClientSession::pinned);
+            let pinned_mongos = pinned_session.and_then(ClientSession::pinned_mongos);
+            let (selected, server, server_type, topology_type, min_rtt, checked_out) =
+                match (&pinned, pinned_mongos) {
+                    (Some(pin), _) => (
+                        None,
+                        pin.server().clone(),
+                        ServerType::LoadBalancer,
+                        TopologyType::LoadBalanced,
+                        Duration::ZERO,
+                        pin.take(),
+                    ),
+                    (None, Some(mongos)) => {
+                        let checked_out = self.check_out_from(context, &mongos).await;
+                        (
+                            None,
+                            mongos,
+                            ServerType::Mongos,
+                            TopologyType::Sharded,
+                            Duration::ZERO,
+                            checked_out,
                         )
-                        .await
-                    {
-                        Ok(selected) => selected,
-                        // A retry that finds no server reports the error of the
-                        // attempt (or, once the deadline passed, the timeout).
-                        Err(error) => {
-                            return Err(match previous {
-                                Some(previous) if context.has_expired(self.now()) => {
-                                    context.timeout_error("server selection", Some(previous))
-                                }
-                                Some(previous) => previous,
-                                None => error,
-                            })
+                    }
+                    (None, None) => {
+                        let selected = match self
+                            .select_server(
+                                context,
+                                &target.criteria(),
+                                &deprioritized,
+                                operation.name(),
+                            )
+                            .await
+                        {
+                            Ok(selected) => selected,
+                            // A retry that finds no server reports the error of the
+                            // attempt (or, once the deadline passed, the timeout).
+                            Err(error) => {
+                                return Err(match previous {
+                                    Some(previous) if context.has_expired(self.now()) => {
+                                        context.timeout_error("server selection", Some(previous))
+                                    }
+                                    Some(previous) => previous,
+                                    None => error,
+                                })
+                            }
+                        };
+                        // The first command of a transaction on a sharded cluster pins
+                        // it to the mongos selected, before it runs: an error that
+                        // unpins it then does (Transactions spec, "Mongos Pinning").
+                        if let Some(session) = &session {
+                            if pins_mongos(transaction.is_some(), selected.topology_type) {
+                                session.pin(Pin::Mongos(selected.server.clone()));
+                            }
                         }
-                    };
-                    let checked_out = self.check_out(context, &selected).await;
-                    let server = selected.server.clone();
-                    let server_type = selected.server_type;
-                    let topology_type = selected.topology_type;
-                    let min_rtt = selected.min_round_trip_time;
-                    (
-                        Some(selected),
-                        server,
-                        server_type,
-                        topology_type,
-                        min_rtt,
-                        checked_out,
-                    )
-                }
-            };
+                        let checked_out = self.check_out(context, &selected).await;
+                        let server = selected.server.clone();
+                        let server_type = selected.server_type;
+                        let topology_type = selected.topology_type;
+                        let min_rtt = selected.min_round_trip_time;
+                        (
+                            Some(selected),
+                            server,
+                            server_type,
+                            topology_type,
+                            min_rtt,
+                            checked_out,
+                        )
+                    }
+                };
             // Load-balanced mode: the first command of a transaction pins its
             // connection, and so does a cursor the reply opens ("Connection Pinning").
             let pin = pinned.or_else(|| {
@@ -1043,7 +1068,7 @@ impl Executor {
                 Some(pin) => {
                     if transaction.is_some() {
                         if let Some(session) = &session {
-                            session.pin(pin.clone());
+                            session.pin(Pin::Connection(pin.clone()));
                         }
                     }
                     match pin.is_shared() {

@@ -17,12 +17,13 @@ use std::time::Duration;
 use bson::spec::BinarySubtype;
 use bson::{doc, Binary, Bson, Document, RawDocument, Timestamp};
 
-use crate::cluster::PinnedConnection;
+use crate::cluster::{PinnedConnection, Server};
 use crate::error::{Error, Result};
 use crate::operation::{Executor, OperationContext};
 use crate::rt::{BoxFuture, Instant};
 use crate::sync::lock;
 use crate::transactions::state::{Transaction, TransactionOptions, TransactionState};
+use crate::uri::ServerAddress;
 
 /// A server session is discarded when it has less than this left before the server
 /// would expire it (spec, "Server Session Pool").
@@ -288,6 +289,36 @@ struct SessionInner {
     state: Mutex<SessionState>,
 }
 
+/// What a session's transaction is pinned to, from its first command until it ends
+/// (Transactions spec, "Mongos Pinning", "When to unpin").
+#[derive(Clone)]
+pub(crate) enum Pin {
+    /// Load-balanced mode: the connection of the first command (Load Balancer spec,
+    /// "Behaviour With Transactions").
+    Connection(PinnedConnection),
+    /// A sharded cluster: the mongos the first command was sent to.
+    Mongos(Arc<Server>),
+}
+
+impl Pin {
+    /// The server pinned to: the mongos, or the load balancer.
+    fn address(&self) -> &ServerAddress {
+        match self {
+            Pin::Connection(connection) => &connection.server().address,
+            Pin::Mongos(server) => &server.address,
+        }
+    }
+}
+
+impl std::fmt::Debug for Pin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Pin::Connection(connection) => connection.fmt(f),
+            Pin::Mongos(server) => f.debug_tuple("Mongos").field(&server.address).finish(),
+        }
+    }
+}
+
 #[derive(Debug, Default)]
 struct SessionState {
     /// Taken from the pool at the first command (after a connection was checked out:
@@ -299,9 +330,8 @@ struct SessionState {
     snapshot_time: Option<Timestamp>,
     /// Its transaction (Transactions spec).
     transaction: Transaction,
-    /// Load-balanced mode: the connection its transaction is pinned to (Load Balancer
-    /// spec, "Behaviour With Transactions").
-    pinned: Option<PinnedConnection>,
+    /// What its transaction is pinned to.
+    pinned: Option<Pin>,
     /// While [`ClientSession::with_transaction`] runs with timeoutMS: the context whose
     /// deadline the operations in the session share.
     transaction_context: Option<OperationContext>,
@@ -605,19 +635,42 @@ impl ClientSession {
 
     /// The connection the session's transaction is pinned to (load-balanced mode).
     pub(crate) fn pinned(&self) -> Option<PinnedConnection> {
-        lock(&self.inner.state).pinned.clone()
+        match &lock(&self.inner.state).pinned {
+            Some(Pin::Connection(connection)) => Some(connection.clone()),
+            _ => None,
+        }
     }
 
-    /// Pins the session's transaction to `connection`.
-    pub(crate) fn pin(&self, connection: PinnedConnection) {
-        let previous = lock(&self.inner.state).pinned.replace(connection);
+    /// The mongos the session's transaction is pinned to (a sharded cluster).
+    pub(crate) fn pinned_mongos(&self) -> Option<Arc<Server>> {
+        match &lock(&self.inner.state).pinned {
+            Some(Pin::Mongos(server)) => Some(server.clone()),
+            _ => None,
+        }
+    }
+
+    /// The address of the server the session's transaction is pinned to: in a sharded
+    /// cluster the mongos of its first command (Transactions spec, "Mongos Pinning"),
+    /// in load-balanced mode the load balancer (whose connection it is pinned to).
+    /// `None` when it is pinned to nothing: outside transactions, before their first
+    /// command, after an error that unpins it ("When to unpin"), and in other
+    /// deployments.
+    pub fn pinned_server(&self) -> Option<ServerAddress> {
+        lock(&self.inner.state)
+            .pinned
+            .as_ref()
+            .map(|pin| pin.address().clone())
+    }
+
+    /// Pins the session's transaction to `pin`.
+    pub(crate) fn pin(&self, pin: Pin) {
+        let previous = lock(&self.inner.state).pinned.replace(pin);
         // Released outside the session's lock: it may check a connection in.
         drop(previous);
     }
 
-    /// Releases the connection the transaction was pinned to, if any (Transactions
-    /// spec, "When to unpin"): it goes back to the pool unless a cursor still holds
-    /// it.
+    /// Unpins the session (Transactions spec, "When to unpin"): a connection pinned
+    /// to goes back to the pool unless a cursor still holds it.
     pub(crate) fn unpin(&self) {
         let pinned = lock(&self.inner.state).pinned.take();
         drop(pinned);
@@ -640,8 +693,8 @@ impl ClientSession {
 pub(crate) struct PendingAbort {
     server_session: ServerSession,
     transaction: Transaction,
-    /// The connection the transaction is pinned to: the abort runs on it.
-    pinned: Option<PinnedConnection>,
+    /// What the transaction is pinned to: the abort runs there.
+    pinned: Option<Pin>,
 }
 
 impl PendingAbort {
@@ -652,7 +705,7 @@ impl PendingAbort {
         executor: &Executor,
         server_session: Option<ServerSession>,
         transaction: Transaction,
-        pinned: Option<PinnedConnection>,
+        pinned: Option<Pin>,
     ) -> Option<PendingAbort> {
         let server_session = server_session?;
         if transaction.state != TransactionState::InProgress {

@@ -15,18 +15,23 @@
 //! points are the server's own — a fail point that closes the server's connection
 //! closes the client's — and the handshake's client metadata (`appName`, which fail
 //! points may filter on) reaches the server.
+//!
+//! The same relay plays the mongoses of a test sharded cluster
+//! ([`crate::mongos_proxy`]): `Role::Mongos` answers hellos (the legacy OP_QUERY
+//! `isMaster` of the handshake too) as a mongos without a `serviceId`.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use anymongo::bson::oid::ObjectId;
 use anymongo::bson::{doc, Bson, Document, RawDocumentBuf};
-use anymongo::wire::{MessageHeader, MsgFlags};
+use anymongo::wire::{op_code, MessageHeader, MsgFlags, OpReply};
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::{JoinHandle, JoinSet};
 
-use crate::mock::{frame, op_msg, read_frame};
+use crate::mock::{frame, op_msg, query_document, read_frame};
+use crate::mongos_proxy::{Routed, Router};
 
 /// The replica set fields a mongos does not report.
 const REPLICA_SET_FIELDS: &[&str] = &[
@@ -94,16 +99,36 @@ impl Drop for LoadBalancerProxy {
 }
 
 async fn accept(listener: TcpListener, server: String, service_ids: Arc<Vec<ObjectId>>) {
-    let mut connections = JoinSet::new();
     let next = AtomicUsize::new(0);
+    serve(listener, server, move || {
+        Role::LoadBalancer(service_ids[next.fetch_add(1, Ordering::Relaxed) % service_ids.len()])
+    })
+    .await
+}
+
+/// What the relay plays in front of the server, for one client connection.
+#[derive(Clone)]
+pub(crate) enum Role {
+    /// A load balancer, the connection going to the mongos of this `serviceId`.
+    LoadBalancer(ObjectId),
+    /// One mongos of a test sharded cluster: what it knows of the cluster's
+    /// transactions.
+    Mongos(Router),
+}
+
+/// Accepts connections on `listener` until the task is aborted, relaying each to a
+/// connection of its own to `server` in the role `role` gives it; aborting the task
+/// drops its JoinSet, which aborts every connection.
+pub(crate) async fn serve(listener: TcpListener, server: String, role: impl Fn() -> Role) {
+    let mut connections = JoinSet::new();
     while let Ok((client, _)) = listener.accept().await {
-        let service_id = service_ids[next.fetch_add(1, Ordering::Relaxed) % service_ids.len()];
+        let role = role();
         let server = server.clone();
         connections.spawn(async move {
             if let Ok(backend) = TcpStream::connect(&server).await {
                 let _ = backend.set_nodelay(true);
                 let _ = client.set_nodelay(true);
-                relay(client, backend, service_id).await;
+                relay(client, backend, role).await;
             }
         });
         // Forget the connections that ended.
@@ -112,11 +137,28 @@ async fn accept(listener: TcpListener, server: String, service_ids: Arc<Vec<Obje
 }
 
 /// Relays one client connection, request by request, until either side closes it or
-/// sends something unreadable; both connections are then closed.
-async fn relay(mut client: TcpStream, mut backend: TcpStream, service_id: ObjectId) {
+/// sends something unreadable; both connections are then closed. A mongos may answer
+/// a request itself or change it ([`Router::receive`]).
+async fn relay(mut client: TcpStream, mut backend: TcpStream, role: Role) {
     loop {
         let Some((header, body)) = read_frame(&mut client).await else {
             return;
+        };
+        let (header, body, commit) = match &role {
+            Role::Mongos(router) => match router.receive(header, body) {
+                Routed::Answer(answer) => {
+                    if client.write_all(&answer).await.is_err() {
+                        return;
+                    }
+                    continue;
+                }
+                Routed::Forward {
+                    header,
+                    body,
+                    commit,
+                } => (header, body, commit),
+            },
+            Role::LoadBalancer(_) => (header, body, None),
         };
         let (request, kind) = request(&header, &body);
         if backend.write_all(&request).await.is_err() {
@@ -127,6 +169,13 @@ async fn relay(mut client: TcpStream, mut backend: TcpStream, service_id: Object
         }
         let Some((reply_header, reply_body)) = read_frame(&mut backend).await else {
             return;
+        };
+        if let (Role::Mongos(router), Some(commit)) = (&role, commit) {
+            router.replied(commit, &reply_header, &reply_body);
+        }
+        let service_id = match &role {
+            Role::LoadBalancer(service_id) => Some(*service_id),
+            Role::Mongos(_) => None,
         };
         let reply = match kind {
             Kind::Hello => hello_reply(&reply_header, &reply_body, service_id),
@@ -165,16 +214,18 @@ enum Kind {
 fn request(header: &MessageHeader, body: &[u8]) -> (Vec<u8>, Kind) {
     let unchanged = || (frame(header, body), Kind::Other);
     let Some(mut message) = op_msg(header, body) else {
-        return unchanged();
+        // The legacy hello of a handshake (OP_QUERY `isMaster`): only its reply changes.
+        let legacy_hello = header.op_code == op_code::QUERY
+            && query_document(body).is_some_and(|query| is_hello(&query));
+        return match legacy_hello {
+            true => (frame(header, body), Kind::Hello),
+            false => unchanged(),
+        };
     };
     let Ok(mut command) = Document::try_from(message.body.as_ref()) else {
         return unchanged();
     };
-    let hello = matches!(
-        command.keys().next().map(String::as_str),
-        Some("hello" | "isMaster" | "ismaster")
-    );
-    let (kind, removed) = match hello {
+    let (kind, removed) = match is_hello(&command) {
         true => (Kind::Hello, command.remove("loadBalanced")),
         false if matches!(command.get_bool("autocommit"), Ok(false)) => {
             (Kind::InTransaction, command.remove("recoveryToken"))
@@ -193,6 +244,14 @@ fn request(header: &MessageHeader, body: &[u8]) -> (Vec<u8>, Kind) {
     }
 }
 
+/// Whether `command` is a hello (`hello`, or legacy `isMaster`).
+pub(crate) fn is_hello(command: &Document) -> bool {
+    matches!(
+        command.keys().next().map(String::as_str),
+        Some("hello" | "isMaster" | "ismaster")
+    )
+}
+
 /// The reply to a command in a transaction, with a mongos's `recoveryToken` if it
 /// succeeded.
 fn transaction_reply(header: &MessageHeader, body: &[u8]) -> Option<Vec<u8>> {
@@ -206,7 +265,7 @@ fn transaction_reply(header: &MessageHeader, body: &[u8]) -> Option<Vec<u8>> {
 }
 
 /// Whether a reply says `ok: 1`.
-fn is_ok(reply: &Document) -> bool {
+pub(crate) fn is_ok(reply: &Document) -> bool {
     match reply.get("ok") {
         Some(Bson::Double(ok)) => *ok == 1.0,
         Some(Bson::Int32(ok)) => *ok == 1,
@@ -215,18 +274,34 @@ fn is_ok(reply: &Document) -> bool {
     }
 }
 
-/// The server's hello reply as a mongos behind a load balancer gives it.
-fn hello_reply(header: &MessageHeader, body: &[u8], service_id: ObjectId) -> Option<Vec<u8>> {
+/// The server's hello reply (an OP_MSG, or the OP_REPLY of a legacy hello) as a mongos
+/// gives it: behind a load balancer, with the connection's `serviceId`.
+fn hello_reply(
+    header: &MessageHeader,
+    body: &[u8],
+    service_id: Option<ObjectId>,
+) -> Option<Vec<u8>> {
+    let as_mongos = |reply: &mut Document| {
+        for field in REPLICA_SET_FIELDS {
+            reply.remove(*field);
+        }
+        if is_ok(reply) {
+            reply.insert("msg", "isdbgrid");
+            if let Some(service_id) = service_id {
+                reply.insert("serviceId", service_id);
+            }
+        }
+        RawDocumentBuf::try_from(&*reply).ok()
+    };
+    if header.op_code == op_code::REPLY {
+        let legacy = OpReply::decode(header, body).ok()?;
+        let mut reply = Document::try_from(legacy.documents.first()?.as_ref()).ok()?;
+        let reply = OpReply::command_reply(as_mongos(&mut reply)?);
+        return Some(reply.encode(header.request_id, header.response_to));
+    }
     let mut message = op_msg(header, body)?;
     let mut reply = Document::try_from(message.body.as_ref()).ok()?;
-    for field in REPLICA_SET_FIELDS {
-        reply.remove(*field);
-    }
-    if is_ok(&reply) {
-        reply.insert("msg", "isdbgrid");
-        reply.insert("serviceId", service_id);
-    }
-    message.body = RawDocumentBuf::try_from(&reply).ok()?;
+    message.body = as_mongos(&mut reply)?;
     Some(message.encode(header.request_id, header.response_to))
 }
 
@@ -266,7 +341,7 @@ mod tests {
             "topologyVersion": { "counter": 0 }, "maxWireVersion": 27, "ok": 1.0,
         });
         let (header, body) = split(&reply);
-        let rewritten = hello_reply(&header, &body, service_id).unwrap();
+        let rewritten = hello_reply(&header, &body, Some(service_id)).unwrap();
         assert_eq!(
             body_of(&rewritten),
             doc! { "isWritablePrimary": true, "maxWireVersion": 27, "ok": 1.0,

@@ -18,6 +18,8 @@
 //! - [`socks5`]: a SOCKS5 proxy (`pproxy`) on loopback, with or without credentials.
 //! - [`lb_proxy`]: a load balancer in front of SecantusDB (hellos answered as a mongos
 //!   with a serviceId), to run the `load_balancer` unified files against a real server.
+//! - [`mongos_proxy`]: a test sharded cluster, mongoses in front of SecantusDB, to run
+//!   the unified files written for sharded clusters against a real server.
 //! - [`spec`]: the registry and runner of the JSON specification tests.
 //! - [`unified`]: the runner of the Unified Test Format's files.
 //! - [`reply_loss`]: a proxy in front of SecantusDB that loses the replies of
@@ -52,6 +54,8 @@ pub mod lb_proxy;
 pub mod load_balancer;
 #[cfg(not(target_os = "wasi"))]
 pub mod mock;
+#[cfg(not(target_os = "wasi"))]
+pub mod mongos_proxy;
 pub mod probe;
 #[cfg(not(target_os = "wasi"))]
 pub mod replica_set;

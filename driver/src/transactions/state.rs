@@ -10,6 +10,7 @@ use serde::Deserialize;
 
 use crate::concern::{ReadConcern, WriteConcern};
 use crate::error::{Error, ErrorKind, Result, TRANSIENT_TRANSACTION_ERROR};
+use crate::sdam::TopologyType;
 use crate::selection::{ReadPreference, ReadPreferenceMode};
 use crate::uri::ClientOptions;
 
@@ -183,6 +184,16 @@ pub(crate) fn label_transient(error: Error) -> Error {
     }
 }
 
+/// Whether the server just selected for a command pins the session to it: the first
+/// command of a transaction (`first_in_transaction`: in a transaction, the session
+/// pinned to nothing yet) on a sharded cluster pins it to its mongos, which every
+/// later command of the transaction goes to, but retries of commitTransaction and
+/// abortTransaction (spec, "Mongos Pinning"). Behind a load balancer the connection is
+/// pinned instead; elsewhere nothing is.
+pub(crate) fn pins_mongos(first_in_transaction: bool, topology: TopologyType) -> bool {
+    first_in_transaction && topology == TopologyType::Sharded
+}
+
 /// Whether a read in a transaction may run with `preference` (spec, "readPreference").
 pub(crate) fn check_read_preference(preference: &ReadPreference) -> Result<()> {
     match preference.mode {
@@ -190,5 +201,24 @@ pub(crate) fn check_read_preference(preference: &ReadPreference) -> Result<()> {
         _ => Err(Error::invalid_argument(
             "read preference in a transaction must be primary",
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_transaction_s_first_command_on_a_sharded_cluster_pins_its_mongos() {
+        assert!(pins_mongos(true, TopologyType::Sharded));
+        assert!(!pins_mongos(false, TopologyType::Sharded));
+        for other in [
+            TopologyType::ReplicaSetWithPrimary,
+            TopologyType::Single,
+            TopologyType::LoadBalanced,
+            TopologyType::Unknown,
+        ] {
+            assert!(!pins_mongos(true, other));
+        }
     }
 }

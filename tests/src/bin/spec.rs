@@ -67,7 +67,7 @@ fn run() -> Result<ExitCode, String> {
     }
     let missing: Vec<_> = suites
         .iter()
-        .filter(|suite| !corpus.join(suite.name).is_dir())
+        .filter(|suite| !corpus.join(suite.folder()).is_dir())
         .map(|suite| suite.name)
         .collect();
     if !missing.is_empty() {

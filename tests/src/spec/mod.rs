@@ -27,7 +27,8 @@ pub const PYMONGO_VERSION: &str = "4.20.0";
 /// A suite of specification tests.
 #[derive(Clone, Copy, Debug)]
 pub struct Suite {
-    /// The suite's folder in the corpus (pymongo's `test/` folder).
+    /// The suite's folder in the corpus (pymongo's `test/` folder), followed by
+    /// ` (variant)` for another run of the same folder, e.g. `transactions (sharded)`.
     pub name: &'static str,
     /// Runs the suite whose folder is given.
     pub run: fn(&Path) -> SuiteOutcome,
@@ -96,7 +97,15 @@ pub static SUITES: &[Suite] = &[
     unified("retryable_writes"),
     unified("sessions"),
     unified("transactions"),
+    Suite {
+        name: "transactions (sharded)",
+        run: crate::unified::run_sharded,
+    },
     unified("transactions-convenient-api"),
+    Suite {
+        name: "transactions-convenient-api (sharded)",
+        run: crate::unified::run_sharded,
+    },
     unified("command_monitoring"),
     Suite {
         name: "command_logging",
@@ -168,9 +177,14 @@ pub fn corpus_dir() -> Result<PathBuf, String> {
 }
 
 impl Suite {
+    /// The suite's folder in the corpus: its name without a ` (variant)`.
+    pub fn folder(&self) -> &'static str {
+        self.name.split(" (").next().unwrap_or(self.name)
+    }
+
     /// Runs the suite from its folder under `corpus`.
     pub fn run(&self, corpus: &Path) -> Result<SuiteOutcome, String> {
-        let dir = corpus.join(self.name);
+        let dir = corpus.join(self.folder());
         if !dir.is_dir() {
             return Err(format!("suite folder {} does not exist", dir.display()));
         }
@@ -431,6 +445,21 @@ mod tests {
         let corpus = corpus();
         let err = unified("sessions").run(corpus.path()).unwrap_err();
         assert!(err.contains("sessions"), "{err}");
+    }
+
+    #[test]
+    fn a_variant_runs_the_folder_of_its_suite() {
+        let corpus = corpus();
+        let suite = Suite {
+            name: "crud (elsewhere)",
+            run: |dir| SuiteOutcome {
+                passed: json_files(dir).unwrap().len(),
+                ..SuiteOutcome::default()
+            },
+        };
+        assert_eq!(suite.folder(), "crud");
+        assert_eq!(suite.run(corpus.path()).unwrap().passed, 4);
+        assert_eq!(unified("crud").folder(), "crud");
     }
 
     #[test]

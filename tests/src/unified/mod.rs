@@ -35,6 +35,7 @@ use bson::doc;
 use tokio::time::{timeout, timeout_at, Instant};
 
 use crate::lb_proxy::LoadBalancerProxy;
+use crate::mongos_proxy::ShardedCluster;
 use crate::replica_set::MockReplicaSet;
 use crate::spec::{json_files, SuiteOutcome};
 
@@ -119,7 +120,8 @@ pub struct Deployment {
     pub uri: String,
     /// Behind a load balancer: the connection string of the balancer in front of
     /// several mongos, for clients with `useMultipleMongoses` (the load balancer
-    /// tests README's `MULTI_MONGOS_LB_URI`; `uri` is `SINGLE_MONGOS_LB_URI`).
+    /// tests README's `MULTI_MONGOS_LB_URI`; `uri` is `SINGLE_MONGOS_LB_URI`). A
+    /// sharded cluster: the one listing every mongos (`uri` lists one).
     pub multi_mongos_uri: Option<String>,
     /// The internal client: initial data, outcomes, turning fail points off.
     pub internal: Client,
@@ -197,10 +199,22 @@ impl Deployment {
     }
 }
 
+/// How the shared server is presented to a suite's tests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Front {
+    /// As it is: a single-node replica set.
+    AsIs,
+    /// Behind load balancers ([`crate::lb_proxy`]).
+    LoadBalanced,
+    /// Behind the mongoses of a test sharded cluster ([`crate::mongos_proxy`]).
+    Sharded,
+}
+
 /// Runs every unified test file under `dir` (one of the corpus's suite folders)
-/// against the shared test server.
+/// against the shared test server (behind load balancers with [`LOAD_BALANCED_VAR`]
+/// set, else behind mongoses with [`SHARDED_VAR`] set).
 pub fn run(dir: &Path) -> SuiteOutcome {
-    run_against(dir, false, false, Expect::Pass)
+    run_against(dir, false, Front::AsIs, Expect::Pass)
 }
 
 /// Runs the `valid-fail` files of the unified test format (spec "Test Runner
@@ -210,7 +224,7 @@ pub fn run(dir: &Path) -> SuiteOutcome {
 /// fails when the runner passes it. Tests whose requirements the server does not meet
 /// stay skipped.
 pub fn run_expecting_failure(dir: &Path) -> SuiteOutcome {
-    run_against(dir, false, false, Expect::Failure)
+    run_against(dir, false, Front::AsIs, Expect::Failure)
 }
 
 /// Checks each file of the unified test format's `invalid` folder against the schema
@@ -269,14 +283,16 @@ impl Expect {
 }
 
 /// Like [`run`], with a standalone server, the shared server behind a load balancer
-/// ([`crate::lb_proxy`]) and a server that requires authentication besides the shared
-/// single-node replica set: each test runs against the first of the four that meets
-/// its `runOnRequirements` (the logging suites' files are written for any topology,
-/// some for one only; `discovery_and_monitoring`'s auth tests need `auth`). The files
+/// ([`crate::lb_proxy`]) and behind the mongoses of a sharded cluster
+/// ([`crate::mongos_proxy`]), and a server that requires authentication, besides the
+/// shared single-node replica set: each test runs against the first of them that
+/// meets its `runOnRequirements` (the logging and SDAM suites' files are written for
+/// any topology, some for one only; `discovery_and_monitoring`'s auth tests need
+/// `auth`). The files
 /// of [`THREE_MEMBER_SET_TESTS`] run against a three-member replica set in front of the
 /// shared server instead.
 pub fn run_on_every_topology(dir: &Path) -> SuiteOutcome {
-    run_against(dir, true, false, Expect::Pass)
+    run_against(dir, true, Front::AsIs, Expect::Pass)
 }
 
 /// Like [`run_on_every_topology`], with the shared server behind a load balancer
@@ -285,12 +301,28 @@ pub fn run_on_every_topology(dir: &Path) -> SuiteOutcome {
 /// single server, where the standalone serves); last comes a server that requires
 /// authentication, behind balancers of its own, for the test that needs `auth`.
 pub fn run_load_balanced(dir: &Path) -> SuiteOutcome {
-    run_against(dir, true, true, Expect::Pass)
+    run_against(dir, true, Front::LoadBalanced, Expect::Pass)
+}
+
+/// Like [`run`], with the shared server behind the two mongoses of a test sharded
+/// cluster ([`crate::mongos_proxy`]) instead of as it is, so that the tests written
+/// for sharded clusters run (the runner's topology is then "sharded").
+pub fn run_sharded(dir: &Path) -> SuiteOutcome {
+    run_against(dir, false, Front::Sharded, Expect::Pass)
 }
 
 /// Set (to anything), every unified suite runs with the shared server behind load
 /// balancers, as [`run_load_balanced`] runs the `load_balancer` suite.
 pub const LOAD_BALANCED_VAR: &str = "ANYMONGO_LOAD_BALANCED";
+
+/// Set (to anything, and [`LOAD_BALANCED_VAR`] unset), every unified suite runs with
+/// the shared server behind the mongoses of a test sharded cluster, as
+/// [`run_sharded`] runs it.
+pub const SHARDED_VAR: &str = "ANYMONGO_SHARDED";
+
+/// How many mongoses the test sharded cluster has: the clients of tests with
+/// `useMultipleMongoses: true` get them all.
+const MONGOSES: usize = 2;
 
 /// Load balancers in front of the shared server at `address`: one with one service
 /// (`SINGLE_MONGOS_LB_URI`) and one with two (`MULTI_MONGOS_LB_URI`).
@@ -359,12 +391,7 @@ fn with_user(uri: &str, (name, password): &(&str, &str)) -> String {
     uri.replacen("mongodb://", &format!("mongodb://{name}:{password}@"), 1)
 }
 
-fn run_against(
-    dir: &Path,
-    with_standalone: bool,
-    load_balanced: bool,
-    expect: Expect,
-) -> SuiteOutcome {
+fn run_against(dir: &Path, with_standalone: bool, front: Front, expect: Expect) -> SuiteOutcome {
     let mut outcome = SuiteOutcome::default();
     let files = match json_files(dir) {
         Ok(files) => files,
@@ -415,7 +442,12 @@ fn run_against(
     // Every unified suite may run behind the load balancers too, as the load
     // balancer tests README asks ("Drivers MUST run ... All test suites written in the
     // Unified Test Format" against a load balanced cluster).
-    let load_balanced = load_balanced || std::env::var_os(LOAD_BALANCED_VAR).is_some();
+    let front = match front {
+        Front::AsIs if std::env::var_os(LOAD_BALANCED_VAR).is_some() => Front::LoadBalanced,
+        Front::AsIs if std::env::var_os(SHARDED_VAR).is_some() => Front::Sharded,
+        front => front,
+    };
+    let load_balanced = front == Front::LoadBalanced;
     let balancers = match load_balanced || with_standalone {
         false => None,
         true => {
@@ -456,18 +488,40 @@ fn run_against(
         }
         None => (with_user(&server.uri(), user), None),
     };
-    // (connection string, MULTI_MONGOS_LB_URI) of each deployment, in order of
-    // preference.
+    // The tests written for sharded clusters (all of them with SHARDED_VAR) run
+    // against mongoses in front of the shared server.
+    let cluster = match front == Front::Sharded || with_standalone {
+        false => None,
+        true => {
+            let address = crate::server::shared();
+            let address = format!("{}:{}", address.host, address.port);
+            match runtime.block_on(ShardedCluster::start(&address, MONGOSES)) {
+                Ok(cluster) => Some(cluster),
+                Err(error) => {
+                    let why = format!("cannot start the test sharded cluster: {error}");
+                    outcome.failed.push((String::new(), why));
+                    return outcome;
+                }
+            }
+        }
+    };
+    let sharded = cluster
+        .as_ref()
+        .map(|cluster| (cluster.uri(1), Some(cluster.uri(MONGOSES))));
+    // (connection string, MULTI_MONGOS_LB_URI or every mongos) of each deployment,
+    // in order of preference.
     let standalone_uri = standalone.as_ref().map(|server| (server.uri(), None));
     let authenticating_uri = authenticating.as_ref().map(authenticating_uri);
-    let uris: Vec<(String, Option<String>)> = match (load_balanced, &balancers) {
-        (true, Some(balancers)) => std::iter::once(balanced(balancers))
+    let uris: Vec<(String, Option<String>)> = match (front, &balancers) {
+        (Front::Sharded, _) => sharded.into_iter().chain(standalone_uri).collect(),
+        (Front::LoadBalanced, Some(balancers)) => std::iter::once(balanced(balancers))
             .chain(standalone_uri)
             .chain(authenticating_uri)
             .collect(),
         (_, balancers) => std::iter::once((uri, None))
             .chain(standalone_uri)
             .chain(balancers.as_ref().map(balanced))
+            .chain(sharded)
             .chain(authenticating_uri)
             .collect(),
     };
@@ -521,7 +575,15 @@ fn run_against(
         );
     }
     // The clients' background tasks end while the runtime still runs.
-    runtime.block_on(async move { drop((deployments, balancers, authenticating, three_members)) });
+    runtime.block_on(async move {
+        drop((
+            deployments,
+            balancers,
+            authenticating,
+            three_members,
+            cluster,
+        ))
+    });
     drop(standalone);
     outcome
 }

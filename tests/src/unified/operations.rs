@@ -207,6 +207,13 @@ pub fn handler(operation: &Operation) -> Option<Handler> {
             |op, cx| Box::pin(transactions::assert_session_transaction_state(op, cx))
         }
         (true, "failPoint") => fail_point,
+        (true, "targetedFailPoint") => |op, cx| Box::pin(sessions::targeted_fail_point(op, cx)),
+        (true, "assertSessionPinned") => {
+            |op, cx| Box::pin(sessions::assert_session_pinned(op, cx, true))
+        }
+        (true, "assertSessionUnpinned") => {
+            |op, cx| Box::pin(sessions::assert_session_pinned(op, cx, false))
+        }
         (true, "createEntities") => create_entities,
         (true, "assertNumberConnectionsCheckedOut") => assert_connections_checked_out,
         (true, "waitForEvent") => events::wait_for_event,
@@ -257,15 +264,7 @@ pub fn returns_documents(operation: &Operation) -> bool {
 
 /// The operations of the test files whose API the driver does not have, and what is
 /// missing.
-pub const WITHOUT_DRIVER_API: &[(&str, &str)] = &[
-    ("mapReduce", "Collection has no map_reduce"),
-    (
-        "targetedFailPoint",
-        "a fail point on the mongos a session is pinned to: the test server is not a \
-         sharded cluster, and the driver pins sessions to connections only behind a \
-         load balancer",
-    ),
-];
+pub const WITHOUT_DRIVER_API: &[(&str, &str)] = &[("mapReduce", "Collection has no map_reduce")];
 
 /// Why `operation` cannot run, if the runner does not support it.
 pub fn unsupported(operation: &Operation) -> Option<String> {
@@ -370,29 +369,40 @@ fn fail_point<'a>(
             .arguments
             .get_document("failPoint")
             .map_err(|_| "failPoint needs a failPoint document".to_owned())?;
-        let command = first_key(command, "configureFailPoint")?;
-        let name = command
-            .get_str("configureFailPoint")
-            .unwrap_or_default()
-            .to_owned();
         let admin = context.entities.client(client)?.client.database("admin");
-        admin
-            .run_command(command.clone())
-            .await
-            .map_err(|e| format!("{command} failed: {e}"))?;
-        context.fail_points.push(name);
-        let data = command.get_document("data").ok();
-        if data.is_some_and(|data| data.get_bool("blockConnection").unwrap_or(false)) {
-            let block = data
-                .and_then(|data| data.get("blockTimeMS"))
-                .and_then(|ms| ms.as_i64().or_else(|| ms.as_i32().map(i64::from)))
-                .and_then(|ms| u64::try_from(ms).ok())
-                .map(std::time::Duration::from_millis)
-                .unwrap_or_default();
-            context.longest_block = context.longest_block.max(block);
-        }
+        configure_fail_point(&admin, command, context).await?;
         Ok(Ok(None))
     })
+}
+
+/// Sets the fail point of `command` (a `configureFailPoint` command) through `admin`
+/// (the admin database of a client), and records it to turn it off after the test.
+pub async fn configure_fail_point(
+    admin: &anymongo::Database,
+    command: &Document,
+    context: &mut Context,
+) -> Result<(), Abort> {
+    let command = first_key(command, "configureFailPoint")?;
+    let name = command
+        .get_str("configureFailPoint")
+        .unwrap_or_default()
+        .to_owned();
+    admin
+        .run_command(command.clone())
+        .await
+        .map_err(|e| format!("{command} failed: {e}"))?;
+    context.fail_points.push(name);
+    let data = command.get_document("data").ok();
+    if data.is_some_and(|data| data.get_bool("blockConnection").unwrap_or(false)) {
+        let block = data
+            .and_then(|data| data.get("blockTimeMS"))
+            .and_then(|ms| ms.as_i64().or_else(|| ms.as_i32().map(i64::from)))
+            .and_then(|ms| u64::try_from(ms).ok())
+            .map(std::time::Duration::from_millis)
+            .unwrap_or_default();
+        context.longest_block = context.longest_block.max(block);
+    }
+    Ok(())
 }
 
 /// Spec "wait": sleeps for `ms` milliseconds (the operation is the sleep; tests use it

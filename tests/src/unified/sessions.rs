@@ -7,7 +7,7 @@ use bson::Document;
 use super::arguments::{known_arguments, Arguments};
 use super::events::Event;
 use super::model::Operation;
-use super::operations::{Context, Returned};
+use super::operations::{configure_fail_point, Context, Returned};
 use super::Abort;
 
 /// Spec `endSession`: ends the session (aborting a transaction in progress), keeping
@@ -81,5 +81,51 @@ pub async fn assert_session_dirty(
             if dirty { "not " } else { "" },
             if dirty { "" } else { "not " },
         ))),
+    }
+}
+
+/// Spec "targetedFailPoint": sets the fail point on the mongos the session is pinned
+/// to, through a client connected directly to it (the driver has no API to send a
+/// command to a server of its choosing), and records it to turn it off after the
+/// test. The test sharded cluster's mongoses ([`crate::mongos_proxy`]) all forward to
+/// one server, so "targeted" means here: sent through the pinned mongos, and firing
+/// for the commands that reach the server through any mongos; turning it off through
+/// the runner's internal client reaches the same server.
+pub async fn targeted_fail_point(
+    operation: &Operation,
+    context: &mut Context,
+) -> Result<Returned, Abort> {
+    let mut arguments = Arguments::of(operation);
+    let session = arguments.string("session")?;
+    let command = arguments.document("failPoint")?;
+    arguments.done()?;
+    let session = &context.entities.session_mut(&session)?.session;
+    let mongos = session
+        .pinned_server()
+        .ok_or_else(|| "targetedFailPoint: the session is not pinned to a mongos".to_owned())?;
+    let uri = format!("mongodb://{mongos}/?directConnection=true");
+    let direct = anymongo::Client::with_uri(&uri, anymongo_native::runtime())
+        .map_err(|e| format!("cannot create a client for {uri}: {e}"))?;
+    let admin = direct.database("admin");
+    configure_fail_point(&admin, &command, context).await?;
+    Ok(Ok(None))
+}
+
+/// Spec "assertSessionPinned" (`pinned`) and "assertSessionUnpinned": whether the
+/// session's transaction is pinned to a mongos (or, behind a load balancer, to a
+/// connection).
+pub async fn assert_session_pinned(
+    operation: &Operation,
+    context: &mut Context,
+    pinned: bool,
+) -> Result<Returned, Abort> {
+    let mut arguments = Arguments::of(operation);
+    let session = arguments.string("session")?;
+    arguments.done()?;
+    let session = &context.entities.session_mut(&session)?.session;
+    match (session.pinned_server(), pinned) {
+        (Some(_), true) | (None, false) => Ok(Ok(None)),
+        (None, true) => Err(Abort::Failed("the session is not pinned".to_owned())),
+        (Some(server), false) => Err(Abort::Failed(format!("the session is pinned to {server}"))),
     }
 }
