@@ -140,8 +140,9 @@ async fn insert_item(item: Document) -> Result<Response<Body>, Failure> {
 }
 
 /// The items' collection, through a client made for this request: `wasmtime serve`
-/// (like most wasi:http hosts) runs each request in a fresh instance, and a
-/// connection's socket belongs to the event loop of the request that opened it.
+/// (like most wasi:http hosts) runs each request in a fresh instance, and even in a
+/// reused one a socket waits through the wstd reactor that opened it, which lives only
+/// as long as its request's `block_on`.
 async fn items() -> Result<Collection<Document>, Failure> {
     let uri = std::env::var(URI_VARIABLE)
         .ok()

@@ -19,9 +19,9 @@
 //! Build and serve (see the README, "A WASI edge function"):
 //!
 //! ```sh
-//! cargo build -p wasi-http-handler --target wasm32-wasip2 --release
-//! wasmtime serve -S cli --env MONGODB_URI=mongodb://127.0.0.1:27017 \
-//!     target/wasm32-wasip2/release/wasi-http-handler.wasm
+//! cargo build -p wasi-http-handler --target wasm32-wasip2
+//! wasmtime serve -S cli -S inherit-network=y --env MONGODB_URI=mongodb://127.0.0.1:27017 \
+//!     target/wasm32-wasip2/debug/wasi-http-handler.wasm
 //! ```
 //!
 //! On other targets the crate builds a program that only says it is a WASI component.
@@ -42,7 +42,7 @@ fn main() {
     eprintln!(
         "wasi-http-handler is a wasi:http component: build it with \
          `cargo build -p wasi-http-handler --target wasm32-wasip2` and serve it with \
-         `wasmtime serve -S cli`"
+         `wasmtime serve -S cli -S inherit-network=y`"
     );
     std::process::exit(2);
 }
