@@ -5,7 +5,7 @@
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
+use std::sync::{mpsc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use anymongo::bson::{doc, oid::ObjectId, Document};
@@ -31,6 +31,11 @@ impl Served {
     /// (within [`BOUND`]) until wasmtime says where it listens.
     fn start(uri: &str) -> Served {
         let component = setup::wasip2_binary("wasi-http-handler", "wasi-http-handler");
+        // One start at a time: the first compiles the component into wasmtime's cache
+        // (tens of seconds for a debug build), the others then load it from there
+        // instead of each compiling it at once on the same cores.
+        static STARTING: Mutex<()> = Mutex::new(());
+        let _one_at_a_time = STARTING.lock().unwrap_or_else(PoisonError::into_inner);
         let mut child = Command::new(setup::wasmtime())
             .args(["serve", "-S", "cli", "-S", "inherit-network=y"])
             .args(["--addr", "127.0.0.1:0"])
