@@ -78,6 +78,12 @@ impl Served {
     /// Sends one request (HTTP/1.0, so the reply is neither chunked nor kept alive)
     /// and returns its status and JSON body.
     async fn request(&self, method: &str, path: &str, body: &str) -> (u16, Value) {
+        let reply = self.exchange(method, path, body).await;
+        (reply.status, reply.body)
+    }
+
+    /// [`Served::request`], with the reply's `Location` header.
+    async fn exchange(&self, method: &str, path: &str, body: &str) -> Reply {
         harness::within(BOUND, async {
             let mut stream = tokio::net::TcpStream::connect(self.address).await.unwrap();
             let head = format!(
@@ -103,10 +109,26 @@ impl Served {
                 "{head}"
             );
             let body = serde_json::from_str(body).unwrap_or_else(|_| panic!("not JSON: {body:?}"));
-            (status, body)
+            let location = head.lines().find_map(|line| {
+                let (name, value) = line.split_once(':')?;
+                name.eq_ignore_ascii_case("location")
+                    .then(|| value.trim().to_owned())
+            });
+            Reply {
+                status,
+                body,
+                location,
+            }
         })
         .await
     }
+}
+
+/// What [`Served::exchange`] got back.
+struct Reply {
+    status: u16,
+    body: Value,
+    location: Option<String>,
 }
 
 impl Drop for Served {
@@ -131,18 +153,19 @@ fn error_of(body: &Value) -> &str {
 #[tokio::test]
 async fn post_then_get_round_trips_an_item_through_mongodb() {
     let served = Served::start(&uri());
-    let (status, created) = served
-        .request(
+    let created = served
+        .exchange(
             "POST",
             "/items",
             r#"{"name":"tea","qty":2,"tags":["green"]}"#,
         )
         .await;
-    assert_eq!(status, 201, "{created}");
-    let id = created["insertedId"]["$oid"]
+    assert_eq!(created.status, 201, "{}", created.body);
+    let id = created.body["insertedId"]["$oid"]
         .as_str()
-        .unwrap_or_else(|| panic!("no ObjectId in {created}"))
+        .unwrap_or_else(|| panic!("no ObjectId in {}", created.body))
         .to_owned();
+    assert_eq!(created.location, Some(format!("/items/{id}")));
 
     let (status, item) = served.request("GET", &format!("/items/{id}"), "").await;
     assert_eq!(status, 200, "{item}");
@@ -176,6 +199,17 @@ async fn post_then_get_round_trips_an_item_through_mongodb() {
     let (status, duplicate) = served.request("POST", "/items", &item).await;
     assert_eq!(status, 409, "{duplicate}");
     assert!(error_of(&duplicate).contains("exists"), "{duplicate}");
+
+    // An `_id` with a space and a slash: its Location is percent-encoded, and leads to it.
+    let odd = format!("a b/{}", ObjectId::new());
+    let created = served
+        .exchange("POST", "/items", &json!({ "_id": odd }).to_string())
+        .await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    let location = created.location.expect("a Location");
+    assert!(location.starts_with("/items/a%20b%2F"), "{location}");
+    let (status, found) = served.request("GET", &location, "").await;
+    assert_eq!((status, found), (200, json!({ "_id": odd })));
 }
 
 #[tokio::test]
@@ -192,11 +226,15 @@ async fn missing_items_unknown_routes_and_bad_input_are_json_errors() {
     assert_eq!(status, 404, "{body}");
     let (status, body) = served.request("DELETE", "/items/1", "").await;
     assert_eq!(status, 405, "{body}");
+    let (status, body) = served.request("GET", "/items/%FF", "").await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(error_of(&body), "the id %FF is not percent-encoded UTF-8");
 
     for (input, says) in [
         ("{not json", "the body is not JSON"),
         ("", "the body is not JSON"),
         ("[1, 2]", "the body must be a JSON object"),
+        ("\u{feff}{}", "the body is not JSON"),
         (
             r#"{"_id": {"$oid": "not hex"}}"#,
             "the body is not a document",

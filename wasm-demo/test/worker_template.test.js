@@ -107,6 +107,12 @@ describe('the Cloudflare Worker template under workerd', {
     const duplicate = await request('POST', '/items', JSON.stringify({ _id: 'sku-1' }));
     assert.equal(duplicate.status, 409, JSON.stringify(duplicate.body));
     assert.equal(proxy.accepted(), first, 'a failed write keeps the connection');
+
+    // An _id with a space and a slash: its Location is percent-encoded, and leads to it.
+    const odd = await request('POST', '/items', JSON.stringify({ _id: 'a b/c' }));
+    assert.equal(odd.headers.get('location'), '/items/a%20b%2Fc');
+    const found = await request('GET', odd.headers.get('location'));
+    assert.deepEqual([found.status, found.body], [200, { _id: 'a b/c' }]);
   });
 
   it('answers missing items, unknown routes and bad input with JSON errors', async () => {
@@ -114,6 +120,7 @@ describe('the Cloudflare Worker template under workerd', {
     assert.deepEqual([missing.status, missing.body], [404, { error: 'no item with _id 000000000000000000000000' }]);
     assert.equal((await request('GET', '/elsewhere')).status, 404);
     assert.equal((await request('DELETE', '/items/1')).status, 405);
+    assert.equal((await request('GET', '/items/%FF')).status, 400);
     for (const [input, says] of [
       ['{not json', /^the body is not JSON/],
       ['[1, 2]', /^the body must be a JSON object$/],

@@ -1,7 +1,8 @@
 // A template for a Cloudflare Worker (module syntax) that serves JSON items from MongoDB
 // through the npm package `anymongo`:
 //   GET  /items/:id   the item whose _id is :id (an ObjectId's 24 hex digits, or a
-//                     string), as relaxed Extended JSON; 404 when there is none
+//                     string, percent-encoded), as relaxed Extended JSON; 404 when
+//                     there is none
 //   POST /items       inserts the JSON object of the body (Extended JSON accepted); 201
 //                     with {"insertedId": ...} and a Location header
 // Every failure is a status with a body {"error": "..."}: 400 bad input, 404/405 unknown
@@ -88,8 +89,8 @@ async function route(request, holder) {
     if (request.method !== 'POST') throw new HttpError(405, '/items takes POST');
     const document = await readObject(request);
     const { insertedId } = await items(holder).insertOne(document);
-    const location = typeof insertedId === 'string' || insertedId instanceof ObjectId ? `/items/${insertedId}` : null;
-    return json(201, { insertedId }, location ? { location: encodeURI(location) } : {});
+    const location = typeof insertedId === 'string' || insertedId instanceof ObjectId ? `/items/${encodeURIComponent(insertedId)}` : null;
+    return json(201, { insertedId }, location ? { location } : {});
   }
   if (request.method !== 'GET') throw new HttpError(405, '/items/:id takes GET');
   let id;

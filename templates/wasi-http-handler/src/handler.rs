@@ -4,6 +4,7 @@ use anymongo::bson::oid::ObjectId;
 use anymongo::bson::{doc, Bson, Document};
 use anymongo::error::WriteFailure;
 use anymongo::{Client, Collection, ErrorKind};
+use percent_encoding::{percent_decode_str, utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use serde_json::{json, Value};
 use wstd::http::{Body, HeaderName, HeaderValue, Method, Request, Response, StatusCode};
 
@@ -18,6 +19,14 @@ const COLLECTION: &str = "items";
 
 /// The server's error code for a duplicate key.
 const DUPLICATE_KEY: i32 = 11000;
+
+/// What a string `_id` escapes in a path segment: all but RFC 3986's unreserved
+/// characters.
+const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'_')
+    .remove(b'.')
+    .remove(b'~');
 
 /// Answers one request; never fails, never panics: every failure is a JSON response.
 pub async fn handle(mut request: Request<Body>) -> Response<Body> {
@@ -84,7 +93,12 @@ async fn route(request: &mut Request<Body>) -> Result<Response<Body>, Failure> {
     let path = request.uri().path().to_owned();
     let segments: Vec<&str> = path.trim_end_matches('/').split('/').skip(1).collect();
     match (request.method(), segments.as_slice()) {
-        (&Method::GET, ["items", id]) if !id.is_empty() => get_item(id).await,
+        (&Method::GET, ["items", id]) if !id.is_empty() => {
+            let id = percent_decode_str(id).decode_utf8().map_err(|_| {
+                Failure::bad_request(format!("the id {id} is not percent-encoded UTF-8"))
+            })?;
+            get_item(&id).await
+        }
         (&Method::POST, ["items"]) => {
             let item = read_object(request).await?;
             insert_item(item).await
@@ -122,15 +136,13 @@ async fn insert_item(item: Document) -> Result<Response<Body>, Failure> {
     let inserted = items().await?.insert_one(&item, None).await?;
     let location = match &inserted.inserted_id {
         Bson::ObjectId(id) => Some(format!("/items/{id}")),
-        Bson::String(id) => Some(format!("/items/{id}")),
+        Bson::String(id) => Some(format!("/items/{}", utf8_percent_encode(id, SEGMENT))),
         _ => None,
     };
     let mut response = json_response(
         StatusCode::CREATED,
         &json!({ "insertedId": inserted.inserted_id.into_relaxed_extjson() }),
     );
-    // An `_id` that cannot be a header value (a control character, say) is still
-    // reported in the body.
     if let Some(Ok(location)) = location.map(HeaderValue::try_from) {
         response
             .headers_mut()

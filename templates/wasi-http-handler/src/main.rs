@@ -3,7 +3,7 @@
 //! `anymongo-wasi`.
 //!
 //! - `GET /items/:id` — the item whose `_id` is `:id` (an ObjectId's 24 hex digits, or a
-//!   string), as relaxed Extended JSON; 404 when there is none.
+//!   string, percent-encoded), as relaxed Extended JSON; 404 when there is none.
 //! - `POST /items` with a JSON object (Extended JSON accepted) — inserts it; 201 with
 //!   `{"insertedId": …}` and a `Location` header.
 //!
