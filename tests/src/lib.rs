@@ -98,6 +98,48 @@ pub mod setup {
         cache_home.join("anymongo")
     }
 
+    /// The wasmtime of the cache, installed first (`tests/setup.sh venv`) if missing.
+    ///
+    /// # Panics
+    /// If it cannot be installed.
+    pub fn wasmtime() -> PathBuf {
+        let wasmtime = cache_dir().join("venv/bin/wasmtime");
+        if !wasmtime.exists() {
+            run("venv").unwrap_or_else(|why| panic!("cannot install wasmtime: {why}"));
+        }
+        wasmtime
+    }
+
+    /// Builds the binary `bin` of the workspace package `package` for wasm32-wasip2
+    /// (debug) once per test process — a no-op when `./run.sh test` already did — and
+    /// returns the path of its `.wasm`.
+    ///
+    /// # Panics
+    /// If the build fails.
+    pub fn wasip2_binary(package: &str, bin: &str) -> PathBuf {
+        static BUILT: Mutex<Vec<(String, String)>> = Mutex::new(Vec::new());
+        let mut built = BUILT.lock().unwrap_or_else(PoisonError::into_inner);
+        let key = (package.to_owned(), bin.to_owned());
+        if !built.contains(&key) {
+            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+            let status = Command::new(cargo)
+                .current_dir(workspace_root())
+                .args(["build", "-q", "-p", package, "--bin", bin])
+                .args(["--target", "wasm32-wasip2"])
+                .status()
+                .expect("cargo runs");
+            assert!(
+                status.success(),
+                "building the wasip2 {bin} of {package} failed"
+            );
+            built.push(key);
+        }
+        let target_dir = std::env::var_os("CARGO_TARGET_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| workspace_root().join("target"));
+        target_dir.join(format!("wasm32-wasip2/debug/{bin}.wasm"))
+    }
+
     /// Runs `bash tests/setup.sh <what>` (`venv`, `corpus`, `rust` or `all`).
     ///
     /// Calls from one process are serialized; the script itself locks out other processes.

@@ -4,7 +4,6 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use anymongo::bson::doc;
@@ -16,39 +15,14 @@ use anymongo_tests::silent::SilentServer;
 use anymongo_tests::socks5::Socks5Proxy;
 use anymongo_tests::{certs, demo, round_trip, setup};
 
-/// Builds the wasip2 binary `name` of anymongo-tests once per test binary (a no-op
-/// when `./run.sh test` already did) and returns its path.
-fn wasi_binary(name: &'static str) -> PathBuf {
-    static BUILT: Mutex<Vec<&'static str>> = Mutex::new(Vec::new());
-    let mut built = BUILT.lock().unwrap_or_else(PoisonError::into_inner);
-    if !built.contains(&name) {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let status = Command::new(cargo)
-            .current_dir(setup::workspace_root())
-            .args(["build", "-q", "-p", "anymongo-tests", "--bin", name])
-            .args(["--target", "wasm32-wasip2"])
-            .status()
-            .expect("cargo runs");
-        assert!(status.success(), "building the wasip2 {name} failed");
-        built.push(name);
-    }
-    let target_dir = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| setup::workspace_root().join("target"));
-    target_dir.join(format!("wasm32-wasip2/debug/{name}.wasm"))
-}
-
-fn wasmtime() -> PathBuf {
-    let wasmtime = setup::cache_dir().join("venv/bin/wasmtime");
-    if !wasmtime.exists() {
-        setup::run("venv").unwrap();
-    }
-    wasmtime
+/// The wasip2 build of the anymongo-tests binary `name`.
+fn wasi_binary(name: &str) -> PathBuf {
+    setup::wasip2_binary("anymongo-tests", name)
 }
 
 /// `wasmtime run` with the network (names included) open to the program.
 fn wasmtime_run() -> Command {
-    let mut command = Command::new(wasmtime());
+    let mut command = Command::new(setup::wasmtime());
     command.args([
         "run",
         "-S",
@@ -227,7 +201,7 @@ async fn wasi_build_speaks_tls_through_a_socks5_proxy() {
 /// the runtime, whose threads serve the mock replica set meanwhile.
 async fn wasi_topology(uri: String, steps: &[&str]) -> String {
     let wasm = wasi_binary("topology");
-    let mut command = Command::new(wasmtime());
+    let mut command = Command::new(setup::wasmtime());
     command
         .args(["run", "-S", "inherit-network=y"])
         .arg(wasm)

@@ -7,10 +7,9 @@
 
 use std::collections::BTreeSet;
 use std::net::IpAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::sync::mpsc;
-use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use anymongo_tests::dns::{spec_records, DnsServer, Entry};
@@ -33,36 +32,6 @@ fn localhost() -> IpAddr {
     IpAddr::from([127, 0, 0, 1])
 }
 
-/// Builds the wasip2 `srv_probe` once per test binary (a no-op when `./run.sh test`
-/// already did) and returns its path.
-fn wasi_probe_path() -> PathBuf {
-    static BUILT: Mutex<bool> = Mutex::new(false);
-    let mut built = BUILT.lock().unwrap_or_else(PoisonError::into_inner);
-    if !*built {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let status = Command::new(cargo)
-            .current_dir(setup::workspace_root())
-            .args(["build", "-q", "-p", "anymongo-tests", "--bin", "srv_probe"])
-            .args(["--target", "wasm32-wasip2"])
-            .status()
-            .expect("cargo runs");
-        assert!(status.success(), "building the wasip2 srv_probe failed");
-        *built = true;
-    }
-    let target_dir = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| setup::workspace_root().join("target"));
-    target_dir.join("wasm32-wasip2/debug/srv_probe.wasm")
-}
-
-fn wasmtime() -> PathBuf {
-    let wasmtime = setup::cache_dir().join("venv/bin/wasmtime");
-    if !wasmtime.exists() {
-        setup::run("venv").unwrap();
-    }
-    wasmtime
-}
-
 /// Which build of the probe to run.
 #[derive(Debug, Clone, Copy)]
 enum Build<'a> {
@@ -77,7 +46,7 @@ fn probe(build: Build<'_>, args: &[String]) -> Vec<Value> {
     let mut command = match build {
         Build::Native => Command::new(env!("CARGO_BIN_EXE_srv_probe")),
         Build::Wasi(etc) => {
-            let mut command = Command::new(wasmtime());
+            let mut command = Command::new(setup::wasmtime());
             command.args([
                 "run",
                 "-S",
@@ -90,7 +59,7 @@ fn probe(build: Build<'_>, args: &[String]) -> Vec<Value> {
             if let Some(dir) = etc {
                 command.arg("--dir").arg(format!("{}::/etc", dir.display()));
             }
-            command.arg(wasi_probe_path());
+            command.arg(setup::wasip2_binary("anymongo-tests", "srv_probe"));
             command
         }
     };

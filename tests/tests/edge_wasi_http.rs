@@ -1,0 +1,288 @@
+//! The wasi:http edge function template (`templates/wasi-http-handler`) served by
+//! `wasmtime serve` on loopback, as its README says to run it, against SecantusDB:
+//! what it answers over HTTP, and what it wrote, read back natively.
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::process::{Child, Command, Stdio};
+use std::sync::{mpsc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use anymongo::bson::{doc, oid::ObjectId, Document};
+use anymongo_tests::{harness, server, setup};
+use serde_json::{json, Value};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// The bound on starting `wasmtime serve` (it compiles the component first) and on
+/// each request.
+const BOUND: Duration = Duration::from_secs(120);
+
+/// The database of these tests (the handler takes the connection string's).
+const DATABASE: &str = "edge_wasi_http";
+
+/// `wasmtime serve` running the handler; killed when dropped.
+struct Served {
+    child: Child,
+    address: SocketAddr,
+}
+
+impl Served {
+    /// Serves the handler on a free loopback port with `MONGODB_URI=uri`, and waits
+    /// (within [`BOUND`]) until wasmtime says where it listens.
+    fn start(uri: &str) -> Served {
+        let component = setup::wasip2_binary("wasi-http-handler", "wasi-http-handler");
+        // One start at a time: the first compiles the component into wasmtime's cache
+        // (tens of seconds for a debug build), the others then load it from there
+        // instead of each compiling it at once on the same cores.
+        static STARTING: Mutex<()> = Mutex::new(());
+        let _one_at_a_time = STARTING.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut child = Command::new(setup::wasmtime())
+            .args(["serve", "-S", "cli", "-S", "inherit-network=y"])
+            .args(["--addr", "127.0.0.1:0"])
+            .arg("--env")
+            .arg(format!("MONGODB_URI={uri}"))
+            .arg(component)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("wasmtime runs");
+        // wasmtime names the port it bound ("Serving HTTP on http://127.0.0.1:P/") on
+        // stderr; the reader then keeps draining it so that wasmtime never blocks.
+        let stderr = child.stderr.take().expect("piped");
+        let (found, address) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut found = Some(found);
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if let Some(rest) = line.strip_prefix("Serving HTTP on http://") {
+                    if let Some(sender) = found.take() {
+                        let _ = sender.send(rest.trim_end_matches('/').to_owned());
+                    }
+                }
+                eprintln!("wasmtime serve: {line}");
+            }
+        });
+        let mut served = Served {
+            child,
+            address: SocketAddr::from(([127, 0, 0, 1], 0)),
+        };
+        let announced = address
+            .recv_timeout(BOUND)
+            .unwrap_or_else(|_| panic!("wasmtime serve did not start within {BOUND:?}"));
+        served.address = announced
+            .parse()
+            .unwrap_or_else(|_| panic!("wasmtime serves on {announced:?}"));
+        served
+    }
+
+    /// Sends one request (HTTP/1.0, so the reply is neither chunked nor kept alive)
+    /// and returns its status and JSON body.
+    async fn request(&self, method: &str, path: &str, body: &str) -> (u16, Value) {
+        let reply = self.exchange(method, path, body).await;
+        (reply.status, reply.body)
+    }
+
+    /// [`Served::request`], with the reply's `Location` header.
+    async fn exchange(&self, method: &str, path: &str, body: &str) -> Reply {
+        harness::within(BOUND, async {
+            let mut stream = tokio::net::TcpStream::connect(self.address).await.unwrap();
+            let head = format!(
+                "{method} {path} HTTP/1.0\r\nHost: {}\r\nContent-Type: application/json\r\n\
+                 Content-Length: {}\r\n\r\n",
+                self.address,
+                body.len()
+            );
+            stream.write_all(head.as_bytes()).await.unwrap();
+            stream.write_all(body.as_bytes()).await.unwrap();
+            let mut reply = Vec::new();
+            stream.read_to_end(&mut reply).await.unwrap();
+            let reply = String::from_utf8(reply).expect("a UTF-8 reply");
+            let (head, body) = reply.split_once("\r\n\r\n").expect("a head and a body");
+            let status = head
+                .split(' ')
+                .nth(1)
+                .and_then(|status| status.parse().ok())
+                .unwrap_or_else(|| panic!("no status in {head:?}"));
+            assert!(
+                head.to_ascii_lowercase()
+                    .contains("content-type: application/json"),
+                "{head}"
+            );
+            let body = serde_json::from_str(body).unwrap_or_else(|_| panic!("not JSON: {body:?}"));
+            let location = head.lines().find_map(|line| {
+                let (name, value) = line.split_once(':')?;
+                name.eq_ignore_ascii_case("location")
+                    .then(|| value.trim().to_owned())
+            });
+            Reply {
+                status,
+                body,
+                location,
+            }
+        })
+        .await
+    }
+}
+
+/// What [`Served::exchange`] got back.
+struct Reply {
+    status: u16,
+    body: Value,
+    location: Option<String>,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The shared server's connection string, naming [`DATABASE`].
+fn uri() -> String {
+    format!("{}{DATABASE}", server::shared().uri())
+}
+
+/// The error message of a failure's body `{"error": "..."}`.
+fn error_of(body: &Value) -> &str {
+    body["error"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no error message in {body}"))
+}
+
+#[tokio::test]
+async fn post_then_get_round_trips_an_item_through_mongodb() {
+    let served = Served::start(&uri());
+    let created = served
+        .exchange(
+            "POST",
+            "/items",
+            r#"{"name":"tea","qty":2,"tags":["green"]}"#,
+        )
+        .await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    let id = created.body["insertedId"]["$oid"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no ObjectId in {}", created.body))
+        .to_owned();
+    assert_eq!(created.location, Some(format!("/items/{id}")));
+
+    let (status, item) = served.request("GET", &format!("/items/{id}"), "").await;
+    assert_eq!(status, 200, "{item}");
+    assert_eq!(
+        item,
+        json!({ "_id": { "$oid": id }, "name": "tea", "qty": 2, "tags": ["green"] })
+    );
+
+    // It is really on the server, fields in the order they were sent.
+    let client = anymongo_native::client(&uri()).unwrap();
+    let stored = harness::within(
+        BOUND,
+        client
+            .database(DATABASE)
+            .collection::<Document>("items")
+            .find_one(doc! { "_id": ObjectId::parse_str(&id).unwrap() }, None),
+    )
+    .await
+    .unwrap()
+    .expect("the item is stored");
+    let keys: Vec<&str> = stored.keys().map(String::as_str).collect();
+    assert_eq!(keys, ["_id", "name", "qty", "tags"]);
+
+    // A string `_id` of the client's choosing: found by it, and not inserted twice.
+    let sku = format!("sku-{}", ObjectId::new());
+    let item = format!(r#"{{"_id":"{sku}","name":"cup"}}"#);
+    let (status, created) = served.request("POST", "/items", &item).await;
+    assert_eq!((status, &created["insertedId"]), (201, &json!(sku)));
+    let (status, found) = served.request("GET", &format!("/items/{sku}"), "").await;
+    assert_eq!((status, found), (200, json!({ "_id": sku, "name": "cup" })));
+    let (status, duplicate) = served.request("POST", "/items", &item).await;
+    assert_eq!(status, 409, "{duplicate}");
+    assert!(error_of(&duplicate).contains("exists"), "{duplicate}");
+
+    // An `_id` with a space and a slash: its Location is percent-encoded, and leads to it.
+    let odd = format!("a b/{}", ObjectId::new());
+    let created = served
+        .exchange("POST", "/items", &json!({ "_id": odd }).to_string())
+        .await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    let location = created.location.expect("a Location");
+    assert!(location.starts_with("/items/a%20b%2F"), "{location}");
+    let (status, found) = served.request("GET", &location, "").await;
+    assert_eq!((status, found), (200, json!({ "_id": odd })));
+}
+
+#[tokio::test]
+async fn missing_items_unknown_routes_and_bad_input_are_json_errors() {
+    let served = Served::start(&uri());
+    let missing = ObjectId::new().to_hex();
+    let (status, body) = served
+        .request("GET", &format!("/items/{missing}"), "")
+        .await;
+    assert_eq!(status, 404, "{body}");
+    assert_eq!(error_of(&body), format!("no item with _id {missing}"));
+
+    let (status, body) = served.request("GET", "/elsewhere", "").await;
+    assert_eq!(status, 404, "{body}");
+    let (status, body) = served.request("DELETE", "/items/1", "").await;
+    assert_eq!(status, 405, "{body}");
+    let (status, body) = served.request("GET", "/items/%FF", "").await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(error_of(&body), "the id %FF is not percent-encoded UTF-8");
+
+    for (input, says) in [
+        ("{not json", "the body is not JSON"),
+        ("", "the body is not JSON"),
+        ("[1, 2]", "the body must be a JSON object"),
+        ("\u{feff}{}", "the body is not JSON"),
+        (
+            r#"{"_id": {"$oid": "not hex"}}"#,
+            "the body is not a document",
+        ),
+    ] {
+        let (status, body) = served.request("POST", "/items", input).await;
+        assert_eq!(status, 400, "{input:?}: {body}");
+        assert!(error_of(&body).starts_with(says), "{input:?}: {body}");
+    }
+}
+
+#[tokio::test]
+async fn a_server_that_is_down_is_a_503_within_server_selection_timeout() {
+    // A loopback port nothing listens on any more.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let timeout = Duration::from_millis(1000);
+    let served = Served::start(&format!(
+        "mongodb://{closed}/?serverSelectionTimeoutMS={}&connectTimeoutMS=500",
+        timeout.as_millis()
+    ));
+    let started = Instant::now();
+    let (status, body) = served.request("GET", "/items/anything", "").await;
+    let took = started.elapsed();
+    assert_eq!(status, 503, "{body}");
+    let message = error_of(&body);
+    assert!(
+        message.starts_with("no MongoDB server reachable within serverSelectionTimeoutMS"),
+        "{message}"
+    );
+    assert!(message.contains(&closed.to_string()), "{message}");
+    // The margin covers instantiating the component for the request.
+    assert!(
+        took < timeout + Duration::from_secs(2),
+        "the 503 took {took:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_handler_without_a_connection_string_says_so() {
+    // An empty `--env MONGODB_URI=` counts as not set.
+    let served = Served::start("");
+    let (status, body) = served.request("GET", "/items/anything", "").await;
+    assert_eq!(status, 500, "{body}");
+    assert!(
+        error_of(&body).starts_with("MONGODB_URI is not set"),
+        "{body}"
+    );
+}
