@@ -154,6 +154,9 @@ pub struct Connection {
     broken: bool,
     /// The request id of the last reply, when it said `moreToCome`.
     more_to_come: Option<i32>,
+    /// The request id of the streamed command whose replies are being read, while
+    /// the server streams them (see [`Connection::read_message`]).
+    streaming_request: Option<i32>,
     /// MONGODB-OIDC: the authenticator and this connection's token, kept for
     /// reauthentication (error 391).
     oidc: Option<(Arc<OidcAuthenticator>, OidcConnectionCache)>,
@@ -202,6 +205,7 @@ impl Connection {
                 hello: HelloReply::default(),
                 broken: false,
                 more_to_come: None,
+                streaming_request: None,
                 oidc: None,
                 server_api: settings.server_api.clone(),
                 compression: None,
@@ -510,6 +514,7 @@ impl Connection {
         let mut message = OpMsg::new(body);
         message.flags = MsgFlags::EXHAUST_ALLOWED;
         let frame = self.frame(&message, request_id)?;
+        self.streaming_request = Some(request_id);
         let reply = self
             .exchange(Some(&frame), request_id, clock, read_limit)
             .await?;
@@ -605,6 +610,9 @@ impl Connection {
         // A streamed reply answers the previous reply of the stream (OP_MSG spec,
         // "moreToCome").
         self.more_to_come = more_to_come.then_some(request_id);
+        if !more_to_come {
+            self.streaming_request = None;
+        }
         message
             .into_reply_document()
             .map_err(|error| self.protocol_error(error))
@@ -619,7 +627,18 @@ impl Connection {
         let body_len = header
             .body_len(self.max_message_size)
             .map_err(|error| self.protocol_error(error))?;
-        check_response_to(&header, response_to).map_err(|error| self.protocol_error(error))?;
+        // A streamed reply answers the previous reply (OP_MSG spec, "moreToCome On
+        // Responses"), but SecantusDB has every streamed reply answer the streamed
+        // command itself. Taken as the same stream, like pymongo, which does not check
+        // streamed replies' `responseTo`; refused, the monitor would lose its
+        // connection and mark the server Unknown at every second heartbeat.
+        let expected = match self.streaming_request {
+            Some(streamed) if self.more_to_come.is_some() && header.response_to == streamed => {
+                streamed
+            }
+            _ => response_to,
+        };
+        check_response_to(&header, expected).map_err(|error| self.protocol_error(error))?;
         let body = self.read_body(body_len).await?;
         let message = match header.op_code {
             // Whatever was negotiated, a reply may come compressed with any compressor
@@ -1060,6 +1079,53 @@ mod tests {
             2,
             "a broken connection sends nothing more"
         );
+    }
+
+    /// Three replies streamed to one command, each with the given `responseTo`
+    /// (`None`: the command's request id), as one server write.
+    fn streamed_replies(response_to: [Option<i32>; 3]) -> impl FnMut(&[u8]) -> Option<Vec<u8>> {
+        move |frame| {
+            let mut bytes = Vec::new();
+            for (i, answers) in response_to.into_iter().enumerate() {
+                let mut reply = OpMsg::new(RawDocumentBuf::try_from(&doc! { "ok": 1 }).unwrap());
+                if i < 2 {
+                    reply.flags = MsgFlags::MORE_TO_COME;
+                }
+                let id = 100 + i as i32;
+                bytes.extend(reply.encode(id, answers.unwrap_or(request_id(frame))));
+            }
+            Some(bytes)
+        }
+    }
+
+    fn read_stream(script: &Script) -> Result<()> {
+        let mut connection = connect(script)?;
+        let body = RawDocumentBuf::try_from(&doc! { "hello": 1, "$db": "admin" }).unwrap();
+        block_on(connection.stream_command(body, &NO_TIMEOUTS, None))?;
+        while connection.has_more_to_come() {
+            block_on(connection.next_streamed_reply(&NO_TIMEOUTS, None))?;
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn streamed_replies_answer_the_previous_reply_or_the_streamed_command() {
+        // As OP_MSG.md says: each answers the reply before it.
+        let script = Script::default()
+            .then(hello(doc! {}))
+            .then(streamed_replies([None, Some(100), Some(101)]));
+        read_stream(&script).unwrap();
+        // As SecantusDB does: each answers the command.
+        let script = Script::default()
+            .then(hello(doc! {}))
+            .then(streamed_replies([None, None, None]));
+        read_stream(&script).unwrap();
+        // Anything else is another conversation's reply.
+        let script = Script::default()
+            .then(hello(doc! {}))
+            .then(streamed_replies([None, Some(100), Some(7)]));
+        let error = read_stream(&script).unwrap_err();
+        assert!(error.to_string().contains("7"), "{error}");
     }
 
     #[test]

@@ -6,6 +6,8 @@
 //!
 //! CORPUS_DIR is laid out like pymongo's `test/` folder; it defaults to
 //! `$ANYMONGO_SPEC_DIR`, else the copy cached by `tests/setup.sh corpus`.
+//! Without `--suite`, the corpus folders left out are named too, each with its reason
+//! (`spec client-side-encryption: not run: ...`).
 //! Exits with 1 if a test failed, 2 if the corpus or a suite folder is missing.
 //! With `--verbose`, every failure and every skip is listed with its reason, not only
 //! the first failures.
@@ -13,7 +15,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anymongo_tests::spec::{self, Suite, SUITES};
+use anymongo_tests::spec::{self, Suite, NOT_RUN, SUITES};
 
 /// How many failures are shown under a suite's line.
 const SHOWN_FAILURES: usize = 5;
@@ -52,7 +54,9 @@ fn run() -> Result<ExitCode, String> {
             _ => return Err(format!("unexpected argument {arg:?} (see --help)")),
         }
     }
-    if suites.is_empty() {
+    // A run of every suite also names the corpus folders it leaves out, and why.
+    let every_suite = suites.is_empty();
+    if every_suite {
         suites = SUITES.iter().collect();
     }
     let corpus = match corpus {
@@ -106,6 +110,11 @@ fn run() -> Result<ExitCode, String> {
         passed += outcome.passed;
         failed += outcome.failed.len();
         skipped += outcome.skipped.len();
+    }
+    if every_suite {
+        for (folder, why) in NOT_RUN {
+            println!("spec {folder}: not run: {why}");
+        }
     }
     println!("spec total: {passed} passed, {failed} failed, {skipped} skipped");
     Ok(if failed > 0 {

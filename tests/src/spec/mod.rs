@@ -151,6 +151,27 @@ pub static SUITES: &[Suite] = &[
     },
 ];
 
+/// The corpus folders with tests that anymongo does not run, each with its reason;
+/// every other test file of the corpus is in a suite of [`SUITES`] (checked by a test
+/// of this module).
+pub static NOT_RUN: &[(&str, &str)] = &[
+    (
+        "client-side-encryption",
+        "the driver has no client-side field level or queryable encryption (it needs \
+         libmongocrypt and mongocryptd or crypt_shared, native libraries no wasm target has)",
+    ),
+    (
+        "data_lake",
+        "written for Atlas Data Federation (a `mongohoused` deployment), which no test \
+         server here plays",
+    ),
+    (
+        "lambda",
+        "not a test suite: the sample event of the AWS Lambda function the spec deploys \
+         to measure a driver inside Lambda",
+    ),
+];
+
 /// A suite of unified-format files, run by [`crate::unified`] against the shared
 /// test server; each test counts once.
 const fn unified(name: &'static str) -> Suite {
@@ -403,6 +424,34 @@ mod tests {
             fs::write(suite.join(file), "{}").unwrap();
         }
         corpus
+    }
+
+    /// Every JSON file of the corpus is in a suite's folder or in a folder named in
+    /// [`NOT_RUN`], so no suite of the corpus goes unrun without a reason.
+    #[test]
+    fn every_test_file_of_the_corpus_is_run_or_named_with_its_reason() {
+        let corpus = corpus_dir().unwrap();
+        let folders: Vec<&str> = SUITES
+            .iter()
+            .map(Suite::folder)
+            .chain(NOT_RUN.iter().map(|(folder, _)| *folder))
+            .collect();
+        let unclaimed: Vec<String> = json_files(&corpus)
+            .unwrap()
+            .into_iter()
+            .filter(|file| {
+                !folders
+                    .iter()
+                    .any(|folder| file.starts_with(&format!("{folder}/")))
+            })
+            .collect();
+        assert!(unclaimed.is_empty(), "{unclaimed:#?}");
+        for (folder, _) in NOT_RUN {
+            assert!(
+                corpus.join(folder).is_dir(),
+                "{folder} is not in the corpus"
+            );
+        }
     }
 
     #[test]
