@@ -288,49 +288,22 @@ pub fn read_json_object(path: &Path) -> Result<JsonTest, String> {
 }
 
 /// Runs `run_test` on each test of each JSON file under `dir` (the files' `tests`
-/// arrays), counting a test per outcome; a file for which `skip` gives a reason is
-/// skipped whole, a test for which `skip_test` gives one is skipped alone.
+/// arrays, which each file must have), counting a test per outcome; a file for which
+/// `skip` gives a reason is skipped whole, a test for which `skip_test` gives one is
+/// skipped alone. A test is reported by its description.
 pub fn run_json_tests(
     dir: &Path,
     skip: impl Fn(&str) -> Option<&'static str>,
     skip_test: impl Fn(&JsonTest) -> Option<&'static str>,
     run_test: impl Fn(&JsonTest) -> Result<(), String>,
 ) -> SuiteOutcome {
-    let mut outcome = SuiteOutcome::default();
-    let mut per_file = run_json_files(
+    run_cases(
         dir,
-        |_| true,
-        |_| None,
-        |file, json| {
-            if let Some(reason) = skip(file) {
-                outcome.skipped.push((file.to_owned(), reason.to_owned()));
-                return Ok(());
-            }
-            for test in tests_of(json)? {
-                let description = test
-                    .get("description")
-                    .and_then(serde_json::Value::as_str)
-                    .unwrap_or("(no description)");
-                if let Some(reason) = skip_test(&test) {
-                    outcome
-                        .skipped
-                        .push((file.to_owned(), format!("{description}: {reason}")));
-                    continue;
-                }
-                match run_test(&test) {
-                    Ok(()) => outcome.passed += 1,
-                    Err(why) => outcome
-                        .failed
-                        .push((file.to_owned(), format!("{description}: {why}"))),
-                }
-            }
-            Ok(())
-        },
-    );
-    // Files count through their tests; what remains are files that could not be read.
-    per_file.passed = 0;
-    outcome.failed.append(&mut per_file.failed);
-    outcome
+        skip,
+        Arrays::Tests,
+        |_, test| skip_test(test).map(str::to_owned),
+        |_, _, test| run_test(test),
+    )
 }
 
 /// Runs `run_case` on each case of the arrays named in `arrays` of each JSON file under
@@ -345,15 +318,46 @@ pub fn run_json_cases(
     skip_case: impl Fn(&str, &JsonTest) -> Option<String>,
     run_case: impl Fn(&JsonTest, &str, &JsonTest) -> Result<(), String>,
 ) -> SuiteOutcome {
+    run_cases(dir, |_| None, Arrays::Named(arrays), skip_case, run_case)
+}
+
+/// Where the cases of a file are, for [`run_cases`].
+enum Arrays<'a> {
+    /// In its `tests` array, which it must have; a case is labelled by its description.
+    Tests,
+    /// In those of these arrays it has; a case is labelled `array: description`.
+    Named(&'a [&'a str]),
+}
+
+/// What [`run_json_tests`] and [`run_json_cases`] share: files skipped whole by
+/// `skip_file`, cases by `skip_case`, the rest run by `run_case` (given the file's
+/// content, the array's name and the case), a test per case; a file that cannot be
+/// read, or whose arrays are not arrays of objects, fails.
+fn run_cases(
+    dir: &Path,
+    skip_file: impl Fn(&str) -> Option<&'static str>,
+    arrays: Arrays,
+    skip_case: impl Fn(&str, &JsonTest) -> Option<String>,
+    run_case: impl Fn(&JsonTest, &str, &JsonTest) -> Result<(), String>,
+) -> SuiteOutcome {
     let mut outcome = SuiteOutcome::default();
+    let (names, labelled): (&[&str], bool) = match arrays {
+        Arrays::Tests => (&["tests"], false),
+        Arrays::Named(names) => (names, true),
+    };
     let mut per_file = run_json_files(
         dir,
         |_| true,
         |_| None,
         |file, json| {
-            for &array in arrays {
+            if let Some(reason) = skip_file(file) {
+                outcome.skipped.push((file.to_owned(), reason.to_owned()));
+                return Ok(());
+            }
+            for &array in names {
                 let cases = match json.get(array) {
-                    None => continue,
+                    None if labelled => continue,
+                    None => return Err(format!("the file has no '{array}' array")),
                     Some(serde_json::Value::Array(cases)) => cases,
                     Some(_) => return Err(format!("'{array}' is not an array")),
                 };
@@ -365,7 +369,10 @@ pub fn run_json_cases(
                         .get("description")
                         .and_then(serde_json::Value::as_str)
                         .unwrap_or("(no description)");
-                    let label = format!("{array}: {description}");
+                    let label = match labelled {
+                        true => format!("{array}: {description}"),
+                        false => description.to_owned(),
+                    };
                     if let Some(reason) = skip_case(file, case) {
                         outcome
                             .skipped
@@ -387,22 +394,6 @@ pub fn run_json_cases(
     per_file.passed = 0;
     outcome.failed.append(&mut per_file.failed);
     outcome
-}
-
-/// The `tests` array of a JSON spec file.
-fn tests_of(json: &JsonTest) -> Result<Vec<JsonTest>, String> {
-    let tests = json
-        .get("tests")
-        .and_then(serde_json::Value::as_array)
-        .ok_or("the file has no 'tests' array")?;
-    tests
-        .iter()
-        .map(|test| {
-            test.as_object()
-                .cloned()
-                .ok_or_else(|| "a test is not an object".to_owned())
-        })
-        .collect()
 }
 
 #[cfg(test)]

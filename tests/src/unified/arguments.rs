@@ -221,6 +221,15 @@ pub fn known_arguments(operation: &Operation, known: &[&str]) -> Result<(), Abor
     check_known(&operation.name, &operation.arguments, known)
 }
 
+/// The string argument `key` a special operation (one read without [`Arguments`])
+/// requires.
+pub fn required_str<'a>(operation: &'a Operation, key: &str) -> Result<&'a str, Abort> {
+    operation
+        .arguments
+        .get_str(key)
+        .map_err(|_| Abort::Failed(format!("{} needs a string {key}", operation.name)))
+}
+
 fn check_known(name: &str, arguments: &Document, known: &[&str]) -> Result<(), Abort> {
     match arguments.keys().find(|key| !known.contains(&key.as_str())) {
         Some(key) => Err(Abort::Unsupported(format!(

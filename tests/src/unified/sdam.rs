@@ -7,7 +7,7 @@ use std::time::Duration;
 use anymongo::rt::BoxFuture;
 use anymongo::ServerAddress;
 
-use super::arguments::known_arguments;
+use super::arguments::{known_arguments, required_str};
 use super::entities::{self, Entity};
 use super::model::Operation;
 use super::operations::{Context, Returned};
@@ -17,14 +17,6 @@ use super::Abort;
 /// "waitForPrimaryChange": "a default timeout of 10 seconds MUST be used").
 const WAIT_FOR_PRIMARY_CHANGE_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// A required string argument of `operation`.
-fn string<'a>(operation: &'a Operation, key: &str) -> Result<&'a str, Abort> {
-    operation
-        .arguments
-        .get_str(key)
-        .map_err(|_| Abort::Failed(format!("{} needs a string {key}", operation.name)))
-}
-
 /// Spec "recordTopologyDescription": saves the client's current topology description
 /// as an entity.
 pub fn record_topology_description<'a>(
@@ -33,8 +25,8 @@ pub fn record_topology_description<'a>(
 ) -> BoxFuture<'a, Result<Returned, Abort>> {
     Box::pin(async move {
         known_arguments(operation, &["client", "id"])?;
-        let client = string(operation, "client")?;
-        let id = string(operation, "id")?;
+        let client = required_str(operation, "client")?;
+        let id = required_str(operation, "id")?;
         let description = context
             .entities
             .client(client)?
@@ -53,8 +45,8 @@ pub fn assert_topology_type<'a>(
 ) -> BoxFuture<'a, Result<Returned, Abort>> {
     Box::pin(async move {
         known_arguments(operation, &["topologyDescription", "topologyType"])?;
-        let id = string(operation, "topologyDescription")?;
-        let expected = string(operation, "topologyType")?;
+        let id = required_str(operation, "topologyDescription")?;
+        let expected = required_str(operation, "topologyType")?;
         let actual = context.entities.topology_description(id)?.topology_type;
         match actual.name() == expected {
             true => Ok(Ok(None)),
@@ -77,8 +69,8 @@ pub fn wait_for_primary_change<'a>(
             operation,
             &["client", "priorTopologyDescription", "timeoutMS"],
         )?;
-        let client = string(operation, "client")?;
-        let prior = string(operation, "priorTopologyDescription")?;
+        let client = required_str(operation, "client")?;
+        let prior = required_str(operation, "priorTopologyDescription")?;
         let within = match operation.arguments.get("timeoutMS") {
             Some(millis) => entities::timeout_ms(millis, "waitForPrimaryChange")?,
             None => WAIT_FOR_PRIMARY_CHANGE_TIMEOUT,

@@ -15,7 +15,7 @@ use anymongo::rt::BoxFuture;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use super::arguments::known_arguments;
+use super::arguments::{known_arguments, required_str};
 use super::model::Operation;
 use super::operations::{Context, Returned};
 use super::{run_operation, Abort};
@@ -66,14 +66,6 @@ impl Drop for ThreadEntity {
     }
 }
 
-/// The `thread` argument of `runOnThread` and `waitForThread`.
-fn thread_argument(operation: &Operation) -> Result<&str, Abort> {
-    operation
-        .arguments
-        .get_str("thread")
-        .map_err(|_| Abort::Failed(format!("{} needs a thread", operation.name)))
-}
-
 /// Spec "runOnThread": schedules the operation on the thread and returns at once.
 pub fn run_on_thread<'a>(
     operation: &'a Operation,
@@ -81,7 +73,7 @@ pub fn run_on_thread<'a>(
 ) -> BoxFuture<'a, Result<Returned, Abort>> {
     Box::pin(async move {
         known_arguments(operation, &["thread", "operation"])?;
-        let id = thread_argument(operation)?;
+        let id = required_str(operation, "thread")?;
         let scheduled = operation
             .arguments
             .get_document("operation")
@@ -111,7 +103,7 @@ pub fn wait_for_thread<'a>(
 ) -> BoxFuture<'a, Result<Returned, Abort>> {
     Box::pin(async move {
         known_arguments(operation, &["thread"])?;
-        let id = thread_argument(operation)?;
+        let id = required_str(operation, "thread")?;
         let thread = context.entities.thread_mut(id)?;
         thread.jobs = None;
         let ended = tokio::time::timeout(WAIT_FOR_THREAD_TIMEOUT, &mut thread.task).await;
