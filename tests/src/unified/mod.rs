@@ -141,10 +141,12 @@ pub struct Deployment {
 ///   `rediscover-quickly-after-step-down` for another member to become primary
 ///   (logging-replicaset.json's "Failing heartbeat" sets a fail point on hello, which
 ///   only the server itself honours, and runs against it);
+/// - server_selection_logging's replica-set.json, which waits for the four topology
+///   changes of discovering three members;
 /// - hello-timeout.json's "Driver extends timeout while streaming", which needs a
 ///   server that streams hellos as OP_MSG.md says: SecantusDB's streamed replies answer
-///   the first request, not the previous reply, which the driver refuses (a SecantusDB
-///   gap, docs/UNIFIED_GAPS.md), where the set's members stream them right.
+///   the first request, not the previous reply (docs/UNIFIED_GAPS.md), where the set's
+///   members stream them right.
 pub const THREE_MEMBER_SET_TESTS: &[(&str, &str, &str)] = &[
     (
         "discovery_and_monitoring",
@@ -171,6 +173,7 @@ pub const THREE_MEMBER_SET_TESTS: &[(&str, &str, &str)] = &[
         "hello-timeout.json",
         "Driver extends timeout while streaming",
     ),
+    ("server_selection_logging", "replica-set.json", ""),
 ];
 
 /// Whether the test `description` of `file` in `suite` is one of
