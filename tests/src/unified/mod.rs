@@ -1000,7 +1000,7 @@ mod tests {
         let corpus = crate::spec::corpus_dir().unwrap();
         let suites = crate::spec::SUITES
             .iter()
-            .map(|suite| suite.name)
+            .map(crate::spec::Suite::folder)
             .chain([
                 "read_write_concern/operation",
                 "read_write_concern/write-concern-errors",
