@@ -24,6 +24,8 @@
 //! - [`unified`]: the runner of the Unified Test Format's files.
 //! - [`reply_loss`]: a proxy in front of SecantusDB that loses the replies of
 //!   chosen inserts after the server ran them, for live exactly-once tests.
+//! - [`latency`]: a proxy that delays each direction and records who waited for whom,
+//!   and the count of the round trips a request spent.
 //! - [`silent`]: a server that accepts connections and never answers, for the
 //!   `timeoutMS` tests.
 //! - [`demo`]: the demo's script, shared by its native and WASI builds.
@@ -48,6 +50,8 @@ pub mod fake;
 pub mod fuzz;
 #[cfg(not(target_os = "wasi"))]
 pub mod harness;
+#[cfg(not(target_os = "wasi"))]
+pub mod latency;
 #[cfg(not(target_os = "wasi"))]
 pub mod lb_proxy;
 #[cfg(not(target_os = "wasi"))]
