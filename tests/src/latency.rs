@@ -46,6 +46,7 @@
 //! the deeper one, which on the cold path it is not.
 
 use std::fmt;
+use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -261,6 +262,33 @@ async fn pipe(
         let _ = write.shutdown().await;
     };
     tokio::join!(reader, writer);
+}
+
+/// The child's side of a cold request measured behind the proxy (the `cold_request`
+/// binary runs one child per driver): runs `cold` (creating a client and finding a
+/// document, timed from before the client exists) and prints `cold MS`; then, after a
+/// line on stdin (the parent marks where the warm request's flights begin before
+/// sending it), runs `warm` on the client and prints `warm MS`.
+pub async fn cold_then_warm<C, Warm>(
+    cold: impl Future<Output = Result<C, String>>,
+    warm: impl FnOnce(C) -> Warm,
+) -> Result<(), String>
+where
+    Warm: Future<Output = Result<(), String>>,
+{
+    let ms = |start: Instant| start.elapsed().as_secs_f64() * 1e3;
+    let start = Instant::now();
+    let client = cold.await?;
+    println!("cold {:.1}", ms(start));
+    let mut go = String::new();
+    tokio::task::spawn_blocking(move || std::io::stdin().read_line(&mut go))
+        .await
+        .map_err(|e| e.to_string())?
+        .map_err(|e| format!("cannot read stdin: {e}"))?;
+    let start = Instant::now();
+    warm(client).await?;
+    println!("warm {:.1}", ms(start));
+    Ok(())
 }
 
 /// The round trips on the critical path of what happened within `from..=to` (times
