@@ -18,7 +18,10 @@
 //! # Flights
 //!
 //! A flight is a run of bytes in one direction that starts after bytes went the other
-//! way (or, for a connection's first, after the connect). Its [`Flight::sent`] is when
+//! way (or, for a connection's first, after the connect). A side's close (its FIN,
+//! delayed like its bytes) is a flight of 0 bytes of its own, so that what the other
+//! side sends in answer (a TLS close_notify) is not taken for the end of its last
+//! reply. Its [`Flight::sent`] is when
 //! its first byte left its sender (for client→server bytes, no sooner than the
 //! connect completed, as above); its [`Flight::delivered`] when its last byte reached
 //! the other end. All times are since the proxy started.
@@ -32,21 +35,20 @@
 //!   round trip. Its depth is 1 more than that of the server→client flight, on any
 //!   connection, delivered last before the open (the reply that made the client open
 //!   it, e.g. the hello that selected the server), or 1 when there is none in the window.
-//! - Each client→server flight had to wait for what came before it on its connection
+//! - Each client→server flight (but a close) had to wait for what came before it on its connection
 //!   (the SYN/ACK, or a server→client flight): its depth is 1 more than the connection's
 //!   previous client→server flight or open. A flight on a connection opened before the
 //!   window (a pooled connection) has depth 1 when it is the first in the window.
 //! - A server→client flight answers its connection's last client→server flight (or
 //!   open) and has its depth.
 //!
-//! The request's round trips are the depth of the deepest server→client flight
-//! delivered within the window: the result, which waited for every reply before it.
+//! The request's round trips are the depth of the deepest server→client flight (but a
+//! close) delivered within the window: the result, which waited for every reply before it.
 //! Flights that started before the window, and replies delivered after it, are left
 //! out: a concurrent background chain (a monitor's next check) only counts if it is
 //! the deeper one, which on the cold path it is not.
 
 use std::fmt;
-use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -71,7 +73,7 @@ pub enum Direction {
 pub struct Flight {
     /// Which way it went.
     pub direction: Direction,
-    /// How many bytes it carried.
+    /// How many bytes it carried; 0 for a close (FIN).
     pub bytes: usize,
     /// When its first byte left its sender, since the proxy started.
     pub sent: Duration,
@@ -209,12 +211,13 @@ struct Recorder {
 impl Recorder {
     /// Records a chunk of `bytes` going `direction`, sent at `sent` and delivered at
     /// `delivered`: a new flight when the last one went the other way.
+    /// A close (`bytes` 0) is always a flight of its own.
     fn record(&self, direction: Direction, bytes: usize, sent: Instant, delivered: Instant) {
         let mut log = lock(&self.log);
         let flights = &mut log[self.index].flights;
         let delivered = delivered - self.started;
         match flights.last_mut() {
-            Some(last) if last.direction == direction => {
+            Some(last) if last.direction == direction && last.bytes > 0 && bytes > 0 => {
                 last.bytes += bytes;
                 last.delivered = delivered;
             }
@@ -229,8 +232,8 @@ impl Recorder {
 }
 
 /// Relays `read` to `write`, each chunk delivered `one_way` after it was sent (read,
-/// or `earliest` if later), until `read` ends or either side fails; then shuts `write`
-/// down. Reading goes on while earlier chunks wait for their time.
+/// or `earliest` if later), until `read` ends (then shuts `write` down, as late) or
+/// either side fails. Reading goes on while earlier chunks wait for their time.
 async fn pipe(
     mut read: OwnedReadHalf,
     mut write: OwnedWriteHalf,
@@ -242,53 +245,31 @@ async fn pipe(
     let (chunks, mut due) = mpsc::unbounded_channel::<(Instant, Vec<u8>)>();
     let reader = async move {
         let mut buffer = vec![0; 64 * 1024];
-        while let Ok(n @ 1..) = read.read(&mut buffer).await {
+        loop {
+            // An error ends the connection like a close.
+            let n = read.read(&mut buffer).await.unwrap_or(0);
             let sent = Instant::now().max(earliest);
             recorder.record(direction, n, sent, sent + one_way);
-            if chunks.send((sent + one_way, buffer[..n].to_vec())).is_err() {
+            // An empty chunk is the close.
+            if chunks.send((sent + one_way, buffer[..n].to_vec())).is_err() || n == 0 {
                 break;
             }
         }
-        // Dropping `chunks` lets the writer finish what is in flight, then stop.
     };
     let writer = async move {
         while let Some((at, bytes)) = due.recv().await {
             tokio::time::sleep_until(at).await;
+            if bytes.is_empty() {
+                let _ = write.shutdown().await;
+                return;
+            }
             if write.write_all(&bytes).await.is_err() {
                 // The receiving side is gone: stop reading too (dropping `due`).
                 return;
             }
         }
-        let _ = write.shutdown().await;
     };
     tokio::join!(reader, writer);
-}
-
-/// The child's side of a cold request measured behind the proxy (the `cold_request`
-/// binary runs one child per driver): runs `cold` (creating a client and finding a
-/// document, timed from before the client exists) and prints `cold MS`; then, after a
-/// line on stdin (the parent marks where the warm request's flights begin before
-/// sending it), runs `warm` on the client and prints `warm MS`.
-pub async fn cold_then_warm<C, Warm>(
-    cold: impl Future<Output = Result<C, String>>,
-    warm: impl FnOnce(C) -> Warm,
-) -> Result<(), String>
-where
-    Warm: Future<Output = Result<(), String>>,
-{
-    let ms = |start: Instant| start.elapsed().as_secs_f64() * 1e3;
-    let start = Instant::now();
-    let client = cold.await?;
-    println!("cold {:.1}", ms(start));
-    let mut go = String::new();
-    tokio::task::spawn_blocking(move || std::io::stdin().read_line(&mut go))
-        .await
-        .map_err(|e| e.to_string())?
-        .map_err(|e| format!("cannot read stdin: {e}"))?;
-    let start = Instant::now();
-    warm(client).await?;
-    println!("warm {:.1}", ms(start));
-    Ok(())
 }
 
 /// The round trips on the critical path of what happened within `from..=to` (times
@@ -298,7 +279,7 @@ pub fn round_trips(connections: &[Connection], from: Duration, to: Duration) -> 
         .iter()
         .zip(connections)
         .flat_map(|(depths, connection)| depths.iter().zip(&connection.flights))
-        .filter(|(_, flight)| flight.direction == Direction::ToClient)
+        .filter(|(_, flight)| flight.direction == Direction::ToClient && flight.bytes > 0)
         .filter(|(_, flight)| flight.sent >= from && flight.delivered <= to)
         .map(|(depth, _)| *depth)
         .max()
@@ -350,6 +331,8 @@ fn depths(connections: &[Connection], from: Duration) -> Vec<Vec<usize>> {
             Event::Flight(c, f) => {
                 let flight = &connections[c].flights[f];
                 depths[c][f] = match flight.direction {
+                    // A close waits for nothing and starts no round trip.
+                    Direction::ToServer if flight.bytes == 0 => last_client[c],
                     Direction::ToServer => {
                         last_client[c] += 1;
                         last_client[c]
@@ -394,11 +377,10 @@ impl fmt::Display for FlightLog<'_> {
                         Direction::ToServer => "c>s",
                         Direction::ToClient => "s>c",
                     };
-                    format!(
-                        "{arrow} {} B @{:.0} [{depth}]",
-                        flight.bytes,
-                        ms(flight.sent)
-                    )
+                    match flight.bytes {
+                        0 => format!("{arrow} FIN @{:.0}", ms(flight.sent)),
+                        bytes => format!("{arrow} {bytes} B @{:.0} [{depth}]", ms(flight.sent)),
+                    }
                 })
                 .collect();
             if flights.is_empty() && !in_window(connection.opened) {
@@ -502,6 +484,29 @@ mod tests {
         let monitor = ping_pong(0, &[300, 2000, 400, 500]);
         let log = [monitor, pooled];
         assert_eq!(round_trips(&log, warm_from, warm_from + 50 * MS), 1);
+        // The client closing and the server answering with a close_notify: not a
+        // round trip, and not part of the reply before.
+        let mut closed = log[1].clone();
+        for (direction, bytes, sent) in [(ToServer, 0, 1051), (ToClient, 24, 1077)] {
+            closed.flights.push(Flight {
+                direction,
+                bytes,
+                sent: sent * MS,
+                delivered: (sent + 25) * MS,
+            });
+        }
+        let closing = [log[0].clone(), closed];
+        assert_eq!(round_trips(&closing, warm_from, Duration::MAX), 1);
+        let text = FlightLog {
+            connections: &closing,
+            from: warm_from,
+            to: Duration::MAX,
+        }
+        .to_string();
+        assert!(
+            text.contains("[1], c>s FIN @51, s>c 24 B @77 [1]"),
+            "{text}"
+        );
         // A warm request that must open a connection: 4 (TCP, TLS, hello, find).
         let fresh = ping_pong(1000, &[300, 2000, 400, 500, 100, 200]);
         let log = [log[0].clone(), log[1].clone(), fresh];
@@ -572,5 +577,18 @@ mod tests {
         }
         assert!(log[0].flights[0].sent >= log[0].opened + 2 * one_way);
         assert_eq!(round_trips(&log, from, to), 3);
+
+        // The client's close reaches the echo a one-way time later, and the echo's
+        // close comes back another later; each is a flight of its own.
+        client.shutdown().await.unwrap();
+        let closed = proxy.elapsed();
+        assert_eq!(client.read(&mut [0; 16]).await.unwrap(), 0);
+        assert!(proxy.elapsed() - closed >= 2 * one_way);
+        let flights: Vec<(Direction, usize)> = proxy.connections()[0]
+            .flights
+            .iter()
+            .map(|flight| (flight.direction, flight.bytes))
+            .collect();
+        assert_eq!(flights[4..], [(ToServer, 0), (ToClient, 0)]);
     }
 }
