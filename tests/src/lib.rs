@@ -24,11 +24,15 @@
 //! - [`unified`]: the runner of the Unified Test Format's files.
 //! - [`reply_loss`]: a proxy in front of SecantusDB that loses the replies of
 //!   chosen inserts after the server ran them, for live exactly-once tests.
+//! - [`latency`]: a proxy that delays each direction and records who waited for whom,
+//!   and the count of the round trips a request spent.
 //! - [`silent`]: a server that accepts connections and never answers, for the
 //!   `timeoutMS` tests.
 //! - [`demo`]: the demo's script, shared by its native and WASI builds.
 //! - [`round_trip`]: a typed document with every kind of field through `insert_one`
 //!   and `find_one`, shared by the native test and the `round_trip` WASI binary.
+//! - [`cold_request`]: the child's side of the `cold_request` binary's measurement
+//!   (a cold and a warm request behind [`latency`]'s proxy), native and WASI.
 //! - [`probe`]: a scripted series of operations that reports the topology after each,
 //!   run by the `topology` binary natively and under WASI.
 //! - [`setup`]: the cache of tools installed by `tests/setup.sh`.
@@ -37,6 +41,7 @@
 
 #[cfg(not(target_os = "wasi"))]
 pub mod certs;
+pub mod cold_request;
 #[cfg(not(target_os = "wasi"))]
 pub mod compression;
 pub mod demo;
@@ -48,6 +53,8 @@ pub mod fake;
 pub mod fuzz;
 #[cfg(not(target_os = "wasi"))]
 pub mod harness;
+#[cfg(not(target_os = "wasi"))]
+pub mod latency;
 #[cfg(not(target_os = "wasi"))]
 pub mod lb_proxy;
 #[cfg(not(target_os = "wasi"))]
@@ -117,15 +124,25 @@ pub mod setup {
     /// # Panics
     /// If the build fails.
     pub fn wasip2_binary(package: &str, bin: &str) -> PathBuf {
-        static BUILT: Mutex<Vec<(String, String)>> = Mutex::new(Vec::new());
+        wasip2_binary_of_profile(package, bin, false)
+    }
+
+    /// [`wasip2_binary`], optimized (the release profile) when `release`: for
+    /// measurements.
+    ///
+    /// # Panics
+    /// If the build fails.
+    pub fn wasip2_binary_of_profile(package: &str, bin: &str, release: bool) -> PathBuf {
+        static BUILT: Mutex<Vec<(String, String, bool)>> = Mutex::new(Vec::new());
         let mut built = BUILT.lock().unwrap_or_else(PoisonError::into_inner);
-        let key = (package.to_owned(), bin.to_owned());
+        let key = (package.to_owned(), bin.to_owned(), release);
         if !built.contains(&key) {
             let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
             let status = Command::new(cargo)
                 .current_dir(workspace_root())
                 .args(["build", "-q", "-p", package, "--bin", bin])
                 .args(["--target", "wasm32-wasip2"])
+                .args(release.then_some("--release"))
                 .status()
                 .expect("cargo runs");
             assert!(
@@ -137,7 +154,8 @@ pub mod setup {
         let target_dir = std::env::var_os("CARGO_TARGET_DIR")
             .map(PathBuf::from)
             .unwrap_or_else(|| workspace_root().join("target"));
-        target_dir.join(format!("wasm32-wasip2/debug/{bin}.wasm"))
+        let profile = if release { "release" } else { "debug" };
+        target_dir.join(format!("wasm32-wasip2/{profile}/{bin}.wasm"))
     }
 
     /// Runs `bash tests/setup.sh <what>` (`venv`, `corpus`, `rust` or `all`).

@@ -41,6 +41,42 @@ pub fn child(driver: &str, uri: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// The child of the cold request at a distance (`--cold-request-child DRIVER URI`, run
+/// by `anymongo-tests`' `cold_request` binary behind its latency proxy): a fresh
+/// client finds the TWEET with `_id` 1 and prints `cold MS` (from creating the client
+/// to the result); after a line on stdin, finds it again and prints `warm MS`
+/// (`anymongo_tests::cold_request::cold_then_warm`).
+pub fn request_child(driver: &str, uri: &str) -> Result<(), String> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    runtime.block_on(async {
+        let requests = async {
+            match driver {
+                Anymongo::NAME => cold_then_warm::<Anymongo>(uri).await,
+                Official::NAME => cold_then_warm::<Official>(uri).await,
+                other => Err(format!("unknown driver {other}")),
+            }
+        };
+        tokio::time::timeout(CHILD_TIMEOUT, requests)
+            .await
+            .map_err(|_| format!("no warm result within {CHILD_TIMEOUT:?}"))?
+    })
+}
+
+async fn cold_then_warm<D: Driver>(uri: &str) -> Result<(), String> {
+    let cold = async {
+        let driver = D::connect(uri).await?;
+        driver.find_one_by_id(1).await?;
+        Ok(driver)
+    };
+    anymongo_tests::cold_request::cold_then_warm(cold, |driver: D| async move {
+        driver.find_one_by_id(1).await
+    })
+    .await
+}
+
 async fn first_find<D: Driver>(uri: &str) -> Result<(), String> {
     let driver = D::connect(uri).await?;
     driver.find_one_by_id(1).await

@@ -128,6 +128,19 @@ pub fn main() -> ExitCode {
                 }
             };
         }
+        if first == "--cold-request-child" {
+            let (driver, uri) = (
+                args.next().unwrap_or_default(),
+                args.next().unwrap_or_default(),
+            );
+            return match cold::request_child(&driver, &uri) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(message) => {
+                    eprintln!("cold request: {message}");
+                    ExitCode::FAILURE
+                }
+            };
+        }
     }
     let settings = match Settings::from_args(std::env::args().skip(1)) {
         Ok(Some(settings)) => settings,
