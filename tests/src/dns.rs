@@ -330,7 +330,9 @@ impl anymongo::rt::Transport for ResolvingTransport {
                 })?;
                 target.host = ip.to_string();
             }
-            anymongo_native::TokioTransport.connect(&target).await
+            anymongo_native::TokioTransport::default()
+                .connect(&target)
+                .await
         })
     }
 }
