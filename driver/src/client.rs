@@ -161,7 +161,7 @@ impl Client {
     pub fn with_config(
         options: ClientOptions,
         config: ClientConfig,
-        runtime: Runtime,
+        mut runtime: Runtime,
     ) -> Result<Client> {
         // Before validate(): resolved mongodb+srv options (several hosts) fail it with a
         // less helpful message. Resolution awaits DNS, which a sync constructor cannot.
@@ -181,6 +181,11 @@ impl Client {
             }
             _ => None,
         };
+        // The client's own transport, if the host gives one: its TLS sessions are
+        // resumed by this client's connections only.
+        if let Some(transport) = runtime.transport.for_client() {
+            runtime.transport = transport;
+        }
         let settings = ConnectionSettings::new(&options, &runtime, oidc.clone());
         let handlers = EventHandlers {
             sdam: config.sdam_event_handler,

@@ -241,6 +241,16 @@ pub trait Transport: MaybeSend + MaybeSync {
             ))
         })
     }
+
+    /// The transport a new client opens all its connections with, monitoring ones
+    /// included; called once per client. A host whose TLS keeps state across
+    /// connections returns a transport of the client's own, so that no two clients
+    /// share it: the hosts that use the `tls` module keep their rustls configurations
+    /// there, and with them the TLS sessions later connections resume (see
+    /// `tls::ClientConfigs`). The default, `None`, shares this transport.
+    fn for_client(&self) -> Option<Arc<dyn Transport>> {
+        None
+    }
 }
 
 /// One SRV record.

@@ -331,6 +331,10 @@ async fn discover(
 ) -> Result<SeedList> {
     let hostname = srv_hostname(options)?;
     let txt_name = hostname.to_owned();
+    // Both at once (the spec orders neither before the other): discovery then costs one
+    // DNS round trip, not two. Their results are judged in the order of the spec's
+    // steps — the SRV answer first, then the TXT one — so that a failure of either
+    // gives the error that order of steps gives.
     let (found, txt) = futures::future::join(
         lookup_hosts(options, resolver, clock, timeout),
         bounded(

@@ -8,6 +8,15 @@
 //! `tlsCAFile` ([`TrustedRoots`]: its operating system's store where it can read it,
 //! else the Mozilla roots compiled in).
 //!
+//! One client's connections share one rustls configuration per distinct
+//! [`TlsOptions`] ([`ClientConfigs`], which the host keeps per client, see
+//! [`Transport::for_client`](crate::rt::Transport::for_client)), and with it rustls'
+//! in-memory session cache: after the first handshake with a server, later connections
+//! of the same client resume its session (TLS 1.3 tickets, TLS 1.2 session ids) and
+//! skip the certificate exchange. Each handshake is logged at debug level under the
+//! target `anymongo::tls`, with the fields `server` and `handshake` (`Full`,
+//! `FullWithHelloRetryRequest` or `Resumed`).
+//!
 //! The URI Options spec's TLS options, as rustls honours them:
 //!
 //! - `tlsAllowInvalidCertificates`: any server certificate is accepted — untrusted,
@@ -27,7 +36,7 @@
 //!   revocation check happens in the first place.
 
 use std::io::{self, Read, Write};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::client::WebPkiServerVerifier;
@@ -40,6 +49,10 @@ use rustls::{
 };
 
 use crate::rt::{boxed, BoxFuture, ConnectTarget, PemSource, Stream, TlsError, TlsOptions};
+use crate::sync::lock;
+
+/// The `tracing` target of the handshake log line (see the module docs).
+const LOG_TARGET: &str = "anymongo::tls";
 
 /// Size of the buffer ciphertext is read into: one maximal TLS record and its overhead.
 const READ_CHUNK: usize = 16 * 1024 + 512;
@@ -122,29 +135,75 @@ impl TrustedRoots {
     }
 }
 
+/// The rustls configurations of one client's TLS connections, one per distinct
+/// [`TlsOptions`] (a client has one; `Vec` rather than a map, as options are neither
+/// `Hash` nor `Ord`), each built on the client's first connection with those options
+/// and then shared by all of them, monitoring connections included: rustls keeps its
+/// session cache (the default in-memory [`rustls::client::Resumption`]) in the
+/// configuration, so sharing it is what lets later connections resume a session.
+///
+/// A host keeps one per client ([`Transport::for_client`](crate::rt::Transport::for_client)),
+/// never one for the process: a resumed session skips certificate verification, so a
+/// session must not outlive the options (and the client) that verified it. Clones
+/// share the configurations.
+#[derive(Debug, Clone, Default)]
+pub struct ClientConfigs {
+    built: Arc<Mutex<Vec<BuiltConfig>>>,
+}
+
+/// A configuration, and the options it was built for.
+type BuiltConfig = (TlsOptions, Arc<ClientConfig>);
+
+impl ClientConfigs {
+    /// The configuration for `options`, built with `build` the first time. A failure
+    /// is not kept: each connection tries again, and reports its own error.
+    fn get_or_build(
+        &self,
+        options: &TlsOptions,
+        build: impl FnOnce() -> io::Result<Arc<ClientConfig>>,
+    ) -> io::Result<Arc<ClientConfig>> {
+        if let Some((_, config)) = lock(&self.built).iter().find(|(built, _)| built == options) {
+            return Ok(config.clone());
+        }
+        // Built outside the lock (it reads files); two first connections racing build
+        // twice, and the first one kept wins, so that later ones share its sessions.
+        let config = build()?;
+        let mut built = lock(&self.built);
+        if let Some((_, kept)) = built.iter().find(|(built, _)| built == options) {
+            return Ok(kept.clone());
+        }
+        built.push((options.clone(), config.clone()));
+        Ok(config)
+    }
+}
+
 /// Returns `stream` as is when `target` asks for no TLS, and otherwise runs the TLS
-/// handshake over it, trusting the authorities `target` names (a `tlsCAFile` is read
+/// handshake over it with the client's configuration for its options from `configs`,
+/// built on first use trusting the authorities `target` names (a `tlsCAFile` is read
 /// with the host's `read_file`) or else `roots`, the host's default.
 pub async fn secure(
     stream: Box<dyn Stream>,
     target: &ConnectTarget,
+    configs: &ClientConfigs,
     read_file: impl Fn(&str) -> io::Result<Vec<u8>>,
     roots: &TrustedRoots,
 ) -> io::Result<Box<dyn Stream>> {
     let Some(options) = &target.tls else {
         return Ok(stream);
     };
-    let ca = read_pem(options.ca_pem.as_ref(), "tlsCAFile", &read_file)?;
-    let identity = read_pem(
-        options.certificate_key.as_ref(),
-        "tlsCertificateKeyFile",
-        &read_file,
-    )?;
-    let trusted = match &ca {
+    let config = configs.get_or_build(options, || {
+        let ca = read_pem(options.ca_pem.as_ref(), "tlsCAFile", &read_file)?;
+        let identity = read_pem(
+            options.certificate_key.as_ref(),
+            "tlsCertificateKeyFile",
+            &read_file,
+        )?;
+        client_config(options, ca.as_deref(), identity.as_deref(), roots)
+    })?;
+    let trusted = match &options.ca_pem {
         Some(_) => "the tlsCAFile's authorities".to_owned(),
         None => format!("{}; name another CA with tlsCAFile", roots.describe()),
     };
-    let config = client_config(options, ca.as_deref(), identity.as_deref(), roots)?;
     connect(stream, &target.host, config, trusted).await
 }
 
@@ -414,6 +473,10 @@ async fn connect(
         }
     }
     stream.send_pending().await?;
+    // Known once the handshake is done, as it is here.
+    if let Some(kind) = stream.connection.handshake_kind() {
+        tracing::debug!(target: LOG_TARGET, server = server_name, handshake = ?kind, "TLS handshake done");
+    }
     Ok(Box::new(stream))
 }
 
@@ -523,6 +586,37 @@ mod tests {
         assert!(roots.is_system());
         assert_eq!((roots.len(), skipped), (1, 1));
         assert!(roots.describe().contains("operating system"));
+    }
+
+    #[test]
+    fn a_clients_configurations_are_built_once_per_options_and_failures_are_not_kept() {
+        let configs = ClientConfigs::default();
+        let roots = TrustedRoots::webpki();
+        let build = |options: &TlsOptions| {
+            configs.get_or_build(options, || client_config(options, None, None, &roots))
+        };
+        let strict = TlsOptions::default();
+        let insecure = TlsOptions {
+            allow_invalid_certificates: true,
+            ..TlsOptions::default()
+        };
+        let first = build(&strict).unwrap();
+        assert!(Arc::ptr_eq(&first, &build(&strict).unwrap()));
+        assert!(!Arc::ptr_eq(&first, &build(&insecure).unwrap()));
+
+        let keyed = TlsOptions {
+            certificate_key_password: Some("secret".into()),
+            ..TlsOptions::default()
+        };
+        let failing = || Err(tls_error("no key"));
+        assert!(configs.get_or_build(&keyed, failing).is_err());
+        // The next connection builds again.
+        assert!(build(&keyed).is_ok());
+        // Clones share the configurations.
+        assert!(Arc::ptr_eq(
+            &first,
+            &configs.clone().get_or_build(&strict, failing).unwrap()
+        ));
     }
 
     /// A CA certificate (self-signed, P-256, valid until 2126) in DER: the Mozilla

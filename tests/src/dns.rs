@@ -145,6 +145,8 @@ struct Shared {
     tcp_queries: AtomicUsize,
     /// How many questions arrived per (normalized) name.
     asked: Mutex<BTreeMap<String, usize>>,
+    /// Notified when a query arrives.
+    arrived: tokio::sync::Notify,
 }
 
 impl Shared {
@@ -160,6 +162,8 @@ impl Shared {
                 .entry(normalize(&question.name().to_ascii()))
                 .or_default() += 1;
         }
+        drop(asked);
+        self.arrived.notify_waiters();
     }
 }
 
@@ -271,6 +275,21 @@ impl DnsServer {
         asked.get(&normalize(name)).copied().unwrap_or(0)
     }
 
+    /// Resolves once a query for each of `names` has arrived (answered or not); while
+    /// the server is silent, that is with all of them awaiting their answers at once.
+    /// Unbounded: bound it.
+    pub async fn asked_all(&self, names: &[&str]) {
+        loop {
+            // Registered before the check, so that an arrival in between wakes it.
+            let mut arrived = std::pin::pin!(self.shared.arrived.notified());
+            arrived.as_mut().enable();
+            if names.iter().all(|name| self.queries_for(name) > 0) {
+                return;
+            }
+            arrived.await;
+        }
+    }
+
     /// The native runtime ([`anymongo_native::runtime`]) with this server as its only
     /// name server — for the SRV and TXT look-ups and for the host names the driver
     /// connects to, so SRV targets such as `localhost.test.build.10gen.cc` reach
@@ -330,7 +349,9 @@ impl anymongo::rt::Transport for ResolvingTransport {
                 })?;
                 target.host = ip.to_string();
             }
-            anymongo_native::TokioTransport.connect(&target).await
+            anymongo_native::TokioTransport::default()
+                .connect(&target)
+                .await
         })
     }
 }

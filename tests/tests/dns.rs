@@ -3,8 +3,9 @@
 //! timeout error within the bound; answers too long for UDP come over TCP; records
 //! changed while the server runs are seen at once (no caching). And `Client::connect`:
 //! a `mongodb+srv` string whose SRV record names the SecantusDB test server runs a
-//! ping, a silent DNS server fails it with a timeout within connectTimeoutMS, and the
-//! synchronous constructors refuse `mongodb+srv` with a message naming the way out.
+//! ping, a silent DNS server fails it with a timeout within connectTimeoutMS, the SRV
+//! and TXT look-ups are in flight together, and the synchronous constructors refuse
+//! `mongodb+srv` with a message naming the way out.
 
 use std::net::IpAddr;
 use std::time::{Duration, Instant};
@@ -278,4 +279,36 @@ fn connect_is_send() {
         anymongo_native::runtime(),
     ));
     send(anymongo_native::connect("mongodb://localhost"));
+}
+
+/// `Client::connect` asks for the SRV and the TXT records at once (issue 24: one DNS
+/// round trip, not two, before the first connection): against a server that reads
+/// queries and answers none, both questions arrive while neither has an answer. Looked
+/// up one after the other, the TXT question would wait for the SRV answer, and the
+/// look-up would fail with its timeout first.
+#[tokio::test]
+async fn the_srv_and_txt_look_ups_are_in_flight_together() {
+    let server = DnsServer::start().unwrap();
+    server.load(spec_records(localhost()));
+    server.set_silent(true);
+    let connecting = Client::connect(
+        "mongodb+srv://test5.test.build.10gen.cc/?connectTimeoutMS=3000",
+        server.runtime(),
+    );
+    let both_asked = server.asked_all(&[
+        "_mongodb._tcp.test5.test.build.10gen.cc",
+        "test5.test.build.10gen.cc",
+    ]);
+    bounded(async {
+        tokio::select! {
+            () = both_asked => {}
+            connected = connecting => panic!(
+                "the look-ups ended (SRV asked {} times, TXT {} times) before both were asked: {:?}",
+                server.queries_for("_mongodb._tcp.test5.test.build.10gen.cc"),
+                server.queries_for("test5.test.build.10gen.cc"),
+                connected.map(|_| ()),
+            ),
+        }
+    })
+    .await;
 }

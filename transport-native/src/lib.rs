@@ -55,7 +55,7 @@ pub async fn connect(uri: &str) -> Result<Client> {
 /// operations must still run in a tokio runtime).
 pub fn runtime() -> Runtime {
     Runtime {
-        transport: Arc::new(TokioTransport),
+        transport: Arc::new(TokioTransport::default()),
         resolver: Arc::new(TokioResolver::new()),
         clock: Arc::new(TokioClock {
             origin: tokio::time::Instant::now(),
@@ -75,9 +75,13 @@ pub fn runtime() -> Runtime {
 }
 
 /// Opens TCP connections (TCP_NODELAY, keepalive) or unix domain sockets with tokio
-/// and, when asked, TLS with rustls.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct TokioTransport;
+/// and, when asked, TLS with rustls. Each client gets a transport of its own
+/// ([`Transport::for_client`]), whose rustls configurations let the client's later
+/// connections resume the TLS sessions of its earlier ones.
+#[derive(Debug, Clone, Default)]
+pub struct TokioTransport {
+    tls: anymongo::tls::ClientConfigs,
+}
 
 impl Transport for TokioTransport {
     fn connect<'a>(
@@ -109,9 +113,15 @@ impl Transport for TokioTransport {
         boxed(anymongo::tls::secure(
             stream,
             target,
+            &self.tls,
             |path| std::fs::read(path),
             system_roots(),
         ))
+    }
+
+    /// A transport with no TLS sessions yet: clients share none.
+    fn for_client(&self) -> Option<Arc<dyn Transport>> {
+        Some(Arc::new(TokioTransport::default()))
     }
 }
 

@@ -27,7 +27,7 @@ pub fn client(uri: &str) -> Result<Client> {
 /// of `/etc/resolv.conf` ([`WasiResolver::new`]), and no spawner.
 pub fn runtime() -> Runtime {
     Runtime {
-        transport: Arc::new(WasiTransport),
+        transport: Arc::new(WasiTransport::default()),
         resolver: Arc::new(WasiResolver::new()),
         clock: Arc::new(WasiClock),
         spawner: None,
@@ -44,8 +44,13 @@ pub fn runtime() -> Runtime {
 
 /// Opens TCP connections through wasi:sockets and, when asked, TLS with rustls.
 /// `tlsCAFile` is read from the file system the host grants (a preopened directory).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct WasiTransport;
+/// Each client gets a transport of its own ([`Transport::for_client`]), whose rustls
+/// configurations let the client's later connections resume the TLS sessions of its
+/// earlier ones.
+#[derive(Debug, Clone, Default)]
+pub struct WasiTransport {
+    tls: anymongo::tls::ClientConfigs,
+}
 
 impl Transport for WasiTransport {
     fn connect<'a>(
@@ -101,9 +106,15 @@ impl Transport for WasiTransport {
         boxed(anymongo::tls::secure(
             stream,
             target,
+            &self.tls,
             |path| std::fs::read(path),
             default_roots(),
         ))
+    }
+
+    /// A transport with no TLS sessions yet: clients share none.
+    fn for_client(&self) -> Option<Arc<dyn Transport>> {
+        Some(Arc::new(WasiTransport::default()))
     }
 }
 
