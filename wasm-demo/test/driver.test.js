@@ -1,4 +1,5 @@
-// The npm package against SecantusDB on loopback: connection, SCRAM-SHA-256, every
+// The npm package against SecantusDB on loopback: connection, SCRAM (keys derived
+// through WebCrypto), every
 // CRUD call of the API, cursors over several batches, BSON round trips and errors.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -328,6 +329,43 @@ describe('SCRAM-SHA-256', BOUND, () => {
     } finally {
       await inOptions.close();
     }
+  });
+
+  it('derives the SCRAM-SHA-1 and SCRAM-SHA-256 keys through WebCrypto', BOUND, async () => {
+    const admin = new MongoClient(server.uri, { ...OPTIONS, auth: { username: 'npm-user', password: 'pa:ss@wørd' } });
+    try {
+      await admin.db('admin').command({ createUser: 'both', pwd: 'pencil', roles: ['root'], mechanisms: ['SCRAM-SHA-1', 'SCRAM-SHA-256'] });
+    } finally {
+      await admin.close();
+    }
+    // Every deriveBits call is recorded; the package looks crypto.subtle up at each
+    // derivation, so the wrapper sees its calls.
+    const calls = [];
+    const subtle = globalThis.crypto.subtle;
+    const deriveBits = subtle.deriveBits;
+    subtle.deriveBits = function (algorithm, ...rest) {
+      calls.push({ name: algorithm.name, hash: algorithm.hash, iterations: algorithm.iterations });
+      return deriveBits.call(this, algorithm, ...rest);
+    };
+    try {
+      for (const [mechanism, hash] of [['SCRAM-SHA-1', 'SHA-1'], ['SCRAM-SHA-256', 'SHA-256']]) {
+        calls.length = 0;
+        const client = new MongoClient(`mongodb://both:pencil@127.0.0.1:${server.port}/?authMechanism=${mechanism}`, OPTIONS);
+        try {
+          assert.equal((await client.db('admin').command({ ping: 1 })).ok, 1);
+        } finally {
+          await client.close();
+        }
+        // One derivation: the client's key cache serves its other connections.
+        assert.equal(calls.length, 1, `${mechanism}: ${JSON.stringify(calls)}`);
+        assert.equal(calls[0].name, 'PBKDF2');
+        assert.equal(calls[0].hash, hash);
+        assert.ok(calls[0].iterations >= 4096, `${mechanism}: ${calls[0].iterations} iterations`);
+      }
+    } finally {
+      delete subtle.deriveBits;
+    }
+    assert.equal(subtle.deriveBits, deriveBits);
   });
 
   it('refuses a wrong password and an unauthenticated client', BOUND, async () => {
