@@ -66,10 +66,31 @@ pub fn runtime(transport: JsValue, background: bool, platform: String) -> Runtim
             os_type: "unknown".into(),
             architecture: Some("wasm32".into()),
             docker: false,
-            // The module cannot read the host's environment.
-            env: |_| None,
+            env: faas_env,
         },
     }
+}
+
+/// The variables the handshake reads for `client.env` (FaaS detection) from the
+/// JavaScript runtime: `Deno.env.get` in Deno (`None` without the permission to read
+/// it), `process.env` in Node.js and Bun, nothing in Workers, which have no process
+/// environment. Any other name is `None`: the rest of the environment stays unread.
+fn faas_env(name: &str) -> Option<String> {
+    if !anymongo::handshake::ENVIRONMENT_VARIABLES.contains(&name) {
+        return None;
+    }
+    let get = |target: &JsValue, key: &str| {
+        Reflect::get(target, &JsValue::from_str(key))
+            .ok()
+            .filter(|value| !value.is_undefined() && !value.is_null())
+    };
+    let global = js_sys::global().into();
+    // Deno first: it has a `process` too, whose reads need the same permission.
+    let value = match get(&global, "Deno") {
+        Some(deno) => invoke(&get(&deno, "env")?, "get", &[JsValue::from_str(name)]).ok()?,
+        None => get(&get(&get(&global, "process")?, "env")?, name)?,
+    };
+    value.as_string()
 }
 
 /// PBKDF2 through WebCrypto (`crypto.subtle.deriveBits`), native code in every

@@ -17,6 +17,7 @@ import {
   ObjectId,
   Timestamp,
 } from '../js/node.js';
+import { deserialize } from 'bson';
 import { nodeTransport } from '../js/transports/node.js';
 import { startAuthServer, startServer } from './server.js';
 
@@ -300,6 +301,73 @@ describe('against SecantusDB', BOUND, () => {
       return true;
     });
     await unreachable.close();
+  });
+});
+
+/** The command document of each OP_MSG (2013) or OP_QUERY (2004) message in `bytes`. */
+function commands(bytes) {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const found = [];
+  for (let at = 0; at + 16 <= bytes.length; at += view.getInt32(at, true)) {
+    const opCode = view.getInt32(at + 12, true);
+    let body = at + 16;
+    if (opCode === 2013) body += 5; // flagBits, then a kind-0 section
+    else if (opCode === 2004) body = bytes.indexOf(0, body + 4) + 9; // flags, collection name, skip, return
+    else continue;
+    found.push(deserialize(bytes.subarray(body, body + view.getInt32(body, true))));
+  }
+  return found;
+}
+
+describe('FaaS environment', BOUND, () => {
+  let server;
+
+  before(async () => {
+    server = await startServer();
+  });
+
+  after(async () => {
+    await server?.stop();
+  });
+
+  it("reports the AWS Lambda variables of process.env in the handshake's client.env", BOUND, async () => {
+    const variables = {
+      AWS_EXECUTION_ENV: 'AWS_Lambda_nodejs20.x',
+      AWS_LAMBDA_FUNCTION_MEMORY_SIZE: '1024',
+      AWS_REGION: 'us-east-2',
+    };
+    const hellos = [];
+    const transport = {
+      async connect(host, port, tls) {
+        const duplex = await nodeTransport.connect(host, port, tls);
+        let first = true;
+        return {
+          read: () => duplex.read(),
+          write(bytes) {
+            if (first) hellos.push(...commands(bytes));
+            first = false;
+            return duplex.write(bytes);
+          },
+          close: () => duplex.close(),
+        };
+      },
+    };
+    const saved = Object.fromEntries(Object.keys(variables).map((name) => [name, process.env[name]]));
+    Object.assign(process.env, variables);
+    const client = new MongoClient(server.uri, { ...OPTIONS, transport });
+    try {
+      assert.equal((await client.db('admin').command({ ping: 1 })).ok, 1);
+    } finally {
+      await client.close();
+      for (const [name, value] of Object.entries(saved)) {
+        if (value === undefined) delete process.env[name];
+        else process.env[name] = value;
+      }
+    }
+    assert.ok(hellos.length >= 1, 'no handshake seen');
+    for (const hello of hellos) {
+      assert.deepEqual(hello.client.env, { name: 'aws.lambda', region: 'us-east-2', memory_mb: 1024 });
+    }
   });
 });
 
