@@ -319,6 +319,25 @@ function commands(bytes) {
   return found;
 }
 
+/** A transport that records every command the client sends (in `sent`). */
+function recordingTransport() {
+  const recorder = { sent: [] };
+  recorder.transport = {
+    async connect(host, port, tls) {
+      const duplex = await nodeTransport.connect(host, port, tls);
+      return {
+        read: () => duplex.read(),
+        write(bytes) {
+          recorder.sent.push(...commands(bytes));
+          return duplex.write(bytes);
+        },
+        close: () => duplex.close(),
+      };
+    },
+  };
+  return recorder;
+}
+
 describe('FaaS environment', BOUND, () => {
   let server;
 
@@ -336,25 +355,10 @@ describe('FaaS environment', BOUND, () => {
       AWS_LAMBDA_FUNCTION_MEMORY_SIZE: '1024',
       AWS_REGION: 'us-east-2',
     };
-    const hellos = [];
-    const transport = {
-      async connect(host, port, tls) {
-        const duplex = await nodeTransport.connect(host, port, tls);
-        let first = true;
-        return {
-          read: () => duplex.read(),
-          write(bytes) {
-            if (first) hellos.push(...commands(bytes));
-            first = false;
-            return duplex.write(bytes);
-          },
-          close: () => duplex.close(),
-        };
-      },
-    };
+    const recorder = recordingTransport();
     const saved = Object.fromEntries(Object.keys(variables).map((name) => [name, process.env[name]]));
     Object.assign(process.env, variables);
-    const client = new MongoClient(server.uri, { ...OPTIONS, transport });
+    const client = new MongoClient(server.uri, { ...OPTIONS, transport: recorder.transport });
     try {
       assert.equal((await client.db('admin').command({ ping: 1 })).ok, 1);
     } finally {
@@ -364,6 +368,8 @@ describe('FaaS environment', BOUND, () => {
         else process.env[name] = value;
       }
     }
+    // The handshakes: the hellos with client metadata.
+    const hellos = recorder.sent.filter((command) => 'client' in command);
     assert.ok(hellos.length >= 1, 'no handshake seen');
     for (const hello of hellos) {
       assert.deepEqual(hello.client.env, { name: 'aws.lambda', region: 'us-east-2', memory_mb: 1024 });
@@ -396,6 +402,21 @@ describe('SCRAM-SHA-256', BOUND, () => {
       assert.equal(await inOptions.db('app').collection('c').countDocuments(), 1);
     } finally {
       await inOptions.close();
+    }
+  });
+
+  it('connect() authenticates without a command of its own: the handshake and SASL only', BOUND, async () => {
+    const recorder = recordingTransport();
+    const client = new MongoClient(server.uri, { ...OPTIONS, transport: recorder.transport, auth: { username: 'npm-user', password: 'pa:ss@wørd' } });
+    try {
+      await client.connect();
+      const names = recorder.sent.map((command) => Object.keys(command)[0]);
+      assert.ok(names.includes('saslContinue'), `connect() did not authenticate: ${names}`);
+      for (const name of names) assert.ok(['hello', 'isMaster', 'ismaster', 'saslStart', 'saslContinue'].includes(name), `connect() sent ${name}: ${names}`);
+      await client.db('app').collection('c').findOne({});
+      assert.ok(recorder.sent.some((command) => 'find' in command), 'the recorder saw no find');
+    } finally {
+      await client.close();
     }
   });
 
