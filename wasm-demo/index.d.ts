@@ -95,7 +95,7 @@ export interface MongoClientOptions {
 export declare class MongoClient {
   constructor(uri: string, options?: MongoClientOptions);
   static connect(uri: string, options?: MongoClientOptions): Promise<MongoClient>;
-  /** Connects, authenticates, and checks the deployment answers (operations connect on first use too). */
+  /** Connects and authenticates, without a command of its own (operations connect on first use too). */
   connect(): Promise<this>;
   /** The database `name` (default: the connection string's, else `test`). */
   db(name?: string): Db;

@@ -344,9 +344,13 @@ impl Client {
     }
 
     /// The handshake reply of a connection to a server selected for a primary read
-    /// (connecting first if no connection is idle).
+    /// (connecting first if no connection is idle), within this handle's `timeoutMS`.
+    ///
+    /// It sends no command of its own: a new connection's handshake authenticates it,
+    /// so this is how to check, without a round trip more, that a deployment answers
+    /// and accepts the credential; the connection then serves the next operation.
     pub async fn hello(&self) -> Result<HelloReply> {
-        self.executor.hello().await
+        self.executor.hello(self.timeout).await
     }
 
     /// This client with `timeoutMS` = `timeout` for its operations (and those of the

@@ -102,6 +102,7 @@ impl ConnectionSettings {
                     // SCRAM keys derived for this client's credential, shared by its
                     // connections.
                     scram_cache: ScramCache::default(),
+                    key_derivation: runtime.key_derivation.clone(),
                     env: runtime.host.env,
                     unix_time: runtime.clock.unix_time(),
                 },
@@ -305,7 +306,7 @@ impl Connection {
                 }
             });
         if let (Some(auth), Some(auth_settings)) = (auth, &settings.auth) {
-            self.authenticate(auth, &hello.raw, &auth_settings.credential, clock)
+            self.authenticate(auth, &hello.raw, auth_settings, clock)
                 .await?;
         }
         if let Some((oidc, mut cache)) = oidc {
@@ -364,12 +365,14 @@ impl Connection {
         &mut self,
         auth: ConnectionAuth,
         hello_reply: &Document,
-        credential: &Credential,
+        settings: &AuthSettings,
         clock: &dyn Clock,
     ) -> Result<()> {
-        let source = credential.effective_source();
+        let source = settings.credential.effective_source();
+        let key_derivation = settings.context.key_derivation.as_deref();
         let (mechanism, mut conversation, mut step) = auth.after_hello(hello_reply)?;
-        while let Some(mut command) = auth::next_command(conversation.as_mut(), step, clock).await?
+        while let Some(mut command) =
+            auth::next_command(conversation.as_mut(), step, clock, key_derivation).await?
         {
             declare(self.server_api.as_ref(), &mut command);
             command.insert("$db", source);

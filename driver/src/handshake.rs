@@ -168,6 +168,25 @@ impl ClientMetadata {
     }
 }
 
+/// The environment variables the handshake reads for `client.env` (Handshake spec,
+/// "client.env"): a host that must not expose its whole environment (the npm
+/// package) answers [`HostInfo::env`] for these names only.
+pub const ENVIRONMENT_VARIABLES: &[&str] = &[
+    "AWS_EXECUTION_ENV",
+    "AWS_LAMBDA_RUNTIME_API",
+    "AWS_REGION",
+    "AWS_LAMBDA_FUNCTION_MEMORY_SIZE",
+    "FUNCTIONS_WORKER_RUNTIME",
+    "K_SERVICE",
+    "FUNCTION_NAME",
+    "FUNCTION_MEMORY_MB",
+    "FUNCTION_TIMEOUT_SEC",
+    "FUNCTION_REGION",
+    "VERCEL",
+    "VERCEL_REGION",
+    "KUBERNETES_SERVICE_HOST",
+];
+
 /// `client.env`: FaaS and container detection (Handshake spec, "client.env").
 fn environment(host: &HostInfo) -> Option<Document> {
     let var = |name: &str| (host.env)(name).filter(|value| !value.is_empty());
@@ -580,7 +599,8 @@ mod tests {
     }
 
     /// The Handshake spec's test table ("Test 1: Test that environment metadata is
-    /// properly captured"): each set of variables and the `env` it gives.
+    /// properly captured"): each set of variables and the `env` it gives, reading
+    /// only the [`ENVIRONMENT_VARIABLES`].
     #[test]
     fn the_spec_s_environment_table() {
         // (case, its variables, the env expected).
@@ -677,6 +697,11 @@ mod tests {
             });
             let metadata = client_metadata(
                 &host(|name| {
+                    // Every name read is one a host restricted to the list answers.
+                    assert!(
+                        ENVIRONMENT_VARIABLES.contains(&name),
+                        "{name} is not listed"
+                    );
                     VARIABLES.with(|vars| {
                         let vars = vars.borrow();
                         vars.iter()

@@ -743,9 +743,10 @@ impl Executor {
     }
 
     /// The handshake reply of a connection to a server selected for a primary read
-    /// (connecting first if no connection is idle).
-    pub async fn hello(&self) -> Result<HelloReply> {
-        let context = OperationContext::new();
+    /// (connecting, and authenticating, first if no connection is idle), within
+    /// `timeout` (timeoutMS) when given.
+    pub async fn hello(&self, timeout: Option<Duration>) -> Result<HelloReply> {
+        let context = OperationContext::with_timeout(timeout, self.now());
         let preference = ReadPreference::default();
         let criteria = SelectionCriteria::Read(&preference);
         let selected = self

@@ -10,6 +10,7 @@
 //! | [`Resolver`] | SRV and TXT records (and addresses, where a transport needs them) |
 //! | [`Clock`] | a monotonic "now" and a sleep, from which [`timeout`] is built |
 //! | [`Spawner`] | background work (monitors, pool upkeep) — optional: hosts that cannot keep tasks alive between requests leave it out |
+//! | [`KeyDerivation`] | PBKDF2 for SCRAM's salted password — optional: without one the core derives it itself |
 //!
 //! Natively every seam is `Send + Sync` so a client can be shared across threads; on
 //! `wasm32` nothing is, because JavaScript handles are not. That difference lives only
@@ -342,6 +343,56 @@ pub trait Spawner: MaybeSend + MaybeSync {
     fn spawn(&self, task: BoxFuture<'static, ()>);
 }
 
+/// The pseudo-random function of a PBKDF2 derivation: HMAC with this hash.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Pbkdf2Hash {
+    /// HMAC-SHA-1 (SCRAM-SHA-1).
+    Sha1,
+    /// HMAC-SHA-256 (SCRAM-SHA-256).
+    Sha256,
+}
+
+/// One PBKDF2 derivation (RFC 8018, section 5.2) the core asks of a [`KeyDerivation`]:
+/// SCRAM's `Hi(password, salt, iterations)` (RFC 5802, section 2.2) is PBKDF2 with
+/// `length` equal to the hash's output size. `Debug` never shows the password.
+#[derive(Clone, Copy)]
+pub struct Pbkdf2<'a> {
+    /// The pseudo-random function.
+    pub hash: Pbkdf2Hash,
+    /// The (prepared) password, the HMAC key.
+    pub password: &'a [u8],
+    /// The salt.
+    pub salt: &'a [u8],
+    /// The iteration count, already checked against the core's bounds.
+    pub iterations: u32,
+    /// Bytes of output wanted.
+    pub length: usize,
+}
+
+impl fmt::Debug for Pbkdf2<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Pbkdf2")
+            .field("hash", &self.hash)
+            .field("iterations", &self.iterations)
+            .field("length", &self.length)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Derives keys with the host's own cryptography, where it is faster than the core's:
+/// in WebAssembly PBKDF2 runs several times slower than natively, while every
+/// JavaScript runtime has a native one (WebCrypto's `deriveBits`).
+///
+/// Optional: without one (the default) the core derives keys itself, in rounds that
+/// yield to the executor. When the host's derivation fails or gives a key of the wrong
+/// length, the core falls back to its own, so a host may refuse what it cannot do (an
+/// iteration count above its limit, say). The future is dropped when the connection
+/// attempt times out.
+pub trait KeyDerivation: MaybeSend + MaybeSync {
+    /// The `request.length` bytes of PBKDF2 output.
+    fn pbkdf2<'a>(&'a self, request: Pbkdf2<'a>) -> BoxFuture<'a, io::Result<Vec<u8>>>;
+}
+
 /// Which kind of host the core runs in; reported in the handshake's client metadata.
 #[derive(Debug, Clone)]
 pub struct HostInfo {
@@ -381,6 +432,8 @@ pub struct Runtime {
     pub clock: Arc<dyn Clock>,
     /// Background tasks, when the host can run them.
     pub spawner: Option<Arc<dyn Spawner>>,
+    /// The host's key derivation, when it has a faster one than the core's.
+    pub key_derivation: Option<Arc<dyn KeyDerivation>>,
     /// What the host is, for the handshake.
     pub host: HostInfo,
 }
@@ -390,6 +443,7 @@ impl fmt::Debug for Runtime {
         f.debug_struct("Runtime")
             .field("host", &self.host)
             .field("spawner", &self.spawner.is_some())
+            .field("key_derivation", &self.key_derivation.is_some())
             .finish_non_exhaustive()
     }
 }

@@ -63,6 +63,8 @@ pub fn runtime() -> Runtime {
         spawner: tokio::runtime::Handle::try_current()
             .ok()
             .map(|handle| Arc::new(TokioSpawner(handle)) as Arc<dyn Spawner>),
+        // The core's own PBKDF2 is as fast as any natively.
+        key_derivation: None,
         host: HostInfo {
             runtime: "native",
             platform: "tokio, rustls".into(),

@@ -31,6 +31,8 @@ pub fn runtime() -> Runtime {
         resolver: Arc::new(WasiResolver::new()),
         clock: Arc::new(WasiClock),
         spawner: None,
+        // WASI offers no cryptography; the core derives keys itself.
+        key_derivation: None,
         host: HostInfo {
             runtime: "wasi",
             platform: "WASI 0.2 (wstd), rustls".into(),

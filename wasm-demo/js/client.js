@@ -107,7 +107,11 @@ export class MongoClient {
     this.#options = options;
   }
 
-  /** Connects, authenticates and checks that the deployment answers. */
+  /**
+   * Connects and authenticates: selects a server and checks out a connection, whose
+   * handshake authenticates, without a command of its own (the connection serves the
+   * first operation).
+   */
   async connect() {
     return this.#connect(undefined);
   }

@@ -59,9 +59,12 @@ pub struct NativeClient {
 #[wasm_bindgen]
 impl NativeClient {
     /// Opens a client for `uri` whose sockets come from `transport`, and checks that
-    /// the deployment answers (a `ping`, which also authenticates) within `timeout_ms`
-    /// when given (the `timeoutMS` of the operation that connects), else within the
-    /// client's own `timeoutMS`, if any.
+    /// the deployment answers and accepts the credential within `timeout_ms` when given
+    /// (the `timeoutMS` of the operation that connects), else within the client's own
+    /// `timeoutMS`, if any: server selection, then a connection checked out, whose
+    /// handshake authenticates ([`Client::hello`]). No command is sent (the official
+    /// Node.js driver sends a `ping` when there are credentials): the connection serves
+    /// the first operation, so connecting costs no round trip of its own.
     pub async fn open(
         uri: String,
         transport: JsValue,
@@ -73,16 +76,11 @@ impl NativeClient {
         let client = Client::connect(&uri, runtime)
             .await
             .map_err(|error| reject(&error))?;
-        let mut admin = client.database("admin");
-        if let Some(timeout) =
-            timeout_ms.and_then(|ms| Duration::try_from_secs_f64(ms / 1000.0).ok())
-        {
-            admin = admin.with_timeout(timeout);
-        }
-        admin
-            .run_command(anymongo::bson::doc! { "ping": 1 })
-            .await
-            .map_err(|error| reject(&error))?;
+        let check = match timeout_ms.and_then(|ms| Duration::try_from_secs_f64(ms / 1000.0).ok()) {
+            Some(timeout) => client.with_timeout(timeout),
+            None => client.clone(),
+        };
+        check.hello().await.map_err(|error| reject(&error))?;
         Ok(NativeClient {
             client: RefCell::new(Some(client)),
             cursors: RefCell::new(Vec::new()),

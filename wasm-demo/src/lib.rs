@@ -25,7 +25,8 @@ fn host() -> HostInfo {
         os_type: "unknown".into(),
         architecture: Some("wasm32".into()),
         docker: false,
-        // A JavaScript host has no process environment the module can read.
+        // Without the environment: clients read their FaaS variables from the
+        // JavaScript runtime (host::runtime), which a native build has not.
         env: |_| None,
     }
 }

@@ -1,4 +1,5 @@
-// The npm package against SecantusDB on loopback: connection, SCRAM-SHA-256, every
+// The npm package against SecantusDB on loopback: connection, SCRAM (keys derived
+// through WebCrypto), every
 // CRUD call of the API, cursors over several batches, BSON round trips and errors.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -16,6 +17,7 @@ import {
   ObjectId,
   Timestamp,
 } from '../js/node.js';
+import { deserialize } from 'bson';
 import { nodeTransport } from '../js/transports/node.js';
 import { startAuthServer, startServer } from './server.js';
 
@@ -302,6 +304,79 @@ describe('against SecantusDB', BOUND, () => {
   });
 });
 
+/** The command document of each OP_MSG (2013) or OP_QUERY (2004) message in `bytes`. */
+function commands(bytes) {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const found = [];
+  for (let at = 0; at + 16 <= bytes.length; at += view.getInt32(at, true)) {
+    const opCode = view.getInt32(at + 12, true);
+    let body = at + 16;
+    if (opCode === 2013) body += 5; // flagBits, then a kind-0 section
+    else if (opCode === 2004) body = bytes.indexOf(0, body + 4) + 9; // flags, collection name, skip, return
+    else continue;
+    found.push(deserialize(bytes.subarray(body, body + view.getInt32(body, true))));
+  }
+  return found;
+}
+
+/** A transport that records every command the client sends (in `sent`). */
+function recordingTransport() {
+  const recorder = { sent: [] };
+  recorder.transport = {
+    async connect(host, port, tls) {
+      const duplex = await nodeTransport.connect(host, port, tls);
+      return {
+        read: () => duplex.read(),
+        write(bytes) {
+          recorder.sent.push(...commands(bytes));
+          return duplex.write(bytes);
+        },
+        close: () => duplex.close(),
+      };
+    },
+  };
+  return recorder;
+}
+
+describe('FaaS environment', BOUND, () => {
+  let server;
+
+  before(async () => {
+    server = await startServer();
+  });
+
+  after(async () => {
+    await server?.stop();
+  });
+
+  it("reports the AWS Lambda variables of process.env in the handshake's client.env", BOUND, async () => {
+    const variables = {
+      AWS_EXECUTION_ENV: 'AWS_Lambda_nodejs20.x',
+      AWS_LAMBDA_FUNCTION_MEMORY_SIZE: '1024',
+      AWS_REGION: 'us-east-2',
+    };
+    const recorder = recordingTransport();
+    const saved = Object.fromEntries(Object.keys(variables).map((name) => [name, process.env[name]]));
+    Object.assign(process.env, variables);
+    const client = new MongoClient(server.uri, { ...OPTIONS, transport: recorder.transport });
+    try {
+      assert.equal((await client.db('admin').command({ ping: 1 })).ok, 1);
+    } finally {
+      await client.close();
+      for (const [name, value] of Object.entries(saved)) {
+        if (value === undefined) delete process.env[name];
+        else process.env[name] = value;
+      }
+    }
+    // The handshakes: the hellos with client metadata.
+    const hellos = recorder.sent.filter((command) => 'client' in command);
+    assert.ok(hellos.length >= 1, 'no handshake seen');
+    for (const hello of hellos) {
+      assert.deepEqual(hello.client.env, { name: 'aws.lambda', region: 'us-east-2', memory_mb: 1024 });
+    }
+  });
+});
+
 describe('SCRAM-SHA-256', BOUND, () => {
   let server;
 
@@ -328,6 +403,58 @@ describe('SCRAM-SHA-256', BOUND, () => {
     } finally {
       await inOptions.close();
     }
+  });
+
+  it('connect() authenticates without a command of its own: the handshake and SASL only', BOUND, async () => {
+    const recorder = recordingTransport();
+    const client = new MongoClient(server.uri, { ...OPTIONS, transport: recorder.transport, auth: { username: 'npm-user', password: 'pa:ss@wørd' } });
+    try {
+      await client.connect();
+      const names = recorder.sent.map((command) => Object.keys(command)[0]);
+      assert.ok(names.includes('saslContinue'), `connect() did not authenticate: ${names}`);
+      for (const name of names) assert.ok(['hello', 'isMaster', 'ismaster', 'saslStart', 'saslContinue'].includes(name), `connect() sent ${name}: ${names}`);
+      await client.db('app').collection('c').findOne({});
+      assert.ok(recorder.sent.some((command) => 'find' in command), 'the recorder saw no find');
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('derives the SCRAM-SHA-1 and SCRAM-SHA-256 keys through WebCrypto', BOUND, async () => {
+    const admin = new MongoClient(server.uri, { ...OPTIONS, auth: { username: 'npm-user', password: 'pa:ss@wørd' } });
+    try {
+      await admin.db('admin').command({ createUser: 'both', pwd: 'pencil', roles: ['root'], mechanisms: ['SCRAM-SHA-1', 'SCRAM-SHA-256'] });
+    } finally {
+      await admin.close();
+    }
+    // Every deriveBits call is recorded; the package looks crypto.subtle up at each
+    // derivation, so the wrapper sees its calls.
+    const calls = [];
+    const subtle = globalThis.crypto.subtle;
+    const deriveBits = subtle.deriveBits;
+    subtle.deriveBits = function (algorithm, ...rest) {
+      calls.push({ name: algorithm.name, hash: algorithm.hash, iterations: algorithm.iterations });
+      return deriveBits.call(this, algorithm, ...rest);
+    };
+    try {
+      for (const [mechanism, hash] of [['SCRAM-SHA-1', 'SHA-1'], ['SCRAM-SHA-256', 'SHA-256']]) {
+        calls.length = 0;
+        const client = new MongoClient(`mongodb://both:pencil@127.0.0.1:${server.port}/?authMechanism=${mechanism}`, OPTIONS);
+        try {
+          assert.equal((await client.db('admin').command({ ping: 1 })).ok, 1);
+        } finally {
+          await client.close();
+        }
+        // One derivation: the client's key cache serves its other connections.
+        assert.equal(calls.length, 1, `${mechanism}: ${JSON.stringify(calls)}`);
+        assert.equal(calls[0].name, 'PBKDF2');
+        assert.equal(calls[0].hash, hash);
+        assert.ok(calls[0].iterations >= 4096, `${mechanism}: ${calls[0].iterations} iterations`);
+      }
+    } finally {
+      delete subtle.deriveBits;
+    }
+    assert.equal(subtle.deriveBits, deriveBits);
   });
 
   it('refuses a wrong password and an unauthenticated client', BOUND, async () => {

@@ -9,7 +9,7 @@ use bson::Document;
 
 use super::credential::AuthMechanism;
 use crate::error::{Error, ErrorKind, Result};
-use crate::rt::Clock;
+use crate::rt::{Clock, KeyDerivation, Pbkdf2};
 
 /// What a [`Conversation`] wants next.
 #[derive(Debug, Clone, PartialEq)]
@@ -50,6 +50,20 @@ pub trait Conversation: crate::rt::MaybeSend {
             "this authentication conversation has no work to compute",
         ))
     }
+    /// The PBKDF2 derivation that the pending [`Step::Compute`] rounds would run, for
+    /// a host that derives keys itself ([`KeyDerivation`]); `None` (the default) when
+    /// the work is something else or no derivation is pending.
+    fn key_derivation(&self) -> Option<Pbkdf2<'_>> {
+        None
+    }
+    /// Ends the pending [`Step::Compute`] rounds with `key`, the output of the
+    /// derivation [`key_derivation`](Conversation::key_derivation) asked for, and says
+    /// what comes next.
+    fn derived(&mut self, _key: &[u8]) -> Result<Step> {
+        Err(Error::invalid_argument(
+            "this authentication conversation derives no key",
+        ))
+    }
 }
 
 /// How long the rounds of a [`Step::Compute`] run back to back at most before
@@ -66,17 +80,28 @@ const LONGEST_STRETCH: Duration = Duration::from_millis(20);
 /// a JavaScript event loop that yield is a microtask, after which the host's timers and
 /// I/O callbacks still wait; so every 20 ms of work the rounds wait for
 /// a zero-length timer of `clock` instead, which lets the host run them.
+///
+/// With a host `key_derivation`, a key derivation the conversation announces
+/// ([`Conversation::key_derivation`]) is handed to the host in one call instead; if the
+/// host fails (or gives a key of the wrong length), the rounds run as without one.
 pub async fn next_command(
     conversation: &mut dyn Conversation,
     mut step: Step,
     clock: &dyn Clock,
+    key_derivation: Option<&dyn KeyDerivation>,
 ) -> Result<Option<Document>> {
     let mut stretch_started = clock.now();
+    // Asked once per call: after a failure the core's own rounds take over.
+    let mut host = key_derivation;
     loop {
         step = match step {
             Step::Send(command) => return Ok(Some(command)),
             Step::Done => return Ok(None),
             Step::Compute => {
+                if let Some(next) = derive_on_host(conversation, host.take()).await {
+                    step = next?;
+                    continue;
+                }
                 if clock.now() - stretch_started >= LONGEST_STRETCH {
                     clock.sleep(Duration::ZERO).await;
                     stretch_started = clock.now();
@@ -87,6 +112,19 @@ pub async fn next_command(
             }
         };
     }
+}
+
+/// Ends the conversation's pending key derivation with the key `host` derives, and
+/// says what comes next; `None` when there is no host derivation, nothing to derive,
+/// or the host failed. (The conversation is borrowed mutably throughout, which keeps
+/// the future `Send` natively: `Conversation` is `Send`, not `Sync`.)
+async fn derive_on_host(
+    conversation: &mut dyn Conversation,
+    host: Option<&dyn KeyDerivation>,
+) -> Option<Result<Step>> {
+    let request = conversation.key_derivation()?;
+    let key = host?.pbkdf2(request).await.ok()?;
+    (key.len() == request.length).then(|| conversation.derived(&key))
 }
 
 /// An authentication failure the driver detects in the server's replies (a wrong
@@ -106,7 +144,7 @@ pub(crate) fn auth_error(
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use bson::doc;
     use std::sync::atomic::{AtomicU64, Ordering};
@@ -137,7 +175,7 @@ mod tests {
 
     /// A clock 5 ms later at each reading, counting the timers asked of it.
     #[derive(Default)]
-    struct Ticking {
+    pub(in crate::auth) struct Ticking {
         readings: AtomicU64,
         timers: AtomicU64,
     }
@@ -164,7 +202,8 @@ mod tests {
         let mut conversation = Rounds { rounds: 40 };
         let step = conversation.start().unwrap();
         let command =
-            futures::executor::block_on(next_command(&mut conversation, step, &clock)).unwrap();
+            futures::executor::block_on(next_command(&mut conversation, step, &clock, None))
+                .unwrap();
         assert_eq!(command, Some(doc! { "saslContinue": 1 }));
         // 5 ms a reading: the stretch reaches 20 ms every few rounds.
         let timers = clock.timers.load(Ordering::Relaxed);

@@ -2,17 +2,22 @@
 //! (Authentication spec, "Mechanism Negotiation via Handshake" and "Default
 //! Authentication Methods"; MongoDB Handshake spec, "Speculative Authentication").
 
+use std::sync::Arc;
+
 use bson::{Bson, Document};
 
 use super::scram::ScramCache;
 use super::{aws, plain, scram, x509, AuthMechanism, Conversation, Credential, Step};
 use crate::error::{Error, Result};
+use crate::rt::KeyDerivation;
 
 /// What the mechanisms need from the client and the host, besides the credential.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct AuthContext {
     /// The client's cache of SCRAM keys, shared by all its connections.
     pub scram_cache: ScramCache,
+    /// The host's key derivation for SCRAM, if it has one (see [`KeyDerivation`]).
+    pub key_derivation: Option<Arc<dyn KeyDerivation>>,
     /// The host's environment variables (MONGODB-AWS credentials); read anew for
     /// every connection, as the spec requires.
     pub env: fn(&str) -> Option<String>,
@@ -21,13 +26,25 @@ pub struct AuthContext {
 }
 
 impl Default for AuthContext {
-    /// An empty cache, no environment, and the Unix epoch as the time.
+    /// An empty cache, the core's own key derivation, no environment, and the Unix
+    /// epoch as the time.
     fn default() -> Self {
         AuthContext {
             scram_cache: ScramCache::default(),
+            key_derivation: None,
             env: |_| None,
             unix_time: std::time::Duration::ZERO,
         }
+    }
+}
+
+impl std::fmt::Debug for AuthContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AuthContext")
+            .field("scram_cache", &self.scram_cache)
+            .field("key_derivation", &self.key_derivation.is_some())
+            .field("unix_time", &self.unix_time)
+            .finish_non_exhaustive()
     }
 }
 

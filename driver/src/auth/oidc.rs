@@ -805,7 +805,7 @@ async fn one_step(
 ) -> Result<Outcome> {
     let mut conversation = OidcConversation::new(token.clone());
     let mut step = conversation.start()?;
-    while let Some(command) = super::next_command(&mut conversation, step, clock).await? {
+    while let Some(command) = super::next_command(&mut conversation, step, clock, None).await? {
         let reply = match sender.send(command).await {
             Ok(reply) => reply,
             Err(error) if error.code() == Some(AUTHENTICATION_FAILED) => {

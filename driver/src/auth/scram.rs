@@ -20,6 +20,7 @@ use hmac::{Hmac, Mac};
 use super::sasl::{self, Reply};
 use super::{auth_error, missing, AuthMechanism, Conversation, Credential, Step};
 use crate::error::{Error, Result};
+use crate::rt::{Pbkdf2, Pbkdf2Hash};
 
 /// "Drivers MUST enforce a minimum iteration count of 4096."
 const MIN_ITERATIONS: u32 = 4096;
@@ -425,13 +426,20 @@ impl ScramConversation {
         let Some(salted_password) = pending.derivation.advance(DERIVATION_ROUND) else {
             return (Step::Compute, State::Deriving(pending));
         };
+        let salted_password = salted_password.to_vec();
+        self.salted(*pending, &salted_password)
+    }
+
+    /// The client-final message from the salted password, derived by the rounds or by
+    /// the host; the keys are cached for the client's next connections.
+    fn salted(&self, pending: Pending, salted_password: &[u8]) -> (Step, State) {
         let Pending {
             conversation_id,
             server_first,
             nonce,
             cache_key,
             ..
-        } = *pending;
+        } = pending;
         let keys = self.cache.insert(cache_key, salted_password);
         self.client_final(&conversation_id, &server_first, &nonce, &keys)
     }
@@ -606,12 +614,42 @@ impl Conversation for ScramConversation {
         self.state = state;
         Ok(step)
     }
+
+    /// `Hi(password, salt, i)` of the pending derivation, as PBKDF2 with one block of
+    /// output (RFC 5802, section 2.2).
+    fn key_derivation(&self) -> Option<Pbkdf2<'_>> {
+        let State::Deriving(pending) = &self.state else {
+            return None;
+        };
+        let key = &pending.cache_key;
+        Some(Pbkdf2 {
+            hash: match key.hash {
+                Hash::Sha1 => Pbkdf2Hash::Sha1,
+                Hash::Sha256 => Pbkdf2Hash::Sha256,
+            },
+            password: key.password.as_bytes(),
+            salt: &key.salt,
+            iterations: key.iterations,
+            length: self.hash.output_size(),
+        })
+    }
+
+    fn derived(&mut self, key: &[u8]) -> Result<Step> {
+        let State::Deriving(pending) = mem::replace(&mut self.state, State::Failed) else {
+            return Err(self.error("no key derivation is under way"));
+        };
+        let (step, state) = self.salted(*pending, key);
+        self.state = state;
+        Ok(step)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rt::{BoxFuture, KeyDerivation};
     use bson::{doc, spec::BinarySubtype, Binary};
+    use std::io;
 
     fn credential(username: &str, password: &str) -> Credential {
         Credential {
@@ -701,6 +739,124 @@ mod tests {
     const SHA256_CLIENT_FINAL: &str =
         "c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ=";
     const SHA256_SERVER_FINAL: &str = "v=6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4=";
+
+    /// A host key derivation: PBKDF2 by the core's own [`Derivation`] (or a failure,
+    /// or a key of the wrong length), recording what it was asked.
+    struct Host {
+        answer: Answer,
+        asked: Mutex<Vec<Asked>>,
+    }
+
+    /// A request's hash, password, salt, iteration count and length.
+    type Asked = (Pbkdf2Hash, Vec<u8>, Vec<u8>, u32, usize);
+
+    #[derive(Clone, Copy)]
+    enum Answer {
+        Key,
+        Fail,
+        Short,
+    }
+
+    impl KeyDerivation for Host {
+        fn pbkdf2<'a>(&'a self, request: Pbkdf2<'a>) -> BoxFuture<'a, io::Result<Vec<u8>>> {
+            self.asked.lock().unwrap().push((
+                request.hash,
+                request.password.to_vec(),
+                request.salt.to_vec(),
+                request.iterations,
+                request.length,
+            ));
+            let hash = match request.hash {
+                Pbkdf2Hash::Sha1 => Hash::Sha1,
+                Pbkdf2Hash::Sha256 => Hash::Sha256,
+            };
+            let mut derivation =
+                Derivation::new(hash, request.password, request.salt, request.iterations);
+            let key = derivation.advance(u32::MAX).unwrap().to_vec();
+            let answer = match self.answer {
+                Answer::Key => Ok(key),
+                Answer::Fail => Err(io::Error::other("iteration count above the host's limit")),
+                Answer::Short => Ok(key[1..].to_vec()),
+            };
+            crate::rt::boxed(async move { answer })
+        }
+    }
+
+    /// The client-final message of each spec example through `next_command` with
+    /// `host`: the same bytes whether the host derives the key, fails, gives a key of
+    /// the wrong length (the core's own rounds take over) or there is no host (the
+    /// default). Returns what the host was asked.
+    fn through_host(host: Option<&Host>) -> Vec<Asked> {
+        for (mechanism, nonce, server_first, client_final) in [
+            (
+                AuthMechanism::ScramSha1,
+                SHA1_NONCE,
+                SHA1_SERVER_FIRST,
+                SHA1_CLIENT_FINAL,
+            ),
+            (
+                AuthMechanism::ScramSha256,
+                SHA256_NONCE,
+                SHA256_SERVER_FIRST,
+                SHA256_CLIENT_FINAL,
+            ),
+        ] {
+            let mut scram = conversation(mechanism, nonce);
+            scram.start().unwrap();
+            let step = scram.reply(&server(server_first, false)).unwrap();
+            assert_eq!(step, Step::Compute);
+            let clock = super::super::conversation::tests::Ticking::default();
+            let host = host.map(|host| host as &dyn KeyDerivation);
+            let next = futures::executor::block_on(super::super::next_command(
+                &mut scram, step, &clock, host,
+            ))
+            .unwrap()
+            .unwrap();
+            assert_eq!(payload(&next), client_final, "{mechanism:?}");
+        }
+        host.map(|host| mem::take(&mut *host.asked.lock().unwrap()))
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn a_host_key_derivation_is_asked_for_hi_and_its_key_used() {
+        let host = Host {
+            answer: Answer::Key,
+            asked: Mutex::default(),
+        };
+        let md5_digest = Hash::Sha1.prepare_password("user", "pencil").unwrap();
+        assert_eq!(
+            through_host(Some(&host)),
+            [
+                (
+                    Pbkdf2Hash::Sha1,
+                    md5_digest.into_bytes(),
+                    BASE64.decode("rQ9ZY3MntBeuP3E1TDVC4w==").unwrap(),
+                    10_000,
+                    20
+                ),
+                (
+                    Pbkdf2Hash::Sha256,
+                    b"pencil".to_vec(),
+                    BASE64.decode("W22ZaJ0SNY7soEsUEjb6gQ==").unwrap(),
+                    4096,
+                    32
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn without_a_working_host_key_derivation_the_core_derives_the_key() {
+        assert!(through_host(None).is_empty());
+        for answer in [Answer::Fail, Answer::Short] {
+            let host = Host {
+                answer,
+                asked: Mutex::default(),
+            };
+            assert_eq!(through_host(Some(&host)).len(), 2);
+        }
+    }
 
     #[test]
     fn scram_sha_1_spec_example() {
