@@ -2,12 +2,9 @@
 //! each flaw fails the handshake with a certificate error, and passes only with the
 //! option that allows it (`tlsAllowInvalidCertificates` for an untrusted or expired
 //! certificate, `tlsAllowInvalidHostnames` for another host's, `tlsInsecure` for all);
-//! and an encrypted client key (`tlsCertificateKeyFilePassword`). And TLS session
-//! resumption: a client's later connections resume its session, another client's do
-//! not.
+//! and an encrypted client key (`tlsCertificateKeyFilePassword`).
 
 use std::path::Path;
-use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use anymongo::bson::doc;
@@ -134,94 +131,6 @@ async fn an_encrypted_client_key_works_with_its_password_only() {
             "wrong tlsCertificateKeyFilePassword",
         )
         .await;
-    })
-    .await;
-}
-
-/// The kinds of the TLS handshakes the driver logs (`handshake`, target
-/// `anymongo::tls`, as `Full` or `Resumed`), in order: the `tracing` subscriber of the
-/// test's thread, which a current-thread tokio test shares with the client's tasks.
-#[derive(Clone, Default)]
-struct Handshakes(Arc<Mutex<Vec<String>>>);
-
-impl Handshakes {
-    /// The handshakes logged since the last call.
-    fn take(&self) -> Vec<String> {
-        std::mem::take(&mut self.0.lock().unwrap_or_else(PoisonError::into_inner))
-    }
-}
-
-impl tracing::field::Visit for Handshakes {
-    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
-        if field.name() == "handshake" {
-            let kind = format!("{value:?}");
-            self.0
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .push(kind);
-        }
-    }
-}
-
-impl tracing::Subscriber for Handshakes {
-    fn enabled(&self, metadata: &tracing::Metadata<'_>) -> bool {
-        metadata.target() == "anymongo::tls"
-    }
-
-    fn new_span(&self, _span: &tracing::span::Attributes<'_>) -> tracing::span::Id {
-        tracing::span::Id::from_u64(1)
-    }
-
-    fn record(&self, _span: &tracing::span::Id, _values: &tracing::span::Record<'_>) {}
-
-    fn record_follows_from(&self, _span: &tracing::span::Id, _follows: &tracing::span::Id) {}
-
-    fn event(&self, event: &tracing::Event<'_>) {
-        event.record(&mut self.clone());
-    }
-
-    fn enter(&self, _span: &tracing::span::Id) {}
-
-    fn exit(&self, _span: &tracing::span::Id) {}
-}
-
-/// One rustls configuration per client, shared by its connections (issue 24: the TLS
-/// handshake of a cold request's second connection is a resumption, one round trip
-/// shorter in TLS 1.2 and without the certificate exchange in TLS 1.3): a client's
-/// first connection (its monitor's) makes a full handshake, and its application
-/// connection resumes that session; a second client resumes nothing of the first's.
-#[tokio::test]
-async fn a_clients_later_connections_resume_its_tls_session_but_not_another_clients() {
-    let handshakes = Handshakes::default();
-    let _subscriber = tracing::subscriber::set_default(handshakes.clone());
-    within(BOUND, async {
-        let dir = tempfile::tempdir().unwrap();
-        let certs = certs::generate(dir.path()).unwrap();
-        let server = TestServer::start(&certs.server_options(false)).unwrap();
-        // Polling: no RTT monitor opens a connection of its own.
-        let uri = format!(
-            "{}&directConnection=true&serverMonitoringMode=poll",
-            server.uri()
-        );
-        for client in ["first", "second"] {
-            let client_handle = anymongo_native::client(&uri).unwrap();
-            client_handle
-                .database("admin")
-                .run_command(doc! { "ping": 1 })
-                .await
-                .unwrap();
-            let kinds = handshakes.take();
-            assert_eq!(
-                kinds.first().map(String::as_str),
-                Some("Full"),
-                "the {client} client's first handshake: {kinds:?}"
-            );
-            assert!(
-                kinds[1..].iter().any(|kind| kind == "Resumed"),
-                "the {client} client's later connections resume: {kinds:?}"
-            );
-            drop(client_handle);
-        }
     })
     .await;
 }
