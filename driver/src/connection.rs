@@ -40,6 +40,15 @@ pub(crate) const LOAD_BALANCER_UNSUPPORTED: &str =
 /// needs to know of it.
 type HelloSeen = OnceLock<Option<bson::oid::ObjectId>>;
 
+/// Told of a handshake's hello reply as soon as it is in, before authentication: a
+/// cold client's first connection updates the topology from it (server-monitoring.md,
+/// "Clients update the topology from each handshake"), so that selection is done by
+/// the time the connection has authenticated.
+pub(crate) trait HelloObserver: rt::MaybeSend + rt::MaybeSync {
+    /// The hello reply, and how long its round trip took.
+    fn hello_received(&self, hello: &HelloReply, round_trip: Duration);
+}
+
 /// How a connection is opened and bounded.
 #[derive(Debug, Clone)]
 pub(crate) struct ConnectionSettings {
@@ -188,6 +197,16 @@ impl Connection {
         clock: &dyn Clock,
         settings: &ConnectionSettings,
     ) -> Result<Connection> {
+        Self::establish_observed(transport, clock, settings, None).await
+    }
+
+    /// [`establish`](Self::establish), telling `observer` of the hello reply.
+    pub(crate) async fn establish_observed(
+        transport: &dyn Transport,
+        clock: &dyn Clock,
+        settings: &ConnectionSettings,
+        observer: Option<&dyn HelloObserver>,
+    ) -> Result<Connection> {
         let address = settings.target.to_string();
         let hello_seen = HelloSeen::new();
         // Set once a proxy, if any, has opened the tunnel: errors before that are the
@@ -211,7 +230,9 @@ impl Connection {
                 server_api: settings.server_api.clone(),
                 compression: None,
             };
-            connection.handshake(settings, clock, &hello_seen).await?;
+            connection
+                .handshake(settings, clock, &hello_seen, observer)
+                .await?;
             Ok::<_, Error>(connection)
         };
         let mut connection = within(
@@ -240,12 +261,13 @@ impl Connection {
 
     /// The handshake (MongoDB Handshake spec) and, with a credential, authentication
     /// (Authentication spec), speculatively inside the hello when the mechanism can.
-    /// `hello_seen` is set once the hello reply is parsed.
+    /// `hello_seen` is set once the hello reply is parsed, and `observer` told of it.
     async fn handshake(
         &mut self,
         settings: &ConnectionSettings,
         clock: &dyn Clock,
         hello_seen: &HelloSeen,
+        observer: Option<&dyn HelloObserver>,
     ) -> Result<()> {
         let mut auth = settings
             .auth
@@ -279,13 +301,18 @@ impl Connection {
             command.insert("$db", "admin");
             OpMsg::new(to_raw(&command)?).encode(request_id, 0)
         };
+        let sent = clock.now();
         let reply = self
             .round_trip(&frame, request_id, clock, self.socket_timeout)
             .await?;
+        let round_trip = clock.now() - sent;
         let reply = command_reply(reply)?;
         let hello = HelloReply::parse(reply)?;
         // Set once, here: the handshake runs once per connection.
         let _ = hello_seen.set(hello.service_id);
+        if let Some(observer) = observer {
+            observer.hello_received(&hello, round_trip);
+        }
         if !settings.monitoring {
             hello.check_compatible(&self.address)?;
         }

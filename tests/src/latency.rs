@@ -42,11 +42,12 @@
 //! - A server→client flight answers its connection's last client→server flight (or
 //!   open) and has its depth.
 //!
-//! The request's round trips are the depth of the deepest server→client flight (but a
-//! close) delivered within the window: the result, which waited for every reply before it.
-//! Flights that started before the window, and replies delivered after it, are left
-//! out: a concurrent background chain (a monitor's next check) only counts if it is
-//! the deeper one, which on the cold path it is not.
+//! The request's round trips are the depth of the server→client flight (but a close)
+//! delivered last within the window: the result, the reply the client waited for
+//! before it could say it had one. Flights that started before the window, and replies
+//! delivered after it, are left out; so is a concurrent background chain (a monitor's
+//! checks, its round-trip-time connection) that the result did not wait for, however
+//! deep it went meanwhile.
 
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -281,9 +282,8 @@ pub fn round_trips(connections: &[Connection], from: Duration, to: Duration) -> 
         .flat_map(|(depths, connection)| depths.iter().zip(&connection.flights))
         .filter(|(_, flight)| flight.direction == Direction::ToClient && flight.bytes > 0)
         .filter(|(_, flight)| flight.sent >= from && flight.delivered <= to)
-        .map(|(depth, _)| *depth)
-        .max()
-        .unwrap_or(0)
+        .max_by_key(|(depth, flight)| (flight.delivered, **depth))
+        .map_or(0, |(depth, _)| *depth)
 }
 
 /// The depth of each flight of each connection (0 for flights before `from`), and of
@@ -465,6 +465,22 @@ mod tests {
         let pool = ping_pong(1, &[300, 2000, 400, 500, 100, 200, 100, 200]);
         assert_eq!(
             round_trips(&[monitor, pool], Duration::ZERO, Duration::MAX),
+            5
+        );
+    }
+
+    #[test]
+    fn a_deeper_background_chain_the_result_did_not_wait_for_does_not_count() {
+        // The first check's reply (delivered at 150 ms) opens a round-trip-time
+        // connection (TCP, TLS, hello: depth 6) whose last reply arrives before the
+        // result, which came on the operation's connection, opened at about the same
+        // time as the monitor's (and slower: 60 ms later): 5.
+        let monitor = ping_pong(0, &[300, 2000, 400, 500]);
+        let pool = ping_pong(60, &[300, 2000, 400, 500, 100, 200, 100, 200]);
+        let rtt = ping_pong(151, &[300, 2000, 400, 500]);
+        assert!(rtt.flights[3].delivered < pool.flights[7].delivered);
+        assert_eq!(
+            round_trips(&[monitor, pool, rtt], Duration::ZERO, Duration::MAX),
             5
         );
     }

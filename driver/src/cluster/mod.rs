@@ -25,12 +25,13 @@
 //! - [`monitoring`]: the checks of both modes and what their outcomes do;
 //! - [`srv_polling`]: SRV polling, in both modes.
 
+mod first_contact;
 mod monitoring;
 mod server;
 mod srv_polling;
 
 use std::collections::BTreeMap;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 use std::time::Duration;
 
@@ -96,6 +97,31 @@ pub(crate) struct SelectedServer {
     /// (Client Side Operations Timeout spec, "Command Execution": read then, before a
     /// monitor may reset it).
     pub min_round_trip_time: Duration,
+    /// The outcome of checking out the connection whose handshake selected the server
+    /// (a cold client's first operation, [`Shared::first_contact`]): what
+    /// [`Shared::check_out`] returns instead of checking out.
+    checked_out: Mutex<Option<Result<PooledConnection>>>,
+}
+
+impl SelectedServer {
+    /// `server`, selected: the operation counts against it from now on.
+    fn new(
+        server: Arc<Server>,
+        server_type: ServerType,
+        topology_type: TopologyType,
+        deadline: Instant,
+        min_round_trip_time: Duration,
+    ) -> SelectedServer {
+        server.operation_count.fetch_add(1, Ordering::SeqCst);
+        SelectedServer {
+            server,
+            server_type,
+            topology_type,
+            deadline,
+            min_round_trip_time,
+            checked_out: Mutex::new(None),
+        }
+    }
 }
 
 impl Drop for SelectedServer {
@@ -138,6 +164,9 @@ pub(crate) struct Shared {
     events: EventSink<SdamEvent>,
     /// Single-threaded mode: one scan at a time.
     scanning: futures::lock::Mutex<()>,
+    /// Whether the first selection may open the first connection itself
+    /// ([`Shared::first_contact`]); taken by the first selection.
+    first_contact: AtomicBool,
     /// SRV polling, for a client made from a `mongodb+srv` seed list.
     srv: OnceLock<Arc<SrvPolling>>,
 }
@@ -212,6 +241,7 @@ impl Cluster {
             changed: Notify::default(),
             events: EventSink::new(Some(logging::logged(handlers.sdam, log))),
             scanning: futures::lock::Mutex::new(()),
+            first_contact: AtomicBool::new(options.load_balanced != Some(true)),
             srv: OnceLock::new(),
         });
         shared.events.publish(opening_events);
@@ -521,6 +551,14 @@ impl Shared {
                 .is_none_or(|last| clock.now() - last >= self.heartbeat_frequency);
             state.stale |= due;
         }
+        if let Some(server) = self.first_contact() {
+            if let Some(selected) = self
+                .connect_first(&server, criteria, deprioritized, deadline)
+                .await?
+            {
+                return Ok(selected);
+            }
+        }
         loop {
             // Single-threaded and stale: `Some(when the last scan ended, if ever)`.
             let scan_due = match self.scans {
@@ -614,14 +652,13 @@ impl Shared {
         let Some(server) = state.servers.get(&chosen.address).cloned() else {
             return Ok(None);
         };
-        server.operation_count.fetch_add(1, Ordering::SeqCst);
-        Ok(Some(SelectedServer {
+        Ok(Some(SelectedServer::new(
             server,
-            server_type: chosen.server_type,
-            topology_type: state.description.topology_type,
+            chosen.server_type,
+            state.description.topology_type,
             deadline,
-            min_round_trip_time: chosen.min_round_trip_time.unwrap_or_default(),
-        }))
+            chosen.min_round_trip_time.unwrap_or_default(),
+        )))
     }
 
     /// The error of a failed selection. `timeout` is `None` when single-threaded
@@ -668,6 +705,9 @@ impl Shared {
             Some(wait_queue_timeout) => remaining.min(wait_queue_timeout),
             None => remaining,
         };
+        if let Some(checked_out) = lock(&selected.checked_out).take() {
+            return checked_out;
+        }
         selected.server.pool.check_out(Some(timeout)).await
     }
 

@@ -132,10 +132,16 @@ impl Shared {
                 awaited,
             });
         self.events.flush();
+        self.described(server, check.reply);
+    }
+
+    /// `server` answered a hello with `reply` (a check's, or a handshake's): its new
+    /// description, with its round-trip times, goes into the topology.
+    pub(super) fn described(self: &Arc<Self>, server: &Server, reply: bson::Document) {
         let (average, minimum) = server.rtt();
         let now = self.runtime.clock.now();
         let mut description =
-            ServerDescription::from_hello(server.address.clone(), check.reply, average, Some(now));
+            ServerDescription::from_hello(server.address.clone(), reply, average, Some(now));
         description.min_round_trip_time = minimum;
         if description.server_type != ServerType::Unknown {
             // Ready before the description is applied: whoever selects the server

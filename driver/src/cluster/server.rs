@@ -2,7 +2,7 @@
 //! checked out of its pool — plain or pinned (Load Balancer spec, "Connection
 //! Pinning").
 
-use std::sync::atomic::AtomicU32;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
@@ -10,10 +10,11 @@ use bson::oid::ObjectId;
 
 use super::Shared;
 use crate::cmap::{CheckedOut, ConnectionPool, Connector, Establish};
-use crate::connection::Connection;
+use crate::connection::{Connection, HelloObserver};
 use crate::error::{Error, Result};
+use crate::handshake::HelloReply;
 use crate::load_balancer::{self, PoolHolder};
-use crate::rt::BoxFuture;
+use crate::rt::{self, BoxFuture};
 use crate::sdam::monitor::{MonitorConnection, MonitorSignal};
 use crate::selection::RoundTripTime;
 use crate::sync::lock;
@@ -30,13 +31,45 @@ pub(crate) struct ServerConnector {
     address: ServerAddress,
     /// Weak: the pools live in the topology.
     topology: Weak<Shared>,
+    /// The cold client's first connection ([`Shared::first_contact`]): armed before
+    /// its check-out, so that the next connection established reports its hello to
+    /// the topology; `hello_reported` says whether it got that far.
+    report_hello: AtomicBool,
+    hello_reported: AtomicBool,
+}
+
+impl ServerConnector {
+    /// Makes the next connection established report its hello reply to the topology.
+    pub(super) fn report_next_hello(&self) {
+        self.hello_reported.store(false, Ordering::SeqCst);
+        self.report_hello.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether the connection armed by [`report_next_hello`](Self::report_next_hello)
+    /// received its hello reply (a failure after that is not the network's: the server
+    /// answered).
+    pub(super) fn hello_reported(&self) -> bool {
+        self.hello_reported.load(Ordering::SeqCst)
+    }
+}
+
+impl HelloObserver for ServerConnector {
+    fn hello_received(&self, hello: &HelloReply, round_trip: Duration) {
+        self.hello_reported.store(true, Ordering::SeqCst);
+        Shared::upgrade(&self.topology, |shared| {
+            shared.handshake_hello(&self.address, hello, round_trip)
+        });
+    }
 }
 
 impl Establish for ServerConnector {
     type Connection = Connection;
 
     fn establish(&self, connection_id: u32) -> BoxFuture<'_, Result<Connection>> {
-        self.connector.establish(connection_id)
+        match self.report_hello.swap(false, Ordering::SeqCst) {
+            true => rt::boxed(self.connector.connect_observed(Some(self))),
+            false => self.connector.establish(connection_id),
+        }
     }
 
     fn establish_failed(&self, error: &Error, generation: u32) {
@@ -69,6 +102,8 @@ impl Server {
             ),
             address: address.clone(),
             topology: Arc::downgrade(topology),
+            report_hello: AtomicBool::new(false),
+            hello_reported: AtomicBool::new(false),
         };
         // Single-threaded: no background work, connections are opened on demand.
         let spawner = match topology.single_threaded {

@@ -4,7 +4,7 @@
 use bson::oid::ObjectId;
 
 use super::{Establish, Poolable};
-use crate::connection::{Connection, ConnectionSettings};
+use crate::connection::{Connection, ConnectionSettings, HelloObserver};
 use crate::error::Result;
 use crate::rt::{self, BoxFuture, Runtime};
 use crate::uri::{ClientOptions, ServerAddress};
@@ -59,13 +59,22 @@ impl Connector {
 
     /// Opens one connection.
     pub(crate) async fn connect(&self) -> Result<Connection> {
+        self.connect_observed(None).await
+    }
+
+    /// Opens one connection, telling `observer` of its hello reply.
+    pub(crate) async fn connect_observed(
+        &self,
+        observer: Option<&dyn HelloObserver>,
+    ) -> Result<Connection> {
         let mut settings = self.settings.clone();
         if let Some(auth) = &mut settings.auth {
             // MONGODB-AWS signs with the wall-clock time of the connection.
             auth.context.unix_time = self.runtime.clock.unix_time();
         }
         let runtime = &self.runtime;
-        Connection::establish(&*runtime.transport, &*runtime.clock, &settings).await
+        Connection::establish_observed(&*runtime.transport, &*runtime.clock, &settings, observer)
+            .await
     }
 }
 

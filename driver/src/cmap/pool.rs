@@ -123,6 +123,9 @@ struct Inner<E: Establish> {
 
 struct State<C> {
     status: PoolState,
+    /// Whether the pool was ever marked ready: until then it is paused because its
+    /// server is not known yet, not because a clear paused it.
+    ever_ready: bool,
     generation: u32,
     /// Load-balanced mode: generation and connection count per service.
     services: HashMap<ObjectId, Service>,
@@ -240,6 +243,7 @@ impl<E: Establish> ConnectionPool<E> {
             events: EventSink::new(events),
             state: Mutex::new(State {
                 status: PoolState::Paused,
+                ever_ready: false,
                 generation: 0,
                 services: HashMap::new(),
                 next_connection_id: 1,
@@ -274,6 +278,11 @@ impl<E: Establish> ConnectionPool<E> {
     /// The pool's options.
     pub fn options(&self) -> &PoolOptions {
         &self.inner.options
+    }
+
+    /// What the pool opens its connections with.
+    pub fn establisher(&self) -> &E {
+        &self.inner.establisher
     }
 
     /// Paused, ready or closed.
@@ -325,6 +334,7 @@ impl<E: Establish> ConnectionPool<E> {
                 return;
             }
             state.status = PoolState::Ready;
+            state.ever_ready = true;
             inner.events.queue_with(|| CmapEvent::PoolReady {
                 address: inner.address.clone(),
             });
@@ -493,6 +503,24 @@ impl<E: Establish> ConnectionPool<E> {
     /// ([`ErrorKind::WaitQueueTimeout`]); establishing the new connection failed (the
     /// [`Establish`] error).
     pub async fn check_out(&self, timeout: Option<Duration>) -> Result<CheckedOut<E>> {
+        self.check_out_inner(timeout, false).await
+    }
+
+    /// [`check_out`](Self::check_out), also served while the pool waits to be ready
+    /// for the first time — paused because its server is not known yet, never cleared
+    /// — where `check_out` fails. For the first operation of a cold client (issue 24):
+    /// its connection opens alongside the server's first check, and the hello of its
+    /// handshake makes the server known and the pool ready. Once the pool was ready,
+    /// this is `check_out`.
+    pub async fn check_out_before_ready(&self, timeout: Option<Duration>) -> Result<CheckedOut<E>> {
+        self.check_out_inner(timeout, true).await
+    }
+
+    async fn check_out_inner(
+        &self,
+        timeout: Option<Duration>,
+        before_ready: bool,
+    ) -> Result<CheckedOut<E>> {
         let inner = &*self.inner;
         let started = inner.clock.now();
         let timeout = timeout.or(inner.options.wait_queue_timeout);
@@ -516,7 +544,8 @@ impl<E: Establish> ConnectionPool<E> {
             let mut closed = Vec::new();
             let (step, listener) = {
                 let mut state = inner.state();
-                let step = inner.try_acquire(&mut state, waiter, started, &mut closed);
+                let step =
+                    inner.try_acquire(&mut state, waiter, started, before_ready, &mut closed);
                 let listener = matches!(step, Step::Wait).then(|| inner.changed.listen());
                 (step, listener)
             };
@@ -923,12 +952,15 @@ impl<E: Establish> Inner<E> {
     }
 
     /// One look at the pool by the check-out `waiter` (the body of the spec's
-    /// check-out loop). Perished connections met on the way go to `closed`.
+    /// check-out loop), which may be served `before_ready` (see
+    /// [`ConnectionPool::check_out_before_ready`]). Perished connections met on the
+    /// way go to `closed`.
     fn try_acquire(
         &self,
         state: &mut State<E::Connection>,
         waiter: u64,
         started: Instant,
+        before_ready: bool,
         closed: &mut Vec<E::Connection>,
     ) -> Step<E::Connection> {
         if state.status == PoolState::Closed {
@@ -936,7 +968,8 @@ impl<E: Establish> Inner<E> {
             self.check_out_failed(started, CheckOutFailedReason::PoolClosed, None);
             return Step::Fail(pool_closed_error(&self.address));
         }
-        if state.evicted.contains(&waiter) || state.status == PoolState::Paused {
+        let paused = state.status == PoolState::Paused && (state.ever_ready || !before_ready);
+        if state.evicted.contains(&waiter) || paused {
             state.leave(waiter);
             let cleared = pool_cleared_error(&self.address);
             self.check_out_failed(
