@@ -1,0 +1,110 @@
+//! A cold request in the fewest round trips (issue 24): SecantusDB with TLS and a
+//! SCRAM-SHA-256 user behind the latency proxy, and a fresh native client finding one
+//! document. Its first operation opens its connection at once — alongside the first
+//! check in background mode, instead of the first scan in single-threaded mode — and
+//! the hello of that connection's handshake makes the server known: TCP, TLS 1.3,
+//! hello with speculative SCRAM, saslContinue, find — 5 round trips, where a client
+//! that waits for a check before it opens the operation's connection takes 8. The
+//! second request takes 1.
+//!
+//! Round trips are counted from the proxy's flight log (the depth of the chain of
+//! waits that ends in the result, `anymongo_tests::latency`), not from times: the
+//! count does not depend on how fast the machine is.
+
+use std::time::Duration;
+
+use anymongo::bson::{doc, Document};
+use anymongo::{Client, ClientOptions};
+use anymongo_tests::certs;
+use anymongo_tests::harness::within;
+use anymongo_tests::latency::{round_trips, FlightLog, LatencyProxy};
+use anymongo_tests::server::{ServerOptions, TestServer, TestUser};
+
+const BOUND: Duration = Duration::from_secs(90);
+/// Each way: enough for the proxy's order of events to be the network's.
+const ONE_WAY: Duration = Duration::from_millis(10);
+const USER: &str = "cold";
+const PASSWORD: &str = "cold-pw";
+
+#[tokio::test]
+async fn a_cold_request_takes_five_round_trips_and_a_warm_one_one() {
+    within(BOUND, async {
+        let dir = tempfile::tempdir().unwrap();
+        let certs = certs::generate(dir.path()).unwrap();
+        let server = TestServer::start(&ServerOptions {
+            auth: true,
+            users: vec![TestUser::scram(USER, PASSWORD, &["SCRAM-SHA-256"])],
+            standalone: true,
+            ..certs.server_options(false)
+        })
+        .unwrap();
+        let seed_uri =
+            server
+                .uri()
+                .replacen("mongodb://", &format!("mongodb://{USER}:{PASSWORD}@"), 1);
+        let seeded = anymongo_native::client(&seed_uri).unwrap();
+        let items = seeded.database("cold").collection::<Document>("items");
+        items
+            .insert_one(doc! { "_id": 1, "text": "cold" }, None)
+            .await
+            .unwrap();
+        drop(seeded);
+
+        let server_address = format!("{}:{}", server.host, server.port);
+        for single_threaded in [false, true] {
+            let mode = match single_threaded {
+                true => "single-threaded",
+                false => "background",
+            };
+            let proxy = LatencyProxy::start(&server_address, ONE_WAY).await.unwrap();
+            // Polling: no round-trip-time connection runs alongside (it would not be
+            // on the result's path, but it is traffic the count need not sort out).
+            let uri = format!(
+                "mongodb://{USER}:{PASSWORD}@{}/?tls=true&tlsCAFile={}&serverMonitoringMode=poll",
+                proxy.address(),
+                certs.ca_pem.display()
+            );
+            let mut runtime = anymongo_native::runtime();
+            if single_threaded {
+                runtime.spawner = None;
+            }
+            let from = proxy.elapsed();
+            let client =
+                Client::with_options(ClientOptions::parse(&uri).unwrap(), runtime).unwrap();
+            let items = client.database("cold").collection::<Document>("items");
+            let found = items.find_one(doc! { "_id": 1 }, None).await.unwrap();
+            assert!(found.is_some(), "{mode}: the document is found");
+            let cold_to = proxy.elapsed();
+            let found = items.find_one(doc! { "_id": 1 }, None).await.unwrap();
+            assert!(found.is_some(), "{mode}: the document is found again");
+            let warm_to = proxy.elapsed();
+
+            let connections = proxy.connections();
+            let log = FlightLog {
+                connections: &connections,
+                from,
+                to: cold_to,
+            };
+            assert_eq!(
+                round_trips(&connections, from, cold_to),
+                5,
+                "{mode}: the cold request's round trips; flights:\n{log}"
+            );
+            assert_eq!(
+                round_trips(&connections, cold_to, warm_to),
+                1,
+                "{mode}: the warm request's round trips; flights:\n{log}"
+            );
+            // The operation's connection is the only one opened for it: in background
+            // mode the monitor's opens too, in single-threaded mode nothing else.
+            let expected = if single_threaded { 1 } else { 2 };
+            assert_eq!(
+                connections.len(),
+                expected,
+                "{mode}: connections opened; flights:\n{log}"
+            );
+            drop(client);
+        }
+    })
+    .await;
+}
