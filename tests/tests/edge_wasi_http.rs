@@ -4,12 +4,15 @@
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::{mpsc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use anymongo::bson::{doc, oid::ObjectId, Document};
-use anymongo_tests::{harness, server, setup};
+use anymongo_tests::latency::{round_trips, FlightLog, LatencyProxy};
+use anymongo_tests::server::{ServerOptions, TestServer, TestUser};
+use anymongo_tests::{certs, harness, server, setup};
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -30,6 +33,12 @@ impl Served {
     /// Serves the handler on a free loopback port with `MONGODB_URI=uri`, and waits
     /// (within [`BOUND`]) until wasmtime says where it listens.
     fn start(uri: &str) -> Served {
+        Served::start_with_dir(uri, None)
+    }
+
+    /// [`Served::start`], the handler given `dir` (where the connection string's
+    /// `tlsCAFile` is) at the same path.
+    fn start_with_dir(uri: &str, dir: Option<&Path>) -> Served {
         let component = setup::wasip2_binary("wasi-http-handler", "wasi-http-handler");
         // One start at a time: the first compiles the component into wasmtime's cache
         // (tens of seconds for a debug build), the others then load it from there
@@ -41,6 +50,7 @@ impl Served {
             .args(["--addr", "127.0.0.1:0"])
             .arg("--env")
             .arg(format!("MONGODB_URI={uri}"))
+            .args(dir.map(|dir| format!("--dir={0}::{0}", dir.display())))
             .arg(component)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -285,4 +295,61 @@ async fn a_handler_without_a_connection_string_says_so() {
         error_of(&body).starts_with("MONGODB_URI is not set"),
         "{body}"
     );
+}
+
+/// A request's round trips to a distant server (issue 24): SecantusDB with TLS and a
+/// SCRAM-SHA-256 user behind the latency proxy. Every request runs in a fresh instance,
+/// so each is a cold client's: its first operation's connection opens at once, instead
+/// of a scan's (a handler has no background tasks), and its handshake makes the server
+/// known — TCP, TLS 1.3, hello with speculative SCRAM, saslContinue, find: 5 round
+/// trips, on the one connection the request opens.
+#[tokio::test]
+async fn a_request_reaches_a_distant_server_in_five_round_trips() {
+    const USER: &str = "edge";
+    const PASSWORD: &str = "edge-pw";
+    let dir = tempfile::tempdir().unwrap();
+    let certs = certs::generate(dir.path()).unwrap();
+    let server = TestServer::start(&ServerOptions {
+        auth: true,
+        users: vec![TestUser::scram(USER, PASSWORD, &["SCRAM-SHA-256"])],
+        standalone: true,
+        ..certs.server_options(false)
+    })
+    .unwrap();
+    let credentials = format!("mongodb://{USER}:{PASSWORD}@");
+    let seeded =
+        anymongo_native::client(&server.uri().replacen("mongodb://", &credentials, 1)).unwrap();
+    harness::within(BOUND, async {
+        seeded
+            .database(DATABASE)
+            .collection::<Document>("items")
+            .insert_one(doc! { "_id": "far-1", "name": "far" }, None)
+            .await
+            .unwrap()
+    })
+    .await;
+    let proxy = LatencyProxy::start(
+        &format!("{}:{}", server.host, server.port),
+        Duration::from_millis(10),
+    )
+    .await
+    .unwrap();
+    let uri = format!(
+        "{credentials}{}/{DATABASE}?authSource=admin&tls=true&tlsCAFile={}",
+        proxy.address(),
+        certs.ca_pem.display()
+    );
+    let served = Served::start_with_dir(&uri, Some(&certs.dir));
+    let from = proxy.elapsed();
+    let (status, item) = served.request("GET", "/items/far-1", "").await;
+    let to = proxy.elapsed();
+    assert_eq!((status, &item["name"]), (200, &json!("far")), "{item}");
+    let connections = proxy.connections();
+    let log = FlightLog {
+        connections: &connections,
+        from,
+        to,
+    };
+    assert_eq!(round_trips(&connections, from, to), 5, "flights:\n{log}");
+    assert_eq!(connections.len(), 1, "flights:\n{log}");
 }
