@@ -45,8 +45,8 @@ type HelloSeen = OnceLock<Option<bson::oid::ObjectId>>;
 /// "Clients update the topology from each handshake"), so that selection is done by
 /// the time the connection has authenticated.
 pub(crate) trait HelloObserver: rt::MaybeSend + rt::MaybeSync {
-    /// The hello reply, and how long its round trip took.
-    fn hello_received(&self, hello: &HelloReply, round_trip: Duration);
+    /// The hello reply.
+    fn hello_received(&self, hello: &HelloReply);
 }
 
 /// How a connection is opened and bounded.
@@ -301,17 +301,15 @@ impl Connection {
             command.insert("$db", "admin");
             OpMsg::new(to_raw(&command)?).encode(request_id, 0)
         };
-        let sent = clock.now();
         let reply = self
             .round_trip(&frame, request_id, clock, self.socket_timeout)
             .await?;
-        let round_trip = clock.now() - sent;
         let reply = command_reply(reply)?;
         let hello = HelloReply::parse(reply)?;
         // Set once, here: the handshake runs once per connection.
         let _ = hello_seen.set(hello.service_id);
         if let Some(observer) = observer {
-            observer.hello_received(&hello, round_trip);
+            observer.hello_received(&hello);
         }
         if !settings.monitoring {
             hello.check_compatible(&self.address)?;

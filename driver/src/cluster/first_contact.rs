@@ -8,23 +8,30 @@
 //! the conversation: four more) — eight round trips with the command itself.
 //!
 //! So the first selection of a client whose one server is not known yet opens the
-//! operation's connection at once, out of the server's pool before it is ready
-//! ([`ConnectionPool::check_out_before_ready`](crate::cmap::ConnectionPool::check_out_before_ready)):
+//! operation's connection at once, outside the pool (whose server is not known yet):
 //! alongside the monitor's first check in background mode, instead of the first scan
 //! in single-threaded mode. The hello of its handshake updates the topology
 //! (server-monitoring.md, "Clients update the topology from each handshake"), which
 //! makes the server known — and its pool ready — while the connection authenticates;
-//! selection then picks the server as usual and the operation gets this connection:
-//! five round trips in all. A failure after the hello (authentication) is the
-//! check-out's, as it would have been; one before it leaves the client where it was
-//! without the shortcut: selection waits for the monitor, or scans.
+//! selection then picks the server as usual, and the operation's check-out hands the
+//! connection to the pool, which takes it in with the events of a check-out that
+//! established it
+//! ([`ConnectionPool::check_out_established`](crate::cmap::ConnectionPool::check_out_established)):
+//! five round trips in all. A failure after the hello (authentication) reaches the
+//! pool the same way, as the check-out's establishment error; one before it leaves the
+//! client where it would be without the shortcut: selection waits for the monitor, or
+//! scans.
 
+use std::pin::pin;
 use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::{select, Either};
 
 use super::{SelectedServer, Server, Shared};
 use crate::error::Result;
 use crate::handshake::HelloReply;
-use crate::rt::Instant;
+use crate::rt::{self, Instant};
 use crate::sdam::ServerType;
 use crate::selection::SelectionCriteria;
 use crate::sync::lock;
@@ -58,9 +65,10 @@ impl Shared {
     }
 
     /// Opens the first connection to `server` and selects with the description its
-    /// hello made: `Some` selected server (holding the connection, or the check-out's
-    /// error after the hello), or `None` when the connection failed before its hello
-    /// or the server does not suit `criteria` — selection goes on as usual.
+    /// hello made: `Some` selected server (holding the connection, or its error after
+    /// the hello), or `None` when the connection failed before its hello, the client
+    /// closed meanwhile, or the server does not suit `criteria` — selection goes on as
+    /// usual.
     pub(super) async fn connect_first(
         self: &Arc<Self>,
         server: &Arc<Server>,
@@ -69,64 +77,86 @@ impl Shared {
         deadline: Instant,
     ) -> Result<Option<SelectedServer>> {
         let connector = server.pool.establisher();
-        connector.report_next_hello();
         let remaining = deadline.saturating_duration_since(self.runtime.clock.now());
-        match server.pool.check_out_before_ready(Some(remaining)).await {
-            Ok(connection) => {
-                let selected = self.try_select(criteria, deprioritized, deadline);
-                match selected {
-                    Ok(Some(selected)) if Arc::ptr_eq(&selected.server, server) => {
-                        *lock(&selected.checked_out) = Some(Ok(connection));
-                        Ok(Some(selected))
-                    }
-                    other => {
-                        server.check_in(connection);
-                        other
-                    }
-                }
-            }
-            Err(error) if connector.hello_reported() => {
-                let (server_type, topology_type) = {
-                    let state = self.state();
-                    let server_type = state
-                        .description
-                        .servers
-                        .get(&server.address)
-                        .map_or(ServerType::Unknown, |description| description.server_type);
-                    (server_type, state.description.topology_type)
-                };
-                let selected = SelectedServer::new(
-                    server.clone(),
-                    server_type,
-                    topology_type,
-                    deadline,
-                    Default::default(),
-                );
-                *lock(&selected.checked_out) = Some(Err(error));
+        let connect = pin!(connector.connect_first());
+        let closed = pin!(self.closed());
+        let connected =
+            match rt::timeout(&*self.runtime.clock, remaining, select(connect, closed)).await {
+                Ok(Either::Left((connected, _))) => connected,
+                // The client closed, or selection's time ran out: nothing to hand over.
+                Ok(Either::Right(_)) | Err(rt::Elapsed) => return Ok(None),
+            };
+        let established = match connected {
+            Ok(connection) => Ok(connection),
+            Err(error) if connector.hello_reported() => Err(error),
+            Err(_) => return Ok(None),
+        };
+        let selected = match &established {
+            Ok(_) => self.try_select(criteria, deprioritized, deadline)?,
+            // The server answered, and the error is the operation's, as it would have
+            // been from its check-out: the pool reports it to SDAM.
+            Err(_) => Some(self.selected_without_selection(server, deadline)),
+        };
+        match selected {
+            Some(selected) if Arc::ptr_eq(&selected.server, server) => {
+                *lock(&selected.established) = Some(established);
                 Ok(Some(selected))
             }
-            Err(_) => Ok(None),
+            // Another server (the hello named the members of a replica set): the
+            // connection, never the pool's, closes.
+            other => Ok(other),
         }
     }
 
-    /// The handshake of the first connection to `address` got `hello`, after a round
-    /// trip of `round_trip`: the server's description is updated from it as from a
-    /// check (without heartbeat events: it is no check). In single-threaded mode it
+    /// `server`, as selection would give it, without asking whether it suits.
+    fn selected_without_selection(
+        &self,
+        server: &Arc<Server>,
+        deadline: Instant,
+    ) -> SelectedServer {
+        let state = self.state();
+        let server_type = state
+            .description
+            .servers
+            .get(&server.address)
+            .map_or(ServerType::Unknown, |description| description.server_type);
+        SelectedServer::new(
+            server.clone(),
+            server_type,
+            state.description.topology_type,
+            deadline,
+            Duration::ZERO,
+        )
+    }
+
+    /// Resolves once the topology is closed.
+    async fn closed(&self) {
+        loop {
+            let changed = self.changed.listen();
+            if self.state().closed {
+                return;
+            }
+            changed.await;
+        }
+    }
+
+    /// The handshake of the first connection to `address` got `hello`: the server's
+    /// description is updated from it as from a check (without heartbeat events: it is
+    /// no check; without a round-trip-time sample: the server did more than answer a
+    /// hello, the first step of authentication — the monitor's checks measure it). In single-threaded mode it
     /// stands for the first scan when the server is the only one.
-    pub(super) fn handshake_hello(
-        self: &Arc<Self>,
-        address: &ServerAddress,
-        hello: &HelloReply,
-        round_trip: std::time::Duration,
-    ) {
+    pub(super) fn handshake_hello(self: &Arc<Self>, address: &ServerAddress, hello: &HelloReply) {
         let Some(server) = self.state().servers.get(address).cloned() else {
             return;
         };
-        server.add_rtt_sample(round_trip);
         self.described(&server, hello.raw.clone());
         if self.scans {
             let mut state = self.state();
-            if state.description.servers.len() == 1 {
+            // Unless the hello changed the servers (a replica set member naming the
+            // others, or itself by another address): they are for a scan to check.
+            if state.description.servers.len() == 1
+                && state.description.servers.contains_key(address)
+            {
                 state.last_scan = Some(self.runtime.clock.now());
                 state.stale = false;
             }

@@ -23,6 +23,8 @@
 //!
 //! - [`server`]: one server, its pool and the connections checked out of it;
 //! - [`monitoring`]: the checks of both modes and what their outcomes do;
+//! - [`first_contact`]: a cold client's first operation opens its connection without
+//!   waiting for a check, and that connection's handshake makes the server known;
 //! - [`srv_polling`]: SRV polling, in both modes.
 
 mod first_contact;
@@ -38,7 +40,7 @@ use std::time::Duration;
 use bson::oid::ObjectId;
 
 use crate::cmap::{CmapEventHandler, PoolOptions};
-use crate::connection::ConnectionSettings;
+use crate::connection::{Connection, ConnectionSettings};
 use crate::error::{Error, ErrorKind, Result};
 use crate::event::{EventHandler, EventSink};
 use crate::logging::{self, LogContext, SelectionLog};
@@ -97,10 +99,10 @@ pub(crate) struct SelectedServer {
     /// (Client Side Operations Timeout spec, "Command Execution": read then, before a
     /// monitor may reset it).
     pub min_round_trip_time: Duration,
-    /// The outcome of checking out the connection whose handshake selected the server
-    /// (a cold client's first operation, [`Shared::first_contact`]): what
-    /// [`Shared::check_out`] returns instead of checking out.
-    checked_out: Mutex<Option<Result<PooledConnection>>>,
+    /// The connection whose handshake made the server selectable, or the error that
+    /// ended it after its hello (a cold client's first operation,
+    /// [`Shared::first_contact`]): what [`Shared::check_out`] hands to the pool.
+    established: Mutex<Option<Result<Connection>>>,
 }
 
 impl SelectedServer {
@@ -119,7 +121,7 @@ impl SelectedServer {
             topology_type,
             deadline,
             min_round_trip_time,
-            checked_out: Mutex::new(None),
+            established: Mutex::new(None),
         }
     }
 }
@@ -705,10 +707,12 @@ impl Shared {
             Some(wait_queue_timeout) => remaining.min(wait_queue_timeout),
             None => remaining,
         };
-        if let Some(checked_out) = lock(&selected.checked_out).take() {
-            return checked_out;
+        let pool = &selected.server.pool;
+        let established = lock(&selected.established).take();
+        match established {
+            Some(established) => pool.check_out_established(established, Some(timeout)).await,
+            None => pool.check_out(Some(timeout)).await,
         }
-        selected.server.pool.check_out(Some(timeout)).await
     }
 
     /// Closes the topology: monitors stop, pools close, closing events go out, and

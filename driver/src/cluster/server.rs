@@ -14,7 +14,7 @@ use crate::connection::{Connection, HelloObserver};
 use crate::error::{Error, Result};
 use crate::handshake::HelloReply;
 use crate::load_balancer::{self, PoolHolder};
-use crate::rt::{self, BoxFuture};
+use crate::rt::BoxFuture;
 use crate::sdam::monitor::{MonitorConnection, MonitorSignal};
 use crate::selection::RoundTripTime;
 use crate::sync::lock;
@@ -31,33 +31,30 @@ pub(crate) struct ServerConnector {
     address: ServerAddress,
     /// Weak: the pools live in the topology.
     topology: Weak<Shared>,
-    /// The cold client's first connection ([`Shared::first_contact`]): armed before
-    /// its check-out, so that the next connection established reports its hello to
-    /// the topology; `hello_reported` says whether it got that far.
-    report_hello: AtomicBool,
+    /// Whether the connection of [`connect_first`](Self::connect_first) got its hello
+    /// reply (a failure after that is not the network's: the server answered).
     hello_reported: AtomicBool,
 }
 
 impl ServerConnector {
-    /// Makes the next connection established report its hello reply to the topology.
-    pub(super) fn report_next_hello(&self) {
+    /// Opens a cold client's first connection ([`Shared::first_contact`]), outside the
+    /// pool, reporting the hello of its handshake to the topology.
+    pub(super) async fn connect_first(&self) -> Result<Connection> {
         self.hello_reported.store(false, Ordering::SeqCst);
-        self.report_hello.store(true, Ordering::SeqCst);
+        self.connector.connect_observed(Some(self)).await
     }
 
-    /// Whether the connection armed by [`report_next_hello`](Self::report_next_hello)
-    /// received its hello reply (a failure after that is not the network's: the server
-    /// answered).
+    /// Whether the last [`connect_first`](Self::connect_first) got its hello reply.
     pub(super) fn hello_reported(&self) -> bool {
         self.hello_reported.load(Ordering::SeqCst)
     }
 }
 
 impl HelloObserver for ServerConnector {
-    fn hello_received(&self, hello: &HelloReply, round_trip: Duration) {
+    fn hello_received(&self, hello: &HelloReply) {
         self.hello_reported.store(true, Ordering::SeqCst);
         Shared::upgrade(&self.topology, |shared| {
-            shared.handshake_hello(&self.address, hello, round_trip)
+            shared.handshake_hello(&self.address, hello)
         });
     }
 }
@@ -66,10 +63,7 @@ impl Establish for ServerConnector {
     type Connection = Connection;
 
     fn establish(&self, connection_id: u32) -> BoxFuture<'_, Result<Connection>> {
-        match self.report_hello.swap(false, Ordering::SeqCst) {
-            true => rt::boxed(self.connector.connect_observed(Some(self))),
-            false => self.connector.establish(connection_id),
-        }
+        self.connector.establish(connection_id)
     }
 
     fn establish_failed(&self, error: &Error, generation: u32) {
@@ -102,7 +96,6 @@ impl Server {
             ),
             address: address.clone(),
             topology: Arc::downgrade(topology),
-            report_hello: AtomicBool::new(false),
             hello_reported: AtomicBool::new(false),
         };
         // Single-threaded: no background work, connections are opened on demand.

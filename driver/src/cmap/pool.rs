@@ -123,9 +123,6 @@ struct Inner<E: Establish> {
 
 struct State<C> {
     status: PoolState,
-    /// Whether the pool was ever marked ready: until then it is paused because its
-    /// server is not known yet, not because a clear paused it.
-    ever_ready: bool,
     generation: u32,
     /// Load-balanced mode: generation and connection count per service.
     services: HashMap<ObjectId, Service>,
@@ -243,7 +240,6 @@ impl<E: Establish> ConnectionPool<E> {
             events: EventSink::new(events),
             state: Mutex::new(State {
                 status: PoolState::Paused,
-                ever_ready: false,
                 generation: 0,
                 services: HashMap::new(),
                 next_connection_id: 1,
@@ -334,7 +330,6 @@ impl<E: Establish> ConnectionPool<E> {
                 return;
             }
             state.status = PoolState::Ready;
-            state.ever_ready = true;
             inner.events.queue_with(|| CmapEvent::PoolReady {
                 address: inner.address.clone(),
             });
@@ -503,23 +498,30 @@ impl<E: Establish> ConnectionPool<E> {
     /// ([`ErrorKind::WaitQueueTimeout`]); establishing the new connection failed (the
     /// [`Establish`] error).
     pub async fn check_out(&self, timeout: Option<Duration>) -> Result<CheckedOut<E>> {
-        self.check_out_inner(timeout, false).await
+        self.check_out_inner(timeout, None).await
     }
 
-    /// [`check_out`](Self::check_out), also served while the pool waits to be ready
-    /// for the first time — paused because its server is not known yet, never cleared
-    /// — where `check_out` fails. For the first operation of a cold client (issue 24):
-    /// its connection opens alongside the server's first check, and the hello of its
-    /// handshake makes the server known and the pool ready. Once the pool was ready,
-    /// this is `check_out`.
-    pub async fn check_out_before_ready(&self, timeout: Option<Duration>) -> Result<CheckedOut<E>> {
-        self.check_out_inner(timeout, true).await
+    /// [`check_out`](Self::check_out) of a connection established beforehand, outside
+    /// the pool — or of the error establishing it — when the check-out would establish
+    /// one: the pool takes it in as if it had just established it, with the same events
+    /// in the same order (ConnectionCheckOutStarted, ConnectionCreated, then
+    /// ConnectionReady and ConnectionCheckedOut, or the failure's SDAM report,
+    /// ConnectionClosed and ConnectionCheckOutFailed). For a cold client's first
+    /// operation, whose connection opens before its server is known (issue 24,
+    /// `cluster::first_contact`); a connection available in the pool is taken instead
+    /// (and the one given is closed).
+    pub async fn check_out_established(
+        &self,
+        established: Result<E::Connection>,
+        timeout: Option<Duration>,
+    ) -> Result<CheckedOut<E>> {
+        self.check_out_inner(timeout, Some(established)).await
     }
 
     async fn check_out_inner(
         &self,
         timeout: Option<Duration>,
-        before_ready: bool,
+        established: Option<Result<E::Connection>>,
     ) -> Result<CheckedOut<E>> {
         let inner = &*self.inner;
         let started = inner.clock.now();
@@ -544,8 +546,7 @@ impl<E: Establish> ConnectionPool<E> {
             let mut closed = Vec::new();
             let (step, listener) = {
                 let mut state = inner.state();
-                let step =
-                    inner.try_acquire(&mut state, waiter, started, before_ready, &mut closed);
+                let step = inner.try_acquire(&mut state, waiter, started, &mut closed);
                 let listener = matches!(step, Step::Wait).then(|| inner.changed.listen());
                 (step, listener)
             };
@@ -603,17 +604,30 @@ impl<E: Establish> ConnectionPool<E> {
             }
         };
 
-        // Out of the queue, with a connection to establish.
+        // Out of the queue, with a connection to establish — or established already.
         let (sender, receiver) = oneshot::channel();
-        let task = establishment(self.inner.clone(), pending, Purpose::CheckOut(sender));
-        match &inner.spawner {
-            Some(spawner) => spawner.spawn(rt::boxed(task.map(drop))),
+        let purpose = Purpose::CheckOut(sender);
+        match established {
+            Some(Ok(connection)) => self.inner.established(pending, connection, purpose),
+            Some(Err(error)) => self.inner.establishment_failed(
+                &pending,
+                error,
+                purpose,
+                ConnectionClosedReason::Error,
+                true,
+            ),
             None => {
-                let mut own = Owned {
-                    inner: self.inner.clone(),
-                    task: Some(rt::boxed(task.map(drop))),
-                };
-                orphans.drive(&mut own).await;
+                let task = establishment(self.inner.clone(), pending, purpose);
+                match &inner.spawner {
+                    Some(spawner) => spawner.spawn(rt::boxed(task.map(drop))),
+                    None => {
+                        let mut own = Owned {
+                            inner: self.inner.clone(),
+                            task: Some(rt::boxed(task.map(drop))),
+                        };
+                        orphans.drive(&mut own).await;
+                    }
+                }
             }
         }
         let outcome = orphans.drive(receiver).await;
@@ -952,15 +966,12 @@ impl<E: Establish> Inner<E> {
     }
 
     /// One look at the pool by the check-out `waiter` (the body of the spec's
-    /// check-out loop), which may be served `before_ready` (see
-    /// [`ConnectionPool::check_out_before_ready`]). Perished connections met on the
-    /// way go to `closed`.
+    /// check-out loop). Perished connections met on the way go to `closed`.
     fn try_acquire(
         &self,
         state: &mut State<E::Connection>,
         waiter: u64,
         started: Instant,
-        before_ready: bool,
         closed: &mut Vec<E::Connection>,
     ) -> Step<E::Connection> {
         if state.status == PoolState::Closed {
@@ -968,8 +979,7 @@ impl<E: Establish> Inner<E> {
             self.check_out_failed(started, CheckOutFailedReason::PoolClosed, None);
             return Step::Fail(pool_closed_error(&self.address));
         }
-        let paused = state.status == PoolState::Paused && (state.ever_ready || !before_ready);
-        if state.evicted.contains(&waiter) || paused {
+        if state.evicted.contains(&waiter) || state.status == PoolState::Paused {
             state.leave(waiter);
             let cleared = pool_cleared_error(&self.address);
             self.check_out_failed(
