@@ -15,21 +15,22 @@
 //!   --bench PATH     the benchmark binary (`tests/bench`, built by `cargo build
 //!                    --release` there), whose child runs the official Rust driver;
 //!                    default tests/bench/target/release/anymongo-bench if it exists
-//!   --no-node        leave out the Node.js rows (the npm package, the official
-//!                    Node.js driver)
+//!   --no-node        leave out the Node.js rows (the npm package under Node.js and
+//!                    workerd, the official Node.js driver)
 //! ```
 //!
 //! The drivers: native anymongo (this binary as its own child, `--child URI`), the
 //! same as a wasip2 program under wasmtime, the official Rust driver (through the
 //! benchmark binary's `--cold-request-child`), pymongo (the test venv's), the npm
-//! package (`wasm-demo/`, built here by its `build.sh`) under Node.js
-//! (`tests/cold_request/node.mjs`), and the official Node.js driver
+//! package (`wasm-demo/`, built here by its `build.sh`) under Node.js and under workerd
+//! (`tests/cold_request/node.mjs` and `workerd.mjs`), and the official Node.js driver
 //! (`node.mjs` again, with the `mongodb` that `./run.sh bench` installs into the cache's
 //! `bench-node`). Each child follows `anymongo_tests::cold_request`. The connection
 //! string is what a user writes: user and password, `tls=true` (and the test CA), the
 //! authentication mechanism left to negotiation (SCRAM-SHA-256 for this user). The
 //! server is a standalone, so that no driver leaves the proxy for a replica set
-//! member's own address.
+//! member's own address. (A Worker cannot take a CA file: `workerd.mjs` says how its
+//! workerd trusts the test CA instead.)
 
 use std::process::ExitCode;
 
@@ -274,7 +275,7 @@ print(f"warm {(time.perf_counter() - start) * 1e3:.1f}", flush=True)
             Ok(()) => Err(format!("no {} (npm ci in wasm-demo)", bson.display())),
             Err(why) => Err(why),
         };
-        match npm {
+        match &npm {
             Ok(()) => {
                 let mut package = Command::new("node");
                 package
@@ -282,7 +283,7 @@ print(f"warm {(time.perf_counter() - start) * 1e3:.1f}", flush=True)
                     .args(["anymongo", DATABASE, COLLECTION]);
                 cases.push(("anymongo npm (Node.js)", package));
             }
-            Err(why) => eprintln!("cold_request: {why}: the npm package's row is left out"),
+            Err(why) => eprintln!("cold_request: {why}: the npm package's rows are left out"),
         }
         let official_dir = setup::cache_dir().join("bench-node");
         if official_dir
@@ -301,6 +302,23 @@ print(f"warm {(time.perf_counter() - start) * 1e3:.1f}", flush=True)
                  the official Node.js driver is left out",
                 official_dir.display()
             );
+        }
+        let workerd = setup::cache_dir().join("js-runtimes/node_modules/.bin/workerd");
+        match (&npm, workerd.exists()) {
+            (Ok(()), true) => {
+                let mut worker = Command::new("node");
+                worker
+                    .arg(scripts.join("workerd.mjs"))
+                    .arg(&workerd)
+                    .args([DATABASE, COLLECTION]);
+                cases.push(("anymongo npm (workerd)", worker));
+            }
+            (Ok(()), false) => eprintln!(
+                "cold_request: no {} (bash tests/setup.sh js-runtimes): \
+                 the npm package under workerd is left out",
+                workerd.display()
+            ),
+            (Err(_), _) => {}
         }
     }
 
