@@ -15,15 +15,22 @@
 //!   --bench PATH     the benchmark binary (`tests/bench`, built by `cargo build
 //!                    --release` there), whose child runs the official Rust driver;
 //!                    default tests/bench/target/release/anymongo-bench if it exists
+//!   --no-node        leave out the Node.js rows (the npm package under Node.js and
+//!                    workerd, the official Node.js driver)
 //! ```
 //!
 //! The drivers: native anymongo (this binary as its own child, `--child URI`), the
 //! same as a wasip2 program under wasmtime, the official Rust driver (through the
-//! benchmark binary's `--cold-request-child`) and pymongo (the test venv's). Each
-//! child follows `anymongo_tests::cold_request`. The connection string is what a user writes: user
-//! and password, `tls=true` (and the test CA), the authentication mechanism left to
-//! negotiation (SCRAM-SHA-256 for this user). The server is a standalone, so that no
-//! driver leaves the proxy for a replica set member's own address.
+//! benchmark binary's `--cold-request-child`), pymongo (the test venv's), the npm
+//! package (`wasm-demo/`, built here by its `build.sh`) under Node.js and under workerd
+//! (`tests/cold_request/node.mjs` and `workerd.mjs`), and the official Node.js driver
+//! (`node.mjs` again, with the `mongodb` that `./run.sh bench` installs into the cache's
+//! `bench-node`). Each child follows `anymongo_tests::cold_request`. The connection
+//! string is what a user writes: user and password, `tls=true` (and the test CA), the
+//! authentication mechanism left to negotiation (SCRAM-SHA-256 for this user). The
+//! server is a standalone, so that no driver leaves the proxy for a replica set
+//! member's own address. (A Worker cannot take a CA file: `workerd.mjs` says how its
+//! workerd trusts the test CA instead.)
 
 use std::process::ExitCode;
 
@@ -132,6 +139,7 @@ print(f"warm {(time.perf_counter() - start) * 1e3:.1f}", flush=True)
         let mut one_way = Duration::from_millis(25);
         let mut bench = setup::workspace_root().join("tests/bench/target/release/anymongo-bench");
         let mut wasi = true;
+        let mut node = true;
         let mut args = args.iter();
         while let Some(arg) = args.next() {
             let mut value = || args.next().ok_or(format!("{arg} needs a value"));
@@ -142,6 +150,7 @@ print(f"warm {(time.perf_counter() - start) * 1e3:.1f}", flush=True)
                 }
                 "--bench" => bench = PathBuf::from(value()?),
                 "--no-wasi" => wasi = false,
+                "--no-node" => node = false,
                 other => return Err(format!("unknown option {other} (see the source's doc)")),
             }
         }
@@ -198,6 +207,9 @@ print(f"warm {(time.perf_counter() - start) * 1e3:.1f}", flush=True)
         let mut pymongo = Command::new(&python);
         pymongo.args(["-c", PYMONGO, DATABASE, COLLECTION]);
         cases.push(("pymongo", pymongo));
+        if node {
+            node_cases(&mut cases);
+        }
 
         let mut rows = Vec::new();
         for (driver, mut command) in cases {
@@ -236,6 +248,78 @@ print(f"warm {(time.perf_counter() - start) * 1e3:.1f}", flush=True)
             );
         }
         Ok(())
+    }
+
+    /// The Node.js rows (see the module doc), those that can run: each one left out
+    /// says why.
+    fn node_cases(cases: &mut Vec<(&str, Command)>) {
+        let root = setup::workspace_root();
+        let scripts = root.join("tests/cold_request");
+        // Built each time (cargo's build is incremental, wasm-bindgen's quick), so that
+        // the package measured is this tree's driver, as the wasip2 row's is.
+        let built = Command::new("bash")
+            .arg(root.join("wasm-demo/build.sh"))
+            .status()
+            .map_err(|e| e.to_string())
+            .and_then(|status| {
+                if status.success() {
+                    Ok(())
+                } else {
+                    Err(format!("wasm-demo/build.sh failed ({status})"))
+                }
+            });
+        // The package's one dependency, which `npm ci` in wasm-demo installs.
+        let bson = root.join("wasm-demo/node_modules/bson/lib/bson.mjs");
+        let npm = match built {
+            Ok(()) if bson.exists() => Ok(()),
+            Ok(()) => Err(format!("no {} (npm ci in wasm-demo)", bson.display())),
+            Err(why) => Err(why),
+        };
+        match &npm {
+            Ok(()) => {
+                let mut package = Command::new("node");
+                package
+                    .arg(scripts.join("node.mjs"))
+                    .args(["anymongo", DATABASE, COLLECTION]);
+                cases.push(("anymongo npm (Node.js)", package));
+            }
+            Err(why) => eprintln!("cold_request: {why}: the npm package's rows are left out"),
+        }
+        let official_dir = setup::cache_dir().join("bench-node");
+        if official_dir
+            .join("node_modules/mongodb/package.json")
+            .exists()
+        {
+            let mut official = Command::new("node");
+            official
+                .arg(scripts.join("node.mjs"))
+                .arg(&official_dir)
+                .args([DATABASE, COLLECTION]);
+            cases.push(("mongodb 7 (Node.js)", official));
+        } else {
+            eprintln!(
+                "cold_request: no mongodb in {} (./run.sh bench installs it): \
+                 the official Node.js driver is left out",
+                official_dir.display()
+            );
+        }
+        let workerd = setup::cache_dir().join("js-runtimes/node_modules/.bin/workerd");
+        match (&npm, workerd.exists()) {
+            (Ok(()), true) => {
+                let mut worker = Command::new("node");
+                worker
+                    .arg(scripts.join("workerd.mjs"))
+                    .arg(&workerd)
+                    .args([DATABASE, COLLECTION]);
+                cases.push(("anymongo npm (workerd)", worker));
+            }
+            (Ok(()), false) => eprintln!(
+                "cold_request: no {} (bash tests/setup.sh js-runtimes): \
+                 the npm package under workerd is left out",
+                workerd.display()
+            ),
+            (Err(_), _) => {}
+        }
     }
 
     /// Inserts the document the drivers find, straight to the server.

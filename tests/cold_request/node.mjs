@@ -1,0 +1,52 @@
+// The Node.js child of the `cold_request` measurement (tests/src/bin/cold_request.rs),
+// for the npm package `anymongo` (wasm-demo/, its Node.js entry js/node.js, built by
+// wasm-demo/build.sh) and for the official `mongodb` Node.js driver:
+//
+//   node node.mjs anymongo DATABASE COLLECTION URI
+//   node node.mjs MONGODB_DIR DATABASE COLLECTION URI
+//
+// MONGODB_DIR is a folder whose node_modules holds the official driver (./run.sh bench
+// installs mongodb@7 into the cache's bench-node, never into the repository).
+//
+// The protocol of anymongo_tests::cold_request: a new client finds {_id: 1} in
+// DATABASE.COLLECTION and prints `cold MS`; then, after a line on stdin, the same client
+// finds it again and prints `warm MS`. Both clients connect on their first operation
+// (no connect() call), as the other children's do. The time starts after the driver's
+// module is imported (for the npm package that includes compiling and instantiating its
+// WebAssembly), as pymongo's child starts after `import pymongo`: it is the client's
+// cold request, not the runtime's start.
+//
+// The connection string's tlsCAFile (the test CA) reaches each driver as a user would
+// pass it: the npm package's Node transport reads it into tls.connect's `ca`
+// (js/transports/node.js), the official driver reads it itself.
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+
+const [driver, database, collection, uri] = process.argv.slice(2);
+const { MongoClient } =
+  driver === 'anymongo'
+    ? await import('../../wasm-demo/js/node.js')
+    : createRequire(join(driver, 'x.js'))('mongodb');
+
+// The lines of stdin, one at a time: the parent's go for the warm request.
+const lines = createInterface({ input: process.stdin })[Symbol.asyncIterator]();
+
+async function findOne(client) {
+  if (!(await client.db(database).collection(collection).findOne({ _id: 1 }))) {
+    throw new Error('no document with _id 1');
+  }
+}
+
+let start = performance.now();
+const client = new MongoClient(uri);
+await findOne(client);
+console.log(`cold ${(performance.now() - start).toFixed(1)}`);
+await lines.next();
+start = performance.now();
+await findOne(client);
+console.log(`warm ${(performance.now() - start).toFixed(1)}`);
+// Lets the process exit (the monitors and the stdin reader keep it alive otherwise);
+// the parent has its two lines, and reaps the child anyway.
+await lines.return();
+await client.close();

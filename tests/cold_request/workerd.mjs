@@ -1,0 +1,133 @@
+// The workerd child of the `cold_request` measurement (tests/src/bin/cold_request.rs):
+// the npm package `anymongo` (wasm-demo/, built by wasm-demo/build.sh) in a Cloudflare
+// Worker (worker.js, next to this file) under a fresh workerd:
+//
+//   node workerd.mjs WORKERD DATABASE COLLECTION URI
+//
+// It serves worker.js with WORKERD (its modules given as a bundler would: the package's
+// workerd entry js/workers.js, its .wasm as a WebAssembly module, bson), then follows
+// the protocol of anymongo_tests::cold_request over two HTTP requests to the Worker: the
+// first creates the client and finds {_id: 1} (`cold MS`); after a line on stdin, the
+// second finds it again on the same client (`warm MS`). The times are the Worker's own
+// (see worker.js for what its clock counts); the HTTP exchanges with workerd, on
+// loopback, are not in them, nor is workerd's start (it serves nothing before the
+// first request, and opens no connection before it).
+//
+// TLS to the test CA: the package's Workers transport refuses tlsCAFile (a Worker's
+// sockets trust the platform's store), so the URI's tlsCAFile is taken out of the
+// Worker's connection string and trusted where workerd keeps its trust store instead:
+// the `tlsOptions.trustedCertificates` of the network service that is the Worker's
+// globalOutbound, through which cloudflare:sockets connect. The connection string
+// still says tls=true, and the certificate is still checked, against that CA (one
+// workerd does not trust fails the handshake: "invalid peer certificate: UnknownIssuer").
+//
+// Every wait is bounded (REQUEST_TIMEOUT_MS); workerd is killed on the way out (before
+// the last line: the parent kills this process, not workerd, once it has it). Its
+// listening socket is opened here and handed over (--socket-fd), so that the first
+// request waits in its backlog instead of polling for it to listen.
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+
+const [workerd, database, collection, uri] = process.argv.slice(2);
+const here = path.dirname(fileURLToPath(import.meta.url));
+const packageDir = path.join(here, '..', '..', 'wasm-demo');
+// The first request includes compiling the Worker (the .wasm too). Under the parent's
+// bound (CASE_TIMEOUT, 60 s), so that this process gives up, and kills workerd, first.
+const REQUEST_TIMEOUT_MS = 50_000;
+
+// The connection string without tlsCAFile, and the CA it named.
+const url = new URL(uri);
+const caFile = url.searchParams.get('tlsCAFile');
+url.searchParams.delete('tlsCAFile');
+const workerUri = url.toString();
+
+const dir = mkdtempSync(path.join(os.tmpdir(), 'anymongo-cold-workerd-'));
+const embed = (file) => JSON.stringify(path.relative(dir, file));
+writeFileSync(path.join(dir, 'anymongo.js'), "export * from 'anymongo/js/workers.js';\n");
+const modules = [
+  ['worker.js', 'esModule', path.join(here, 'worker.js')],
+  ['anymongo', 'esModule', path.join(dir, 'anymongo.js')],
+  ...['workers.js', 'client.js', 'errors.js', 'doh.js', 'transports/workers.js'].map((file) => [
+    `anymongo/js/${file}`,
+    'esModule',
+    path.join(packageDir, 'js', file),
+  ]),
+  ['anymongo/pkg/anymongo_wasm.js', 'esModule', path.join(packageDir, 'pkg', 'anymongo_wasm.js')],
+  ['anymongo/pkg/anymongo_wasm_bg.wasm', 'wasm', path.join(packageDir, 'pkg', 'anymongo_wasm_bg.wasm')],
+  // Bare `bson` imports resolve next to the importing module.
+  ['anymongo/js/bson', 'esModule', path.join(packageDir, 'node_modules', 'bson', 'lib', 'bson.mjs')],
+];
+const text = (name, value) => `(name = ${JSON.stringify(name)}, text = ${JSON.stringify(value)})`;
+const trust = caFile ? `, tlsOptions = (trustedCertificates = [embed ${embed(caFile)}])` : '';
+writeFileSync(
+  path.join(dir, 'config.capnp'),
+  `using Workerd = import "/workerd/workerd.capnp";
+const config :Workerd.Config = (
+  services = [
+    (name = "main", worker = .worker),
+    (name = "outbound", network = (allow = ["local"]${trust})),
+  ],
+  sockets = [(name = "http", address = "127.0.0.1:0", http = (), service = "main")],
+);
+const worker :Workerd.Worker = (
+  modules = [${modules.map(([name, kind, file]) => `(name = "${name}", ${kind} = embed ${embed(file)})`).join(', ')}],
+  bindings = [${text('URI', workerUri)}, ${text('DATABASE', database)}, ${text('COLLECTION', collection)},
+    (name = "HOLDER", durableObjectNamespace = "Holder")],
+  durableObjectNamespaces = [(className = "Holder", uniqueKey = "Holder")],
+  durableObjectStorage = (inMemory = void),
+  compatibilityDate = "2025-01-01",
+  globalOutbound = "outbound",
+);
+`,
+);
+
+const listener = net.createServer();
+await new Promise((resolve, reject) => {
+  listener.once('error', reject);
+  listener.listen(0, '127.0.0.1', resolve);
+});
+const { port } = listener.address();
+let done = false;
+const child = spawn(workerd, ['serve', 'config.capnp', '--socket-fd', 'http=3'], {
+  cwd: dir,
+  // The listening socket as the child's fd 3; workerd's output goes to our stderr (our
+  // stdout is the protocol's).
+  stdio: ['ignore', 2, 2, listener._handle.fd],
+});
+// workerd has its copy: ours is closed so that only workerd accepts.
+listener.close();
+child.once('exit', (code, signal) => {
+  if (!done) {
+    console.error(`workerd exited (${code ?? signal}) before the measurement ended`);
+    process.exit(1);
+  }
+});
+
+/** One request to the Worker: its time in ms. */
+async function request(name) {
+  const response = await fetch(`http://127.0.0.1:${port}/${name}`, { signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
+  const body = await response.text();
+  if (!response.ok) throw new Error(`the ${name} request failed (${response.status}): ${body}`);
+  return body;
+}
+
+const lines = createInterface({ input: process.stdin })[Symbol.asyncIterator]();
+let warm;
+try {
+  console.log(`cold ${await request('cold')}`);
+  await lines.next();
+  warm = await request('warm');
+} finally {
+  done = true;
+  child.kill('SIGKILL');
+  rmSync(dir, { recursive: true, force: true });
+}
+// workerd is gone before the line that ends the measurement: the parent kills this
+// process once it has the line, maybe before a `finally` after it would run.
+console.log(`warm ${warm}`);
+await lines.return();
