@@ -366,7 +366,7 @@ impl<T> Collection<T> {
     /// the operation's error (CRUD spec, "WriteException").
     async fn write_one(
         &self,
-        statement: Statement,
+        mut statement: Statement,
         options: &WriteOptions,
         session: Option<&ClientSession>,
     ) -> Result<WriteReply> {
@@ -374,7 +374,7 @@ impl<T> Collection<T> {
         let operation = WriteBatch::new(
             &self.namespace,
             statement.kind,
-            std::slice::from_ref(&statement),
+            std::slice::from_mut(&mut statement),
             &command_options,
             self.write_concern(options.write_concern.as_ref(), session)?,
         );

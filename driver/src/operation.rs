@@ -491,6 +491,11 @@ pub(crate) trait Operation {
         }
     }
 
+    /// Takes back the document sequences of the command it built, once the attempt is
+    /// over, sent or not: an operation that moved its documents into the command
+    /// rather than copying them has them again for a retry's build.
+    fn reclaim(&mut self, _sequences: Vec<DocumentSequence>) {}
+
     /// Learns that an attempt failed with `error`, before any retry is built (a
     /// commitTransaction retried after an error other than an overload is sent with
     /// `w: majority`).
@@ -519,6 +524,10 @@ impl<O: Operation> Operation for &mut O {
 
     fn build(&mut self, hello: &HelloReply) -> Result<Command> {
         (**self).build(hello)
+    }
+
+    fn reclaim(&mut self, sequences: Vec<DocumentSequence>) {
+        (**self).reclaim(sequences)
     }
 
     fn handle_reply(
@@ -1321,75 +1330,91 @@ impl Executor {
             Retryability::None => TxnNumber::None,
             _ => txn_number,
         };
-        let body = &mut command.body;
-        let transaction =
-            session.and_then(|session| session.transaction_fields(operation.ends_transaction()));
-        if let (Some(session), Some(fields)) = (session, &transaction) {
-            // The transaction's number, taken when it started (Transactions spec,
-            // "Transactions Wire Protocol").
-            let (lsid, txn) = session.use_server_session(false)?;
-            body.insert("lsid", lsid);
-            let after_cluster_time = session
-                .operation_time()
-                .filter(|_| fields.starting && session.is_causally_consistent());
-            crate::transactions::state::add_fields(body, txn, fields, after_cluster_time);
-        } else if let Some(session) = session {
-            let (lsid, txn) = session.use_server_session(txn_number == TxnNumber::Next)?;
-            body.insert("lsid", lsid);
-            if txn_number != TxnNumber::None {
-                body.insert("txnNumber", Bson::Int64(txn));
-            }
-            // A cursor's getMore and killCursors belong to the snapshot it was opened at.
-            let continues_cursor = matches!(
-                body.keys().next().map(String::as_str),
-                Some("getMore" | "killCursors")
-            );
-            if let Some(snapshot) = session
-                .snapshot_read_concern()
-                .filter(|_| !continues_cursor)
-            {
-                let mut read_concern = body
-                    .get_document("readConcern")
-                    .cloned()
-                    .unwrap_or_default();
-                read_concern.extend(snapshot);
-                body.insert("readConcern", read_concern);
-            }
-            if operation.supports_read_concern() && session.is_causally_consistent() {
-                if let Some(operation_time) = session.operation_time() {
+        // The documents of the command's sequences go back to the operation after the
+        // attempt, whatever its outcome (`Operation::reclaim`): from here on, every
+        // path to the end of the attempt hands them back.
+        let sequences = std::mem::take(&mut command.sequences);
+        let prepared = (|| -> Result<_> {
+            let body = &mut command.body;
+            let transaction = session
+                .and_then(|session| session.transaction_fields(operation.ends_transaction()));
+            if let (Some(session), Some(fields)) = (session, &transaction) {
+                // The transaction's number, taken when it started (Transactions spec,
+                // "Transactions Wire Protocol").
+                let (lsid, txn) = session.use_server_session(false)?;
+                body.insert("lsid", lsid);
+                let after_cluster_time = session
+                    .operation_time()
+                    .filter(|_| fields.starting && session.is_causally_consistent());
+                crate::transactions::state::add_fields(body, txn, fields, after_cluster_time);
+            } else if let Some(session) = session {
+                let (lsid, txn) = session.use_server_session(txn_number == TxnNumber::Next)?;
+                body.insert("lsid", lsid);
+                if txn_number != TxnNumber::None {
+                    body.insert("txnNumber", Bson::Int64(txn));
+                }
+                // A cursor's getMore and killCursors belong to the snapshot it was opened at.
+                let continues_cursor = matches!(
+                    body.keys().next().map(String::as_str),
+                    Some("getMore" | "killCursors")
+                );
+                if let Some(snapshot) = session
+                    .snapshot_read_concern()
+                    .filter(|_| !continues_cursor)
+                {
                     let mut read_concern = body
                         .get_document("readConcern")
                         .cloned()
                         .unwrap_or_default();
-                    read_concern.insert("afterClusterTime", operation_time);
+                    read_concern.extend(snapshot);
                     body.insert("readConcern", read_concern);
                 }
+                if operation.supports_read_concern() && session.is_causally_consistent() {
+                    if let Some(operation_time) = session.operation_time() {
+                        let mut read_concern = body
+                            .get_document("readConcern")
+                            .cloned()
+                            .unwrap_or_default();
+                        read_concern.insert("afterClusterTime", operation_time);
+                        body.insert("readConcern", read_concern);
+                    }
+                }
             }
-        }
-        let cluster_time = match session {
-            Some(session) => session.cluster_time_to_send(),
-            None => self.cluster_time(),
-        };
-        if let Some(cluster_time) = cluster_time {
-            body.insert("$clusterTime", cluster_time);
-        }
-        crate::versioned_api::declare(self.options().server_api.as_ref(), body);
-        if let Some(read_preference) = read_preference {
-            body.insert("$readPreference", read_preference);
-        }
-        if context.is_timed() {
-            let context = OperationContext {
-                max_time: context.max_time && operation.sends_max_time(),
-                ..*context
+            let cluster_time = match session {
+                Some(session) => session.cluster_time_to_send(),
+                None => self.cluster_time(),
             };
-            apply_timeout(&context, body, self.now(), min_rtt)?;
-        }
-        let no_reply = transaction.is_none()
-            && !operation.needs_reply()
-            && operation
-                .write_concern()
-                .is_some_and(|concern| !concern.is_acknowledged());
-        let reply = self.send(context, pooled, command, session, no_reply).await;
+            if let Some(cluster_time) = cluster_time {
+                body.insert("$clusterTime", cluster_time);
+            }
+            crate::versioned_api::declare(self.options().server_api.as_ref(), body);
+            if let Some(read_preference) = read_preference {
+                body.insert("$readPreference", read_preference);
+            }
+            if context.is_timed() {
+                let context = OperationContext {
+                    max_time: context.max_time && operation.sends_max_time(),
+                    ..*context
+                };
+                apply_timeout(&context, body, self.now(), min_rtt)?;
+            }
+            let no_reply = transaction.is_none()
+                && !operation.needs_reply()
+                && operation
+                    .write_concern()
+                    .is_some_and(|concern| !concern.is_acknowledged());
+            Ok((transaction, no_reply))
+        })();
+        let (transaction, no_reply) = match prepared {
+            Ok(prepared) => prepared,
+            Err(error) => {
+                operation.reclaim(sequences);
+                return Err(error);
+            }
+        };
+        command.sequences = sequences;
+        let (reply, sequences) = self.send(context, pooled, command, session, no_reply).await;
+        operation.reclaim(sequences);
         if let (Some(session), Some(_)) = (session, &transaction) {
             // A command refused as an overload did not start the transaction: its
             // retry starts it (Transactions spec, "Interaction with Client
@@ -1424,7 +1449,8 @@ impl Executor {
     /// not. MONGODB-OIDC may ask to authenticate again and resend once (the token
     /// expired). With `no_reply` (an unacknowledged write), the message is flagged
     /// `moreToCome` and the reply is `{ ok: 1 }` (Command Logging and Monitoring spec,
-    /// "Unacknowledged/Acknowledged Writes").
+    /// "Unacknowledged/Acknowledged Writes"). The command's document sequences come
+    /// back with the result, for [`Operation::reclaim`].
     async fn send(
         &self,
         context: &OperationContext,
@@ -1432,10 +1458,15 @@ impl Executor {
         mut command: Command,
         session: Option<&ClientSession>,
         no_reply: bool,
-    ) -> Result<RawDocumentBuf> {
+    ) -> (Result<RawDocumentBuf>, Vec<DocumentSequence>) {
         command.body.insert("$db", command.database.as_str());
-        let body = RawDocumentBuf::try_from(&command.body)
-            .map_err(|error| Error::bson(format!("the command cannot be encoded: {error}")))?;
+        let body = match RawDocumentBuf::try_from(&command.body) {
+            Ok(body) => body,
+            Err(error) => {
+                let error = Error::bson(format!("the command cannot be encoded: {error}"));
+                return (Err(error), command.sequences);
+            }
+        };
         let mut message = OpMsg::new(body);
         // The documents move into the message: from here on they are in
         // `message.sequences` only.
@@ -1473,7 +1504,7 @@ impl Executor {
                 };
             }
         }
-        result
+        (result, message.sequences)
     }
 
     async fn send_message(

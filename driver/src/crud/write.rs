@@ -394,7 +394,9 @@ pub(crate) struct WriteBatch<'a> {
     pub namespace: &'a Namespace,
     /// The kind of every statement.
     pub kind: WriteKind,
-    pub statements: &'a [Statement],
+    /// Mutable: a build moves the batch's documents into the command, and
+    /// [`reclaim`](Operation::reclaim) puts them back.
+    pub statements: &'a mut [Statement],
     pub offset: usize,
     /// The options of the command (`ordered`, `bypassDocumentValidation`, `comment`,
     /// `let`).
@@ -410,7 +412,7 @@ impl<'a> WriteBatch<'a> {
     pub fn new(
         namespace: &'a Namespace,
         kind: WriteKind,
-        statements: &'a [Statement],
+        statements: &'a mut [Statement],
         options: &'a BulkWriteOptions,
         write_concern: Option<&'a WriteConcern>,
     ) -> WriteBatch<'a> {
@@ -426,12 +428,19 @@ impl<'a> WriteBatch<'a> {
     }
 
     /// The statements this batch sends, or (before its first build) may send.
-    fn batch(&self) -> &'a [Statement] {
+    fn batch(&self) -> &[Statement] {
         let rest = self.statements.get(self.offset..).unwrap_or_default();
         match self.batch_len {
             Some(len) => rest.get(..len).unwrap_or(rest),
             None => rest,
         }
+    }
+
+    /// [`batch`](Self::batch), to move its documents out and back.
+    fn batch_mut(&mut self) -> &mut [Statement] {
+        let rest = self.statements.get_mut(self.offset..).unwrap_or_default();
+        let len = self.batch_len.unwrap_or(rest.len()).min(rest.len());
+        &mut rest[..len]
     }
 }
 
@@ -479,10 +488,13 @@ impl Operation for WriteBatch<'_> {
                 ("let", let_vars),
             ],
         );
+        // The documents move into the command rather than being copied (a large insert's
+        // copy was a tenth of its cost in the profile of the benchmark's large-document
+        // inserts): `reclaim` puts them back after the attempt, for a retry.
         let batch = self
-            .batch()
-            .iter()
-            .map(|statement| statement.document.clone())
+            .batch_mut()
+            .iter_mut()
+            .map(|statement| std::mem::take(&mut statement.document))
             .collect();
         Ok(Command {
             database: self.namespace.database.clone(),
@@ -498,6 +510,15 @@ impl Operation for WriteBatch<'_> {
     ) -> Result<WriteReply> {
         let reply = crate::connection::reply_document(&reply)?;
         WriteReply::of_write_command(&reply, self.offset)
+    }
+
+    fn reclaim(&mut self, sequences: Vec<DocumentSequence>) {
+        let documents = sequences
+            .into_iter()
+            .flat_map(|sequence| sequence.documents);
+        for (statement, document) in self.batch_mut().iter_mut().zip(documents) {
+            statement.document = document;
+        }
     }
 
     fn retryability(&self) -> Retryability {
@@ -644,8 +665,19 @@ pub(crate) fn with_id<T: Serialize>(document: &T) -> Result<(RawDocumentBuf, Bso
     let mut bytes = vec![0; ROOM];
     bson::serialize_to_buffer(document, &mut bytes).map_err(Error::bson)?;
     let serialized = RawDocument::from_bytes(&bytes[ROOM..]).map_err(Error::bson)?;
-    if let Some(id) = serialized.get("_id").map_err(Error::bson)? {
-        let id = Bson::try_from(id).map_err(Error::bson)?;
+    let found = match find_id(serialized.as_bytes()) {
+        IdLookup::Absent => None,
+        IdLookup::Element(element) => {
+            let alone = alone(&serialized.as_bytes()[element])?;
+            alone.get("_id").map_err(Error::bson)?.map(Bson::try_from)
+        }
+        IdLookup::Unsure => serialized
+            .get("_id")
+            .map_err(Error::bson)?
+            .map(Bson::try_from),
+    };
+    if let Some(id) = found {
+        let id = id.map_err(Error::bson)?;
         bytes.drain(..ROOM);
         return Ok((RawDocumentBuf::from_bytes(bytes).map_err(Error::bson)?, id));
     }
@@ -658,6 +690,96 @@ pub(crate) fn with_id<T: Serialize>(document: &T) -> Result<(RawDocumentBuf, Bso
     bytes[4 + ID_ELEMENT.len()..4 + ROOM].copy_from_slice(&id.bytes());
     let raw = RawDocumentBuf::from_bytes(bytes).map_err(Error::bson)?;
     Ok((raw, Bson::ObjectId(id)))
+}
+
+/// Where the top-level `_id` of a document is, as [`find_id`] tells.
+enum IdLookup {
+    /// The document has none.
+    Absent,
+    /// The bytes of its element: type, name and value.
+    Element(std::ops::Range<usize>),
+    /// Something unexpected was found: `RawDocument::get` must decide.
+    Unsure,
+}
+
+/// The top-level `_id` element of `document`, BSON the serializer has just written.
+///
+/// `RawDocument::get` walks the top level too, but checks each key is UTF-8 and each
+/// value's bytes as it goes: the profile of the benchmark's flat document (145 fields,
+/// its `_id` last) put that walk at once more the cost of serializing the document,
+/// and most inserted documents have no `_id`, which takes the whole walk. Here a key
+/// is compared with `_id` byte for byte and a value skipped by its size (BSON spec,
+/// `element`); anything unexpected (an unknown type, a length out of bounds) is
+/// [`IdLookup::Unsure`].
+fn find_id(document: &[u8]) -> IdLookup {
+    let int32 = |at: usize| -> Option<usize> {
+        let bytes = document.get(at..at.checked_add(4)?)?;
+        usize::try_from(i32::from_le_bytes(bytes.try_into().ok()?)).ok()
+    };
+    let cstring_end = |at: usize| -> Option<usize> {
+        Some(at + document.get(at..)?.iter().position(|&byte| byte == 0)? + 1)
+    };
+    // The end of the value of `kind` that starts at `at`.
+    let value_end = |kind: u8, at: usize| -> Option<usize> {
+        let size = match kind {
+            // Undefined, null, min key, max key.
+            0x06 | 0x0A | 0x7F | 0xFF => 0,
+            // Boolean.
+            0x08 => 1,
+            // int32.
+            0x10 => 4,
+            // Double, datetime, timestamp, int64.
+            0x01 | 0x09 | 0x11 | 0x12 => 8,
+            // ObjectId.
+            0x07 => 12,
+            // Decimal128.
+            0x13 => 16,
+            // String, JavaScript code, symbol: an int32 length, then that many bytes.
+            0x02 | 0x0D | 0x0E => 4 + int32(at)?,
+            // Document, array, code with scope: an int32 length that counts itself.
+            0x03 | 0x04 | 0x0F => int32(at)?,
+            // Binary: an int32 length, the subtype, then the bytes.
+            0x05 => 5 + int32(at)?,
+            // DBPointer: a string, then an ObjectId.
+            0x0C => 4 + int32(at)? + 12,
+            // Regular expression: two C strings.
+            0x0B => return cstring_end(cstring_end(at)?),
+            _ => return None,
+        };
+        at.checked_add(size)
+    };
+    let mut at = 4;
+    loop {
+        let Some(&kind) = document.get(at) else {
+            return IdLookup::Unsure;
+        };
+        if kind == 0 {
+            return IdLookup::Absent;
+        }
+        let key = at + 1;
+        let Some(end) = cstring_end(key).and_then(|value| value_end(kind, value)) else {
+            return IdLookup::Unsure;
+        };
+        if document.get(key..key + 4) == Some(b"_id\0") {
+            return match end <= document.len() {
+                true => IdLookup::Element(at..end),
+                false => IdLookup::Unsure,
+            };
+        }
+        at = end;
+    }
+}
+
+/// `element` (type, name and value) as a document of its own, to read its value with
+/// the bson crate.
+fn alone(element: &[u8]) -> Result<RawDocumentBuf> {
+    // BSON spec: `document ::= int32 e_list "\x00"`; the length counts itself.
+    let length = element.len() + 5;
+    let mut bytes = Vec::with_capacity(length);
+    bytes.extend_from_slice(&(length as i32).to_le_bytes());
+    bytes.extend_from_slice(element);
+    bytes.push(0);
+    RawDocumentBuf::from_bytes(bytes).map_err(Error::bson)
 }
 
 /// A replacement as a document; it must not contain update operators (CRUD spec,
@@ -768,10 +890,16 @@ mod tests {
             let_vars: Some(doc! { "v": 1 }),
             ..BulkWriteOptions::default()
         };
-        let statements = inserts(&[1, 2, 3]);
+        let mut statements = inserts(&[1, 2, 3]);
         let mut batch = WriteBatch {
             offset: 1,
-            ..WriteBatch::new(&namespace, WriteKind::Insert, &statements, &options, None)
+            ..WriteBatch::new(
+                &namespace,
+                WriteKind::Insert,
+                &mut statements,
+                &options,
+                None,
+            )
         };
         assert_eq!(batch.retryability(), Retryability::Write);
         let command = batch.build(&HelloReply::default()).unwrap();
@@ -786,6 +914,14 @@ mod tests {
         );
         assert_eq!(command.sequences[0].identifier, "documents");
         assert_eq!(command.sequences[0].documents.len(), 2);
+        // The documents were moved into the command; a retry builds the same batch
+        // once they are back.
+        let sent = command.sequences.clone();
+        batch.reclaim(command.sequences);
+        let again = batch.build(&HelloReply::default()).unwrap();
+        assert_eq!(again.sequences, sent);
+        batch.reclaim(again.sequences);
+        assert_eq!(statements, inserts(&[1, 2, 3]));
 
         let one = DeleteStatement {
             filter: doc! {},
@@ -795,8 +931,9 @@ mod tests {
             multi: true,
             ..one.clone()
         };
-        let deletes = vec![one.statement().unwrap(), many.statement().unwrap()];
-        let mut batch = WriteBatch::new(&namespace, WriteKind::Delete, &deletes, &options, None);
+        let mut deletes = vec![one.statement().unwrap(), many.statement().unwrap()];
+        let mut batch =
+            WriteBatch::new(&namespace, WriteKind::Delete, &mut deletes, &options, None);
         assert_eq!(batch.retryability(), Retryability::None);
         let command = batch.build(&HelloReply::default()).unwrap();
         // Document validation does not concern deletes.
@@ -806,7 +943,8 @@ mod tests {
         );
         assert_eq!(command.sequences[0].identifier, "deletes");
         // Once the batch is fixed, only its own statements count.
-        let mut first = WriteBatch::new(&namespace, WriteKind::Delete, &deletes, &options, None);
+        let mut first =
+            WriteBatch::new(&namespace, WriteKind::Delete, &mut deletes, &options, None);
         first.batch_len = Some(1);
         assert_eq!(first.retryability(), Retryability::Write);
     }
@@ -843,6 +981,66 @@ mod tests {
         assert_eq!(raw, rawdoc! { "a": 1, "_id": "mine" });
         let (empty, id) = with_id(&Document::new()).unwrap();
         assert_eq!(empty, rawdoc! { "_id": id.as_object_id().unwrap() });
+    }
+
+    #[test]
+    fn find_id_skips_every_type_of_value() {
+        use bson::spec::BinarySubtype;
+        use bson::{Binary, Decimal128, JavaScriptCodeWithScope, Regex, Timestamp};
+        let every = doc! {
+            "double": 1.5, "string": "s", "document": { "_id": 1 }, "array": [{ "_id": 1 }],
+            "binary": Binary { subtype: BinarySubtype::Generic, bytes: vec![0, 1, 2] },
+            "old binary": Binary { subtype: BinarySubtype::BinaryOld, bytes: vec![0, 1] },
+            "undefined": Bson::Undefined, "oid": ObjectId::new(), "bool": true,
+            "date": bson::DateTime::now(), "null": Bson::Null,
+            "regex": Regex { pattern: "^_id".to_string().try_into().unwrap(), options: "i".to_string().try_into().unwrap() },
+            "code": Bson::JavaScriptCode("f()".into()), "symbol": Bson::Symbol("_id".into()),
+            "code with scope": JavaScriptCodeWithScope { code: "f()".into(), scope: doc! { "_id": 1 } },
+            "int32": 1, "timestamp": Timestamp { time: 1, increment: 2 }, "int64": 1_i64,
+            "decimal": Decimal128::from_bytes([0; 16]), "min": Bson::MinKey, "max": Bson::MaxKey,
+        };
+        // BSON spec: a DBPointer (0x0C) is a string and an ObjectId; the bson crate has
+        // no public constructor for it.
+        let mut bytes = bson::serialize_to_vec(&every).unwrap();
+        bytes.pop();
+        bytes.extend_from_slice(b"\x0cdbpointer\0\x02\0\0\0n\0");
+        bytes.extend_from_slice(&ObjectId::new().bytes());
+        let id_at = bytes.len();
+        bytes.extend_from_slice(b"\x10_id\0\x07\0\0\0");
+        let id_end = bytes.len();
+        bytes.push(0);
+        let length = bytes.len() as i32;
+        bytes[..4].copy_from_slice(&length.to_le_bytes());
+        assert!(matches!(find_id(&bytes), IdLookup::Element(at) if at == (id_at..id_end)));
+        // Without the `_id`, the whole top level is walked.
+        let without = [&bytes[..id_at], b"\0"].concat();
+        let mut without = without;
+        let length = without.len() as i32;
+        without[..4].copy_from_slice(&length.to_le_bytes());
+        assert!(matches!(find_id(&without), IdLookup::Absent));
+        // What the walk does not expect is left to the bson crate.
+        let mut unknown = rawdoc! { "a": 1 }.into_bytes();
+        unknown[4] = 0x42;
+        assert!(matches!(find_id(&unknown), IdLookup::Unsure));
+        assert!(matches!(find_id(&bytes[..id_end - 2]), IdLookup::Unsure));
+    }
+
+    #[test]
+    fn with_id_reads_an_id_of_any_type_where_it_is() {
+        let ids = [
+            Bson::Int32(7),
+            Bson::String("x".into()),
+            Bson::Document(doc! { "a": [1] }),
+        ];
+        for id in ids {
+            let (raw, found) =
+                with_id(&doc! { "a": 1, "b": { "_id": 2 }, "_id": id.clone() }).unwrap();
+            assert_eq!(found, id);
+            assert_eq!(
+                raw,
+                RawDocumentBuf::try_from(&doc! { "a": 1, "b": { "_id": 2 }, "_id": id }).unwrap()
+            );
+        }
     }
 
     #[test]

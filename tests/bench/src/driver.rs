@@ -133,7 +133,9 @@ impl Driver for Anymongo {
         with_id
     }
 
-    // The insert path (`collection::with_id`): serde straight to raw bytes.
+    // The serializer of the insert path (`crud::write::with_id`): serde straight to raw
+    // bytes. The insert then finds the `_id` (or puts a new one first): that, like the
+    // official driver's own `_id` lookup, is in the insert rows, not here.
     fn encode(doc: &Self::Doc) -> Result<Vec<u8>, String> {
         let raw = anymongo::bson::serialize_to_raw_document_buf(doc).map_err(text)?;
         Ok(raw.into_bytes())

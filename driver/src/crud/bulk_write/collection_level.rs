@@ -246,12 +246,16 @@ pub(crate) async fn execute(
     let context = executor.context(timing, session);
     let mut outcome = Outcome::default();
     outcome.result.acknowledged = write_concern.is_none_or(WriteConcern::is_acknowledged);
-    for run in &plan.runs {
+    let mut plan = plan;
+    for index in 0..plan.runs.len() {
+        // The batches lend their documents to their commands (`WriteBatch::build`).
+        let mut statements = std::mem::take(&mut plan.runs[index].statements);
+        let run = &plan.runs[index];
         let mut offset = 0;
-        while offset < run.statements.len() {
+        while offset < statements.len() {
             let mut batch = WriteBatch {
                 offset,
-                ..WriteBatch::new(namespace, run.kind, &run.statements, options, write_concern)
+                ..WriteBatch::new(namespace, run.kind, &mut statements, options, write_concern)
             };
             let reply = match executor.execute_with(context, &mut batch, session).await {
                 Ok(reply) => reply,
