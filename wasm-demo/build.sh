@@ -4,7 +4,10 @@
 # then wasm-bindgen's JavaScript bindings, `--target web`: an ES module that any
 # runtime can instantiate from the bytes or WebAssembly.Module its entry point gives
 # it (js/node.js, js/deno.js, js/workers.js). wasm-opt runs when the `binaryen` npm
-# package is installed (optional).
+# package is installed (optional). Then the CommonJS entry for `require('anymongo')`,
+# pkg/node.cjs (and its types, pkg/node.d.cts): js/node.js and what it imports bundled
+# by esbuild (a devDependency), so that there is no second copy of the sources to keep
+# in step.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,3 +24,19 @@ fi
 size=$(stat -c %s "$out/anymongo_wasm_bg.wasm")
 gzipped=$(gzip -9 -c "$out/anymongo_wasm_bg.wasm" | wc -c)
 echo "wasm-demo/pkg/anymongo_wasm_bg.wasm: $((size / 1024)) KiB, $((gzipped / 1024)) KiB gzipped" >&2
+
+# A fresh clone has no node_modules yet (./run.sh installs them after this script).
+if [[ ! -x wasm-demo/node_modules/.bin/esbuild ]]; then
+    (cd wasm-demo && npm ci --no-audit --no-fund --prefer-offline --loglevel=error)
+fi
+# bson stays external: require('bson') gives its own CommonJS build, as the official
+# driver's users get it. import.meta.url, by which js/node.js finds the .wasm, becomes
+# this file's URL: pkg/node.cjs reads ../pkg/anymongo_wasm_bg.wasm as js/node.js does.
+wasm-demo/node_modules/.bin/esbuild wasm-demo/js/node.js --bundle --platform=node --format=cjs \
+    --target=node20 --external:bson --log-level=warning --outfile="$out/node.cjs" \
+    --define:import.meta.url=__import_meta_url \
+    --banner:js="const __import_meta_url = require('node:url').pathToFileURL(__filename).href;"
+# Its types: TypeScript reads a .d.ts next to a "type": "module" package as an ES
+# module's, which a CommonJS file may not require (node16 resolution); the same
+# declarations as a .d.cts are a CommonJS module's.
+cp wasm-demo/index.d.ts "$out/node.d.cts"

@@ -306,11 +306,33 @@ export declare class AggregationCursor<T = Document> extends AbstractCursor<T> {
   map<U>(transform: (document: T) => U): AggregationCursor<U>;
 }
 
-/** The base class of every error of the driver. */
+/** The labels the server or the driver puts on errors (`error.hasErrorLabel(...)`). */
+export declare const MongoErrorLabel: Readonly<{
+  RetryableWriteError: 'RetryableWriteError';
+  TransientTransactionError: 'TransientTransactionError';
+  UnknownTransactionCommitResult: 'UnknownTransactionCommitResult';
+  ResumableChangeStreamError: 'ResumableChangeStreamError';
+  HandshakeError: 'HandshakeError';
+  ResetPool: 'ResetPool';
+  PoolRequestedRetry: 'PoolRequestedRetry';
+  InterruptInUseConnections: 'InterruptInUseConnections';
+  NoWritesPerformed: 'NoWritesPerformed';
+  RetryableError: 'RetryableError';
+  SystemOverloadedError: 'SystemOverloadedError';
+}>;
+export type MongoErrorLabel = (typeof MongoErrorLabel)[keyof typeof MongoErrorLabel];
+
+/**
+ * The base class of every error of the driver. The classes and their parents are the
+ * official Node.js driver's; some are never raised by this package (it has no
+ * sessions, change streams or GridFS yet) and exist for code that names them.
+ */
 export declare class MongoError extends Error {
   readonly errorLabels: string[];
-  code?: number;
+  code?: number | string;
+  cause?: Error;
   hasErrorLabel(label: string): boolean;
+  addErrorLabel(label: string): void;
 }
 
 /** The server answered with an error (`ok: 0`, or a write error). */
@@ -328,21 +350,62 @@ export declare class MongoBulkWriteError extends MongoServerError {
   insertedIds: { [index: number]: any };
 }
 
+export declare class MongoClientBulkWriteError extends MongoServerError {}
 export declare class MongoWriteConcernError extends MongoServerError {}
-export declare class MongoNetworkError extends MongoError {}
-export declare class MongoNetworkTimeoutError extends MongoNetworkError {}
-export declare class MongoPoolClearedError extends MongoNetworkError {}
-export declare class MongoServerSelectionError extends MongoError {}
-export declare class MongoInvalidArgumentError extends MongoError {}
-export declare class MongoCompatibilityError extends MongoError {}
-export declare class MongoTopologyClosedError extends MongoError {}
-export declare class MongoWaitQueueTimeoutError extends MongoError {}
+
+/** An error the driver raised (not the server). */
+export declare class MongoDriverError extends MongoError {}
+
+/** The driver's API was used wrongly. */
+export declare class MongoAPIError extends MongoDriverError {}
+export declare class MongoInvalidArgumentError extends MongoAPIError {}
+export declare class MongoCompatibilityError extends MongoAPIError {}
+export declare class MongoMissingCredentialsError extends MongoAPIError {}
+export declare class MongoMissingDependencyError extends MongoAPIError {}
+export declare class MongoTopologyClosedError extends MongoAPIError {}
+export declare class MongoClientClosedError extends MongoAPIError {}
+export declare class MongoServerClosedError extends MongoAPIError {}
+export declare class MongoNotConnectedError extends MongoAPIError {}
+export declare class MongoTransactionError extends MongoAPIError {}
+export declare class MongoExpiredSessionError extends MongoAPIError {}
+export declare class MongoBatchReExecutionError extends MongoAPIError {}
+export declare class MongoTailableCursorError extends MongoAPIError {}
+/** A cursor's options were changed after it was read. */
+export declare class MongoCursorInUseError extends MongoAPIError {}
+export declare class MongoCursorExhaustedError extends MongoAPIError {}
+
+/** The driver met a condition it cannot go on from (a wrong SCRAM server signature, say). */
+export declare class MongoRuntimeError extends MongoDriverError {}
+export declare class MongoStalePrimaryError extends MongoRuntimeError {}
+export declare class MongoDecompressionError extends MongoRuntimeError {}
+export declare class MongoUnexpectedServerResponseError extends MongoRuntimeError {}
+export declare class MongoKerberosError extends MongoRuntimeError {}
+export declare class MongoAWSError extends MongoRuntimeError {}
+export declare class MongoOIDCError extends MongoRuntimeError {}
+export declare class MongoAzureError extends MongoOIDCError {}
+export declare class MongoGCPError extends MongoOIDCError {}
+export declare class MongoClientBulkWriteCursorError extends MongoRuntimeError {}
+export declare class MongoClientBulkWriteExecutionError extends MongoRuntimeError {}
+export declare class MongoChangeStreamError extends MongoRuntimeError {}
+export declare class MongoGridFSStreamError extends MongoRuntimeError {}
+export declare class MongoGridFSChunkError extends MongoRuntimeError {}
+
+/** The connection string, or the options its SRV and TXT records add, is invalid. */
+export declare class MongoParseError extends MongoDriverError {}
+export declare class MongoWaitQueueTimeoutError extends MongoDriverError {}
 /**
  * The operation's `timeoutMS` passed (the `timeoutMS` connection string option); `cause`
  * is what the deadline cut (a server selection, a connection, a read), if anything.
  */
-export declare class MongoOperationTimeoutError extends MongoError {
+export declare class MongoOperationTimeoutError extends MongoDriverError {
   cause?: MongoError;
 }
+
+export declare class MongoNetworkError extends MongoError {}
+export declare class MongoNetworkTimeoutError extends MongoNetworkError {}
+export declare class MongoPoolClearedError extends MongoNetworkError {}
+
+export declare class MongoSystemError extends MongoError {}
+export declare class MongoServerSelectionError extends MongoSystemError {}
 
 export default MongoClient;

@@ -7,7 +7,7 @@
 // so values map exactly as with the Node.js driver (ObjectId, Long, Decimal128,
 // Binary, Date, Timestamp...).
 import { BSON, ObjectId } from 'bson';
-import { MongoInvalidArgumentError, toError } from './errors.js';
+import { MongoCursorInUseError, MongoInvalidArgumentError, toError } from './errors.js';
 
 export {
   Binary,
@@ -379,7 +379,7 @@ class AbstractCursor {
   /** @internal Throws if the cursor was already read (its options are fixed then). */
   _checkUnstarted() {
     if (this.#native || this.#closed) {
-      throw new MongoInvalidArgumentError('the cursor was already read');
+      throw new MongoCursorInUseError('the cursor was already read');
     }
   }
 

@@ -1,7 +1,25 @@
-// The error classes, named and shaped like the official Node.js driver's: a server
-// error carries `code`, `codeName`, `errorLabels` (and `errorResponse`, the server's
-// reply), whatever the runtime.
+// The error classes, named and shaped like the official Node.js driver's, with the
+// same parents (MongoDriverError, MongoAPIError, MongoRuntimeError...), so that code
+// written against that driver catches the same errors: a server error carries `code`,
+// `codeName`, `errorLabels` (and `errorResponse`, the server's reply), whatever the
+// runtime. Some classes are never raised here (there are no sessions, change streams
+// or GridFS in this package yet); they exist for `instanceof` in code that names them.
 import { BSON } from 'bson';
+
+/** The labels the server or the driver puts on errors, as the Node driver names them. */
+export const MongoErrorLabel = Object.freeze({
+  RetryableWriteError: 'RetryableWriteError',
+  TransientTransactionError: 'TransientTransactionError',
+  UnknownTransactionCommitResult: 'UnknownTransactionCommitResult',
+  ResumableChangeStreamError: 'ResumableChangeStreamError',
+  HandshakeError: 'HandshakeError',
+  ResetPool: 'ResetPool',
+  PoolRequestedRetry: 'PoolRequestedRetry',
+  InterruptInUseConnections: 'InterruptInUseConnections',
+  NoWritesPerformed: 'NoWritesPerformed',
+  RetryableError: 'RetryableError',
+  SystemOverloadedError: 'SystemOverloadedError',
+});
 
 /** The base class of every error of the driver. */
 export class MongoError extends Error {
@@ -19,6 +37,12 @@ export class MongoError extends Error {
   /** Whether the error carries `label` (e.g. `"RetryableWriteError"`). */
   hasErrorLabel(label) {
     return this.errorLabels.includes(label);
+  }
+
+  addErrorLabel(label) {
+    if (!this.hasErrorLabel(label)) {
+      this.errorLabels.push(label);
+    }
   }
 }
 
@@ -41,10 +65,251 @@ export class MongoBulkWriteError extends MongoServerError {
   }
 }
 
+/** Some writes of a client-level bulk write failed. */
+export class MongoClientBulkWriteError extends MongoServerError {
+  get name() {
+    return 'MongoClientBulkWriteError';
+  }
+}
+
 /** The write was done but its write concern was not satisfied. */
 export class MongoWriteConcernError extends MongoServerError {
   get name() {
     return 'MongoWriteConcernError';
+  }
+}
+
+/** An error the driver raised (not the server). */
+export class MongoDriverError extends MongoError {
+  get name() {
+    return 'MongoDriverError';
+  }
+}
+
+/** The driver's API was used wrongly. */
+export class MongoAPIError extends MongoDriverError {
+  get name() {
+    return 'MongoAPIError';
+  }
+}
+
+/** An argument or option is invalid. */
+export class MongoInvalidArgumentError extends MongoAPIError {
+  get name() {
+    return 'MongoInvalidArgumentError';
+  }
+}
+
+/** The server's wire versions do not overlap the driver's. */
+export class MongoCompatibilityError extends MongoAPIError {
+  get name() {
+    return 'MongoCompatibilityError';
+  }
+}
+
+/** The authentication mechanism needs credentials that were not given. */
+export class MongoMissingCredentialsError extends MongoAPIError {
+  get name() {
+    return 'MongoMissingCredentialsError';
+  }
+}
+
+/** A module the operation needs is not installed. */
+export class MongoMissingDependencyError extends MongoAPIError {
+  get name() {
+    return 'MongoMissingDependencyError';
+  }
+}
+
+/** The client is closed. */
+export class MongoTopologyClosedError extends MongoAPIError {
+  get name() {
+    return 'MongoTopologyClosedError';
+  }
+}
+
+/** The client was closed while the operation ran. */
+export class MongoClientClosedError extends MongoAPIError {
+  get name() {
+    return 'MongoClientClosedError';
+  }
+}
+
+/** The server the operation was on is closed. */
+export class MongoServerClosedError extends MongoAPIError {
+  get name() {
+    return 'MongoServerClosedError';
+  }
+}
+
+/** The operation needs a connected client. */
+export class MongoNotConnectedError extends MongoAPIError {
+  get name() {
+    return 'MongoNotConnectedError';
+  }
+}
+
+/** A transaction was misused (committed twice, say). */
+export class MongoTransactionError extends MongoAPIError {
+  get name() {
+    return 'MongoTransactionError';
+  }
+}
+
+/** The session has ended. */
+export class MongoExpiredSessionError extends MongoAPIError {
+  get name() {
+    return 'MongoExpiredSessionError';
+  }
+}
+
+/** A bulk operation was executed again. */
+export class MongoBatchReExecutionError extends MongoAPIError {
+  get name() {
+    return 'MongoBatchReExecutionError';
+  }
+}
+
+/** A tailable cursor does not support the call. */
+export class MongoTailableCursorError extends MongoAPIError {
+  get name() {
+    return 'MongoTailableCursorError';
+  }
+}
+
+/** The cursor was already read, so its options are fixed. */
+export class MongoCursorInUseError extends MongoAPIError {
+  get name() {
+    return 'MongoCursorInUseError';
+  }
+}
+
+/** The cursor is exhausted. */
+export class MongoCursorExhaustedError extends MongoAPIError {
+  get name() {
+    return 'MongoCursorExhaustedError';
+  }
+}
+
+/** The driver met a condition it cannot go on from. */
+export class MongoRuntimeError extends MongoDriverError {
+  get name() {
+    return 'MongoRuntimeError';
+  }
+}
+
+/** A primary was found stale. */
+export class MongoStalePrimaryError extends MongoRuntimeError {
+  get name() {
+    return 'MongoStalePrimaryError';
+  }
+}
+
+/** A compressed reply could not be decompressed. */
+export class MongoDecompressionError extends MongoRuntimeError {
+  get name() {
+    return 'MongoDecompressionError';
+  }
+}
+
+/** The server's reply made no sense to the driver. */
+export class MongoUnexpectedServerResponseError extends MongoRuntimeError {
+  get name() {
+    return 'MongoUnexpectedServerResponseError';
+  }
+}
+
+/** Kerberos (GSSAPI) authentication failed on the client. */
+export class MongoKerberosError extends MongoRuntimeError {
+  get name() {
+    return 'MongoKerberosError';
+  }
+}
+
+/** MONGODB-AWS authentication failed on the client. */
+export class MongoAWSError extends MongoRuntimeError {
+  get name() {
+    return 'MongoAWSError';
+  }
+}
+
+/** MONGODB-OIDC authentication failed on the client. */
+export class MongoOIDCError extends MongoRuntimeError {
+  get name() {
+    return 'MongoOIDCError';
+  }
+}
+
+/** MONGODB-OIDC on Azure failed to get a token. */
+export class MongoAzureError extends MongoOIDCError {
+  get name() {
+    return 'MongoAzureError';
+  }
+}
+
+/** MONGODB-OIDC on GCP failed to get a token. */
+export class MongoGCPError extends MongoOIDCError {
+  get name() {
+    return 'MongoGCPError';
+  }
+}
+
+/** The results of a client-level bulk write could not be read. */
+export class MongoClientBulkWriteCursorError extends MongoRuntimeError {
+  get name() {
+    return 'MongoClientBulkWriteCursorError';
+  }
+}
+
+/** A client-level bulk write failed on the client. */
+export class MongoClientBulkWriteExecutionError extends MongoRuntimeError {
+  get name() {
+    return 'MongoClientBulkWriteExecutionError';
+  }
+}
+
+/** A change stream failed. */
+export class MongoChangeStreamError extends MongoRuntimeError {
+  get name() {
+    return 'MongoChangeStreamError';
+  }
+}
+
+/** A GridFS upload or download failed (a missing file, say). */
+export class MongoGridFSStreamError extends MongoRuntimeError {
+  get name() {
+    return 'MongoGridFSStreamError';
+  }
+}
+
+/** A GridFS chunk is missing or malformed. */
+export class MongoGridFSChunkError extends MongoRuntimeError {
+  get name() {
+    return 'MongoGridFSChunkError';
+  }
+}
+
+/** The connection string (or the options its SRV records add) is invalid. */
+export class MongoParseError extends MongoDriverError {
+  get name() {
+    return 'MongoParseError';
+  }
+}
+
+/** No connection came out of the pool in time. */
+export class MongoWaitQueueTimeoutError extends MongoDriverError {
+  get name() {
+    return 'MongoWaitQueueTimeoutError';
+  }
+}
+
+/**
+ * The operation's `timeoutMS` passed: the driver stopped all its work on it. What the
+ * deadline cut (a server selection, a connection, a read), if anything, is its `cause`.
+ */
+export class MongoOperationTimeoutError extends MongoDriverError {
+  get name() {
+    return 'MongoOperationTimeoutError';
   }
 }
 
@@ -69,51 +334,22 @@ export class MongoPoolClearedError extends MongoNetworkError {
   }
 }
 
+/** A problem with the deployment as a whole. */
+export class MongoSystemError extends MongoError {
+  get name() {
+    return 'MongoSystemError';
+  }
+}
+
 /** No suitable server was found within `serverSelectionTimeoutMS`. */
-export class MongoServerSelectionError extends MongoError {
+export class MongoServerSelectionError extends MongoSystemError {
   get name() {
     return 'MongoServerSelectionError';
   }
 }
 
-/** An argument or option is invalid (a malformed URI, say). */
-export class MongoInvalidArgumentError extends MongoError {
-  get name() {
-    return 'MongoInvalidArgumentError';
-  }
-}
-
-/** The server's wire versions do not overlap the driver's. */
-export class MongoCompatibilityError extends MongoError {
-  get name() {
-    return 'MongoCompatibilityError';
-  }
-}
-
-/** The client is closed. */
-export class MongoTopologyClosedError extends MongoError {
-  get name() {
-    return 'MongoTopologyClosedError';
-  }
-}
-
-/** No connection came out of the pool in time. */
-export class MongoWaitQueueTimeoutError extends MongoError {
-  get name() {
-    return 'MongoWaitQueueTimeoutError';
-  }
-}
-
-/**
- * The operation's `timeoutMS` passed: the driver stopped all its work on it. What the
- * deadline cut (a server selection, a connection, a read), if anything, is its `cause`.
- */
-export class MongoOperationTimeoutError extends MongoError {
-  get name() {
-    return 'MongoOperationTimeoutError';
-  }
-}
-
+// The classes the WebAssembly module names in its error documents (`error_class` and
+// `reject_connection_string` in the Rust crate).
 const CLASSES = {
   MongoError,
   MongoServerError,
@@ -128,6 +364,8 @@ const CLASSES = {
   MongoTopologyClosedError,
   MongoWaitQueueTimeoutError,
   MongoOperationTimeoutError,
+  MongoParseError,
+  MongoRuntimeError,
 };
 
 /** The error of an error document (its `cause`, itself an error document, included). */

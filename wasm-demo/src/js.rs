@@ -19,7 +19,21 @@ use crate::{host, ops};
 
 /// The rejection value of an error.
 fn reject(error: &Error) -> JsValue {
-    let document = ops::error_document(error);
+    reject_document(ops::error_document(error))
+}
+
+/// The rejection value of an error opening a client: a connection string the core
+/// refuses (or whose SRV and TXT records it refuses) is the Node driver's
+/// MongoParseError, where an invalid argument elsewhere is a MongoInvalidArgumentError.
+fn reject_connection_string(error: &Error) -> JsValue {
+    let mut document = ops::error_document(error);
+    if matches!(error.kind(), anymongo::ErrorKind::InvalidArgument { .. }) {
+        document.insert("name", "MongoParseError");
+    }
+    reject_document(document)
+}
+
+fn reject_document(document: Document) -> JsValue {
     match anymongo::bson::serialize_to_vec(&document) {
         Ok(document) => bytes(&document),
         // Only a document over 2 GiB fails to serialize; say so rather than panic.
@@ -75,7 +89,7 @@ impl NativeClient {
         let runtime = host::runtime(transport, background, platform);
         let client = Client::connect(&uri, runtime)
             .await
-            .map_err(|error| reject(&error))?;
+            .map_err(|error| reject_connection_string(&error))?;
         let check = match timeout_ms.and_then(|ms| Duration::try_from_secs_f64(ms / 1000.0).ok()) {
             Some(timeout) => client.with_timeout(timeout),
             None => client.clone(),

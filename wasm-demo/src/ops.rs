@@ -303,6 +303,8 @@ fn error_class(error: &Error) -> &'static str {
         ErrorKind::Write(WriteFailure::WriteConcernError(_)) => "MongoWriteConcernError",
         ErrorKind::BulkWrite(_) | ErrorKind::ClientBulkWrite(_) => "MongoBulkWriteError",
         ErrorKind::Authentication { code: Some(_), .. } => "MongoServerError",
+        // What the driver found wrong in the server's replies (a wrong SCRAM signature).
+        ErrorKind::Authentication { code: None, .. } => "MongoRuntimeError",
         ErrorKind::Network { .. } | ErrorKind::Tls { .. } | ErrorKind::Protocol { .. } => {
             "MongoNetworkError"
         }
@@ -594,6 +596,21 @@ mod tests {
             "MongoInvalidArgumentError"
         );
         assert!(error_document(&error).get("code").is_none());
+    }
+
+    #[test]
+    fn an_authentication_failure_is_the_servers_or_the_drivers() {
+        let refused = |code| {
+            Error::new(ErrorKind::Authentication {
+                mechanism: "SCRAM-SHA-256",
+                source: "admin".into(),
+                message: "bad".into(),
+                code,
+            })
+        };
+        let name = |error: &Error| error_document(error).get_str("name").unwrap().to_owned();
+        assert_eq!(name(&refused(Some(18))), "MongoServerError");
+        assert_eq!(name(&refused(None)), "MongoRuntimeError");
     }
 
     #[test]

@@ -9,9 +9,13 @@ import {
   Double,
   Int32,
   Long,
+  MongoAPIError,
   MongoClient,
+  MongoCursorInUseError,
+  MongoDriverError,
   MongoError,
   MongoOperationTimeoutError,
+  MongoRuntimeError,
   MongoServerError,
   MongoServerSelectionError,
   ObjectId,
@@ -293,6 +297,21 @@ describe('against SecantusDB', BOUND, () => {
     });
   });
 
+  it('refuses to change a cursor already read, as MongoCursorInUseError', BOUND, async () => {
+    const coll = db.collection('cursor_in_use');
+    await coll.insertMany([{ n: 1 }, { n: 2 }]);
+    const cursor = coll.find({}).batchSize(1);
+    assert.notEqual(await cursor.next(), null);
+    assert.throws(() => cursor.sort('n'), (error) => {
+      assert.ok(error instanceof MongoCursorInUseError);
+      assert.ok(error instanceof MongoAPIError);
+      assert.ok(error instanceof MongoDriverError);
+      assert.equal(error.name, 'MongoCursorInUseError');
+      return true;
+    });
+    await cursor.close();
+  });
+
   it('reports an unreachable server as MongoServerSelectionError', BOUND, async () => {
     const unreachable = new MongoClient('mongodb://127.0.0.1:1/', { serverSelectionTimeoutMS: 300 });
     await assert.rejects(unreachable.connect(), (error) => {
@@ -317,6 +336,36 @@ function commands(bytes) {
     found.push(deserialize(bytes.subarray(body, body + view.getInt32(body, true))));
   }
   return found;
+}
+
+/**
+ * A transport that changes the first character of the SCRAM server signature (`v=`) in
+ * the reply to the client's saslContinue, as a server that does not know the password
+ * would send it.
+ */
+function forgingTransport() {
+  return {
+    async connect(host, port, tls) {
+      const duplex = await nodeTransport.connect(host, port, tls);
+      let awaitingSignature = false;
+      return {
+        async read() {
+          const bytes = await duplex.read();
+          const at = awaitingSignature && bytes ? Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).indexOf('v=') : -1;
+          if (at >= 0) {
+            bytes[at + 2] = bytes[at + 2] === 0x41 ? 0x42 : 0x41; // 'A' or 'B': still base64
+            awaitingSignature = false;
+          }
+          return bytes;
+        },
+        write(bytes) {
+          if (commands(bytes).some((command) => 'saslContinue' in command)) awaitingSignature = true;
+          return duplex.write(bytes);
+        },
+        close: () => duplex.close(),
+      };
+    },
+  };
 }
 
 /** A transport that records every command the client sends (in `sent`). */
@@ -455,6 +504,21 @@ describe('SCRAM-SHA-256', BOUND, () => {
       delete subtle.deriveBits;
     }
     assert.equal(subtle.deriveBits, deriveBits);
+  });
+
+  it('reports a wrong server signature as MongoRuntimeError', BOUND, async () => {
+    const client = new MongoClient(server.uri, { ...OPTIONS, transport: forgingTransport(), auth: { username: 'npm-user', password: 'pa:ss@wørd' } });
+    try {
+      await assert.rejects(client.connect(), (error) => {
+        assert.ok(error instanceof MongoRuntimeError, `${error.name}: ${error.message}`);
+        assert.ok(error instanceof MongoDriverError);
+        assert.equal(error.name, 'MongoRuntimeError');
+        assert.match(error.message, /signature/);
+        return true;
+      });
+    } finally {
+      await client.close();
+    }
   });
 
   it('refuses a wrong password and an unauthenticated client', BOUND, async () => {

@@ -86,10 +86,16 @@ describe('the packed tarball, installed into an empty folder', { timeout: 240_00
     for (const dir of [packed, app]) if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  /** Connects, inserts and reads back with the installed package, under `command`. */
-  async function connectAndInsert(runtime, command) {
+  /**
+   * Connects, inserts and reads back with the installed package, under `command`,
+   * loaded by `import`, or by `require` (its CommonJS entry under Node.js).
+   */
+  async function connectAndInsert(runtime, command, loader = 'import') {
+    const load = loader === 'require'
+      ? "import { createRequire } from 'node:module';\n const { MongoClient, ObjectId } = createRequire(import.meta.url)('anymongo');"
+      : "import { MongoClient, ObjectId } from 'anymongo';";
     const script = `
-      import { MongoClient, ObjectId } from 'anymongo';
+      ${load}
       const client = new MongoClient(${JSON.stringify(server.uri)});
       await client.connect();
       const coll = client.db('installed').collection(${JSON.stringify(runtime)});
@@ -107,6 +113,10 @@ describe('the packed tarball, installed into an empty folder', { timeout: 240_00
     await connectAndInsert('node');
   });
 
+  it('works under Node.js through require()', { timeout: 60_000 }, async () => {
+    await connectAndInsert('node', undefined, 'require');
+  });
+
   const deno = path.join(runtimes, 'deno');
   it('works under Deno (Deno.connect)', { timeout: 60_000, skip: !existsSync(deno) && 'deno not installed (bash tests/setup.sh js-runtimes)' }, async () => {
     await connectAndInsert('deno', [deno, 'run', '--allow-net', '--allow-read', '--allow-env']);
@@ -115,6 +125,10 @@ describe('the packed tarball, installed into an empty folder', { timeout: 240_00
   const bun = path.join(runtimes, 'bun');
   it('works under Bun (node:net)', { timeout: 60_000, skip: !existsSync(bun) && 'bun not installed (bash tests/setup.sh js-runtimes)' }, async () => {
     await connectAndInsert('bun', [bun]);
+  });
+
+  it('works under Bun through require()', { timeout: 60_000, skip: !existsSync(bun) && 'bun not installed (bash tests/setup.sh js-runtimes)' }, async () => {
+    await connectAndInsert('bun', [bun], 'require');
   });
   it('works under workerd (the Workers runtime: cloudflare:sockets, single-threaded monitoring)', {
     timeout: 90_000,
