@@ -26,12 +26,13 @@
 // listening socket is opened here and handed over (--socket-fd), so that the first
 // request waits in its backlog instead of polling for it to listen.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { writeWorkerdConfig } from '../../wasm-demo/test/workerd_config.js';
 
 const [workerd, database, collection, uri] = process.argv.slice(2);
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -47,44 +48,13 @@ url.searchParams.delete('tlsCAFile');
 const workerUri = url.toString();
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'anymongo-cold-workerd-'));
-const embed = (file) => JSON.stringify(path.relative(dir, file));
-writeFileSync(path.join(dir, 'anymongo.js'), "export * from 'anymongo/js/workers.js';\n");
-const modules = [
-  ['worker.js', 'esModule', path.join(here, 'worker.js')],
-  ['anymongo', 'esModule', path.join(dir, 'anymongo.js')],
-  ...['workers.js', 'client.js', 'errors.js', 'doh.js', 'transports/workers.js'].map((file) => [
-    `anymongo/js/${file}`,
-    'esModule',
-    path.join(packageDir, 'js', file),
-  ]),
-  ['anymongo/pkg/anymongo_wasm.js', 'esModule', path.join(packageDir, 'pkg', 'anymongo_wasm.js')],
-  ['anymongo/pkg/anymongo_wasm_bg.wasm', 'wasm', path.join(packageDir, 'pkg', 'anymongo_wasm_bg.wasm')],
-  // Bare `bson` imports resolve next to the importing module.
-  ['anymongo/js/bson', 'esModule', path.join(packageDir, 'node_modules', 'bson', 'lib', 'bson.mjs')],
-];
-const text = (name, value) => `(name = ${JSON.stringify(name)}, text = ${JSON.stringify(value)})`;
-const trust = caFile ? `, tlsOptions = (trustedCertificates = [embed ${embed(caFile)}])` : '';
-writeFileSync(
-  path.join(dir, 'config.capnp'),
-  `using Workerd = import "/workerd/workerd.capnp";
-const config :Workerd.Config = (
-  services = [
-    (name = "main", worker = .worker),
-    (name = "outbound", network = (allow = ["local"]${trust})),
-  ],
-  sockets = [(name = "http", address = "127.0.0.1:0", http = (), service = "main")],
-);
-const worker :Workerd.Worker = (
-  modules = [${modules.map(([name, kind, file]) => `(name = "${name}", ${kind} = embed ${embed(file)})`).join(', ')}],
-  bindings = [${text('URI', workerUri)}, ${text('DATABASE', database)}, ${text('COLLECTION', collection)},
-    (name = "HOLDER", durableObjectNamespace = "Holder")],
-  durableObjectNamespaces = [(className = "Holder", uniqueKey = "Holder")],
-  durableObjectStorage = (inMemory = void),
-  compatibilityDate = "2025-01-01",
-  globalOutbound = "outbound",
-);
-`,
-);
+writeWorkerdConfig(dir, path.join(here, 'worker.js'), {
+  packageDir,
+  bsonFile: path.join(packageDir, 'node_modules', 'bson', 'lib', 'bson.mjs'),
+  bindings: { URI: workerUri, DATABASE: database, COLLECTION: collection },
+  durableObjects: { HOLDER: 'Holder' },
+  trustedCertificates: caFile ? [caFile] : [],
+});
 
 const listener = net.createServer();
 await new Promise((resolve, reject) => {

@@ -43,6 +43,21 @@ pub struct TestCerts {
 pub const KEY_PASSWORD: &str = "s3cret-pass";
 
 impl TestCerts {
+    /// Options for what a cold request crosses (issue 24's measurements): a standalone
+    /// TLS server that requires authentication, with the SCRAM-SHA-256 user `user`.
+    pub fn scram_server_options(&self, user: &str, password: &str) -> crate::server::ServerOptions {
+        crate::server::ServerOptions {
+            auth: true,
+            users: vec![crate::server::TestUser::scram(
+                user,
+                password,
+                &["SCRAM-SHA-256"],
+            )],
+            standalone: true,
+            ..self.server_options(false)
+        }
+    }
+
     /// Options for a TLS server presenting the generated server certificate; with
     /// `require_client_cert`, it also demands a client certificate signed by the CA.
     pub fn server_options(&self, require_client_cert: bool) -> crate::server::ServerOptions {

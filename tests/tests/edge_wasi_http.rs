@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use anymongo::bson::{doc, oid::ObjectId, Document};
 use anymongo_tests::latency::{round_trips, FlightLog, LatencyProxy};
-use anymongo_tests::server::{ServerOptions, TestServer, TestUser};
+use anymongo_tests::server::TestServer;
 use anymongo_tests::{certs, harness, server, setup};
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -309,13 +309,7 @@ async fn a_request_reaches_a_distant_server_in_five_round_trips() {
     const PASSWORD: &str = "edge-pw";
     let dir = tempfile::tempdir().unwrap();
     let certs = certs::generate(dir.path()).unwrap();
-    let server = TestServer::start(&ServerOptions {
-        auth: true,
-        users: vec![TestUser::scram(USER, PASSWORD, &["SCRAM-SHA-256"])],
-        standalone: true,
-        ..certs.server_options(false)
-    })
-    .unwrap();
+    let server = TestServer::start(&certs.scram_server_options(USER, PASSWORD)).unwrap();
     let credentials = format!("mongodb://{USER}:{PASSWORD}@");
     let seeded =
         anymongo_native::client(&server.uri().replacen("mongodb://", &credentials, 1)).unwrap();
@@ -330,7 +324,9 @@ async fn a_request_reaches_a_distant_server_in_five_round_trips() {
     .await;
     let proxy = LatencyProxy::start(
         &format!("{}:{}", server.host, server.port),
-        Duration::from_millis(10),
+        // As in tests/cold_request.rs: well above the client's own time between two
+        // flights on a busy machine.
+        Duration::from_millis(25),
     )
     .await
     .unwrap();

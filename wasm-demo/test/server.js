@@ -7,6 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { MongoClient } from '../js/node.js';
+import { writeWorkerdConfig } from './workerd_config.js';
 
 export const cache = process.env.ANYMONGO_CACHE ?? path.join(process.env.XDG_CACHE_HOME ?? path.join(os.homedir(), '.cache'), 'anymongo');
 
@@ -143,57 +144,12 @@ const WORKERD_START_TIMEOUT_MS = 60_000;
 
 /**
  * Serves the Worker module `source` with workerd from `dir` (worker.js and config.capnp
- * are written there), as a bundler (wrangler) would give it to the runtime: every module
- * the Worker imports, the package's from `packageDir` (its js/ and pkg/) and bson's from
- * `bsonFile`, and the .wasm as a WebAssembly module. The Worker imports the package as
- * 'anymongo' (the package's `workerd` export, as wrangler resolves it) or as
- * 'anymongo/js/workers.js'; bare `bson` imports resolve next to the importing module.
- * `bindings` are the Worker's text variables (`env.NAME`, wrangler's [vars]);
- * `durableObjects` maps binding names to the Durable Object classes the Worker exports
- * (wrangler's [[durable_objects.bindings]]), kept in memory.
- * Outbound connections may go to loopback only. Resolves once workerd accepts
- * connections, to its `url`, its output (`log()`) and `stop()`.
+ * are written there; `options` as writeWorkerdConfig takes them). Resolves once workerd
+ * accepts connections, to its `url`, its output (`log()`) and `stop()`.
  */
-export async function serveWorker(dir, source, { packageDir, bsonFile, bindings = {}, durableObjects = {} }) {
-  const embed = (file) => JSON.stringify(path.relative(dir, file));
-  // The module 'anymongo' stands for the package's workerd entry point.
-  writeFileSync(path.join(dir, 'anymongo.js'), "export * from 'anymongo/js/workers.js';\n");
-  const modules = [
-    ['worker.js', 'esModule', path.join(dir, 'worker.js')],
-    ['anymongo', 'esModule', path.join(dir, 'anymongo.js')],
-    ...['workers.js', 'client.js', 'errors.js', 'doh.js', 'transports/workers.js'].map((file) => [
-      `anymongo/js/${file}`,
-      'esModule',
-      path.join(packageDir, 'js', file),
-    ]),
-    ['anymongo/pkg/anymongo_wasm.js', 'esModule', path.join(packageDir, 'pkg', 'anymongo_wasm.js')],
-    ['anymongo/pkg/anymongo_wasm_bg.wasm', 'wasm', path.join(packageDir, 'pkg', 'anymongo_wasm_bg.wasm')],
-    ['anymongo/js/bson', 'esModule', bsonFile],
-  ];
+export async function serveWorker(dir, source, options) {
   writeFileSync(path.join(dir, 'worker.js'), source);
-  writeFileSync(
-    path.join(dir, 'config.capnp'),
-    `using Workerd = import "/workerd/workerd.capnp";
-    const config :Workerd.Config = (
-      services = [
-        (name = "main", worker = .worker),
-        (name = "loopback", network = (allow = ["local"])),
-      ],
-      sockets = [(name = "http", address = "127.0.0.1:0", http = (), service = "main")],
-    );
-    const worker :Workerd.Worker = (
-      modules = [${modules.map(([name, kind, file]) => `(name = "${name}", ${kind} = embed ${embed(file)})`).join(', ')}],
-      bindings = [${[
-        ...Object.entries(bindings).map(([name, text]) => `(name = ${JSON.stringify(name)}, text = ${JSON.stringify(text)})`),
-        ...Object.entries(durableObjects).map(([name, className]) => `(name = "${name}", durableObjectNamespace = "${className}")`),
-      ].join(', ')}],
-      durableObjectNamespaces = [${Object.values(durableObjects).map((className) => `(className = "${className}", uniqueKey = "${className}")`).join(', ')}],
-      durableObjectStorage = (inMemory = void),
-      compatibilityDate = "2025-01-01",
-      globalOutbound = "loopback",
-    );
-    `,
-  );
+  writeWorkerdConfig(dir, path.join(dir, 'worker.js'), options);
   const port = await freePort();
   const child = spawn(workerd, ['serve', 'config.capnp', '--socket-addr', `http=127.0.0.1:${port}`], {
     cwd: dir,

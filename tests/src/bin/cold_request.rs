@@ -99,7 +99,7 @@ mod parent {
     use anymongo_tests::certs;
     use anymongo_tests::cold_request::{COLLECTION, DATABASE};
     use anymongo_tests::latency::{self, Connection, FlightLog, LatencyProxy};
-    use anymongo_tests::server::{ServerOptions, TestServer, TestUser};
+    use anymongo_tests::server::TestServer;
     use anymongo_tests::setup;
 
     /// The most a driver may take for each of its two requests.
@@ -157,12 +157,7 @@ print(f"warm {(time.perf_counter() - start) * 1e3:.1f}", flush=True)
 
         let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
         let certs = certs::generate(dir.path())?;
-        let server = TestServer::start(&ServerOptions {
-            auth: true,
-            users: vec![TestUser::scram(USER, PASSWORD, &["SCRAM-SHA-256"])],
-            standalone: true,
-            ..certs.server_options(false)
-        })?;
+        let server = TestServer::start(&certs.scram_server_options(USER, PASSWORD))?;
         let server_address = format!("{}:{}", server.host, server.port);
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
