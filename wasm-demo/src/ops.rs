@@ -7,6 +7,10 @@
 
 use anymongo::bson::raw::{RawBsonRef, RawDocument, RawDocumentBuf};
 use anymongo::bson::{doc, rawdoc, Bson, Document, RawBson};
+use anymongo::crud::bulk_write::{
+    BulkWriteOptions, BulkWriteResult, DeleteManyModel, DeleteOneModel, InsertOneModel,
+    ReplaceOneModel, UpdateManyModel, UpdateOneModel, WriteModel,
+};
 use anymongo::crud::{
     AggregateOptions, CountOptions, FindOneAndModifyOptions, FindOptions, ReadOptions,
     ReturnDocument, WriteOptions,
@@ -139,6 +143,25 @@ pub async fn run(
             let name = coll.create_index(model, command_options).await?;
             doc! { "name": name }
         }
+        "createIndexes" => {
+            let (model_options, command_options) = split_index_options(args)?;
+            let models = documents(args, "specs", Document::try_from)?
+                .into_iter()
+                .map(|spec| index_model(spec, &model_options))
+                .collect::<Result<Vec<_>>>()?;
+            let names = coll.create_indexes(models, command_options).await?;
+            doc! { "names": names }
+        }
+        "bulkWrite" => {
+            let models = documents(args, "operations", Document::try_from)?
+                .into_iter()
+                .map(write_model)
+                .collect::<Result<Vec<_>>>()?;
+            let result = coll
+                .bulk_write(models, options::<BulkWriteOptions>(args)?)
+                .await?;
+            bulk_write_result(&result)
+        }
         "drop" => {
             coll.drop(None).await?;
             doc! { "value": true }
@@ -175,6 +198,11 @@ pub async fn open_cursor(
         "find" => {
             let filter = document(args, "filter")?;
             coll.find(filter, options::<FindOptions>(args)?).await
+        }
+        // A command that answers with a cursor (`listIndexes`, `listCollections`...).
+        "command" => {
+            db.run_cursor_command(required_document(args, "command")?)
+                .await
         }
         "aggregate" => {
             let pipeline = documents(args, "pipeline", Document::try_from)?;
@@ -278,6 +306,8 @@ pub fn error_document(error: &Error) -> Document {
                 .map(|(index, id)| (index.to_string(), id.clone()))
                 .collect();
             out.insert("insertedIds", inserted);
+            // What the writes that succeeded did, as the Node driver's `result`.
+            out.insert("result", bulk_write_result(&failure.write_result));
         }
         _ => {}
     }
@@ -335,6 +365,151 @@ fn update_result(result: anymongo::crud::UpdateResult) -> Document {
         "upsertedCount": count(u8::from(upserted)),
         "upsertedId": result.upserted_id.unwrap_or(Bson::Null),
     }
+}
+
+/// `{ index: id }`, as the Node driver's `insertedIds` and `upsertedIds`.
+fn ids_by_index(ids: &std::collections::BTreeMap<usize, Bson>) -> Document {
+    ids.iter()
+        .map(|(index, id)| (index.to_string(), id.clone()))
+        .collect()
+}
+
+/// The fields of the Node driver's `BulkWriteResult`.
+fn bulk_write_result(result: &BulkWriteResult) -> Document {
+    doc! {
+        "acknowledged": result.acknowledged,
+        "insertedCount": count(result.inserted_count),
+        "matchedCount": count(result.matched_count),
+        "modifiedCount": count(result.modified_count),
+        "deletedCount": count(result.deleted_count),
+        "upsertedCount": count(result.upserted_count),
+        "insertedIds": ids_by_index(&result.inserted_ids),
+        "upsertedIds": ids_by_index(&result.upserted_ids),
+    }
+}
+
+/// An index of `createIndexes`, as the Node driver's `IndexDescription`: `key` and
+/// the index's options (`name`, `unique`...), over the options given to the call.
+fn index_model(mut spec: Document, defaults: &Document) -> Result<IndexModel> {
+    let keys = match spec.remove("key") {
+        Some(Bson::Document(keys)) => keys,
+        _ => {
+            return Err(Error::invalid_argument(
+                "createIndexes: each index needs a key, an object",
+            ))
+        }
+    };
+    let mut options = defaults.clone();
+    options.extend(spec);
+    Ok(IndexModel::new(keys).with_options(options))
+}
+
+/// `model[name]`, a document, if given.
+fn take_document(model: &mut Document, name: &str) -> Result<Option<Document>> {
+    match model.remove(name) {
+        None | Some(Bson::Null) => Ok(None),
+        Some(Bson::Document(document)) => Ok(Some(document)),
+        Some(_) => Err(Error::invalid_argument(format!(
+            "bulkWrite: {name} must be an object"
+        ))),
+    }
+}
+
+/// One operation of `bulkWrite`, as the Node driver's `AnyBulkWriteOperation`:
+/// `{ insertOne: { document } }`, `{ updateOne: { filter, update, upsert... } }`...
+fn write_model(operation: Document) -> Result<WriteModel> {
+    let shapes = "bulkWrite: each operation is one of { insertOne: { document } }, \
+                  { updateOne | updateMany: { filter, update } }, \
+                  { replaceOne: { filter, replacement } }, { deleteOne | deleteMany: { filter } }";
+    let mut entries = operation.into_iter();
+    let (Some((kind, Bson::Document(mut model))), None) = (entries.next(), entries.next()) else {
+        return Err(Error::invalid_argument(shapes));
+    };
+    if kind == "insertOne" {
+        let document = take_document(&mut model, "document")?
+            .ok_or_else(|| Error::invalid_argument("bulkWrite: insertOne needs a document"))?;
+        return Ok(WriteModel::InsertOne(InsertOneModel::new(document)));
+    }
+    let filter = take_document(&mut model, "filter")?
+        .ok_or_else(|| Error::invalid_argument(format!("bulkWrite: {kind} needs a filter")))?;
+    let collation = take_document(&mut model, "collation")?;
+    let hint = model.remove("hint").filter(|hint| *hint != Bson::Null);
+    let sort = take_document(&mut model, "sort")?;
+    let upsert = match model.remove("upsert") {
+        None | Some(Bson::Null) => None,
+        Some(Bson::Boolean(upsert)) => Some(upsert),
+        Some(_) => {
+            return Err(Error::invalid_argument(
+                "bulkWrite: upsert must be a boolean",
+            ))
+        }
+    };
+    let array_filters = match model.remove("arrayFilters") {
+        None | Some(Bson::Null) => None,
+        Some(Bson::Array(filters)) => Some(
+            filters
+                .into_iter()
+                .map(|filter| match filter {
+                    Bson::Document(filter) => Ok(filter),
+                    _ => Err(Error::invalid_argument(
+                        "bulkWrite: arrayFilters must be an array of objects",
+                    )),
+                })
+                .collect::<Result<Vec<_>>>()?,
+        ),
+        Some(_) => {
+            return Err(Error::invalid_argument(
+                "bulkWrite: arrayFilters must be an array",
+            ))
+        }
+    };
+    let modifications = || {
+        let raw = RawDocumentBuf::try_from(&model).map_err(malformed)?;
+        update(&raw)
+    };
+    Ok(match kind.as_str() {
+        "updateOne" => WriteModel::UpdateOne(UpdateOneModel {
+            update: modifications()?,
+            filter,
+            array_filters,
+            collation,
+            hint,
+            sort,
+            upsert,
+        }),
+        "updateMany" => WriteModel::UpdateMany(UpdateManyModel {
+            update: modifications()?,
+            filter,
+            array_filters,
+            collation,
+            hint,
+            upsert,
+        }),
+        "replaceOne" => {
+            let replacement = take_document(&mut model, "replacement")?.ok_or_else(|| {
+                Error::invalid_argument("bulkWrite: replaceOne needs a replacement")
+            })?;
+            WriteModel::ReplaceOne(ReplaceOneModel {
+                filter,
+                replacement,
+                collation,
+                hint,
+                sort,
+                upsert,
+            })
+        }
+        "deleteOne" => WriteModel::DeleteOne(DeleteOneModel {
+            filter,
+            collation,
+            hint,
+        }),
+        "deleteMany" => WriteModel::DeleteMany(DeleteManyModel {
+            filter,
+            collation,
+            hint,
+        }),
+        _ => return Err(Error::invalid_argument(shapes)),
+    })
 }
 
 fn unknown(op: &str) -> Error {
@@ -671,6 +846,41 @@ mod tests {
                 "{error}"
             );
         }
+    }
+
+    #[test]
+    fn bulk_write_operations_take_the_node_driver_shapes() {
+        let model = write_model(doc! { "updateOne": {
+            "filter": { "a": 1 }, "update": { "$set": { "b": 2 } }, "upsert": true,
+        } })
+        .unwrap();
+        let WriteModel::UpdateOne(update) = model else {
+            panic!("{model:?}")
+        };
+        assert_eq!(update.filter, doc! { "a": 1 });
+        assert_eq!(update.upsert, Some(true));
+        let model = write_model(doc! { "insertOne": { "document": { "_id": 1 } } }).unwrap();
+        assert!(matches!(model, WriteModel::InsertOne(_)), "{model:?}");
+        for bad in [
+            doc! { "insertOne": { "_id": 1 } },
+            doc! { "deleteOne": {} },
+            doc! { "upsertOne": { "filter": {} } },
+            doc! { "deleteOne": { "filter": {} }, "deleteMany": { "filter": {} } },
+            doc! { "updateOne": { "filter": {}, "update": { "$set": {} }, "upsert": 1 } },
+        ] {
+            assert!(write_model(bad.clone()).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn an_index_description_is_key_and_options() {
+        let model = index_model(
+            doc! { "key": { "a": 1 }, "unique": true },
+            &doc! { "sparse": true },
+        )
+        .unwrap();
+        assert_eq!(model.name(), "a_1");
+        assert!(index_model(doc! { "name": "x" }, &Document::new()).is_err());
     }
 
     #[test]
