@@ -109,6 +109,79 @@ export declare class Db {
   command(command: Document, options?: { timeoutMS?: number }): Promise<Document>;
   aggregate<T extends Document = Document>(pipeline?: Document[], options?: AggregateOptions): AggregationCursor<T>;
   dropDatabase(): Promise<boolean>;
+  /** The collections and views; with `nameOnly`, only `{ name, type }` of each. */
+  listCollections(filter?: Filter, options?: ListCollectionsOptions): ListCollectionsCursor<CollectionInfo>;
+  /** The collections of the database (not its `system.` ones). */
+  collections(options?: ListCollectionsOptions): Promise<Collection[]>;
+  /** `options`: the `create` command's fields (`capped`, `size`, `validator`, `timeseries`...). */
+  createCollection<TSchema extends Document = Document>(name: string, options?: CreateCollectionOptions): Promise<Collection<TSchema>>;
+  /** True, or false when there was no such collection. */
+  dropCollection(name: string, options?: { timeoutMS?: number }): Promise<boolean>;
+  renameCollection<TSchema extends Document = Document>(from: string, to: string, options?: RenameOptions): Promise<Collection<TSchema>>;
+  admin(): Admin;
+}
+
+/** The commands of the `admin` database (`db.admin()`). */
+export declare class Admin {
+  command(command: Document, options?: { timeoutMS?: number }): Promise<Document>;
+  ping(options?: { timeoutMS?: number }): Promise<Document>;
+  buildInfo(options?: { timeoutMS?: number }): Promise<Document>;
+  serverStatus(options?: { timeoutMS?: number }): Promise<Document>;
+  listDatabases(options?: ListDatabasesOptions): Promise<ListDatabasesResult>;
+}
+
+export interface ListDatabasesOptions {
+  nameOnly?: boolean;
+  filter?: Document;
+  authorizedDatabases?: boolean;
+  comment?: unknown;
+  timeoutMS?: number;
+}
+
+export interface ListDatabasesResult {
+  databases: ({ name: string; sizeOnDisk?: number; empty?: boolean } & Document)[];
+  totalSize?: number;
+  totalSizeMb?: number;
+  ok: 1 | 0;
+}
+
+export interface ListCollectionsOptions {
+  nameOnly?: boolean;
+  authorizedCollections?: boolean;
+  batchSize?: number;
+  comment?: unknown;
+  timeoutMS?: number;
+}
+
+export interface CollectionInfo extends Document {
+  name: string;
+  type?: string;
+  options?: Document;
+  info?: { readOnly?: false; uuid?: any };
+  idIndex?: Document;
+}
+
+export interface CreateCollectionOptions {
+  capped?: boolean;
+  size?: number;
+  max?: number;
+  validator?: Document;
+  validationLevel?: string;
+  validationAction?: string;
+  timeseries?: Document;
+  expireAfterSeconds?: number;
+  viewOn?: string;
+  pipeline?: Document[];
+  collation?: Document;
+  writeConcern?: WriteConcern;
+  timeoutMS?: number;
+  [option: string]: unknown;
+}
+
+export interface RenameOptions {
+  /** Drop a collection already named like the target (otherwise its existence is an error). */
+  dropTarget?: boolean;
+  timeoutMS?: number;
 }
 
 export type Filter = Document;
@@ -228,6 +301,64 @@ export interface CreateIndexesOptions extends CommonOptions {
   [indexOption: string]: unknown;
 }
 
+export interface IndexDescription extends Omit<CreateIndexesOptions, 'commitQuorum' | 'writeConcern' | 'timeoutMS' | 'maxTimeMS' | 'comment'> {
+  key: Document;
+}
+
+export interface ListIndexesOptions {
+  batchSize?: number;
+  comment?: unknown;
+  timeoutMS?: number;
+}
+
+export interface IndexInformationOptions extends ListIndexesOptions {
+  /** The descriptions as listIndexes gives them (default for `indexes`), or `{ name: [[field, direction]...] }`. */
+  full?: boolean;
+}
+
+export interface BulkWriteOptions extends WriteOptions {
+  /** Stop at the first failed write (default true). */
+  ordered?: boolean;
+  let?: Document;
+}
+
+export type AnyBulkWriteOperation<TSchema extends Document = Document> =
+  | { insertOne: { document: TSchema } }
+  | { replaceOne: { filter: Filter; replacement: TSchema; upsert?: boolean; collation?: Document; hint?: string | Document; sort?: Document } }
+  | { updateOne: { filter: Filter; update: UpdateFilter; upsert?: boolean; arrayFilters?: Document[]; collation?: Document; hint?: string | Document; sort?: Document } }
+  | { updateMany: { filter: Filter; update: UpdateFilter; upsert?: boolean; arrayFilters?: Document[]; collation?: Document; hint?: string | Document } }
+  | { deleteOne: { filter: Filter; collation?: Document; hint?: string | Document } }
+  | { deleteMany: { filter: Filter; collation?: Document; hint?: string | Document } };
+
+export interface WriteError {
+  index: number;
+  code: number;
+  errmsg: string;
+  errInfo?: Document;
+}
+
+/** What a bulkWrite did (also the `result` of its MongoBulkWriteError). */
+export declare class BulkWriteResult {
+  readonly insertedCount: number;
+  readonly matchedCount: number;
+  readonly modifiedCount: number;
+  readonly deletedCount: number;
+  readonly upsertedCount: number;
+  /** The `_id` of each upserted document, by the index of its operation. */
+  readonly upsertedIds: { [index: number]: any };
+  /** The `_id` of each inserted document, by the index of its operation. */
+  readonly insertedIds: { [index: number]: any };
+  readonly ok: number;
+  isOk(): boolean;
+  getInsertedIdAt(index: number): any;
+  getUpsertedIdAt(index: number): { index: number; _id: any } | undefined;
+  getUpsertedIds(): { index: number; _id: any }[];
+  hasWriteErrors(): boolean;
+  getWriteErrorCount(): number;
+  getWriteErrorAt(index: number): WriteError | undefined;
+  getWriteErrors(): WriteError[];
+}
+
 export interface InsertOneResult {
   acknowledged: boolean;
   insertedId: any;
@@ -275,6 +406,23 @@ export declare class Collection<TSchema extends Document = Document> {
   distinct(key: string, filter?: Filter, options?: DistinctOptions): Promise<any[]>;
   /** Returns the index's name. */
   createIndex(keys: Document | string, options?: CreateIndexesOptions): Promise<string>;
+  /** Creates the indexes with one command; returns their names. */
+  createIndexes(specs: IndexDescription[], options?: CreateIndexesOptions): Promise<string[]>;
+  listIndexes(options?: ListIndexesOptions): ListIndexesCursor;
+  indexes(options?: IndexInformationOptions & { full?: true }): Promise<Document[]>;
+  indexes(options: IndexInformationOptions & { full: false }): Promise<{ [name: string]: [string, unknown][] }>;
+  indexInformation(options?: IndexInformationOptions & { full?: false }): Promise<{ [name: string]: [string, unknown][] }>;
+  indexInformation(options: IndexInformationOptions & { full: true }): Promise<Document[]>;
+  /** Whether the index (or every index named) exists. */
+  indexExists(names: string | string[], options?: ListIndexesOptions): Promise<boolean>;
+  /** Returns the server's reply. */
+  dropIndex(name: string, options?: { timeoutMS?: number }): Promise<Document>;
+  /** Drops every index but `_id`'s: false when that failed. */
+  dropIndexes(options?: { timeoutMS?: number }): Promise<boolean>;
+  /** Returns the renamed collection. */
+  rename<T extends Document = TSchema>(newName: string, options?: RenameOptions): Promise<Collection<T>>;
+  /** Failed writes throw a MongoBulkWriteError with `writeErrors` and `result`. */
+  bulkWrite(operations: AnyBulkWriteOperation<TSchema>[], options?: BulkWriteOptions): Promise<BulkWriteResult>;
   drop(): Promise<boolean>;
 }
 
@@ -304,6 +452,14 @@ export declare class FindCursor<T = Document> extends AbstractCursor<T> {
 
 export declare class AggregationCursor<T = Document> extends AbstractCursor<T> {
   map<U>(transform: (document: T) => U): AggregationCursor<U>;
+}
+
+export declare class ListCollectionsCursor<T = CollectionInfo> extends AbstractCursor<T> {
+  map<U>(transform: (document: T) => U): ListCollectionsCursor<U>;
+}
+
+export declare class ListIndexesCursor<T = Document> extends AbstractCursor<T> {
+  map<U>(transform: (document: T) => U): ListIndexesCursor<U>;
 }
 
 /** The labels the server or the driver puts on errors (`error.hasErrorLabel(...)`). */
@@ -346,8 +502,16 @@ export declare class MongoServerError extends MongoError {
 }
 
 export declare class MongoBulkWriteError extends MongoServerError {
-  writeErrors: { index: number; code: number; errmsg: string; errInfo?: Document }[];
+  writeErrors: WriteError[];
+  /** What the writes that succeeded did. */
+  result: BulkWriteResult;
+  insertedCount: number;
+  matchedCount: number;
+  modifiedCount: number;
+  deletedCount: number;
+  upsertedCount: number;
   insertedIds: { [index: number]: any };
+  upsertedIds: { [index: number]: any };
 }
 
 export declare class MongoClientBulkWriteError extends MongoServerError {}

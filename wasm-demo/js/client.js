@@ -7,7 +7,8 @@
 // so values map exactly as with the Node.js driver (ObjectId, Long, Decimal128,
 // Binary, Date, Timestamp...).
 import { BSON, ObjectId } from 'bson';
-import { MongoCursorInUseError, MongoInvalidArgumentError, toError } from './errors.js';
+import { MongoCursorInUseError, MongoInvalidArgumentError, MongoServerError, toError } from './errors.js';
+import { BulkWriteResult } from './results.js';
 
 export {
   Binary,
@@ -23,6 +24,7 @@ export {
   UUID,
 } from 'bson';
 export * from './errors.js';
+export { BulkWriteResult } from './results.js';
 export { dnsOverHttps } from './doh.js';
 
 /** What the runtime's entry point set up: { NativeClient, transport, background, platform }. */
@@ -226,6 +228,110 @@ export class Db {
     const { value } = await this.#client._run('dropDatabase', this.#name, '', {});
     return value;
   }
+
+  /** The collections and views of the database, as a cursor of their descriptions. */
+  listCollections(filter = {}, options = {}) {
+    const command = {
+      listCollections: 1,
+      filter,
+      cursor: cursorOptions(options),
+      nameOnly: Boolean(options.nameOnly),
+      authorizedCollections: Boolean(options.authorizedCollections),
+    };
+    if (options.comment !== undefined) command.comment = options.comment;
+    return new ListCollectionsCursor(this.#client, this.#name, command, options);
+  }
+
+  /** The collections of the database (not its `system.` ones). */
+  async collections(options = {}) {
+    const found = await this.listCollections({}, { ...options, nameOnly: true }).toArray();
+    return found.filter(({ name }) => !name.includes('system.')).map(({ name }) => this.collection(name));
+  }
+
+  /** Creates the collection `name` (`options`: the `create` command's fields); returns it. */
+  async createCollection(name, options = {}) {
+    const command = { create: name };
+    for (const [option, value] of Object.entries(options)) {
+      if (!DRIVER_OPTIONS.has(option) && value !== undefined) command[option] = value;
+    }
+    await this.command(command, timeoutOf(options));
+    return this.collection(name);
+  }
+
+  /** Drops the collection `name`: true, or false when there was none. */
+  async dropCollection(name, options = {}) {
+    return dropNamespace(this, name, options);
+  }
+
+  /** Renames the collection `from` to `to` (`options.dropTarget`); returns the renamed one. */
+  async renameCollection(from, to, options = {}) {
+    return this.collection(from).rename(to, options);
+  }
+
+  /** The `admin` database's commands: `listDatabases`, `ping`, `command`... */
+  admin() {
+    return new Admin(this.#client);
+  }
+}
+
+// Options of createCollection that are the driver's, not the `create` command's.
+const DRIVER_OPTIONS = new Set(['timeoutMS', 'session', 'readPreference', 'readConcern', 'pkFactory', 'raw']);
+
+/** `{ timeoutMS }` of an operation's options, for `db.command`. */
+function timeoutOf(options) {
+  return options.timeoutMS === undefined ? {} : { timeoutMS: options.timeoutMS };
+}
+
+/** The `cursor` field of a command that opens a cursor. */
+function cursorOptions(options) {
+  return options.batchSize === undefined ? {} : { batchSize: options.batchSize };
+}
+
+/** `drop` of `name` in `db`: true, false when it did not exist (NamespaceNotFound). */
+async function dropNamespace(db, name, options) {
+  try {
+    await db.command({ drop: name }, timeoutOf(options));
+    return true;
+  } catch (error) {
+    if (error instanceof MongoServerError && error.code === 26) return false;
+    throw error;
+  }
+}
+
+/** The commands of the `admin` database, as the Node driver's `db.admin()`. */
+export class Admin {
+  #db;
+
+  constructor(client) {
+    this.#db = new Db(client, 'admin');
+  }
+
+  /** Runs `command` on the `admin` database. */
+  async command(command, options = {}) {
+    return this.#db.command(command, options);
+  }
+
+  async ping(options = {}) {
+    return this.command({ ping: 1 }, options);
+  }
+
+  async buildInfo(options = {}) {
+    return this.command({ buildinfo: 1 }, options);
+  }
+
+  async serverStatus(options = {}) {
+    return this.command({ serverStatus: 1 }, options);
+  }
+
+  /** `{ databases: [{ name, sizeOnDisk, empty }], totalSize, ok }`, the server's reply. */
+  async listDatabases(options = {}) {
+    const command = { listDatabases: 1 };
+    if (typeof options.nameOnly === 'boolean') command.nameOnly = options.nameOnly;
+    if (options.filter) command.filter = options.filter;
+    if (typeof options.authorizedDatabases === 'boolean') command.authorizedDatabases = options.authorizedDatabases;
+    if (options.comment !== undefined) command.comment = options.comment;
+    return this.command(command, timeoutOf(options));
+  }
 }
 
 /** Gives `document` an ObjectId `_id` when it has none, as the Node driver does. */
@@ -341,6 +447,91 @@ export class Collection {
       keys = { [keys]: 1 };
     }
     return (await this.#run('createIndex', { keys, options })).name;
+  }
+
+  /** Creates several indexes (`[{ key, name?, unique?... }]`) with one command; returns their names. */
+  async createIndexes(specs, options = {}) {
+    if (!Array.isArray(specs)) {
+      throw new MongoInvalidArgumentError('createIndexes takes an array of index descriptions');
+    }
+    return (await this.#run('createIndexes', { specs, options })).names;
+  }
+
+  /** The collection's indexes, as a cursor of their descriptions (`v`, `key`, `name`...). */
+  listIndexes(options = {}) {
+    const command = { listIndexes: this.#name, cursor: cursorOptions(options) };
+    if (options.comment !== undefined) command.comment = options.comment;
+    return new ListIndexesCursor(this.#client, this.#db, command, options);
+  }
+
+  /** The index descriptions; with `full: false`, `{ name: [[field, direction]...] }`. */
+  async indexes(options = {}) {
+    const indexes = await this.listIndexes(options).toArray();
+    if (options.full ?? true) {
+      return indexes;
+    }
+    return Object.fromEntries(indexes.map(({ name, key }) => [name, Object.entries(key)]));
+  }
+
+  /** `indexes` with `full: false` unless told otherwise. */
+  async indexInformation(options = {}) {
+    return this.indexes({ ...options, full: options.full ?? false });
+  }
+
+  /** Whether the index `names` (a name or an array of them: all of them) exist. */
+  async indexExists(names, options = {}) {
+    const wanted = Array.isArray(names) ? names : [names];
+    const existing = new Set(await this.listIndexes(options).map(({ name }) => name).toArray());
+    return wanted.every((name) => existing.has(name));
+  }
+
+  /** Drops the index `name`; returns the server's reply. */
+  async dropIndex(name, options = {}) {
+    return this.#command({ dropIndexes: this.#name, index: name }, options);
+  }
+
+  /** Drops every index but `_id`'s: true, or false when that failed. */
+  async dropIndexes(options = {}) {
+    try {
+      await this.dropIndex('*', options);
+      return true;
+    } catch (error) {
+      if (error?.name === 'MongoOperationTimeoutError') throw error;
+      return false;
+    }
+  }
+
+  /** Renames the collection (`options.dropTarget` drops an existing `newName`); returns the renamed one. */
+  async rename(newName, options = {}) {
+    if (typeof newName !== 'string' || newName === '') {
+      throw new MongoInvalidArgumentError('the new name of a collection must be a non-empty string');
+    }
+    const command = {
+      renameCollection: this.namespace,
+      to: `${this.#db}.${newName}`,
+      dropTarget: typeof options.dropTarget === 'boolean' ? options.dropTarget : false,
+    };
+    await this.#client._run('command', 'admin', '', { command, options: timeoutOf(options) });
+    return new Collection(this.#client, this.#db, newName);
+  }
+
+  /**
+   * Several writes, `[{ insertOne: { document } }, { updateOne: { filter, update } }...]`,
+   * in as few commands as possible; `options.ordered` (default true) stops at the first
+   * failure. Failed writes throw a MongoBulkWriteError (`writeErrors`, `result`).
+   */
+  async bulkWrite(operations, options = {}) {
+    if (!Array.isArray(operations)) {
+      throw new MongoInvalidArgumentError('Argument "operations" must be an array of documents');
+    }
+    for (const operation of operations) {
+      if (operation?.insertOne?.document) withId(operation.insertOne.document);
+    }
+    return new BulkWriteResult(await this.#run('bulkWrite', { operations, options }));
+  }
+
+  #command(command, options) {
+    return this.#client._run('command', this.#db, '', { command, options: timeoutOf(options) });
   }
 
   async drop() {
@@ -550,3 +741,23 @@ export class AggregationCursor extends AbstractCursor {
     return ['aggregate', this.#args];
   }
 }
+
+/** A cursor over what a command answers with (`listCollections`, `listIndexes`). */
+class CommandCursor extends AbstractCursor {
+  #args;
+
+  constructor(client, db, command, options) {
+    super(client, db, '');
+    this.#args = { command, options: timeoutOf(options) };
+  }
+
+  _command() {
+    return ['command', this.#args];
+  }
+}
+
+/** The cursor of `db.listCollections`. */
+export class ListCollectionsCursor extends CommandCursor {}
+
+/** The cursor of `collection.listIndexes`. */
+export class ListIndexesCursor extends CommandCursor {}

@@ -5,6 +5,7 @@
 // runtime. Some classes are never raised here (there are no sessions, change streams
 // or GridFS in this package yet); they exist for `instanceof` in code that names them.
 import { BSON } from 'bson';
+import { BulkWriteResult } from './results.js';
 
 /** The labels the server or the driver puts on errors, as the Node driver names them. */
 export const MongoErrorLabel = Object.freeze({
@@ -58,8 +59,23 @@ export class MongoServerError extends MongoError {
   }
 }
 
-/** Some writes of an `insertMany` failed: `writeErrors`, and `insertedIds` of the others. */
+/**
+ * Some writes of a `bulkWrite` or `insertMany` failed: `writeErrors`, and in `result`
+ * (a BulkWriteResult) what the others did, whose counts and ids the error repeats.
+ */
 export class MongoBulkWriteError extends MongoServerError {
+  constructor(message, fields = {}) {
+    const { result, ...rest } = fields;
+    super(message, rest);
+    this.writeErrors ??= [];
+    this.result = new BulkWriteResult(result ?? { insertedIds: this.insertedIds }, this.writeErrors);
+    for (const name of ['insertedCount', 'matchedCount', 'modifiedCount', 'deletedCount', 'upsertedCount']) {
+      this[name] = this.result[name];
+    }
+    this.insertedIds = this.result.insertedIds;
+    this.upsertedIds = this.result.upsertedIds;
+  }
+
   get name() {
     return 'MongoBulkWriteError';
   }
