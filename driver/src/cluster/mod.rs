@@ -425,10 +425,6 @@ impl Shared {
         let response = state
             .description
             .handle_application_error(&error, pool_generation);
-        if response.request_check {
-            state.stale = true;
-            server.monitor.request_check();
-        }
         if matches!(error.kind, ApplicationErrorKind::Network { .. })
             && error.phase == ErrorPhase::AfterHandshakeCompletes
             && response.clear_pool
@@ -436,6 +432,12 @@ impl Shared {
             // SDAM spec, "Network error when reading or writing": the monitor's
             // connection is likely broken too.
             server.monitor.cancel_check();
+        }
+        // After the cancel: a check it cancelled (a cold client's first, which may
+        // still be running when its first operation fails) is followed by this one.
+        if response.request_check {
+            state.stale = true;
+            server.monitor.request_check();
         }
         self.act_on(state, response.update);
         // The pool is cleared after the server is marked Unknown (SDAM spec, "Error

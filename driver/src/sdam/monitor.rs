@@ -230,11 +230,16 @@ impl MonitorSignal {
         self.wake.notify_all();
     }
 
+    /// Whether a cancel came (and consumes it).
+    fn take_cancel(&self) -> bool {
+        self.cancelled.swap(false, Ordering::SeqCst)
+    }
+
     /// Resolves once the check in progress is cancelled (the request is consumed).
     async fn check_cancelled(&self) {
         loop {
             let woken = self.wake.listen();
-            if self.cancelled.swap(false, Ordering::SeqCst) {
+            if self.take_cancel() {
                 return;
             }
             woken.await;
@@ -352,6 +357,14 @@ pub(crate) async fn run_monitor(checker: Checker, host: impl MonitorHost, stream
     let mut streaming_version: Option<TopologyVersion> = None;
     let mut rtt_monitor_started = false;
     while !signal.is_closed() {
+        if signal.take_cancel() {
+            // Cancelled between checks: no check to abandon, but the connection is
+            // presumed dead as well, so the next check opens a new one. (Left set,
+            // the cancel would abandon the check a request starts — and the monitor
+            // would then wait a whole heartbeatFrequencyMS for the request it used.)
+            connection.open = None;
+            streaming_version = None;
+        }
         let awaited = streaming_version.is_some() && connection.open.is_some();
         let ids = connection.start_heartbeat();
         let Some(known_before) = host.heartbeat_started(ids, awaited) else {
