@@ -23,6 +23,7 @@
 //! scans.
 
 use std::pin::pin;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -43,10 +44,7 @@ impl Shared {
     /// pool. A topology of several servers leaves them to the checks: which one the
     /// operation wants is not known before they answer.
     pub(super) fn first_contact(&self) -> Option<Arc<Server>> {
-        if !self
-            .first_contact
-            .swap(false, std::sync::atomic::Ordering::SeqCst)
-        {
+        if !self.first_contact.swap(false, Ordering::SeqCst) {
             return None;
         }
         let state = self.state();
@@ -143,8 +141,9 @@ impl Shared {
     /// The handshake of the first connection to `address` got `hello`: the server's
     /// description is updated from it as from a check (without heartbeat events: it is
     /// no check; without a round-trip-time sample: the server did more than answer a
-    /// hello, the first step of authentication — the monitor's checks measure it). In single-threaded mode it
-    /// stands for the first scan when the server is the only one.
+    /// hello, the first step of authentication — the monitor's checks measure it). In
+    /// single-threaded mode it stands for the first scan when the server is the only
+    /// one.
     pub(super) fn handshake_hello(self: &Arc<Self>, address: &ServerAddress, hello: &HelloReply) {
         let Some(server) = self.state().servers.get(address).cloned() else {
             return;
