@@ -10,7 +10,17 @@ import { BSON, ObjectId } from 'bson';
 import { MongoCursorInUseError, MongoInvalidArgumentError, MongoServerError, toError } from './errors.js';
 import { EventEmitter, eventSink } from './events.js';
 import { BulkWriteResult } from './results.js';
-import { ChangeStream, ClientSession, readPreferenceDocument } from './session.js';
+import {
+  concernParameters,
+  concernsOf,
+  ReadConcern,
+  readConcernDocument,
+  ReadPreference,
+  readPreferenceDocument,
+  WriteConcern,
+  writeConcernDocument,
+} from './concerns.js';
+import { ChangeStream, ClientSession } from './session.js';
 
 export {
   Binary,
@@ -28,6 +38,7 @@ export {
 export * from './errors.js';
 export * from './events.js';
 export { ChangeStream, ClientSession } from './session.js';
+export { ReadConcern, ReadPreference, WriteConcern } from './concerns.js';
 export { BulkWriteResult } from './results.js';
 export { dnsOverHttps } from './doh.js';
 
@@ -40,7 +51,9 @@ export function configure(settings) {
 }
 
 // Options of MongoClient that are not connection string options.
-const CLIENT_ONLY = new Set(['transport', 'backgroundMonitoring', 'auth', 'monitorCommands']);
+const CLIENT_ONLY = new Set(['transport', 'backgroundMonitoring', 'auth', 'monitorCommands', 'serverApi']);
+// Options given as objects, merged into the connection string's (concernParameters).
+const CONCERNS = new Set(['readPreference', 'readConcern', 'writeConcern']);
 
 /** The connection string with the options given in code added (as the Node driver merges them). */
 function connectionString(uri, options) {
@@ -59,13 +72,17 @@ function connectionString(uri, options) {
   }
   const params = new URLSearchParams(query.slice(1));
   for (const [name, value] of Object.entries(options)) {
-    if (CLIENT_ONLY.has(name) || value === undefined || value === null) {
+    if (CLIENT_ONLY.has(name) || CONCERNS.has(name) || value === undefined || value === null) {
       continue;
     }
     if (typeof value === 'object') {
       throw new MongoInvalidArgumentError(`option ${name}: only options of the connection string are supported`);
     }
     params.set(name, String(value));
+  }
+  for (const [name, value] of concernParameters(options)) {
+    if (name === 'readPreferenceTags') params.append(name, value);
+    else params.set(name, value);
   }
   const text = params.toString();
   return `${scheme}${authority}${path}${text ? `?${text}` : ''}`;
@@ -149,6 +166,7 @@ export class MongoClient extends EventEmitter {
           timeoutMS,
           eventSink(this),
           monitorCommands,
+          serialize(codeOptions(this.#options)),
         );
       } catch (error) {
         this.#connecting = null;
@@ -164,9 +182,9 @@ export class MongoClient extends EventEmitter {
     return new MongoClient(uri, options).connect();
   }
 
-  /** The database `name` (default: the connection string's, or `test`). */
-  db(name) {
-    return new Db(this, name ?? defaultDatabase(this.#uri));
+  /** The database `name` (default: the connection string's, or `test`), with `options`' concerns. */
+  db(name, options = {}) {
+    return new Db(this, name ?? defaultDatabase(this.#uri), options);
   }
 
   /** A session for operations to run in (`{ session }`): transactions, causal consistency. */
@@ -229,13 +247,19 @@ export class MongoClient extends EventEmitter {
    */
   #prepare(native, args) {
     const options = args?.options;
-    if (!options || (options.session === undefined && options.readPreference === undefined)) {
+    if (!options || !PREPARED.some((name) => options[name] !== undefined)) {
       return [serialize(args), undefined];
     }
-    const { session, readPreference, ...rest } = options;
+    const { session, readPreference, readConcern, writeConcern, ...rest } = options;
     const prepared = { ...args, options: rest };
     if (readPreference !== undefined && readPreference !== null) {
       prepared.options.readPreference = readPreferenceDocument(readPreference);
+    }
+    if (readConcern !== undefined && readConcern !== null) {
+      prepared.options.readConcern = readConcernDocument(readConcern);
+    }
+    if (writeConcern !== undefined && writeConcern !== null) {
+      prepared.options.writeConcern = writeConcernDocument(writeConcern);
     }
     if (session === undefined || session === null) {
       return [serialize(prepared), undefined];
@@ -283,23 +307,58 @@ export class MongoClient extends EventEmitter {
   }
 }
 
+/** Options of an operation whose values the module takes in another form, or apart. */
+const PREPARED = ['session', 'readPreference', 'readConcern', 'writeConcern'];
+
+/** What the client options given in code set that a connection string cannot: `serverApi`. */
+function codeOptions(options) {
+  const { serverApi } = options;
+  if (serverApi === undefined || serverApi === null) return {};
+  return { serverApi: typeof serverApi === 'string' ? { version: serverApi } : serverApi };
+}
+
+/** The read preference, read concern and write concern of a Db or Collection (Node's getters). */
+function concernGetters(Class) {
+  Object.defineProperties(Class.prototype, {
+    readPreference: {
+      get() {
+        const preference = this._concerns?.readPreference;
+        return preference ? ReadPreference.fromOptions({ readPreference: { ...preference, tags: preference.tagSets } }) : undefined;
+      },
+    },
+    readConcern: {
+      get() {
+        return this._concerns?.readConcern ? new ReadConcern(this._concerns.readConcern.level) : undefined;
+      },
+    },
+    writeConcern: {
+      get() {
+        return WriteConcern.fromOptions(this._concerns?.writeConcern);
+      },
+    },
+  });
+}
+
 /** A database. */
 export class Db {
   #client;
   #name;
+  /** @internal The concerns of its operations, as the module takes them. */
+  _concerns;
 
-  constructor(client, name) {
+  constructor(client, name, options = {}) {
     this.#client = client;
     this.#name = name;
+    this._concerns = concernsOf(options, undefined);
   }
 
   get databaseName() {
     return this.#name;
   }
 
-  /** The collection `name`. */
-  collection(name) {
-    return new Collection(this.#client, this.#name, name);
+  /** The collection `name`, with `options`' concerns over the database's. */
+  collection(name, options = {}) {
+    return new Collection(this.#client, this.#name, name, concernsOf(options, this._concerns));
   }
 
   /** Runs a command and returns the server's reply; `options.timeoutMS` bounds it. */
@@ -309,7 +368,7 @@ export class Db {
 
   /** A database aggregation (`$documents`, `$currentOp`...). */
   aggregate(pipeline = [], options = {}) {
-    return new AggregationCursor(this.#client, this.#name, '', { pipeline, options });
+    return new AggregationCursor(this.#client, this.#name, '', { pipeline, options }, this._concerns);
   }
 
   /** Drops the database. */
@@ -320,7 +379,7 @@ export class Db {
 
   /** The changes to the database's collections. */
   watch(pipeline = [], options = {}) {
-    return new ChangeStream(this.#client, this.#name, '', pipeline, options);
+    return new ChangeStream(this.#client, this.#name, '', pipeline, options, this._concerns);
   }
 
   /** The collections and views of the database, as a cursor of their descriptions. */
@@ -442,16 +501,26 @@ function withId(document) {
   return document;
 }
 
+concernGetters(Db);
+
+/** `args` with the concerns of the Db or Collection that runs the operation. */
+function withConcerns(args, concerns) {
+  return concerns ? { ...args, concerns } : args;
+}
+
 /** A collection. */
 export class Collection {
   #client;
   #db;
   #name;
+  /** @internal The concerns of its operations, as the module takes them. */
+  _concerns;
 
-  constructor(client, db, name) {
+  constructor(client, db, name, concerns) {
     this.#client = client;
     this.#db = db;
     this.#name = name;
+    this._concerns = concerns;
   }
 
   get collectionName() {
@@ -467,7 +536,7 @@ export class Collection {
   }
 
   #run(op, args) {
-    return this.#client._run(op, this.#db, this.#name, args);
+    return this.#client._run(op, this.#db, this.#name, withConcerns(args, this._concerns));
   }
 
   async insertOne(document, options = {}) {
@@ -507,7 +576,7 @@ export class Collection {
 
   /** A cursor over the matching documents (nothing is sent before it is read). */
   find(filter = {}, options = {}) {
-    return new FindCursor(this.#client, this.#db, this.#name, filter, options);
+    return new FindCursor(this.#client, this.#db, this.#name, filter, options, this._concerns);
   }
 
   async findOneAndUpdate(filter, update, options = {}) {
@@ -523,7 +592,7 @@ export class Collection {
   }
 
   aggregate(pipeline = [], options = {}) {
-    return new AggregationCursor(this.#client, this.#db, this.#name, { pipeline, options });
+    return new AggregationCursor(this.#client, this.#db, this.#name, { pipeline, options }, this._concerns);
   }
 
   async countDocuments(filter = {}, options = {}) {
@@ -609,7 +678,7 @@ export class Collection {
       dropTarget: typeof options.dropTarget === 'boolean' ? options.dropTarget : false,
     };
     await this.#client._run('command', 'admin', '', { command, options: commandOptions(options) });
-    return new Collection(this.#client, this.#db, newName);
+    return new Collection(this.#client, this.#db, newName, this._concerns);
   }
 
   /**
@@ -637,9 +706,11 @@ export class Collection {
 
   /** The changes to the collection. */
   watch(pipeline = [], options = {}) {
-    return new ChangeStream(this.#client, this.#db, this.#name, pipeline, options);
+    return new ChangeStream(this.#client, this.#db, this.#name, pipeline, options, this._concerns);
   }
 }
+
+concernGetters(Collection);
 
 /**
  * What the cursors share: batches from the module, read with next(), toArray() or
@@ -652,16 +723,18 @@ class AbstractCursor {
   #client;
   #db;
   #collection;
+  #concerns;
   #native = null;
   #batch = new Uint8Array(0);
   #position = 0;
   #closed = false;
   #transform = null;
 
-  constructor(client, db, collection) {
+  constructor(client, db, collection, concerns) {
     this.#client = client;
     this.#db = db;
     this.#collection = collection;
+    this.#concerns = concerns;
   }
 
   /** @internal [op, args] of the command that opens the cursor. */
@@ -691,7 +764,7 @@ class AbstractCursor {
     while (this.#position >= this.#batch.length && !this.#closed) {
       if (!this.#native) {
         const [op, args] = this._command();
-        this.#native = await this.#client._cursor(op, this.#db, this.#collection, args);
+        this.#native = await this.#client._cursor(op, this.#db, this.#collection, withConcerns(args, this.#concerns));
       }
       let bytes;
       try {
@@ -772,8 +845,8 @@ export class FindCursor extends AbstractCursor {
   #filter;
   #options;
 
-  constructor(client, db, collection, filter, options) {
-    super(client, db, collection);
+  constructor(client, db, collection, filter, options, concerns) {
+    super(client, db, collection, concerns);
     this.#filter = filter;
     this.#options = { ...options };
   }
@@ -834,8 +907,8 @@ export class FindCursor extends AbstractCursor {
 export class AggregationCursor extends AbstractCursor {
   #args;
 
-  constructor(client, db, collection, args) {
-    super(client, db, collection);
+  constructor(client, db, collection, args, concerns) {
+    super(client, db, collection, concerns);
     this.#args = args;
   }
 

@@ -95,10 +95,14 @@ impl NativeClient {
         timeout_ms: Option<f64>,
         events: Option<JsValue>,
         monitor_commands: bool,
+        code_options: Vec<u8>,
     ) -> Result<NativeClient, JsValue> {
         let runtime = host::runtime(transport, background, platform);
-        let options =
+        let mut options =
             ClientOptions::parse(&uri).map_err(|error| reject_connection_string(&error))?;
+        parse(code_options)
+            .and_then(|code| ops::apply_code_options(&mut options, &code))
+            .map_err(|error| reject(&error))?;
         let config = match events {
             Some(events) => event_config(&events, monitor_commands),
             None => ClientConfig::default(),

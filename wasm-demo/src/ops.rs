@@ -17,13 +17,15 @@ use anymongo::crud::{
     AggregateOptions, CountOptions, FindOneAndModifyOptions, FindOptions, ReadOptions,
     ReturnDocument, RunCursorCommandOptions, WriteOptions,
 };
+use anymongo::database::Concerns;
 use anymongo::index_management::{CreateIndexOptions, IndexModel};
 use anymongo::selection::ReadPreference;
 use anymongo::session::{ClientSession, SessionOptions};
 use anymongo::transactions::{TransactionOptions, TransactionState};
+use anymongo::versioned_api::ServerApi;
 use anymongo::{
-    ChangeStream, ChangeStreamOptions, Client, Collection, Cursor, Database, Error, ErrorKind,
-    Result,
+    ChangeStream, ChangeStreamOptions, Client, ClientOptions, Collection, Cursor, Database, Error,
+    ErrorKind, Result,
 };
 use serde::de::DeserializeOwned;
 use std::time::Duration;
@@ -381,6 +383,32 @@ pub async fn watch(
         }
     };
     Ok(stream.with_type())
+}
+
+/// Applies what the client's options given in code set that a connection string
+/// cannot (`serverApi: { version, strict, deprecationErrors }`).
+pub fn apply_code_options(options: &mut ClientOptions, code: &RawDocument) -> Result<()> {
+    let Some(RawBsonRef::Document(api)) = code.get("serverApi").map_err(malformed)? else {
+        return Ok(());
+    };
+    let Some(RawBsonRef::String(version)) = api.get("version").map_err(malformed)? else {
+        return Err(Error::invalid_argument(
+            "serverApi: version must be a string",
+        ));
+    };
+    let flag = |name| match api.get(name).map_err(malformed)? {
+        None | Some(RawBsonRef::Null | RawBsonRef::Undefined) => Ok(None),
+        Some(RawBsonRef::Boolean(value)) => Ok(Some(value)),
+        Some(_) => Err(Error::invalid_argument(format!(
+            "serverApi: {name} must be a boolean"
+        ))),
+    };
+    options.server_api = Some(ServerApi {
+        version: version.parse()?,
+        strict: flag("strict")?,
+        deprecation_errors: flag("deprecationErrors")?,
+    });
+    Ok(())
 }
 
 /// `args.options.readPreference`, if given.
@@ -771,7 +799,20 @@ fn options_document(args: &RawDocument) -> Result<Option<Document>> {
 /// The database `name`, with the operation's `timeoutMS` (`args.options.timeoutMS`,
 /// as the Node driver takes it on every operation) for it and its collections.
 fn database_for(client: &Client, name: &str, args: &RawDocument) -> Result<Database> {
-    let db = client.database(name);
+    let mut db = client.database(name);
+    // The concerns of the Db or Collection the operation runs on (the collection's over
+    // its database's, merged by the glue).
+    if let Some(RawBsonRef::Document(concerns)) = field(args, "concerns")? {
+        let concerns = Document::try_from(concerns).map_err(malformed)?;
+        let read: ReadOptions = parse_options(Some(concerns.clone()))?;
+        let write: WriteOptions = parse_options(Some(concerns))?;
+        db = db.with_concerns(Concerns {
+            read_preference: read.read_preference,
+            read_concern: read.read_concern,
+            write_concern: write.write_concern,
+            timeout: None,
+        });
+    }
     Ok(match operation_timeout(args)? {
         Some(timeout) => db.with_timeout(timeout),
         None => db,
