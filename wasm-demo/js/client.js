@@ -20,6 +20,7 @@ import {
   WriteConcern,
   writeConcernDocument,
 } from './concerns.js';
+import { GridFSBucket } from './gridfs.js';
 import { ChangeStream, ClientSession } from './session.js';
 
 export {
@@ -38,6 +39,7 @@ export {
 export * from './errors.js';
 export * from './events.js';
 export { ChangeStream, ClientSession } from './session.js';
+export { GridFSBucket } from './gridfs.js';
 export { ReadConcern, ReadPreference, WriteConcern } from './concerns.js';
 export { BulkWriteResult } from './results.js';
 export { dnsOverHttps } from './doh.js';
@@ -48,6 +50,7 @@ let host = null;
 /** Called once by the runtime's entry point. */
 export function configure(settings) {
   host = settings;
+  GridFSBucket._streams = settings.streams ?? null;
 }
 
 // Options of MongoClient that are not connection string options.
@@ -356,6 +359,11 @@ export class Db {
     return this.#name;
   }
 
+  /** The client the database belongs to. */
+  get client() {
+    return this.#client;
+  }
+
   /** The collection `name`, with `options`' concerns over the database's. */
   collection(name, options = {}) {
     return new Collection(this.#client, this.#name, name, concernsOf(options, this._concerns));
@@ -364,6 +372,11 @@ export class Db {
   /** Runs a command and returns the server's reply; `options.timeoutMS` bounds it. */
   async command(command, options = {}) {
     return this.#client._run('command', this.#name, '', { command, options });
+  }
+
+  /** A cursor over the reply of a command that opens one (Run Command spec, "runCursorCommand"). */
+  runCursorCommand(command, options = {}) {
+    return new RunCommandCursor(this.#client, this.#name, command, options);
   }
 
   /** A database aggregation (`$documents`, `$currentOp`...). */
@@ -430,12 +443,18 @@ export class Db {
 // Options of createCollection that are the driver's, not the `create` command's.
 const DRIVER_OPTIONS = new Set(['timeoutMS', 'session', 'readPreference', 'readConcern', 'pkFactory', 'raw']);
 
-/** What of an operation's options `db.command` takes too: `timeoutMS` and `session`. */
+/** What of an operation's options `db.command` takes too: `timeoutMS`, `session`, `readPreference`. */
 function commandOptions(options) {
   const out = {};
-  if (options.timeoutMS !== undefined) out.timeoutMS = options.timeoutMS;
-  if (options.session !== undefined) out.session = options.session;
+  for (const name of ['timeoutMS', 'session', 'readPreference']) {
+    if (options[name] !== undefined) out[name] = options[name];
+  }
   return out;
+}
+
+/** The length of the BSON document at `start` of `bytes` (its first int32, little-endian). */
+function documentLength(bytes, start) {
+  return bytes[start] | (bytes[start + 1] << 8) | (bytes[start + 2] << 16) | (bytes[start + 3] << 24);
 }
 
 /** The `cursor` field of a command that opens a cursor. */
@@ -792,13 +811,97 @@ class AbstractCursor {
     if (!(await this.#fill())) {
       return null;
     }
-    // A BSON document starts with its length (int32, little-endian).
     const batch = this.#batch;
     const start = this.#position;
-    const end = start + (batch[start] | (batch[start + 1] << 8) | (batch[start + 2] << 16) | (batch[start + 3] << 24));
+    const end = start + documentLength(batch, start);
     const document = deserialize(batch.subarray(start, end));
     this.#position = end;
     return this.#transform ? this.#transform(document) : document;
+  }
+
+  /** The next document, or null at the end (the same as `next()` for a cursor that is not tailable). */
+  async tryNext() {
+    return this.next();
+  }
+
+  /** Calls `fn(document)` for each remaining document; stops early when `fn` returns false. */
+  async forEach(fn) {
+    if (typeof fn !== 'function') {
+      throw new MongoInvalidArgumentError('Argument "iterator" must be a function');
+    }
+    for await (const document of this) {
+      if (fn(document) === false) break;
+    }
+  }
+
+  /** How many documents the cursor holds without asking the server. */
+  bufferedCount() {
+    let count = 0;
+    for (let at = this.#position; at < this.#batch.length; count += 1) {
+      at += documentLength(this.#batch, at);
+    }
+    return count;
+  }
+
+  /** Up to `number` (default: all) of the documents held, without asking the server. */
+  readBufferedDocuments(number = Infinity) {
+    const documents = [];
+    while (documents.length < number && this.#position < this.#batch.length) {
+      const start = this.#position;
+      this.#position += documentLength(this.#batch, start);
+      const document = deserialize(this.#batch.subarray(start, this.#position));
+      documents.push(this.#transform ? this.#transform(document) : document);
+    }
+    return documents;
+  }
+
+  /** The cursor as it was before it was read: the next read sends the command again. */
+  rewind() {
+    const native = this.#native;
+    this.#native = null;
+    this.#batch = new Uint8Array(0);
+    this.#position = 0;
+    this.#closed = false;
+    if (native) {
+      native.close().then(
+        () => native.free(),
+        () => native.free(),
+      );
+    }
+  }
+
+  /** A new cursor with the same command, unread. */
+  clone() {
+    return this._clone();
+  }
+
+  /** @internal A copy of this cursor with the same arguments, unread. */
+  _clone() {
+    throw new Error('abstract');
+  }
+
+  /** @internal What the copy needs of this cursor. */
+  _origin() {
+    return [this.#client, this.#db, this.#collection, this.#concerns];
+  }
+
+  /** A ReadableStream of the remaining documents (where the runtime has Web Streams). */
+  stream() {
+    const iterator = this[Symbol.asyncIterator]();
+    return new ReadableStream({
+      async pull(controller) {
+        const { value, done } = await iterator.next();
+        if (done) controller.close();
+        else controller.enqueue(value);
+      },
+      async cancel() {
+        await iterator.return();
+      },
+    });
+  }
+
+  async [Symbol.asyncDispose]() {
+    await this.close();
   }
 
   /** Every remaining document. */
@@ -852,7 +955,9 @@ export class FindCursor extends AbstractCursor {
   }
 
   _command() {
-    return ['find', { filter: this.#filter, options: this.#options }];
+    const { tailable, awaitData, ...options } = this.#options;
+    if (tailable) options.cursorType = awaitData ? 'tailableAwait' : 'tailable';
+    return ['find', { filter: this.#filter, options }];
   }
 
   #set(name, value) {
@@ -865,6 +970,54 @@ export class FindCursor extends AbstractCursor {
     this._checkUnstarted();
     this.#filter = filter;
     return this;
+  }
+
+  _clone() {
+    const [client, db, collection, concerns] = this._origin();
+    return new FindCursor(client, db, collection, this.#filter, this.#options, concerns);
+  }
+
+  /** The server's plan for the query (the `explain` command; `verbosity` default "allPlansExecution"). */
+  async explain(verbosity = 'allPlansExecution') {
+    const [client, db, collection, concerns] = this._origin();
+    const { timeoutMS, session, readPreference, readConcern, ...fields } = this.#options;
+    const find = { find: collection, filter: this.#filter, ...fields };
+    const verbose = typeof verbosity === 'boolean' ? (verbosity ? 'allPlansExecution' : 'queryPlanner') : verbosity;
+    return new Db(client, db, {}).command({ explain: find, verbosity: verbose }, { timeoutMS, session, ...concerns });
+  }
+
+  collation(collation) {
+    return this.#set('collation', collation);
+  }
+
+  allowDiskUse(allow = true) {
+    return this.#set('allowDiskUse', allow);
+  }
+
+  min(min) {
+    return this.#set('min', min);
+  }
+
+  max(max) {
+    return this.#set('max', max);
+  }
+
+  returnKey(value) {
+    return this.#set('returnKey', value);
+  }
+
+  showRecordId(value) {
+    return this.#set('showRecordId', value);
+  }
+
+  maxAwaitTimeMS(milliseconds) {
+    return this.#set('maxAwaitTimeMS', milliseconds);
+  }
+
+  /** `tailable`, `awaitData`, `noCursorTimeout`, `partial` (allowPartialResults). */
+  addCursorFlag(flag, value) {
+    const names = { partial: 'allowPartialResults', exhaust: 'exhaust' };
+    return this.#set(names[flag] ?? flag, value);
   }
 
   sort(sort, direction) {
@@ -915,9 +1068,87 @@ export class AggregationCursor extends AbstractCursor {
   _command() {
     return ['aggregate', this.#args];
   }
+
+  _clone() {
+    const [client, db, collection, concerns] = this._origin();
+    return new AggregationCursor(client, db, collection, { ...this.#args, pipeline: [...this.#args.pipeline] }, concerns);
+  }
+
+  match(value) {
+    return this.addStage({ $match: value });
+  }
+
+  project(value) {
+    return this.addStage({ $project: value });
+  }
+
+  sort(value) {
+    return this.addStage({ $sort: value });
+  }
+
+  limit(value) {
+    return this.addStage({ $limit: value });
+  }
+
+  skip(value) {
+    return this.addStage({ $skip: value });
+  }
+
+  group(value) {
+    return this.addStage({ $group: value });
+  }
+
+  unwind(value) {
+    return this.addStage({ $unwind: value });
+  }
+
+  lookup(value) {
+    return this.addStage({ $lookup: value });
+  }
+
+  out(value) {
+    return this.addStage({ $out: value });
+  }
+
+  redact(value) {
+    return this.addStage({ $redact: value });
+  }
+
+  geoNear(value) {
+    return this.addStage({ $geoNear: value });
+  }
+
+  /** Adds a stage to the pipeline (before the cursor is read). */
+  addStage(stage) {
+    this._checkUnstarted();
+    this.#args.pipeline.push(stage);
+    return this;
+  }
+
+  #option(name, value) {
+    this._checkUnstarted();
+    this.#args.options = { ...this.#args.options, [name]: value };
+    return this;
+  }
+
+  batchSize(size) {
+    return this.#option('batchSize', size);
+  }
+
+  maxTimeMS(milliseconds) {
+    return this.#option('maxTimeMS', milliseconds);
+  }
+
+  /** The server's plan for the pipeline (`explain: true`). */
+  async explain(verbosity = true) {
+    const [client, db, collection, concerns] = this._origin();
+    const { timeoutMS, session, readPreference, readConcern, batchSize, ...fields } = this.#args.options ?? {};
+    const command = { aggregate: collection || 1, pipeline: this.#args.pipeline, explain: Boolean(verbosity), ...fields };
+    return new Db(client, db, {}).command(command, { timeoutMS, session, ...concerns });
+  }
 }
 
-/** A cursor over what a command answers with (`listCollections`, `listIndexes`). */
+/** A cursor over what a command answers with (`listCollections`, `listIndexes`, `runCursorCommand`). */
 class CommandCursor extends AbstractCursor {
   #args;
 
@@ -929,7 +1160,15 @@ class CommandCursor extends AbstractCursor {
   _command() {
     return ['command', this.#args];
   }
+
+  _clone() {
+    const [client, db] = this._origin();
+    return new this.constructor(client, db, this.#args.command, this.#args.options);
+  }
 }
+
+/** The cursor of `db.runCursorCommand`. */
+export class RunCommandCursor extends CommandCursor {}
 
 /** The cursor of `db.listCollections`. */
 export class ListCollectionsCursor extends CommandCursor {}

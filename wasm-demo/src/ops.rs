@@ -18,6 +18,7 @@ use anymongo::crud::{
     ReturnDocument, RunCursorCommandOptions, WriteOptions,
 };
 use anymongo::database::Concerns;
+use anymongo::gridfs::{GridFsBucket, GridFsBucketOptions, GridFsError, GridFsUploadOptions};
 use anymongo::index_management::{CreateIndexOptions, IndexModel};
 use anymongo::selection::ReadPreference;
 use anymongo::session::{ClientSession, SessionOptions};
@@ -237,6 +238,12 @@ pub async fn run(
             db.drop(session).await?;
             doc! { "value": true }
         }
+        "gridfsUpload"
+        | "gridfsDownload"
+        | "gridfsDownloadByName"
+        | "gridfsDelete"
+        | "gridfsRename"
+        | "gridfsDrop" => gridfs(&db, op, args).await?,
         "command" => {
             let command = required_document(args, "command")?;
             db.run_command_with(command, read_preference(args)?, session)
@@ -411,6 +418,120 @@ pub fn apply_code_options(options: &mut ClientOptions, code: &RawDocument) -> Re
     Ok(())
 }
 
+/// The GridFS operations of the bucket `args.bucket` (`{ bucketName, chunkSizeBytes }`)
+/// of `db`: the file's content crosses as one `Binary` (`args.content`, the result's
+/// `content`), which the glue streams.
+async fn gridfs(db: &Database, op: &str, args: &RawDocument) -> Result<Document> {
+    let mut options = GridFsBucketOptions::default();
+    if let Some(RawBsonRef::Document(bucket)) = field(args, "bucket")? {
+        if let Some(RawBsonRef::String(name)) = bucket.get("bucketName").map_err(malformed)? {
+            options.bucket_name = name.to_owned();
+        }
+        if let Some(size) = bucket.get("chunkSizeBytes").map_err(malformed)? {
+            options.chunk_size_bytes = positive_size(size, "chunkSizeBytes")?;
+        }
+    }
+    let bucket = GridFsBucket::new(db, options);
+    let id = || match field(args, "id") {
+        Ok(Some(id)) => RawBson::from(id)
+            .try_into()
+            .map_err(|error| Error::invalid_argument(format!("GridFS: invalid id: {error}"))),
+        Ok(None) => Err(Error::invalid_argument("GridFS: the file's id is required")),
+        Err(error) => Err(error),
+    };
+    let string = |name: &str| match field(args, name)? {
+        Some(RawBsonRef::String(value)) => Ok(value.to_owned()),
+        _ => Err(Error::invalid_argument(format!(
+            "GridFS: {name} must be a string"
+        ))),
+    };
+    let content = |bytes: Vec<u8>| {
+        let content = Bson::Binary(anymongo::bson::Binary {
+            subtype: anymongo::bson::spec::BinarySubtype::Generic,
+            bytes,
+        });
+        doc! { "content": content }
+    };
+    Ok(match op {
+        "gridfsUpload" => {
+            let Some(RawBsonRef::Binary(data)) = field(args, "content")? else {
+                return Err(Error::invalid_argument("GridFS: the content must be bytes"));
+            };
+            let mut upload = GridFsUploadOptions::default();
+            if let Some(RawBsonRef::Document(given)) = field(args, "options")? {
+                upload.id = given
+                    .get("id")
+                    .map_err(malformed)?
+                    .map(|id| RawBson::from(id).try_into())
+                    .transpose()
+                    .map_err(|error| {
+                        Error::invalid_argument(format!("GridFS: invalid id: {error}"))
+                    })?;
+                if let Some(size) = given.get("chunkSizeBytes").map_err(malformed)? {
+                    upload.chunk_size_bytes = Some(positive_size(size, "chunkSizeBytes")?);
+                }
+                if let Some(RawBsonRef::Document(metadata)) =
+                    given.get("metadata").map_err(malformed)?
+                {
+                    upload.metadata = Some(to_document(metadata)?);
+                }
+            }
+            let id = bucket
+                .upload_from_bytes(&string("filename")?, data.bytes, upload)
+                .await?;
+            doc! { "id": id }
+        }
+        "gridfsDownload" => content(bucket.download(&id()?).await?),
+        "gridfsDownloadByName" => {
+            let revision = match field(args, "revision")? {
+                None | Some(RawBsonRef::Null | RawBsonRef::Undefined) => None,
+                Some(RawBsonRef::Int32(revision)) => Some(revision),
+                Some(RawBsonRef::Double(revision)) if revision.fract() == 0.0 => {
+                    Some(revision as i32)
+                }
+                Some(_) => {
+                    return Err(Error::invalid_argument(
+                        "GridFS: revision must be an integer",
+                    ))
+                }
+            };
+            content(
+                bucket
+                    .download_by_name(&string("filename")?, revision)
+                    .await?,
+            )
+        }
+        "gridfsDelete" => {
+            bucket.delete(&id()?).await?;
+            doc! {}
+        }
+        "gridfsRename" => {
+            bucket.rename(&id()?, &string("newFilename")?).await?;
+            doc! {}
+        }
+        _ => {
+            bucket.drop().await?;
+            doc! {}
+        }
+    })
+}
+
+/// A positive size in bytes given as a JavaScript number.
+fn positive_size(value: RawBsonRef<'_>, name: &str) -> Result<u32> {
+    let size = match value {
+        RawBsonRef::Int32(size) => i64::from(size),
+        RawBsonRef::Int64(size) => size,
+        RawBsonRef::Double(size) if size.fract() == 0.0 => size as i64,
+        _ => -1,
+    };
+    u32::try_from(size)
+        .ok()
+        .filter(|size| *size > 0)
+        .ok_or_else(|| {
+            Error::invalid_argument(format!("GridFS: {name} must be a positive integer"))
+        })
+}
+
 /// `args.options.readPreference`, if given.
 fn read_preference(args: &RawDocument) -> Result<Option<ReadPreference>> {
     Ok(options::<ReadOptions>(args)?.read_preference)
@@ -546,6 +667,8 @@ fn error_class(error: &Error) -> &'static str {
         ErrorKind::PoolClosed { .. } => "MongoTopologyClosedError",
         ErrorKind::WaitQueueTimeout { .. } => "MongoWaitQueueTimeoutError",
         ErrorKind::OperationTimeout { .. } => "MongoOperationTimeoutError",
+        ErrorKind::GridFs(GridFsError::CorruptFile { .. }) => "MongoGridFSChunkError",
+        ErrorKind::GridFs(_) => "MongoRuntimeError",
         _ => "MongoError",
     }
 }
