@@ -160,7 +160,6 @@ export class MongoClient extends EventEmitter {
       const transport = this.#options.transport ?? host.transport;
       const background = this.#options.backgroundMonitoring ?? host.background;
       try {
-        const monitorCommands = this.#options.monitorCommands === true;
         this.#native = await host.NativeClient.open(
           this.#uri,
           transport,
@@ -168,7 +167,6 @@ export class MongoClient extends EventEmitter {
           host.platform,
           timeoutMS,
           eventSink(this),
-          monitorCommands,
           serialize(codeOptions(this.#options)),
         );
       } catch (error) {
@@ -313,11 +311,14 @@ export class MongoClient extends EventEmitter {
 /** Options of an operation whose values the module takes in another form, or apart. */
 const PREPARED = ['session', 'readPreference', 'readConcern', 'writeConcern'];
 
-/** What the client options given in code set that a connection string cannot: `serverApi`. */
+/** What the client options given in code set that a connection string cannot: `serverApi`, `monitorCommands`. */
 function codeOptions(options) {
-  const { serverApi } = options;
-  if (serverApi === undefined || serverApi === null) return {};
-  return { serverApi: typeof serverApi === 'string' ? { version: serverApi } : serverApi };
+  const { serverApi, monitorCommands } = options;
+  const code = { monitorCommands: monitorCommands === true };
+  if (serverApi !== undefined && serverApi !== null) {
+    code.serverApi = typeof serverApi === 'string' ? { version: serverApi } : serverApi;
+  }
+  return code;
 }
 
 /** The read preference, read concern and write concern of a Db or Collection (Node's getters). */

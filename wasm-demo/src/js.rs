@@ -94,13 +94,12 @@ impl NativeClient {
         platform: String,
         timeout_ms: Option<f64>,
         events: Option<JsValue>,
-        monitor_commands: bool,
         code_options: Vec<u8>,
     ) -> Result<NativeClient, JsValue> {
         let runtime = host::runtime(transport, background, platform);
         let mut options =
             ClientOptions::parse(&uri).map_err(|error| reject_connection_string(&error))?;
-        parse(code_options)
+        let monitor_commands = parse(code_options)
             .and_then(|code| ops::apply_code_options(&mut options, &code))
             .map_err(|error| reject(&error))?;
         let config = match events {

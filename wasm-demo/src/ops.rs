@@ -393,29 +393,29 @@ pub async fn watch(
 }
 
 /// Applies what the client's options given in code set that a connection string
-/// cannot (`serverApi: { version, strict, deprecationErrors }`).
-pub fn apply_code_options(options: &mut ClientOptions, code: &RawDocument) -> Result<()> {
+/// cannot (`serverApi: { version, strict, deprecationErrors }`); answers whether they
+/// ask for command events (`monitorCommands: true`).
+pub fn apply_code_options(options: &mut ClientOptions, code: &RawDocument) -> Result<bool> {
+    let flag = |document: &RawDocument, name: &str| match document.get(name).map_err(malformed)? {
+        None | Some(RawBsonRef::Null | RawBsonRef::Undefined) => Ok(None),
+        Some(RawBsonRef::Boolean(value)) => Ok(Some(value)),
+        Some(_) => Err(Error::invalid_argument(format!("{name} must be a boolean"))),
+    };
+    let monitor_commands = flag(code, "monitorCommands")?.unwrap_or(false);
     let Some(RawBsonRef::Document(api)) = code.get("serverApi").map_err(malformed)? else {
-        return Ok(());
+        return Ok(monitor_commands);
     };
     let Some(RawBsonRef::String(version)) = api.get("version").map_err(malformed)? else {
         return Err(Error::invalid_argument(
             "serverApi: version must be a string",
         ));
     };
-    let flag = |name| match api.get(name).map_err(malformed)? {
-        None | Some(RawBsonRef::Null | RawBsonRef::Undefined) => Ok(None),
-        Some(RawBsonRef::Boolean(value)) => Ok(Some(value)),
-        Some(_) => Err(Error::invalid_argument(format!(
-            "serverApi: {name} must be a boolean"
-        ))),
-    };
     options.server_api = Some(ServerApi {
         version: version.parse()?,
-        strict: flag("strict")?,
-        deprecation_errors: flag("deprecationErrors")?,
+        strict: flag(api, "strict")?,
+        deprecation_errors: flag(api, "deprecationErrors")?,
     });
-    Ok(())
+    Ok(monitor_commands)
 }
 
 /// The GridFS operations of the bucket `args.bucket` (`{ bucketName, chunkSizeBytes }`)
