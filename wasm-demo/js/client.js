@@ -7,9 +7,15 @@
 // so values map exactly as with the Node.js driver (ObjectId, Long, Decimal128,
 // Binary, Date, Timestamp...).
 import { BSON, ObjectId } from 'bson';
-import { MongoCursorInUseError, MongoInvalidArgumentError, MongoServerError, toError } from './errors.js';
+import {
+  MongoBatchReExecutionError,
+  MongoCursorInUseError,
+  MongoInvalidArgumentError,
+  MongoServerError,
+  toError,
+} from './errors.js';
 import { EventEmitter, eventSink } from './events.js';
-import { BulkWriteResult } from './results.js';
+import { BulkWriteResult, ClientBulkWriteResult } from './results.js';
 import {
   concernParameters,
   concernsOf,
@@ -41,7 +47,7 @@ export * from './events.js';
 export { ChangeStream, ClientSession } from './session.js';
 export { GridFSBucket } from './gridfs.js';
 export { ReadConcern, ReadPreference, WriteConcern } from './concerns.js';
-export { BulkWriteResult } from './results.js';
+export { BulkWriteResult, ClientBulkWriteResult } from './results.js';
 export { dnsOverHttps } from './doh.js';
 
 /** What the runtime's entry point set up: { NativeClient, transport, background, platform }. */
@@ -202,6 +208,21 @@ export class MongoClient extends EventEmitter {
     } finally {
       await session.endSession();
     }
+  }
+
+  /**
+   * Writes to any namespaces in one command (MongoDB 8.0+): models such as
+   * `{ namespace: 'db.coll', name: 'insertOne', document }` or `{ namespace, name:
+   * 'updateMany', filter, update }`; `options.verboseResults` for each write's result.
+   */
+  async bulkWrite(models, options = {}) {
+    if (!Array.isArray(models)) {
+      throw new MongoInvalidArgumentError('client.bulkWrite takes an array of models');
+    }
+    for (const model of models) {
+      if (model?.name === 'insertOne' && model.document) withId(model.document);
+    }
+    return new ClientBulkWriteResult(await this._run('clientBulkWrite', 'admin', '', { models, options }));
   }
 
   /** The changes to every database of the deployment. */
@@ -600,15 +621,25 @@ export class Collection {
   }
 
   async findOneAndUpdate(filter, update, options = {}) {
-    return (await this.#run('findOneAndUpdate', { filter, update, options })).value;
+    return modifyResult(await this.#run('findOneAndUpdate', { filter, update, options }), options);
   }
 
   async findOneAndReplace(filter, replacement, options = {}) {
-    return (await this.#run('findOneAndReplace', { filter, replacement, options })).value;
+    return modifyResult(await this.#run('findOneAndReplace', { filter, replacement, options }), options);
   }
 
   async findOneAndDelete(filter, options = {}) {
-    return (await this.#run('findOneAndDelete', { filter, options })).value;
+    return modifyResult(await this.#run('findOneAndDelete', { filter, options }), options);
+  }
+
+  /** A builder of an ordered bulk write: `find(filter).updateOne(update)`, `insert(document)`..., then `execute()`. */
+  initializeOrderedBulkOp(options = {}) {
+    return new BulkOperation(this, { ...options, ordered: true });
+  }
+
+  /** `initializeOrderedBulkOp` whose writes go on after a failure. */
+  initializeUnorderedBulkOp(options = {}) {
+    return new BulkOperation(this, { ...options, ordered: false });
   }
 
   aggregate(pipeline = [], options = {}) {
@@ -731,6 +762,86 @@ export class Collection {
 }
 
 concernGetters(Collection);
+
+/** findOneAndX's result: the document, or `{ value, ok }` with `includeResultMetadata`. */
+function modifyResult({ value }, options) {
+  return options.includeResultMetadata ? { value, ok: 1 } : value;
+}
+
+/** The Node driver's fluent bulk write builder (`initializeOrderedBulkOp`). */
+export class BulkOperation {
+  #collection;
+  #options;
+  #operations = [];
+  #executed = false;
+
+  constructor(collection, options) {
+    this.#collection = collection;
+    this.#options = options;
+  }
+
+  get length() {
+    return this.#operations.length;
+  }
+
+  insert(document) {
+    this.#operations.push({ insertOne: { document } });
+    return this;
+  }
+
+  /** The writes to the documents matching `filter`: `.updateOne()`, `.upsert().replaceOne()`, `.delete()`... */
+  find(filter) {
+    if (filter === null || typeof filter !== 'object') {
+      throw new MongoInvalidArgumentError('Bulk find operation must specify a selector');
+    }
+    const push = (operation) => {
+      this.#operations.push(operation);
+      return this;
+    };
+    const modifiers = {};
+    const find = {
+      upsert() {
+        modifiers.upsert = true;
+        return find;
+      },
+      collation(collation) {
+        modifiers.collation = collation;
+        return find;
+      },
+      hint(hint) {
+        modifiers.hint = hint;
+        return find;
+      },
+      arrayFilters(arrayFilters) {
+        modifiers.arrayFilters = arrayFilters;
+        return find;
+      },
+      updateOne: (update) => push({ updateOne: { filter, update, ...modifiers } }),
+      update: (update) => push({ updateMany: { filter, update, ...modifiers } }),
+      replaceOne: (replacement) => push({ replaceOne: { filter, replacement, ...modifiers } }),
+      deleteOne: () => push({ deleteOne: { filter, ...modifiers } }),
+      delete: () => push({ deleteMany: { filter, ...modifiers } }),
+    };
+    return find;
+  }
+
+  /** Any operation of `collection.bulkWrite`. */
+  raw(operation) {
+    this.#operations.push(operation);
+    return this;
+  }
+
+  async execute(options = {}) {
+    if (this.#executed) {
+      throw new MongoBatchReExecutionError('Batch cannot be re-executed');
+    }
+    if (this.#operations.length === 0) {
+      throw new MongoInvalidArgumentError('Invalid BulkOperation, Batch cannot be empty');
+    }
+    this.#executed = true;
+    return this.#collection.bulkWrite(this.#operations, { ...this.#options, ...options });
+  }
+}
 
 /**
  * What the cursors share: batches from the module, read with next(), toArray() or

@@ -5,7 +5,7 @@
 // runtime. Some classes are never raised here (there are no sessions, change streams
 // or GridFS in this package yet); they exist for `instanceof` in code that names them.
 import { BSON } from 'bson';
-import { BulkWriteResult } from './results.js';
+import { BulkWriteResult, ClientBulkWriteResult } from './results.js';
 
 /** The labels the server or the driver puts on errors, as the Node driver names them. */
 export const MongoErrorLabel = Object.freeze({
@@ -81,8 +81,20 @@ export class MongoBulkWriteError extends MongoServerError {
   }
 }
 
-/** Some writes of a client-level bulk write failed. */
+/**
+ * Some writes of a client-level bulk write failed: `writeErrors` (a Map by index of the
+ * model), `writeConcernErrors`, `partialResult` (what the others did), and as `cause`
+ * the error that stopped it, if one did.
+ */
 export class MongoClientBulkWriteError extends MongoServerError {
+  constructor(message, fields = {}) {
+    const { writeErrors, partialResult, ...rest } = fields;
+    super(message, rest);
+    this.writeErrors = new Map(Object.entries(writeErrors ?? {}).map(([index, error]) => [Number(index), error]));
+    this.writeConcernErrors ??= [];
+    this.partialResult = partialResult ? new ClientBulkWriteResult(partialResult) : undefined;
+  }
+
   get name() {
     return 'MongoClientBulkWriteError';
   }
@@ -370,6 +382,8 @@ const CLASSES = {
   MongoError,
   MongoServerError,
   MongoBulkWriteError,
+  MongoClientBulkWriteError,
+  MongoGridFSChunkError,
   MongoWriteConcernError,
   MongoNetworkError,
   MongoNetworkTimeoutError,

@@ -10,8 +10,8 @@ use anymongo::bson::Timestamp;
 use anymongo::bson::{doc, rawdoc, Bson, Document, RawBson};
 use anymongo::collection::FindOneAndModify;
 use anymongo::crud::bulk_write::{
-    BulkWriteOptions, BulkWriteResult, DeleteManyModel, DeleteOneModel, InsertOneModel,
-    ReplaceOneModel, UpdateManyModel, UpdateOneModel, WriteModel,
+    BulkWriteOptions, BulkWriteResult, ClientWriteModel, DeleteManyModel, DeleteOneModel,
+    InsertOneModel, ReplaceOneModel, UpdateManyModel, UpdateOneModel, WriteModel,
 };
 use anymongo::crud::{
     AggregateOptions, CountOptions, FindOneAndModifyOptions, FindOptions, ReadOptions,
@@ -229,6 +229,18 @@ pub async fn run(
                 coll.bulk_write | bulk_write_with_session(models, options)
             )?;
             bulk_write_result(&result)
+        }
+        "clientBulkWrite" => {
+            let models = documents(args, "models", Document::try_from)?
+                .into_iter()
+                .map(client_write_model)
+                .collect::<Result<Vec<_>>>()?;
+            let options = options::<BulkWriteOptions>(args)?;
+            let result = in_session!(
+                session,
+                client.bulk_write | bulk_write_with_session(models, options)
+            )?;
+            client_bulk_write_result(&result)
         }
         "drop" => {
             coll.drop(session).await?;
@@ -599,6 +611,39 @@ pub fn error_document(error: &Error) -> Document {
                 out.insert("errInfo", details.clone());
             }
         }
+        ErrorKind::ClientBulkWrite(failure) => {
+            let write_errors: Document = failure
+                .write_errors
+                .iter()
+                .map(|(index, write)| {
+                    let mut entry = doc! { "code": write.code, "message": write.message.clone() };
+                    if let Some(details) = &write.details {
+                        entry.insert("details", details.clone());
+                    }
+                    (index.to_string(), Bson::Document(entry))
+                })
+                .collect();
+            out.insert("writeErrors", write_errors);
+            let concern_errors: Vec<Bson> = failure
+                .write_concern_errors
+                .iter()
+                .map(|concern| {
+                    let mut entry =
+                        doc! { "code": concern.code, "message": concern.message.clone() };
+                    if let Some(details) = &concern.details {
+                        entry.insert("details", details.clone());
+                    }
+                    Bson::Document(entry)
+                })
+                .collect();
+            out.insert("writeConcernErrors", concern_errors);
+            if let Some(partial) = &failure.partial_result {
+                out.insert("partialResult", client_bulk_write_result(partial));
+            }
+            if let Some(cause) = &failure.error {
+                out.insert("cause", error_document(cause));
+            }
+        }
         ErrorKind::BulkWrite(failure) => {
             let write_errors: Vec<Bson> = failure
                 .write_errors
@@ -652,7 +697,8 @@ fn error_class(error: &Error) -> &'static str {
         ErrorKind::Command(_) => "MongoServerError",
         ErrorKind::Write(WriteFailure::WriteError(_)) => "MongoServerError",
         ErrorKind::Write(WriteFailure::WriteConcernError(_)) => "MongoWriteConcernError",
-        ErrorKind::BulkWrite(_) | ErrorKind::ClientBulkWrite(_) => "MongoBulkWriteError",
+        ErrorKind::BulkWrite(_) => "MongoBulkWriteError",
+        ErrorKind::ClientBulkWrite(_) => "MongoClientBulkWriteError",
         ErrorKind::Authentication { code: Some(_), .. } => "MongoServerError",
         // What the driver found wrong in the server's replies (a wrong SCRAM signature).
         ErrorKind::Authentication { code: None, .. } => "MongoRuntimeError",
@@ -736,6 +782,68 @@ fn take_document(model: &mut Document, name: &str) -> Result<Option<Document>> {
             "bulkWrite: {name} must be an object"
         ))),
     }
+}
+
+/// One model of the client's `bulkWrite`, as the Node driver's
+/// `AnyClientBulkWriteModel`: `{ namespace: "db.coll", name: "insertOne", document }`,
+/// `{ namespace, name: "updateOne", filter, update, upsert... }`...
+fn client_write_model(mut model: Document) -> Result<ClientWriteModel> {
+    let (Some(Bson::String(namespace)), Some(Bson::String(name))) =
+        (model.remove("namespace"), model.remove("name"))
+    else {
+        return Err(Error::invalid_argument(
+            "bulkWrite: each model needs a namespace (\"db.collection\") and a name (\"insertOne\", \"updateOne\"...)",
+        ));
+    };
+    Ok(ClientWriteModel::new(
+        namespace,
+        write_model(doc! { name: model })?,
+    ))
+}
+
+/// The Node driver's `ClientBulkWriteResult`: the counts, and with verbose results
+/// `insertResults`, `updateResults` and `deleteResults` by index of the model (the glue
+/// makes Maps of them).
+fn client_bulk_write_result(result: &BulkWriteResult) -> Document {
+    let mut out = doc! {
+        "acknowledged": result.acknowledged,
+        "insertedCount": count(result.inserted_count),
+        "upsertedCount": count(result.upserted_count),
+        "matchedCount": count(result.matched_count),
+        "modifiedCount": count(result.modified_count),
+        "deletedCount": count(result.deleted_count),
+    };
+    if let Some(verbose) = &result.verbose_results {
+        let by_index = |entries: Vec<(usize, Document)>| -> Document {
+            entries
+                .into_iter()
+                .map(|(index, entry)| (index.to_string(), Bson::Document(entry)))
+                .collect()
+        };
+        let inserts = verbose
+            .insert_results
+            .iter()
+            .map(|(index, insert)| (*index, doc! { "insertedId": insert.inserted_id.clone() }));
+        let updates = verbose.update_results.iter().map(|(index, update)| {
+            let mut entry = doc! {
+                "matchedCount": count(update.matched_count),
+                "modifiedCount": count(update.modified_count),
+                "didUpsert": update.upserted_id.is_some(),
+            };
+            if let Some(id) = &update.upserted_id {
+                entry.insert("upsertedId", id.clone());
+            }
+            (*index, entry)
+        });
+        let deletes = verbose
+            .delete_results
+            .iter()
+            .map(|(index, delete)| (*index, doc! { "deletedCount": count(delete.deleted_count) }));
+        out.insert("insertResults", by_index(inserts.collect()));
+        out.insert("updateResults", by_index(updates.collect()));
+        out.insert("deleteResults", by_index(deletes.collect()));
+    }
+    out
 }
 
 /// One operation of `bulkWrite`, as the Node driver's `AnyBulkWriteOperation`:

@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import {
   ChangeStream,
+  ClientBulkWriteResult,
   ClientSession,
   CommandStartedEvent,
   CommandSucceededEvent,
@@ -12,6 +13,7 @@ import {
   GridFSBucket,
   ObjectId,
   MongoClient,
+  MongoClientBulkWriteError,
   MongoExpiredSessionError,
   MongoInvalidArgumentError,
   MongoRuntimeError,
@@ -243,5 +245,67 @@ describe('GridFSBucket and cursors', BOUND, () => {
     assert.deepEqual(piped, [{ n: 3 }, { n: 2 }]);
     const explained = await coll.find({ n: 1 }).explain();
     assert.ok(explained.ok === 1 || explained.queryPlanner);
+  });
+});
+
+describe('client bulkWrite and the fluent bulk builder', BOUND, () => {
+  let server;
+  let client;
+
+  before(async () => {
+    server = await startServer();
+    client = new MongoClient(server.uri, OPTIONS);
+  });
+
+  after(async () => {
+    await client?.close();
+    await server?.stop();
+  });
+
+  it('writes to several namespaces in one call, with verbose results and errors by index', BOUND, async () => {
+    const result = await client.bulkWrite(
+      [
+        { namespace: 'npm_bulk.a', name: 'insertOne', document: { _id: 1, x: 1 } },
+        { namespace: 'npm_bulk.b', name: 'insertOne', document: { _id: 2 } },
+        { namespace: 'npm_bulk.a', name: 'updateOne', filter: { _id: 1 }, update: { $set: { x: 2 } } },
+        { namespace: 'npm_bulk.b', name: 'deleteMany', filter: {} },
+      ],
+      { verboseResults: true },
+    );
+    assert.ok(result instanceof ClientBulkWriteResult);
+    assert.equal(result.insertedCount, 2);
+    assert.equal(result.modifiedCount, 1);
+    assert.equal(result.deletedCount, 1);
+    assert.deepEqual(result.insertResults.get(1), { insertedId: 2 });
+    assert.equal(result.updateResults.get(2).matchedCount, 1);
+    const failure = await client
+      .bulkWrite(
+        [
+          { namespace: 'npm_bulk.a', name: 'insertOne', document: { _id: 1 } },
+          { namespace: 'npm_bulk.a', name: 'insertOne', document: { _id: 3 } },
+        ],
+        { ordered: false },
+      )
+      .catch((error) => error);
+    assert.ok(failure instanceof MongoClientBulkWriteError, String(failure));
+    assert.equal(failure.writeErrors.get(0).code, 11000);
+    assert.equal(failure.partialResult.insertedCount, 1);
+  });
+
+  it('builds ordered bulk writes fluently', BOUND, async () => {
+    const coll = client.db('npm_bulk').collection('fluent');
+    const bulk = coll.initializeOrderedBulkOp();
+    bulk.insert({ _id: 1, n: 0 });
+    bulk.find({ _id: 1 }).updateOne({ $inc: { n: 1 } });
+    bulk.find({ _id: 2 }).upsert().replaceOne({ n: 5 });
+    const result = await bulk.execute();
+    assert.equal(result.insertedCount, 1);
+    assert.equal(result.modifiedCount, 1);
+    assert.equal(result.upsertedCount, 1);
+    await assert.rejects(bulk.execute(), /re-executed/);
+    assert.deepEqual(await coll.findOneAndUpdate({ _id: 1 }, { $set: { n: 9 } }, { includeResultMetadata: true }), {
+      value: { _id: 1, n: 1 },
+      ok: 1,
+    });
   });
 });
