@@ -135,8 +135,9 @@ export function writeConcernDocument(value) {
 }
 
 /**
- * The concerns of `options` (`readPreference`, `readConcern`, `writeConcern`) as the
- * core takes them, those of `inherited` where `options` has none; undefined if none.
+ * The concerns of `options` (`readPreference`, `readConcern`, `writeConcern`, and
+ * `timeoutMS`) as the core takes them, those of `inherited` where `options` has none;
+ * undefined if none.
  */
 export function concernsOf(options, inherited) {
   const concerns = { ...inherited };
@@ -146,6 +147,8 @@ export function concernsOf(options, inherited) {
   if (readConcern) concerns.readConcern = readConcern;
   const writeConcern = writeConcernDocument(options?.writeConcern);
   if (writeConcern) concerns.writeConcern = writeConcern;
+  // Not a concern, but inherited the same way (CSOT spec: client, database, collection).
+  if (typeof options?.timeoutMS === 'number') concerns.timeoutMS = options.timeoutMS;
   return Object.keys(concerns).length ? concerns : undefined;
 }
 

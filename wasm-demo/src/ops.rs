@@ -1033,8 +1033,8 @@ fn database_for(client: &Client, name: &str, args: &RawDocument) -> Result<Datab
     let mut db = client.database(name);
     // The concerns of the Db or Collection the operation runs on (the collection's over
     // its database's, merged by the glue).
-    if let Some(RawBsonRef::Document(concerns)) = field(args, "concerns")? {
-        let concerns = Document::try_from(concerns).map_err(malformed)?;
+    if let Some(RawBsonRef::Document(given)) = field(args, "concerns")? {
+        let concerns = Document::try_from(given).map_err(malformed)?;
         let read: ReadOptions = parse_options(Some(concerns.clone()))?;
         let write: WriteOptions = parse_options(Some(concerns))?;
         db = db.with_concerns(Concerns {
@@ -1043,6 +1043,9 @@ fn database_for(client: &Client, name: &str, args: &RawDocument) -> Result<Datab
             write_concern: write.write_concern,
             timeout: None,
         });
+        if let Some(timeout) = milliseconds(given, "timeoutMS")? {
+            db = db.with_timeout(timeout);
+        }
     }
     Ok(match operation_timeout(args)? {
         Some(timeout) => db.with_timeout(timeout),
