@@ -696,7 +696,11 @@ export interface DistinctOptions extends CommandOperationOptions {
   hint?: Hint;
 }
 
-export interface CreateIndexesOptions extends CommandOperationOptions {
+/**
+ * The options of an index (`unique`, `expireAfterSeconds`...), and any other the server
+ * knows, sent as they are.
+ */
+export interface IndexOptions {
   name?: string;
   unique?: boolean;
   sparse?: boolean;
@@ -708,14 +712,21 @@ export interface CreateIndexesOptions extends CommandOperationOptions {
   weights?: Document;
   default_language?: string;
   language_override?: string;
+  textIndexVersion?: number;
   wildcardProjection?: Document;
   storageEngine?: Document;
   '2dsphereIndexVersion'?: number;
   bits?: number;
   min?: number;
   max?: number;
-  commitQuorum?: number | string;
+  version?: number;
   [indexOption: string]: unknown;
+}
+
+/** Options of createIndex (the index's and the command's) and createIndexes (the command's). */
+export interface CreateIndexesOptions extends IndexOptions, CommandOperationOptions {
+  /** How many data-bearing members must build the index before it is ready. */
+  commitQuorum?: number | string;
 }
 
 /** A key pattern: `{ field: 1 }`, `{ field: 'text' }`, `{ location: '2dsphere' }`. */
@@ -723,8 +734,7 @@ export type IndexSpecification = string | { [key: string]: IndexDirection };
 export type IndexDirection = -1 | 1 | '2d' | '2dsphere' | 'text' | 'geoHaystack' | 'hashed' | number;
 
 /** One index of `createIndexes`. */
-export interface IndexDescription
-  extends Omit<CreateIndexesOptions, 'commitQuorum' | 'writeConcern' | 'readConcern' | 'readPreference' | 'session' | 'timeoutMS' | 'maxTimeMS' | 'comment'> {
+export interface IndexDescription extends IndexOptions {
   key: { [key: string]: IndexDirection };
 }
 

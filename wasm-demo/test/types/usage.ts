@@ -440,6 +440,8 @@ export async function collectionApi(db: Db, session: ClientSession): Promise<voi
   const indexName: string = await orders.createIndex({ item: 1, qty: -1 }, { unique: true, name: 'item_qty' });
   await orders.createIndex('item');
   const indexNames: string[] = await orders.createIndexes([{ key: { placedAt: 1 }, expireAfterSeconds: 3600 }, { key: { item: 'text' } }]);
+  // @ts-expect-error: unique is a boolean
+  await orders.createIndexes([{ key: { item: 1 }, unique: 'yes' }]);
   const listed: ListIndexesCursor = orders.listIndexes({ batchSize: 10 });
   const described: IndexDescriptionInfo[] = await listed.toArray();
   const full: IndexDescriptionInfo[] = await orders.indexes();
