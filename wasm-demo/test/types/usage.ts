@@ -340,6 +340,16 @@ export async function collectionApi(db: Db, session: ClientSession): Promise<voi
   const wrongOperator: Filter<Order> = { qty: { $gt: 'five' } };
   void [combined, wrongType, wrongOperator];
 
+  // As with the Node driver: dotted paths and unknown fields are not checked, and an
+  // untyped collection takes any filter and update.
+  await orders.updateOne(
+    { 'shipping.zip': { $in: ['75001'] }, tags: { $elemMatch: { $eq: 'x' } } },
+    { $set: { 'shipping.city': 'Lyon' }, $push: { tags: { $each: ['a', 'b'], $slice: -5 } }, $addToSet: { tags: 'c' }, $pull: { tags: 'd' } },
+  );
+  await untyped.updateMany({ 'a.b.c': { $exists: true } }, { $rename: { a: 'b' }, $unset: { c: '' } });
+  await skus.deleteOne({ _id: { $in: ['abc', 'def'] } });
+  await orders.find({}, { sort: [['qty', -1], ['item', 'asc']] }).toArray();
+
   // Reads: documents come back WithId.
   const found = await orders.findOne({ item: 'a' }, { projection: { item: 1 }, sort: { qty: -1 }, session, readPreference: 'secondary' });
   expectType<WithId<Order> | null>()(found);
