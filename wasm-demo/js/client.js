@@ -12,9 +12,11 @@ import {
   MongoCursorInUseError,
   MongoInvalidArgumentError,
   MongoServerError,
-  toError,
 } from './errors.js';
-import { EventEmitter, eventSink } from './events.js';
+import { toError } from './error_documents.js';
+import { EventEmitter } from './events.js';
+import { host as entryPoint } from './host.js';
+import { eventSink } from './monitoring.js';
 import { BulkWriteResult, ClientBulkWriteResult } from './results.js';
 import {
   concernParameters,
@@ -49,15 +51,6 @@ export { GridFSBucket } from './gridfs.js';
 export { ReadConcern, ReadPreference, WriteConcern } from './concerns.js';
 export { BulkWriteResult, ClientBulkWriteResult } from './results.js';
 export { dnsOverHttps } from './doh.js';
-
-/** What the runtime's entry point set up: { NativeClient, transport, background, platform }. */
-let host = null;
-
-/** Called once by the runtime's entry point. */
-export function configure(settings) {
-  host = settings;
-  GridFSBucket._streams = settings.streams ?? null;
-}
 
 // Options of MongoClient that are not connection string options.
 const CLIENT_ONLY = new Set(['transport', 'backgroundMonitoring', 'auth', 'monitorCommands', 'serverApi']);
@@ -159,6 +152,7 @@ export class MongoClient extends EventEmitter {
    * check instead of the client's. Concurrent callers share the first one's attempt.
    */
   async #connect(timeoutMS) {
+    const host = entryPoint();
     if (!host) {
       throw new MongoInvalidArgumentError('import anymongo through its package entry point');
     }

@@ -2,9 +2,9 @@
 // same parents (MongoDriverError, MongoAPIError, MongoRuntimeError...), so that code
 // written against that driver catches the same errors: a server error carries `code`,
 // `codeName`, `errorLabels` (and `errorResponse`, the server's reply), whatever the
-// runtime. Some classes are never raised here (there are no sessions, change streams
-// or GridFS in this package yet); they exist for `instanceof` in code that names them.
-import { BSON } from 'bson';
+// runtime. A few classes are never raised by this package (Kerberos, AWS, OIDC
+// providers, decompression); they exist for `instanceof` in code that names them.
+// error_documents.js turns what the WebAssembly module reports into these.
 import { BulkWriteResult, ClientBulkWriteResult } from './results.js';
 
 /** The labels the server or the driver puts on errors, as the Node driver names them. */
@@ -378,43 +378,3 @@ export class MongoServerSelectionError extends MongoSystemError {
 
 // The classes the WebAssembly module names in its error documents (`error_class` and
 // `reject_connection_string` in the Rust crate).
-const CLASSES = {
-  MongoError,
-  MongoServerError,
-  MongoBulkWriteError,
-  MongoClientBulkWriteError,
-  MongoGridFSChunkError,
-  MongoWriteConcernError,
-  MongoNetworkError,
-  MongoNetworkTimeoutError,
-  MongoPoolClearedError,
-  MongoServerSelectionError,
-  MongoInvalidArgumentError,
-  MongoCompatibilityError,
-  MongoTopologyClosedError,
-  MongoWaitQueueTimeoutError,
-  MongoOperationTimeoutError,
-  MongoParseError,
-  MongoRuntimeError,
-};
-
-/** The error of an error document (its `cause`, itself an error document, included). */
-export function errorFromDocument(fields) {
-  const Class = CLASSES[fields.name] ?? MongoError;
-  if (fields.cause !== null && typeof fields.cause === 'object' && typeof fields.cause.name === 'string') {
-    fields = { ...fields, cause: errorFromDocument(fields.cause) };
-  }
-  return new Class(fields.message, fields);
-}
-
-/**
- * The error for what the WebAssembly module rejected with: the BSON of an error
- * document (see `ops::error_document` in the Rust crate), or any other exception,
- * returned as it is.
- */
-export function toError(rejection) {
-  if (!(rejection instanceof Uint8Array)) {
-    return rejection;
-  }
-  return errorFromDocument(BSON.deserialize(rejection));
-}

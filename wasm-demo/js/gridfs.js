@@ -6,6 +6,7 @@ import { ObjectId } from 'bson';
 import { concernsOf } from './concerns.js';
 import { MongoInvalidArgumentError } from './errors.js';
 import { EventEmitter } from './events.js';
+import { host } from './host.js';
 
 const DEFAULT_CHUNK_SIZE_BYTES = 255 * 1024;
 
@@ -34,15 +35,13 @@ export class GridFSBucket extends EventEmitter {
   #bucket;
   #streams;
 
-  /** @internal `streams` are the entry point's Node.js stream adapters, if any. */
-  static _streams = null;
-
   constructor(db, options = {}) {
     super();
     this.#db = db;
     const chunkSizeBytes = options.chunkSizeBytes ?? DEFAULT_CHUNK_SIZE_BYTES;
     this.#bucket = { bucketName: options.bucketName ?? 'fs', chunkSizeBytes };
-    this.#streams = GridFSBucket._streams;
+    // The entry point's Node.js stream adapters, if any.
+    this.#streams = host()?.streams ?? null;
     // The bucket's concerns over the database's, as its collections have them.
     this._concerns = concernsOf(options, db._concerns);
   }

@@ -2,7 +2,8 @@
 // and uses node:net / node:tls sockets, with monitoring in the background.
 import { readFileSync } from 'node:fs';
 import { Readable, Writable } from 'node:stream';
-import { configure, MongoClient } from './client.js';
+import { MongoClient } from './client.js';
+import { configure } from './host.js';
 import { initSync, NativeClient } from '../pkg/anymongo_wasm.js';
 import { nodeTransport } from './transports/node.js';
 

@@ -1,7 +1,8 @@
 // ClientSession and ChangeStream, shaped like the Node.js driver's, over the core's
 // sessions (transactions, causal consistency, snapshot reads) and change streams.
 import { BSON } from 'bson';
-import { MongoAPIError, MongoExpiredSessionError, MongoTransactionError, toError } from './errors.js';
+import { toError } from './error_documents.js';
+import { MongoAPIError, MongoExpiredSessionError, MongoTransactionError } from './errors.js';
 import { concernsOf } from './concerns.js';
 import { EventEmitter } from './events.js';
 
