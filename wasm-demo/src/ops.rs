@@ -1138,6 +1138,45 @@ mod tests {
     use super::*;
 
     #[test]
+    fn session_and_transaction_options_take_the_node_driver_names() {
+        let options = session_options(&rawdoc! {
+            "causalConsistency": false,
+            "defaultTimeoutMS": 250,
+            "defaultTransactionOptions": { "readConcern": { "level": "snapshot" }, "maxCommitTimeMS": 40 },
+        })
+        .unwrap();
+        assert_eq!(options.causal_consistency, Some(false));
+        assert_eq!(options.default_timeout, Some(Duration::from_millis(250)));
+        let defaults = options.default_transaction_options.unwrap();
+        assert_eq!(defaults.max_commit_time, Some(Duration::from_millis(40)));
+        assert!(defaults.read_concern.is_some());
+        assert!(session_options(&rawdoc! { "snapshot": "yes" }).is_err());
+        assert!(transaction_options(&rawdoc! { "maxCommitTimeMS": "soon" }).is_err());
+    }
+
+    #[test]
+    fn code_options_declare_the_api_and_ask_for_command_events() {
+        let mut options = ClientOptions::parse("mongodb://localhost").unwrap();
+        let code =
+            rawdoc! { "monitorCommands": true, "serverApi": { "version": "1", "strict": true } };
+        assert!(apply_code_options(&mut options, &code).unwrap());
+        let api = options.server_api.clone().unwrap();
+        assert_eq!((api.strict, api.deprecation_errors), (Some(true), None));
+        let unknown = rawdoc! { "serverApi": { "version": "2" } };
+        assert!(apply_code_options(&mut options, &unknown).is_err());
+        assert!(!apply_code_options(&mut options, &rawdoc! {}).unwrap());
+    }
+
+    #[test]
+    fn client_bulk_write_models_name_their_namespace_and_kind() {
+        let model = doc! { "namespace": "db.c", "name": "updateOne", "filter": {}, "update": { "$set": { "a": 1 } } };
+        assert!(client_write_model(model).is_ok());
+        assert!(client_write_model(doc! { "name": "insertOne", "document": {} }).is_err());
+        let unknown = doc! { "namespace": "db.c", "name": "upsertOne", "filter": {} };
+        assert!(client_write_model(unknown).is_err());
+    }
+
+    #[test]
     fn create_index_options_split_into_index_and_command() {
         let args = rawdoc! { "options": { "unique": true, "name": "a_1", "maxTimeMS": 500 } };
         let (model, command) = split_index_options(&args).unwrap();
