@@ -1,0 +1,88 @@
+// Runs the unified-format spec tests over the npm package's public API, against a
+// SecantusDB single-node replica set on loopback (test/server.js):
+//
+//   node test/unified/run.js [--verbose] [DIR ...]
+//
+// DIR is a suite folder of the corpus (pymongo's test/ folder: $ANYMONGO_SPEC_DIR, else
+// the copy tests/setup.sh caches), e.g. `crud` or `transactions-convenient-api`; by
+// default every suite below. Prints one line per folder,
+//   spec npm/<dir>: N passed, N failed, N skipped
+// then a line per failed test (and, with --verbose, per skipped test) with its reason.
+// Exits with 1 if a test failed, 2 if the corpus or the server is missing. Each test is
+// bounded (runner.js TEST_TIMEOUT_MS), and so is the whole run (RUN_TIMEOUT_MS).
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { cache, startServer } from '../server.js';
+import { MongoClient } from '../../js/node.js';
+import { discover, runDirectory } from './runner.js';
+
+/** The suites the Rust runner runs with its plain unified runner, and load_balancer. */
+export const DEFAULT_DIRS = [
+  'crud',
+  'retryable_reads',
+  'retryable_writes',
+  'sessions',
+  'transactions',
+  'transactions-convenient-api',
+  'change_streams',
+  'command_monitoring',
+  'gridfs',
+  'run_command',
+  'versioned-api',
+  'load_balancer',
+];
+
+/** The whole run stops by then, whatever hangs. */
+const RUN_TIMEOUT_MS = 30 * 60_000;
+
+/** The corpus folder, as tests/src/spec/mod.rs finds it. */
+export function corpusDir() {
+  return process.env.ANYMONGO_SPEC_DIR || path.join(cache, 'spec', 'pymongo-4.20.0', 'test');
+}
+
+async function main(argv) {
+  const verbose = argv.includes('--verbose');
+  const dirs = argv.filter((arg) => !arg.startsWith('--'));
+  const corpus = corpusDir();
+  const missing = (dirs.length ? dirs : DEFAULT_DIRS).filter((dir) => !existsSync(path.join(corpus, dir)));
+  if (missing.length) {
+    console.error(`no suite folder ${missing.join(', ')} in ${corpus} (tests/setup.sh corpus caches it; ANYMONGO_SPEC_DIR overrides)`);
+    return 2;
+  }
+  const server = await startServer();
+  const internal = new MongoClient(server.uri);
+  let failed = false;
+  try {
+    const deployment = { uri: server.uri, internal, info: await discover(internal, server.uri) };
+    for (const dir of dirs.length ? dirs : DEFAULT_DIRS) {
+      const result = await runDirectory(path.join(corpus, dir), dir.split('/')[0], deployment);
+      console.log(`spec npm/${dir}: ${result.passed} passed, ${result.failed.length} failed, ${result.skipped.length} skipped`);
+      for (const { file, test, why } of result.failed) console.log(`  FAILED ${file}: ${test}: ${why}`);
+      if (verbose) {
+        for (const { file, test, why } of result.skipped) console.log(`  skipped ${file}: ${test}: ${why}`);
+      }
+      failed ||= result.failed.length > 0;
+    }
+  } finally {
+    await internal.close().catch(() => {});
+    await server.stop();
+  }
+  return failed ? 1 : 0;
+}
+
+const watchdog = setTimeout(() => {
+  console.error(`the unified runner did not finish within ${RUN_TIMEOUT_MS / 60_000} minutes`);
+  process.exit(1);
+}, RUN_TIMEOUT_MS);
+watchdog.unref();
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    // Background monitors of clients a test could not close must not keep the process.
+    process.exit(code);
+  },
+  (error) => {
+    console.error(error);
+    process.exit(2);
+  },
+);
