@@ -12,33 +12,13 @@
 // bounded (runner.js TEST_TIMEOUT_MS), and so is the whole run (RUN_TIMEOUT_MS).
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { cache, startServer } from '../server.js';
+import { startServer } from '../server.js';
 import { MongoClient } from '../../js/node.js';
+import { corpusDir, DEFAULT_DIRS } from './paths.js';
 import { discover, runDirectory } from './runner.js';
-
-/** The suites the Rust runner runs with its plain unified runner, and load_balancer. */
-export const DEFAULT_DIRS = [
-  'crud',
-  'retryable_reads',
-  'retryable_writes',
-  'sessions',
-  'transactions',
-  'transactions-convenient-api',
-  'change_streams',
-  'command_monitoring',
-  'gridfs',
-  'run_command',
-  'versioned-api',
-  'load_balancer',
-];
 
 /** The whole run stops by then, whatever hangs. */
 const RUN_TIMEOUT_MS = 30 * 60_000;
-
-/** The corpus folder, as tests/src/spec/mod.rs finds it. */
-export function corpusDir() {
-  return process.env.ANYMONGO_SPEC_DIR || path.join(cache, 'spec', 'pymongo-4.20.0', 'test');
-}
 
 async function main(argv) {
   const verbose = argv.includes('--verbose');

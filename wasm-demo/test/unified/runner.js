@@ -542,6 +542,49 @@ function openStream(stream) {
   return stream;
 }
 
+/**
+ * The arguments each operation requires (spec "Entity Test Operations"): a test that
+ * leaves one out is malformed and fails (the valid-fail files
+ * entity-findCursor-malformed and ignoreResultAndError-malformed), rather than reaching
+ * the API with `undefined`.
+ */
+const REQUIRED = {
+  insertOne: ['document'],
+  insertMany: ['documents'],
+  updateOne: ['filter', 'update'],
+  updateMany: ['filter', 'update'],
+  replaceOne: ['filter', 'replacement'],
+  deleteOne: ['filter'],
+  deleteMany: ['filter'],
+  findOneAndUpdate: ['filter', 'update'],
+  findOneAndReplace: ['filter', 'replacement'],
+  findOneAndDelete: ['filter'],
+  bulkWrite: ['requests'],
+  find: ['filter'],
+  createFindCursor: ['filter'],
+  aggregate: ['pipeline'],
+  distinct: ['fieldName', 'filter'],
+  createIndex: ['keys'],
+  dropIndex: ['name'],
+  runCommand: ['command', 'commandName'],
+  runCursorCommand: ['command'],
+  createCommandCursor: ['command'],
+  createCollection: ['collection'],
+  dropCollection: ['collection'],
+  rename: ['to'],
+  createChangeStream: ['pipeline'],
+  clientBulkWrite: ['models'],
+  withTransaction: ['callback'],
+};
+
+/** Fails if `operation` lacks an argument its kind requires. */
+function checkRequired(operation, kind) {
+  if (kind === 'bucket' || kind === 'client') return;
+  for (const name of REQUIRED[operation.name] ?? []) {
+    if (operation.arguments?.[name] === undefined) throw new Failure(`${operation.name} needs the argument ${name}`);
+  }
+}
+
 /** Every chunk of a readable stream, as one Buffer. */
 async function collect(stream) {
   const chunks = [];
@@ -786,6 +829,7 @@ export async function runOperation(operation, context) {
   if (kind === undefined) throw new Failure(`no entity ${operation.object}`);
   const entry = OPERATIONS[`${kind}.${operation.name}`];
   if (!entry) throw new Skip(`${RUNNER}operation ${operation.name} on a ${kind}`);
+  checkRequired(operation, kind);
   const target = entities.get(operation.object);
   try {
     result = await entry.run(target, args, context);
