@@ -8,7 +8,9 @@
 // Binary, Date, Timestamp...).
 import { BSON, ObjectId } from 'bson';
 import { MongoCursorInUseError, MongoInvalidArgumentError, MongoServerError, toError } from './errors.js';
+import { EventEmitter, eventSink } from './events.js';
 import { BulkWriteResult } from './results.js';
+import { ChangeStream, ClientSession, readPreferenceDocument } from './session.js';
 
 export {
   Binary,
@@ -24,6 +26,8 @@ export {
   UUID,
 } from 'bson';
 export * from './errors.js';
+export * from './events.js';
+export { ChangeStream, ClientSession } from './session.js';
 export { BulkWriteResult } from './results.js';
 export { dnsOverHttps } from './doh.js';
 
@@ -36,7 +40,7 @@ export function configure(settings) {
 }
 
 // Options of MongoClient that are not connection string options.
-const CLIENT_ONLY = new Set(['transport', 'backgroundMonitoring', 'auth']);
+const CLIENT_ONLY = new Set(['transport', 'backgroundMonitoring', 'auth', 'monitorCommands']);
 
 /** The connection string with the options given in code added (as the Node driver merges them). */
 function connectionString(uri, options) {
@@ -98,15 +102,21 @@ function deserialize(bytes) {
  * A client of a MongoDB deployment: `new MongoClient(uri, options)`, then `connect()`
  * (operations also connect on first use), and `close()` when done.
  */
-export class MongoClient {
+export class MongoClient extends EventEmitter {
   #uri;
   #options;
   #native = null;
   #connecting = null;
 
   constructor(uri, options = {}) {
+    super();
     this.#uri = connectionString(uri, options);
     this.#options = options;
+  }
+
+  /** The options given to the constructor. */
+  get options() {
+    return { ...this.#options };
   }
 
   /**
@@ -130,7 +140,16 @@ export class MongoClient {
       const transport = this.#options.transport ?? host.transport;
       const background = this.#options.backgroundMonitoring ?? host.background;
       try {
-        this.#native = await host.NativeClient.open(this.#uri, transport, background, host.platform, timeoutMS);
+        const monitorCommands = this.#options.monitorCommands === true;
+        this.#native = await host.NativeClient.open(
+          this.#uri,
+          transport,
+          background,
+          host.platform,
+          timeoutMS,
+          eventSink(this),
+          monitorCommands,
+        );
       } catch (error) {
         this.#connecting = null;
         throw toError(error);
@@ -148,6 +167,31 @@ export class MongoClient {
   /** The database `name` (default: the connection string's, or `test`). */
   db(name) {
     return new Db(this, name ?? defaultDatabase(this.#uri));
+  }
+
+  /** A session for operations to run in (`{ session }`): transactions, causal consistency. */
+  startSession(options = {}) {
+    return new ClientSession(this, options);
+  }
+
+  /** Runs `fn(session)` with a new session, ended when `fn` settles. */
+  async withSession(options, fn) {
+    if (typeof options === 'function') [options, fn] = [{}, options];
+    const session = this.startSession(options);
+    try {
+      return await fn(session);
+    } finally {
+      await session.endSession();
+    }
+  }
+
+  /** The changes to every database of the deployment. */
+  watch(pipeline = [], options = {}) {
+    return new ChangeStream(this, '', '', pipeline, options);
+  }
+
+  async [Symbol.asyncDispose]() {
+    await this.close();
   }
 
   /** Kills open cursors and closes every connection; the client can connect again. */
@@ -173,11 +217,44 @@ export class MongoClient {
     return this.#native;
   }
 
+  /** @internal The connected module client (connecting first if need be). */
+  async _connected() {
+    return this.#handle(undefined);
+  }
+
+  /**
+   * The arguments as the module takes them, and the session of `args.options.session`
+   * (a handle moved into the call), if any: the module takes the read preference as
+   * a document.
+   */
+  #prepare(native, args) {
+    const options = args?.options;
+    if (!options || (options.session === undefined && options.readPreference === undefined)) {
+      return [serialize(args), undefined];
+    }
+    const { session, readPreference, ...rest } = options;
+    const prepared = { ...args, options: rest };
+    if (readPreference !== undefined && readPreference !== null) {
+      prepared.options.readPreference = readPreferenceDocument(readPreference);
+    }
+    if (session === undefined || session === null) {
+      return [serialize(prepared), undefined];
+    }
+    if (!(session instanceof ClientSession)) {
+      throw new MongoInvalidArgumentError('the session option must be a ClientSession');
+    }
+    if (session.client !== this) {
+      throw new MongoInvalidArgumentError('ClientSession must be from the same MongoClient');
+    }
+    return [serialize(prepared), session._handle(native)];
+  }
+
   /** @internal Runs one operation of the module; resolves to its result document. */
   async _run(op, db, collection, args) {
     const native = await this.#handle(args);
+    const [bytes, session] = this.#prepare(native, args);
     try {
-      return deserialize(await native.run(op, db, collection, serialize(args)));
+      return deserialize(await native.run(op, db, collection, bytes, session));
     } catch (error) {
       throw toError(error);
     }
@@ -186,8 +263,20 @@ export class MongoClient {
   /** @internal Opens a cursor of the module. */
   async _cursor(op, db, collection, args) {
     const native = await this.#handle(args);
+    const [bytes, session] = this.#prepare(native, args);
     try {
-      return await native.cursor(op, db, collection, serialize(args));
+      return await native.cursor(op, db, collection, bytes, session);
+    } catch (error) {
+      throw toError(error);
+    }
+  }
+
+  /** @internal Opens a change stream of the module. */
+  async _watch(db, collection, args) {
+    const native = await this.#handle(args);
+    const [bytes, session] = this.#prepare(native, args);
+    try {
+      return await native.watch(db, collection, bytes, session);
     } catch (error) {
       throw toError(error);
     }
@@ -224,9 +313,14 @@ export class Db {
   }
 
   /** Drops the database. */
-  async dropDatabase() {
-    const { value } = await this.#client._run('dropDatabase', this.#name, '', {});
+  async dropDatabase(options = {}) {
+    const { value } = await this.#client._run('dropDatabase', this.#name, '', { options: commandOptions(options) });
     return value;
+  }
+
+  /** The changes to the database's collections. */
+  watch(pipeline = [], options = {}) {
+    return new ChangeStream(this.#client, this.#name, '', pipeline, options);
   }
 
   /** The collections and views of the database, as a cursor of their descriptions. */
@@ -254,7 +348,7 @@ export class Db {
     for (const [option, value] of Object.entries(options)) {
       if (!DRIVER_OPTIONS.has(option) && value !== undefined) command[option] = value;
     }
-    await this.command(command, timeoutOf(options));
+    await this.command(command, commandOptions(options));
     return this.collection(name);
   }
 
@@ -277,9 +371,12 @@ export class Db {
 // Options of createCollection that are the driver's, not the `create` command's.
 const DRIVER_OPTIONS = new Set(['timeoutMS', 'session', 'readPreference', 'readConcern', 'pkFactory', 'raw']);
 
-/** `{ timeoutMS }` of an operation's options, for `db.command`. */
-function timeoutOf(options) {
-  return options.timeoutMS === undefined ? {} : { timeoutMS: options.timeoutMS };
+/** What of an operation's options `db.command` takes too: `timeoutMS` and `session`. */
+function commandOptions(options) {
+  const out = {};
+  if (options.timeoutMS !== undefined) out.timeoutMS = options.timeoutMS;
+  if (options.session !== undefined) out.session = options.session;
+  return out;
 }
 
 /** The `cursor` field of a command that opens a cursor. */
@@ -290,7 +387,7 @@ function cursorOptions(options) {
 /** `drop` of `name` in `db`: true, false when it did not exist (NamespaceNotFound). */
 async function dropNamespace(db, name, options) {
   try {
-    await db.command({ drop: name }, timeoutOf(options));
+    await db.command({ drop: name }, commandOptions(options));
     return true;
   } catch (error) {
     if (error instanceof MongoServerError && error.code === 26) return false;
@@ -330,7 +427,7 @@ export class Admin {
     if (options.filter) command.filter = options.filter;
     if (typeof options.authorizedDatabases === 'boolean') command.authorizedDatabases = options.authorizedDatabases;
     if (options.comment !== undefined) command.comment = options.comment;
-    return this.command(command, timeoutOf(options));
+    return this.command(command, commandOptions(options));
   }
 }
 
@@ -511,7 +608,7 @@ export class Collection {
       to: `${this.#db}.${newName}`,
       dropTarget: typeof options.dropTarget === 'boolean' ? options.dropTarget : false,
     };
-    await this.#client._run('command', 'admin', '', { command, options: timeoutOf(options) });
+    await this.#client._run('command', 'admin', '', { command, options: commandOptions(options) });
     return new Collection(this.#client, this.#db, newName);
   }
 
@@ -531,11 +628,16 @@ export class Collection {
   }
 
   #command(command, options) {
-    return this.#client._run('command', this.#db, '', { command, options: timeoutOf(options) });
+    return this.#client._run('command', this.#db, '', { command, options: commandOptions(options) });
   }
 
-  async drop() {
-    return (await this.#run('drop', {})).value;
+  async drop(options = {}) {
+    return (await this.#run('drop', { options: commandOptions(options) })).value;
+  }
+
+  /** The changes to the collection. */
+  watch(pipeline = [], options = {}) {
+    return new ChangeStream(this.#client, this.#db, this.#name, pipeline, options);
   }
 }
 
@@ -748,7 +850,7 @@ class CommandCursor extends AbstractCursor {
 
   constructor(client, db, command, options) {
     super(client, db, '');
-    this.#args = { command, options: timeoutOf(options) };
+    this.#args = { command, options: commandOptions(options) };
   }
 
   _command() {

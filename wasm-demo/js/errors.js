@@ -385,10 +385,10 @@ const CLASSES = {
 };
 
 /** The error of an error document (its `cause`, itself an error document, included). */
-function fromDocument(fields) {
+export function errorFromDocument(fields) {
   const Class = CLASSES[fields.name] ?? MongoError;
   if (fields.cause !== null && typeof fields.cause === 'object' && typeof fields.cause.name === 'string') {
-    fields = { ...fields, cause: fromDocument(fields.cause) };
+    fields = { ...fields, cause: errorFromDocument(fields.cause) };
   }
   return new Class(fields.message, fields);
 }
@@ -402,5 +402,5 @@ export function toError(rejection) {
   if (!(rejection instanceof Uint8Array)) {
     return rejection;
   }
-  return fromDocument(BSON.deserialize(rejection));
+  return errorFromDocument(BSON.deserialize(rejection));
 }

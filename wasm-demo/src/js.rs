@@ -7,14 +7,19 @@
 
 use std::cell::RefCell;
 use std::rc::{Rc, Weak};
+use std::sync::Arc;
 use std::time::Duration;
 
 use anymongo::bson::{Document, RawDocumentBuf};
-use anymongo::{Client, Cursor, Error};
-use js_sys::{Promise, Uint8Array};
+use anymongo::client::ClientConfig;
+use anymongo::event::EventListener;
+use anymongo::session::ClientSession;
+use anymongo::{ChangeStream, Client, ClientOptions, Cursor, Error, ErrorKind};
+use js_sys::{Array, Function, Promise, Reflect, Uint8Array};
 use wasm_bindgen::prelude::*;
-use wasm_bindgen_futures::future_to_promise;
+use wasm_bindgen_futures::{future_to_promise, JsFuture};
 
+use crate::events::{self, Family};
 use crate::{host, ops};
 
 /// The rejection value of an error.
@@ -60,6 +65,7 @@ fn closed() -> Error {
 }
 
 type CursorCell = RefCell<Option<Cursor<Document>>>;
+type StreamCell = RefCell<Option<ChangeStream<RawDocumentBuf>>>;
 
 /// A connected client (`NativeClient.open`).
 #[wasm_bindgen]
@@ -68,6 +74,8 @@ pub struct NativeClient {
     /// The cursors opened, so that `close` can kill those still open: a live cursor
     /// holds the client, and with it the connections, alive.
     cursors: RefCell<Vec<Weak<CursorCell>>>,
+    /// The change streams opened, for the same reason.
+    streams: RefCell<Vec<Weak<StreamCell>>>,
 }
 
 #[wasm_bindgen]
@@ -85,9 +93,17 @@ impl NativeClient {
         background: bool,
         platform: String,
         timeout_ms: Option<f64>,
+        events: Option<JsValue>,
+        monitor_commands: bool,
     ) -> Result<NativeClient, JsValue> {
         let runtime = host::runtime(transport, background, platform);
-        let client = Client::connect(&uri, runtime)
+        let options =
+            ClientOptions::parse(&uri).map_err(|error| reject_connection_string(&error))?;
+        let config = match events {
+            Some(events) => event_config(&events, monitor_commands),
+            None => ClientConfig::default(),
+        };
+        let client = Client::connect_with(options, config, runtime)
             .await
             .map_err(|error| reject_connection_string(&error))?;
         let check = match timeout_ms.and_then(|ms| Duration::try_from_secs_f64(ms / 1000.0).ok()) {
@@ -98,6 +114,7 @@ impl NativeClient {
         Ok(NativeClient {
             client: RefCell::new(Some(client)),
             cursors: RefCell::new(Vec::new()),
+            streams: RefCell::new(Vec::new()),
         })
     }
 
@@ -105,16 +122,44 @@ impl NativeClient {
         self.client.borrow().clone().ok_or_else(closed)
     }
 
-    /// Runs operation `op` ([`ops::run`]); resolves to the BSON of its result.
-    pub fn run(&self, op: String, database: String, collection: String, args: Vec<u8>) -> Promise {
+    /// Runs operation `op` ([`ops::run`]), in `session` when given; resolves to the
+    /// BSON of its result.
+    pub fn run(
+        &self,
+        op: String,
+        database: String,
+        collection: String,
+        args: Vec<u8>,
+        session: Option<NativeSession>,
+    ) -> Promise {
         let prepared = self.client().and_then(|client| Ok((client, parse(args)?)));
+        let session = session.map(|session| session.session);
         future_to_promise(async move {
             let (client, args) = prepared.map_err(|error| reject(&error))?;
-            let result = ops::run(&client, &op, &database, &collection, &args)
-                .await
-                .map_err(|error| reject(&error))?;
+            let result = ops::run(
+                &client,
+                &op,
+                &database,
+                &collection,
+                &args,
+                session.as_ref(),
+            )
+            .await
+            .map_err(|error| reject(&error))?;
             Ok(bytes(result.as_bytes()))
         })
+    }
+
+    /// Starts an explicit session with the options in `options` (BSON:
+    /// [`ops::session_options`]).
+    #[wasm_bindgen(js_name = startSession)]
+    pub fn start_session(&self, options: Vec<u8>) -> Result<NativeSession, JsValue> {
+        let start = || {
+            let options = ops::session_options(&parse(options)?)?;
+            self.client()?.start_session(options)
+        };
+        let session = start().map_err(|error| reject(&error))?;
+        Ok(NativeSession { session })
     }
 
     /// Opens the cursor of `find` or `aggregate` ([`ops::open_cursor`]); resolves to a
@@ -125,19 +170,52 @@ impl NativeClient {
         database: String,
         collection: String,
         args: Vec<u8>,
+        session: Option<NativeSession>,
     ) -> Promise {
         let prepared = self.client().and_then(|client| Ok((client, parse(args)?)));
+        let session = session.map(|session| session.session);
         let cell: Rc<CursorCell> = Rc::new(RefCell::new(None));
         let mut cursors = self.cursors.borrow_mut();
         cursors.retain(|cursor| cursor.strong_count() > 0);
         cursors.push(Rc::downgrade(&cell));
         future_to_promise(async move {
             let (client, args) = prepared.map_err(|error| reject(&error))?;
-            let cursor = ops::open_cursor(&client, &op, &database, &collection, &args)
-                .await
-                .map_err(|error| reject(&error))?;
+            let cursor = ops::open_cursor(
+                &client,
+                &op,
+                &database,
+                &collection,
+                &args,
+                session.as_ref(),
+            )
+            .await
+            .map_err(|error| reject(&error))?;
             *cell.borrow_mut() = Some(cursor);
             Ok(NativeCursor { cell }.into())
+        })
+    }
+
+    /// Opens a change stream ([`ops::watch`]); resolves to a [`NativeChangeStream`].
+    pub fn watch(
+        &self,
+        database: String,
+        collection: String,
+        args: Vec<u8>,
+        session: Option<NativeSession>,
+    ) -> Promise {
+        let prepared = self.client().and_then(|client| Ok((client, parse(args)?)));
+        let session = session.map(|session| session.session);
+        let cell: Rc<StreamCell> = Rc::new(RefCell::new(None));
+        let mut streams = self.streams.borrow_mut();
+        streams.retain(|stream| stream.strong_count() > 0);
+        streams.push(Rc::downgrade(&cell));
+        future_to_promise(async move {
+            let (client, args) = prepared.map_err(|error| reject(&error))?;
+            let stream = ops::watch(&client, &database, &collection, &args, session.as_ref())
+                .await
+                .map_err(|error| reject(&error))?;
+            *cell.borrow_mut() = Some(stream);
+            Ok(NativeChangeStream { cell }.into())
         })
     }
 
@@ -151,12 +229,24 @@ impl NativeClient {
             .drain(..)
             .filter_map(|cursor| cursor.upgrade()?.borrow_mut().take())
             .collect();
+        let streams: Vec<_> = self
+            .streams
+            .borrow_mut()
+            .drain(..)
+            .filter_map(|stream| stream.upgrade()?.borrow_mut().take())
+            .collect();
         future_to_promise(async move {
             for cursor in cursors {
                 // Best effort, as the server times idle cursors out anyway.
                 let _ = cursor.close().await;
             }
-            drop(client);
+            for stream in streams {
+                let _ = stream.close().await;
+            }
+            // Ends the pooled server sessions (endSessions), then closes the topology.
+            if let Some(client) = client {
+                client.close().await;
+            }
             Ok(JsValue::UNDEFINED)
         })
     }
@@ -201,6 +291,322 @@ impl NativeCursor {
             }
             Ok(JsValue::UNDEFINED)
         })
+    }
+}
+
+/// A change stream, read a change at a time.
+#[wasm_bindgen]
+pub struct NativeChangeStream {
+    cell: Rc<StreamCell>,
+}
+
+#[wasm_bindgen]
+impl NativeChangeStream {
+    /// Resolves to the BSON of the next change if the next batch has one, else to
+    /// `null` (after a getMore that found none, or once the stream is closed).
+    #[wasm_bindgen(js_name = tryNext)]
+    pub fn try_next(&self) -> Promise {
+        let cell = self.cell.clone();
+        future_to_promise(async move {
+            // Out of the cell while a batch is fetched: no borrow lives across await.
+            let Some(mut stream) = cell.borrow_mut().take() else {
+                return Ok(JsValue::NULL);
+            };
+            let change = stream.next_if_any().await;
+            let alive = stream.is_alive();
+            *cell.borrow_mut() = Some(stream);
+            match change.map_err(|error| reject(&error))? {
+                Some(change) => Ok(bytes(change.as_bytes())),
+                None if alive => Ok(JsValue::NULL),
+                None => Ok(JsValue::UNDEFINED),
+            }
+        })
+    }
+
+    /// The resume token the stream would resume from, as BSON.
+    #[wasm_bindgen(js_name = resumeToken)]
+    pub fn resume_token(&self) -> Option<Vec<u8>> {
+        let token = self.cell.borrow().as_ref()?.resume_token()?;
+        anymongo::bson::serialize_to_vec(&token).ok()
+    }
+
+    /// Whether the stream may still return changes.
+    #[wasm_bindgen(js_name = isAlive)]
+    pub fn is_alive(&self) -> bool {
+        self.cell
+            .borrow()
+            .as_ref()
+            .is_some_and(ChangeStream::is_alive)
+    }
+
+    /// Closes the stream, killing its server cursor.
+    pub fn close(&self) -> Promise {
+        let stream = self.cell.borrow_mut().take();
+        future_to_promise(async move {
+            if let Some(stream) = stream {
+                stream.close().await.map_err(|error| reject(&error))?;
+            }
+            Ok(JsValue::UNDEFINED)
+        })
+    }
+}
+
+/// An explicit session (`NativeClient.startSession`).
+#[wasm_bindgen]
+pub struct NativeSession {
+    session: ClientSession,
+}
+
+/// What a `withTransaction` callback's rejection becomes inside the core: an error
+/// with the rejection's `errorLabels`, which decide whether the transaction is retried
+/// (Convenient API spec). When it is the core's answer, the rejection itself is.
+const CALLBACK_FAILED: &str = "the withTransaction callback failed";
+
+#[wasm_bindgen]
+impl NativeSession {
+    /// A handle on the same session, for an operation to run in (the handle is moved
+    /// into the call).
+    #[wasm_bindgen(js_name = handle)]
+    pub fn handle(&self) -> NativeSession {
+        NativeSession {
+            session: self.session.clone(),
+        }
+    }
+
+    /// The session id (`lsid`) as BSON, once the session has one.
+    pub fn id(&self) -> Option<Vec<u8>> {
+        let id = self.session.id()?;
+        anymongo::bson::serialize_to_vec(&id).ok()
+    }
+
+    /// `$clusterTime` as BSON, once the session has seen one.
+    #[wasm_bindgen(js_name = clusterTime)]
+    pub fn cluster_time(&self) -> Option<Vec<u8>> {
+        let time = self.session.cluster_time()?;
+        anymongo::bson::serialize_to_vec(&time).ok()
+    }
+
+    /// The operation time as BSON (`{ t: Timestamp }`), once the session has one.
+    #[wasm_bindgen(js_name = operationTime)]
+    pub fn operation_time(&self) -> Option<Vec<u8>> {
+        let time = self.session.operation_time()?;
+        anymongo::bson::serialize_to_vec(&anymongo::bson::doc! { "t": time }).ok()
+    }
+
+    /// Advances the session's `$clusterTime` (BSON).
+    #[wasm_bindgen(js_name = advanceClusterTime)]
+    pub fn advance_cluster_time(&self, time: Vec<u8>) -> Result<(), JsValue> {
+        let time = parse(time).and_then(|time| ops::to_document(&time));
+        self.session
+            .advance_cluster_time(&time.map_err(|error| reject(&error))?);
+        Ok(())
+    }
+
+    /// Advances the session's operation time (BSON `{ t: Timestamp }`).
+    #[wasm_bindgen(js_name = advanceOperationTime)]
+    pub fn advance_operation_time(&self, time: Vec<u8>) -> Result<(), JsValue> {
+        let time = parse(time).and_then(|time| ops::timestamp(&time, "t"));
+        self.session
+            .advance_operation_time(time.map_err(|error| reject(&error))?);
+        Ok(())
+    }
+
+    /// Whether the session's server session was used and then hit a network error.
+    #[wasm_bindgen(js_name = isDirty)]
+    pub fn is_dirty(&self) -> bool {
+        self.session.is_dirty()
+    }
+
+    /// Whether `endSession` was called.
+    #[wasm_bindgen(js_name = hasEnded)]
+    pub fn has_ended(&self) -> bool {
+        self.session.has_ended()
+    }
+
+    /// Whether a transaction is open.
+    #[wasm_bindgen(js_name = inTransaction)]
+    pub fn in_transaction(&self) -> bool {
+        self.session.in_transaction()
+    }
+
+    /// The transaction's state, as the spec names it (`starting`, `in_progress`…).
+    #[wasm_bindgen(js_name = transactionState)]
+    pub fn transaction_state(&self) -> String {
+        ops::transaction_state_name(self.session.transaction_state()).into()
+    }
+
+    /// The server the session's transaction is pinned to, if any (`host:port`).
+    #[wasm_bindgen(js_name = pinnedServer)]
+    pub fn pinned_server(&self) -> Option<String> {
+        self.session
+            .pinned_server()
+            .map(|address| address.to_string())
+    }
+
+    /// Starts a transaction with the options in `options` (BSON).
+    #[wasm_bindgen(js_name = startTransaction)]
+    pub fn start_transaction(&self, options: Vec<u8>) -> Result<(), JsValue> {
+        let start = || {
+            let options = ops::transaction_options(&parse(options)?)?;
+            self.session.start_transaction(options)
+        };
+        start().map_err(|error| reject(&error))
+    }
+
+    /// Commits the transaction.
+    #[wasm_bindgen(js_name = commitTransaction)]
+    pub fn commit_transaction(&self) -> Promise {
+        let session = self.session.clone();
+        future_to_promise(async move {
+            session
+                .commit_transaction()
+                .await
+                .map_err(|error| reject(&error))?;
+            Ok(JsValue::UNDEFINED)
+        })
+    }
+
+    /// Aborts the transaction.
+    #[wasm_bindgen(js_name = abortTransaction)]
+    pub fn abort_transaction(&self) -> Promise {
+        let session = self.session.clone();
+        future_to_promise(async move {
+            session
+                .abort_transaction()
+                .await
+                .map_err(|error| reject(&error))?;
+            Ok(JsValue::UNDEFINED)
+        })
+    }
+
+    /// Runs `callback()` (which returns a promise) in a transaction, retried and
+    /// committed as the Convenient API spec says ([`ClientSession::with_transaction`]);
+    /// resolves to what the callback's promise resolved to. A rejection of the callback
+    /// that ends the call rejects with the same value.
+    #[wasm_bindgen(js_name = withTransaction)]
+    pub fn with_transaction(&self, callback: Function, options: Vec<u8>) -> Promise {
+        let session = self.session.clone();
+        let options = parse(options).and_then(|options| ops::transaction_options(&options));
+        future_to_promise(async move {
+            let options = options.map_err(|error| reject(&error))?;
+            let rejection: Rc<RefCell<Option<JsValue>>> = Rc::default();
+            let result = session
+                .with_transaction(
+                    |_| {
+                        let returned = callback.call0(&JsValue::UNDEFINED);
+                        let rejection = rejection.clone();
+                        async move {
+                            let settled = match returned {
+                                Ok(value) => JsFuture::from(Promise::resolve(&value)).await,
+                                Err(thrown) => Err(thrown),
+                            };
+                            settled.map_err(|thrown| {
+                                let error = callback_error(&thrown);
+                                *rejection.borrow_mut() = Some(thrown);
+                                error
+                            })
+                        }
+                    },
+                    options,
+                )
+                .await;
+            result.map_err(
+                |error| match (error.kind(), rejection.borrow_mut().take()) {
+                    (ErrorKind::InvalidArgument { message }, Some(thrown))
+                        if message == CALLBACK_FAILED =>
+                    {
+                        thrown
+                    }
+                    _ => reject(&error),
+                },
+            )
+        })
+    }
+
+    /// Ends the session: its server session goes back to the client's pool (an open
+    /// transaction is aborted first).
+    #[wasm_bindgen(js_name = endSession)]
+    pub fn end_session(&self) -> Promise {
+        let session = self.session.clone();
+        future_to_promise(async move {
+            session.close().await;
+            Ok(JsValue::UNDEFINED)
+        })
+    }
+}
+
+/// A `withTransaction` callback's rejection as the core's error: [`CALLBACK_FAILED`],
+/// with the labels of the rejection (a driver error thrown on by the callback).
+fn callback_error(thrown: &JsValue) -> Error {
+    let labels = Reflect::get(thrown, &JsValue::from_str("errorLabels"))
+        .ok()
+        .filter(|labels| labels.is_array())
+        .map(|labels| {
+            Array::from(&labels)
+                .iter()
+                .filter_map(|label| label.as_string())
+                .collect::<Vec<_>>()
+        })
+        .unwrap_or_default();
+    labels
+        .iter()
+        .fold(Error::invalid_argument(CALLBACK_FAILED), |error, label| {
+            error.with_label(label)
+        })
+}
+
+/// Delivers the events of one [`Family`] to the glue's `events` object:
+/// `events.emit(bson)` for each one, built only while `events.listening(family)`.
+struct JsListener<E> {
+    events: JsValue,
+    family: Family,
+    build: fn(&E) -> Document,
+}
+
+impl<E> EventListener<E> for JsListener<E> {
+    fn handle(&self, event: &E) {
+        let document = (self.build)(event);
+        if let Ok(document) = anymongo::bson::serialize_to_vec(&document) {
+            // A listener's exception is the application's: the glue catches it.
+            let _ = call(&self.events, "emit", &bytes(&document));
+        }
+    }
+
+    fn is_listening(&self) -> bool {
+        call(
+            &self.events,
+            "listening",
+            &JsValue::from_str(self.family.name()),
+        )
+        .is_ok_and(|listening| listening.is_truthy())
+    }
+}
+
+fn call(target: &JsValue, method: &str, argument: &JsValue) -> Result<JsValue, JsValue> {
+    let function: Function = Reflect::get(target, &JsValue::from_str(method))?.dyn_into()?;
+    function.call1(target, argument)
+}
+
+/// The client's event listeners, over the glue's `events` object; command events only
+/// with `monitorCommands` (as the Node driver).
+fn event_config(events: &JsValue, monitor_commands: bool) -> ClientConfig {
+    fn listener<E: 'static>(
+        events: &JsValue,
+        family: Family,
+        build: fn(&E) -> Document,
+    ) -> Arc<dyn EventListener<E>> {
+        Arc::new(JsListener {
+            events: events.clone(),
+            family,
+            build,
+        })
+    }
+    ClientConfig {
+        command_event_handler: monitor_commands
+            .then(|| listener(events, Family::Command, events::command_event)),
+        cmap_event_handler: Some(listener(events, Family::Pool, events::pool_event)),
+        sdam_event_handler: Some(listener(events, Family::Topology, events::topology_event)),
+        ..ClientConfig::default()
     }
 }
 

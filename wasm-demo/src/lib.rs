@@ -9,6 +9,7 @@
 // JavaScript handles are not Send: on wasm32 an Arc is only shared ownership.
 #![cfg_attr(target_family = "wasm", allow(clippy::arc_with_non_send_sync))]
 
+pub mod events;
 #[cfg(target_arch = "wasm32")]
 mod host;
 #[cfg(target_arch = "wasm32")]

@@ -6,19 +6,38 @@
 //! `js.rs` only moves bytes across the JavaScript boundary.
 
 use anymongo::bson::raw::{RawBsonRef, RawDocument, RawDocumentBuf};
+use anymongo::bson::Timestamp;
 use anymongo::bson::{doc, rawdoc, Bson, Document, RawBson};
+use anymongo::collection::FindOneAndModify;
 use anymongo::crud::bulk_write::{
     BulkWriteOptions, BulkWriteResult, DeleteManyModel, DeleteOneModel, InsertOneModel,
     ReplaceOneModel, UpdateManyModel, UpdateOneModel, WriteModel,
 };
 use anymongo::crud::{
     AggregateOptions, CountOptions, FindOneAndModifyOptions, FindOptions, ReadOptions,
-    ReturnDocument, WriteOptions,
+    ReturnDocument, RunCursorCommandOptions, WriteOptions,
 };
 use anymongo::index_management::{CreateIndexOptions, IndexModel};
-use anymongo::{Client, Collection, Cursor, Database, Error, ErrorKind, Result};
+use anymongo::selection::ReadPreference;
+use anymongo::session::{ClientSession, SessionOptions};
+use anymongo::transactions::{TransactionOptions, TransactionState};
+use anymongo::{
+    ChangeStream, ChangeStreamOptions, Client, Collection, Cursor, Database, Error, ErrorKind,
+    Result,
+};
 use serde::de::DeserializeOwned;
 use std::time::Duration;
+
+/// `target.plain(args)`, or `target.in_session(args, session)` when there is a session:
+/// the core names each operation's two forms so.
+macro_rules! in_session {
+    ($session:expr, $target:ident . $plain:ident | $in_session:ident ( $($arg:expr),* $(,)? )) => {
+        match $session {
+            Some(session) => $target.$in_session($($arg),*, session).await,
+            None => $target.$plain($($arg),*).await,
+        }
+    };
+}
 
 /// Runs the operation `op` of the JavaScript API on collection `collection` of
 /// database `database` (the database itself for `command`, `dropDatabase`), with the
@@ -27,12 +46,15 @@ use std::time::Duration;
 ///
 /// The documents of the data paths stay BSON bytes: inserted documents go to the server
 /// as the glue serialized them, and found documents come back as the server sent them.
+///
+/// With `session`, the operation runs in it (the Node driver's `{ session }` option).
 pub async fn run(
     client: &Client,
     op: &str,
     database: &str,
     collection: &str,
     args: &RawDocument,
+    session: Option<&ClientSession>,
 ) -> Result<RawDocumentBuf> {
     let db = database_for(client, database, args)?;
     let coll: Collection<Document> = db.collection(collection);
@@ -40,18 +62,22 @@ pub async fn run(
     let reply = match op {
         "insertOne" => {
             let document = required_raw_document(args, "document")?;
-            let result = db
-                .collection::<&RawDocument>(collection)
-                .insert_one(document, options::<WriteOptions>(args)?)
-                .await?;
+            let raw = db.collection::<&RawDocument>(collection);
+            let options = options::<WriteOptions>(args)?;
+            let result = in_session!(
+                session,
+                raw.insert_one | insert_one_with_session(document, options)
+            )?;
             doc! { "acknowledged": true, "insertedId": result.inserted_id }
         }
         "insertMany" => {
             let documents = documents(args, "documents", Ok)?;
-            let result = db
-                .collection::<&RawDocument>(collection)
-                .insert_many(documents, options::<WriteOptions>(args)?)
-                .await?;
+            let raw = db.collection::<&RawDocument>(collection);
+            let options = options::<WriteOptions>(args)?;
+            let result = in_session!(
+                session,
+                raw.insert_many | insert_many_with_session(documents, options)
+            )?;
             let ids: Document = result
                 .inserted_ids
                 .iter()
@@ -67,29 +93,43 @@ pub async fn run(
             let update = update(args)?;
             let options = options::<WriteOptions>(args)?;
             let result = match op {
-                "updateOne" => coll.update_one(filter, update, options).await?,
-                _ => coll.update_many(filter, update, options).await?,
+                "updateOne" => in_session!(
+                    session,
+                    coll.update_one | update_one_with_session(filter, update, options)
+                )?,
+                _ => in_session!(
+                    session,
+                    coll.update_many | update_many_with_session(filter, update, options)
+                )?,
             };
             update_result(result)
         }
         "replaceOne" => {
             let replacement = required_document(args, "replacement")?;
-            let result = coll
-                .replace_one(filter, replacement, options::<WriteOptions>(args)?)
-                .await?;
+            let options = options::<WriteOptions>(args)?;
+            let result = in_session!(
+                session,
+                coll.replace_one | replace_one_with_session(filter, replacement, options)
+            )?;
             update_result(result)
         }
         "deleteOne" | "deleteMany" => {
             let options = options::<WriteOptions>(args)?;
             let result = match op {
-                "deleteOne" => coll.delete_one(filter, options).await?,
-                _ => coll.delete_many(filter, options).await?,
+                "deleteOne" => in_session!(
+                    session,
+                    coll.delete_one | delete_one_with_session(filter, options)
+                )?,
+                _ => in_session!(
+                    session,
+                    coll.delete_many | delete_many_with_session(filter, options)
+                )?,
             };
             doc! { "acknowledged": true, "deletedCount": count(result.deleted_count) }
         }
         "findOne" => {
             let found = coll
-                .find_one_raw(filter, options::<FindOptions>(args)?)
+                .find_one_raw(filter, options::<FindOptions>(args)?, session)
                 .await?;
             // Handed back as the server sent it: no `Document` in between.
             return Ok(match found {
@@ -99,30 +139,45 @@ pub async fn run(
         }
         "findOneAndUpdate" | "findOneAndReplace" | "findOneAndDelete" => {
             let options = find_and_modify_options(args)?;
-            let found = match op {
-                "findOneAndUpdate" => {
-                    coll.find_one_and_update(filter, update(args)?, options)
+            let action = match op {
+                "findOneAndUpdate" => FindOneAndModify::Update(update(args)?),
+                "findOneAndReplace" => {
+                    FindOneAndModify::Replace(required_document(args, "replacement")?)
+                }
+                _ => FindOneAndModify::Delete,
+            };
+            let found = match (session, action) {
+                (Some(session), action) => {
+                    coll.find_and_modify_with_session(filter, action, options, session)
                         .await?
                 }
-                "findOneAndReplace" => {
-                    let replacement = required_document(args, "replacement")?;
+                (None, FindOneAndModify::Update(update)) => {
+                    coll.find_one_and_update(filter, update, options).await?
+                }
+                (None, FindOneAndModify::Replace(replacement)) => {
                     coll.find_one_and_replace(filter, replacement, options)
                         .await?
                 }
-                _ => coll.find_one_and_delete(filter, options).await?,
+                (None, FindOneAndModify::Delete) => {
+                    coll.find_one_and_delete(filter, options).await?
+                }
             };
             doc! { "value": found.map_or(Bson::Null, Bson::Document) }
         }
         "countDocuments" => {
-            let n = coll
-                .count_documents(filter, options::<CountOptions>(args)?)
-                .await?;
+            let options = options::<CountOptions>(args)?;
+            let n = in_session!(
+                session,
+                coll.count_documents | count_documents_with_session(filter, options)
+            )?;
             doc! { "n": count(n) }
         }
         "estimatedDocumentCount" => {
-            let n = coll
-                .estimated_document_count(options::<ReadOptions>(args)?)
-                .await?;
+            let options = options::<ReadOptions>(args)?;
+            let n = in_session!(
+                session,
+                coll.estimated_document_count | estimated_document_count_with_session(options)
+            )?;
             doc! { "n": count(n) }
         }
         "distinct" => {
@@ -131,16 +186,21 @@ pub async fn run(
                     "distinct: the key must be a string",
                 ));
             };
-            let values = coll
-                .distinct(key, filter, options::<ReadOptions>(args)?)
-                .await?;
+            let options = options::<ReadOptions>(args)?;
+            let values = in_session!(
+                session,
+                coll.distinct | distinct_with_session(key, filter, options)
+            )?;
             doc! { "values": values }
         }
         "createIndex" => {
             let keys = required_document(args, "keys")?;
             let (model_options, command_options) = split_index_options(args)?;
             let model = IndexModel::new(keys).with_options(model_options);
-            let name = coll.create_index(model, command_options).await?;
+            let name = in_session!(
+                session,
+                coll.create_index | create_index_with_session(model, command_options)
+            )?;
             doc! { "name": name }
         }
         "createIndexes" => {
@@ -149,7 +209,10 @@ pub async fn run(
                 .into_iter()
                 .map(|spec| index_model(spec, &model_options))
                 .collect::<Result<Vec<_>>>()?;
-            let names = coll.create_indexes(models, command_options).await?;
+            let names = in_session!(
+                session,
+                coll.create_indexes | create_indexes_with_session(models, command_options)
+            )?;
             doc! { "names": names }
         }
         "bulkWrite" => {
@@ -157,22 +220,25 @@ pub async fn run(
                 .into_iter()
                 .map(write_model)
                 .collect::<Result<Vec<_>>>()?;
-            let result = coll
-                .bulk_write(models, options::<BulkWriteOptions>(args)?)
-                .await?;
+            let options = options::<BulkWriteOptions>(args)?;
+            let result = in_session!(
+                session,
+                coll.bulk_write | bulk_write_with_session(models, options)
+            )?;
             bulk_write_result(&result)
         }
         "drop" => {
-            coll.drop(None).await?;
+            coll.drop(session).await?;
             doc! { "value": true }
         }
         "dropDatabase" => {
-            db.drop(None).await?;
+            db.drop(session).await?;
             doc! { "value": true }
         }
         "command" => {
             let command = required_document(args, "command")?;
-            db.run_command(command).await?
+            db.run_command_with(command, read_preference(args)?, session)
+                .await?
         }
         _ => return Err(unknown(op)),
     };
@@ -191,29 +257,135 @@ pub async fn open_cursor(
     database: &str,
     collection: &str,
     args: &RawDocument,
+    session: Option<&ClientSession>,
 ) -> Result<Cursor<Document>> {
     let db = database_for(client, database, args)?;
     let coll: Collection<Document> = db.collection(collection);
     match op {
         "find" => {
             let filter = document(args, "filter")?;
-            coll.find(filter, options::<FindOptions>(args)?).await
+            let options = options::<FindOptions>(args)?;
+            in_session!(session, coll.find | find_with_session(filter, options))
         }
         // A command that answers with a cursor (`listIndexes`, `listCollections`...).
         "command" => {
-            db.run_cursor_command(required_document(args, "command")?)
-                .await
+            let command = required_document(args, "command")?;
+            let options = RunCursorCommandOptions {
+                read_preference: read_preference(args)?,
+                ..RunCursorCommandOptions::default()
+            };
+            db.run_cursor_command_with(command, options, session).await
         }
         "aggregate" => {
             let pipeline = documents(args, "pipeline", Document::try_from)?;
             let options = options::<AggregateOptions>(args)?;
             match collection {
-                "" => db.aggregate(pipeline, options).await,
-                _ => coll.aggregate(pipeline, options).await,
+                "" => in_session!(
+                    session,
+                    db.aggregate | aggregate_with_session(pipeline, options)
+                ),
+                _ => in_session!(
+                    session,
+                    coll.aggregate | aggregate_with_session(pipeline, options)
+                ),
             }
         }
         _ => Err(unknown(op)),
     }
+}
+
+/// The options of `startSession`: `causalConsistency`, `snapshot`,
+/// `defaultTransactionOptions` and `defaultTimeoutMS`, as the Node driver's.
+pub fn session_options(options: &RawDocument) -> Result<SessionOptions> {
+    let flag = |name| match options.get(name).map_err(malformed)? {
+        None | Some(RawBsonRef::Null | RawBsonRef::Undefined) => Ok(None),
+        Some(RawBsonRef::Boolean(value)) => Ok(Some(value)),
+        Some(_) => Err(Error::invalid_argument(format!(
+            "startSession: {name} must be a boolean"
+        ))),
+    };
+    let default_transaction_options = match options
+        .get("defaultTransactionOptions")
+        .map_err(malformed)?
+    {
+        Some(RawBsonRef::Document(defaults)) => Some(transaction_options(defaults)?),
+        _ => None,
+    };
+    Ok(SessionOptions {
+        causal_consistency: flag("causalConsistency")?,
+        snapshot: flag("snapshot")?,
+        default_transaction_options,
+        default_timeout: milliseconds(options, "defaultTimeoutMS")?,
+        ..SessionOptions::default()
+    })
+}
+
+/// The options of `startTransaction` and `withTransaction`: `readConcern`,
+/// `writeConcern`, `readPreference`, `maxCommitTimeMS`.
+pub fn transaction_options(options: &RawDocument) -> Result<TransactionOptions> {
+    anymongo::bson::deserialize_from_slice(options.as_bytes())
+        .map_err(|error| Error::invalid_argument(format!("transaction options: {error}")))
+}
+
+/// `document` as a [`Document`].
+pub fn to_document(document: &RawDocument) -> Result<Document> {
+    Document::try_from(document).map_err(malformed)
+}
+
+/// The timestamp `document[name]`.
+pub fn timestamp(document: &RawDocument, name: &str) -> Result<Timestamp> {
+    match document.get(name).map_err(malformed)? {
+        Some(RawBsonRef::Timestamp(timestamp)) => Ok(timestamp),
+        _ => Err(Error::invalid_argument(format!(
+            "{name} must be a Timestamp"
+        ))),
+    }
+}
+
+/// The spec's name of a transaction state (Transactions spec, and the unified test
+/// format's `assertSessionTransactionState`).
+pub fn transaction_state_name(state: TransactionState) -> &'static str {
+    match state {
+        TransactionState::None => "none",
+        TransactionState::Starting => "starting",
+        TransactionState::InProgress => "in_progress",
+        TransactionState::Committed | TransactionState::CommittedEmpty => "committed",
+        TransactionState::Aborted => "aborted",
+    }
+}
+
+/// A change stream (`watch`) on the whole deployment (`database` empty), a database
+/// (`collection` empty) or a collection, with `args.pipeline` and `args.options`;
+/// its events stay the bytes the server sent.
+pub async fn watch(
+    client: &Client,
+    database: &str,
+    collection: &str,
+    args: &RawDocument,
+    session: Option<&ClientSession>,
+) -> Result<ChangeStream<RawDocumentBuf>> {
+    let pipeline = documents(args, "pipeline", Document::try_from)?;
+    let options = options::<ChangeStreamOptions>(args)?;
+    let stream = match (database, collection) {
+        ("", _) => in_session!(
+            session,
+            client.watch | watch_with_session(pipeline, options)
+        )?,
+        (database, "") => {
+            let db = database_for(client, database, args)?;
+            in_session!(session, db.watch | watch_with_session(pipeline, options))?
+        }
+        (database, collection) => {
+            let coll = database_for(client, database, args)?.collection::<Document>(collection);
+            in_session!(session, coll.watch | watch_with_session(pipeline, options))?
+        }
+    };
+    Ok(stream.with_type())
+}
+
+/// `args.options.readPreference`, if given.
+fn read_preference(args: &RawDocument) -> Result<Option<ReadPreference>> {
+    Ok(options::<ReadOptions>(args)?.read_preference)
 }
 
 /// The next documents of `cursor`: every one it has fetched, fetching a batch first
@@ -608,20 +780,25 @@ fn database_for(client: &Client, name: &str, args: &RawDocument) -> Result<Datab
 
 /// `args.options.timeoutMS`: a number of milliseconds, 0 for no limit.
 fn operation_timeout(args: &RawDocument) -> Result<Option<Duration>> {
-    let Some(RawBsonRef::Document(options)) = field(args, "options")? else {
-        return Ok(None);
-    };
-    let milliseconds = match options.get("timeoutMS").map_err(malformed)? {
+    match field(args, "options")? {
+        Some(RawBsonRef::Document(options)) => milliseconds(options, "timeoutMS"),
+        _ => Ok(None),
+    }
+}
+
+/// `document[name]`, a number of milliseconds, if given.
+fn milliseconds(document: &RawDocument, name: &str) -> Result<Option<Duration>> {
+    let milliseconds = match document.get(name).map_err(malformed)? {
         None | Some(RawBsonRef::Null) | Some(RawBsonRef::Undefined) => return Ok(None),
         Some(RawBsonRef::Int32(value)) => f64::from(value),
         Some(RawBsonRef::Int64(value)) => value as f64,
         Some(RawBsonRef::Double(value)) => value,
-        Some(_) => return Err(Error::invalid_argument("timeoutMS must be a number")),
+        Some(_) => return Err(Error::invalid_argument(format!("{name} must be a number"))),
     };
     match Duration::try_from_secs_f64(milliseconds / 1000.0) {
-        Ok(timeout) => Ok(Some(timeout)),
+        Ok(duration) => Ok(Some(duration)),
         Err(_) => Err(Error::invalid_argument(format!(
-            "timeoutMS must be a non-negative number of milliseconds, not {milliseconds}"
+            "{name} must be a non-negative number of milliseconds, not {milliseconds}"
         ))),
     }
 }

@@ -1,0 +1,185 @@
+// Monitoring events, as the Node.js driver emits them on its MongoClient: a small
+// EventEmitter that runs on every JavaScript runtime (Workers have no `node:events`
+// without their Node.js compatibility flag), and the Node driver's event classes.
+//
+// The core builds an event only while someone listens to its family (see
+// `listening`), so a client nobody listens to pays nothing for them.
+import { BSON } from 'bson';
+import { errorFromDocument } from './errors.js';
+
+/** The subset of Node's EventEmitter that applications use on a MongoClient. */
+export class EventEmitter {
+  #listeners = new Map();
+
+  on(name, listener) {
+    if (typeof listener !== 'function') {
+      throw new TypeError('The "listener" argument must be a function');
+    }
+    const listeners = this.#listeners.get(name) ?? [];
+    this.#listeners.set(name, [...listeners, listener]);
+    return this;
+  }
+
+  addListener(name, listener) {
+    return this.on(name, listener);
+  }
+
+  once(name, listener) {
+    const once = (...args) => {
+      this.off(name, once);
+      listener.apply(this, args);
+    };
+    once.listener = listener;
+    return this.on(name, once);
+  }
+
+  off(name, listener) {
+    const listeners = this.#listeners.get(name) ?? [];
+    const index = listeners.findLastIndex((each) => each === listener || each.listener === listener);
+    if (index >= 0) {
+      const rest = listeners.toSpliced(index, 1);
+      if (rest.length === 0) this.#listeners.delete(name);
+      else this.#listeners.set(name, rest);
+    }
+    return this;
+  }
+
+  removeListener(name, listener) {
+    return this.off(name, listener);
+  }
+
+  removeAllListeners(name) {
+    if (name === undefined) this.#listeners.clear();
+    else this.#listeners.delete(name);
+    return this;
+  }
+
+  listeners(name) {
+    return (this.#listeners.get(name) ?? []).map((each) => each.listener ?? each);
+  }
+
+  listenerCount(name) {
+    return this.#listeners.get(name)?.length ?? 0;
+  }
+
+  eventNames() {
+    return [...this.#listeners.keys()];
+  }
+
+  /** Calls each listener of `name` in order; true if there was one. */
+  emit(name, ...args) {
+    const listeners = this.#listeners.get(name);
+    if (!listeners) return false;
+    for (const listener of listeners) {
+      listener.apply(this, args);
+    }
+    return true;
+  }
+}
+
+/** An event: its fields as the core sent them, on an object of the Node driver's class. */
+class MonitoringEvent {
+  constructor(fields) {
+    Object.assign(this, fields);
+  }
+}
+
+/** Command monitoring (`monitorCommands: true`). */
+class CommandEvent extends MonitoringEvent {
+  /** Whether the command went to a load balancer's service (`serviceId`). */
+  get hasServiceId() {
+    return Boolean(this.serviceId);
+  }
+}
+export class CommandStartedEvent extends CommandEvent {}
+export class CommandSucceededEvent extends CommandEvent {}
+export class CommandFailedEvent extends CommandEvent {}
+
+// Connection pools (CMAP).
+export class ConnectionPoolMonitoringEvent extends MonitoringEvent {}
+export class ConnectionPoolCreatedEvent extends ConnectionPoolMonitoringEvent {}
+export class ConnectionPoolReadyEvent extends ConnectionPoolMonitoringEvent {}
+export class ConnectionPoolClearedEvent extends ConnectionPoolMonitoringEvent {}
+export class ConnectionPoolClosedEvent extends ConnectionPoolMonitoringEvent {}
+export class ConnectionCreatedEvent extends ConnectionPoolMonitoringEvent {}
+export class ConnectionReadyEvent extends ConnectionPoolMonitoringEvent {}
+export class ConnectionClosedEvent extends ConnectionPoolMonitoringEvent {}
+export class ConnectionCheckOutStartedEvent extends ConnectionPoolMonitoringEvent {}
+export class ConnectionCheckOutFailedEvent extends ConnectionPoolMonitoringEvent {}
+export class ConnectionCheckedOutEvent extends ConnectionPoolMonitoringEvent {}
+export class ConnectionCheckedInEvent extends ConnectionPoolMonitoringEvent {}
+
+// Server discovery and monitoring.
+export class TopologyOpeningEvent extends MonitoringEvent {}
+export class TopologyClosedEvent extends MonitoringEvent {}
+export class TopologyDescriptionChangedEvent extends MonitoringEvent {}
+export class ServerOpeningEvent extends MonitoringEvent {}
+export class ServerClosedEvent extends MonitoringEvent {}
+export class ServerDescriptionChangedEvent extends MonitoringEvent {}
+export class ServerHeartbeatStartedEvent extends MonitoringEvent {}
+export class ServerHeartbeatSucceededEvent extends MonitoringEvent {}
+export class ServerHeartbeatFailedEvent extends MonitoringEvent {}
+
+/** Each event's class and family (the core's `events::Family`), by its name. */
+const EVENTS = {
+  commandStarted: [CommandStartedEvent, 'command'],
+  commandSucceeded: [CommandSucceededEvent, 'command'],
+  commandFailed: [CommandFailedEvent, 'command'],
+  connectionPoolCreated: [ConnectionPoolCreatedEvent, 'pool'],
+  connectionPoolReady: [ConnectionPoolReadyEvent, 'pool'],
+  connectionPoolCleared: [ConnectionPoolClearedEvent, 'pool'],
+  connectionPoolClosed: [ConnectionPoolClosedEvent, 'pool'],
+  connectionCreated: [ConnectionCreatedEvent, 'pool'],
+  connectionReady: [ConnectionReadyEvent, 'pool'],
+  connectionClosed: [ConnectionClosedEvent, 'pool'],
+  connectionCheckOutStarted: [ConnectionCheckOutStartedEvent, 'pool'],
+  connectionCheckOutFailed: [ConnectionCheckOutFailedEvent, 'pool'],
+  connectionCheckedOut: [ConnectionCheckedOutEvent, 'pool'],
+  connectionCheckedIn: [ConnectionCheckedInEvent, 'pool'],
+  topologyOpening: [TopologyOpeningEvent, 'topology'],
+  topologyClosed: [TopologyClosedEvent, 'topology'],
+  topologyDescriptionChanged: [TopologyDescriptionChangedEvent, 'topology'],
+  serverOpening: [ServerOpeningEvent, 'topology'],
+  serverClosed: [ServerClosedEvent, 'topology'],
+  serverDescriptionChanged: [ServerDescriptionChangedEvent, 'topology'],
+  serverHeartbeatStarted: [ServerHeartbeatStartedEvent, 'topology'],
+  serverHeartbeatSucceeded: [ServerHeartbeatSucceededEvent, 'topology'],
+  serverHeartbeatFailed: [ServerHeartbeatFailedEvent, 'topology'],
+};
+
+/**
+ * What the core calls for a client's events: `listening(family)`, whether `emitter`
+ * has a listener for an event of the family, and `emit(bson)`, which emits one event
+ * on `emitter` as an object of its class. A listener that throws does not reach the
+ * core (as the Node driver, which emits outside its operations' error handling).
+ */
+export function eventSink(emitter) {
+  return {
+    listening(family) {
+      for (const [name, [, of]] of Object.entries(EVENTS)) {
+        if (of === family && emitter.listenerCount(name) > 0) return true;
+      }
+      return false;
+    },
+    emit(bytes) {
+      const { name, ...fields } = BSON.deserialize(bytes);
+      const [Class] = EVENTS[name] ?? [MonitoringEvent];
+      if (fields.failure && typeof fields.failure.name === 'string') {
+        fields.failure = errorFromDocument(fields.failure);
+      }
+      if (fields.error && typeof fields.error.name === 'string') {
+        fields.error = errorFromDocument(fields.error);
+      }
+      const event = new Class(fields);
+      // The Node driver's events carry their name too (`event.name`).
+      Object.defineProperty(event, 'name', { value: name, enumerable: false });
+      try {
+        emitter.emit(name, event);
+      } catch (error) {
+        queueMicrotask(() => {
+          throw error;
+        });
+      }
+    },
+  };
+}

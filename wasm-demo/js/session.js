@@ -1,0 +1,399 @@
+// ClientSession and ChangeStream, shaped like the Node.js driver's, over the core's
+// sessions (transactions, causal consistency, snapshot reads) and change streams.
+import { BSON } from 'bson';
+import { MongoAPIError, MongoExpiredSessionError, MongoTransactionError, toError } from './errors.js';
+import { EventEmitter } from './events.js';
+
+/** The Node driver's names of the transaction states (`session.transaction.state`). */
+const TRANSACTION_STATES = {
+  none: 'NO_TRANSACTION',
+  starting: 'STARTING_TRANSACTION',
+  in_progress: 'TRANSACTION_IN_PROGRESS',
+  committed: 'TRANSACTION_COMMITTED',
+  aborted: 'TRANSACTION_ABORTED',
+};
+
+/** BSON of `value`, or undefined. */
+function optional(value) {
+  return value === undefined || value === null ? undefined : BSON.deserialize(value);
+}
+
+/**
+ * A session (`client.startSession()`): pass it as `{ session }` to operations. Its
+ * server session is taken when it is first used, so a session can be started before
+ * the client connects, and a transaction started before its first operation.
+ */
+export class ClientSession {
+  #client;
+  #options;
+  #native = null;
+  /** The options of a transaction started before the session had a server session. */
+  #pendingTransaction = null;
+  #ended = false;
+
+  /** @internal `client.startSession(options)`. */
+  constructor(client, options = {}) {
+    this.#client = client;
+    this.#options = { ...options };
+  }
+
+  /** The client that started the session. */
+  get client() {
+    return this.#client;
+  }
+
+  /** Whether the session was started by the application (always, for this class). */
+  get explicit() {
+    return true;
+  }
+
+  /** Whether the session is a snapshot session. */
+  get snapshotEnabled() {
+    return this.#options.snapshot === true;
+  }
+
+  /** The session id, `{ id: UUID }`, once the session was used. */
+  get id() {
+    return optional(this.#native?.id());
+  }
+
+  /** The last `$clusterTime` the session saw. */
+  get clusterTime() {
+    return optional(this.#native?.clusterTime());
+  }
+
+  /** The last operation time the session saw. */
+  get operationTime() {
+    return optional(this.#native?.operationTime())?.t;
+  }
+
+  /** The server session: its `id`, and whether a network error made it dirty. */
+  get serverSession() {
+    const native = this.#native;
+    return native ? { id: optional(native.id()), isDirty: native.isDirty() } : undefined;
+  }
+
+  get hasEnded() {
+    return this.#ended;
+  }
+
+  /** Whether the session's transaction is pinned to a mongos or a load balancer's connection. */
+  get isPinned() {
+    return Boolean(this.#native?.pinnedServer());
+  }
+
+  /** The transaction: its `state` (the Node driver's names), `isActive`, `options`. */
+  get transaction() {
+    const state = this.#native ? this.#native.transactionState() : this.#pendingTransaction ? 'starting' : 'none';
+    return {
+      state: TRANSACTION_STATES[state],
+      isActive: state === 'starting' || state === 'in_progress',
+      isPinned: this.isPinned,
+    };
+  }
+
+  advanceClusterTime(clusterTime) {
+    this.#session().advanceClusterTime(BSON.serialize(clusterTime));
+  }
+
+  advanceOperationTime(operationTime) {
+    this.#session().advanceOperationTime(BSON.serialize({ t: operationTime }));
+  }
+
+  inTransaction() {
+    return this.#native ? this.#native.inTransaction() : this.#pendingTransaction !== null;
+  }
+
+  /** Starts a transaction; its first operation sends `startTransaction`. */
+  startTransaction(options = {}) {
+    this.#checkNotEnded();
+    if (!this.#native) {
+      if (this.#pendingTransaction) {
+        throw new MongoTransactionError('Transaction already in progress');
+      }
+      this.#pendingTransaction = options;
+      return;
+    }
+    try {
+      this.#native.startTransaction(BSON.serialize(transactionOptions(options)));
+    } catch (error) {
+      throw toError(error);
+    }
+  }
+
+  async commitTransaction() {
+    return this.#end('commitTransaction');
+  }
+
+  async abortTransaction() {
+    return this.#end('abortTransaction');
+  }
+
+  async #end(name) {
+    this.#checkNotEnded();
+    if (!this.#native) {
+      if (!this.#pendingTransaction) {
+        throw new MongoTransactionError('No transaction started');
+      }
+      // Nothing was sent in it: committing or aborting sends nothing either.
+      this.#pendingTransaction = null;
+      return;
+    }
+    try {
+      await this.#native[name]();
+    } catch (error) {
+      throw toError(error);
+    }
+  }
+
+  /**
+   * Runs `fn(session)` in a transaction and commits it, retrying both on the errors
+   * the Convenient Transactions API spec names, for up to 120 seconds (or the
+   * session's timeoutMS); resolves to what `fn` resolved to.
+   */
+  async withTransaction(fn, options = {}) {
+    this.#checkNotEnded();
+    const native = this._attach(await this.#client._connected());
+    try {
+      return await native.withTransaction(() => fn(this), BSON.serialize(transactionOptions(options)));
+    } catch (error) {
+      throw toError(error);
+    }
+  }
+
+  /** Ends the session (aborting an open transaction); its server session is pooled again. */
+  async endSession() {
+    if (this.#ended) return;
+    this.#ended = true;
+    this.#pendingTransaction = null;
+    const native = this.#native;
+    if (native) {
+      await native.endSession();
+    }
+  }
+
+  async [Symbol.asyncDispose]() {
+    await this.endSession();
+  }
+
+  #checkNotEnded() {
+    if (this.#ended) {
+      throw new MongoExpiredSessionError('Cannot use a session that has ended');
+    }
+  }
+
+  #session() {
+    if (!this.#native) {
+      throw new MongoAPIError('the session has not been used yet');
+    }
+    return this.#native;
+  }
+
+  /**
+   * @internal The session's native session on `nativeClient`, taken on first use;
+   * a transaction started before then starts now.
+   */
+  _attach(nativeClient) {
+    this.#checkNotEnded();
+    if (!this.#native) {
+      try {
+        this.#native = nativeClient.startSession(BSON.serialize(sessionOptions(this.#options)));
+        const pending = this.#pendingTransaction;
+        this.#pendingTransaction = null;
+        if (pending) {
+          this.#native.startTransaction(BSON.serialize(transactionOptions(pending)));
+        }
+      } catch (error) {
+        throw toError(error);
+      }
+    }
+    return this.#native;
+  }
+
+  /** @internal A handle on the native session, moved into one call of the module. */
+  _handle(nativeClient) {
+    return this._attach(nativeClient).handle();
+  }
+}
+
+/** The read preference as the core takes it: `{ mode, tags, maxStalenessSeconds, hedge }`. */
+export function readPreferenceDocument(value) {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value === 'string') return { mode: value };
+  const { mode, tags, maxStalenessSeconds, hedge } = value;
+  const document = { mode };
+  if (tags?.length) document.tagSets = tags;
+  if (maxStalenessSeconds !== undefined && maxStalenessSeconds !== null) document.maxStalenessSeconds = maxStalenessSeconds;
+  if (hedge !== undefined && hedge !== null) document.hedge = hedge;
+  return document;
+}
+
+/** Options of a transaction (`readConcern`, `writeConcern`, `readPreference`, `maxCommitTimeMS`). */
+function transactionOptions(options) {
+  const out = {};
+  for (const name of ['readConcern', 'writeConcern']) {
+    if (options[name] !== undefined && options[name] !== null) out[name] = { ...options[name] };
+  }
+  if (typeof options.maxCommitTimeMS === 'number') out.maxCommitTimeMS = options.maxCommitTimeMS;
+  const readPreference = readPreferenceDocument(options.readPreference);
+  if (readPreference) out.readPreference = readPreference;
+  return out;
+}
+
+function sessionOptions(options) {
+  const out = {};
+  for (const name of ['causalConsistency', 'snapshot', 'defaultTimeoutMS']) {
+    if (options[name] !== undefined && options[name] !== null) out[name] = options[name];
+  }
+  if (options.defaultTransactionOptions) {
+    out.defaultTransactionOptions = transactionOptions(options.defaultTransactionOptions);
+  }
+  return out;
+}
+
+/**
+ * The changes to a collection, a database or the deployment (`watch()`): read with
+ * `next()`, `tryNext()`, `for await`, or `on('change', listener)`. The aggregate that
+ * opens it is sent on the first read.
+ */
+export class ChangeStream extends EventEmitter {
+  #client;
+  #db;
+  #collection;
+  #args;
+  #native = null;
+  #opening = null;
+  #buffered = null;
+  #closed = false;
+  #streaming = false;
+
+  /** @internal */
+  constructor(client, db, collection, pipeline, options) {
+    super();
+    if (!Array.isArray(pipeline)) {
+      throw new MongoAPIError('a change stream pipeline must be an array of stages');
+    }
+    this.#client = client;
+    this.#db = db;
+    this.#collection = collection;
+    this.#args = { pipeline, options: { ...options } };
+  }
+
+  get closed() {
+    return this.#closed;
+  }
+
+  /** The token to resume after the last change returned (or a later one of the server's). */
+  get resumeToken() {
+    const token = this.#native?.resumeToken();
+    if (token) return BSON.deserialize(token);
+    return this.#args.options.startAfter ?? this.#args.options.resumeAfter ?? null;
+  }
+
+  async #open() {
+    if (this.#closed) {
+      throw new MongoAPIError('ChangeStream is closed');
+    }
+    this.#opening ??= this.#client._watch(this.#db, this.#collection, this.#args).then((native) => {
+      this.#native = native;
+    });
+    try {
+      await this.#opening;
+    } catch (error) {
+      this.#opening = null;
+      throw error;
+    }
+    return this.#native;
+  }
+
+  /** The next change if the server has one now (one getMore), else null. */
+  async tryNext() {
+    if (this.#buffered) {
+      const change = this.#buffered;
+      this.#buffered = null;
+      return change;
+    }
+    const native = await this.#open();
+    let change;
+    try {
+      change = await native.tryNext();
+    } catch (error) {
+      throw toError(error);
+    }
+    if (change === undefined) {
+      await this.close();
+      return null;
+    }
+    return change === null ? null : BSON.deserialize(change);
+  }
+
+  /** Whether there is a next change, waiting for one. */
+  async hasNext() {
+    while (!this.#buffered) {
+      if (this.#closed) return false;
+      this.#buffered = await this.tryNext();
+    }
+    return true;
+  }
+
+  /** The next change, waiting for one. */
+  async next() {
+    if (!(await this.hasNext())) {
+      throw new MongoAPIError('ChangeStream is closed');
+    }
+    return this.tryNext();
+  }
+
+  async *[Symbol.asyncIterator]() {
+    try {
+      while (await this.hasNext()) {
+        yield await this.tryNext();
+      }
+    } finally {
+      await this.close();
+    }
+  }
+
+  /** `on('change', listener)` reads the stream and emits each change (`'error'` on failure). */
+  on(name, listener) {
+    super.on(name, listener);
+    if (name === 'change' && !this.#streaming) {
+      this.#streaming = true;
+      this.#stream();
+    }
+    return this;
+  }
+
+  async #stream() {
+    try {
+      while (this.listenerCount('change') > 0 && (await this.hasNext())) {
+        this.emit('change', await this.tryNext());
+      }
+    } catch (error) {
+      if (!this.#closed) this.emit('error', error);
+    } finally {
+      this.#streaming = false;
+    }
+  }
+
+  async close() {
+    if (this.#closed) return;
+    this.#closed = true;
+    const native = this.#native;
+    this.#native = null;
+    if (native) {
+      try {
+        await native.close();
+      } catch (error) {
+        throw toError(error);
+      } finally {
+        native.free();
+        this.emit('close');
+      }
+    }
+  }
+
+  async [Symbol.asyncDispose]() {
+    await this.close();
+  }
+}

@@ -1,0 +1,281 @@
+//! The core's monitoring events as the documents the JavaScript glue turns into the
+//! Node.js driver's event objects: `name` is the event's name on the `MongoClient`
+//! (`commandStarted`, `connectionCheckedOut`, `serverHeartbeatSucceeded`…), the other
+//! fields are those of the Node driver's event class (`address` as `host:port`,
+//! `connectionId`, `serverConnectionId`, `duration` in milliseconds…).
+//!
+//! Free of wasm-bindgen, like [`crate::ops`], so that it is tested natively.
+
+use std::time::Duration;
+
+use anymongo::bson::{doc, Bson, Document};
+use anymongo::cmap::CmapEvent;
+use anymongo::command_monitoring::{CommandEvent, CommandInfo};
+use anymongo::sdam::description::{ServerDescription, TopologyDescription};
+use anymongo::sdam::SdamEvent;
+
+use crate::ops::error_document;
+
+/// Which family of events a listener asked for: each is built only when the
+/// application listens to one event of its family.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Family {
+    /// `commandStarted`, `commandSucceeded`, `commandFailed` (with `monitorCommands`).
+    Command,
+    /// The connection pool's events (CMAP).
+    Pool,
+    /// Server discovery and monitoring.
+    Topology,
+}
+
+impl Family {
+    /// The family's name, as the glue's `listening(family)` takes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Family::Command => "command",
+            Family::Pool => "pool",
+            Family::Topology => "topology",
+        }
+    }
+}
+
+fn millis(duration: Duration) -> f64 {
+    duration.as_secs_f64() * 1000.0
+}
+
+fn command_fields(name: &str, info: &CommandInfo) -> Document {
+    let mut event = doc! {
+        "name": name,
+        "commandName": &info.command_name,
+        "databaseName": &info.database_name,
+        "requestId": info.request_id,
+        "operationId": info.operation_id,
+        "address": info.connection.address.to_string(),
+        "connectionId": i64::from(info.connection.id),
+        "serverConnectionId": info.connection.server_id.map_or(Bson::Null, Bson::Int64),
+    };
+    if let Some(service_id) = info.service_id {
+        event.insert("serviceId", service_id);
+    }
+    event
+}
+
+/// A command event.
+pub fn command_event(event: &CommandEvent) -> Document {
+    match event {
+        CommandEvent::Started(started) => {
+            let mut out = command_fields("commandStarted", &started.info);
+            out.insert("command", started.command.clone());
+            out
+        }
+        CommandEvent::Succeeded(succeeded) => {
+            let mut out = command_fields("commandSucceeded", &succeeded.info);
+            out.insert("duration", millis(succeeded.duration));
+            out.insert("reply", succeeded.reply.clone());
+            out
+        }
+        CommandEvent::Failed(failed) => {
+            let mut out = command_fields("commandFailed", &failed.info);
+            out.insert("duration", millis(failed.duration));
+            out.insert("failure", error_document(&failed.failure));
+            out
+        }
+    }
+}
+
+/// A connection pool event.
+pub fn pool_event(event: &CmapEvent) -> Document {
+    let name = match event {
+        CmapEvent::PoolCreated { .. } => "connectionPoolCreated",
+        CmapEvent::PoolReady { .. } => "connectionPoolReady",
+        CmapEvent::PoolCleared { .. } => "connectionPoolCleared",
+        CmapEvent::PoolClosed { .. } => "connectionPoolClosed",
+        CmapEvent::ConnectionCreated { .. } => "connectionCreated",
+        CmapEvent::ConnectionReady { .. } => "connectionReady",
+        CmapEvent::ConnectionClosed { .. } => "connectionClosed",
+        CmapEvent::ConnectionCheckOutStarted { .. } => "connectionCheckOutStarted",
+        CmapEvent::ConnectionCheckOutFailed { .. } => "connectionCheckOutFailed",
+        CmapEvent::ConnectionCheckedOut { .. } => "connectionCheckedOut",
+        CmapEvent::ConnectionCheckedIn { .. } => "connectionCheckedIn",
+    };
+    let mut out = doc! { "name": name, "address": event.address().to_string() };
+    if let Some(id) = event.connection_id() {
+        out.insert("connectionId", i64::from(id));
+    }
+    match event {
+        CmapEvent::PoolCreated { options, .. } => {
+            let mut fields = doc! {
+                "maxPoolSize": i64::from(options.max_pool_size),
+                "minPoolSize": i64::from(options.min_pool_size),
+                "maxConnecting": i64::from(options.max_connecting),
+            };
+            if let Some(idle) = options.max_idle_time {
+                fields.insert("maxIdleTimeMS", millis(idle));
+            }
+            out.insert("options", fields);
+        }
+        CmapEvent::PoolCleared {
+            service_id,
+            interrupt_in_use_connections,
+            ..
+        } => {
+            if let Some(service_id) = service_id {
+                out.insert("serviceId", *service_id);
+            }
+            out.insert("interruptInUseConnections", *interrupt_in_use_connections);
+        }
+        CmapEvent::ConnectionReady { duration, .. }
+        | CmapEvent::ConnectionCheckedOut { duration, .. } => {
+            out.insert("durationMS", millis(*duration));
+        }
+        CmapEvent::ConnectionClosed { reason, .. } => {
+            out.insert("reason", reason.as_str());
+        }
+        CmapEvent::ConnectionCheckOutFailed {
+            reason,
+            error,
+            duration,
+            ..
+        } => {
+            out.insert("reason", reason.as_str());
+            out.insert("durationMS", millis(*duration));
+            if let Some(error) = error {
+                out.insert("error", error_document(error));
+            }
+        }
+        _ => {}
+    }
+    out
+}
+
+fn server_description(server: &ServerDescription) -> Document {
+    let mut out = doc! {
+        "address": server.address.to_string(),
+        "type": server.server_type.name(),
+        "hosts": server.hosts.clone(),
+        "passives": server.passives.clone(),
+        "arbiters": server.arbiters.clone(),
+        "minWireVersion": server.min_wire_version,
+        "maxWireVersion": server.max_wire_version,
+        "error": server.error.clone().map_or(Bson::Null, Bson::String),
+        "roundTripTime": server.round_trip_time.map_or(Bson::Int32(-1), |rtt| Bson::Double(millis(rtt))),
+        "setName": server.set_name.clone().map_or(Bson::Null, Bson::String),
+        "primary": server.primary.clone().map_or(Bson::Null, Bson::String),
+        "me": server.me.clone().map_or(Bson::Null, Bson::String),
+    };
+    if let Some(version) = server.set_version {
+        out.insert("setVersion", version);
+    }
+    if let Some(election_id) = server.election_id {
+        out.insert("electionId", election_id);
+    }
+    if let Some(minutes) = server.logical_session_timeout_minutes {
+        out.insert("logicalSessionTimeoutMinutes", minutes);
+    }
+    let tags: Document = server
+        .tags
+        .iter()
+        .map(|(key, value)| (key.clone(), Bson::String(value.clone())))
+        .collect();
+    out.insert("tags", tags);
+    out
+}
+
+fn topology_description(topology: &TopologyDescription) -> Document {
+    let servers: Document = topology
+        .servers
+        .iter()
+        .map(|(address, server)| {
+            (
+                address.to_string(),
+                Bson::Document(server_description(server)),
+            )
+        })
+        .collect();
+    doc! {
+        "type": topology.topology_type.name(),
+        "setName": topology.set_name.clone().map_or(Bson::Null, Bson::String),
+        "servers": servers,
+        "compatibilityError": topology.compatibility_error.clone().map_or(Bson::Null, Bson::String),
+        "logicalSessionTimeoutMinutes": topology.logical_session_timeout_minutes.map_or(Bson::Null, Bson::Int64),
+        "heartbeatFrequencyMS": millis(topology.heartbeat_frequency),
+    }
+}
+
+/// A server discovery and monitoring event.
+pub fn topology_event(event: &SdamEvent) -> Document {
+    match event {
+        SdamEvent::TopologyOpening { topology_id } => {
+            doc! { "name": "topologyOpening", "topologyId": topology_id }
+        }
+        SdamEvent::TopologyClosed { topology_id } => {
+            doc! { "name": "topologyClosed", "topologyId": topology_id }
+        }
+        SdamEvent::TopologyDescriptionChanged {
+            topology_id,
+            previous,
+            new,
+        } => doc! {
+            "name": "topologyDescriptionChanged",
+            "topologyId": topology_id,
+            "previousDescription": topology_description(previous),
+            "newDescription": topology_description(new),
+        },
+        SdamEvent::ServerOpening {
+            topology_id,
+            address,
+        } => doc! {
+            "name": "serverOpening", "topologyId": topology_id, "address": address.to_string(),
+        },
+        SdamEvent::ServerClosed {
+            topology_id,
+            address,
+        } => doc! {
+            "name": "serverClosed", "topologyId": topology_id, "address": address.to_string(),
+        },
+        SdamEvent::ServerDescriptionChanged {
+            topology_id,
+            address,
+            previous,
+            new,
+        } => doc! {
+            "name": "serverDescriptionChanged",
+            "topologyId": topology_id,
+            "address": address.to_string(),
+            "previousDescription": server_description(previous),
+            "newDescription": server_description(new),
+        },
+        // The Node driver's heartbeat events name the server in `connectionId`.
+        SdamEvent::ServerHeartbeatStarted {
+            address, awaited, ..
+        } => doc! {
+            "name": "serverHeartbeatStarted", "connectionId": address.to_string(), "awaited": awaited,
+        },
+        SdamEvent::ServerHeartbeatSucceeded {
+            address,
+            duration,
+            reply,
+            awaited,
+            ..
+        } => doc! {
+            "name": "serverHeartbeatSucceeded",
+            "connectionId": address.to_string(),
+            "duration": millis(*duration),
+            "reply": reply.clone(),
+            "awaited": awaited,
+        },
+        SdamEvent::ServerHeartbeatFailed {
+            address,
+            duration,
+            failure,
+            awaited,
+            ..
+        } => doc! {
+            "name": "serverHeartbeatFailed",
+            "connectionId": address.to_string(),
+            "duration": millis(*duration),
+            "failure": { "name": "MongoNetworkError", "message": failure },
+            "awaited": awaited,
+        },
+    }
+}
