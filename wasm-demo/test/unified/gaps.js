@@ -29,6 +29,16 @@ const BULK_WRITE_RETRY_RUNS_AGAIN =
 const NO_SHARDING_COMMANDS =
   `${SERVER_GAP}no sharding commands (shardCollection, checkMetadataConsistency): SecantusDB does not know them`;
 
+export const API_SHAPE = 'Node API shape: ';
+
+// The Node driver's watch(), as the package's, sends its aggregate at the first read,
+// and offers no public way to send only the aggregate (the Node driver's own runner
+// calls a private cursor method): the runner opens a change stream with tryNext, whose
+// getMore these tests do not expect (an exact event list, or a fail point on getMore
+// meant for the first iteration).
+const WATCH_OPENS_WITH_A_READ =
+  `${API_SHAPE}watch() opens the stream at its first read; the runner's tryNext to open it sends a getMore the test does not expect`;
+
 /** [suite folder, file relative to it, test description ('' for every test of the file), reason]. */
 export const KNOWN_GAPS = [
   ['retryable_writes', 'unified/bulkWrite.json', 'First command is retried', ON_PRIMARY_TRANSACTIONAL_WRITE],
@@ -66,6 +76,16 @@ export const KNOWN_GAPS = [
   ['sessions', 'snapshot-sessions.json', 'Aggregate operation with snapshot', SNAPSHOT_READS_SEE_LATER_WRITES],
   ['sessions', 'snapshot-sessions.json', 'Mixed operation with snapshot', SNAPSHOT_READS_SEE_LATER_WRITES],
   ['sessions', 'snapshot-sessions.json', 'Write commands with snapshot session do not affect snapshot reads', SNAPSHOT_READS_SEE_LATER_WRITES],
+  ['change_streams', 'unified/change-streams-errors.json', 'change stream errors on ElectionInProgress', WATCH_OPENS_WITH_A_READ],
+  [
+    'change_streams',
+    'unified/change-streams-resume-errorLabels.json',
+    'change stream does not resume if error does not contain ResumableChangeStreamError',
+    WATCH_OPENS_WITH_A_READ,
+  ],
+  ['change_streams', 'unified/change-streams.json', 'Test with document comment', WATCH_OPENS_WITH_A_READ],
+  ['change_streams', 'unified/change-streams.json', 'Test with string comment', WATCH_OPENS_WITH_A_READ],
+  ['change_streams', 'unified/change-streams.json', 'Test that comment is set on getMore', WATCH_OPENS_WITH_A_READ],
   [
     'change_streams',
     'unified/change-streams-showExpandedEvents.json',

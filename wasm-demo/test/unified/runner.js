@@ -207,12 +207,26 @@ class Entities {
     return entity.kind === 'client' ? entity.value.client : entity.value;
   }
 
-  /** For the matcher: `$$sessionLsid`, the Node driver's `session.id`. */
+  /**
+   * For the matcher: `$$sessionLsid`, the Node driver's `session.id`, or the last one
+   * seen: the package gives a session its id at its first use, and none once ended,
+   * where tests match the commands of a session after ending it.
+   */
   sessionLsid(id) {
     const entity = this.#map.get(id);
     if (entity?.kind !== 'session') throw new MatchError(`$$sessionLsid: no session ${id}`);
-    return entity.value.id;
+    return entity.value.id ?? this.#lsids.get(entity.value);
   }
+
+  /** Keeps the ids of `sessions` (around each operation that uses them). */
+  noteLsids(sessions) {
+    for (const session of sessions) {
+      const lsid = session.id;
+      if (lsid !== undefined && lsid !== null) this.#lsids.set(session, lsid);
+    }
+  }
+
+  #lsids = new Map();
 
   values() {
     return [...this.#map.values()];
@@ -500,7 +514,9 @@ const OPERATIONS = {
   'session.withTransaction': {
     run: (s, a, context) =>
       s.withTransaction(async () => {
-        for (const operation of a.callback) await runOperation(operation, context);
+        // Spec "withTransaction": the callback's errors reach withTransaction, whatever
+        // their expectError or ignoreResultAndError.
+        for (const operation of a.callback) await runOperation(operation, context, { propagate: true });
       }, optionsOf(a, 'callback')),
   },
   // GridFS buckets (spec "Bucket Operations"; Node: GridFSBucket, with streams).
@@ -534,12 +550,45 @@ const OPERATIONS = {
 };
 
 /**
- * A change stream as `watch` returns it. The Node driver sends its aggregate with the
- * first read, where the spec's createChangeStream sends it at once: an error of the
- * aggregate surfaces at the first iteration instead.
+ * A change stream, opened as the spec's createChangeStream asks: the aggregate is sent
+ * when the operation runs (its error is the operation's, and the stream sees the
+ * changes made after it). The Node driver's `watch()`, as the package's, sends it at
+ * the first read, so the runner reads once (`tryNext`, which may also send a getMore)
+ * and keeps what it read for the first iteration.
  */
+class OpenedChangeStream {
+  #buffered = null;
+
+  constructor(stream) {
+    this.stream = stream;
+  }
+
+  async open() {
+    this.#buffered = await this.stream.tryNext();
+    return this;
+  }
+
+  /** iterateUntilDocumentOrError. */
+  async next() {
+    const buffered = this.#buffered;
+    this.#buffered = null;
+    return buffered ?? this.stream.next();
+  }
+
+  /** iterateOnce. */
+  async tryNext() {
+    const buffered = this.#buffered;
+    this.#buffered = null;
+    return buffered ?? this.stream.tryNext();
+  }
+
+  close() {
+    return this.stream.close();
+  }
+}
+
 function openStream(stream) {
-  return stream;
+  return new OpenedChangeStream(stream).open();
 }
 
 /**
@@ -813,35 +862,51 @@ async function assertIndex(a, context, exists) {
   }
 }
 
-/** Runs one operation and checks what it returned (spec "Executing an Operation"). */
-export async function runOperation(operation, context) {
+/**
+ * Runs one operation and checks what it returned (spec "Executing an Operation");
+ * with `propagate` (a withTransaction callback's), its error is thrown on after the
+ * checks.
+ */
+export async function runOperation(operation, context, { propagate = false } = {}) {
   const { entities } = context;
-  const args = resolveArguments(operation.arguments, entities);
-  let result;
-  let error = null;
   if (operation.object === 'testRunner') {
     const special = SPECIAL[operation.name];
     if (!special) throw new Skip(`${RUNNER}special operation ${operation.name}`);
-    await special.run(args, context);
+    // Special operations name their entities (session, client) by id.
+    await special.run(operation.arguments ?? {}, context);
     return;
   }
+  const args = resolveArguments(operation.arguments, entities);
+  let result;
+  let error = null;
   const kind = entities.kind(operation.object);
   if (kind === undefined) throw new Failure(`no entity ${operation.object}`);
   const entry = OPERATIONS[`${kind}.${operation.name}`];
   if (!entry) throw new Skip(`${RUNNER}operation ${operation.name} on a ${kind}`);
   checkRequired(operation, kind);
   const target = entities.get(operation.object);
+  const sessions = [args.session, kind === 'session' ? target : null].filter(Boolean);
+  entities.noteLsids(sessions);
   try {
     result = await entry.run(target, args, context);
   } catch (thrown) {
     if (thrown instanceof Skip || thrown instanceof Failure) throw thrown;
     error = thrown;
+  } finally {
+    entities.noteLsids(sessions);
   }
-  if (operation.ignoreResultAndError) return;
+  if (operation.ignoreResultAndError) {
+    if (error && propagate) throw error;
+    return;
+  }
   const { matcher } = context;
   if (error) {
-    if (!operation.expectError) throw new Failure(`unexpected error: ${describeError(error)}`);
+    if (!operation.expectError) {
+      if (propagate) throw error;
+      throw new Failure(`unexpected error: ${describeError(error)}`);
+    }
     checkError(operation.expectError, error, matcher);
+    if (propagate) throw error;
     return;
   }
   if (operation.expectError) throw new Failure(`expected an error, got ${show(result)}`);
@@ -851,10 +916,10 @@ export async function runOperation(operation, context) {
       else matcher.root(operation.expectResult, result);
     }, 'expectResult');
   }
+  // Cursors and change streams are closed after the test, saved or not.
+  if (MAKES_ENTITY[operation.name]) context.iterables.push(result);
   if (operation.saveResultAsEntity) {
-    const kindOfResult = MAKES_ENTITY[operation.name] ?? 'value';
-    entities.set(operation.saveResultAsEntity, kindOfResult, result);
-    if (kindOfResult !== 'value') context.iterables.push(result);
+    entities.set(operation.saveResultAsEntity, MAKES_ENTITY[operation.name] ?? 'value', result);
   }
 }
 
