@@ -272,7 +272,9 @@ async function createEntity(description, context) {
         // The package refuses options it does not have yet (an object option such as
         // serverApi): a missing API, not a failure of the test.
         if (error?.name === 'MongoInvalidArgumentError' || error?.name === 'MongoParseError') {
-          throw new Skip(`${NO_API}support for the client options ${show(options)}: ${error.message}`);
+          const objects = Object.keys(options).filter((name) => isDocument(options[name]));
+          const named = objects.length ? `MongoClient option ${objects.join(', ')}` : `MongoClient options ${show(options)}`;
+          throw new Skip(`${NO_API}${named} (${error.message})`);
         }
         throw error;
       }
@@ -641,8 +643,13 @@ async function collect(stream) {
   return Buffer.concat(chunks);
 }
 
-/** The operations that make an entity of their result (cursor, change stream). */
+/** The operations that make an entity of their result (cursor, change stream), closed after the test. */
 const MAKES_ENTITY = { createFindCursor: 'cursor', createCommandCursor: 'cursor', createChangeStream: 'changeStream' };
+
+/** The kind of entity `saveResultAsEntity` makes of an operation's result. */
+function savedKind(name) {
+  return MAKES_ENTITY[name] ?? (name === 'createCollection' ? 'collection' : 'value');
+}
 
 /** Operations the runner does not implement, with why. */
 const NOT_IMPLEMENTED = {
@@ -709,7 +716,7 @@ function entityKinds(file, test) {
   const visit = (operations) => {
     for (const operation of operations ?? []) {
       if (operation.name === 'createEntities') add(operation.arguments.entities);
-      if (operation.saveResultAsEntity) kinds.set(operation.saveResultAsEntity, MAKES_ENTITY[operation.name] ?? 'value');
+      if (operation.saveResultAsEntity) kinds.set(operation.saveResultAsEntity, savedKind(operation.name));
       if (operation.name === 'withTransaction') visit(operation.arguments.callback);
       if (operation.name === 'runOnThread') visit([operation.arguments.operation]);
     }
@@ -919,7 +926,7 @@ export async function runOperation(operation, context, { propagate = false } = {
   // Cursors and change streams are closed after the test, saved or not.
   if (MAKES_ENTITY[operation.name]) context.iterables.push(result);
   if (operation.saveResultAsEntity) {
-    entities.set(operation.saveResultAsEntity, MAKES_ENTITY[operation.name] ?? 'value', result);
+    entities.set(operation.saveResultAsEntity, savedKind(operation.name), result);
   }
 }
 
