@@ -468,6 +468,8 @@ const OPERATIONS = {
     needs: [Db, 'listCollections'],
     run: async (d, a) => (await d.listCollections(a.filter, { ...optionsOf(a, 'filter'), nameOnly: true }).toArray()).map(({ name }) => name),
   },
+  // The Node driver's name for the collections as objects.
+  'database.listCollectionObjects': { needs: [Db, 'collections'], run: (d, a) => d.collections(optionsOf(a, 'filter')) },
   'database.createCollection': {
     needs: [Db, 'createCollection'],
     run: (d, a) => d.createCollection(a.collection, optionsOf(a, 'collection')),
@@ -498,6 +500,11 @@ const OPERATIONS = {
   'client.listDatabaseNames': {
     needs: [api.Admin, 'listDatabases'],
     run: async (c, a) => (await c.client.db('admin').admin().listDatabases(optionsOf(a))).databases.map(({ name }) => name),
+  },
+  // The Node driver has no database objects listing: its listDatabases, each as client.db(name).
+  'client.listDatabaseObjects': {
+    needs: [api.Admin, 'listDatabases'],
+    run: async (c, a) => (await c.client.db('admin').admin().listDatabases(optionsOf(a))).databases.map(({ name }) => c.client.db(name)),
   },
   'client.createChangeStream': {
     needs: [MongoClient, 'watch'],
