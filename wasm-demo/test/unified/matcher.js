@@ -236,10 +236,10 @@ export class Matcher {
   }
 
   #document(expected, actual, root, path) {
-    const has = (key) => Object.prototype.hasOwnProperty.call(actual, key) || (key in actual && actual[key] !== undefined);
     for (const [key, value] of Object.entries(expected)) {
-      // $$exists and $$unsetOrMatches see whether the field is there.
-      const present = has(key) && actual[key] !== undefined;
+      // $$exists and $$unsetOrMatches see whether the field is there: a JS undefined
+      // is absent (bson leaves undefined out), and getters of result classes count.
+      const present = key in actual && actual[key] !== undefined;
       this.#value(value, actual[key], false, child(path, key), present);
     }
     if (!root) {

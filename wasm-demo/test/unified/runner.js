@@ -15,7 +15,7 @@ import { EJSON } from 'bson';
 import * as api from '../../js/node.js';
 import { MatchError, Matcher, exactlyEqual, isDocument, show } from './matcher.js';
 import { knownGap } from './gaps.js';
-import { eventCategory, EventRecorder, matchEvents, matchesEvent, NODE_EVENTS } from './events.js';
+import { eventCategory, EventRecorder, matchEvents, NODE_EVENTS } from './events.js';
 
 const { MongoClient, Collection, Db, MongoServerError, MongoOperationTimeoutError } = api;
 
