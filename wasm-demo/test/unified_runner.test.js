@@ -201,6 +201,26 @@ describe('the runner against SecantusDB', { timeout: 180_000 }, () => {
     }
   });
 
+  test('checks the events of client entities, or skips them without MongoClient.on', async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'anymongo-unified-'));
+    try {
+      cpSync(new URL('./unified/self-test-events.json', import.meta.url), path.join(dir, 'self-test-events.json'));
+      const result = await runDirectory(dir, 'self-test', deployment);
+      if (typeof MongoClient.prototype.on !== 'function') {
+        assert.equal(result.skipped.length, 3);
+        assert.ok(result.skipped.every(({ why }) => why.includes('MongoClient.on')));
+        return;
+      }
+      assert.equal(result.passed, 1, JSON.stringify(result, null, 2));
+      const failed = Object.fromEntries(result.failed.map(({ test, why }) => [test, why]));
+      assert.deepEqual(Object.keys(failed), ['fails on an extra event', "fails on a command's field"]);
+      assert.match(failed['fails on an extra event'], /expected 2 command events, got 4/);
+      assert.match(failed["fails on a command's field"], /comment: missing/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   const validFail = path.join(corpusDir(), 'unified-test-format', 'valid-fail');
   test('fails or refuses every test of the spec\'s valid-fail files', { skip: !existsSync(validFail) && `no ${validFail}` }, async () => {
     const result = await runDirectory(validFail, 'unified-test-format', deployment, { expectFailure: true });
