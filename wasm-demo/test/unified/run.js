@@ -9,7 +9,8 @@
 //   spec npm/<dir>: N passed, N failed, N skipped
 // then a line per failed test (and, with --verbose, per skipped test) with its reason.
 // With --progress, each test's verdict goes to stderr as it ends.
-// Exits with 1 if a test failed, 2 if the corpus or the server is missing. Each test is
+// The tests of a valid-fail folder (unified-test-format/valid-fail) pass when the
+// runner fails them. Exits with 1 if a test failed, 2 if the corpus or the server is missing. Each test is
 // bounded (runner.js TEST_TIMEOUT_MS), and so is the whole run (RUN_TIMEOUT_MS).
 import { existsSync } from 'node:fs';
 import path from 'node:path';
@@ -45,7 +46,9 @@ async function main(argv) {
     const deployment = { uri: server.uri, internal, info: await discover(internal, server.uri) };
     for (const dir of dirs.length ? dirs : DEFAULT_DIRS) {
       const onTest = progress ? ({ file, test }, verdict) => process.stderr.write(`${dir}/${file}: ${test}: ${verdict}\n`) : undefined;
-      const result = await runDirectory(path.join(corpus, dir), dir.split('/')[0], deployment, { onTest });
+      // Spec "Test Runner Support": a runner MUST fail each test of valid-fail.
+      const expectFailure = dir.includes('valid-fail');
+      const result = await runDirectory(path.join(corpus, dir), dir.split('/')[0], deployment, { onTest, expectFailure });
       console.log(`spec npm/${dir}: ${result.passed} passed, ${result.failed.length} failed, ${result.skipped.length} skipped`);
       for (const { file, test, why } of result.failed) console.log(`  FAILED ${file}: ${test}: ${why}`);
       if (verbose) {

@@ -288,6 +288,8 @@ async function createEntity(description, context) {
         entities.set(id, 'events', stored);
       }
       entities.set(spec.id, 'client', { client, recorder });
+      // Connected, as the Node driver's runner does: monitoring starts (tests wait for
+      // SDAM events right after creating a client).
       await client.connect();
       return;
     }
