@@ -70,7 +70,7 @@ test)
     step "a client of 10,000 members: CPU measured on an optimized build"
     cargo test -q --release -p anymongo-tests --test large_topology
     step "npm package: the wasm-bindgen build, then node:test against SecantusDB"
-    cargo build -q -p anymongo-tests --bin dns_server
+    cargo build -q -p anymongo-tests --bin dns_server --bin lb_proxy
     bash wasm-demo/build.sh
     (cd wasm-demo && npm ci --no-audit --no-fund --prefer-offline --loglevel=error && npm test)
     step "npm package: the unified-format spec tests over its public API"

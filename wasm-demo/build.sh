@@ -3,8 +3,8 @@
 # the crate for wasm32-unknown-unknown (profile wasm-release: size-optimized, LTO),
 # then wasm-bindgen's JavaScript bindings, `--target web`: an ES module that any
 # runtime can instantiate from the bytes or WebAssembly.Module its entry point gives
-# it (js/node.js, js/deno.js, js/workers.js). wasm-opt runs when the `binaryen` npm
-# package is installed (optional). Then the CommonJS entry for `require('anymongo')`,
+# it (js/node.js, js/deno.js, js/workers.js). Then `wasm-opt -Os`, from the `binaryen`
+# npm package (a devDependency), when installed. Then the CommonJS entry for `require('anymongo')`,
 # pkg/node.cjs (and its types, pkg/node.d.cts): js/node.js and what it imports bundled
 # by esbuild (a devDependency), so that there is no second copy of the sources to keep
 # in step.
@@ -12,6 +12,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 wasm_bindgen="$(bash tests/setup.sh wasm-bindgen)"
+# A fresh clone has no node_modules yet (./run.sh installs them after this script):
+# wasm-opt and esbuild come from there.
+if [[ ! -x wasm-demo/node_modules/.bin/esbuild || ! -x wasm-demo/node_modules/.bin/wasm-opt ]]; then
+    (cd wasm-demo && npm ci --no-audit --no-fund --prefer-offline --loglevel=error)
+fi
 cargo build -q -p anymongo-wasm --target wasm32-unknown-unknown --profile wasm-release
 out=wasm-demo/pkg
 rm -rf "$out"
@@ -24,11 +29,12 @@ fi
 size=$(stat -c %s "$out/anymongo_wasm_bg.wasm")
 gzipped=$(gzip -9 -c "$out/anymongo_wasm_bg.wasm" | wc -c)
 echo "wasm-demo/pkg/anymongo_wasm_bg.wasm: $((size / 1024)) KiB, $((gzipped / 1024)) KiB gzipped" >&2
-
-# A fresh clone has no node_modules yet (./run.sh installs them after this script).
-if [[ ! -x wasm-demo/node_modules/.bin/esbuild ]]; then
-    (cd wasm-demo && npm ci --no-audit --no-fund --prefer-offline --loglevel=error)
+# The budget of an edge function's bundle (issue 23): 1 MB gzipped.
+if ((gzipped > 1024 * 1024)); then
+    echo "the gzipped wasm is over its 1 MB budget" >&2
+    exit 1
 fi
+
 # bson stays external: require('bson') gives its own CommonJS build, as the official
 # driver's users get it. import.meta.url, by which js/node.js finds the .wasm, becomes
 # this file's URL: pkg/node.cjs reads ../pkg/anymongo_wasm_bg.wasm as js/node.js does.

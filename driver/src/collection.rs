@@ -177,7 +177,7 @@ impl<T> Collection<T> {
         }
     }
 
-    fn client(&self) -> &Client {
+    pub(crate) fn client(&self) -> &Client {
         self.database.client()
     }
 

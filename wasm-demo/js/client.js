@@ -7,10 +7,29 @@
 // so values map exactly as with the Node.js driver (ObjectId, Long, Decimal128,
 // Binary, Date, Timestamp...).
 import { BSON, ObjectId } from 'bson';
-import { MongoCursorInUseError, MongoInvalidArgumentError, MongoServerError, toError } from './errors.js';
-import { EventEmitter, eventSink } from './events.js';
-import { BulkWriteResult } from './results.js';
-import { ChangeStream, ClientSession, readPreferenceDocument } from './session.js';
+import {
+  MongoBatchReExecutionError,
+  MongoCursorInUseError,
+  MongoInvalidArgumentError,
+  MongoServerError,
+} from './errors.js';
+import { toError } from './error_documents.js';
+import { EventEmitter } from './events.js';
+import { host as entryPoint } from './host.js';
+import { eventSink } from './monitoring.js';
+import { BulkWriteResult, ClientBulkWriteResult } from './results.js';
+import {
+  concernParameters,
+  concernsOf,
+  ReadConcern,
+  readConcernDocument,
+  ReadPreference,
+  readPreferenceDocument,
+  WriteConcern,
+  writeConcernDocument,
+} from './concerns.js';
+import { GridFSBucket } from './gridfs.js';
+import { ChangeStream, ClientSession } from './session.js';
 
 export {
   Binary,
@@ -28,19 +47,15 @@ export {
 export * from './errors.js';
 export * from './events.js';
 export { ChangeStream, ClientSession } from './session.js';
-export { BulkWriteResult } from './results.js';
+export { GridFSBucket } from './gridfs.js';
+export { ReadConcern, ReadPreference, WriteConcern } from './concerns.js';
+export { BulkWriteResult, ClientBulkWriteResult } from './results.js';
 export { dnsOverHttps } from './doh.js';
 
-/** What the runtime's entry point set up: { NativeClient, transport, background, platform }. */
-let host = null;
-
-/** Called once by the runtime's entry point. */
-export function configure(settings) {
-  host = settings;
-}
-
 // Options of MongoClient that are not connection string options.
-const CLIENT_ONLY = new Set(['transport', 'backgroundMonitoring', 'auth', 'monitorCommands']);
+const CLIENT_ONLY = new Set(['transport', 'backgroundMonitoring', 'auth', 'monitorCommands', 'serverApi']);
+// Options given as objects, merged into the connection string's (concernParameters).
+const CONCERNS = new Set(['readPreference', 'readConcern', 'writeConcern']);
 
 /** The connection string with the options given in code added (as the Node driver merges them). */
 function connectionString(uri, options) {
@@ -59,13 +74,17 @@ function connectionString(uri, options) {
   }
   const params = new URLSearchParams(query.slice(1));
   for (const [name, value] of Object.entries(options)) {
-    if (CLIENT_ONLY.has(name) || value === undefined || value === null) {
+    if (CLIENT_ONLY.has(name) || CONCERNS.has(name) || value === undefined || value === null) {
       continue;
     }
     if (typeof value === 'object') {
       throw new MongoInvalidArgumentError(`option ${name}: only options of the connection string are supported`);
     }
     params.set(name, String(value));
+  }
+  for (const [name, value] of concernParameters(options)) {
+    if (name === 'readPreferenceTags') params.append(name, value);
+    else params.set(name, value);
   }
   const text = params.toString();
   return `${scheme}${authority}${path}${text ? `?${text}` : ''}`;
@@ -133,6 +152,7 @@ export class MongoClient extends EventEmitter {
    * check instead of the client's. Concurrent callers share the first one's attempt.
    */
   async #connect(timeoutMS) {
+    const host = entryPoint();
     if (!host) {
       throw new MongoInvalidArgumentError('import anymongo through its package entry point');
     }
@@ -140,7 +160,6 @@ export class MongoClient extends EventEmitter {
       const transport = this.#options.transport ?? host.transport;
       const background = this.#options.backgroundMonitoring ?? host.background;
       try {
-        const monitorCommands = this.#options.monitorCommands === true;
         this.#native = await host.NativeClient.open(
           this.#uri,
           transport,
@@ -148,7 +167,7 @@ export class MongoClient extends EventEmitter {
           host.platform,
           timeoutMS,
           eventSink(this),
-          monitorCommands,
+          serialize(codeOptions(this.#options)),
         );
       } catch (error) {
         this.#connecting = null;
@@ -164,9 +183,9 @@ export class MongoClient extends EventEmitter {
     return new MongoClient(uri, options).connect();
   }
 
-  /** The database `name` (default: the connection string's, or `test`). */
-  db(name) {
-    return new Db(this, name ?? defaultDatabase(this.#uri));
+  /** The database `name` (default: the connection string's, or `test`), with `options`' concerns. */
+  db(name, options = {}) {
+    return new Db(this, name ?? defaultDatabase(this.#uri), options);
   }
 
   /** A session for operations to run in (`{ session }`): transactions, causal consistency. */
@@ -183,6 +202,21 @@ export class MongoClient extends EventEmitter {
     } finally {
       await session.endSession();
     }
+  }
+
+  /**
+   * Writes to any namespaces in one command (MongoDB 8.0+): models such as
+   * `{ namespace: 'db.coll', name: 'insertOne', document }` or `{ namespace, name:
+   * 'updateMany', filter, update }`; `options.verboseResults` for each write's result.
+   */
+  async bulkWrite(models, options = {}) {
+    if (!Array.isArray(models)) {
+      throw new MongoInvalidArgumentError('client.bulkWrite takes an array of models');
+    }
+    for (const model of models) {
+      if (model?.name === 'insertOne' && model.document) withId(model.document);
+    }
+    return new ClientBulkWriteResult(await this._run('clientBulkWrite', 'admin', '', { models, options }));
   }
 
   /** The changes to every database of the deployment. */
@@ -229,13 +263,19 @@ export class MongoClient extends EventEmitter {
    */
   #prepare(native, args) {
     const options = args?.options;
-    if (!options || (options.session === undefined && options.readPreference === undefined)) {
+    if (!options || !PREPARED.some((name) => options[name] !== undefined)) {
       return [serialize(args), undefined];
     }
-    const { session, readPreference, ...rest } = options;
+    const { session, readPreference, readConcern, writeConcern, ...rest } = options;
     const prepared = { ...args, options: rest };
     if (readPreference !== undefined && readPreference !== null) {
       prepared.options.readPreference = readPreferenceDocument(readPreference);
+    }
+    if (readConcern !== undefined && readConcern !== null) {
+      prepared.options.readConcern = readConcernDocument(readConcern);
+    }
+    if (writeConcern !== undefined && writeConcern !== null) {
+      prepared.options.writeConcern = writeConcernDocument(writeConcern);
     }
     if (session === undefined || session === null) {
       return [serialize(prepared), undefined];
@@ -283,23 +323,66 @@ export class MongoClient extends EventEmitter {
   }
 }
 
+/** Options of an operation whose values the module takes in another form, or apart. */
+const PREPARED = ['session', 'readPreference', 'readConcern', 'writeConcern'];
+
+/** What the client options given in code set that a connection string cannot: `serverApi`, `monitorCommands`. */
+function codeOptions(options) {
+  const { serverApi, monitorCommands } = options;
+  const code = { monitorCommands: monitorCommands === true };
+  if (serverApi !== undefined && serverApi !== null) {
+    code.serverApi = typeof serverApi === 'string' ? { version: serverApi } : serverApi;
+  }
+  return code;
+}
+
+/** The read preference, read concern and write concern of a Db or Collection (Node's getters). */
+function concernGetters(Class) {
+  Object.defineProperties(Class.prototype, {
+    readPreference: {
+      get() {
+        const preference = this._concerns?.readPreference;
+        return preference ? ReadPreference.fromOptions({ readPreference: { ...preference, tags: preference.tagSets } }) : undefined;
+      },
+    },
+    readConcern: {
+      get() {
+        return this._concerns?.readConcern ? new ReadConcern(this._concerns.readConcern.level) : undefined;
+      },
+    },
+    writeConcern: {
+      get() {
+        return WriteConcern.fromOptions(this._concerns?.writeConcern);
+      },
+    },
+  });
+}
+
 /** A database. */
 export class Db {
   #client;
   #name;
+  /** @internal The concerns of its operations, as the module takes them. */
+  _concerns;
 
-  constructor(client, name) {
+  constructor(client, name, options = {}) {
     this.#client = client;
     this.#name = name;
+    this._concerns = concernsOf(options, undefined);
   }
 
   get databaseName() {
     return this.#name;
   }
 
-  /** The collection `name`. */
-  collection(name) {
-    return new Collection(this.#client, this.#name, name);
+  /** The client the database belongs to. */
+  get client() {
+    return this.#client;
+  }
+
+  /** The collection `name`, with `options`' concerns over the database's. */
+  collection(name, options = {}) {
+    return new Collection(this.#client, this.#name, name, concernsOf(options, this._concerns));
   }
 
   /** Runs a command and returns the server's reply; `options.timeoutMS` bounds it. */
@@ -307,9 +390,14 @@ export class Db {
     return this.#client._run('command', this.#name, '', { command, options });
   }
 
+  /** A cursor over the reply of a command that opens one (Run Command spec, "runCursorCommand"). */
+  runCursorCommand(command, options = {}) {
+    return new RunCommandCursor(this.#client, this.#name, command, options);
+  }
+
   /** A database aggregation (`$documents`, `$currentOp`...). */
   aggregate(pipeline = [], options = {}) {
-    return new AggregationCursor(this.#client, this.#name, '', { pipeline, options });
+    return new AggregationCursor(this.#client, this.#name, '', { pipeline, options }, this._concerns);
   }
 
   /** Drops the database. */
@@ -320,7 +408,7 @@ export class Db {
 
   /** The changes to the database's collections. */
   watch(pipeline = [], options = {}) {
-    return new ChangeStream(this.#client, this.#name, '', pipeline, options);
+    return new ChangeStream(this.#client, this.#name, '', pipeline, options, this._concerns);
   }
 
   /** The collections and views of the database, as a cursor of their descriptions. */
@@ -371,12 +459,18 @@ export class Db {
 // Options of createCollection that are the driver's, not the `create` command's.
 const DRIVER_OPTIONS = new Set(['timeoutMS', 'session', 'readPreference', 'readConcern', 'pkFactory', 'raw']);
 
-/** What of an operation's options `db.command` takes too: `timeoutMS` and `session`. */
+/** What of an operation's options `db.command` takes too: `timeoutMS`, `session`, `readPreference`. */
 function commandOptions(options) {
   const out = {};
-  if (options.timeoutMS !== undefined) out.timeoutMS = options.timeoutMS;
-  if (options.session !== undefined) out.session = options.session;
+  for (const name of ['timeoutMS', 'session', 'readPreference']) {
+    if (options[name] !== undefined) out[name] = options[name];
+  }
   return out;
+}
+
+/** The length of the BSON document at `start` of `bytes` (its first int32, little-endian). */
+function documentLength(bytes, start) {
+  return bytes[start] | (bytes[start + 1] << 8) | (bytes[start + 2] << 16) | (bytes[start + 3] << 24);
 }
 
 /** The `cursor` field of a command that opens a cursor. */
@@ -442,16 +536,26 @@ function withId(document) {
   return document;
 }
 
+concernGetters(Db);
+
+/** `args` with the concerns of the Db or Collection that runs the operation. */
+function withConcerns(args, concerns) {
+  return concerns ? { ...args, concerns } : args;
+}
+
 /** A collection. */
 export class Collection {
   #client;
   #db;
   #name;
+  /** @internal The concerns of its operations, as the module takes them. */
+  _concerns;
 
-  constructor(client, db, name) {
+  constructor(client, db, name, concerns) {
     this.#client = client;
     this.#db = db;
     this.#name = name;
+    this._concerns = concerns;
   }
 
   get collectionName() {
@@ -467,7 +571,7 @@ export class Collection {
   }
 
   #run(op, args) {
-    return this.#client._run(op, this.#db, this.#name, args);
+    return this.#client._run(op, this.#db, this.#name, withConcerns(args, this._concerns));
   }
 
   async insertOne(document, options = {}) {
@@ -507,23 +611,33 @@ export class Collection {
 
   /** A cursor over the matching documents (nothing is sent before it is read). */
   find(filter = {}, options = {}) {
-    return new FindCursor(this.#client, this.#db, this.#name, filter, options);
+    return new FindCursor(this.#client, this.#db, this.#name, filter, options, this._concerns);
   }
 
   async findOneAndUpdate(filter, update, options = {}) {
-    return (await this.#run('findOneAndUpdate', { filter, update, options })).value;
+    return modifyResult(await this.#run('findOneAndUpdate', { filter, update, options }), options);
   }
 
   async findOneAndReplace(filter, replacement, options = {}) {
-    return (await this.#run('findOneAndReplace', { filter, replacement, options })).value;
+    return modifyResult(await this.#run('findOneAndReplace', { filter, replacement, options }), options);
   }
 
   async findOneAndDelete(filter, options = {}) {
-    return (await this.#run('findOneAndDelete', { filter, options })).value;
+    return modifyResult(await this.#run('findOneAndDelete', { filter, options }), options);
+  }
+
+  /** A builder of an ordered bulk write: `find(filter).updateOne(update)`, `insert(document)`..., then `execute()`. */
+  initializeOrderedBulkOp(options = {}) {
+    return new BulkOperation(this, { ...options, ordered: true });
+  }
+
+  /** `initializeOrderedBulkOp` whose writes go on after a failure. */
+  initializeUnorderedBulkOp(options = {}) {
+    return new BulkOperation(this, { ...options, ordered: false });
   }
 
   aggregate(pipeline = [], options = {}) {
-    return new AggregationCursor(this.#client, this.#db, this.#name, { pipeline, options });
+    return new AggregationCursor(this.#client, this.#db, this.#name, { pipeline, options }, this._concerns);
   }
 
   async countDocuments(filter = {}, options = {}) {
@@ -609,7 +723,7 @@ export class Collection {
       dropTarget: typeof options.dropTarget === 'boolean' ? options.dropTarget : false,
     };
     await this.#client._run('command', 'admin', '', { command, options: commandOptions(options) });
-    return new Collection(this.#client, this.#db, newName);
+    return new Collection(this.#client, this.#db, newName, this._concerns);
   }
 
   /**
@@ -637,7 +751,89 @@ export class Collection {
 
   /** The changes to the collection. */
   watch(pipeline = [], options = {}) {
-    return new ChangeStream(this.#client, this.#db, this.#name, pipeline, options);
+    return new ChangeStream(this.#client, this.#db, this.#name, pipeline, options, this._concerns);
+  }
+}
+
+concernGetters(Collection);
+
+/** findOneAndX's result: the document, or `{ value, ok }` with `includeResultMetadata`. */
+function modifyResult({ value }, options) {
+  return options.includeResultMetadata ? { value, ok: 1 } : value;
+}
+
+/** The Node driver's fluent bulk write builder (`initializeOrderedBulkOp`). */
+export class BulkOperation {
+  #collection;
+  #options;
+  #operations = [];
+  #executed = false;
+
+  constructor(collection, options) {
+    this.#collection = collection;
+    this.#options = options;
+  }
+
+  get length() {
+    return this.#operations.length;
+  }
+
+  insert(document) {
+    this.#operations.push({ insertOne: { document } });
+    return this;
+  }
+
+  /** The writes to the documents matching `filter`: `.updateOne()`, `.upsert().replaceOne()`, `.delete()`... */
+  find(filter) {
+    if (filter === null || typeof filter !== 'object') {
+      throw new MongoInvalidArgumentError('Bulk find operation must specify a selector');
+    }
+    const push = (operation) => {
+      this.#operations.push(operation);
+      return this;
+    };
+    const modifiers = {};
+    const find = {
+      upsert() {
+        modifiers.upsert = true;
+        return find;
+      },
+      collation(collation) {
+        modifiers.collation = collation;
+        return find;
+      },
+      hint(hint) {
+        modifiers.hint = hint;
+        return find;
+      },
+      arrayFilters(arrayFilters) {
+        modifiers.arrayFilters = arrayFilters;
+        return find;
+      },
+      updateOne: (update) => push({ updateOne: { filter, update, ...modifiers } }),
+      update: (update) => push({ updateMany: { filter, update, ...modifiers } }),
+      replaceOne: (replacement) => push({ replaceOne: { filter, replacement, ...modifiers } }),
+      deleteOne: () => push({ deleteOne: { filter, ...modifiers } }),
+      delete: () => push({ deleteMany: { filter, ...modifiers } }),
+    };
+    return find;
+  }
+
+  /** Any operation of `collection.bulkWrite`. */
+  raw(operation) {
+    this.#operations.push(operation);
+    return this;
+  }
+
+  async execute(options = {}) {
+    if (this.#executed) {
+      throw new MongoBatchReExecutionError('Batch cannot be re-executed');
+    }
+    if (this.#operations.length === 0) {
+      throw new MongoInvalidArgumentError('Invalid BulkOperation, Batch cannot be empty');
+    }
+    this.#executed = true;
+    return this.#collection.bulkWrite(this.#operations, { ...this.#options, ...options });
   }
 }
 
@@ -652,16 +848,18 @@ class AbstractCursor {
   #client;
   #db;
   #collection;
+  #concerns;
   #native = null;
   #batch = new Uint8Array(0);
   #position = 0;
   #closed = false;
   #transform = null;
 
-  constructor(client, db, collection) {
+  constructor(client, db, collection, concerns) {
     this.#client = client;
     this.#db = db;
     this.#collection = collection;
+    this.#concerns = concerns;
   }
 
   /** @internal [op, args] of the command that opens the cursor. */
@@ -691,7 +889,7 @@ class AbstractCursor {
     while (this.#position >= this.#batch.length && !this.#closed) {
       if (!this.#native) {
         const [op, args] = this._command();
-        this.#native = await this.#client._cursor(op, this.#db, this.#collection, args);
+        this.#native = await this.#client._cursor(op, this.#db, this.#collection, withConcerns(args, this.#concerns));
       }
       let bytes;
       try {
@@ -719,13 +917,97 @@ class AbstractCursor {
     if (!(await this.#fill())) {
       return null;
     }
-    // A BSON document starts with its length (int32, little-endian).
     const batch = this.#batch;
     const start = this.#position;
-    const end = start + (batch[start] | (batch[start + 1] << 8) | (batch[start + 2] << 16) | (batch[start + 3] << 24));
+    const end = start + documentLength(batch, start);
     const document = deserialize(batch.subarray(start, end));
     this.#position = end;
     return this.#transform ? this.#transform(document) : document;
+  }
+
+  /** The next document, or null at the end (the same as `next()` for a cursor that is not tailable). */
+  async tryNext() {
+    return this.next();
+  }
+
+  /** Calls `fn(document)` for each remaining document; stops early when `fn` returns false. */
+  async forEach(fn) {
+    if (typeof fn !== 'function') {
+      throw new MongoInvalidArgumentError('Argument "iterator" must be a function');
+    }
+    for await (const document of this) {
+      if (fn(document) === false) break;
+    }
+  }
+
+  /** How many documents the cursor holds without asking the server. */
+  bufferedCount() {
+    let count = 0;
+    for (let at = this.#position; at < this.#batch.length; count += 1) {
+      at += documentLength(this.#batch, at);
+    }
+    return count;
+  }
+
+  /** Up to `number` (default: all) of the documents held, without asking the server. */
+  readBufferedDocuments(number = Infinity) {
+    const documents = [];
+    while (documents.length < number && this.#position < this.#batch.length) {
+      const start = this.#position;
+      this.#position += documentLength(this.#batch, start);
+      const document = deserialize(this.#batch.subarray(start, this.#position));
+      documents.push(this.#transform ? this.#transform(document) : document);
+    }
+    return documents;
+  }
+
+  /** The cursor as it was before it was read: the next read sends the command again. */
+  rewind() {
+    const native = this.#native;
+    this.#native = null;
+    this.#batch = new Uint8Array(0);
+    this.#position = 0;
+    this.#closed = false;
+    if (native) {
+      native.close().then(
+        () => native.free(),
+        () => native.free(),
+      );
+    }
+  }
+
+  /** A new cursor with the same command, unread. */
+  clone() {
+    return this._clone();
+  }
+
+  /** @internal A copy of this cursor with the same arguments, unread. */
+  _clone() {
+    throw new Error('abstract');
+  }
+
+  /** @internal What the copy needs of this cursor. */
+  _origin() {
+    return [this.#client, this.#db, this.#collection, this.#concerns];
+  }
+
+  /** A ReadableStream of the remaining documents (where the runtime has Web Streams). */
+  stream() {
+    const iterator = this[Symbol.asyncIterator]();
+    return new ReadableStream({
+      async pull(controller) {
+        const { value, done } = await iterator.next();
+        if (done) controller.close();
+        else controller.enqueue(value);
+      },
+      async cancel() {
+        await iterator.return();
+      },
+    });
+  }
+
+  async [Symbol.asyncDispose]() {
+    await this.close();
   }
 
   /** Every remaining document. */
@@ -772,14 +1054,16 @@ export class FindCursor extends AbstractCursor {
   #filter;
   #options;
 
-  constructor(client, db, collection, filter, options) {
-    super(client, db, collection);
+  constructor(client, db, collection, filter, options, concerns) {
+    super(client, db, collection, concerns);
     this.#filter = filter;
     this.#options = { ...options };
   }
 
   _command() {
-    return ['find', { filter: this.#filter, options: this.#options }];
+    const { tailable, awaitData, ...options } = this.#options;
+    if (tailable) options.cursorType = awaitData ? 'tailableAwait' : 'tailable';
+    return ['find', { filter: this.#filter, options }];
   }
 
   #set(name, value) {
@@ -792,6 +1076,54 @@ export class FindCursor extends AbstractCursor {
     this._checkUnstarted();
     this.#filter = filter;
     return this;
+  }
+
+  _clone() {
+    const [client, db, collection, concerns] = this._origin();
+    return new FindCursor(client, db, collection, this.#filter, this.#options, concerns);
+  }
+
+  /** The server's plan for the query (the `explain` command; `verbosity` default "allPlansExecution"). */
+  async explain(verbosity = 'allPlansExecution') {
+    const [client, db, collection, concerns] = this._origin();
+    const { timeoutMS, session, readPreference, readConcern, ...fields } = this.#options;
+    const find = { find: collection, filter: this.#filter, ...fields };
+    const verbose = typeof verbosity === 'boolean' ? (verbosity ? 'allPlansExecution' : 'queryPlanner') : verbosity;
+    return new Db(client, db, {}).command({ explain: find, verbosity: verbose }, { timeoutMS, session, ...concerns });
+  }
+
+  collation(collation) {
+    return this.#set('collation', collation);
+  }
+
+  allowDiskUse(allow = true) {
+    return this.#set('allowDiskUse', allow);
+  }
+
+  min(min) {
+    return this.#set('min', min);
+  }
+
+  max(max) {
+    return this.#set('max', max);
+  }
+
+  returnKey(value) {
+    return this.#set('returnKey', value);
+  }
+
+  showRecordId(value) {
+    return this.#set('showRecordId', value);
+  }
+
+  maxAwaitTimeMS(milliseconds) {
+    return this.#set('maxAwaitTimeMS', milliseconds);
+  }
+
+  /** `tailable`, `awaitData`, `noCursorTimeout`, `partial` (allowPartialResults). */
+  addCursorFlag(flag, value) {
+    const names = { partial: 'allowPartialResults', exhaust: 'exhaust' };
+    return this.#set(names[flag] ?? flag, value);
   }
 
   sort(sort, direction) {
@@ -834,17 +1166,95 @@ export class FindCursor extends AbstractCursor {
 export class AggregationCursor extends AbstractCursor {
   #args;
 
-  constructor(client, db, collection, args) {
-    super(client, db, collection);
+  constructor(client, db, collection, args, concerns) {
+    super(client, db, collection, concerns);
     this.#args = args;
   }
 
   _command() {
     return ['aggregate', this.#args];
   }
+
+  _clone() {
+    const [client, db, collection, concerns] = this._origin();
+    return new AggregationCursor(client, db, collection, { ...this.#args, pipeline: [...this.#args.pipeline] }, concerns);
+  }
+
+  match(value) {
+    return this.addStage({ $match: value });
+  }
+
+  project(value) {
+    return this.addStage({ $project: value });
+  }
+
+  sort(value) {
+    return this.addStage({ $sort: value });
+  }
+
+  limit(value) {
+    return this.addStage({ $limit: value });
+  }
+
+  skip(value) {
+    return this.addStage({ $skip: value });
+  }
+
+  group(value) {
+    return this.addStage({ $group: value });
+  }
+
+  unwind(value) {
+    return this.addStage({ $unwind: value });
+  }
+
+  lookup(value) {
+    return this.addStage({ $lookup: value });
+  }
+
+  out(value) {
+    return this.addStage({ $out: value });
+  }
+
+  redact(value) {
+    return this.addStage({ $redact: value });
+  }
+
+  geoNear(value) {
+    return this.addStage({ $geoNear: value });
+  }
+
+  /** Adds a stage to the pipeline (before the cursor is read). */
+  addStage(stage) {
+    this._checkUnstarted();
+    this.#args.pipeline.push(stage);
+    return this;
+  }
+
+  #option(name, value) {
+    this._checkUnstarted();
+    this.#args.options = { ...this.#args.options, [name]: value };
+    return this;
+  }
+
+  batchSize(size) {
+    return this.#option('batchSize', size);
+  }
+
+  maxTimeMS(milliseconds) {
+    return this.#option('maxTimeMS', milliseconds);
+  }
+
+  /** The server's plan for the pipeline (`explain: true`). */
+  async explain(verbosity = true) {
+    const [client, db, collection, concerns] = this._origin();
+    const { timeoutMS, session, readPreference, readConcern, batchSize, ...fields } = this.#args.options ?? {};
+    const command = { aggregate: collection || 1, pipeline: this.#args.pipeline, explain: Boolean(verbosity), ...fields };
+    return new Db(client, db, {}).command(command, { timeoutMS, session, ...concerns });
+  }
 }
 
-/** A cursor over what a command answers with (`listCollections`, `listIndexes`). */
+/** A cursor over what a command answers with (`listCollections`, `listIndexes`, `runCursorCommand`). */
 class CommandCursor extends AbstractCursor {
   #args;
 
@@ -856,7 +1266,15 @@ class CommandCursor extends AbstractCursor {
   _command() {
     return ['command', this.#args];
   }
+
+  _clone() {
+    const [client, db] = this._origin();
+    return new this.constructor(client, db, this.#args.command, this.#args.options);
+  }
 }
+
+/** The cursor of `db.runCursorCommand`. */
+export class RunCommandCursor extends CommandCursor {}
 
 /** The cursor of `db.listCollections`. */
 export class ListCollectionsCursor extends CommandCursor {}

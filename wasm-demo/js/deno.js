@@ -1,6 +1,7 @@
 // The entry point for Deno: loads the WebAssembly module from the package and uses
 // Deno.connect / Deno.connectTls, with monitoring in the background.
-import { configure, MongoClient } from './client.js';
+import { MongoClient } from './client.js';
+import { configure } from './host.js';
 import { initSync, NativeClient } from '../pkg/anymongo_wasm.js';
 import { denoTransport } from './transports/deno.js';
 

@@ -2,10 +2,10 @@
 // same parents (MongoDriverError, MongoAPIError, MongoRuntimeError...), so that code
 // written against that driver catches the same errors: a server error carries `code`,
 // `codeName`, `errorLabels` (and `errorResponse`, the server's reply), whatever the
-// runtime. Some classes are never raised here (there are no sessions, change streams
-// or GridFS in this package yet); they exist for `instanceof` in code that names them.
-import { BSON } from 'bson';
-import { BulkWriteResult } from './results.js';
+// runtime. A few classes are never raised by this package (Kerberos, AWS, OIDC
+// providers, decompression); they exist for `instanceof` in code that names them.
+// error_documents.js turns what the WebAssembly module reports into these.
+import { BulkWriteResult, ClientBulkWriteResult } from './results.js';
 
 /** The labels the server or the driver puts on errors, as the Node driver names them. */
 export const MongoErrorLabel = Object.freeze({
@@ -81,8 +81,20 @@ export class MongoBulkWriteError extends MongoServerError {
   }
 }
 
-/** Some writes of a client-level bulk write failed. */
+/**
+ * Some writes of a client-level bulk write failed: `writeErrors` (a Map by index of the
+ * model), `writeConcernErrors`, `partialResult` (what the others did), and as `cause`
+ * the error that stopped it, if one did.
+ */
 export class MongoClientBulkWriteError extends MongoServerError {
+  constructor(message, fields = {}) {
+    const { writeErrors, partialResult, ...rest } = fields;
+    super(message, rest);
+    this.writeErrors = new Map(Object.entries(writeErrors ?? {}).map(([index, error]) => [Number(index), error]));
+    this.writeConcernErrors ??= [];
+    this.partialResult = partialResult ? new ClientBulkWriteResult(partialResult) : undefined;
+  }
+
   get name() {
     return 'MongoClientBulkWriteError';
   }
@@ -366,41 +378,3 @@ export class MongoServerSelectionError extends MongoSystemError {
 
 // The classes the WebAssembly module names in its error documents (`error_class` and
 // `reject_connection_string` in the Rust crate).
-const CLASSES = {
-  MongoError,
-  MongoServerError,
-  MongoBulkWriteError,
-  MongoWriteConcernError,
-  MongoNetworkError,
-  MongoNetworkTimeoutError,
-  MongoPoolClearedError,
-  MongoServerSelectionError,
-  MongoInvalidArgumentError,
-  MongoCompatibilityError,
-  MongoTopologyClosedError,
-  MongoWaitQueueTimeoutError,
-  MongoOperationTimeoutError,
-  MongoParseError,
-  MongoRuntimeError,
-};
-
-/** The error of an error document (its `cause`, itself an error document, included). */
-export function errorFromDocument(fields) {
-  const Class = CLASSES[fields.name] ?? MongoError;
-  if (fields.cause !== null && typeof fields.cause === 'object' && typeof fields.cause.name === 'string') {
-    fields = { ...fields, cause: errorFromDocument(fields.cause) };
-  }
-  return new Class(fields.message, fields);
-}
-
-/**
- * The error for what the WebAssembly module rejected with: the BSON of an error
- * document (see `ops::error_document` in the Rust crate), or any other exception,
- * returned as it is.
- */
-export function toError(rejection) {
-  if (!(rejection instanceof Uint8Array)) {
-    return rejection;
-  }
-  return errorFromDocument(BSON.deserialize(rejection));
-}

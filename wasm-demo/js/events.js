@@ -1,11 +1,7 @@
 // Monitoring events, as the Node.js driver emits them on its MongoClient: a small
 // EventEmitter that runs on every JavaScript runtime (Workers have no `node:events`
 // without their Node.js compatibility flag), and the Node driver's event classes.
-//
-// The core builds an event only while someone listens to its family (see
-// `listening`), so a client nobody listens to pays nothing for them.
-import { BSON } from 'bson';
-import { errorFromDocument } from './errors.js';
+// monitoring.js delivers the core's events as these.
 
 /** The subset of Node's EventEmitter that applications use on a MongoClient. */
 export class EventEmitter {
@@ -119,67 +115,3 @@ export class ServerDescriptionChangedEvent extends MonitoringEvent {}
 export class ServerHeartbeatStartedEvent extends MonitoringEvent {}
 export class ServerHeartbeatSucceededEvent extends MonitoringEvent {}
 export class ServerHeartbeatFailedEvent extends MonitoringEvent {}
-
-/** Each event's class and family (the core's `events::Family`), by its name. */
-const EVENTS = {
-  commandStarted: [CommandStartedEvent, 'command'],
-  commandSucceeded: [CommandSucceededEvent, 'command'],
-  commandFailed: [CommandFailedEvent, 'command'],
-  connectionPoolCreated: [ConnectionPoolCreatedEvent, 'pool'],
-  connectionPoolReady: [ConnectionPoolReadyEvent, 'pool'],
-  connectionPoolCleared: [ConnectionPoolClearedEvent, 'pool'],
-  connectionPoolClosed: [ConnectionPoolClosedEvent, 'pool'],
-  connectionCreated: [ConnectionCreatedEvent, 'pool'],
-  connectionReady: [ConnectionReadyEvent, 'pool'],
-  connectionClosed: [ConnectionClosedEvent, 'pool'],
-  connectionCheckOutStarted: [ConnectionCheckOutStartedEvent, 'pool'],
-  connectionCheckOutFailed: [ConnectionCheckOutFailedEvent, 'pool'],
-  connectionCheckedOut: [ConnectionCheckedOutEvent, 'pool'],
-  connectionCheckedIn: [ConnectionCheckedInEvent, 'pool'],
-  topologyOpening: [TopologyOpeningEvent, 'topology'],
-  topologyClosed: [TopologyClosedEvent, 'topology'],
-  topologyDescriptionChanged: [TopologyDescriptionChangedEvent, 'topology'],
-  serverOpening: [ServerOpeningEvent, 'topology'],
-  serverClosed: [ServerClosedEvent, 'topology'],
-  serverDescriptionChanged: [ServerDescriptionChangedEvent, 'topology'],
-  serverHeartbeatStarted: [ServerHeartbeatStartedEvent, 'topology'],
-  serverHeartbeatSucceeded: [ServerHeartbeatSucceededEvent, 'topology'],
-  serverHeartbeatFailed: [ServerHeartbeatFailedEvent, 'topology'],
-};
-
-/**
- * What the core calls for a client's events: `listening(family)`, whether `emitter`
- * has a listener for an event of the family, and `emit(bson)`, which emits one event
- * on `emitter` as an object of its class. A listener that throws does not reach the
- * core (as the Node driver, which emits outside its operations' error handling).
- */
-export function eventSink(emitter) {
-  return {
-    listening(family) {
-      for (const [name, [, of]] of Object.entries(EVENTS)) {
-        if (of === family && emitter.listenerCount(name) > 0) return true;
-      }
-      return false;
-    },
-    emit(bytes) {
-      const { name, ...fields } = BSON.deserialize(bytes);
-      const [Class] = EVENTS[name] ?? [MonitoringEvent];
-      if (fields.failure && typeof fields.failure.name === 'string') {
-        fields.failure = errorFromDocument(fields.failure);
-      }
-      if (fields.error && typeof fields.error.name === 'string') {
-        fields.error = errorFromDocument(fields.error);
-      }
-      const event = new Class(fields);
-      // The Node driver's events carry their name too (`event.name`).
-      Object.defineProperty(event, 'name', { value: name, enumerable: false });
-      try {
-        emitter.emit(name, event);
-      } catch (error) {
-        queueMicrotask(() => {
-          throw error;
-        });
-      }
-    },
-  };
-}

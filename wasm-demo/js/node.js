@@ -1,7 +1,9 @@
 // The entry point for Node.js and Bun: loads the WebAssembly module from the package
 // and uses node:net / node:tls sockets, with monitoring in the background.
 import { readFileSync } from 'node:fs';
-import { configure, MongoClient } from './client.js';
+import { Readable, Writable } from 'node:stream';
+import { MongoClient } from './client.js';
+import { configure } from './host.js';
 import { initSync, NativeClient } from '../pkg/anymongo_wasm.js';
 import { nodeTransport } from './transports/node.js';
 
@@ -11,6 +13,8 @@ configure({
   transport: nodeTransport,
   background: true,
   platform: typeof Bun === 'undefined' ? `Node.js ${process.version}` : `Bun ${Bun.version}`,
+  // GridFS streams as Node.js streams, as the Node driver's.
+  streams: { readable: (web) => Readable.fromWeb(web), writable: (web) => Writable.fromWeb(web) },
 });
 
 export * from './client.js';

@@ -53,3 +53,23 @@ export class BulkWriteResult {
     return this.writeErrors;
   }
 }
+
+/**
+ * The result of `client.bulkWrite`: the counts, and with `verboseResults: true` the
+ * result of each write by index of its model (`insertResults`, `updateResults`,
+ * `deleteResults`, Maps).
+ */
+export class ClientBulkWriteResult {
+  /** @internal `fields`: what the WebAssembly module reports. */
+  constructor(fields = {}) {
+    this.acknowledged = fields.acknowledged ?? true;
+    for (const name of ['insertedCount', 'upsertedCount', 'matchedCount', 'modifiedCount', 'deletedCount']) {
+      this[name] = fields[name] ?? 0;
+    }
+    for (const name of ['insertResults', 'updateResults', 'deleteResults']) {
+      if (fields[name]) {
+        this[name] = new Map(Object.entries(fields[name]).map(([index, result]) => [Number(index), result]));
+      }
+    }
+  }
+}

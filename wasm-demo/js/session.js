@@ -1,7 +1,9 @@
 // ClientSession and ChangeStream, shaped like the Node.js driver's, over the core's
 // sessions (transactions, causal consistency, snapshot reads) and change streams.
 import { BSON } from 'bson';
-import { MongoAPIError, MongoExpiredSessionError, MongoTransactionError, toError } from './errors.js';
+import { toError } from './error_documents.js';
+import { MongoAPIError, MongoExpiredSessionError, MongoTransactionError } from './errors.js';
+import { concernsOf } from './concerns.js';
 import { EventEmitter } from './events.js';
 
 /** The Node driver's names of the transaction states (`session.transaction.state`). */
@@ -216,27 +218,10 @@ export class ClientSession {
   }
 }
 
-/** The read preference as the core takes it: `{ mode, tags, maxStalenessSeconds, hedge }`. */
-export function readPreferenceDocument(value) {
-  if (value === undefined || value === null) return undefined;
-  if (typeof value === 'string') return { mode: value };
-  const { mode, tags, maxStalenessSeconds, hedge } = value;
-  const document = { mode };
-  if (tags?.length) document.tagSets = tags;
-  if (maxStalenessSeconds !== undefined && maxStalenessSeconds !== null) document.maxStalenessSeconds = maxStalenessSeconds;
-  if (hedge !== undefined && hedge !== null) document.hedge = hedge;
-  return document;
-}
-
 /** Options of a transaction (`readConcern`, `writeConcern`, `readPreference`, `maxCommitTimeMS`). */
 function transactionOptions(options) {
-  const out = {};
-  for (const name of ['readConcern', 'writeConcern']) {
-    if (options[name] !== undefined && options[name] !== null) out[name] = { ...options[name] };
-  }
+  const out = concernsOf(options) ?? {};
   if (typeof options.maxCommitTimeMS === 'number') out.maxCommitTimeMS = options.maxCommitTimeMS;
-  const readPreference = readPreferenceDocument(options.readPreference);
-  if (readPreference) out.readPreference = readPreference;
   return out;
 }
 
@@ -268,7 +253,7 @@ export class ChangeStream extends EventEmitter {
   #streaming = false;
 
   /** @internal */
-  constructor(client, db, collection, pipeline, options) {
+  constructor(client, db, collection, pipeline, options, concerns) {
     super();
     if (!Array.isArray(pipeline)) {
       throw new MongoAPIError('a change stream pipeline must be an array of stages');
@@ -277,6 +262,7 @@ export class ChangeStream extends EventEmitter {
     this.#db = db;
     this.#collection = collection;
     this.#args = { pipeline, options: { ...options } };
+    if (concerns) this.#args.concerns = concerns;
   }
 
   get closed() {

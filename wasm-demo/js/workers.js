@@ -2,7 +2,8 @@
 // (wrangler bundles it), sockets come from cloudflare:sockets, and monitoring is
 // single-threaded (on demand, before server selection), since a Worker keeps no task
 // running between requests.
-import { configure, MongoClient } from './client.js';
+import { MongoClient } from './client.js';
+import { configure } from './host.js';
 import { initSync, NativeClient } from '../pkg/anymongo_wasm.js';
 import { workersTransport } from './transports/workers.js';
 import wasm from '../pkg/anymongo_wasm_bg.wasm';

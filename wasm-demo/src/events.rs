@@ -279,3 +279,61 @@ pub fn topology_event(event: &SdamEvent) -> Document {
         },
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use anymongo::cmap::ConnectionClosedReason;
+    use anymongo::ServerAddress;
+
+    #[test]
+    fn pool_events_carry_the_node_driver_names_and_fields() {
+        let address = ServerAddress::parse("db.example.com:27017").unwrap();
+        let event = pool_event(&CmapEvent::ConnectionClosed {
+            address: address.clone(),
+            connection_id: 3,
+            reason: ConnectionClosedReason::Stale,
+        });
+        assert_eq!(
+            event,
+            doc! {
+                "name": "connectionClosed",
+                "address": "db.example.com:27017",
+                "connectionId": 3_i64,
+                "reason": "stale",
+            }
+        );
+        let checked_out = pool_event(&CmapEvent::ConnectionCheckedOut {
+            address,
+            connection_id: 1,
+            duration: Duration::from_micros(1500),
+        });
+        assert_eq!(checked_out.get_str("name").unwrap(), "connectionCheckedOut");
+        assert_eq!(checked_out.get_f64("durationMS").unwrap(), 1.5);
+    }
+
+    #[test]
+    fn heartbeats_name_the_server_in_connection_id() {
+        let event = topology_event(&SdamEvent::ServerHeartbeatFailed {
+            address: ServerAddress::parse("db.example.com").unwrap(),
+            driver_connection_id: 7,
+            server_connection_id: None,
+            duration: Duration::from_millis(2),
+            failure: "connection refused".into(),
+            awaited: false,
+        });
+        assert_eq!(event.get_str("name").unwrap(), "serverHeartbeatFailed");
+        assert_eq!(
+            event.get_str("connectionId").unwrap(),
+            "db.example.com:27017"
+        );
+        let failure = event.get_document("failure").unwrap();
+        assert_eq!(failure.get_str("message").unwrap(), "connection refused");
+    }
+
+    #[test]
+    fn each_family_has_its_name_for_the_glue() {
+        let names = [Family::Command, Family::Pool, Family::Topology].map(Family::name);
+        assert_eq!(names, ["command", "pool", "topology"]);
+    }
+}

@@ -64,8 +64,37 @@ fn closed() -> Error {
     })
 }
 
-type CursorCell = RefCell<Option<Cursor<Document>>>;
-type StreamCell = RefCell<Option<ChangeStream<RawDocumentBuf>>>;
+/// Where a server-side cursor lives while its JavaScript handle does: taken out by
+/// whoever uses it (no borrow lives across an await) and by the client's `close`.
+type Cell<T> = RefCell<Option<T>>;
+type CursorCell = Cell<Cursor<Document>>;
+type StreamCell = Cell<ChangeStream<RawDocumentBuf>>;
+
+/// A new, empty cell, remembered in `cells` (which forgets those dropped since).
+fn tracked<T>(cells: &RefCell<Vec<Weak<Cell<T>>>>) -> Rc<Cell<T>> {
+    let cell = Rc::new(RefCell::new(None));
+    let mut cells = cells.borrow_mut();
+    cells.retain(|cell| cell.strong_count() > 0);
+    cells.push(Rc::downgrade(&cell));
+    cell
+}
+
+/// What the cells of `cells` still hold, taken out of them.
+fn take_all<T>(cells: &RefCell<Vec<Weak<Cell<T>>>>) -> Vec<T> {
+    cells
+        .borrow_mut()
+        .drain(..)
+        .filter_map(|cell| cell.upgrade()?.borrow_mut().take())
+        .collect()
+}
+
+/// A promise of `work`: resolves to `undefined`, or rejects with its error.
+fn settle(work: impl std::future::Future<Output = Result<(), Error>> + 'static) -> Promise {
+    future_to_promise(async move {
+        work.await.map_err(|error| reject(&error))?;
+        Ok(JsValue::UNDEFINED)
+    })
+}
 
 /// A connected client (`NativeClient.open`).
 #[wasm_bindgen]
@@ -94,11 +123,14 @@ impl NativeClient {
         platform: String,
         timeout_ms: Option<f64>,
         events: Option<JsValue>,
-        monitor_commands: bool,
+        code_options: Vec<u8>,
     ) -> Result<NativeClient, JsValue> {
         let runtime = host::runtime(transport, background, platform);
-        let options =
+        let mut options =
             ClientOptions::parse(&uri).map_err(|error| reject_connection_string(&error))?;
+        let monitor_commands = parse(code_options)
+            .and_then(|code| ops::apply_code_options(&mut options, &code))
+            .map_err(|error| reject(&error))?;
         let config = match events {
             Some(events) => event_config(&events, monitor_commands),
             None => ClientConfig::default(),
@@ -174,10 +206,7 @@ impl NativeClient {
     ) -> Promise {
         let prepared = self.client().and_then(|client| Ok((client, parse(args)?)));
         let session = session.map(|session| session.session);
-        let cell: Rc<CursorCell> = Rc::new(RefCell::new(None));
-        let mut cursors = self.cursors.borrow_mut();
-        cursors.retain(|cursor| cursor.strong_count() > 0);
-        cursors.push(Rc::downgrade(&cell));
+        let cell = tracked(&self.cursors);
         future_to_promise(async move {
             let (client, args) = prepared.map_err(|error| reject(&error))?;
             let cursor = ops::open_cursor(
@@ -205,10 +234,7 @@ impl NativeClient {
     ) -> Promise {
         let prepared = self.client().and_then(|client| Ok((client, parse(args)?)));
         let session = session.map(|session| session.session);
-        let cell: Rc<StreamCell> = Rc::new(RefCell::new(None));
-        let mut streams = self.streams.borrow_mut();
-        streams.retain(|stream| stream.strong_count() > 0);
-        streams.push(Rc::downgrade(&cell));
+        let cell = tracked(&self.streams);
         future_to_promise(async move {
             let (client, args) = prepared.map_err(|error| reject(&error))?;
             let stream = ops::watch(&client, &database, &collection, &args, session.as_ref())
@@ -223,18 +249,8 @@ impl NativeClient {
     /// monitors and closes every connection.
     pub fn close(&self) -> Promise {
         let client = self.client.borrow_mut().take();
-        let cursors: Vec<_> = self
-            .cursors
-            .borrow_mut()
-            .drain(..)
-            .filter_map(|cursor| cursor.upgrade()?.borrow_mut().take())
-            .collect();
-        let streams: Vec<_> = self
-            .streams
-            .borrow_mut()
-            .drain(..)
-            .filter_map(|stream| stream.upgrade()?.borrow_mut().take())
-            .collect();
+        let cursors = take_all(&self.cursors);
+        let streams = take_all(&self.streams);
         future_to_promise(async move {
             for cursor in cursors {
                 // Best effort, as the server times idle cursors out anyway.
@@ -285,11 +301,11 @@ impl NativeCursor {
     /// Kills the server cursor, if still open.
     pub fn close(&self) -> Promise {
         let cursor = self.cell.borrow_mut().take();
-        future_to_promise(async move {
-            if let Some(cursor) = cursor {
-                cursor.close().await.map_err(|error| reject(&error))?;
+        settle(async move {
+            match cursor {
+                Some(cursor) => cursor.close().await,
+                None => Ok(()),
             }
-            Ok(JsValue::UNDEFINED)
         })
     }
 }
@@ -342,11 +358,11 @@ impl NativeChangeStream {
     /// Closes the stream, killing its server cursor.
     pub fn close(&self) -> Promise {
         let stream = self.cell.borrow_mut().take();
-        future_to_promise(async move {
-            if let Some(stream) = stream {
-                stream.close().await.map_err(|error| reject(&error))?;
+        settle(async move {
+            match stream {
+                Some(stream) => stream.close().await,
+                None => Ok(()),
             }
-            Ok(JsValue::UNDEFINED)
         })
     }
 }
@@ -457,26 +473,14 @@ impl NativeSession {
     #[wasm_bindgen(js_name = commitTransaction)]
     pub fn commit_transaction(&self) -> Promise {
         let session = self.session.clone();
-        future_to_promise(async move {
-            session
-                .commit_transaction()
-                .await
-                .map_err(|error| reject(&error))?;
-            Ok(JsValue::UNDEFINED)
-        })
+        settle(async move { session.commit_transaction().await })
     }
 
     /// Aborts the transaction.
     #[wasm_bindgen(js_name = abortTransaction)]
     pub fn abort_transaction(&self) -> Promise {
         let session = self.session.clone();
-        future_to_promise(async move {
-            session
-                .abort_transaction()
-                .await
-                .map_err(|error| reject(&error))?;
-            Ok(JsValue::UNDEFINED)
-        })
+        settle(async move { session.abort_transaction().await })
     }
 
     /// Runs `callback()` (which returns a promise) in a transaction, retried and
@@ -528,9 +532,9 @@ impl NativeSession {
     #[wasm_bindgen(js_name = endSession)]
     pub fn end_session(&self) -> Promise {
         let session = self.session.clone();
-        future_to_promise(async move {
+        settle(async move {
             session.close().await;
-            Ok(JsValue::UNDEFINED)
+            Ok(())
         })
     }
 }

@@ -10,20 +10,23 @@ use anymongo::bson::Timestamp;
 use anymongo::bson::{doc, rawdoc, Bson, Document, RawBson};
 use anymongo::collection::FindOneAndModify;
 use anymongo::crud::bulk_write::{
-    BulkWriteOptions, BulkWriteResult, DeleteManyModel, DeleteOneModel, InsertOneModel,
-    ReplaceOneModel, UpdateManyModel, UpdateOneModel, WriteModel,
+    BulkWriteOptions, BulkWriteResult, ClientWriteModel, DeleteManyModel, DeleteOneModel,
+    InsertOneModel, ReplaceOneModel, UpdateManyModel, UpdateOneModel, WriteModel,
 };
 use anymongo::crud::{
     AggregateOptions, CountOptions, FindOneAndModifyOptions, FindOptions, ReadOptions,
     ReturnDocument, RunCursorCommandOptions, WriteOptions,
 };
+use anymongo::database::Concerns;
+use anymongo::gridfs::{GridFsBucket, GridFsBucketOptions, GridFsError, GridFsUploadOptions};
 use anymongo::index_management::{CreateIndexOptions, IndexModel};
 use anymongo::selection::ReadPreference;
 use anymongo::session::{ClientSession, SessionOptions};
 use anymongo::transactions::{TransactionOptions, TransactionState};
+use anymongo::versioned_api::ServerApi;
 use anymongo::{
-    ChangeStream, ChangeStreamOptions, Client, Collection, Cursor, Database, Error, ErrorKind,
-    Result,
+    ChangeStream, ChangeStreamOptions, Client, ClientOptions, Collection, Cursor, Database, Error,
+    ErrorKind, Result,
 };
 use serde::de::DeserializeOwned;
 use std::time::Duration;
@@ -227,6 +230,18 @@ pub async fn run(
             )?;
             bulk_write_result(&result)
         }
+        "clientBulkWrite" => {
+            let models = documents(args, "models", Document::try_from)?
+                .into_iter()
+                .map(client_write_model)
+                .collect::<Result<Vec<_>>>()?;
+            let options = options::<BulkWriteOptions>(args)?;
+            let result = in_session!(
+                session,
+                client.bulk_write | bulk_write_with_session(models, options)
+            )?;
+            client_bulk_write_result(&result)
+        }
         "drop" => {
             coll.drop(session).await?;
             doc! { "value": true }
@@ -235,6 +250,12 @@ pub async fn run(
             db.drop(session).await?;
             doc! { "value": true }
         }
+        "gridfsUpload"
+        | "gridfsDownload"
+        | "gridfsDownloadByName"
+        | "gridfsDelete"
+        | "gridfsRename"
+        | "gridfsDrop" => gridfs(&db, op, args).await?,
         "command" => {
             let command = required_document(args, "command")?;
             db.run_command_with(command, read_preference(args)?, session)
@@ -383,6 +404,146 @@ pub async fn watch(
     Ok(stream.with_type())
 }
 
+/// Applies what the client's options given in code set that a connection string
+/// cannot (`serverApi: { version, strict, deprecationErrors }`); answers whether they
+/// ask for command events (`monitorCommands: true`).
+pub fn apply_code_options(options: &mut ClientOptions, code: &RawDocument) -> Result<bool> {
+    let flag = |document: &RawDocument, name: &str| match document.get(name).map_err(malformed)? {
+        None | Some(RawBsonRef::Null | RawBsonRef::Undefined) => Ok(None),
+        Some(RawBsonRef::Boolean(value)) => Ok(Some(value)),
+        Some(_) => Err(Error::invalid_argument(format!("{name} must be a boolean"))),
+    };
+    let monitor_commands = flag(code, "monitorCommands")?.unwrap_or(false);
+    let Some(RawBsonRef::Document(api)) = code.get("serverApi").map_err(malformed)? else {
+        return Ok(monitor_commands);
+    };
+    let Some(RawBsonRef::String(version)) = api.get("version").map_err(malformed)? else {
+        return Err(Error::invalid_argument(
+            "serverApi: version must be a string",
+        ));
+    };
+    options.server_api = Some(ServerApi {
+        version: version.parse()?,
+        strict: flag(api, "strict")?,
+        deprecation_errors: flag(api, "deprecationErrors")?,
+    });
+    Ok(monitor_commands)
+}
+
+/// The GridFS operations of the bucket `args.bucket` (`{ bucketName, chunkSizeBytes }`)
+/// of `db`: the file's content crosses as one `Binary` (`args.content`, the result's
+/// `content`), which the glue streams.
+async fn gridfs(db: &Database, op: &str, args: &RawDocument) -> Result<Document> {
+    let mut options = GridFsBucketOptions::default();
+    if let Some(RawBsonRef::Document(bucket)) = field(args, "bucket")? {
+        if let Some(RawBsonRef::String(name)) = bucket.get("bucketName").map_err(malformed)? {
+            options.bucket_name = name.to_owned();
+        }
+        if let Some(size) = bucket.get("chunkSizeBytes").map_err(malformed)? {
+            options.chunk_size_bytes = positive_size(size, "chunkSizeBytes")?;
+        }
+    }
+    let bucket = GridFsBucket::new(db, options);
+    let id = || match field(args, "id") {
+        Ok(Some(id)) => RawBson::from(id)
+            .try_into()
+            .map_err(|error| Error::invalid_argument(format!("GridFS: invalid id: {error}"))),
+        Ok(None) => Err(Error::invalid_argument("GridFS: the file's id is required")),
+        Err(error) => Err(error),
+    };
+    let string = |name: &str| match field(args, name)? {
+        Some(RawBsonRef::String(value)) => Ok(value.to_owned()),
+        _ => Err(Error::invalid_argument(format!(
+            "GridFS: {name} must be a string"
+        ))),
+    };
+    let content = |bytes: Vec<u8>| {
+        let content = Bson::Binary(anymongo::bson::Binary {
+            subtype: anymongo::bson::spec::BinarySubtype::Generic,
+            bytes,
+        });
+        doc! { "content": content }
+    };
+    Ok(match op {
+        "gridfsUpload" => {
+            let Some(RawBsonRef::Binary(data)) = field(args, "content")? else {
+                return Err(Error::invalid_argument("GridFS: the content must be bytes"));
+            };
+            let mut upload = GridFsUploadOptions::default();
+            if let Some(RawBsonRef::Document(given)) = field(args, "options")? {
+                upload.id = given
+                    .get("id")
+                    .map_err(malformed)?
+                    .map(|id| RawBson::from(id).try_into())
+                    .transpose()
+                    .map_err(|error| {
+                        Error::invalid_argument(format!("GridFS: invalid id: {error}"))
+                    })?;
+                if let Some(size) = given.get("chunkSizeBytes").map_err(malformed)? {
+                    upload.chunk_size_bytes = Some(positive_size(size, "chunkSizeBytes")?);
+                }
+                if let Some(RawBsonRef::Document(metadata)) =
+                    given.get("metadata").map_err(malformed)?
+                {
+                    upload.metadata = Some(to_document(metadata)?);
+                }
+            }
+            let id = bucket
+                .upload_from_bytes(&string("filename")?, data.bytes, upload)
+                .await?;
+            doc! { "id": id }
+        }
+        "gridfsDownload" => content(bucket.download(&id()?).await?),
+        "gridfsDownloadByName" => {
+            let revision = match field(args, "revision")? {
+                None | Some(RawBsonRef::Null | RawBsonRef::Undefined) => None,
+                Some(RawBsonRef::Int32(revision)) => Some(revision),
+                Some(RawBsonRef::Double(revision)) if revision.fract() == 0.0 => {
+                    Some(revision as i32)
+                }
+                Some(_) => {
+                    return Err(Error::invalid_argument(
+                        "GridFS: revision must be an integer",
+                    ))
+                }
+            };
+            content(
+                bucket
+                    .download_by_name(&string("filename")?, revision)
+                    .await?,
+            )
+        }
+        "gridfsDelete" => {
+            bucket.delete(&id()?).await?;
+            doc! {}
+        }
+        "gridfsRename" => {
+            bucket.rename(&id()?, &string("newFilename")?).await?;
+            doc! {}
+        }
+        _ => {
+            bucket.drop().await?;
+            doc! {}
+        }
+    })
+}
+
+/// A positive size in bytes given as a JavaScript number.
+fn positive_size(value: RawBsonRef<'_>, name: &str) -> Result<u32> {
+    let size = match value {
+        RawBsonRef::Int32(size) => i64::from(size),
+        RawBsonRef::Int64(size) => size,
+        RawBsonRef::Double(size) if size.fract() == 0.0 => size as i64,
+        _ => -1,
+    };
+    u32::try_from(size)
+        .ok()
+        .filter(|size| *size > 0)
+        .ok_or_else(|| {
+            Error::invalid_argument(format!("GridFS: {name} must be a positive integer"))
+        })
+}
+
 /// `args.options.readPreference`, if given.
 fn read_preference(args: &RawDocument) -> Result<Option<ReadPreference>> {
     Ok(options::<ReadOptions>(args)?.read_preference)
@@ -450,6 +611,39 @@ pub fn error_document(error: &Error) -> Document {
                 out.insert("errInfo", details.clone());
             }
         }
+        ErrorKind::ClientBulkWrite(failure) => {
+            let write_errors: Document = failure
+                .write_errors
+                .iter()
+                .map(|(index, write)| {
+                    let mut entry = doc! { "code": write.code, "message": write.message.clone() };
+                    if let Some(details) = &write.details {
+                        entry.insert("details", details.clone());
+                    }
+                    (index.to_string(), Bson::Document(entry))
+                })
+                .collect();
+            out.insert("writeErrors", write_errors);
+            let concern_errors: Vec<Bson> = failure
+                .write_concern_errors
+                .iter()
+                .map(|concern| {
+                    let mut entry =
+                        doc! { "code": concern.code, "message": concern.message.clone() };
+                    if let Some(details) = &concern.details {
+                        entry.insert("details", details.clone());
+                    }
+                    Bson::Document(entry)
+                })
+                .collect();
+            out.insert("writeConcernErrors", concern_errors);
+            if let Some(partial) = &failure.partial_result {
+                out.insert("partialResult", client_bulk_write_result(partial));
+            }
+            if let Some(cause) = &failure.error {
+                out.insert("cause", error_document(cause));
+            }
+        }
         ErrorKind::BulkWrite(failure) => {
             let write_errors: Vec<Bson> = failure
                 .write_errors
@@ -503,7 +697,8 @@ fn error_class(error: &Error) -> &'static str {
         ErrorKind::Command(_) => "MongoServerError",
         ErrorKind::Write(WriteFailure::WriteError(_)) => "MongoServerError",
         ErrorKind::Write(WriteFailure::WriteConcernError(_)) => "MongoWriteConcernError",
-        ErrorKind::BulkWrite(_) | ErrorKind::ClientBulkWrite(_) => "MongoBulkWriteError",
+        ErrorKind::BulkWrite(_) => "MongoBulkWriteError",
+        ErrorKind::ClientBulkWrite(_) => "MongoClientBulkWriteError",
         ErrorKind::Authentication { code: Some(_), .. } => "MongoServerError",
         // What the driver found wrong in the server's replies (a wrong SCRAM signature).
         ErrorKind::Authentication { code: None, .. } => "MongoRuntimeError",
@@ -518,6 +713,8 @@ fn error_class(error: &Error) -> &'static str {
         ErrorKind::PoolClosed { .. } => "MongoTopologyClosedError",
         ErrorKind::WaitQueueTimeout { .. } => "MongoWaitQueueTimeoutError",
         ErrorKind::OperationTimeout { .. } => "MongoOperationTimeoutError",
+        ErrorKind::GridFs(GridFsError::CorruptFile { .. }) => "MongoGridFSChunkError",
+        ErrorKind::GridFs(_) => "MongoRuntimeError",
         _ => "MongoError",
     }
 }
@@ -585,6 +782,68 @@ fn take_document(model: &mut Document, name: &str) -> Result<Option<Document>> {
             "bulkWrite: {name} must be an object"
         ))),
     }
+}
+
+/// One model of the client's `bulkWrite`, as the Node driver's
+/// `AnyClientBulkWriteModel`: `{ namespace: "db.coll", name: "insertOne", document }`,
+/// `{ namespace, name: "updateOne", filter, update, upsert... }`...
+fn client_write_model(mut model: Document) -> Result<ClientWriteModel> {
+    let (Some(Bson::String(namespace)), Some(Bson::String(name))) =
+        (model.remove("namespace"), model.remove("name"))
+    else {
+        return Err(Error::invalid_argument(
+            "bulkWrite: each model needs a namespace (\"db.collection\") and a name (\"insertOne\", \"updateOne\"...)",
+        ));
+    };
+    Ok(ClientWriteModel::new(
+        namespace,
+        write_model(doc! { name: model })?,
+    ))
+}
+
+/// The Node driver's `ClientBulkWriteResult`: the counts, and with verbose results
+/// `insertResults`, `updateResults` and `deleteResults` by index of the model (the glue
+/// makes Maps of them).
+fn client_bulk_write_result(result: &BulkWriteResult) -> Document {
+    let mut out = doc! {
+        "acknowledged": result.acknowledged,
+        "insertedCount": count(result.inserted_count),
+        "upsertedCount": count(result.upserted_count),
+        "matchedCount": count(result.matched_count),
+        "modifiedCount": count(result.modified_count),
+        "deletedCount": count(result.deleted_count),
+    };
+    if let Some(verbose) = &result.verbose_results {
+        let by_index = |entries: Vec<(usize, Document)>| -> Document {
+            entries
+                .into_iter()
+                .map(|(index, entry)| (index.to_string(), Bson::Document(entry)))
+                .collect()
+        };
+        let inserts = verbose
+            .insert_results
+            .iter()
+            .map(|(index, insert)| (*index, doc! { "insertedId": insert.inserted_id.clone() }));
+        let updates = verbose.update_results.iter().map(|(index, update)| {
+            let mut entry = doc! {
+                "matchedCount": count(update.matched_count),
+                "modifiedCount": count(update.modified_count),
+                "didUpsert": update.upserted_id.is_some(),
+            };
+            if let Some(id) = &update.upserted_id {
+                entry.insert("upsertedId", id.clone());
+            }
+            (*index, entry)
+        });
+        let deletes = verbose
+            .delete_results
+            .iter()
+            .map(|(index, delete)| (*index, doc! { "deletedCount": count(delete.deleted_count) }));
+        out.insert("insertResults", by_index(inserts.collect()));
+        out.insert("updateResults", by_index(updates.collect()));
+        out.insert("deleteResults", by_index(deletes.collect()));
+    }
+    out
 }
 
 /// One operation of `bulkWrite`, as the Node driver's `AnyBulkWriteOperation`:
@@ -771,7 +1030,23 @@ fn options_document(args: &RawDocument) -> Result<Option<Document>> {
 /// The database `name`, with the operation's `timeoutMS` (`args.options.timeoutMS`,
 /// as the Node driver takes it on every operation) for it and its collections.
 fn database_for(client: &Client, name: &str, args: &RawDocument) -> Result<Database> {
-    let db = client.database(name);
+    let mut db = client.database(name);
+    // The concerns of the Db or Collection the operation runs on (the collection's over
+    // its database's, merged by the glue).
+    if let Some(RawBsonRef::Document(given)) = field(args, "concerns")? {
+        let concerns = Document::try_from(given).map_err(malformed)?;
+        let read: ReadOptions = parse_options(Some(concerns.clone()))?;
+        let write: WriteOptions = parse_options(Some(concerns))?;
+        db = db.with_concerns(Concerns {
+            read_preference: read.read_preference,
+            read_concern: read.read_concern,
+            write_concern: write.write_concern,
+            timeout: None,
+        });
+        if let Some(timeout) = milliseconds(given, "timeoutMS")? {
+            db = db.with_timeout(timeout);
+        }
+    }
     Ok(match operation_timeout(args)? {
         Some(timeout) => db.with_timeout(timeout),
         None => db,
@@ -861,6 +1136,45 @@ fn split_index_options(args: &RawDocument) -> Result<(Document, CreateIndexOptio
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn session_and_transaction_options_take_the_node_driver_names() {
+        let options = session_options(&rawdoc! {
+            "causalConsistency": false,
+            "defaultTimeoutMS": 250,
+            "defaultTransactionOptions": { "readConcern": { "level": "snapshot" }, "maxCommitTimeMS": 40 },
+        })
+        .unwrap();
+        assert_eq!(options.causal_consistency, Some(false));
+        assert_eq!(options.default_timeout, Some(Duration::from_millis(250)));
+        let defaults = options.default_transaction_options.unwrap();
+        assert_eq!(defaults.max_commit_time, Some(Duration::from_millis(40)));
+        assert!(defaults.read_concern.is_some());
+        assert!(session_options(&rawdoc! { "snapshot": "yes" }).is_err());
+        assert!(transaction_options(&rawdoc! { "maxCommitTimeMS": "soon" }).is_err());
+    }
+
+    #[test]
+    fn code_options_declare_the_api_and_ask_for_command_events() {
+        let mut options = ClientOptions::parse("mongodb://localhost").unwrap();
+        let code =
+            rawdoc! { "monitorCommands": true, "serverApi": { "version": "1", "strict": true } };
+        assert!(apply_code_options(&mut options, &code).unwrap());
+        let api = options.server_api.clone().unwrap();
+        assert_eq!((api.strict, api.deprecation_errors), (Some(true), None));
+        let unknown = rawdoc! { "serverApi": { "version": "2" } };
+        assert!(apply_code_options(&mut options, &unknown).is_err());
+        assert!(!apply_code_options(&mut options, &rawdoc! {}).unwrap());
+    }
+
+    #[test]
+    fn client_bulk_write_models_name_their_namespace_and_kind() {
+        let model = doc! { "namespace": "db.c", "name": "updateOne", "filter": {}, "update": { "$set": { "a": 1 } } };
+        assert!(client_write_model(model).is_ok());
+        assert!(client_write_model(doc! { "name": "insertOne", "document": {} }).is_err());
+        let unknown = doc! { "namespace": "db.c", "name": "upsertOne", "filter": {} };
+        assert!(client_write_model(unknown).is_err());
+    }
 
     #[test]
     fn create_index_options_split_into_index_and_command() {

@@ -87,70 +87,98 @@ describe('the packed tarball, installed into an empty folder', { timeout: 240_00
   });
 
   /**
-   * Connects, inserts and reads back with the installed package, under `command`,
-   * loaded by `import`, or by `require` (its CommonJS entry under Node.js).
+   * The smoke set, as source text every runtime runs: CRUD, a session, a transaction,
+   * a change stream event and an aggregation cursor, with the installed package's
+   * `MongoClient` and `ObjectId`; resolves to the names of the checks that held.
    */
+  const SMOKE_SET = `
+    async function smokeSet(MongoClient, ObjectId, uri, runtime) {
+      const client = new MongoClient(uri, { serverSelectionTimeoutMS: 5000 });
+      const held = [];
+      const check = (name, ok) => held.push(ok ? name : name + ' FAILED');
+      try {
+        await client.connect();
+        const coll = client.db('installed').collection(runtime);
+        await coll.deleteMany({});
+        const { insertedId } = await coll.insertOne({ from: runtime, n: 1 });
+        const found = await coll.findOne({ _id: insertedId });
+        check('crud', insertedId instanceof ObjectId && found.from === runtime);
+        const session = client.startSession();
+        await coll.insertOne({ n: 2 }, { session });
+        check('session', (await coll.countDocuments({}, { session })) === 2);
+        session.startTransaction();
+        await coll.insertOne({ n: 3 }, { session });
+        const hidden = await coll.countDocuments({ n: 3 });
+        await session.commitTransaction();
+        await session.endSession();
+        check('transaction', hidden === 0 && (await coll.countDocuments({ n: 3 })) === 1);
+        const stream = coll.watch([], { maxAwaitTimeMS: 100 });
+        await stream.tryNext();
+        await coll.insertOne({ n: 4 });
+        const change = await stream.next();
+        await stream.close();
+        check('change stream', change.operationType === 'insert' && change.fullDocument.n === 4);
+        const [sum] = await coll.aggregate([{ $group: { _id: null, total: { $sum: '$n' } } }]).toArray();
+        check('aggregation cursor', sum.total === 10);
+      } finally {
+        await client.close();
+      }
+      return held.join(', ');
+    }
+  `;
+  const SMOKE_HELD = 'crud, session, transaction, change stream, aggregation cursor';
+
+  /** Runs the smoke set with the installed package under `command`, loaded by `import` or `require`. */
   async function connectAndInsert(runtime, command, loader = 'import') {
     const load = loader === 'require'
       ? "import { createRequire } from 'node:module';\n const { MongoClient, ObjectId } = createRequire(import.meta.url)('anymongo');"
       : "import { MongoClient, ObjectId } from 'anymongo';";
     const script = `
       ${load}
-      const client = new MongoClient(${JSON.stringify(server.uri)});
-      await client.connect();
-      const coll = client.db('installed').collection(${JSON.stringify(runtime)});
-      const { insertedId } = await coll.insertOne({ from: ${JSON.stringify(runtime)} });
-      const found = await coll.findOne({ _id: insertedId });
-      console.log(insertedId instanceof ObjectId, found.from);
-      await client.close();
+      ${SMOKE_SET}
+      console.log(await smokeSet(MongoClient, ObjectId, ${JSON.stringify(server.uri)}, ${JSON.stringify(runtime)}));
     `;
     const { code, output } = await runScript(app, script, 60_000, command);
     assert.equal(code, 0, output);
-    assert.equal(output.trim().split('\n').at(-1), `true ${runtime}`);
+    assert.equal(output.trim().split('\n').at(-1), SMOKE_HELD);
   }
 
-  it('works under Node.js', { timeout: 60_000 }, async () => {
+  it('runs the smoke set under Node.js', { timeout: 60_000 }, async () => {
     await connectAndInsert('node');
   });
 
-  it('works under Node.js through require()', { timeout: 60_000 }, async () => {
+  it('runs the smoke set under Node.js through require()', { timeout: 60_000 }, async () => {
     await connectAndInsert('node', undefined, 'require');
   });
 
   const deno = path.join(runtimes, 'deno');
-  it('works under Deno (Deno.connect)', { timeout: 60_000, skip: !existsSync(deno) && 'deno not installed (bash tests/setup.sh js-runtimes)' }, async () => {
+  it('runs the smoke set under Deno (Deno.connect)', { timeout: 60_000, skip: !existsSync(deno) && 'deno not installed (bash tests/setup.sh js-runtimes)' }, async () => {
     await connectAndInsert('deno', [deno, 'run', '--allow-net', '--allow-read', '--allow-env']);
   });
 
   const bun = path.join(runtimes, 'bun');
-  it('works under Bun (node:net)', { timeout: 60_000, skip: !existsSync(bun) && 'bun not installed (bash tests/setup.sh js-runtimes)' }, async () => {
+  it('runs the smoke set under Bun (node:net)', { timeout: 60_000, skip: !existsSync(bun) && 'bun not installed (bash tests/setup.sh js-runtimes)' }, async () => {
     await connectAndInsert('bun', [bun]);
   });
 
-  it('works under Bun through require()', { timeout: 60_000, skip: !existsSync(bun) && 'bun not installed (bash tests/setup.sh js-runtimes)' }, async () => {
+  it('runs the smoke set under Bun through require()', { timeout: 60_000, skip: !existsSync(bun) && 'bun not installed (bash tests/setup.sh js-runtimes)' }, async () => {
     await connectAndInsert('bun', [bun], 'require');
   });
-  it('works under workerd (the Workers runtime: cloudflare:sockets, single-threaded monitoring)', {
+  it('runs the smoke set under workerd (the Workers runtime: cloudflare:sockets, single-threaded monitoring)', {
     timeout: 90_000,
     skip: !existsSync(workerd) && 'workerd not installed (bash tests/setup.sh js-runtimes)',
   }, async () => {
     const worker = await serveWorker(
       app,
       `
-      import { MongoClient } from 'anymongo/js/workers.js';
+      import { MongoClient, ObjectId } from 'anymongo/js/workers.js';
+      ${SMOKE_SET}
       export default {
         async fetch() {
-          const client = new MongoClient(${JSON.stringify(server.uri)}, { serverSelectionTimeoutMS: 5000 });
           try {
-            await client.connect();
-            const coll = client.db('installed').collection('workerd');
-            const { insertedId } = await coll.insertOne({ from: 'workerd' });
-            const found = await coll.findOne({ _id: insertedId });
-            return Response.json({ from: found.from });
+            return Response.json({ held: await smokeSet(MongoClient, ObjectId, ${JSON.stringify(server.uri)}, 'workerd') });
           } catch (error) {
             return Response.json({ error: \`\${error.name}: \${error.message}\` }, { status: 500 });
-          } finally {
-            await client.close();
           }
         },
       };
@@ -164,7 +192,7 @@ describe('the packed tarball, installed into an empty folder', { timeout: 240_00
       // The first request may wait for workerd to compile the Worker.
       const response = await fetch(worker.url, { signal: AbortSignal.timeout(60_000) });
       const body = await response.json();
-      assert.deepEqual(body, { from: 'workerd' }, worker.log());
+      assert.deepEqual(body, { held: SMOKE_HELD }, worker.log());
     } finally {
       await worker.stop();
     }

@@ -5,13 +5,18 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import {
   ChangeStream,
+  ClientBulkWriteResult,
   ClientSession,
   CommandStartedEvent,
   CommandSucceededEvent,
   ConnectionCheckedOutEvent,
+  GridFSBucket,
+  ObjectId,
   MongoClient,
+  MongoClientBulkWriteError,
   MongoExpiredSessionError,
   MongoInvalidArgumentError,
+  MongoRuntimeError,
   MongoServerError,
 } from '../js/node.js';
 import { startServer } from './server.js';
@@ -174,5 +179,133 @@ describe('sessions, transactions, change streams and events', BOUND, () => {
     const resumed = coll.watch([], { resumeAfter: change._id, maxAwaitTimeMS: 200 });
     assert.equal((await resumed.next()).documentKey._id, 'b');
     await resumed.close();
+  });
+});
+
+describe('GridFSBucket and cursors', BOUND, () => {
+  let server;
+  let client;
+  let db;
+
+  before(async () => {
+    server = await startServer();
+    client = new MongoClient(server.uri, OPTIONS);
+    db = client.db('npm_gridfs_tests');
+  });
+
+  after(async () => {
+    await client?.close();
+    await server?.stop();
+  });
+
+  it('uploads and downloads files through Node streams, by id and by name', BOUND, async () => {
+    const bucket = new GridFSBucket(db, { bucketName: 'files', chunkSizeBytes: 4 });
+    const upload = bucket.openUploadStream('hello.txt', { metadata: { kind: 'greeting' } });
+    assert.ok(upload.id instanceof ObjectId);
+    await new Promise((resolve, reject) => {
+      upload.once('finish', resolve).once('error', reject);
+      upload.write('hello, ');
+      upload.end(Buffer.from('world'));
+    });
+    const read = async (stream) => {
+      const parts = [];
+      for await (const part of stream) parts.push(part);
+      return Buffer.concat(parts).toString();
+    };
+    assert.equal(await read(bucket.openDownloadStream(upload.id)), 'hello, world');
+    assert.equal(await read(bucket.openDownloadStream(upload.id, { start: 7, end: 12 })), 'world');
+    const [file] = await bucket.find({ filename: 'hello.txt' }).toArray();
+    assert.equal(file.length, 12);
+    assert.equal(file.chunkSize, 4);
+    assert.deepEqual(file.metadata, { kind: 'greeting' });
+    assert.equal(await db.collection('files.chunks').countDocuments({ files_id: upload.id }), 3);
+    await bucket.rename(upload.id, 'renamed.txt');
+    assert.equal(await read(bucket.openDownloadStreamByName('renamed.txt')), 'hello, world');
+    await bucket.delete(upload.id);
+    await assert.rejects(read(bucket.openDownloadStream(upload.id)), (error) => error instanceof MongoRuntimeError && /no GridFS file/.test(error.message));
+    await bucket.drop();
+  });
+
+  it('clones, rewinds, counts buffered documents and maps through forEach', BOUND, async () => {
+    const coll = db.collection('cursor_api');
+    await coll.insertMany([{ n: 1 }, { n: 2 }, { n: 3 }]);
+    const cursor = coll.find({}, { projection: { _id: 0 } }).sort({ n: 1 }).batchSize(2);
+    assert.deepEqual(await cursor.next(), { n: 1 });
+    assert.equal(cursor.bufferedCount(), 1);
+    assert.deepEqual(cursor.readBufferedDocuments(), [{ n: 2 }]);
+    cursor.rewind();
+    assert.deepEqual(await cursor.toArray(), [{ n: 1 }, { n: 2 }, { n: 3 }]);
+    const seen = [];
+    await cursor.clone().forEach((document) => {
+      seen.push(document.n);
+      return document.n < 2;
+    });
+    assert.deepEqual(seen, [1, 2]);
+    const piped = await coll.aggregate().match({ n: { $gte: 2 } }).project({ _id: 0 }).sort({ n: -1 }).toArray();
+    assert.deepEqual(piped, [{ n: 3 }, { n: 2 }]);
+    const explained = await coll.find({ n: 1 }).explain();
+    assert.ok(explained.ok === 1 || explained.queryPlanner);
+  });
+});
+
+describe('client bulkWrite and the fluent bulk builder', BOUND, () => {
+  let server;
+  let client;
+
+  before(async () => {
+    server = await startServer();
+    client = new MongoClient(server.uri, OPTIONS);
+  });
+
+  after(async () => {
+    await client?.close();
+    await server?.stop();
+  });
+
+  it('writes to several namespaces in one call, with verbose results and errors by index', BOUND, async () => {
+    const result = await client.bulkWrite(
+      [
+        { namespace: 'npm_bulk.a', name: 'insertOne', document: { _id: 1, x: 1 } },
+        { namespace: 'npm_bulk.b', name: 'insertOne', document: { _id: 2 } },
+        { namespace: 'npm_bulk.a', name: 'updateOne', filter: { _id: 1 }, update: { $set: { x: 2 } } },
+        { namespace: 'npm_bulk.b', name: 'deleteMany', filter: {} },
+      ],
+      { verboseResults: true },
+    );
+    assert.ok(result instanceof ClientBulkWriteResult);
+    assert.equal(result.insertedCount, 2);
+    assert.equal(result.modifiedCount, 1);
+    assert.equal(result.deletedCount, 1);
+    assert.deepEqual(result.insertResults.get(1), { insertedId: 2 });
+    assert.equal(result.updateResults.get(2).matchedCount, 1);
+    const failure = await client
+      .bulkWrite(
+        [
+          { namespace: 'npm_bulk.a', name: 'insertOne', document: { _id: 1 } },
+          { namespace: 'npm_bulk.a', name: 'insertOne', document: { _id: 3 } },
+        ],
+        { ordered: false },
+      )
+      .catch((error) => error);
+    assert.ok(failure instanceof MongoClientBulkWriteError, String(failure));
+    assert.equal(failure.writeErrors.get(0).code, 11000);
+    assert.equal(failure.partialResult.insertedCount, 1);
+  });
+
+  it('builds ordered bulk writes fluently', BOUND, async () => {
+    const coll = client.db('npm_bulk').collection('fluent');
+    const bulk = coll.initializeOrderedBulkOp();
+    bulk.insert({ _id: 1, n: 0 });
+    bulk.find({ _id: 1 }).updateOne({ $inc: { n: 1 } });
+    bulk.find({ _id: 2 }).upsert().replaceOne({ n: 5 });
+    const result = await bulk.execute();
+    assert.equal(result.insertedCount, 1);
+    assert.equal(result.modifiedCount, 1);
+    assert.equal(result.upsertedCount, 1);
+    await assert.rejects(bulk.execute(), /re-executed/);
+    assert.deepEqual(await coll.findOneAndUpdate({ _id: 1 }, { $set: { n: 9 } }, { includeResultMetadata: true }), {
+      value: { _id: 1, n: 1 },
+      ok: 1,
+    });
   });
 });

@@ -13,7 +13,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { BSON } from 'bson';
-import { toError } from '../js/errors.js';
+import { toError } from '../js/error_documents.js';
 import {
   MongoClient,
   MongoError,

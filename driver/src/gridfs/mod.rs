@@ -295,7 +295,9 @@ impl GridFsBucket {
             "_id": id.clone(),
             "length": i64::try_from(content.len()).unwrap_or(i64::MAX),
             "chunkSize": i64::from(chunk_size),
-            "uploadDate": DateTime::now(),
+            // The runtime's wall clock: `DateTime::now` reads the system's, which
+            // wasm32-unknown-unknown has not.
+            "uploadDate": DateTime::from_millis(i64::try_from(this.files.client().executor().runtime().clock.unix_time().as_millis()).unwrap_or(i64::MAX)),
             "filename": filename,
         };
         if let Some(metadata) = options.metadata {
