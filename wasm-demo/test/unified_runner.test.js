@@ -94,6 +94,9 @@ describe('the matcher (spec "Evaluating Matches")', () => {
     matches('{"j": {"$$matchAsDocument": {"a": {"$$type": "int"}}}}', { j: '{"a": 1}' });
     rejects('{"j": {"$$matchAsDocument": {"a": 1}}}', { j: '{"a": 1, "b": 2}' }, 'unexpected field "b"');
     matches('{"x": {"$$matchAsRoot": {"a": 1}}}', { x: { a: 1, b: 2 } });
+    // The Node driver's Maps (client bulk write results) match as documents keyed by index.
+    matches('{"r": {"0": {"a": 1}}}', { r: new Map([[0, { a: 1 }]]) });
+    rejects('{"r": {"0": {"a": 1}}}', { r: new Map([[1, { a: 1 }]]) }, 'at r.0: missing');
   });
 });
 

@@ -212,6 +212,9 @@ export class Matcher {
   }
 
   #value(expected, actual, root, path, present) {
+    // The Node driver's client bulk write results and errors key their per-operation
+    // results by index in Maps; the spec writes them as documents.
+    if (actual instanceof Map) actual = Object.fromEntries(actual);
     const special = specialOperator(expected);
     if (special) {
       this.#operator(special[0], special[1], actual, root, path, present);

@@ -514,7 +514,9 @@ const OPERATIONS = {
   },
   'client.clientBulkWrite': {
     needs: [MongoClient, 'bulkWrite'],
-    run: (c, a) => c.client.bulkWrite(a.models, optionsOf(a, 'models')),
+    // The spec's `{ insertOne: { namespace, document } }` is the Node driver's
+    // `{ name: 'insertOne', namespace, document }`.
+    run: async (c, a) => specClientBulkWriteResult(await c.client.bulkWrite(a.models.map(clientBulkWriteModel), optionsOf(a, 'models'))),
   },
   'client.close': { needs: [MongoClient, 'close'], run: (c) => c.client.close() },
   // Sessions (spec "Session Operations"; Node: ClientSession).
@@ -559,6 +561,23 @@ const OPERATIONS = {
   'changeStream.iterateOnce': { run: (c) => c.tryNext() },
   'changeStream.close': { run: (c) => c.close() },
 };
+
+/**
+ * A client bulk write result with the spec's per-operation update results
+ * (`matchedCount`, `modifiedCount`, `upsertedId`): the Node driver's also carry
+ * `didUpsert`, which a nested document of the test's expectations may not have.
+ */
+function specClientBulkWriteResult(result) {
+  if (!(result?.updateResults instanceof Map)) return result;
+  const updateResults = new Map();
+  for (const [index, { didUpsert: _didUpsert, ...update }] of result.updateResults) updateResults.set(index, update);
+  return Object.assign(Object.create(Object.getPrototypeOf(result)), result, { updateResults });
+}
+
+function clientBulkWriteModel(model) {
+  const [name] = Object.keys(model);
+  return { name, ...model[name] };
+}
 
 /**
  * A change stream, opened as the spec's createChangeStream asks: the aggregate is sent
@@ -988,17 +1007,31 @@ export function checkError(expected, error, matcher) {
   if (expected.errorResponse !== undefined) {
     wrapMatch(() => matcher.root(expected.errorResponse, error.errorResponse), 'expectError.errorResponse');
   }
+  // Spec "expectedError": writeErrors at the same indexes, writeConcernErrors as many,
+  // each matched as a root-level document.
   if (expected.writeErrors !== undefined) {
-    const writeErrors = error.writeErrors instanceof Map ? Object.fromEntries(error.writeErrors) : error.writeErrors;
-    wrapMatch(() => matcher.root(expected.writeErrors, writeErrors), 'expectError.writeErrors');
+    const actual = error.writeErrors instanceof Map ? Object.fromEntries(error.writeErrors) : (error.writeErrors ?? {});
+    const indexes = (errors) => Object.keys(errors).sort().join(', ');
+    if (indexes(expected.writeErrors) !== indexes(actual)) {
+      fail(`expected write errors at [${indexes(expected.writeErrors)}], got [${indexes(actual)}]`);
+    }
+    for (const [index, writeError] of Object.entries(expected.writeErrors)) {
+      wrapMatch(() => matcher.root(writeError, actual[index]), `expectError.writeErrors.${index}`);
+    }
   }
   if (expected.writeConcernErrors !== undefined) {
-    wrapMatch(() => matcher.root(expected.writeConcernErrors, error.writeConcernErrors), 'expectError.writeConcernErrors');
+    const actual = error.writeConcernErrors ?? [];
+    if (actual.length !== expected.writeConcernErrors.length) {
+      fail(`expected ${expected.writeConcernErrors.length} write concern errors, got ${actual.length}`);
+    }
+    expected.writeConcernErrors.forEach((writeConcernError, i) => {
+      wrapMatch(() => matcher.root(writeConcernError, actual[i]), `expectError.writeConcernErrors.${i}`);
+    });
   }
   // Spec: the result the error carries (a bulk write's partial result); absent is
   // accepted only by $$unsetOrMatches.
   if (expected.expectResult !== undefined) {
-    const partial = error.result ?? error.partialResult;
+    const partial = error.result ?? specClientBulkWriteResult(error.partialResult);
     wrapMatch(() => matcher.root(expected.expectResult, partial), 'expectError.expectResult');
   }
 }
