@@ -496,16 +496,16 @@ const OPERATIONS = {
   'database.createChangeStream': { needs: [Db, 'watch'], run: (d, a) => openStream(d.watch(a.pipeline, optionsOf(a, 'pipeline'))) },
   // Client (spec "Client Operations"; Node: MongoClient).
   'client.listDatabases': {
-    needs: [api.Admin, 'listDatabases'],
+    needs: [api.Admin, 'listDatabases', 'Admin'],
     run: async (c, a) => (await c.client.db('admin').admin().listDatabases(optionsOf(a))).databases,
   },
   'client.listDatabaseNames': {
-    needs: [api.Admin, 'listDatabases'],
+    needs: [api.Admin, 'listDatabases', 'Admin'],
     run: async (c, a) => (await c.client.db('admin').admin().listDatabases(optionsOf(a))).databases.map(({ name }) => name),
   },
   // The Node driver has no database objects listing: its listDatabases, each as client.db(name).
   'client.listDatabaseObjects': {
-    needs: [api.Admin, 'listDatabases'],
+    needs: [api.Admin, 'listDatabases', 'Admin'],
     run: async (c, a) => (await c.client.db('admin').admin().listDatabases(optionsOf(a))).databases.map(({ name }) => c.client.db(name)),
   },
   'client.createChangeStream': {
@@ -545,6 +545,12 @@ const OPERATIONS = {
   'bucket.download': { run: (b, a) => collect(b.openDownloadStream(a.id)) },
   'bucket.downloadByName': { run: (b, a) => collect(b.openDownloadStreamByName(a.filename, optionsOf(a, 'filename'))) },
   'bucket.delete': { run: (b, a) => b.delete(a.id) },
+  // Not in the Node driver's GridFSBucket (7.x): run when the package adds them.
+  'bucket.deleteByName': { needs: [api.GridFSBucket, 'deleteByName', 'GridFSBucket'], run: (b, a) => b.deleteByName(a.filename) },
+  'bucket.renameByName': {
+    needs: [api.GridFSBucket, 'renameByName', 'GridFSBucket'],
+    run: (b, a) => b.renameByName(a.filename, a.newFilename),
+  },
   'bucket.drop': { run: (b) => b.drop() },
   'bucket.rename': { run: (b, a) => b.rename(a.id, a.newFilename) },
   'bucket.find': { run: (b, a) => b.find(a.filter, optionsOf(a, 'filter')).toArray() },
@@ -725,7 +731,7 @@ function missingForOperation(operation, kinds) {
   const entry = OPERATIONS[`${kind}.${name}`];
   if (!entry) return `${RUNNER}operation ${name} on a ${kind}`;
   if (entry.needs && !hasMethod(entry.needs[0], entry.needs[1])) {
-    return `${NO_API}${entry.needs[0]?.name ?? 'Admin'}.${entry.needs[1]} (${name})`;
+    return `${NO_API}${entry.needs[2] ?? entry.needs[0]?.name}.${entry.needs[1]} (${name})`;
   }
   if (name === 'withTransaction') return missingOperationApi(operation.arguments.callback, kinds);
   return null;
