@@ -481,14 +481,11 @@ const OPERATIONS = {
     run: (d, a) => d.dropCollection(a.collection, optionsOf(a, 'collection')),
   },
   'database.dropDatabase': { needs: [Db, 'dropDatabase'], run: (d, a) => d.dropDatabase(optionsOf(a)) },
-  'database.runCursorCommand': {
-    needs: [Db, 'runCursorCommand'],
-    run: (d, a) => d.runCursorCommand(a.command, optionsOf(a, 'command', 'commandName')).toArray(),
-  },
+  'database.runCursorCommand': { needs: [Db, 'runCursorCommand'], run: (d, a) => runCursorCommand(d, a).toArray() },
   'database.createCommandCursor': {
     needs: [Db, 'runCursorCommand'],
     run: async (d, a) => {
-      const cursor = d.runCursorCommand(a.command, optionsOf(a, 'command', 'commandName'));
+      const cursor = runCursorCommand(d, a);
       await cursor.hasNext();
       return cursor;
     },
@@ -578,6 +575,21 @@ function specClientBulkWriteResult(result) {
   const updateResults = new Map();
   for (const [index, { didUpsert: _didUpsert, ...update }] of result.updateResults) updateResults.set(index, update);
   return Object.assign(Object.create(Object.getPrototypeOf(result)), result, { updateResults });
+}
+
+/**
+ * `db.runCursorCommand`, whose getMore options the Node driver sets on the cursor
+ * (setBatchSize, setMaxTimeMS, setComment) rather than in the options.
+ */
+function runCursorCommand(db, a) {
+  const { batchSize, maxTimeMS, comment, ...options } = optionsOf(a, 'command', 'commandName');
+  const cursor = db.runCursorCommand(a.command, options);
+  for (const [setter, value] of [['setBatchSize', batchSize], ['setMaxTimeMS', maxTimeMS], ['setComment', comment]]) {
+    if (value === undefined) continue;
+    if (typeof cursor[setter] !== 'function') throw new Skip(`${NO_API}RunCommandCursor.${setter}`);
+    cursor[setter](value);
+  }
+  return cursor;
 }
 
 function clientBulkWriteModel(model) {
