@@ -73,6 +73,9 @@ test)
     cargo build -q -p anymongo-tests --bin dns_server --bin lb_proxy
     bash wasm-demo/build.sh
     (cd wasm-demo && npm ci --no-audit --no-fund --prefer-offline --loglevel=error && npm test)
+    step "npm package: the unified-format spec tests over its public API"
+    # One line per suite folder; fails when a test fails (README, "The npm package").
+    (cd wasm-demo && node test/unified/run.js)
     ;;
 bench)
     shift

@@ -1,0 +1,81 @@
+// Runs the unified-format spec tests over the npm package's public API, against a
+// SecantusDB single-node replica set on loopback (test/server.js):
+//
+//   node test/unified/run.js [--verbose] [--progress] [DIR ...]
+//
+// DIR is a suite folder of the corpus (pymongo's test/ folder: $ANYMONGO_SPEC_DIR, else
+// the copy tests/setup.sh caches), e.g. `crud` or `transactions-convenient-api`; by
+// default every suite below. Prints one line per folder,
+//   spec npm/<dir>: N passed, N failed, N skipped
+// then a line per failed test (and, with --verbose, per skipped test) with its reason.
+// With --progress, each test's verdict goes to stderr as it ends.
+// The tests of a valid-fail folder (unified-test-format/valid-fail) pass when the
+// runner fails them. Exits with 1 if a test failed, 2 if the corpus or the server is missing. Each test is
+// bounded (runner.js TEST_TIMEOUT_MS), and so is the whole run (RUN_TIMEOUT_MS).
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { startServer } from '../server.js';
+import { MongoClient } from '../../js/node.js';
+import { corpusDir, DEFAULT_DIRS } from './paths.js';
+import { discover, runDirectory } from './runner.js';
+
+/** The whole run stops by then, whatever hangs. */
+const RUN_TIMEOUT_MS = 30 * 60_000;
+
+async function main(argv) {
+  const verbose = argv.includes('--verbose');
+  const progress = argv.includes('--progress');
+  const dirs = argv.filter((arg) => !arg.startsWith('--'));
+  const corpus = corpusDir();
+  const missing = (dirs.length ? dirs : DEFAULT_DIRS).filter((dir) => !existsSync(path.join(corpus, dir)));
+  if (missing.length) {
+    console.error(`no suite folder ${missing.join(', ')} in ${corpus} (tests/setup.sh corpus caches it; ANYMONGO_SPEC_DIR overrides)`);
+    return 2;
+  }
+  const server = await startServer();
+  // Interrupted, the run stops its server first (test/server.js spawns it as a child
+  // that would outlive the process).
+  for (const signal of ['SIGINT', 'SIGTERM']) {
+    process.once(signal, () => {
+      server.stop().finally(() => process.exit(130));
+    });
+  }
+  const internal = new MongoClient(server.uri);
+  let failed = false;
+  try {
+    const deployment = { uri: server.uri, internal, info: await discover(internal, server.uri) };
+    for (const dir of dirs.length ? dirs : DEFAULT_DIRS) {
+      const onTest = progress ? ({ file, test }, verdict) => process.stderr.write(`${dir}/${file}: ${test}: ${verdict}\n`) : undefined;
+      // Spec "Test Runner Support": a runner MUST fail each test of valid-fail.
+      const expectFailure = dir.includes('valid-fail');
+      const result = await runDirectory(path.join(corpus, dir), dir.split('/')[0], deployment, { onTest, expectFailure });
+      console.log(`spec npm/${dir}: ${result.passed} passed, ${result.failed.length} failed, ${result.skipped.length} skipped`);
+      for (const { file, test, why } of result.failed) console.log(`  FAILED ${file}: ${test}: ${why}`);
+      if (verbose) {
+        for (const { file, test, why } of result.skipped) console.log(`  skipped ${file}: ${test}: ${why}`);
+      }
+      failed ||= result.failed.length > 0;
+    }
+  } finally {
+    await internal.close().catch(() => {});
+    await server.stop();
+  }
+  return failed ? 1 : 0;
+}
+
+const watchdog = setTimeout(() => {
+  console.error(`the unified runner did not finish within ${RUN_TIMEOUT_MS / 60_000} minutes`);
+  process.exit(1);
+}, RUN_TIMEOUT_MS);
+watchdog.unref();
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    // Background monitors of clients a test could not close must not keep the process.
+    process.exit(code);
+  },
+  (error) => {
+    console.error(error);
+    process.exit(2);
+  },
+);
