@@ -1389,6 +1389,8 @@ export declare class Collection<TSchema extends Document = Document> {
   /** `initializeOrderedBulkOp` whose writes go on after a failure. */
   initializeUnorderedBulkOp(options?: BulkWriteOptions): BulkOperation<TSchema>;
   aggregate<T extends Document = Document>(pipeline?: Document[], options?: AggregateOptions): AggregationCursor<T>;
+  /** The deprecated `count` command: fast, but inexact on sharded clusters and after unclean shutdowns. */
+  count(filter?: Filter<TSchema>, options?: CountDocumentsOptions): Promise<number>;
   countDocuments(filter?: Filter<TSchema>, options?: CountDocumentsOptions): Promise<number>;
   estimatedDocumentCount(options?: EstimatedDocumentCountOptions): Promise<number>;
   /** The distinct values of a field of TSchema... */
@@ -1578,6 +1580,12 @@ export declare class ListIndexesCursor extends AbstractCursor<IndexDescriptionIn
 /** The cursor of `db.runCursorCommand`. */
 export declare class RunCommandCursor extends AbstractCursor<Document> {
   clone(): RunCommandCursor;
+  /** The `batchSize` of each getMore; set before the cursor is read. */
+  setBatchSize(size: number): this;
+  /** The `maxTimeMS` of each getMore; set before the cursor is read. */
+  setMaxTimeMS(milliseconds: number): this;
+  /** The `comment` of each getMore; set before the cursor is read. */
+  setComment(comment: unknown): this;
 }
 
 // ---------------------------------------------------------------------------------

@@ -66,6 +66,10 @@ pub struct ListCollectionsOptions {
     pub batch_size: Option<u32>,
     /// Only the collections the user has privileges on, when access control is on.
     pub authorized_collections: Option<bool>,
+    /// Only each collection's name and type (`nameOnly`), which the server answers
+    /// without taking collection locks; [`Database::list_collection_names`] always asks
+    /// for these.
+    pub name_only: Option<bool>,
     /// A comment the server logs with the command.
     pub comment: Option<Bson>,
     /// What `timeoutMS` bounds: the listing and its cursor together (the default),
@@ -253,6 +257,7 @@ impl Database {
         session: Option<&ClientSession>,
     ) -> Result<Cursor<Document>> {
         let options = options.unwrap_or_default();
+        let name_only = name_only || options.name_only == Some(true);
         let mut command = doc! { "listCollections": 1 };
         insert_present(
             &mut command,

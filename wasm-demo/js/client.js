@@ -251,6 +251,11 @@ export class MongoClient extends EventEmitter {
     return this.#native;
   }
 
+  /** @internal The module client if connected, else null. */
+  _nativeIfConnected() {
+    return this.#native;
+  }
+
   /** @internal The connected module client (connecting first if need be). */
   async _connected() {
     return this.#handle(undefined);
@@ -413,15 +418,7 @@ export class Db {
 
   /** The collections and views of the database, as a cursor of their descriptions. */
   listCollections(filter = {}, options = {}) {
-    const command = {
-      listCollections: 1,
-      filter,
-      cursor: cursorOptions(options),
-      nameOnly: Boolean(options.nameOnly),
-      authorizedCollections: Boolean(options.authorizedCollections),
-    };
-    if (options.comment !== undefined) command.comment = options.comment;
-    return new ListCollectionsCursor(this.#client, this.#name, command, options);
+    return new ListCollectionsCursor(this.#client, this.#name, '', 'listCollections', { ...options, filter });
   }
 
   /** The collections of the database (not its `system.` ones). */
@@ -473,11 +470,6 @@ function documentLength(bytes, start) {
   return bytes[start] | (bytes[start + 1] << 8) | (bytes[start + 2] << 16) | (bytes[start + 3] << 24);
 }
 
-/** The `cursor` field of a command that opens a cursor. */
-function cursorOptions(options) {
-  return options.batchSize === undefined ? {} : { batchSize: options.batchSize };
-}
-
 /** `drop` of `name` in `db`: true, false when it did not exist (NamespaceNotFound). */
 async function dropNamespace(db, name, options) {
   try {
@@ -516,12 +508,7 @@ export class Admin {
 
   /** `{ databases: [{ name, sizeOnDisk, empty }], totalSize, ok }`, the server's reply. */
   async listDatabases(options = {}) {
-    const command = { listDatabases: 1 };
-    if (typeof options.nameOnly === 'boolean') command.nameOnly = options.nameOnly;
-    if (options.filter) command.filter = options.filter;
-    if (typeof options.authorizedDatabases === 'boolean') command.authorizedDatabases = options.authorizedDatabases;
-    if (options.comment !== undefined) command.comment = options.comment;
-    return this.command(command, commandOptions(options));
+    return this.#db.client._run('listDatabases', 'admin', '', { options });
   }
 }
 
@@ -640,6 +627,11 @@ export class Collection {
     return new AggregationCursor(this.#client, this.#db, this.#name, { pipeline, options }, this._concerns);
   }
 
+  /** The deprecated `count` command: fast, but inexact on sharded clusters and after unclean shutdowns. */
+  async count(filter = {}, options = {}) {
+    return (await this.#run('count', { filter, options })).n;
+  }
+
   async countDocuments(filter = {}, options = {}) {
     return (await this.#run('countDocuments', { filter, options })).n;
   }
@@ -670,9 +662,7 @@ export class Collection {
 
   /** The collection's indexes, as a cursor of their descriptions (`v`, `key`, `name`...). */
   listIndexes(options = {}) {
-    const command = { listIndexes: this.#name, cursor: cursorOptions(options) };
-    if (options.comment !== undefined) command.comment = options.comment;
-    return new ListIndexesCursor(this.#client, this.#db, command, options);
+    return new ListIndexesCursor(this.#client, this.#db, this.#name, 'listIndexes', options);
   }
 
   /** The index descriptions; with `full: false`, `{ name: [[field, direction]...] }`. */
@@ -1269,15 +1259,63 @@ class CommandCursor extends AbstractCursor {
 
   _clone() {
     const [client, db] = this._origin();
-    return new this.constructor(client, db, this.#args.command, this.#args.options);
+    const copy = new this.constructor(client, db, this.#args.command, this.#args.options);
+    for (const [name, value] of Object.entries(this.#args.getMore ?? {})) copy._getMore(name, value);
+    return copy;
+  }
+
+  /** @internal Sets what each getMore carries, before the cursor is read. */
+  _getMore(name, value) {
+    this._checkUnstarted();
+    this.#args.getMore = { ...this.#args.getMore, [name]: value };
+    return this;
   }
 }
 
 /** The cursor of `db.runCursorCommand`. */
-export class RunCommandCursor extends CommandCursor {}
+export class RunCommandCursor extends CommandCursor {
+  /** The `batchSize` of each getMore (set before the cursor is read). */
+  setBatchSize(size) {
+    return this._getMore('batchSize', size);
+  }
+
+  /** The `maxTimeMS` of each getMore (set before the cursor is read). */
+  setMaxTimeMS(milliseconds) {
+    return this._getMore('maxTimeMS', milliseconds);
+  }
+
+  /** The `comment` of each getMore (set before the cursor is read). */
+  setComment(comment) {
+    return this._getMore('comment', comment);
+  }
+}
+
+/**
+ * A cursor of the spec's list operations (`listCollections`, `listIndexes`): retried
+ * as reads are, unlike a command run as given.
+ */
+class ListingCursor extends AbstractCursor {
+  #op;
+  #options;
+
+  constructor(client, db, collection, op, options) {
+    super(client, db, collection);
+    this.#op = op;
+    this.#options = { ...options };
+  }
+
+  _command() {
+    return [this.#op, { options: this.#options }];
+  }
+
+  _clone() {
+    const [client, db, collection] = this._origin();
+    return new this.constructor(client, db, collection, this.#op, this.#options);
+  }
+}
 
 /** The cursor of `db.listCollections`. */
-export class ListCollectionsCursor extends CommandCursor {}
+export class ListCollectionsCursor extends ListingCursor {}
 
 /** The cursor of `collection.listIndexes`. */
-export class ListIndexesCursor extends CommandCursor {}
+export class ListIndexesCursor extends ListingCursor {}

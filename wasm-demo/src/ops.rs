@@ -18,8 +18,9 @@ use anymongo::crud::{
     ReturnDocument, RunCursorCommandOptions, WriteOptions,
 };
 use anymongo::database::Concerns;
+use anymongo::enumerate::{ListCollectionsOptions, ListDatabasesOptions};
 use anymongo::gridfs::{GridFsBucket, GridFsBucketOptions, GridFsError, GridFsUploadOptions};
-use anymongo::index_management::{CreateIndexOptions, IndexModel};
+use anymongo::index_management::{CreateIndexOptions, IndexModel, ListIndexesOptions};
 use anymongo::selection::ReadPreference;
 use anymongo::session::{ClientSession, SessionOptions};
 use anymongo::transactions::{TransactionOptions, TransactionState};
@@ -67,16 +68,18 @@ pub async fn run(
             let document = required_raw_document(args, "document")?;
             let raw = db.collection::<&RawDocument>(collection);
             let options = options::<WriteOptions>(args)?;
+            let acknowledged = acknowledged(&db, &options);
             let result = in_session!(
                 session,
                 raw.insert_one | insert_one_with_session(document, options)
             )?;
-            doc! { "acknowledged": true, "insertedId": result.inserted_id }
+            doc! { "acknowledged": acknowledged, "insertedId": result.inserted_id }
         }
         "insertMany" => {
             let documents = documents(args, "documents", Ok)?;
             let raw = db.collection::<&RawDocument>(collection);
             let options = options::<WriteOptions>(args)?;
+            let acknowledged = acknowledged(&db, &options);
             let result = in_session!(
                 session,
                 raw.insert_many | insert_many_with_session(documents, options)
@@ -87,7 +90,7 @@ pub async fn run(
                 .map(|(index, id)| (index.to_string(), id.clone()))
                 .collect();
             doc! {
-                "acknowledged": true,
+                "acknowledged": acknowledged,
                 "insertedCount": count(result.inserted_ids.len()),
                 "insertedIds": ids,
             }
@@ -95,6 +98,7 @@ pub async fn run(
         "updateOne" | "updateMany" => {
             let update = update(args)?;
             let options = options::<WriteOptions>(args)?;
+            let acknowledged = acknowledged(&db, &options);
             let result = match op {
                 "updateOne" => in_session!(
                     session,
@@ -105,19 +109,21 @@ pub async fn run(
                     coll.update_many | update_many_with_session(filter, update, options)
                 )?,
             };
-            update_result(result)
+            update_result(result, acknowledged)
         }
         "replaceOne" => {
             let replacement = required_document(args, "replacement")?;
             let options = options::<WriteOptions>(args)?;
+            let acknowledged = acknowledged(&db, &options);
             let result = in_session!(
                 session,
                 coll.replace_one | replace_one_with_session(filter, replacement, options)
             )?;
-            update_result(result)
+            update_result(result, acknowledged)
         }
         "deleteOne" | "deleteMany" => {
             let options = options::<WriteOptions>(args)?;
+            let acknowledged = acknowledged(&db, &options);
             let result = match op {
                 "deleteOne" => in_session!(
                     session,
@@ -128,7 +134,7 @@ pub async fn run(
                     coll.delete_many | delete_many_with_session(filter, options)
                 )?,
             };
-            doc! { "acknowledged": true, "deletedCount": count(result.deleted_count) }
+            doc! { "acknowledged": acknowledged, "deletedCount": count(result.deleted_count) }
         }
         "findOne" => {
             let found = coll
@@ -174,6 +180,40 @@ pub async fn run(
                 coll.count_documents | count_documents_with_session(filter, options)
             )?;
             doc! { "n": count(n) }
+        }
+        // The deprecated `count` command (Node's `collection.count`).
+        "count" => {
+            let options = options::<CountOptions>(args)?;
+            let n = in_session!(session, coll.count | count_with_session(filter, options))?;
+            doc! { "n": count(n) }
+        }
+        "listDatabases" => {
+            let options = options::<ListDatabasesOptions>(args)?;
+            let name_only = options_document(args)?
+                .and_then(|options| options.get_bool("nameOnly").ok())
+                .unwrap_or(false);
+            let databases: Vec<Document> = match name_only {
+                true => in_session!(
+                    session,
+                    client.list_database_names | list_database_names_with_session(options)
+                )?
+                .into_iter()
+                .map(|name| doc! { "name": name })
+                .collect(),
+                false => in_session!(
+                    session,
+                    client.list_databases | list_databases_with_session(options)
+                )?
+                .iter()
+                .map(anymongo::bson::serialize_to_document)
+                .collect::<std::result::Result<_, _>>()
+                .map_err(|error| Error::invalid_argument(format!("listDatabases: {error}")))?,
+            };
+            let total: i64 = databases
+                .iter()
+                .filter_map(|database| database.get_i64("sizeOnDisk").ok())
+                .sum();
+            doc! { "databases": databases, "totalSize": total, "ok": 1.0 }
         }
         "estimatedDocumentCount" => {
             let options = options::<ReadOptions>(args)?;
@@ -288,13 +328,42 @@ pub async fn open_cursor(
             let options = options::<FindOptions>(args)?;
             in_session!(session, coll.find | find_with_session(filter, options))
         }
-        // A command that answers with a cursor (`listIndexes`, `listCollections`...).
+        // Retryable reads (the spec's list operations), unlike a command run as given.
+        "listCollections" => {
+            let options = options::<ListCollectionsOptions>(args)?;
+            let listed = in_session!(
+                session,
+                db.list_collections | list_collections_with_session(options)
+            )?;
+            Ok(listed.with_type())
+        }
+        "listIndexes" => {
+            let options = options::<ListIndexesOptions>(args)?;
+            in_session!(
+                session,
+                coll.list_indexes | list_indexes_with_session(options)
+            )
+        }
+        // A command that answers with a cursor (`runCursorCommand`), and what its
+        // getMores carry (`cursor.setBatchSize()`...: `args.getMore`).
         "command" => {
             let command = required_document(args, "command")?;
-            let options = RunCursorCommandOptions {
+            let mut options = RunCursorCommandOptions {
                 read_preference: read_preference(args)?,
                 ..RunCursorCommandOptions::default()
             };
+            if let Some(RawBsonRef::Document(get_more)) = field(args, "getMore")? {
+                if let Some(size) = get_more.get("batchSize").map_err(malformed)? {
+                    options.batch_size = Some(positive_size(size, "batchSize")?);
+                }
+                options.max_time = milliseconds(get_more, "maxTimeMS")?;
+                options.comment = get_more
+                    .get("comment")
+                    .map_err(malformed)?
+                    .map(|comment| RawBson::from(comment).try_into())
+                    .transpose()
+                    .map_err(|error| Error::invalid_argument(format!("comment: {error}")))?;
+            }
             db.run_cursor_command_with(command, options, session).await
         }
         "aggregate" => {
@@ -725,10 +794,22 @@ fn count<N: TryInto<i64>>(n: N) -> Bson {
     Bson::Double(n.try_into().unwrap_or(i64::MAX) as f64)
 }
 
-fn update_result(result: anymongo::crud::UpdateResult) -> Document {
+/// Whether a write with `options` on `db` is acknowledged: its write concern, else the
+/// database's (which carries the collection's), else the client's, is not `w: 0`.
+fn acknowledged(db: &Database, options: &WriteOptions) -> bool {
+    let client = db.client().options();
+    options
+        .write_concern
+        .as_ref()
+        .or(db.concerns().write_concern.as_ref())
+        .unwrap_or(&client.write_concern)
+        .is_acknowledged()
+}
+
+fn update_result(result: anymongo::crud::UpdateResult, acknowledged: bool) -> Document {
     let upserted = result.upserted_id.is_some();
     doc! {
-        "acknowledged": true,
+        "acknowledged": acknowledged,
         "matchedCount": count(result.matched_count),
         "modifiedCount": count(result.modified_count),
         "upsertedCount": count(u8::from(upserted)),

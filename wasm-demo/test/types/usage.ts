@@ -281,7 +281,7 @@ export async function dbApi(db: Db): Promise<void> {
   void [name, client, preference, concern, writeConcern];
 
   const reply: Document = await db.command({ ping: 1 }, { timeoutMS: 500, readPreference: ReadPreference.primary });
-  const cursor: RunCommandCursor = db.runCursorCommand({ find: 'orders', filter: {} });
+  const cursor: RunCommandCursor = db.runCursorCommand({ find: 'orders', filter: {} }).setBatchSize(10).setMaxTimeMS(50).setComment('tail');
   const documents: Document[] = await cursor.toArray();
   void [reply, documents, cursor.clone()];
   const aggregated = db.aggregate<{ n: number }>([{ $documents: [{ n: 1 }] }]);
@@ -437,6 +437,8 @@ export async function collectionApi(db: Db, session: ClientSession): Promise<voi
     void total;
   }
   const counted: number = await orders.countDocuments({ qty: { $gt: 1 } }, { limit: 10 });
+  const legacyCount: number = await orders.count({ qty: 1 });
+  void legacyCount;
   const estimated: number = await orders.estimatedDocumentCount({ maxTimeMS: 100 });
   const items = await orders.distinct('item', { qty: 1 });
   expectType<string[]>()(items);

@@ -29,16 +29,6 @@ const BULK_WRITE_RETRY_RUNS_AGAIN =
 const NO_SHARDING_COMMANDS =
   `${SERVER_GAP}no sharding commands (shardCollection, checkMetadataConsistency): SecantusDB does not know them`;
 
-export const API_SHAPE = 'Node API shape: ';
-
-// The Node driver's watch(), as the package's, sends its aggregate at the first read,
-// and offers no public way to send only the aggregate (the Node driver's own runner
-// calls a private cursor method): the runner opens a change stream with tryNext, whose
-// getMore these tests do not expect (an exact event list, or a fail point on getMore
-// meant for the first iteration).
-const WATCH_OPENS_WITH_A_READ =
-  `${API_SHAPE}watch() opens the stream at its first read; the runner's tryNext to open it sends a getMore the test does not expect`;
-
 /** [suite folder, file relative to it, test description ('' for every test of the file), reason]. */
 export const KNOWN_GAPS = [
   ['retryable_writes', 'unified/bulkWrite.json', 'First command is retried', ON_PRIMARY_TRANSACTIONAL_WRITE],
@@ -84,16 +74,6 @@ export const KNOWN_GAPS = [
   ['sessions', 'snapshot-sessions.json', 'Aggregate operation with snapshot', SNAPSHOT_READS_SEE_LATER_WRITES],
   ['sessions', 'snapshot-sessions.json', 'Mixed operation with snapshot', SNAPSHOT_READS_SEE_LATER_WRITES],
   ['sessions', 'snapshot-sessions.json', 'Write commands with snapshot session do not affect snapshot reads', SNAPSHOT_READS_SEE_LATER_WRITES],
-  ['change_streams', 'unified/change-streams-errors.json', 'change stream errors on ElectionInProgress', WATCH_OPENS_WITH_A_READ],
-  [
-    'change_streams',
-    'unified/change-streams-resume-errorLabels.json',
-    'change stream does not resume if error does not contain ResumableChangeStreamError',
-    WATCH_OPENS_WITH_A_READ,
-  ],
-  ['change_streams', 'unified/change-streams.json', 'Test with document comment', WATCH_OPENS_WITH_A_READ],
-  ['change_streams', 'unified/change-streams.json', 'Test with string comment', WATCH_OPENS_WITH_A_READ],
-  ['change_streams', 'unified/change-streams.json', 'Test that comment is set on getMore', WATCH_OPENS_WITH_A_READ],
   [
     'change_streams',
     'unified/change-streams-showExpandedEvents.json',
@@ -107,35 +87,6 @@ export const KNOWN_GAPS = [
     NO_SHARDING_COMMANDS,
   ],
 ];
-
-// retryable_reads' change stream tests expect exactly the aggregate (and its retry):
-// the getMore of the runner's tryNext is one event too many. Their failing variants
-// (an error that is not retried, a fail point of two errors) pass.
-const RETRIED_WATCH_ERRORS = [
-  'InterruptedAtShutdown',
-  'InterruptedDueToReplStateChange',
-  'NotWritablePrimary',
-  'NotPrimaryNoSecondaryOk',
-  'NotPrimaryOrSecondary',
-  'PrimarySteppedDown',
-  'ShutdownInProgress',
-  'HostNotFound',
-  'HostUnreachable',
-  'NetworkTimeout',
-  'SocketException',
-];
-for (const [target, file] of [
-  ['client.watch', 'client.watch'],
-  ['db.coll.watch', 'db.coll.watch'],
-  ['db.watch', 'db.watch'],
-]) {
-  for (const attempt of ['first', 'second']) {
-    KNOWN_GAPS.push(['retryable_reads', `unified/changeStreams-${file}.json`, `${target} succeeds on ${attempt} attempt`, WATCH_OPENS_WITH_A_READ]);
-  }
-  for (const error of RETRIED_WATCH_ERRORS) {
-    KNOWN_GAPS.push(['retryable_reads', `unified/changeStreams-${file}-serverErrors.json`, `${target} succeeds after ${error}`, WATCH_OPENS_WITH_A_READ]);
-  }
-}
 
 /** Why the test `test` of `file` in `suite` is skipped for a known gap, or null. */
 export function knownGap(suite, file, test, gaps = KNOWN_GAPS) {

@@ -8,12 +8,15 @@
 // default every suite below. Prints one line per folder,
 //   spec npm/<dir>: N passed, N failed, N skipped
 // then a line per failed test (and, with --verbose, per skipped test) with its reason.
-// With --progress, each test's verdict goes to stderr as it ends.
+// With --progress, each test's verdict goes to stderr as it ends. load_balancer runs
+// behind the harness's load balancer (target/debug/lb_proxy, or $ANYMONGO_LB_PROXY).
 // The tests of a valid-fail folder (unified-test-format/valid-fail) pass when the
 // runner fails them. Exits with 1 if a test failed, 2 if the corpus or the server is missing. Each test is
 // bounded (runner.js TEST_TIMEOUT_MS), and so is the whole run (RUN_TIMEOUT_MS).
+import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { startServer } from '../server.js';
 import { MongoClient } from '../../js/node.js';
 import { corpusDir, DEFAULT_DIRS } from './paths.js';
@@ -41,10 +44,14 @@ async function main(argv) {
     });
   }
   const internal = new MongoClient(server.uri);
+  const balancers = [];
   let failed = false;
   try {
-    const deployment = { uri: server.uri, internal, info: await discover(internal, server.uri) };
+    const direct = { uri: server.uri, internal, info: await discover(internal, server.uri) };
     for (const dir of dirs.length ? dirs : DEFAULT_DIRS) {
+      // The load_balancer suite runs behind the harness's load balancers (one service,
+      // and two for useMultipleMongoses), as the Rust runner runs it.
+      const deployment = dir === 'load_balancer' ? await behindLoadBalancers(server, balancers) : direct;
       const onTest = progress ? ({ file, test }, verdict) => process.stderr.write(`${dir}/${file}: ${test}: ${verdict}\n`) : undefined;
       // Spec "Test Runner Support": a runner MUST fail each test of valid-fail.
       const expectFailure = dir.includes('valid-fail');
@@ -58,9 +65,51 @@ async function main(argv) {
     }
   } finally {
     await internal.close().catch(() => {});
+    for (const balancer of balancers) await balancer.stop();
     await server.stop();
   }
   return failed ? 1 : 0;
+}
+
+/** Where `cargo build -p anymongo-tests --bin lb_proxy` puts the load balancer. */
+const LB_PROXY = process.env.ANYMONGO_LB_PROXY ?? path.join(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..', 'target', 'debug', 'lb_proxy');
+const LB_START_TIMEOUT_MS = 30_000;
+
+/** Starts `lb_proxy` in front of `address` with `services` serviceIds; resolves to { uri, stop }. */
+function startLoadBalancer(address, services) {
+  const child = spawn(LB_PROXY, [address, String(services)], { stdio: ['pipe', 'pipe', 'inherit'] });
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`lb_proxy did not start within ${LB_START_TIMEOUT_MS} ms`));
+    }, LB_START_TIMEOUT_MS);
+    let output = '';
+    child.stdout.on('data', (chunk) => {
+      output += chunk;
+      const match = /^(mongodb:\/\/\S+)$/m.exec(output);
+      if (!match) return;
+      clearTimeout(timer);
+      // Closing its standard input stops it.
+      const stop = () => new Promise((done) => (child.exitCode !== null ? done() : (child.once('exit', done), child.stdin.end())));
+      resolve({ uri: match[1], stop });
+    });
+    child.once('error', (error) => {
+      clearTimeout(timer);
+      reject(new Error(`cannot start ${LB_PROXY} (cargo build -p anymongo-tests --bin lb_proxy): ${error.message}`));
+    });
+  });
+}
+
+/** The deployment behind two load balancers in front of `server` (kept in `balancers` to stop). */
+async function behindLoadBalancers(server, balancers) {
+  const address = new URL(server.uri.replace(/^mongodb:/, 'http:')).host;
+  const single = await startLoadBalancer(address, 1);
+  balancers.push(single);
+  const multi = await startLoadBalancer(address, 2);
+  balancers.push(multi);
+  const internal = new MongoClient(single.uri);
+  balancers.push({ stop: () => internal.close().catch(() => {}) });
+  return { uri: single.uri, multiUri: multi.uri, internal, info: await discover(internal, single.uri) };
 }
 
 const watchdog = setTimeout(() => {

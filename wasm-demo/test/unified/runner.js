@@ -267,7 +267,8 @@ async function createEntity(description, context) {
       if (observed.some((name) => eventCategory(name) === 'command')) options.monitorCommands = true;
       let client;
       try {
-        client = new MongoClient(context.uri, options);
+        // useMultipleMongoses: every mongos (here: a load balancer of two services).
+        client = new MongoClient(spec.useMultipleMongoses ? context.multiUri : context.uri, options);
       } catch (error) {
         // The package refuses options it does not have yet (an object option such as
         // serverApi): a missing API, not a failure of the test.
@@ -601,8 +602,10 @@ function clientBulkWriteModel(model) {
  * A change stream, opened as the spec's createChangeStream asks: the aggregate is sent
  * when the operation runs (its error is the operation's, and the stream sees the
  * changes made after it). The Node driver's `watch()`, as the package's, sends it at
- * the first read, so the runner reads once (`tryNext`, which may also send a getMore)
- * and keeps what it read for the first iteration.
+ * the first read; the package's internal `_open()` sends only the aggregate (as the
+ * Node driver's own runner calls a private cursor method). Without it, the runner
+ * reads once (`tryNext`, which may also send a getMore) and keeps what it read for the
+ * first iteration.
  */
 class OpenedChangeStream {
   #buffered = null;
@@ -612,7 +615,11 @@ class OpenedChangeStream {
   }
 
   async open() {
-    this.#buffered = await this.stream.tryNext();
+    if (typeof this.stream._open === 'function') {
+      await this.stream._open();
+    } else {
+      this.#buffered = await this.stream.tryNext();
+    }
     return this;
   }
 
@@ -1130,6 +1137,7 @@ export async function runTest(file, test, deployment, { timeoutMS = TEST_TIMEOUT
     entities,
     matcher: new Matcher(entities),
     uri: deployment.uri,
+    multiUri: deployment.multiUri ?? deployment.uri,
     internal: deployment.internal,
     clients: [],
     iterables: [],
