@@ -1924,6 +1924,10 @@ export declare class GridFSBucket extends EventEmitter {
   delete(id: ObjectId): Promise<void>;
   /** Renames the file with `id`. */
   rename(id: ObjectId, filename: string): Promise<void>;
+  /** Deletes every revision of the file named `filename` (GridFS spec; not in the Node driver 7.x). */
+  deleteByName(filename: string): Promise<void>;
+  /** Renames every revision of the file named `filename` (GridFS spec; not in the Node driver 7.x). */
+  renameByName(filename: string, newFilename: string): Promise<void>;
   /** Drops the bucket's collections. */
   drop(): Promise<void>;
 }

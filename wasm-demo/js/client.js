@@ -875,25 +875,32 @@ class AbstractCursor {
     return this;
   }
 
+  /** Fetches the next batch (waiting for one with `wait`); false if none came. */
+  async #fetch(wait) {
+    if (!this.#native) {
+      const [op, args] = this._command();
+      this.#native = await this.#client._cursor(op, this.#db, this.#collection, withConcerns(args, this.#concerns));
+    }
+    let bytes;
+    try {
+      bytes = await this.#native.nextBatch(wait);
+    } catch (error) {
+      await this.close();
+      throw toError(error);
+    }
+    if (bytes === null) {
+      await this.close();
+      return false;
+    }
+    if (bytes === undefined) return false;
+    this.#batch = bytes;
+    this.#position = 0;
+    return true;
+  }
+
   async #fill() {
     while (this.#position >= this.#batch.length && !this.#closed) {
-      if (!this.#native) {
-        const [op, args] = this._command();
-        this.#native = await this.#client._cursor(op, this.#db, this.#collection, withConcerns(args, this.#concerns));
-      }
-      let bytes;
-      try {
-        bytes = await this.#native.nextBatch();
-      } catch (error) {
-        await this.close();
-        throw toError(error);
-      }
-      if (bytes === null) {
-        await this.close();
-      } else {
-        this.#batch = bytes;
-        this.#position = 0;
-      }
+      await this.#fetch(true);
     }
     return this.#position < this.#batch.length;
   }
@@ -915,8 +922,14 @@ class AbstractCursor {
     return this.#transform ? this.#transform(document) : document;
   }
 
-  /** The next document, or null at the end (the same as `next()` for a cursor that is not tailable). */
+  /**
+   * The next document, or null: at the end, or when a tailable cursor's getMore found
+   * nothing new (where `next()` would wait).
+   */
   async tryNext() {
+    if (this.#position >= this.#batch.length && !this.#closed && !(await this.#fetch(false))) {
+      return null;
+    }
     return this.next();
   }
 
@@ -1029,9 +1042,11 @@ class AbstractCursor {
     const native = this.#native;
     if (native) {
       try {
+        // As the Node driver's: killCursors is best effort (the server times idle
+        // cursors out), so its failure is not the caller's.
         await native.close();
-      } catch (error) {
-        throw toError(error);
+      } catch {
+        // Ignored, above.
       } finally {
         native.free();
       }

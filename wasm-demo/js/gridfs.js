@@ -121,6 +121,16 @@ export class GridFSBucket extends EventEmitter {
     await this.#run('gridfsRename', { id, newFilename: filename });
   }
 
+  /** Deletes every revision of the file named `filename` (GridFS spec; not in the Node driver 7.x). */
+  async deleteByName(filename) {
+    await this.#run('gridfsDeleteByName', { filename });
+  }
+
+  /** Renames every revision of the file named `filename` (GridFS spec; not in the Node driver 7.x). */
+  async renameByName(filename, newFilename) {
+    await this.#run('gridfsRenameByName', { filename, newFilename });
+  }
+
   /** Drops the bucket's collections. */
   async drop() {
     await this.#run('gridfsDrop', {});

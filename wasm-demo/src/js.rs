@@ -115,7 +115,8 @@ impl NativeClient {
     /// `timeoutMS`, if any: server selection, then a connection checked out, whose
     /// handshake authenticates ([`Client::hello`]). No command is sent (the official
     /// Node.js driver sends a `ping` when there are credentials): the connection serves
-    /// the first operation, so connecting costs no round trip of its own.
+    /// the first operation, so connecting costs no round trip of its own. Behind a load
+    /// balancer without a credential, nothing is checked (there is no monitor to wait for).
     pub async fn open(
         uri: String,
         transport: JsValue,
@@ -135,14 +136,21 @@ impl NativeClient {
             Some(events) => event_config(&events, monitor_commands),
             None => ClientConfig::default(),
         };
+        // Behind a load balancer there is no monitor to wait for and, without a
+        // credential, nothing to check: as the Node driver, connecting then sends
+        // nothing (and checks no connection out of the pool).
+        let nothing_to_check = options.load_balanced == Some(true) && options.credential.is_none();
         let client = Client::connect_with(options, config, runtime)
             .await
             .map_err(|error| reject_connection_string(&error))?;
-        let check = match timeout_ms.and_then(|ms| Duration::try_from_secs_f64(ms / 1000.0).ok()) {
-            Some(timeout) => client.with_timeout(timeout),
-            None => client.clone(),
-        };
-        check.hello().await.map_err(|error| reject(&error))?;
+        if !nothing_to_check {
+            let check =
+                match timeout_ms.and_then(|ms| Duration::try_from_secs_f64(ms / 1000.0).ok()) {
+                    Some(timeout) => client.with_timeout(timeout),
+                    None => client.clone(),
+                };
+            check.hello().await.map_err(|error| reject(&error))?;
+        }
         Ok(NativeClient {
             client: RefCell::new(Some(client)),
             cursors: RefCell::new(Vec::new()),
@@ -277,24 +285,25 @@ pub struct NativeCursor {
 #[wasm_bindgen]
 impl NativeCursor {
     /// Resolves to the next documents ([`ops::next_batch`]: their BSON one after the
-    /// other), or to `null` once the cursor is exhausted or closed.
+    /// other), `undefined` when, without `wait`, a getMore found none yet (a tailable
+    /// cursor), or `null` once the cursor is exhausted or closed.
     #[wasm_bindgen(js_name = nextBatch)]
-    pub fn next_batch(&self) -> Promise {
+    pub fn next_batch(&self, wait: bool) -> Promise {
         let cell = self.cell.clone();
         future_to_promise(async move {
             // Out of the cell while a batch is fetched: no borrow lives across await.
             let Some(mut cursor) = cell.borrow_mut().take() else {
                 return Ok(JsValue::NULL);
             };
-            let batch = ops::next_batch(&mut cursor).await;
+            let batch = ops::next_batch(&mut cursor, wait).await;
             let batch = batch.map_err(|error| reject(&error))?;
-            match batch {
-                Some(batch) => {
-                    *cell.borrow_mut() = Some(cursor);
-                    Ok(bytes(&batch))
-                }
-                None => Ok(JsValue::NULL),
-            }
+            let answer = match batch {
+                ops::Batch::Documents(batch) => bytes(&batch),
+                ops::Batch::Empty => JsValue::UNDEFINED,
+                ops::Batch::End => return Ok(JsValue::NULL),
+            };
+            *cell.borrow_mut() = Some(cursor);
+            Ok(answer)
         })
     }
 

@@ -294,7 +294,9 @@ pub async fn run(
         | "gridfsDownload"
         | "gridfsDownloadByName"
         | "gridfsDelete"
+        | "gridfsDeleteByName"
         | "gridfsRename"
+        | "gridfsRenameByName"
         | "gridfsDrop" => gridfs(&db, op, args).await?,
         "command" => {
             let command = required_document(args, "command")?;
@@ -586,8 +588,17 @@ async fn gridfs(db: &Database, op: &str, args: &RawDocument) -> Result<Document>
             bucket.delete(&id()?).await?;
             doc! {}
         }
+        "gridfsDeleteByName" => {
+            bucket.delete_by_name(&string("filename")?).await?;
+            doc! {}
+        }
         "gridfsRename" => {
             bucket.rename(&id()?, &string("newFilename")?).await?;
+            doc! {}
+        }
+        "gridfsRenameByName" => {
+            let (filename, new_filename) = (string("filename")?, string("newFilename")?);
+            bucket.rename_by_name(&filename, &new_filename).await?;
             doc! {}
         }
         _ => {
@@ -618,18 +629,37 @@ fn read_preference(args: &RawDocument) -> Result<Option<ReadPreference>> {
     Ok(options::<ReadOptions>(args)?.read_preference)
 }
 
+/// What [`next_batch`] found.
+#[derive(Debug, PartialEq)]
+pub enum Batch {
+    /// The BSON of the documents, one after the other.
+    Documents(Vec<u8>),
+    /// None yet: a tailable cursor's getMore found nothing new (without `wait` only).
+    Empty,
+    /// The cursor is exhausted or closed.
+    End,
+}
+
 /// The next documents of `cursor`: every one it has fetched, fetching a batch first
-/// when it has none; `None` once it is exhausted. One call per batch keeps the
+/// when it has none — until one comes with `wait`, else once (a tailable cursor's
+/// getMore may find nothing new: [`Batch::Empty`]). One call per batch keeps the
 /// JavaScript boundary out of the per-document path.
 ///
 /// The documents are the bytes the server sent, one after the other (each BSON
 /// document starts with its length): the glue deserializes each one only when it is
 /// read, so that what was read can be collected while the rest of the batch waits.
-pub async fn next_batch(cursor: &mut Cursor<Document>) -> Result<Option<Vec<u8>>> {
-    let Some(first) = cursor.next_raw().await else {
-        return Ok(None);
+pub async fn next_batch(cursor: &mut Cursor<Document>, wait: bool) -> Result<Batch> {
+    let first = match wait {
+        true => cursor.next_raw().await.transpose()?,
+        false => cursor.next_raw_if_any().await?,
     };
-    let mut batch = first?.into_bytes();
+    let Some(first) = first else {
+        return Ok(match cursor.is_alive() {
+            true if !wait => Batch::Empty,
+            _ => Batch::End,
+        });
+    };
+    let mut batch = first.into_bytes();
     // These are buffered: taking them does no I/O.
     for _ in 0..Cursor::buffered(cursor) {
         match cursor.next_raw().await {
@@ -637,7 +667,7 @@ pub async fn next_batch(cursor: &mut Cursor<Document>) -> Result<Option<Vec<u8>>
             None => break,
         }
     }
-    Ok(Some(batch))
+    Ok(Batch::Documents(batch))
 }
 
 /// An error as a document the JavaScript glue turns into an error class named like

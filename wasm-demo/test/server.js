@@ -43,14 +43,16 @@ function accepts(port) {
 /**
  * Starts SecantusDB on a free loopback port; `auth` requires authentication, `storage`
  * is a folder (users created earlier live there) or ":memory:", `tls` ({ certFile, keyFile })
- * makes it accept TLS connections only.
+ * makes it accept TLS connections only, `standalone` makes it a standalone server rather
+ * than a single-node replica set.
  */
-export async function startServer({ auth = false, storage = ':memory:', tls = null } = {}) {
+export async function startServer({ auth = false, storage = ':memory:', tls = null, standalone = false } = {}) {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'anymongo-npm-server-'));
   const log = path.join(dir, 'server.log');
   const port = await freePort();
   const args = ['--host', '127.0.0.1', '--port', String(port), '--storage-path', storage, '--enable-test-commands'];
   if (auth) args.push('--auth');
+  if (standalone) args.push('--standalone');
   if (tls) args.push('--tls-cert-file', tls.certFile, '--tls-key-file', tls.keyFile);
   const out = openSync(log, 'w');
   const child = spawn(secantusd, args, { cwd: dir, stdio: ['ignore', out, out] });

@@ -640,6 +640,8 @@ export async function gridfsApi(db: Db): Promise<void> {
   // @ts-expect-error: a file's length is a number
   bucket.find({ length: 'long' });
   await bucket.rename(fileId, 'c.txt');
+  await bucket.deleteByName('old.txt');
+  await bucket.renameByName('a.txt', 'b.txt');
   await bucket.delete(fileId);
   await bucket.drop();
   void [filename, files];

@@ -50,7 +50,8 @@ async function main(argv) {
     const direct = { uri: server.uri, internal, info: await discover(internal, server.uri) };
     for (const dir of dirs.length ? dirs : DEFAULT_DIRS) {
       // The load_balancer suite runs behind the harness's load balancers (one service,
-      // and two for useMultipleMongoses), as the Rust runner runs it.
+      // and two for useMultipleMongoses), and its other tests on a standalone server,
+      // as the Rust runner runs it.
       const deployment = dir === 'load_balancer' ? await behindLoadBalancers(server, balancers) : direct;
       const onTest = progress ? ({ file, test }, verdict) => process.stderr.write(`${dir}/${file}: ${test}: ${verdict}\n`) : undefined;
       // Spec "Test Runner Support": a runner MUST fail each test of valid-fail.
@@ -65,7 +66,7 @@ async function main(argv) {
     }
   } finally {
     await internal.close().catch(() => {});
-    for (const balancer of balancers) await balancer.stop();
+    for (const each of balancers.reverse()) await each.stop();
     await server.stop();
   }
   return failed ? 1 : 0;
@@ -100,16 +101,27 @@ function startLoadBalancer(address, services) {
   });
 }
 
-/** The deployment behind two load balancers in front of `server` (kept in `balancers` to stop). */
-async function behindLoadBalancers(server, balancers) {
+/**
+ * The deployments of the load_balancer suite (what it needs stopped goes to `stops`):
+ * two load balancers in front of `server`, and a standalone server for its tests of
+ * `loadBalanced=true` against a deployment that is not balanced (as the Rust runner).
+ */
+async function behindLoadBalancers(server, stops) {
   const address = new URL(server.uri.replace(/^mongodb:/, 'http:')).host;
   const single = await startLoadBalancer(address, 1);
-  balancers.push(single);
+  stops.push(single);
   const multi = await startLoadBalancer(address, 2);
-  balancers.push(multi);
+  stops.push(multi);
   const internal = new MongoClient(single.uri);
-  balancers.push({ stop: () => internal.close().catch(() => {}) });
-  return { uri: single.uri, multiUri: multi.uri, internal, info: await discover(internal, single.uri) };
+  stops.push({ stop: () => internal.close().catch(() => {}) });
+  const standalone = await startServer({ standalone: true });
+  stops.push(standalone);
+  const standaloneInternal = new MongoClient(standalone.uri);
+  stops.push({ stop: () => standaloneInternal.close().catch(() => {}) });
+  return [
+    { uri: single.uri, multiUri: multi.uri, internal, info: await discover(internal, single.uri) },
+    { uri: standalone.uri, internal: standaloneInternal, info: await discover(standaloneInternal, standalone.uri) },
+  ];
 }
 
 const watchdog = setTimeout(() => {

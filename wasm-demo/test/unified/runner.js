@@ -90,8 +90,10 @@ export async function discover(internal, uri) {
   const build = await admin.command({ buildInfo: 1 });
   const hello = await admin.command({ hello: 1 });
   let topology = 'single';
-  if (hello.msg === 'isdbgrid') topology = 'sharded';
-  else if (hello.serviceId !== undefined) topology = 'load-balanced';
+  // A load balancer in front of mongoses answers a command's hello as a mongos: the
+  // connection string says which it is.
+  if (/[?&]loadBalanced=true/i.test(uri) || hello.serviceId !== undefined) topology = 'load-balanced';
+  else if (hello.msg === 'isdbgrid') topology = 'sharded';
   else if (hello.setName !== undefined) topology = 'replicaset';
   const parameters = await admin.command({ getParameter: '*' }).catch(() => ({}));
   const version = Array.isArray(build.versionArray) ? build.versionArray.slice(0, 3).map(Number) : parseVersion(build.version);
@@ -1228,7 +1230,10 @@ async function closeAll(context) {
  * With `expectFailure` (the spec's valid-fail files), a test passes when the runner
  * fails or refuses it, and fails when the runner passes it.
  */
-export async function runDirectory(dir, suite, deployment, { expectFailure = false, onTest = () => {}, timeoutMS } = {}) {
+export async function runDirectory(dir, suite, deployments, { expectFailure = false, onTest = () => {}, timeoutMS } = {}) {
+  // Each test runs against the first deployment that meets its requirements (a suite
+  // may have tests for a load balancer and tests for a standalone server).
+  deployments = [deployments].flat();
   const result = { passed: 0, failed: [], skipped: [] };
   let files;
   try {
@@ -1253,8 +1258,9 @@ export async function runDirectory(dir, suite, deployment, { expectFailure = fal
         // Spec "Executing a Test File": an incompatible file is not processed.
         outcome = { verdict: 'skipped', why: `schemaVersion ${file.schemaVersion} is newer than the runner's ${SCHEMA_VERSION.join('.')}`, refused: true };
       } else {
-        const why = whySkipped(file, test, { suite, name, info: deployment.info });
-        outcome = why ? { verdict: 'skipped', why } : await runTest(file, test, deployment, { timeoutMS });
+        const reasons = deployments.map((deployment) => whySkipped(file, test, { suite, name, info: deployment.info }));
+        const deployment = deployments[reasons.indexOf(null)];
+        outcome = deployment ? await runTest(file, test, deployment, { timeoutMS }) : { verdict: 'skipped', why: reasons[0] };
       }
       if (expectFailure) outcome = asExpectingFailure(outcome);
       const record = { file: name, test: test.description, why: outcome.why };
