@@ -509,9 +509,14 @@ impl ClientSession {
                         self.set_transaction_context(context);
                         aborted?;
                     }
-                    if error.has_label(TRANSIENT_TRANSACTION_ERROR) && has_time(Duration::ZERO) {
-                        last_error = Some(error);
-                        continue 'transaction;
+                    if error.has_label(TRANSIENT_TRANSACTION_ERROR) {
+                        if has_time(Duration::ZERO) {
+                            last_error = Some(error);
+                            continue 'transaction;
+                        }
+                        // Out of time with retries left: timeoutMS's error, the
+                        // transient one as its cause (without timeoutMS, the error).
+                        return Err(out_of_time(error));
                     }
                     return Err(error);
                 }
