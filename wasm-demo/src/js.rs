@@ -88,6 +88,21 @@ fn take_all<T>(cells: &RefCell<Vec<Weak<Cell<T>>>>) -> Vec<T> {
         .collect()
 }
 
+/// Takes what `cell` holds, if anything, and closes it with `close`: a promise as
+/// [`settle`]'s.
+fn close_cell<T: 'static, F>(cell: &Cell<T>, close: impl FnOnce(T) -> F + 'static) -> Promise
+where
+    F: std::future::Future<Output = Result<(), Error>> + 'static,
+{
+    let held = cell.borrow_mut().take();
+    settle(async move {
+        match held {
+            Some(held) => close(held).await,
+            None => Ok(()),
+        }
+    })
+}
+
 /// A promise of `work`: resolves to `undefined`, or rejects with its error.
 fn settle(work: impl std::future::Future<Output = Result<(), Error>> + 'static) -> Promise {
     future_to_promise(async move {
@@ -309,13 +324,7 @@ impl NativeCursor {
 
     /// Kills the server cursor, if still open.
     pub fn close(&self) -> Promise {
-        let cursor = self.cell.borrow_mut().take();
-        settle(async move {
-            match cursor {
-                Some(cursor) => cursor.close().await,
-                None => Ok(()),
-            }
-        })
+        close_cell(&self.cell, Cursor::close)
     }
 }
 
@@ -366,13 +375,7 @@ impl NativeChangeStream {
 
     /// Closes the stream, killing its server cursor.
     pub fn close(&self) -> Promise {
-        let stream = self.cell.borrow_mut().take();
-        settle(async move {
-            match stream {
-                Some(stream) => stream.close().await,
-                None => Ok(()),
-            }
-        })
+        close_cell(&self.cell, ChangeStream::close)
     }
 }
 
