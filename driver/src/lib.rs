@@ -57,6 +57,7 @@
 #![cfg_attr(target_family = "wasm", allow(clippy::arc_with_non_send_sync))]
 
 pub mod auth;
+pub mod bson_serializer;
 mod bson_util;
 pub mod change_stream;
 pub mod client;

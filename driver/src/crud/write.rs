@@ -663,7 +663,7 @@ pub(crate) fn with_id<T: Serialize>(document: &T) -> Result<(RawDocumentBuf, Bso
     const ID_ELEMENT: [u8; 5] = [0x07, b'_', b'i', b'd', 0];
     const ROOM: usize = ID_ELEMENT.len() + 12;
     let mut bytes = vec![0; ROOM];
-    bson::serialize_to_buffer(document, &mut bytes).map_err(Error::bson)?;
+    crate::bson_serializer::serialize_to_buffer(document, &mut bytes).map_err(Error::bson)?;
     let serialized = RawDocument::from_bytes(&bytes[ROOM..]).map_err(Error::bson)?;
     let found = match find_id(serialized.as_bytes()) {
         IdLookup::Absent => None,

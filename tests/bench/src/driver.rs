@@ -134,11 +134,12 @@ impl Driver for Anymongo {
     }
 
     // The serializer of the insert path (`crud::write::with_id`): serde straight to raw
-    // bytes. The insert then finds the `_id` (or puts a new one first): that, like the
-    // official driver's own `_id` lookup, is in the insert rows, not here.
+    // bytes, by `anymongo::bson_serializer` (the bson crate's bytes, written without
+    // its extended-JSON detours). The insert then finds the `_id` (or puts a new one
+    // first): that, like the official driver's own `_id` lookup, is in the insert rows,
+    // not here.
     fn encode(doc: &Self::Doc) -> Result<Vec<u8>, String> {
-        let raw = anymongo::bson::serialize_to_raw_document_buf(doc).map_err(text)?;
-        Ok(raw.into_bytes())
+        anymongo::bson_serializer::serialize_to_vec(doc).map_err(text)
     }
 
     // The cursor path: serde straight from the raw bytes of the batch.

@@ -8,7 +8,7 @@
 //!   with its depth limit), then turned into a [`Document`] the way a cursor hands
 //!   documents to users (`bson::deserialize_from_slice`); a document goes back to bytes
 //!   the two ways the driver sends documents, `RawDocumentBuf::try_from(&Document)`
-//!   (commands) and `bson::serialize_to_vec` (a user's documents), and through
+//!   (commands) and `anymongo::bson_serializer` (a user's documents), and through
 //!   [`OpMsg::encode`];
 //! - the `bson` crate's Extended JSON (`Document::try_from(serde_json::Map)`,
 //!   `Bson::into_canonical_extjson`, `Bson::into_relaxed_extjson`), the native
@@ -300,7 +300,8 @@ pub(super) fn driver_decode(bytes: &[u8]) -> Result<Document, String> {
 
 /// The bytes the driver sends for `document`: the command path
 /// (`RawDocumentBuf::try_from`) through an encoded OP_MSG, which must agree with the
-/// path of a user's documents (`bson::serialize_to_vec`).
+/// path of a user's documents (`anymongo::bson_serializer`, which writes most types
+/// itself and leaves the rest to `bson::serialize_to_buffer`).
 pub(super) fn bson_of(document: &Document) -> Result<Vec<u8>, String> {
     let raw = RawDocumentBuf::try_from(document)
         .map_err(|e| format!("the document cannot be encoded: {e}"))?;
@@ -314,11 +315,11 @@ pub(super) fn bson_of(document: &Document) -> Result<Vec<u8>, String> {
         .and_then(Message::into_reply_document)
         .map_err(|e| format!("the encoded message does not decode: {e}"))?
         .into_bytes();
-    let serialized = bson::serialize_to_vec(document)
+    let serialized = anymongo::bson_serializer::serialize_to_vec(document)
         .map_err(|e| format!("the document cannot be serialized: {e}"))?;
     if serialized != sent {
         return Err(format!(
-            "serialize_to_vec gives {}, RawDocumentBuf::try_from {}",
+            "bson_serializer gives {}, RawDocumentBuf::try_from {}",
             hex(&serialized),
             hex(&sent)
         ));
