@@ -20,7 +20,8 @@
 //!   --awake               keep every CPU out of idle with SCHED_IDLE spinners, so
 //!                         that CPU wake-up latency is not measured (see awake.rs)
 //!   --only TEXT           only the tasks whose name contains TEXT (any case; the
-//!                         parallel rows are "parallel", the cold start "cold start")
+//!                         parallel rows are "parallel", the cold start "cold start",
+//!                         the allocation counts and peak RSS "memory")
 //!   --data DIR            the folder of the spec's *.tgz data sets
 //!   --json PATH           also write the results as JSON
 //! ```
@@ -48,6 +49,8 @@ mod canned;
 #[cfg(not(target_os = "wasi"))]
 mod cold;
 #[cfg(not(target_os = "wasi"))]
+mod memory;
+#[cfg(not(target_os = "wasi"))]
 mod native;
 #[cfg(not(target_os = "wasi"))]
 mod node_column;
@@ -59,6 +62,11 @@ mod report;
 mod wasi_child;
 #[cfg(not(target_os = "wasi"))]
 mod wasi_column;
+
+/// Counts allocations for the memory rows (memory.rs).
+#[cfg(not(target_os = "wasi"))]
+#[global_allocator]
+static ALLOCATOR: &stats_alloc::StatsAlloc<std::alloc::System> = &memory::ALLOCATOR;
 
 #[cfg(not(target_os = "wasi"))]
 fn main() -> std::process::ExitCode {

@@ -14,7 +14,7 @@ use crate::driver::{Anymongo, Driver, Official};
 use crate::report::{ColdStart, Section};
 use crate::stats::Policy;
 use crate::tasks::{run_task, Bench, Task};
-use crate::{cold, data, node_column, parallel, report, wasi_column};
+use crate::{cold, data, memory, node_column, parallel, report, wasi_column};
 
 const USAGE: &str = "usage: anymongo-bench [--quick] [--server canned,secantus,uri] [--uri URI] \
 [--parallel-seconds S] [--cold-runs N] [--wasi] [--node] [--awake] [--only TEXT] [--data DIR] \
@@ -124,6 +124,19 @@ pub fn main() -> ExitCode {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(message) => {
                     eprintln!("cold start: {message}");
+                    ExitCode::FAILURE
+                }
+            };
+        }
+        if first == "--memory-child" {
+            let (driver, uri) = (
+                args.next().unwrap_or_default(),
+                args.next().unwrap_or_default(),
+            );
+            return match memory::child(&driver, &uri) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(message) => {
+                    eprintln!("memory: {message}");
                     ExitCode::FAILURE
                 }
             };
@@ -254,6 +267,17 @@ async fn run(settings: &Settings) -> Result<(), String> {
         };
         println!("{}", report::markdown(&section));
         sections.push(section);
+    }
+
+    let canned = settings.servers.iter().any(|s| s == "canned");
+    if canned && settings.selects("memory") {
+        eprintln!("running the memory children ...");
+        let canned = CannedServer::start(&Anymongo::parse(&data.tweet)?)?;
+        let uri = canned.uri();
+        let (anymongo, official) = tokio::task::spawn_blocking(move || memory::measure_both(&uri))
+            .await
+            .map_err(|e| e.to_string())??;
+        println!("{}", memory::markdown(&anymongo, &official));
     }
 
     let mut cold = Vec::new();
