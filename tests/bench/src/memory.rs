@@ -1,5 +1,7 @@
 //! Memory (issue 26): the allocations of a find by `_id` and of each document of a find
-//! many, and the peak resident memory of the process after its finds, per driver.
+//! many, and the peak resident memory of the process after its finds, per driver; and
+//! the context switches of a find by `_id` (the wake-ups that decide the single
+//! operation rows on a machine whose idle CPUs halt: docs/BENCHMARKS.md).
 //!
 //! Each driver is measured alone in a child process (`--memory-child DRIVER URI`),
 //! against the parent's canned-reply server, so that neither the other driver, nor the
@@ -41,6 +43,9 @@ async fn allocations_of<F: std::future::Future<Output = Result<(), String>>>(
 #[derive(Debug, Clone, PartialEq)]
 pub struct Memory {
     pub find_one_allocations: f64,
+    /// Context switches of all the child's threads (voluntary and not) per find by
+    /// `_id`: each is a thread that slept and was woken, or was preempted.
+    pub find_one_context_switches: f64,
     pub find_many_allocations_per_document: f64,
     pub peak_rss_mb: f64,
 }
@@ -52,20 +57,26 @@ pub fn child(driver: &str, uri: &str) -> Result<(), String> {
         .enable_all()
         .build()
         .map_err(|e| e.to_string())?;
-    let memory = runtime.block_on(async {
+    let (driver, uri) = (driver.to_owned(), uri.to_owned());
+    // On a runtime worker, as the benchmark's tasks run (native.rs).
+    let on_worker = runtime.spawn(async move {
         let measure = async {
-            match driver {
-                Anymongo::NAME => measure::<Anymongo>(uri).await,
-                Official::NAME => measure::<Official>(uri).await,
+            match driver.as_str() {
+                Anymongo::NAME => measure::<Anymongo>(&uri).await,
+                Official::NAME => measure::<Official>(&uri).await,
                 other => Err(format!("unknown driver {other}")),
             }
         };
         tokio::time::timeout(CHILD_TIMEOUT, measure)
             .await
             .map_err(|_| format!("no measurement within {CHILD_TIMEOUT:?}"))?
-    })?;
+    });
+    let memory = runtime
+        .block_on(on_worker)
+        .unwrap_or_else(|e| Err(e.to_string()))?;
     let line = serde_json::json!({
         "find_one_allocations": memory.find_one_allocations,
+        "find_one_context_switches": memory.find_one_context_switches,
         "find_many_allocations_per_document": memory.find_many_allocations_per_document,
         "peak_rss_mb": memory.peak_rss_mb,
     });
@@ -78,6 +89,7 @@ async fn measure<D: Driver>(uri: &str) -> Result<Memory, String> {
     // Connected, pooled and warmed up before anything is counted.
     driver.find_one_by_id(1).await?;
     driver.find_all().await?;
+    let switches_before = context_switches()?;
     let find_ones = allocations_of(async {
         for _ in 0..FIND_ONES {
             driver.find_one_by_id(1).await?;
@@ -85,6 +97,7 @@ async fn measure<D: Driver>(uri: &str) -> Result<Memory, String> {
         Ok(())
     })
     .await?;
+    let switches = context_switches()? - switches_before;
     let mut documents = 0;
     let find_manys = allocations_of(async {
         for _ in 0..FIND_MANYS {
@@ -97,9 +110,33 @@ async fn measure<D: Driver>(uri: &str) -> Result<Memory, String> {
     driver.close().await;
     Ok(Memory {
         find_one_allocations: find_ones as f64 / FIND_ONES as f64,
+        find_one_context_switches: switches as f64 / FIND_ONES as f64,
         find_many_allocations_per_document: find_manys as f64 / documents.max(1) as f64,
         peak_rss_mb,
     })
+}
+
+/// The context switches of every thread of the process so far, from
+/// `/proc/self/task/*/status` (the threads of a tokio runtime live as long as it).
+fn context_switches() -> Result<i64, String> {
+    let mut total = 0;
+    let tasks = std::fs::read_dir("/proc/self/task").map_err(|e| e.to_string())?;
+    for task in tasks {
+        let path = task.map_err(|e| e.to_string())?.path().join("status");
+        // A thread may end between listing and reading.
+        let Ok(status) = std::fs::read_to_string(path) else {
+            continue;
+        };
+        total += status
+            .lines()
+            .filter_map(|line| {
+                let (name, value) = line.split_once(':')?;
+                name.ends_with("ctxt_switches")
+                    .then(|| value.trim().parse::<i64>().ok())?
+            })
+            .sum::<i64>();
+    }
+    Ok(total)
 }
 
 /// The process's peak resident set (`VmHWM`), in kB.
@@ -143,6 +180,7 @@ fn run_child(driver: &str, uri: &str) -> Result<Memory, String> {
     };
     Ok(Memory {
         find_one_allocations: number("find_one_allocations")?,
+        find_one_context_switches: number("find_one_context_switches")?,
         find_many_allocations_per_document: number("find_many_allocations_per_document")?,
         peak_rss_mb: number("peak_rss_mb")?,
     })
@@ -151,16 +189,18 @@ fn run_child(driver: &str, uri: &str) -> Result<Memory, String> {
 /// The table of both drivers' measurements.
 pub fn markdown(anymongo: &Memory, official: &Memory) -> String {
     let mut out = String::from(
-        "Memory, each driver alone in a child process, against the canned-reply server \
+        "Memory and wake-ups, each driver alone in a child process, against the canned-reply server \
          (allocations and reallocations counted by the program's allocator, on every thread \
          of the child; peak RSS of the child):\n\n\
-         | driver | allocations per find one | allocations per find-many document | peak RSS MB |\n\
-         | --- | ---: | ---: | ---: |\n",
+         | driver | allocations per find one | context switches per find one | allocations per \
+         find-many document | peak RSS MB |\n\
+         | --- | ---: | ---: | ---: | ---: |\n",
     );
     for (name, memory) in [(Anymongo::NAME, anymongo), (Official::NAME, official)] {
         out.push_str(&format!(
-            "| {name} | {:.1} | {:.1} | {:.1} |\n",
+            "| {name} | {:.1} | {:.2} | {:.1} | {:.1} |\n",
             memory.find_one_allocations,
+            memory.find_one_context_switches,
             memory.find_many_allocations_per_document,
             memory.peak_rss_mb
         ));
@@ -197,19 +237,31 @@ mod tests {
     }
 
     #[test]
+    fn context_switches_are_counted() {
+        let before = context_switches().unwrap();
+        // A thread that sleeps is switched out at least once.
+        std::thread::spawn(|| std::thread::sleep(Duration::from_millis(5)))
+            .join()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(5));
+        assert!(context_switches().unwrap() > before);
+    }
+
+    #[test]
     fn the_table_has_a_row_per_driver() {
         let memory = Memory {
             find_one_allocations: 224.0,
+            find_one_context_switches: 2.0,
             find_many_allocations_per_document: 162.5,
             peak_rss_mb: 38.6,
         };
         let table = markdown(&memory, &memory);
         assert!(
-            table.contains("| anymongo | 224.0 | 162.5 | 38.6 |"),
+            table.contains("| anymongo | 224.0 | 2.00 | 162.5 | 38.6 |"),
             "{table}"
         );
         assert!(
-            table.contains("| official | 224.0 | 162.5 | 38.6 |"),
+            table.contains("| official | 224.0 | 2.00 | 162.5 | 38.6 |"),
             "{table}"
         );
     }
