@@ -667,15 +667,24 @@ impl Connection {
             _ => response_to,
         };
         check_response_to(&header, expected).map_err(|error| self.protocol_error(error))?;
-        let body = self.read_body(body_len).await?;
         let message = match header.op_code {
+            // A large reply (a find's batch): its document is read into a vector of its
+            // own, which becomes the reply without a copy (`OpMsg::decode_parts`). Small
+            // ones are read whole, in one read fewer.
+            op_code::MSG if body_len > wire::GROWTH_STEP => {
+                let mut head = [0; OpMsg::HEAD_LEN];
+                self.read_exact(&mut head).await?;
+                let rest = self.read_body(body_len - head.len()).await?;
+                OpMsg::decode_parts(&header, head, rest).map(Message::Msg)
+            }
             // Whatever was negotiated, a reply may come compressed with any compressor
             // (OP_COMPRESSED spec, "MongoDB Handshake Amendment").
             op_code::COMPRESSED => {
+                let body = self.read_body(body_len).await?;
                 compression::decompress_frame(&header, &body, self.max_message_size)
                     .and_then(|(original, body)| Message::decode(&original, &body))
             }
-            _ => Message::decode(&header, &body),
+            _ => Message::decode(&header, &self.read_body(body_len).await?),
         };
         let message = message.map_err(|error| self.protocol_error(error))?;
         Ok((header.request_id, message))

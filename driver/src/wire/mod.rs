@@ -28,7 +28,6 @@ mod validate;
 
 pub use error::WireError;
 pub(crate) use frame::grown_len;
-#[cfg(test)]
 pub(crate) use frame::GROWTH_STEP;
 pub use frame::{op_code, HEADER_LEN, MAX_MESSAGE_SIZE, MAX_WRITE_BATCH_SIZE};
 pub use header::{check_response_to, next_request_id, MessageHeader};

@@ -6,7 +6,10 @@ use std::ops::{BitOr, BitOrAssign};
 
 use bson::RawDocumentBuf;
 
-use super::validate::{read_document, read_documents, read_i32, DocumentBudget};
+use super::validate::{
+    malformed, read_document, read_documents, read_i32, validate_document, DocumentBudget,
+    MAX_DOCUMENT_DEPTH,
+};
 use super::{op_code, MessageHeader, WireError, HEADER_LEN};
 
 /// The `flagBits` of an OP_MSG (OP_MSG spec, "flagBits").
@@ -296,6 +299,59 @@ impl OpMsg {
             flags,
             body: msg_body.ok_or(WireError::MissingBody)?,
             sequences,
+        })
+    }
+}
+
+impl OpMsg {
+    /// The length of [`decode_parts`](Self::decode_parts)'s `head`: the flag bits and the
+    /// first section's kind byte.
+    pub const HEAD_LEN: usize = 5;
+
+    /// [`decode`](Self::decode) of a body read in two parts: its first
+    /// [`HEAD_LEN`](Self::HEAD_LEN) bytes, and the rest. When the rest is exactly one body
+    /// document (section kind 0, no checksum, no other section: how servers reply), that
+    /// vector becomes the body as it is; a large reply (a batch of a find) is then neither
+    /// copied nor held twice. Anything else is joined and decoded by `decode`, so the
+    /// outcome is always `decode`'s.
+    pub fn decode_parts(
+        header: &MessageHeader,
+        head: [u8; Self::HEAD_LEN],
+        rest: Vec<u8>,
+    ) -> Result<OpMsg, WireError> {
+        let [f0, f1, f2, f3, kind] = head;
+        let flags = MsgFlags(u32::from_le_bytes([f0, f1, f2, f3]));
+        let body_alone = header.op_code == op_code::MSG
+            && kind == 0
+            && flags.unknown_required() == 0
+            && !flags.contains(MsgFlags::CHECKSUM_PRESENT)
+            && read_i32(&rest, "OP_MSG body document")
+                .ok()
+                .and_then(|length| usize::try_from(length).ok())
+                .filter(|&length| length >= 5)
+                == Some(rest.len());
+        if !body_alone {
+            let mut body = Vec::with_capacity(head.len() + rest.len());
+            body.extend_from_slice(&head);
+            body.extend_from_slice(&rest);
+            return OpMsg::decode(header, &body);
+        }
+        // `decode`'s checks, in its order, for this shape.
+        let expected = usize::try_from(header.length)
+            .ok()
+            .and_then(|length| length.checked_sub(HEADER_LEN + head.len()));
+        if expected != Some(rest.len()) {
+            return Err(WireError::LengthMismatch {
+                header_length: header.length,
+                body_len: head.len() + rest.len(),
+            });
+        }
+        let body = RawDocumentBuf::from_bytes(rest).map_err(malformed)?;
+        validate_document(&body, MAX_DOCUMENT_DEPTH)?;
+        Ok(OpMsg {
+            flags,
+            body,
+            sequences: Vec::new(),
         })
     }
 }
@@ -875,5 +931,83 @@ mod tests {
                 let _ = decode(&f);
             }
         }
+    }
+
+    /// `decode_parts` of `frame`'s body split after its head, which must be what
+    /// `decode` of the whole body gives.
+    #[track_caller]
+    fn parts_agree(frame: &[u8]) -> Result<OpMsg, WireError> {
+        let (header, body) = split(frame);
+        let head: [u8; OpMsg::HEAD_LEN] = body[..OpMsg::HEAD_LEN].try_into().unwrap();
+        let parts = OpMsg::decode_parts(&header, head, body[OpMsg::HEAD_LEN..].to_vec());
+        assert_eq!(parts, OpMsg::decode(&header, body));
+        parts
+    }
+
+    #[test]
+    fn a_body_read_in_parts_decodes_as_the_whole_body() {
+        let reply = rawdoc! { "cursor": { "id": 0_i64, "firstBatch": [{ "a": 1 }] }, "ok": 1.0 };
+        // A reply alone, and the shapes joined again: sequences, a checksum, flags.
+        let alone = OpMsg::new(reply.clone()).encode(1, 0);
+        assert_eq!(parts_agree(&alone).unwrap().body, reply);
+        parts_agree(&two_sequences().encode(1, 0)).unwrap();
+        let mut checked = OpMsg::new(reply.clone());
+        checked.flags = MsgFlags::CHECKSUM_PRESENT;
+        parts_agree(&checked.encode(1, 0)).unwrap();
+        let mut streamed = OpMsg::new(reply.clone());
+        streamed.flags = MsgFlags::MORE_TO_COME;
+        assert!(parts_agree(&streamed.encode(1, 0))
+            .unwrap()
+            .flags
+            .contains(MsgFlags::MORE_TO_COME));
+
+        let body = |flags: u32, kind: u8, document: &[u8]| {
+            let mut body = flags.to_le_bytes().to_vec();
+            body.push(kind);
+            body.extend_from_slice(document);
+            frame_from_body(&body)
+        };
+        let bytes = reply.as_bytes();
+        // An unknown required flag; a section kind that does not exist.
+        assert!(parts_agree(&body(1 << 5, 0, bytes)).is_err());
+        assert!(parts_agree(&body(0, 7, bytes)).is_err());
+        // A document whose length claims more, or less, than the bytes there.
+        let mut long = bytes.to_vec();
+        long[0] += 1;
+        assert!(parts_agree(&body(0, 0, &long)).is_err());
+        let mut short = bytes.to_vec();
+        short[0] -= 1;
+        assert!(parts_agree(&body(0, 0, &short)).is_err());
+        // Four bytes claiming four: too short for a document.
+        assert!(parts_agree(&body(0, 0, &4_i32.to_le_bytes())).is_err());
+        // The right length, a broken inside: no terminator, an unknown element type.
+        let mut unterminated = bytes.to_vec();
+        *unterminated.last_mut().unwrap() = 1;
+        assert!(parts_agree(&body(0, 0, &unterminated)).is_err());
+        let mut unknown_type = bytes.to_vec();
+        unknown_type[4] = 0x42;
+        assert!(parts_agree(&body(0, 0, &unknown_type)).is_err());
+        // Nested past the depth limit.
+        let mut deep = rawdoc! {};
+        for _ in 0..=MAX_DOCUMENT_DEPTH {
+            deep = rawdoc! { "a": deep };
+        }
+        assert_eq!(
+            parts_agree(&body(0, 0, deep.as_bytes())),
+            Err(WireError::DocumentTooDeep {
+                max_depth: MAX_DOCUMENT_DEPTH
+            })
+        );
+        // A header whose length is not the body's.
+        let mut wrong_length = alone.clone();
+        wrong_length[0] += 1;
+        let header = MessageHeader::parse(wrong_length[..HEADER_LEN].try_into().unwrap());
+        let whole = &wrong_length[HEADER_LEN..];
+        let head = whole[..OpMsg::HEAD_LEN].try_into().unwrap();
+        assert_eq!(
+            OpMsg::decode_parts(&header, head, whole[OpMsg::HEAD_LEN..].to_vec()),
+            OpMsg::decode(&header, whole)
+        );
+        assert!(OpMsg::decode(&header, whole).is_err());
     }
 }

@@ -44,7 +44,7 @@ pub fn validate_document(doc: &RawDocument, max_depth: usize) -> Result<(), Wire
     Ok(())
 }
 
-fn malformed(e: bson::error::Error) -> WireError {
+pub(crate) fn malformed(e: bson::error::Error) -> WireError {
     WireError::MalformedDocument(e.to_string())
 }
 
