@@ -529,57 +529,30 @@ impl Compound<'_> {
     }
 }
 
-impl ser::SerializeSeq for Compound<'_> {
-    type Ok = ();
-    type Error = Declined;
+/// The four serde shapes written as an array: each element is the next item.
+macro_rules! array_shaped {
+    ($($shape:ident :: $element:ident),* $(,)?) => {$(
+        impl ser::$shape for Compound<'_> {
+            type Ok = ();
+            type Error = Declined;
 
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Outcome {
-        self.item(value)
-    }
+            fn $element<T: Serialize + ?Sized>(&mut self, value: &T) -> Outcome {
+                self.item(value)
+            }
 
-    fn end(self) -> Outcome {
-        Compound::end(self)
-    }
+            fn end(self) -> Outcome {
+                Compound::end(self)
+            }
+        }
+    )*};
 }
 
-impl ser::SerializeTuple for Compound<'_> {
-    type Ok = ();
-    type Error = Declined;
-
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Outcome {
-        self.item(value)
-    }
-
-    fn end(self) -> Outcome {
-        Compound::end(self)
-    }
-}
-
-impl ser::SerializeTupleStruct for Compound<'_> {
-    type Ok = ();
-    type Error = Declined;
-
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Outcome {
-        self.item(value)
-    }
-
-    fn end(self) -> Outcome {
-        Compound::end(self)
-    }
-}
-
-impl ser::SerializeTupleVariant for Compound<'_> {
-    type Ok = ();
-    type Error = Declined;
-
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Outcome {
-        self.item(value)
-    }
-
-    fn end(self) -> Outcome {
-        Compound::end(self)
-    }
-}
+array_shaped!(
+    SerializeSeq::serialize_element,
+    SerializeTuple::serialize_element,
+    SerializeTupleStruct::serialize_field,
+    SerializeTupleVariant::serialize_field,
+);
 
 impl ser::SerializeMap for Compound<'_> {
     type Ok = ();

@@ -114,46 +114,26 @@ impl Settings {
 /// The native program's entry point.
 pub fn main() -> ExitCode {
     let mut args = std::env::args().skip(1);
-    if let Some(first) = args.next() {
-        if first == "--cold-start-child" {
-            let (driver, uri) = (
-                args.next().unwrap_or_default(),
-                args.next().unwrap_or_default(),
-            );
-            return match cold::child(&driver, &uri) {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(message) => {
-                    eprintln!("cold start: {message}");
-                    ExitCode::FAILURE
-                }
-            };
-        }
-        if first == "--memory-child" {
-            let (driver, uri) = (
-                args.next().unwrap_or_default(),
-                args.next().unwrap_or_default(),
-            );
-            return match memory::child(&driver, &uri) {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(message) => {
-                    eprintln!("memory: {message}");
-                    ExitCode::FAILURE
-                }
-            };
-        }
-        if first == "--cold-request-child" {
-            let (driver, uri) = (
-                args.next().unwrap_or_default(),
-                args.next().unwrap_or_default(),
-            );
-            return match cold::request_child(&driver, &uri) {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(message) => {
-                    eprintln!("cold request: {message}");
-                    ExitCode::FAILURE
-                }
-            };
-        }
+    // The children this program runs of itself: each takes a driver's name and a URI.
+    type Child = fn(&str, &str) -> Result<(), String>;
+    let child: Option<(&str, Child)> = match args.next().as_deref() {
+        Some("--cold-start-child") => Some(("cold start", cold::child)),
+        Some("--cold-request-child") => Some(("cold request", cold::request_child)),
+        Some("--memory-child") => Some(("memory", memory::child)),
+        _ => None,
+    };
+    if let Some((what, run_child)) = child {
+        let (driver, uri) = (
+            args.next().unwrap_or_default(),
+            args.next().unwrap_or_default(),
+        );
+        return match run_child(&driver, &uri) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(message) => {
+                eprintln!("{what}: {message}");
+                ExitCode::FAILURE
+            }
+        };
     }
     let settings = match Settings::from_args(std::env::args().skip(1)) {
         Ok(Some(settings)) => settings,
