@@ -727,9 +727,7 @@ impl CodeWithScope<'_> {
 }
 
 /// A field's value in the body of one of the bson crate's types.
-#[derive(Default)]
 enum Field {
-    #[default]
     Missing,
     Integer(i64),
     Text(String),
@@ -755,6 +753,11 @@ impl Field {
 /// `serialize_str`, `serialize_bytes` and `serialize_struct` (and `serialize_i64` with
 /// `except_i64`).
 macro_rules! decline_the_rest {
+    (@scalars $($method:ident($type:ty)),*) => {$(
+        fn $method(self, _: $type) -> Result<Self::Ok, Declined> {
+            Err(Unsupported)
+        }
+    )*};
     () => {
         fn serialize_i64(self, _: i64) -> Result<Self::Ok, Declined> {
             Err(Unsupported)
@@ -762,39 +765,7 @@ macro_rules! decline_the_rest {
         decline_the_rest!(except_i64);
     };
     (except_i64) => {
-        fn serialize_bool(self, _: bool) -> Result<Self::Ok, Declined> {
-            Err(Unsupported)
-        }
-        fn serialize_i8(self, _: i8) -> Result<Self::Ok, Declined> {
-            Err(Unsupported)
-        }
-        fn serialize_i16(self, _: i16) -> Result<Self::Ok, Declined> {
-            Err(Unsupported)
-        }
-        fn serialize_i32(self, _: i32) -> Result<Self::Ok, Declined> {
-            Err(Unsupported)
-        }
-        fn serialize_u8(self, _: u8) -> Result<Self::Ok, Declined> {
-            Err(Unsupported)
-        }
-        fn serialize_u16(self, _: u16) -> Result<Self::Ok, Declined> {
-            Err(Unsupported)
-        }
-        fn serialize_u32(self, _: u32) -> Result<Self::Ok, Declined> {
-            Err(Unsupported)
-        }
-        fn serialize_u64(self, _: u64) -> Result<Self::Ok, Declined> {
-            Err(Unsupported)
-        }
-        fn serialize_f32(self, _: f32) -> Result<Self::Ok, Declined> {
-            Err(Unsupported)
-        }
-        fn serialize_f64(self, _: f64) -> Result<Self::Ok, Declined> {
-            Err(Unsupported)
-        }
-        fn serialize_char(self, _: char) -> Result<Self::Ok, Declined> {
-            Err(Unsupported)
-        }
+        decline_the_rest!(@scalars serialize_bool(bool), serialize_i8(i8), serialize_i16(i16), serialize_i32(i32), serialize_u8(u8), serialize_u16(u16), serialize_u32(u32), serialize_u64(u64), serialize_f32(f32), serialize_f64(f64), serialize_char(char));
         fn serialize_none(self) -> Result<Self::Ok, Declined> {
             Err(Unsupported)
         }
