@@ -573,7 +573,7 @@ impl<T: DeserializeOwned> Stream for Cursor<T> {
 
 /// A document of a cursor's batch as `T`, deserialized straight from its bytes.
 pub(crate) fn deserialize<T: DeserializeOwned>(document: &RawDocument) -> Result<T> {
-    bson::deserialize_from_slice(document.as_bytes()).map_err(Error::bson)
+    crate::bson_deserializer::deserialize_from_slice(document.as_bytes()).map_err(Error::bson)
 }
 
 impl<T> Drop for Cursor<T> {

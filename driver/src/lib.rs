@@ -24,7 +24,7 @@
 //! | cluster parts | `cmap`, `sdam::monitor`, `load_balancer`, `logging` | a server's pool, its monitor, connections pinned behind a load balancer, log messages |
 //! | connection | `connection`, `command_monitoring`, `tls`, `socks5` | one connection: establishing it (TLS, proxy, handshake, authentication) and its round trips |
 //! | protocol | `crud::bulk_write::result`, `error`, `wire`, `uri`, `concern`, `versioned_api`, `handshake`, `auth`, `sdam`, `selection`, `srv`, `event`, `gridfs::error` | the specifications' pure logic, without I/O: codecs, parsers, state machines, conversations, the failure payloads |
-//! | seams | `rt`, `sync`, `bson_util`, `bson_serializer`, `named_enum` | the traits hosts implement, and building blocks every layer uses (among them the serializer of the documents the driver sends) |
+//! | seams | `rt`, `sync`, `bson_util`, `bson_serializer`, `bson_deserializer`, `named_enum` | the traits hosts implement, and building blocks every layer uses (among them the serializer of the documents the driver sends and the deserializer of those it receives) |
 //!
 //! A row names modules and, where a module's files sit in different layers, files
 //! (`sdam::monitor` runs checks over connections, while the rest of [`sdam`] is the pure
@@ -57,6 +57,7 @@
 #![cfg_attr(target_family = "wasm", allow(clippy::arc_with_non_send_sync))]
 
 pub mod auth;
+pub mod bson_deserializer;
 pub mod bson_serializer;
 mod bson_util;
 pub mod change_stream;

@@ -8,7 +8,7 @@ use super::WireError;
 /// The nesting limit applied to every document the codec decodes. It matches the server's
 /// default `maxBSONDepth`; the top-level document has depth 0 and every embedded document,
 /// array or code-with-scope scope adds one level.
-pub const MAX_DOCUMENT_DEPTH: usize = 200;
+pub const MAX_DOCUMENT_DEPTH: usize = crate::bson_deserializer::MAX_DOCUMENT_DEPTH;
 
 /// Fully validates the structure of a BSON document without recursion.
 ///

@@ -10,7 +10,9 @@ use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use anymongo::auth::{conversation, AuthContext, AuthMechanism, Conversation, Credential, Step};
-use anymongo::bson::{doc, rawdoc, spec::BinarySubtype, Binary, Bson, Document, RawDocumentBuf};
+use anymongo::bson::{
+    doc, rawdoc, spec::BinarySubtype, Binary, Bson, Document, RawDocument, RawDocumentBuf,
+};
 use anymongo::handshake::HelloReply;
 use anymongo::rt::{boxed, BoxFuture, Clock, Instant, Resolver, SrvRecord};
 use anymongo::socks5::Handshake;
@@ -18,7 +20,7 @@ use anymongo::uri::Compressor;
 use anymongo::wire::compression::{decompress_frame, Compression};
 use anymongo::wire::{
     op_code, validate_document, DocumentSequence, Message, MessageHeader, MsgFlags, OpMsg, OpReply,
-    HEADER_LEN, MAX_DOCUMENT_DEPTH, MAX_MESSAGE_SIZE,
+    WireError, HEADER_LEN, MAX_DOCUMENT_DEPTH, MAX_MESSAGE_SIZE,
 };
 use anymongo::{srv, ClientOptions};
 use hickory_proto::op::{Message as DnsMessage, MessageType, OpCode, Query, ResponseCode};
@@ -28,7 +30,7 @@ use hickory_proto::rr::{Name, RData, Record, RecordType};
 use super::Target;
 
 /// Every target, in the order the binary runs them.
-pub static TARGETS: [Target; 5] = [
+pub static TARGETS: [Target; 6] = [
     Target {
         name: "uri",
         corpus: uri_corpus,
@@ -67,6 +69,34 @@ pub static TARGETS: [Target; 5] = [
         run: wire_run,
         tokens: &[],
         fix_up: Some(wire_fix_up),
+    },
+    Target {
+        name: "bson",
+        corpus: bson_corpus,
+        run: bson_run,
+        tokens: &[
+            b"\x03",
+            b"\x04",
+            b"\x05",
+            b"\x07",
+            b"\x09",
+            b"\x0b",
+            b"\x0c",
+            b"\x0f",
+            b"\x11",
+            b"\x13",
+            b"\x7f",
+            b"\xff",
+            b"\0",
+            b"$oid",
+            b"$date",
+            b"$numberLong",
+            b"$code",
+            b"$scope",
+            b"$binary",
+            b"\xc3",
+        ],
+        fix_up: Some(bson_fix_up),
     },
     Target {
         name: "scram",
@@ -253,6 +283,61 @@ fn wire_run(input: &[u8]) {
     }
     if let Ok(document) = Document::try_from(document.as_ref()) {
         let _ = HelloReply::parse(document);
+    }
+}
+
+// ---- documents, by the driver's deserializer ----
+
+fn bson_corpus() -> Vec<Vec<u8>> {
+    let every_type = doc! {
+        "double": 1.5, "string": "text", "document": { "a": { "b": [1, { "c": null }] } },
+        "array": [1, "two", [3]], "binary": Binary { subtype: BinarySubtype::Generic, bytes: vec![1, 2] },
+        "uuid": Binary { subtype: BinarySubtype::Uuid, bytes: vec![7; 16] },
+        "undefined": Bson::Undefined, "oid": anymongo::bson::oid::ObjectId::from_bytes([7; 12]),
+        "bool": true, "date": anymongo::bson::DateTime::from_millis(1_700_000_000_000), "null": null,
+        "regex": Bson::RegularExpression(anymongo::bson::Regex {
+            pattern: "^a".to_string().try_into().expect("no NUL"),
+            options: "i".to_string().try_into().expect("no NUL"),
+        }),
+        "code": Bson::JavaScriptCode("f()".into()),
+        "scope": anymongo::bson::JavaScriptCodeWithScope { code: "g()".into(), scope: doc! { "x": 1 } },
+        "symbol": Bson::Symbol("s".into()), "int32": 32,
+        "timestamp": anymongo::bson::Timestamp { time: 7, increment: 9 }, "int64": 64_i64,
+        "decimal": anymongo::bson::Decimal128::from_bytes([3; 16]), "min": Bson::MinKey, "max": Bson::MaxKey,
+        "extended": { "$date": { "$numberLong": "12" } },
+    };
+    [every_type, doc! {}, doc! { "a": [[[[{ "b": [] }]]]] }]
+        .iter()
+        .map(|document| anymongo::bson::serialize_to_vec(document).expect("serializes"))
+        .collect()
+}
+
+/// Writes the input's length into its first four bytes, as a framed document has it.
+fn bson_fix_up(input: &mut [u8]) {
+    wire_fix_up(input);
+}
+
+/// A document as a cursor hands it to a user: `anymongo::bson_deserializer` must give
+/// the bson crate's document, or its error, and refuse a document nested deeper than
+/// the limit (where the bson crate would recurse) by itself.
+fn bson_run(input: &[u8]) {
+    let ours = anymongo::bson_deserializer::deserialize_from_slice::<Document>(input);
+    let too_deep = RawDocument::from_bytes(input).is_ok_and(|document| {
+        matches!(
+            validate_document(document, MAX_DOCUMENT_DEPTH),
+            Err(WireError::DocumentTooDeep { .. })
+        )
+    });
+    if too_deep {
+        assert!(ours.is_err(), "took a document nested too deep: {ours:?}");
+        return;
+    }
+    let theirs = anymongo::bson::deserialize_from_slice::<Document>(input);
+    let bytes = |document: &Document| anymongo::bson::serialize_to_vec(document).ok();
+    match (ours, theirs) {
+        (Ok(ours), Ok(theirs)) => assert_eq!(bytes(&ours), bytes(&theirs), "documents differ"),
+        (Err(ours), Err(theirs)) => assert_eq!(ours.to_string(), theirs.to_string()),
+        (ours, theirs) => panic!("the driver's {ours:?} against the bson crate's {theirs:?}"),
     }
 }
 

@@ -6,7 +6,9 @@
 //! - the driver's own path, for BSON: bytes as a server sends them are framed as an
 //!   OP_MSG reply and decoded by [`Message::decode`] (which validates every document,
 //!   with its depth limit), then turned into a [`Document`] the way a cursor hands
-//!   documents to users (`bson::deserialize_from_slice`); a document goes back to bytes
+//!   documents to users (`anymongo::bson_deserializer`, whose document must be the one
+//!   `bson::deserialize_from_slice` makes, and which must refuse the bytes of every
+//!   `decodeErrors` case by itself too); a document goes back to bytes
 //!   the two ways the driver sends documents, `RawDocumentBuf::try_from(&Document)`
 //!   (commands) and `anymongo::bson_serializer` (a user's documents), and through
 //!   [`OpMsg::encode`];
@@ -31,6 +33,7 @@ use std::path::Path;
 use std::str::FromStr;
 
 use anymongo::bson::{self, Bson, Decimal128, Document, RawDocumentBuf};
+use anymongo::bson_deserializer;
 use anymongo::wire::{op_code, Message, MessageHeader, OpMsg, HEADER_LEN};
 use serde_json::Value;
 
@@ -234,6 +237,11 @@ fn valid(case: &JsonTest) -> Result<(), String> {
 /// "Testing decode errors": the driver refuses the bytes when a server sends them.
 fn decode_error(case: &JsonTest) -> Result<(), String> {
     let bytes = hex_field(case, "bson")?.ok_or("the case has no 'bson'")?;
+    if let Ok(document) = bson_deserializer::deserialize_from_slice::<Document>(&bytes) {
+        return Err(format!(
+            "the deserializer takes the invalid bytes by itself: {document:?}"
+        ));
+    }
     match driver_decode(&bytes) {
         Err(_) => Ok(()),
         Ok(document) => Err(format!("decoded, but the bytes are invalid: {document:?}")),
@@ -294,8 +302,19 @@ pub(super) fn driver_decode(bytes: &[u8]) -> Result<Document, String> {
             hex(reply.as_bytes())
         ));
     }
-    bson::deserialize_from_slice(reply.as_bytes())
-        .map_err(|e| format!("the document cannot be deserialized: {e}"))
+    let document: Document = bson_deserializer::deserialize_from_slice(reply.as_bytes())
+        .map_err(|e| format!("the document cannot be deserialized: {e}"))?;
+    let by_the_bson_crate: Document = bson::deserialize_from_slice(reply.as_bytes())
+        .map_err(|e| format!("the bson crate cannot deserialize the document: {e}"))?;
+    // Compared as bytes: a NaN is not equal to itself.
+    let bytes_of =
+        |document: &Document| bson::serialize_to_vec(document).map_err(|e| e.to_string());
+    if bytes_of(&document)? != bytes_of(&by_the_bson_crate)? {
+        return Err(format!(
+            "the driver's document differs from the bson crate's: {document:?} against {by_the_bson_crate:?}"
+        ));
+    }
+    Ok(document)
 }
 
 /// The bytes the driver sends for `document`: the command path

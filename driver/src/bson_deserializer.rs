@@ -1,0 +1,1017 @@
+//! BSON bytes to serde, for the documents a driver receives: what the bson crate's own
+//! deserializer makes of them, in less time, and never nested deeper than
+//! [`MAX_DOCUMENT_DEPTH`].
+//!
+//! Every value a cursor yields goes through here (`Cursor<T>`, change streams), so this
+//! walk is most of a find's client-side cost. The bson crate's deserializer
+//! (`bson::deserialize_from_slice`) iterates with `RawIter` and builds a `RawElement`,
+//! then a `RawBsonRef`, then a deserializer with cloned options for every element, and
+//! it recurses without a depth limit, which is why `wire` validated every reply first.
+//! This deserializer reads each element once, straight from the bytes, checks what the
+//! bson crate checks (lengths, terminators, UTF-8 of keys and strings) as it goes, and
+//! counts the nesting.
+//!
+//! It presents every value **exactly as the bson crate does** (same serde calls, the same
+//! extended-JSON maps for `ObjectId`, `DateTime`, `Timestamp` and the rest), so
+//! `Document`, `Bson` and any user type come out the same. What it does not present
+//! itself it **declines**: bson's private newtypes (raw documents, `RawBson`, UUIDs,
+//! human-readable and UTF-8-lossy wrappers), binary of a subtype other than generic,
+//! DBPointer, code with scope, and any error at all (malformed bytes, a value the type
+//! refuses). Then the whole document is deserialized again by
+//! `bson::deserialize_from_slice`, so the values and the errors are always the bson
+//! crate's; the tests compare the two on every case of the BSON corpus. The one answer
+//! of its own is for nesting deeper than [`MAX_DOCUMENT_DEPTH`]: an error, where the
+//! bson crate would recurse until the stack runs out.
+//!
+//! ```
+//! use anymongo::bson::{doc, Document};
+//!
+//! let bytes = anymongo::bson::serialize_to_vec(&doc! { "a": [1, { "b": "c" }] }).unwrap();
+//! let document: Document = anymongo::bson_deserializer::deserialize_from_slice(&bytes).unwrap();
+//! assert_eq!(document, doc! { "a": [1, { "b": "c" }] });
+//! ```
+
+use std::borrow::Cow;
+use std::fmt;
+
+use serde::de::value::{BorrowedStrDeserializer, CowStrDeserializer};
+use serde::de::{
+    self, DeserializeSeed, Deserializer, EnumAccess, IntoDeserializer, MapAccess, SeqAccess,
+    VariantAccess, Visitor,
+};
+use serde::forward_to_deserialize_any;
+
+/// The deepest nesting accepted in a document the driver reads: the server's default
+/// `maxBSONDepth`. The top-level document has depth 0, and every embedded document or
+/// array adds one level.
+pub const MAX_DOCUMENT_DEPTH: usize = 200;
+
+/// Deserializes a `T` from the bytes of one BSON document: the value
+/// `bson::deserialize_from_slice` returns, or its error (see the module's documentation),
+/// except for a document nested deeper than [`MAX_DOCUMENT_DEPTH`], which fails here
+/// without recursing.
+///
+/// ```
+/// #[derive(serde::Deserialize, Debug, PartialEq)]
+/// struct Cat {
+///     name: String,
+///     age: i32,
+/// }
+///
+/// let bytes = anymongo::bson::serialize_to_vec(&anymongo::bson::doc! { "name": "Tom", "age": 3 })
+///     .unwrap();
+/// let cat: Cat = anymongo::bson_deserializer::deserialize_from_slice(&bytes).unwrap();
+/// assert_eq!(cat, Cat { name: "Tom".into(), age: 3 });
+/// ```
+pub fn deserialize_from_slice<'de, T: de::Deserialize<'de>>(
+    bytes: &'de [u8],
+) -> bson::error::Result<T> {
+    let too_deep = || {
+        de::Error::custom(format!(
+            "the document nests deeper than {MAX_DOCUMENT_DEPTH} levels"
+        ))
+    };
+    match deserialize_here(bytes) {
+        Ok(value) => Ok(value),
+        Err(Declined::TooDeep) => Err(too_deep()),
+        // A type may turn any error into one of its own, `TooDeep` too, and this module may
+        // decline before it reaches the depth: the bson crate recurses without a limit.
+        Err(Declined::ToTheBsonCrate) if !nests_within_limit(bytes) => Err(too_deep()),
+        Err(Declined::ToTheBsonCrate) => bson::deserialize_from_slice(bytes),
+    }
+}
+
+/// Whether the documents, arrays and code-with-scope scopes in `bytes` nest no deeper than
+/// [`MAX_DOCUMENT_DEPTH`], read without recursing up to the first malformed byte (where the
+/// bson crate stops too).
+fn nests_within_limit(bytes: &[u8]) -> bool {
+    let Ok(top) = document_elements(bytes) else {
+        return true;
+    };
+    // Invariant: stack[i] holds the elements left of a document at depth i.
+    let mut stack = vec![top];
+    while let Some(elements) = stack.last_mut() {
+        match skip_element(elements) {
+            Ok(Skipped::End) => {
+                stack.pop();
+            }
+            Ok(Skipped::Value) => {}
+            Ok(Skipped::Nested(_)) if stack.len() > MAX_DOCUMENT_DEPTH => return false,
+            Ok(Skipped::Nested(nested)) => stack.push(nested),
+            Err(_) => return true,
+        }
+    }
+    true
+}
+
+/// What [`skip_element`] passed over.
+enum Skipped<'de> {
+    End,
+    Value,
+    /// A document's, an array's or a code-with-scope scope's elements.
+    Nested(&'de [u8]),
+}
+
+/// Passes over the next element of `elements`, of any type.
+fn skip_element<'de>(elements: &mut &'de [u8]) -> Result<Skipped<'de>> {
+    let skip = |elements: &mut &'de [u8], length: usize| -> Result<()> {
+        *elements = elements.get(length..).ok_or(Declined::ToTheBsonCrate)?;
+        Ok(())
+    };
+    let mut rest = *elements;
+    let Some((&kind, after_kind)) = rest.split_first() else {
+        return Ok(Skipped::End);
+    };
+    match kind {
+        // The types `take_element` declines, passed over here.
+        0x05 | 0x0C | 0x0F => {
+            rest = after_kind;
+            take_cstring(&mut rest)?;
+        }
+        _ => {
+            return Ok(match take_element(elements)? {
+                None => Skipped::End,
+                Some((_, Parsed::Document(nested) | Parsed::Array(nested))) => {
+                    Skipped::Nested(nested)
+                }
+                Some(_) => Skipped::Value,
+            })
+        }
+    }
+    let skipped = match kind {
+        // Binary of any subtype: its length, the subtype, the bytes.
+        0x05 => {
+            let length = take_length(&mut rest)?;
+            skip(&mut rest, 1 + length)?;
+            Skipped::Value
+        }
+        // DBPointer: a string, then an ObjectId.
+        0x0C => {
+            take_string(&mut rest)?;
+            skip(&mut rest, 12)?;
+            Skipped::Value
+        }
+        // Code with scope: its whole length, the code, the scope.
+        _ => {
+            take::<4>(&mut rest)?;
+            take_string(&mut rest)?;
+            Skipped::Nested(take_document(&mut rest)?)
+        }
+    };
+    *elements = rest;
+    Ok(skipped)
+}
+
+/// This module's own attempt, without the bson crate's second go.
+fn deserialize_here<'de, T: de::Deserialize<'de>>(bytes: &'de [u8]) -> Result<T, Declined> {
+    let elements = document_elements(bytes)?;
+    T::deserialize(Value {
+        parsed: Parsed::Document(elements),
+        depth: 0,
+    })
+}
+
+/// Why this deserializer gave up. Any error serde raises through it (a type's own
+/// refusal included) is [`Declined::ToTheBsonCrate`]: the bson crate then does the whole
+/// document, and its error carries its message.
+#[derive(Debug, PartialEq)]
+enum Declined {
+    ToTheBsonCrate,
+    TooDeep,
+}
+
+impl fmt::Display for Declined {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Declined::ToTheBsonCrate => "declined: the bson crate deserializes this document",
+            Declined::TooDeep => "the document nests too deep",
+        })
+    }
+}
+
+impl std::error::Error for Declined {}
+
+impl de::Error for Declined {
+    fn custom<T: fmt::Display>(_message: T) -> Self {
+        Declined::ToTheBsonCrate
+    }
+}
+
+type Result<T, E = Declined> = std::result::Result<T, E>;
+
+/// The elements of the document `bytes` is exactly (its length prefix and terminator
+/// checked, as `RawDocument::from_bytes` does), without the two.
+fn document_elements(bytes: &[u8]) -> Result<&[u8]> {
+    let (length, rest) = bytes
+        .split_first_chunk::<4>()
+        .ok_or(Declined::ToTheBsonCrate)?;
+    match (
+        usize::try_from(i32::from_le_bytes(*length)),
+        rest.split_last(),
+    ) {
+        (Ok(length), Some((0, elements))) if length >= 5 && length == bytes.len() => Ok(elements),
+        _ => Err(Declined::ToTheBsonCrate),
+    }
+}
+
+/// One element's value, read and checked (the bson crate's `RawElement::value`).
+#[derive(Clone, Copy)]
+enum Parsed<'de> {
+    Double(f64),
+    String(&'de str),
+    /// An embedded document's elements (without its length and terminator).
+    Document(&'de [u8]),
+    Array(&'de [u8]),
+    GenericBinary(&'de [u8]),
+    Undefined,
+    ObjectId(&'de [u8; 12]),
+    Boolean(bool),
+    DateTime(i64),
+    Null,
+    Regex {
+        pattern: &'de str,
+        options: &'de str,
+    },
+    Code(&'de str),
+    Symbol(&'de str),
+    Int32(i32),
+    Timestamp {
+        time: u32,
+        increment: u32,
+    },
+    Int64(i64),
+    Decimal128([u8; 16]),
+    MinKey,
+    MaxKey,
+}
+
+/// Takes the first `N` bytes of `bytes`.
+fn take<'de, const N: usize>(bytes: &mut &'de [u8]) -> Result<&'de [u8; N]> {
+    let (head, rest) = bytes
+        .split_first_chunk::<N>()
+        .ok_or(Declined::ToTheBsonCrate)?;
+    *bytes = rest;
+    Ok(head)
+}
+
+/// Takes a NUL-terminated UTF-8 string (a key, a regular expression's parts).
+fn take_cstring<'de>(bytes: &mut &'de [u8]) -> Result<&'de str> {
+    let end = bytes
+        .iter()
+        .position(|&byte| byte == 0)
+        .ok_or(Declined::ToTheBsonCrate)?;
+    let text = utf8(&bytes[..end])?;
+    *bytes = &bytes[end + 1..];
+    Ok(text)
+}
+
+fn utf8(bytes: &[u8]) -> Result<&str> {
+    simdutf8::basic::from_utf8(bytes).map_err(|_| Declined::ToTheBsonCrate)
+}
+
+/// Takes a length-prefixed size (a string's, a binary's), which must fit what is left.
+fn take_length(bytes: &mut &[u8]) -> Result<usize> {
+    let length = usize::try_from(i32::from_le_bytes(*take::<4>(bytes)?))
+        .map_err(|_| Declined::ToTheBsonCrate)?;
+    if length > bytes.len() {
+        return Err(Declined::ToTheBsonCrate);
+    }
+    Ok(length)
+}
+
+/// Takes a BSON string: its length (at least one), its bytes, a NUL.
+fn take_string<'de>(bytes: &mut &'de [u8]) -> Result<&'de str> {
+    let length = take_length(bytes)?;
+    let (text, rest) = bytes.split_at(length);
+    match text.split_last() {
+        Some((0, text)) => {
+            *bytes = rest;
+            utf8(text)
+        }
+        _ => Err(Declined::ToTheBsonCrate),
+    }
+}
+
+/// Takes an embedded document or array and returns its elements.
+fn take_document<'de>(bytes: &mut &'de [u8]) -> Result<&'de [u8]> {
+    let length = usize::try_from(i32::from_le_bytes(
+        *bytes.first_chunk::<4>().ok_or(Declined::ToTheBsonCrate)?,
+    ))
+    .map_err(|_| Declined::ToTheBsonCrate)?;
+    let document = bytes.get(..length).ok_or(Declined::ToTheBsonCrate)?;
+    *bytes = &bytes[length..];
+    document_elements(document)
+}
+
+/// Takes the next element of a document's `elements`: its key and its value.
+fn take_element<'de>(elements: &mut &'de [u8]) -> Result<Option<(&'de str, Parsed<'de>)>> {
+    let Some((&kind, rest)) = elements.split_first() else {
+        return Ok(None);
+    };
+    *elements = rest;
+    let key = take_cstring(elements)?;
+    let value = match kind {
+        0x01 => Parsed::Double(f64::from_le_bytes(*take(elements)?)),
+        0x02 => Parsed::String(take_string(elements)?),
+        0x03 => Parsed::Document(take_document(elements)?),
+        0x04 => Parsed::Array(take_document(elements)?),
+        0x05 => {
+            let length = take_length(elements)?;
+            let [subtype] = *take::<1>(elements)?;
+            if subtype != 0 || length > elements.len() {
+                return Err(Declined::ToTheBsonCrate);
+            }
+            let (data, rest) = elements.split_at(length);
+            *elements = rest;
+            Parsed::GenericBinary(data)
+        }
+        0x06 => Parsed::Undefined,
+        0x07 => Parsed::ObjectId(take(elements)?),
+        0x08 => match take::<1>(elements)? {
+            [0] => Parsed::Boolean(false),
+            [1] => Parsed::Boolean(true),
+            _ => return Err(Declined::ToTheBsonCrate),
+        },
+        0x09 => Parsed::DateTime(i64::from_le_bytes(*take(elements)?)),
+        0x0A => Parsed::Null,
+        0x0B => Parsed::Regex {
+            pattern: take_cstring(elements)?,
+            options: take_cstring(elements)?,
+        },
+        0x0D => Parsed::Code(take_string(elements)?),
+        0x0E => Parsed::Symbol(take_string(elements)?),
+        0x10 => Parsed::Int32(i32::from_le_bytes(*take(elements)?)),
+        0x11 => {
+            // The increment is the low half, the seconds the high half.
+            let increment = u32::from_le_bytes(*take(elements)?);
+            let time = u32::from_le_bytes(*take(elements)?);
+            Parsed::Timestamp { time, increment }
+        }
+        0x12 => Parsed::Int64(i64::from_le_bytes(*take(elements)?)),
+        0x13 => Parsed::Decimal128(*take(elements)?),
+        0xFF => Parsed::MinKey,
+        0x7F => Parsed::MaxKey,
+        // DBPointer (0x0C), code with scope (0x0F) and anything unknown.
+        _ => return Err(Declined::ToTheBsonCrate),
+    };
+    Ok(Some((key, value)))
+}
+
+/// One value (the bson crate's `RawDeserializer` without a hint), with the depth it has
+/// if it is a document or an array.
+struct Value<'de> {
+    parsed: Parsed<'de>,
+    depth: usize,
+}
+
+impl<'de> Value<'de> {
+    /// The elements of the document or array this value is.
+    fn nested(&self, elements: &'de [u8]) -> Result<Elements<'de>> {
+        if self.depth > MAX_DOCUMENT_DEPTH {
+            return Err(Declined::TooDeep);
+        }
+        Ok(Elements {
+            rest: elements,
+            depth: self.depth,
+            value: None,
+        })
+    }
+}
+
+impl<'de> Deserializer<'de> for Value<'de> {
+    type Error = Declined;
+
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
+        match self.parsed {
+            Parsed::Double(value) => visitor.visit_f64(value),
+            Parsed::String(text) => visitor.visit_borrowed_str(text),
+            Parsed::Document(elements) => visitor.visit_map(self.nested(elements)?),
+            Parsed::Array(elements) => visitor.visit_seq(self.nested(elements)?),
+            Parsed::GenericBinary(data) => visitor.visit_borrowed_bytes(data),
+            Parsed::Undefined => visitor.visit_map(Wrapped::new("$undefined", Scalar::Bool(true))),
+            Parsed::ObjectId(bytes) => visitor.visit_map(Wrapped::new(
+                "$oid",
+                Scalar::Hex(bson::oid::ObjectId::from_bytes(*bytes).to_hex()),
+            )),
+            Parsed::Boolean(value) => visitor.visit_bool(value),
+            Parsed::DateTime(millis) => visitor.visit_map(Wrapped::new(
+                "$date",
+                Ext::Map(ExtMap::one(
+                    "$numberLong",
+                    Scalar::Millis(millis.to_string()),
+                )),
+            )),
+            Parsed::Null => visitor.visit_unit(),
+            Parsed::Regex { pattern, options } => visitor.visit_map(Wrapped::new(
+                "$regularExpression",
+                Ext::Map(ExtMap::two(
+                    [
+                        ("pattern", Scalar::Str(pattern)),
+                        ("options", Scalar::Str(options)),
+                    ],
+                    NewtypeStruct::Visited,
+                )),
+            )),
+            Parsed::Code(code) => visitor.visit_map(Wrapped::new("$code", Scalar::Str(code))),
+            Parsed::Symbol(symbol) => {
+                visitor.visit_map(Wrapped::new("$symbol", Scalar::Str(symbol)))
+            }
+            Parsed::Int32(value) => visitor.visit_i32(value),
+            Parsed::Timestamp { time, increment } => visitor.visit_map(Wrapped::new(
+                "$timestamp",
+                Ext::Map(ExtMap::two(
+                    [("t", Scalar::U32(time)), ("i", Scalar::U32(increment))],
+                    NewtypeStruct::AsAny,
+                )),
+            )),
+            Parsed::Int64(value) => visitor.visit_i64(value),
+            Parsed::Decimal128(bytes) => {
+                visitor.visit_map(Wrapped::new("$numberDecimalBytes", Scalar::Bytes(bytes)))
+            }
+            Parsed::MinKey => visitor.visit_map(Wrapped::new("$minKey", Scalar::I32(1))),
+            Parsed::MaxKey => visitor.visit_map(Wrapped::new("$maxKey", Scalar::I32(1))),
+        }
+    }
+
+    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
+        match self.parsed {
+            Parsed::Null => visitor.visit_none(),
+            _ => visitor.visit_some(self),
+        }
+    }
+
+    fn deserialize_enum<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        _variants: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value> {
+        match self.parsed {
+            Parsed::String(text) => {
+                let variant: CowStrDeserializer<'de, Declined> =
+                    Cow::Borrowed(text).into_deserializer();
+                visitor.visit_enum(variant)
+            }
+            Parsed::Document(elements) => visitor.visit_enum(self.nested(elements)?),
+            _ => Err(Declined::ToTheBsonCrate),
+        }
+    }
+
+    fn deserialize_bytes<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
+        match self.parsed {
+            Parsed::ObjectId(bytes) => visitor.visit_borrowed_bytes(bytes),
+            _ => self.deserialize_any(visitor),
+        }
+    }
+
+    fn deserialize_newtype_struct<V: Visitor<'de>>(
+        self,
+        name: &'static str,
+        visitor: V,
+    ) -> Result<V::Value> {
+        // The bson crate's private newtypes ("$__private__bson_RawDocument",
+        // "$__bson_private_uuid", …) change how it presents the value.
+        if name.starts_with("$__") {
+            return Err(Declined::ToTheBsonCrate);
+        }
+        visitor.visit_newtype_struct(self)
+    }
+
+    fn is_human_readable(&self) -> bool {
+        false
+    }
+
+    forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 u8 u16 u32 u64 f32 f64 char str string byte_buf unit
+        unit_struct seq tuple tuple_struct map struct identifier ignored_any
+    }
+}
+
+/// The elements of a document or array being visited (the bson crate's `DocumentAccess`),
+/// `depth` being the document's own; its values are one level down.
+struct Elements<'de> {
+    rest: &'de [u8],
+    depth: usize,
+    /// The value of the key last visited.
+    value: Option<Parsed<'de>>,
+}
+
+impl<'de> Elements<'de> {
+    fn value(&self) -> Result<Value<'de>> {
+        let parsed = self.value.ok_or(Declined::ToTheBsonCrate)?;
+        Ok(Value {
+            parsed,
+            depth: self.depth + 1,
+        })
+    }
+}
+
+impl<'de> MapAccess<'de> for Elements<'de> {
+    type Error = Declined;
+
+    fn next_key_seed<K: DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>> {
+        let Some((key, value)) = take_element(&mut self.rest)? else {
+            self.value = None;
+            return Ok(None);
+        };
+        self.value = Some(value);
+        seed.deserialize(BorrowedStrDeserializer::new(key))
+            .map(Some)
+    }
+
+    fn next_value_seed<S: DeserializeSeed<'de>>(&mut self, seed: S) -> Result<S::Value> {
+        seed.deserialize(self.value()?)
+    }
+}
+
+impl<'de> SeqAccess<'de> for Elements<'de> {
+    type Error = Declined;
+
+    fn next_element_seed<S: DeserializeSeed<'de>>(&mut self, seed: S) -> Result<Option<S::Value>> {
+        // An array's keys are not checked to be "0", "1", …, as in the bson crate.
+        match take_element(&mut self.rest)? {
+            None => Ok(None),
+            Some((_, parsed)) => seed
+                .deserialize(Value {
+                    parsed,
+                    depth: self.depth + 1,
+                })
+                .map(Some),
+        }
+    }
+}
+
+/// An enum as a document: its first key names the variant, and its value is the
+/// variant's content (other keys are not read, as in the bson crate).
+impl<'de> EnumAccess<'de> for Elements<'de> {
+    type Error = Declined;
+    type Variant = Self;
+
+    fn variant_seed<S: DeserializeSeed<'de>>(mut self, seed: S) -> Result<(S::Value, Self)> {
+        let variant = self.next_key_seed(seed)?.ok_or(Declined::ToTheBsonCrate)?;
+        Ok((variant, self))
+    }
+}
+
+impl<'de> VariantAccess<'de> for Elements<'de> {
+    type Error = Declined;
+
+    fn unit_variant(self) -> Result<()> {
+        Err(Declined::ToTheBsonCrate)
+    }
+
+    fn newtype_variant_seed<S: DeserializeSeed<'de>>(self, seed: S) -> Result<S::Value> {
+        seed.deserialize(self.value()?)
+    }
+
+    fn tuple_variant<V: Visitor<'de>>(self, _len: usize, visitor: V) -> Result<V::Value> {
+        self.value()?.deserialize_seq(visitor)
+    }
+
+    fn struct_variant<V: Visitor<'de>>(
+        self,
+        _fields: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value> {
+        self.value()?.deserialize_map(visitor)
+    }
+}
+
+/// What a value's `deserialize_newtype_struct` does in the bson crate: some of its
+/// extended-JSON parts visit a newtype, others treat it as `deserialize_any`.
+#[derive(Clone, Copy)]
+enum NewtypeStruct {
+    Visited,
+    AsAny,
+}
+
+/// A scalar of the extended-JSON map in which the bson crate presents one of its own
+/// types, with the serde call the bson crate makes for it.
+enum Scalar<'de> {
+    /// `visit_borrowed_str` (code, symbol, a regular expression's parts).
+    Str(&'de str),
+    /// `visit_string` of an `ObjectId`'s hex (newtypes as any).
+    Hex(String),
+    /// `visit_string` of a `DateTime`'s milliseconds (newtypes visited).
+    Millis(String),
+    /// `visit_u32` (a timestamp's parts; newtypes as any).
+    U32(u32),
+    /// `visit_i32` (min and max key).
+    I32(i32),
+    /// `visit_bool` (undefined).
+    Bool(bool),
+    /// `visit_bytes` (Decimal128; newtypes as any).
+    Bytes([u8; 16]),
+}
+
+/// The value under the key of that map: a scalar, or a map of up to two scalars.
+enum Ext<'de> {
+    Scalar(Scalar<'de>),
+    Map(ExtMap<'de>),
+}
+
+impl<'de> From<Scalar<'de>> for Ext<'de> {
+    fn from(scalar: Scalar<'de>) -> Self {
+        Ext::Scalar(scalar)
+    }
+}
+
+impl Ext<'_> {
+    fn newtype_struct(&self) -> NewtypeStruct {
+        match self {
+            Ext::Scalar(Scalar::Hex(_) | Scalar::U32(_) | Scalar::Bytes(_)) => NewtypeStruct::AsAny,
+            Ext::Scalar(_) => NewtypeStruct::Visited,
+            Ext::Map(map) => map.newtype_struct,
+        }
+    }
+}
+
+impl<'de> Deserializer<'de> for Ext<'de> {
+    type Error = Declined;
+
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
+        match self {
+            Ext::Scalar(Scalar::Str(text)) => visitor.visit_borrowed_str(text),
+            Ext::Scalar(Scalar::Hex(text) | Scalar::Millis(text)) => visitor.visit_string(text),
+            Ext::Scalar(Scalar::U32(value)) => visitor.visit_u32(value),
+            Ext::Scalar(Scalar::I32(value)) => visitor.visit_i32(value),
+            Ext::Scalar(Scalar::Bool(value)) => visitor.visit_bool(value),
+            Ext::Scalar(Scalar::Bytes(bytes)) => visitor.visit_bytes(&bytes),
+            Ext::Map(map) => visitor.visit_map(map),
+        }
+    }
+
+    fn deserialize_newtype_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        visitor: V,
+    ) -> Result<V::Value> {
+        match self.newtype_struct() {
+            NewtypeStruct::Visited => visitor.visit_newtype_struct(self),
+            NewtypeStruct::AsAny => self.deserialize_any(visitor),
+        }
+    }
+
+    fn is_human_readable(&self) -> bool {
+        false
+    }
+
+    forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 u8 u16 u32 u64 f32 f64 char str string bytes byte_buf option
+        unit unit_struct seq tuple tuple_struct map struct enum identifier ignored_any
+    }
+}
+
+/// The one-key map around a bson type: `{"$oid": …}`, `{"$date": …}`, ….
+struct Wrapped<'de> {
+    key: &'static str,
+    value: Option<Ext<'de>>,
+    key_given: bool,
+}
+
+impl<'de> Wrapped<'de> {
+    fn new(key: &'static str, value: impl Into<Ext<'de>>) -> Self {
+        Wrapped {
+            key,
+            value: Some(value.into()),
+            key_given: false,
+        }
+    }
+}
+
+impl<'de> MapAccess<'de> for Wrapped<'de> {
+    type Error = Declined;
+
+    fn next_key_seed<K: DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>> {
+        if std::mem::replace(&mut self.key_given, true) {
+            return Ok(None);
+        }
+        seed.deserialize(Key(self.key)).map(Some)
+    }
+
+    fn next_value_seed<S: DeserializeSeed<'de>>(&mut self, seed: S) -> Result<S::Value> {
+        seed.deserialize(self.value.take().ok_or(Declined::ToTheBsonCrate)?)
+    }
+}
+
+/// The inner map of a bson type: `{"$numberLong": …}`, `{"t": …, "i": …}`, ….
+struct ExtMap<'de> {
+    parts: [Option<(&'static str, Scalar<'de>)>; 2],
+    next: usize,
+    newtype_struct: NewtypeStruct,
+    /// The value of the key last given.
+    value: Option<Scalar<'de>>,
+}
+
+impl<'de> ExtMap<'de> {
+    fn one(key: &'static str, value: Scalar<'de>) -> Self {
+        ExtMap {
+            parts: [Some((key, value)), None],
+            next: 0,
+            newtype_struct: NewtypeStruct::Visited,
+            value: None,
+        }
+    }
+
+    fn two(parts: [(&'static str, Scalar<'de>); 2], newtype_struct: NewtypeStruct) -> Self {
+        ExtMap {
+            parts: parts.map(Some),
+            next: 0,
+            newtype_struct,
+            value: None,
+        }
+    }
+}
+
+impl<'de> MapAccess<'de> for ExtMap<'de> {
+    type Error = Declined;
+
+    fn next_key_seed<K: DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>> {
+        let Some((key, value)) = self.parts.get_mut(self.next).and_then(Option::take) else {
+            return Ok(None);
+        };
+        self.next += 1;
+        self.value = Some(value);
+        seed.deserialize(Key(key)).map(Some)
+    }
+
+    fn next_value_seed<S: DeserializeSeed<'de>>(&mut self, seed: S) -> Result<S::Value> {
+        seed.deserialize(Ext::Scalar(
+            self.value.take().ok_or(Declined::ToTheBsonCrate)?,
+        ))
+    }
+}
+
+/// A key of an extended-JSON map (the bson crate's `FieldDeserializer`).
+struct Key(&'static str);
+
+impl<'de> Deserializer<'de> for Key {
+    type Error = Declined;
+
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
+        visitor.visit_borrowed_str(self.0)
+    }
+
+    fn deserialize_newtype_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        visitor: V,
+    ) -> Result<V::Value> {
+        visitor.visit_newtype_struct(self)
+    }
+
+    fn is_human_readable(&self) -> bool {
+        false
+    }
+
+    forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 u8 u16 u32 u64 f32 f64 char str string bytes byte_buf option
+        unit unit_struct seq tuple tuple_struct map struct enum identifier ignored_any
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bson::oid::ObjectId;
+    use bson::spec::BinarySubtype;
+    use bson::{
+        doc, Binary, Bson, DateTime, Decimal128, Document, RawDocumentBuf, Regex, Timestamp,
+    };
+    use serde::Deserialize;
+    use std::collections::BTreeMap;
+
+    fn bytes_of(document: &Document) -> Vec<u8> {
+        bson::serialize_to_vec(document).unwrap()
+    }
+
+    /// Every type this module presents itself, nested in documents and arrays.
+    fn every_presented_type() -> Document {
+        doc! {
+            "double": 1.5,
+            "string": "text with ünïcode",
+            "document": { "a": 1, "b": { "c": [1, 2, { "d": null }] } },
+            "array": [1, "two", 3.0, [4], { "five": 5 }],
+            "binary": Binary { subtype: BinarySubtype::Generic, bytes: vec![1, 2, 3] },
+            "undefined": Bson::Undefined,
+            "oid": ObjectId::parse_str("0123456789abcdef01234567").unwrap(),
+            "bool": true,
+            "date": DateTime::from_millis(1_700_000_000_123),
+            "null": null,
+            "regex": Regex { pattern: "^a.c$".to_string().try_into().unwrap(), options: "im".to_string().try_into().unwrap() },
+            "code": Bson::JavaScriptCode("function () {}".into()),
+            "symbol": Bson::Symbol("sym".into()),
+            "int32": 32,
+            "timestamp": Timestamp { time: 7, increment: 9 },
+            "int64": 64i64,
+            "decimal": Decimal128::from_bytes([3; 16]),
+            "min": Bson::MinKey,
+            "max": Bson::MaxKey,
+        }
+    }
+
+    /// `T` from `bytes` here, without the bson crate's second go, must equal the bson
+    /// crate's `T`.
+    fn presented_here_as_bson_does<'de, T>(bytes: &'de [u8])
+    where
+        T: Deserialize<'de> + PartialEq + fmt::Debug,
+    {
+        let ours = deserialize_here::<T>(bytes);
+        let theirs = bson::deserialize_from_slice::<T>(bytes).unwrap();
+        assert_eq!(ours, Ok(theirs));
+    }
+
+    #[test]
+    fn documents_and_bson_values_come_out_as_from_the_bson_crate() {
+        let bytes = bytes_of(&every_presented_type());
+        presented_here_as_bson_does::<Document>(&bytes);
+        presented_here_as_bson_does::<Bson>(&bytes);
+        presented_here_as_bson_does::<BTreeMap<String, Bson>>(&bytes);
+        presented_here_as_bson_does::<Option<Document>>(&bytes);
+        let document: Document = deserialize_from_slice(&bytes).unwrap();
+        assert_eq!(document, every_presented_type());
+    }
+
+    #[test]
+    fn typed_fields_come_out_as_from_the_bson_crate() {
+        #[derive(Deserialize, Debug, PartialEq)]
+        enum Shape {
+            Circle,
+            Square { side: u8 },
+            Pair(i64, f64),
+            Named(String),
+        }
+        #[derive(Deserialize, Debug, PartialEq)]
+        struct Typed {
+            double: f32,
+            string: String,
+            #[serde(rename = "document")]
+            nested: BTreeMap<String, Bson>,
+            array: Vec<Bson>,
+            #[serde(with = "serde_bytes_like")]
+            binary: Vec<u8>,
+            oid: ObjectId,
+            bool: bool,
+            date: DateTime,
+            null: Option<i32>,
+            regex: Regex,
+            int32: u16,
+            timestamp: Timestamp,
+            int64: i64,
+            decimal: Decimal128,
+            missing: Option<String>,
+            shapes: Vec<Shape>,
+            tuple: (i32, String),
+            newtype: Wrapper,
+        }
+        #[derive(Deserialize, Debug, PartialEq)]
+        struct Wrapper(i32);
+        /// A `Vec<u8>` read with `deserialize_bytes`, as `serde_bytes` does.
+        mod serde_bytes_like {
+            pub fn deserialize<'de, D: serde::Deserializer<'de>>(
+                d: D,
+            ) -> Result<Vec<u8>, D::Error> {
+                struct Bytes;
+                impl serde::de::Visitor<'_> for Bytes {
+                    type Value = Vec<u8>;
+                    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                        f.write_str("bytes")
+                    }
+                    fn visit_bytes<E>(self, v: &[u8]) -> Result<Vec<u8>, E> {
+                        Ok(v.to_vec())
+                    }
+                }
+                d.deserialize_bytes(Bytes)
+            }
+        }
+        let mut document = every_presented_type();
+        document.insert(
+            "shapes",
+            bson::bson!(["Circle", { "Square": { "side": 4 } }, { "Pair": [1i64, 2.5] }, { "Named": "n" }]),
+        );
+        document.insert("tuple", bson::bson!([7, "seven"]));
+        document.insert("newtype", 11);
+        presented_here_as_bson_does::<Typed>(&bytes_of(&document));
+    }
+
+    #[test]
+    fn borrowed_strings_borrow_from_the_bytes() {
+        #[derive(Deserialize, Debug, PartialEq)]
+        struct Borrowing<'a> {
+            #[serde(borrow)]
+            string: &'a str,
+            #[serde(borrow)]
+            binary: &'a [u8],
+        }
+        let bytes = bytes_of(&every_presented_type());
+        presented_here_as_bson_does::<Borrowing<'_>>(&bytes);
+    }
+
+    #[test]
+    fn what_it_does_not_present_goes_to_the_bson_crate() {
+        let uuid = bson::Uuid::parse_str("00112233-4455-6677-8899-aabbccddeeff").unwrap();
+        let declined = [
+            doc! { "uuid": uuid },
+            doc! { "binary": Binary { subtype: BinarySubtype::UserDefined(0x80), bytes: vec![1] } },
+            doc! { "scope": bson::JavaScriptCodeWithScope { code: "x".into(), scope: doc! { "x": 1 } } },
+        ];
+        for document in declined {
+            let bytes = bytes_of(&document);
+            assert_eq!(
+                deserialize_here::<Document>(&bytes),
+                Err(Declined::ToTheBsonCrate)
+            );
+            let back: Document = deserialize_from_slice(&bytes).unwrap();
+            assert_eq!(back, document);
+        }
+        // A raw document asks for bson's private newtype.
+        #[derive(Deserialize, Debug, PartialEq)]
+        struct Raw {
+            document: RawDocumentBuf,
+        }
+        let bytes = bytes_of(&every_presented_type());
+        assert_eq!(
+            deserialize_here::<Raw>(&bytes).err(),
+            Some(Declined::ToTheBsonCrate)
+        );
+        let raw: Raw = deserialize_from_slice(&bytes).unwrap();
+        assert_eq!(raw, bson::deserialize_from_slice::<Raw>(&bytes).unwrap());
+    }
+
+    #[test]
+    fn errors_are_the_bson_crates() {
+        #[derive(Deserialize, Debug)]
+        #[allow(dead_code)]
+        struct Wrong {
+            string: i32,
+        }
+        let bytes = bytes_of(&every_presented_type());
+        let ours = deserialize_from_slice::<Wrong>(&bytes).unwrap_err();
+        let theirs = bson::deserialize_from_slice::<Wrong>(&bytes).unwrap_err();
+        assert_eq!(ours.to_string(), theirs.to_string());
+        for end in [0, 3, 4, 5, bytes.len() - 1] {
+            let ours = deserialize_from_slice::<Document>(&bytes[..end]).unwrap_err();
+            let theirs = bson::deserialize_from_slice::<Document>(&bytes[..end]).unwrap_err();
+            assert_eq!(ours.to_string(), theirs.to_string(), "cut at {end}");
+        }
+    }
+
+    #[test]
+    fn malformed_bytes_are_never_accepted_here() {
+        let good = bytes_of(&every_presented_type());
+        // Every single-byte change that the bson crate refuses is refused here too.
+        for at in 0..good.len() {
+            for byte in [0x00, 0x01, 0x7F, 0x80, 0xFF] {
+                let mut bytes = good.clone();
+                bytes[at] = byte;
+                if bson::deserialize_from_slice::<Document>(&bytes).is_err() {
+                    assert!(
+                        deserialize_here::<Document>(&bytes).is_err(),
+                        "byte {at} as {byte:#x}"
+                    );
+                }
+            }
+        }
+    }
+
+    /// `{"a": {"a": ... {} ...}}` with `levels` embedded documents.
+    fn nested_bytes(levels: usize) -> Vec<u8> {
+        let total = 5 + 8 * levels;
+        let mut out = Vec::with_capacity(total);
+        for level in 0..levels {
+            out.extend_from_slice(&((total - 8 * level) as i32).to_le_bytes());
+            out.extend_from_slice(&[0x03, b'a', 0]);
+        }
+        out.extend_from_slice(&[5, 0, 0, 0, 0]);
+        out.extend(std::iter::repeat_n(0u8, levels));
+        out
+    }
+
+    #[test]
+    fn nesting_is_limited_without_recursing_into_the_bson_crate() {
+        // 200 levels of serde visitors take more than a test thread's 2 MiB of stack in an
+        // unoptimized build (the bson crate's own deserializer too).
+        let run = std::thread::Builder::new().stack_size(64 << 20).spawn(|| {
+            let deepest = nested_bytes(MAX_DOCUMENT_DEPTH);
+            assert!(deserialize_here::<Document>(&deepest).is_ok());
+            assert!(deserialize_from_slice::<Document>(&deepest).is_ok());
+            for levels in [MAX_DOCUMENT_DEPTH + 1, 100_000] {
+                let bytes = nested_bytes(levels);
+                assert_eq!(deserialize_here::<Document>(&bytes), Err(Declined::TooDeep));
+                let error = deserialize_from_slice::<Document>(&bytes).unwrap_err();
+                assert!(error.to_string().contains("nests deeper than 200"), "{error}");
+                // Where this module declines before it reaches the depth, the bson crate is
+                // not asked either.
+                let scope = doc! { "x": bson::JavaScriptCodeWithScope { code: "c".into(), scope: doc! {} } };
+                let scope = bytes_of(&scope);
+                let mut declined = bytes.clone();
+                declined.splice(4..4, scope[4..scope.len() - 1].iter().copied());
+                let length = declined.len() as i32;
+                declined[..4].copy_from_slice(&length.to_le_bytes());
+                let error = deserialize_from_slice::<Document>(&declined).unwrap_err();
+                assert!(error.to_string().contains("nests deeper than 200"), "{error}");
+            }
+        });
+        run.unwrap().join().unwrap();
+    }
+}
