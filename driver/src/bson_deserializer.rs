@@ -15,9 +15,8 @@
 //! extended-JSON maps for `ObjectId`, `DateTime`, `Timestamp` and the rest), so
 //! `Document`, `Bson` and any user type come out the same. What it does not present
 //! itself it **declines**: bson's private newtypes (raw documents, `RawBson`, UUIDs,
-//! human-readable and UTF-8-lossy wrappers), binary of a subtype other than generic,
-//! DBPointer, code with scope, and any error at all (malformed bytes, a value the type
-//! refuses). Then the whole document is deserialized again by
+//! human-readable and UTF-8-lossy wrappers), the deprecated DBPointer, and any error at
+//! all (malformed bytes, a value the type refuses). Then the whole document is deserialized again by
 //! `bson::deserialize_from_slice`, so the values and the errors are always the bson
 //! crate's; the tests compare the two on every case of the BSON corpus. The one answer
 //! of its own is for nesting deeper than [`MAX_DOCUMENT_DEPTH`]: an error, where the
@@ -34,6 +33,7 @@
 use std::borrow::Cow;
 use std::fmt;
 
+use base64::{engine::general_purpose::STANDARD as BASE64, Engine as _};
 use serde::de::value::{BorrowedStrDeserializer, CowStrDeserializer};
 use serde::de::{
     self, DeserializeSeed, Deserializer, EnumAccess, IntoDeserializer, MapAccess, SeqAccess,
@@ -114,52 +114,25 @@ enum Skipped<'de> {
 
 /// Passes over the next element of `elements`, of any type.
 fn skip_element<'de>(elements: &mut &'de [u8]) -> Result<Skipped<'de>> {
-    let skip = |elements: &mut &'de [u8], length: usize| -> Result<()> {
-        *elements = elements.get(length..).ok_or(Declined::ToTheBsonCrate)?;
-        Ok(())
-    };
-    let mut rest = *elements;
-    let Some((&kind, after_kind)) = rest.split_first() else {
-        return Ok(Skipped::End);
-    };
-    match kind {
-        // The types `take_element` declines, passed over here.
-        0x05 | 0x0C | 0x0F => {
-            rest = after_kind;
-            take_cstring(&mut rest)?;
-        }
-        _ => {
-            return Ok(match take_element(elements)? {
-                None => Skipped::End,
-                Some((_, Parsed::Document(nested) | Parsed::Array(nested))) => {
-                    Skipped::Nested(nested)
-                }
-                Some(_) => Skipped::Value,
-            })
-        }
+    if let [0x0C, rest @ ..] = *elements {
+        // DBPointer, which `take_element` declines: a string, then an ObjectId.
+        let mut rest = rest;
+        take_cstring(&mut rest)?;
+        take_string(&mut rest)?;
+        take::<12>(&mut rest)?;
+        *elements = rest;
+        return Ok(Skipped::Value);
     }
-    let skipped = match kind {
-        // Binary of any subtype: its length, the subtype, the bytes.
-        0x05 => {
-            let length = take_length(&mut rest)?;
-            skip(&mut rest, 1 + length)?;
-            Skipped::Value
-        }
-        // DBPointer: a string, then an ObjectId.
-        0x0C => {
-            take_string(&mut rest)?;
-            skip(&mut rest, 12)?;
-            Skipped::Value
-        }
-        // Code with scope: its whole length, the code, the scope.
-        _ => {
-            take::<4>(&mut rest)?;
-            take_string(&mut rest)?;
-            Skipped::Nested(take_document(&mut rest)?)
-        }
-    };
-    *elements = rest;
-    Ok(skipped)
+    Ok(match take_element(elements)? {
+        None => Skipped::End,
+        Some((
+            _,
+            Parsed::Document(nested)
+            | Parsed::Array(nested)
+            | Parsed::CodeWithScope { scope: nested, .. },
+        )) => Skipped::Nested(nested),
+        Some(_) => Skipped::Value,
+    })
 }
 
 /// This module's own attempt, without the bson crate's second go.
@@ -222,7 +195,10 @@ enum Parsed<'de> {
     /// An embedded document's elements (without its length and terminator).
     Document(&'de [u8]),
     Array(&'de [u8]),
-    GenericBinary(&'de [u8]),
+    Binary {
+        subtype: u8,
+        data: &'de [u8],
+    },
     Undefined,
     ObjectId(&'de [u8; 12]),
     Boolean(bool),
@@ -233,6 +209,11 @@ enum Parsed<'de> {
         options: &'de str,
     },
     Code(&'de str),
+    /// The code, and the scope's elements.
+    CodeWithScope {
+        code: &'de str,
+        scope: &'de [u8],
+    },
     Symbol(&'de str),
     Int32(i32),
     Timestamp {
@@ -318,12 +299,19 @@ fn take_element<'de>(elements: &mut &'de [u8]) -> Result<Option<(&'de str, Parse
         0x05 => {
             let length = take_length(elements)?;
             let [subtype] = *take::<1>(elements)?;
-            if subtype != 0 || length > elements.len() {
-                return Err(Declined::ToTheBsonCrate);
-            }
-            let (data, rest) = elements.split_at(length);
-            *elements = rest;
-            Parsed::GenericBinary(data)
+            let data = elements.get(..length).ok_or(Declined::ToTheBsonCrate)?;
+            *elements = &elements[length..];
+            // The old binary subtype repeats the length inside.
+            let data = match (subtype, data.split_first_chunk::<4>()) {
+                (0x02, Some((inner, data)))
+                    if usize::try_from(i32::from_le_bytes(*inner)) == Ok(data.len()) =>
+                {
+                    data
+                }
+                (0x02, _) => return Err(Declined::ToTheBsonCrate),
+                _ => data,
+            };
+            Parsed::Binary { subtype, data }
         }
         0x06 => Parsed::Undefined,
         0x07 => Parsed::ObjectId(take(elements)?),
@@ -339,6 +327,25 @@ fn take_element<'de>(elements: &mut &'de [u8]) -> Result<Option<(&'de str, Parse
             options: take_cstring(elements)?,
         },
         0x0D => Parsed::Code(take_string(elements)?),
+        0x0F => {
+            // Its whole length, then the code and the scope, which must fill it exactly.
+            let length = usize::try_from(i32::from_le_bytes(
+                *elements
+                    .first_chunk::<4>()
+                    .ok_or(Declined::ToTheBsonCrate)?,
+            ))
+            .map_err(|_| Declined::ToTheBsonCrate)?;
+            if length < 14 {
+                return Err(Declined::ToTheBsonCrate);
+            }
+            let mut whole = elements.get(4..length).ok_or(Declined::ToTheBsonCrate)?;
+            *elements = &elements[length..];
+            let code = take_string(&mut whole)?;
+            Parsed::CodeWithScope {
+                code,
+                scope: document_elements(whole)?,
+            }
+        }
         0x0E => Parsed::Symbol(take_string(elements)?),
         0x10 => Parsed::Int32(i32::from_le_bytes(*take(elements)?)),
         0x11 => {
@@ -351,7 +358,7 @@ fn take_element<'de>(elements: &mut &'de [u8]) -> Result<Option<(&'de str, Parse
         0x13 => Parsed::Decimal128(*take(elements)?),
         0xFF => Parsed::MinKey,
         0x7F => Parsed::MaxKey,
-        // DBPointer (0x0C), code with scope (0x0F) and anything unknown.
+        // DBPointer (0x0C) and anything unknown.
         _ => return Err(Declined::ToTheBsonCrate),
     };
     Ok(Some((key, value)))
@@ -387,11 +394,21 @@ impl<'de> Deserializer<'de> for Value<'de> {
             Parsed::String(text) => visitor.visit_borrowed_str(text),
             Parsed::Document(elements) => visitor.visit_map(self.nested(elements)?),
             Parsed::Array(elements) => visitor.visit_seq(self.nested(elements)?),
-            Parsed::GenericBinary(data) => visitor.visit_borrowed_bytes(data),
+            Parsed::Binary { subtype: 0, data } => visitor.visit_borrowed_bytes(data),
+            Parsed::Binary { subtype, data } => visitor.visit_map(Wrapped::new(
+                "$binary",
+                Ext::Map(ExtMap::two(
+                    [
+                        ("subType", Scalar::String(format!("{subtype:02x}"))),
+                        ("base64", Scalar::String(BASE64.encode(data))),
+                    ],
+                    NewtypeStruct::AsAny,
+                )),
+            )),
             Parsed::Undefined => visitor.visit_map(Wrapped::new("$undefined", Scalar::Bool(true))),
             Parsed::ObjectId(bytes) => visitor.visit_map(Wrapped::new(
                 "$oid",
-                Scalar::Hex(bson::oid::ObjectId::from_bytes(*bytes).to_hex()),
+                Scalar::String(bson::oid::ObjectId::from_bytes(*bytes).to_hex()),
             )),
             Parsed::Boolean(value) => visitor.visit_bool(value),
             Parsed::DateTime(millis) => visitor.visit_map(Wrapped::new(
@@ -413,6 +430,13 @@ impl<'de> Deserializer<'de> for Value<'de> {
                 )),
             )),
             Parsed::Code(code) => visitor.visit_map(Wrapped::new("$code", Scalar::Str(code))),
+            Parsed::CodeWithScope { code, scope } => visitor.visit_map(ExtMap::two(
+                [
+                    ("$code", Scalar::Str(code)),
+                    ("$scope", Scalar::Scope(self.nested(scope)?)),
+                ],
+                NewtypeStruct::Visited,
+            )),
             Parsed::Symbol(symbol) => {
                 visitor.visit_map(Wrapped::new("$symbol", Scalar::Str(symbol)))
             }
@@ -590,8 +614,9 @@ enum NewtypeStruct {
 enum Scalar<'de> {
     /// `visit_borrowed_str` (code, symbol, a regular expression's parts).
     Str(&'de str),
-    /// `visit_string` of an `ObjectId`'s hex (newtypes as any).
-    Hex(String),
+    /// `visit_string` (an `ObjectId`'s hex, a binary's subtype in hex and its base64;
+    /// newtypes as any).
+    String(String),
     /// `visit_string` of a `DateTime`'s milliseconds (newtypes visited).
     Millis(String),
     /// `visit_u32` (a timestamp's parts; newtypes as any).
@@ -602,6 +627,8 @@ enum Scalar<'de> {
     Bool(bool),
     /// `visit_bytes` (Decimal128; newtypes as any).
     Bytes([u8; 16]),
+    /// `visit_map` of a code with scope's scope (newtypes visited).
+    Scope(Elements<'de>),
 }
 
 /// The value under the key of that map: a scalar, or a map of up to two scalars.
@@ -619,7 +646,9 @@ impl<'de> From<Scalar<'de>> for Ext<'de> {
 impl Ext<'_> {
     fn newtype_struct(&self) -> NewtypeStruct {
         match self {
-            Ext::Scalar(Scalar::Hex(_) | Scalar::U32(_) | Scalar::Bytes(_)) => NewtypeStruct::AsAny,
+            Ext::Scalar(Scalar::String(_) | Scalar::U32(_) | Scalar::Bytes(_)) => {
+                NewtypeStruct::AsAny
+            }
             Ext::Scalar(_) => NewtypeStruct::Visited,
             Ext::Map(map) => map.newtype_struct,
         }
@@ -632,11 +661,12 @@ impl<'de> Deserializer<'de> for Ext<'de> {
     fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
         match self {
             Ext::Scalar(Scalar::Str(text)) => visitor.visit_borrowed_str(text),
-            Ext::Scalar(Scalar::Hex(text) | Scalar::Millis(text)) => visitor.visit_string(text),
+            Ext::Scalar(Scalar::String(text) | Scalar::Millis(text)) => visitor.visit_string(text),
             Ext::Scalar(Scalar::U32(value)) => visitor.visit_u32(value),
             Ext::Scalar(Scalar::I32(value)) => visitor.visit_i32(value),
             Ext::Scalar(Scalar::Bool(value)) => visitor.visit_bool(value),
             Ext::Scalar(Scalar::Bytes(bytes)) => visitor.visit_bytes(&bytes),
+            Ext::Scalar(Scalar::Scope(elements)) => visitor.visit_map(elements),
             Ext::Map(map) => visitor.visit_map(map),
         }
     }
@@ -787,7 +817,12 @@ mod tests {
 
     /// Every type this module presents itself, nested in documents and arrays.
     fn every_presented_type() -> Document {
+        let uuid = bson::Uuid::parse_str("00112233-4455-6677-8899-aabbccddeeff").unwrap();
         doc! {
+            "uuid": uuid,
+            "user binary": Binary { subtype: BinarySubtype::UserDefined(0x80), bytes: vec![1, 2, 3, 4, 5] },
+            "old binary": Binary { subtype: BinarySubtype::BinaryOld, bytes: vec![9, 8] },
+            "scope": bson::JavaScriptCodeWithScope { code: "x".into(), scope: doc! { "x": { "y": [1] } } },
             "double": 1.5,
             "string": "text with ünïcode",
             "document": { "a": 1, "b": { "c": [1, 2, { "d": null }] } },
@@ -910,20 +945,19 @@ mod tests {
     #[test]
     fn what_it_does_not_present_goes_to_the_bson_crate() {
         let uuid = bson::Uuid::parse_str("00112233-4455-6677-8899-aabbccddeeff").unwrap();
-        let declined = [
-            doc! { "uuid": uuid },
-            doc! { "binary": Binary { subtype: BinarySubtype::UserDefined(0x80), bytes: vec![1] } },
-            doc! { "scope": bson::JavaScriptCodeWithScope { code: "x".into(), scope: doc! { "x": 1 } } },
-        ];
-        for document in declined {
-            let bytes = bytes_of(&document);
-            assert_eq!(
-                deserialize_here::<Document>(&bytes),
-                Err(Declined::ToTheBsonCrate)
-            );
-            let back: Document = deserialize_from_slice(&bytes).unwrap();
-            assert_eq!(back, document);
+        // A Uuid asks for bson's private newtype; DBPointer (no public constructor) is in
+        // the BSON corpus.
+        #[derive(Deserialize, Debug, PartialEq)]
+        struct WithUuid {
+            uuid: bson::Uuid,
         }
+        let bytes = bytes_of(&doc! { "uuid": uuid });
+        assert_eq!(
+            deserialize_here::<WithUuid>(&bytes).err(),
+            Some(Declined::ToTheBsonCrate)
+        );
+        let back: WithUuid = deserialize_from_slice(&bytes).unwrap();
+        assert_eq!(back, WithUuid { uuid });
         // A raw document asks for bson's private newtype.
         #[derive(Deserialize, Debug, PartialEq)]
         struct Raw {
