@@ -1033,17 +1033,30 @@ mod tests {
                 let bytes = nested_bytes(levels);
                 assert_eq!(deserialize_here::<Document>(&bytes), Err(Declined::TooDeep));
                 let error = deserialize_from_slice::<Document>(&bytes).unwrap_err();
-                assert!(error.to_string().contains("nests deeper than 200"), "{error}");
+                assert!(
+                    error.to_string().contains("nests deeper than 200"),
+                    "{error}"
+                );
                 // Where this module declines before it reaches the depth, the bson crate is
                 // not asked either.
-                let scope = doc! { "x": bson::JavaScriptCodeWithScope { code: "c".into(), scope: doc! {} } };
-                let scope = bytes_of(&scope);
+                // A DBPointer ("p": namespace "n", an ObjectId) first.
                 let mut declined = bytes.clone();
-                declined.splice(4..4, scope[4..scope.len() - 1].iter().copied());
+                let db_pointer = [0x0C, b'p', 0, 2, 0, 0, 0, b'n', 0]
+                    .into_iter()
+                    .chain([7; 12]);
+                declined.splice(4..4, db_pointer);
                 let length = declined.len() as i32;
                 declined[..4].copy_from_slice(&length.to_le_bytes());
+                assert_eq!(
+                    deserialize_here::<Document>(&declined),
+                    Err(Declined::ToTheBsonCrate)
+                );
+                assert!(!nests_within_limit(&declined));
                 let error = deserialize_from_slice::<Document>(&declined).unwrap_err();
-                assert!(error.to_string().contains("nests deeper than 200"), "{error}");
+                assert!(
+                    error.to_string().contains("nests deeper than 200"),
+                    "{error}"
+                );
             }
         });
         run.unwrap().join().unwrap();
