@@ -569,7 +569,11 @@ export class Collection {
     if (!Array.isArray(documents)) {
       throw new MongoInvalidArgumentError('insertMany takes an array of documents');
     }
-    return this.#run('insertMany', { documents: documents.map(withId), options });
+    const inserted = documents.map(withId);
+    const result = await this.#run('insertMany', { documents: inserted, options });
+    // Every document was inserted (a failure throws), each with its `_id` from withId.
+    result.insertedIds = Object.fromEntries(inserted.map((document, index) => [index, document._id]));
+    return result;
   }
 
   async updateOne(filter, update, options = {}) {

@@ -84,15 +84,13 @@ pub async fn run(
                 session,
                 raw.insert_many | insert_many_with_session(documents, options)
             )?;
-            let ids: Document = result
-                .inserted_ids
-                .iter()
-                .map(|(index, id)| (index.to_string(), id.clone()))
-                .collect();
+            // Without `insertedIds`: on success every document was inserted, with the
+            // `_id` the JavaScript side gave it, which builds the map from its own
+            // documents (as the Node driver does) instead of a round trip of every id
+            // through BSON.
             doc! {
                 "acknowledged": acknowledged,
                 "insertedCount": count(result.inserted_ids.len()),
-                "insertedIds": ids,
             }
         }
         "updateOne" | "updateMany" => {
