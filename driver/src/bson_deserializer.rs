@@ -275,13 +275,19 @@ fn take_string<'de>(bytes: &mut &'de [u8]) -> Result<&'de str> {
 
 /// Takes an embedded document or array and returns its elements.
 fn take_document<'de>(bytes: &mut &'de [u8]) -> Result<&'de [u8]> {
+    document_elements(take_framed(bytes)?)
+}
+
+/// Takes a value whose length prefix counts itself (a document, a code with scope): the
+/// whole of it, prefix included.
+fn take_framed<'de>(bytes: &mut &'de [u8]) -> Result<&'de [u8]> {
     let length = usize::try_from(i32::from_le_bytes(
         *bytes.first_chunk::<4>().ok_or(Declined::ToTheBsonCrate)?,
     ))
     .map_err(|_| Declined::ToTheBsonCrate)?;
-    let document = bytes.get(..length).ok_or(Declined::ToTheBsonCrate)?;
+    let framed = bytes.get(..length).ok_or(Declined::ToTheBsonCrate)?;
     *bytes = &bytes[length..];
-    document_elements(document)
+    Ok(framed)
 }
 
 /// Takes the next element of a document's `elements`: its key and its value.
@@ -328,22 +334,17 @@ fn take_element<'de>(elements: &mut &'de [u8]) -> Result<Option<(&'de str, Parse
         },
         0x0D => Parsed::Code(take_string(elements)?),
         0x0F => {
-            // Its whole length, then the code and the scope, which must fill it exactly.
-            let length = usize::try_from(i32::from_le_bytes(
-                *elements
-                    .first_chunk::<4>()
-                    .ok_or(Declined::ToTheBsonCrate)?,
-            ))
-            .map_err(|_| Declined::ToTheBsonCrate)?;
-            if length < 14 {
+            // Its whole length (at least 14), then the code and the scope, which must
+            // fill it exactly.
+            let whole = take_framed(elements)?;
+            if whole.len() < 14 {
                 return Err(Declined::ToTheBsonCrate);
             }
-            let mut whole = elements.get(4..length).ok_or(Declined::ToTheBsonCrate)?;
-            *elements = &elements[length..];
-            let code = take_string(&mut whole)?;
+            let mut rest = &whole[4..];
+            let code = take_string(&mut rest)?;
             Parsed::CodeWithScope {
                 code,
-                scope: document_elements(whole)?,
+                scope: document_elements(rest)?,
             }
         }
         0x0E => Parsed::Symbol(take_string(elements)?),
