@@ -96,7 +96,7 @@ pub static TARGETS: [Target; 6] = [
             b"$binary",
             b"\xc3",
         ],
-        fix_up: Some(bson_fix_up),
+        fix_up: Some(wire_fix_up),
     },
     Target {
         name: "scram",
@@ -248,8 +248,8 @@ fn wire_corpus() -> Vec<Vec<u8>> {
     corpus
 }
 
-/// Writes the input's length into its header's `messageLength`, as a well-framed
-/// (if otherwise hostile) reply has it.
+/// Writes the input's length into its first four bytes: a reply's `messageLength`, a
+/// document's own length, as a well-framed (if otherwise hostile) input has it.
 fn wire_fix_up(input: &mut [u8]) {
     let Ok(length) = i32::try_from(input.len()) else {
         return;
@@ -310,11 +310,6 @@ fn bson_corpus() -> Vec<Vec<u8>> {
         .iter()
         .map(|document| anymongo::bson::serialize_to_vec(document).expect("serializes"))
         .collect()
-}
-
-/// Writes the input's length into its first four bytes, as a framed document has it.
-fn bson_fix_up(input: &mut [u8]) {
-    wire_fix_up(input);
 }
 
 /// A document as a cursor hands it to a user: `anymongo::bson_deserializer` must give
