@@ -34,6 +34,7 @@ use std::borrow::Cow;
 use std::fmt;
 
 use base64::{engine::general_purpose::STANDARD as BASE64, Engine as _};
+use bson::{Bson, Document};
 use serde::de::value::{BorrowedStrDeserializer, CowStrDeserializer};
 use serde::de::{
     self, DeserializeSeed, Deserializer, EnumAccess, IntoDeserializer, MapAccess, SeqAccess,
@@ -66,11 +67,6 @@ pub const MAX_DOCUMENT_DEPTH: usize = 200;
 pub fn deserialize_from_slice<'de, T: de::Deserialize<'de>>(
     bytes: &'de [u8],
 ) -> bson::error::Result<T> {
-    let too_deep = || {
-        de::Error::custom(format!(
-            "the document nests deeper than {MAX_DOCUMENT_DEPTH} levels"
-        ))
-    };
     match deserialize_here(bytes) {
         Ok(value) => Ok(value),
         Err(Declined::TooDeep) => Err(too_deep()),
@@ -79,6 +75,117 @@ pub fn deserialize_from_slice<'de, T: de::Deserialize<'de>>(
         Err(Declined::ToTheBsonCrate) if !nests_within_limit(bytes) => Err(too_deep()),
         Err(Declined::ToTheBsonCrate) => bson::deserialize_from_slice(bytes),
     }
+}
+
+/// Builds a [`Document`] from the bytes of one BSON document: the document (or the error)
+/// that [`deserialize_from_slice`] returns, built straight from the bytes instead of
+/// through serde. This is how a cursor of `Document`s reads its documents.
+///
+/// Through serde, the bson crate's `Bson` visitor builds every document: it takes each
+/// key as a `String` and then copies it into the document, and it receives an
+/// `ObjectId` as hex text, a `DateTime` as decimal text and a binary as base64, which it
+/// parses back. Here each value is made once from its bytes. What that visitor reads
+/// differently is left to it: a key that starts with `$`, which it may take for extended
+/// JSON (`{"$oid": …}` becomes an `ObjectId`), and a DBPointer; like malformed bytes,
+/// they send the whole document through [`deserialize_from_slice`].
+///
+/// ```
+/// use anymongo::bson::{doc, oid::ObjectId, Document};
+///
+/// let original = doc! { "_id": ObjectId::new(), "tags": ["a", "b"], "n": { "$gt": 1 } };
+/// let bytes = anymongo::bson::serialize_to_vec(&original).unwrap();
+/// let document: Document = anymongo::bson_deserializer::document_from_slice(&bytes).unwrap();
+/// assert_eq!(document, original);
+/// ```
+pub fn document_from_slice(bytes: &[u8]) -> bson::error::Result<Document> {
+    match document_elements(bytes).and_then(|elements| build_document(elements, 0)) {
+        Ok(document) => Ok(document),
+        Err(Declined::TooDeep) => Err(too_deep()),
+        Err(Declined::ToTheBsonCrate) => deserialize_from_slice(bytes),
+    }
+}
+
+fn too_deep() -> bson::error::Error {
+    de::Error::custom(format!(
+        "the document nests deeper than {MAX_DOCUMENT_DEPTH} levels"
+    ))
+}
+
+/// The document of `elements`, at `depth`, as the bson crate's `Bson` visitor builds it.
+fn build_document(mut elements: &[u8], depth: usize) -> Result<Document> {
+    if depth > MAX_DOCUMENT_DEPTH {
+        return Err(Declined::TooDeep);
+    }
+    let mut document = Document::new();
+    while let Some((key, parsed)) = take_element(&mut elements)? {
+        // The visitor matches every key of a document against `$oid`, `$date` and the
+        // other extended-JSON keys, and a match changes the value it returns.
+        if key.starts_with('$') {
+            return Err(Declined::ToTheBsonCrate);
+        }
+        document.insert(key, build_value(parsed, depth + 1)?);
+    }
+    Ok(document)
+}
+
+/// The values of an array's `elements`, at `depth` (its keys are not checked to be "0",
+/// "1", …, as in the bson crate).
+fn build_array(mut elements: &[u8], depth: usize) -> Result<Vec<Bson>> {
+    if depth > MAX_DOCUMENT_DEPTH {
+        return Err(Declined::TooDeep);
+    }
+    let mut values = Vec::new();
+    while let Some((_, parsed)) = take_element(&mut elements)? {
+        values.push(build_value(parsed, depth + 1)?);
+    }
+    Ok(values)
+}
+
+/// One value, at `depth` if it is a document, an array or a code with scope's scope.
+fn build_value(parsed: Parsed<'_>, depth: usize) -> Result<Bson> {
+    Ok(match parsed {
+        Parsed::Double(value) => Bson::Double(value),
+        Parsed::String(text) => Bson::String(text.to_owned()),
+        Parsed::Document(elements) => Bson::Document(build_document(elements, depth)?),
+        Parsed::Array(elements) => Bson::Array(build_array(elements, depth)?),
+        Parsed::Binary { subtype, data } => Bson::Binary(bson::Binary {
+            subtype: subtype.into(),
+            bytes: data.to_vec(),
+        }),
+        Parsed::Undefined => Bson::Undefined,
+        Parsed::ObjectId(bytes) => Bson::ObjectId(bson::oid::ObjectId::from_bytes(*bytes)),
+        Parsed::Boolean(value) => Bson::Boolean(value),
+        Parsed::DateTime(millis) => Bson::DateTime(bson::DateTime::from_millis(millis)),
+        Parsed::Null => Bson::Null,
+        Parsed::Regex { pattern, options } => {
+            // The bson crate keeps a regular expression's options in alphabetical order.
+            let mut options: Vec<char> = options.chars().collect();
+            options.sort_unstable();
+            let cstring = |text: String| {
+                bson::raw::CString::try_from(text).map_err(|_| Declined::ToTheBsonCrate)
+            };
+            Bson::RegularExpression(bson::Regex {
+                pattern: cstring(pattern.to_owned())?,
+                options: cstring(options.into_iter().collect())?,
+            })
+        }
+        Parsed::Code(code) => Bson::JavaScriptCode(code.to_owned()),
+        Parsed::CodeWithScope { code, scope } => {
+            Bson::JavaScriptCodeWithScope(bson::JavaScriptCodeWithScope {
+                code: code.to_owned(),
+                scope: build_document(scope, depth)?,
+            })
+        }
+        Parsed::Symbol(symbol) => Bson::Symbol(symbol.to_owned()),
+        Parsed::Int32(value) => Bson::Int32(value),
+        Parsed::Timestamp { time, increment } => {
+            Bson::Timestamp(bson::Timestamp { time, increment })
+        }
+        Parsed::Int64(value) => Bson::Int64(value),
+        Parsed::Decimal128(bytes) => Bson::Decimal128(bson::Decimal128::from_bytes(bytes)),
+        Parsed::MinKey => Bson::MinKey,
+        Parsed::MaxKey => Bson::MaxKey,
+    })
 }
 
 /// Whether the documents, arrays and code-with-scope scopes in `bytes` nest no deeper than
@@ -868,6 +975,55 @@ mod tests {
         assert_eq!(document, every_presented_type());
     }
 
+    /// A `Document` built by `document_from_slice` without the serde path behind it.
+    fn built_here(bytes: &[u8]) -> Result<Document> {
+        document_elements(bytes).and_then(|elements| build_document(elements, 0))
+    }
+
+    #[test]
+    fn documents_are_built_as_the_bson_crate_deserializes_them() {
+        let mut every_type = every_presented_type();
+        every_type.insert(
+            "sorted",
+            Regex {
+                pattern: "p".to_string().try_into().unwrap(),
+                options: "imx".to_string().try_into().unwrap(),
+            },
+        );
+        let mut bytes = bytes_of(&every_type);
+        // The bson crate sorts a regular expression's options as it reads them (and as it
+        // writes them, so these bytes are made by hand).
+        let at = bytes.windows(4).position(|w| w == b"imx\0").unwrap();
+        bytes[at..at + 3].copy_from_slice(b"xmi");
+        let theirs = bson::deserialize_from_slice::<Document>(&bytes).unwrap();
+        assert_eq!(built_here(&bytes), Ok(theirs.clone()));
+        assert_eq!(document_from_slice(&bytes).unwrap(), theirs);
+        // What a cursor of `Document`s does with a batch's document.
+        let raw = RawDocumentBuf::from_bytes(bytes).unwrap();
+        let document: Document = crate::cursor::deserialize(&raw).unwrap();
+        assert_eq!(document, theirs);
+    }
+
+    #[test]
+    fn keys_the_bson_crate_may_read_as_extended_json_are_left_to_it() {
+        let oid = ObjectId::parse_str("0123456789abcdef01234567").unwrap();
+        for document in [
+            // The bson crate's visitor reads this embedded document as an ObjectId...
+            doc! { "a": { "$oid": oid.to_hex() } },
+            // ...this one as a DateTime, dropping "x"...
+            doc! { "a": [{ "x": 1, "$date": { "$numberLong": "5" } }] },
+            // ...and this one as the document it is.
+            doc! { "$db": "admin", "scope": bson::JavaScriptCodeWithScope { code: "c".into(), scope: doc! { "$x": 1 } } },
+        ] {
+            let bytes = bytes_of(&document);
+            assert_eq!(built_here(&bytes), Err(Declined::ToTheBsonCrate));
+            let theirs = bson::deserialize_from_slice::<Document>(&bytes).unwrap();
+            assert_eq!(document_from_slice(&bytes).unwrap(), theirs);
+        }
+        let bytes = bytes_of(&doc! { "a": { "$oid": oid.to_hex() } });
+        assert_eq!(document_from_slice(&bytes).unwrap(), doc! { "a": oid });
+    }
+
     #[test]
     fn typed_fields_come_out_as_from_the_bson_crate() {
         #[derive(Deserialize, Debug, PartialEq)]
@@ -985,9 +1141,11 @@ mod tests {
         let theirs = bson::deserialize_from_slice::<Wrong>(&bytes).unwrap_err();
         assert_eq!(ours.to_string(), theirs.to_string());
         for end in [0, 3, 4, 5, bytes.len() - 1] {
-            let ours = deserialize_from_slice::<Document>(&bytes[..end]).unwrap_err();
             let theirs = bson::deserialize_from_slice::<Document>(&bytes[..end]).unwrap_err();
+            let ours = deserialize_from_slice::<Document>(&bytes[..end]).unwrap_err();
             assert_eq!(ours.to_string(), theirs.to_string(), "cut at {end}");
+            let built = document_from_slice(&bytes[..end]).unwrap_err();
+            assert_eq!(built.to_string(), theirs.to_string(), "cut at {end}");
         }
     }
 
@@ -999,11 +1157,20 @@ mod tests {
             for byte in [0x00, 0x01, 0x7F, 0x80, 0xFF] {
                 let mut bytes = good.clone();
                 bytes[at] = byte;
-                if bson::deserialize_from_slice::<Document>(&bytes).is_err() {
-                    assert!(
-                        deserialize_here::<Document>(&bytes).is_err(),
+                match bson::deserialize_from_slice::<Document>(&bytes) {
+                    Err(_) => {
+                        assert!(
+                            deserialize_here::<Document>(&bytes).is_err(),
+                            "byte {at} as {byte:#x}"
+                        );
+                        assert!(built_here(&bytes).is_err(), "byte {at} as {byte:#x}");
+                    }
+                    // Compared as bytes: a changed byte can make a NaN.
+                    Ok(theirs) => assert_eq!(
+                        bytes_of(&document_from_slice(&bytes).unwrap()),
+                        bytes_of(&theirs),
                         "byte {at} as {byte:#x}"
-                    );
+                    ),
                 }
             }
         }
@@ -1030,9 +1197,16 @@ mod tests {
             let deepest = nested_bytes(MAX_DOCUMENT_DEPTH);
             assert!(deserialize_here::<Document>(&deepest).is_ok());
             assert!(deserialize_from_slice::<Document>(&deepest).is_ok());
+            assert!(built_here(&deepest).is_ok());
             for levels in [MAX_DOCUMENT_DEPTH + 1, 100_000] {
                 let bytes = nested_bytes(levels);
                 assert_eq!(deserialize_here::<Document>(&bytes), Err(Declined::TooDeep));
+                assert_eq!(built_here(&bytes), Err(Declined::TooDeep));
+                let error = document_from_slice(&bytes).unwrap_err();
+                assert!(
+                    error.to_string().contains("nests deeper than 200"),
+                    "{error}"
+                );
                 let error = deserialize_from_slice::<Document>(&bytes).unwrap_err();
                 assert!(
                     error.to_string().contains("nests deeper than 200"),
@@ -1053,6 +1227,11 @@ mod tests {
                     Err(Declined::ToTheBsonCrate)
                 );
                 assert!(!nests_within_limit(&declined));
+                let error = document_from_slice(&declined).unwrap_err();
+                assert!(
+                    error.to_string().contains("nests deeper than 200"),
+                    "{error}"
+                );
                 let error = deserialize_from_slice::<Document>(&declined).unwrap_err();
                 assert!(
                     error.to_string().contains("nests deeper than 200"),

@@ -811,7 +811,7 @@ impl<T> ChangeStream<T> {
     }
 }
 
-impl<T: DeserializeOwned> ChangeStream<T> {
+impl<T: DeserializeOwned + 'static> ChangeStream<T> {
     /// The next change if the next batch has one: unlike the [`Stream`], returns
     /// `None` after a getMore that found no change, so that
     /// [`resume_token`](Self::resume_token) can be read between batches. `None` also
@@ -895,7 +895,7 @@ impl<T: DeserializeOwned> ChangeStream<T> {
     }
 }
 
-impl<T: DeserializeOwned> Stream for ChangeStream<T> {
+impl<T: DeserializeOwned + 'static> Stream for ChangeStream<T> {
     type Item = Result<T>;
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {

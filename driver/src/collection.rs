@@ -1,6 +1,7 @@
 //! [`Collection<T>`]: the CRUD operations of one collection, its documents read and
 //! written as `T` (any `Serialize + DeserializeOwned` type; `bson::Document` for the
-//! raw path).
+//! raw path). A `T` that is read is `'static` too: a cursor builds a `Document` without
+//! serde, and knows it by its `TypeId`.
 
 use std::borrow::Borrow;
 use std::marker::PhantomData;
@@ -980,7 +981,7 @@ impl<T: Serialize> Collection<T> {
     }
 }
 
-impl<T: DeserializeOwned> Collection<T> {
+impl<T: DeserializeOwned + 'static> Collection<T> {
     /// The documents matching `filter`, as a [`Cursor`].
     pub async fn find(
         &self,

@@ -276,7 +276,9 @@ impl Batch {
     }
 }
 
-/// The results of a query, one document at a time: a [`Stream`] of `Result<T>`.
+/// The results of a query, one document at a time: a [`Stream`] of `Result<T>`, for any
+/// `T: DeserializeOwned + 'static` (a `Document` is built from the batch's bytes without
+/// serde, which is decided by `T`'s `TypeId`).
 ///
 /// ```no_run
 /// # async fn example(client: anymongo::Client) -> anymongo::Result<()> {
@@ -520,7 +522,7 @@ impl<T> Cursor<T> {
     }
 }
 
-impl<T: DeserializeOwned> Cursor<T> {
+impl<T: DeserializeOwned + 'static> Cursor<T> {
     /// The next document if there is one at hand: a buffered one, else the first of the
     /// batch that one getMore fetches. Unlike the [`Stream`], which fetches again until
     /// a document comes, returns `None` when that getMore answers an empty batch with
@@ -561,7 +563,7 @@ impl<T: DeserializeOwned> Cursor<T> {
     }
 }
 
-impl<T: DeserializeOwned> Stream for Cursor<T> {
+impl<T: DeserializeOwned + 'static> Stream for Cursor<T> {
     type Item = Result<T>;
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
@@ -571,9 +573,21 @@ impl<T: DeserializeOwned> Stream for Cursor<T> {
     }
 }
 
-/// A document of a cursor's batch as `T`, deserialized straight from its bytes.
-pub(crate) fn deserialize<T: DeserializeOwned>(document: &RawDocument) -> Result<T> {
-    crate::bson_deserializer::deserialize_from_slice(document.as_bytes()).map_err(Error::bson)
+/// A document of a cursor's batch as `T`, straight from its bytes: a `Document` built by
+/// [`document_from_slice`](crate::bson_deserializer::document_from_slice) (the common
+/// case, and faster than serde), any other type deserialized by serde. This choice is
+/// why a cursor's `T` is `'static`: it needs `T`'s `TypeId`.
+pub(crate) fn deserialize<T: DeserializeOwned + 'static>(document: &RawDocument) -> Result<T> {
+    use crate::bson_deserializer::{deserialize_from_slice, document_from_slice};
+    let bytes = document.as_bytes();
+    let mut built: Option<T> = None;
+    if let Some(slot) = (&mut built as &mut dyn std::any::Any).downcast_mut::<Option<Document>>() {
+        *slot = Some(document_from_slice(bytes).map_err(Error::bson)?);
+    }
+    match built {
+        Some(value) => Ok(value),
+        None => deserialize_from_slice(bytes).map_err(Error::bson),
+    }
 }
 
 impl<T> Drop for Cursor<T> {

@@ -142,11 +142,11 @@ impl Driver for Anymongo {
         anymongo::bson_serializer::serialize_to_vec(doc).map_err(text)
     }
 
-    // The cursor path (`cursor::deserialize`): serde straight from the raw bytes of the
-    // batch, by `anymongo::bson_deserializer` (the bson crate's values, read in one pass
-    // with the nesting limit).
+    // The cursor path for a `Document` (`cursor::deserialize`): built straight from the
+    // raw bytes of the batch by `anymongo::bson_deserializer::document_from_slice` (the
+    // bson crate's values, read in one pass with the nesting limit, without serde).
     fn decode(bytes: &[u8]) -> Result<Self::Doc, String> {
-        anymongo::bson_deserializer::deserialize_from_slice(bytes).map_err(text)
+        anymongo::bson_deserializer::document_from_slice(bytes).map_err(text)
     }
 
     async fn hello(&self) -> Result<(), String> {

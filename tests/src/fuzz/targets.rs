@@ -312,27 +312,35 @@ fn bson_corpus() -> Vec<Vec<u8>> {
         .collect()
 }
 
-/// A document as a cursor hands it to a user: `anymongo::bson_deserializer` must give
-/// the bson crate's document, or its error, and refuse a document nested deeper than
-/// the limit (where the bson crate would recurse) by itself.
+/// A document as a cursor hands it to a user: `anymongo::bson_deserializer`'s two ways
+/// (`document_from_slice` for a `Document`, serde's `deserialize_from_slice` for other
+/// types) must each give the bson crate's document, or its error, and refuse a document
+/// nested deeper than the limit (where the bson crate would recurse) by themselves.
 fn bson_run(input: &[u8]) {
-    let ours = anymongo::bson_deserializer::deserialize_from_slice::<Document>(input);
+    use anymongo::bson_deserializer::{deserialize_from_slice, document_from_slice};
     let too_deep = RawDocument::from_bytes(input).is_ok_and(|document| {
         matches!(
             validate_document(document, MAX_DOCUMENT_DEPTH),
             Err(WireError::DocumentTooDeep { .. })
         )
     });
-    if too_deep {
-        assert!(ours.is_err(), "took a document nested too deep: {ours:?}");
-        return;
-    }
-    let theirs = anymongo::bson::deserialize_from_slice::<Document>(input);
-    let bytes = |document: &Document| anymongo::bson::serialize_to_vec(document).ok();
-    match (ours, theirs) {
-        (Ok(ours), Ok(theirs)) => assert_eq!(bytes(&ours), bytes(&theirs), "documents differ"),
-        (Err(ours), Err(theirs)) => assert_eq!(ours.to_string(), theirs.to_string()),
-        (ours, theirs) => panic!("the driver's {ours:?} against the bson crate's {theirs:?}"),
+    for ours in [
+        deserialize_from_slice::<Document>(input),
+        document_from_slice(input),
+    ] {
+        if too_deep {
+            assert!(ours.is_err(), "took a document nested too deep: {ours:?}");
+            continue;
+        }
+        let theirs = anymongo::bson::deserialize_from_slice::<Document>(input);
+        let bytes = |document: &Document| anymongo::bson::serialize_to_vec(document).ok();
+        match (ours, theirs) {
+            (Ok(ours), Ok(theirs)) => {
+                assert_eq!(bytes(&ours), bytes(&theirs), "documents differ")
+            }
+            (Err(ours), Err(theirs)) => assert_eq!(ours.to_string(), theirs.to_string()),
+            (ours, theirs) => panic!("the driver's {ours:?} against the bson crate's {theirs:?}"),
+        }
     }
 }
 

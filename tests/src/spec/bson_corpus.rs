@@ -5,9 +5,10 @@
 //!
 //! - the driver's own path, for BSON: bytes as a server sends them are framed as an
 //!   OP_MSG reply and decoded by [`Message::decode`] (which validates every document,
-//!   with its depth limit), then turned into a [`Document`] the way a cursor hands
-//!   documents to users (`anymongo::bson_deserializer`, whose document must be the one
-//!   `bson::deserialize_from_slice` makes, and which must refuse the bytes of every
+//!   with its depth limit), then turned into a [`Document`] the ways a cursor hands
+//!   documents to users (`anymongo::bson_deserializer`: `document_from_slice` for a
+//!   `Document`, `deserialize_from_slice` for any other type; each document must be the
+//!   one `bson::deserialize_from_slice` makes, and each must refuse the bytes of every
 //!   `decodeErrors` case by itself too); a document goes back to bytes
 //!   the two ways the driver sends documents, `RawDocumentBuf::try_from(&Document)`
 //!   (commands) and `anymongo::bson_serializer` (a user's documents), and through
@@ -242,6 +243,11 @@ fn decode_error(case: &JsonTest) -> Result<(), String> {
             "the deserializer takes the invalid bytes by itself: {document:?}"
         ));
     }
+    if let Ok(document) = bson_deserializer::document_from_slice(&bytes) {
+        return Err(format!(
+            "document_from_slice takes the invalid bytes by itself: {document:?}"
+        ));
+    }
     match driver_decode(&bytes) {
         Err(_) => Ok(()),
         Ok(document) => Err(format!("decoded, but the bytes are invalid: {document:?}")),
@@ -302,19 +308,32 @@ pub(super) fn driver_decode(bytes: &[u8]) -> Result<Document, String> {
             hex(reply.as_bytes())
         ));
     }
-    let document: Document = bson_deserializer::deserialize_from_slice(reply.as_bytes())
-        .map_err(|e| format!("the document cannot be deserialized: {e}"))?;
     let by_the_bson_crate: Document = bson::deserialize_from_slice(reply.as_bytes())
         .map_err(|e| format!("the bson crate cannot deserialize the document: {e}"))?;
     // Compared as bytes: a NaN is not equal to itself.
     let bytes_of =
         |document: &Document| bson::serialize_to_vec(document).map_err(|e| e.to_string());
-    if bytes_of(&document)? != bytes_of(&by_the_bson_crate)? {
-        return Err(format!(
-            "the driver's document differs from the bson crate's: {document:?} against {by_the_bson_crate:?}"
-        ));
+    let mut documents = Vec::new();
+    for (way, document) in [
+        (
+            "deserialize_from_slice",
+            bson_deserializer::deserialize_from_slice::<Document>(reply.as_bytes()),
+        ),
+        (
+            "document_from_slice",
+            bson_deserializer::document_from_slice(reply.as_bytes()),
+        ),
+    ] {
+        let document =
+            document.map_err(|e| format!("{way} cannot deserialize the document: {e}"))?;
+        if bytes_of(&document)? != bytes_of(&by_the_bson_crate)? {
+            return Err(format!(
+                "{way}'s document differs from the bson crate's: {document:?} against {by_the_bson_crate:?}"
+            ));
+        }
+        documents.push(document);
     }
-    Ok(document)
+    Ok(documents.swap_remove(0))
 }
 
 /// The bytes the driver sends for `document`: the command path
