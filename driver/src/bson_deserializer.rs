@@ -189,11 +189,30 @@ fn build_value(parsed: Parsed<'_>, depth: usize) -> Result<Bson> {
 }
 
 /// Whether the documents, arrays and code-with-scope scopes in `bytes` nest no deeper than
-/// [`MAX_DOCUMENT_DEPTH`], read without recursing up to the first malformed byte (where the
-/// bson crate stops too).
+/// [`MAX_DOCUMENT_DEPTH`], read up to the first malformed byte (where the bson crate stops
+/// too).
 fn nests_within_limit(bytes: &[u8]) -> bool {
+    shape(bytes, MAX_DOCUMENT_DEPTH) != Shape::TooDeep
+}
+
+/// What [`shape`] found in a document's bytes.
+#[derive(Debug, PartialEq)]
+pub(crate) enum Shape {
+    /// Every element, nested ones included, passed the checks of [`take_element`].
+    WellFormed,
+    /// Something nests deeper than the limit (before any malformed byte).
+    TooDeep,
+    /// A malformed byte, or a value this module does not read (a DBPointer is read).
+    Malformed,
+}
+
+/// Walks every element of the document `bytes` and of the documents, arrays and
+/// code-with-scope scopes nested in it, without recursing, with this module's checks
+/// (the bson crate's: lengths, terminators, UTF-8), allowing `max_depth` levels of
+/// nesting below the top-level document.
+pub(crate) fn shape(bytes: &[u8], max_depth: usize) -> Shape {
     let Ok(top) = document_elements(bytes) else {
-        return true;
+        return Shape::Malformed;
     };
     // Invariant: stack[i] holds the elements left of a document at depth i.
     let mut stack = vec![top];
@@ -203,12 +222,12 @@ fn nests_within_limit(bytes: &[u8]) -> bool {
                 stack.pop();
             }
             Ok(Skipped::Value) => {}
-            Ok(Skipped::Nested(_)) if stack.len() > MAX_DOCUMENT_DEPTH => return false,
+            Ok(Skipped::Nested(_)) if stack.len() > max_depth => return Shape::TooDeep,
             Ok(Skipped::Nested(nested)) => stack.push(nested),
-            Err(_) => return true,
+            Err(_) => return Shape::Malformed,
         }
     }
-    true
+    Shape::WellFormed
 }
 
 /// What [`skip_element`] passed over.

@@ -4,6 +4,7 @@ use bson::raw::{RawBsonRef, RawIter};
 use bson::{RawDocument, RawDocumentBuf};
 
 use super::WireError;
+use crate::bson_deserializer::{shape, Shape};
 
 /// The nesting limit applied to every document the codec decodes. It matches the server's
 /// default `maxBSONDepth`; the top-level document has depth 0 and every embedded document,
@@ -19,6 +20,19 @@ pub const MAX_DOCUMENT_DEPTH: usize = crate::bson_deserializer::MAX_DOCUMENT_DEP
 /// open a level deeper than `max_depth` fails with [`WireError::DocumentTooDeep`]. Any other
 /// defect fails with [`WireError::MalformedDocument`].
 pub fn validate_document(doc: &RawDocument, max_depth: usize) -> Result<(), WireError> {
+    // Every reply passes here, so a find's whole batch does: first the leaner walk of
+    // `bson_deserializer`'s element reader (no `RawElement` or `RawBsonRef` per element,
+    // SIMD UTF-8), whose checks are the bson crate's or stricter. Only a document it
+    // does not pass is walked again with the bson crate's iterator, which decides, and
+    // names the defect in its error.
+    match shape(doc.as_bytes(), max_depth) {
+        Shape::WellFormed => Ok(()),
+        Shape::TooDeep | Shape::Malformed => validate_with_the_bson_crate(doc, max_depth),
+    }
+}
+
+/// [`validate_document`] by the bson crate's `RawIter`, whose errors name the defect.
+fn validate_with_the_bson_crate(doc: &RawDocument, max_depth: usize) -> Result<(), WireError> {
     // Invariant: stack[i] iterates a document at depth i.
     let mut stack: Vec<RawIter<'_>> = vec![doc.iter_elements()];
     while let Some(iter) = stack.last_mut() {
@@ -148,6 +162,57 @@ mod tests {
         out.extend(std::iter::repeat_n(0u8, levels));
         assert_eq!(out.len(), total);
         out
+    }
+
+    #[test]
+    fn the_lean_walk_passes_nothing_the_bson_crate_refuses() {
+        let doc = rawdoc! {
+            "s": "text ünïcode", "i": 1, "l": 2i64, "d": 1.5, "b": true, "n": null,
+            "arr": [1, "two", { "three": 3 }, [4]], "sub": { "x": { "y": [] } },
+            "bin": bson::Binary { subtype: bson::spec::BinarySubtype::Generic, bytes: vec![1, 2] },
+            "old": bson::Binary { subtype: bson::spec::BinarySubtype::BinaryOld, bytes: vec![3] },
+            "oid": bson::oid::ObjectId::from_bytes([7; 12]),
+            "code": bson::RawBson::JavaScriptCodeWithScope(bson::raw::RawJavaScriptCodeWithScope {
+                code: "f".into(),
+                scope: rawdoc! { "v": [1] },
+            }),
+            "re": bson::Regex { pattern: "^a".to_string().try_into().unwrap(), options: "i".to_string().try_into().unwrap() },
+            "ts": bson::Timestamp { time: 1, increment: 2 },
+            "dec": bson::Decimal128::from_bytes([1; 16]),
+            "date": bson::DateTime::from_millis(5),
+        };
+        let good = doc.as_bytes();
+        let mut passed = 0;
+        for at in 0..good.len() {
+            for byte in [0x00, 0x01, 0x02, 0x05, 0x7F, 0x80, 0xFF] {
+                let mut bytes = good.to_vec();
+                bytes[at] = byte;
+                let Ok(document) = RawDocument::from_bytes(&bytes) else {
+                    continue;
+                };
+                for max_depth in [0, 1, 2, MAX_DOCUMENT_DEPTH] {
+                    let by_the_bson_crate = validate_with_the_bson_crate(document, max_depth);
+                    match shape(&bytes, max_depth) {
+                        Shape::WellFormed => {
+                            passed += 1;
+                            assert_eq!(by_the_bson_crate, Ok(()), "byte {at} as {byte:#x}");
+                        }
+                        Shape::TooDeep => assert_eq!(
+                            by_the_bson_crate,
+                            Err(WireError::DocumentTooDeep { max_depth }),
+                            "byte {at} as {byte:#x}"
+                        ),
+                        Shape::Malformed => {}
+                    }
+                    assert_eq!(
+                        validate_document(document, max_depth).is_ok(),
+                        by_the_bson_crate.is_ok()
+                    );
+                }
+            }
+        }
+        // The changes the lean walk passes (a string's byte, a number's) were checked.
+        assert!(passed > 500, "{passed}");
     }
 
     #[test]
