@@ -1,7 +1,8 @@
 //! Memory (issue 26): the allocations of a find by `_id` and of each document of a find
 //! many, and the peak resident memory of the process after its finds, per driver; and
-//! the context switches of a find by `_id` (the wake-ups that decide the single
-//! operation rows on a machine whose idle CPUs halt: docs/BENCHMARKS.md).
+//! the context switches of each single operation (a run command, a find by `_id`, a
+//! small insertOne: the wake-ups that decide the single operation rows on a machine
+//! whose idle CPUs halt: docs/BENCHMARKS.md).
 //!
 //! Each driver is measured alone in a child process (`--memory-child DRIVER URI`),
 //! against the parent's canned-reply server, so that neither the other driver, nor the
@@ -18,8 +19,12 @@ use stats_alloc::{Region, StatsAlloc};
 
 use crate::driver::{Anymongo, Driver, Official};
 
-/// Finds by `_id` counted.
+/// Finds by `_id` counted (and run commands, and small insertOnes, for their context
+/// switches).
 const FIND_ONES: u64 = 2_000;
+/// The document of the counted insertOnes: small, like the spec's small document.
+const SMALL_DOCUMENT: &str =
+    r#"{"name": "small", "n": 1, "tags": ["a", "b"], "nested": {"x": 1.5}}"#;
 /// Find-manys counted (the canned server answers each with 10,000 documents).
 const FIND_MANYS: u64 = 5;
 /// The most a child may take.
@@ -46,6 +51,9 @@ pub struct Memory {
     /// Context switches of all the child's threads (voluntary and not) per find by
     /// `_id`: each is a thread that slept and was woken, or was preempted.
     pub find_one_context_switches: f64,
+    /// The same per run command (`hello`) and per small insertOne.
+    pub run_command_context_switches: f64,
+    pub insert_one_context_switches: f64,
     pub find_many_allocations_per_document: f64,
     pub peak_rss_mb: f64,
 }
@@ -77,6 +85,8 @@ pub fn child(driver: &str, uri: &str) -> Result<(), String> {
     let line = serde_json::json!({
         "find_one_allocations": memory.find_one_allocations,
         "find_one_context_switches": memory.find_one_context_switches,
+        "run_command_context_switches": memory.run_command_context_switches,
+        "insert_one_context_switches": memory.insert_one_context_switches,
         "find_many_allocations_per_document": memory.find_many_allocations_per_document,
         "peak_rss_mb": memory.peak_rss_mb,
     });
@@ -98,6 +108,19 @@ async fn measure<D: Driver>(uri: &str) -> Result<Memory, String> {
     })
     .await?;
     let switches = context_switches()? - switches_before;
+    let per_operation = |switches: i64| switches as f64 / FIND_ONES as f64;
+    let before = context_switches()?;
+    for _ in 0..FIND_ONES {
+        driver.hello().await?;
+    }
+    let run_command_context_switches = per_operation(context_switches()? - before);
+    let small = D::parse(SMALL_DOCUMENT)?;
+    driver.insert_one(&small).await?;
+    let before = context_switches()?;
+    for _ in 0..FIND_ONES {
+        driver.insert_one(&small).await?;
+    }
+    let insert_one_context_switches = per_operation(context_switches()? - before);
     let mut documents = 0;
     let find_manys = allocations_of(async {
         for _ in 0..FIND_MANYS {
@@ -110,7 +133,9 @@ async fn measure<D: Driver>(uri: &str) -> Result<Memory, String> {
     driver.close().await;
     Ok(Memory {
         find_one_allocations: find_ones as f64 / FIND_ONES as f64,
-        find_one_context_switches: switches as f64 / FIND_ONES as f64,
+        find_one_context_switches: per_operation(switches),
+        run_command_context_switches,
+        insert_one_context_switches,
         find_many_allocations_per_document: find_manys as f64 / documents.max(1) as f64,
         peak_rss_mb,
     })
@@ -181,6 +206,8 @@ fn run_child(driver: &str, uri: &str) -> Result<Memory, String> {
     Ok(Memory {
         find_one_allocations: number("find_one_allocations")?,
         find_one_context_switches: number("find_one_context_switches")?,
+        run_command_context_switches: number("run_command_context_switches")?,
+        insert_one_context_switches: number("insert_one_context_switches")?,
         find_many_allocations_per_document: number("find_many_allocations_per_document")?,
         peak_rss_mb: number("peak_rss_mb")?,
     })
@@ -192,15 +219,17 @@ pub fn markdown(anymongo: &Memory, official: &Memory) -> String {
         "Memory and wake-ups, each driver alone in a child process, against the canned-reply server \
          (allocations and reallocations counted by the program's allocator, on every thread \
          of the child; peak RSS of the child):\n\n\
-         | driver | allocations per find one | context switches per find one | allocations per \
-         find-many document | peak RSS MB |\n\
+         | driver | allocations per find one | context switches per run command / find one / \
+         insertOne | allocations per find-many document | peak RSS MB |\n\
          | --- | ---: | ---: | ---: | ---: |\n",
     );
     for (name, memory) in [(Anymongo::NAME, anymongo), (Official::NAME, official)] {
         out.push_str(&format!(
-            "| {name} | {:.1} | {:.2} | {:.1} | {:.1} |\n",
+            "| {name} | {:.1} | {:.2} / {:.2} / {:.2} | {:.1} | {:.1} |\n",
             memory.find_one_allocations,
+            memory.run_command_context_switches,
             memory.find_one_context_switches,
+            memory.insert_one_context_switches,
             memory.find_many_allocations_per_document,
             memory.peak_rss_mb
         ));
@@ -252,16 +281,18 @@ mod tests {
         let memory = Memory {
             find_one_allocations: 224.0,
             find_one_context_switches: 2.0,
+            run_command_context_switches: 1.0,
+            insert_one_context_switches: 3.25,
             find_many_allocations_per_document: 162.5,
             peak_rss_mb: 38.6,
         };
         let table = markdown(&memory, &memory);
         assert!(
-            table.contains("| anymongo | 224.0 | 2.00 | 162.5 | 38.6 |"),
+            table.contains("| anymongo | 224.0 | 1.00 / 2.00 / 3.25 | 162.5 | 38.6 |"),
             "{table}"
         );
         assert!(
-            table.contains("| official | 224.0 | 2.00 | 162.5 | 38.6 |"),
+            table.contains("| official | 224.0 | 1.00 / 2.00 / 3.25 | 162.5 | 38.6 |"),
             "{table}"
         );
     }
