@@ -34,13 +34,56 @@ pub fn serialize_to_buffer<T: Serialize>(
     value: &T,
     buffer: &mut Vec<u8>,
 ) -> bson::error::Result<()> {
+    serialize(value, buffer, None)
+}
+
+/// [`serialize_to_buffer`], and where the document's top-level `_id` element is, as
+/// seen while writing it. An insert needs the `_id` (CRUD spec: drivers generate a
+/// missing one), and finding it afterwards is a walk over the whole top level: for the
+/// benchmarking spec's large document (94,355 fields) that walk cost as much as
+/// writing the document.
+pub(crate) fn serialize_noting_id<T: Serialize>(
+    value: &T,
+    buffer: &mut Vec<u8>,
+) -> bson::error::Result<IdElement> {
+    let mut id = IdElement::Unknown;
+    serialize(value, buffer, Some(&mut id))?;
+    Ok(id)
+}
+
+/// Where the top-level `_id` element of a document is, in offsets from the document's
+/// first byte.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum IdElement {
+    /// The document has none.
+    Absent,
+    /// The first one's bytes: type, name and value.
+    At(std::ops::Range<usize>),
+    /// Not known: the document was not written element by element here (raw bytes, or
+    /// the bson crate's serializer), or a walk over it found bytes it did not expect.
+    Unknown,
+}
+
+/// Appends `value` to `buffer`, noting its top-level `_id` in `id` when asked.
+fn serialize<T: Serialize>(
+    value: &T,
+    buffer: &mut Vec<u8>,
+    mut id: Option<&mut IdElement>,
+) -> bson::error::Result<()> {
     let start = buffer.len();
     let top = Value {
         out: &mut *buffer,
         kind_at: None,
+        id: id.as_deref_mut(),
     };
     if value.serialize(top).is_ok() {
+        if let Some(IdElement::At(element)) = id {
+            *element = element.start - start..element.end - start;
+        }
         return Ok(());
+    }
+    if let Some(id) = id {
+        *id = IdElement::Unknown;
     }
     buffer.truncate(start);
     bson::serialize_to_buffer(value, buffer)
@@ -239,6 +282,9 @@ fn bson_element<T: Serialize + ?Sized>(out: &mut Vec<u8>, kind_at: usize, value:
 struct Value<'a> {
     out: &'a mut Vec<u8>,
     kind_at: Option<usize>,
+    /// For the top-level document, when its `_id` is asked for
+    /// ([`serialize_noting_id`]).
+    id: Option<&'a mut IdElement>,
 }
 
 impl<'a> Value<'a> {
@@ -263,18 +309,27 @@ impl<'a> Value<'a> {
     fn document(mut self, kind: u8) -> Result<Compound<'a>, Declined> {
         self.kind(kind)?;
         let start = open(self.out);
+        // Only a document can be at the top level (`kind`), and its elements are
+        // noted as they are written.
+        if let Some(id) = self.id.as_deref_mut() {
+            *id = IdElement::Absent;
+        }
         Ok(Compound {
             out: self.out,
             start,
             outer: None,
             count: 0,
             pending: None,
+            id: self.id,
         })
     }
 
     /// `{ variant: <inner> }`, the externally tagged enum shape, with the inner
     /// document or array opened.
-    fn variant(self, variant: &str, inner: u8) -> Result<Compound<'a>, Declined> {
+    fn variant(mut self, variant: &str, inner: u8) -> Result<Compound<'a>, Declined> {
+        // The variant's name is written below without being noted: its `_id` is left
+        // unknown.
+        self.id = None;
         let Compound { out, start, .. } = self.document(DOCUMENT)?;
         let kind_at = element(out, variant)?;
         out[kind_at] = inner;
@@ -285,6 +340,7 @@ impl<'a> Value<'a> {
             outer: Some(start),
             count: 0,
             pending: None,
+            id: None,
         })
     }
 }
@@ -488,15 +544,30 @@ struct Compound<'a> {
     outer: Option<usize>,
     /// Elements written: an array's next index.
     count: usize,
-    /// Where the type of the value of the key just written goes (a map's entry).
-    pending: Option<usize>,
+    /// Where the type of the value of the key just written goes (a map's entry), and
+    /// whether that key is a noted `_id`.
+    pending: Option<(usize, bool)>,
+    /// The top-level document's `_id`, when asked for (see [`Value`]).
+    id: Option<&'a mut IdElement>,
 }
 
 impl Compound<'_> {
     fn field<T: Serialize + ?Sized>(&mut self, name: &str, value: &T) -> Outcome {
         let kind_at = element(self.out, name)?;
         self.count += 1;
-        self.value(kind_at, value)
+        self.value(kind_at, value)?;
+        self.note(kind_at, self.id.is_some() && name == "_id");
+        Ok(())
+    }
+
+    /// Notes the element just written at `kind_at` as the document's `_id`, when it is
+    /// its first.
+    fn note(&mut self, kind_at: usize, is_id: bool) {
+        if let Some(id) = self.id.as_deref_mut() {
+            if is_id && *id == IdElement::Absent {
+                *id = IdElement::At(kind_at..self.out.len());
+            }
+        }
     }
 
     fn item<T: Serialize + ?Sized>(&mut self, value: &T) -> Outcome {
@@ -511,6 +582,7 @@ impl Compound<'_> {
         let written = value.serialize(Value {
             out: &mut *self.out,
             kind_at: Some(kind_at),
+            id: None,
         });
         match written {
             Err(Unsupported) => bson_element(self.out, kind_at, value),
@@ -560,14 +632,19 @@ impl ser::SerializeMap for Compound<'_> {
 
     fn serialize_key<T: Serialize + ?Sized>(&mut self, key: &T) -> Outcome {
         let out = &mut *self.out;
-        self.pending = Some(key.serialize(Text(|name: &str| element(out, name)))?);
+        let noted = self.id.is_some();
+        self.pending = Some(key.serialize(Text(|name: &str| {
+            Ok((element(out, name)?, noted && name == "_id"))
+        }))?);
         self.count += 1;
         Ok(())
     }
 
     fn serialize_value<T: Serialize + ?Sized>(&mut self, value: &T) -> Outcome {
-        let kind_at = self.pending.take().ok_or(Unsupported)?;
-        self.value(kind_at, value)
+        let (kind_at, is_id) = self.pending.take().ok_or(Unsupported)?;
+        self.value(kind_at, value)?;
+        self.note(kind_at, is_id);
+        Ok(())
     }
 
     fn end(self) -> Outcome {
@@ -711,6 +788,7 @@ impl CodeWithScope<'_> {
             (1, "$scope") => value.serialize(Value {
                 out: &mut *self.out,
                 kind_at: None,
+                id: None,
             })?,
             _ => return Err(Unsupported),
         }
@@ -1070,6 +1148,7 @@ mod tests {
             .serialize(Value {
                 out: &mut out,
                 kind_at: None,
+                id: None,
             })
             .is_ok()
     }

@@ -8,6 +8,7 @@ use serde::Serialize;
 
 use super::bulk_write::BulkWriteOptions;
 use super::{FindOneAndModifyOptions, ReturnDocument, WriteOptions};
+use crate::bson_serializer::{serialize_noting_id, IdElement};
 use crate::bson_util::{insert_present, millis};
 use crate::concern::WriteConcern;
 use crate::error::{Error, ErrorKind, Result, WriteConcernError, WriteError, WriteFailure};
@@ -663,15 +664,19 @@ pub(crate) fn with_id<T: Serialize>(document: &T) -> Result<(RawDocumentBuf, Bso
     const ID_ELEMENT: [u8; 5] = [0x07, b'_', b'i', b'd', 0];
     const ROOM: usize = ID_ELEMENT.len() + 12;
     let mut bytes = vec![0; ROOM];
-    crate::bson_serializer::serialize_to_buffer(document, &mut bytes).map_err(Error::bson)?;
+    let noted = serialize_noting_id(document, &mut bytes).map_err(Error::bson)?;
     let serialized = RawDocument::from_bytes(&bytes[ROOM..]).map_err(Error::bson)?;
-    let found = match find_id(serialized.as_bytes()) {
-        IdLookup::Absent => None,
-        IdLookup::Element(element) => {
+    let element = match noted {
+        IdElement::Unknown => find_id(serialized.as_bytes()),
+        noted => noted,
+    };
+    let found = match element {
+        IdElement::Absent => None,
+        IdElement::At(element) => {
             let alone = alone(&serialized.as_bytes()[element])?;
             alone.get("_id").map_err(Error::bson)?.map(Bson::try_from)
         }
-        IdLookup::Unsure => serialized
+        IdElement::Unknown => serialized
             .get("_id")
             .map_err(Error::bson)?
             .map(Bson::try_from),
@@ -692,17 +697,8 @@ pub(crate) fn with_id<T: Serialize>(document: &T) -> Result<(RawDocumentBuf, Bso
     Ok((raw, Bson::ObjectId(id)))
 }
 
-/// Where the top-level `_id` of a document is, as [`find_id`] tells.
-enum IdLookup {
-    /// The document has none.
-    Absent,
-    /// The bytes of its element: type, name and value.
-    Element(std::ops::Range<usize>),
-    /// Something unexpected was found: `RawDocument::get` must decide.
-    Unsure,
-}
-
-/// The top-level `_id` element of `document`, BSON the serializer has just written.
+/// The top-level `_id` element of `document`, BSON the serializer has just written
+/// without noting its `_id` (raw bytes, or the bson crate's serializer).
 ///
 /// `RawDocument::get` walks the top level too, but checks each key is UTF-8 and each
 /// value's bytes as it goes: the profile of the benchmark's flat document (145 fields,
@@ -710,8 +706,8 @@ enum IdLookup {
 /// and most inserted documents have no `_id`, which takes the whole walk. Here a key
 /// is compared with `_id` byte for byte and a value skipped by its size (BSON spec,
 /// `element`); anything unexpected (an unknown type, a length out of bounds) is
-/// [`IdLookup::Unsure`].
-fn find_id(document: &[u8]) -> IdLookup {
+/// [`IdElement::Unknown`].
+fn find_id(document: &[u8]) -> IdElement {
     let int32 = |at: usize| -> Option<usize> {
         let bytes = document.get(at..at.checked_add(4)?)?;
         usize::try_from(i32::from_le_bytes(bytes.try_into().ok()?)).ok()
@@ -751,19 +747,19 @@ fn find_id(document: &[u8]) -> IdLookup {
     let mut at = 4;
     loop {
         let Some(&kind) = document.get(at) else {
-            return IdLookup::Unsure;
+            return IdElement::Unknown;
         };
         if kind == 0 {
-            return IdLookup::Absent;
+            return IdElement::Absent;
         }
         let key = at + 1;
         let Some(end) = cstring_end(key).and_then(|value| value_end(kind, value)) else {
-            return IdLookup::Unsure;
+            return IdElement::Unknown;
         };
         if document.get(key..key + 4) == Some(b"_id\0") {
             return match end <= document.len() {
-                true => IdLookup::Element(at..end),
-                false => IdLookup::Unsure,
+                true => IdElement::At(at..end),
+                false => IdElement::Unknown,
             };
         }
         at = end;
@@ -983,6 +979,100 @@ mod tests {
         assert_eq!(empty, rawdoc! { "_id": id.as_object_id().unwrap() });
     }
 
+    /// Serializes `value` noting its `_id`: the bytes are `serialize_to_vec`'s, and the
+    /// `_id` noted is the one `find_id` finds, or unknown.
+    #[track_caller]
+    fn noted<T: Serialize>(value: &T) -> IdElement {
+        let mut bytes = vec![0xEE; 3];
+        let noted = serialize_noting_id(value, &mut bytes).unwrap();
+        assert_eq!(
+            bytes[3..],
+            crate::bson_serializer::serialize_to_vec(value).unwrap()
+        );
+        if noted != IdElement::Unknown {
+            assert_eq!(noted, find_id(&bytes[3..]));
+        }
+        noted
+    }
+
+    #[test]
+    fn the_serializer_notes_the_top_level_id_as_find_id_finds_it() {
+        use std::collections::BTreeMap;
+
+        use bson::spec::BinarySubtype;
+        use bson::{Binary, Decimal128};
+
+        // A document: `_id` first, in the middle, last, absent, or only nested.
+        #[track_caller]
+        fn at<T: Serialize>(value: &T) -> std::ops::Range<usize> {
+            match noted(value) {
+                IdElement::At(range) => range,
+                other => panic!("{other:?}"),
+            }
+        }
+        assert_eq!(at(&doc! { "_id": 1, "a": "x" }).start, 4);
+        at(&doc! { "a": [1, { "_id": 2 }], "_id": "mine", "b": 3 });
+        at(&doc! { "a": 1, "_id": { "nested": { "_id": 0 } } });
+        assert_eq!(noted(&doc! {}), IdElement::Absent);
+        assert_eq!(
+            noted(&doc! { "a": { "_id": 1 }, "_ids": 2, "_i": 3, "b": [{ "_id": 4 }] }),
+            IdElement::Absent
+        );
+        // An `_id` whose value the bson crate writes (Decimal128, a UUID binary).
+        at(&doc! { "a": 1, "_id": Decimal128::from_bytes([3; 16]) });
+        at(&doc! { "_id": Binary { subtype: BinarySubtype::Uuid, bytes: vec![7; 16] } });
+        // A struct and a map.
+        #[derive(Serialize)]
+        struct Cat {
+            name: &'static str,
+            #[serde(rename = "_id")]
+            id: i32,
+        }
+        at(&Cat { name: "Tom", id: 3 });
+        #[derive(Serialize)]
+        struct NoId {
+            name: &'static str,
+            nested: Cat,
+        }
+        assert_eq!(
+            noted(&NoId {
+                name: "Tom",
+                nested: Cat { name: "Kit", id: 1 }
+            }),
+            IdElement::Absent
+        );
+        let map = BTreeMap::from([("_id", 1), ("a", 2), ("b", 3)]);
+        at(&map);
+        // An enum: a newtype variant is a map of one entry; the others are not noted.
+        #[derive(Serialize)]
+        #[allow(non_camel_case_types)]
+        enum Shape {
+            _id(i32),
+            Pair(i32, i32),
+            Named { _id: i32 },
+        }
+        at(&Shape::_id(1));
+        assert_eq!(noted(&Shape::Pair(1, 2)), IdElement::Unknown);
+        assert_eq!(noted(&Shape::Named { _id: 1 }), IdElement::Unknown);
+        // Two `_id`s in a map (serde allows it): the first, as `find_id`.
+        struct Twice;
+        impl Serialize for Twice {
+            fn serialize<S: serde::Serializer>(
+                &self,
+                serializer: S,
+            ) -> std::result::Result<S::Ok, S::Error> {
+                use serde::ser::SerializeMap;
+                let mut map = serializer.serialize_map(Some(2))?;
+                map.serialize_entry("_id", &1)?;
+                map.serialize_entry("_id", &2)?;
+                map.end()
+            }
+        }
+        assert_eq!(at(&Twice), 4..13);
+        // Raw bytes are copied, not written element by element.
+        assert_eq!(noted(&rawdoc! { "_id": 1 }), IdElement::Unknown);
+    }
+
     #[test]
     fn find_id_skips_every_type_of_value() {
         use bson::spec::BinarySubtype;
@@ -1011,18 +1101,18 @@ mod tests {
         bytes.push(0);
         let length = bytes.len() as i32;
         bytes[..4].copy_from_slice(&length.to_le_bytes());
-        assert!(matches!(find_id(&bytes), IdLookup::Element(at) if at == (id_at..id_end)));
+        assert!(matches!(find_id(&bytes), IdElement::At(at) if at == (id_at..id_end)));
         // Without the `_id`, the whole top level is walked.
         let without = [&bytes[..id_at], b"\0"].concat();
         let mut without = without;
         let length = without.len() as i32;
         without[..4].copy_from_slice(&length.to_le_bytes());
-        assert!(matches!(find_id(&without), IdLookup::Absent));
+        assert!(matches!(find_id(&without), IdElement::Absent));
         // What the walk does not expect is left to the bson crate.
         let mut unknown = rawdoc! { "a": 1 }.into_bytes();
         unknown[4] = 0x42;
-        assert!(matches!(find_id(&unknown), IdLookup::Unsure));
-        assert!(matches!(find_id(&bytes[..id_end - 2]), IdLookup::Unsure));
+        assert!(matches!(find_id(&unknown), IdElement::Unknown));
+        assert!(matches!(find_id(&bytes[..id_end - 2]), IdElement::Unknown));
     }
 
     #[test]
