@@ -575,32 +575,35 @@ fn callback_error(thrown: &JsValue) -> Error {
 /// `events.emit(bson)` for each one, built only while `events.listening(family)`.
 struct JsListener<E> {
     events: JsValue,
-    family: Family,
+    /// `events.emit` and `events.listening`, looked up once, and the family's name as
+    /// a JavaScript string made once: `listening` is asked several times per
+    /// operation, and a look-up by name passes the name from wasm to JavaScript as
+    /// text each time (the npm package's profile of a small insertOne).
+    emit: Option<Function>,
+    listening: Option<Function>,
+    family: JsValue,
     build: fn(&E) -> Document,
 }
 
 impl<E> EventListener<E> for JsListener<E> {
     fn handle(&self, event: &E) {
-        let document = (self.build)(event);
-        if let Ok(document) = anymongo::bson::serialize_to_vec(&document) {
-            // A listener's exception is the application's: the glue catches it.
-            let _ = call(&self.events, "emit", &bytes(&document));
-        }
+        let (Some(emit), Ok(document)) = (
+            &self.emit,
+            anymongo::bson::serialize_to_vec(&(self.build)(event)),
+        ) else {
+            return;
+        };
+        // A listener's exception is the application's: the glue catches it.
+        let _ = emit.call1(&self.events, &bytes(&document));
     }
 
     fn is_listening(&self) -> bool {
-        call(
-            &self.events,
-            "listening",
-            &JsValue::from_str(self.family.name()),
-        )
-        .is_ok_and(|listening| listening.is_truthy())
+        self.listening.as_ref().is_some_and(|listening| {
+            listening
+                .call1(&self.events, &self.family)
+                .is_ok_and(|listening| listening.is_truthy())
+        })
     }
-}
-
-fn call(target: &JsValue, method: &str, argument: &JsValue) -> Result<JsValue, JsValue> {
-    let function: Function = Reflect::get(target, &JsValue::from_str(method))?.dyn_into()?;
-    function.call1(target, argument)
 }
 
 /// The client's event listeners, over the glue's `events` object; command events only
@@ -611,9 +614,16 @@ fn event_config(events: &JsValue, monitor_commands: bool) -> ClientConfig {
         family: Family,
         build: fn(&E) -> Document,
     ) -> Arc<dyn EventListener<E>> {
+        let method = |name: &str| {
+            Reflect::get(events, &JsValue::from_str(name))
+                .ok()
+                .and_then(|value| value.dyn_into::<Function>().ok())
+        };
         Arc::new(JsListener {
             events: events.clone(),
-            family,
+            emit: method("emit"),
+            listening: method("listening"),
+            family: JsValue::from_str(family.name()),
             build,
         })
     }
