@@ -133,8 +133,12 @@ impl KeyDerivation for WebCrypto {
 
 /// Calls `target[name](...args)`, which must return a promise (or a value), and waits.
 async fn call(target: &JsValue, name: &str, args: &[JsValue]) -> io::Result<JsValue> {
-    let promise = invoke(target, name, args)?;
-    JsFuture::from(Promise::resolve(&promise))
+    settled(invoke(target, name, args)?).await
+}
+
+/// What a call returned, once settled: the value of a promise, or the value itself.
+async fn settled(returned: JsValue) -> io::Result<JsValue> {
+    JsFuture::from(Promise::resolve(&returned))
         .await
         .map_err(io_error)
 }
@@ -148,7 +152,7 @@ fn invoke(target: &JsValue, name: &str, args: &[JsValue]) -> io::Result<JsValue>
 }
 
 /// The method `name` of `target`.
-fn function(target: &JsValue, name: &str) -> io::Result<Function> {
+pub(crate) fn function(target: &JsValue, name: &str) -> io::Result<Function> {
     Reflect::get(target, &JsValue::from_str(name))
         .ok()
         .and_then(|value| value.dyn_into().ok())
@@ -381,10 +385,7 @@ impl Stream for JsStream {
     fn write_all<'a>(&'a mut self, buf: &'a [u8]) -> BoxFuture<'a, io::Result<()>> {
         boxed(async move {
             let bytes = Uint8Array::from(buf);
-            let promise = self.write.call1(&self.duplex, &bytes).map_err(io_error)?;
-            JsFuture::from(Promise::resolve(&promise))
-                .await
-                .map_err(io_error)?;
+            settled(self.write.call1(&self.duplex, &bytes).map_err(io_error)?).await?;
             Ok(())
         })
     }

@@ -614,15 +614,10 @@ fn event_config(events: &JsValue, monitor_commands: bool) -> ClientConfig {
         family: Family,
         build: fn(&E) -> Document,
     ) -> Arc<dyn EventListener<E>> {
-        let method = |name: &str| {
-            Reflect::get(events, &JsValue::from_str(name))
-                .ok()
-                .and_then(|value| value.dyn_into::<Function>().ok())
-        };
         Arc::new(JsListener {
             events: events.clone(),
-            emit: method("emit"),
-            listening: method("listening"),
+            emit: host::function(events, "emit").ok(),
+            listening: host::function(events, "listening").ok(),
             family: JsValue::from_str(family.name()),
             build,
         })
