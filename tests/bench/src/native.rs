@@ -319,7 +319,13 @@ async fn run_server(
     a.driver()?.drop_database().await?;
     o.close().await;
     let wasi = match settings.wasi {
-        true => wasi_column::run(uri, &a, policy).await?,
+        true => {
+            let tasks: Vec<Task> = Task::SERVER
+                .into_iter()
+                .filter(|task| settings.selects(task.name()))
+                .collect();
+            wasi_column::run(uri, &a, &tasks, policy).await?
+        }
         false => Vec::new(),
     };
     a.close().await;

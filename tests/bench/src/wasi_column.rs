@@ -32,11 +32,12 @@ pub fn wasm_path() -> PathBuf {
     target.join("wasm32-wasip2/release/anymongo-bench.wasm")
 }
 
-/// Runs the server tasks natively (with `native`, connected to `uri`) and under
-/// wasmtime, alternately.
+/// Runs `tasks` (server tasks: `--only` may leave out some) natively (with `native`,
+/// connected to `uri`) and under wasmtime, alternately.
 pub async fn run(
     uri: &str,
     native: &Bench<Anymongo>,
+    tasks: &[Task],
     policy: Policy,
 ) -> Result<Vec<WasiRow>, String> {
     let wasmtime = setup::cache_dir().join("venv/bin/wasmtime");
@@ -48,7 +49,7 @@ pub async fn run(
         false => "spec",
     };
     let mut rows = Vec::new();
-    for (i, task) in Task::SERVER.into_iter().enumerate() {
+    for (i, &task) in tasks.iter().enumerate() {
         eprintln!("running {} natively and under wasmtime ...", task.name());
         native.setup(task).await?;
         // A failure under wasmtime is reported in its row; the other rows still run.
