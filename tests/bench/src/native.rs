@@ -46,6 +46,13 @@ impl Settings {
             .is_none_or(|only| name.to_lowercase().contains(only))
     }
 
+    /// The tasks of `tasks` that `--only` selects, in their order.
+    fn selected(&self, tasks: impl IntoIterator<Item = Task>) -> Vec<Task> {
+        (tasks.into_iter())
+            .filter(|task| self.selects(task.name()))
+            .collect()
+    }
+
     fn from_args(mut args: impl Iterator<Item = String>) -> Result<Option<Settings>, String> {
         let mut settings = Settings {
             quick: false,
@@ -210,10 +217,7 @@ async fn run(settings: &Settings) -> Result<(), String> {
     let a = Bench::<Anymongo>::new(&data, None).await?;
     let o = Bench::<Official>::new(&data, None).await?;
     let mut bson = Vec::new();
-    for task in Task::BSON
-        .into_iter()
-        .filter(|t| settings.selects(t.name()))
-    {
+    for task in settings.selected(Task::BSON) {
         eprintln!("running {} ...", task.name());
         bson.push(run_task(task, &a, &o, policy).await?);
     }
@@ -290,11 +294,9 @@ async fn run_server(
 ) -> Result<Section, String> {
     let a = Bench::<Anymongo>::new(data, Some(uri)).await?;
     let o = Bench::<Official>::new(data, Some(uri)).await?;
+    let server_tasks = settings.selected(Task::SERVER);
     let mut tasks = Vec::new();
-    for task in Task::SERVER
-        .into_iter()
-        .filter(|t| settings.selects(t.name()))
-    {
+    for &task in &server_tasks {
         eprintln!("running {} against {title} ...", task.name());
         tasks.push(run_task(task, &a, &o, policy).await?);
     }
@@ -319,13 +321,7 @@ async fn run_server(
     a.driver()?.drop_database().await?;
     o.close().await;
     let wasi = match settings.wasi {
-        true => {
-            let tasks: Vec<Task> = Task::SERVER
-                .into_iter()
-                .filter(|task| settings.selects(task.name()))
-                .collect();
-            wasi_column::run(uri, &a, &tasks, policy).await?
-        }
+        true => wasi_column::run(uri, &a, &server_tasks, policy).await?,
         false => Vec::new(),
     };
     a.close().await;
