@@ -123,6 +123,10 @@ pub struct ServerOptions {
     pub standalone: bool,
     /// Serve TLS only, with these files.
     pub tls: Option<TlsFiles>,
+    /// The WiredTiger cache (`--cache-size`, e.g. `"8G"`); SecantusDB's default is 1 GB.
+    /// Even in memory the server keeps its data in WiredTiger, and a write that would
+    /// overflow the cache fails (`WT_CACHE_FULL`, an `InternalError` to the client).
+    pub cache_size: Option<String>,
 }
 
 /// A running SecantusDB server, killed when dropped.
@@ -316,6 +320,9 @@ impl TestServer {
         }
         if opts.standalone {
             cmd.arg("--standalone");
+        }
+        if let Some(size) = &opts.cache_size {
+            cmd.args(["--cache-size", size]);
         }
         if let Some(tls) = &opts.tls {
             cmd.arg("--tls-cert-file")

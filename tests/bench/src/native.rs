@@ -239,7 +239,13 @@ async fn run(settings: &Settings) -> Result<(), String> {
                 run_server(title, &canned.uri(), &data, policy, settings).await?
             }
             "secantus" => {
-                let server = TestServer::start(&ServerOptions::default())?;
+                // Under the spec's rules the insert tasks write for up to 5 minutes per
+                // driver (about 27 MB per large-document iteration); with SecantusDB's
+                // default 1 GB cache they failed with WT_CACHE_FULL (2026-11-27).
+                let server = TestServer::start(&ServerOptions {
+                    cache_size: Some("8G".into()),
+                    ..ServerOptions::default()
+                })?;
                 let uri = format!("{}?directConnection=true", server.uri());
                 let title = "SecantusDB (secantusd-py, in memory, loopback)";
                 run_server(title, &uri, &data, policy, settings).await?
