@@ -180,13 +180,16 @@ impl ClientConfigs {
 /// Returns `stream` as is when `target` asks for no TLS, and otherwise runs the TLS
 /// handshake over it with the client's configuration for its options from `configs`,
 /// built on first use trusting the authorities `target` names (a `tlsCAFile` is read
-/// with the host's `read_file`) or else `roots`, the host's default.
+/// with the host's `read_file`) or else those `roots` returns, the host's default.
+/// `roots` is called only then: loading a certificate store costs a cold start
+/// milliseconds (146 files on Debian), which a connection without TLS, or with its
+/// own CA, must not pay.
 pub async fn secure(
     stream: Box<dyn Stream>,
     target: &ConnectTarget,
     configs: &ClientConfigs,
     read_file: impl Fn(&str) -> io::Result<Vec<u8>>,
-    roots: &TrustedRoots,
+    roots: fn() -> &'static TrustedRoots,
 ) -> io::Result<Box<dyn Stream>> {
     let Some(options) = &target.tls else {
         return Ok(stream);
@@ -202,7 +205,7 @@ pub async fn secure(
     })?;
     let trusted = match &options.ca_pem {
         Some(_) => "the tlsCAFile's authorities".to_owned(),
-        None => format!("{}; name another CA with tlsCAFile", roots.describe()),
+        None => format!("{}; name another CA with tlsCAFile", roots().describe()),
     };
     connect(stream, &target.host, config, trusted).await
 }
@@ -224,17 +227,17 @@ fn read_pem(
 }
 
 /// A client configuration for `options`: trusting the PEM certificates in `ca_pem`,
-/// or `default_roots` when `None`, relaxed as `tlsAllowInvalid*` ask, and presenting
+/// or those `default_roots` returns when `None`, relaxed as `tlsAllowInvalid*` ask, and presenting
 /// the certificate chain and private key in `identity_pem` when given (mutual TLS,
 /// MONGODB-X509).
-fn client_config(
+fn client_config<'r>(
     options: &TlsOptions,
     ca_pem: Option<&[u8]>,
     identity_pem: Option<&[u8]>,
-    default_roots: &TrustedRoots,
+    default_roots: impl FnOnce() -> &'r TrustedRoots,
 ) -> io::Result<Arc<ClientConfig>> {
     let roots = match ca_pem {
-        None => default_roots.store.clone(),
+        None => default_roots().store.clone(),
         Some(pem) => {
             let mut roots = RootCertStore::empty();
             for certificate in CertificateDer::pem_slice_iter(pem) {
@@ -593,7 +596,7 @@ mod tests {
         let configs = ClientConfigs::default();
         let roots = TrustedRoots::webpki();
         let build = |options: &TlsOptions| {
-            configs.get_or_build(options, || client_config(options, None, None, &roots))
+            configs.get_or_build(options, || client_config(options, None, None, || &roots))
         };
         let strict = TlsOptions::default();
         let insecure = TlsOptions {

@@ -117,7 +117,7 @@ impl Transport for TokioTransport {
             target,
             &self.tls,
             |path| std::fs::read(path),
-            system_roots(),
+            system_roots,
         ))
     }
 

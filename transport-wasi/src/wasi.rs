@@ -110,7 +110,7 @@ impl Transport for WasiTransport {
             target,
             &self.tls,
             |path| std::fs::read(path),
-            default_roots(),
+            default_roots,
         ))
     }
 
