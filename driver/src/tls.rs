@@ -568,6 +568,39 @@ impl Stream for TlsStream {
 mod tests {
     use super::*;
 
+    /// A stream `secure` must hand back without reading or writing.
+    struct Untouched;
+
+    impl Stream for Untouched {
+        fn read<'a>(&'a mut self, _: &'a mut [u8]) -> BoxFuture<'a, io::Result<usize>> {
+            unreachable!("a connection without TLS was read from")
+        }
+
+        fn write_all<'a>(&'a mut self, _: &'a [u8]) -> BoxFuture<'a, io::Result<()>> {
+            unreachable!("a connection without TLS was written to")
+        }
+    }
+
+    #[test]
+    fn a_connection_without_tls_loads_no_certificates() {
+        fn no_default_roots() -> &'static TrustedRoots {
+            panic!("the default roots were loaded for a connection without TLS")
+        }
+        let target = ConnectTarget {
+            host: "db.test".into(),
+            port: 27017,
+            tls: None,
+        };
+        let stream = futures::executor::block_on(secure(
+            Box::new(Untouched),
+            &target,
+            &ClientConfigs::default(),
+            |path| panic!("{path} was read for a connection without TLS"),
+            no_default_roots,
+        ));
+        assert!(stream.is_ok());
+    }
+
     #[test]
     fn an_empty_or_unusable_system_store_falls_back_to_the_mozilla_roots() {
         let (roots, skipped) = TrustedRoots::system(Vec::new());
