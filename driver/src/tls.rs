@@ -181,9 +181,8 @@ impl ClientConfigs {
 /// handshake over it with the client's configuration for its options from `configs`,
 /// built on first use trusting the authorities `target` names (a `tlsCAFile` is read
 /// with the host's `read_file`) or else those `roots` returns, the host's default.
-/// `roots` is called only then: loading a certificate store costs a cold start
-/// milliseconds (146 files on Debian), which a connection without TLS, or with its
-/// own CA, must not pay.
+/// `roots` is called only then: loading a certificate store costs milliseconds (146
+/// files on Debian), which a cold start without TLS, or with its own CA, must not pay.
 pub async fn secure(
     stream: Box<dyn Stream>,
     target: &ConnectTarget,
@@ -227,9 +226,9 @@ fn read_pem(
 }
 
 /// A client configuration for `options`: trusting the PEM certificates in `ca_pem`,
-/// or those `default_roots` returns when `None`, relaxed as `tlsAllowInvalid*` ask, and presenting
-/// the certificate chain and private key in `identity_pem` when given (mutual TLS,
-/// MONGODB-X509).
+/// or those `default_roots` returns when `None`, relaxed as `tlsAllowInvalid*` ask,
+/// and presenting the certificate chain and private key in `identity_pem` when given
+/// (mutual TLS, MONGODB-X509).
 fn client_config<'r>(
     options: &TlsOptions,
     ca_pem: Option<&[u8]>,
