@@ -463,6 +463,12 @@ impl Connection {
         self.broken
     }
 
+    /// Whether the connection, idle between commands, is still open as far as its
+    /// stream can tell at once ([`Stream::is_open_and_idle`]).
+    pub fn is_open_and_idle(&self) -> bool {
+        self.stream.is_open_and_idle()
+    }
+
     /// Runs one command (its body must already carry `$db`) and returns the reply
     /// body; an `ok: 0` reply is a [`CommandError`].
     pub(crate) async fn command(

@@ -84,6 +84,17 @@ pub trait Stream: MaybeSend {
     /// Writes all of `buf` and flushes it to the peer.
     fn write_all<'a>(&'a mut self, buf: &'a [u8]) -> BoxFuture<'a, io::Result<()>>;
 
+    /// Whether the stream, idle between requests, can still carry one, as far as the
+    /// host can tell at once, without waiting: `false` when the peer closed or reset
+    /// it, or sent bytes that no request asked for. The pool asks this of a connection
+    /// that sat available for a while before handing it out (see
+    /// [`Poolable::is_open_and_idle`](crate::cmap::Poolable::is_open_and_idle)), so that
+    /// a connection the server or a middlebox closed while it was idle is replaced
+    /// instead of failing the next operation. `true` (cannot tell) by default.
+    fn is_open_and_idle(&self) -> bool {
+        true
+    }
+
     /// The stream as [`Any`](std::any::Any), for a [`Transport::secure`] that must
     /// take its own stream type back to layer TLS over the socket underneath (the npm
     /// package's hosts start TLS on their own socket objects). `None` by default.

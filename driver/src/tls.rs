@@ -551,6 +551,12 @@ impl Stream for TlsStream {
         })
     }
 
+    /// The socket underneath tells: an idle TLS stream has nothing to read either (a
+    /// close_notify alert counts as bytes nobody asked for, which is right).
+    fn is_open_and_idle(&self) -> bool {
+        self.inner.is_open_and_idle()
+    }
+
     fn write_all<'a>(&'a mut self, mut buf: &'a [u8]) -> BoxFuture<'a, io::Result<()>> {
         boxed(async move {
             while !buf.is_empty() {

@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use anymongo::bson::{doc, Document, RawDocumentBuf};
 use anymongo::wire::{op_code, Message, MessageHeader, OpMsg, OpReply, HEADER_LEN};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::sync::watch;
 
 /// How a hostile or broken mock server answers one command.
 pub enum Answer {
@@ -17,6 +18,9 @@ pub enum Answer {
     Raw(Vec<u8>),
     /// Nothing, ever: the connection stays open and is read no more.
     Silence,
+    /// This reply document, after which the server closes the connection, as a server
+    /// (or a middlebox) does with connections that sat idle too long.
+    ReplyAndClose(Document),
 }
 
 /// Answers one command of a connection: gets the command document (for OP_MSG, its
@@ -28,6 +32,8 @@ pub type AnswerScript = Arc<dyn Fn(&Document, usize) -> Answer + Send + Sync>;
 pub struct MockServer {
     address: String,
     received: Arc<Mutex<Vec<Document>>>,
+    /// How many connections the server closed ([`Answer::ReplyAndClose`]).
+    closed: watch::Receiver<usize>,
     acceptor: tokio::task::JoinHandle<()>,
 }
 
@@ -103,14 +109,17 @@ impl MockServer {
     fn serve_all(listener: impl Listener, address: String, script: AnswerScript) -> Self {
         let received = Arc::new(Mutex::new(Vec::new()));
         let log = received.clone();
+        let (closer, closed) = watch::channel(0);
+        let closer = Arc::new(closer);
         let acceptor = tokio::spawn(async move {
             while let Ok(socket) = listener.next().await {
-                tokio::spawn(serve(socket, script.clone(), log.clone()));
+                tokio::spawn(serve(socket, script.clone(), log.clone(), closer.clone()));
             }
         });
         MockServer {
             address,
             received,
+            closed,
             acceptor,
         }
     }
@@ -126,6 +135,14 @@ impl MockServer {
             .iter()
             .filter_map(|command| command.keys().next().cloned())
             .collect()
+    }
+
+    /// Waits until the server has closed `count` connections after replying
+    /// ([`Answer::ReplyAndClose`]); unbounded, so callers bound it.
+    pub async fn closed_connections(&self, count: usize) {
+        let mut closed = self.closed.clone();
+        // The sender lives in the acceptor task, which only a drop of `self` ends.
+        let _ = closed.wait_for(|closed| *closed >= count).await;
     }
 
     /// Every command received so far, in order.
@@ -149,6 +166,7 @@ async fn serve(
     mut socket: impl AsyncRead + AsyncWrite + Unpin,
     script: AnswerScript,
     log: Arc<Mutex<Vec<Document>>>,
+    closed: Arc<watch::Sender<usize>>,
 ) {
     for carried in 0.. {
         let Some((header, body)) = read_frame(&mut socket).await else {
@@ -170,12 +188,14 @@ async fn serve(
         log.lock()
             .unwrap_or_else(PoisonError::into_inner)
             .push(command.clone());
-        let frame = match (script(&command, carried), legacy) {
-            (Answer::Reply(reply), true) => {
+        let answer = script(&command, carried);
+        let close = matches!(answer, Answer::ReplyAndClose(_));
+        let frame = match (answer, legacy) {
+            (Answer::Reply(reply) | Answer::ReplyAndClose(reply), true) => {
                 OpReply::command_reply(RawDocumentBuf::try_from(&reply).unwrap())
                     .encode(1, header.request_id)
             }
-            (Answer::Reply(reply), false) => {
+            (Answer::Reply(reply) | Answer::ReplyAndClose(reply), false) => {
                 OpMsg::new(RawDocumentBuf::try_from(&reply).unwrap()).encode(1, header.request_id)
             }
             (Answer::Raw(mut bytes), _) => {
@@ -188,6 +208,11 @@ async fn serve(
             (Answer::Silence, _) => return std::future::pending().await,
         };
         if socket.write_all(&frame).await.is_err() {
+            return;
+        }
+        if close {
+            drop(socket);
+            closed.send_modify(|closed| *closed += 1);
             return;
         }
     }

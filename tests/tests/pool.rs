@@ -8,6 +8,9 @@
 //!   deterministically: the wait queue is served first in, first out.
 //! - On the same fake pool, 200 tasks checking out and in as fast as they can: the
 //!   same bounds, and nothing leaks.
+//! - Against a mock server that closes each connection after one command: a connection
+//!   the server closed while it sat idle is replaced at check-out, not used (a command
+//!   such as `ping` is not retried); one still open is handed out again.
 //!
 //! The pool's events are the record: a pool queues them under its state lock and
 //! delivers them one at a time in that order, so the position of an event in the
@@ -20,9 +23,14 @@ use std::time::{Duration, Instant};
 
 use anymongo::bson::{doc, Bson, Document};
 use anymongo::client::ClientConfig;
-use anymongo::cmap::{CheckedOut, CmapEvent, ConnectionClosedReason, ConnectionPool, PoolOptions};
+use anymongo::cmap::{
+    CheckedOut, CmapEvent, ConnectionClosedReason, ConnectionPool, PoolOptions, IDLE_CHECK_AFTER,
+};
+use anymongo::rt::{BoxFuture, Clock};
 use anymongo::{Client, ClientOptions, Database, ServerAddress};
 use anymongo_tests::fake::FakeEstablish;
+use anymongo_tests::harness::within;
+use anymongo_tests::mock::{standalone_hello, Answer, MockServer};
 use anymongo_tests::server;
 use tokio::sync::{mpsc, watch, Barrier};
 use tokio::time::timeout;
@@ -501,4 +509,126 @@ async fn two_hundred_tasks_churning_stay_within_ten_connections() {
     assert_bounded_and_balanced("fake pool", counts);
     assert_eq!(counts.checked_out, TASKS * ROUNDS);
     assert_eq!(counts.open(), pool.total_connection_count() as usize);
+}
+
+// ----------------------------------------------------------------------------------
+// Connections the server closes while they sit idle, on real sockets.
+// ----------------------------------------------------------------------------------
+
+/// The native clock, put ahead by the test: the pool asks a connection whether it is
+/// still open once it has sat idle for [`IDLE_CHECK_AFTER`], and the test moves the
+/// clock on rather than wait that long. Sleeps are the native clock's.
+struct AheadClock {
+    native: Arc<dyn Clock>,
+    ahead: Mutex<Duration>,
+}
+
+impl Clock for AheadClock {
+    fn now(&self) -> anymongo::rt::Instant {
+        self.native.now() + *lock(&self.ahead)
+    }
+
+    fn unix_time(&self) -> Duration {
+        self.native.unix_time()
+    }
+
+    fn sleep(&self, duration: Duration) -> BoxFuture<'static, ()> {
+        self.native.sleep(duration)
+    }
+}
+
+/// A client of the mock `server` on a clock the test moves, recording the pool's events.
+fn idle_check_client(server: &MockServer) -> (Client, Arc<AheadClock>, Arc<Mutex<Vec<CmapEvent>>>) {
+    let mut runtime = anymongo_native::runtime();
+    let clock = Arc::new(AheadClock {
+        native: runtime.clock.clone(),
+        ahead: Mutex::new(Duration::ZERO),
+    });
+    runtime.clock = clock.clone();
+    let events = Arc::new(Mutex::new(Vec::<CmapEvent>::new()));
+    let recorder = events.clone();
+    let config = ClientConfig {
+        cmap_event_handler: Some(Arc::new(move |event: &CmapEvent| {
+            lock(&recorder).push(event.clone());
+        })),
+        ..ClientConfig::default()
+    };
+    let uri = format!("mongodb://{}/?directConnection=true", server.address());
+    let options = ClientOptions::parse(&uri).unwrap();
+    (
+        Client::with_config(options, config, runtime).unwrap(),
+        clock,
+        events,
+    )
+}
+
+fn is_hello(command: &Document) -> bool {
+    matches!(
+        command.keys().next().map(String::as_str),
+        Some("hello" | "isMaster" | "ismaster")
+    )
+}
+
+/// (id, reason) of every ConnectionClosed, and how many connections were created.
+fn closed_and_created(
+    events: &Mutex<Vec<CmapEvent>>,
+) -> (Vec<(u32, ConnectionClosedReason)>, usize) {
+    let events = lock(events);
+    let closed = events
+        .iter()
+        .filter_map(|event| match event {
+            CmapEvent::ConnectionClosed {
+                connection_id,
+                reason,
+                ..
+            } => Some((*connection_id, *reason)),
+            _ => None,
+        })
+        .collect();
+    (closed, count(&events, "ConnectionCreatedEvent"))
+}
+
+#[tokio::test]
+async fn a_connection_the_server_closed_while_idle_is_replaced_at_check_out() {
+    // Each pool connection: its handshake, one command, then the server closes it.
+    let server = MockServer::answering(|command, _| match is_hello(command) {
+        true => Answer::Reply(standalone_hello()),
+        false => Answer::ReplyAndClose(doc! { "ok": 1 }),
+    })
+    .await;
+    let (client, clock, events) = idle_check_client(&server);
+    let db = client.database("admin");
+    within(WAIT, db.run_command(doc! { "ping": 1 }))
+        .await
+        .expect("the first ping");
+    within(WAIT, server.closed_connections(1)).await;
+    *lock(&clock.ahead) = IDLE_CHECK_AFTER * 2;
+    // Not retryable: on the closed connection it would fail.
+    within(WAIT, db.run_command(doc! { "ping": 1 }))
+        .await
+        .expect("the ping after the server closed the idle connection");
+    let (closed, created) = closed_and_created(&events);
+    assert_eq!(closed, [(1, ConnectionClosedReason::Error)]);
+    assert_eq!(created, 2);
+    client.close().await;
+}
+
+#[tokio::test]
+async fn a_connection_still_open_after_sitting_idle_is_used_again() {
+    let server = MockServer::start(|command| match is_hello(command) {
+        true => standalone_hello(),
+        false => doc! { "ok": 1 },
+    })
+    .await;
+    let (client, clock, events) = idle_check_client(&server);
+    let db = client.database("admin");
+    within(WAIT, db.run_command(doc! { "ping": 1 }))
+        .await
+        .expect("the first ping");
+    *lock(&clock.ahead) = IDLE_CHECK_AFTER * 2;
+    within(WAIT, db.run_command(doc! { "ping": 1 }))
+        .await
+        .expect("the second ping");
+    assert_eq!(closed_and_created(&events), (vec![], 1));
+    client.close().await;
 }

@@ -179,9 +179,42 @@ async fn connect_unix(path: &str) -> io::Result<Box<dyn Stream>> {
 /// A tokio byte stream: TCP, or a unix domain socket.
 struct TokioStream<S>(S);
 
-impl<S: AsyncRead + AsyncWrite + Unpin + Send> Stream for TokioStream<S> {
+/// The tokio sockets the driver opens, seen as sockets of the operating system.
+trait Socket: AsyncRead + AsyncWrite + Unpin + Send {
+    fn sock_ref(&self) -> socket2::SockRef<'_>;
+}
+
+impl Socket for TcpStream {
+    fn sock_ref(&self) -> socket2::SockRef<'_> {
+        socket2::SockRef::from(self)
+    }
+}
+
+#[cfg(unix)]
+impl Socket for tokio::net::UnixStream {
+    fn sock_ref(&self) -> socket2::SockRef<'_> {
+        socket2::SockRef::from(self)
+    }
+}
+
+impl<S: Socket> Stream for TokioStream<S> {
     fn read<'a>(&'a mut self, buf: &'a mut [u8]) -> BoxFuture<'a, io::Result<usize>> {
         boxed(self.0.read(buf))
+    }
+
+    /// Peeks at the socket (`MSG_PEEK` on a non-blocking socket: one system call, no
+    /// byte consumed). tokio's own readiness is not asked: it is only as fresh as the
+    /// reactor's last turn, while the kernel already holds the peer's FIN or RST.
+    fn is_open_and_idle(&self) -> bool {
+        let mut byte = [std::mem::MaybeUninit::<u8>::uninit()];
+        match self.0.sock_ref().peek(&mut byte) {
+            Err(error) => matches!(
+                error.kind(),
+                io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
+            ),
+            // 0: the peer closed the stream; more: bytes no request asked for.
+            Ok(_) => false,
+        }
     }
 
     fn write_all<'a>(&'a mut self, buf: &'a [u8]) -> BoxFuture<'a, io::Result<()>> {

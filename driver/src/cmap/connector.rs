@@ -100,6 +100,10 @@ impl Poolable for Connection {
         Connection::is_broken(self)
     }
 
+    fn is_open_and_idle(&self) -> bool {
+        Connection::is_open_and_idle(self)
+    }
+
     fn service_id(&self) -> Option<ObjectId> {
         self.hello().service_id
     }

@@ -24,4 +24,6 @@ pub use crate::connection::Connection;
 pub use connector::Connector;
 pub use events::{CheckOutFailedReason, CmapEvent, CmapEventHandler, ConnectionClosedReason};
 pub use options::{PoolOptions, DEFAULT_MAINTENANCE_INTERVAL};
-pub use pool::{CheckedOut, ConnectionPool, Establish, PinnedTo, PoolState, Poolable};
+pub use pool::{
+    CheckedOut, ConnectionPool, Establish, PinnedTo, PoolState, Poolable, IDLE_CHECK_AFTER,
+};

@@ -41,6 +41,14 @@ pub trait Poolable: MaybeSend + 'static {
     /// closed (reason "error") when it is checked in or found available.
     fn is_broken(&self) -> bool;
 
+    /// Whether a connection that sat available for [`IDLE_CHECK_AFTER`] or longer is
+    /// still open, as far as can be told without waiting (the driver's connections ask
+    /// their [`Stream`](crate::rt::Stream::is_open_and_idle)). One that is not is
+    /// closed (reason "error") rather than handed out. `true` by default.
+    fn is_open_and_idle(&self) -> bool {
+        true
+    }
+
     /// The `serviceId` of the handshake reply; only looked at in load-balanced mode.
     fn service_id(&self) -> Option<ObjectId> {
         None
@@ -70,6 +78,15 @@ pub trait Establish: MaybeSend + MaybeSync + 'static {
         let _ = (error, generation);
     }
 }
+
+/// How long a connection sits available before the pool asks whether it is still open
+/// ([`Poolable::is_open_and_idle`]) at check-out and in its upkeep. Not a CMAP spec
+/// rule: pymongo checks its idle sockets after the same second, so that a connection
+/// the server closed while idle (SecantusDB closes them after five minutes; load
+/// balancers and firewalls drop them too) is replaced instead of failing an operation
+/// that cannot be retried. A connection used more recently is handed out unasked,
+/// which keeps the check off the busy path.
+pub const IDLE_CHECK_AFTER: Duration = Duration::from_secs(1);
 
 /// The state of a pool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -965,7 +982,9 @@ impl<E: Establish> Inner<E> {
             .is_some_and(|max| now - idle.since > max)
         {
             Some(ConnectionClosedReason::Idle)
-        } else if idle.connection.is_broken() {
+        } else if idle.connection.is_broken()
+            || (now - idle.since >= IDLE_CHECK_AFTER && !idle.connection.is_open_and_idle())
+        {
             Some(ConnectionClosedReason::Error)
         } else {
             None

@@ -112,11 +112,17 @@ struct FakeConnection {
     id: u32,
     service_id: Option<ObjectId>,
     broken: bool,
+    /// What the connection says when the pool asks whether it is still open.
+    closed_by_peer: bool,
 }
 
 impl Poolable for FakeConnection {
     fn is_broken(&self) -> bool {
         self.broken
+    }
+
+    fn is_open_and_idle(&self) -> bool {
+        !self.closed_by_peer
     }
 
     fn service_id(&self) -> Option<ObjectId> {
@@ -148,6 +154,7 @@ impl Establish for FakeEstablish {
                 id: connection_id,
                 service_id: gate.services.map(|service| service(connection_id)),
                 broken: false,
+                closed_by_peer: false,
             })
         })
     }
@@ -551,6 +558,35 @@ fn an_idle_connection_is_closed_at_check_out() {
     let fresh = h.check_out();
     assert_eq!(fresh.id(), 2);
     assert_eq!(h.closed(), [(1, ConnectionClosedReason::Idle)]);
+}
+
+#[test]
+fn a_connection_idle_for_a_second_is_asked_whether_it_is_open_at_check_out() {
+    let mut h = Setup::default().start();
+    let mut connection = h.check_out();
+    connection.closed_by_peer = true;
+    h.check_in(connection);
+    // Used less than IDLE_CHECK_AFTER ago: handed out again without asking.
+    h.clock.advance(IDLE_CHECK_AFTER - Duration::from_millis(1));
+    let again = h.check_out();
+    assert_eq!(again.id(), 1);
+    assert_eq!(h.closed(), []);
+    h.check_in(again);
+    h.clock.advance(IDLE_CHECK_AFTER);
+    let fresh = h.check_out();
+    assert_eq!(fresh.id(), 2);
+    assert_eq!(h.closed(), [(1, ConnectionClosedReason::Error)]);
+}
+
+#[test]
+fn an_open_idle_connection_is_handed_out_after_the_check() {
+    let mut h = Setup::default().start();
+    let connection = h.check_out();
+    h.check_in(connection);
+    h.clock.advance(IDLE_CHECK_AFTER * 10);
+    let again = h.check_out();
+    assert_eq!(again.id(), 1);
+    assert_eq!(h.closed(), []);
 }
 
 #[test]
