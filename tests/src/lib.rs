@@ -41,6 +41,7 @@
 
 #[cfg(not(target_os = "wasi"))]
 pub mod certs;
+pub mod clock;
 pub mod cold_request;
 #[cfg(not(target_os = "wasi"))]
 pub mod compression;

@@ -26,8 +26,8 @@ use anymongo::client::ClientConfig;
 use anymongo::cmap::{
     CheckedOut, CmapEvent, ConnectionClosedReason, ConnectionPool, PoolOptions, IDLE_CHECK_AFTER,
 };
-use anymongo::rt::{BoxFuture, Clock};
 use anymongo::{Client, ClientOptions, Database, ServerAddress};
+use anymongo_tests::clock::AheadClock;
 use anymongo_tests::fake::FakeEstablish;
 use anymongo_tests::harness::within;
 use anymongo_tests::mock::{standalone_hello, Answer, MockServer};
@@ -515,35 +515,12 @@ async fn two_hundred_tasks_churning_stay_within_ten_connections() {
 // Connections the server closes while they sit idle, on real sockets.
 // ----------------------------------------------------------------------------------
 
-/// The native clock, put ahead by the test: the pool asks a connection whether it is
-/// still open once it has sat idle for [`IDLE_CHECK_AFTER`], and the test moves the
-/// clock on rather than wait that long. Sleeps are the native clock's.
-struct AheadClock {
-    native: Arc<dyn Clock>,
-    ahead: Mutex<Duration>,
-}
-
-impl Clock for AheadClock {
-    fn now(&self) -> anymongo::rt::Instant {
-        self.native.now() + *lock(&self.ahead)
-    }
-
-    fn unix_time(&self) -> Duration {
-        self.native.unix_time()
-    }
-
-    fn sleep(&self, duration: Duration) -> BoxFuture<'static, ()> {
-        self.native.sleep(duration)
-    }
-}
-
 /// A client of the mock `server` on a clock the test moves, recording the pool's events.
 fn idle_check_client(server: &MockServer) -> (Client, Arc<AheadClock>, Arc<Mutex<Vec<CmapEvent>>>) {
     let mut runtime = anymongo_native::runtime();
-    let clock = Arc::new(AheadClock {
-        native: runtime.clock.clone(),
-        ahead: Mutex::new(Duration::ZERO),
-    });
+    // The pool asks a connection whether it is still open once it has sat idle for
+    // IDLE_CHECK_AFTER: the test puts the clock ahead rather than wait that long.
+    let clock = Arc::new(AheadClock::new(runtime.clock.clone()));
     runtime.clock = clock.clone();
     let events = Arc::new(Mutex::new(Vec::<CmapEvent>::new()));
     let recorder = events.clone();
@@ -602,7 +579,7 @@ async fn a_connection_the_server_closed_while_idle_is_replaced_at_check_out() {
         .await
         .expect("the first ping");
     within(WAIT, server.closed_connections(1)).await;
-    *lock(&clock.ahead) = IDLE_CHECK_AFTER * 2;
+    clock.put_ahead(IDLE_CHECK_AFTER * 2);
     // Not retryable: on the closed connection it would fail.
     within(WAIT, db.run_command(doc! { "ping": 1 }))
         .await
@@ -625,7 +602,7 @@ async fn a_connection_still_open_after_sitting_idle_is_used_again() {
     within(WAIT, db.run_command(doc! { "ping": 1 }))
         .await
         .expect("the first ping");
-    *lock(&clock.ahead) = IDLE_CHECK_AFTER * 2;
+    clock.put_ahead(IDLE_CHECK_AFTER * 2);
     within(WAIT, db.run_command(doc! { "ping": 1 }))
         .await
         .expect("the second ping");
