@@ -88,7 +88,16 @@ impl MockServer {
     pub async fn answering(
         answer: impl Fn(&Document, usize) -> Answer + Send + Sync + 'static,
     ) -> Self {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        Self::answering_at("127.0.0.1:0", answer).await
+    }
+
+    /// [`answering`](Self::answering), listening on `address` (`[::1]:0` for IPv6).
+    /// [`address`](Self::address) then gives the IPv6 form a URI takes (`[::1]:port`).
+    pub async fn answering_at(
+        address: &str,
+        answer: impl Fn(&Document, usize) -> Answer + Send + Sync + 'static,
+    ) -> Self {
+        let listener = tokio::net::TcpListener::bind(address).await.unwrap();
         let address = listener.local_addr().unwrap().to_string();
         Self::serve_all(listener, address, Arc::new(answer))
     }

@@ -6,9 +6,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
-use anymongo::bson::doc;
+use anymongo::bson::{doc, Document};
 use anymongo_tests::compression::CompressingServer;
 use anymongo_tests::harness;
+use anymongo_tests::mock::{standalone_hello, Answer, MockServer};
 use anymongo_tests::replica_set::MockReplicaSet;
 use anymongo_tests::server::{self, TestServer};
 use anymongo_tests::silent::SilentServer;
@@ -338,4 +339,110 @@ async fn wasi_build_times_out_at_timeout_ms_against_a_silent_server() {
             .await;
         assert!(reached, "the server saw nothing: {seen:?}");
     }
+}
+
+/// Kills the child process it holds when dropped: a test that fails midway leaves no
+/// wasmtime behind.
+struct Killed(std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Runs the wasip2 `idle_check` program against `server` (see its documentation):
+/// after its first ping, waits until the server has closed a connection when
+/// `server_closes`, then lets the program go on. Returns the lines it printed after the
+/// first ping's.
+async fn idle_check_on_wasi(server: &MockServer, server_closes: bool) -> Vec<String> {
+    use std::io::{BufRead, Write};
+
+    let uri = format!("mongodb://{}/?directConnection=true", server.address());
+    let mut child = Killed(
+        wasmtime_run()
+            .arg(wasi_binary("idle_check"))
+            .arg(&uri)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("wasmtime runs"),
+    );
+    let mut stdin = child.0.stdin.take().expect("piped");
+    let stdout = child.0.stdout.take().expect("piped");
+    let (lines, mut printed) = tokio::sync::mpsc::unbounded_channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if lines.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    let bound = Duration::from_secs(60);
+    let first = harness::within(bound, printed.recv()).await;
+    assert_eq!(first.as_deref(), Some("first: ok"), "{uri}");
+    if server_closes {
+        harness::within(bound, server.closed_connections(1)).await;
+    }
+    stdin
+        .write_all(b"go on\n")
+        .expect("the program reads its input");
+    drop(stdin);
+    let mut rest = Vec::new();
+    harness::within(bound, async {
+        while let Some(line) = printed.recv().await {
+            rest.push(line);
+        }
+    })
+    .await;
+    println!("wasi idle_check {uri}: {}", rest.join("; "));
+    let status = child.0.wait().expect("wasmtime ends");
+    assert!(status.success(), "{status}: {rest:?}");
+    rest
+}
+
+fn is_hello(command: &Document) -> bool {
+    matches!(
+        command.keys().next().map(String::as_str),
+        Some("hello" | "isMaster" | "ismaster")
+    )
+}
+
+/// A connection the server closed while it sat idle is replaced at check-out on the
+/// wasip2 build too (the native side is in `pool.rs`): the `idle_check` program pings a
+/// mock server that closes each connection after one command, waits until the server
+/// has closed it, puts its clock past the pool's idle check and pings again, which must
+/// succeed on a new connection (`ping` is not retried).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wasi_build_replaces_a_connection_the_server_closed_while_idle() {
+    let server = MockServer::answering(|command, _| match is_hello(command) {
+        true => Answer::Reply(standalone_hello()),
+        false => Answer::ReplyAndClose(doc! { "ok": 1 }),
+    })
+    .await;
+    let printed = idle_check_on_wasi(&server, true).await;
+    assert_eq!(printed, ["second: ok", "closed: 1 Error", "created: 2"]);
+}
+
+/// The same check finds a connection still open after sitting idle, and the pool hands
+/// it out again; over IPv6 loopback, which the WASI transport connects to as well.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wasi_build_reuses_a_connection_still_open_after_sitting_idle_over_ipv6() {
+    let server = MockServer::answering_at("[::1]:0", |command, _| match is_hello(command) {
+        true => Answer::Reply(standalone_hello()),
+        false => Answer::Reply(doc! { "ok": 1 }),
+    })
+    .await;
+    assert!(
+        server.address().starts_with("[::1]:"),
+        "{}",
+        server.address()
+    );
+    let printed = idle_check_on_wasi(&server, false).await;
+    assert_eq!(printed, ["second: ok", "created: 1"]);
 }

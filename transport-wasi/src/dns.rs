@@ -1,7 +1,7 @@
 //! A stub DNS client over wasi:sockets: one question to one name server, over UDP, and
 //! over TCP when the UDP answer is truncated. Messages are encoded and decoded with
-//! `hickory-proto`; the sockets are wasi:sockets' own (wstd has TCP streams but no
-//! UDP), driven by wstd's reactor.
+//! `hickory-proto`; the sockets are wasi:sockets' own (UDP here, TCP through
+//! [`TcpConnection`]), driven by wstd's reactor.
 //!
 //! Every exchange is bounded by [`ATTEMPT_TIMEOUT`] on the WASI monotonic clock, so a
 //! look-up ends after at most `UDP_ATTEMPTS` UDP exchanges and one TCP exchange
@@ -14,15 +14,13 @@ use std::time::Duration;
 use hickory_proto::op::{Edns, Message, MessageType, OpCode, Query, ResponseCode};
 use hickory_proto::rr::{Name, Record, RecordType};
 use wasip2::sockets::instance_network::instance_network;
-use wasip2::sockets::network::{
-    ErrorCode, IpAddressFamily, IpSocketAddress, Ipv4SocketAddress, Ipv6SocketAddress,
-};
-use wasip2::sockets::tcp_create_socket::create_tcp_socket;
+use wasip2::sockets::network::ErrorCode;
 use wasip2::sockets::udp::OutgoingDatagram;
 use wasip2::sockets::udp_create_socket::create_udp_socket;
 use wstd::future::FutureExt;
-use wstd::io::{AsyncInputStream, AsyncOutputStream};
 use wstd::runtime::AsyncPollable;
+
+use crate::tcp::{family, socket_error, wasi_address, TcpConnection};
 
 /// How long one exchange may take: a UDP query and its answer, or a TCP connection,
 /// query and answer.
@@ -219,7 +217,7 @@ impl<'a> Outgoing<'a> {
 /// time, RFC 5452 §9.2) and waits for its answer, passing over datagrams that answer
 /// something else.
 async fn udp_exchange(server: SocketAddr, query: &Outgoing<'_>) -> io::Result<Message> {
-    let failed = |doing| move |code| socket_error(server, doing, code);
+    let failed = |doing| move |code| socket_error(&format!("DNS to {server}"), doing, code);
     // Declared in this order so they drop in the reverse one: each pollable before the
     // resource it watches, the streams before their socket (wasi:sockets requires it).
     let socket = create_udp_socket(family(server)).map_err(failed("creating a UDP socket"))?;
@@ -273,46 +271,34 @@ async fn udp_exchange(server: SocketAddr, query: &Outgoing<'_>) -> io::Result<Me
 /// preceded by its length in two bytes, most significant first (RFC 1035 §4.2.2,
 /// RFC 7766 §8).
 async fn tcp_exchange(server: SocketAddr, query: &[u8]) -> io::Result<Vec<u8>> {
-    let failed = |doing| move |code| socket_error(server, doing, code);
     let length = u16::try_from(query.len()).map_err(|_| {
         io::Error::new(
             io::ErrorKind::InvalidInput,
             "a DNS query longer than 65535 bytes",
         )
     })?;
-    // Declared in this order so they drop in the reverse one (see `udp_exchange`).
-    let socket = create_tcp_socket(family(server)).map_err(failed("creating a TCP socket"))?;
-    socket
-        .start_connect(&instance_network(), wasi_address(server))
-        .map_err(failed("connecting over TCP"))?;
-    let connected = AsyncPollable::new(socket.subscribe());
-    let (input, output) = loop {
-        match socket.finish_connect() {
-            Err(ErrorCode::WouldBlock) => connected.wait_for().await,
-            done => break done.map_err(failed("connecting over TCP"))?,
-        }
-    };
-    let (input, output) = (AsyncInputStream::new(input), AsyncOutputStream::new(output));
+    let mut connection = TcpConnection::connect(server)
+        .await
+        .map_err(|error| io::Error::new(error.kind(), format!("DNS to {error}")))?;
     let mut framed = Vec::with_capacity(2 + query.len());
     framed.extend_from_slice(&length.to_be_bytes());
     framed.extend_from_slice(query);
-    output.write_all(&framed).await?;
-    output.flush().await?;
+    connection.write_all(&framed).await?;
     let mut length = [0; 2];
-    read_exact(&input, &mut length, server).await?;
+    read_exact(&mut connection, &mut length, server).await?;
     let mut answer = vec![0; usize::from(u16::from_be_bytes(length))];
-    read_exact(&input, &mut answer, server).await?;
+    read_exact(&mut connection, &mut answer, server).await?;
     Ok(answer)
 }
 
 async fn read_exact(
-    input: &AsyncInputStream,
+    connection: &mut TcpConnection,
     buf: &mut [u8],
     server: SocketAddr,
 ) -> io::Result<()> {
     let mut filled = 0;
     while filled < buf.len() {
-        match input.read(&mut buf[filled..]).await? {
+        match connection.read(&mut buf[filled..]).await? {
             0 => {
                 return Err(io::Error::new(
                     io::ErrorKind::UnexpectedEof,
@@ -323,55 +309,4 @@ async fn read_exact(
         }
     }
     Ok(())
-}
-
-fn family(address: SocketAddr) -> IpAddressFamily {
-    match address {
-        SocketAddr::V4(_) => IpAddressFamily::Ipv4,
-        SocketAddr::V6(_) => IpAddressFamily::Ipv6,
-    }
-}
-
-fn wasi_address(address: SocketAddr) -> IpSocketAddress {
-    match address {
-        SocketAddr::V4(v4) => {
-            let [a, b, c, d] = v4.ip().octets();
-            IpSocketAddress::Ipv4(Ipv4SocketAddress {
-                port: v4.port(),
-                address: (a, b, c, d),
-            })
-        }
-        SocketAddr::V6(v6) => {
-            let [a, b, c, d, e, f, g, h] = v6.ip().segments();
-            IpSocketAddress::Ipv6(Ipv6SocketAddress {
-                port: v6.port(),
-                flow_info: v6.flowinfo(),
-                address: (a, b, c, d, e, f, g, h),
-                scope_id: v6.scope_id(),
-            })
-        }
-    }
-}
-
-/// A wasi:sockets error as an `io::Error` naming the server and the step.
-fn socket_error(server: SocketAddr, doing: &str, code: ErrorCode) -> io::Error {
-    let kind = match code {
-        ErrorCode::AccessDenied => io::ErrorKind::PermissionDenied,
-        ErrorCode::NotSupported => io::ErrorKind::Unsupported,
-        ErrorCode::InvalidArgument => io::ErrorKind::InvalidInput,
-        ErrorCode::Timeout => io::ErrorKind::TimedOut,
-        ErrorCode::ConnectionRefused => io::ErrorKind::ConnectionRefused,
-        ErrorCode::ConnectionReset => io::ErrorKind::ConnectionReset,
-        ErrorCode::RemoteUnreachable => io::ErrorKind::HostUnreachable,
-        _ => io::ErrorKind::Other,
-    };
-    let hint = match code {
-        // The host did not grant network access.
-        ErrorCode::AccessDenied => " (wasmtime: -S inherit-network=y)",
-        _ => "",
-    };
-    io::Error::new(
-        kind,
-        format!("DNS to {server}: {doing} failed: {}{hint}", code.name()),
-    )
 }

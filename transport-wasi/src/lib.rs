@@ -24,6 +24,8 @@
 #[cfg(target_os = "wasi")]
 mod dns;
 #[cfg(target_os = "wasi")]
+mod tcp;
+#[cfg(target_os = "wasi")]
 mod wasi;
 #[cfg(target_os = "wasi")]
 pub use wasi::*;

@@ -9,10 +9,9 @@ use anymongo::rt::{
 };
 use anymongo::{Client, Result};
 use hickory_proto::rr::{RData, Record, RecordType};
-use wstd::io::{AsyncRead, AsyncWrite};
-use wstd::net::TcpStream;
 
 use crate::dns;
+use crate::tcp::TcpConnection;
 
 /// Runs a future to completion on the WASI event loop (`wstd`'s reactor).
 pub use wstd::runtime::block_on;
@@ -70,17 +69,9 @@ impl Transport for WasiTransport {
             let mut last_error = None;
             let mut tcp = None;
             for address in addresses {
-                // wstd cannot connect to IPv6 addresses yet; say so rather than fail oddly.
-                if address.is_ipv6() {
-                    last_error = Some(io::Error::new(
-                        io::ErrorKind::Unsupported,
-                        format!("IPv6 address {address}: not supported by the WASI transport yet"),
-                    ));
-                    continue;
-                }
-                match TcpStream::connect_addr(address).await {
-                    Ok(stream) => {
-                        tcp = Some(stream);
+                match TcpConnection::connect(address).await {
+                    Ok(connection) => {
+                        tcp = Some(connection);
                         break;
                     }
                     Err(error) => last_error = Some(error),
@@ -142,7 +133,8 @@ fn resolve(host: &str, port: u16) -> io::Result<Vec<SocketAddr>> {
     Ok(addresses)
 }
 
-struct WasiStream(TcpStream);
+/// A connection to a MongoDB server, as the driver reads and writes it.
+struct WasiStream(TcpConnection);
 
 impl Stream for WasiStream {
     fn read<'a>(&'a mut self, buf: &'a mut [u8]) -> BoxFuture<'a, io::Result<usize>> {
@@ -150,10 +142,11 @@ impl Stream for WasiStream {
     }
 
     fn write_all<'a>(&'a mut self, buf: &'a [u8]) -> BoxFuture<'a, io::Result<()>> {
-        boxed(async move {
-            self.0.write_all(buf).await?;
-            self.0.flush().await
-        })
+        boxed(self.0.write_all(buf))
+    }
+
+    fn is_open_and_idle(&self) -> bool {
+        self.0.is_open_and_idle()
     }
 }
 
