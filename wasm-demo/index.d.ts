@@ -35,6 +35,13 @@ export interface Duplex {
   write(bytes: Uint8Array): Promise<void>;
   /** Closes the connection (a pending read then ends). */
   close(): void;
+  /**
+   * Whether the connection is still open with nothing unread (optional, answered at
+   * once). The driver asks it of a connection that sat idle in the pool for a second
+   * and opens another when the answer is false (the server or a middlebox closed it);
+   * without it, an idle connection closed by the other side fails the next command.
+   */
+  isOpenAndIdle?(): boolean;
 }
 
 /** What the driver asks for when the connection string enables TLS. */

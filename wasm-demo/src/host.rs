@@ -299,6 +299,8 @@ struct JsStream {
     /// time per small operation (a CPU profile of the insertOne benchmark).
     read: Function,
     write: Function,
+    /// The duplex's optional `isOpenAndIdle()`.
+    is_open_and_idle: Option<Function>,
     /// A `read()` in flight. Kept here, not in the read future, so that a read
     /// abandoned by a timeout loses no bytes: the next read picks its chunk up.
     reading: Option<JsFuture>,
@@ -319,6 +321,7 @@ impl JsStream {
         Ok(Box::new(JsStream {
             read: function(&duplex, "read")?,
             write: function(&duplex, "write")?,
+            is_open_and_idle: function(&duplex, "isOpenAndIdle").ok(),
             duplex,
             reading: None,
             chunk: None,
@@ -379,6 +382,20 @@ impl Stream for JsStream {
             }
             self.offset += n;
             Ok(n as usize)
+        })
+    }
+
+    /// Bytes read and not consumed are bytes no request asked for; otherwise the duplex
+    /// tells, when it has `isOpenAndIdle()` (the Node.js transport's does), and a duplex
+    /// without one cannot tell.
+    fn is_open_and_idle(&self) -> bool {
+        if self.unread() > 0 {
+            return false;
+        }
+        self.is_open_and_idle.as_ref().is_none_or(|method| {
+            method
+                .call0(&self.duplex)
+                .is_ok_and(|open| open.as_bool() != Some(false))
         })
     }
 

@@ -541,3 +541,59 @@ describe('SCRAM-SHA-256', BOUND, () => {
     }
   });
 });
+
+describe('idle connections', BOUND, () => {
+  let server;
+
+  before(async () => {
+    server = await startServer();
+  });
+
+  after(async () => {
+    await server?.stop();
+  });
+
+  it('replaces a pooled connection closed while it sat idle instead of failing the next command', BOUND, async () => {
+    // Every connection the transport opens, and whether it carried a ping (the pool's
+    // does; the monitor's do not).
+    const opened = [];
+    const transport = {
+      async connect(host, port, tls) {
+        const duplex = await nodeTransport.connect(host, port, tls);
+        const connection = { duplex, pinged: false };
+        opened.push(connection);
+        return {
+          read: () => duplex.read(),
+          write(bytes) {
+            if (commands(bytes).some((command) => 'ping' in command)) connection.pinged = true;
+            return duplex.write(bytes);
+          },
+          close: () => duplex.close(),
+          isOpenAndIdle: () => duplex.isOpenAndIdle(),
+        };
+      },
+    };
+    const client = new MongoClient(server.uri, { ...OPTIONS, transport });
+    const closed = [];
+    client.on('connectionClosed', (event) => closed.push(event.reason));
+    const now = performance.now;
+    try {
+      assert.equal((await client.db('admin').command({ ping: 1 })).ok, 1);
+      const pooled = opened.filter((connection) => connection.pinged);
+      assert.equal(pooled.length, 1);
+      // Ended as by the server closing it: the duplex now says it is not open.
+      pooled[0].duplex.close();
+      assert.equal(pooled[0].duplex.isOpenAndIdle(), false);
+      // The pool asks connections idle for a second: the clock is put ahead rather than
+      // waited on (the driver reads performance.now()).
+      performance.now = () => now.call(performance) + 2000;
+      // Not retried: on the closed connection it would fail.
+      assert.equal((await client.db('admin').command({ ping: 1 })).ok, 1);
+      assert.deepEqual(closed, ['error']);
+      assert.equal(opened.filter((connection) => connection.pinged).length, 2);
+    } finally {
+      performance.now = now;
+      await client.close();
+    }
+  });
+});

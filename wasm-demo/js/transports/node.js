@@ -67,6 +67,11 @@ class SocketDuplex {
     });
   }
 
+  /** Whether the socket is still open with nothing unread: asked of idle connections. */
+  isOpenAndIdle() {
+    return !this.#ended && this.#chunks.length === 0;
+  }
+
   close() {
     this.#socket.destroy();
     this.#finish(null);
