@@ -30,7 +30,7 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::{JoinHandle, JoinSet};
 
-use crate::mock::{frame, op_msg, query_document, read_frame};
+use crate::mock::{frame, is_hello, op_msg, query_document, read_frame};
 use crate::mongos_proxy::{Routed, Router};
 
 /// The replica set fields a mongos does not report.
@@ -242,14 +242,6 @@ fn request(header: &MessageHeader, body: &[u8]) -> (Vec<u8>, Kind) {
         }
         Err(_) => unchanged(),
     }
-}
-
-/// Whether `command` is a hello (`hello`, or legacy `isMaster`).
-pub(crate) fn is_hello(command: &Document) -> bool {
-    matches!(
-        command.keys().next().map(String::as_str),
-        Some("hello" | "isMaster" | "ismaster")
-    )
 }
 
 /// The reply to a command in a transaction, with a mongos's `recoveryToken` if it

@@ -54,6 +54,14 @@ pub fn mongos_hello() -> Document {
     reply
 }
 
+/// Whether `command` is a hello (`hello`, or legacy `isMaster`).
+pub fn is_hello(command: &Document) -> bool {
+    matches!(
+        command.keys().next().map(String::as_str),
+        Some("hello" | "isMaster" | "ismaster")
+    )
+}
+
 /// A listening socket the mock server accepts connections from.
 trait Listener: Send + 'static {
     /// An accepted connection.

@@ -35,7 +35,8 @@ use anymongo::wire::{op_code, MessageHeader, OpMsg};
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
-use crate::lb_proxy::{is_hello, is_ok, serve, Role};
+use crate::lb_proxy::{is_ok, serve, Role};
+use crate::mock::is_hello;
 use crate::mock::{frame, op_msg, query_document, split_frame};
 
 /// NoSuchTransaction, the error of a mongos that does not know the transaction.

@@ -5,12 +5,12 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use anymongo::bson::{doc, Document};
+use anymongo::bson::doc;
 use anymongo::client::MonitoringThreads;
 use anymongo::wire::{op_code, MessageHeader};
 use anymongo::{Client, Error, ErrorKind};
 use anymongo_tests::harness::within;
-use anymongo_tests::mock::{standalone_hello, Answer, MockServer};
+use anymongo_tests::mock::{is_hello, standalone_hello, Answer, MockServer};
 
 /// Every test ends within this, whatever the driver does.
 const BOUND: Duration = Duration::from_secs(20);
@@ -23,13 +23,6 @@ const MODES: [MonitoringThreads; 2] = [
     MonitoringThreads::Background,
     MonitoringThreads::SingleThreaded,
 ];
-
-fn is_hello(command: &Document) -> bool {
-    matches!(
-        command.keys().next().map(String::as_str),
-        Some("hello" | "isMaster" | "ismaster")
-    )
-}
 
 fn client(server: &MockServer, options: &str, monitoring: MonitoringThreads) -> Client {
     anymongo_tests::harness::client_at(server.address(), options, monitoring)

@@ -30,7 +30,7 @@ use anymongo::{Client, ClientOptions, Database, ServerAddress};
 use anymongo_tests::clock::AheadClock;
 use anymongo_tests::fake::FakeEstablish;
 use anymongo_tests::harness::within;
-use anymongo_tests::mock::{standalone_hello, Answer, MockServer};
+use anymongo_tests::mock::{is_hello, standalone_hello, Answer, MockServer};
 use anymongo_tests::server;
 use tokio::sync::{mpsc, watch, Barrier};
 use tokio::time::timeout;
@@ -536,13 +536,6 @@ fn idle_check_client(server: &MockServer) -> (Client, Arc<AheadClock>, Arc<Mutex
         Client::with_config(options, config, runtime).unwrap(),
         clock,
         events,
-    )
-}
-
-fn is_hello(command: &Document) -> bool {
-    matches!(
-        command.keys().next().map(String::as_str),
-        Some("hello" | "isMaster" | "ismaster")
     )
 }
 

@@ -6,10 +6,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
-use anymongo::bson::{doc, Document};
+use anymongo::bson::doc;
 use anymongo_tests::compression::CompressingServer;
 use anymongo_tests::harness;
-use anymongo_tests::mock::{standalone_hello, Answer, MockServer};
+use anymongo_tests::mock::{is_hello, standalone_hello, Answer, MockServer};
 use anymongo_tests::replica_set::MockReplicaSet;
 use anymongo_tests::server::{self, TestServer};
 use anymongo_tests::silent::SilentServer;
@@ -404,13 +404,6 @@ async fn idle_check_on_wasi(server: &MockServer, server_closes: bool) -> Vec<Str
     let status = child.0.wait().expect("wasmtime ends");
     assert!(status.success(), "{status}: {rest:?}");
     rest
-}
-
-fn is_hello(command: &Document) -> bool {
-    matches!(
-        command.keys().next().map(String::as_str),
-        Some("hello" | "isMaster" | "ismaster")
-    )
 }
 
 /// A connection the server closed while it sat idle is replaced at check-out on the
