@@ -4,17 +4,18 @@
 // data, alternating iteration by iteration (the first of the pair alternating between
 // rounds), as the Rust program does. Run by it (`--node`):
 //
-//   node bench.mjs URI quick|spec DATA_DIR MONGODB_DIR
+//   node bench.mjs URI quick|spec DATA_DIR MONGODB_DIR [ONLY]
 //
 // DATA_DIR holds the unpacked data sets; MONGODB_DIR a node_modules folder with the
-// official driver (./run.sh bench installs it into the cache, never into the repo).
+// official driver (./run.sh bench installs it into the cache, never into the repo);
+// ONLY, when given, runs only the tasks whose name contains it (any case), as --only.
 // Prints one JSON line per task: {task, anymongo, official} in MB/s, with iterations.
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { MongoClient as AnyClient } from '../../../wasm-demo/js/node.js';
 
-const [uri, rules, dataDir, mongodbDir] = process.argv.slice(2);
+const [uri, rules, dataDir, mongodbDir, only = ''] = process.argv.slice(2);
 const { MongoClient: OfficialClient } = createRequire(join(mongodbDir, 'x.js'))('mongodb');
 
 // The spec's iteration rules, or --quick's (see tests/bench/src/stats.rs).
@@ -114,6 +115,7 @@ const official = new OfficialClient(uri);
 await official.connect();
 try {
   for (const [name, megabytes, kind, before, run] of TASKS) {
+    if (!name.toLowerCase().includes(only.toLowerCase())) continue;
     await setup(official, kind);
     const a = { samples: [], spent: 0 };
     const o = { samples: [], spent: 0 };

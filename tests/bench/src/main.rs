@@ -22,7 +22,7 @@
 //!   --only TEXT           only the tasks whose name contains TEXT (any case; the
 //!                         parallel rows are "parallel", the cold start "cold start",
 //!                         the allocation counts and peak RSS "memory"; the wasip2
-//!                         column too, the Node.js column runs every task)
+//!                         and Node.js columns too)
 //!   --data DIR            the folder of the spec's *.tgz data sets
 //!   --json PATH           also write the results as JSON
 //! ```

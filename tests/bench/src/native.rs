@@ -336,7 +336,7 @@ async fn run_server(
             eprintln!(
                 "running the npm package and the official Node.js driver against {title} ..."
             );
-            node_column::run(uri, policy).await?
+            node_column::run(uri, policy, settings.only.as_deref().unwrap_or_default()).await?
         }
         false => Vec::new(),
     };

@@ -22,10 +22,11 @@ pub struct NodeRow {
     pub iterations: (u64, u64),
 }
 
-/// Runs `node/bench.mjs` against `uri`. Needs the npm package built
+/// Runs `node/bench.mjs` against `uri`, the tasks whose name contains `only` (any case;
+/// all of them when it is empty). Needs the npm package built
 /// (`wasm-demo/build.sh`, `npm ci` in wasm-demo) and the official driver installed in
 /// the cache's `bench-node` folder, as `./run.sh bench` does.
-pub async fn run(uri: &str, policy: Policy) -> Result<Vec<NodeRow>, String> {
+pub async fn run(uri: &str, policy: Policy, only: &str) -> Result<Vec<NodeRow>, String> {
     let quick = policy == Policy::QUICK;
     // Seven tasks, two drivers, the policy's time each, plus setup.
     let limit = Duration::from_secs(if quick { 600 } else { 5_000 });
@@ -36,6 +37,7 @@ pub async fn run(uri: &str, policy: Policy) -> Result<Vec<NodeRow>, String> {
         .arg(if quick { "quick" } else { "spec" })
         .arg(data::unpacked_dir())
         .arg(setup::cache_dir().join("bench-node"))
+        .arg(only)
         .stdout(Stdio::piped())
         .kill_on_drop(true)
         .spawn()
