@@ -33,6 +33,8 @@
 //!   and `find_one`, shared by the native test and the `round_trip` WASI binary.
 //! - [`cold_request`]: the child's side of the `cold_request` binary's measurement
 //!   (a cold and a warm request behind [`latency`]'s proxy), native and WASI.
+//! - [`pool_events`]: a client's connection pool events, recorded in order, and the
+//!   connections closed and created among them.
 //! - [`probe`]: a scripted series of operations that reports the topology after each,
 //!   run by the `topology` binary natively and under WASI.
 //! - [`setup`]: the cache of tools installed by `tests/setup.sh`.
@@ -64,6 +66,7 @@ pub mod load_balancer;
 pub mod mock;
 #[cfg(not(target_os = "wasi"))]
 pub mod mongos_proxy;
+pub mod pool_events;
 pub mod probe;
 #[cfg(not(target_os = "wasi"))]
 pub mod replica_set;

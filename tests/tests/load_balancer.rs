@@ -35,6 +35,7 @@ use anymongo::transactions::TransactionOptions;
 use anymongo::{Client, ClientOptions, ErrorKind};
 use anymongo_tests::lb_proxy::LoadBalancerProxy;
 use anymongo_tests::load_balancer::{MockLoadBalancer, BACKENDS};
+use anymongo_tests::pool_events::closed_connections;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
@@ -243,20 +244,6 @@ fn pool_cleared_events(events: &[CmapEvent]) -> Vec<Option<ObjectId>> {
         .iter()
         .filter_map(|event| match event {
             CmapEvent::PoolCleared { service_id, .. } => Some(*service_id),
-            _ => None,
-        })
-        .collect()
-}
-
-fn closed_connections(events: &[CmapEvent]) -> Vec<(u32, ConnectionClosedReason)> {
-    events
-        .iter()
-        .filter_map(|event| match event {
-            CmapEvent::ConnectionClosed {
-                connection_id,
-                reason,
-                ..
-            } => Some((*connection_id, *reason)),
             _ => None,
         })
         .collect()

@@ -441,23 +441,15 @@ async fn a_cursor_answered_only_empty_batches_fails_and_is_killed() {
 
 #[tokio::test]
 async fn a_command_abandoned_mid_flight_closes_its_connection() {
-    use anymongo::client::ClientConfig;
     use anymongo::cmap::{CmapEvent, ConnectionClosedReason};
-    use std::sync::{Arc, Mutex};
+    use anymongo_tests::pool_events::{closed_connections, PoolEvents};
 
-    let events = Arc::new(Mutex::new(Vec::new()));
-    let recorded = events.clone();
-    let config = ClientConfig {
-        cmap_event_handler: Some(Arc::new(move |event: &CmapEvent| {
-            recorded.lock().unwrap().push(event.clone());
-        })),
-        ..ClientConfig::default()
-    };
+    let events = PoolEvents::default();
     // The fail point only blocks this client's connections (appName), so the shared
     // server's other users go on unhindered.
     let uri = format!("{}?appName=abandoned", shared_uri());
     let options = anymongo::ClientOptions::parse(&uri).unwrap();
-    let client = Client::with_config(options, config, anymongo_native::runtime()).unwrap();
+    let client = Client::with_config(options, events.config(), anymongo_native::runtime()).unwrap();
     let admin = client.database("admin");
     admin
         .run_command(doc! {
@@ -478,19 +470,7 @@ async fn a_command_abandoned_mid_flight_closes_its_connection() {
         abandoned.is_err(),
         "the command should still be blocked: {abandoned:?}"
     );
-    let closed: Vec<_> = events
-        .lock()
-        .unwrap()
-        .iter()
-        .filter_map(|event| match event {
-            CmapEvent::ConnectionClosed {
-                connection_id,
-                reason,
-                ..
-            } => Some((*connection_id, *reason)),
-            _ => None,
-        })
-        .collect();
+    let closed = closed_connections(&events.lock());
     assert_eq!(
         closed.len(),
         1,
@@ -506,7 +486,6 @@ async fn a_command_abandoned_mid_flight_closes_its_connection() {
     assert_eq!(reply.get_f64("ok").ok(), Some(1.0));
     let checked_out: Vec<u32> = events
         .lock()
-        .unwrap()
         .iter()
         .filter_map(|event| match event {
             CmapEvent::ConnectionCheckedOut { connection_id, .. } => Some(*connection_id),

@@ -18,19 +18,20 @@
 //! counts. Every wait is bounded; nothing sleeps to synchronise.
 
 use std::collections::{BTreeMap, VecDeque};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anymongo::bson::{doc, Bson, Document};
-use anymongo::client::ClientConfig;
 use anymongo::cmap::{
     CheckedOut, CmapEvent, ConnectionClosedReason, ConnectionPool, PoolOptions, IDLE_CHECK_AFTER,
 };
+use anymongo::event::EventHandler;
 use anymongo::{Client, ClientOptions, Database, ServerAddress};
 use anymongo_tests::clock::AheadClock;
 use anymongo_tests::fake::FakeEstablish;
 use anymongo_tests::harness::within;
 use anymongo_tests::mock::{is_hello, standalone_hello, Answer, MockServer};
+use anymongo_tests::pool_events::{closed_connections, created_connections, PoolEvents};
 use anymongo_tests::server;
 use tokio::sync::{mpsc, watch, Barrier};
 use tokio::time::timeout;
@@ -43,10 +44,6 @@ const TASKS: usize = 200;
 const BOUND: Duration = Duration::from_secs(60);
 /// The bound on one wait inside a test.
 const WAIT: Duration = Duration::from_secs(20);
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
 
 /// The counts of one pool, replayed from its events.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -191,15 +188,8 @@ async fn two_hundred_client_tasks_share_ten_connections() {
     let options = ClientOptions::parse(&format!("{uri}{separator}maxPoolSize={MAX_POOL_SIZE}"))
         .expect("valid URI");
     assert_eq!(options.max_pool_size, MAX_POOL_SIZE);
-    let events = Arc::new(Mutex::new(Vec::<CmapEvent>::new()));
-    let recorder = events.clone();
-    let config = ClientConfig {
-        cmap_event_handler: Some(Arc::new(move |event: &CmapEvent| {
-            lock(&recorder).push(event.clone());
-        })),
-        ..ClientConfig::default()
-    };
-    let client = Client::with_config(options, config, anymongo_native::runtime()).unwrap();
+    let events = PoolEvents::default();
+    let client = Client::with_config(options, events.config(), anymongo_native::runtime()).unwrap();
     let db = client.database("pool_load");
     let _ = db.run_command(doc! { "drop": "items" }).await;
 
@@ -240,7 +230,7 @@ async fn two_hundred_client_tasks_share_ten_connections() {
     eprintln!("{TASKS} client tasks, 4 commands each, ended in {elapsed:.2?}");
 
     // Every task has ended: no connection may still be lent, and those open are idle.
-    let pools = tally(&lock(&events));
+    let pools = tally(&events.lock());
     assert!(!pools.is_empty(), "no pool event was recorded");
     for (pool, tally) in &pools {
         assert_bounded_and_balanced(pool, tally);
@@ -266,7 +256,7 @@ async fn two_hundred_client_tasks_share_ten_connections() {
     // Closing the client closes its pools, and with them every connection they made.
     drop(db);
     drop(client);
-    let pools = tally(&lock(&events));
+    let pools = tally(&events.lock());
     for (pool, tally) in &pools {
         assert!(
             tally.pool_closed,
@@ -289,9 +279,7 @@ type Fake = CheckedOut<FakeEstablish>;
 
 /// A ready pool of fake connections of maxPoolSize [`MAX_POOL_SIZE`] (on the native
 /// runtime's clock and spawner) whose events go to `handler`.
-fn fake_pool(
-    handler: impl Fn(&CmapEvent) + Send + Sync + 'static,
-) -> ConnectionPool<FakeEstablish> {
+fn fake_pool(handler: EventHandler<CmapEvent>) -> ConnectionPool<FakeEstablish> {
     let runtime = anymongo_native::runtime();
     let options = PoolOptions {
         max_pool_size: MAX_POOL_SIZE,
@@ -303,7 +291,7 @@ fn fake_pool(
         FakeEstablish,
         runtime.clock,
         runtime.spawner,
-        Some(Arc::new(handler)),
+        Some(handler),
     )
     .unwrap();
     pool.ready();
@@ -353,9 +341,9 @@ fn brief(event: &CmapEvent) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn the_wait_queue_is_served_in_arrival_order() {
     let (sender, mut events) = watch::channel(Vec::<CmapEvent>::new());
-    let pool = Arc::new(fake_pool(move |event: &CmapEvent| {
+    let pool = Arc::new(fake_pool(Arc::new(move |event: &CmapEvent| {
         sender.send_modify(|events| events.push(event.clone()));
-    }));
+    })));
     let max = MAX_POOL_SIZE as usize;
 
     let run = async {
@@ -462,11 +450,8 @@ async fn the_wait_queue_is_served_in_arrival_order() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn two_hundred_tasks_churning_stay_within_ten_connections() {
     const ROUNDS: usize = 20;
-    let events = Arc::new(Mutex::new(Vec::<CmapEvent>::new()));
-    let recorder = events.clone();
-    let pool = Arc::new(fake_pool(move |event: &CmapEvent| {
-        lock(&recorder).push(event.clone());
-    }));
+    let events = PoolEvents::default();
+    let pool = Arc::new(fake_pool(events.handler()));
 
     let barrier = Arc::new(Barrier::new(TASKS));
     let tasks: Vec<_> = (0..TASKS)
@@ -505,7 +490,7 @@ async fn two_hundred_tasks_churning_stay_within_ten_connections() {
     assert!(failures.is_empty(), "{failures:#?}");
 
     assert_at_rest(&pool);
-    let counts = &tally(&lock(&events))["fake:27017"];
+    let counts = &tally(&events.lock())["fake:27017"];
     assert_bounded_and_balanced("fake pool", counts);
     assert_eq!(counts.checked_out, TASKS * ROUNDS);
     assert_eq!(counts.open(), pool.total_connection_count() as usize);
@@ -516,46 +501,26 @@ async fn two_hundred_tasks_churning_stay_within_ten_connections() {
 // ----------------------------------------------------------------------------------
 
 /// A client of the mock `server` on a clock the test moves, recording the pool's events.
-fn idle_check_client(server: &MockServer) -> (Client, Arc<AheadClock>, Arc<Mutex<Vec<CmapEvent>>>) {
+fn idle_check_client(server: &MockServer) -> (Client, Arc<AheadClock>, PoolEvents) {
     let mut runtime = anymongo_native::runtime();
     // The pool asks a connection whether it is still open once it has sat idle for
     // IDLE_CHECK_AFTER: the test puts the clock ahead rather than wait that long.
     let clock = Arc::new(AheadClock::new(runtime.clock.clone()));
     runtime.clock = clock.clone();
-    let events = Arc::new(Mutex::new(Vec::<CmapEvent>::new()));
-    let recorder = events.clone();
-    let config = ClientConfig {
-        cmap_event_handler: Some(Arc::new(move |event: &CmapEvent| {
-            lock(&recorder).push(event.clone());
-        })),
-        ..ClientConfig::default()
-    };
+    let events = PoolEvents::default();
     let uri = format!("mongodb://{}/?directConnection=true", server.address());
     let options = ClientOptions::parse(&uri).unwrap();
     (
-        Client::with_config(options, config, runtime).unwrap(),
+        Client::with_config(options, events.config(), runtime).unwrap(),
         clock,
         events,
     )
 }
 
 /// (id, reason) of every ConnectionClosed, and how many connections were created.
-fn closed_and_created(
-    events: &Mutex<Vec<CmapEvent>>,
-) -> (Vec<(u32, ConnectionClosedReason)>, usize) {
-    let events = lock(events);
-    let closed = events
-        .iter()
-        .filter_map(|event| match event {
-            CmapEvent::ConnectionClosed {
-                connection_id,
-                reason,
-                ..
-            } => Some((*connection_id, *reason)),
-            _ => None,
-        })
-        .collect();
-    (closed, count(&events, "ConnectionCreatedEvent"))
+fn closed_and_created(events: &PoolEvents) -> (Vec<(u32, ConnectionClosedReason)>, usize) {
+    let events = events.lock();
+    (closed_connections(&events), created_connections(&events))
 }
 
 #[tokio::test]

@@ -7,14 +7,14 @@
 //! lines. Exits 0 when both pings succeeded, 1 otherwise, 2 for a usage error.
 
 use std::io::BufRead;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use anymongo::bson::doc;
-use anymongo::client::ClientConfig;
-use anymongo::cmap::{CmapEvent, IDLE_CHECK_AFTER};
+use anymongo::cmap::IDLE_CHECK_AFTER;
 use anymongo::rt::Runtime;
 use anymongo::{Client, ClientOptions};
 use anymongo_tests::clock::AheadClock;
+use anymongo_tests::pool_events::{closed_connections, created_connections, PoolEvents};
 
 fn main() {
     let Some(uri) = std::env::args().nth(1) else {
@@ -31,17 +31,9 @@ fn main() {
 async fn run(uri: String, mut runtime: Runtime) -> bool {
     let clock = Arc::new(AheadClock::new(runtime.clock.clone()));
     runtime.clock = clock.clone();
-    let events = Arc::new(Mutex::new(Vec::<CmapEvent>::new()));
-    let recorder = events.clone();
-    let config = ClientConfig {
-        cmap_event_handler: Some(Arc::new(move |event: &CmapEvent| {
-            let mut events = recorder.lock().unwrap_or_else(PoisonError::into_inner);
-            events.push(event.clone());
-        })),
-        ..ClientConfig::default()
-    };
+    let events = PoolEvents::default();
     let client = match ClientOptions::parse(&uri)
-        .and_then(|options| Client::with_config(options, config, runtime))
+        .and_then(|options| Client::with_config(options, events.config(), runtime))
     {
         Ok(client) => client,
         Err(error) => {
@@ -61,22 +53,11 @@ async fn run(uri: String, mut runtime: Runtime) -> bool {
     clock.put_ahead(IDLE_CHECK_AFTER * 2);
     let second = db.run_command(doc! { "ping": 1 }).await;
     report("second", &second);
-    let events = events.lock().unwrap_or_else(PoisonError::into_inner);
-    for event in events.iter() {
-        if let CmapEvent::ConnectionClosed {
-            connection_id,
-            reason,
-            ..
-        } = event
-        {
-            println!("closed: {connection_id} {reason:?}");
-        }
+    let events = events.lock();
+    for (connection_id, reason) in closed_connections(&events) {
+        println!("closed: {connection_id} {reason:?}");
     }
-    let created = events
-        .iter()
-        .filter(|event| matches!(event, CmapEvent::ConnectionCreated { .. }))
-        .count();
-    println!("created: {created}");
+    println!("created: {}", created_connections(&events));
     first.is_ok() && second.is_ok()
 }
 

@@ -1,0 +1,66 @@
+//! A client's connection pool events (CMAP spec, "Events"), recorded in the order the
+//! pools deliver them, and the questions tests ask of them.
+//!
+//! ```
+//! use anymongo::cmap::CmapEvent;
+//! use anymongo_tests::pool_events::{closed_connections, PoolEvents};
+//!
+//! let events = PoolEvents::default();
+//! // `events.config()` is the `ClientConfig` of a client whose pools record here.
+//! let _config = events.config();
+//! assert!(closed_connections(&events.lock()).is_empty());
+//! ```
+
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use anymongo::client::ClientConfig;
+use anymongo::cmap::{CmapEvent, ConnectionClosedReason};
+use anymongo::event::EventHandler;
+
+/// The pool events of a client, in order. Clones share one record.
+#[derive(Clone, Default)]
+pub struct PoolEvents(Arc<Mutex<Vec<CmapEvent>>>);
+
+impl PoolEvents {
+    /// The default `ClientConfig`, with [`PoolEvents::handler`] for the pools' events.
+    pub fn config(&self) -> ClientConfig {
+        ClientConfig {
+            cmap_event_handler: Some(self.handler()),
+            ..ClientConfig::default()
+        }
+    }
+
+    /// A handler that records each event here.
+    pub fn handler(&self) -> EventHandler<CmapEvent> {
+        let events = self.clone();
+        Arc::new(move |event: &CmapEvent| events.lock().push(event.clone()))
+    }
+
+    /// The events so far. A test that panicked while holding the lock does not hide
+    /// them from the next reader.
+    pub fn lock(&self) -> MutexGuard<'_, Vec<CmapEvent>> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// `(connection id, reason)` of every ConnectionClosed in `events`, in order.
+pub fn closed_connections(events: &[CmapEvent]) -> Vec<(u32, ConnectionClosedReason)> {
+    events
+        .iter()
+        .filter_map(|event| match event {
+            CmapEvent::ConnectionClosed {
+                connection_id,
+                reason,
+                ..
+            } => Some((*connection_id, *reason)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// How many ConnectionCreated events `events` holds.
+pub fn created_connections(events: &[CmapEvent]) -> usize {
+    (events.iter())
+        .filter(|event| matches!(event, CmapEvent::ConnectionCreated { .. }))
+        .count()
+}
