@@ -517,10 +517,32 @@ fn idle_check_client(server: &MockServer) -> (Client, Arc<AheadClock>, PoolEvent
     )
 }
 
+/// Pings `server` with [`idle_check_client`]; when `server_closes`, waits until the
+/// server has closed that connection; puts the clock past the pool's idle check and
+/// pings again (`ping` is not retried: on a closed connection it would fail). Returns
 /// (id, reason) of every ConnectionClosed, and how many connections were created.
-fn closed_and_created(events: &PoolEvents) -> (Vec<(u32, ConnectionClosedReason)>, usize) {
-    let events = events.lock();
-    (closed_connections(&events), created_connections(&events))
+async fn ping_idle_ping(
+    server: &MockServer,
+    server_closes: bool,
+) -> (Vec<(u32, ConnectionClosedReason)>, usize) {
+    let (client, clock, events) = idle_check_client(server);
+    let db = client.database("admin");
+    within(WAIT, db.run_command(doc! { "ping": 1 }))
+        .await
+        .expect("the first ping");
+    if server_closes {
+        within(WAIT, server.closed_connections(1)).await;
+    }
+    clock.put_ahead(IDLE_CHECK_AFTER * 2);
+    within(WAIT, db.run_command(doc! { "ping": 1 }))
+        .await
+        .expect("the ping after the connection sat idle");
+    let seen = {
+        let events = events.lock();
+        (closed_connections(&events), created_connections(&events))
+    };
+    client.close().await;
+    seen
 }
 
 #[tokio::test]
@@ -531,21 +553,9 @@ async fn a_connection_the_server_closed_while_idle_is_replaced_at_check_out() {
         false => Answer::ReplyAndClose(doc! { "ok": 1 }),
     })
     .await;
-    let (client, clock, events) = idle_check_client(&server);
-    let db = client.database("admin");
-    within(WAIT, db.run_command(doc! { "ping": 1 }))
-        .await
-        .expect("the first ping");
-    within(WAIT, server.closed_connections(1)).await;
-    clock.put_ahead(IDLE_CHECK_AFTER * 2);
-    // Not retryable: on the closed connection it would fail.
-    within(WAIT, db.run_command(doc! { "ping": 1 }))
-        .await
-        .expect("the ping after the server closed the idle connection");
-    let (closed, created) = closed_and_created(&events);
+    let (closed, created) = ping_idle_ping(&server, true).await;
     assert_eq!(closed, [(1, ConnectionClosedReason::Error)]);
     assert_eq!(created, 2);
-    client.close().await;
 }
 
 #[tokio::test]
@@ -555,15 +565,5 @@ async fn a_connection_still_open_after_sitting_idle_is_used_again() {
         false => doc! { "ok": 1 },
     })
     .await;
-    let (client, clock, events) = idle_check_client(&server);
-    let db = client.database("admin");
-    within(WAIT, db.run_command(doc! { "ping": 1 }))
-        .await
-        .expect("the first ping");
-    clock.put_ahead(IDLE_CHECK_AFTER * 2);
-    within(WAIT, db.run_command(doc! { "ping": 1 }))
-        .await
-        .expect("the second ping");
-    assert_eq!(closed_and_created(&events), (vec![], 1));
-    client.close().await;
+    assert_eq!(ping_idle_ping(&server, false).await, (vec![], 1));
 }
