@@ -166,6 +166,7 @@ const RAW_ARRAY: &str = "$__private__bson_RawArray";
 /// Appends the key of an element (BSON spec: `element ::= type e_name value`): a
 /// placeholder for the type, which the value fills in, and the name as a C string.
 /// Returns where the type goes. A name with a NUL byte cannot be a C string.
+#[inline(always)]
 fn element(out: &mut Vec<u8>, name: &str) -> Result<usize, Declined> {
     let name = name.as_bytes();
     if has_nul(name) {
@@ -181,6 +182,7 @@ fn element(out: &mut Vec<u8>, name: &str) -> Result<usize, Declined> {
 
 /// Whether `bytes` holds a NUL byte, eight bytes at a time (names are short, and a
 /// byte-by-byte loop was the largest cost of writing a nested document, per perf).
+#[inline(always)]
 fn has_nul(bytes: &[u8]) -> bool {
     const ONES: u64 = u64::from_le_bytes([0x01; 8]);
     const HIGHS: u64 = u64::from_le_bytes([0x80; 8]);
@@ -570,6 +572,26 @@ impl Compound<'_> {
         }
     }
 
+    /// Writes the key of a map's entry: returns where its type goes, and whether it is
+    /// an `_id` to note.
+    fn key<T: Serialize + ?Sized>(&mut self, key: &T) -> Result<(usize, bool), Declined> {
+        let out = &mut *self.out;
+        let noted = self.id.is_some();
+        let written = key.serialize(Text(|name: &str| {
+            Ok((element(out, name)?, noted && name == "_id"))
+        }))?;
+        self.count += 1;
+        Ok(written)
+    }
+
+    /// Writes the value of the map entry whose key [`Compound::key`] wrote.
+    fn entry_value<T: Serialize + ?Sized>(&mut self, key: (usize, bool), value: &T) -> Outcome {
+        let (kind_at, is_id) = key;
+        self.value(kind_at, value)?;
+        self.note(kind_at, is_id);
+        Ok(())
+    }
+
     fn item<T: Serialize + ?Sized>(&mut self, value: &T) -> Outcome {
         let kind_at = index_element(self.out, self.count);
         self.count += 1;
@@ -631,20 +653,24 @@ impl ser::SerializeMap for Compound<'_> {
     type Error = Declined;
 
     fn serialize_key<T: Serialize + ?Sized>(&mut self, key: &T) -> Outcome {
-        let out = &mut *self.out;
-        let noted = self.id.is_some();
-        self.pending = Some(key.serialize(Text(|name: &str| {
-            Ok((element(out, name)?, noted && name == "_id"))
-        }))?);
-        self.count += 1;
+        self.pending = Some(self.key(key)?);
         Ok(())
     }
 
     fn serialize_value<T: Serialize + ?Sized>(&mut self, value: &T) -> Outcome {
-        let (kind_at, is_id) = self.pending.take().ok_or(Unsupported)?;
-        self.value(kind_at, value)?;
-        self.note(kind_at, is_id);
-        Ok(())
+        let key = self.pending.take().ok_or(Unsupported)?;
+        self.entry_value(key, value)
+    }
+
+    // What a `Document` and a `HashMap` call: the key and its value at once, without
+    // parking the key in `pending` (fewer instructions per element, per cachegrind).
+    fn serialize_entry<K: Serialize + ?Sized, V: Serialize + ?Sized>(
+        &mut self,
+        key: &K,
+        value: &V,
+    ) -> Outcome {
+        let key = self.key(key)?;
+        self.entry_value(key, value)
     }
 
     fn end(self) -> Outcome {
@@ -1192,6 +1218,34 @@ mod tests {
         assert!(written_here(
             &doc! { "in": [special.clone(), { "n": special }] }
         ));
+    }
+
+    #[test]
+    fn a_map_written_key_then_value_is_the_same_as_entry_by_entry() {
+        // serde's maps and `Document` call `serialize_entry`; a hand-written
+        // `Serialize` may call `serialize_key` and `serialize_value` instead.
+        struct Split;
+        impl Serialize for Split {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                use serde::ser::SerializeMap;
+                let mut map = serializer.serialize_map(None)?;
+                map.serialize_key("_id")?;
+                map.serialize_value(&7)?;
+                map.serialize_key("a")?;
+                map.serialize_value(&doc! { "b": [1, "two"] })?;
+                map.end()
+            }
+        }
+        same(&Split);
+        assert!(written_here(&Split));
+        let mut bytes = Vec::new();
+        let id = serialize_noting_id(&Split, &mut bytes).unwrap();
+        // `{` length, then `_id`: type, "_id\0", an int32.
+        assert_eq!(id, IdElement::At(4..4 + 1 + 4 + 4));
+        assert_eq!(
+            bytes,
+            serialize_to_vec(&doc! { "_id": 7, "a": { "b": [1, "two"] } }).unwrap()
+        );
     }
 
     #[test]
