@@ -320,14 +320,24 @@ impl Shared {
         read(self.state().description.description())
     }
 
-    /// Applies a server's new description and acts on the update.
-    fn apply(self: &Arc<Self>, description: ServerDescription) {
+    /// Applies a server's new description and acts on the update. `ready`, a server
+    /// a check found known, has its pool marked ready in the same step, under the
+    /// topology's lock: whoever selects the server then finds its pool serving, and
+    /// an operation's error (which marks the server Unknown and clears the pool in
+    /// one step too, [`Shared::handle_application_error`]) comes wholly before or
+    /// wholly after. Between the two steps, such an error's clear left a server
+    /// selectable with its pool paused, and a retry failed on it.
+    fn apply(self: &Arc<Self>, description: ServerDescription, ready: Option<&Server>) {
         let mut state = self.state_for_update();
         if state.closed {
             return;
         }
+        let ready = ready.map(|server| server.pool.ready_then());
         let update = state.description.apply(description);
         self.act_on(state, update);
+        if let Some(ready) = ready {
+            ready.finish();
+        }
     }
 
     /// Starts and stops monitors for added and removed servers, publishes the
@@ -439,14 +449,18 @@ impl Shared {
             state.stale = true;
             server.monitor.request_check();
         }
-        self.act_on(state, response.update);
         // The pool is cleared after the server is marked Unknown (SDAM spec, "Error
-        // handling": "mark the server Unknown ... clear the connection pool").
-        if response.clear_pool {
-            // Unless another error of the same generation cleared it meanwhile.
+        // handling": "mark the server Unknown ... clear the connection pool"), in the
+        // same step, under the topology's lock (see `apply`); unless another error of
+        // the same generation cleared it meanwhile.
+        let cleared = response.clear_pool.then(|| {
             server
                 .pool
-                .clear_generation(connection.service_id, pool_generation, false);
+                .clear_generation_then(connection.service_id, pool_generation, false)
+        });
+        self.act_on(state, response.update);
+        if let Some(cleared) = cleared {
+            cleared.finish();
         }
     }
 

@@ -143,12 +143,10 @@ impl Shared {
         let mut description =
             ServerDescription::from_hello(server.address.clone(), reply, average, Some(now));
         description.min_round_trip_time = minimum;
-        if description.server_type != ServerType::Unknown {
-            // Ready before the description is applied: whoever selects the server
-            // finds its pool serving (CMAP spec, "Connection Pool Behaviour").
-            server.pool.ready();
-        }
-        self.apply(description);
+        // A known server's pool is ready by the time selection can see it (CMAP spec,
+        // "Connection Pool Behaviour").
+        let known = description.server_type != ServerType::Unknown;
+        self.apply(description, known.then_some(server));
     }
 
     /// A check of `server` on the monitoring connection `connection` failed: publish
@@ -173,12 +171,10 @@ impl Shared {
         // "Measuring RTT").
         lock(&server.rtt).reset();
         let now = self.runtime.clock.now();
-        self.apply(ServerDescription::from_error(
-            server.address.clone(),
-            error,
+        self.apply(
+            ServerDescription::from_error(server.address.clone(), error, None, Some(now)),
             None,
-            Some(now),
-        ));
+        );
         // After a network timeout, connections in use are presumed dead as well
         // (server-monitoring.md, "Network or command error during server check").
         let timed_out = matches!(error.kind(), ErrorKind::Timeout { .. });

@@ -206,6 +206,37 @@ struct Pending {
     interrupt: Arc<Interrupt>,
 }
 
+/// What a pool's change of state leaves to do once the caller holds no lock of its
+/// own: deliver the queued events (a listener may call back into the client), fire
+/// the interrupts, wake the check-outs and the background task. Dropping it does the
+/// same, so that nothing is left undone on an early return.
+#[must_use = "finish() it once no lock is held"]
+pub(crate) struct Aftermath<'a, E: Establish> {
+    /// The pool, when its state changed (nothing is left to do otherwise).
+    pool: Option<&'a ConnectionPool<E>>,
+    interrupts: Vec<Arc<Interrupt>>,
+}
+
+impl<E: Establish> Aftermath<'_, E> {
+    /// Does it now.
+    pub(crate) fn finish(self) {}
+}
+
+impl<E: Establish> Drop for Aftermath<'_, E> {
+    fn drop(&mut self) {
+        let Some(pool) = self.pool else {
+            return;
+        };
+        let inner = &pool.inner;
+        inner.events.flush();
+        for interrupt in self.interrupts.drain(..) {
+            interrupt.fire();
+        }
+        inner.changed.notify_all();
+        inner.maintenance.notify_all();
+    }
+}
+
 /// Set when a clear interrupts a pending or in-use connection.
 #[derive(Debug, Default)]
 struct Interrupt {
@@ -340,19 +371,27 @@ impl<E: Establish> ConnectionPool<E> {
     /// Marks a paused pool ready (PoolReady), so that check-outs are served and
     /// minPoolSize is maintained. Does nothing to a ready or closed pool.
     pub fn ready(&self) {
+        self.ready_then().finish();
+    }
+
+    /// [`ready`](Self::ready), leaving the event's delivery and the wake-ups to the
+    /// [`Aftermath`], for a caller that holds a lock a listener might want (the
+    /// topology's: the pool must be ready in the same step that makes its server
+    /// selectable).
+    pub(crate) fn ready_then(&self) -> Aftermath<'_, E> {
         let inner = &self.inner;
-        {
-            let mut state = inner.state();
-            if state.status != PoolState::Paused {
-                return;
-            }
+        let mut state = inner.state();
+        let paused = state.status == PoolState::Paused;
+        if paused {
             state.status = PoolState::Ready;
             inner.events.queue_with(|| CmapEvent::PoolReady {
                 address: inner.address.clone(),
             });
         }
-        inner.events.flush();
-        inner.maintenance.notify_all();
+        Aftermath {
+            pool: paused.then_some(self),
+            interrupts: Vec::new(),
+        }
     }
 
     /// Clears the pool: every connection of the current generation becomes stale and
@@ -369,7 +408,7 @@ impl<E: Establish> ConnectionPool<E> {
     /// [`CheckedOut::is_interrupted`], [`CheckedOut::interrupted`] and
     /// [`CheckedOut::check_interrupted`].
     pub fn clear(&self, service_id: Option<ObjectId>, interrupt_in_use: bool) {
-        self.clear_if(service_id, None, interrupt_in_use);
+        self.clear_if(service_id, None, interrupt_in_use).finish();
     }
 
     /// [`clear`](Self::clear), unless the generation (of `service_id`, in
@@ -381,7 +420,20 @@ impl<E: Establish> ConnectionPool<E> {
         generation: u32,
         interrupt_in_use: bool,
     ) {
-        self.clear_if(service_id, Some(generation), interrupt_in_use);
+        self.clear_generation_then(service_id, generation, interrupt_in_use)
+            .finish();
+    }
+
+    /// [`clear_generation`](Self::clear_generation), leaving the events' delivery and
+    /// the wake-ups to the [`Aftermath`], as [`ready_then`](Self::ready_then) does: the
+    /// topology clears a pool in the same step that marks its server Unknown.
+    pub(crate) fn clear_generation_then(
+        &self,
+        service_id: Option<ObjectId>,
+        generation: u32,
+        interrupt_in_use: bool,
+    ) -> Aftermath<'_, E> {
+        self.clear_if(service_id, Some(generation), interrupt_in_use)
     }
 
     fn clear_if(
@@ -389,14 +441,17 @@ impl<E: Establish> ConnectionPool<E> {
         service_id: Option<ObjectId>,
         expected_generation: Option<u32>,
         interrupt_in_use: bool,
-    ) {
+    ) -> Aftermath<'_, E> {
         let inner = &self.inner;
         let mut interrupts = Vec::new();
         {
             let mut state = inner.state();
             let state = &mut *state;
             if state.status == PoolState::Closed {
-                return;
+                return Aftermath {
+                    pool: None,
+                    interrupts,
+                };
             }
             let service_id = service_id.filter(|_| inner.options.load_balanced);
             if let Some(expected) = expected_generation {
@@ -405,7 +460,10 @@ impl<E: Establish> ConnectionPool<E> {
                     None => Some(state.generation),
                 };
                 if current.is_some_and(|current| current != expected) {
-                    return;
+                    return Aftermath {
+                        pool: None,
+                        interrupts,
+                    };
                 }
             }
             let emit = match service_id {
@@ -464,12 +522,10 @@ impl<E: Establish> ConnectionPool<E> {
                 });
             }
         }
-        inner.events.flush();
-        for interrupt in interrupts {
-            interrupt.fire();
+        Aftermath {
+            pool: Some(self),
+            interrupts,
         }
-        inner.changed.notify_all();
-        inner.maintenance.notify_all();
     }
 
     /// Closes the pool for good: its available connections are closed, then
