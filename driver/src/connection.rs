@@ -304,7 +304,14 @@ impl Connection {
         let reply = self
             .round_trip(&frame, request_id, clock, self.socket_timeout)
             .await?;
-        let reply = command_reply(reply)?;
+        let mut reply = command_reply(reply)?;
+        // The speculative reply (for SCRAM the server-first message: nonce, salt,
+        // iteration count) is for the authentication conversation only, never kept in
+        // the hello that the connection, the topology, its events and its Debug output
+        // keep: the Command Logging and Monitoring spec treats it as sensitive
+        // ("Security").
+        let speculative = reply.remove("speculativeAuthenticate");
+        let speculative = speculative.as_ref().and_then(Bson::as_document);
         let hello = HelloReply::parse(reply)?;
         // Set once, here: the handshake runs once per connection.
         let _ = hello_seen.set(hello.service_id);
@@ -331,11 +338,10 @@ impl Connection {
                 }
             });
         if let (Some(auth), Some(auth_settings)) = (auth, &settings.auth) {
-            self.authenticate(auth, &hello.raw, auth_settings, clock)
+            self.authenticate(auth, &hello.raw, speculative, auth_settings, clock)
                 .await?;
         }
         if let Some((oidc, mut cache)) = oidc {
-            let speculative = hello.raw.get_document("speculativeAuthenticate").ok();
             if !oidc.speculative_done(&mut cache, speculative) {
                 let context = self.oidc_context(&settings.target.host, clock);
                 let mut sender = SaslCommands {
@@ -390,12 +396,13 @@ impl Connection {
         &mut self,
         auth: ConnectionAuth,
         hello_reply: &Document,
+        speculative: Option<&Document>,
         settings: &AuthSettings,
         clock: &dyn Clock,
     ) -> Result<()> {
         let source = settings.credential.effective_source();
         let key_derivation = settings.context.key_derivation.as_deref();
-        let (mechanism, mut conversation, mut step) = auth.after_hello(hello_reply)?;
+        let (mechanism, mut conversation, mut step) = auth.after_hello(hello_reply, speculative)?;
         while let Some(mut command) =
             auth::next_command(conversation.as_mut(), step, clock, key_derivation).await?
         {

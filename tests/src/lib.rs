@@ -7,6 +7,8 @@
 //! - [`mock`]: a scripted mock server speaking OP_QUERY and OP_MSG.
 //! - [`compression`]: a mock server that speaks OP_COMPRESSED and insists on it, with
 //!   an in-memory collection and a count of the bytes on the wire.
+//! - [`counting`]: a transport that counts each connection's messages and tells
+//!   whether the driver still holds its socket.
 //! - [`fake`]: fake connections, for measuring and testing pools by themselves.
 //! - [`fuzz`]: the mutation fuzzer of the parsers facing the network (the `fuzz`
 //!   binary runs it).
@@ -47,6 +49,7 @@ pub mod clock;
 pub mod cold_request;
 #[cfg(not(target_os = "wasi"))]
 pub mod compression;
+pub mod counting;
 pub mod demo;
 #[cfg(not(target_os = "wasi"))]
 pub mod dns;

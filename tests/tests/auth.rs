@@ -2,15 +2,14 @@
 //! SCRAM-SHA-256 users, mechanism negotiation, SASLprep, speculative authentication,
 //! wrong passwords, and MONGODB-X509 over mutual TLS.
 
-use std::io;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use anymongo::bson::doc;
 use anymongo::client::{ClientConfig, MonitoringThreads};
-use anymongo::rt::{boxed, BoxFuture, ConnectTarget, Stream, Transport};
+use anymongo::sdam::SdamEvent;
 use anymongo::{Client, ClientOptions, ErrorKind};
 use anymongo_tests::certs::{self, CLIENT_SUBJECT};
+use anymongo_tests::counting::counting;
 use anymongo_tests::server::{ServerOptions, TestServer, TestUser};
 
 /// The password of the SASLprep users, as created: a soft hyphen, which SASLprep
@@ -57,55 +56,12 @@ fn uri(user: &str, password: &str, options: &str) -> String {
     )
 }
 
-/// A transport that counts the messages the driver sends on each connection (each is
-/// one round trip).
-struct Counting {
-    inner: Arc<dyn Transport>,
-    per_connection: Arc<Mutex<Vec<Arc<AtomicUsize>>>>,
-}
-
-struct CountingStream {
-    inner: Box<dyn Stream>,
-    sent: Arc<AtomicUsize>,
-}
-
-impl Transport for Counting {
-    fn connect<'a>(
-        &'a self,
-        target: &'a ConnectTarget,
-    ) -> BoxFuture<'a, io::Result<Box<dyn Stream>>> {
-        boxed(async move {
-            let inner = self.inner.connect(target).await?;
-            let sent = Arc::new(AtomicUsize::new(0));
-            self.per_connection.lock().unwrap().push(sent.clone());
-            let stream: Box<dyn Stream> = Box::new(CountingStream { inner, sent });
-            Ok(stream)
-        })
-    }
-}
-
-impl Stream for CountingStream {
-    fn read<'a>(&'a mut self, buf: &'a mut [u8]) -> BoxFuture<'a, io::Result<usize>> {
-        self.inner.read(buf)
-    }
-
-    fn write_all<'a>(&'a mut self, buf: &'a [u8]) -> BoxFuture<'a, io::Result<()>> {
-        self.sent.fetch_add(1, Ordering::SeqCst);
-        self.inner.write_all(buf)
-    }
-}
-
 /// Connects as `user` and runs one find; returns how many messages the find's
 /// connection sent before the find. Single-threaded monitoring keeps the count
 /// deterministic: the client's first operation opens its connection instead of a scan
 /// (`cluster::first_contact`), so that connection is the only one.
 async fn round_trips_to_authenticate(uri: &str) -> anymongo::Result<usize> {
-    let per_connection = Arc::new(Mutex::new(Vec::new()));
-    let mut runtime = anymongo_native::runtime();
-    runtime.transport = Arc::new(Counting {
-        inner: runtime.transport.clone(),
-        per_connection: per_connection.clone(),
-    });
+    let (runtime, connections) = counting(anymongo_native::runtime());
     let config = ClientConfig {
         monitoring: MonitoringThreads::SingleThreaded,
         ..ClientConfig::default()
@@ -115,12 +71,7 @@ async fn round_trips_to_authenticate(uri: &str) -> anymongo::Result<usize> {
         .database("test")
         .run_command(doc! { "find": "x", "limit": 1 })
         .await?;
-    let counts: Vec<usize> = per_connection
-        .lock()
-        .unwrap()
-        .iter()
-        .map(|sent| sent.load(Ordering::SeqCst))
-        .collect();
+    let counts = connections.sent();
     assert_eq!(
         counts.len(),
         1,
@@ -188,6 +139,56 @@ async fn speculative_authentication_saves_a_round_trip() {
         .await
         .unwrap();
     assert_eq!(both, speculative, "SCRAM-SHA-256 is picked when offered");
+}
+
+/// The first connection's hello answers the speculative SCRAM exchange with the
+/// server-first message (nonce, salt, iteration count). That reply makes the server
+/// known (`cluster::first_contact`), but it is sensitive (Command Logging and
+/// Monitoring spec, "Security"): neither the description the client keeps, its SDAM
+/// events, nor the hello it hands out carry it, in either monitoring mode.
+#[tokio::test]
+async fn the_speculative_reply_is_kept_nowhere() {
+    for monitoring in [
+        MonitoringThreads::Background,
+        MonitoringThreads::SingleThreaded,
+    ] {
+        let events = Arc::new(Mutex::new(Vec::new()));
+        let sink = events.clone();
+        let config = ClientConfig {
+            monitoring,
+            sdam_event_handler: Some(Arc::new(move |event: &SdamEvent| {
+                sink.lock().unwrap().push(format!("{event:?}"));
+            })),
+            ..ClientConfig::default()
+        };
+        let options = ClientOptions::parse(&uri("sha256", "sha256-pw", "")).unwrap();
+        let client = Client::with_config(options, config, anymongo_native::runtime()).unwrap();
+        let hello = client.hello().await.unwrap();
+        client
+            .database("test")
+            .run_command(doc! { "find": "x", "limit": 1 })
+            .await
+            .unwrap();
+        let description = client.topology_description();
+        let events = events.lock().unwrap().clone();
+        let shown = [
+            format!("{hello:?}"),
+            format!("{description:?}"),
+            description.to_string(),
+            events.join("\n"),
+        ];
+        assert!(
+            events.iter().any(|event| event.contains("RsPrimary")),
+            "{monitoring:?}: the server became known: {events:?}"
+        );
+        for shown in shown {
+            assert!(
+                !shown.contains("speculativeAuthenticate") && !shown.contains("payload"),
+                "{monitoring:?}: {shown}"
+            );
+        }
+        client.close().await;
+    }
 }
 
 #[tokio::test]

@@ -165,8 +165,9 @@ impl ConnectionAuth {
         }
     }
 
-    /// Continues from the hello reply: the mechanism in use, its conversation, and
-    /// what to send first.
+    /// Continues from the hello reply and its `speculativeAuthenticate` document
+    /// (taken out of the reply, which is kept: see `Connection::handshake`): the
+    /// mechanism in use, its conversation, and what to send first.
     ///
     /// An arbiter cannot authenticate, so its reply ends the conversation at once
     /// (Authentication spec, "Authentication Handshake", step 2). A
@@ -176,6 +177,7 @@ impl ConnectionAuth {
     pub fn after_hello(
         self,
         hello_reply: &Document,
+        speculative: Option<&Document>,
     ) -> Result<(AuthMechanism, Box<dyn Conversation>, Step)> {
         let ConnectionAuth {
             credential,
@@ -199,7 +201,7 @@ impl ConnectionAuth {
         // The speculative exchange is continued only if it used the mechanism that
         // negotiation picks: a server listing only SCRAM-SHA-1 for the user cannot
         // finish a SCRAM-SHA-256 exchange, even if it answered one (SecantusDB does).
-        if let Ok(speculative) = hello_reply.get_document("speculativeAuthenticate") {
+        if let Some(speculative) = speculative {
             if mechanism == speculative_mechanism {
                 let step = conversation.reply(speculative)?;
                 return Ok((mechanism, conversation, step));
@@ -286,7 +288,7 @@ mod tests {
 
         // No speculative reply and only SCRAM-SHA-1: a new SCRAM-SHA-1 conversation.
         let reply = doc! { "ok": 1, "saslSupportedMechs": ["SCRAM-SHA-1"] };
-        let (_, _, step) = auth.after_hello(&reply).unwrap();
+        let (_, _, step) = auth.after_hello(&reply, None).unwrap();
         let start = first_command(step);
         assert_eq!(start.get_str("mechanism").unwrap(), "SCRAM-SHA-1");
         assert!(!start.contains_key("db"));
@@ -300,7 +302,7 @@ mod tests {
             .unwrap()
             .clone();
         let reply = doc! { "ok": 1, "saslSupportedMechs": ["SCRAM-SHA-256", 7] };
-        let (_, _, step) = auth.after_hello(&reply).unwrap();
+        let (_, _, step) = auth.after_hello(&reply, None).unwrap();
         let start = first_command(step);
         assert_eq!(start.get_str("mechanism").unwrap(), "SCRAM-SHA-256");
         assert_eq!(start.get("payload"), speculative.get("payload"));
@@ -316,8 +318,10 @@ mod tests {
         let hello = hello(&mut auth);
         assert!(!hello.contains_key("saslSupportedMechs"));
         assert!(hello.contains_key("speculativeAuthenticate"));
-        let reply = doc! { "ok": 1, "speculativeAuthenticate": { "dbname": "$external", "user": "CN=client" } };
-        let (_, _, step) = auth.after_hello(&reply).unwrap();
+        let speculative = doc! { "dbname": "$external", "user": "CN=client" };
+        let (_, _, step) = auth
+            .after_hello(&doc! { "ok": 1 }, Some(&speculative))
+            .unwrap();
         assert_eq!(step, Step::Done);
     }
 
@@ -326,7 +330,7 @@ mod tests {
         let mut auth = ConnectionAuth::new(&credential(None), &AuthContext::default()).unwrap();
         hello(&mut auth);
         let reply = doc! { "ok": 1, "arbiterOnly": true };
-        assert_eq!(auth.after_hello(&reply).unwrap().2, Step::Done);
+        assert_eq!(auth.after_hello(&reply, None).unwrap().2, Step::Done);
     }
 
     #[test]
@@ -334,7 +338,7 @@ mod tests {
         let plain = credential(Some(AuthMechanism::Plain));
         let mut auth = ConnectionAuth::new(&plain, &AuthContext::default()).unwrap();
         assert!(!hello(&mut auth).contains_key("speculativeAuthenticate"));
-        let (_, _, step) = auth.after_hello(&doc! { "ok": 1 }).unwrap();
+        let (_, _, step) = auth.after_hello(&doc! { "ok": 1 }, None).unwrap();
         assert_eq!(first_command(step).get_str("mechanism").unwrap(), "PLAIN");
     }
 
