@@ -329,7 +329,8 @@ impl Client {
     /// most 10,000 ids per command, sent to a server selected with read preference
     /// primaryPreferred, errors ignored since the server expires sessions anyway),
     /// then the topology closes: monitors stop, connection pools close with their
-    /// events, and every later operation of any handle of this client fails.
+    /// events, and every later operation of any handle of this client fails. It
+    /// returns once the monitors have ended and closed their connections.
     /// Dropping the last handle closes the topology too, without `endSessions`.
     ///
     /// ```no_run
@@ -340,7 +341,9 @@ impl Client {
     pub async fn close(&self) {
         // Errors ignored: the server expires the sessions anyway.
         let _ignored = self.executor.end_sessions().await;
-        self.executor.topology().close();
+        let topology = self.executor.topology();
+        topology.close();
+        topology.monitors_ended().await;
     }
 
     /// The handshake reply of a connection to a server selected for a primary read

@@ -1,14 +1,15 @@
 //! Runtime-free synchronisation: [`lock`], and [`Notify`], a "something changed"
 //! signal that tasks wait on and one call wakes all. The topology uses it to wake
 //! server selection when a description changes and to wake monitors when a check is
-//! requested or the client closes.
+//! requested or the client closes. [`TaskTracker`] tells when background tasks have
+//! ended: a closing client waits for its monitors, and so for their sockets.
 //!
 //! No executor is assumed (the core runs under tokio, wstd and JavaScript promises):
 //! every waiter holds the receiving end of a oneshot channel.
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll};
 
 use futures::channel::oneshot;
@@ -61,6 +62,48 @@ impl Future for Notified {
     }
 }
 
+/// Counts the tasks that hold one of its [`TaskGuard`]s, so that one can wait until
+/// they have all ended.
+#[derive(Debug, Default)]
+pub(crate) struct TaskTracker {
+    running: Mutex<usize>,
+    ended: Notify,
+}
+
+/// Held by a tracked task for as long as it runs: dropped with the task's future.
+#[derive(Debug)]
+pub(crate) struct TaskGuard(Arc<TaskTracker>);
+
+impl TaskTracker {
+    /// A guard for a task about to be spawned: the task counts from now on.
+    pub fn track(self: &Arc<Self>) -> TaskGuard {
+        *lock(&self.running) += 1;
+        TaskGuard(self.clone())
+    }
+
+    /// Resolves once no tracked task is running.
+    pub async fn all_ended(&self) {
+        loop {
+            let woken = self.ended.listen();
+            if *lock(&self.running) == 0 {
+                return;
+            }
+            woken.await;
+        }
+    }
+}
+
+impl Drop for TaskGuard {
+    fn drop(&mut self) {
+        let mut running = lock(&self.0.running);
+        *running -= 1;
+        if *running == 0 {
+            drop(running);
+            self.0.ended.notify_all();
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -92,6 +135,20 @@ mod tests {
         let waiter = notify.listen();
         drop(notify);
         assert_eq!(waiter.now_or_never(), Some(()));
+    }
+
+    #[test]
+    fn all_ended_waits_for_every_guard() {
+        let tracker = Arc::new(TaskTracker::default());
+        assert_eq!(tracker.all_ended().now_or_never(), Some(()));
+        let first = tracker.track();
+        let second = tracker.track();
+        let mut ended = Box::pin(tracker.all_ended());
+        assert_eq!(ended.as_mut().now_or_never(), None);
+        drop(first);
+        assert_eq!(ended.as_mut().now_or_never(), None);
+        drop(second);
+        assert_eq!(ended.now_or_never(), Some(()));
     }
 
     #[test]

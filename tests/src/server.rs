@@ -127,6 +127,10 @@ pub struct ServerOptions {
     /// Even in memory the server keeps its data in WiredTiger, and a write that would
     /// overflow the cache fails (`WT_CACHE_FULL`, an `InternalError` to the client).
     pub cache_size: Option<String>,
+    /// Keep the data on disk (in a temporary folder) and flush every commit before
+    /// acknowledging it (`--sync-on-commit`), so that what the server acknowledged
+    /// survives [`TestServer::kill`] and [`TestServer::restart`].
+    pub durable: bool,
 }
 
 /// A running SecantusDB server, killed when dropped.
@@ -177,9 +181,10 @@ impl TestServer {
             setup::run("venv")?;
         }
         let python = venv.join("bin/python");
-        let data = match opts.users.is_empty() {
-            true => None,
-            false => Some(Self::provision(&python, &opts.users)?),
+        let data = match (opts.users.is_empty(), opts.durable) {
+            (false, _) => Some(Self::provision(&python, &opts.users)?),
+            (true, true) => Some(storage_folder()?),
+            (true, false) => None,
         };
         let storage = data.as_ref().map_or_else(
             || ":memory:".into(),
@@ -262,10 +267,7 @@ impl TestServer {
     /// Creates `users` in a fresh storage folder, through a server without `--auth`
     /// (and pymongo, from the same venv: an oracle independent of the driver).
     fn provision(python: &Path, users: &[TestUser]) -> Result<TempDir, String> {
-        let data = tempfile::Builder::new()
-            .prefix("anymongo-secantus-data-")
-            .tempdir()
-            .map_err(|e| format!("cannot create a temporary folder: {e}"))?;
+        let data = storage_folder()?;
         let storage = data.path().to_string_lossy().into_owned();
         let mut server = Self::spawn(python, free_port()?, &ServerOptions::default(), &storage)?;
         server.wait_until_ready(Instant::now() + START_TIMEOUT)?;
@@ -320,6 +322,9 @@ impl TestServer {
         }
         if opts.standalone {
             cmd.arg("--standalone");
+        }
+        if opts.durable {
+            cmd.arg("--sync-on-commit");
         }
         if let Some(size) = &opts.cache_size {
             cmd.args(["--cache-size", size]);
@@ -400,6 +405,14 @@ impl Drop for TestServer {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// A fresh folder for a server's data, removed when dropped.
+fn storage_folder() -> Result<TempDir, String> {
+    tempfile::Builder::new()
+        .prefix("anymongo-secantus-data-")
+        .tempdir()
+        .map_err(|e| format!("cannot create a temporary folder: {e}"))
 }
 
 /// A port that was free on 127.0.0.1 a moment ago.

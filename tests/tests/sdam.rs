@@ -10,6 +10,8 @@ use anymongo::client::{ClientConfig, MonitoringThreads};
 use anymongo::sdam::events::SdamEvent;
 use anymongo::sdam::{ServerType, TopologyType};
 use anymongo::{Client, ClientOptions, ErrorKind};
+use anymongo_tests::counting::counting;
+use anymongo_tests::harness::within;
 use anymongo_tests::server::{self, ServerOptions, TestServer};
 use tokio::sync::mpsc;
 
@@ -329,4 +331,51 @@ async fn single_threaded_monitoring_recovers_after_a_restart_too() {
     server.restart().unwrap();
     // The next selection rescans (the topology is stale) until it finds the server.
     ping(&client).await.unwrap();
+}
+
+/// `close()` ends every monitor — streaming (with its RTT monitor), polling, and the
+/// single-threaded scans' connection — and returns once their sockets are closed,
+/// as the official drivers' `close()` does: a polling monitor between two checks
+/// does not hold its socket until its next heartbeat (30 s here).
+#[tokio::test]
+async fn close_returns_with_every_monitoring_socket_closed() {
+    let server = server::shared();
+    for (mode, monitoring) in [
+        ("stream", MonitoringThreads::Background),
+        ("poll", MonitoringThreads::Background),
+        ("auto", MonitoringThreads::SingleThreaded),
+    ] {
+        let uri = format!(
+            "{}?serverMonitoringMode={mode}&heartbeatFrequencyMS=30000",
+            server.uri()
+        );
+        let (runtime, connections) = counting(anymongo_native::runtime());
+        let config = ClientConfig {
+            monitoring,
+            ..ClientConfig::default()
+        };
+        let client =
+            Client::with_config(ClientOptions::parse(&uri).unwrap(), config, runtime).unwrap();
+        within(WAIT, ping(&client)).await.unwrap();
+        // In background mode, wait for the monitor's own connection (the ping's may
+        // have been the first contact's), and in streaming mode for the RTT monitor's.
+        let monitors = match (monitoring, mode) {
+            (MonitoringThreads::SingleThreaded, _) => 0,
+            (_, "stream") => 2,
+            _ => 1,
+        };
+        within(WAIT, async {
+            while connections.opened() < 1 + monitors {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        })
+        .await;
+        within(WAIT, client.close()).await;
+        assert_eq!(
+            connections.open(),
+            0,
+            "{mode}, {monitoring:?}: sockets still open after close() of {} opened",
+            connections.opened()
+        );
+    }
 }

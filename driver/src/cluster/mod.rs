@@ -52,7 +52,7 @@ use crate::sdam::topology::{
 };
 use crate::sdam::{ServerDescription, ServerType, TopologyDescription, TopologyType};
 use crate::selection::{self, SelectionCriteria};
-use crate::sync::{lock, Notify};
+use crate::sync::{lock, Notify, TaskTracker};
 use crate::uri::{ClientOptions, ServerAddress};
 
 pub(crate) use server::{ConnectionInfo, PinnedConnection, PooledConnection, Server};
@@ -142,6 +142,9 @@ struct State {
     last_scan: Option<Instant>,
 }
 
+/// How long [`Shared::monitors_ended`] waits at most.
+const MONITORS_END_BOUND: Duration = Duration::from_secs(1);
+
 /// What the cluster's background tasks (monitors, SRV poller), its pools and the
 /// client share.
 pub(crate) struct Shared {
@@ -171,6 +174,8 @@ pub(crate) struct Shared {
     first_contact: AtomicBool,
     /// SRV polling, for a client made from a `mongodb+srv` seed list.
     srv: OnceLock<Arc<SrvPolling>>,
+    /// The background monitors (and RTT monitors) still running.
+    monitor_tasks: Arc<TaskTracker>,
 }
 
 /// The client's handle on its cluster: closes it when dropped.
@@ -245,6 +250,7 @@ impl Cluster {
             scanning: futures::lock::Mutex::new(()),
             first_contact: AtomicBool::new(options.load_balanced != Some(true)),
             srv: OnceLock::new(),
+            monitor_tasks: Arc::default(),
         });
         shared.events.publish(opening_events);
         let load_balanced = options.load_balanced == Some(true);
@@ -631,11 +637,18 @@ impl Shared {
                         server.monitor.request_check();
                     }
                     let remaining = deadline.saturating_duration_since(clock.now());
-                    if remaining.is_zero()
-                        || rt::timeout(&*clock, remaining, changed).await.is_err()
-                    {
+                    if remaining.is_zero() {
                         return Err(self.selection_error(criteria, Some(timeout)));
                     }
+                    // Wait for a change, but ask again every minHeartbeatFrequencyMS: a
+                    // check of a server that is still down changes nothing and wakes no
+                    // one, and its monitor, its request used, would otherwise wait a
+                    // whole heartbeatFrequencyMS before the check that finds the server
+                    // back (server-selection.md, "request an immediate check" each time
+                    // selection waits; server-monitoring.md, "Requesting an immediate
+                    // check"). The loop above then looks and asks again.
+                    let _woken_or_due =
+                        rt::timeout(&*clock, remaining.min(MIN_HEARTBEAT_FREQUENCY), changed).await;
                 }
             }
         }
@@ -749,8 +762,20 @@ impl Shared {
         // Pools close outside the lock: they deliver events.
         for server in servers {
             server.pool.close();
+            // Single-threaded mode's monitoring connection.
+            lock(&server.scan_connection).open = None;
         }
         self.events.flush();
         self.changed.notify_all();
+    }
+
+    /// Resolves once every background monitor has ended (after [`close`](Self::close))
+    /// and so has closed its connection; at once in single-threaded mode. Each ends at
+    /// its next await once closed; the wait is bounded all the same
+    /// ([`MONITORS_END_BOUND`]), should a host be slow to run a task it was given.
+    pub async fn monitors_ended(&self) {
+        let clock = &*self.runtime.clock;
+        let _ended_or_bounded =
+            rt::timeout(clock, MONITORS_END_BOUND, self.monitor_tasks.all_ended()).await;
     }
 }

@@ -16,12 +16,12 @@ use crate::sdam::monitor::{
     run_monitor, CheckReply, Checker, HeartbeatConnection, MonitorHost, MonitorSignal,
 };
 use crate::sdam::{ServerDescription, ServerType};
-use crate::sync::lock;
+use crate::sync::{lock, TaskTracker};
 use crate::uri::ServerAddress;
 
-/// cooldownMS: a server whose check failed is not checked again by single-threaded
+/// cooldownMS: a server whose check timed out is not checked again by single-threaded
 /// scans for this long (server-monitoring.md, "cooldownMS").
-const COOLDOWN: Duration = Duration::from_secs(5);
+pub(super) const COOLDOWN: Duration = Duration::from_secs(5);
 
 impl Shared {
     /// Starts the background monitor of `server`.
@@ -33,10 +33,12 @@ impl Shared {
         let host = MonitoredServer {
             server,
             cluster: Arc::downgrade(self),
+            spawner: spawner.clone(),
+            tasks: self.monitor_tasks.clone(),
         };
-        spawner.spawn(rt::boxed(run_monitor(
+        host.spawn(rt::boxed(run_monitor(
             checker,
-            host,
+            host.clone(),
             self.streaming_allowed,
         )));
     }
@@ -195,11 +197,10 @@ impl Shared {
                 let state = self.state();
                 let in_cooldown = |server: &ServerDescription| {
                     server.server_type == ServerType::Unknown
-                        && server.error.is_some()
-                        && server.last_update_time.is_some_and(|time| {
-                            scan_start.saturating_duration_since(time) < COOLDOWN
-                                && time <= scan_start
-                        })
+                        && state
+                            .servers
+                            .get(&server.address)
+                            .is_some_and(|server| server.in_cooldown(scan_start))
                 };
                 let candidates: Vec<&ServerDescription> = state
                     .description
@@ -251,7 +252,10 @@ impl Shared {
             Ok(check) => {
                 self.check_succeeded(server, check, ids_after, false);
             }
-            Err(error) => self.check_failed(server, &error, duration, ids, false),
+            Err(error) => {
+                server.check_failed_at(self.runtime.clock.now(), &error);
+                self.check_failed(server, &error, duration, ids, false);
+            }
         }
     }
 }
@@ -262,11 +266,22 @@ impl Shared {
 struct MonitoredServer {
     server: Arc<Server>,
     cluster: Weak<Shared>,
+    spawner: Arc<dyn rt::Spawner>,
+    /// The cluster's monitor tasks, which a closing client waits for.
+    tasks: Arc<TaskTracker>,
 }
 
 impl MonitorHost for MonitoredServer {
     fn signal(&self) -> &MonitorSignal {
         &self.server.monitor
+    }
+
+    fn spawn(&self, task: rt::BoxFuture<'static, ()>) {
+        let guard = self.tasks.track();
+        self.spawner.spawn(rt::boxed(async move {
+            task.await;
+            drop(guard);
+        }));
     }
 
     fn add_rtt_sample(&self, sample: Duration) {

@@ -11,10 +11,10 @@ use bson::oid::ObjectId;
 use super::Shared;
 use crate::cmap::{CheckedOut, ConnectionPool, Connector, Establish};
 use crate::connection::{Connection, HelloObserver};
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::handshake::HelloReply;
 use crate::load_balancer::{self, PoolHolder};
-use crate::rt::BoxFuture;
+use crate::rt::{BoxFuture, Instant};
 use crate::sdam::monitor::{MonitorConnection, MonitorSignal};
 use crate::selection::RoundTripTime;
 use crate::sync::lock;
@@ -84,6 +84,8 @@ pub(crate) struct Server {
     pub(super) rtt: Mutex<RoundTripTime>,
     /// Single-threaded mode: the monitoring connection kept between scans.
     pub(super) scan_connection: Mutex<MonitorConnection>,
+    /// Single-threaded mode: when a scan's check of this server last timed out.
+    pub(super) check_timed_out: Mutex<Option<Instant>>,
 }
 
 impl Server {
@@ -118,6 +120,7 @@ impl Server {
             operation_count: AtomicU32::new(0),
             rtt: Mutex::new(RoundTripTime::new()),
             scan_connection: Mutex::default(),
+            check_timed_out: Mutex::default(),
         })
     }
 
@@ -129,6 +132,26 @@ impl Server {
 
     pub fn add_rtt_sample(&self, sample: Duration) {
         lock(&self.rtt).add_sample(sample);
+    }
+
+    /// A scan's check of this server failed at `now` with `error`.
+    pub(super) fn check_failed_at(&self, now: Instant, error: &Error) {
+        if matches!(error.kind(), ErrorKind::Timeout { .. }) {
+            *lock(&self.check_timed_out) = Some(now);
+        }
+    }
+
+    /// Whether a scan starting at `scan_start` skips this server: its check timed out
+    /// less than cooldownMS before (server-monitoring.md, "cooldownMS"). The cooldown
+    /// exists so that a scan does not "spend connectTimeoutMS on each unavailable
+    /// server"; a server that refused the connection, or closed it, cost nothing and
+    /// is checked again at the next scan (no sooner than minHeartbeatFrequencyMS after
+    /// the last): that is how a single-threaded client finds a restarted server within
+    /// a second, as a background monitor does, rather than five.
+    pub(super) fn in_cooldown(&self, scan_start: Instant) -> bool {
+        lock(&self.check_timed_out).is_some_and(|timed_out| {
+            timed_out <= scan_start && scan_start - timed_out < super::monitoring::COOLDOWN
+        })
     }
 
     /// The average and the minimum round-trip time.

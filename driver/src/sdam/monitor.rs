@@ -294,7 +294,9 @@ impl MonitorSignal {
         };
         let requested = std::pin::pin!(requested);
         let sleep = clock.sleep(interval);
-        if let Either::Left(((), _)) = select(requested, sleep).await {
+        // Closing ends the wait too: a polling monitor must not hold its socket open
+        // until its next heartbeat once the client is closed.
+        if let Some(Either::Left(((), _))) = self.unless_closed(select(requested, sleep)).await {
             // Requested early: keep at least minHeartbeatFrequencyMS between checks.
             let rest = earliest.saturating_sub(clock.now() - began);
             if !rest.is_zero() {
@@ -310,6 +312,10 @@ impl MonitorSignal {
 pub(crate) trait MonitorHost: Clone + MaybeSend + MaybeSync + 'static {
     /// The controls of the monitored server's monitor.
     fn signal(&self) -> &MonitorSignal;
+
+    /// Runs `task` in the background as one of the monitor's (the RTT monitor), so
+    /// that closing the client waits for it too.
+    fn spawn(&self, task: crate::rt::BoxFuture<'static, ()>);
 
     /// A round-trip-time sample of the RTT monitor.
     fn add_rtt_sample(&self, sample: Duration);
@@ -421,12 +427,10 @@ pub(crate) async fn run_monitor(checker: Checker, host: impl MonitorHost, stream
                 // While streaming, awaited replies say nothing about latency: a second
                 // connection measures it (spec, "Measuring RTT").
                 rtt_monitor_started = true;
-                if let Some(spawner) = &checker.runtime.spawner {
-                    spawner.spawn(crate::rt::boxed(run_rtt_monitor(
-                        checker.clone(),
-                        host.clone(),
-                    )));
-                }
+                host.spawn(crate::rt::boxed(run_rtt_monitor(
+                    checker.clone(),
+                    host.clone(),
+                )));
             }
             // The next awaited hello goes out at once: the server paces the stream.
             // One that answers at once anyway (it ignores maxAwaitTimeMS) would make
