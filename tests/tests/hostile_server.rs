@@ -1,16 +1,20 @@
 //! Servers that lie or go silent (issue 21): a hostile `maxMessageSizeBytes` and frame
 //! length, and servers that stop answering at the handshake, at an operation, or
-//! everywhere after the handshake, in both monitoring modes.
+//! everywhere after the handshake, in both monitoring modes; a reply that says more
+//! replies follow (`moreToCome`) to a command that did not allow them.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anymongo::bson::doc;
+use anymongo::bson::RawDocumentBuf;
 use anymongo::client::MonitoringThreads;
-use anymongo::wire::{op_code, MessageHeader};
-use anymongo::{Client, Error, ErrorKind};
+use anymongo::cmap::ConnectionClosedReason;
+use anymongo::wire::{op_code, MessageHeader, MsgFlags, OpMsg, WireError};
+use anymongo::{Client, ClientOptions, Error, ErrorKind};
 use anymongo_tests::harness::within;
 use anymongo_tests::mock::{is_hello, standalone_hello, Answer, MockServer};
+use anymongo_tests::pool_events::{closed_connections, created_connections, PoolEvents};
 
 /// Every test ends within this, whatever the driver does.
 const BOUND: Duration = Duration::from_secs(20);
@@ -202,4 +206,53 @@ async fn a_server_that_answers_monitors_but_not_the_operation_is_bounded_by_sock
         let waited = tokio::time::timeout(Duration::from_millis(1500), ping).await;
         assert!(waited.is_err(), "{mode:?}: {waited:?}");
     }
+}
+
+#[tokio::test]
+async fn a_more_to_come_reply_to_an_ordinary_command_closes_its_connection() {
+    // The first ping is answered with the moreToCome flag, which only a request flagged
+    // exhaustAllowed may receive (OP_MSG spec, "exhaustAllowed"); every other command
+    // is answered as usual.
+    let flagged = AtomicBool::new(false);
+    let server = MockServer::answering(move |command, _| {
+        if is_hello(command) {
+            return Answer::Reply(standalone_hello());
+        }
+        let reply = RawDocumentBuf::try_from(&doc! { "ok": 1 }).unwrap();
+        match flagged.swap(true, Ordering::SeqCst) {
+            false => {
+                let mut reply = OpMsg::new(reply);
+                reply.flags = MsgFlags::MORE_TO_COME;
+                // The mock sets `responseTo`.
+                Answer::Raw(reply.encode(1, 0))
+            }
+            true => Answer::Reply(doc! { "ok": 1 }),
+        }
+    })
+    .await;
+    let events = PoolEvents::default();
+    let uri = format!("mongodb://{}/?{TIMEOUTS}", server.address());
+    let options = ClientOptions::parse(&uri).unwrap();
+    let client = Client::with_config(options, events.config(), anymongo_native::runtime()).unwrap();
+
+    let (error, _) = failed_ping(&client).await;
+    assert!(
+        matches!(
+            error.kind(),
+            ErrorKind::Protocol {
+                error: WireError::UnexpectedMoreToCome,
+                ..
+            }
+        ),
+        "{error}"
+    );
+    // The connection was closed, not checked back in with a reply still coming.
+    let closed = closed_connections(&events.lock());
+    assert_eq!(closed.len(), 1, "{closed:?}");
+    assert_eq!(closed[0].1, ConnectionClosedReason::Error, "{closed:?}");
+    // The next operation runs on a new connection, and succeeds.
+    within(BOUND, client.database("x").run_command(doc! { "ping": 1 }))
+        .await
+        .unwrap();
+    assert_eq!(created_connections(&events.lock()), 2);
 }
