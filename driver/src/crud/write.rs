@@ -3,6 +3,7 @@
 //! writes, `insert_many` and `bulk_write` alike) and `findAndModify`.
 
 use bson::oid::ObjectId;
+use bson::raw::RawBsonRef;
 use bson::{doc, Bson, Document, RawDocument, RawDocumentBuf};
 use serde::Serialize;
 
@@ -212,6 +213,14 @@ impl Spelling {
             Spelling::BulkWrite => doc! { kind.command(): 0, "filter": filter },
         }
     }
+
+    /// The name of the statement's filter field.
+    fn filter_key(self) -> &'static str {
+        match self {
+            Spelling::WriteCommand => "q",
+            Spelling::BulkWrite => "filter",
+        }
+    }
 }
 
 /// One write as sent: a statement of an `insert`, `update` or `delete` command, or an
@@ -226,11 +235,16 @@ pub(crate) struct Statement {
     /// with one is not a retryable write (Retryable Writes spec, "Unsupported Write
     /// Operations").
     pub multi: bool,
+    /// The size in bytes of the largest document the application gave it: the
+    /// document to insert, the filter, or the update or replacement
+    /// ([`check_size`](Self::check_size)).
+    pub largest_part: usize,
 }
 
 impl Statement {
     /// The statement inserting `document`.
     pub fn insert(document: RawDocumentBuf, spelling: Spelling) -> Statement {
+        let largest_part = document.as_bytes().len();
         let document = match spelling {
             Spelling::WriteCommand => document,
             // Built raw: the document, perhaps large, is encoded once.
@@ -245,17 +259,60 @@ impl Statement {
             kind: WriteKind::Insert,
             document,
             multi: false,
+            largest_part,
         }
     }
 
-    fn encoded(kind: WriteKind, statement: &Document, multi: bool) -> Result<Statement> {
+    /// The statement `statement`, encoded; `parts` name its fields that hold the
+    /// application's documents (the filter, the update).
+    fn encoded(
+        kind: WriteKind,
+        statement: &Document,
+        multi: bool,
+        parts: &[&str],
+    ) -> Result<Statement> {
         let document = RawDocumentBuf::try_from(statement)
             .map_err(|error| Error::bson(format!("the statement cannot be encoded: {error}")))?;
+        let largest_part = parts
+            .iter()
+            .filter_map(|key| match document.get(key) {
+                Ok(Some(RawBsonRef::Document(part))) => Some(part.as_bytes().len()),
+                // An update pipeline.
+                Ok(Some(RawBsonRef::Array(part))) => Some(part.as_bytes().len()),
+                _ => None,
+            })
+            .max()
+            .unwrap_or(0);
         Ok(Statement {
             kind,
             document,
             multi,
+            largest_part,
         })
+    }
+
+    /// Refuses the statement, before anything is sent, when a document the application
+    /// gave it is larger than the server's `maxBsonObjectSize`: "Documents to be
+    /// inserted, query documents for updates and deletes, and update expression
+    /// documents must be <= this size" (Server Write Commands spec, "Request Size
+    /// Limits"). Sent anyway, a document above `maxMessageSizeBytes` makes the server
+    /// drop the connection, and a retry sends it again. `index` is the statement's
+    /// among the operation's writes.
+    pub fn check_size(&self, index: usize, hello: &HelloReply) -> Result<()> {
+        let limit = hello.document_size_limit();
+        if self.largest_part <= limit {
+            return Ok(());
+        }
+        let what = match self.kind {
+            WriteKind::Insert => "the document to insert",
+            WriteKind::Update => "the filter or the update",
+            WriteKind::Delete => "the filter",
+        };
+        Err(Error::invalid_argument(format!(
+            "write {index}: {what} is {} bytes, more than the server's maxBsonObjectSize of \
+             {limit} bytes",
+            self.largest_part
+        )))
     }
 }
 
@@ -325,7 +382,12 @@ impl UpdateStatement {
                 ("hint", self.hint),
             ],
         );
-        Statement::encoded(WriteKind::Update, &statement, self.multi)
+        Statement::encoded(
+            WriteKind::Update,
+            &statement,
+            self.multi,
+            &[spelling.filter_key(), update],
+        )
     }
 }
 
@@ -360,7 +422,12 @@ impl DeleteStatement {
                 ("hint", self.hint),
             ],
         );
-        Statement::encoded(WriteKind::Delete, &statement, self.multi)
+        Statement::encoded(
+            WriteKind::Delete,
+            &statement,
+            self.multi,
+            &[spelling.filter_key()],
+        )
     }
 }
 
@@ -459,6 +526,9 @@ impl Operation for WriteBatch<'_> {
     fn build(&mut self, hello: &HelloReply) -> Result<Command> {
         if self.batch_len.is_none() {
             self.batch_len = Some(batch_len(self.batch(), hello));
+        }
+        for (index, statement) in self.batch().iter().enumerate() {
+            statement.check_size(self.offset + index, hello)?;
         }
         let kind = self.kind;
         let options = self.options;
@@ -842,6 +912,61 @@ mod tests {
             ..HelloReply::default()
         };
         assert_eq!(batch_len(&inserts(&[1_000_000; 49]), &hostile), 47);
+    }
+
+    #[test]
+    fn a_statement_with_a_document_above_max_bson_object_size_is_refused() {
+        let hello = HelloReply {
+            max_bson_object_size: 1_000,
+            ..HelloReply::default()
+        };
+        // `{ x: "a" * n }` is n + 13 bytes.
+        let [at_limit, above] = [987, 988].map(|size| inserts(&[size]).remove(0));
+        assert_eq!(at_limit.largest_part, 1_000);
+        at_limit.check_size(0, &hello).unwrap();
+        let error = above.check_size(7, &hello).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "invalid argument: write 7: the document to insert is 1001 bytes, more than the \
+             server's maxBsonObjectSize of 1000 bytes"
+        );
+        // Updates and deletes: the filter and the update are measured, not the whole
+        // statement, in either spelling.
+        let big = doc! { "x": "a".repeat(988) };
+        for spelling in [Spelling::WriteCommand, Spelling::BulkWrite] {
+            let update = |filter: Document, update: Document| UpdateStatement {
+                filter,
+                update: Bson::Document(update),
+                ..UpdateStatement::default()
+            };
+            let at_limit = doc! { "x": "a".repeat(987) };
+            let both = update(at_limit.clone(), at_limit.clone());
+            both.spelled(spelling)
+                .unwrap()
+                .check_size(0, &hello)
+                .unwrap();
+            for statement in [update(big.clone(), doc! {}), update(doc! {}, big.clone())] {
+                let refused = statement.spelled(spelling).unwrap().check_size(0, &hello);
+                let message = refused.unwrap_err().to_string();
+                assert!(
+                    message.contains("the filter or the update is 1001 bytes"),
+                    "{spelling:?}: {message}"
+                );
+            }
+            let delete = DeleteStatement {
+                filter: big.clone(),
+                ..DeleteStatement::default()
+            };
+            let error = delete.spelled(spelling).unwrap().check_size(0, &hello);
+            assert!(error
+                .unwrap_err()
+                .to_string()
+                .contains("the filter is 1001 bytes"));
+        }
+        // No limit in the hello: 16 MiB.
+        let default = HelloReply::default();
+        assert_eq!(default.document_size_limit(), 16 * 1024 * 1024);
+        above.check_size(0, &default).unwrap();
     }
 
     #[test]

@@ -395,6 +395,10 @@ impl Operation for BulkWriteBatch<'_> {
                 self.built.insert(next_batch(ops, limits)?)
             }
         };
+        let ops = self.plan.ops.get(self.offset..).unwrap_or_default();
+        for (index, op) in ops.iter().take(built.ops.len()).enumerate() {
+            op.statement.check_size(self.offset + index, hello)?;
+        }
         // Bulk Write spec, "Building a `bulkWrite` Command": on admin, `ops` and
         // `nsInfo` as document sequences.
         Ok(Command {
