@@ -40,6 +40,9 @@ pub(crate) struct WriteReply {
     pub write_concern_error: Option<WriteConcernError>,
     /// The reply's `errorLabels`.
     pub labels: Vec<String>,
+    /// The server that sent it (empty for a reply read elsewhere than from a write
+    /// command): the errors of replies that make no sense name it.
+    pub address: String,
 }
 
 impl WriteReply {
@@ -53,11 +56,12 @@ impl WriteReply {
                 .and_then(|n| u64::try_from(n).ok())
                 .unwrap_or(0)
         };
-        let index = |document: &Document| {
-            offset
-                + int(document, "index")
-                    .and_then(|i| usize::try_from(i).ok())
-                    .unwrap_or(0)
+        // Without an index, the first statement; one that is negative or beyond any
+        // batch is usize::MAX, which no batch has (`of_write_command` refuses it): the
+        // server's number is never added to unchecked.
+        let index = |document: &Document| match int(document, "index") {
+            None => offset,
+            Some(index) => usize::try_from(index).map_or(usize::MAX, |i| offset.saturating_add(i)),
         };
         let documents = |key: &str| -> Vec<Document> {
             reply
@@ -114,6 +118,7 @@ impl WriteReply {
             write_errors,
             write_concern_error,
             labels,
+            address: String::new(),
         }
     }
 
@@ -131,11 +136,33 @@ impl WriteReply {
         )
     }
 
-    /// The reply of an insert, update or delete command; a write concern error the
-    /// server says may be retried (4.4+ servers label it) is an error instead, so that
-    /// the executor retries.
-    fn of_write_command(reply: &Document, offset: usize) -> Result<WriteReply> {
-        let parsed = WriteReply::parse(reply, offset);
+    /// The reply of an insert, update or delete command from the server at `address`,
+    /// which sent it `statements` (indexes among the operation's); a write concern
+    /// error the server says may be retried (4.4+ servers label it) is an error
+    /// instead, so that the executor retries. A write error or upsert naming a
+    /// statement the command did not carry is an [`ErrorKind::MisbehavingServer`]
+    /// error.
+    fn of_write_command(
+        reply: &Document,
+        statements: std::ops::Range<usize>,
+        address: &str,
+    ) -> Result<WriteReply> {
+        let mut parsed = WriteReply::parse(reply, statements.start);
+        parsed.address = address.to_owned();
+        let indexes = (parsed.upserted.iter().map(|(index, _)| *index))
+            .chain(parsed.write_errors.iter().map(|error| error.index));
+        for index in indexes {
+            if !statements.contains(&index) {
+                let (first, sent) = (statements.start, statements.len());
+                return Err(Error::misbehaving(
+                    address,
+                    format!(
+                        "its reply to a command of {sent} writes (from write {first}) names \
+                         a write outside them"
+                    ),
+                ));
+            }
+        }
         let retryable = parsed
             .labels
             .iter()
@@ -577,10 +604,11 @@ impl Operation for WriteBatch<'_> {
     fn handle_reply(
         &mut self,
         reply: RawDocumentBuf,
-        _context: ReplyContext<'_>,
+        context: ReplyContext<'_>,
     ) -> Result<WriteReply> {
         let reply = crate::connection::reply_document(&reply)?;
-        WriteReply::of_write_command(&reply, self.offset)
+        let statements = self.offset..self.offset + self.batch().len();
+        WriteReply::of_write_command(&reply, statements, &context.server.address.to_string())
     }
 
     fn reclaim(&mut self, sequences: Vec<DocumentSequence>) {
@@ -1077,10 +1105,33 @@ mod tests {
             "upserted": [{ "index": 1, "_id": 7 }],
             "writeErrors": [{ "index": 0, "code": 11000, "errmsg": "dup" }],
         };
-        let parsed = WriteReply::of_write_command(&reply, 10).unwrap();
+        let parsed = WriteReply::of_write_command(&reply, 10..12, "db:27017").unwrap();
         assert_eq!(parsed.upserted, vec![(11, Bson::Int32(7))]);
         assert_eq!(parsed.write_errors[0].index, 10);
         assert_eq!(parsed.write_errors[0].code, 11000);
+        assert_eq!(parsed.address, "db:27017");
+    }
+
+    #[test]
+    fn a_reply_naming_a_write_the_command_did_not_carry_is_a_misbehaving_server() {
+        // issue 41: `offset + index` overflowed (on wasm32, an index up to u32::MAX).
+        for index in [Bson::Int32(2), Bson::Int32(-1), Bson::Int64(i64::MAX)] {
+            for key in ["writeErrors", "upserted"] {
+                let reply = doc! {
+                    "ok": 1, "n": 1, key: [{ "index": index.clone(), "code": 1, "_id": 1 }],
+                };
+                let error = WriteReply::of_write_command(&reply, 10..12, "db:27017").unwrap_err();
+                assert!(
+                    matches!(error.kind(), ErrorKind::MisbehavingServer { address, .. }
+                        if address == "db:27017"),
+                    "{key} {index}: {error}"
+                );
+            }
+        }
+        let offset = usize::MAX - 1;
+        let reply = doc! { "ok": 1, "writeErrors": [{ "index": i64::MAX, "code": 1 }] };
+        let error = WriteReply::of_write_command(&reply, offset..offset + 1, "db:27017");
+        assert!(error.is_err());
     }
 
     #[test]
