@@ -440,12 +440,15 @@ impl HelloReply {
 
     /// The largest document a write may give this server (a document to insert, a
     /// filter, an update or replacement): `maxBsonObjectSize`, 16 MiB when absent or
-    /// not positive (Server Write Commands spec, "Request Size Limits").
+    /// not positive (Server Write Commands spec, "Request Size Limits"), and never more
+    /// than one message may hold ([`message_size_limit`](Self::message_size_limit)):
+    /// like the other limits, the server's word is trusted downwards only.
     pub fn document_size_limit(&self) -> usize {
         usize::try_from(self.max_bson_object_size)
             .ok()
             .filter(|&limit| limit > 0)
             .unwrap_or(DEFAULT_MAX_BSON_OBJECT_SIZE)
+            .min(self.message_size_limit())
     }
 
     /// The most writes one command to this server may carry: `maxWriteBatchSize`

@@ -995,6 +995,12 @@ mod tests {
         let default = HelloReply::default();
         assert_eq!(default.document_size_limit(), 16 * 1024 * 1024);
         above.check_size(0, &default).unwrap();
+        // A hostile limit: never more than a message holds.
+        let hostile = HelloReply {
+            max_bson_object_size: i32::MAX,
+            ..HelloReply::default()
+        };
+        assert_eq!(hostile.document_size_limit(), 48_000_000);
     }
 
     #[test]
