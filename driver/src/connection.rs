@@ -648,6 +648,14 @@ impl Connection {
             within(clock, read_limit, &address, "reading a reply", reply).await?;
         let more_to_come =
             matches!(&message, Message::Msg(msg) if msg.flags.contains(MsgFlags::MORE_TO_COME));
+        if more_to_come && self.streaming_request.is_none() {
+            // Only a request flagged exhaustAllowed may be answered by a stream (OP_MSG
+            // spec, "exhaustAllowed"). Accepted, the connection would go back to its pool
+            // with a reply still coming, and fail the next, unrelated command; the error
+            // closes it instead ("moreToCome On Responses": consume every reply or close
+            // the connection).
+            return Err(self.protocol_error(wire::WireError::UnexpectedMoreToCome));
+        }
         // A streamed reply answers the previous reply of the stream (OP_MSG spec,
         // "moreToCome").
         self.more_to_come = more_to_come.then_some(request_id);
@@ -1129,6 +1137,29 @@ mod tests {
             2,
             "a broken connection sends nothing more"
         );
+    }
+
+    #[test]
+    fn a_more_to_come_reply_to_an_ordinary_command_is_a_protocol_error_and_closes_it() {
+        // OP_MSG spec, "exhaustAllowed": a ping did not allow a stream of replies.
+        let script = Script::default().then(hello(doc! {})).then(|frame| {
+            let mut reply = OpMsg::new(RawDocumentBuf::try_from(&doc! { "ok": 1 }).unwrap());
+            reply.flags = MsgFlags::MORE_TO_COME;
+            Some(reply.encode(100, request_id(frame)))
+        });
+        let mut connection = connect(&script).unwrap();
+        let error = ping(&mut connection).unwrap_err();
+        assert!(
+            matches!(
+                error.kind(),
+                ErrorKind::Protocol {
+                    error: wire::WireError::UnexpectedMoreToCome,
+                    ..
+                }
+            ),
+            "{error}"
+        );
+        assert!(connection.is_broken());
     }
 
     /// Three replies streamed to one command, each with the given `responseTo`

@@ -295,6 +295,14 @@ impl Error {
         }
     }
 
+    /// An [`ErrorKind::MisbehavingServer`] error of the server at `address`.
+    pub(crate) fn misbehaving(address: impl fmt::Display, message: impl Into<String>) -> Self {
+        Error::new(ErrorKind::MisbehavingServer {
+            address: address.to_string(),
+            message: message.into(),
+        })
+    }
+
     /// The error with `label` added (once).
     pub fn with_label(mut self, label: &str) -> Self {
         if !self.has_label(label) {

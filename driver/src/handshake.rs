@@ -25,6 +25,10 @@ pub const MAX_WIRE_VERSION: i32 = 27;
 /// (Handshake spec, "Limitations").
 pub const MAX_METADATA_SIZE: usize = 512;
 
+/// `maxBsonObjectSize` when a hello does not say: 16 MiB, the size every MongoDB
+/// server has.
+const DEFAULT_MAX_BSON_OBJECT_SIZE: usize = 16 * 1024 * 1024;
+
 /// Builds the `client` metadata document for a host and an optional `appName`,
 /// trimmed to [`MAX_METADATA_SIZE`] in the spec's order.
 ///
@@ -403,7 +407,10 @@ impl HelloReply {
             hello_ok: flag("helloOk"),
             min_wire_version: int32_or("minWireVersion", 0),
             max_wire_version: int32_or("maxWireVersion", 0),
-            max_bson_object_size: int32_or("maxBsonObjectSize", 16 * 1024 * 1024),
+            max_bson_object_size: int32_or(
+                "maxBsonObjectSize",
+                DEFAULT_MAX_BSON_OBJECT_SIZE as i32,
+            ),
             max_message_size_bytes: protocol_limit(int("maxMessageSizeBytes"), MAX_MESSAGE_SIZE),
             max_write_batch_size: protocol_limit(int("maxWriteBatchSize"), MAX_WRITE_BATCH_SIZE),
             set_name: string("setName"),
@@ -429,6 +436,19 @@ impl HelloReply {
     /// within the protocol's limit (also for a reply not made by [`parse`](Self::parse)).
     pub fn message_size_limit(&self) -> usize {
         protocol_limit(Some(self.max_message_size_bytes.into()), MAX_MESSAGE_SIZE) as usize
+    }
+
+    /// The largest document a write may give this server (a document to insert, a
+    /// filter, an update or replacement): `maxBsonObjectSize`, 16 MiB when absent or
+    /// not positive (Server Write Commands spec, "Request Size Limits"), and never more
+    /// than one message may hold ([`message_size_limit`](Self::message_size_limit)):
+    /// like the other limits, the server's word is trusted downwards only.
+    pub fn document_size_limit(&self) -> usize {
+        usize::try_from(self.max_bson_object_size)
+            .ok()
+            .filter(|&limit| limit > 0)
+            .unwrap_or(DEFAULT_MAX_BSON_OBJECT_SIZE)
+            .min(self.message_size_limit())
     }
 
     /// The most writes one command to this server may carry: `maxWriteBatchSize`

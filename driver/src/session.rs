@@ -73,7 +73,11 @@ impl ServerSession {
         let Some(minutes) = timeout_minutes else {
             return false;
         };
-        let timeout = Duration::from_secs(u64::try_from(minutes).unwrap_or(0) * 60);
+        // Saturating: a server may advertise any int64 (issue 41: i64::MAX minutes
+        // overflowed here at the first operation), and a timeout longer than any
+        // duration is one that never passes.
+        let minutes = u64::try_from(minutes).unwrap_or(0);
+        let timeout = Duration::from_secs(minutes.saturating_mul(60));
         let idle = now.saturating_duration_since(self.last_use);
         idle + EXPIRY_MARGIN >= timeout
     }
@@ -851,6 +855,23 @@ mod tests {
         // Acquiring at 58 minutes finds `young` about to expire: a new session.
         let acquired = pool.acquire(at(58 * 60), Some(30), false).unwrap();
         assert_ne!(acquired.id, young_id);
+        assert!(pool.ids().is_empty());
+    }
+
+    #[test]
+    fn a_session_timeout_of_any_int64_is_read_without_overflow() {
+        // issue 41: `minutes * 60` overflowed for a hello's i64::MAX.
+        let pool = ServerSessionPool::default();
+        let session = pool.acquire(at(0), Some(i64::MAX), false).unwrap();
+        let id = session.id.clone();
+        pool.release(session, at(1), Some(i64::MAX));
+        assert_eq!(pool.acquire(at(2), Some(i64::MAX), false).unwrap().id, id);
+        // A negative timeout: every session is about to expire.
+        pool.release(
+            pool.acquire(at(0), Some(i64::MIN), false).unwrap(),
+            at(1),
+            Some(-1),
+        );
         assert!(pool.ids().is_empty());
     }
 

@@ -4,15 +4,22 @@
 use std::sync::Mutex;
 use std::time::Duration;
 
+use std::sync::Arc;
+
 use anymongo::bson::{doc, Bson, Document};
+use anymongo::client::ClientConfig;
+use anymongo::cmap::CmapEvent;
 use anymongo::command_monitoring::CommandEvent;
+use anymongo::crud::bulk_write::{ClientWriteModel, InsertOneModel, ReplaceOneModel, WriteModel};
 use anymongo::crud::{
     CursorType, FindOneAndModifyOptions, FindOptions, ReturnDocument, RunCursorCommandOptions,
     WriteOptions,
 };
-use anymongo::{Client, Collection, ErrorKind};
+use anymongo::{Client, ClientOptions, Collection, ErrorKind};
 use anymongo_tests::harness::{self, recording_client};
+use anymongo_tests::pool_events::PoolEvents;
 use anymongo_tests::round_trip;
+use anymongo_tests::server;
 use futures::TryStreamExt;
 use serde::{Deserialize, Serialize};
 
@@ -88,7 +95,7 @@ async fn typed_documents_round_trip_through_insert_find_update_replace_delete() 
             )
             .await
             .unwrap();
-        assert_eq!(replaced.modified_count, 1);
+        assert_eq!(replaced.matched_count, 1);
         let upserted = orders
             .update_one(
                 doc! { "item": "milk" },
@@ -603,6 +610,119 @@ async fn a_read_is_retried_once_and_a_second_failure_is_reported() {
             2,
             "one attempt and one retry"
         );
+    })
+    .await;
+}
+
+/// Server Write Commands spec, "Request Size Limits": documents to insert, filters and
+/// updates must be at most the server's `maxBsonObjectSize`. One that is larger is
+/// refused before anything is sent (issue 41: a 50 MB document went to the server,
+/// which dropped the connection, and the retry sent it again); one at the limit is
+/// written.
+#[tokio::test]
+async fn a_document_above_max_bson_object_size_is_refused_before_anything_is_sent() {
+    bounded(async {
+        let commands = harness::CommandLog::default();
+        let pool = PoolEvents::default();
+        let log = commands.clone();
+        let config = ClientConfig {
+            command_event_handler: Some(Arc::new(move |event: &CommandEvent| {
+                log.lock().unwrap().push(event.clone());
+            })),
+            cmap_event_handler: Some(pool.handler()),
+            ..ClientConfig::default()
+        };
+        let uri = format!("{}?appName=crud_too_large", server::shared().uri());
+        let options = ClientOptions::parse(&uri).unwrap();
+        let client = Client::with_config(options, config, anymongo_native::runtime()).unwrap();
+        let collection = fresh::<Document>(&client, "too_large").await;
+        let hello = (client.database("admin"))
+            .run_command(doc! { "hello": 1 })
+            .await
+            .unwrap();
+        let max = usize::try_from(hello.get_i32("maxBsonObjectSize").unwrap()).unwrap();
+        // A document of `size` bytes: 22 bytes of BSON around the string.
+        let sized = |id: i32, size: usize| doc! { "_id": id, "x": "a".repeat(size - 22) };
+        assert_eq!(
+            anymongo::bson::serialize_to_vec(&sized(0, max))
+                .unwrap()
+                .len(),
+            max
+        );
+
+        let refused = |result: anymongo::Result<()>, expected: &str| {
+            let error = result.unwrap_err();
+            assert!(
+                matches!(error.kind(), ErrorKind::InvalidArgument { message }
+                    if message.contains(expected) && message.contains("maxBsonObjectSize")),
+                "{error}"
+            );
+        };
+        let huge = sized(0, 50_000_000);
+        refused(
+            collection.insert_one(&huge, None).await.map(drop),
+            "write 0: the document to insert is 50000000 bytes",
+        );
+        let above = sized(1, max + 1);
+        refused(
+            collection.insert_one(&above, None).await.map(drop),
+            "the document to insert",
+        );
+        refused(
+            (collection
+                .insert_many([sized(2, 100), above.clone()], None)
+                .await)
+                .map(drop),
+            "write 1: the document to insert",
+        );
+        refused(
+            (collection
+                .replace_one(doc! { "_id": 1 }, &above, None)
+                .await)
+                .map(drop),
+            "the filter or the update",
+        );
+        let large_filter = doc! { "_id": "a".repeat(max) };
+        refused(
+            (collection.update_one(large_filter.clone(), doc! { "$set": { "y": 1 } }, None))
+                .await
+                .map(drop),
+            "the filter or the update",
+        );
+        refused(
+            (collection.delete_one(large_filter, None).await).map(drop),
+            "the filter",
+        );
+        // Ordered, the replacement is the first write: nothing is sent.
+        let models = vec![
+            WriteModel::ReplaceOne(ReplaceOneModel::new(doc! { "_id": 3 }, above.clone())),
+            WriteModel::InsertOne(InsertOneModel::new(sized(3, 100))),
+        ];
+        refused(
+            collection.bulk_write(models, None).await.map(drop),
+            "the filter or the update",
+        );
+        let namespace = "crud_tests.too_large";
+        let models = [ClientWriteModel::new(namespace, InsertOneModel::new(above))];
+        refused(
+            client.bulk_write(models, None).await.map(drop),
+            "write 0: the document to insert",
+        );
+        // Nothing was sent, so nothing failed on the server's side.
+        for name in ["insert", "update", "delete", "bulkWrite"] {
+            assert!(started(&commands, name).is_empty(), "{name} was sent");
+        }
+        let cleared = (pool.lock().iter())
+            .filter(|event| matches!(event, CmapEvent::PoolCleared { .. }))
+            .count();
+        assert_eq!(cleared, 0);
+
+        // A document of exactly maxBsonObjectSize is written, and replaced.
+        collection.insert_one(sized(4, max), None).await.unwrap();
+        let replaced = (collection.replace_one(doc! { "_id": 4 }, sized(4, max), None))
+            .await
+            .unwrap();
+        assert_eq!(replaced.matched_count, 1);
     })
     .await;
 }

@@ -3,7 +3,8 @@
 
 use std::time::Duration;
 
-use anymongo::bson::{doc, Bson, DateTime};
+use anymongo::bson::spec::BinarySubtype;
+use anymongo::bson::{doc, Binary, Bson, DateTime};
 use anymongo::gridfs::{GridFsBucket, GridFsBucketOptions, GridFsError, GridFsUploadOptions};
 use anymongo::{Client, ErrorKind};
 use anymongo_tests::{harness, server};
@@ -158,6 +159,95 @@ async fn missing_and_corrupt_files_are_errors() {
         bucket.delete(&id).await.unwrap();
         let deleted = gridfs_error(bucket.delete(&id).await.unwrap_err());
         assert_eq!(deleted, GridFsError::FileNotFound { id });
+    })
+    .await;
+}
+
+/// Files documents and chunks written directly, as a broken uploader or a hostile
+/// writer could leave them: the download reads the chunks in order and checks each
+/// against `length` and `chunkSize` (GridFS spec, "File Download"), and never allocates
+/// from the stored `length`.
+#[tokio::test]
+async fn a_files_document_that_does_not_match_its_chunks_is_a_gridfs_error() {
+    bounded(async {
+        let bucket = fresh_bucket("forged").await;
+        let chunk = |id: i32, n: i32, data: &[u8]| {
+            doc! {
+                "files_id": id,
+                "n": n,
+                "data": Binary { subtype: BinarySubtype::Generic, bytes: data.to_vec() },
+            }
+        };
+        let file = |id: i32, length: Bson, chunk_size: Bson| {
+            doc! {
+                "_id": id, "length": length, "chunkSize": chunk_size,
+                "uploadDate": DateTime::from_millis(0), "filename": format!("forged{id}"),
+            }
+        };
+        let two_to_the_40 = Bson::Int64(1 << 40);
+        // (files document, its chunks, what the error must say)
+        let cases = [
+            // A length of 2^40 bytes with no chunk, then with one full chunk.
+            (file(1, two_to_the_40.clone(), Bson::Int32(4)), vec![], "chunk 0"),
+            (
+                file(2, two_to_the_40, Bson::Int32(4)),
+                vec![chunk(2, 0, b"abcd")],
+                "chunk 1",
+            ),
+            // A chunk of the wrong size: the first one too short, the last one too long.
+            (
+                file(3, Bson::Int32(6), Bson::Int32(4)),
+                vec![chunk(3, 0, b"abc"), chunk(3, 1, b"de")],
+                "chunk 0 holds 3 bytes, expected 4",
+            ),
+            (
+                file(4, Bson::Int32(6), Bson::Int32(4)),
+                vec![chunk(4, 0, b"abcd"), chunk(4, 1, b"efg")],
+                "chunk 1 holds 3 bytes, expected 2",
+            ),
+            // A missing chunk in the middle, and an extra chunk after the last.
+            (
+                file(5, Bson::Int32(12), Bson::Int32(4)),
+                vec![chunk(5, 0, b"abcd"), chunk(5, 2, b"ijkl")],
+                "chunk 1 is missing",
+            ),
+            (
+                file(6, Bson::Int32(4), Bson::Int32(4)),
+                vec![chunk(6, 0, b"abcd"), chunk(6, 1, b"efgh")],
+                "more than 1 chunks",
+            ),
+            // Values no upload writes: a negative length, a chunkSize of 0 or below, a
+            // length that is not an integer.
+            (file(7, Bson::Int64(-1), Bson::Int32(4)), vec![], "no valid length"),
+            (file(8, Bson::Int32(4), Bson::Int32(0)), vec![], "chunkSize is 0"),
+            (file(9, Bson::Int32(4), Bson::Int32(-4)), vec![], "no valid chunkSize"),
+            (file(10, Bson::Double(2.5), Bson::Int32(4)), vec![], "no valid length"),
+        ];
+        for (files_document, chunks, expected) in cases {
+            let id = files_document.get("_id").unwrap().clone();
+            bucket.files().insert_one(files_document, None).await.unwrap();
+            if !chunks.is_empty() {
+                bucket.chunks().insert_many(chunks, None).await.unwrap();
+            }
+            let error = gridfs_error(bucket.download(&id).await.unwrap_err());
+            assert!(
+                matches!(&error, GridFsError::CorruptFile { message, .. } if message.contains(expected)),
+                "file {id}: {error:?}, expected {expected:?}"
+            );
+        }
+
+        // A files document and chunks that agree still download.
+        bucket
+            .files()
+            .insert_one(file(11, Bson::Int64(6), Bson::Int64(4)), None)
+            .await
+            .unwrap();
+        bucket
+            .chunks()
+            .insert_many(vec![chunk(11, 0, b"abcd"), chunk(11, 1, b"ef")], None)
+            .await
+            .unwrap();
+        assert_eq!(bucket.download(&Bson::Int32(11)).await.unwrap(), b"abcdef");
     })
     .await;
 }

@@ -1,16 +1,22 @@
 //! Servers that lie or go silent (issue 21): a hostile `maxMessageSizeBytes` and frame
 //! length, and servers that stop answering at the handshake, at an operation, or
-//! everywhere after the handshake, in both monitoring modes.
+//! everywhere after the handshake, in both monitoring modes; a reply that says more
+//! replies follow (`moreToCome`) to a command that did not allow them; numbers no
+//! server sends (issue 41).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use anymongo::bson::doc;
+use anymongo::bson::RawDocumentBuf;
+use anymongo::bson::{doc, Document};
 use anymongo::client::MonitoringThreads;
-use anymongo::wire::{op_code, MessageHeader};
-use anymongo::{Client, Error, ErrorKind};
+use anymongo::cmap::ConnectionClosedReason;
+use anymongo::crud::bulk_write::{ClientWriteModel, InsertOneModel, UpdateManyModel, WriteModel};
+use anymongo::wire::{op_code, MessageHeader, MsgFlags, OpMsg, WireError};
+use anymongo::{Client, ClientOptions, Error, ErrorKind};
 use anymongo_tests::harness::within;
 use anymongo_tests::mock::{is_hello, standalone_hello, Answer, MockServer};
+use anymongo_tests::pool_events::{closed_connections, created_connections, PoolEvents};
 
 /// Every test ends within this, whatever the driver does.
 const BOUND: Duration = Duration::from_secs(20);
@@ -202,4 +208,155 @@ async fn a_server_that_answers_monitors_but_not_the_operation_is_bounded_by_sock
         let waited = tokio::time::timeout(Duration::from_millis(1500), ping).await;
         assert!(waited.is_err(), "{mode:?}: {waited:?}");
     }
+}
+
+#[tokio::test]
+async fn a_more_to_come_reply_to_an_ordinary_command_closes_its_connection() {
+    // The first ping is answered with the moreToCome flag, which only a request flagged
+    // exhaustAllowed may receive (OP_MSG spec, "exhaustAllowed"); every other command
+    // is answered as usual.
+    let flagged = AtomicBool::new(false);
+    let server = MockServer::answering(move |command, _| {
+        if is_hello(command) {
+            return Answer::Reply(standalone_hello());
+        }
+        let reply = RawDocumentBuf::try_from(&doc! { "ok": 1 }).unwrap();
+        match flagged.swap(true, Ordering::SeqCst) {
+            false => {
+                let mut reply = OpMsg::new(reply);
+                reply.flags = MsgFlags::MORE_TO_COME;
+                // The mock sets `responseTo`.
+                Answer::Raw(reply.encode(1, 0))
+            }
+            true => Answer::Reply(doc! { "ok": 1 }),
+        }
+    })
+    .await;
+    let events = PoolEvents::default();
+    let uri = format!("mongodb://{}/?{TIMEOUTS}", server.address());
+    let options = ClientOptions::parse(&uri).unwrap();
+    let client = Client::with_config(options, events.config(), anymongo_native::runtime()).unwrap();
+
+    let (error, _) = failed_ping(&client).await;
+    assert!(
+        matches!(
+            error.kind(),
+            ErrorKind::Protocol {
+                error: WireError::UnexpectedMoreToCome,
+                ..
+            }
+        ),
+        "{error}"
+    );
+    // The connection was closed, not checked back in with a reply still coming.
+    let closed = closed_connections(&events.lock());
+    assert_eq!(closed.len(), 1, "{closed:?}");
+    assert_eq!(closed[0].1, ConnectionClosedReason::Error, "{closed:?}");
+    // The next operation runs on a new connection, and succeeds.
+    within(BOUND, client.database("x").run_command(doc! { "ping": 1 }))
+        .await
+        .unwrap();
+    assert_eq!(created_connections(&events.lock()), 2);
+}
+
+/// A mock standalone server of wire version 25 (8.0, for `bulkWrite`) that takes one
+/// write per command and answers every other command with `reply(command)`.
+async fn one_write_per_command(reply: fn(&Document) -> Document) -> MockServer {
+    MockServer::start(move |command| match is_hello(command) {
+        true => {
+            let mut hello = standalone_hello();
+            hello.insert("maxWireVersion", 25);
+            hello.insert("maxWriteBatchSize", 1);
+            hello.insert("logicalSessionTimeoutMinutes", 30);
+            hello
+        }
+        false => reply(command),
+    })
+    .await
+}
+
+#[tokio::test]
+async fn a_huge_logical_session_timeout_is_no_overflow() {
+    // `minutes * 60` overflowed at the end of the first operation, when its implicit
+    // session went back to the pool.
+    let server = MockServer::start(|command| match is_hello(command) {
+        true => {
+            let mut hello = standalone_hello();
+            hello.insert("logicalSessionTimeoutMinutes", i64::MAX);
+            hello
+        }
+        false => doc! { "ok": 1 },
+    })
+    .await;
+    let client = client(&server, TIMEOUTS, MonitoringThreads::Background);
+    for _ in 0..2 {
+        within(BOUND, client.database("x").run_command(doc! { "ping": 1 }))
+            .await
+            .unwrap();
+    }
+    // The pings carried a session.
+    let pings = server
+        .received()
+        .into_iter()
+        .filter(|command| !is_hello(command));
+    assert!(pings.into_iter().all(|ping| ping.contains_key("lsid")));
+}
+
+/// The error of a bulk write whose replies' counts add up past `u64::MAX`: as it is,
+/// or a client bulk write's top-level error (Bulk Write spec, "Top-Level Errors": the
+/// writes that succeeded are its partial result).
+fn assert_misbehaving(result: anymongo::Result<impl std::fmt::Debug>, server: &MockServer) {
+    let mut error = result.unwrap_err();
+    if let ErrorKind::ClientBulkWrite(failure) = error.kind() {
+        error = *failure.error.clone().expect("a top-level error");
+    }
+    assert!(
+        matches!(error.kind(), ErrorKind::MisbehavingServer { address, .. }
+            if *address == server.address()),
+        "{error}"
+    );
+}
+
+#[tokio::test]
+async fn write_counts_adding_up_past_u64_max_are_a_misbehaving_server() {
+    // Each of three commands says it wrote i64::MAX documents.
+    let server = one_write_per_command(|command| match command.keys().next().map(String::as_str) {
+        Some("bulkWrite") => doc! {
+            "ok": 1, "nErrors": 0, "nInserted": i64::MAX, "nUpserted": 0, "nMatched": 0,
+            "nModified": 0, "nDeleted": 0,
+            "cursor": { "id": 0_i64, "firstBatch": [], "ns": "admin.$cmd.bulkWrite" },
+        },
+        _ => doc! { "ok": 1, "n": i64::MAX, "nModified": i64::MAX },
+    })
+    .await;
+    let client = client(&server, TIMEOUTS, MonitoringThreads::Background);
+    let collection = client.database("x").collection::<Document>("y");
+    let documents = [doc! { "_id": 1 }, doc! { "_id": 2 }, doc! { "_id": 3 }];
+    assert_misbehaving(
+        within(BOUND, collection.insert_many(&documents, None)).await,
+        &server,
+    );
+    let updates = (0..3).map(|i| {
+        WriteModel::UpdateMany(UpdateManyModel::new(
+            doc! { "_id": i },
+            doc! { "$set": { "x": 1 } },
+        ))
+    });
+    assert_misbehaving(
+        within(BOUND, collection.bulk_write(updates, None)).await,
+        &server,
+    );
+    let models = documents
+        .iter()
+        .map(|document| ClientWriteModel::new("x.y", InsertOneModel::new(document.clone())));
+    assert_misbehaving(
+        within(BOUND, client.bulk_write(models, None)).await,
+        &server,
+    );
+    let names = server.command_names();
+    let count = |name: &str| names.iter().filter(|n| *n == name).count();
+    assert_eq!(
+        (count("insert"), count("update"), count("bulkWrite")),
+        (3, 3, 3)
+    );
 }

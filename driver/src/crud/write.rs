@@ -3,6 +3,7 @@
 //! writes, `insert_many` and `bulk_write` alike) and `findAndModify`.
 
 use bson::oid::ObjectId;
+use bson::raw::RawBsonRef;
 use bson::{doc, Bson, Document, RawDocument, RawDocumentBuf};
 use serde::Serialize;
 
@@ -39,6 +40,9 @@ pub(crate) struct WriteReply {
     pub write_concern_error: Option<WriteConcernError>,
     /// The reply's `errorLabels`.
     pub labels: Vec<String>,
+    /// The server that sent it (empty for a reply read elsewhere than from a write
+    /// command): the errors of replies that make no sense name it.
+    pub address: String,
 }
 
 impl WriteReply {
@@ -52,11 +56,12 @@ impl WriteReply {
                 .and_then(|n| u64::try_from(n).ok())
                 .unwrap_or(0)
         };
-        let index = |document: &Document| {
-            offset
-                + int(document, "index")
-                    .and_then(|i| usize::try_from(i).ok())
-                    .unwrap_or(0)
+        // Without an index, the first statement; one that is negative or beyond any
+        // batch is usize::MAX, which no batch has (`of_write_command` refuses it): the
+        // server's number is never added to unchecked.
+        let index = |document: &Document| match int(document, "index") {
+            None => offset,
+            Some(index) => usize::try_from(index).map_or(usize::MAX, |i| offset.saturating_add(i)),
         };
         let documents = |key: &str| -> Vec<Document> {
             reply
@@ -113,6 +118,7 @@ impl WriteReply {
             write_errors,
             write_concern_error,
             labels,
+            address: String::new(),
         }
     }
 
@@ -130,11 +136,33 @@ impl WriteReply {
         )
     }
 
-    /// The reply of an insert, update or delete command; a write concern error the
-    /// server says may be retried (4.4+ servers label it) is an error instead, so that
-    /// the executor retries.
-    fn of_write_command(reply: &Document, offset: usize) -> Result<WriteReply> {
-        let parsed = WriteReply::parse(reply, offset);
+    /// The reply of an insert, update or delete command from the server at `address`,
+    /// which sent it `statements` (indexes among the operation's); a write concern
+    /// error the server says may be retried (4.4+ servers label it) is an error
+    /// instead, so that the executor retries. A write error or upsert naming a
+    /// statement the command did not carry is an [`ErrorKind::MisbehavingServer`]
+    /// error.
+    fn of_write_command(
+        reply: &Document,
+        statements: std::ops::Range<usize>,
+        address: &str,
+    ) -> Result<WriteReply> {
+        let mut parsed = WriteReply::parse(reply, statements.start);
+        parsed.address = address.to_owned();
+        let indexes = (parsed.upserted.iter().map(|(index, _)| *index))
+            .chain(parsed.write_errors.iter().map(|error| error.index));
+        for index in indexes {
+            if !statements.contains(&index) {
+                let (first, sent) = (statements.start, statements.len());
+                return Err(Error::misbehaving(
+                    address,
+                    format!(
+                        "its reply to a command of {sent} writes (from write {first}) names \
+                         a write outside them"
+                    ),
+                ));
+            }
+        }
         let retryable = parsed
             .labels
             .iter()
@@ -212,6 +240,14 @@ impl Spelling {
             Spelling::BulkWrite => doc! { kind.command(): 0, "filter": filter },
         }
     }
+
+    /// The name of the statement's filter field.
+    fn filter_key(self) -> &'static str {
+        match self {
+            Spelling::WriteCommand => "q",
+            Spelling::BulkWrite => "filter",
+        }
+    }
 }
 
 /// One write as sent: a statement of an `insert`, `update` or `delete` command, or an
@@ -226,11 +262,16 @@ pub(crate) struct Statement {
     /// with one is not a retryable write (Retryable Writes spec, "Unsupported Write
     /// Operations").
     pub multi: bool,
+    /// The size in bytes of the largest document the application gave it: the
+    /// document to insert, the filter, or the update or replacement
+    /// ([`check_size`](Self::check_size)).
+    pub largest_part: usize,
 }
 
 impl Statement {
     /// The statement inserting `document`.
     pub fn insert(document: RawDocumentBuf, spelling: Spelling) -> Statement {
+        let largest_part = document.as_bytes().len();
         let document = match spelling {
             Spelling::WriteCommand => document,
             // Built raw: the document, perhaps large, is encoded once.
@@ -245,17 +286,60 @@ impl Statement {
             kind: WriteKind::Insert,
             document,
             multi: false,
+            largest_part,
         }
     }
 
-    fn encoded(kind: WriteKind, statement: &Document, multi: bool) -> Result<Statement> {
+    /// The statement `statement`, encoded; `parts` name its fields that hold the
+    /// application's documents (the filter, the update).
+    fn encoded(
+        kind: WriteKind,
+        statement: &Document,
+        multi: bool,
+        parts: &[&str],
+    ) -> Result<Statement> {
         let document = RawDocumentBuf::try_from(statement)
             .map_err(|error| Error::bson(format!("the statement cannot be encoded: {error}")))?;
+        let largest_part = parts
+            .iter()
+            .filter_map(|key| match document.get(key) {
+                Ok(Some(RawBsonRef::Document(part))) => Some(part.as_bytes().len()),
+                // An update pipeline.
+                Ok(Some(RawBsonRef::Array(part))) => Some(part.as_bytes().len()),
+                _ => None,
+            })
+            .max()
+            .unwrap_or(0);
         Ok(Statement {
             kind,
             document,
             multi,
+            largest_part,
         })
+    }
+
+    /// Refuses the statement, before anything is sent, when a document the application
+    /// gave it is larger than the server's `maxBsonObjectSize`: "Documents to be
+    /// inserted, query documents for updates and deletes, and update expression
+    /// documents must be <= this size" (Server Write Commands spec, "Request Size
+    /// Limits"). Sent anyway, a document above `maxMessageSizeBytes` makes the server
+    /// drop the connection, and a retry sends it again. `index` is the statement's
+    /// among the operation's writes.
+    pub fn check_size(&self, index: usize, hello: &HelloReply) -> Result<()> {
+        let limit = hello.document_size_limit();
+        if self.largest_part <= limit {
+            return Ok(());
+        }
+        let what = match self.kind {
+            WriteKind::Insert => "the document to insert",
+            WriteKind::Update => "the filter or the update",
+            WriteKind::Delete => "the filter",
+        };
+        Err(Error::invalid_argument(format!(
+            "write {index}: {what} is {} bytes, more than the server's maxBsonObjectSize of \
+             {limit} bytes",
+            self.largest_part
+        )))
     }
 }
 
@@ -325,7 +409,12 @@ impl UpdateStatement {
                 ("hint", self.hint),
             ],
         );
-        Statement::encoded(WriteKind::Update, &statement, self.multi)
+        Statement::encoded(
+            WriteKind::Update,
+            &statement,
+            self.multi,
+            &[spelling.filter_key(), update],
+        )
     }
 }
 
@@ -360,7 +449,12 @@ impl DeleteStatement {
                 ("hint", self.hint),
             ],
         );
-        Statement::encoded(WriteKind::Delete, &statement, self.multi)
+        Statement::encoded(
+            WriteKind::Delete,
+            &statement,
+            self.multi,
+            &[spelling.filter_key()],
+        )
     }
 }
 
@@ -460,6 +554,9 @@ impl Operation for WriteBatch<'_> {
         if self.batch_len.is_none() {
             self.batch_len = Some(batch_len(self.batch(), hello));
         }
+        for (index, statement) in self.batch().iter().enumerate() {
+            statement.check_size(self.offset + index, hello)?;
+        }
         let kind = self.kind;
         let options = self.options;
         let mut body = doc! {
@@ -507,10 +604,11 @@ impl Operation for WriteBatch<'_> {
     fn handle_reply(
         &mut self,
         reply: RawDocumentBuf,
-        _context: ReplyContext<'_>,
+        context: ReplyContext<'_>,
     ) -> Result<WriteReply> {
         let reply = crate::connection::reply_document(&reply)?;
-        WriteReply::of_write_command(&reply, self.offset)
+        let statements = self.offset..self.offset + self.batch().len();
+        WriteReply::of_write_command(&reply, statements, &context.server.address.to_string())
     }
 
     fn reclaim(&mut self, sequences: Vec<DocumentSequence>) {
@@ -845,6 +943,67 @@ mod tests {
     }
 
     #[test]
+    fn a_statement_with_a_document_above_max_bson_object_size_is_refused() {
+        let hello = HelloReply {
+            max_bson_object_size: 1_000,
+            ..HelloReply::default()
+        };
+        // `{ x: "a" * n }` is n + 13 bytes.
+        let [at_limit, above] = [987, 988].map(|size| inserts(&[size]).remove(0));
+        assert_eq!(at_limit.largest_part, 1_000);
+        at_limit.check_size(0, &hello).unwrap();
+        let error = above.check_size(7, &hello).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "invalid argument: write 7: the document to insert is 1001 bytes, more than the \
+             server's maxBsonObjectSize of 1000 bytes"
+        );
+        // Updates and deletes: the filter and the update are measured, not the whole
+        // statement, in either spelling.
+        let big = doc! { "x": "a".repeat(988) };
+        for spelling in [Spelling::WriteCommand, Spelling::BulkWrite] {
+            let update = |filter: Document, update: Document| UpdateStatement {
+                filter,
+                update: Bson::Document(update),
+                ..UpdateStatement::default()
+            };
+            let at_limit = doc! { "x": "a".repeat(987) };
+            let both = update(at_limit.clone(), at_limit.clone());
+            both.spelled(spelling)
+                .unwrap()
+                .check_size(0, &hello)
+                .unwrap();
+            for statement in [update(big.clone(), doc! {}), update(doc! {}, big.clone())] {
+                let refused = statement.spelled(spelling).unwrap().check_size(0, &hello);
+                let message = refused.unwrap_err().to_string();
+                assert!(
+                    message.contains("the filter or the update is 1001 bytes"),
+                    "{spelling:?}: {message}"
+                );
+            }
+            let delete = DeleteStatement {
+                filter: big.clone(),
+                ..DeleteStatement::default()
+            };
+            let error = delete.spelled(spelling).unwrap().check_size(0, &hello);
+            assert!(error
+                .unwrap_err()
+                .to_string()
+                .contains("the filter is 1001 bytes"));
+        }
+        // No limit in the hello: 16 MiB.
+        let default = HelloReply::default();
+        assert_eq!(default.document_size_limit(), 16 * 1024 * 1024);
+        above.check_size(0, &default).unwrap();
+        // A hostile limit: never more than a message holds.
+        let hostile = HelloReply {
+            max_bson_object_size: i32::MAX,
+            ..HelloReply::default()
+        };
+        assert_eq!(hostile.document_size_limit(), 48_000_000);
+    }
+
+    #[test]
     fn statements_send_only_the_options_given() {
         let update = UpdateStatement {
             filter: doc! { "_id": 1 },
@@ -952,10 +1111,33 @@ mod tests {
             "upserted": [{ "index": 1, "_id": 7 }],
             "writeErrors": [{ "index": 0, "code": 11000, "errmsg": "dup" }],
         };
-        let parsed = WriteReply::of_write_command(&reply, 10).unwrap();
+        let parsed = WriteReply::of_write_command(&reply, 10..12, "db:27017").unwrap();
         assert_eq!(parsed.upserted, vec![(11, Bson::Int32(7))]);
         assert_eq!(parsed.write_errors[0].index, 10);
         assert_eq!(parsed.write_errors[0].code, 11000);
+        assert_eq!(parsed.address, "db:27017");
+    }
+
+    #[test]
+    fn a_reply_naming_a_write_the_command_did_not_carry_is_a_misbehaving_server() {
+        // issue 41: `offset + index` overflowed (on wasm32, an index up to u32::MAX).
+        for index in [Bson::Int32(2), Bson::Int32(-1), Bson::Int64(i64::MAX)] {
+            for key in ["writeErrors", "upserted"] {
+                let reply = doc! {
+                    "ok": 1, "n": 1, key: [{ "index": index.clone(), "code": 1, "_id": 1 }],
+                };
+                let error = WriteReply::of_write_command(&reply, 10..12, "db:27017").unwrap_err();
+                assert!(
+                    matches!(error.kind(), ErrorKind::MisbehavingServer { address, .. }
+                        if address == "db:27017"),
+                    "{key} {index}: {error}"
+                );
+            }
+        }
+        let offset = usize::MAX - 1;
+        let reply = doc! { "ok": 1, "writeErrors": [{ "index": i64::MAX, "code": 1 }] };
+        let error = WriteReply::of_write_command(&reply, offset..offset + 1, "db:27017");
+        assert!(error.is_err());
     }
 
     #[test]

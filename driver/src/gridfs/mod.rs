@@ -209,6 +209,15 @@ impl GridFsBucket {
         if length == 0 {
             return Ok(Vec::new());
         }
+        // A length no memory of this target can hold (above 2 GiB on wasm32, where a
+        // vector holds at most isize::MAX bytes) is refused before any chunk is read.
+        if usize::try_from(length).map_or(true, |length| length > isize::MAX as usize) {
+            return Err(GridFsError::TooLarge {
+                id: id.clone(),
+                length,
+            }
+            .into());
+        }
         let chunk_size = number("chunkSize")?;
         if chunk_size == 0 {
             return Err(corrupt("its chunkSize is 0".to_owned()));
@@ -222,7 +231,10 @@ impl GridFsBucket {
             .chunks
             .find(doc! { "files_id": { "$eq": id.clone() } }, options)
             .await?;
-        let mut content = Vec::with_capacity(usize::try_from(length).unwrap_or(0));
+        // The content grows as its chunks arrive, never from the stored `length`: a
+        // files document may claim any length (2^40 bytes, say), and allocating it up
+        // front would abort the process rather than fail the download.
+        let mut content = Vec::new();
         let mut next = 0_u64;
         while let Some(chunk) = chunks.try_next().await? {
             let n = chunk.get("n").and_then(crate::bson_util::as_i64);

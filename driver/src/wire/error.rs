@@ -105,6 +105,11 @@ pub enum WireError {
         /// The `responseTo` of the reply received.
         actual: i32,
     },
+    /// A reply sets `moreToCome` though its request did not set `exhaustAllowed`: the
+    /// server "will never produce replies with the `moreToCome` bit set unless the
+    /// request has the `exhaustAllowed` bit set" (OP_MSG spec, "exhaustAllowed"), so
+    /// more replies would follow that no request is waiting for.
+    UnexpectedMoreToCome,
     /// A message to be encoded would exceed the permitted maximum size.
     MessageTooLarge {
         /// The encoded length the message would have.
@@ -210,6 +215,11 @@ impl fmt::Display for WireError {
             WireError::ResponseToMismatch { expected, actual } => write!(
                 f,
                 "reply answers request {actual} but request {expected} was expected"
+            ),
+            WireError::UnexpectedMoreToCome => write!(
+                f,
+                "OP_MSG reply sets moreToCome, but its request did not allow more than one reply \
+                 (exhaustAllowed)"
             ),
             WireError::MessageTooLarge { length, max } => write!(
                 f,

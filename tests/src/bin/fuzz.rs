@@ -18,7 +18,7 @@ use std::time::Duration;
 use anymongo_tests::fuzz::{self, Current, Target, TARGETS};
 
 const USAGE: &str = "usage: fuzz [--seconds S] [--target NAME] [--seed N] [--slow-ms MS] \
-                     [--input HEX]\ntargets: uri, wire, scram, srv, socks5";
+                     [--input HEX]\ntargets: uri, wire, bson, scram, srv, socks5, replies";
 
 /// The command line.
 struct Args {

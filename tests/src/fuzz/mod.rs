@@ -1,6 +1,8 @@
 //! A small mutation fuzzer of the parsers that face the network: the connection
 //! string, wire replies (OP_MSG, OP_REPLY, OP_COMPRESSED), the SCRAM server messages,
-//! DNS answers for SRV/TXT, and the SOCKS5 proxy's replies.
+//! DNS answers for SRV/TXT, the SOCKS5 proxy's replies, and the numbers in a server's
+//! replies (hello limits, session timeout, write counts and indexes) as a client's
+//! operations read them.
 //!
 //! Coverage-less on purpose: it runs on the stable toolchain (cargo-fuzz needs
 //! nightly). Each target has a seed corpus of valid inputs built in code; every run

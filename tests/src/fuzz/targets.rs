@@ -5,7 +5,8 @@ use std::future::Future;
 use std::io;
 use std::net::IpAddr;
 use std::pin::pin;
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
@@ -13,8 +14,16 @@ use anymongo::auth::{conversation, AuthContext, AuthMechanism, Conversation, Cre
 use anymongo::bson::{
     doc, rawdoc, spec::BinarySubtype, Binary, Bson, Document, RawDocument, RawDocumentBuf,
 };
+use anymongo::client::{ClientConfig, MonitoringThreads};
+use anymongo::crud::bulk_write::{
+    ClientBulkWriteOptions, ClientWriteModel, DeleteManyModel, InsertOneModel, UpdateOneModel,
+    WriteModel,
+};
 use anymongo::handshake::HelloReply;
-use anymongo::rt::{boxed, BoxFuture, Clock, Instant, Resolver, SrvRecord};
+use anymongo::rt::{
+    boxed, BoxFuture, Clock, ConnectTarget, HostInfo, Instant, Resolver, Runtime, SrvRecord,
+    Stream, Transport,
+};
 use anymongo::socks5::Handshake;
 use anymongo::uri::Compressor;
 use anymongo::wire::compression::{decompress_frame, Compression};
@@ -22,7 +31,8 @@ use anymongo::wire::{
     op_code, validate_document, DocumentSequence, Message, MessageHeader, MsgFlags, OpMsg, OpReply,
     WireError, HEADER_LEN, MAX_DOCUMENT_DEPTH, MAX_MESSAGE_SIZE,
 };
-use anymongo::{srv, ClientOptions};
+use anymongo::{srv, Client, ClientOptions};
+use futures::StreamExt;
 use hickory_proto::op::{Message as DnsMessage, MessageType, OpCode, Query, ResponseCode};
 use hickory_proto::rr::rdata::{CNAME, SRV, TXT};
 use hickory_proto::rr::{Name, RData, Record, RecordType};
@@ -30,7 +40,7 @@ use hickory_proto::rr::{Name, RData, Record, RecordType};
 use super::Target;
 
 /// Every target, in the order the binary runs them.
-pub static TARGETS: [Target; 6] = [
+pub static TARGETS: [Target; 7] = [
     Target {
         name: "uri",
         corpus: uri_corpus,
@@ -139,7 +149,28 @@ pub static TARGETS: [Target; 6] = [
         tokens: &[],
         fix_up: None,
     },
+    Target {
+        name: "replies",
+        corpus: replies_corpus,
+        run: replies_run,
+        tokens: &[],
+        fix_up: Some(wire_fix_up),
+    },
 ];
+
+/// Runs `future` to its end: polled again as long as it is pending (its I/O and
+/// timers are ready at once, so it only yields), at most 100,000 times, which is a
+/// hang, reported as a panic.
+fn run_to_end<F: Future>(future: F) -> F::Output {
+    let mut context = Context::from_waker(Waker::noop());
+    let mut future = pin!(future);
+    for _ in 0..100_000 {
+        if let Poll::Ready(output) = future.as_mut().poll(&mut context) {
+            return output;
+        }
+    }
+    panic!("a future whose I/O and timers are all ready did not finish");
+}
 
 /// Polls `future` once: every target's future is ready at once (its I/O is replaced
 /// by fixed answers), so one that is not is a hang, reported as a panic.
@@ -679,4 +710,261 @@ fn socks5_run(input: &[u8]) {
             return;
         }
     }
+}
+
+// ---- the numbers in a server's replies ----
+
+/// A hello of a standalone 8.0 server (wire version 25, for `bulkWrite`) that takes
+/// `batch` writes per command; its numbers as int64, for the boundary integers.
+fn fuzz_hello(batch: i64) -> Document {
+    doc! {
+        "isWritablePrimary": true, "maxWireVersion": 25_i64, "minWireVersion": 0_i64,
+        "maxBsonObjectSize": 16_777_216_i64, "maxMessageSizeBytes": 48_000_000_i64,
+        "maxWriteBatchSize": batch, "logicalSessionTimeoutMinutes": 30_i64,
+        "connectionId": 7_i64, "ok": 1.0,
+    }
+}
+
+/// A `bulkWrite` reply whose results cursor holds `results`.
+fn bulk_write_reply(inserted: i64, results: Vec<Document>) -> Document {
+    doc! {
+        "ok": 1.0, "nErrors": 0_i64, "nInserted": inserted, "nUpserted": 0_i64,
+        "nMatched": 0_i64, "nModified": 0_i64, "nDeleted": 0_i64,
+        "cursor": { "id": 0_i64, "firstBatch": results, "ns": "admin.$cmd.bulkWrite" },
+    }
+}
+
+/// Inputs: `{ hello, replies }`, the server's hello and its replies to the commands
+/// of [`replies_run`]'s operations, in order: one write per command, then every
+/// write in one command, then write errors and write concern errors.
+fn replies_corpus() -> Vec<Vec<u8>> {
+    let written = |n: i64| doc! { "ok": 1.0, "n": n, "nModified": n };
+    let find = doc! {
+        "ok": 1.0, "cursor": { "id": 42_i64, "ns": "db.c", "firstBatch": [{ "_id": 1_i64 }] },
+    };
+    let get_more = doc! {
+        "ok": 1.0, "cursor": { "id": 0_i64, "ns": "db.c", "nextBatch": [{ "_id": 2_i64 }] },
+    };
+    let result = |idx: i64| doc! { "ok": 1.0, "idx": idx, "n": 1_i64 };
+    let upserted = doc! {
+        "ok": 1.0, "n": 1_i64, "nModified": 0_i64, "upserted": [{ "index": 0_i64, "_id": 5_i64 }],
+    };
+    // insert_many, update_many, the collection's bulk write (an insert, an update and a
+    // delete command), the client's, the find and its getMore.
+    let one_each = [
+        vec![written(1), written(1), written(1), written(2)],
+        vec![written(1), upserted.clone(), written(4)],
+        vec![bulk_write_reply(1, vec![result(0)]); 3],
+        vec![find.clone(), get_more.clone()],
+    ]
+    .concat();
+    let all_at_once = vec![
+        written(3),
+        written(5),
+        written(1),
+        upserted,
+        written(4),
+        bulk_write_reply(3, vec![result(0), result(1), result(2)]),
+        find,
+        get_more,
+    ];
+    let failures = vec![
+        doc! { "ok": 1.0, "n": 2_i64,
+        "writeErrors": [{ "index": 1_i64, "code": 11000_i64, "errmsg": "dup" }] },
+        doc! { "ok": 1.0, "n": 3_i64, "nModified": 3_i64,
+        "writeConcernError": { "code": 64_i64, "errmsg": "timed out" } },
+        doc! { "ok": 1.0, "nErrors": 1_i64, "nInserted": 1_i64, "nUpserted": 0_i64,
+        "nMatched": 0_i64, "nModified": 0_i64, "nDeleted": 0_i64,
+        "cursor": { "id": 0_i64, "ns": "admin.$cmd.bulkWrite", "firstBatch": [
+            { "ok": 0.0, "idx": 1_i64, "code": 11000_i64, "errmsg": "dup" }] } },
+        doc! { "ok": 0.0, "code": 91_i64, "errmsg": "shutting down",
+        "errorLabels": ["RetryableWriteError"] },
+    ];
+    [
+        (fuzz_hello(1), one_each),
+        (fuzz_hello(100_000), all_at_once),
+        (fuzz_hello(100_000), failures),
+    ]
+    .into_iter()
+    .map(|(hello, replies)| {
+        let input = doc! { "hello": hello, "replies": replies };
+        anymongo::bson::serialize_to_vec(&input).expect("serializes")
+    })
+    .collect()
+}
+
+/// A clock whose time passes only when the driver waits: a sleep ends when first
+/// polled, and moves the clock on by its duration. Waits for the server cost
+/// nothing, and every bound (server selection, retries) is still reached.
+#[derive(Clone, Default)]
+struct Virtual(Arc<Mutex<Duration>>);
+
+impl Clock for Virtual {
+    fn now(&self) -> Instant {
+        Instant::from_origin(*self.0.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    fn unix_time(&self) -> Duration {
+        Duration::from_secs(1_700_000_000) + *self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn sleep(&self, duration: Duration) -> BoxFuture<'static, ()> {
+        let elapsed = self.0.clone();
+        boxed(async move {
+            *elapsed.lock().unwrap_or_else(PoisonError::into_inner) += duration;
+        })
+    }
+}
+
+/// A server played from a script: every hello is answered with `hello`, every other
+/// command with the next of `replies`; once they are used up, connections close.
+struct Scripted {
+    hello: RawDocumentBuf,
+    replies: Vec<RawDocumentBuf>,
+    next: AtomicUsize,
+}
+
+impl Scripted {
+    /// The frame answering `frame`, if any: none to a request flagged `moreToCome`
+    /// or once the replies are used up.
+    fn answer(&self, frame: &[u8]) -> Option<Vec<u8>> {
+        let (header, body) = frame.split_first_chunk::<HEADER_LEN>()?;
+        let header = MessageHeader::parse(header);
+        if header.op_code == op_code::QUERY {
+            let reply = OpReply::command_reply(self.hello.clone());
+            return Some(reply.encode(1, header.request_id));
+        }
+        let request = OpMsg::decode(&header, body).ok()?;
+        if request.flags.contains(MsgFlags::MORE_TO_COME) {
+            return None;
+        }
+        let name = request.body.iter().next()?.ok()?.0;
+        let reply = match name.as_str() {
+            "hello" | "isMaster" | "ismaster" => self.hello.clone(),
+            _ => self
+                .replies
+                .get(self.next.fetch_add(1, Ordering::Relaxed))?
+                .clone(),
+        };
+        Some(OpMsg::new(reply).encode(1, header.request_id))
+    }
+}
+
+/// Opens connections to a [`Scripted`] server.
+struct ScriptedTransport(Arc<Scripted>);
+
+impl Transport for ScriptedTransport {
+    fn connect<'a>(&'a self, _: &'a ConnectTarget) -> BoxFuture<'a, io::Result<Box<dyn Stream>>> {
+        let stream = ScriptedStream {
+            server: self.0.clone(),
+            pending: Vec::new(),
+        };
+        boxed(async move { Ok(Box::new(stream) as Box<dyn Stream>) })
+    }
+}
+
+/// A connection to a [`Scripted`] server: what it answered waits to be read; with
+/// nothing left to read, the server has closed the connection.
+struct ScriptedStream {
+    server: Arc<Scripted>,
+    pending: Vec<u8>,
+}
+
+impl Stream for ScriptedStream {
+    fn read<'a>(&'a mut self, buf: &'a mut [u8]) -> BoxFuture<'a, io::Result<usize>> {
+        let n = buf.len().min(self.pending.len());
+        buf[..n].copy_from_slice(&self.pending[..n]);
+        self.pending.drain(..n);
+        boxed(async move { Ok(n) })
+    }
+
+    fn write_all<'a>(&'a mut self, buf: &'a [u8]) -> BoxFuture<'a, io::Result<()>> {
+        self.pending
+            .extend(self.server.answer(buf).unwrap_or_default());
+        boxed(async { Ok(()) })
+    }
+}
+
+/// A client, single-threaded and on a virtual clock, runs writes and a read against
+/// a server whose hello and replies are the input: `insert_many`, `update_many`, a
+/// collection's and the client's bulk writes (their counts and indexes summed and
+/// mapped batch after batch), and a find read to its end, each with an implicit
+/// session (`logicalSessionTimeoutMinutes`).
+fn replies_run(input: &[u8]) {
+    let Ok(input) = RawDocument::from_bytes(input) else {
+        return;
+    };
+    let Ok(Some(hello)) = input.get_document("hello").map(Some) else {
+        return;
+    };
+    let Ok(replies) = input.get_array("replies") else {
+        return;
+    };
+    let replies = replies
+        .into_iter()
+        .filter_map(|reply| Some(reply.ok()?.as_document()?.to_owned()))
+        .collect();
+    let server = Arc::new(Scripted {
+        hello: hello.to_owned(),
+        replies,
+        next: AtomicUsize::new(0),
+    });
+    let runtime = Runtime {
+        transport: Arc::new(ScriptedTransport(server)),
+        resolver: Arc::new(Answered(DnsMessage::new(
+            0,
+            MessageType::Response,
+            OpCode::Query,
+        ))),
+        clock: Arc::new(Virtual::default()),
+        spawner: None,
+        key_derivation: None,
+        host: HostInfo {
+            runtime: "fuzz",
+            platform: "fuzz".into(),
+            os_type: "fuzz".into(),
+            architecture: None,
+            docker: false,
+            env: |_| None,
+        },
+    };
+    let options = ClientOptions::parse(
+        "mongodb://fuzz.invalid/?directConnection=true&serverSelectionTimeoutMS=100",
+    )
+    .expect("a valid URI");
+    let config = ClientConfig {
+        monitoring: MonitoringThreads::SingleThreaded,
+        ..ClientConfig::default()
+    };
+    let Ok(client) = Client::with_config(options, config, runtime) else {
+        return;
+    };
+    run_to_end(async {
+        let collection = client.database("db").collection::<Document>("c");
+        let documents = [doc! { "_id": 1 }, doc! { "_id": 2 }, doc! { "_id": 3 }];
+        let _ = collection.insert_many(&documents, None).await;
+        let _ = collection
+            .update_many(doc! {}, doc! { "$set": { "x": 1 } }, None)
+            .await;
+        let models = [
+            WriteModel::InsertOne(InsertOneModel::new(doc! { "_id": 4 })),
+            WriteModel::UpdateOne(UpdateOneModel {
+                upsert: Some(true),
+                ..UpdateOneModel::new(doc! { "_id": 5 }, doc! { "$set": { "x": 1 } })
+            }),
+            WriteModel::DeleteMany(DeleteManyModel::new(doc! {})),
+        ];
+        let _ = collection.bulk_write(models, None).await;
+        let models = documents
+            .iter()
+            .map(|document| ClientWriteModel::new("db.c", InsertOneModel::new(document.clone())));
+        let options = ClientBulkWriteOptions {
+            verbose_results: Some(true),
+            ..ClientBulkWriteOptions::default()
+        };
+        let _ = client.bulk_write(models, options).await;
+        if let Ok(cursor) = collection.find(doc! {}, None).await {
+            let _ = cursor.take(1_000).collect::<Vec<_>>().await;
+        }
+    });
 }

@@ -14,7 +14,7 @@ use bson::{doc, Bson, Document, RawDocumentBuf};
 use futures::TryStreamExt;
 
 use super::{
-    BulkWriteOptions, BulkWriteResult, ClientWriteModel, DeleteResult, InsertOneResult,
+    add_count, BulkWriteOptions, BulkWriteResult, ClientWriteModel, DeleteResult, InsertOneResult,
     UpdateResult, VerboseResults,
 };
 use crate::bson_util::as_i64;
@@ -67,7 +67,9 @@ pub(crate) async fn execute(
             },
         };
         let len = batch.len();
-        outcome.add_reply(&reply);
+        if let Err(error) = outcome.add_reply(&reply) {
+            return Err(outcome.stopped_by(error));
+        }
         if let Some(cursor) = reply.cursor {
             if let Err(error) = outcome.read_results(cursor, &plan.ops, offset, len).await {
                 outcome.judge_batch(&reply.summary, offset, len, plan.ordered);
@@ -368,6 +370,8 @@ struct BatchReply {
     write_concern_error: Option<WriteConcernError>,
     /// The results cursor (none for an unacknowledged write).
     cursor: Option<(Cursor<Document>, CursorSpec)>,
+    /// The server that sent it.
+    address: String,
 }
 
 impl Operation for BulkWriteBatch<'_> {
@@ -395,6 +399,10 @@ impl Operation for BulkWriteBatch<'_> {
                 self.built.insert(next_batch(ops, limits)?)
             }
         };
+        let ops = self.plan.ops.get(self.offset..).unwrap_or_default();
+        for (index, op) in ops.iter().take(built.ops.len()).enumerate() {
+            op.statement.check_size(self.offset + index, hello)?;
+        }
         // Bulk Write spec, "Building a `bulkWrite` Command": on admin, `ops` and
         // `nsInfo` as document sequences.
         Ok(Command {
@@ -417,6 +425,7 @@ impl Operation for BulkWriteBatch<'_> {
                 summary: Summary::default(),
                 write_concern_error: None,
                 cursor: None,
+                address: context.server.address.to_string(),
             });
         }
         // Its writeConcernError and errorLabels, read like a write command's.
@@ -436,6 +445,7 @@ impl Operation for BulkWriteBatch<'_> {
             summary: Summary::of(&reply),
             write_concern_error: parsed.write_concern_error.clone(),
             cursor: Some((Cursor::new(spec.clone(), first), spec)),
+            address: context.server.address.to_string(),
         };
         // A write concern error the server labels retryable is an error, for the
         // executor to retry the batch when it can (Retryable Writes spec).
@@ -498,17 +508,19 @@ impl Outcome {
         }
     }
 
-    /// Adds a command's counts and write concern error.
-    fn add_reply(&mut self, reply: &BatchReply) {
+    /// Adds a command's counts and write concern error; counts that add up past
+    /// `u64::MAX` are an error of the server ([`add_count`]).
+    fn add_reply(&mut self, reply: &BatchReply) -> Result<()> {
         let result = &mut self.result;
-        let summary = &reply.summary;
-        result.inserted_count += summary.n_inserted;
-        result.upserted_count += summary.n_upserted;
-        result.matched_count += summary.n_matched;
-        result.modified_count += summary.n_modified;
-        result.deleted_count += summary.n_deleted;
+        let (summary, address) = (&reply.summary, reply.address.as_str());
+        add_count(&mut result.inserted_count, summary.n_inserted, address)?;
+        add_count(&mut result.upserted_count, summary.n_upserted, address)?;
+        add_count(&mut result.matched_count, summary.n_matched, address)?;
+        add_count(&mut result.modified_count, summary.n_modified, address)?;
+        add_count(&mut result.deleted_count, summary.n_deleted, address)?;
         self.write_concern_errors
             .extend(reply.write_concern_error.clone());
+        Ok(())
     }
 
     /// Reads the results cursor of the batch of `ops[offset..offset + len]` to its
@@ -1174,10 +1186,11 @@ mod tests {
             },
             write_concern_error: Some(concern.clone()),
             cursor: None,
+            address: "db:27017".into(),
         };
-        outcome.add_reply(&reply);
+        outcome.add_reply(&reply).unwrap();
         outcome.judge_batch(&reply.summary, 0, 2, true);
-        outcome.add_reply(&reply);
+        outcome.add_reply(&reply).unwrap();
         outcome.judge_batch(&reply.summary, 2, 2, true);
         let error = outcome.finish().unwrap_err();
         let ErrorKind::ClientBulkWrite(failure) = error.kind() else {
@@ -1216,13 +1229,35 @@ mod tests {
     }
 
     #[test]
+    fn counts_adding_up_past_u64_max_are_a_misbehaving_server() {
+        // issue 41: the sums panicked (or wrapped, in a release build).
+        let mut outcome = Outcome::new(false, true);
+        let reply = BatchReply {
+            summary: Summary::of(&doc! { "nErrors": 0, "nDeleted": i64::MAX }),
+            write_concern_error: None,
+            cursor: None,
+            address: "db:27017".into(),
+        };
+        outcome.add_reply(&reply).unwrap();
+        outcome.add_reply(&reply).unwrap();
+        let error = outcome.add_reply(&reply).unwrap_err();
+        assert!(
+            matches!(error.kind(), ErrorKind::MisbehavingServer { address, .. }
+                if address == "db:27017"),
+            "{error}"
+        );
+    }
+
+    #[test]
     fn a_successful_outcome_is_the_result() {
         let mut outcome = Outcome::new(false, true);
         outcome.add_reply(&BatchReply {
             summary: Summary::of(&doc! { "nErrors": 0, "nInserted": 1, "nUpserted": 2, "nMatched": 3, "nModified": 4, "nDeleted": 5 }),
             write_concern_error: None,
             cursor: None,
-        });
+            address: "db:27017".into(),
+        })
+        .unwrap();
         let result = outcome.finish().unwrap();
         assert_eq!(
             result,

@@ -6,7 +6,7 @@
 use bson::Bson;
 use serde::Serialize;
 
-use super::{BulkWriteOptions, BulkWriteResult, WriteModel};
+use super::{add_count, BulkWriteOptions, BulkWriteResult, WriteModel};
 use crate::concern::WriteConcern;
 use crate::crud::write::{Namespace, Spelling, Statement, WriteBatch, WriteKind, WriteReply};
 use crate::error::{
@@ -148,12 +148,12 @@ impl Outcome {
         offset: usize,
         sent: usize,
         reply: WriteReply,
-    ) -> bool {
+    ) -> Result<bool> {
         // The reply's indexes count from the run's first statement.
         let model = |index: usize| run.indexes.get(index).copied().unwrap_or(index);
         match run.kind {
             WriteKind::Insert => {
-                self.result.inserted_count += reply.n;
+                add_count(&mut self.result.inserted_count, reply.n, &reply.address)?;
                 let failed: Vec<usize> = reply.write_errors.iter().map(|e| e.index).collect();
                 // Ordered, nothing after the first failure was attempted.
                 let end = match (plan.ordered, failed.iter().min()) {
@@ -170,14 +170,21 @@ impl Outcome {
             WriteKind::Update => {
                 let upserted = u64::try_from(reply.upserted.len()).unwrap_or(u64::MAX);
                 // An upsert matched nothing (CRUD spec, "UpdateResult").
-                self.result.matched_count += reply.n.saturating_sub(upserted);
-                self.result.modified_count += reply.n_modified;
-                self.result.upserted_count += upserted;
+                let (result, address) = (&mut self.result, &reply.address);
+                add_count(
+                    &mut result.matched_count,
+                    reply.n.saturating_sub(upserted),
+                    address,
+                )?;
+                add_count(&mut result.modified_count, reply.n_modified, address)?;
+                add_count(&mut result.upserted_count, upserted, address)?;
                 for (index, id) in reply.upserted {
                     self.result.upserted_ids.insert(model(index), id);
                 }
             }
-            WriteKind::Delete => self.result.deleted_count += reply.n,
+            WriteKind::Delete => {
+                add_count(&mut self.result.deleted_count, reply.n, &reply.address)?
+            }
         }
         let stop = plan.ordered && !reply.write_errors.is_empty();
         if !reply.write_errors.is_empty() || reply.write_concern_error.is_some() {
@@ -191,7 +198,7 @@ impl Outcome {
         if reply.write_concern_error.is_some() {
             self.write_concern_error = reply.write_concern_error;
         }
-        !stop
+        Ok(!stop)
     }
 
     /// The result, or the [`ErrorKind::BulkWrite`] error that carries it with every
@@ -262,7 +269,7 @@ pub(crate) async fn execute(
                 Err(error) => return Err(outcome.fail(error)),
             };
             let sent = batch.batch_len.unwrap_or(1);
-            if !outcome.record(&plan, run, offset, sent, reply) {
+            if !outcome.record(&plan, run, offset, sent, reply)? {
                 return outcome.finish();
             }
             offset += sent;
@@ -372,25 +379,25 @@ mod tests {
             write_errors: vec![write_error(1)],
             ..WriteReply::default()
         };
-        assert!(outcome.record(&plan, &plan.runs[0], 0, 2, first));
+        assert!(outcome.record(&plan, &plan.runs[0], 0, 2, first).unwrap());
         let second = WriteReply {
             n: 1,
             ..WriteReply::default()
         };
-        assert!(outcome.record(&plan, &plan.runs[0], 2, 1, second));
+        assert!(outcome.record(&plan, &plan.runs[0], 2, 1, second).unwrap());
         // The delete run (models 2, 5).
         let deletes = WriteReply {
             n: 3,
             ..WriteReply::default()
         };
-        assert!(outcome.record(&plan, &plan.runs[1], 0, 2, deletes));
+        assert!(outcome.record(&plan, &plan.runs[1], 0, 2, deletes).unwrap());
         // The update run (model 3) upserted.
         let updates = WriteReply {
             n: 1,
             upserted: vec![(0, Bson::Int32(9))],
             ..WriteReply::default()
         };
-        assert!(outcome.record(&plan, &plan.runs[2], 0, 1, updates));
+        assert!(outcome.record(&plan, &plan.runs[2], 0, 1, updates).unwrap());
         let ErrorKind::BulkWrite(failure) = outcome.finish().unwrap_err().kind().clone() else {
             panic!("expected a bulk write error");
         };
@@ -407,6 +414,27 @@ mod tests {
     }
 
     #[test]
+    fn counts_adding_up_past_u64_max_are_a_misbehaving_server() {
+        // issue 41: the sums panicked (or wrapped, in a release build).
+        let plan = Plan::of_models(models(), false).unwrap();
+        let mut outcome = Outcome::default();
+        let reply = || WriteReply {
+            n: u64::try_from(i64::MAX).unwrap(),
+            address: "db:27017".into(),
+            ..WriteReply::default()
+        };
+        let run = &plan.runs[1];
+        assert!(outcome.record(&plan, run, 0, 1, reply()).unwrap());
+        assert!(outcome.record(&plan, run, 1, 1, reply()).unwrap());
+        let error = outcome.record(&plan, run, 2, 1, reply()).unwrap_err();
+        assert!(
+            matches!(error.kind(), ErrorKind::MisbehavingServer { address, .. }
+                if address == "db:27017"),
+            "{error}"
+        );
+    }
+
+    #[test]
     fn ordered_writes_stop_at_the_first_write_error() {
         let plan = Plan::of_models(models(), true).unwrap();
         let mut outcome = Outcome::default();
@@ -416,7 +444,7 @@ mod tests {
             labels: vec!["SomeLabel".into()],
             ..WriteReply::default()
         };
-        assert!(!outcome.record(&plan, &plan.runs[0], 0, 2, reply));
+        assert!(!outcome.record(&plan, &plan.runs[0], 0, 2, reply).unwrap());
         let error = outcome.finish().unwrap_err();
         assert!(error.has_label("SomeLabel"));
         let ErrorKind::BulkWrite(failure) = error.kind() else {
@@ -437,7 +465,7 @@ mod tests {
             ..WriteReply::default()
         };
         // A write concern error does not stop an ordered bulk write.
-        assert!(outcome.record(&plan, &plan.runs[0], 0, 2, reply));
+        assert!(outcome.record(&plan, &plan.runs[0], 0, 2, reply).unwrap());
         let error = outcome.finish().unwrap_err();
         let ErrorKind::BulkWrite(failure) = error.kind() else {
             panic!("expected a bulk write error, got {error}");

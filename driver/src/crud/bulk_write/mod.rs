@@ -41,6 +41,23 @@
 //! # Ok(()) }
 //! ```
 
+/// Adds a reply's `count` to the running `total` of a bulk write. The counts are the
+/// server's, batch after batch: a sum beyond `u64::MAX` (issue 41: replies whose `n`
+/// add up past it panicked, or wrapped in a release build) is an error of the server
+/// at `address`, not a wrapped count.
+pub(crate) fn add_count(total: &mut u64, count: u64, address: &str) -> crate::error::Result<()> {
+    *total = total.checked_add(count).ok_or_else(|| {
+        crate::error::Error::misbehaving(
+            address,
+            format!(
+                "its replies count more than {} writes for one bulk write",
+                u64::MAX
+            ),
+        )
+    })?;
+    Ok(())
+}
+
 pub(crate) mod client_level;
 pub(crate) mod collection_level;
 mod model;
