@@ -49,6 +49,7 @@ pub mod clock;
 pub mod cold_request;
 #[cfg(not(target_os = "wasi"))]
 pub mod compression;
+#[cfg(not(target_os = "wasi"))]
 pub mod counting;
 pub mod demo;
 #[cfg(not(target_os = "wasi"))]
