@@ -566,7 +566,8 @@ pub(crate) struct FindAndModify<'a> {
 }
 
 impl Operation for FindAndModify<'_> {
-    type Output = Option<Document>;
+    /// The `value`, as the server sent it (read as `T` by the collection).
+    type Output = Option<RawDocumentBuf>;
 
     fn name(&self) -> &str {
         "findAndModify"
@@ -629,13 +630,18 @@ impl Operation for FindAndModify<'_> {
         &mut self,
         reply: RawDocumentBuf,
         _context: ReplyContext<'_>,
-    ) -> Result<Option<Document>> {
-        let reply = crate::connection::reply_document(&reply)?;
-        let parsed = WriteReply::parse(&reply, 0);
+    ) -> Result<Option<RawDocumentBuf>> {
+        let document = crate::connection::reply_document(&reply)?;
+        let parsed = WriteReply::parse(&document, 0);
         if let Some(error) = parsed.single_write_error() {
             return Err(error);
         }
-        Ok(reply.get_document("value").ok().cloned())
+        // The document's bytes, not the reply's `Document`: the user's type reads them as
+        // stored (`bson_deserializer::from_slice`).
+        Ok(match reply.get("value") {
+            Ok(Some(bson::RawBsonRef::Document(value))) => Some(value.to_owned()),
+            _ => None,
+        })
     }
 
     fn retryability(&self) -> Retryability {
