@@ -787,7 +787,10 @@ fn alone(element: &[u8]) -> Result<RawDocumentBuf> {
 /// A replacement as a document; it must not contain update operators (CRUD spec,
 /// "Update vs. Replace Validation").
 pub(crate) fn replacement_document<T: Serialize>(replacement: &T) -> Result<Document> {
-    let document = bson::serialize_to_document(replacement).map_err(Error::bson)?;
+    // Through BSON bytes, as inserted documents are: `bson::serialize_to_document` would
+    // take a field such as `{"$numberLong": "12"}` for extended JSON and send an Int64.
+    let bytes = crate::bson_serializer::serialize_to_vec(replacement).map_err(Error::bson)?;
+    let document = crate::bson_deserializer::document_from_slice(&bytes).map_err(Error::bson)?;
     if document
         .keys()
         .next()
@@ -805,6 +808,15 @@ mod tests {
     use bson::rawdoc;
 
     use super::*;
+
+    #[test]
+    fn a_replacement_keeps_dollar_fields_as_given() {
+        let replacement =
+            doc! { "_id": 1, "n": { "a": 1, "$numberLong": "12" }, "m": [{ "$oid": "x" }] };
+        assert_eq!(replacement_document(&replacement).unwrap(), replacement);
+        let operator = doc! { "$set": { "a": 1 } };
+        assert!(replacement_document(&operator).is_err());
+    }
 
     fn namespace() -> Namespace {
         Namespace {
