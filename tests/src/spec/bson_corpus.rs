@@ -20,7 +20,9 @@
 //!   representation being [`Document`].
 //!
 //! A `valid` case checks the assertions of "Testing validity" for a codec with a native
-//! representation (cB, dB, cEJ, dEJ and rEJ); `converted_bson` and `converted_extjson`
+//! representation (cB, dB, cEJ, dEJ and rEJ), and that its canonical and relaxed Extended
+//! JSON, taken as plain JSON (`$` keys as field names) and stored as BSON, read back as
+//! stored; `converted_bson` and `converted_extjson`
 //! ("MAY be ignored", "Deprecated types") are not checked. A `decodeErrors` case passes
 //! when the driver refuses the bytes. A `parseErrors` case of a document or binary
 //! (`0x00`, `0x05`) must be valid JSON that the Extended JSON parser (or the encoding of
@@ -230,11 +232,52 @@ fn valid(case: &JsonTest) -> Result<(), String> {
     }
 
     // rEJ: native_to_relaxed_extended_json(json_to_native(rEJ)) = rEJ.
-    if let Some(relaxed_extjson) = relaxed_extjson {
+    if let Some(relaxed_extjson) = &relaxed_extjson {
         let native = parse_extjson(relaxed_extjson.clone()).map_err(|why| format!("rEJ: {why}"))?;
-        expect_extjson("rEJ → native → rEJ", relaxed(&native), &relaxed_extjson)?;
+        expect_extjson("rEJ → native → rEJ", relaxed(&native), relaxed_extjson)?;
+    }
+
+    // Not the spec's: the Extended JSON taken as plain JSON (its `$` keys field names,
+    // as a document stored from `JSON.parse` or `json.loads` has them) is a BSON
+    // document like any other, which must read back as stored (`driver_decode`).
+    for (name, json) in [("cEJ", Some(canonical_extjson)), ("rEJ", relaxed_extjson)] {
+        let Some(plain) = json.and_then(|json| plain_document(&json)) else {
+            continue;
+        };
+        // A key with a NUL cannot be BSON: nothing to store.
+        let Ok(stored) = bson::serialize_to_vec(&plain) else {
+            continue;
+        };
+        let read = driver_decode(&stored).map_err(|why| format!("{name} as plain JSON: {why}"))?;
+        expect_bson(&format!("{name} as plain JSON → native → BSON"), &read, &stored)?;
     }
     Ok(())
+}
+
+/// The JSON object `json` as a document of plain JSON values, no key interpreted
+/// (integers as Int32 or Int64, other numbers as doubles).
+fn plain_document(json: &Value) -> Option<Document> {
+    fn plain(json: &Value) -> Bson {
+        match json {
+            Value::Null => Bson::Null,
+            Value::Bool(value) => Bson::Boolean(*value),
+            Value::Number(number) => match number.as_i64() {
+                Some(value) => i32::try_from(value).map_or(Bson::Int64(value), Bson::Int32),
+                None => Bson::Double(number.as_f64().unwrap_or(f64::NAN)),
+            },
+            Value::String(text) => Bson::String(text.clone()),
+            Value::Array(values) => Bson::Array(values.iter().map(plain).collect()),
+            Value::Object(map) => Bson::Document(
+                map.iter()
+                    .map(|(key, value)| (key.clone(), plain(value)))
+                    .collect(),
+            ),
+        }
+    }
+    match plain(json) {
+        Bson::Document(document) => Some(document),
+        _ => None,
+    }
 }
 
 /// "Testing decode errors": the driver refuses the bytes when a server sends them.
