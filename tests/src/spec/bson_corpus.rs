@@ -249,7 +249,11 @@ fn valid(case: &JsonTest) -> Result<(), String> {
             continue;
         };
         let read = driver_decode(&stored).map_err(|why| format!("{name} as plain JSON: {why}"))?;
-        expect_bson(&format!("{name} as plain JSON → native → BSON"), &read, &stored)?;
+        expect_bson(
+            &format!("{name} as plain JSON → native → BSON"),
+            &read,
+            &stored,
+        )?;
     }
     Ok(())
 }
