@@ -354,10 +354,11 @@ fn deserialize_here<'de, T: de::Deserialize<'de>>(bytes: &'de [u8]) -> Result<T,
 enum Declined {
     ToTheBsonCrate,
     TooDeep,
-    /// A stored document with this key was to be read as a bson `Document` or `Bson`,
-    /// whose visitor would take it for extended JSON: refused, not handed to the bson
-    /// crate (which would do just that).
-    ExtendedJsonKey(String),
+    /// A stored document with the key `EXTENDED_JSON_KEYS[i]` was to be read as a bson
+    /// `Document` or `Bson`, whose visitor would take it for extended JSON: refused, not
+    /// handed to the bson crate (which would do just that). An index, so that this
+    /// error (in every `Result` of the walk) stays two bytes.
+    ExtendedJsonKey(u8),
 }
 
 impl fmt::Display for Declined {
@@ -367,12 +368,13 @@ impl fmt::Display for Declined {
                 f.write_str("declined: the bson crate deserializes this document")
             }
             Declined::TooDeep => f.write_str("the document nests too deep"),
-            Declined::ExtendedJsonKey(key) => write!(
+            Declined::ExtendedJsonKey(i) => write!(
                 f,
-                "a stored document has the field `{key}`, which the bson crate's `Document` \
+                "a stored document has the field `{}`, which the bson crate's `Document` \
                  and `Bson` would read as extended JSON, not as stored: read it as a \
                  `Document` at the top level, a `RawDocumentBuf`, or a field with \
-                 `anymongo::bson_deserializer::as_stored`"
+                 `anymongo::bson_deserializer::as_stored`",
+                EXTENDED_JSON_KEYS.get(usize::from(*i)).unwrap_or(&"$")
             ),
         }
     }
@@ -818,9 +820,10 @@ impl<'de> MapAccess<'de> for Elements<'de> {
             self.value = None;
             return Ok(None);
         };
-        if key.starts_with('$') && EXTENDED_JSON_KEYS.contains(&key) && self.visitor == BSON_VISITOR
-        {
-            return Err(Declined::ExtendedJsonKey(key.to_owned()));
+        if key.starts_with('$') && self.visitor == BSON_VISITOR {
+            if let Some(i) = EXTENDED_JSON_KEYS.iter().position(|known| *known == key) {
+                return Err(Declined::ExtendedJsonKey(i as u8));
+            }
         }
         self.value = Some(value);
         seed.deserialize(BorrowedStrDeserializer::new(key))
