@@ -12,15 +12,30 @@
 //! counts the nesting.
 //!
 //! It presents every value **exactly as the bson crate does** (same serde calls, the same
-//! extended-JSON maps for `ObjectId`, `DateTime`, `Timestamp` and the rest), so
-//! `Document`, `Bson` and any user type come out the same. What it does not present
-//! itself it **declines**: bson's private newtypes (raw documents, `RawBson`, UUIDs,
-//! human-readable and UTF-8-lossy wrappers), the deprecated DBPointer, and any error at
-//! all (malformed bytes, a value the type refuses). Then the whole document is deserialized again by
-//! `bson::deserialize_from_slice`, so the values and the errors are always the bson
-//! crate's; the tests compare the two on every case of the BSON corpus. The one answer
-//! of its own is for nesting deeper than [`MAX_DOCUMENT_DEPTH`]: an error, where the
-//! bson crate would recurse until the stack runs out.
+//! extended-JSON maps for `ObjectId`, `DateTime`, `Timestamp` and the rest), so any user
+//! type comes out the same, and a `RawDocument(Buf)` field takes the document's bytes.
+//! What it does not present itself it **declines**: bson's other private newtypes (raw
+//! arrays, `RawBson`, UUIDs, human-readable and UTF-8-lossy wrappers), the deprecated
+//! DBPointer, and any error at all (malformed bytes, a value the type refuses). Then the
+//! whole document is deserialized again by `bson::deserialize_from_slice`, so the values
+//! and the errors are the bson crate's; the tests compare the two on every case of the
+//! BSON corpus.
+//!
+//! **A stored document is read as stored.** BSON is not extended JSON: since MongoDB 5.0
+//! a field name may start with `$`, and `{"n": {"$numberLong": "12"}}` is a document
+//! with a string field. A [`Document`] is built from the bytes ([`document_from_slice`],
+//! [`from_slice`]: what cursors, `find_one_and_*` and change events use), never through
+//! the bson crate's `Document` visitor, which reads such keys as extended JSON (an
+//! `Int64` there, an `ObjectId` without its other fields elsewhere, or an error). That
+//! visitor is also behind a `Document` or `Bson` *field* of a user's type, where no
+//! deserializer can make it keep such a key: there a stored document with one of its
+//! extended-JSON keys is **refused** with an error that says so, instead of coming out
+//! changed (the bson crate's own deserializer changes it); such a field reads as stored
+//! with [`as_stored`], or as a `RawDocumentBuf`.
+//!
+//! Two answers are its own, never the bson crate's: that refusal, and nesting deeper than
+//! [`MAX_DOCUMENT_DEPTH`]: an error, where the bson crate would recurse until the stack
+//! runs out.
 //!
 //! ```
 //! use anymongo::bson::{doc, Document};
@@ -50,7 +65,10 @@ pub const MAX_DOCUMENT_DEPTH: usize = 200;
 /// Deserializes a `T` from the bytes of one BSON document: the value
 /// `bson::deserialize_from_slice` returns, or its error (see the module's documentation),
 /// except for a document nested deeper than [`MAX_DOCUMENT_DEPTH`], which fails here
-/// without recursing.
+/// without recursing, and a stored document with an extended-JSON key such as `$oid`
+/// read as a bson `Document` or `Bson` (the bson crate's visitor would change it), which
+/// is refused. A [`Document`] by itself reads as stored with [`from_slice`] or
+/// [`document_from_slice`].
 ///
 /// ```
 /// #[derive(serde::Deserialize, Debug, PartialEq)]
@@ -413,10 +431,10 @@ const RAW_DOCUMENT_NEWTYPE: &str = "$__private__bson_RawDocument";
 /// the unit tests fail if a compiler or a bson release names it otherwise.
 const BSON_VISITOR: &str = "bson::de::serde::BsonVisitor";
 
-/// The name of the type of the visitor of a map, kept (a pointer, no cost) to be
-/// compared with [`BSON_VISITOR`] only when the map has a key of [`EXTENDED_JSON_KEYS`].
-fn visitor_name<'de, V: Visitor<'de>>() -> &'static str {
-    std::any::type_name::<V>()
+/// Whether `V` is the bson crate's `Bson` visitor ([`BSON_VISITOR`]): a comparison of
+/// two constant strings.
+fn is_bson_visitor<'de, V: Visitor<'de>>() -> bool {
+    std::any::type_name::<V>() == BSON_VISITOR
 }
 
 impl std::error::Error for Declined {}
@@ -649,7 +667,7 @@ impl<'de> Value<'de> {
             rest: elements,
             depth: self.depth,
             value: None,
-            visitor: "",
+            to_bson: false,
         })
     }
 }
@@ -663,7 +681,7 @@ impl<'de> Deserializer<'de> for Value<'de> {
             Parsed::String(text) => visitor.visit_borrowed_str(text),
             Parsed::Document { elements, .. } => {
                 let mut nested = self.nested(elements)?;
-                nested.visitor = visitor_name::<V>();
+                nested.to_bson = is_bson_visitor::<V>();
                 visitor.visit_map(nested)
             }
             Parsed::Array(elements) => visitor.visit_seq(self.nested(elements)?),
@@ -796,10 +814,10 @@ struct Elements<'de> {
     depth: usize,
     /// The value of the key last visited.
     value: Option<Parsed<'de>>,
-    /// The type name of the map's visitor ([`visitor_name`]; empty for a sequence or
-    /// an enum): for [`BSON_VISITOR`], a stored document read as a bson `Document` or
-    /// `Bson`, whose visitor takes [`EXTENDED_JSON_KEYS`] for extended JSON.
-    visitor: &'static str,
+    /// Whether a stored document is being read as a bson `Document` or `Bson`
+    /// ([`is_bson_visitor`]), whose visitor takes [`EXTENDED_JSON_KEYS`] for extended
+    /// JSON.
+    to_bson: bool,
 }
 
 impl<'de> Elements<'de> {
@@ -820,7 +838,7 @@ impl<'de> MapAccess<'de> for Elements<'de> {
             self.value = None;
             return Ok(None);
         };
-        if key.starts_with('$') && self.visitor == BSON_VISITOR {
+        if self.to_bson && key.starts_with('$') {
             if let Some(i) = EXTENDED_JSON_KEYS.iter().position(|known| *known == key) {
                 return Err(Declined::ExtendedJsonKey(i as u8));
             }
@@ -954,7 +972,7 @@ impl<'de> Deserializer<'de> for Ext<'de> {
             Ext::Scalar(Scalar::Bool(value)) => visitor.visit_bool(value),
             Ext::Scalar(Scalar::Bytes(bytes)) => visitor.visit_bytes(&bytes),
             Ext::Scalar(Scalar::Scope(mut elements)) => {
-                elements.visitor = visitor_name::<V>();
+                elements.to_bson = is_bson_visitor::<V>();
                 visitor.visit_map(elements)
             }
             Ext::Map(map) => visitor.visit_map(map),

@@ -335,7 +335,7 @@ fn bson_run(input: &[u8]) {
     let through_serde =
         (!too_deep).then(|| anymongo::bson::deserialize_from_slice::<Document>(input));
     let as_stored =
-        (!too_deep).then(|| RawDocument::from_bytes(input).and_then(|raw| Document::try_from(raw)));
+        (!too_deep).then(|| RawDocument::from_bytes(input).and_then(Document::try_from));
     let bytes = |document: &Document| anymongo::bson::serialize_to_vec(document).ok();
     for (ours, theirs) in [
         (deserialize_from_slice::<Document>(input), through_serde),
