@@ -12,15 +12,30 @@
 //! counts the nesting.
 //!
 //! It presents every value **exactly as the bson crate does** (same serde calls, the same
-//! extended-JSON maps for `ObjectId`, `DateTime`, `Timestamp` and the rest), so
-//! `Document`, `Bson` and any user type come out the same. What it does not present
-//! itself it **declines**: bson's private newtypes (raw documents, `RawBson`, UUIDs,
-//! human-readable and UTF-8-lossy wrappers), the deprecated DBPointer, and any error at
-//! all (malformed bytes, a value the type refuses). Then the whole document is deserialized again by
-//! `bson::deserialize_from_slice`, so the values and the errors are always the bson
-//! crate's; the tests compare the two on every case of the BSON corpus. The one answer
-//! of its own is for nesting deeper than [`MAX_DOCUMENT_DEPTH`]: an error, where the
-//! bson crate would recurse until the stack runs out.
+//! extended-JSON maps for `ObjectId`, `DateTime`, `Timestamp` and the rest), so any user
+//! type comes out the same, and a `RawDocument(Buf)` field takes the document's bytes.
+//! What it does not present itself it **declines**: bson's other private newtypes (raw
+//! arrays, `RawBson`, UUIDs, human-readable and UTF-8-lossy wrappers), the deprecated
+//! DBPointer, and any error at all (malformed bytes, a value the type refuses). Then the
+//! whole document is deserialized again by `bson::deserialize_from_slice`, so the values
+//! and the errors are the bson crate's; the tests compare the two on every case of the
+//! BSON corpus.
+//!
+//! **A stored document is read as stored.** BSON is not extended JSON: since MongoDB 5.0
+//! a field name may start with `$`, and `{"n": {"$numberLong": "12"}}` is a document
+//! with a string field. A [`Document`] is built from the bytes ([`document_from_slice`],
+//! [`from_slice`]: what cursors, `find_one_and_*` and change events use), never through
+//! the bson crate's `Document` visitor, which reads such keys as extended JSON (an
+//! `Int64` there, an `ObjectId` without its other fields elsewhere, or an error). That
+//! visitor is also behind a `Document` or `Bson` *field* of a user's type, where no
+//! deserializer can make it keep such a key: there a stored document with one of its
+//! extended-JSON keys is **refused** with an error that says so, instead of coming out
+//! changed (the bson crate's own deserializer changes it); such a field reads as stored
+//! with [`as_stored`], or as a `RawDocumentBuf`.
+//!
+//! Two answers are its own, never the bson crate's: that refusal, and nesting deeper than
+//! [`MAX_DOCUMENT_DEPTH`]: an error, where the bson crate would recurse until the stack
+//! runs out.
 //!
 //! ```
 //! use anymongo::bson::{doc, Document};
@@ -37,10 +52,10 @@ use base64::{engine::general_purpose::STANDARD as BASE64, Engine as _};
 use bson::{Bson, Document};
 use serde::de::value::{BorrowedStrDeserializer, CowStrDeserializer};
 use serde::de::{
-    self, DeserializeSeed, Deserializer, EnumAccess, IntoDeserializer, MapAccess, SeqAccess,
-    VariantAccess, Visitor,
+    self, DeserializeOwned, DeserializeSeed, Deserializer, EnumAccess, IntoDeserializer, MapAccess,
+    SeqAccess, VariantAccess, Visitor,
 };
-use serde::forward_to_deserialize_any;
+use serde::{forward_to_deserialize_any, Deserialize};
 
 /// The deepest nesting accepted in a document the driver reads: the server's default
 /// `maxBSONDepth`. The top-level document has depth 0, and every embedded document or
@@ -50,7 +65,10 @@ pub const MAX_DOCUMENT_DEPTH: usize = 200;
 /// Deserializes a `T` from the bytes of one BSON document: the value
 /// `bson::deserialize_from_slice` returns, or its error (see the module's documentation),
 /// except for a document nested deeper than [`MAX_DOCUMENT_DEPTH`], which fails here
-/// without recursing.
+/// without recursing, and a stored document with an extended-JSON key such as `$oid`
+/// read as a bson `Document` or `Bson` (the bson crate's visitor would change it), which
+/// is refused. A [`Document`] by itself reads as stored with [`from_slice`] or
+/// [`document_from_slice`].
 ///
 /// ```
 /// #[derive(serde::Deserialize, Debug, PartialEq)]
@@ -70,6 +88,7 @@ pub fn deserialize_from_slice<'de, T: de::Deserialize<'de>>(
     match deserialize_here(bytes) {
         Ok(value) => Ok(value),
         Err(Declined::TooDeep) => Err(too_deep()),
+        Err(refused @ Declined::ExtendedJsonKey(_)) => Err(de::Error::custom(refused)),
         // A type may turn any error into one of its own, `TooDeep` too, and this module may
         // decline before it reaches the depth: the bson crate recurses without a limit.
         Err(Declined::ToTheBsonCrate) if !nests_within_limit(bytes) => Err(too_deep()),
@@ -77,22 +96,22 @@ pub fn deserialize_from_slice<'de, T: de::Deserialize<'de>>(
     }
 }
 
-/// Builds a [`Document`] from the bytes of one BSON document: the document (or the error)
-/// that [`deserialize_from_slice`] returns, built straight from the bytes instead of
-/// through serde. This is how a cursor of `Document`s reads its documents.
+/// Builds a [`Document`] from the bytes of one BSON document, **as stored**: every key
+/// and value as the bytes have it, like `Document::try_from(&RawDocument)` (whose
+/// document, or error, it returns), and never nested deeper than [`MAX_DOCUMENT_DEPTH`].
+/// This is how the driver reads every `Document` a user stored (cursors, `find_one`,
+/// `find_one_and_*`, change events).
 ///
-/// Through serde, the bson crate's `Bson` visitor builds every document: it takes each
-/// key as a `String` and then copies it into the document, and it receives an
-/// `ObjectId` as hex text, a `DateTime` as decimal text and a binary as base64, which it
-/// parses back. Here each value is made once from its bytes. What that visitor reads
-/// differently is left to it: a key that starts with `$`, which it may take for extended
-/// JSON (`{"$oid": …}` becomes an `ObjectId`), and a DBPointer; like malformed bytes,
-/// they send the whole document through [`deserialize_from_slice`].
+/// BSON is not extended JSON: since MongoDB 5.0 a field name may start with `$`, and a
+/// stored `{"n": {"$numberLong": "12"}}` is a document with one string field. Through
+/// serde, the bson crate's `Document` and `Bson` visitors read such keys as extended JSON
+/// (`n` would become an `Int64`, an `{"a": 1, "$oid": …}` an `ObjectId` without `a`);
+/// here each value is made once from its bytes, and no key is interpreted.
 ///
 /// ```
 /// use anymongo::bson::{doc, oid::ObjectId, Document};
 ///
-/// let original = doc! { "_id": ObjectId::new(), "tags": ["a", "b"], "n": { "$gt": 1 } };
+/// let original = doc! { "_id": ObjectId::new(), "n": { "a": 1, "$numberLong": "12" } };
 /// let bytes = anymongo::bson::serialize_to_vec(&original).unwrap();
 /// let document: Document = anymongo::bson_deserializer::document_from_slice(&bytes).unwrap();
 /// assert_eq!(document, original);
@@ -100,8 +119,86 @@ pub fn deserialize_from_slice<'de, T: de::Deserialize<'de>>(
 pub fn document_from_slice(bytes: &[u8]) -> bson::error::Result<Document> {
     match document_elements(bytes).and_then(|elements| build_document(elements, 0)) {
         Ok(document) => Ok(document),
-        Err(Declined::TooDeep) => Err(too_deep()),
-        Err(Declined::ToTheBsonCrate) => deserialize_from_slice(bytes),
+        Err(Declined::ToTheBsonCrate) if nests_within_limit(bytes) => {
+            // A DBPointer (which `take_element` does not read) or malformed bytes: the bson
+            // crate's raw conversion, which interprets no key either, builds the document
+            // or says what is wrong.
+            let raw = bson::RawDocument::from_bytes(bytes)?;
+            Ok(Document::try_from(raw)?)
+        }
+        Err(_) => Err(too_deep()),
+    }
+}
+
+/// Deserializes a `T` from the bytes of one BSON document, reading a [`Document`] as
+/// stored ([`document_from_slice`]) and any other type with [`deserialize_from_slice`].
+/// This is how cursors and change streams read what they yield; it needs `T`'s `TypeId`,
+/// hence `'static`.
+///
+/// ```
+/// use anymongo::bson::{doc, Document};
+///
+/// let bytes = anymongo::bson::serialize_to_vec(&doc! { "n": { "$date": 5 } }).unwrap();
+/// let document: Document = anymongo::bson_deserializer::from_slice(&bytes).unwrap();
+/// assert_eq!(document, doc! { "n": { "$date": 5 } });
+/// ```
+pub fn from_slice<T: DeserializeOwned + 'static>(bytes: &[u8]) -> bson::error::Result<T> {
+    let mut built: Option<T> = None;
+    match (&mut built as &mut dyn std::any::Any).downcast_mut::<Option<Document>>() {
+        Some(slot) => *slot = Some(document_from_slice(bytes)?),
+        None => return deserialize_from_slice(bytes),
+    }
+    built.ok_or_else(|| de::Error::custom("the document was not built"))
+}
+
+/// Serde helpers for a field of a user's type that holds a document as stored: a
+/// [`Document`] (or any `T` that [`from_slice`] reads) embedded in a larger document,
+/// read from its bytes with no key interpreted as extended JSON.
+///
+/// A `Document` or `Bson` field read through serde cannot hold a key such as `$oid` or
+/// `$numberLong` (the bson crate's visitors take them for extended JSON; this crate's
+/// deserializer refuses such a document rather than let them); with these helpers it
+/// reads as stored.
+///
+/// ```
+/// use anymongo::bson::{doc, Document};
+///
+/// #[derive(serde::Deserialize)]
+/// struct Order {
+///     #[serde(deserialize_with = "anymongo::bson_deserializer::as_stored::document")]
+///     details: Document,
+///     #[serde(default, deserialize_with = "anymongo::bson_deserializer::as_stored::optional")]
+///     extra: Option<Document>,
+/// }
+///
+/// let stored = doc! { "details": { "price": { "$numberLong": "12" } }, "extra": null };
+/// let bytes = anymongo::bson::serialize_to_vec(&stored).unwrap();
+/// let order: Order = anymongo::bson_deserializer::deserialize_from_slice(&bytes).unwrap();
+/// assert_eq!(order.details, doc! { "price": { "$numberLong": "12" } });
+/// assert_eq!(order.extra, None);
+/// ```
+pub mod as_stored {
+    use super::*;
+
+    /// Reads an embedded document as `T` ([`from_slice`]).
+    pub fn document<'de, D, T>(deserializer: D) -> std::result::Result<T, D::Error>
+    where
+        D: Deserializer<'de>,
+        T: DeserializeOwned + 'static,
+    {
+        let raw = bson::RawDocumentBuf::deserialize(deserializer)?;
+        from_slice(raw.as_bytes()).map_err(de::Error::custom)
+    }
+
+    /// Reads an embedded document as `T` ([`from_slice`]), or null as `None`.
+    pub fn optional<'de, D, T>(deserializer: D) -> std::result::Result<Option<T>, D::Error>
+    where
+        D: Deserializer<'de>,
+        T: DeserializeOwned + 'static,
+    {
+        Option::<bson::RawDocumentBuf>::deserialize(deserializer)?
+            .map(|raw| from_slice(raw.as_bytes()).map_err(de::Error::custom))
+            .transpose()
     }
 }
 
@@ -111,18 +208,14 @@ fn too_deep() -> bson::error::Error {
     ))
 }
 
-/// The document of `elements`, at `depth`, as the bson crate's `Bson` visitor builds it.
+/// The document of `elements`, at `depth`, as stored (as `Document::try_from(&RawDocument)`
+/// builds it).
 fn build_document(mut elements: &[u8], depth: usize) -> Result<Document> {
     if depth > MAX_DOCUMENT_DEPTH {
         return Err(Declined::TooDeep);
     }
     let mut document = Document::new();
     while let Some((key, parsed)) = take_element(&mut elements)? {
-        // The visitor matches every key of a document against `$oid`, `$date` and the
-        // other extended-JSON keys, and a match changes the value it returns.
-        if key.starts_with('$') {
-            return Err(Declined::ToTheBsonCrate);
-        }
         document.insert(key, build_value(parsed, depth + 1)?);
     }
     Ok(document)
@@ -146,7 +239,7 @@ fn build_value(parsed: Parsed<'_>, depth: usize) -> Result<Bson> {
     Ok(match parsed {
         Parsed::Double(value) => Bson::Double(value),
         Parsed::String(text) => Bson::String(text.to_owned()),
-        Parsed::Document(elements) => Bson::Document(build_document(elements, depth)?),
+        Parsed::Document { elements, .. } => Bson::Document(build_document(elements, depth)?),
         Parsed::Array(elements) => Bson::Array(build_array(elements, depth)?),
         Parsed::Binary { subtype, data } => Bson::Binary(bson::Binary {
             subtype: subtype.into(),
@@ -253,7 +346,9 @@ fn skip_element<'de>(elements: &mut &'de [u8]) -> Result<Skipped<'de>> {
         None => Skipped::End,
         Some((
             _,
-            Parsed::Document(nested)
+            Parsed::Document {
+                elements: nested, ..
+            }
             | Parsed::Array(nested)
             | Parsed::CodeWithScope { scope: nested, .. },
         )) => Skipped::Nested(nested),
@@ -265,7 +360,7 @@ fn skip_element<'de>(elements: &mut &'de [u8]) -> Result<Skipped<'de>> {
 fn deserialize_here<'de, T: de::Deserialize<'de>>(bytes: &'de [u8]) -> Result<T, Declined> {
     let elements = document_elements(bytes)?;
     T::deserialize(Value {
-        parsed: Parsed::Document(elements),
+        parsed: Parsed::Document { bytes, elements },
         depth: 0,
     })
 }
@@ -277,15 +372,69 @@ fn deserialize_here<'de, T: de::Deserialize<'de>>(bytes: &'de [u8]) -> Result<T,
 enum Declined {
     ToTheBsonCrate,
     TooDeep,
+    /// A stored document with the key `EXTENDED_JSON_KEYS[i]` was to be read as a bson
+    /// `Document` or `Bson`, whose visitor would take it for extended JSON: refused, not
+    /// handed to the bson crate (which would do just that). An index, so that this
+    /// error (in every `Result` of the walk) stays two bytes.
+    ExtendedJsonKey(u8),
 }
 
 impl fmt::Display for Declined {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Declined::ToTheBsonCrate => "declined: the bson crate deserializes this document",
-            Declined::TooDeep => "the document nests too deep",
-        })
+        match self {
+            Declined::ToTheBsonCrate => {
+                f.write_str("declined: the bson crate deserializes this document")
+            }
+            Declined::TooDeep => f.write_str("the document nests too deep"),
+            Declined::ExtendedJsonKey(i) => write!(
+                f,
+                "a stored document has the field `{}`, which the bson crate's `Document` \
+                 and `Bson` would read as extended JSON, not as stored: read it as a \
+                 `Document` at the top level, a `RawDocumentBuf`, or a field with \
+                 `anymongo::bson_deserializer::as_stored`",
+                EXTENDED_JSON_KEYS.get(usize::from(*i)).unwrap_or(&"$")
+            ),
+        }
     }
+}
+
+/// The keys the bson crate's `Bson` visitor (behind `Document`'s and `Bson`'s
+/// `Deserialize`) reads as extended JSON wherever they appear in a map, dropping the
+/// map's other fields (bson 3.1, `de/serde.rs`, `BsonVisitor::visit_map`).
+const EXTENDED_JSON_KEYS: [&str; 18] = [
+    "$oid",
+    "$symbol",
+    "$numberInt",
+    "$numberLong",
+    "$numberDouble",
+    "$binary",
+    "$uuid",
+    "$code",
+    "$scope",
+    "$timestamp",
+    "$regularExpression",
+    "$dbPointer",
+    "$date",
+    "$maxKey",
+    "$minKey",
+    "$undefined",
+    "$numberDecimal",
+    "$numberDecimalBytes",
+];
+
+/// The name of the bson crate's private newtype around a `RawDocument` or
+/// `RawDocumentBuf` (bson 3.1, `raw.rs`, `RAW_DOCUMENT_NEWTYPE`).
+const RAW_DOCUMENT_NEWTYPE: &str = "$__private__bson_RawDocument";
+
+/// The type of the bson crate's `Bson` visitor (bson 3.1, `de/serde.rs`), which
+/// `Document` and `Bson` deserialize with. The type is private, so it is told by its name:
+/// the unit tests fail if a compiler or a bson release names it otherwise.
+const BSON_VISITOR: &str = "bson::de::serde::BsonVisitor";
+
+/// Whether `V` is the bson crate's `Bson` visitor ([`BSON_VISITOR`]): a comparison of
+/// two constant strings.
+fn is_bson_visitor<'de, V: Visitor<'de>>() -> bool {
+    std::any::type_name::<V>() == BSON_VISITOR
 }
 
 impl std::error::Error for Declined {}
@@ -318,8 +467,12 @@ fn document_elements(bytes: &[u8]) -> Result<&[u8]> {
 enum Parsed<'de> {
     Double(f64),
     String(&'de str),
-    /// An embedded document's elements (without its length and terminator).
-    Document(&'de [u8]),
+    /// An embedded document: all its `bytes`, and its `elements` (without its length and
+    /// terminator).
+    Document {
+        bytes: &'de [u8],
+        elements: &'de [u8],
+    },
     Array(&'de [u8]),
     Binary {
         subtype: u8,
@@ -426,7 +579,13 @@ fn take_element<'de>(elements: &mut &'de [u8]) -> Result<Option<(&'de str, Parse
     let value = match kind {
         0x01 => Parsed::Double(f64::from_le_bytes(*take(elements)?)),
         0x02 => Parsed::String(take_string(elements)?),
-        0x03 => Parsed::Document(take_document(elements)?),
+        0x03 => {
+            let bytes = take_framed(elements)?;
+            Parsed::Document {
+                bytes,
+                elements: document_elements(bytes)?,
+            }
+        }
         0x04 => Parsed::Array(take_document(elements)?),
         0x05 => {
             let length = take_length(elements)?;
@@ -508,6 +667,7 @@ impl<'de> Value<'de> {
             rest: elements,
             depth: self.depth,
             value: None,
+            to_bson: false,
         })
     }
 }
@@ -519,7 +679,11 @@ impl<'de> Deserializer<'de> for Value<'de> {
         match self.parsed {
             Parsed::Double(value) => visitor.visit_f64(value),
             Parsed::String(text) => visitor.visit_borrowed_str(text),
-            Parsed::Document(elements) => visitor.visit_map(self.nested(elements)?),
+            Parsed::Document { elements, .. } => {
+                let mut nested = self.nested(elements)?;
+                nested.to_bson = is_bson_visitor::<V>();
+                visitor.visit_map(nested)
+            }
             Parsed::Array(elements) => visitor.visit_seq(self.nested(elements)?),
             Parsed::Binary { subtype: 0, data } => visitor.visit_borrowed_bytes(data),
             Parsed::Binary { subtype, data } => visitor.visit_map(Wrapped::new(
@@ -603,7 +767,7 @@ impl<'de> Deserializer<'de> for Value<'de> {
                     Cow::Borrowed(text).into_deserializer();
                 visitor.visit_enum(variant)
             }
-            Parsed::Document(elements) => visitor.visit_enum(self.nested(elements)?),
+            Parsed::Document { elements, .. } => visitor.visit_enum(self.nested(elements)?),
             _ => Err(Declined::ToTheBsonCrate),
         }
     }
@@ -620,12 +784,17 @@ impl<'de> Deserializer<'de> for Value<'de> {
         name: &'static str,
         visitor: V,
     ) -> Result<V::Value> {
-        // The bson crate's private newtypes ("$__private__bson_RawDocument",
-        // "$__bson_private_uuid", …) change how it presents the value.
-        if name.starts_with("$__") {
-            return Err(Declined::ToTheBsonCrate);
+        match self.parsed {
+            // A `RawDocument(Buf)` takes a document's bytes as a generic binary (bson 3.1,
+            // `raw/serde.rs`, `OwnedOrBorrowedRawDocument`): as stored, without a copy.
+            Parsed::Document { bytes, .. } if name == RAW_DOCUMENT_NEWTYPE => {
+                visitor.visit_borrowed_bytes(bytes)
+            }
+            // The bson crate's other private newtypes ("$__bson_private_uuid", …) change how
+            // it presents the value.
+            _ if name.starts_with("$__") => Err(Declined::ToTheBsonCrate),
+            _ => visitor.visit_newtype_struct(self),
         }
-        visitor.visit_newtype_struct(self)
     }
 
     fn is_human_readable(&self) -> bool {
@@ -645,6 +814,10 @@ struct Elements<'de> {
     depth: usize,
     /// The value of the key last visited.
     value: Option<Parsed<'de>>,
+    /// Whether a stored document is being read as a bson `Document` or `Bson`
+    /// ([`is_bson_visitor`]), whose visitor takes [`EXTENDED_JSON_KEYS`] for extended
+    /// JSON.
+    to_bson: bool,
 }
 
 impl<'de> Elements<'de> {
@@ -665,6 +838,11 @@ impl<'de> MapAccess<'de> for Elements<'de> {
             self.value = None;
             return Ok(None);
         };
+        if self.to_bson && key.starts_with('$') {
+            if let Some(i) = EXTENDED_JSON_KEYS.iter().position(|known| *known == key) {
+                return Err(Declined::ExtendedJsonKey(i as u8));
+            }
+        }
         self.value = Some(value);
         seed.deserialize(BorrowedStrDeserializer::new(key))
             .map(Some)
@@ -793,7 +971,10 @@ impl<'de> Deserializer<'de> for Ext<'de> {
             Ext::Scalar(Scalar::I32(value)) => visitor.visit_i32(value),
             Ext::Scalar(Scalar::Bool(value)) => visitor.visit_bool(value),
             Ext::Scalar(Scalar::Bytes(bytes)) => visitor.visit_bytes(&bytes),
-            Ext::Scalar(Scalar::Scope(elements)) => visitor.visit_map(elements),
+            Ext::Scalar(Scalar::Scope(mut elements)) => {
+                elements.to_bson = is_bson_visitor::<V>();
+                visitor.visit_map(elements)
+            }
             Ext::Map(map) => visitor.visit_map(map),
         }
     }
@@ -1023,24 +1204,145 @@ mod tests {
         assert_eq!(document, theirs);
     }
 
-    #[test]
-    fn keys_the_bson_crate_may_read_as_extended_json_are_left_to_it() {
+    /// Documents with `$`-prefixed field names (MongoDB 5.0+) that the bson crate's
+    /// `Document` visitor would take for extended JSON, at the top level, nested, in
+    /// arrays, beside ordinary fields, with values no extended JSON allows, and one of
+    /// every key that visitor interprets.
+    fn dollar_documents() -> Vec<Document> {
         let oid = ObjectId::parse_str("0123456789abcdef01234567").unwrap();
+        let mut every_key = Document::new();
+        for key in EXTENDED_JSON_KEYS {
+            every_key.insert("n", doc! { key: "x" });
+            every_key.insert(format!("n{key}"), doc! { "a": 1, key: { "b": [key] } });
+        }
+        vec![
+            doc! { "_id": 1, "n": { "$numberLong": "12" } },
+            doc! { "n": { "$date": 5 } },
+            doc! { "n": { "$oid": oid.to_hex() } },
+            doc! { "n": { "a": 1, "$numberLong": "12" } },
+            doc! { "n": { "$oid": "not-an-oid" } },
+            doc! { "$numberLong": "12", "$oid": 3, "a": [{ "$date": { "$numberLong": "x" } }] },
+            doc! { "a": [[{ "x": 1, "$date": { "$numberLong": "5" } }], { "$uuid": 1 }] },
+            doc! { "$db": "admin", "scope": bson::JavaScriptCodeWithScope { code: "c".into(), scope: doc! { "$oid": 1 } } },
+            every_key,
+        ]
+    }
+
+    #[test]
+    fn documents_with_dollar_keys_are_read_as_stored() {
+        for document in dollar_documents() {
+            let bytes = bytes_of(&document);
+            let as_stored =
+                Document::try_from(bson::RawDocument::from_bytes(&bytes).unwrap()).unwrap();
+            assert_eq!(as_stored, document);
+            assert_eq!(built_here(&bytes), Ok(document.clone()));
+            assert_eq!(document_from_slice(&bytes).unwrap(), document);
+            assert_eq!(from_slice::<Document>(&bytes).unwrap(), document);
+            let raw = RawDocumentBuf::from_bytes(bytes.clone()).unwrap();
+            let read: Document = crate::cursor::deserialize(&raw).unwrap();
+            assert_eq!(bytes_of(&read), bytes, "{document}");
+        }
+    }
+
+    #[test]
+    fn a_document_this_module_does_not_build_is_still_read_as_stored() {
+        // A DBPointer (which `take_element` leaves to the bson crate) beside a field the
+        // bson crate's visitor would read as an ObjectId.
+        let mut bytes = b"\0\0\0\0\x0cp\0\x02\0\0\0n\0".to_vec();
+        bytes.extend_from_slice(&[7; 12]);
+        bytes.extend_from_slice(&bytes_of(&doc! { "n": { "$oid": "not-an-oid" } })[4..]);
+        let length = i32::try_from(bytes.len()).unwrap();
+        bytes[..4].copy_from_slice(&length.to_le_bytes());
+        assert_eq!(built_here(&bytes), Err(Declined::ToTheBsonCrate));
+        let as_stored = Document::try_from(bson::RawDocument::from_bytes(&bytes).unwrap()).unwrap();
+        assert_eq!(document_from_slice(&bytes).unwrap(), as_stored);
+        assert_eq!(
+            as_stored.get_document("n").unwrap(),
+            &doc! { "$oid": "not-an-oid" }
+        );
+        // Malformed bytes: the bson crate's raw error.
+        let cut = &bytes[..bytes.len() - 3];
+        let theirs = bson::RawDocument::from_bytes(cut).map(|_| ()).unwrap_err();
+        assert_eq!(
+            document_from_slice(cut).unwrap_err().to_string(),
+            theirs.to_string()
+        );
+    }
+
+    #[test]
+    fn bson_fields_of_a_typed_value_refuse_what_they_would_misread() {
+        #[derive(Deserialize, Debug)]
+        #[allow(dead_code)]
+        struct WithDocument {
+            n: Document,
+        }
+        #[derive(Deserialize, Debug)]
+        #[allow(dead_code)]
+        struct WithBson {
+            n: Bson,
+        }
         for document in [
-            // The bson crate's visitor reads this embedded document as an ObjectId...
-            doc! { "a": { "$oid": oid.to_hex() } },
-            // ...this one as a DateTime, dropping "x"...
-            doc! { "a": [{ "x": 1, "$date": { "$numberLong": "5" } }] },
-            // ...and this one as the document it is.
-            doc! { "$db": "admin", "scope": bson::JavaScriptCodeWithScope { code: "c".into(), scope: doc! { "$x": 1 } } },
+            doc! { "n": { "$numberLong": "12" } },
+            doc! { "n": { "a": 1, "$date": 5 } },
+            doc! { "n": { "a": [{ "$oid": "not-an-oid" }] } },
+            doc! { "n": { "s": bson::JavaScriptCodeWithScope { code: "c".into(), scope: doc! { "$oid": 1 } } } },
         ] {
             let bytes = bytes_of(&document);
-            assert_eq!(built_here(&bytes), Err(Declined::ToTheBsonCrate));
-            let theirs = bson::deserialize_from_slice::<Document>(&bytes).unwrap();
-            assert_eq!(document_from_slice(&bytes).unwrap(), theirs);
+            for error in [
+                deserialize_from_slice::<WithDocument>(&bytes).unwrap_err(),
+                deserialize_from_slice::<WithBson>(&bytes).unwrap_err(),
+                deserialize_from_slice::<BTreeMap<String, Bson>>(&bytes).unwrap_err(),
+                deserialize_from_slice::<Bson>(&bytes).unwrap_err(),
+            ] {
+                assert!(
+                    error.to_string().contains("as extended JSON"),
+                    "{document}: {error}"
+                );
+            }
         }
-        let bytes = bytes_of(&doc! { "a": { "$oid": oid.to_hex() } });
-        assert_eq!(document_from_slice(&bytes).unwrap(), doc! { "a": oid });
+        // Keys the visitor keeps as they are, and maps that are not bson's, read as
+        // stored.
+        let bytes = bytes_of(&doc! { "n": { "$gt": 1, "$db": "x" } });
+        let read: WithDocument = deserialize_from_slice(&bytes).unwrap();
+        assert_eq!(read.n, doc! { "$gt": 1, "$db": "x" });
+        let bytes = bytes_of(&doc! { "$numberLong": "12", "n": { "$oid": "x" } });
+        let read: BTreeMap<String, BTreeMap<String, String>> =
+            deserialize_from_slice(&bytes).unwrap_or_default();
+        assert!(read.is_empty(), "a string is not a map");
+        let read: BTreeMap<String, Bson> =
+            deserialize_from_slice(&bytes_of(&doc! { "$numberLong": "12" })).unwrap();
+        assert_eq!(read["$numberLong"], Bson::String("12".into()));
+        // Real values of bson's types are still presented as the bson crate does.
+        let oid = ObjectId::new();
+        let read: WithBson = deserialize_from_slice(&bytes_of(&doc! { "n": oid })).unwrap();
+        assert_eq!(read.n, Bson::ObjectId(oid));
+    }
+
+    #[test]
+    fn as_stored_reads_embedded_documents_as_stored() {
+        #[derive(Deserialize, Debug, PartialEq)]
+        struct AsStored {
+            #[serde(deserialize_with = "as_stored::document")]
+            n: Document,
+            #[serde(default, deserialize_with = "as_stored::optional")]
+            m: Option<Document>,
+            #[serde(default, deserialize_with = "as_stored::optional")]
+            absent: Option<Document>,
+        }
+        for n in dollar_documents() {
+            let bytes = bytes_of(&doc! { "n": n.clone(), "m": n.clone() });
+            let expected = AsStored {
+                n: n.clone(),
+                m: Some(n.clone()),
+                absent: None,
+            };
+            // Here, without the bson crate (whose deserializer of a `Document` value
+            // reads `$` keys as extended JSON even for a raw document).
+            assert_eq!(deserialize_here::<AsStored>(&bytes), Ok(expected));
+        }
+        let read: AsStored =
+            deserialize_from_slice(&bytes_of(&doc! { "n": {}, "m": null })).unwrap();
+        assert_eq!(read.m, None);
     }
 
     #[test]
@@ -1134,10 +1436,10 @@ mod tests {
         );
         let back: WithUuid = deserialize_from_slice(&bytes).unwrap();
         assert_eq!(back, WithUuid { uuid });
-        // A raw document asks for bson's private newtype.
+        // A raw array asks for bson's private newtype.
         #[derive(Deserialize, Debug, PartialEq)]
         struct Raw {
-            document: RawDocumentBuf,
+            array: bson::RawArrayBuf,
         }
         let bytes = bytes_of(&every_presented_type());
         assert_eq!(
@@ -1146,6 +1448,26 @@ mod tests {
         );
         let raw: Raw = deserialize_from_slice(&bytes).unwrap();
         assert_eq!(raw, bson::deserialize_from_slice::<Raw>(&bytes).unwrap());
+    }
+
+    #[test]
+    fn raw_documents_are_presented_here() {
+        #[derive(Deserialize, Debug, PartialEq)]
+        struct Raw<'a> {
+            document: RawDocumentBuf,
+            #[serde(borrow)]
+            borrowed: &'a bson::RawDocument,
+            optional: Option<RawDocumentBuf>,
+        }
+        let mut document = every_presented_type();
+        document.insert("borrowed", doc! { "$oid": "x", "a": [1] });
+        document.insert("optional", doc! {});
+        let bytes = bytes_of(&document);
+        let theirs = bson::deserialize_from_slice::<Raw>(&bytes).unwrap();
+        assert_eq!(deserialize_here::<Raw>(&bytes), Ok(theirs));
+        // Not a document: the bson crate's error.
+        let bytes = bytes_of(&doc! { "document": 1, "borrowed": {} });
+        assert!(deserialize_from_slice::<Raw>(&bytes).is_err());
     }
 
     #[test]

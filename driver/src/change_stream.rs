@@ -195,11 +195,16 @@ impl FullDocumentBeforeChangeType {
 /// `T`. Fields the server leaves out for an event type are `None`; fields it may add
 /// later are ignored. A pipeline that reshapes events needs another type, e.g.
 /// [`ChangeStream::with_type`]`::<Document>()`.
+///
+/// Its documents (`_id`, `documentKey`, `fullDocument`, …) are read as stored
+/// ([`bson_deserializer::as_stored`](crate::bson_deserializer::as_stored)): a field whose
+/// name starts with `$` stays a field, never extended JSON.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
-#[serde(bound(deserialize = "T: DeserializeOwned"))]
+#[serde(bound(deserialize = "T: DeserializeOwned + 'static"))]
 pub struct ChangeStreamEvent<T> {
     /// The event's resume token.
+    #[serde(deserialize_with = "crate::bson_deserializer::as_stored::document")]
     #[serde(rename = "_id")]
     pub id: Document,
     /// What happened.
@@ -212,16 +217,32 @@ pub struct ChangeStreamEvent<T> {
     /// `rename` events: the new namespace.
     pub to: Option<ChangeNamespace>,
     /// Expanded DDL events: what the operation did.
+    #[serde(
+        default,
+        deserialize_with = "crate::bson_deserializer::as_stored::optional"
+    )]
     pub operation_description: Option<Document>,
     /// Document events: the `_id` (and shard key) of the document.
+    #[serde(
+        default,
+        deserialize_with = "crate::bson_deserializer::as_stored::optional"
+    )]
     pub document_key: Option<Document>,
     /// `update` events: the delta.
     pub update_description: Option<UpdateDescription>,
     /// The document after the change (inserts, replaces; updates per
     /// [`ChangeStreamOptions::full_document`]).
+    #[serde(
+        default,
+        deserialize_with = "crate::bson_deserializer::as_stored::optional"
+    )]
     pub full_document: Option<T>,
     /// The document before the change, per
     /// [`ChangeStreamOptions::full_document_before_change`].
+    #[serde(
+        default,
+        deserialize_with = "crate::bson_deserializer::as_stored::optional"
+    )]
     pub full_document_before_change: Option<T>,
     /// The cluster time of the change.
     pub cluster_time: Option<Timestamp>,
@@ -231,6 +252,10 @@ pub struct ChangeStreamEvent<T> {
     #[serde(rename = "collectionUUID")]
     pub collection_uuid: Option<bson::Binary>,
     /// Changes made in a transaction: its session id.
+    #[serde(
+        default,
+        deserialize_with = "crate::bson_deserializer::as_stored::optional"
+    )]
     pub lsid: Option<Document>,
     /// Changes made in a transaction: its number.
     pub txn_number: Option<i64>,
@@ -314,12 +339,17 @@ pub struct ChangeNamespace {
 #[serde(rename_all = "camelCase")]
 pub struct UpdateDescription {
     /// The fields set, by dotted path, with their new values.
+    #[serde(deserialize_with = "crate::bson_deserializer::as_stored::document")]
     pub updated_fields: Document,
     /// The fields removed.
     pub removed_fields: Vec<String>,
     /// Arrays shortened (MongoDB 4.7+).
     pub truncated_arrays: Option<Vec<TruncatedArray>>,
     /// The path components of ambiguous paths (expanded events, MongoDB 6.1+).
+    #[serde(
+        default,
+        deserialize_with = "crate::bson_deserializer::as_stored::optional"
+    )]
     pub disambiguated_paths: Option<Document>,
 }
 

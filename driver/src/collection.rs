@@ -30,7 +30,7 @@ use crate::crud::{
 };
 use crate::cursor::Cursor;
 use crate::database::{Concerns, Database};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::operation::Timing;
 use crate::rt::Instant;
 use crate::session::ClientSession;
@@ -693,7 +693,7 @@ impl<T> Collection<T> {
         options: impl Into<Option<FindOneAndModifyOptions>>,
     ) -> Result<Option<T>>
     where
-        T: DeserializeOwned,
+        T: DeserializeOwned + 'static,
     {
         self.find_and_modify(filter, FindAndModifyAction::Delete, options.into(), None)
             .await
@@ -708,7 +708,7 @@ impl<T> Collection<T> {
         options: impl Into<Option<FindOneAndModifyOptions>>,
     ) -> Result<Option<T>>
     where
-        T: DeserializeOwned,
+        T: DeserializeOwned + 'static,
     {
         let action = FindAndModifyAction::Update(update.into().to_bson()?);
         self.find_and_modify(filter, action, options.into(), None)
@@ -724,7 +724,7 @@ impl<T> Collection<T> {
         options: impl Into<Option<FindOneAndModifyOptions>>,
     ) -> Result<Option<T>>
     where
-        T: Serialize + DeserializeOwned,
+        T: Serialize + DeserializeOwned + 'static,
     {
         let replacement = replacement_document(replacement.borrow())?;
         self.find_and_modify(
@@ -745,7 +745,7 @@ impl<T> Collection<T> {
         session: &ClientSession,
     ) -> Result<Option<T>>
     where
-        T: Serialize + DeserializeOwned,
+        T: Serialize + DeserializeOwned + 'static,
     {
         let action = match action {
             FindOneAndModify::Delete => FindAndModifyAction::Delete,
@@ -766,7 +766,7 @@ impl<T> Collection<T> {
         session: Option<&ClientSession>,
     ) -> Result<Option<T>>
     where
-        T: DeserializeOwned,
+        T: DeserializeOwned + 'static,
     {
         let options = options.unwrap_or_default();
         let operation = FindAndModify {
@@ -782,7 +782,7 @@ impl<T> Collection<T> {
             .execute(operation, session, self.timing())
             .await?;
         value
-            .map(|document| bson::deserialize_from_document(document).map_err(Error::bson))
+            .map(|document| crate::cursor::deserialize(&document))
             .transpose()
     }
 }

@@ -573,21 +573,11 @@ impl<T: DeserializeOwned + 'static> Stream for Cursor<T> {
     }
 }
 
-/// A document of a cursor's batch as `T`, straight from its bytes: a `Document` built by
-/// [`document_from_slice`](crate::bson_deserializer::document_from_slice) (the common
-/// case, and faster than serde), any other type deserialized by serde. This choice is
-/// why a cursor's `T` is `'static`: it needs `T`'s `TypeId`.
+/// A document of a cursor's batch as `T`, straight from its bytes
+/// ([`from_slice`](crate::bson_deserializer::from_slice): a `Document` as stored). This
+/// is why a cursor's `T` is `'static`: it needs `T`'s `TypeId`.
 pub(crate) fn deserialize<T: DeserializeOwned + 'static>(document: &RawDocument) -> Result<T> {
-    use crate::bson_deserializer::{deserialize_from_slice, document_from_slice};
-    let bytes = document.as_bytes();
-    let mut built: Option<T> = None;
-    if let Some(slot) = (&mut built as &mut dyn std::any::Any).downcast_mut::<Option<Document>>() {
-        *slot = Some(document_from_slice(bytes).map_err(Error::bson)?);
-    }
-    match built {
-        Some(value) => Ok(value),
-        None => deserialize_from_slice(bytes).map_err(Error::bson),
-    }
+    crate::bson_deserializer::from_slice(document.as_bytes()).map_err(Error::bson)
 }
 
 impl<T> Drop for Cursor<T> {

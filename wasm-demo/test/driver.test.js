@@ -145,6 +145,40 @@ describe('against SecantusDB', BOUND, () => {
     assert.equal(await coll.countDocuments({}), 0);
   });
 
+  it('returns documents with $-prefixed field names as stored (BSON is not extended JSON)', BOUND, async () => {
+    const coll = db.collection('dollar_fields');
+    const stream = coll.watch([{ $match: { operationType: 'insert' } }], { maxAwaitTimeMS: 100 });
+    // Opened now (a change stream opens on its first read), before the inserts.
+    assert.equal(await stream.tryNext(), null);
+    const stored = [
+      { _id: 1, n: { $numberLong: '12' } },
+      { _id: 2, n: { $date: 5 } },
+      { _id: 3, n: { $oid: '0123456789abcdef01234567' } },
+      { _id: 4, n: { a: 1, $numberLong: '12' } },
+      { _id: 5, n: { $oid: 'not-an-oid' } },
+      { _id: 6, list: [{ $date: { $numberLong: 'x' } }, [{ x: 1, $uuid: 1 }]], $numberDecimal: 'x' },
+    ];
+    for (const document of stored) await coll.insertOne(document);
+    assert.deepEqual(await coll.find({}).toArray(), stored);
+    assert.deepEqual(await coll.aggregate([{ $match: {} }]).toArray(), stored);
+    for (const document of stored) {
+      assert.deepEqual(await coll.findOne({ _id: document._id }), document);
+      assert.deepEqual(await coll.findOneAndUpdate({ _id: document._id }, { $set: { seen: true } }), document);
+      const { $numberDecimal, ...replacement } = { ...document, seen: 2 };
+      assert.deepEqual(
+        await coll.findOneAndReplace({ _id: document._id }, replacement, { returnDocument: 'after' }),
+        replacement,
+      );
+      assert.deepEqual(await coll.findOneAndDelete({ _id: document._id }), replacement);
+    }
+    for (const document of stored) {
+      const event = await stream.next();
+      assert.equal(event.operationType, 'insert');
+      assert.deepEqual(event.fullDocument, document);
+    }
+    await stream.close();
+  });
+
   it('aggregates, counts and lists distinct values', BOUND, async () => {
     const coll = db.collection('aggregate');
     await coll.insertMany([

@@ -664,7 +664,8 @@ pub(crate) struct FindAndModify<'a> {
 }
 
 impl Operation for FindAndModify<'_> {
-    type Output = Option<Document>;
+    /// The `value`, as the server sent it (read as `T` by the collection).
+    type Output = Option<RawDocumentBuf>;
 
     fn name(&self) -> &str {
         "findAndModify"
@@ -727,13 +728,18 @@ impl Operation for FindAndModify<'_> {
         &mut self,
         reply: RawDocumentBuf,
         _context: ReplyContext<'_>,
-    ) -> Result<Option<Document>> {
-        let reply = crate::connection::reply_document(&reply)?;
-        let parsed = WriteReply::parse(&reply, 0);
+    ) -> Result<Option<RawDocumentBuf>> {
+        let document = crate::connection::reply_document(&reply)?;
+        let parsed = WriteReply::parse(&document, 0);
         if let Some(error) = parsed.single_write_error() {
             return Err(error);
         }
-        Ok(reply.get_document("value").ok().cloned())
+        // The document's bytes, not the reply's `Document`: the user's type reads them as
+        // stored (`bson_deserializer::from_slice`).
+        Ok(match reply.get("value") {
+            Ok(Some(bson::RawBsonRef::Document(value))) => Some(value.to_owned()),
+            _ => None,
+        })
     }
 
     fn retryability(&self) -> Retryability {
@@ -879,7 +885,10 @@ fn alone(element: &[u8]) -> Result<RawDocumentBuf> {
 /// A replacement as a document; it must not contain update operators (CRUD spec,
 /// "Update vs. Replace Validation").
 pub(crate) fn replacement_document<T: Serialize>(replacement: &T) -> Result<Document> {
-    let document = bson::serialize_to_document(replacement).map_err(Error::bson)?;
+    // Through BSON bytes, as inserted documents are: `bson::serialize_to_document` would
+    // take a field such as `{"$numberLong": "12"}` for extended JSON and send an Int64.
+    let bytes = crate::bson_serializer::serialize_to_vec(replacement).map_err(Error::bson)?;
+    let document = crate::bson_deserializer::document_from_slice(&bytes).map_err(Error::bson)?;
     if document
         .keys()
         .next()
@@ -897,6 +906,15 @@ mod tests {
     use bson::rawdoc;
 
     use super::*;
+
+    #[test]
+    fn a_replacement_keeps_dollar_fields_as_given() {
+        let replacement =
+            doc! { "_id": 1, "n": { "a": 1, "$numberLong": "12" }, "m": [{ "$oid": "x" }] };
+        assert_eq!(replacement_document(&replacement).unwrap(), replacement);
+        let operator = doc! { "$set": { "a": 1 } };
+        assert!(replacement_document(&operator).is_err());
+    }
 
     fn namespace() -> Namespace {
         Namespace {

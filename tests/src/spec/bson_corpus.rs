@@ -7,9 +7,11 @@
 //!   OP_MSG reply and decoded by [`Message::decode`] (which validates every document,
 //!   with its depth limit), then turned into a [`Document`] the ways a cursor hands
 //!   documents to users (`anymongo::bson_deserializer`: `document_from_slice` for a
-//!   `Document`, `deserialize_from_slice` for any other type; each document must be the
-//!   one `bson::deserialize_from_slice` makes, and each must refuse the bytes of every
-//!   `decodeErrors` case by itself too); a document goes back to bytes
+//!   `Document`, which must be the document as stored, `Document::try_from(&RawDocument)`;
+//!   `deserialize_from_slice` for any other type, whose `Document` must be the same or,
+//!   where the bson crate's `Document` visitor would read a key as extended JSON, an
+//!   error saying so; each must refuse the bytes of every `decodeErrors` case by itself
+//!   too); a document goes back to bytes
 //!   the two ways the driver sends documents, `RawDocumentBuf::try_from(&Document)`
 //!   (commands) and `anymongo::bson_serializer` (a user's documents), and through
 //!   [`OpMsg::encode`];
@@ -18,7 +20,9 @@
 //!   representation being [`Document`].
 //!
 //! A `valid` case checks the assertions of "Testing validity" for a codec with a native
-//! representation (cB, dB, cEJ, dEJ and rEJ); `converted_bson` and `converted_extjson`
+//! representation (cB, dB, cEJ, dEJ and rEJ), and that its canonical and relaxed Extended
+//! JSON, taken as plain JSON (`$` keys as field names) and stored as BSON, read back as
+//! stored; `converted_bson` and `converted_extjson`
 //! ("MAY be ignored", "Deprecated types") are not checked. A `decodeErrors` case passes
 //! when the driver refuses the bytes. A `parseErrors` case of a document or binary
 //! (`0x00`, `0x05`) must be valid JSON that the Extended JSON parser (or the encoding of
@@ -228,11 +232,56 @@ fn valid(case: &JsonTest) -> Result<(), String> {
     }
 
     // rEJ: native_to_relaxed_extended_json(json_to_native(rEJ)) = rEJ.
-    if let Some(relaxed_extjson) = relaxed_extjson {
+    if let Some(relaxed_extjson) = &relaxed_extjson {
         let native = parse_extjson(relaxed_extjson.clone()).map_err(|why| format!("rEJ: {why}"))?;
-        expect_extjson("rEJ → native → rEJ", relaxed(&native), &relaxed_extjson)?;
+        expect_extjson("rEJ → native → rEJ", relaxed(&native), relaxed_extjson)?;
+    }
+
+    // Not the spec's: the Extended JSON taken as plain JSON (its `$` keys field names,
+    // as a document stored from `JSON.parse` or `json.loads` has them) is a BSON
+    // document like any other, which must read back as stored (`driver_decode`).
+    for (name, json) in [("cEJ", Some(canonical_extjson)), ("rEJ", relaxed_extjson)] {
+        let Some(plain) = json.and_then(|json| plain_document(&json)) else {
+            continue;
+        };
+        // A key with a NUL cannot be BSON: nothing to store.
+        let Ok(stored) = bson::serialize_to_vec(&plain) else {
+            continue;
+        };
+        let read = driver_decode(&stored).map_err(|why| format!("{name} as plain JSON: {why}"))?;
+        expect_bson(
+            &format!("{name} as plain JSON → native → BSON"),
+            &read,
+            &stored,
+        )?;
     }
     Ok(())
+}
+
+/// The JSON object `json` as a document of plain JSON values, no key interpreted
+/// (integers as Int32 or Int64, other numbers as doubles).
+fn plain_document(json: &Value) -> Option<Document> {
+    fn plain(json: &Value) -> Bson {
+        match json {
+            Value::Null => Bson::Null,
+            Value::Bool(value) => Bson::Boolean(*value),
+            Value::Number(number) => match number.as_i64() {
+                Some(value) => i32::try_from(value).map_or(Bson::Int64(value), Bson::Int32),
+                None => Bson::Double(number.as_f64().unwrap_or(f64::NAN)),
+            },
+            Value::String(text) => Bson::String(text.clone()),
+            Value::Array(values) => Bson::Array(values.iter().map(plain).collect()),
+            Value::Object(map) => Bson::Document(
+                map.iter()
+                    .map(|(key, value)| (key.clone(), plain(value)))
+                    .collect(),
+            ),
+        }
+    }
+    match plain(json) {
+        Bson::Document(document) => Some(document),
+        _ => None,
+    }
 }
 
 /// "Testing decode errors": the driver refuses the bytes when a server sends them.
@@ -308,32 +357,34 @@ pub(super) fn driver_decode(bytes: &[u8]) -> Result<Document, String> {
             hex(reply.as_bytes())
         ));
     }
-    let by_the_bson_crate: Document = bson::deserialize_from_slice(reply.as_bytes())
-        .map_err(|e| format!("the bson crate cannot deserialize the document: {e}"))?;
+    // The document as stored: the bson crate's raw conversion, which interprets no key.
+    let raw = bson::RawDocument::from_bytes(reply.as_bytes()).map_err(|e| e.to_string())?;
+    let as_stored = Document::try_from(raw)
+        .map_err(|e| format!("the bson crate cannot convert the raw document: {e}"))?;
     // Compared as bytes: a NaN is not equal to itself.
     let bytes_of =
         |document: &Document| bson::serialize_to_vec(document).map_err(|e| e.to_string());
-    let mut documents = Vec::new();
-    for (way, document) in [
-        (
-            "deserialize_from_slice",
-            bson_deserializer::deserialize_from_slice::<Document>(reply.as_bytes()),
-        ),
-        (
-            "document_from_slice",
-            bson_deserializer::document_from_slice(reply.as_bytes()),
-        ),
-    ] {
-        let document =
-            document.map_err(|e| format!("{way} cannot deserialize the document: {e}"))?;
-        if bytes_of(&document)? != bytes_of(&by_the_bson_crate)? {
-            return Err(format!(
-                "{way}'s document differs from the bson crate's: {document:?} against {by_the_bson_crate:?}"
-            ));
-        }
-        documents.push(document);
+    let expected = bytes_of(&as_stored)?;
+    // What a cursor of `Document`s yields.
+    let document = bson_deserializer::document_from_slice(reply.as_bytes())
+        .map_err(|e| format!("document_from_slice cannot read the document: {e}"))?;
+    if bytes_of(&document)? != expected {
+        return Err(format!(
+            "document_from_slice's document is not as stored: {document:?} against {as_stored:?}"
+        ));
     }
-    Ok(documents.swap_remove(0))
+    // Through serde (a bson `Document` inside a user's type): as stored, or refused
+    // where the bson crate's `Document` would read a key as extended JSON.
+    match bson_deserializer::deserialize_from_slice::<Document>(reply.as_bytes()) {
+        Ok(through_serde) if bytes_of(&through_serde)? == expected => {}
+        Err(e) if e.to_string().contains("as extended JSON") => {}
+        other => {
+            return Err(format!(
+            "deserialize_from_slice's document is not as stored: {other:?} against {as_stored:?}"
+        ))
+        }
+    }
+    Ok(document)
 }
 
 /// The bytes the driver sends for `document`: the command path
