@@ -19,10 +19,6 @@ use crate::sdam::{ServerDescription, ServerType};
 use crate::sync::{lock, TaskTracker};
 use crate::uri::ServerAddress;
 
-/// cooldownMS: a server whose check timed out is not checked again by single-threaded
-/// scans for this long (server-monitoring.md, "cooldownMS").
-pub(super) const COOLDOWN: Duration = Duration::from_secs(5);
-
 impl Shared {
     /// Starts the background monitor of `server`.
     pub(super) fn start_monitor(self: &Arc<Self>, server: Arc<Server>) {

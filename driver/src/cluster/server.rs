@@ -20,6 +20,10 @@ use crate::selection::RoundTripTime;
 use crate::sync::lock;
 use crate::uri::ServerAddress;
 
+/// cooldownMS: a server whose check timed out is not checked again by single-threaded
+/// scans for this long (server-monitoring.md, "cooldownMS").
+const COOLDOWN: Duration = Duration::from_secs(5);
+
 /// A connection checked out of a server's pool.
 pub(crate) type PooledConnection = CheckedOut<ServerConnector>;
 
@@ -149,9 +153,8 @@ impl Server {
     /// the last): that is how a single-threaded client finds a restarted server within
     /// a second, as a background monitor does, rather than five.
     pub(super) fn in_cooldown(&self, scan_start: Instant) -> bool {
-        lock(&self.check_timed_out).is_some_and(|timed_out| {
-            timed_out <= scan_start && scan_start - timed_out < super::monitoring::COOLDOWN
-        })
+        lock(&self.check_timed_out)
+            .is_some_and(|timed_out| timed_out <= scan_start && scan_start - timed_out < COOLDOWN)
     }
 
     /// The average and the minimum round-trip time.
