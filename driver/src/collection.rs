@@ -47,7 +47,7 @@ use crate::session::ClientSession;
 ///
 /// let orders = client.database("shop").collection::<Order>("orders");
 /// orders.insert_one(Order { item: "tea".into(), qty: 2 }, None).await?;
-/// let tea = orders.find_one(doc! { "item": "tea" }, None).await?;
+/// let tea = orders.find_one(doc! { "item": "tea" }).await?;
 /// orders.update_one(doc! { "item": "tea" }, doc! { "$inc": { "qty": 1 } }, None).await?;
 /// # Ok(()) }
 /// ```
@@ -136,7 +136,7 @@ impl<T> Collection<T> {
     /// let orders = client.database("shop").collection::<Document>("orders");
     /// let order = orders
     ///     .with_timeout(Duration::from_millis(200))
-    ///     .find_one(doc! { "_id": 7 }, None)
+    ///     .find_one(doc! { "_id": 7 })
     ///     .await?;
     /// # let _ = order; Ok(()) }
     /// ```
@@ -164,6 +164,18 @@ impl<T> Collection<T> {
         Timing {
             timeout: self.concerns.timeout,
             deadline: self.deadline,
+        }
+    }
+
+    /// This collection, or (with an operation's own timeoutMS) a copy with that
+    /// timeoutMS.
+    pub(crate) fn with_operation_timeout(
+        &self,
+        timeout: Option<std::time::Duration>,
+    ) -> std::borrow::Cow<'_, Collection<T>> {
+        match timeout {
+            Some(timeout) => std::borrow::Cow::Owned(self.with_timeout(timeout)),
+            None => std::borrow::Cow::Borrowed(self),
         }
     }
 
@@ -395,32 +407,7 @@ impl<T> Collection<T> {
         }
     }
 
-    /// Runs an aggregation pipeline on the collection.
-    pub async fn aggregate(
-        &self,
-        pipeline: impl IntoIterator<Item = Document>,
-        options: impl Into<Option<AggregateOptions>>,
-    ) -> Result<Cursor<Document>> {
-        self.aggregate_in(pipeline.into_iter().collect(), options.into(), None)
-            .await
-    }
-
-    /// [`aggregate`](Self::aggregate) in `session`.
-    pub async fn aggregate_with_session(
-        &self,
-        pipeline: impl IntoIterator<Item = Document>,
-        options: impl Into<Option<AggregateOptions>>,
-        session: &ClientSession,
-    ) -> Result<Cursor<Document>> {
-        self.aggregate_in(
-            pipeline.into_iter().collect(),
-            options.into(),
-            Some(session),
-        )
-        .await
-    }
-
-    async fn aggregate_in(
+    pub(crate) async fn aggregate_in(
         &self,
         pipeline: Vec<Document>,
         options: Option<AggregateOptions>,
@@ -982,45 +969,6 @@ impl<T: Serialize> Collection<T> {
 }
 
 impl<T: DeserializeOwned + 'static> Collection<T> {
-    /// The documents matching `filter`, as a [`Cursor`].
-    pub async fn find(
-        &self,
-        filter: Document,
-        options: impl Into<Option<FindOptions>>,
-    ) -> Result<Cursor<T>> {
-        self.find_in(filter, options.into(), None).await
-    }
-
-    /// [`find`](Self::find) in `session`.
-    pub async fn find_with_session(
-        &self,
-        filter: Document,
-        options: impl Into<Option<FindOptions>>,
-        session: &ClientSession,
-    ) -> Result<Cursor<T>> {
-        self.find_in(filter, options.into(), Some(session)).await
-    }
-
-    /// The first document matching `filter`, if any.
-    pub async fn find_one(
-        &self,
-        filter: Document,
-        options: impl Into<Option<FindOptions>>,
-    ) -> Result<Option<T>> {
-        self.find_one_in(filter, options.into(), None).await
-    }
-
-    /// [`find_one`](Self::find_one) in `session`.
-    pub async fn find_one_with_session(
-        &self,
-        filter: Document,
-        options: impl Into<Option<FindOptions>>,
-        session: &ClientSession,
-    ) -> Result<Option<T>> {
-        self.find_one_in(filter, options.into(), Some(session))
-            .await
-    }
-
     /// The first document matching `filter`, if any, as the bytes the server sent (for
     /// a caller that hands it on as BSON), in `session` when given.
     pub async fn find_one_raw(
@@ -1035,7 +983,7 @@ impl<T: DeserializeOwned + 'static> Collection<T> {
         cursor.next_raw().await.transpose()
     }
 
-    async fn find_one_in(
+    pub(crate) async fn find_one_in(
         &self,
         filter: Document,
         options: Option<FindOptions>,
@@ -1060,7 +1008,7 @@ impl<T: DeserializeOwned + 'static> Collection<T> {
         self.find_in(filter, Some(options), session).await
     }
 
-    async fn find_in(
+    pub(crate) async fn find_in(
         &self,
         filter: Document,
         options: Option<FindOptions>,

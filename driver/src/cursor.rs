@@ -285,7 +285,7 @@ impl Batch {
 /// use anymongo::bson::{doc, Document};
 /// use futures::TryStreamExt;
 /// let orders = client.database("shop").collection::<Document>("orders");
-/// let mut cursor = orders.find(doc! { "qty": { "$gt": 1 } }, None).await?;
+/// let mut cursor = orders.find(doc! { "qty": { "$gt": 1 } }).await?;
 /// while let Some(order) = cursor.try_next().await? {
 ///     println!("{order}");
 /// }
@@ -310,6 +310,8 @@ pub struct Cursor<T> {
     /// Operations Timeout spec, "Cursors": "the timeout MUST apply to the totality of
     /// all getMore's").
     call_deadline: Option<Instant>,
+    /// The document [`advance`](Cursor::advance) moved to.
+    current: Option<RawDocumentBuf>,
     _documents: PhantomData<fn() -> T>,
 }
 
@@ -352,6 +354,7 @@ impl<T> Cursor<T> {
             in_flight: None,
             empty_batches: 0,
             call_deadline: None,
+            current: None,
             _documents: PhantomData,
         }
     }
@@ -450,6 +453,7 @@ impl<T> Cursor<T> {
             in_flight: self.in_flight.take(),
             empty_batches: self.empty_batches,
             call_deadline: self.call_deadline,
+            current: self.current.take(),
             _documents: PhantomData,
         }
     }
@@ -544,7 +548,7 @@ impl<T: DeserializeOwned + 'static> Cursor<T> {
     /// db.create_collection("log", doc! { "capped": true, "size": 1_048_576 }, None).await?;
     /// let log = db.collection::<Document>("log");
     /// let options = FindOptions { cursor_type: Some(CursorType::Tailable), ..Default::default() };
-    /// let mut cursor = log.find(doc! {}, options).await?;
+    /// let mut cursor = log.find(doc! {}).with_options(options).await?;
     /// while cursor.is_alive() {
     ///     match cursor.next_if_any().await? {
     ///         Some(entry) => println!("{entry}"),
@@ -560,6 +564,164 @@ impl<T: DeserializeOwned + 'static> Cursor<T> {
             Some(document) => deserialize(&document).map(Some),
             None => Ok(None),
         }
+    }
+}
+
+impl<T> Cursor<T> {
+    /// Moves to the next document, fetching a batch if needed: `false` once the
+    /// cursor is exhausted. [`current`](Self::current) and
+    /// [`deserialize_current`](Self::deserialize_current) then read the document (the
+    /// official driver's way of iterating without a `Stream`).
+    ///
+    /// ```no_run
+    /// # async fn example(orders: anymongo::Collection<anymongo::bson::Document>) -> anymongo::Result<()> {
+    /// use anymongo::bson::doc;
+    /// let mut cursor = orders.find(doc! {}).await?;
+    /// while cursor.advance().await? {
+    ///     println!("{:?}", cursor.current().get("item"));
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn advance(&mut self) -> Result<bool> {
+        self.current = self.next_raw().await.transpose()?;
+        Ok(self.current.is_some())
+    }
+
+    /// The document [`advance`](Self::advance) moved to, as the server sent it; an
+    /// empty document before the first `advance` and after the last.
+    pub fn current(&self) -> &RawDocument {
+        match &self.current {
+            Some(document) => document,
+            None => empty_document(),
+        }
+    }
+
+    /// The document [`advance`](Self::advance) moved to, as `T`; an
+    /// [`ErrorKind::InvalidArgument`] error when there is none.
+    pub fn deserialize_current(&self) -> Result<T>
+    where
+        T: DeserializeOwned + 'static,
+    {
+        match &self.current {
+            Some(document) => deserialize(document),
+            None => Err(Error::invalid_argument(
+                "the cursor has no current document: call advance first (and only after \
+                 it returned true)",
+            )),
+        }
+    }
+}
+
+/// An empty BSON document.
+fn empty_document() -> &'static RawDocument {
+    static EMPTY: std::sync::OnceLock<RawDocumentBuf> = std::sync::OnceLock::new();
+    EMPTY.get_or_init(RawDocumentBuf::new)
+}
+
+/// A cursor of an operation run in an explicit session (what a `find`, `aggregate`,
+/// `list_indexes`… given `.session(…)` returns): its getMores run in that session,
+/// which its iteration names, as the official driver's `SessionCursor` does.
+///
+/// ```no_run
+/// # async fn example(client: anymongo::Client) -> anymongo::Result<()> {
+/// use anymongo::bson::{doc, Document};
+/// use futures::TryStreamExt;
+/// let orders = client.database("shop").collection::<Document>("orders");
+/// let mut session = client.start_session().await?;
+/// let mut cursor = orders.find(doc! {}).session(&mut session).await?;
+/// while let Some(order) = cursor.next(&mut session).await.transpose()? {
+///     println!("{order}");
+/// }
+/// let mut cursor = orders.find(doc! {}).session(&mut session).await?;
+/// let all: Vec<Document> = cursor.stream(&mut session).try_collect().await?;
+/// # let _ = all; Ok(()) }
+/// ```
+#[derive(Debug)]
+pub struct SessionCursor<T> {
+    cursor: Cursor<T>,
+}
+
+impl<T> SessionCursor<T> {
+    /// The cursor `cursor` of an operation run in an explicit session.
+    pub(crate) fn new(cursor: Cursor<T>) -> SessionCursor<T> {
+        SessionCursor { cursor }
+    }
+
+    /// The next document, `None` once the cursor is exhausted.
+    pub async fn next<'s>(&mut self, _session: impl Into<&'s ClientSession>) -> Option<Result<T>>
+    where
+        T: DeserializeOwned + 'static,
+    {
+        futures::StreamExt::next(&mut self.cursor).await
+    }
+
+    /// The documents as a [`Stream`], for `futures`' `StreamExt`/`TryStreamExt`.
+    pub fn stream<'s>(
+        &'s mut self,
+        _session: impl Into<&'s ClientSession>,
+    ) -> SessionCursorStream<'s, T> {
+        SessionCursorStream {
+            cursor: &mut self.cursor,
+        }
+    }
+
+    /// Moves to the next document ([`Cursor::advance`]).
+    pub async fn advance<'s>(&mut self, _session: impl Into<&'s ClientSession>) -> Result<bool> {
+        self.cursor.advance().await
+    }
+
+    /// The document [`advance`](Self::advance) moved to ([`Cursor::current`]).
+    pub fn current(&self) -> &RawDocument {
+        self.cursor.current()
+    }
+
+    /// The document [`advance`](Self::advance) moved to, as `T`
+    /// ([`Cursor::deserialize_current`]).
+    pub fn deserialize_current(&self) -> Result<T>
+    where
+        T: DeserializeOwned + 'static,
+    {
+        self.cursor.deserialize_current()
+    }
+
+    /// The same cursor, yielding another type.
+    pub fn with_type<U>(self) -> SessionCursor<U> {
+        SessionCursor {
+            cursor: self.cursor.with_type(),
+        }
+    }
+
+    /// Whether the server may have more ([`Cursor::is_alive`]).
+    pub fn is_alive(&self) -> bool {
+        self.cursor.is_alive()
+    }
+
+    /// Kills the server cursor now, waiting for the answer ([`Cursor::close`]).
+    pub async fn close(self) -> Result<()> {
+        self.cursor.close().await
+    }
+}
+
+/// An anymongo cursor carries its session: a [`SessionCursor`] can become a plain
+/// [`Cursor`], iterated without naming the session (for code that handles the cursors
+/// of operations with and without sessions alike).
+impl<T> From<SessionCursor<T>> for Cursor<T> {
+    fn from(cursor: SessionCursor<T>) -> Cursor<T> {
+        cursor.cursor
+    }
+}
+
+/// A [`SessionCursor`]'s documents as a [`Stream`] ([`SessionCursor::stream`]).
+#[derive(Debug)]
+pub struct SessionCursorStream<'c, T> {
+    cursor: &'c mut Cursor<T>,
+}
+
+impl<T: DeserializeOwned + 'static> Stream for SessionCursorStream<'_, T> {
+    type Item = Result<T>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        Pin::new(&mut *self.get_mut().cursor).poll_next(cx)
     }
 }
 
@@ -884,6 +1046,7 @@ mod tests {
             in_flight: None,
             empty_batches: 0,
             call_deadline: None,
+            current: None,
             _documents: PhantomData,
         }
     }

@@ -249,41 +249,28 @@ impl Database {
             .await
     }
 
-    /// Runs an aggregation pipeline on the database itself (`aggregate: 1`), for the
-    /// stages that start without a collection: `$currentOp`, `$listLocalSessions`,
-    /// `$documents`...
-    ///
-    /// ```no_run
-    /// # async fn example(db: anymongo::Database) -> anymongo::Result<()> {
-    /// use anymongo::bson::doc;
-    /// use futures::TryStreamExt;
-    /// let pipeline = [doc! { "$documents": [{ "x": 1 }, { "x": 2 }] }];
-    /// let documents: Vec<_> = db.aggregate(pipeline, None).await?.try_collect().await?;
-    /// assert_eq!(documents.len(), 2);
-    /// # Ok(()) }
-    /// ```
-    pub async fn aggregate(
+    /// An `aggregate` on the database itself (`aggregate: 1`).
+    pub(crate) async fn aggregate_in(
         &self,
-        pipeline: impl IntoIterator<Item = Document>,
-        options: impl Into<Option<AggregateOptions>>,
+        pipeline: Vec<Document>,
+        options: Option<AggregateOptions>,
+        session: Option<&ClientSession>,
     ) -> Result<Cursor<Document>> {
-        let pipeline = pipeline.into_iter().collect();
         let on = (&self.options, Timing::from(self.options.timeout));
-        self.aggregate_on(None, on, pipeline, options.into(), None)
+        self.aggregate_on(None, on, pipeline, options, session)
             .await
     }
 
-    /// [`aggregate`](Self::aggregate) in `session`.
-    pub async fn aggregate_with_session(
+    /// This database, or (with an operation's own timeoutMS) a copy with that
+    /// timeoutMS.
+    pub(crate) fn with_operation_timeout(
         &self,
-        pipeline: impl IntoIterator<Item = Document>,
-        options: impl Into<Option<AggregateOptions>>,
-        session: &ClientSession,
-    ) -> Result<Cursor<Document>> {
-        let pipeline = pipeline.into_iter().collect();
-        let on = (&self.options, Timing::from(self.options.timeout));
-        self.aggregate_on(None, on, pipeline, options.into(), Some(session))
-            .await
+        timeout: Option<std::time::Duration>,
+    ) -> std::borrow::Cow<'_, Database> {
+        match timeout {
+            Some(timeout) => std::borrow::Cow::Owned(self.with_timeout(timeout)),
+            None => std::borrow::Cow::Borrowed(self),
+        }
     }
 
     /// An `aggregate` on `collection` of this database, or on the database itself

@@ -18,7 +18,7 @@
 //!
 //! | layer | modules | what it does |
 //! | --- | --- | --- |
-//! | API | `client`, `database`, `collection`, `change_stream`, `gridfs`, `enumerate`, `index_management` | what applications call: handles, options, results |
+//! | API | `action`, `client`, `database`, `collection`, `change_stream`, `gridfs`, `enumerate`, `index_management` | what applications call: handles, options, results |
 //! | operations | `operation`, `retry`, `session`, `transactions`, `crud`, `cursor` | each operation's commands, run by one executor with one context per operation: sessions, transactions, retries, cursors |
 //! | cluster | `cluster` | the deployment at run time: servers with their pools and monitors, waiting server selection, single-threaded scans, SRV polling |
 //! | cluster parts | `cmap`, `sdam::monitor`, `load_balancer`, `logging` | a server's pool, its monitor, connections pinned behind a load balancer, log messages |
@@ -56,6 +56,7 @@
 // on wasm32 nothing is (JavaScript handles), and an `Arc` is merely shared ownership.
 #![cfg_attr(target_family = "wasm", allow(clippy::arc_with_non_send_sync))]
 
+pub mod action;
 pub mod auth;
 pub mod bson_deserializer;
 pub mod bson_serializer;
@@ -100,7 +101,7 @@ pub use bson;
 pub use change_stream::{ChangeStream, ChangeStreamEvent, ChangeStreamOptions};
 pub use client::Client;
 pub use collection::Collection;
-pub use cursor::Cursor;
+pub use cursor::{Cursor, SessionCursor};
 pub use database::Database;
 pub use error::{CommandError, Error, ErrorKind, Result};
 pub use uri::{ClientOptions, ServerAddress};

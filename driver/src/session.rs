@@ -272,7 +272,7 @@ impl SessionOptions {
 /// let orders = client.database("shop").collection::<Document>("orders");
 /// orders.insert_one_with_session(doc! { "item": "tea" }, None, &session).await?;
 /// // Causally consistent: this read sees the insert, even from a secondary.
-/// let found = orders.find_one_with_session(doc! { "item": "tea" }, None, &session).await?;
+/// let found = orders.find_one(doc! { "item": "tea" }).session(&session).await?;
 /// assert!(found.is_some());
 /// session.end_session();
 /// # Ok(()) }
@@ -340,6 +340,14 @@ struct SessionState {
     /// deadline the operations in the session share.
     transaction_context: Option<OperationContext>,
     ended: bool,
+}
+
+/// Lets an action's `.session(…)` take `&mut ClientSession`, as the official driver's
+/// does, and `&ClientSession`, since a session synchronizes its own state.
+impl<'a> From<&'a mut ClientSession> for &'a ClientSession {
+    fn from(session: &'a mut ClientSession) -> Self {
+        session
+    }
 }
 
 impl std::fmt::Debug for ClientSession {

@@ -61,10 +61,7 @@ pub async fn find(client: &anymongo::Client) -> Result<(), String> {
     let corpus = client
         .database(DATABASE)
         .collection::<anymongo::bson::Document>(COLLECTION);
-    match corpus
-        .find_one(anymongo::bson::doc! { "_id": 1 }, None)
-        .await
-    {
+    match corpus.find_one(anymongo::bson::doc! { "_id": 1 }).await {
         Ok(Some(_)) => Ok(()),
         Ok(None) => Err("no document with _id 1".to_owned()),
         Err(error) => Err(error.to_string()),

@@ -1,7 +1,7 @@
 //! What the integration tests against the shared SecantusDB server share: a bound on
 //! every test, and a client that records its command events.
 
-use std::future::Future;
+use std::future::IntoFuture;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -14,10 +14,10 @@ use crate::server;
 /// The command events a [`recording_client`] published, in order.
 pub type CommandLog = Arc<Mutex<Vec<CommandEvent>>>;
 
-/// Runs `future` to its end, or fails the test once `bound` has passed: no test can
-/// hang.
-pub async fn within<F: Future>(bound: Duration, future: F) -> F::Output {
-    tokio::time::timeout(bound, future)
+/// Runs `future` (or an action) to its end, or fails the test once `bound` has passed:
+/// no test can hang.
+pub async fn within<F: IntoFuture>(bound: Duration, future: F) -> F::Output {
+    tokio::time::timeout(bound, future.into_future())
         .await
         .expect("the test did not finish within its bound")
 }

@@ -182,10 +182,10 @@ pub async fn run(client: &Client, collection: &str) -> Result<Outcome> {
     let sent = sample();
     accounts.insert_one(&sent, None).await?;
     let filter = doc! { "_id": sent.id };
-    let found = accounts.find_one(filter.clone(), None).await?;
+    let found = accounts.find_one(filter.clone()).await?;
     let stored = accounts
         .clone_with_type::<Document>()
-        .find_one(filter, None)
+        .find_one(filter)
         .await?;
     Ok(Outcome {
         sent,

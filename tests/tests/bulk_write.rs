@@ -95,7 +95,7 @@ async fn an_ordered_bulk_write_sends_one_command_per_run_and_reports_by_index() 
         assert_eq!(result.deleted_count, 1);
         let mut left: Vec<Item> = Vec::new();
         for id in 1..=4 {
-            left.extend(items.find_one(doc! { "_id": id }, None).await.unwrap());
+            left.extend(items.find_one(doc! { "_id": id }).await.unwrap());
         }
         assert_eq!(left, vec![item(2, 20), item(3, 3), item(4, 4)]);
         // Consecutive models of a kind share a command; the order is kept.

@@ -64,7 +64,7 @@ async fn contents(client: &Client, namespace: &str) -> Vec<Document> {
         sort: Some(doc! { "_id": 1 }),
         ..Default::default()
     };
-    let cursor = collection.find(doc! {}, sort).await.unwrap();
+    let cursor = collection.find(doc! {}).with_options(sort).await.unwrap();
     cursor.try_collect().await.unwrap()
 }
 

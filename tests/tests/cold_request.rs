@@ -69,10 +69,10 @@ async fn a_cold_request_takes_five_round_trips_and_a_warm_one_one() {
             let client =
                 Client::with_options(ClientOptions::parse(&uri).unwrap(), runtime).unwrap();
             let items = client.database("cold").collection::<Document>("items");
-            let found = items.find_one(doc! { "_id": 1 }, None).await.unwrap();
+            let found = items.find_one(doc! { "_id": 1 }).await.unwrap();
             assert!(found.is_some(), "{mode}: the document is found");
             let cold_to = proxy.elapsed();
-            let found = items.find_one(doc! { "_id": 1 }, None).await.unwrap();
+            let found = items.find_one(doc! { "_id": 1 }).await.unwrap();
             assert!(found.is_some(), "{mode}: the document is found again");
             let warm_to = proxy.elapsed();
 

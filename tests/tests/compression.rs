@@ -42,7 +42,8 @@ async fn insert_and_find(client: &Client, count: i32) {
         ..Default::default()
     };
     let found: Vec<Document> = collection
-        .find(doc! {}, options)
+        .find(doc! {})
+        .with_options(options)
         .await
         .unwrap()
         .try_collect()
@@ -205,7 +206,7 @@ async fn secantusdb_names_no_compressor_and_the_client_goes_uncompressed() {
             .await
             .unwrap();
         let found: Vec<Document> = collection
-            .find(doc! {}, None)
+            .find(doc! {})
             .await
             .unwrap()
             .try_collect()
@@ -268,7 +269,7 @@ async fn bytes_on_the_wire_for_the_find_many_data_set() {
         let (insert_sent, insert_received) = server.bytes();
         server.reset_bytes();
         let found: Vec<Document> = collection
-            .find(doc! {}, None)
+            .find(doc! {})
             .await
             .unwrap()
             .try_collect()

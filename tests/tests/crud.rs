@@ -72,7 +72,7 @@ async fn typed_documents_round_trip_through_insert_find_update_replace_delete() 
         let inserted = orders.insert_one(&tea, None).await.unwrap();
         assert!(matches!(inserted.inserted_id, Bson::ObjectId(_)));
         assert_eq!(
-            orders.find_one(doc! { "item": "tea" }, None).await.unwrap(),
+            orders.find_one(doc! { "item": "tea" }).await.unwrap(),
             Some(tea)
         );
 
@@ -81,7 +81,7 @@ async fn typed_documents_round_trip_through_insert_find_update_replace_delete() 
             .await
             .unwrap();
         assert_eq!((updated.matched_count, updated.modified_count), (1, 1));
-        let found = orders.find_one(doc! {}, None).await.unwrap().unwrap();
+        let found = orders.find_one(doc! {}).await.unwrap().unwrap();
         assert_eq!(found.qty, 5);
 
         let replaced = orders
@@ -117,7 +117,7 @@ async fn typed_documents_round_trip_through_insert_find_update_replace_delete() 
 
         let deleted = orders.delete_many(doc! {}, None).await.unwrap();
         assert_eq!(deleted.deleted_count, 2);
-        assert_eq!(orders.find_one(doc! {}, None).await.unwrap(), None);
+        assert_eq!(orders.find_one(doc! {}).await.unwrap(), None);
     })
     .await;
 }
@@ -185,7 +185,7 @@ async fn a_find_spanning_several_batches_uses_get_more_and_an_exhausted_cursor_s
             sort: Some(doc! { "_id": 1 }),
             ..Default::default()
         };
-        let cursor = numbers.find(doc! {}, options).await.unwrap();
+        let cursor = numbers.find(doc! {}).with_options(options).await.unwrap();
         let all: Vec<Document> = cursor.try_collect().await.unwrap();
         assert_eq!(all, documents);
         let get_mores = started(&events, "getMore");
@@ -215,7 +215,7 @@ async fn a_cursor_dropped_early_is_killed() {
             batch_size: Some(2),
             ..Default::default()
         };
-        let mut cursor = numbers.find(doc! {}, options).await.unwrap();
+        let mut cursor = numbers.find(doc! {}).with_options(options).await.unwrap();
         assert!(cursor.try_next().await.unwrap().is_some());
         let id = cursor.id();
         assert_ne!(id, 0);
@@ -277,7 +277,7 @@ async fn a_tailable_cursor_returns_none_after_an_empty_batch_and_stays_alive_for
             cursor_type: Some(CursorType::Tailable),
             ..Default::default()
         };
-        let mut cursor = log.find(doc! {}, options).await.unwrap();
+        let mut cursor = log.find(doc! {}).with_options(options).await.unwrap();
         assert_ne!(cursor.id(), 0, "a tailable cursor stays open");
         // The first batch, without a getMore.
         for expected in &first {
@@ -442,7 +442,7 @@ async fn aggregate_streams_the_pipeline_results() {
             doc! { "$sort": { "_id": 1 } },
         ];
         let groups: Vec<Document> = numbers
-            .aggregate(pipeline, None)
+            .aggregate(pipeline)
             .await
             .unwrap()
             .try_collect()
@@ -513,7 +513,8 @@ async fn an_explicit_session_is_causally_consistent_and_gossips_the_cluster_time
             .operation_time()
             .expect("the insert's operationTime");
         let found = orders
-            .find_one_with_session(doc! { "item": "tea" }, None, &session)
+            .find_one(doc! { "item": "tea" })
+            .session(&session)
             .await
             .unwrap();
         assert!(found.is_some());
@@ -528,7 +529,8 @@ async fn an_explicit_session_is_causally_consistent_and_gossips_the_cluster_time
         assert_eq!(insert.get_document("lsid").ok(), session.id().as_ref());
         session.end_session();
         let error = orders
-            .find_one_with_session(doc! {}, None, &session)
+            .find_one(doc! {})
+            .session(&session)
             .await
             .unwrap_err();
         assert!(error.to_string().contains("ended"), "{error}");
@@ -599,7 +601,7 @@ async fn a_read_is_retried_once_and_a_second_failure_is_reported() {
             })
             .await
             .unwrap();
-        let error = orders.find_one(doc! {}, None).await.unwrap_err();
+        let error = orders.find_one(doc! {}).await.unwrap_err();
         admin
             .run_command(doc! { "configureFailPoint": "failCommand", "mode": "off" })
             .await

@@ -120,7 +120,7 @@ async fn find(
         sort: Some(doc! { "_id": 1 }),
         ..Default::default()
     };
-    let mut cursor = large.find(doc! {}, options).await.unwrap();
+    let mut cursor = large.find(doc! {}).with_options(options).await.unwrap();
     let baseline = memory("VmRSS").unwrap();
     let mut samples = Vec::new();
     let mut next = 0;

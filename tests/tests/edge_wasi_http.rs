@@ -191,7 +191,7 @@ async fn post_then_get_round_trips_an_item_through_mongodb() {
         client
             .database(DATABASE)
             .collection::<Document>("items")
-            .find_one(doc! { "_id": ObjectId::parse_str(&id).unwrap() }, None),
+            .find_one(doc! { "_id": ObjectId::parse_str(&id).unwrap() }),
     )
     .await
     .unwrap()

@@ -142,7 +142,8 @@ async fn assert_each_document_once(numbers: &Collection<Document>, inserts: i32)
         ..Default::default()
     };
     let all: Vec<Document> = numbers
-        .find(doc! {}, options)
+        .find(doc! {})
+        .with_options(options)
         .await
         .unwrap()
         .try_collect()

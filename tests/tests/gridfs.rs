@@ -56,12 +56,7 @@ async fn a_file_spanning_several_chunks_is_read_back_whole() {
                 .unwrap(),
             3
         );
-        let file = bucket
-            .files()
-            .find_one(doc! {}, None)
-            .await
-            .unwrap()
-            .unwrap();
+        let file = bucket.files().find_one(doc! {}).await.unwrap().unwrap();
         assert_eq!(file.get_i64("length").unwrap(), 10);
         assert_eq!(file.get_str("filename").unwrap(), "digits.txt");
         // The first upload created the indexes downloads use.

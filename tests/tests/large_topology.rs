@@ -129,7 +129,7 @@ async fn a_client_of_10_000_members_finds_on_the_primary_with_little_cpu() {
         let found: Vec<Document> = client
             .database("db")
             .collection::<Document>("c")
-            .find(doc! {}, None)
+            .find(doc! {})
             .await
             .expect("a find against the reachable primary succeeds")
             .try_collect()
@@ -155,7 +155,7 @@ async fn a_client_of_10_000_members_finds_on_the_primary_with_little_cpu() {
         let again = client
             .database("db")
             .collection::<Document>("c")
-            .find(doc! {}, None)
+            .find(doc! {})
             .await;
         assert!(again.is_ok(), "the second find failed: {again:?}");
         client.close().await;

@@ -1251,7 +1251,7 @@ async fn a_dropped_pinned_cursor_is_killed_on_its_connection_without_a_runtime()
         batch_size: Some(2),
         ..Default::default()
     };
-    let mut cursor = numbers.find(doc! {}, options).await.unwrap();
+    let mut cursor = numbers.find(doc! {}).with_options(options).await.unwrap();
     assert!(futures::TryStreamExt::try_next(&mut cursor)
         .await
         .unwrap()
@@ -1382,10 +1382,7 @@ async fn an_abandoned_operation_in_a_pinned_transaction_gives_a_transient_error(
     // the session ends; the pool has no other.
     session.end_session();
     let ids: Vec<Document> = futures::TryStreamExt::try_collect(
-        numbers
-            .find(doc! { "_id": { "$gte": 10 } }, None)
-            .await
-            .unwrap(),
+        numbers.find(doc! { "_id": { "$gte": 10 } }).await.unwrap(),
     )
     .await
     .unwrap();

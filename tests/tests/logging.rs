@@ -69,12 +69,7 @@ async fn documents_are_truncated_to_1000_bytes_by_default() {
     assert!(field(insert_reply, "reply").len() <= 1000 + ELLIPSIS.len());
 
     let found: Vec<Document> = harness::within(TEST_BOUND, async {
-        collection
-            .find(doc! {}, None)
-            .await
-            .unwrap()
-            .try_collect()
-            .await
+        collection.find(doc! {}).await.unwrap().try_collect().await
     })
     .await
     .unwrap();

@@ -420,7 +420,7 @@ async fn a_cursor_answered_only_empty_batches_fails_and_is_killed() {
         .collection::<Document>("orders");
     let bound = Duration::from_secs(20);
     let error = harness::within(bound, async {
-        let mut cursor = orders.find(doc! {}, None).await.unwrap();
+        let mut cursor = orders.find(doc! {}).await.unwrap();
         cursor.try_next().await.expect_err("no document, no end")
     })
     .await;

@@ -195,7 +195,7 @@ async fn recovers_after_each_restart(name: &str, query: &str, monitoring: Monito
     writer.await.unwrap();
 
     let stored: Vec<Document> = numbers
-        .find(doc! {}, None)
+        .find(doc! {})
         .await
         .unwrap()
         .try_collect()

@@ -121,7 +121,7 @@ async fn run_while_first_fails(
     let mut all_succeeded = true;
     for _ in 0..tries {
         let result = match write {
-            false => collection.find_one(doc! {}, None).await.map(|_| ()),
+            false => collection.find_one(doc! {}).await.map(|_| ()),
             true => collection.insert_one(doc! {}, None).await.map(|_| ()),
         };
         all_succeeded &= result.is_ok();
@@ -198,7 +198,8 @@ async fn a_transaction_stays_on_the_mongos_of_its_first_command() {
                     .await
                     .unwrap();
                 collection
-                    .find_one_with_session(doc! {}, None, &session)
+                    .find_one(doc! {})
+                    .session(&session)
                     .await
                     .unwrap();
             }
@@ -221,7 +222,8 @@ async fn a_transaction_stays_on_the_mongos_of_its_first_command() {
         }
         // A non-transactional operation unpins the session.
         collection
-            .find_one_with_session(doc! {}, None, &session)
+            .find_one(doc! {})
+            .session(&session)
             .await
             .unwrap();
         assert_eq!(session.pinned_server(), None);
@@ -296,7 +298,8 @@ async fn pinned_session_selects_again(in_transactions: bool) {
             session.start_transaction(Default::default()).unwrap();
         }
         let found = collection
-            .find_one_with_session(doc! {}, None, &session)
+            .find_one(doc! {})
+            .session(&session)
             .await
             .unwrap();
         assert!(found.is_some());

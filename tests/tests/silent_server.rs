@@ -8,6 +8,7 @@
 //! The bound checked is generous (200 ms + 1 s) for loaded CI machines; each case
 //! prints what it measured (`cargo test --test silent_server -- --nocapture`).
 
+use std::future::IntoFuture;
 use std::time::{Duration, Instant};
 
 use anymongo::bson::{doc, Document};
@@ -52,7 +53,11 @@ async fn failed(client: &Client, op: Op, timeout: Option<Duration>) -> (Error, D
     // Boxed: an operation's future is large in debug builds, and a test thread's stack
     // is 2 MiB.
     let operation = match op {
-        Op::FindOne => items.find_one(doc! { "_id": 1 }, None).map_ok(drop).boxed(),
+        Op::FindOne => items
+            .find_one(doc! { "_id": 1 })
+            .into_future()
+            .map_ok(drop)
+            .boxed(),
         Op::InsertOne => items
             .insert_one(doc! { "_id": 1 }, None)
             .map_ok(drop)

@@ -87,7 +87,7 @@ async fn dollar_fields_read_back_as_stored_through_every_read() {
             .database(DATABASE)
             .collection::<RawDocumentBuf>("reads");
         let held: Vec<RawDocumentBuf> = raw
-            .find(doc! {}, None)
+            .find(doc! {})
             .await
             .unwrap()
             .try_collect()
@@ -101,7 +101,7 @@ async fn dollar_fields_read_back_as_stored_through_every_read() {
         );
 
         let found: Vec<Document> = documents
-            .find(doc! {}, None)
+            .find(doc! {})
             .await
             .unwrap()
             .try_collect()
@@ -112,7 +112,7 @@ async fn dollar_fields_read_back_as_stored_through_every_read() {
             assert_as_stored("find", read, document);
         }
         let aggregated: Vec<Document> = documents
-            .aggregate([doc! { "$match": {} }], None)
+            .aggregate([doc! { "$match": {} }])
             .await
             .unwrap()
             .try_collect()
@@ -124,7 +124,7 @@ async fn dollar_fields_read_back_as_stored_through_every_read() {
         }
         for document in &all {
             let filter = doc! { "_id": document.get("_id").unwrap() };
-            let read = documents.find_one(filter.clone(), None).await.unwrap();
+            let read = documents.find_one(filter.clone()).await.unwrap();
             assert_as_stored("find_one", &read.unwrap(), document);
             // Returns the document before the update: as stored.
             let before = documents
@@ -163,7 +163,7 @@ async fn dollar_fields_survive_a_replace() {
                 .unwrap();
             assert_eq!(result.modified_count, 1);
             let read = documents
-                .find_one(doc! { "_id": id.clone() }, None)
+                .find_one(doc! { "_id": id.clone() })
                 .await
                 .unwrap();
             assert_as_stored("replace, then find_one", &read.unwrap(), &document);
@@ -241,7 +241,7 @@ async fn typed_values_read_dollar_fields_as_stored_or_refuse_them() {
         }
         let typed = client.database(DATABASE).collection::<AsStored>("typed");
         let read: Vec<AsStored> = typed
-            .find(doc! {}, None)
+            .find(doc! {})
             .await
             .unwrap()
             .try_collect()
@@ -257,7 +257,7 @@ async fn typed_values_read_dollar_fields_as_stored_or_refuse_them() {
         // A plain bson `Bson` field cannot hold such a document: an error, not a value
         // with fields lost (`{"a": 1, "$numberLong": "12"}` as an Int64).
         let plain = client.database(DATABASE).collection::<PlainBson>("typed");
-        let error = plain.find_one(doc! { "_id": 4 }, None).await.unwrap_err();
+        let error = plain.find_one(doc! { "_id": 4 }).await.unwrap_err();
         assert!(error.to_string().contains("as extended JSON"), "{error}");
     })
     .await;

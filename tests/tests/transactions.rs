@@ -38,7 +38,7 @@ async fn fresh(client: &Client, name: &str) -> Collection<Document> {
 /// The `_id`s in `collection`, read outside any transaction.
 async fn ids(collection: &Collection<Document>) -> Vec<i32> {
     let mut ids: Vec<i32> = collection
-        .find(doc! {}, None)
+        .find(doc! {})
         .await
         .unwrap()
         .try_collect::<Vec<_>>()
@@ -162,7 +162,8 @@ async fn commands_in_a_transaction_carry_its_fields() {
             .await
             .unwrap();
         let found = collection
-            .find_one_with_session(doc! { "_id": 1 }, None, &session)
+            .find_one(doc! { "_id": 1 })
+            .session(&session)
             .await
             .unwrap();
         assert!(found.is_some());
@@ -209,7 +210,8 @@ async fn commands_in_a_transaction_carry_its_fields() {
         };
         session.start_transaction(secondary).unwrap();
         let refused = collection
-            .find_one_with_session(doc! {}, None, &session)
+            .find_one(doc! {})
+            .session(&session)
             .await
             .unwrap_err();
         assert!(refused

@@ -141,7 +141,7 @@ async fn wasi_build_round_trips_a_typed_document_unchanged() {
         client
             .database(round_trip::DATABASE)
             .collection::<round_trip::Account>(collection)
-            .find_one(doc! {}, None),
+            .find_one(doc! {}),
     )
     .await
     .unwrap();

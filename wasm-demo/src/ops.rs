@@ -32,13 +32,27 @@ use anymongo::{
 use serde::de::DeserializeOwned;
 use std::time::Duration;
 
-/// `target.plain(args)`, or `target.in_session(args, session)` when there is a session:
-/// the core names each operation's two forms so.
+/// Runs the action `$action`, in `session` when there is one; `cursor` first for the
+/// actions that return a cursor (in a session, the core's `SessionCursor`, which is
+/// turned into the `Cursor` the glue iterates). During the migration to actions the
+/// old two-method form `target.plain | in_session(args)` is accepted too.
 macro_rules! in_session {
     ($session:expr, $target:ident . $plain:ident | $in_session:ident ( $($arg:expr),* $(,)? )) => {
         match $session {
             Some(session) => $target.$in_session($($arg),*, session).await,
             None => $target.$plain($($arg),*).await,
+        }
+    };
+    (cursor $session:expr, $action:expr) => {
+        match $session {
+            Some(session) => $action.session(session).await.map(Cursor::from),
+            None => $action.await,
+        }
+    };
+    ($session:expr, $action:expr) => {
+        match $session {
+            Some(session) => $action.session(session).await,
+            None => $action.await,
         }
     };
 }
@@ -326,7 +340,7 @@ pub async fn open_cursor(
         "find" => {
             let filter = document(args, "filter")?;
             let options = options::<FindOptions>(args)?;
-            in_session!(session, coll.find | find_with_session(filter, options))
+            in_session!(cursor session, coll.find(filter).with_options(options))
         }
         // Retryable reads (the spec's list operations), unlike a command run as given.
         "listCollections" => {
@@ -370,14 +384,8 @@ pub async fn open_cursor(
             let pipeline = documents(args, "pipeline", Document::try_from)?;
             let options = options::<AggregateOptions>(args)?;
             match collection {
-                "" => in_session!(
-                    session,
-                    db.aggregate | aggregate_with_session(pipeline, options)
-                ),
-                _ => in_session!(
-                    session,
-                    coll.aggregate | aggregate_with_session(pipeline, options)
-                ),
+                "" => in_session!(cursor session, db.aggregate(pipeline).with_options(options)),
+                _ => in_session!(cursor session, coll.aggregate(pipeline).with_options(options)),
             }
         }
         _ => Err(unknown(op)),

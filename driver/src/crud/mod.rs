@@ -38,6 +38,31 @@ pub enum CursorType {
     TailableAwait,
 }
 
+/// The index an operation uses (its `hint`): the index's key pattern or its name.
+///
+/// ```
+/// use anymongo::bson::{doc, Bson};
+/// use anymongo::crud::Hint;
+/// assert_eq!(Bson::from(Hint::Name("qty_1".into())), Bson::String("qty_1".into()));
+/// assert_eq!(Bson::from(Hint::Keys(doc! { "qty": 1 })), Bson::Document(doc! { "qty": 1 }));
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub enum Hint {
+    /// The index with this key pattern.
+    Keys(Document),
+    /// The index with this name.
+    Name(String),
+}
+
+impl From<Hint> for Bson {
+    fn from(hint: Hint) -> Bson {
+        match hint {
+            Hint::Keys(keys) => Bson::Document(keys),
+            Hint::Name(name) => Bson::String(name),
+        }
+    }
+}
+
 /// What a cursor's `timeoutMS` bounds (defined with the cursors).
 pub use crate::cursor::TimeoutMode;
 

@@ -152,7 +152,7 @@ impl GridFsBucket {
     /// The whole content of the file with this id.
     pub async fn download(&self, id: &Bson) -> Result<Vec<u8>> {
         let this = self.for_one_call();
-        let file = this.files.find_one(by_id(id), None).await?;
+        let file = this.files.find_one(by_id(id)).await?;
         let file = file.ok_or_else(|| GridFsError::FileNotFound { id: id.clone() })?;
         this.content(&file).await
     }
@@ -179,7 +179,8 @@ impl GridFsBucket {
         };
         let file = this
             .files
-            .find_one(doc! { "filename": filename }, options)
+            .find_one(doc! { "filename": filename })
+            .with_options(options)
             .await?;
         let file = file.ok_or_else(|| GridFsError::RevisionNotFound {
             filename: filename.to_owned(),
@@ -229,7 +230,8 @@ impl GridFsBucket {
         };
         let mut chunks = self
             .chunks
-            .find(doc! { "files_id": { "$eq": id.clone() } }, options)
+            .find(doc! { "files_id": { "$eq": id.clone() } })
+            .with_options(options)
             .await?;
         // The content grows as its chunks arrive, never from the stored `length`: a
         // files document may claim any length (2^40 bytes, say), and allocating it up
@@ -328,7 +330,13 @@ impl GridFsBucket {
             projection: Some(doc! { "_id": 1 }),
             ..FindOptions::default()
         };
-        if self.files.find_one(doc! {}, options).await?.is_some() {
+        if self
+            .files
+            .find_one(doc! {})
+            .with_options(options)
+            .await?
+            .is_some()
+        {
             return Ok(());
         }
         ensure_index(&self.files, doc! { "filename": 1, "uploadDate": 1 }, false).await?;
@@ -365,7 +373,8 @@ impl GridFsBucket {
         };
         let files: Vec<Document> = this
             .files
-            .find(doc! { "filename": filename }, options)
+            .find(doc! { "filename": filename })
+            .with_options(options)
             .await?
             .try_collect()
             .await?;
@@ -427,7 +436,7 @@ impl GridFsBucket {
         options: impl Into<Option<FindOptions>>,
     ) -> Result<Cursor<Document>> {
         let this = self.for_one_call();
-        this.files.find(filter, options).await
+        this.files.find(filter).with_options(options).await
     }
 
     /// Drops the bucket's two collections.

@@ -119,7 +119,7 @@ async fn route(request: &mut Request<Body>) -> Result<Response<Body>, Failure> {
 }
 
 async fn get_item(id: &str) -> Result<Response<Body>, Failure> {
-    let item = items().await?.find_one(id_filter(id), None).await?;
+    let item = items().await?.find_one(id_filter(id)).await?;
     match item {
         Some(item) => Ok(json_response(
             StatusCode::OK,

@@ -177,7 +177,7 @@ impl Driver for Anymongo {
 
     async fn find_one_by_id(&self, id: i32) -> Result<(), String> {
         let filter = anymongo::bson::doc! { "_id": id };
-        match self.corpus.find_one(filter, None).await.map_err(text)? {
+        match self.corpus.find_one(filter).await.map_err(text)? {
             Some(_) => Ok(()),
             None => Err(format!("no document with _id {id}")),
         }
@@ -201,7 +201,7 @@ impl Driver for Anymongo {
 
     async fn find_all(&self) -> Result<usize, String> {
         let filter = anymongo::bson::Document::new();
-        let mut cursor = self.corpus.find(filter, None).await.map_err(text)?;
+        let mut cursor = self.corpus.find(filter).await.map_err(text)?;
         let mut count = 0;
         while cursor.try_next().await.map_err(text)?.is_some() {
             count += 1;

@@ -970,7 +970,7 @@ fn replies_run(input: &[u8]) {
             ..ClientBulkWriteOptions::default()
         };
         let _ = client.bulk_write(models, options).await;
-        if let Ok(cursor) = collection.find(doc! {}, None).await {
+        if let Ok(cursor) = collection.find(doc! {}).await {
             let _ = cursor.take(1_000).collect::<Vec<_>>().await;
         }
     });

@@ -279,8 +279,13 @@ pub async fn find_cursor(
     let filter = arguments.document("filter")?;
     let options: FindOptions = arguments.options(arguments::FIND)?;
     Ok(match &session {
-        Some(session) => collection.find_with_session(filter, options, session).await,
-        None => collection.find(filter, options).await,
+        Some(session) => collection
+            .find(filter)
+            .with_options(options)
+            .session(session)
+            .await
+            .map(Cursor::from),
+        None => collection.find(filter).with_options(options).await,
     })
 }
 
@@ -306,10 +311,12 @@ pub async fn find_one(operation: &Operation, context: &mut Context) -> Result<Re
     let result = match &session {
         Some(session) => {
             collection
-                .find_one_with_session(filter, options, session)
+                .find_one(filter)
+                .with_options(options)
+                .session(session)
                 .await
         }
-        None => collection.find_one(filter, options).await,
+        None => collection.find_one(filter).with_options(options).await,
     };
     Ok(result.map(|found| Some(found.map_or(Bson::Null, Bson::Document))))
 }
@@ -325,12 +332,13 @@ pub async fn aggregate(operation: &Operation, context: &mut Context) -> Result<R
         let pipeline = arguments.documents("pipeline")?;
         let options: AggregateOptions = arguments.options(arguments::AGGREGATE)?;
         let cursor = match &session {
-            Some(session) => {
-                database
-                    .aggregate_with_session(pipeline, options, session)
-                    .await
-            }
-            None => database.aggregate(pipeline, options).await,
+            Some(session) => database
+                .aggregate(pipeline)
+                .with_options(options)
+                .session(session)
+                .await
+                .map(Cursor::from),
+            None => database.aggregate(pipeline).with_options(options).await,
         };
         return Ok(drain(cursor).await);
     }
@@ -342,12 +350,13 @@ pub async fn aggregate(operation: &Operation, context: &mut Context) -> Result<R
     let pipeline = arguments.documents("pipeline")?;
     let options: AggregateOptions = arguments.options(arguments::AGGREGATE)?;
     let cursor = match &session {
-        Some(session) => {
-            collection
-                .aggregate_with_session(pipeline, options, session)
-                .await
-        }
-        None => collection.aggregate(pipeline, options).await,
+        Some(session) => collection
+            .aggregate(pipeline)
+            .with_options(options)
+            .session(session)
+            .await
+            .map(Cursor::from),
+        None => collection.aggregate(pipeline).with_options(options).await,
     };
     Ok(drain(cursor).await)
 }
