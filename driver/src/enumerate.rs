@@ -18,8 +18,9 @@ use crate::session::ClientSession;
 
 /// Options of [`Client::list_databases`] and [`Client::list_database_names`]
 /// (Enumerate Databases spec, "listDatabases"); the names are the command's fields.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(typed_builder::TypedBuilder, Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
+#[builder(field_defaults(default, setter(strip_option)))]
 pub struct ListDatabasesOptions {
     /// Only the databases matching this filter (on `name`, `sizeOnDisk`, `empty`,
     /// `shards`).
@@ -57,8 +58,9 @@ fn lenient_i64<'de, D: Deserializer<'de>>(
 
 /// Options of [`Database::list_collections`] and [`Database::list_collection_names`]
 /// (Enumerate Collections spec); the names are the command's fields.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(typed_builder::TypedBuilder, Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
+#[builder(field_defaults(default, setter(strip_option)))]
 pub struct ListCollectionsOptions {
     /// Only the collections matching this filter (on `name`, `type`, `options`...).
     pub filter: Option<Document>,

@@ -818,7 +818,10 @@ mod tests {
     fn a_declared_api_version_makes_the_handshake_hello_over_op_msg() {
         use crate::versioned_api::{ServerApi, ServerApiVersion};
         let metadata = doc! { "driver": { "name": "x" } };
-        let api = ServerApi::new(ServerApiVersion::V1).strict(true);
+        let api = ServerApi::builder()
+            .version(ServerApiVersion::V1)
+            .strict(true)
+            .build();
         let (command, legacy) = hello_command(&metadata, false, Some(&api), &[]);
         assert!(!legacy);
         assert_eq!(command.keys().next().map(String::as_str), Some("hello"));

@@ -123,8 +123,9 @@ pub struct SearchIndexModel {
 }
 
 /// Options of [`Collection::create_indexes`] and [`Collection::create_index`].
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(typed_builder::TypedBuilder, Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
+#[builder(field_defaults(default, setter(strip_option)))]
 pub struct CreateIndexOptions {
     /// How many data-bearing members must be ready before the index is committed
     /// (MongoDB 4.4+): a number, `"majority"` or `"votingMembers"`.
@@ -143,8 +144,9 @@ pub struct CreateIndexOptions {
 }
 
 /// Options of [`Collection::drop_index`] and [`Collection::drop_indexes`].
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(typed_builder::TypedBuilder, Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
+#[builder(field_defaults(default, setter(strip_option)))]
 pub struct DropIndexOptions {
     /// The server's time limit for the command.
     #[serde(
@@ -160,8 +162,9 @@ pub struct DropIndexOptions {
 }
 
 /// Options of [`Collection::list_indexes`] and [`Collection::list_index_names`].
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(typed_builder::TypedBuilder, Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
+#[builder(field_defaults(default, setter(strip_option)))]
 pub struct ListIndexesOptions {
     /// How many indexes each batch of the cursor holds.
     pub batch_size: Option<u32>,

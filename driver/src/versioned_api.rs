@@ -57,11 +57,13 @@ impl FromStr for ServerApiVersion {
 /// ```
 /// use anymongo::versioned_api::{ServerApi, ServerApiVersion};
 /// let mut options = anymongo::ClientOptions::parse("mongodb://localhost").unwrap();
-/// options.server_api = Some(ServerApi::new(ServerApiVersion::V1).strict(true));
+/// options.server_api = Some(ServerApi::builder().version(ServerApiVersion::V1).strict(true).build());
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(typed_builder::TypedBuilder, Debug, Clone, PartialEq, Eq)]
+#[builder(field_defaults(default, setter(strip_option)))]
 pub struct ServerApi {
     /// The version (`apiVersion`).
+    #[builder(!default, setter(!strip_option))]
     pub version: ServerApiVersion,
     /// `apiStrict`: the server refuses commands and options outside the version.
     /// Sent when set, even to its default (spec "Sending Declared API Version to the
@@ -72,27 +74,6 @@ pub struct ServerApi {
 }
 
 impl ServerApi {
-    /// `version`, with `apiStrict` and `apiDeprecationErrors` left to the server.
-    pub fn new(version: ServerApiVersion) -> ServerApi {
-        ServerApi {
-            version,
-            strict: None,
-            deprecation_errors: None,
-        }
-    }
-
-    /// This declaration with `apiStrict` set.
-    pub fn strict(mut self, strict: bool) -> ServerApi {
-        self.strict = Some(strict);
-        self
-    }
-
-    /// This declaration with `apiDeprecationErrors` set.
-    pub fn deprecation_errors(mut self, deprecation_errors: bool) -> ServerApi {
-        self.deprecation_errors = Some(deprecation_errors);
-        self
-    }
-
     /// Adds `apiVersion`, and `apiStrict` and `apiDeprecationErrors` when set, to a
     /// command body. Every command carries them, `getMore` included (spec "Cursors").
     pub(crate) fn add_to(&self, command: &mut Document) {
@@ -121,13 +102,18 @@ mod tests {
     #[test]
     fn only_the_options_set_are_sent() {
         let mut command = doc! { "ping": 1 };
-        declare(Some(&ServerApi::new(ServerApiVersion::V1)), &mut command);
+        declare(
+            Some(&ServerApi::builder().version(ServerApiVersion::V1).build()),
+            &mut command,
+        );
         assert_eq!(command, doc! { "ping": 1, "apiVersion": "1" });
 
         let mut command = doc! { "ping": 1 };
-        let api = ServerApi::new(ServerApiVersion::V1)
+        let api = ServerApi::builder()
+            .version(ServerApiVersion::V1)
             .strict(false)
-            .deprecation_errors(true);
+            .deprecation_errors(true)
+            .build();
         declare(Some(&api), &mut command);
         assert_eq!(
             command,

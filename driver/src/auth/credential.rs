@@ -64,7 +64,8 @@ const ALL_MECHANISMS: [AuthMechanism; 7] = [
 /// Who to authenticate as, and how. Built from the connection string or in code.
 ///
 /// `Debug` never shows the password.
-#[derive(Clone, Default, PartialEq)]
+#[derive(typed_builder::TypedBuilder, Clone, Default, PartialEq)]
+#[builder(field_defaults(default, setter(strip_option)))]
 pub struct Credential {
     /// The user name.
     pub username: Option<String>,

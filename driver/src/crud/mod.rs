@@ -66,9 +66,19 @@ impl From<Hint> for Bson {
 /// What a cursor's `timeoutMS` bounds (defined with the cursors).
 pub use crate::cursor::TimeoutMode;
 
-/// Options of [`crate::Collection::find`] (CRUD spec, "FindOptions").
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+/// Options of [`crate::Collection::find`] (CRUD spec, "FindOptions"). Like every
+/// options struct, it has a builder, as the official driver's do; most code sets
+/// options on the action instead (`coll.find(filter).limit(5)`).
+///
+/// ```
+/// use anymongo::bson::doc;
+/// use anymongo::crud::FindOptions;
+/// let options = FindOptions::builder().sort(doc! { "qty": -1 }).limit(5).build();
+/// assert_eq!(options.limit, Some(5));
+/// ```
+#[derive(typed_builder::TypedBuilder, Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
+#[builder(field_defaults(default, setter(strip_option)))]
 pub struct FindOptions {
     /// Lets the server write temporary files for large sorts.
     pub allow_disk_use: Option<bool>,
@@ -129,8 +139,9 @@ pub struct FindOptions {
 }
 
 /// Options of `aggregate` (CRUD spec, "AggregateOptions").
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(typed_builder::TypedBuilder, Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
+#[builder(field_defaults(default, setter(strip_option)))]
 pub struct AggregateOptions {
     /// Lets the server write temporary files.
     pub allow_disk_use: Option<bool>,
@@ -174,8 +185,9 @@ pub struct AggregateOptions {
 }
 
 /// Options of `count_documents` (CRUD spec, "CountOptions").
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(typed_builder::TypedBuilder, Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
+#[builder(field_defaults(default, setter(strip_option)))]
 pub struct CountOptions {
     /// The collation of string comparisons.
     pub collation: Option<Document>,
@@ -202,8 +214,9 @@ pub struct CountOptions {
 }
 
 /// Options of `estimated_document_count` and `distinct`.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(typed_builder::TypedBuilder, Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
+#[builder(field_defaults(default, setter(strip_option)))]
 pub struct ReadOptions {
     /// The collation of string comparisons (`distinct`).
     pub collation: Option<Document>,
@@ -226,8 +239,9 @@ pub struct ReadOptions {
 }
 
 /// Options of the insert, update, replace and delete operations.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(typed_builder::TypedBuilder, Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
+#[builder(field_defaults(default, setter(strip_option)))]
 pub struct WriteOptions {
     /// Update filters of array elements (`arrayFilters`; updates only).
     pub array_filters: Option<Vec<Document>>,
@@ -265,8 +279,9 @@ pub enum ReturnDocument {
 }
 
 /// Options of `find_one_and_update`, `_replace` and `_delete`.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(typed_builder::TypedBuilder, Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
+#[builder(field_defaults(default, setter(strip_option)))]
 pub struct FindOneAndModifyOptions {
     /// Update filters of array elements (updates only).
     pub array_filters: Option<Vec<Document>>,

@@ -146,7 +146,8 @@ pub(crate) struct RunCursorCommand {
 /// "runCursorCommand"): where the command goes, what kind of cursor it opens, and what
 /// its cursor's getMores carry, which the command itself cannot say. None of them
 /// changes the command, which is sent as given.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(typed_builder::TypedBuilder, Debug, Clone, Default, PartialEq)]
+#[builder(field_defaults(default, setter(strip_option)))]
 pub struct RunCursorCommandOptions {
     /// Where the command goes; the primary when unset.
     pub read_preference: Option<ReadPreference>,

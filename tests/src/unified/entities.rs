@@ -498,12 +498,12 @@ fn server_api(description: &Document) -> Result<ServerApi, Abort> {
         .get_str("version")
         .map_err(|_| Abort::Failed(format!("serverApi without a version: {description}")))?;
     let version: ServerApiVersion = version.parse().map_err(|e| Abort::Failed(format!("{e}")))?;
-    let mut api = ServerApi::new(version);
+    let mut api = ServerApi::builder().version(version).build();
     for (key, value) in description {
         match (key.as_str(), value) {
             ("version", _) => {}
-            ("strict", Bson::Boolean(strict)) => api = api.strict(*strict),
-            ("deprecationErrors", Bson::Boolean(errors)) => api = api.deprecation_errors(*errors),
+            ("strict", Bson::Boolean(strict)) => api.strict = Some(*strict),
+            ("deprecationErrors", Bson::Boolean(errors)) => api.deprecation_errors = Some(*errors),
             _ => {
                 return Err(Abort::Failed(format!(
                     "serverApi.{key} ({value}) is not known"

@@ -10,8 +10,9 @@ use crate::concern::WriteConcern;
 /// commands it sends, and of a [`Client::bulk_write`](crate::Client::bulk_write) (Bulk
 /// Write spec, "Options"), those of its `bulkWrite` commands. They deserialize from
 /// the specs' camelCase names.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(typed_builder::TypedBuilder, Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
+#[builder(field_defaults(default, setter(strip_option)))]
 pub struct BulkWriteOptions {
     /// Stop at the first write that fails (the default, `true`), or go on with the
     /// others (`false`, in which case the writes may run in any order).
