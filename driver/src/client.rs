@@ -17,6 +17,7 @@ use crate::command_monitoring::{CommandEventHandler, CommandMonitor};
 use crate::connection::ConnectionSettings;
 use crate::crud::bulk_write::{client_level, BulkWriteOptions, BulkWriteResult, ClientWriteModel};
 use crate::database::Database;
+use crate::default_runtime::{default_runtime, with_default_runtime, NO_DEFAULT_RUNTIME};
 use crate::error::{Error, Result};
 use crate::handshake::{DriverInfo, HelloReply};
 use crate::logging;
@@ -28,10 +29,23 @@ use crate::uri::ClientOptions;
 
 /// A handle to a MongoDB deployment. Cheap to clone; clones share connections.
 ///
+/// One constructor for each way of making one:
+///
+/// | constructor | what it takes |
+/// | --- | --- |
+/// | [`Client::with_uri_str`] (async) | a connection string, `mongodb+srv` included |
+/// | [`Client::with_options`] | [`ClientOptions`], as [`ClientOptions::parse`] gives them or built in code |
+/// | [`Client::with_runtime`] | options and a [`Runtime`] of your own (another transport, resolver, clock or spawner) |
+/// | [`Client::with_config`] | options and a [`ClientConfig`]: what a connection string cannot say (event handlers, MONGODB-OIDC callbacks, the monitoring mode, a runtime) |
+///
+/// The first two use the target's built-in runtime (natively tokio + rustls,
+/// wasi:sockets on wasm32-wasip2) and do not exist on wasm32-unknown-unknown, which
+/// has none; the last two work on every target.
+///
 /// ```no_run
-/// # async fn example(runtime: anymongo::rt::Runtime) -> anymongo::Result<()> {
+/// # async fn example() -> anymongo::Result<()> {
 /// use anymongo::{bson::doc, Client};
-/// let client = Client::with_uri("mongodb://localhost:27017", runtime)?;
+/// let client = Client::with_uri_str("mongodb://localhost:27017").await?;
 /// let reply = client.database("admin").run_command(doc! { "ping": 1 }).await?;
 /// assert_eq!(reply.get_f64("ok").ok(), Some(1.0));
 /// # Ok(()) }
@@ -59,14 +73,19 @@ pub struct Client {
 /// let config = ClientConfig {
 ///     sdam_event_handler: Some(Arc::new(|event: &SdamEvent| println!("{event:?}"))),
 ///     monitoring: MonitoringThreads::SingleThreaded,
+///     runtime: Some(runtime),
 ///     ..ClientConfig::default()
 /// };
-/// let options = ClientOptions::parse("mongodb://db.example.com/?replicaSet=rs0")?;
-/// let client = Client::with_config(options, config, runtime)?;
+/// let options = ClientOptions::parse_uri("mongodb://db.example.com/?replicaSet=rs0")?;
+/// let client = Client::with_config(options, config)?;
 /// # Ok(()) }
 /// ```
 #[derive(Clone, Default)]
 pub struct ClientConfig {
+    /// The host's seams: transport, resolver, clock, spawner. `None`: the target's
+    /// built-in runtime (natively tokio + rustls, wasi:sockets on wasm32-wasip2); on a
+    /// target without one (wasm32-unknown-unknown) the client cannot be made without.
+    pub runtime: Option<Runtime>,
     /// MONGODB-OIDC: the token callback and allowed hosts.
     pub oidc: OidcOptions,
     /// Receives SDAM events, from the opening of the topology on.
@@ -94,6 +113,7 @@ impl std::fmt::Debug for ClientConfig {
             )
             .field("monitoring", &self.monitoring)
             .field("log_max_document_length", &self.log_max_document_length)
+            .field("runtime", &self.runtime)
             .finish_non_exhaustive()
     }
 }
@@ -107,70 +127,117 @@ impl std::fmt::Debug for Client {
     }
 }
 
+with_default_runtime! {
+    impl Client {
+        /// A client for the deployment named by a connection string, `mongodb+srv://`
+        /// included, on the target's built-in runtime: [`ClientOptions::parse`] (which
+        /// looks up the seed list of a `mongodb+srv` string), then
+        /// [`Client::with_options`]. Connects lazily, on the first operation.
+        ///
+        /// Not on wasm32-unknown-unknown, which has no built-in runtime: there, parse
+        /// with [`ClientOptions::parse`] and its `runtime` setter, and use
+        /// [`Client::with_runtime`].
+        ///
+        /// ```no_run
+        /// # async fn example() -> anymongo::Result<()> {
+        /// use anymongo::{bson::doc, Client};
+        /// let client = Client::with_uri_str("mongodb+srv://user:pass@cluster0.example.com/").await?;
+        /// client.database("admin").run_command(doc! { "ping": 1 }).await?;
+        /// # Ok(()) }
+        /// ```
+        pub async fn with_uri_str(uri: impl AsRef<str>) -> Result<Client> {
+            let options = ClientOptions::parse(uri).await?;
+            Client::with_options(options)
+        }
+
+        /// A client with `options` (as [`ClientOptions::parse`] gives them, or built
+        /// in code; they are validated first, [`ClientOptions::validate`]) on the
+        /// target's built-in runtime. Connects lazily, on the first operation; starts
+        /// monitoring at once where the runtime can run background tasks.
+        ///
+        /// Not on wasm32-unknown-unknown, which has no built-in runtime: use
+        /// [`Client::with_runtime`] there.
+        ///
+        /// ```no_run
+        /// # async fn example() -> anymongo::Result<()> {
+        /// use anymongo::{options::ClientOptions, Client};
+        /// let mut options = ClientOptions::parse("mongodb://localhost:27017").await?;
+        /// options.app_name = Some("inventory".into());
+        /// let client = Client::with_options(options)?;
+        /// # Ok(()) }
+        /// ```
+        pub fn with_options(options: ClientOptions) -> Result<Client> {
+            Client::with_config(options, ClientConfig::default())
+        }
+    }
+}
+
 impl Client {
-    /// A client for the deployment named by a connection string. Connects lazily, on
-    /// the first operation.
-    pub fn with_uri(uri: &str, runtime: Runtime) -> Result<Client> {
-        Client::with_options(ClientOptions::parse(uri)?, runtime)
+    /// A client with `options` on a [`Runtime`] of your own: another transport,
+    /// resolver, clock or spawner (the npm package's JavaScript sockets, a test's
+    /// DNS server…). Works on every target; shorthand for [`Client::with_config`]
+    /// with [`ClientConfig::runtime`] set.
+    ///
+    /// ```no_run
+    /// # fn example(runtime: anymongo::rt::Runtime) -> anymongo::Result<()> {
+    /// use anymongo::{options::ClientOptions, Client};
+    /// let options = ClientOptions::parse_uri("mongodb://localhost:27017")?;
+    /// let client = Client::with_runtime(options, runtime)?;
+    /// # Ok(()) }
+    /// ```
+    pub fn with_runtime(options: ClientOptions, runtime: Runtime) -> Result<Client> {
+        let config = ClientConfig {
+            runtime: Some(runtime),
+            ..ClientConfig::default()
+        };
+        Client::with_config(options, config)
     }
 
-    /// A client with options built in code; they are validated first
-    /// ([`ClientOptions::validate`]).
-    pub fn with_options(options: ClientOptions, runtime: Runtime) -> Result<Client> {
-        Client::with_config(options, ClientConfig::default(), runtime)
-    }
-
-    /// A client whose MONGODB-OIDC credential gets its tokens from `oidc` (a callback,
-    /// allowed hosts): what a connection string cannot carry.
+    /// A client with everything a connection string cannot say ([`ClientConfig`]):
+    /// event handlers, the monitoring mode, MONGODB-OIDC callbacks, a runtime of your
+    /// own. Starts monitoring at once (in background mode).
+    ///
+    /// `mongodb+srv` options must have been resolved: by [`ClientOptions::parse`]
+    /// (awaited), or [`crate::srv::resolve_seed_list`] then
+    /// [`SeedList::into_options`](crate::srv::SeedList::into_options). The client then
+    /// polls the SRV records while the deployment is sharded (Polling SRV Records for
+    /// mongos Discovery spec), in background mode on a task of its own, in
+    /// single-threaded mode before server selection.
     ///
     /// ```no_run
     /// # fn example(runtime: anymongo::rt::Runtime) -> anymongo::Result<()> {
     /// use std::sync::Arc;
     /// use anymongo::auth::oidc::{IdpResponse, OidcCallbackKind, OidcCallbackParams, OidcOptions};
     /// use anymongo::auth::{AuthMechanism, Credential};
-    /// use anymongo::{Client, ClientOptions};
+    /// use anymongo::{client::ClientConfig, options::ClientOptions, Client};
     ///
     /// let callback = |_: OidcCallbackParams| -> anymongo::rt::BoxFuture<'static, anymongo::Result<IdpResponse>> {
     ///     anymongo::rt::boxed(async { Ok(IdpResponse::new("token from my identity provider")) })
     /// };
     /// let oidc = OidcOptions { callback: Some(OidcCallbackKind::Machine(Arc::new(callback))), ..Default::default() };
     /// // A connection string cannot name a callback: the credential is set in code.
-    /// let mut options = ClientOptions::parse("mongodb://db.example.com/")?;
+    /// let mut options = ClientOptions::parse_uri("mongodb://db.example.com/")?;
     /// options.credential = Some(Credential {
     ///     mechanism: Some(AuthMechanism::MongoDbOidc),
     ///     ..Credential::default()
     /// });
-    /// let client = Client::with_oidc(options, oidc, runtime)?;
+    /// let config = ClientConfig { oidc, runtime: Some(runtime), ..ClientConfig::default() };
+    /// let client = Client::with_config(options, config)?;
     /// # Ok(()) }
     /// ```
-    pub fn with_oidc(
-        options: ClientOptions,
-        oidc: OidcOptions,
-        runtime: Runtime,
-    ) -> Result<Client> {
-        let config = ClientConfig {
-            oidc,
-            ..ClientConfig::default()
+    pub fn with_config(mut options: ClientOptions, config: ClientConfig) -> Result<Client> {
+        let Some(mut runtime) = config.runtime.or_else(default_runtime) else {
+            return Err(Error::invalid_argument(NO_DEFAULT_RUNTIME));
         };
-        Client::with_config(options, config, runtime)
-    }
-
-    /// A client with everything a connection string cannot say ([`ClientConfig`]):
-    /// an SDAM event handler, the monitoring mode, MONGODB-OIDC callbacks. Starts
-    /// monitoring at once (in background mode).
-    pub fn with_config(
-        options: ClientOptions,
-        config: ClientConfig,
-        mut runtime: Runtime,
-    ) -> Result<Client> {
+        let seeds = options.srv_seed_list.take();
         // Before validate(): resolved mongodb+srv options (several hosts) fail it with a
         // less helpful message. Resolution awaits DNS, which a sync constructor cannot.
         if options.srv {
             let host = options.hosts.first().map(ToString::to_string);
             return Err(Error::invalid_argument(format!(
                 "mongodb+srv://{}: the seed list comes from DNS look-ups, which must be awaited: \
-                 use Client::connect(uri, runtime).await or Client::connect_with(options, config, runtime).await \
-                 (or srv::resolve_seed_list, then Client::with_seed_list)",
+                 use ClientOptions::parse(uri).await or Client::with_uri_str(uri).await \
+                 (or srv::resolve_seed_list(..).await, then SeedList::into_options)",
                 host.as_deref().unwrap_or_default()
             )));
         }
@@ -204,94 +271,13 @@ impl Client {
         let log = topology.shared().log_context();
         let commands =
             CommandMonitor::new(Some(logging::logged(config.command_event_handler, log)));
-        Ok(Client {
+        let client = Client {
             timeout: options.timeout,
             executor: Arc::new(Executor::new(options, runtime, topology, commands)),
-        })
-    }
-
-    /// A client for the deployment named by a connection string, `mongodb+srv://`
-    /// included. For `mongodb+srv` the SRV and TXT records are looked up first through
-    /// the runtime's resolver (Initial DNS Seedlist Discovery spec; see
-    /// [`crate::srv`]), each look-up bounded by `connectTimeoutMS`, or
-    /// `serverSelectionTimeoutMS` when that is 0 ([`crate::srv::lookup_timeout`]); the
-    /// client then polls the SRV records while the deployment is sharded (Polling SRV
-    /// Records for mongos Discovery spec). A `mongodb://` string needs no look-up and
-    /// gives the client of [`Client::with_uri`].
-    ///
-    /// Errors: those of [`Client::with_uri`], and of the resolution
-    /// ([`crate::srv::resolve_uri`]): [`crate::ErrorKind::Timeout`] when the DNS server
-    /// does not answer within the bound, [`crate::ErrorKind::Network`] when a look-up
-    /// fails, [`crate::ErrorKind::InvalidArgument`] for records the spec refuses.
-    ///
-    /// ```no_run
-    /// # async fn example(runtime: anymongo::rt::Runtime) -> anymongo::Result<()> {
-    /// use anymongo::{bson::doc, Client};
-    /// let client = Client::connect("mongodb+srv://user:pass@cluster0.example.com/", runtime).await?;
-    /// client.database("admin").run_command(doc! { "ping": 1 }).await?;
-    /// # Ok(()) }
-    /// ```
-    pub async fn connect(uri: &str, runtime: Runtime) -> Result<Client> {
-        let options = ClientOptions::parse(uri)?;
-        if !options.srv {
-            return Client::with_options(options, runtime);
+        };
+        if let Some(seeds) = seeds {
+            client.executor.poll_srv(*seeds);
         }
-        let seeds = crate::srv::resolve_parsed_uri(
-            uri,
-            &options,
-            &*runtime.resolver,
-            &*runtime.clock,
-            crate::srv::lookup_timeout(&options),
-        )
-        .await?;
-        Client::with_seed_list(seeds, ClientConfig::default(), runtime)
-    }
-
-    /// [`Client::connect`] for options built in code, with a [`ClientConfig`]: resolves
-    /// the seed list of `mongodb+srv` options ([`crate::srv::resolve_seed_list`]), then
-    /// builds the client like [`Client::with_config`] (which it is for other options).
-    ///
-    /// ```no_run
-    /// # async fn example(runtime: anymongo::rt::Runtime) -> anymongo::Result<()> {
-    /// use anymongo::client::ClientConfig;
-    /// use anymongo::{Client, ClientOptions};
-    /// let mut options = ClientOptions::parse("mongodb+srv://cluster0.example.com/")?;
-    /// options.app_name = Some("inventory".into());
-    /// let client = Client::connect_with(options, ClientConfig::default(), runtime).await?;
-    /// # Ok(()) }
-    /// ```
-    pub async fn connect_with(
-        options: ClientOptions,
-        config: ClientConfig,
-        runtime: Runtime,
-    ) -> Result<Client> {
-        if !options.srv {
-            return Client::with_config(options, config, runtime);
-        }
-        let seeds = crate::srv::resolve_seed_list(
-            &options,
-            &*runtime.resolver,
-            &*runtime.clock,
-            crate::srv::lookup_timeout(&options),
-        )
-        .await?;
-        Client::with_seed_list(seeds, config, runtime)
-    }
-
-    /// A client for a `mongodb+srv` seed list resolved beforehand
-    /// ([`crate::srv::resolve_seed_list`]), without awaiting: built like
-    /// [`Client::with_config`] from the options of the equivalent `mongodb://`
-    /// connection string (the spec's "as if the following URI was used instead", which
-    /// [`Client::options`] then shows), and polling the SRV records — in background
-    /// mode on a task of its own, in single-threaded mode before server selection —
-    /// while the topology is Sharded or Unknown, never with `loadBalanced=true`.
-    pub fn with_seed_list(
-        seeds: crate::srv::SeedList,
-        config: ClientConfig,
-        runtime: Runtime,
-    ) -> Result<Client> {
-        let client = Client::with_config(seeds.equivalent_options(), config, runtime)?;
-        client.executor.poll_srv(seeds);
         Ok(client)
     }
 

@@ -1,11 +1,30 @@
 //! anymongo: a MongoDB driver whose whole logic lives in one runtime-agnostic core.
 //!
+//! ```no_run
+//! # async fn example() -> anymongo::Result<()> {
+//! use anymongo::{bson::doc, options::ClientOptions, Client};
+//! let client = Client::with_uri_str("mongodb://localhost:27017").await?;
+//! client.database("admin").run_command(doc! { "ping": 1 }).await?;
+//!
+//! // Or with options set in code (`parse` resolves a mongodb+srv connection string):
+//! let mut options = ClientOptions::parse("mongodb://localhost:27017").await?;
+//! options.app_name = Some("app".into());
+//! let client = Client::with_options(options)?;
+//! # Ok(()) }
+//! ```
+//!
 //! The core reaches the network, the clock and the task scheduler only through the
-//! small traits of [`rt`]; host crates implement them:
+//! small traits of [`rt`] (from the crate `anymongo-rt`); host crates implement them:
 //!
 //! - `anymongo-native`: tokio TCP, rustls TLS — for ordinary Rust services;
 //! - `anymongo-wasi`: wasi:sockets under WASI 0.2 — for wasmtime, Spin, wasmCloud;
 //! - the `anymongo` npm package: sockets supplied by JavaScript hosts.
+//!
+//! The first two are built in (the default feature `default-transport`), each on its
+//! target, so that [`Client::with_uri_str`] and [`Client::with_options`] need no other
+//! crate. wasm32-unknown-unknown has no built-in transport, and those two constructors
+//! do not exist there: its host gives a [`rt::Runtime`] to [`Client::with_runtime`]
+//! (and to [`ClientOptions::parse`] for `mongodb+srv`), which every target accepts.
 //!
 //! Modules are named after the MongoDB specification they implement, so a reader who
 //! knows the specs finds the code by its name: [`wire`] (OP_MSG), [`handshake`],
@@ -18,13 +37,13 @@
 //!
 //! | layer | modules | what it does |
 //! | --- | --- | --- |
-//! | API | `action`, `client`, `database`, `collection`, `change_stream`, `gridfs`, `enumerate`, `index_management` | what applications call: handles, options, results |
+//! | API | `action`, `options`, `client`, `database`, `collection`, `change_stream`, `gridfs`, `enumerate`, `index_management` | what applications call: handles, options, results |
 //! | operations | `operation`, `retry`, `session`, `transactions`, `crud`, `cursor` | each operation's commands, run by one executor with one context per operation: sessions, transactions, retries, cursors |
 //! | cluster | `cluster` | the deployment at run time: servers with their pools and monitors, waiting server selection, single-threaded scans, SRV polling |
 //! | cluster parts | `cmap`, `sdam::monitor`, `load_balancer`, `logging` | a server's pool, its monitor, connections pinned behind a load balancer, log messages |
-//! | connection | `connection`, `command_monitoring`, `tls`, `socks5` | one connection: establishing it (TLS, proxy, handshake, authentication) and its round trips |
+//! | connection | `connection`, `command_monitoring`, `socks5` | one connection: establishing it (TLS, proxy, handshake, authentication) and its round trips |
 //! | protocol | `crud::bulk_write::result`, `error`, `wire`, `uri`, `concern`, `versioned_api`, `handshake`, `auth`, `sdam`, `selection`, `srv`, `event`, `gridfs::error` | the specifications' pure logic, without I/O: codecs, parsers, state machines, conversations, the failure payloads |
-//! | seams | `rt`, `sync`, `bson_util`, `bson_serializer`, `bson_deserializer`, `named_enum` | the traits hosts implement, and building blocks every layer uses (among them the serializer of the documents the driver sends and the deserializer of those it receives) |
+//! | seams | `default_runtime`, `sync`, `bson_util`, `bson_serializer`, `bson_deserializer`, `named_enum` | the traits hosts implement (`rt`, and TLS over them, `tls`: the crate `anymongo-rt`, re-exported), the built-in runtime of each target, and building blocks every layer uses (among them the serializer of the documents the driver sends and the deserializer of those it receives) |
 //!
 //! A row names modules and, where a module's files sit in different layers, files
 //! (`sdam::monitor` runs checks over connections, while the rest of [`sdam`] is the pure
@@ -43,8 +62,9 @@
 //!
 //! ```no_run
 //! # async fn example(runtime: anymongo::rt::Runtime) -> anymongo::Result<()> {
-//! use anymongo::{bson::doc, Client};
-//! let client = Client::with_uri("mongodb://localhost:27017/?appName=example", runtime)?;
+//! use anymongo::{bson::doc, options::ClientOptions, Client};
+//! let options = ClientOptions::parse_uri("mongodb://localhost:27017/?appName=example")?;
+//! let client = Client::with_runtime(options, runtime)?;
 //! let db = client.database("shop");
 //! db.run_command(doc! { "insert": "orders", "documents": [{ "item": "tea", "qty": 2 }] }).await?;
 //! let found = db.run_command(doc! { "find": "orders", "filter": { "item": "tea" } }).await?;
@@ -72,6 +92,7 @@ mod connection;
 pub mod crud;
 pub mod cursor;
 pub mod database;
+mod default_runtime;
 pub mod enumerate;
 pub mod error;
 pub mod event;
@@ -82,8 +103,9 @@ mod load_balancer;
 pub mod logging;
 mod named_enum;
 mod operation;
+pub mod options;
 mod retry;
-pub mod rt;
+pub use anymongo_rt::rt;
 pub mod sdam;
 pub mod selection;
 pub mod session;
@@ -91,7 +113,7 @@ pub mod socks5;
 pub mod srv;
 mod sync;
 #[cfg(feature = "rustls")]
-pub mod tls;
+pub use anymongo_rt::tls;
 pub mod transactions;
 pub mod uri;
 pub mod versioned_api;

@@ -52,8 +52,9 @@ pub const COMMAND: &str = "anymongo::command";
 pub const TOPOLOGY: &str = "anymongo::topology";
 /// The `tracing` target of the `serverSelection` component.
 pub const SERVER_SELECTION: &str = "anymongo::server_selection";
-/// The `tracing` target of the `connection` component (connection pool messages).
-pub const CONNECTION: &str = "anymongo::connection";
+/// The `tracing` target of the `connection` component (connection pool messages), the
+/// hosts' too: defined in `anymongo-rt`, which they depend on.
+pub use anymongo_rt::logging::CONNECTION;
 
 /// The default maximum length of a document in a log message, in bytes of its
 /// extended JSON (logging.md: "The default max length is 1000").

@@ -1696,7 +1696,7 @@ mod tests {
     #[test]
     fn each_step_keeps_its_own_bound_within_the_operations_deadline() {
         let at = |millis| Instant::from_origin(Duration::from_millis(millis));
-        let options = ClientOptions::parse("mongodb://h/?waitQueueTimeoutMS=50").unwrap();
+        let options = ClientOptions::parse_uri("mongodb://h/?waitQueueTimeoutMS=50").unwrap();
         let socket = Some(Duration::from_millis(300));
         let mut context = OperationContext::new();
         assert_eq!(context.deadline, None);

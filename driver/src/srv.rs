@@ -19,10 +19,10 @@
 //! TLS is on by default for `mongodb+srv` already when the connection string is parsed
 //! ([`ClientOptions::parse`]), and a TXT record cannot turn it off.
 //!
-//! A [`Client`](crate::Client) does all this in [`Client::connect`](crate::Client::connect)
-//! (or [`Client::connect_with`](crate::Client::connect_with)); to resolve first and
-//! build the client later, without awaiting, use [`resolve_seed_list`] and
-//! [`Client::with_seed_list`](crate::Client::with_seed_list).
+//! [`ClientOptions::parse`] does all this when awaited (and so does
+//! [`Client::with_uri_str`](crate::Client::with_uri_str)); for options built in code,
+//! use [`resolve_seed_list`] and [`SeedList::into_options`]. A client built with the
+//! options either gives then polls the SRV records.
 //!
 //! What SRV polling (the "Polling SRV Records for mongos Discovery" spec) reuses:
 //! [`SeedList`] (the SRV name and the records' lowest TTL), [`lookup_hosts`] (one
@@ -41,8 +41,12 @@ use std::collections::BTreeSet;
 use std::io;
 use std::time::Duration;
 
+use std::future::IntoFuture;
+
+use crate::default_runtime::{default_runtime, NO_DEFAULT_RUNTIME};
 use crate::error::{Error, ErrorKind, Result};
-use crate::rt::{timeout as with_timeout, Clock, Resolver, SrvRecord};
+use crate::rt::{boxed, timeout as with_timeout, BoxFuture, Clock, Resolver, Runtime, SrvRecord};
+pub use crate::uri::SeedList;
 use crate::uri::{ClientOptions, ServerAddress};
 
 /// The SRV service name when `srvServiceName` is not given.
@@ -61,7 +65,7 @@ const TXT_OPTIONS: [&str; 3] = ["authSource", "replicaSet", "loadBalanced"];
 /// ```
 /// use std::time::Duration;
 /// use anymongo::{srv, ClientOptions};
-/// let options = ClientOptions::parse("mongodb+srv://cluster0.example.com/?connectTimeoutMS=2500").unwrap();
+/// let options = ClientOptions::parse_uri("mongodb+srv://cluster0.example.com/?connectTimeoutMS=2500").unwrap();
 /// assert_eq!(srv::lookup_timeout(&options), Duration::from_millis(2500));
 /// ```
 pub fn lookup_timeout(options: &ClientOptions) -> Duration {
@@ -79,7 +83,7 @@ pub fn lookup_timeout(options: &ClientOptions) -> Duration {
 /// The result keeps `srv == true` (it records the scheme), so it may hold several hosts
 /// where [`ClientOptions::validate`] expects the one SRV name, and a client cannot be
 /// built from it: the SRV name that polling looks up again is gone. To build a client,
-/// use [`resolve_seed_list`] (or [`Client::connect`](crate::Client::connect)).
+/// use [`resolve_seed_list`] (or [`ClientOptions::parse`]).
 ///
 /// A TXT option applies only where `options` leave it unset: `replicaSet` and
 /// `loadBalanced` when `None`; `authSource` when there is a credential whose `source`
@@ -98,7 +102,7 @@ pub fn lookup_timeout(options: &ClientOptions) -> Duration {
 /// ```no_run
 /// # async fn example(runtime: anymongo::rt::Runtime) -> anymongo::Result<()> {
 /// use anymongo::{srv, ClientOptions};
-/// let options = ClientOptions::parse("mongodb+srv://user:pass@cluster0.example.com/app")?;
+/// let options = ClientOptions::parse_uri("mongodb+srv://user:pass@cluster0.example.com/app")?;
 /// let bound = srv::lookup_timeout(&options);
 /// let resolved =
 ///     srv::resolve(&options, runtime.resolver.as_ref(), runtime.clock.as_ref(), bound).await?;
@@ -125,20 +129,19 @@ pub async fn resolve(
 
 /// Resolves the seed list of `options` like [`resolve`], keeping what the client needs
 /// to poll the SRV records afterwards (Polling SRV Records for mongos Discovery spec):
-/// build the client with [`Client::with_seed_list`](crate::Client::with_seed_list).
-/// [`Client::connect_with`](crate::Client::connect_with) does both.
+/// build the client with the options of [`SeedList::into_options`].
 ///
 /// ```no_run
 /// # async fn example(runtime: anymongo::rt::Runtime) -> anymongo::Result<()> {
-/// use anymongo::client::ClientConfig;
-/// use anymongo::{srv, Client, ClientOptions};
-/// let options = ClientOptions::parse("mongodb+srv://cluster0.example.com/")?;
+/// use anymongo::{options::ClientOptions, srv, Client};
+/// let mut options = ClientOptions::parse_uri("mongodb+srv://cluster0.example.com/")?;
+/// options.app_name = Some("inventory".into());
 /// let bound = srv::lookup_timeout(&options);
 /// let seeds =
 ///     srv::resolve_seed_list(&options, runtime.resolver.as_ref(), runtime.clock.as_ref(), bound)
 ///         .await?;
 /// // Later, without awaiting:
-/// let client = Client::with_seed_list(seeds, ClientConfig::default(), runtime)?;
+/// let client = Client::with_runtime(seeds.into_options(), runtime)?;
 /// # Ok(()) }
 /// ```
 pub async fn resolve_seed_list(
@@ -181,7 +184,7 @@ pub async fn resolve_uri(
     clock: &dyn Clock,
     timeout: Duration,
 ) -> Result<ClientOptions> {
-    let options = ClientOptions::parse(uri)?;
+    let options = ClientOptions::parse_uri(uri)?;
     if !options.srv {
         return Ok(options);
     }
@@ -207,25 +210,6 @@ pub(crate) async fn resolve_parsed_uri(
         load_balanced: named("loadBalanced"),
     };
     discover(options, given, resolver, clock, timeout).await
-}
-
-/// A resolved `mongodb+srv` seed list: the options to connect with, and what SRV
-/// polling needs to rescan the records (the SRV name, `srvServiceName`,
-/// `srvMaxHosts`, and the lowest TTL of the records found). Made by
-/// [`resolve_seed_list`]; a client is built from it with
-/// [`Client::with_seed_list`](crate::Client::with_seed_list).
-#[derive(Debug, Clone, PartialEq)]
-pub struct SeedList {
-    /// The options with the hosts found and the TXT record's options applied (what
-    /// [`resolve`] returns).
-    resolved: ClientOptions,
-    /// The options as given: the one SRV host name that rescans look up.
-    given: ClientOptions,
-    /// The lowest TTL of the SRV records found.
-    min_ttl: Option<Duration>,
-    /// The floor of the rescan interval: [`MIN_RESCAN_INTERVAL`] unless lowered for
-    /// tests.
-    min_rescan_interval: Duration,
 }
 
 impl SeedList {
@@ -273,7 +257,7 @@ impl SeedList {
     /// The options of the equivalent `mongodb://` connection string: the Initial DNS
     /// Seedlist Discovery spec's "the driver MUST treat the host information as if the
     /// following URI was used instead".
-    pub(crate) fn equivalent_options(&self) -> ClientOptions {
+    fn equivalent_options(&self) -> ClientOptions {
         ClientOptions {
             srv: false,
             srv_max_hosts: 0,
@@ -281,6 +265,100 @@ impl SeedList {
             srv_allowed_hosts_suffix: None,
             ..self.resolved.clone()
         }
+    }
+
+    /// The options of the equivalent `mongodb://` connection string (the spec's "as if
+    /// the following URI was used instead"), carrying this seed list: a client built
+    /// with them ([`Client::with_options`](crate::Client::with_options) and the other
+    /// constructors) polls the SRV records while the deployment is sharded. What
+    /// [`ClientOptions::parse`] gives for a `mongodb+srv` connection string; see
+    /// [`resolve_seed_list`] for an example.
+    pub fn into_options(self) -> ClientOptions {
+        ClientOptions {
+            srv_seed_list: Some(Box::new(self.clone())),
+            ..self.equivalent_options()
+        }
+    }
+}
+
+impl ClientOptions {
+    /// Parses and validates a `mongodb://` or `mongodb+srv://` connection string, and
+    /// for `mongodb+srv` looks up its seed list: an action to await, as in the official
+    /// driver. The look-ups (Initial DNS Seedlist Discovery spec, see [`crate::srv`])
+    /// go through the target's built-in runtime's resolver, or that of the runtime
+    /// given with [`ParseConnectionString::runtime`]; each is bounded by
+    /// `connectTimeoutMS` ([`lookup_timeout`]). The options given for a `mongodb+srv`
+    /// string are those of the equivalent `mongodb://` one, carrying the seed list
+    /// ([`SeedList::into_options`]): the client built with them polls the SRV
+    /// records while the deployment is sharded.
+    ///
+    /// [`ClientOptions::parse_uri`] parses without any look-up, and without awaiting.
+    ///
+    /// Errors: those of [`ClientOptions::parse_uri`], then of the resolution:
+    /// [`ErrorKind::Timeout`] when the DNS server does not answer within the bound,
+    /// [`ErrorKind::Network`] when a look-up fails, [`ErrorKind::InvalidArgument`] for
+    /// records the spec refuses, and for `mongodb+srv` on a target without a built-in
+    /// runtime (wasm32-unknown-unknown) when no runtime was given.
+    ///
+    /// ```no_run
+    /// # async fn example() -> anymongo::Result<()> {
+    /// use anymongo::{options::ClientOptions, Client};
+    /// let mut options = ClientOptions::parse("mongodb+srv://user:pass@cluster0.example.com/").await?;
+    /// options.app_name = Some("inventory".into());
+    /// let client = Client::with_options(options)?;
+    /// # Ok(()) }
+    /// ```
+    pub fn parse(uri: impl AsRef<str>) -> ParseConnectionString {
+        ParseConnectionString {
+            uri: uri.as_ref().to_owned(),
+            runtime: None,
+        }
+    }
+}
+
+/// The action of [`ClientOptions::parse`]: await it (it is [`IntoFuture`]) for the
+/// options, after setting another runtime to resolve `mongodb+srv` with if need be.
+#[must_use = "an action does nothing until it is awaited"]
+#[derive(Debug, Clone)]
+pub struct ParseConnectionString {
+    uri: String,
+    runtime: Option<Runtime>,
+}
+
+impl ParseConnectionString {
+    /// Looks up the seed list of a `mongodb+srv` connection string with this runtime's
+    /// resolver (and its clock for the bound) instead of the built-in runtime's: a
+    /// name server of your own, or the host's DNS on a target without a built-in
+    /// runtime (wasm32-unknown-unknown).
+    pub fn runtime(mut self, runtime: Runtime) -> Self {
+        self.runtime = Some(runtime);
+        self
+    }
+}
+
+impl IntoFuture for ParseConnectionString {
+    type Output = Result<ClientOptions>;
+    type IntoFuture = BoxFuture<'static, Result<ClientOptions>>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        boxed(async move {
+            let options = ClientOptions::parse_uri(&self.uri)?;
+            if !options.srv {
+                return Ok(options);
+            }
+            let Some(runtime) = self.runtime.or_else(default_runtime) else {
+                return Err(Error::invalid_argument(NO_DEFAULT_RUNTIME));
+            };
+            let seeds = resolve_parsed_uri(
+                &self.uri,
+                &options,
+                &*runtime.resolver,
+                &*runtime.clock,
+                lookup_timeout(&options),
+            )
+            .await?;
+            Ok(seeds.into_options())
+        })
     }
 }
 
@@ -729,15 +807,14 @@ pub fn parse_txt(records: &[String]) -> Result<TxtOptions> {
         };
         // The connection string parser types the value (percent-decoding, booleans);
         // the user information makes it keep authSource.
-        let parsed =
-            ClientOptions::parse(&format!("mongodb://txt:txt@txt/?{pair}")).map_err(|error| {
-                match error.kind() {
-                    ErrorKind::InvalidArgument { message } => Error::invalid_argument(format!(
-                        "the TXT record's option '{pair}' is invalid: {message}"
-                    )),
-                    _ => error,
-                }
-            })?;
+        let parsed = ClientOptions::parse_uri(&format!("mongodb://txt:txt@txt/?{pair}")).map_err(
+            |error| match error.kind() {
+                ErrorKind::InvalidArgument { message } => Error::invalid_argument(format!(
+                    "the TXT record's option '{pair}' is invalid: {message}"
+                )),
+                _ => error,
+            },
+        )?;
         options.warnings.extend(
             parsed
                 .warnings
@@ -1057,7 +1134,7 @@ mod tests {
         let resolver = test1();
         assert!(run(URI, &resolver).is_err());
         // The SRV look-up alone, as SRV polling's rescans make it.
-        let options = ClientOptions::parse(URI).unwrap();
+        let options = ClientOptions::parse_uri(URI).unwrap();
         let rescan = lookup_hosts(&options, &resolver, &InstantClock, BOUND);
         assert!(block_on(rescan).is_err());
         assert!(resolver.asked.lock().unwrap().is_empty());
@@ -1124,11 +1201,12 @@ mod tests {
         assert_eq!(source(&options).as_deref(), Some("admin"));
 
         // From parsed options: a defaulted source takes the TXT one, a set one stays.
-        let parsed = ClientOptions::parse("mongodb+srv://u:p@test5.test.build.10gen.cc/").unwrap();
+        let parsed =
+            ClientOptions::parse_uri("mongodb+srv://u:p@test5.test.build.10gen.cc/").unwrap();
         let options = block_on(resolve(&parsed, &resolver, &InstantClock, BOUND)).unwrap();
         assert_eq!(source(&options).as_deref(), Some("thisDB"));
         let parsed =
-            ClientOptions::parse("mongodb+srv://u:p@test5.test.build.10gen.cc/?authSource=x")
+            ClientOptions::parse_uri("mongodb+srv://u:p@test5.test.build.10gen.cc/?authSource=x")
                 .unwrap();
         let options = block_on(resolve(&parsed, &resolver, &InstantClock, BOUND)).unwrap();
         assert_eq!(source(&options).as_deref(), Some("x"));
@@ -1193,7 +1271,7 @@ mod tests {
             assert!(run(uri, &resolver).is_err(), "{uri}");
         }
         assert!(resolver.asked.lock().unwrap().is_empty());
-        let plain = ClientOptions::parse("mongodb://localhost/").unwrap();
+        let plain = ClientOptions::parse_uri("mongodb://localhost/").unwrap();
         assert!(block_on(resolve(&plain, &resolver, &InstantClock, BOUND)).is_err());
     }
 
@@ -1251,7 +1329,8 @@ mod tests {
     #[test]
     fn a_seed_list_keeps_what_polling_needs() {
         let options =
-            ClientOptions::parse("mongodb+srv://test1.test.build.10gen.cc/?srvMaxHosts=1").unwrap();
+            ClientOptions::parse_uri("mongodb+srv://test1.test.build.10gen.cc/?srvMaxHosts=1")
+                .unwrap();
         let seeds = block_on(resolve_seed_list(&options, &test1(), &InstantClock, BOUND)).unwrap();
         assert_eq!(seeds.options().hosts.len(), 1);
         assert_eq!(seeds.srv_options(), &options);
@@ -1279,7 +1358,7 @@ mod tests {
 
     #[test]
     fn lookup_timeout_is_connect_timeout_or_server_selection_timeout() {
-        let mut options = ClientOptions::parse("mongodb+srv://a.b.c/").unwrap();
+        let mut options = ClientOptions::parse_uri("mongodb+srv://a.b.c/").unwrap();
         assert_eq!(lookup_timeout(&options), Duration::from_secs(10));
         options.connect_timeout = Duration::ZERO;
         assert_eq!(lookup_timeout(&options), Duration::from_secs(30));

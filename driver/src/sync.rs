@@ -9,17 +9,13 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
 use futures::channel::oneshot;
 
-/// Locks `mutex`, also after a thread panicked holding it: the data the driver keeps
-/// under its locks stays consistent at every await point, so a poisoned lock carries
-/// no half-made change.
-pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
+/// Shared with the hosts' TLS, which lives in `anymongo-rt` with it.
+pub(crate) use anymongo_rt::sync::lock;
 
 /// Wakes every current waiter at once.
 #[derive(Debug, Default)]

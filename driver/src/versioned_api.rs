@@ -56,7 +56,7 @@ impl FromStr for ServerApiVersion {
 ///
 /// ```
 /// use anymongo::versioned_api::{ServerApi, ServerApiVersion};
-/// let mut options = anymongo::ClientOptions::parse("mongodb://localhost").unwrap();
+/// let mut options = anymongo::ClientOptions::parse_uri("mongodb://localhost").unwrap();
 /// options.server_api = Some(ServerApi::builder().version(ServerApiVersion::V1).strict(true).build());
 /// ```
 #[derive(typed_builder::TypedBuilder, Debug, Clone, PartialEq, Eq)]

@@ -39,8 +39,8 @@ pub fn recording_client_of(uri: &str) -> (Client, CommandLog) {
         })),
         ..ClientConfig::default()
     };
-    let options = ClientOptions::parse(uri).unwrap();
-    let client = Client::with_config(options, config, anymongo_native::runtime()).unwrap();
+    let options = ClientOptions::parse_uri(uri).unwrap();
+    let client = Client::with_config(options, config).unwrap();
     (client, events)
 }
 
@@ -52,6 +52,6 @@ pub fn client_at(address: &str, options: &str, monitoring: MonitoringThreads) ->
         monitoring,
         ..ClientConfig::default()
     };
-    let options = ClientOptions::parse(&uri).unwrap();
-    Client::with_config(options, config, anymongo_native::runtime()).unwrap()
+    let options = ClientOptions::parse_uri(&uri).unwrap();
+    Client::with_config(options, config).unwrap()
 }

@@ -64,9 +64,10 @@ async fn round_trips_to_authenticate(uri: &str) -> anymongo::Result<usize> {
     let (runtime, connections) = counting(anymongo_native::runtime());
     let config = ClientConfig {
         monitoring: MonitoringThreads::SingleThreaded,
+        runtime: Some(runtime),
         ..ClientConfig::default()
     };
-    let client = Client::with_config(ClientOptions::parse(uri)?, config, runtime)?;
+    let client = Client::with_config(ClientOptions::parse_uri(uri)?, config)?;
     client
         .database("test")
         .run_command(doc! { "find": "x", "limit": 1 })
@@ -81,7 +82,7 @@ async fn round_trips_to_authenticate(uri: &str) -> anymongo::Result<usize> {
 }
 
 async fn find_as(uri: &str) -> anymongo::Result<()> {
-    let client = anymongo_native::client(uri)?;
+    let client = anymongo::Client::with_uri_str(uri).await?;
     client
         .database("test")
         .run_command(doc! { "find": "x", "limit": 1 })
@@ -161,8 +162,8 @@ async fn the_speculative_reply_is_kept_nowhere() {
             })),
             ..ClientConfig::default()
         };
-        let options = ClientOptions::parse(&uri("sha256", "sha256-pw", "")).unwrap();
-        let client = Client::with_config(options, config, anymongo_native::runtime()).unwrap();
+        let options = ClientOptions::parse_uri(&uri("sha256", "sha256-pw", "")).unwrap();
+        let client = Client::with_config(options, config).unwrap();
         let hello = client.hello().await.unwrap();
         client
             .database("test")
@@ -249,7 +250,8 @@ async fn x509_with_mutual_tls() {
     let server = TestServer::start(&certs.x509_server_options()).unwrap();
     let uri = certs.x509_uri(&server);
     find_as(&uri).await.unwrap();
-    let reply = anymongo_native::client(&uri)
+    let reply = anymongo::Client::with_uri_str(&uri)
+        .await
         .unwrap()
         .database("admin")
         .run_command(doc! { "connectionStatus": 1 })

@@ -9,6 +9,7 @@ use anymongo::auth::oidc::{IdpResponse, OidcCallbackKind, OidcCallbackParams, Oi
 use anymongo::auth::{AuthMechanism, Credential};
 use anymongo::bson::spec::BinarySubtype;
 use anymongo::bson::{doc, Binary, Bson, Document};
+use anymongo::client::ClientConfig;
 use anymongo::rt::{boxed, BoxFuture};
 use anymongo::{Client, ClientOptions, ErrorKind};
 use anymongo_tests::harness::within;
@@ -110,7 +111,7 @@ fn aws_client(server: &MockServer) -> Client {
     let mut runtime = anymongo_native::runtime();
     runtime.host.env = aws_env;
     let uri = format!("mongodb://{}/?authMechanism=MONGODB-AWS", server.address());
-    Client::with_uri(&uri, runtime).unwrap()
+    Client::with_runtime(ClientOptions::parse_uri(&uri).unwrap(), runtime).unwrap()
 }
 
 #[tokio::test]
@@ -203,12 +204,17 @@ async fn mongodb_oidc_machine_callback_and_reauthentication() {
         ..OidcOptions::default()
     };
     // A connection string cannot name a callback, so the credential is set in code.
-    let mut options = ClientOptions::parse(&format!("mongodb://{}/", server.address())).unwrap();
+    let mut options =
+        ClientOptions::parse_uri(&format!("mongodb://{}/", server.address())).unwrap();
     options.credential = Some(Credential {
         mechanism: Some(AuthMechanism::MongoDbOidc),
         ..Credential::default()
     });
-    let client = Client::with_oidc(options, oidc, anymongo_native::runtime()).unwrap();
+    let config = ClientConfig {
+        oidc,
+        ..ClientConfig::default()
+    };
+    let client = Client::with_config(options, config).unwrap();
 
     ping(&client).await.unwrap();
 
@@ -250,7 +256,7 @@ async fn plain_sends_the_rfc_4616_message_to_external() {
         "mongodb://ldap%20user:p%40ss%3Aword@{}/?authMechanism=PLAIN",
         server.address()
     );
-    let client = anymongo_native::client(&uri).unwrap();
+    let client = anymongo::Client::with_uri_str(&uri).await.unwrap();
     ping(&client).await.unwrap();
     let commands = server.command_names();
     assert_eq!(commands, ["isMaster", "isMaster", "saslStart", "ping"]);
@@ -288,7 +294,9 @@ fn scram_uri(server: &MockServer, options: &str) -> String {
 #[tokio::test]
 async fn scram_refuses_a_huge_iteration_count_at_once() {
     let server = MockServer::start(scram_server(u32::MAX.into())).await;
-    let client = anymongo_native::client(&scram_uri(&server, "")).unwrap();
+    let client = anymongo::Client::with_uri_str(&scram_uri(&server, ""))
+        .await
+        .unwrap();
     let start = Instant::now();
     let error = within(Duration::from_secs(30), ping(&client))
         .await
@@ -327,7 +335,7 @@ async fn a_long_scram_key_derivation_yields_and_obeys_connect_timeout() {
         &server,
         "&connectTimeoutMS=500&serverSelectionTimeoutMS=5000",
     );
-    let client = anymongo_native::client(&uri).unwrap();
+    let client = anymongo::Client::with_uri_str(&uri).await.unwrap();
     let ticks = Arc::new(AtomicUsize::new(0));
     let ticker = tokio::spawn({
         let ticks = ticks.clone();

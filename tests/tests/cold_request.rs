@@ -39,7 +39,7 @@ async fn a_cold_request_takes_five_round_trips_and_a_warm_one_one() {
             server
                 .uri()
                 .replacen("mongodb://", &format!("mongodb://{USER}:{PASSWORD}@"), 1);
-        let seeded = anymongo_native::client(&seed_uri).unwrap();
+        let seeded = anymongo::Client::with_uri_str(&seed_uri).await.unwrap();
         let items = seeded.database("cold").collection::<Document>("items");
         items
             .insert_one(doc! { "_id": 1, "text": "cold" }, None)
@@ -67,7 +67,7 @@ async fn a_cold_request_takes_five_round_trips_and_a_warm_one_one() {
             }
             let from = proxy.elapsed();
             let client =
-                Client::with_options(ClientOptions::parse(&uri).unwrap(), runtime).unwrap();
+                Client::with_runtime(ClientOptions::parse_uri(&uri).unwrap(), runtime).unwrap();
             let items = client.database("cold").collection::<Document>("items");
             let found = items.find_one(doc! { "_id": 1 }).await.unwrap();
             assert!(found.is_some(), "{mode}: the document is found");

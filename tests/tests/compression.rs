@@ -8,7 +8,7 @@ use std::time::Duration;
 use anymongo::bson::{doc, Document};
 use anymongo::uri::Compressor;
 use anymongo::wire::WireError;
-use anymongo::{Client, ErrorKind};
+use anymongo::{Client, ClientOptions, ErrorKind};
 use anymongo_tests::compression::{CompressingServer, Received, SizeClaim};
 use anymongo_tests::harness::within;
 use anymongo_tests::server;
@@ -19,7 +19,7 @@ const TEST_BOUND: Duration = Duration::from_secs(60);
 
 fn client(server: &CompressingServer, query: &str) -> Client {
     let uri = format!("mongodb://{}/?{query}", server.address());
-    anymongo_native::client(&uri).unwrap()
+    Client::with_options(ClientOptions::parse_uri(&uri).unwrap()).unwrap()
 }
 
 /// The messages that are no hello, and those that are.
@@ -194,7 +194,7 @@ async fn secantusdb_names_no_compressor_and_the_client_goes_uncompressed() {
             "{}?compressors=snappy,zlib,zstd&appName=compression",
             server::shared().uri()
         );
-        let client = anymongo_native::client(&uri).unwrap();
+        let client = anymongo::Client::with_uri_str(&uri).await.unwrap();
         let hello = client.hello().await.unwrap();
         assert_eq!(hello.compression, Vec::<String>::new());
         let collection = client

@@ -635,8 +635,8 @@ async fn a_document_above_max_bson_object_size_is_refused_before_anything_is_sen
             ..ClientConfig::default()
         };
         let uri = format!("{}?appName=crud_too_large", server::shared().uri());
-        let options = ClientOptions::parse(&uri).unwrap();
-        let client = Client::with_config(options, config, anymongo_native::runtime()).unwrap();
+        let options = ClientOptions::parse_uri(&uri).unwrap();
+        let client = Client::with_config(options, config).unwrap();
         let collection = fresh::<Document>(&client, "too_large").await;
         let hello = (client.database("admin"))
             .run_command(doc! { "hello": 1 })

@@ -78,14 +78,16 @@ fn counting_client(get_mores: Arc<AtomicUsize>, wrong_batch_size: Arc<AtomicUsiz
         ..ClientConfig::default()
     };
     let uri = format!("{}?appName=cursor_memory", server::shared().uri());
-    let options = ClientOptions::parse(&uri).unwrap();
-    Client::with_config(options, config, anymongo_native::runtime()).unwrap()
+    let options = ClientOptions::parse_uri(&uri).unwrap();
+    Client::with_config(options, config).unwrap()
 }
 
 /// Inserts the documents, with a client (without command monitoring) of its own.
 /// Returns how long it took.
 async fn insert() -> Duration {
-    let client = anymongo_native::client(&server::shared().uri()).unwrap();
+    let client = anymongo::Client::with_uri_str(&server::shared().uri())
+        .await
+        .unwrap();
     let large = client
         .database("cursor_memory")
         .collection::<Document>("large");

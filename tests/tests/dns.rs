@@ -7,6 +7,7 @@
 //! and TXT look-ups are in flight together, and the synchronous constructors refuse
 //! `mongodb+srv` with a message naming the way out.
 
+use std::future::IntoFuture;
 use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
@@ -65,7 +66,7 @@ async fn the_bound_comes_from_connect_timeout_ms() {
     let server = DnsServer::start().unwrap();
     server.set_silent(true);
     let resolver = TokioResolver::with_nameserver(server.address());
-    let options = anymongo::ClientOptions::parse(
+    let options = anymongo::ClientOptions::parse_uri(
         "mongodb+srv://test1.test.build.10gen.cc/?connectTimeoutMS=300",
     )
     .unwrap();
@@ -186,29 +187,49 @@ fn dns_for_the_test_server() -> DnsServer {
     dns
 }
 
+/// `ClientOptions::parse(..).await` resolves a `mongodb+srv` string through the resolver
+/// of the runtime it is given (the test's DNS server), and the client built with the
+/// options, changed in code after parsing, reaches the server.
 #[tokio::test]
-async fn connect_resolves_a_mongodb_srv_string_and_runs_a_ping() {
+async fn parse_resolves_a_mongodb_srv_string_through_the_given_resolver() {
     let dns = dns_for_the_test_server();
     // SRV turns TLS on by default; the test server speaks plain TCP.
     let uri = "mongodb+srv://test1.test.build.10gen.cc/?tls=false&appName=srv-connect";
-    let client = bounded(Client::connect(uri, dns.runtime())).await.unwrap();
-    // The TXT record's option applied; the client shows the equivalent mongodb:// options.
-    assert_eq!(client.options().replica_set.as_deref(), Some("secantus"));
-    assert!(!client.options().srv);
+    let mut options = bounded(
+        ClientOptions::parse(uri)
+            .runtime(dns.runtime())
+            .into_future(),
+    )
+    .await
+    .unwrap();
+    // The TXT record's option applied; the options are the equivalent mongodb:// ones.
+    assert_eq!(options.replica_set.as_deref(), Some("secantus"));
+    assert!(!options.srv);
+    assert_eq!(options.hosts.len(), 1, "{:?}", options.hosts);
+    options.app_name = Some("srv-parsed".into());
+    let client = Client::with_runtime(options, dns.runtime()).unwrap();
+    assert_eq!(client.options().app_name.as_deref(), Some("srv-parsed"));
     let reply = bounded(client.database("admin").run_command(doc! { "ping": 1 }))
         .await
         .unwrap();
     assert_eq!(reply.get_f64("ok").ok(), Some(1.0), "{reply}");
 
-    // The same with options built in code and a configuration.
-    let options = ClientOptions::parse(uri).unwrap();
-    let client = bounded(Client::connect_with(
-        options,
-        ClientConfig::default(),
-        dns.runtime(),
+    // The same with options built in code: resolved, then given to the client.
+    let options = ClientOptions::parse_uri(uri).unwrap();
+    let runtime = dns.runtime();
+    let seeds = bounded(srv::resolve_seed_list(
+        &options,
+        runtime.resolver.as_ref(),
+        runtime.clock.as_ref(),
+        srv::lookup_timeout(&options),
     ))
     .await
     .unwrap();
+    let config = ClientConfig {
+        runtime: Some(runtime),
+        ..ClientConfig::default()
+    };
+    let client = Client::with_config(seeds.into_options(), config).unwrap();
     bounded(client.database("admin").run_command(doc! { "ping": 1 }))
         .await
         .unwrap();
@@ -220,9 +241,13 @@ async fn connect_with_a_silent_dns_server_fails_with_a_timeout_within_connect_ti
     dns.set_silent(true);
     let uri = "mongodb+srv://test1.test.build.10gen.cc/?tls=false&connectTimeoutMS=400";
     let started = Instant::now();
-    let error = bounded(Client::connect(uri, dns.runtime()))
-        .await
-        .unwrap_err();
+    let error = bounded(
+        ClientOptions::parse(uri)
+            .runtime(dns.runtime())
+            .into_future(),
+    )
+    .await
+    .unwrap_err();
     let elapsed = started.elapsed();
     match error.kind() {
         ErrorKind::Timeout { after, .. } => assert_eq!(*after, Duration::from_millis(400)),
@@ -236,15 +261,20 @@ async fn connect_with_a_silent_dns_server_fails_with_a_timeout_within_connect_ti
 }
 
 #[tokio::test]
-async fn sync_constructors_refuse_mongodb_srv_and_name_connect() {
+async fn constructors_refuse_unresolved_mongodb_srv_and_name_parse() {
     let uri = "mongodb+srv://test1.test.build.10gen.cc/";
     let runtime = anymongo_native::runtime();
-    let error = Client::with_uri(uri, runtime.clone()).unwrap_err();
+    let error = Client::with_options(ClientOptions::parse_uri(uri).unwrap()).unwrap_err();
     assert!(
         matches!(error.kind(), ErrorKind::InvalidArgument { .. }),
         "{error}"
     );
-    assert!(error.to_string().contains("Client::connect"), "{error}");
+    assert!(
+        error
+            .to_string()
+            .contains("ClientOptions::parse(uri).await"),
+        "{error}"
+    );
     // Resolved options too: the SRV name that polling needs is gone from them.
     let dns = DnsServer::start().unwrap();
     dns.load(spec_records(localhost()));
@@ -257,13 +287,16 @@ async fn sync_constructors_refuse_mongodb_srv_and_name_connect() {
     ))
     .await
     .unwrap();
-    let error = Client::with_options(resolved, runtime).unwrap_err();
-    assert!(error.to_string().contains("with_seed_list"), "{error}");
+    let error = Client::with_runtime(resolved, runtime).unwrap_err();
+    assert!(
+        error.to_string().contains("SeedList::into_options"),
+        "{error}"
+    );
 }
 
 #[tokio::test]
-async fn native_connect_of_a_mongodb_string_needs_no_dns() {
-    let client = bounded(anymongo_native::connect(&server::shared().uri()))
+async fn with_uri_str_of_a_mongodb_string_needs_no_dns() {
+    let client = bounded(Client::with_uri_str(server::shared().uri()))
         .await
         .unwrap();
     bounded(client.database("admin").run_command(doc! { "ping": 1 }))
@@ -272,16 +305,13 @@ async fn native_connect_of_a_mongodb_string_needs_no_dns() {
 }
 
 #[test]
-fn connect_is_send() {
+fn with_uri_str_and_parse_are_send() {
     fn send<T: Send>(_: T) {}
-    send(Client::connect(
-        "mongodb://localhost",
-        anymongo_native::runtime(),
-    ));
-    send(anymongo_native::connect("mongodb://localhost"));
+    send(Client::with_uri_str("mongodb://localhost"));
+    send(ClientOptions::parse("mongodb://localhost").into_future());
 }
 
-/// `Client::connect` asks for the SRV and the TXT records at once (issue 24: one DNS
+/// `ClientOptions::parse` asks for the SRV and the TXT records at once (issue 24: one DNS
 /// round trip, not two, before the first connection): against a server that reads
 /// queries and answers none, both questions arrive while neither has an answer. Looked
 /// up one after the other, the TXT question would wait for the SRV answer, and the
@@ -291,10 +321,10 @@ async fn the_srv_and_txt_look_ups_are_in_flight_together() {
     let server = DnsServer::start().unwrap();
     server.load(spec_records(localhost()));
     server.set_silent(true);
-    let connecting = Client::connect(
-        "mongodb+srv://test5.test.build.10gen.cc/?connectTimeoutMS=3000",
-        server.runtime(),
-    );
+    let connecting =
+        ClientOptions::parse("mongodb+srv://test5.test.build.10gen.cc/?connectTimeoutMS=3000")
+            .runtime(server.runtime())
+            .into_future();
     let both_asked = server.asked_all(&[
         "_mongodb._tcp.test5.test.build.10gen.cc",
         "test5.test.build.10gen.cc",

@@ -185,7 +185,7 @@ async fn post_then_get_round_trips_an_item_through_mongodb() {
     );
 
     // It is really on the server, fields in the order they were sent.
-    let client = anymongo_native::client(&uri()).unwrap();
+    let client = anymongo::Client::with_uri_str(&uri()).await.unwrap();
     let stored = harness::within(
         BOUND,
         client
@@ -312,7 +312,9 @@ async fn a_request_reaches_a_distant_server_in_five_round_trips() {
     let server = TestServer::start(&certs.scram_server_options(USER, PASSWORD)).unwrap();
     let credentials = format!("mongodb://{USER}:{PASSWORD}@");
     let seeded =
-        anymongo_native::client(&server.uri().replacen("mongodb://", &credentials, 1)).unwrap();
+        anymongo::Client::with_uri_str(&server.uri().replacen("mongodb://", &credentials, 1))
+            .await
+            .unwrap();
     harness::within(BOUND, async {
         seeded
             .database(DATABASE)

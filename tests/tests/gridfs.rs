@@ -19,7 +19,7 @@ async fn bounded<F: std::future::Future>(future: F) -> F::Output {
 /// An empty bucket named after the test, with small chunks so files span several.
 async fn fresh_bucket(name: &str) -> GridFsBucket {
     let uri = format!("{}?appName=gridfs_{name}", server::shared().uri());
-    let client = Client::with_uri(&uri, anymongo_native::runtime()).unwrap();
+    let client = Client::with_uri_str(&uri).await.unwrap();
     let options = GridFsBucketOptions {
         bucket_name: name.to_owned(),
         chunk_size_bytes: 4,

@@ -234,8 +234,8 @@ async fn a_more_to_come_reply_to_an_ordinary_command_closes_its_connection() {
     .await;
     let events = PoolEvents::default();
     let uri = format!("mongodb://{}/?{TIMEOUTS}", server.address());
-    let options = ClientOptions::parse(&uri).unwrap();
-    let client = Client::with_config(options, events.config(), anymongo_native::runtime()).unwrap();
+    let options = ClientOptions::parse_uri(&uri).unwrap();
+    let client = Client::with_config(options, events.config()).unwrap();
 
     let (error, _) = failed_ping(&client).await;
     assert!(

@@ -31,12 +31,12 @@ async fn server_with(overrides: Document) -> MockServer {
 }
 
 fn client(address: &str, monitoring: MonitoringThreads) -> Client {
-    let options = ClientOptions::parse(&format!("mongodb://{address}/")).unwrap();
+    let options = ClientOptions::parse_uri(&format!("mongodb://{address}/")).unwrap();
     let config = ClientConfig {
         monitoring,
         ..ClientConfig::default()
     };
-    Client::with_config(options, config, anymongo_native::runtime()).unwrap()
+    Client::with_config(options, config).unwrap()
 }
 
 /// Runs `ping` on a fresh client of a server with `overrides`; returns the error's

@@ -125,7 +125,7 @@ async fn a_client_of_10_000_members_finds_on_the_primary_with_little_cpu() {
             "mongodb://{}/?replicaSet=rs&serverSelectionTimeoutMS=10000",
             primary.address()
         );
-        let client = Client::with_uri(&uri, anymongo_native::runtime()).unwrap();
+        let client = Client::with_uri_str(&uri).await.unwrap();
         let found: Vec<Document> = client
             .database("db")
             .collection::<Document>("c")

@@ -147,10 +147,11 @@ impl TestClient {
             cmap_event_handler: Some(cmap.handler()),
             command_event_handler: Some(commands.handler()),
             monitoring,
+            runtime: Some(runtime),
             ..ClientConfig::default()
         };
-        let options = ClientOptions::parse(uri).expect("valid URI");
-        let client = Client::with_config(options, config, runtime).expect("valid options");
+        let options = ClientOptions::parse_uri(uri).expect("valid URI");
+        let client = Client::with_config(options, config).expect("valid options");
         TestClient {
             client,
             sdam,
@@ -1334,11 +1335,9 @@ async fn an_abandoned_operation_in_a_pinned_transaction_gives_a_transient_error(
         .insert_one_with_session(doc! { "_id": 10 }, None, &session)
         .await
         .unwrap();
-    let direct = Client::with_uri(
-        &anymongo_tests::server::shared().uri(),
-        anymongo_native::runtime(),
-    )
-    .unwrap();
+    let direct = Client::with_uri_str(&anymongo_tests::server::shared().uri())
+        .await
+        .unwrap();
     let admin = direct.database("admin");
     admin
         .run_command(doc! {

@@ -20,7 +20,7 @@ const TEST_BOUND: Duration = Duration::from_secs(30);
 const ELLIPSIS: &str = "...";
 
 fn options(uri: &str) -> ClientOptions {
-    ClientOptions::parse(uri).unwrap()
+    ClientOptions::parse_uri(uri).unwrap()
 }
 
 /// The messages whose `message` field is `text`.

@@ -4,13 +4,13 @@
 use std::time::{Duration, Instant};
 
 use anymongo::bson::{doc, Bson};
-use anymongo::{Client, ErrorKind};
+use anymongo::{Client, ClientOptions, ErrorKind};
 use anymongo_tests::mock::{standalone_hello, MockServer};
 use anymongo_tests::server::{self, ServerOptions, TestServer};
 use anymongo_tests::{certs, demo, harness};
 
 fn client(uri: &str) -> Client {
-    anymongo_native::client(uri).expect("valid URI")
+    Client::with_options(ClientOptions::parse_uri(uri).expect("valid URI")).expect("valid options")
 }
 
 /// A URI for the shared server of this test binary.
@@ -26,6 +26,45 @@ async fn ping() {
         .await
         .unwrap();
     assert_eq!(reply.get("ok"), Some(&Bson::Double(1.0)));
+}
+
+/// The official driver's constructors, with nothing but the `anymongo` crate named:
+/// `Client::with_uri_str`, and `ClientOptions::parse(..).await` (an action), options
+/// changed in code, then `Client::with_options`, on the built-in (tokio) transport.
+#[tokio::test]
+async fn the_built_in_constructors_reach_the_server() {
+    let client = anymongo::Client::with_uri_str(shared_uri()).await.unwrap();
+    let reply = client
+        .database("admin")
+        .run_command(doc! { "ping": 1 })
+        .await
+        .unwrap();
+    assert_eq!(reply.get("ok"), Some(&Bson::Double(1.0)));
+
+    let mut options = anymongo::options::ClientOptions::parse(shared_uri())
+        .await
+        .unwrap();
+    options.app_name = Some("built-in-constructors".into());
+    let client = anymongo::Client::with_options(options).unwrap();
+    assert_eq!(
+        client.options().app_name.as_deref(),
+        Some("built-in-constructors")
+    );
+    let reply = client
+        .database("admin")
+        .run_command(doc! { "ping": 1 })
+        .await
+        .unwrap();
+    assert_eq!(reply.get("ok"), Some(&Bson::Double(1.0)));
+
+    // A bad connection string fails the action, before any client exists.
+    let error = anymongo::Client::with_uri_str("mongodb://localhost:99999")
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error.kind(), ErrorKind::InvalidArgument { .. }),
+        "{error}"
+    );
 }
 
 #[test]
@@ -448,8 +487,8 @@ async fn a_command_abandoned_mid_flight_closes_its_connection() {
     // The fail point only blocks this client's connections (appName), so the shared
     // server's other users go on unhindered.
     let uri = format!("{}?appName=abandoned", shared_uri());
-    let options = anymongo::ClientOptions::parse(&uri).unwrap();
-    let client = Client::with_config(options, events.config(), anymongo_native::runtime()).unwrap();
+    let options = anymongo::ClientOptions::parse_uri(&uri).unwrap();
+    let client = Client::with_config(options, events.config()).unwrap();
     let admin = client.database("admin");
     admin
         .run_command(doc! {
@@ -513,8 +552,8 @@ async fn commands_are_announced_and_concluded_by_command_events() {
         })),
         ..ClientConfig::default()
     };
-    let options = anymongo::ClientOptions::parse(&shared_uri()).unwrap();
-    let client = Client::with_config(options, config, anymongo_native::runtime()).unwrap();
+    let options = anymongo::ClientOptions::parse_uri(&shared_uri()).unwrap();
+    let client = Client::with_config(options, config).unwrap();
     let db = client.database("events");
     db.run_command(doc! { "ping": 1 }).await.unwrap();
     db.run_command(doc! { "find": "x", "filter": { "$bad": 1 } })

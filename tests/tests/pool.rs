@@ -22,6 +22,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anymongo::bson::{doc, Bson, Document};
+use anymongo::client::ClientConfig;
 use anymongo::cmap::{
     CheckedOut, CmapEvent, ConnectionClosedReason, ConnectionPool, PoolOptions, IDLE_CHECK_AFTER,
 };
@@ -185,11 +186,11 @@ async fn commands(db: &Database, task: usize) -> Result<(), String> {
 async fn two_hundred_client_tasks_share_ten_connections() {
     let uri = server::shared().uri();
     let separator = if uri.contains('?') { '&' } else { '?' };
-    let options = ClientOptions::parse(&format!("{uri}{separator}maxPoolSize={MAX_POOL_SIZE}"))
+    let options = ClientOptions::parse_uri(&format!("{uri}{separator}maxPoolSize={MAX_POOL_SIZE}"))
         .expect("valid URI");
     assert_eq!(options.max_pool_size, MAX_POOL_SIZE);
     let events = PoolEvents::default();
-    let client = Client::with_config(options, events.config(), anymongo_native::runtime()).unwrap();
+    let client = Client::with_config(options, events.config()).unwrap();
     let db = client.database("pool_load");
     let _ = db.run_command(doc! { "drop": "items" }).await;
 
@@ -509,9 +510,16 @@ fn idle_check_client(server: &MockServer) -> (Client, Arc<AheadClock>, PoolEvent
     runtime.clock = clock.clone();
     let events = PoolEvents::default();
     let uri = format!("mongodb://{}/?directConnection=true", server.address());
-    let options = ClientOptions::parse(&uri).unwrap();
+    let options = ClientOptions::parse_uri(&uri).unwrap();
     (
-        Client::with_config(options, events.config(), runtime).unwrap(),
+        Client::with_config(
+            options,
+            ClientConfig {
+                runtime: Some(runtime),
+                ..events.config()
+            },
+        )
+        .unwrap(),
         clock,
         events,
     )

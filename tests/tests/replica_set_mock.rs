@@ -495,9 +495,10 @@ async fn inserts_need_the_primary() {
 async fn native_client_pings_one_member_directly() {
     let set = MockReplicaSet::start().await;
     let port = set.port();
-    let client = anymongo_native::client(&format!(
+    let client = anymongo::Client::with_uri_str(&format!(
         "mongodb://127.0.0.1:{port}/?directConnection=true"
     ))
+    .await
     .unwrap();
     let reply = timeout(
         SOON,

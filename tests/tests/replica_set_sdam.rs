@@ -49,8 +49,8 @@ impl Observed {
             monitoring,
             ..ClientConfig::default()
         };
-        let options = ClientOptions::parse(&uri).unwrap();
-        let client = Client::with_config(options, config, anymongo_native::runtime()).unwrap();
+        let options = ClientOptions::parse_uri(&uri).unwrap();
+        let client = Client::with_config(options, config).unwrap();
         Observed {
             client,
             events,
@@ -280,7 +280,9 @@ async fn single_threaded_selection_times_out_naming_every_member_when_all_are_do
 #[tokio::test]
 async fn dropping_the_client_stops_its_monitors_and_closes_its_pools() {
     let set = MockReplicaSet::start().await;
-    let client = anymongo_native::client(&set.uri("minPoolSize=3")).unwrap();
+    let client = anymongo::Client::with_uri_str(&set.uri("minPoolSize=3"))
+        .await
+        .unwrap();
     ping(&client).await.unwrap();
     // Per member: the streaming monitor's connection and its RTT monitor's, and
     // minPoolSize pooled ones once the member is known (its pool is ready).

@@ -31,9 +31,8 @@ fn client_with_events(
         monitoring,
         ..ClientConfig::default()
     };
-    let options = ClientOptions::parse(uri).expect("valid URI");
-    let client =
-        Client::with_config(options, config, anymongo_native::runtime()).expect("valid options");
+    let options = ClientOptions::parse_uri(uri).expect("valid URI");
+    let client = Client::with_config(options, config).expect("valid options");
     (client, receiver)
 }
 
@@ -70,7 +69,7 @@ async fn ping(client: &Client) -> anymongo::Result<()> {
 #[tokio::test]
 async fn direct_connection_makes_a_single_topology() {
     let uri = format!("{}?directConnection=true", server::shared().uri());
-    let client = anymongo_native::client(&uri).unwrap();
+    let client = anymongo::Client::with_uri_str(&uri).await.unwrap();
     ping(&client).await.unwrap();
     let topology = client.topology_description();
     assert_eq!(topology.topology_type, TopologyType::Single);
@@ -352,10 +351,10 @@ async fn close_returns_with_every_monitoring_socket_closed() {
         let (runtime, connections) = counting(anymongo_native::runtime());
         let config = ClientConfig {
             monitoring,
+            runtime: Some(runtime),
             ..ClientConfig::default()
         };
-        let client =
-            Client::with_config(ClientOptions::parse(&uri).unwrap(), config, runtime).unwrap();
+        let client = Client::with_config(ClientOptions::parse_uri(&uri).unwrap(), config).unwrap();
         within(WAIT, ping(&client)).await.unwrap();
         // In background mode, wait for the monitor's own connection (the ping's may
         // have been the first contact's), and in streaming mode for the RTT monitor's.

@@ -149,12 +149,7 @@ async fn recovers_after_each_restart(name: &str, query: &str, monitoring: Monito
         monitoring,
         ..ClientConfig::default()
     };
-    let client = Client::with_config(
-        ClientOptions::parse(&uri).unwrap(),
-        config,
-        anymongo_native::runtime(),
-    )
-    .unwrap();
+    let client = Client::with_config(ClientOptions::parse_uri(&uri).unwrap(), config).unwrap();
     let numbers: Collection<Document> = client.database("server_restart").collection(name);
     numbers.drop(None).await.unwrap();
     let server = Arc::new(Mutex::new(server));

@@ -42,11 +42,9 @@ async fn cluster() -> ShardedCluster {
 /// at `address`: so it fires for `app`'s commands through that mongos only.
 async fn fail_on(address: &str, mode: Bson, app: &str, mut data: Document) {
     data.insert("appName", app);
-    let direct = Client::with_uri(
-        &format!("mongodb://{address}/?directConnection=true"),
-        anymongo_native::runtime(),
-    )
-    .unwrap();
+    let direct = Client::with_uri_str(&format!("mongodb://{address}/?directConnection=true"))
+        .await
+        .unwrap();
     direct
         .database("admin")
         .run_command(doc! { "configureFailPoint": "failCommand", "mode": mode, "data": data })
@@ -247,8 +245,8 @@ async fn client_of_both(cluster: &ShardedCluster) -> (Client, CommandLog) {
         ..ClientConfig::default()
     };
     let uri = format!("{}?localThresholdMS=1000", cluster.uri(2));
-    let options = ClientOptions::parse(&uri).unwrap();
-    let client = Client::with_config(options, config, anymongo_native::runtime()).unwrap();
+    let options = ClientOptions::parse_uri(&uri).unwrap();
+    let client = Client::with_config(options, config).unwrap();
     let both_found = |client: &Client| {
         let servers = client.topology_description().servers;
         servers.len() == 2

@@ -45,7 +45,7 @@ async fn crud(client: &Client, collection: &str) {
 
 /// The error of a ping through `uri`, and how long it took.
 async fn ping_error(uri: &str) -> (String, Duration) {
-    let client = anymongo_native::client(uri).unwrap();
+    let client = anymongo::Client::with_uri_str(uri).await.unwrap();
     let started = Instant::now();
     let error = client
         .database("admin")
@@ -70,7 +70,11 @@ async fn crud_through_a_proxy_without_authentication_sends_the_host_name() {
             "mongodb://localhost:{port}/?directConnection=true&{}",
             proxy.uri_options()
         );
-        crud(&anymongo_native::client(&uri).unwrap(), "no_auth").await;
+        crud(
+            &anymongo::Client::with_uri_str(&uri).await.unwrap(),
+            "no_auth",
+        )
+        .await;
         let destination = format!("localhost:{port}");
         assert!(
             proxy.tunnels_to(&destination) >= 1,
@@ -99,8 +103,8 @@ async fn every_connection_of_a_replica_set_client_goes_through_the_proxy() {
             server.uri(),
             proxy.uri_options()
         );
-        let options = ClientOptions::parse(&uri).unwrap();
-        let client = Client::with_config(options, config, anymongo_native::runtime()).unwrap();
+        let options = ClientOptions::parse_uri(&uri).unwrap();
+        let client = Client::with_config(options, config).unwrap();
         crud(&client, "with_auth").await;
 
         // The monitor's connection and the pool's: at least two tunnels, and none
@@ -161,7 +165,11 @@ async fn wrong_or_missing_proxy_credentials_fail_clearly_and_quickly() {
             server::shared().uri(),
             open.uri_options()
         );
-        crud(&anymongo_native::client(&uri).unwrap(), "unused_auth").await;
+        crud(
+            &anymongo::Client::with_uri_str(&uri).await.unwrap(),
+            "unused_auth",
+        )
+        .await;
     })
     .await;
 }
@@ -205,7 +213,11 @@ async fn tls_to_the_server_runs_through_the_proxy() {
             certs.ca_pem.display(),
             proxy.uri_options()
         );
-        crud(&anymongo_native::client(&uri).unwrap(), "over_tls").await;
+        crud(
+            &anymongo::Client::with_uri_str(&uri).await.unwrap(),
+            "over_tls",
+        )
+        .await;
         assert!(proxy.tunnels_to(&format!("localhost:{}", server.port)) >= 1);
     })
     .await;

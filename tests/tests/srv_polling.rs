@@ -95,7 +95,7 @@ impl Deployment {
     /// server resolved, polling every [`INTERVAL`].
     async fn client(&self, host: &str, extra: &str, monitoring: MonitoringThreads) -> Watched {
         let uri = format!("mongodb+srv://{host}/?{OPTIONS}&{extra}");
-        let options = ClientOptions::parse(&uri).unwrap();
+        let options = ClientOptions::parse_uri(&uri).unwrap();
         let runtime = self.dns.runtime();
         let seeds: SeedList = bounded(srv::resolve_seed_list(
             &options,
@@ -116,9 +116,10 @@ impl Deployment {
                 signal.send_modify(|count| *count += 1);
             })),
             monitoring,
+            runtime: Some(runtime),
             ..ClientConfig::default()
         };
-        let client = Client::with_seed_list(seeds, config, runtime).unwrap();
+        let client = Client::with_config(seeds.into_options(), config).unwrap();
         Watched {
             client,
             activity,

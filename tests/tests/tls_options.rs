@@ -19,7 +19,9 @@ const BOUND: Duration = Duration::from_secs(60);
 /// of the server selection error otherwise.
 async fn ping(uri: &str) -> Result<(), String> {
     let uri = format!("{uri}&serverSelectionTimeoutMS=1500&connectTimeoutMS=3000");
-    let client = anymongo_native::client(&uri).map_err(|error| error.to_string())?;
+    let client = anymongo::Client::with_uri_str(&uri)
+        .await
+        .map_err(|error| error.to_string())?;
     match client
         .database("admin")
         .run_command(doc! { "ping": 1 })

@@ -83,7 +83,7 @@ async fn a_clients_later_connections_resume_its_tls_session_but_not_another_clie
             server.uri()
         );
         for client in ["first", "second"] {
-            let client_handle = anymongo_native::client(&uri).unwrap();
+            let client_handle = anymongo::Client::with_uri_str(&uri).await.unwrap();
             let admin = client_handle.database("admin");
             admin.run_command(doc! { "ping": 1 }).await.unwrap();
             // Pings at once: the pool opens more connections, after the first ones.

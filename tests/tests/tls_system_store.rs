@@ -25,7 +25,8 @@ fn a_ca_in_the_system_store_is_trusted_without_tls_ca_file() {
         server.port
     );
     let reply = runtime.block_on(harness::within(Duration::from_secs(60), async {
-        anymongo_native::client(&uri)
+        anymongo::Client::with_uri_str(&uri)
+            .await
             .unwrap()
             .database("admin")
             .run_command(doc! { "ping": 1 })

@@ -16,7 +16,7 @@ fn parse_time(repeats: usize, give_up: Duration) -> Duration {
     let mut fastest = Duration::MAX;
     for _ in 0..5 {
         let start = Instant::now();
-        let options = ClientOptions::parse(&uri).expect("the connection string parses");
+        let options = ClientOptions::parse_uri(&uri).expect("the connection string parses");
         assert!(options.tls.is_some());
         fastest = fastest.min(start.elapsed());
         if fastest > give_up {

@@ -71,7 +71,7 @@ async fn run_wasi_demo_checked_through(
     assert!(stdout.contains("read back 3 documents"), "{stdout}");
 
     // What the WASI build wrote is really on the server.
-    let client = anymongo_native::client(check_uri).unwrap();
+    let client = anymongo::Client::with_uri_str(check_uri).await.unwrap();
     let found = client
         .database(demo::DATABASE)
         .run_command(
@@ -135,7 +135,7 @@ async fn wasi_build_round_trips_a_typed_document_unchanged() {
         stdout.contains("typed round trip from wasi: unchanged"),
         "{stdout}"
     );
-    let client = anymongo_native::client(&uri).unwrap();
+    let client = anymongo::Client::with_uri_str(&uri).await.unwrap();
     let found = harness::within(
         Duration::from_secs(30),
         client

@@ -1,9 +1,17 @@
 //! The native host of anymongo: tokio TCP, rustls TLS, the tokio clock and spawner.
 //!
+//! It is the built-in transport of `anymongo` on native targets (its default feature
+//! `default-transport`), so `anymongo::Client::with_uri_str` uses it without naming
+//! this crate. Name it for a runtime of your own making, say with another resolver:
+//!
 //! ```no_run
 //! # async fn example() -> anymongo::Result<()> {
-//! use anymongo::bson::doc;
-//! let client = anymongo_native::client("mongodb://localhost:27017")?;
+//! use std::sync::Arc;
+//! use anymongo::{bson::doc, options::ClientOptions, Client};
+//! let mut runtime = anymongo_native::runtime();
+//! runtime.resolver = Arc::new(anymongo_native::TokioResolver::with_nameserver("10.0.0.2:53".parse().unwrap()));
+//! let options = ClientOptions::parse("mongodb+srv://cluster0.example.com/").runtime(runtime.clone()).await?;
+//! let client = Client::with_runtime(options, runtime)?;
 //! client.database("admin").run_command(doc! { "ping": 1 }).await?;
 //! # Ok(()) }
 //! ```
@@ -15,39 +23,15 @@ use std::net::SocketAddr;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use anymongo::rt::{
+use anymongo_rt::rt::{
     boxed, BoxFuture, Clock, ConnectTarget, HostInfo, Instant, IpAddr, Resolver, Runtime, Spawner,
     SrvRecord, Stream, Transport,
 };
-use anymongo::{Client, Result};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 /// TCP keepalive idle time, as the Connection Monitoring and Pooling spec recommends.
 const KEEPALIVE: Duration = Duration::from_secs(120);
-
-/// A client for `uri` on the native runtime: shorthand for
-/// `Client::with_uri(uri, anymongo_native::runtime())`. For `mongodb+srv://`, whose
-/// seed list comes from DNS, use [`connect`].
-pub fn client(uri: &str) -> Result<Client> {
-    Client::with_uri(uri, runtime())
-}
-
-/// A client for `uri` on the native runtime, `mongodb+srv://` included: shorthand for
-/// `Client::connect(uri, anymongo_native::runtime()).await`. The SRV and TXT records
-/// are looked up with the system's DNS configuration ([`TokioResolver::new`]); the
-/// client then polls the SRV records on a tokio task while the deployment is sharded.
-///
-/// ```no_run
-/// # async fn example() -> anymongo::Result<()> {
-/// use anymongo::bson::doc;
-/// let client = anymongo_native::connect("mongodb+srv://user:pass@cluster0.example.com/").await?;
-/// client.database("admin").run_command(doc! { "ping": 1 }).await?;
-/// # Ok(()) }
-/// ```
-pub async fn connect(uri: &str) -> Result<Client> {
-    Client::connect(uri, runtime()).await
-}
 
 /// The native [`Runtime`]: tokio sockets, rustls, tokio time, and the tokio runtime
 /// this is called in for background monitoring. Called outside a tokio runtime, it has
@@ -82,7 +66,7 @@ pub fn runtime() -> Runtime {
 /// connections resume the TLS sessions of its earlier ones.
 #[derive(Debug, Clone, Default)]
 pub struct TokioTransport {
-    tls: anymongo::tls::ClientConfigs,
+    tls: anymongo_rt::tls::ClientConfigs,
 }
 
 impl Transport for TokioTransport {
@@ -112,7 +96,7 @@ impl Transport for TokioTransport {
         stream: Box<dyn Stream>,
         target: &'a ConnectTarget,
     ) -> BoxFuture<'a, io::Result<Box<dyn Stream>>> {
-        boxed(anymongo::tls::secure(
+        boxed(anymongo_rt::tls::secure(
             stream,
             target,
             &self.tls,
@@ -133,27 +117,27 @@ impl Transport for TokioTransport {
 /// Keychain on macOS; the Windows store), loaded on the first TLS connection and kept
 /// for the process. Certificates that cannot be read or used are skipped with a
 /// warning; a store without any usable one gives the Mozilla roots built in
-/// ([`anymongo::tls::TrustedRoots::system`]).
-pub fn system_roots() -> &'static anymongo::tls::TrustedRoots {
-    static ROOTS: OnceLock<anymongo::tls::TrustedRoots> = OnceLock::new();
+/// ([`anymongo_rt::tls::TrustedRoots::system`]).
+pub fn system_roots() -> &'static anymongo_rt::tls::TrustedRoots {
+    static ROOTS: OnceLock<anymongo_rt::tls::TrustedRoots> = OnceLock::new();
     ROOTS.get_or_init(|| {
         let loaded = rustls_native_certs::load_native_certs();
         for error in &loaded.errors {
             tracing::warn!(
-                target: anymongo::logging::CONNECTION,
+                target: anymongo_rt::logging::CONNECTION,
                 "the system certificate store: {error} (skipped)"
             );
         }
-        let (roots, skipped) = anymongo::tls::TrustedRoots::system(loaded.certs);
+        let (roots, skipped) = anymongo_rt::tls::TrustedRoots::system(loaded.certs);
         if skipped > 0 {
             tracing::warn!(
-                target: anymongo::logging::CONNECTION,
+                target: anymongo_rt::logging::CONNECTION,
                 "the system certificate store: {skipped} certificates are not usable as trust anchors (skipped)"
             );
         }
         if !roots.is_system() {
             tracing::warn!(
-                target: anymongo::logging::CONNECTION,
+                target: anymongo_rt::logging::CONNECTION,
                 "the system certificate store has no usable certificate: trusting the Mozilla roots built in"
             );
         }

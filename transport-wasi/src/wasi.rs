@@ -3,11 +3,10 @@ use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::Arc;
 use std::time::Duration;
 
-use anymongo::rt::{
+use anymongo_rt::rt::{
     boxed, BoxFuture, Clock, ConnectTarget, HostInfo, Instant, IpAddr, Resolver, Runtime,
     SrvRecord, Stream, Transport,
 };
-use anymongo::{Client, Result};
 use hickory_proto::rr::{RData, Record, RecordType};
 
 use crate::dns;
@@ -15,12 +14,6 @@ use crate::tcp::TcpConnection;
 
 /// Runs a future to completion on the WASI event loop (`wstd`'s reactor).
 pub use wstd::runtime::block_on;
-
-/// A client for `uri` on WASI: shorthand for
-/// `Client::with_uri(uri, anymongo_wasi::runtime())`.
-pub fn client(uri: &str) -> Result<Client> {
-    Client::with_uri(uri, runtime())
-}
 
 /// The WASI [`Runtime`]: wasi:sockets, rustls, WASI clocks, DNS through the name server
 /// of `/etc/resolv.conf` ([`WasiResolver::new`]), and no spawner.
@@ -50,7 +43,7 @@ pub fn runtime() -> Runtime {
 /// earlier ones.
 #[derive(Debug, Clone, Default)]
 pub struct WasiTransport {
-    tls: anymongo::tls::ClientConfigs,
+    tls: anymongo_rt::tls::ClientConfigs,
 }
 
 impl Transport for WasiTransport {
@@ -96,7 +89,7 @@ impl Transport for WasiTransport {
         stream: Box<dyn Stream>,
         target: &'a ConnectTarget,
     ) -> BoxFuture<'a, io::Result<Box<dyn Stream>>> {
-        boxed(anymongo::tls::secure(
+        boxed(anymongo_rt::tls::secure(
             stream,
             target,
             &self.tls,
@@ -115,9 +108,9 @@ impl Transport for WasiTransport {
 /// built in. A WASI guest cannot read the host's certificate store (it sees only the
 /// directories the host preopens, and no store has a portable path), so a private CA
 /// is named with `tlsCAFile` (a file the host preopens). Built once per instance.
-fn default_roots() -> &'static anymongo::tls::TrustedRoots {
-    static ROOTS: std::sync::OnceLock<anymongo::tls::TrustedRoots> = std::sync::OnceLock::new();
-    ROOTS.get_or_init(anymongo::tls::TrustedRoots::webpki)
+fn default_roots() -> &'static anymongo_rt::tls::TrustedRoots {
+    static ROOTS: std::sync::OnceLock<anymongo_rt::tls::TrustedRoots> = std::sync::OnceLock::new();
+    ROOTS.get_or_init(anymongo_rt::tls::TrustedRoots::webpki)
 }
 
 /// Name resolution through wasi:sockets/ip-name-lookup (as wrapped by the standard
@@ -171,25 +164,22 @@ impl Stream for WasiStream {
 /// otherwise from the host (wasi:sockets/ip-name-lookup).
 ///
 /// [`runtime`] uses `WasiResolver::new()`; to name a server, replace the runtime's
-/// resolver (clients built with that runtime then use it too):
+/// resolver, and give that runtime to the connection string's parsing and the client:
 ///
 /// ```no_run
 /// # #[cfg(target_os = "wasi")]
 /// # fn main() -> anymongo::Result<()> {
 /// use std::sync::Arc;
-/// use std::time::Duration;
+/// use anymongo::{options::ClientOptions, Client};
 /// use anymongo_wasi::WasiResolver;
 /// let mut runtime = anymongo_wasi::runtime();
 /// runtime.resolver = Arc::new(WasiResolver::with_nameserver("10.0.0.2:53".parse().unwrap()));
 /// anymongo_wasi::block_on(async {
-///     let options = anymongo::srv::resolve_uri(
-///         "mongodb+srv://cluster0.example.com/",
-///         runtime.resolver.as_ref(),
-///         runtime.clock.as_ref(),
-///         Duration::from_secs(10),
-///     )
-///     .await?;
+///     let options = ClientOptions::parse_uri("mongodb+srv://cluster0.example.com/")
+///         .runtime(runtime.clone())
+///         .await?;
 ///     println!("seeds: {:?}", options.hosts);
+///     let client = Client::with_runtime(options, runtime)?;
 ///     Ok(())
 /// })
 /// # }

@@ -14,7 +14,7 @@ use anymongo::bson::{Document, RawDocumentBuf};
 use anymongo::client::ClientConfig;
 use anymongo::event::EventListener;
 use anymongo::session::ClientSession;
-use anymongo::{ChangeStream, Client, ClientOptions, Cursor, Error, ErrorKind};
+use anymongo::{srv, ChangeStream, Client, ClientOptions, Cursor, Error, ErrorKind};
 use js_sys::{Array, Function, Promise, Reflect, Uint8Array};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::{future_to_promise, JsFuture};
@@ -143,7 +143,7 @@ impl NativeClient {
     ) -> Result<NativeClient, JsValue> {
         let runtime = host::runtime(transport, background, platform);
         let mut options =
-            ClientOptions::parse(&uri).map_err(|error| reject_connection_string(&error))?;
+            ClientOptions::parse_uri(&uri).map_err(|error| reject_connection_string(&error))?;
         let monitor_commands = parse(code_options)
             .and_then(|code| ops::apply_code_options(&mut options, &code))
             .map_err(|error| reject(&error))?;
@@ -155,8 +155,24 @@ impl NativeClient {
         // credential, nothing to check: as the Node driver, connecting then sends
         // nothing (and checks no connection out of the pool).
         let nothing_to_check = options.load_balanced == Some(true) && options.credential.is_none();
-        let client = Client::connect_with(options, config, runtime)
+        // A mongodb+srv seed list is looked up through the host's resolver, after the
+        // options set in code, which win over the TXT record's.
+        if options.srv {
+            let seeds = srv::resolve_seed_list(
+                &options,
+                runtime.resolver.as_ref(),
+                runtime.clock.as_ref(),
+                srv::lookup_timeout(&options),
+            )
             .await
+            .map_err(|error| reject_connection_string(&error))?;
+            options = seeds.into_options();
+        }
+        let config = ClientConfig {
+            runtime: Some(runtime),
+            ..config
+        };
+        let client = Client::with_config(options, config)
             .map_err(|error| reject_connection_string(&error))?;
         if !nothing_to_check {
             let check =

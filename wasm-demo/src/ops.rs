@@ -1273,7 +1273,7 @@ mod tests {
 
     #[test]
     fn code_options_declare_the_api_and_ask_for_command_events() {
-        let mut options = ClientOptions::parse("mongodb://localhost").unwrap();
+        let mut options = ClientOptions::parse_uri("mongodb://localhost").unwrap();
         let code =
             rawdoc! { "monitorCommands": true, "serverApi": { "version": "1", "strict": true } };
         assert!(apply_code_options(&mut options, &code).unwrap());

@@ -20,7 +20,7 @@ use crate::uri::{ClientOptions, ServerAddress};
 /// use anymongo::cmap::{ConnectionPool, Connector, PoolOptions};
 /// use anymongo::{ClientOptions, ServerAddress};
 ///
-/// let options = ClientOptions::parse("mongodb://localhost:27017/?appName=pooled")?;
+/// let options = ClientOptions::parse_uri("mongodb://localhost:27017/?appName=pooled")?;
 /// let address = options.hosts[0].clone();
 /// let connector = Connector::new(&options, &address, runtime.clone());
 /// let pool = ConnectionPool::new(

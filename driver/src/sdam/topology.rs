@@ -1181,7 +1181,7 @@ mod tests {
     }
 
     fn open(uri: &str) -> (TopologyState, Vec<SdamEvent>) {
-        let options = ClientOptions::parse(uri).unwrap();
+        let options = ClientOptions::parse_uri(uri).unwrap();
         TopologyState::open(&options, ObjectId::new())
     }
 

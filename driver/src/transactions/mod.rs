@@ -850,7 +850,7 @@ mod tests {
 
     #[test]
     fn options_are_inherited_from_the_session_then_the_client() {
-        let client = ClientOptions::parse("mongodb://h/?w=2&readConcernLevel=local").unwrap();
+        let client = ClientOptions::parse_uri("mongodb://h/?w=2&readConcernLevel=local").unwrap();
         let session_defaults = TransactionOptions {
             write_concern: Some(WriteConcern::majority()),
             max_commit_time: Some(Duration::from_millis(5)),

@@ -74,7 +74,7 @@ const MAX_APP_NAME_BYTES: usize = 128;
 ///
 /// ```
 /// use anymongo::ClientOptions;
-/// let options = ClientOptions::parse("mongodb://localhost:27018/app?appName=demo&tls=true").unwrap();
+/// let options = ClientOptions::parse_uri("mongodb://localhost:27018/app?appName=demo&tls=true").unwrap();
 /// assert_eq!(options.hosts[0].port(), Some(27018));
 /// assert_eq!(options.app_name.as_deref(), Some("demo"));
 /// assert!(options.tls.is_some());
@@ -179,6 +179,32 @@ pub struct ClientOptions {
     pub server_api: Option<crate::versioned_api::ServerApi>,
     /// What in the connection string was ignored or deprecated, one sentence each.
     pub warnings: Vec<String>,
+    /// The `mongodb+srv` seed list these options were resolved from, for the client
+    /// to poll ([`SeedList::into_options`](crate::srv::SeedList::into_options)).
+    pub(crate) srv_seed_list: Option<Box<SeedList>>,
+}
+
+/// A resolved `mongodb+srv` seed list: the options to connect with, and what SRV
+/// polling needs to rescan the records (the SRV name, `srvServiceName`,
+/// `srvMaxHosts`, and the lowest TTL of the records found). Made by
+/// `srv::resolve_seed_list` (and by [`ClientOptions::parse`], awaited, which keeps it in
+/// the options it gives); a client is built from it with
+/// `Client::with_options(seeds.into_options())`.
+///
+/// Defined here, with the options that carry it, and made in `srv`, which reads the
+/// DNS records.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SeedList {
+    /// The options with the hosts found and the TXT record's options applied (what
+    /// `srv::resolve` returns).
+    pub(crate) resolved: ClientOptions,
+    /// The options as given: the one SRV host name that rescans look up.
+    pub(crate) given: ClientOptions,
+    /// The lowest TTL of the SRV records found.
+    pub(crate) min_ttl: Option<Duration>,
+    /// The floor of the rescan interval: `srv::MIN_RESCAN_INTERVAL` unless lowered for
+    /// tests.
+    pub(crate) min_rescan_interval: Duration,
 }
 
 impl Default for ClientOptions {
@@ -221,13 +247,16 @@ impl Default for ClientOptions {
             proxy: None,
             server_api: None,
             warnings: Vec::new(),
+            srv_seed_list: None,
         }
     }
 }
 
 impl ClientOptions {
-    /// Parses and validates a `mongodb://` or `mongodb+srv://` connection string.
-    pub fn parse(uri: &str) -> Result<Self> {
+    /// Parses and validates a `mongodb://` or `mongodb+srv://` connection string, at
+    /// once and without any DNS look-up: a `mongodb+srv` string gives its one SRV name
+    /// as the host. [`ClientOptions::parse`] (awaited) also looks up its seed list.
+    pub fn parse_uri(uri: &str) -> Result<Self> {
         ClientOptions::parse_with(uri, |_| {})
     }
 
@@ -353,7 +382,7 @@ impl ClientOptions {
     ///
     /// ```
     /// use anymongo::{bson::Bson, ClientOptions};
-    /// let options = ClientOptions::parse("mongodb://h/?w=majority&ssl=true").unwrap();
+    /// let options = ClientOptions::parse_uri("mongodb://h/?w=majority&ssl=true").unwrap();
     /// assert_eq!(options.uri_option("W"), Some(Bson::String("majority".into())));
     /// assert_eq!(options.uri_option("tls"), Some(Bson::Boolean(true)));
     /// assert_eq!(options.uri_option("maxPoolSize"), Some(Bson::Int32(100)));

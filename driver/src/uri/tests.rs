@@ -3,11 +3,11 @@ use crate::auth::AuthMechanism;
 use crate::rt::PemSource;
 
 fn parse(uri: &str) -> ClientOptions {
-    ClientOptions::parse(uri).unwrap_or_else(|error| panic!("{uri}: {error}"))
+    ClientOptions::parse_uri(uri).unwrap_or_else(|error| panic!("{uri}: {error}"))
 }
 
 fn error(uri: &str) -> String {
-    match ClientOptions::parse(uri) {
+    match ClientOptions::parse_uri(uri) {
         Ok(options) => panic!("{uri} parsed: {options:?}"),
         Err(error) => error.to_string(),
     }
@@ -107,7 +107,7 @@ fn invalid_values_unknown_and_repeated_keys_are_warnings() {
             "part 1",
         ),
     ] {
-        match ClientOptions::parse(uri) {
+        match ClientOptions::parse_uri(uri) {
             Ok(options) => assert!(
                 options.warnings.iter().any(|w| w.contains(needle)),
                 "{uri}: {:?}",
@@ -273,7 +273,7 @@ fn secrets_are_never_shown() {
         "mongodb://k:hunter1@h/?authMechanism=MONGODB-AWS",
         "mongodb://h/?authMechanism=MONGODB-AWS&authMechanismProperties=AWS_SESSION_TOKEN:hunter1",
     ] {
-        let shown = match ClientOptions::parse(uri) {
+        let shown = match ClientOptions::parse_uri(uri) {
             Ok(options) => format!("{:?}", options.warnings),
             Err(error) => error.to_string(),
         };
@@ -453,7 +453,7 @@ fn fuzzed_connection_strings_never_panic() {
             let seed = rng.pick(SEEDS);
             mutate(&mut rng, seed)
         };
-        let Ok(options) = ClientOptions::parse(&uri) else {
+        let Ok(options) = ClientOptions::parse_uri(&uri) else {
             continue;
         };
         parsed += 1;
@@ -461,7 +461,7 @@ fn fuzzed_connection_strings_never_panic() {
         let text = options.to_string();
         if !text.contains("<redacted>") {
             let mut again =
-                ClientOptions::parse(&text).unwrap_or_else(|e| panic!("{uri} -> {text}: {e}"));
+                ClientOptions::parse_uri(&text).unwrap_or_else(|e| panic!("{uri} -> {text}: {e}"));
             again.warnings.clone_from(&options.warnings);
             assert_eq!(again, options, "{uri} -> {text}");
         }
@@ -524,7 +524,7 @@ fn a_secret_cut_at_an_ampersand_is_never_quoted() {
             "Qz7w&Vk9t%=1",
         ] {
             let uri = format!("{prefix}{rest}");
-            let err = ClientOptions::parse(&uri).expect_err(&uri);
+            let err = ClientOptions::parse_uri(&uri).expect_err(&uri);
             for shown in [err.to_string(), format!("{err:?}"), format!("{err:#?}")] {
                 for part in ["Qz7w", "Vk9t", "Vk"] {
                     assert!(!shown.contains(part), "{uri}: {shown}");

@@ -165,8 +165,9 @@ async fn items() -> Result<Collection<Document>, Failure> {
                 format!("{URI_VARIABLE} is not set: serve with `--env {URI_VARIABLE}=mongodb://…`"),
             )
         })?;
-    // `connect` rather than `client`: `mongodb+srv://` needs its DNS look-ups.
-    let client = Client::connect(&uri, anymongo_wasi::runtime())
+    // Async: `mongodb+srv://` needs its DNS look-ups (through the built-in wasi:sockets
+    // transport, as the connections).
+    let client = Client::with_uri_str(&uri)
         .await
         .map_err(|error| match error.kind() {
             ErrorKind::InvalidArgument { .. } => Failure::new(

@@ -104,12 +104,10 @@ impl Driver for Anymongo {
             })),
             ..Default::default()
         };
-        let options = anymongo::ClientOptions::parse(uri).map_err(text)?;
-        #[cfg(not(target_os = "wasi"))]
-        let runtime = anymongo_native::runtime();
-        #[cfg(target_os = "wasi")]
-        let runtime = anymongo_wasi::runtime();
-        let client = anymongo::Client::with_config(options, config, runtime).map_err(text)?;
+        let options = anymongo::options::ClientOptions::parse(uri)
+            .await
+            .map_err(text)?;
+        let client = anymongo::Client::with_config(options, config).map_err(text)?;
         let corpus = client.database(DATABASE).collection(COLLECTION);
         Ok(Anymongo {
             client,

@@ -160,7 +160,7 @@ async fn run(settings: &Settings) -> Result<(), String> {
     bench("fake connections (the pool's own cost)", pool, settings).await?;
 
     if let Some(uri) = &settings.uri {
-        let client_options = ClientOptions::parse(uri).map_err(|e| e.to_string())?;
+        let client_options = ClientOptions::parse_uri(uri).map_err(|e| e.to_string())?;
         let address = client_options
             .hosts
             .first()

@@ -61,13 +61,17 @@ fn child(uri: &str) -> Result<(), String> {
         .enable_all()
         .build()
         .map_err(|e| e.to_string())?;
-    runtime.block_on(cold_then_warm_with(|| anymongo_native::client(uri)))
+    runtime.block_on(cold_then_warm_with(|| {
+        anymongo::Client::with_options(anymongo::ClientOptions::parse_uri(uri)?)
+    }))
 }
 
 /// The wasip2 build's child.
 #[cfg(target_os = "wasi")]
 fn child(uri: &str) -> Result<(), String> {
-    anymongo_wasi::block_on(cold_then_warm_with(|| anymongo_wasi::client(uri)))
+    anymongo_wasi::block_on(cold_then_warm_with(|| {
+        anymongo::Client::with_options(anymongo::ClientOptions::parse_uri(uri)?)
+    }))
 }
 
 /// The cold request starts with `new_client`.
@@ -322,7 +326,9 @@ print(f"warm {(time.perf_counter() - start) * 1e3:.1f}", flush=True)
         let uri = server
             .uri()
             .replacen("mongodb://", &format!("mongodb://{USER}:{PASSWORD}@"), 1);
-        let client = anymongo_native::client(&uri).map_err(|e| e.to_string())?;
+        let client = anymongo::Client::with_uri_str(&uri)
+            .await
+            .map_err(|e| e.to_string())?;
         let corpus = client.database(DATABASE).collection::<Document>(COLLECTION);
         let insert = corpus.insert_one(doc! { "_id": 1, "text": "cold" }, None);
         tokio::time::timeout(CASE_TIMEOUT, insert)

@@ -27,7 +27,7 @@ fn main() {
         .unwrap_or_else(|| "mongodb://127.0.0.1:27017".to_string());
     let collection = args.next().unwrap_or_else(|| "wasi".to_string());
     let outcome = anymongo_wasi::block_on(async {
-        let client = anymongo_wasi::client(&uri)?;
+        let client = anymongo::Client::with_uri_str(&uri).await?;
         anymongo_tests::demo::run(&client, &collection, "wasi").await
     });
     match outcome {
@@ -76,7 +76,7 @@ mod native {
             .build()
             .map_err(|e| format!("cannot start tokio: {e}"))?;
         let report = runtime.block_on(async {
-            let client = anymongo_native::client(&uri)?;
+            let client = anymongo::Client::with_uri_str(&uri).await?;
             demo::run(&client, "native", "native").await
         });
         report

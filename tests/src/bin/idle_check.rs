@@ -10,6 +10,7 @@ use std::io::BufRead;
 use std::sync::Arc;
 
 use anymongo::bson::doc;
+use anymongo::client::ClientConfig;
 use anymongo::cmap::IDLE_CHECK_AFTER;
 use anymongo::rt::Runtime;
 use anymongo::{Client, ClientOptions};
@@ -32,9 +33,15 @@ async fn run(uri: String, mut runtime: Runtime) -> bool {
     let clock = Arc::new(AheadClock::new(runtime.clock.clone()));
     runtime.clock = clock.clone();
     let events = PoolEvents::default();
-    let client = match ClientOptions::parse(&uri)
-        .and_then(|options| Client::with_config(options, events.config(), runtime))
-    {
+    let client = match ClientOptions::parse_uri(&uri).and_then(|options| {
+        Client::with_config(
+            options,
+            ClientConfig {
+                runtime: Some(runtime),
+                ..events.config()
+            },
+        )
+    }) {
         Ok(client) => client,
         Err(error) => {
             println!("client: error: {error}");

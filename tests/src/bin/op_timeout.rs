@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use anymongo::bson::{doc, Document};
 use anymongo::rt::Runtime;
-use anymongo::{Client, ErrorKind, Result};
+use anymongo::{Client, ClientOptions, ErrorKind, Result};
 
 fn main() {
     let mut args = std::env::args().skip(1);
@@ -43,7 +43,8 @@ fn main() {
 /// operation took (building the client, which does no I/O, left out).
 async fn run(uri: String, op: String, runtime: Runtime) -> (Result<()>, Duration) {
     let clock = runtime.clock.clone();
-    let client = match Client::with_uri(&uri, runtime) {
+    let client = match ClientOptions::parse_uri(&uri).and_then(|o| Client::with_runtime(o, runtime))
+    {
         Ok(client) => client,
         Err(error) => return (Err(error), Duration::ZERO),
     };

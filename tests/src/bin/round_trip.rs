@@ -47,7 +47,9 @@ const RUNTIME: &str = "wasi";
 
 #[cfg(target_os = "wasi")]
 fn block_on(uri: &str, collection: &str) -> Result<round_trip::Outcome> {
-    anymongo_wasi::block_on(run(anymongo_wasi::client(uri), collection))
+    anymongo_wasi::block_on(async {
+        run(anymongo::Client::with_uri_str(uri).await, collection).await
+    })
 }
 
 #[cfg(not(target_os = "wasi"))]
@@ -59,5 +61,5 @@ fn block_on(uri: &str, collection: &str) -> Result<round_trip::Outcome> {
         .enable_all()
         .build()
         .expect("a tokio runtime");
-    runtime.block_on(async { run(anymongo_native::client(uri), collection).await })
+    runtime.block_on(async { run(anymongo::Client::with_uri_str(uri).await, collection).await })
 }

@@ -115,7 +115,7 @@ async fn report_all(
 
 /// The JSON line of one URI.
 async fn report(uri: &str, resolver: &dyn Resolver, clock: &dyn Clock, bound: Duration) -> Value {
-    let lookup = match ClientOptions::parse(uri) {
+    let lookup = match ClientOptions::parse_uri(uri) {
         Ok(options) if options.srv => {
             match srv::lookup_hosts(&options, resolver, clock, bound).await {
                 Ok(found) => json!({

@@ -22,7 +22,7 @@ fn main() {
 #[cfg(target_os = "wasi")]
 fn run(uri: &str, steps: &[String]) -> anymongo::Result<Vec<String>> {
     anymongo_wasi::block_on(async {
-        let client = anymongo_wasi::client(uri)?;
+        let client = anymongo::Client::with_uri_str(uri).await?;
         Ok(anymongo_tests::probe::run(&client, steps).await)
     })
 }
@@ -34,7 +34,7 @@ fn run(uri: &str, steps: &[String]) -> anymongo::Result<Vec<String>> {
         .build()
         .expect("tokio starts");
     runtime.block_on(async {
-        let client = anymongo_native::client(uri)?;
+        let client = anymongo::Client::with_uri_str(uri).await?;
         Ok(anymongo_tests::probe::run(&client, steps).await)
     })
 }

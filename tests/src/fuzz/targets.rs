@@ -212,7 +212,7 @@ fn uri_corpus() -> Vec<Vec<u8>> {
 
 fn uri_run(input: &[u8]) {
     let uri = String::from_utf8_lossy(input);
-    if let Ok(options) = ClientOptions::parse(&uri) {
+    if let Ok(options) = ClientOptions::parse_uri(&uri) {
         let _ = options.validate();
         for name in [
             "readPreferenceTags",
@@ -672,7 +672,7 @@ fn srv_run(input: &[u8]) {
         return;
     };
     let resolver = Answered(message);
-    let options = ClientOptions::parse(SRV_URI).expect("a valid SRV URI");
+    let options = ClientOptions::parse_uri(SRV_URI).expect("a valid SRV URI");
     let _ = poll_once(srv::resolve(&options, &resolver, &Frozen, Duration::ZERO));
     let txt = poll_once(resolver.txt("cluster0.example.com")).unwrap_or_default();
     let _ = srv::parse_txt(&txt);
@@ -935,15 +935,16 @@ fn replies_run(input: &[u8]) {
             env: |_| None,
         },
     };
-    let options = ClientOptions::parse(
+    let options = ClientOptions::parse_uri(
         "mongodb://fuzz.invalid/?directConnection=true&serverSelectionTimeoutMS=100",
     )
     .expect("a valid URI");
     let config = ClientConfig {
         monitoring: MonitoringThreads::SingleThreaded,
+        runtime: Some(runtime),
         ..ClientConfig::default()
     };
-    let Ok(client) = Client::with_config(options, config, runtime) else {
+    let Ok(client) = Client::with_config(options, config) else {
         return;
     };
     run_to_end(async {

@@ -63,7 +63,7 @@ fn run_test(test: &Map<String, Value>) -> Result<(), String> {
         .and_then(Value::as_str)
         .ok_or("the test has no 'uri'")?;
     let valid = test.get("valid").and_then(Value::as_bool).unwrap_or(true);
-    let parsed = ClientOptions::parse(uri);
+    let parsed = ClientOptions::parse_uri(uri);
     let options = match (valid, parsed) {
         (false, Err(_)) => return Ok(()),
         (false, Ok(options)) => {

@@ -210,7 +210,8 @@ impl LiveServer {
         let client_uri = format!("{uri}{separator}directConnection=true");
         runtime.block_on(async {
             // Called in the runtime, so that the client monitors in the background.
-            let client = Client::with_uri(&client_uri, anymongo_native::runtime())
+            let client = Client::with_uri_str(&client_uri)
+                .await
                 .map_err(|e| format!("cannot create a client for {client_uri}: {e}"))?;
             let build_info = client
                 .database("admin")
@@ -246,7 +247,7 @@ impl LiveServer {
 /// of real connections with the test's appName.
 async fn run_on_server(server: &LiveServer, test: &JsonTest) -> Result<(), String> {
     let options = pool_options(test.get("poolOptions"))?;
-    let mut client_options = ClientOptions::parse(&server.uri)
+    let mut client_options = ClientOptions::parse_uri(&server.uri)
         .map_err(|e| format!("cannot parse {}: {e}", server.uri))?;
     client_options.app_name = options.app_name;
     let address = client_options

@@ -43,7 +43,7 @@ fn run_test(test: &Map<String, Value>) -> Result<(), String> {
         .get("valid")
         .and_then(Value::as_bool)
         .ok_or("the test has no 'valid'")?;
-    let options = match (ClientOptions::parse(uri), valid) {
+    let options = match (ClientOptions::parse_uri(uri), valid) {
         (Err(_), false) => return Ok(()),
         (Ok(options), false) => return Err(format!("{uri} parsed, but is invalid: {options}")),
         (Err(error), true) => return Err(format!("{uri} did not parse: {error}")),

@@ -71,7 +71,7 @@ fn connection_string_test(test: &Map<String, Value>) -> Result<(), String> {
         .and_then(Value::as_str)
         .ok_or("the test has no 'uri'")?;
     let valid = test.get("valid").and_then(Value::as_bool).unwrap_or(true);
-    let options = match (ClientOptions::parse(uri), valid) {
+    let options = match (ClientOptions::parse_uri(uri), valid) {
         (Err(_), false) => return Ok(()),
         // The Connection String spec: "Any invalid Values for a given key MUST be
         // ignored and MUST log a WARN level message" (`wtimeoutMS=-500`).

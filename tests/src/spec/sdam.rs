@@ -82,7 +82,7 @@ fn run_test(test: &Map<String, Value>, expect: Expect) -> Result<(), String> {
         .get("uri")
         .and_then(Value::as_str)
         .ok_or("the test has no 'uri'")?;
-    let options = ClientOptions::parse(uri).map_err(|e| format!("{uri}: {e}"))?;
+    let options = ClientOptions::parse_uri(uri).map_err(|e| format!("{uri}: {e}"))?;
     let (topology, events) = TopologyState::open(&options, ObjectId::new());
     let mut client = Client {
         topology,

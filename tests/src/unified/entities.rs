@@ -579,7 +579,8 @@ fn create_client(description: &ClientDescription, uri: &str) -> Result<ClientEnt
     // `useMultipleMongoses` chose `uri` (Context::client_uri_for): it only matters
     // behind load balancers here, the test server being no sharded cluster.
     let uri = with_uri_options(uri, description.uri_options.as_ref())?;
-    let mut options = ClientOptions::parse(&uri).map_err(|e| format!("cannot parse {uri}: {e}"))?;
+    let mut options =
+        ClientOptions::parse_uri(&uri).map_err(|e| format!("cannot parse {uri}: {e}"))?;
     options.server_api = description
         .server_api
         .as_ref()
@@ -604,7 +605,7 @@ fn create_client(description: &ClientDescription, uri: &str) -> Result<ClientEnt
             (client, Some(logs))
         }
         None => {
-            let client = Client::with_config(options, config, anymongo_native::runtime())
+            let client = Client::with_config(options, config)
                 .map_err(|e| format!("cannot create a client for {uri}: {e}"))?;
             (client, None)
         }

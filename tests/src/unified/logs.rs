@@ -252,8 +252,8 @@ pub fn observed_client(
         })),
         ..config
     };
-    let client = Client::with_config(options, config, anymongo_native::runtime())
-        .map_err(|e| format!("cannot create a client: {e}"))?;
+    let client =
+        Client::with_config(options, config).map_err(|e| format!("cannot create a client: {e}"))?;
     let topology_id = opened
         .lock()
         .unwrap_or_else(PoisonError::into_inner)

@@ -187,7 +187,8 @@ fn expects_three_members(suite: &str, file: &str, description: &str) -> bool {
 impl Deployment {
     /// Connects the internal client and asks the server what it is.
     async fn connect(uri: &str) -> Result<Deployment, String> {
-        let internal = Client::with_uri(uri, anymongo_native::runtime())
+        let internal = Client::with_uri_str(uri)
+            .await
             .map_err(|e| format!("cannot create a client for {uri}: {e}"))?;
         let info = timeout(OPERATION_TIMEOUT, ServerInfo::discover(&internal))
             .await

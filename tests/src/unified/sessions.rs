@@ -104,7 +104,8 @@ pub async fn targeted_fail_point(
         .pinned_server()
         .ok_or_else(|| "targetedFailPoint: the session is not pinned to a mongos".to_owned())?;
     let uri = format!("mongodb://{mongos}/?directConnection=true");
-    let direct = anymongo::Client::with_uri(&uri, anymongo_native::runtime())
+    let direct = anymongo::Client::with_uri_str(&uri)
+        .await
         .map_err(|e| format!("cannot create a client for {uri}: {e}"))?;
     let admin = direct.database("admin");
     configure_fail_point(&admin, &command, context).await?;

@@ -88,7 +88,7 @@ pub trait Stream: MaybeSend {
     /// host can tell at once, without waiting: `false` when the peer closed or reset
     /// it, or sent bytes that no request asked for. The pool asks this of a connection
     /// that sat available for a while before handing it out (see
-    /// [`Poolable::is_open_and_idle`](crate::cmap::Poolable::is_open_and_idle)), so that
+    /// the driver's `anymongo::cmap::Poolable::is_open_and_idle`), so that
     /// a connection the server or a middlebox closed while it was idle is replaced
     /// instead of failing the next operation. `true` (cannot tell) by default.
     fn is_open_and_idle(&self) -> bool {
@@ -199,7 +199,7 @@ impl ConnectTarget {
     /// host name.
     ///
     /// ```
-    /// # use anymongo::rt::ConnectTarget;
+    /// # use anymongo_rt::rt::ConnectTarget;
     /// let target = ConnectTarget { host: "/tmp/mongodb-27017.sock".into(), port: 0, tls: None };
     /// assert!(target.is_unix_socket());
     /// ```
@@ -234,7 +234,7 @@ pub trait Transport: MaybeSend + MaybeSync {
     ) -> BoxFuture<'a, io::Result<Box<dyn Stream>>>;
 
     /// Runs the TLS handshake that `target.tls` asks for over `stream`, already open to
-    /// the server through a SOCKS5 proxy (see [`crate::socks5`]), and returns the
+    /// the server through a SOCKS5 proxy (see `anymongo::socks5`), and returns the
     /// encrypted stream.
     ///
     /// The default refuses: a host whose TLS cannot be layered over a stream it did
@@ -428,7 +428,7 @@ pub struct HostInfo {
 ///
 /// ```
 /// # use std::sync::Arc;
-/// # use anymongo::rt::*;
+/// # use anymongo_rt::rt::*;
 /// fn describe(runtime: &Runtime) -> &'static str {
 ///     if runtime.spawner.is_some() { "background monitoring" } else { "on-demand monitoring" }
 /// }
@@ -481,7 +481,7 @@ pub async fn timeout<F: Future>(
 /// on: the future is pending once, and wakes itself at once. It needs nothing of the
 /// host, so it works on every executor; a task that does long CPU-bound work in
 /// rounds awaits it between rounds (SCRAM's key derivation, see
-/// [`crate::auth::next_command`]). On a JavaScript event loop the wake-up is a
+/// `anymongo::auth::next_command`). On a JavaScript event loop the wake-up is a
 /// microtask: the driver's other futures run in between, the host's timers and I/O
 /// callbacks only once the work is done.
 pub async fn yield_now() {
@@ -498,10 +498,10 @@ pub async fn yield_now() {
 
 /// Marks an `io::Error` from a [`Transport`] as a TLS failure (an untrusted
 /// certificate, a failed handshake), so that the core reports it as
-/// [`crate::ErrorKind::Tls`] rather than as a network error.
+/// `anymongo::ErrorKind::Tls` rather than as a network error.
 ///
 /// ```
-/// use anymongo::rt::TlsError;
+/// use anymongo_rt::rt::TlsError;
 /// let error = std::io::Error::new(
 ///     std::io::ErrorKind::InvalidData,
 ///     TlsError("invalid peer certificate: UnknownIssuer".into()),

@@ -1,0 +1,39 @@
+//! The option types, in one place, as the official `mongodb` crate has them: what a
+//! client, a database, a collection, an operation, a session or a transaction can be
+//! given. They are re-exported from the modules that define them.
+//!
+//! ```no_run
+//! # async fn example() -> anymongo::Result<()> {
+//! use anymongo::options::{ClientOptions, ServerApi, ServerApiVersion};
+//! let mut options = ClientOptions::parse("mongodb://localhost:27017").await?;
+//! options.app_name = Some("inventory".into());
+//! options.server_api = Some(ServerApi::new(ServerApiVersion::V1));
+//! let client = anymongo::Client::with_options(options)?;
+//! # Ok(()) }
+//! ```
+
+pub use crate::auth::oidc::{IdpResponse, OidcCallbackKind, OidcCallbackParams, OidcOptions};
+pub use crate::auth::{AuthMechanism, Credential};
+pub use crate::change_stream::{
+    ChangeStreamOptions, FullDocumentBeforeChangeType, FullDocumentType,
+};
+pub use crate::client::{ClientConfig, MonitoringThreads};
+pub use crate::concern::{Acknowledgment, ReadConcern, ReadConcernLevel, WriteConcern};
+pub use crate::crud::bulk_write::{BulkWriteOptions, ClientBulkWriteOptions};
+pub use crate::crud::{
+    AggregateOptions, CountOptions, CursorType, FindOneAndModifyOptions, FindOptions, ReadOptions,
+    ReturnDocument, RunCursorCommandOptions, TimeoutMode, WriteOptions,
+};
+pub use crate::enumerate::{ListCollectionsOptions, ListDatabasesOptions};
+pub use crate::gridfs::{GridFsBucketOptions, GridFsUploadOptions};
+pub use crate::handshake::DriverInfo;
+pub use crate::index_management::{CreateIndexOptions, DropIndexOptions, ListIndexesOptions};
+pub use crate::rt::TlsOptions;
+pub use crate::selection::{ReadPreference, ReadPreferenceMode, SelectionCriteria, TagSet};
+pub use crate::session::SessionOptions;
+pub use crate::srv::ParseConnectionString;
+pub use crate::transactions::TransactionOptions;
+pub use crate::uri::{
+    ClientOptions, Compressor, ProxyOptions, ServerAddress, ServerMonitoringMode,
+};
+pub use crate::versioned_api::{ServerApi, ServerApiVersion};
