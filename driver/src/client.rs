@@ -15,7 +15,6 @@ pub use crate::cluster::{MonitoringThreads, SdamEventHandler};
 use crate::cmap::CmapEventHandler;
 use crate::command_monitoring::{CommandEventHandler, CommandMonitor};
 use crate::connection::ConnectionSettings;
-use crate::crud::bulk_write::{client_level, BulkWriteOptions, BulkWriteResult, ClientWriteModel};
 use crate::database::Database;
 use crate::default_runtime::{default_runtime, with_default_runtime, NO_DEFAULT_RUNTIME};
 use crate::error::{Error, Result};
@@ -403,74 +402,5 @@ impl ClientSession {
             executor: self.executor().clone(),
             timeout: self.executor().options().timeout,
         }
-    }
-}
-
-impl Client {
-    /// Runs `models`, writes on any collections of the deployment, as few `bulkWrite`
-    /// commands as the server's limits allow (Bulk Write spec; MongoDB 8.0+). Ordered
-    /// (the default), it stops at the first failed write; unordered, it does all it
-    /// can.
-    ///
-    /// Errors: [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) before
-    /// anything is sent (no models, an update without operators, a replacement with
-    /// some, a namespace that is not `database.collection`, `w: 0` with ordered writes
-    /// or verbose results, a write too large for a message);
-    /// [`ErrorKind::ClientBulkWrite`](crate::ErrorKind::ClientBulkWrite) when writes
-    /// failed, write concerns were not satisfied, or an error stopped the bulk write
-    /// after some writes were done, with what succeeded; any other error as it is when
-    /// nothing is known to have been written. A batch without `updateMany` or
-    /// `deleteMany` is retried once after a retryable error (Retryable Writes spec).
-    ///
-    /// ```no_run
-    /// # async fn example(client: anymongo::Client) -> anymongo::Result<()> {
-    /// use anymongo::bson::doc;
-    /// use anymongo::crud::bulk_write::{
-    ///     BulkWriteOptions, ClientWriteModel, DeleteManyModel, InsertOneModel, UpdateOneModel,
-    /// };
-    /// let models = [
-    ///     ClientWriteModel::new("shop.orders", InsertOneModel::new(doc! { "item": "tea", "qty": 2 })),
-    ///     ClientWriteModel::new(
-    ///         "shop.stock",
-    ///         UpdateOneModel::new(doc! { "item": "tea" }, doc! { "$inc": { "qty": -2 } }),
-    ///     ),
-    ///     ClientWriteModel::new("shop.carts", DeleteManyModel::new(doc! { "user": "ann" })),
-    /// ];
-    /// let options = BulkWriteOptions { verbose_results: Some(true), ..Default::default() };
-    /// let result = client.bulk_write(models, options).await?;
-    /// assert_eq!(result.inserted_count, 1);
-    /// println!("the order's _id: {}", result.inserted_ids[&0]);
-    /// # Ok(()) }
-    /// ```
-    pub async fn bulk_write(
-        &self,
-        models: impl IntoIterator<Item = impl Into<ClientWriteModel>>,
-        options: impl Into<Option<BulkWriteOptions>>,
-    ) -> Result<BulkWriteResult> {
-        client_level::execute(
-            self.executor(),
-            models,
-            options.into(),
-            None,
-            self.timeout.into(),
-        )
-        .await
-    }
-
-    /// [`bulk_write`](Self::bulk_write) in `session`.
-    pub async fn bulk_write_with_session(
-        &self,
-        models: impl IntoIterator<Item = impl Into<ClientWriteModel>>,
-        options: impl Into<Option<BulkWriteOptions>>,
-        session: &ClientSession,
-    ) -> Result<BulkWriteResult> {
-        client_level::execute(
-            self.executor(),
-            models,
-            options.into(),
-            Some(session),
-            self.timeout.into(),
-        )
-        .await
     }
 }

@@ -3,23 +3,20 @@
 //! raw path). A `T` that is read is `'static` too: a cursor builds a `Document` without
 //! serde, and knows it by its `TypeId`.
 
-use std::borrow::Borrow;
 use std::marker::PhantomData;
 
 use bson::{doc, Bson, Document, RawDocumentBuf};
 use futures::TryStreamExt;
 use serde::de::DeserializeOwned;
-use serde::Serialize;
 
 use crate::bson_util::{insert_present, millis};
 use crate::client::Client;
 use crate::concern::WriteConcern;
-use crate::crud::bulk_write::collection_level::{self, Plan};
+use crate::crud::bulk_write::collection_level::{self, Plan, Statements};
 /// The change an update applies, which is also a write model's.
 pub use crate::crud::bulk_write::UpdateModifications;
-use crate::crud::bulk_write::{BulkWriteOptions, BulkWriteResult, WriteModel};
+use crate::crud::bulk_write::{BulkWriteOptions, BulkWriteResult};
 use crate::crud::read::{Find, SimpleRead};
-use crate::crud::write::{replacement_document, with_id};
 use crate::crud::write::{
     DeleteStatement, FindAndModify, FindAndModifyAction, Namespace, Spelling, Statement,
     UpdateStatement, WriteBatch, WriteReply,
@@ -46,9 +43,9 @@ use crate::session::ClientSession;
 /// struct Order { item: String, qty: i32 }
 ///
 /// let orders = client.database("shop").collection::<Order>("orders");
-/// orders.insert_one(Order { item: "tea".into(), qty: 2 }, None).await?;
+/// orders.insert_one(Order { item: "tea".into(), qty: 2 }).await?;
 /// let tea = orders.find_one(doc! { "item": "tea" }).await?;
-/// orders.update_one(doc! { "item": "tea" }, doc! { "$inc": { "qty": 1 } }, None).await?;
+/// orders.update_one(doc! { "item": "tea" }, doc! { "$inc": { "qty": 1 } }).await?;
 /// # Ok(()) }
 /// ```
 pub struct Collection<T> {
@@ -251,47 +248,7 @@ impl<T> Collection<T> {
         Ok(())
     }
 
-    /// Deletes the first document matching `filter`.
-    pub async fn delete_one(
-        &self,
-        filter: Document,
-        options: impl Into<Option<WriteOptions>>,
-    ) -> Result<DeleteResult> {
-        self.delete(filter, false, options.into(), None).await
-    }
-
-    /// [`delete_one`](Self::delete_one) in `session`.
-    pub async fn delete_one_with_session(
-        &self,
-        filter: Document,
-        options: impl Into<Option<WriteOptions>>,
-        session: &ClientSession,
-    ) -> Result<DeleteResult> {
-        self.delete(filter, false, options.into(), Some(session))
-            .await
-    }
-
-    /// Deletes every document matching `filter`.
-    pub async fn delete_many(
-        &self,
-        filter: Document,
-        options: impl Into<Option<WriteOptions>>,
-    ) -> Result<DeleteResult> {
-        self.delete(filter, true, options.into(), None).await
-    }
-
-    /// [`delete_many`](Self::delete_many) in `session`.
-    pub async fn delete_many_with_session(
-        &self,
-        filter: Document,
-        options: impl Into<Option<WriteOptions>>,
-        session: &ClientSession,
-    ) -> Result<DeleteResult> {
-        self.delete(filter, true, options.into(), Some(session))
-            .await
-    }
-
-    async fn delete(
+    pub(crate) async fn delete(
         &self,
         filter: Document,
         multi: bool,
@@ -313,53 +270,7 @@ impl<T> Collection<T> {
         })
     }
 
-    /// Applies `update` to the first document matching `filter`.
-    pub async fn update_one(
-        &self,
-        filter: Document,
-        update: impl Into<UpdateModifications>,
-        options: impl Into<Option<WriteOptions>>,
-    ) -> Result<UpdateResult> {
-        self.update(filter, update.into(), false, options.into(), None)
-            .await
-    }
-
-    /// [`update_one`](Self::update_one) in `session`.
-    pub async fn update_one_with_session(
-        &self,
-        filter: Document,
-        update: impl Into<UpdateModifications>,
-        options: impl Into<Option<WriteOptions>>,
-        session: &ClientSession,
-    ) -> Result<UpdateResult> {
-        self.update(filter, update.into(), false, options.into(), Some(session))
-            .await
-    }
-
-    /// Applies `update` to every document matching `filter`.
-    pub async fn update_many(
-        &self,
-        filter: Document,
-        update: impl Into<UpdateModifications>,
-        options: impl Into<Option<WriteOptions>>,
-    ) -> Result<UpdateResult> {
-        self.update(filter, update.into(), true, options.into(), None)
-            .await
-    }
-
-    /// [`update_many`](Self::update_many) in `session`.
-    pub async fn update_many_with_session(
-        &self,
-        filter: Document,
-        update: impl Into<UpdateModifications>,
-        options: impl Into<Option<WriteOptions>>,
-        session: &ClientSession,
-    ) -> Result<UpdateResult> {
-        self.update(filter, update.into(), true, options.into(), Some(session))
-            .await
-    }
-
-    async fn update(
+    pub(crate) async fn update(
         &self,
         filter: Document,
         update: UpdateModifications,
@@ -673,79 +584,7 @@ impl<T> Collection<T> {
             .await
     }
 
-    /// Deletes the first document matching `filter` and returns it.
-    pub async fn find_one_and_delete(
-        &self,
-        filter: Document,
-        options: impl Into<Option<FindOneAndModifyOptions>>,
-    ) -> Result<Option<T>>
-    where
-        T: DeserializeOwned + 'static,
-    {
-        self.find_and_modify(filter, FindAndModifyAction::Delete, options.into(), None)
-            .await
-    }
-
-    /// Applies `update` to the first document matching `filter` and returns it, as it
-    /// was before or (`ReturnDocument::After`) after.
-    pub async fn find_one_and_update(
-        &self,
-        filter: Document,
-        update: impl Into<UpdateModifications>,
-        options: impl Into<Option<FindOneAndModifyOptions>>,
-    ) -> Result<Option<T>>
-    where
-        T: DeserializeOwned + 'static,
-    {
-        let action = FindAndModifyAction::Update(update.into().to_bson()?);
-        self.find_and_modify(filter, action, options.into(), None)
-            .await
-    }
-
-    /// Replaces the first document matching `filter` and returns it, as it was before
-    /// or (`ReturnDocument::After`) after.
-    pub async fn find_one_and_replace(
-        &self,
-        filter: Document,
-        replacement: impl Borrow<T>,
-        options: impl Into<Option<FindOneAndModifyOptions>>,
-    ) -> Result<Option<T>>
-    where
-        T: Serialize + DeserializeOwned + 'static,
-    {
-        let replacement = replacement_document(replacement.borrow())?;
-        self.find_and_modify(
-            filter,
-            FindAndModifyAction::Replace(replacement),
-            options.into(),
-            None,
-        )
-        .await
-    }
-
-    /// The find-and-modify operations, in `session` when given.
-    pub async fn find_and_modify_with_session(
-        &self,
-        filter: Document,
-        action: FindOneAndModify<T>,
-        options: impl Into<Option<FindOneAndModifyOptions>>,
-        session: &ClientSession,
-    ) -> Result<Option<T>>
-    where
-        T: Serialize + DeserializeOwned + 'static,
-    {
-        let action = match action {
-            FindOneAndModify::Delete => FindAndModifyAction::Delete,
-            FindOneAndModify::Update(update) => FindAndModifyAction::Update(update.to_bson()?),
-            FindOneAndModify::Replace(replacement) => {
-                FindAndModifyAction::Replace(replacement_document(&replacement)?)
-            }
-        };
-        self.find_and_modify(filter, action, options.into(), Some(session))
-            .await
-    }
-
-    async fn find_and_modify(
+    pub(crate) async fn find_and_modify(
         &self,
         filter: Document,
         action: FindAndModifyAction,
@@ -774,46 +613,15 @@ impl<T> Collection<T> {
     }
 }
 
-/// What [`Collection::find_and_modify_with_session`] does.
-#[derive(Debug, Clone)]
-pub enum FindOneAndModify<T> {
-    /// `find_one_and_delete`.
-    Delete,
-    /// `find_one_and_update`.
-    Update(UpdateModifications),
-    /// `find_one_and_replace`.
-    Replace(T),
-}
-
-impl<T: Serialize> Collection<T> {
-    /// Inserts `document`; an `_id` is generated when it has none.
-    pub async fn insert_one(
+/// The writes whose documents the actions serialized already (see
+/// [`crate::action`]).
+impl<T> Collection<T> {
+    pub(crate) async fn insert_one_in(
         &self,
-        document: impl Borrow<T>,
-        options: impl Into<Option<WriteOptions>>,
-    ) -> Result<InsertOneResult> {
-        self.insert_one_in(document.borrow(), options.into(), None)
-            .await
-    }
-
-    /// [`insert_one`](Self::insert_one) in `session`.
-    pub async fn insert_one_with_session(
-        &self,
-        document: impl Borrow<T>,
-        options: impl Into<Option<WriteOptions>>,
-        session: &ClientSession,
-    ) -> Result<InsertOneResult> {
-        self.insert_one_in(document.borrow(), options.into(), Some(session))
-            .await
-    }
-
-    async fn insert_one_in(
-        &self,
-        document: &T,
+        (raw, id): (RawDocumentBuf, Bson),
         options: Option<WriteOptions>,
         session: Option<&ClientSession>,
     ) -> Result<InsertOneResult> {
-        let (raw, id) = with_id(document)?;
         let options = options.unwrap_or_default();
         self.write_one(
             Statement::insert(raw, Spelling::WriteCommand),
@@ -824,41 +632,13 @@ impl<T: Serialize> Collection<T> {
         Ok(InsertOneResult { inserted_id: id })
     }
 
-    /// Inserts `documents` in as few commands as the server's limits allow; `_id`s are
-    /// generated for those without one. Ordered (the default), it stops at the first
-    /// failure; unordered, it inserts all it can. A failure is an
-    /// [`ErrorKind::BulkWrite`](crate::ErrorKind) error listing every failed write by
-    /// index, with the `_id`s inserted in its `write_result`.
-    pub async fn insert_many(
+    pub(crate) async fn insert_many_in(
         &self,
-        documents: impl IntoIterator<Item = impl Borrow<T>>,
-        options: impl Into<Option<WriteOptions>>,
-    ) -> Result<InsertManyResult> {
-        self.insert_many_in(documents, options.into(), None).await
-    }
-
-    /// [`insert_many`](Self::insert_many) in `session`.
-    pub async fn insert_many_with_session(
-        &self,
-        documents: impl IntoIterator<Item = impl Borrow<T>>,
-        options: impl Into<Option<WriteOptions>>,
-        session: &ClientSession,
-    ) -> Result<InsertManyResult> {
-        self.insert_many_in(documents, options.into(), Some(session))
-            .await
-    }
-
-    async fn insert_many_in(
-        &self,
-        documents: impl IntoIterator<Item = impl Borrow<T>>,
+        documents: Vec<(RawDocumentBuf, Bson)>,
         options: Option<WriteOptions>,
         session: Option<&ClientSession>,
     ) -> Result<InsertManyResult> {
         let options = options.unwrap_or_default();
-        let documents = documents
-            .into_iter()
-            .map(|document| with_id(document.borrow()))
-            .collect::<Result<Vec<_>>>()?;
         let plan = Plan::of_inserts(documents, options.ordered.unwrap_or(true))?;
         let result = self
             .execute_plan(plan, &command_options(&options), session)
@@ -868,44 +648,14 @@ impl<T: Serialize> Collection<T> {
         })
     }
 
-    /// Runs `models` in as few `insert`, `update` and `delete` commands as their order
-    /// and the server's limits allow (CRUD spec, "bulkWrite"). Ordered (the default),
-    /// the writes happen in the given order and stop at the first failure; unordered,
-    /// the server may run them in any order and the bulk write goes on after failures.
-    ///
-    /// An empty list or an invalid model (an update without operators, a replacement
-    /// with them) is an [`ErrorKind::InvalidArgument`](crate::ErrorKind) error, and
-    /// nothing is sent. Failed writes make an
-    /// [`ErrorKind::BulkWrite`](crate::ErrorKind) error, listing each by the index of
-    /// its model, with what the other writes did. See [`crate::crud::bulk_write`] for an
-    /// example.
-    pub async fn bulk_write(
+    pub(crate) async fn bulk_write_in(
         &self,
-        models: impl IntoIterator<Item = WriteModel<T>>,
-        options: impl Into<Option<BulkWriteOptions>>,
-    ) -> Result<BulkWriteResult> {
-        self.bulk_write_in(models, options.into(), None).await
-    }
-
-    /// [`bulk_write`](Self::bulk_write) in `session`.
-    pub async fn bulk_write_with_session(
-        &self,
-        models: impl IntoIterator<Item = WriteModel<T>>,
-        options: impl Into<Option<BulkWriteOptions>>,
-        session: &ClientSession,
-    ) -> Result<BulkWriteResult> {
-        self.bulk_write_in(models, options.into(), Some(session))
-            .await
-    }
-
-    async fn bulk_write_in(
-        &self,
-        models: impl IntoIterator<Item = WriteModel<T>>,
+        statements: Statements,
         options: Option<BulkWriteOptions>,
         session: Option<&ClientSession>,
     ) -> Result<BulkWriteResult> {
         let options = options.unwrap_or_default();
-        let plan = Plan::of_models(models, options.ordered.unwrap_or(true))?;
+        let plan = Plan::of_models(statements, options.ordered.unwrap_or(true))?;
         self.execute_plan(plan, &options, session).await
     }
 
@@ -928,38 +678,15 @@ impl<T: Serialize> Collection<T> {
         .await
     }
 
-    /// Replaces the first document matching `filter` with `replacement`.
-    pub async fn replace_one(
+    pub(crate) async fn replace_one_in(
         &self,
         filter: Document,
-        replacement: impl Borrow<T>,
-        options: impl Into<Option<WriteOptions>>,
-    ) -> Result<UpdateResult> {
-        self.replace_one_in(filter, replacement.borrow(), options.into(), None)
-            .await
-    }
-
-    /// [`replace_one`](Self::replace_one) in `session`.
-    pub async fn replace_one_with_session(
-        &self,
-        filter: Document,
-        replacement: impl Borrow<T>,
-        options: impl Into<Option<WriteOptions>>,
-        session: &ClientSession,
-    ) -> Result<UpdateResult> {
-        self.replace_one_in(filter, replacement.borrow(), options.into(), Some(session))
-            .await
-    }
-
-    async fn replace_one_in(
-        &self,
-        filter: Document,
-        replacement: &T,
+        replacement: Document,
         options: Option<WriteOptions>,
         session: Option<&ClientSession>,
     ) -> Result<UpdateResult> {
         let options = options.unwrap_or_default();
-        let replacement = Bson::Document(replacement_document(replacement)?);
+        let replacement = Bson::Document(replacement);
         let statement = UpdateStatement::with_options(filter, replacement, false, &options);
         let reply = self
             .write_one(statement.statement()?, &options, session)

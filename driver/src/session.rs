@@ -270,7 +270,7 @@ impl SessionOptions {
 /// use anymongo::bson::{doc, Document};
 /// let session = client.start_session(Default::default())?;
 /// let orders = client.database("shop").collection::<Document>("orders");
-/// orders.insert_one_with_session(doc! { "item": "tea" }, None, &session).await?;
+/// orders.insert_one(doc! { "item": "tea" }).session(&session).await?;
 /// // Causally consistent: this read sees the insert, even from a secondary.
 /// let found = orders.find_one(doc! { "item": "tea" }).session(&session).await?;
 /// assert!(found.is_some());

@@ -180,7 +180,7 @@ pub async fn run(client: &Client, collection: &str) -> Result<Outcome> {
     let accounts = client.database(DATABASE).collection::<Account>(collection);
     accounts.drop(None).await?;
     let sent = sample();
-    accounts.insert_one(&sent, None).await?;
+    accounts.insert_one(&sent).await?;
     let filter = doc! { "_id": sent.id };
     let found = accounts.find_one(filter.clone()).await?;
     let stored = accounts

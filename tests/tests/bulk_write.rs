@@ -83,7 +83,7 @@ async fn an_ordered_bulk_write_sends_one_command_per_run_and_reports_by_index() 
             DeleteOneModel::new(doc! { "_id": 1 }).into(),
             InsertOneModel::new(item(4, 4)).into(),
         ];
-        let result = items.bulk_write(models, None).await.unwrap();
+        let result = items.bulk_write(models).await.unwrap();
         assert_eq!(result.inserted_count, 3);
         assert_eq!(
             result.inserted_ids.keys().copied().collect::<Vec<_>>(),
@@ -117,7 +117,7 @@ async fn ordered_stops_at_the_first_write_error_and_unordered_goes_on() {
     bounded(async {
         let (client, events) = recording_client("bulk_errors");
         let numbers = fresh::<Document>(&client, "errors").await;
-        numbers.insert_one(doc! { "_id": 2 }, None).await.unwrap();
+        numbers.insert_one(doc! { "_id": 2 }).await.unwrap();
         let models = || -> Vec<WriteModel> {
             vec![
                 DeleteManyModel::new(doc! { "_id": { "$gt": 100 } }).into(),
@@ -127,7 +127,7 @@ async fn ordered_stops_at_the_first_write_error_and_unordered_goes_on() {
                 UpdateManyModel::new(doc! {}, doc! { "$set": { "seen": true } }).into(),
             ]
         };
-        let error = numbers.bulk_write(models(), None).await.unwrap_err();
+        let error = numbers.bulk_write(models()).await.unwrap_err();
         let ErrorKind::BulkWrite(failure) = error.kind() else {
             panic!("expected a bulk write error, got {error}");
         };
@@ -153,12 +153,16 @@ async fn ordered_stops_at_the_first_write_error_and_unordered_goes_on() {
         assert!(!names.contains(&"update".to_owned()), "{names:?}");
         assert_eq!(numbers.count_documents(doc! {}, None).await.unwrap(), 2);
 
-        numbers.delete_many(doc! { "_id": 1 }, None).await.unwrap();
+        numbers.delete_many(doc! { "_id": 1 }).await.unwrap();
         let unordered = BulkWriteOptions {
             ordered: Some(false),
             ..Default::default()
         };
-        let error = numbers.bulk_write(models(), unordered).await.unwrap_err();
+        let error = numbers
+            .bulk_write(models())
+            .with_options(unordered)
+            .await
+            .unwrap_err();
         let ErrorKind::BulkWrite(failure) = error.kind() else {
             panic!("expected a bulk write error, got {error}");
         };
@@ -187,7 +191,7 @@ async fn invalid_models_are_refused_before_anything_is_sent() {
         let (client, events) = recording_client("bulk_invalid");
         let numbers = fresh::<Document>(&client, "invalid").await;
         let empty = numbers
-            .bulk_write(Vec::<WriteModel>::new(), None)
+            .bulk_write(Vec::<WriteModel>::new())
             .await
             .unwrap_err();
         assert!(matches!(empty.kind(), ErrorKind::InvalidArgument { .. }));
@@ -195,7 +199,7 @@ async fn invalid_models_are_refused_before_anything_is_sent() {
             InsertOneModel::new(doc! { "_id": 1 }).into(),
             UpdateOneModel::new(doc! {}, doc! { "x": 1 }).into(),
         ];
-        let error = numbers.bulk_write(models, None).await.unwrap_err();
+        let error = numbers.bulk_write(models).await.unwrap_err();
         assert!(matches!(error.kind(), ErrorKind::InvalidArgument { .. }));
         assert!(error.to_string().contains("write model 1"), "{error}");
         assert!(writes(&events).is_empty());
@@ -215,10 +219,7 @@ async fn only_commands_without_multi_statements_are_retryable_writes() {
             DeleteManyModel::new(doc! { "_id": 8 }).into(),
             UpdateOneModel::new(doc! { "_id": 1 }, doc! { "$set": { "x": 1 } }).into(),
         ];
-        numbers
-            .bulk_write_with_session(models, None, &session)
-            .await
-            .unwrap();
+        numbers.bulk_write(models).session(&session).await.unwrap();
         let sent = writes(&events);
         let txn: Vec<(&str, bool)> = sent
             .iter()

@@ -130,7 +130,7 @@ async fn a_collection_stream_returns_typed_events_and_tracks_the_resume_token() 
             id: 1,
             item: "tea".into(),
         };
-        orders.insert_one(&tea, None).await.unwrap();
+        orders.insert_one(&tea).await.unwrap();
         let event = changes.try_next().await.unwrap().unwrap();
         assert_eq!(event.operation_type, OperationType::Insert);
         assert_eq!(event.full_document, Some(tea));
@@ -185,8 +185,8 @@ async fn database_and_client_streams_see_every_collection() {
         let database = client.database(DATABASE);
         let mut in_database = database.watch([], None).await.unwrap();
         let mut in_cluster = client.watch([], None).await.unwrap();
-        first.insert_one(doc! { "_id": 1 }, None).await.unwrap();
-        second.insert_one(doc! { "_id": 2 }, None).await.unwrap();
+        first.insert_one(doc! { "_id": 1 }).await.unwrap();
+        second.insert_one(doc! { "_id": 2 }).await.unwrap();
         for changes in [&mut in_database, &mut in_cluster] {
             let mut seen = Vec::new();
             while seen.len() < 2 {
@@ -222,10 +222,7 @@ async fn a_killed_cursor_is_resumed_after_the_last_change() {
         let (client, events) = recording_client("cs_killed");
         let collection = fresh::<Document>(&client, "killed").await;
         let mut changes = collection.watch([], short_waits()).await.unwrap();
-        collection
-            .insert_one(doc! { "_id": 1 }, None)
-            .await
-            .unwrap();
+        collection.insert_one(doc! { "_id": 1 }).await.unwrap();
         let first = changes.try_next().await.unwrap().unwrap();
         assert_eq!(first.document_key, Some(doc! { "_id": 1 }));
         let token = changes.resume_token().unwrap();
@@ -242,10 +239,7 @@ async fn a_killed_cursor_is_resumed_after_the_last_change() {
             .run_command(doc! { "killCursors": "killed", "cursors": [id] })
             .await
             .unwrap();
-        collection
-            .insert_one(doc! { "_id": 2 }, None)
-            .await
-            .unwrap();
+        collection.insert_one(doc! { "_id": 2 }).await.unwrap();
         let second = changes.try_next().await.unwrap().unwrap();
         assert_eq!(second.document_key, Some(doc! { "_id": 2 }));
         // CursorNotFound, then the aggregate again, after the cached token.
@@ -282,10 +276,7 @@ async fn a_network_error_on_get_more_resumes_and_a_non_resumable_error_ends_the_
             doc! { "failCommands": ["getMore"], "closeConnection": true, "appName": "cs_network" },
         )
         .await;
-        collection
-            .insert_one(doc! { "_id": 1 }, None)
-            .await
-            .unwrap();
+        collection.insert_one(doc! { "_id": 1 }).await.unwrap();
         let resumed = changes.try_next().await;
         fail_point_off(&client).await;
         let event = resumed.unwrap().unwrap();
@@ -315,7 +306,7 @@ async fn a_stream_started_after_a_token_resumes_with_start_after_until_it_return
         let (client, events) = recording_client("cs_start_after");
         let collection = fresh::<Document>(&client, "start_after").await;
         let mut earlier = collection.watch([], short_waits()).await.unwrap();
-        collection.insert_one(doc! { "_id": 1 }, None).await.unwrap();
+        collection.insert_one(doc! { "_id": 1 }).await.unwrap();
         let token = earlier.try_next().await.unwrap().unwrap().id;
         earlier.close().await.unwrap();
         let options = ChangeStreamOptions {
@@ -326,13 +317,13 @@ async fn a_stream_started_after_a_token_resumes_with_start_after_until_it_return
         let data = doc! { "failCommands": ["getMore"], "closeConnection": true, "appName": "cs_start_after" };
         // Prose test 17: no change returned yet, so startAfter again.
         fail(&client, doc! { "times": 1 }, data.clone()).await;
-        collection.insert_one(doc! { "_id": 2 }, None).await.unwrap();
+        collection.insert_one(doc! { "_id": 2 }).await.unwrap();
         let second = changes.try_next().await;
         fail_point_off(&client).await;
         assert_eq!(second.unwrap().unwrap().document_key, Some(doc! { "_id": 2 }));
         // Prose test 18: after a change, resumeAfter.
         fail(&client, doc! { "times": 1 }, data).await;
-        collection.insert_one(doc! { "_id": 3 }, None).await.unwrap();
+        collection.insert_one(doc! { "_id": 3 }).await.unwrap();
         let third = changes.try_next().await;
         fail_point_off(&client).await;
         assert_eq!(third.unwrap().unwrap().document_key, Some(doc! { "_id": 3 }));

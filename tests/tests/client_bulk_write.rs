@@ -85,7 +85,7 @@ async fn with_fail_point<T>(
     app: &str,
     times: i32,
     data: Document,
-    body: impl std::future::Future<Output = T>,
+    body: impl std::future::IntoFuture<Output = T>,
 ) -> T {
     let _turn = FAIL_POINT.lock().await;
     let admin = client.database("admin");
@@ -129,7 +129,7 @@ async fn mixed_writes_on_several_namespaces_run_in_one_command_with_verbose_resu
         let seed: Vec<ClientWriteModel> = (1..=4)
             .map(|i| ClientWriteModel::new(b, InsertOneModel::new(doc! { "_id": i, "x": i })))
             .collect();
-        client.bulk_write(seed, None).await.unwrap();
+        client.bulk_write(seed).await.unwrap();
         let mut upsert = ReplaceOneModel::new(doc! { "_id": 9 }, doc! { "x": 99 });
         upsert.upsert = Some(true);
         let models: Vec<ClientWriteModel> = vec![
@@ -149,11 +149,11 @@ async fn mixed_writes_on_several_namespaces_run_in_one_command_with_verbose_resu
             ClientWriteModel::new(b, DeleteOneModel::new(doc! { "_id": 2 })),
             ClientWriteModel::new(a, DeleteManyModel::new(doc! { "none": true })),
         ];
-        let options = ClientBulkWriteOptions {
-            verbose_results: Some(true),
-            ..Default::default()
-        };
-        let result = client.bulk_write(models, options).await.unwrap();
+        let result = client
+            .bulk_write(models)
+            .verbose_results(true)
+            .await
+            .unwrap();
         assert!(result.acknowledged);
         let counts = (
             result.inserted_count,
@@ -219,7 +219,7 @@ async fn write_errors_are_reported_by_index_with_the_partial_result() {
             ]
         };
         // Ordered: the write after the failure is not done.
-        let error = client.bulk_write(models(), None).await.unwrap_err();
+        let error = client.bulk_write(models()).await.unwrap_err();
         let failed = failure(&error);
         assert_eq!(failed.write_errors.keys().collect::<Vec<_>>(), [&1]);
         assert_eq!(failed.write_errors[&1].code, 11000);
@@ -236,13 +236,18 @@ async fn write_errors_are_reported_by_index_with_the_partial_result() {
             ..Default::default()
         };
         let error = client
-            .bulk_write(models(), unordered.clone())
+            .bulk_write(models())
+            .with_options(unordered.clone())
             .await
             .unwrap_err();
         let failed = failure(&error);
         assert_eq!(failed.write_errors.keys().collect::<Vec<_>>(), [&1]);
         assert_eq!(failed.partial_result.as_ref().unwrap().inserted_count, 2);
-        let error = client.bulk_write(models(), unordered).await.unwrap_err();
+        let error = client
+            .bulk_write(models())
+            .with_options(unordered)
+            .await
+            .unwrap_err();
         let failed = failure(&error);
         assert_eq!(failed.write_errors.len(), 3);
         assert_eq!(failed.partial_result, None);
@@ -264,25 +269,31 @@ async fn the_client_side_errors_send_nothing() {
             error.to_string()
         };
         let none: Vec<ClientWriteModel> = Vec::new();
-        invalid(client.bulk_write(none, None).await.unwrap_err());
+        invalid(client.bulk_write(none).await.unwrap_err());
         let update = ClientWriteModel::new(ns, UpdateOneModel::new(doc! {}, doc! { "x": 1 }));
-        invalid(client.bulk_write([update], None).await.unwrap_err());
+        invalid(client.bulk_write([update]).await.unwrap_err());
         let w0 = ClientBulkWriteOptions {
             write_concern: Some(WriteConcern::nodes(0)),
             ..Default::default()
         };
         let insert = ClientWriteModel::new(ns, InsertOneModel::new(doc! {}));
-        let message = invalid(client.bulk_write([insert], w0).await.unwrap_err());
+        let message = invalid(
+            client
+                .bulk_write([insert])
+                .with_options(w0)
+                .await
+                .unwrap_err(),
+        );
         assert!(message.contains("Cannot request unacknowledged write concern and ordered writes"));
         // CRUD prose test 12: a document, or a namespace, too large for any command.
         let large = "b".repeat(MAX_MESSAGE_SIZE_BYTES);
         let document = ClientWriteModel::new(ns, InsertOneModel::new(doc! { "a": large.as_str() }));
-        invalid(client.bulk_write([document], None).await.unwrap_err());
+        invalid(client.bulk_write([document]).await.unwrap_err());
         let namespace = ClientWriteModel::new(
             format!("db.{large}"),
             InsertOneModel::new(doc! { "a": "b" }),
         );
-        invalid(client.bulk_write([namespace], None).await.unwrap_err());
+        invalid(client.bulk_write([namespace]).await.unwrap_err());
         assert!(started(&events, "bulkWrite").is_empty());
     })
     .await;
@@ -306,7 +317,7 @@ async fn batches_split_where_the_message_size_runs_out() {
         drop(&client, ns).await;
         let models = large_inserts(ns);
         let count = models.len();
-        let result = client.bulk_write(models, None).await.unwrap();
+        let result = client.bulk_write(models).await.unwrap();
         assert_eq!(result.inserted_count as usize, count);
         let commands = started(&events, "bulkWrite");
         let lengths: Vec<_> = commands.iter().map(ops_len).collect();
@@ -345,7 +356,7 @@ async fn a_new_namespace_that_does_not_fit_goes_in_the_next_command() {
             ns,
             InsertOneModel::new(doc! { "a": "b" }),
         ));
-        let result = client.bulk_write(same, None).await.unwrap();
+        let result = client.bulk_write(same).await.unwrap();
         assert_eq!(result.inserted_count as usize, count + 1);
         let commands = started(&events, "bulkWrite");
         assert_eq!(commands.len(), 1);
@@ -356,7 +367,7 @@ async fn a_new_namespace_that_does_not_fit_goes_in_the_next_command() {
             namespace.as_str(),
             InsertOneModel::new(doc! { "a": "b" }),
         ));
-        let result = client.bulk_write(models, None).await.unwrap();
+        let result = client.bulk_write(models).await.unwrap();
         assert_eq!(result.inserted_count as usize, count + 1);
         let commands = started(&events, "bulkWrite");
         let (first, second) = (&commands[1], &commands[2]);
@@ -387,13 +398,10 @@ async fn write_errors_are_collected_across_commands() {
         let ns = "cbw_errors_across.coll";
         drop(&client, ns).await;
         client
-            .bulk_write(
-                [ClientWriteModel::new(
-                    ns,
-                    InsertOneModel::new(doc! { "_id": 1 }),
-                )],
-                None,
-            )
+            .bulk_write([ClientWriteModel::new(
+                ns,
+                InsertOneModel::new(doc! { "_id": 1 }),
+            )])
             .await
             .unwrap();
         let large = "b".repeat(MAX_BSON_OBJECT_SIZE - 500);
@@ -412,10 +420,14 @@ async fn write_errors_are_collected_across_commands() {
             ordered: Some(false),
             ..Default::default()
         };
-        let error = client.bulk_write(models(), unordered).await.unwrap_err();
+        let error = client
+            .bulk_write(models())
+            .with_options(unordered)
+            .await
+            .unwrap_err();
         assert_eq!(failure(&error).write_errors.len(), count);
         assert_eq!(started(&events, "bulkWrite").len(), 1 + 2);
-        let error = client.bulk_write(models(), None).await.unwrap_err();
+        let error = client.bulk_write(models()).await.unwrap_err();
         assert_eq!(failure(&error).write_errors.len(), 1);
         assert_eq!(started(&events, "bulkWrite").len(), 1 + 2 + 1);
     })
@@ -436,7 +448,7 @@ async fn write_concern_errors_are_collected_across_commands() {
             "failCommands": ["bulkWrite"],
             "writeConcernError": { "code": 91, "errmsg": "Replication is being shut down" },
         };
-        let error = with_fail_point(&client, app, 2, data, client.bulk_write(models, None))
+        let error = with_fail_point(&client, app, 2, data, client.bulk_write(models))
             .await
             .unwrap_err();
         let failed = failure(&error);
@@ -475,7 +487,11 @@ async fn the_results_cursor_is_read_to_its_end() {
             verbose_results: Some(true),
             ..Default::default()
         };
-        let result = client.bulk_write(large_upserts(ns), verbose).await.unwrap();
+        let result = client
+            .bulk_write(large_upserts(ns))
+            .with_options(verbose)
+            .await
+            .unwrap();
         assert_eq!(result.upserted_count, 2);
         assert_eq!(result.verbose_results.unwrap().update_results.len(), 2);
         let get_mores = started(&events, "getMore");
@@ -507,7 +523,7 @@ async fn a_failed_get_more_stops_the_bulk_write_and_kills_the_cursor() {
             ..Default::default()
         };
         let data = doc! { "failCommands": ["getMore"], "errorCode": 8 };
-        let bulk_write = client.bulk_write(large_upserts(ns), verbose);
+        let bulk_write = client.bulk_write(large_upserts(ns)).with_options(verbose);
         let error = with_fail_point(&client, app, 1, data, bulk_write)
             .await
             .unwrap_err();
@@ -551,15 +567,9 @@ async fn a_batch_is_retried_once_unless_it_holds_a_multi_write() {
             ns,
             InsertOneModel::new(doc! { "_id": 1 }),
         )];
-        let result = with_fail_point(
-            &client,
-            app,
-            1,
-            data.clone(),
-            client.bulk_write(models, None),
-        )
-        .await
-        .unwrap();
+        let result = with_fail_point(&client, app, 1, data.clone(), client.bulk_write(models))
+            .await
+            .unwrap();
         assert_eq!(result.inserted_count, 1);
         let attempts = started(&events, "bulkWrite");
         assert_eq!(attempts.len(), 2, "one attempt and one retry");
@@ -572,7 +582,7 @@ async fn a_batch_is_retried_once_unless_it_holds_a_multi_write() {
             ns,
             UpdateManyModel::new(doc! {}, doc! { "$set": { "x": 1 } }),
         )];
-        let error = with_fail_point(&client, app, 1, data, client.bulk_write(models, None))
+        let error = with_fail_point(&client, app, 1, data, client.bulk_write(models))
             .await
             .unwrap_err();
         assert!(error.is_network_error(), "{error:?}");
@@ -597,7 +607,11 @@ async fn unacknowledged_bulk_writes_are_sent_without_waiting_for_a_reply() {
         // CRUD prose test 15: every command has w: 0.
         let models = large_inserts(ns);
         let count = models.len();
-        let result = client.bulk_write(models, options).await.unwrap();
+        let result = client
+            .bulk_write(models)
+            .with_options(options)
+            .await
+            .unwrap();
         assert!(!result.acknowledged);
         assert_eq!(result.inserted_count, 0);
         let commands = started(&events, "bulkWrite");

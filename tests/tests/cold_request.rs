@@ -42,7 +42,7 @@ async fn a_cold_request_takes_five_round_trips_and_a_warm_one_one() {
         let seeded = anymongo::Client::with_uri_str(&seed_uri).await.unwrap();
         let items = seeded.database("cold").collection::<Document>("items");
         items
-            .insert_one(doc! { "_id": 1, "text": "cold" }, None)
+            .insert_one(doc! { "_id": 1, "text": "cold" })
             .await
             .unwrap();
         drop(seeded);

@@ -36,7 +36,7 @@ async fn insert_and_find(client: &Client, count: i32) {
     let documents: Vec<Document> = (0..count)
         .map(|i| doc! { "_id": i, "text": "compressible ".repeat(20) })
         .collect();
-    collection.insert_many(&documents, None).await.unwrap();
+    collection.insert_many(&documents).await.unwrap();
     let options = anymongo::crud::FindOptions {
         batch_size: Some(2),
         ..Default::default()
@@ -202,7 +202,7 @@ async fn secantusdb_names_no_compressor_and_the_client_goes_uncompressed() {
             .collection::<Document>("uncompressed");
         collection.drop(None).await.unwrap();
         collection
-            .insert_one(doc! { "_id": 1, "x": "y" }, None)
+            .insert_one(doc! { "_id": 1, "x": "y" })
             .await
             .unwrap();
         let found: Vec<Document> = collection
@@ -265,7 +265,7 @@ async fn bytes_on_the_wire_for_the_find_many_data_set() {
         let collection = client.database("perftest").collection::<Document>("corpus");
         server.reset_bytes();
         let documents = vec![tweet.clone(); 10_000];
-        collection.insert_many(&documents, None).await.unwrap();
+        collection.insert_many(&documents).await.unwrap();
         let (insert_sent, insert_received) = server.bytes();
         server.reset_bytes();
         let found: Vec<Document> = collection

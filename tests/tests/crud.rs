@@ -69,7 +69,7 @@ async fn typed_documents_round_trip_through_insert_find_update_replace_delete() 
             item: "tea".into(),
             qty: 2,
         };
-        let inserted = orders.insert_one(&tea, None).await.unwrap();
+        let inserted = orders.insert_one(&tea).await.unwrap();
         assert!(matches!(inserted.inserted_id, Bson::ObjectId(_)));
         assert_eq!(
             orders.find_one(doc! { "item": "tea" }).await.unwrap(),
@@ -77,7 +77,7 @@ async fn typed_documents_round_trip_through_insert_find_update_replace_delete() 
         );
 
         let updated = orders
-            .update_one(doc! { "item": "tea" }, doc! { "$inc": { "qty": 3 } }, None)
+            .update_one(doc! { "item": "tea" }, doc! { "$inc": { "qty": 3 } })
             .await
             .unwrap();
         assert_eq!((updated.matched_count, updated.modified_count), (1, 1));
@@ -91,20 +91,16 @@ async fn typed_documents_round_trip_through_insert_find_update_replace_delete() 
                     item: "coffee".into(),
                     qty: 1,
                 },
-                None,
             )
             .await
             .unwrap();
         assert_eq!(replaced.matched_count, 1);
         let upserted = orders
-            .update_one(
-                doc! { "item": "milk" },
-                doc! { "$set": { "qty": 7 } },
-                WriteOptions {
-                    upsert: Some(true),
-                    ..Default::default()
-                },
-            )
+            .update_one(doc! { "item": "milk" }, doc! { "$set": { "qty": 7 } })
+            .with_options(WriteOptions {
+                upsert: Some(true),
+                ..Default::default()
+            })
             .await
             .unwrap();
         assert_eq!(upserted.matched_count, 0);
@@ -115,7 +111,7 @@ async fn typed_documents_round_trip_through_insert_find_update_replace_delete() 
         items.sort_by_key(|item| item.to_string());
         assert_eq!(items, vec![Bson::from("coffee"), Bson::from("milk")]);
 
-        let deleted = orders.delete_many(doc! {}, None).await.unwrap();
+        let deleted = orders.delete_many(doc! {}).await.unwrap();
         assert_eq!(deleted.deleted_count, 2);
         assert_eq!(orders.find_one(doc! {}).await.unwrap(), None);
     })
@@ -154,7 +150,7 @@ async fn invalid_updates_and_replacements_are_refused_before_sending() {
         .database("crud_tests")
         .collection::<Document>("invalid_updates");
     let error = orders
-        .update_one(doc! {}, doc! { "qty": 1 }, None)
+        .update_one(doc! {}, doc! { "qty": 1 })
         .await
         .unwrap_err();
     assert!(
@@ -162,7 +158,7 @@ async fn invalid_updates_and_replacements_are_refused_before_sending() {
         "{error}"
     );
     let error = orders
-        .replace_one(doc! {}, doc! { "$set": { "qty": 1 } }, None)
+        .replace_one(doc! {}, doc! { "$set": { "qty": 1 } })
         .await
         .unwrap_err();
     assert!(
@@ -178,7 +174,7 @@ async fn a_find_spanning_several_batches_uses_get_more_and_an_exhausted_cursor_s
         let (client, events) = recording_client("appName=crud_batches");
         let numbers = fresh::<Document>(&client, "batches").await;
         let documents: Vec<Document> = (0..10).map(|n| doc! { "_id": n, "n": n }).collect();
-        let inserted = numbers.insert_many(&documents, None).await.unwrap();
+        let inserted = numbers.insert_many(&documents).await.unwrap();
         assert_eq!(inserted.inserted_ids.len(), 10);
         let options = FindOptions {
             batch_size: Some(3),
@@ -210,7 +206,7 @@ async fn a_cursor_dropped_early_is_killed() {
         let (client, events) = recording_client("appName=crud_kill");
         let numbers = fresh::<Document>(&client, "kill").await;
         let documents: Vec<Document> = (0..10).map(|n| doc! { "_id": n }).collect();
-        numbers.insert_many(documents, None).await.unwrap();
+        numbers.insert_many(documents).await.unwrap();
         let options = FindOptions {
             batch_size: Some(2),
             ..Default::default()
@@ -247,7 +243,7 @@ async fn fresh_capped(client: &Client, name: &str, documents: &[Document]) -> Co
         .create_collection(name, doc! { "capped": true, "size": 4096, "max": 10 }, None)
         .await
         .unwrap();
-    collection.insert_many(documents, None).await.unwrap();
+    collection.insert_many(documents).await.unwrap();
     collection
 }
 
@@ -292,7 +288,7 @@ async fn a_tailable_cursor_returns_none_after_an_empty_batch_and_stays_alive_for
         // Tailable, not awaitData: no maxTimeMS on the getMore.
         assert!(!started(&events, "getMore")[0].contains_key("maxTimeMS"));
         // A new document comes with the next call's getMore.
-        log.insert_one(doc! { "_id": 3 }, None).await.unwrap();
+        log.insert_one(doc! { "_id": 3 }).await.unwrap();
         assert_eq!(cursor.next_if_any().await.unwrap(), Some(doc! { "_id": 3 }));
         assert_eq!(started(&events, "getMore").len(), 2);
         assert!(cursor.is_alive());
@@ -331,8 +327,7 @@ async fn a_tailable_await_command_cursor_waits_on_each_get_more_and_its_stream_s
         assert_eq!(get_mores[0].get("maxTimeMS"), Some(&Bson::Int64(20)));
         // The Stream asks again after empty batches until a document comes: the
         // insert, whenever it lands, ends the wait.
-        let (next, inserted) =
-            tokio::join!(cursor.try_next(), log.insert_one(doc! { "_id": 2 }, None));
+        let (next, inserted) = tokio::join!(cursor.try_next(), log.insert_one(doc! { "_id": 2 }));
         inserted.unwrap();
         assert_eq!(next.unwrap(), Some(doc! { "_id": 2 }));
         assert!(cursor.is_alive());
@@ -346,10 +341,10 @@ async fn insert_many_reports_every_failure_by_index() {
     bounded(async {
         let (client, _) = recording_client("appName=crud_bulk_errors");
         let numbers = fresh::<Document>(&client, "bulk_errors").await;
-        numbers.insert_one(doc! { "_id": 2 }, None).await.unwrap();
+        numbers.insert_one(doc! { "_id": 2 }).await.unwrap();
         let documents: Vec<Document> = (0..5).map(|n| doc! { "_id": n % 4 }).collect();
         // Ordered: stops at the duplicate _id 2 (index 2).
-        let error = numbers.insert_many(&documents, None).await.unwrap_err();
+        let error = numbers.insert_many(&documents).await.unwrap_err();
         let ErrorKind::BulkWrite(failure) = error.kind() else {
             panic!("expected a bulk write error, got {error}");
         };
@@ -368,13 +363,17 @@ async fn insert_many_reports_every_failure_by_index() {
             vec![0, 1]
         );
         // Unordered: everything else is inserted; index 4 (_id 0) is a duplicate too.
-        numbers.delete_many(doc! {}, None).await.unwrap();
-        numbers.insert_one(doc! { "_id": 2 }, None).await.unwrap();
+        numbers.delete_many(doc! {}).await.unwrap();
+        numbers.insert_one(doc! { "_id": 2 }).await.unwrap();
         let options = WriteOptions {
             ordered: Some(false),
             ..Default::default()
         };
-        let error = numbers.insert_many(&documents, options).await.unwrap_err();
+        let error = numbers
+            .insert_many(&documents)
+            .with_options(options)
+            .await
+            .unwrap_err();
         let ErrorKind::BulkWrite(failure) = error.kind() else {
             panic!("expected a bulk write error, got {error}");
         };
@@ -391,17 +390,14 @@ async fn find_one_and_modify_return_the_document_before_or_after() {
         let (client, _) = recording_client("appName=crud_find_and_modify");
         let orders = fresh::<Order>(&client, "find_and_modify").await;
         orders
-            .insert_one(
-                Order {
-                    item: "tea".into(),
-                    qty: 1,
-                },
-                None,
-            )
+            .insert_one(Order {
+                item: "tea".into(),
+                qty: 1,
+            })
             .await
             .unwrap();
         let before = orders
-            .find_one_and_update(doc! { "item": "tea" }, doc! { "$inc": { "qty": 1 } }, None)
+            .find_one_and_update(doc! { "item": "tea" }, doc! { "$inc": { "qty": 1 } })
             .await
             .unwrap();
         assert_eq!(before.map(|order| order.qty), Some(1));
@@ -410,20 +406,14 @@ async fn find_one_and_modify_return_the_document_before_or_after() {
             ..Default::default()
         };
         let after = orders
-            .find_one_and_update(
-                doc! { "item": "tea" },
-                doc! { "$inc": { "qty": 1 } },
-                options,
-            )
+            .find_one_and_update(doc! { "item": "tea" }, doc! { "$inc": { "qty": 1 } })
+            .with_options(options)
             .await
             .unwrap();
         assert_eq!(after.map(|order| order.qty), Some(3));
-        let deleted = orders.find_one_and_delete(doc! {}, None).await.unwrap();
+        let deleted = orders.find_one_and_delete(doc! {}).await.unwrap();
         assert_eq!(deleted.map(|order| order.item), Some("tea".to_string()));
-        assert_eq!(
-            orders.find_one_and_delete(doc! {}, None).await.unwrap(),
-            None
-        );
+        assert_eq!(orders.find_one_and_delete(doc! {}).await.unwrap(), None);
     })
     .await;
 }
@@ -436,7 +426,7 @@ async fn aggregate_streams_the_pipeline_results() {
         let documents: Vec<Document> = (0..6)
             .map(|n| doc! { "_id": n, "even": n % 2 == 0 })
             .collect();
-        numbers.insert_many(documents, None).await.unwrap();
+        numbers.insert_many(documents).await.unwrap();
         let pipeline = [
             doc! { "$group": { "_id": "$even", "count": { "$sum": 1 } } },
             doc! { "$sort": { "_id": 1 } },
@@ -464,10 +454,10 @@ async fn writes_carry_a_session_and_a_transaction_number_and_sessions_are_reused
     bounded(async {
         let (client, events) = recording_client("appName=crud_sessions");
         let orders = fresh::<Document>(&client, "sessions").await;
-        orders.insert_one(doc! { "n": 1 }, None).await.unwrap();
-        orders.insert_one(doc! { "n": 2 }, None).await.unwrap();
+        orders.insert_one(doc! { "n": 1 }).await.unwrap();
+        orders.insert_one(doc! { "n": 2 }).await.unwrap();
         orders
-            .update_many(doc! {}, doc! { "$set": { "seen": true } }, None)
+            .update_many(doc! {}, doc! { "$set": { "seen": true } })
             .await
             .unwrap();
         let inserts = started(&events, "insert");
@@ -490,7 +480,8 @@ async fn writes_carry_a_session_and_a_transaction_number_and_sessions_are_reused
             ..Default::default()
         };
         orders
-            .insert_one(doc! { "n": 3 }, unacknowledged)
+            .insert_one(doc! { "n": 3 })
+            .with_options(unacknowledged)
             .await
             .unwrap();
         let last = started(&events, "insert").pop().unwrap();
@@ -506,7 +497,8 @@ async fn an_explicit_session_is_causally_consistent_and_gossips_the_cluster_time
         let orders = fresh::<Document>(&client, "causal").await;
         let session = client.start_session(Default::default()).unwrap();
         orders
-            .insert_one_with_session(doc! { "item": "tea" }, None, &session)
+            .insert_one(doc! { "item": "tea" })
+            .session(&session)
             .await
             .unwrap();
         let operation_time = session
@@ -557,7 +549,7 @@ async fn a_write_is_retried_once_after_a_retryable_error() {
             })
             .await
             .unwrap();
-        let result = orders.insert_one(doc! { "_id": 1 }, None).await;
+        let result = orders.insert_one(doc! { "_id": 1 }).await;
         admin
             .run_command(doc! { "configureFailPoint": "failCommand", "mode": "off" })
             .await
@@ -662,37 +654,31 @@ async fn a_document_above_max_bson_object_size_is_refused_before_anything_is_sen
         };
         let huge = sized(0, 50_000_000);
         refused(
-            collection.insert_one(&huge, None).await.map(drop),
+            collection.insert_one(&huge).await.map(drop),
             "write 0: the document to insert is 50000000 bytes",
         );
         let above = sized(1, max + 1);
         refused(
-            collection.insert_one(&above, None).await.map(drop),
+            collection.insert_one(&above).await.map(drop),
             "the document to insert",
         );
         refused(
-            (collection
-                .insert_many([sized(2, 100), above.clone()], None)
-                .await)
-                .map(drop),
+            (collection.insert_many([sized(2, 100), above.clone()]).await).map(drop),
             "write 1: the document to insert",
         );
         refused(
-            (collection
-                .replace_one(doc! { "_id": 1 }, &above, None)
-                .await)
-                .map(drop),
+            (collection.replace_one(doc! { "_id": 1 }, &above).await).map(drop),
             "the filter or the update",
         );
         let large_filter = doc! { "_id": "a".repeat(max) };
         refused(
-            (collection.update_one(large_filter.clone(), doc! { "$set": { "y": 1 } }, None))
+            (collection.update_one(large_filter.clone(), doc! { "$set": { "y": 1 } }))
                 .await
                 .map(drop),
             "the filter or the update",
         );
         refused(
-            (collection.delete_one(large_filter, None).await).map(drop),
+            (collection.delete_one(large_filter).await).map(drop),
             "the filter",
         );
         // Ordered, the replacement is the first write: nothing is sent.
@@ -701,13 +687,13 @@ async fn a_document_above_max_bson_object_size_is_refused_before_anything_is_sen
             WriteModel::InsertOne(InsertOneModel::new(sized(3, 100))),
         ];
         refused(
-            collection.bulk_write(models, None).await.map(drop),
+            collection.bulk_write(models).await.map(drop),
             "the filter or the update",
         );
         let namespace = "crud_tests.too_large";
         let models = [ClientWriteModel::new(namespace, InsertOneModel::new(above))];
         refused(
-            client.bulk_write(models, None).await.map(drop),
+            client.bulk_write(models).await.map(drop),
             "write 0: the document to insert",
         );
         // Nothing was sent, so nothing failed on the server's side.
@@ -720,11 +706,262 @@ async fn a_document_above_max_bson_object_size_is_refused_before_anything_is_sen
         assert_eq!(cleared, 0);
 
         // A document of exactly maxBsonObjectSize is written, and replaced.
-        collection.insert_one(sized(4, max), None).await.unwrap();
-        let replaced = (collection.replace_one(doc! { "_id": 4 }, sized(4, max), None))
+        collection.insert_one(sized(4, max)).await.unwrap();
+        let replaced = (collection.replace_one(doc! { "_id": 4 }, sized(4, max)))
             .await
             .unwrap();
         assert_eq!(replaced.matched_count, 1);
+    })
+    .await;
+}
+
+/// `maxTimeMS` of a recorded command, if it has one.
+fn max_time_ms(command: &Document) -> Option<i64> {
+    command.get("maxTimeMS").and_then(Bson::as_i64).or_else(|| {
+        command
+            .get("maxTimeMS")
+            .and_then(Bson::as_i32)
+            .map(i64::from)
+    })
+}
+
+#[tokio::test]
+async fn insert_actions_take_their_setters_a_session_and_a_timeout() {
+    bounded(async {
+        let (client, events) = recording_client("appName=crud_insert_actions");
+        let orders = fresh::<Document>(&client, "insert_actions").await;
+        let session = client.start_session(Default::default()).unwrap();
+        orders
+            .insert_one(doc! { "_id": 1 })
+            .comment("first")
+            .bypass_document_validation(true)
+            .session(&session)
+            .await
+            .unwrap();
+        let error = orders
+            .insert_many([doc! { "_id": 1 }, doc! { "_id": 2 }])
+            .ordered(false)
+            .timeout(Duration::from_secs(5))
+            .await
+            .unwrap_err();
+        // Unordered: the duplicate fails, the other document is inserted.
+        assert!(matches!(error.kind(), ErrorKind::BulkWrite(_)), "{error}");
+        assert_eq!(orders.count_documents(doc! {}, None).await.unwrap(), 2);
+
+        let inserts = started(&events, "insert");
+        assert_eq!(inserts[0].get("comment"), Some(&Bson::from("first")));
+        assert_eq!(
+            inserts[0].get_bool("bypassDocumentValidation").ok(),
+            Some(true)
+        );
+        assert_eq!(inserts[0].get_document("lsid").ok(), session.id().as_ref());
+        assert_eq!(max_time_ms(&inserts[0]), None);
+        assert_eq!(inserts[1].get_bool("ordered").ok(), Some(false));
+        assert_ne!(inserts[1].get_document("lsid").ok(), session.id().as_ref());
+        let max_time = max_time_ms(&inserts[1]).expect("the timeout's maxTimeMS");
+        assert!(0 < max_time && max_time <= 5000, "{max_time}");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn update_and_replace_actions_take_their_setters_a_session_and_a_timeout() {
+    bounded(async {
+        let (client, events) = recording_client("appName=crud_update_actions");
+        let stock = fresh::<Document>(&client, "update_actions").await;
+        let session = client.start_session(Default::default()).unwrap();
+        let upserted = stock
+            .update_one(doc! { "item": "tea" }, doc! { "$inc": { "qty": 2 } })
+            .upsert(true)
+            .session(&session)
+            .await
+            .unwrap();
+        assert!(upserted.upserted_id.is_some());
+        let updated = stock
+            .update_many(
+                doc! { "item": "tea" },
+                doc! { "$set": { "tags.$[tag]": "hot" } },
+            )
+            .array_filters(vec![doc! { "tag": "cold" }])
+            .timeout(Duration::from_secs(5))
+            .await
+            .unwrap();
+        assert_eq!(updated.matched_count, 1);
+        let replaced = stock
+            .replace_one(doc! { "item": "milk" }, doc! { "item": "milk", "qty": 1 })
+            .upsert(true)
+            .let_vars(doc! { "unused": 1 })
+            .await
+            .unwrap();
+        assert!(replaced.upserted_id.is_some());
+        assert_eq!(stock.count_documents(doc! {}, None).await.unwrap(), 2);
+
+        let updates = started(&events, "update");
+        let statement = |command: &Document| {
+            command.get_array("updates").unwrap()[0]
+                .as_document()
+                .unwrap()
+                .clone()
+        };
+        assert_eq!(statement(&updates[0]).get_bool("upsert").ok(), Some(true));
+        assert_eq!(updates[0].get_document("lsid").ok(), session.id().as_ref());
+        assert_eq!(
+            statement(&updates[1])
+                .get_array("arrayFilters")
+                .unwrap()
+                .len(),
+            1
+        );
+        let max_time = max_time_ms(&updates[1]).expect("the timeout's maxTimeMS");
+        assert!(0 < max_time && max_time <= 5000, "{max_time}");
+        assert_eq!(
+            updates[2].get_document("let").ok(),
+            Some(&doc! { "unused": 1 })
+        );
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn delete_actions_take_their_setters_a_session_and_a_timeout() {
+    bounded(async {
+        let (client, events) = recording_client("appName=crud_delete_actions");
+        let orders = fresh::<Document>(&client, "delete_actions").await;
+        orders
+            .insert_many([
+                doc! { "item": "TEA" },
+                doc! { "item": "tea" },
+                doc! { "item": "milk" },
+            ])
+            .await
+            .unwrap();
+        let session = client.start_session(Default::default()).unwrap();
+        let deleted = orders
+            .delete_many(doc! { "item": "tea" })
+            .collation(doc! { "locale": "en", "strength": 2 })
+            .session(&session)
+            .await
+            .unwrap();
+        assert_eq!(deleted.deleted_count, 2);
+        let deleted = orders
+            .delete_one(doc! {})
+            .comment("last")
+            .timeout(Duration::from_secs(5))
+            .await
+            .unwrap();
+        assert_eq!(deleted.deleted_count, 1);
+
+        let deletes = started(&events, "delete");
+        assert_eq!(deletes[0].get_document("lsid").ok(), session.id().as_ref());
+        let statement = deletes[0].get_array("deletes").unwrap()[0]
+            .as_document()
+            .unwrap();
+        assert!(statement.contains_key("collation"), "{statement}");
+        assert_eq!(deletes[1].get("comment"), Some(&Bson::from("last")));
+        let max_time = max_time_ms(&deletes[1]).expect("the timeout's maxTimeMS");
+        assert!(0 < max_time && max_time <= 5000, "{max_time}");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn find_one_and_modify_actions_take_their_setters_a_session_and_a_timeout() {
+    bounded(async {
+        let (client, events) = recording_client("appName=crud_find_and_modify_actions");
+        let counters = fresh::<Document>(&client, "find_and_modify_actions").await;
+        let session = client.start_session(Default::default()).unwrap();
+        let after = counters
+            .find_one_and_update(doc! { "_id": "orders" }, doc! { "$inc": { "n": 1 } })
+            .upsert(true)
+            .return_document(ReturnDocument::After)
+            .session(&session)
+            .await
+            .unwrap();
+        assert_eq!(after, Some(doc! { "_id": "orders", "n": 1 }));
+        let before = counters
+            .find_one_and_replace(doc! { "_id": "orders" }, doc! { "n": 10 })
+            .projection(doc! { "_id": 0 })
+            .timeout(Duration::from_secs(5))
+            .await
+            .unwrap();
+        assert_eq!(before, Some(doc! { "n": 1 }));
+        let deleted = counters
+            .find_one_and_delete(doc! {})
+            .sort(doc! { "n": -1 })
+            .await
+            .unwrap();
+        assert_eq!(deleted, Some(doc! { "_id": "orders", "n": 10 }));
+
+        let commands = started(&events, "findAndModify");
+        assert_eq!(commands[0].get_document("lsid").ok(), session.id().as_ref());
+        assert_eq!(commands[0].get_bool("new").ok(), Some(true));
+        let max_time = max_time_ms(&commands[1]).expect("the timeout's maxTimeMS");
+        assert!(0 < max_time && max_time <= 5000, "{max_time}");
+        assert_eq!(
+            commands[2].get_document("sort").ok(),
+            Some(&doc! { "n": -1 })
+        );
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn bulk_write_actions_take_their_setters_a_session_and_a_timeout() {
+    bounded(async {
+        let (client, events) = recording_client("appName=crud_bulk_write_actions");
+        let orders = fresh::<Document>(&client, "bulk_write_actions").await;
+        let session = client.start_session(Default::default()).unwrap();
+        let result = orders
+            .bulk_write([
+                InsertOneModel::new(doc! { "_id": 1 }).into(),
+                InsertOneModel::new(doc! { "_id": 1 }).into(),
+                InsertOneModel::new(doc! { "_id": 2 }).into(),
+            ])
+            .ordered(false)
+            .session(&session)
+            .await
+            .unwrap_err();
+        assert!(matches!(result.kind(), ErrorKind::BulkWrite(_)), "{result}");
+        assert_eq!(orders.count_documents(doc! {}, None).await.unwrap(), 2);
+        let inserts = started(&events, "insert");
+        assert_eq!(inserts[0].get_bool("ordered").ok(), Some(false));
+        assert_eq!(inserts[0].get_document("lsid").ok(), session.id().as_ref());
+
+        orders
+            .bulk_write([InsertOneModel::new(doc! { "_id": 3 }).into()])
+            .timeout(Duration::from_secs(5))
+            .await
+            .unwrap();
+        let last = started(&events, "insert").pop().unwrap();
+        let max_time = max_time_ms(&last).expect("the timeout's maxTimeMS");
+        assert!(0 < max_time && max_time <= 5000, "{max_time}");
+
+        // The client's bulk write: the same setters, and its verbose results. In a
+        // session of its own: after an operation, a causally consistent session sends
+        // `readConcern.afterClusterTime` with a `bulkWrite`, which SecantusDB refuses.
+        let session = client.start_session(Default::default()).unwrap();
+        let namespace = orders.namespace();
+        let result = client
+            .bulk_write([
+                ClientWriteModel::new(&namespace, InsertOneModel::new(doc! { "_id": 4 })),
+                ClientWriteModel::new(&namespace, InsertOneModel::new(doc! { "_id": 5 })),
+            ])
+            .ordered(false)
+            .verbose_results(true)
+            .comment("client")
+            .session(&session)
+            .timeout(Duration::from_secs(5))
+            .await
+            .unwrap();
+        assert_eq!(result.inserted_count, 2);
+        assert_eq!(result.verbose_results.unwrap().insert_results.len(), 2);
+        let command = started(&events, "bulkWrite").pop().unwrap();
+        assert_eq!(command.get_bool("ordered").ok(), Some(false));
+        assert_eq!(command.get_bool("errorsOnly").ok(), Some(false));
+        assert_eq!(command.get("comment"), Some(&Bson::from("client")));
+        assert_eq!(command.get_document("lsid").ok(), session.id().as_ref());
+        let max_time = max_time_ms(&command).expect("the timeout's maxTimeMS");
+        assert!(0 < max_time && max_time <= 5000, "{max_time}");
     })
     .await;
 }

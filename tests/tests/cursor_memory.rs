@@ -95,10 +95,7 @@ async fn insert() -> Duration {
     let started = Instant::now();
     // Generated as they are sent: the test holds no copy of its own.
     let inserted = large
-        .insert_many(
-            (0..DOCUMENTS).map(|n| doc! { "_id": n, "payload": payload(n) }),
-            None,
-        )
+        .insert_many((0..DOCUMENTS).map(|n| doc! { "_id": n, "payload": payload(n) }))
         .await
         .unwrap();
     assert_eq!(inserted.inserted_ids.len(), DOCUMENTS as usize);

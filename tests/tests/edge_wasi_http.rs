@@ -319,7 +319,7 @@ async fn a_request_reaches_a_distant_server_in_five_round_trips() {
         seeded
             .database(DATABASE)
             .collection::<Document>("items")
-            .insert_one(doc! { "_id": "far-1", "name": "far" }, None)
+            .insert_one(doc! { "_id": "far-1", "name": "far" })
             .await
             .unwrap()
     })

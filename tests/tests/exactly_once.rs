@@ -86,7 +86,7 @@ async fn insert_all<F: std::future::Future<Output = ()>>(
             before_losing().await;
             lost += 1;
         }
-        if let Err(error) = numbers.insert_one(doc! { "n": n }, None).await {
+        if let Err(error) = numbers.insert_one(doc! { "n": n }).await {
             return (lost, Some(format!("insert {n} failed: {error}")));
         }
     }

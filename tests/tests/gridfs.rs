@@ -89,11 +89,7 @@ async fn revisions_are_found_by_name_and_index() {
             let date = DateTime::from_millis(1_000 * (i64::try_from(n).unwrap() + 1));
             bucket
                 .files()
-                .update_one(
-                    doc! { "_id": id },
-                    doc! { "$set": { "uploadDate": date } },
-                    None,
-                )
+                .update_one(doc! { "_id": id }, doc! { "$set": { "uploadDate": date } })
                 .await
                 .unwrap();
         }
@@ -142,7 +138,7 @@ async fn missing_and_corrupt_files_are_errors() {
             .unwrap();
         bucket
             .chunks()
-            .delete_one(doc! { "files_id": id.clone(), "n": 1 }, None)
+            .delete_one(doc! { "files_id": id.clone(), "n": 1 })
             .await
             .unwrap();
         let corrupt = gridfs_error(bucket.download(&id).await.unwrap_err());
@@ -220,9 +216,9 @@ async fn a_files_document_that_does_not_match_its_chunks_is_a_gridfs_error() {
         ];
         for (files_document, chunks, expected) in cases {
             let id = files_document.get("_id").unwrap().clone();
-            bucket.files().insert_one(files_document, None).await.unwrap();
+            bucket.files().insert_one(files_document).await.unwrap();
             if !chunks.is_empty() {
-                bucket.chunks().insert_many(chunks, None).await.unwrap();
+                bucket.chunks().insert_many(chunks).await.unwrap();
             }
             let error = gridfs_error(bucket.download(&id).await.unwrap_err());
             assert!(
@@ -234,12 +230,12 @@ async fn a_files_document_that_does_not_match_its_chunks_is_a_gridfs_error() {
         // A files document and chunks that agree still download.
         bucket
             .files()
-            .insert_one(file(11, Bson::Int64(6), Bson::Int64(4)), None)
+            .insert_one(file(11, Bson::Int64(6), Bson::Int64(4)))
             .await
             .unwrap();
         bucket
             .chunks()
-            .insert_many(vec![chunk(11, 0, b"abcd"), chunk(11, 1, b"ef")], None)
+            .insert_many(vec![chunk(11, 0, b"abcd"), chunk(11, 1, b"ef")])
             .await
             .unwrap();
         assert_eq!(bucket.download(&Bson::Int32(11)).await.unwrap(), b"abcdef");

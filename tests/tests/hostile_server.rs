@@ -333,7 +333,7 @@ async fn write_counts_adding_up_past_u64_max_are_a_misbehaving_server() {
     let collection = client.database("x").collection::<Document>("y");
     let documents = [doc! { "_id": 1 }, doc! { "_id": 2 }, doc! { "_id": 3 }];
     assert_misbehaving(
-        within(BOUND, collection.insert_many(&documents, None)).await,
+        within(BOUND, collection.insert_many(&documents)).await,
         &server,
     );
     let updates = (0..3).map(|i| {
@@ -342,17 +342,11 @@ async fn write_counts_adding_up_past_u64_max_are_a_misbehaving_server() {
             doc! { "$set": { "x": 1 } },
         ))
     });
-    assert_misbehaving(
-        within(BOUND, collection.bulk_write(updates, None)).await,
-        &server,
-    );
+    assert_misbehaving(within(BOUND, collection.bulk_write(updates)).await, &server);
     let models = documents
         .iter()
         .map(|document| ClientWriteModel::new("x.y", InsertOneModel::new(document.clone())));
-    assert_misbehaving(
-        within(BOUND, client.bulk_write(models, None)).await,
-        &server,
-    );
+    assert_misbehaving(within(BOUND, client.bulk_write(models)).await, &server);
     let names = server.command_names();
     let count = |name: &str| names.iter().filter(|n| *n == name).count();
     assert_eq!(

@@ -1206,7 +1206,7 @@ async fn unspawning_client(proxy: &LoadBalancerProxy, collection: &str) -> TestC
         .collection::<Document>(collection);
     numbers.drop(None).await.unwrap();
     let documents: Vec<Document> = (0..5).map(|n| doc! { "_id": n }).collect();
-    numbers.insert_many(documents, None).await.unwrap();
+    numbers.insert_many(documents).await.unwrap();
     client
 }
 
@@ -1288,7 +1288,8 @@ async fn a_dropped_session_aborts_its_transaction_on_the_pinned_connection_witho
         .unwrap();
     for n in 10..12 {
         numbers
-            .insert_one_with_session(doc! { "_id": n }, None, &session)
+            .insert_one(doc! { "_id": n })
+            .session(&session)
             .await
             .unwrap();
     }
@@ -1332,7 +1333,8 @@ async fn an_abandoned_operation_in_a_pinned_transaction_gives_a_transient_error(
         .start_transaction(TransactionOptions::default())
         .unwrap();
     numbers
-        .insert_one_with_session(doc! { "_id": 10 }, None, &session)
+        .insert_one(doc! { "_id": 10 })
+        .session(&session)
         .await
         .unwrap();
     let direct = Client::with_uri_str(&anymongo_tests::server::shared().uri())
@@ -1350,7 +1352,7 @@ async fn an_abandoned_operation_in_a_pinned_transaction_gives_a_transient_error(
     let mark = client.cmap.len();
     let abandoned = tokio::time::timeout(
         Duration::from_millis(200),
-        numbers.insert_one_with_session(doc! { "_id": 11 }, None, &session),
+        numbers.insert_one(doc! { "_id": 11 }).session(&session),
     )
     .await;
     assert!(abandoned.is_err(), "the insert was held: {abandoned:?}");
@@ -1360,7 +1362,8 @@ async fn an_abandoned_operation_in_a_pinned_transaction_gives_a_transient_error(
         "the abandoned connection is closed"
     );
     let error = numbers
-        .insert_one_with_session(doc! { "_id": 12 }, None, &session)
+        .insert_one(doc! { "_id": 12 })
+        .session(&session)
         .await
         .unwrap_err();
     assert!(
@@ -1373,7 +1376,8 @@ async fn an_abandoned_operation_in_a_pinned_transaction_gives_a_transient_error(
         .start_transaction(TransactionOptions::default())
         .unwrap();
     numbers
-        .insert_one_with_session(doc! { "_id": 13 }, None, &session)
+        .insert_one(doc! { "_id": 13 })
+        .session(&session)
         .await
         .unwrap();
     session.commit_transaction().await.unwrap();

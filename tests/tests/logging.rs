@@ -49,7 +49,7 @@ async fn documents_are_truncated_to_1000_bytes_by_default() {
     harness::within(TEST_BOUND, async {
         collection.drop(None).await.unwrap();
         let docs: Vec<Document> = (0..100).map(|_| doc! { "x": "y" }).collect();
-        collection.insert_many(docs, None).await.unwrap();
+        collection.insert_many(docs).await.unwrap();
     })
     .await;
     let messages = logs.messages();
@@ -123,7 +123,7 @@ async fn a_selection_that_times_out_logs_started_waiting_and_failed() {
         client
             .database("logging_tests")
             .collection::<Document>("unreachable")
-            .insert_one(doc! { "x": 1 }, None)
+            .insert_one(doc! { "x": 1 })
             .await
     })
     .await;

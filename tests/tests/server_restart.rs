@@ -85,7 +85,7 @@ async fn write_until_stopped(
         if stop.load(Ordering::SeqCst) {
             return;
         }
-        let result = numbers.insert_one(doc! { "n": n }, None).await;
+        let result = numbers.insert_one(doc! { "n": n }).await;
         let mut outcomes = outcomes.lock().unwrap();
         match result {
             Ok(_) => {

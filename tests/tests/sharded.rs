@@ -120,7 +120,7 @@ async fn run_while_first_fails(
     for _ in 0..tries {
         let result = match write {
             false => collection.find_one(doc! {}).await.map(|_| ()),
-            true => collection.insert_one(doc! {}, None).await.map(|_| ()),
+            true => collection.insert_one(doc! {}).await.map(|_| ()),
         };
         all_succeeded &= result.is_ok();
     }
@@ -180,10 +180,7 @@ async fn a_transaction_stays_on_the_mongos_of_its_first_command() {
             .database("sharded_tests")
             .collection::<Document>("pinning");
         collection.drop(None).await.unwrap();
-        collection
-            .insert_one(doc! { "_id": 0 }, None)
-            .await
-            .unwrap();
+        collection.insert_one(doc! { "_id": 0 }).await.unwrap();
         let session = client.start_session(Default::default()).unwrap();
         for round in 1..=3 {
             events.lock().unwrap().clear();
@@ -192,7 +189,8 @@ async fn a_transaction_stays_on_the_mongos_of_its_first_command() {
             for n in 0..4 {
                 let document = doc! { "_id": round * 10 + n };
                 collection
-                    .insert_one_with_session(document, None, &session)
+                    .insert_one(document)
+                    .session(&session)
                     .await
                     .unwrap();
                 collection
@@ -281,11 +279,12 @@ async fn pinned_session_selects_again(in_transactions: bool) {
     let collection = client
         .database("sharded_tests")
         .collection::<Document>("unpinning");
-    collection.insert_one(doc! {}, None).await.unwrap();
+    collection.insert_one(doc! {}).await.unwrap();
     let session = client.start_session(Default::default()).unwrap();
     session.start_transaction(Default::default()).unwrap();
     collection
-        .insert_one_with_session(doc! {}, None, &session)
+        .insert_one(doc! {})
+        .session(&session)
         .await
         .unwrap();
     session.commit_transaction().await.unwrap();

@@ -59,7 +59,8 @@ async fn failed(client: &Client, op: Op, timeout: Option<Duration>) -> (Error, D
             .map_ok(drop)
             .boxed(),
         Op::InsertOne => items
-            .insert_one(doc! { "_id": 1 }, None)
+            .insert_one(doc! { "_id": 1 })
+            .into_future()
             .map_ok(drop)
             .boxed(),
     };

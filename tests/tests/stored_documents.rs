@@ -80,7 +80,7 @@ async fn dollar_fields_read_back_as_stored_through_every_read() {
         let mut all = stored();
         all.push(stored_top_level());
         for document in &all {
-            documents.insert_one(document, None).await.unwrap();
+            documents.insert_one(document).await.unwrap();
         }
         // What the server holds, as its bytes: the stored documents exactly.
         let raw = client
@@ -128,7 +128,7 @@ async fn dollar_fields_read_back_as_stored_through_every_read() {
             assert_as_stored("find_one", &read.unwrap(), document);
             // Returns the document before the update: as stored.
             let before = documents
-                .find_one_and_update(filter.clone(), doc! { "$set": { "seen": true } }, None)
+                .find_one_and_update(filter.clone(), doc! { "$set": { "seen": true } })
                 .await
                 .unwrap()
                 .unwrap();
@@ -136,7 +136,7 @@ async fn dollar_fields_read_back_as_stored_through_every_read() {
             let mut after = document.clone();
             after.insert("seen", true);
             let deleted = documents
-                .find_one_and_delete(filter, None)
+                .find_one_and_delete(filter)
                 .await
                 .unwrap()
                 .unwrap();
@@ -154,11 +154,11 @@ async fn dollar_fields_survive_a_replace() {
         for document in stored() {
             let id = document.get("_id").unwrap().clone();
             documents
-                .insert_one(doc! { "_id": id.clone(), "n": "before" }, None)
+                .insert_one(doc! { "_id": id.clone(), "n": "before" })
                 .await
                 .unwrap();
             let result = documents
-                .replace_one(doc! { "_id": id.clone() }, &document, None)
+                .replace_one(doc! { "_id": id.clone() }, &document)
                 .await
                 .unwrap();
             assert_eq!(result.modified_count, 1);
@@ -173,7 +173,8 @@ async fn dollar_fields_survive_a_replace() {
                 ..Default::default()
             };
             let after = documents
-                .find_one_and_replace(doc! { "_id": id }, &document, options)
+                .find_one_and_replace(doc! { "_id": id }, &document)
+                .with_options(options)
                 .await
                 .unwrap()
                 .unwrap();
@@ -196,12 +197,12 @@ async fn change_events_carry_dollar_fields_as_stored() {
         let mut all = stored();
         all.push(stored_top_level());
         for document in &all {
-            documents.insert_one(document, None).await.unwrap();
+            documents.insert_one(document).await.unwrap();
         }
         // A replace event's fullDocument, and its documentKey, are stored documents too.
         let replacement = doc! { "_id": 1, "k": { "$oid": 1, "a": [{ "$date": "x" }] } };
         documents
-            .replace_one(doc! { "_id": 1 }, &replacement, None)
+            .replace_one(doc! { "_id": 1 }, &replacement)
             .await
             .unwrap();
         let operations =
@@ -237,7 +238,7 @@ async fn typed_values_read_dollar_fields_as_stored_or_refuse_them() {
         let (client, _) = harness::recording_client("appName=stored_typed");
         let documents = fresh(&client, "typed").await;
         for document in stored() {
-            documents.insert_one(&document, None).await.unwrap();
+            documents.insert_one(&document).await.unwrap();
         }
         let typed = client.database(DATABASE).collection::<AsStored>("typed");
         let read: Vec<AsStored> = typed

@@ -28,10 +28,7 @@ async fn fresh(client: &Client, name: &str) -> Collection<Document> {
         .database("transactions_tests")
         .collection::<Document>(name);
     collection.drop(None).await.unwrap();
-    collection
-        .insert_one(doc! { "_id": 0 }, None)
-        .await
-        .unwrap();
+    collection.insert_one(doc! { "_id": 0 }).await.unwrap();
     collection
 }
 
@@ -84,7 +81,9 @@ async fn a_commit_makes_the_writes_visible_and_an_abort_discards_them() {
             ..WriteOptions::default()
         };
         let refused = collection
-            .insert_one_with_session(doc! { "_id": 9 }, own_concern, &session)
+            .insert_one(doc! { "_id": 9 })
+            .with_options(own_concern)
+            .session(&session)
             .await
             .unwrap_err();
         assert!(refused
@@ -92,11 +91,13 @@ async fn a_commit_makes_the_writes_visible_and_an_abort_discards_them() {
             .contains("Cannot set write concern after starting a transaction"));
         assert_eq!(session.transaction_state(), TransactionState::Starting);
         collection
-            .insert_one_with_session(doc! { "_id": 1 }, None, &session)
+            .insert_one(doc! { "_id": 1 })
+            .session(&session)
             .await
             .unwrap();
         collection
-            .insert_one_with_session(doc! { "_id": 2 }, None, &session)
+            .insert_one(doc! { "_id": 2 })
+            .session(&session)
             .await
             .unwrap();
         assert_eq!(session.transaction_state(), TransactionState::InProgress);
@@ -113,11 +114,13 @@ async fn a_commit_makes_the_writes_visible_and_an_abort_discards_them() {
 
         session.start_transaction(Default::default()).unwrap();
         collection
-            .insert_one_with_session(doc! { "_id": 3 }, None, &session)
+            .insert_one(doc! { "_id": 3 })
+            .session(&session)
             .await
             .unwrap();
         collection
-            .delete_one_with_session(doc! { "_id": 0 }, None, &session)
+            .delete_one(doc! { "_id": 0 })
+            .session(&session)
             .await
             .unwrap();
         session.abort_transaction().await.unwrap();
@@ -158,7 +161,8 @@ async fn commands_in_a_transaction_carry_its_fields() {
         events.lock().unwrap().clear();
         session.start_transaction(options).unwrap();
         collection
-            .insert_one_with_session(doc! { "_id": 1 }, None, &session)
+            .insert_one(doc! { "_id": 1 })
+            .session(&session)
             .await
             .unwrap();
         let found = collection
@@ -255,7 +259,8 @@ async fn with_transaction_retries_a_transient_transaction_error() {
                     async move {
                         calls.fetch_add(1, Ordering::SeqCst);
                         collection
-                            .insert_one_with_session(doc! { "_id": 1 }, None, &session)
+                            .insert_one(doc! { "_id": 1 })
+                            .session(&session)
                             .await?;
                         Ok("done")
                     }
@@ -299,7 +304,8 @@ async fn ending_a_session_aborts_its_transaction_in_progress() {
         let session = client.start_session(Default::default()).unwrap();
         session.start_transaction(Default::default()).unwrap();
         collection
-            .insert_one_with_session(doc! { "_id": 1 }, None, &session)
+            .insert_one(doc! { "_id": 1 })
+            .session(&session)
             .await
             .unwrap();
         session.close().await;
@@ -312,7 +318,8 @@ async fn ending_a_session_aborts_its_transaction_in_progress() {
         let next = client.start_session(Default::default()).unwrap();
         next.start_transaction(Default::default()).unwrap();
         collection
-            .insert_one_with_session(doc! { "_id": 2 }, None, &next)
+            .insert_one(doc! { "_id": 2 })
+            .session(&next)
             .await
             .unwrap();
         next.commit_transaction().await.unwrap();

@@ -8,7 +8,6 @@
 use anymongo::bson::raw::{RawBsonRef, RawDocument, RawDocumentBuf};
 use anymongo::bson::Timestamp;
 use anymongo::bson::{doc, rawdoc, Bson, Document, RawBson};
-use anymongo::collection::FindOneAndModify;
 use anymongo::crud::bulk_write::{
     BulkWriteOptions, BulkWriteResult, ClientWriteModel, DeleteManyModel, DeleteOneModel,
     InsertOneModel, ReplaceOneModel, UpdateManyModel, UpdateOneModel, WriteModel,
@@ -83,10 +82,7 @@ pub async fn run(
             let raw = db.collection::<&RawDocument>(collection);
             let options = options::<WriteOptions>(args)?;
             let acknowledged = acknowledged(&db, &options);
-            let result = in_session!(
-                session,
-                raw.insert_one | insert_one_with_session(document, options)
-            )?;
+            let result = in_session!(session, raw.insert_one(document).with_options(options))?;
             doc! { "acknowledged": acknowledged, "insertedId": result.inserted_id }
         }
         "insertMany" => {
@@ -94,10 +90,7 @@ pub async fn run(
             let raw = db.collection::<&RawDocument>(collection);
             let options = options::<WriteOptions>(args)?;
             let acknowledged = acknowledged(&db, &options);
-            let result = in_session!(
-                session,
-                raw.insert_many | insert_many_with_session(documents, options)
-            )?;
+            let result = in_session!(session, raw.insert_many(documents).with_options(options))?;
             // Without `insertedIds`: on success every document was inserted, with the
             // `_id` the JavaScript side gave it, which builds the map from its own
             // documents (as the Node driver does) instead of a round trip of every id
@@ -114,11 +107,11 @@ pub async fn run(
             let result = match op {
                 "updateOne" => in_session!(
                     session,
-                    coll.update_one | update_one_with_session(filter, update, options)
+                    coll.update_one(filter, update).with_options(options)
                 )?,
                 _ => in_session!(
                     session,
-                    coll.update_many | update_many_with_session(filter, update, options)
+                    coll.update_many(filter, update).with_options(options)
                 )?,
             };
             update_result(result, acknowledged)
@@ -129,7 +122,7 @@ pub async fn run(
             let acknowledged = acknowledged(&db, &options);
             let result = in_session!(
                 session,
-                coll.replace_one | replace_one_with_session(filter, replacement, options)
+                coll.replace_one(filter, replacement).with_options(options)
             )?;
             update_result(result, acknowledged)
         }
@@ -137,14 +130,8 @@ pub async fn run(
             let options = options::<WriteOptions>(args)?;
             let acknowledged = acknowledged(&db, &options);
             let result = match op {
-                "deleteOne" => in_session!(
-                    session,
-                    coll.delete_one | delete_one_with_session(filter, options)
-                )?,
-                _ => in_session!(
-                    session,
-                    coll.delete_many | delete_many_with_session(filter, options)
-                )?,
+                "deleteOne" => in_session!(session, coll.delete_one(filter).with_options(options))?,
+                _ => in_session!(session, coll.delete_many(filter).with_options(options))?,
             };
             doc! { "acknowledged": acknowledged, "deletedCount": count(result.deleted_count) }
         }
@@ -160,29 +147,22 @@ pub async fn run(
         }
         "findOneAndUpdate" | "findOneAndReplace" | "findOneAndDelete" => {
             let options = find_and_modify_options(args)?;
-            let action = match op {
-                "findOneAndUpdate" => FindOneAndModify::Update(update(args)?),
-                "findOneAndReplace" => {
-                    FindOneAndModify::Replace(required_document(args, "replacement")?)
-                }
-                _ => FindOneAndModify::Delete,
-            };
-            let found = match (session, action) {
-                (Some(session), action) => {
-                    coll.find_and_modify_with_session(filter, action, options, session)
-                        .await?
-                }
-                (None, FindOneAndModify::Update(update)) => {
-                    coll.find_one_and_update(filter, update, options).await?
-                }
-                (None, FindOneAndModify::Replace(replacement)) => {
-                    coll.find_one_and_replace(filter, replacement, options)
-                        .await?
-                }
-                (None, FindOneAndModify::Delete) => {
-                    coll.find_one_and_delete(filter, options).await?
-                }
-            };
+            let found = match op {
+                "findOneAndUpdate" => in_session!(
+                    session,
+                    coll.find_one_and_update(filter, update(args)?)
+                        .with_options(options)
+                ),
+                "findOneAndReplace" => in_session!(
+                    session,
+                    coll.find_one_and_replace(filter, required_document(args, "replacement")?)
+                        .with_options(options)
+                ),
+                _ => in_session!(
+                    session,
+                    coll.find_one_and_delete(filter).with_options(options)
+                ),
+            }?;
             doc! { "value": found.map_or(Bson::Null, Bson::Document) }
         }
         "countDocuments" => {
@@ -276,10 +256,7 @@ pub async fn run(
                 .map(write_model)
                 .collect::<Result<Vec<_>>>()?;
             let options = options::<BulkWriteOptions>(args)?;
-            let result = in_session!(
-                session,
-                coll.bulk_write | bulk_write_with_session(models, options)
-            )?;
+            let result = in_session!(session, coll.bulk_write(models).with_options(options))?;
             bulk_write_result(&result)
         }
         "clientBulkWrite" => {
@@ -288,10 +265,7 @@ pub async fn run(
                 .map(client_write_model)
                 .collect::<Result<Vec<_>>>()?;
             let options = options::<BulkWriteOptions>(args)?;
-            let result = in_session!(
-                session,
-                client.bulk_write | bulk_write_with_session(models, options)
-            )?;
+            let result = in_session!(session, client.bulk_write(models).with_options(options))?;
             client_bulk_write_result(&result)
         }
         "drop" => {

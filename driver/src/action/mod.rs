@@ -37,9 +37,19 @@
 //! `&ClientSession` is taken as well, since anymongo's sessions are handles that
 //! synchronize their own state.
 
+mod bulk_write;
+mod delete;
 mod find;
+mod find_and_modify;
+mod insert;
+mod update;
 
+pub use bulk_write::{BulkWrite, ClientBulkWrite};
+pub use delete::Delete;
 pub use find::{Aggregate, Find, FindOne};
+pub use find_and_modify::{FindOneAndDelete, FindOneAndReplace, FindOneAndUpdate};
+pub use insert::{InsertMany, InsertOne};
+pub use update::{ReplaceOne, Update};
 
 pub use crate::cursor::SessionCursor;
 

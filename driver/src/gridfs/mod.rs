@@ -12,7 +12,7 @@ use bson::spec::BinarySubtype;
 use bson::{doc, Binary, Bson, DateTime, Document};
 use futures::TryStreamExt;
 
-use crate::crud::{FindOptions, WriteOptions};
+use crate::crud::FindOptions;
 use crate::cursor::Cursor;
 use crate::database::{Concerns, Database};
 use crate::error::{Error, ErrorKind, Result};
@@ -303,7 +303,7 @@ impl GridFsBucket {
             })
             .collect();
         if !chunks.is_empty() {
-            this.chunks.insert_many(chunks, None).await?;
+            this.chunks.insert_many(chunks).await?;
         }
         let mut file = doc! {
             "_id": id.clone(),
@@ -317,7 +317,7 @@ impl GridFsBucket {
         if let Some(metadata) = options.metadata {
             file.insert("metadata", metadata);
         }
-        this.files.insert_one(file, None).await?;
+        this.files.insert_one(file).await?;
         Ok(id)
     }
 
@@ -347,15 +347,9 @@ impl GridFsBucket {
     /// [`GridFsError::FileNotFound`] (after its stray chunks, if any, are deleted).
     pub async fn delete(&self, id: &Bson) -> Result<()> {
         let this = self.for_one_call();
-        let deleted = this
-            .files
-            .delete_one(by_id(id), None::<WriteOptions>)
-            .await?;
+        let deleted = this.files.delete_one(by_id(id)).await?;
         this.chunks
-            .delete_many(
-                doc! { "files_id": { "$eq": id.clone() } },
-                None::<WriteOptions>,
-            )
+            .delete_many(doc! { "files_id": { "$eq": id.clone() } })
             .await?;
         match deleted.deleted_count {
             0 => Err(GridFsError::FileNotFound { id: id.clone() }.into()),
@@ -390,10 +384,10 @@ impl GridFsBucket {
             .filter_map(|file| file.get("_id").cloned())
             .collect();
         this.files
-            .delete_many(doc! { "_id": { "$in": ids.clone() } }, None::<WriteOptions>)
+            .delete_many(doc! { "_id": { "$in": ids.clone() } })
             .await?;
         this.chunks
-            .delete_many(doc! { "files_id": { "$in": ids } }, None::<WriteOptions>)
+            .delete_many(doc! { "files_id": { "$in": ids } })
             .await?;
         Ok(())
     }
@@ -403,7 +397,7 @@ impl GridFsBucket {
     pub async fn rename(&self, id: &Bson, new_filename: &str) -> Result<()> {
         let this = self.for_one_call();
         let update = doc! { "$set": { "filename": new_filename } };
-        let renamed = this.files.update_one(by_id(id), update, None).await?;
+        let renamed = this.files.update_one(by_id(id), update).await?;
         match renamed.matched_count {
             0 => Err(GridFsError::FileNotFound { id: id.clone() }.into()),
             _ => Ok(()),
@@ -417,7 +411,7 @@ impl GridFsBucket {
         let update = doc! { "$set": { "filename": new_filename } };
         let renamed = this
             .files
-            .update_many(doc! { "filename": filename }, update, None)
+            .update_many(doc! { "filename": filename }, update)
             .await?;
         match renamed.matched_count {
             0 => Err(GridFsError::RevisionNotFound {

@@ -276,8 +276,8 @@ impl ClientSession {
     /// let session = client.start_session(Default::default())?;
     /// let accounts = client.database("bank").collection::<Document>("accounts");
     /// session.start_transaction(Default::default())?;
-    /// accounts.update_one_with_session(doc! { "_id": 1 }, doc! { "$inc": { "balance": -10 } }, None, &session).await?;
-    /// accounts.update_one_with_session(doc! { "_id": 2 }, doc! { "$inc": { "balance": 10 } }, None, &session).await?;
+    /// accounts.update_one(doc! { "_id": 1 }, doc! { "$inc": { "balance": -10 } }).session(&session).await?;
+    /// accounts.update_one(doc! { "_id": 2 }, doc! { "$inc": { "balance": 10 } }).session(&session).await?;
     /// session.commit_transaction().await?;
     /// # Ok(()) }
     /// ```
@@ -432,8 +432,8 @@ impl ClientSession {
     ///             async move {
     ///                 let from = doc! { "_id": 1 };
     ///                 let to = doc! { "_id": 2 };
-    ///                 accounts.update_one_with_session(from, doc! { "$inc": { "balance": -10 } }, None, &session).await?;
-    ///                 accounts.update_one_with_session(to, doc! { "$inc": { "balance": 10 } }, None, &session).await?;
+    ///                 accounts.update_one(from, doc! { "$inc": { "balance": -10 } }).session(&session).await?;
+    ///                 accounts.update_one(to, doc! { "$inc": { "balance": 10 } }).session(&session).await?;
     ///                 Ok(10)
     ///             }
     ///         },

@@ -133,7 +133,7 @@ async fn get_item(id: &str) -> Result<Response<Body>, Failure> {
 }
 
 async fn insert_item(item: Document) -> Result<Response<Body>, Failure> {
-    let inserted = items().await?.insert_one(&item, None).await?;
+    let inserted = items().await?.insert_one(&item).await?;
     let location = match &inserted.inserted_id {
         Bson::ObjectId(id) => Some(format!("/items/{id}")),
         Bson::String(id) => Some(format!("/items/{}", utf8_percent_encode(id, SEGMENT))),

@@ -183,7 +183,7 @@ impl Driver for Anymongo {
 
     async fn insert_one(&self, doc: &Self::Doc) -> Result<(), String> {
         self.corpus
-            .insert_one(doc, None)
+            .insert_one(doc)
             .await
             .map(drop)
             .map_err(text)
@@ -191,7 +191,7 @@ impl Driver for Anymongo {
 
     async fn insert_many(&self, docs: &[Self::Doc]) -> Result<(), String> {
         self.corpus
-            .insert_many(docs, None)
+            .insert_many(docs)
             .await
             .map(drop)
             .map_err(text)

@@ -330,7 +330,7 @@ print(f"warm {(time.perf_counter() - start) * 1e3:.1f}", flush=True)
             .await
             .map_err(|e| e.to_string())?;
         let corpus = client.database(DATABASE).collection::<Document>(COLLECTION);
-        let insert = corpus.insert_one(doc! { "_id": 1, "text": "cold" }, None);
+        let insert = corpus.insert_one(doc! { "_id": 1, "text": "cold" });
         tokio::time::timeout(CASE_TIMEOUT, insert)
             .await
             .map_err(|_| "seeding timed out".to_owned())?

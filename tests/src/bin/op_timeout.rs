@@ -51,7 +51,7 @@ async fn run(uri: String, op: String, runtime: Runtime) -> (Result<()>, Duration
     let items = client.database("app").collection::<Document>("items");
     let started = clock.now();
     let result = match op.as_str() {
-        "insert_one" => items.insert_one(doc! { "_id": 1 }, None).await.map(drop),
+        "insert_one" => items.insert_one(doc! { "_id": 1 }).await.map(drop),
         _ => items.find_one(doc! { "_id": 1 }).await.map(drop),
     };
     let elapsed = clock.now().saturating_duration_since(started);

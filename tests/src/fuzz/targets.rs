@@ -950,9 +950,9 @@ fn replies_run(input: &[u8]) {
     run_to_end(async {
         let collection = client.database("db").collection::<Document>("c");
         let documents = [doc! { "_id": 1 }, doc! { "_id": 2 }, doc! { "_id": 3 }];
-        let _ = collection.insert_many(&documents, None).await;
+        let _ = collection.insert_many(&documents).await;
         let _ = collection
-            .update_many(doc! {}, doc! { "$set": { "x": 1 } }, None)
+            .update_many(doc! {}, doc! { "$set": { "x": 1 } })
             .await;
         let models = [
             WriteModel::InsertOne(InsertOneModel::new(doc! { "_id": 4 })),
@@ -962,7 +962,7 @@ fn replies_run(input: &[u8]) {
             }),
             WriteModel::DeleteMany(DeleteManyModel::new(doc! {})),
         ];
-        let _ = collection.bulk_write(models, None).await;
+        let _ = collection.bulk_write(models).await;
         let models = documents
             .iter()
             .map(|document| ClientWriteModel::new("db.c", InsertOneModel::new(document.clone())));
@@ -970,7 +970,7 @@ fn replies_run(input: &[u8]) {
             verbose_results: Some(true),
             ..ClientBulkWriteOptions::default()
         };
-        let _ = client.bulk_write(models, options).await;
+        let _ = client.bulk_write(models).with_options(options).await;
         if let Ok(cursor) = collection.find(doc! {}).await {
             let _ = cursor.take(1_000).collect::<Vec<_>>().await;
         }

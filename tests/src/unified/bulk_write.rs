@@ -50,10 +50,12 @@ pub async fn bulk_write(operation: &Operation, context: &mut Context) -> Result<
     let result = match &session {
         Some(session) => {
             collection
-                .bulk_write_with_session(models, options, session)
+                .bulk_write(models)
+                .with_options(options)
+                .session(session)
                 .await
         }
-        None => collection.bulk_write(models, options).await,
+        None => collection.bulk_write(models).with_options(options).await,
     };
     Ok(result.map(|result| Some(result_document(&result))))
 }

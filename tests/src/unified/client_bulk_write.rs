@@ -47,10 +47,12 @@ pub async fn client_bulk_write(
     let result = match &session {
         Some(session) => {
             client
-                .bulk_write_with_session(models, options, session)
+                .bulk_write(models)
+                .with_options(options)
+                .session(session)
                 .await
         }
-        None => client.bulk_write(models, options).await,
+        None => client.bulk_write(models).with_options(options).await,
     };
     Ok(result.map(|result| Some(result_document(&result))))
 }

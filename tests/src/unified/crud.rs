@@ -2,7 +2,7 @@
 //! bound to the driver's method, in the given session when a `session` argument names
 //! one, and its result turned into the document the CRUD spec's tests expect.
 
-use anymongo::collection::{FindOneAndModify, UpdateModifications};
+use anymongo::collection::UpdateModifications;
 use anymongo::crud::{
     AggregateOptions, CountOptions, DeleteResult, FindOneAndModifyOptions, FindOptions,
     InsertManyResult, ReadOptions, UpdateResult, WriteOptions,
@@ -54,10 +54,12 @@ pub async fn insert_one(operation: &Operation, context: &mut Context) -> Result<
     let result = match &session {
         Some(session) => {
             collection
-                .insert_one_with_session(document, options, session)
+                .insert_one(document)
+                .with_options(options)
+                .session(session)
                 .await
         }
-        None => collection.insert_one(document, options).await,
+        None => collection.insert_one(document).with_options(options).await,
     };
     Ok(result.map(|result| Some(Bson::Document(doc! { "insertedId": result.inserted_id }))))
 }
@@ -74,10 +76,17 @@ pub async fn insert_many(operation: &Operation, context: &mut Context) -> Result
     let result = match &session {
         Some(session) => {
             collection
-                .insert_many_with_session(documents, options, session)
+                .insert_many(documents)
+                .with_options(options)
+                .session(session)
                 .await
         }
-        None => collection.insert_many(documents, options).await,
+        None => {
+            collection
+                .insert_many(documents)
+                .with_options(options)
+                .await
+        }
     };
     Ok(result.map(|result| Some(inserted_ids(&result))))
 }
@@ -109,16 +118,30 @@ pub async fn update(
     let result = match (&session, many) {
         (Some(session), false) => {
             collection
-                .update_one_with_session(filter, update, options, session)
+                .update_one(filter, update)
+                .with_options(options)
+                .session(session)
                 .await
         }
         (Some(session), true) => {
             collection
-                .update_many_with_session(filter, update, options, session)
+                .update_many(filter, update)
+                .with_options(options)
+                .session(session)
                 .await
         }
-        (None, false) => collection.update_one(filter, update, options).await,
-        (None, true) => collection.update_many(filter, update, options).await,
+        (None, false) => {
+            collection
+                .update_one(filter, update)
+                .with_options(options)
+                .await
+        }
+        (None, true) => {
+            collection
+                .update_many(filter, update)
+                .with_options(options)
+                .await
+        }
     };
     Ok(result.map(|result| Some(update_result(&result))))
 }
@@ -137,10 +160,17 @@ pub async fn replace_one(operation: &Operation, context: &mut Context) -> Result
     let result = match &session {
         Some(session) => {
             collection
-                .replace_one_with_session(filter, replacement, options, session)
+                .replace_one(filter, replacement)
+                .with_options(options)
+                .session(session)
                 .await
         }
-        None => collection.replace_one(filter, replacement, options).await,
+        None => {
+            collection
+                .replace_one(filter, replacement)
+                .with_options(options)
+                .await
+        }
     };
     Ok(result.map(|result| Some(update_result(&result))))
 }
@@ -194,16 +224,20 @@ pub async fn delete(
     let result = match (&session, many) {
         (Some(session), false) => {
             collection
-                .delete_one_with_session(filter, options, session)
+                .delete_one(filter)
+                .with_options(options)
+                .session(session)
                 .await
         }
         (Some(session), true) => {
             collection
-                .delete_many_with_session(filter, options, session)
+                .delete_many(filter)
+                .with_options(options)
+                .session(session)
                 .await
         }
-        (None, false) => collection.delete_one(filter, options).await,
-        (None, true) => collection.delete_many(filter, options).await,
+        (None, false) => collection.delete_one(filter).with_options(options).await,
+        (None, true) => collection.delete_many(filter).with_options(options).await,
     };
     Ok(result.map(|result| Some(delete_result(&result))))
 }
@@ -237,31 +271,28 @@ pub async fn find_one_and(
         mut arguments,
     } = Call::new(operation, context)?;
     let filter = arguments.document("filter")?;
-    let action = match modify {
+    // Each operation is its own action type: each takes the options (the arguments
+    // left) and runs in the session, if any, here.
+    macro_rules! run {
+        ($action:expr) => {{
+            let options: FindOneAndModifyOptions = arguments.options(arguments::FIND_AND_MODIFY)?;
+            let action = $action.with_options(options);
+            match &session {
+                Some(session) => action.session(session).await,
+                None => action.await,
+            }
+        }};
+    }
+    let result = match modify {
         Modify::Update => {
-            FindOneAndModify::Update(update_modifications(arguments.required("update")?)?)
+            let update = update_modifications(arguments.required("update")?)?;
+            run!(collection.find_one_and_update(filter, update))
         }
-        Modify::Replace => FindOneAndModify::Replace(arguments.document("replacement")?),
-        Modify::Delete => FindOneAndModify::Delete,
-    };
-    let options: FindOneAndModifyOptions = arguments.options(arguments::FIND_AND_MODIFY)?;
-    let result = match (session, action) {
-        (Some(session), action) => {
-            collection
-                .find_and_modify_with_session(filter, action, options, &session)
-                .await
+        Modify::Replace => {
+            let replacement = arguments.document("replacement")?;
+            run!(collection.find_one_and_replace(filter, replacement))
         }
-        (None, FindOneAndModify::Update(update)) => {
-            collection
-                .find_one_and_update(filter, update, options)
-                .await
-        }
-        (None, FindOneAndModify::Replace(replacement)) => {
-            collection
-                .find_one_and_replace(filter, replacement, options)
-                .await
-        }
-        (None, FindOneAndModify::Delete) => collection.find_one_and_delete(filter, options).await,
+        Modify::Delete => run!(collection.find_one_and_delete(filter)),
     };
     Ok(result.map(|found| Some(found.map_or(Bson::Null, Bson::Document))))
 }

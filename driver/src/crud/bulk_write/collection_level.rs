@@ -35,14 +35,20 @@ struct Run {
     indexes: Vec<usize>,
 }
 
-impl Plan {
-    /// The plan of `models`; an empty list or an invalid model is an error, and
-    /// nothing is sent (CRUD spec, "bulkWrite": "An error MUST be raised if the
-    /// requests parameter is empty").
+/// The statements of a list of write models, each with the `_id` of its insert if it is
+/// one, checked: the models' documents serialized when the bulk write is built (so its
+/// future does not hold them), before its options say how to group them.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Statements {
+    statements: Vec<Statement>,
+    ids: Vec<Option<Bson>>,
+}
+
+impl Statements {
+    /// The statements of `models`; an invalid model is an error naming its index.
     pub fn of_models<T: Serialize>(
         models: impl IntoIterator<Item = WriteModel<T>>,
-        ordered: bool,
-    ) -> Result<Plan> {
+    ) -> Result<Statements> {
         let (statements, ids) = models
             .into_iter()
             .enumerate()
@@ -59,9 +65,18 @@ impl Plan {
             .collect::<Result<Vec<_>>>()?
             .into_iter()
             .unzip();
+        Ok(Statements { statements, ids })
+    }
+}
+
+impl Plan {
+    /// The plan of the statements of some models; an empty list is an error, and
+    /// nothing is sent (CRUD spec, "bulkWrite": "An error MUST be raised if the
+    /// requests parameter is empty").
+    pub fn of_models(statements: Statements, ordered: bool) -> Result<Plan> {
         Plan::new(
-            statements,
-            ids,
+            statements.statements,
+            statements.ids,
             ordered,
             "bulk_write needs at least one write model",
         )
@@ -306,7 +321,7 @@ mod tests {
 
     #[test]
     fn ordered_runs_are_consecutive_models_of_a_kind() {
-        let plan = Plan::of_models(models(), true).unwrap();
+        let plan = Plan::of_models(Statements::of_models(models()).unwrap(), true).unwrap();
         assert_eq!(
             shape(&plan),
             vec![
@@ -324,7 +339,7 @@ mod tests {
 
     #[test]
     fn unordered_runs_hold_every_model_of_a_kind() {
-        let plan = Plan::of_models(models(), false).unwrap();
+        let plan = Plan::of_models(Statements::of_models(models()).unwrap(), false).unwrap();
         assert_eq!(
             shape(&plan),
             vec![
@@ -336,16 +351,22 @@ mod tests {
     }
 
     fn plan(model: WriteModel) -> Result<Plan> {
-        Plan::of_models([model], true)
+        Statements::of_models([model]).and_then(|statements| Plan::of_models(statements, true))
     }
 
     #[test]
     fn invalid_lists_are_refused_before_anything_is_sent() {
-        let empty = Plan::of_models(Vec::<WriteModel>::new(), true).unwrap_err();
+        let empty = Plan::of_models(
+            Statements::of_models(Vec::<WriteModel>::new()).unwrap(),
+            true,
+        )
+        .unwrap_err();
         assert!(empty.to_string().contains("at least one"), "{empty}");
         let mut list = models();
         list.push(UpdateManyModel::new(bson::doc! {}, bson::doc! { "x": 1 }).into());
-        let update = Plan::of_models(list, true).unwrap_err();
+        let update = Statements::of_models(list)
+            .and_then(|statements| Plan::of_models(statements, true))
+            .unwrap_err();
         assert!(matches!(update.kind(), ErrorKind::InvalidArgument { .. }));
         assert!(update.to_string().contains("write model 6"), "{update}");
         let replace = ReplaceOneModel::new(bson::doc! {}, bson::doc! { "$set": { "x": 1 } });
@@ -370,7 +391,7 @@ mod tests {
 
     #[test]
     fn replies_are_recorded_by_the_index_of_each_model() {
-        let plan = Plan::of_models(models(), false).unwrap();
+        let plan = Plan::of_models(Statements::of_models(models()).unwrap(), false).unwrap();
         let mut outcome = Outcome::default();
         // The insert run (models 0, 1, 4) in two commands; the second statement of the
         // run (model 1) fails.
@@ -416,7 +437,7 @@ mod tests {
     #[test]
     fn counts_adding_up_past_u64_max_are_a_misbehaving_server() {
         // issue 41: the sums panicked (or wrapped, in a release build).
-        let plan = Plan::of_models(models(), false).unwrap();
+        let plan = Plan::of_models(Statements::of_models(models()).unwrap(), false).unwrap();
         let mut outcome = Outcome::default();
         let reply = || WriteReply {
             n: u64::try_from(i64::MAX).unwrap(),
@@ -436,7 +457,7 @@ mod tests {
 
     #[test]
     fn ordered_writes_stop_at_the_first_write_error() {
-        let plan = Plan::of_models(models(), true).unwrap();
+        let plan = Plan::of_models(Statements::of_models(models()).unwrap(), true).unwrap();
         let mut outcome = Outcome::default();
         let reply = WriteReply {
             n: 0,
@@ -456,7 +477,7 @@ mod tests {
 
     #[test]
     fn a_write_concern_error_fails_the_bulk_write_with_what_was_done() {
-        let plan = Plan::of_models(models(), true).unwrap();
+        let plan = Plan::of_models(Statements::of_models(models()).unwrap(), true).unwrap();
         let mut outcome = Outcome::default();
         let concern = super::super::write_concern_error(64, "waiting for replication timed out");
         let reply = WriteReply {

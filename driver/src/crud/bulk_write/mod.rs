@@ -25,17 +25,14 @@
 //!
 //! let orders = client.database("shop").collection::<Document>("orders");
 //! let result = orders
-//!     .bulk_write(
-//!         [
-//!             InsertOneModel::new(doc! { "item": "tea", "qty": 2 }).into(),
-//!             WriteModel::UpdateOne(UpdateOneModel {
-//!                 upsert: Some(true),
-//!                 ..UpdateOneModel::new(doc! { "item": "milk" }, doc! { "$inc": { "qty": 1 } })
-//!             }),
-//!             DeleteOneModel::new(doc! { "item": "coffee" }).into(),
-//!         ],
-//!         None,
-//!     )
+//!     .bulk_write([
+//!         InsertOneModel::new(doc! { "item": "tea", "qty": 2 }).into(),
+//!         WriteModel::UpdateOne(UpdateOneModel {
+//!             upsert: Some(true),
+//!             ..UpdateOneModel::new(doc! { "item": "milk" }, doc! { "$inc": { "qty": 1 } })
+//!         }),
+//!         DeleteOneModel::new(doc! { "item": "coffee" }).into(),
+//!     ])
 //!     .await?;
 //! println!("{} inserted, {} upserted", result.inserted_count, result.upserted_count);
 //! # Ok(()) }

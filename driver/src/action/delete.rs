@@ -1,0 +1,105 @@
+//! `delete_one` and `delete_many`.
+
+use std::future::IntoFuture;
+use std::time::Duration;
+
+use bson::{Bson, Document};
+
+use super::{option_setters, timeout_setter};
+use crate::concern::WriteConcern;
+use crate::crud::{DeleteResult, WriteOptions};
+use crate::error::Result;
+use crate::rt::{boxed, BoxFuture};
+use crate::session::ClientSession;
+use crate::Collection;
+
+impl<T> Collection<T> {
+    /// Deletes the first document matching `filter`.
+    ///
+    /// ```no_run
+    /// # async fn example(orders: anymongo::Collection<anymongo::bson::Document>) -> anymongo::Result<()> {
+    /// use anymongo::bson::doc;
+    /// let result = orders.delete_one(doc! { "item": "tea" }).await?;
+    /// assert!(result.deleted_count <= 1);
+    /// # Ok(()) }
+    /// ```
+    pub fn delete_one(&self, filter: Document) -> Delete<'_, T> {
+        Delete::new(self, filter, false)
+    }
+
+    /// Deletes every document matching `filter`.
+    ///
+    /// ```no_run
+    /// # async fn example(orders: anymongo::Collection<anymongo::bson::Document>) -> anymongo::Result<()> {
+    /// use anymongo::bson::doc;
+    /// let result = orders
+    ///     .delete_many(doc! { "item": "TEA" })
+    ///     .collation(doc! { "locale": "en", "strength": 2 })
+    ///     .await?;
+    /// println!("{} deleted", result.deleted_count);
+    /// # Ok(()) }
+    /// ```
+    pub fn delete_many(&self, filter: Document) -> Delete<'_, T> {
+        Delete::new(self, filter, true)
+    }
+}
+
+/// A delete: what [`Collection::delete_one`] and [`Collection::delete_many`] return.
+/// Awaited, it runs and returns how many documents it deleted.
+#[must_use = "an action does nothing until it is awaited"]
+pub struct Delete<'a, T> {
+    collection: &'a Collection<T>,
+    filter: Document,
+    multi: bool,
+    options: Option<WriteOptions>,
+    session: Option<&'a ClientSession>,
+    timeout: Option<Duration>,
+}
+
+impl<'a, T> Delete<'a, T> {
+    fn new(collection: &'a Collection<T>, filter: Document, multi: bool) -> Self {
+        Delete {
+            collection,
+            filter,
+            multi,
+            options: None,
+            session: None,
+            timeout: None,
+        }
+    }
+
+    option_setters!(options: WriteOptions;
+        /// The collation of string comparisons.
+        collation: Document,
+        /// A comment shown in the server's logs and profiler.
+        comment: impl Into<Bson>,
+        /// The index to use: its name or its key pattern
+        /// ([`Hint`](crate::crud::Hint)).
+        hint: impl Into<Bson>,
+        /// Variables for the filter (`let`).
+        let_vars: Document,
+        /// Overrides the collection's write concern.
+        write_concern: WriteConcern,
+    );
+    timeout_setter!();
+
+    /// Runs the delete in `session`.
+    pub fn session(mut self, session: impl Into<&'a ClientSession>) -> Self {
+        self.session = Some(session.into());
+        self
+    }
+}
+
+impl<'a, T> IntoFuture for Delete<'a, T> {
+    type Output = Result<DeleteResult>;
+    type IntoFuture = BoxFuture<'a, Self::Output>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        boxed(async move {
+            let collection = self.collection.with_operation_timeout(self.timeout);
+            collection
+                .delete(self.filter, self.multi, self.options, self.session)
+                .await
+        })
+    }
+}

@@ -1,0 +1,160 @@
+//! `insert_one` and `insert_many`.
+
+use std::borrow::Borrow;
+use std::future::IntoFuture;
+use std::time::Duration;
+
+use bson::{Bson, RawDocumentBuf};
+use serde::Serialize;
+
+use super::{option_setters, timeout_setter};
+use crate::concern::WriteConcern;
+use crate::crud::write::with_id;
+use crate::crud::{InsertManyResult, InsertOneResult, WriteOptions};
+use crate::error::Result;
+use crate::rt::{boxed, BoxFuture};
+use crate::session::ClientSession;
+use crate::Collection;
+
+impl<T: Serialize> Collection<T> {
+    /// Inserts `document`; an `_id` is generated (as its first field) when it has
+    /// none.
+    ///
+    /// ```no_run
+    /// # async fn example(orders: anymongo::Collection<anymongo::bson::Document>) -> anymongo::Result<()> {
+    /// use anymongo::bson::doc;
+    /// let result = orders.insert_one(doc! { "item": "tea", "qty": 2 }).await?;
+    /// println!("inserted {}", result.inserted_id);
+    /// # Ok(()) }
+    /// ```
+    pub fn insert_one(&self, document: impl Borrow<T>) -> InsertOne<'_, T> {
+        InsertOne {
+            collection: self,
+            // Serialized now, so that the action does not hold a `T`.
+            document: with_id(document.borrow()),
+            options: None,
+            session: None,
+            timeout: None,
+        }
+    }
+
+    /// Inserts `documents` in as few commands as the server's limits allow; `_id`s are
+    /// generated for those without one. Ordered (the default), it stops at the first
+    /// failure; unordered (`.ordered(false)`), it inserts all it can. A failure is an
+    /// [`ErrorKind::BulkWrite`](crate::ErrorKind) error listing every failed write by
+    /// index, with the `_id`s inserted in its `write_result`; no documents is an
+    /// [`ErrorKind::InvalidArgument`](crate::ErrorKind) error.
+    ///
+    /// ```no_run
+    /// # async fn example(orders: anymongo::Collection<anymongo::bson::Document>) -> anymongo::Result<()> {
+    /// use anymongo::bson::doc;
+    /// let orders_of_the_day = [doc! { "item": "tea" }, doc! { "item": "milk" }];
+    /// let result = orders.insert_many(&orders_of_the_day).ordered(false).await?;
+    /// assert_eq!(result.inserted_ids.len(), 2);
+    /// # Ok(()) }
+    /// ```
+    pub fn insert_many(
+        &self,
+        documents: impl IntoIterator<Item = impl Borrow<T>>,
+    ) -> InsertMany<'_, T> {
+        InsertMany {
+            collection: self,
+            documents: documents
+                .into_iter()
+                .map(|document| with_id(document.borrow()))
+                .collect(),
+            options: None,
+            session: None,
+            timeout: None,
+        }
+    }
+}
+
+/// An insert of one document: what [`Collection::insert_one`] returns. Awaited, it
+/// runs and returns the document's `_id`.
+#[must_use = "an action does nothing until it is awaited"]
+pub struct InsertOne<'a, T> {
+    collection: &'a Collection<T>,
+    document: Result<(RawDocumentBuf, Bson)>,
+    options: Option<WriteOptions>,
+    session: Option<&'a ClientSession>,
+    timeout: Option<Duration>,
+}
+
+impl<'a, T> InsertOne<'a, T> {
+    option_setters!(options: WriteOptions;
+        /// Skips the collection's document validation.
+        bypass_document_validation: bool,
+        /// A comment shown in the server's logs and profiler.
+        comment: impl Into<Bson>,
+        /// Overrides the collection's write concern.
+        write_concern: WriteConcern,
+    );
+    timeout_setter!();
+
+    /// Runs the insert in `session`.
+    pub fn session(mut self, session: impl Into<&'a ClientSession>) -> Self {
+        self.session = Some(session.into());
+        self
+    }
+}
+
+impl<'a, T> IntoFuture for InsertOne<'a, T> {
+    type Output = Result<InsertOneResult>;
+    type IntoFuture = BoxFuture<'a, Self::Output>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        boxed(async move {
+            let collection = self.collection.with_operation_timeout(self.timeout);
+            collection
+                .insert_one_in(self.document?, self.options, self.session)
+                .await
+        })
+    }
+}
+
+/// An insert of several documents: what [`Collection::insert_many`] returns.
+/// Awaited, it runs and returns their `_id`s.
+#[must_use = "an action does nothing until it is awaited"]
+pub struct InsertMany<'a, T> {
+    collection: &'a Collection<T>,
+    documents: Result<Vec<(RawDocumentBuf, Bson)>>,
+    options: Option<WriteOptions>,
+    session: Option<&'a ClientSession>,
+    timeout: Option<Duration>,
+}
+
+impl<'a, T> InsertMany<'a, T> {
+    option_setters!(options: WriteOptions;
+        /// Skips the collection's document validation.
+        bypass_document_validation: bool,
+        /// A comment shown in the server's logs and profiler.
+        comment: impl Into<Bson>,
+        /// Stop at the first failed insert (the default, `true`), or go on with the
+        /// others (`false`).
+        ordered: bool,
+        /// Overrides the collection's write concern.
+        write_concern: WriteConcern,
+    );
+    timeout_setter!();
+
+    /// Runs the inserts in `session`.
+    pub fn session(mut self, session: impl Into<&'a ClientSession>) -> Self {
+        self.session = Some(session.into());
+        self
+    }
+}
+
+impl<'a, T> IntoFuture for InsertMany<'a, T> {
+    type Output = Result<InsertManyResult>;
+    type IntoFuture = BoxFuture<'a, Self::Output>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        boxed(async move {
+            let collection = self.collection.with_operation_timeout(self.timeout);
+            collection
+                .insert_many_in(self.documents?, self.options, self.session)
+                .await
+        })
+    }
+}
