@@ -305,67 +305,6 @@ impl Database {
             .await
     }
 
-    /// Creates the collection `name` with the `create` command; `options` are that
-    /// command's fields (`capped`, `size`, `validator`, `timeseries`, `viewOn`,
-    /// `pipeline`, `collation`...). Creating a collection that exists is an error
-    /// (NamespaceExists, code 48).
-    ///
-    /// ```no_run
-    /// # async fn example(db: anymongo::Database) -> anymongo::Result<()> {
-    /// use anymongo::bson::doc;
-    /// db.create_collection("log", doc! { "capped": true, "size": 1_048_576 }, None).await?;
-    /// # Ok(()) }
-    /// ```
-    pub async fn create_collection(
-        &self,
-        name: &str,
-        options: impl Into<Option<Document>>,
-        session: Option<&ClientSession>,
-    ) -> Result<()> {
-        let mut command = bson::doc! { "create": name };
-        command.extend(options.into().unwrap_or_default());
-        let write_concern = self.options.write_concern(None, None)?;
-        self.run_write_command(command, write_concern, session, self.options.timeout.into())
-            .await?;
-        Ok(())
-    }
-
-    /// Changes the options of the collection (or view) `name` with the `collMod`
-    /// command; `options` are that command's fields (`validator`, `validationLevel`,
-    /// `validationAction`, `index`, `viewOn`, `pipeline`, `expireAfterSeconds`...).
-    /// Modifying a collection that does not exist is an error (NamespaceNotFound,
-    /// code 26).
-    ///
-    /// ```no_run
-    /// # async fn example(db: anymongo::Database) -> anymongo::Result<()> {
-    /// use anymongo::bson::doc;
-    /// let strings_only = doc! { "validator": { "x": { "$type": "string" } } };
-    /// db.modify_collection("log", strings_only, None).await?;
-    /// # Ok(()) }
-    /// ```
-    pub async fn modify_collection(
-        &self,
-        name: &str,
-        options: Document,
-        session: Option<&ClientSession>,
-    ) -> Result<()> {
-        let mut command = bson::doc! { "collMod": name };
-        command.extend(options);
-        let write_concern = self.options.write_concern(None, None)?;
-        self.run_write_command(command, write_concern, session, self.options.timeout.into())
-            .await?;
-        Ok(())
-    }
-
-    /// Drops the database and every collection in it.
-    pub async fn drop(&self, session: Option<&ClientSession>) -> Result<()> {
-        let write_concern = self.options.write_concern(None, None)?;
-        let command = bson::doc! { "dropDatabase": 1 };
-        self.run_write_command(command, write_concern, session, self.options.timeout.into())
-            .await?;
-        Ok(())
-    }
-
     /// Runs a command that writes (`create`, `drop`, `createIndexes`...) with
     /// `write_concern` (already resolved), and turns the write concern error of its
     /// reply into an error; else returns the reply.

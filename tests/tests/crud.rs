@@ -36,7 +36,7 @@ async fn bounded<F: std::future::Future>(future: F) -> F::Output {
 /// A fresh, empty collection named after the test.
 async fn fresh<T>(client: &Client, name: &str) -> Collection<T> {
     let collection = client.database("crud_tests").collection::<T>(name);
-    collection.drop(None).await.unwrap();
+    collection.drop().await.unwrap();
     collection
 }
 
@@ -109,9 +109,9 @@ async fn typed_documents_round_trip_through_insert_find_update_replace_delete() 
             .unwrap();
         assert_eq!(upserted.matched_count, 0);
         assert!(upserted.upserted_id.is_some());
-        assert_eq!(orders.count_documents(doc! {}, None).await.unwrap(), 2);
-        assert_eq!(orders.estimated_document_count(None).await.unwrap(), 2);
-        let mut items = orders.distinct("item", doc! {}, None).await.unwrap();
+        assert_eq!(orders.count_documents(doc! {}).await.unwrap(), 2);
+        assert_eq!(orders.estimated_document_count().await.unwrap(), 2);
+        let mut items = orders.distinct("item", doc! {}).await.unwrap();
         items.sort_by_key(|item| item.to_string());
         assert_eq!(items, vec![Bson::from("coffee"), Bson::from("milk")]);
 
@@ -244,7 +244,10 @@ async fn fresh_capped(client: &Client, name: &str, documents: &[Document]) -> Co
     let collection = fresh::<Document>(client, name).await;
     client
         .database("crud_tests")
-        .create_collection(name, doc! { "capped": true, "size": 4096, "max": 10 }, None)
+        .create_collection(name)
+        .capped(true)
+        .size(4096)
+        .max(10)
         .await
         .unwrap();
     collection.insert_many(documents, None).await.unwrap();
@@ -380,7 +383,7 @@ async fn insert_many_reports_every_failure_by_index() {
         };
         let failed: Vec<usize> = failure.write_errors.iter().map(|e| e.index).collect();
         assert_eq!(failed, vec![2, 4]);
-        assert_eq!(numbers.count_documents(doc! {}, None).await.unwrap(), 4);
+        assert_eq!(numbers.count_documents(doc! {}).await.unwrap(), 4);
     })
     .await;
 }
@@ -573,7 +576,7 @@ async fn a_write_is_retried_once_after_a_retryable_error() {
             inserts[0].get_document("lsid").ok(),
             inserts[1].get_document("lsid").ok()
         );
-        assert_eq!(orders.count_documents(doc! {}, None).await.unwrap(), 1);
+        assert_eq!(orders.count_documents(doc! {}).await.unwrap(), 1);
     })
     .await;
 }

@@ -187,16 +187,13 @@ pub async fn run(
         }
         "countDocuments" => {
             let options = options::<CountOptions>(args)?;
-            let n = in_session!(
-                session,
-                coll.count_documents | count_documents_with_session(filter, options)
-            )?;
+            let n = in_session!(session, coll.count_documents(filter).with_options(options))?;
             doc! { "n": count(n) }
         }
         // The deprecated `count` command (Node's `collection.count`).
         "count" => {
             let options = options::<CountOptions>(args)?;
-            let n = in_session!(session, coll.count | count_with_session(filter, options))?;
+            let n = in_session!(session, coll.count(filter).with_options(options))?;
             doc! { "n": count(n) }
         }
         "listDatabases" => {
@@ -231,7 +228,7 @@ pub async fn run(
             let options = options::<ReadOptions>(args)?;
             let n = in_session!(
                 session,
-                coll.estimated_document_count | estimated_document_count_with_session(options)
+                coll.estimated_document_count().with_options(options)
             )?;
             doc! { "n": count(n) }
         }
@@ -242,10 +239,7 @@ pub async fn run(
                 ));
             };
             let options = options::<ReadOptions>(args)?;
-            let values = in_session!(
-                session,
-                coll.distinct | distinct_with_session(key, filter, options)
-            )?;
+            let values = in_session!(session, coll.distinct(key, filter).with_options(options))?;
             doc! { "values": values }
         }
         "createIndex" => {
@@ -295,11 +289,11 @@ pub async fn run(
             client_bulk_write_result(&result)
         }
         "drop" => {
-            coll.drop(session).await?;
+            in_session!(session, coll.drop())?;
             doc! { "value": true }
         }
         "dropDatabase" => {
-            db.drop(session).await?;
+            in_session!(session, db.drop())?;
             doc! { "value": true }
         }
         "gridfsUpload"

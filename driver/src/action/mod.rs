@@ -37,8 +37,14 @@
 //! `&ClientSession` is taken as well, since anymongo's sessions are handles that
 //! synchronize their own state.
 
+mod collection_admin;
+mod count;
 mod find;
 
+pub use collection_admin::{
+    CreateCollection, DropCollection, DropDatabase, ModifyCollection, RenameCollection,
+};
+pub use count::{Count, CountDocuments, Distinct, EstimatedDocumentCount};
 pub use find::{Aggregate, Find, FindOne};
 
 pub use crate::cursor::SessionCursor;

@@ -442,8 +442,8 @@ impl GridFsBucket {
     /// Drops the bucket's two collections.
     pub async fn drop(&self) -> Result<()> {
         let this = self.for_one_call();
-        this.files.drop(None).await?;
-        this.chunks.drop(None).await
+        this.files.drop().await?;
+        this.chunks.drop().await
     }
 }
 

@@ -388,7 +388,11 @@ pub async fn drop_collection(
     let name = call.arguments.string("collection")?;
     call.arguments.done()?;
     let collection = call.database.collection::<Document>(&name);
-    Ok(collection.drop(call.session.as_ref()).await.map(|()| None))
+    let dropped = match call.session.as_ref() {
+        Some(session) => collection.drop().session(session).await,
+        None => collection.drop().await,
+    };
+    Ok(dropped.map(|()| None))
 }
 
 /// The options of `createCollection` the runner passes on to the `create` command,
@@ -443,7 +447,11 @@ pub async fn drop_database(
     let session = arguments.session(&context.entities)?;
     let name = arguments.string("database")?;
     arguments.done()?;
-    let dropped = client.database(&name).drop(session.as_ref()).await;
+    let database = client.database(&name);
+    let dropped = match &session {
+        Some(session) => database.drop().session(session).await,
+        None => database.drop().await,
+    };
     Ok(dropped.map(|()| None))
 }
 
@@ -460,9 +468,11 @@ pub async fn modify_collection(
     } = Call::new(operation, &context.entities)?;
     let name = arguments.string("collection")?;
     let options = arguments.rest(MODIFY_OPTIONS)?;
-    let modified = database
-        .modify_collection(&name, options, session.as_ref())
-        .await;
+    let modify = database.modify_collection(&name, options);
+    let modified = match &session {
+        Some(session) => modify.session(session).await,
+        None => modify.await,
+    };
     Ok(modified.map(|()| None))
 }
 
@@ -492,9 +502,11 @@ pub async fn create_collection(
     } = Call::new(operation, &context.entities)?;
     let name = arguments.string("collection")?;
     let options = arguments.rest(CREATE_OPTIONS)?;
-    let created = database
-        .create_collection(&name, options, session.as_ref())
-        .await;
+    let create = database.create_collection(&name).with_options(options);
+    let created = match &session {
+        Some(session) => create.session(session).await,
+        None => create.await,
+    };
     let collection = database.collection::<Document>(&name);
     match created {
         Ok(()) => {
