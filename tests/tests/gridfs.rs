@@ -53,7 +53,7 @@ async fn a_file_spanning_several_chunks_is_read_back_whole() {
         assert_eq!(file.get_i64("length").unwrap(), 10);
         assert_eq!(file.get_str("filename").unwrap(), "digits.txt");
         // The first upload created the indexes downloads use.
-        let indexes = bucket.chunks().list_index_names(None).await.unwrap();
+        let indexes = bucket.chunks().list_index_names().await.unwrap();
         assert!(
             indexes.contains(&"files_id_1_n_1".to_owned()),
             "{indexes:?}"

@@ -246,11 +246,11 @@ pub async fn run(
             let keys = required_document(args, "keys")?;
             let (model_options, command_options) = split_index_options(args)?;
             let model = IndexModel::new(keys).with_options(model_options);
-            let name = in_session!(
+            let created = in_session!(
                 session,
-                coll.create_index | create_index_with_session(model, command_options)
+                coll.create_index(model).with_options(command_options)
             )?;
-            doc! { "name": name }
+            doc! { "name": created.index_name }
         }
         "createIndexes" => {
             let (model_options, command_options) = split_index_options(args)?;
@@ -258,11 +258,11 @@ pub async fn run(
                 .into_iter()
                 .map(|spec| index_model(spec, &model_options))
                 .collect::<Result<Vec<_>>>()?;
-            let names = in_session!(
+            let created = in_session!(
                 session,
-                coll.create_indexes | create_indexes_with_session(models, command_options)
+                coll.create_indexes(models).with_options(command_options)
             )?;
-            doc! { "names": names }
+            doc! { "names": created.index_names }
         }
         "bulkWrite" => {
             let models = documents(args, "operations", Document::try_from)?
@@ -347,10 +347,7 @@ pub async fn open_cursor(
         }
         "listIndexes" => {
             let options = options::<ListIndexesOptions>(args)?;
-            in_session!(
-                session,
-                coll.list_indexes | list_indexes_with_session(options)
-            )
+            in_session!(cursor session, coll.list_indexes().with_options(options))
         }
         // A command that answers with a cursor (`runCursorCommand`), and what its
         // getMores carry (`cursor.setBatchSize()`...: `args.getMore`).

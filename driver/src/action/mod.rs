@@ -40,12 +40,17 @@
 mod collection_admin;
 mod count;
 mod find;
+mod indexes;
 
 pub use collection_admin::{
     CreateCollection, DropCollection, DropDatabase, ModifyCollection, RenameCollection,
 };
 pub use count::{Count, CountDocuments, Distinct, EstimatedDocumentCount};
 pub use find::{Aggregate, Find, FindOne};
+pub use indexes::{
+    CreateIndex, CreateSearchIndex, DropIndex, DropSearchIndex, ListIndexNames, ListIndexes,
+    ListSearchIndexes, UpdateSearchIndex,
+};
 
 pub use crate::cursor::SessionCursor;
 

@@ -468,7 +468,7 @@ async fn ensure_index(
                 })
         })
     };
-    let existing: Vec<Document> = match collection.list_indexes(None).await {
+    let existing: Vec<Document> = match collection.list_indexes().await {
         Ok(cursor) => cursor.try_collect().await?,
         // NamespaceNotFound: no collection, so no index yet.
         Err(error) if error.code() == Some(26) => Vec::new(),
@@ -481,5 +481,5 @@ async fn ensure_index(
     if unique {
         model = model.with_options(doc! { "unique": true });
     }
-    collection.create_index(model, None).await.map(|_| ())
+    collection.create_index(model).await.map(|_| ())
 }

@@ -269,16 +269,23 @@ pub async fn list_indexes(
         let names = match &session {
             Some(session) => {
                 collection
-                    .list_index_names_with_session(options, session)
+                    .list_index_names()
+                    .with_options(options)
+                    .session(session)
                     .await
             }
-            None => collection.list_index_names(options).await,
+            None => collection.list_index_names().with_options(options).await,
         };
         return Ok(names.map(|names| Some(strings(names))));
     }
     let cursor = match &session {
-        Some(session) => collection.list_indexes_with_session(options, session).await,
-        None => collection.list_indexes(options).await,
+        Some(session) => collection
+            .list_indexes()
+            .with_options(options)
+            .session(session)
+            .await
+            .map(Cursor::from),
+        None => collection.list_indexes().with_options(options).await,
     };
     Ok(drain(cursor).await)
 }
@@ -306,12 +313,14 @@ pub async fn create_index(operation: &Operation, context: &mut Context) -> Resul
     let name = match &session {
         Some(session) => {
             collection
-                .create_index_with_session(index, options, session)
+                .create_index(index)
+                .with_options(options)
+                .session(session)
                 .await
         }
-        None => collection.create_index(index, options).await,
+        None => collection.create_index(index).with_options(options).await,
     };
-    Ok(name.map(|name| Some(Bson::String(name))))
+    Ok(name.map(|name| Some(Bson::String(name.index_name))))
 }
 
 /// The options of `createIndex` that are the command's (`CreateIndexOptions`); the
@@ -369,12 +378,20 @@ pub async fn drop_index(
     let dropped = match (&name, &session) {
         (Some(name), Some(session)) => {
             collection
-                .drop_index_with_session(name, options, session)
+                .drop_index(name)
+                .with_options(options)
+                .session(session)
                 .await
         }
-        (Some(name), None) => collection.drop_index(name, options).await,
-        (None, Some(session)) => collection.drop_indexes_with_session(options, session).await,
-        (None, None) => collection.drop_indexes(options).await,
+        (Some(name), None) => collection.drop_index(name).with_options(options).await,
+        (None, Some(session)) => {
+            collection
+                .drop_indexes()
+                .with_options(options)
+                .session(session)
+                .await
+        }
+        (None, None) => collection.drop_indexes().with_options(options).await,
     };
     Ok(dropped.map(|()| None))
 }
