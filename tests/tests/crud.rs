@@ -12,8 +12,7 @@ use anymongo::cmap::CmapEvent;
 use anymongo::command_monitoring::CommandEvent;
 use anymongo::crud::bulk_write::{ClientWriteModel, InsertOneModel, ReplaceOneModel, WriteModel};
 use anymongo::crud::{
-    CursorType, FindOneAndModifyOptions, FindOptions, ReturnDocument, RunCursorCommandOptions,
-    WriteOptions,
+    CursorType, FindOneAndModifyOptions, FindOptions, ReturnDocument, WriteOptions,
 };
 use anymongo::{Client, ClientOptions, Collection, ErrorKind};
 use anymongo_tests::harness::{self, recording_client};
@@ -311,15 +310,12 @@ async fn a_tailable_await_command_cursor_waits_on_each_get_more_and_its_stream_s
     bounded(async {
         let (client, events) = recording_client("appName=crud_tailable_await");
         let log = fresh_capped(&client, "tailable_await", &[doc! { "_id": 1 }]).await;
-        let options = RunCursorCommandOptions {
-            cursor_type: Some(CursorType::TailableAwait),
-            max_time: Some(Duration::from_millis(20)),
-            ..Default::default()
-        };
         let command = doc! { "find": "tailable_await", "tailable": true, "awaitData": true };
         let mut cursor = client
             .database("crud_tests")
-            .run_cursor_command_with(command.clone(), options, None)
+            .run_cursor_command(command.clone())
+            .cursor_type(CursorType::TailableAwait)
+            .max_time(Duration::from_millis(20))
             .await
             .unwrap();
         assert_eq!(cursor.next_if_any().await.unwrap(), Some(doc! { "_id": 1 }));

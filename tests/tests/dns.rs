@@ -7,6 +7,7 @@
 //! and TXT look-ups are in flight together, and the synchronous constructors refuse
 //! `mongodb+srv` with a message naming the way out.
 
+use std::future::IntoFuture;
 use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
@@ -195,9 +196,14 @@ async fn connect_resolves_a_mongodb_srv_string_and_runs_a_ping() {
     // The TXT record's option applied; the client shows the equivalent mongodb:// options.
     assert_eq!(client.options().replica_set.as_deref(), Some("secantus"));
     assert!(!client.options().srv);
-    let reply = bounded(client.database("admin").run_command(doc! { "ping": 1 }))
-        .await
-        .unwrap();
+    let reply = bounded(
+        client
+            .database("admin")
+            .run_command(doc! { "ping": 1 })
+            .into_future(),
+    )
+    .await
+    .unwrap();
     assert_eq!(reply.get_f64("ok").ok(), Some(1.0), "{reply}");
 
     // The same with options built in code and a configuration.
@@ -209,9 +215,14 @@ async fn connect_resolves_a_mongodb_srv_string_and_runs_a_ping() {
     ))
     .await
     .unwrap();
-    bounded(client.database("admin").run_command(doc! { "ping": 1 }))
-        .await
-        .unwrap();
+    bounded(
+        client
+            .database("admin")
+            .run_command(doc! { "ping": 1 })
+            .into_future(),
+    )
+    .await
+    .unwrap();
 }
 
 #[tokio::test]
@@ -266,9 +277,14 @@ async fn native_connect_of_a_mongodb_string_needs_no_dns() {
     let client = bounded(anymongo_native::connect(&server::shared().uri()))
         .await
         .unwrap();
-    bounded(client.database("admin").run_command(doc! { "ping": 1 }))
-        .await
-        .unwrap();
+    bounded(
+        client
+            .database("admin")
+            .run_command(doc! { "ping": 1 })
+            .into_future(),
+    )
+    .await
+    .unwrap();
 }
 
 #[test]

@@ -306,8 +306,11 @@ pub async fn run(
         | "gridfsDrop" => gridfs(&db, op, args).await?,
         "command" => {
             let command = required_document(args, "command")?;
-            db.run_command_with(command, read_preference(args)?, session)
-                .await?
+            let mut run = db.run_command(command);
+            if let Some(preference) = read_preference(args)? {
+                run = run.read_preference(preference);
+            }
+            in_session!(session, run)?
         }
         _ => return Err(unknown(op)),
     };
@@ -369,7 +372,7 @@ pub async fn open_cursor(
                     .transpose()
                     .map_err(|error| Error::invalid_argument(format!("comment: {error}")))?;
             }
-            db.run_cursor_command_with(command, options, session).await
+            in_session!(cursor session, db.run_cursor_command(command).with_options(options))
         }
         "aggregate" => {
             let pipeline = documents(args, "pipeline", Document::try_from)?;

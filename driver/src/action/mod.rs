@@ -41,6 +41,7 @@ mod collection_admin;
 mod count;
 mod find;
 mod indexes;
+mod run_command;
 
 pub use collection_admin::{
     CreateCollection, DropCollection, DropDatabase, ModifyCollection, RenameCollection,
@@ -51,6 +52,7 @@ pub use indexes::{
     CreateIndex, CreateSearchIndex, DropIndex, DropSearchIndex, ListIndexNames, ListIndexes,
     ListSearchIndexes, UpdateSearchIndex,
 };
+pub use run_command::{RunCommand, RunCursorCommand};
 
 pub use crate::cursor::SessionCursor;
 

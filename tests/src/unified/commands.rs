@@ -77,10 +77,14 @@ pub async fn run_command(operation: &Operation, context: &mut Context) -> Result
     let mut call = Call::new(operation, &context.entities)?;
     let (command, preference) = call.command()?;
     call.arguments.done()?;
-    let reply = call
-        .database
-        .run_command_with(command, preference, call.session.as_ref())
-        .await;
+    let mut run = call.database.run_command(command);
+    if let Some(preference) = preference {
+        run = run.read_preference(preference);
+    }
+    let reply = match call.session.as_ref() {
+        Some(session) => run.session(session).await,
+        None => run.await,
+    };
     Ok(reply.map(|reply| Some(Bson::Document(reply))))
 }
 
@@ -131,10 +135,14 @@ async fn command_cursor(
         timeout_mode,
     };
     call.arguments.done()?;
-    Ok(call
+    let run = call
         .database
-        .run_cursor_command_with(command, options, call.session.as_ref())
-        .await)
+        .run_cursor_command(command)
+        .with_options(options);
+    Ok(match call.session.as_ref() {
+        Some(session) => run.session(session).await.map(Cursor::from),
+        None => run.await,
+    })
 }
 
 /// Spec `runCursorCommand`: the result is every document of the cursor (of a tailable
