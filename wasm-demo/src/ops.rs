@@ -202,21 +202,15 @@ pub async fn run(
                 .and_then(|options| options.get_bool("nameOnly").ok())
                 .unwrap_or(false);
             let databases: Vec<Document> = match name_only {
-                true => in_session!(
-                    session,
-                    client.list_database_names | list_database_names_with_session(options)
-                )?
-                .into_iter()
-                .map(|name| doc! { "name": name })
-                .collect(),
-                false => in_session!(
-                    session,
-                    client.list_databases | list_databases_with_session(options)
-                )?
-                .iter()
-                .map(anymongo::bson::serialize_to_document)
-                .collect::<std::result::Result<_, _>>()
-                .map_err(|error| Error::invalid_argument(format!("listDatabases: {error}")))?,
+                true => in_session!(session, client.list_database_names().with_options(options))?
+                    .into_iter()
+                    .map(|name| doc! { "name": name })
+                    .collect(),
+                false => in_session!(session, client.list_databases().with_options(options))?
+                    .iter()
+                    .map(anymongo::bson::serialize_to_document)
+                    .collect::<std::result::Result<_, _>>()
+                    .map_err(|error| Error::invalid_argument(format!("listDatabases: {error}")))?,
             };
             let total: i64 = databases
                 .iter()
@@ -342,10 +336,7 @@ pub async fn open_cursor(
         // Retryable reads (the spec's list operations), unlike a command run as given.
         "listCollections" => {
             let options = options::<ListCollectionsOptions>(args)?;
-            let listed = in_session!(
-                session,
-                db.list_collections | list_collections_with_session(options)
-            )?;
+            let listed = in_session!(cursor session, db.list_collections().with_options(options))?;
             Ok(listed.with_type())
         }
         "listIndexes" => {

@@ -41,6 +41,7 @@ mod collection_admin;
 mod count;
 mod find;
 mod indexes;
+mod list;
 mod run_command;
 
 pub use collection_admin::{
@@ -52,6 +53,7 @@ pub use indexes::{
     CreateIndex, CreateSearchIndex, DropIndex, DropSearchIndex, ListIndexNames, ListIndexes,
     ListSearchIndexes, UpdateSearchIndex,
 };
+pub use list::{ListCollectionNames, ListCollections, ListDatabases};
 pub use run_command::{RunCommand, RunCursorCommand};
 
 pub use crate::cursor::SessionCursor;

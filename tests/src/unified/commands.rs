@@ -183,16 +183,24 @@ pub async fn list_databases(
         let names = match &session {
             Some(session) => {
                 client
-                    .list_database_names_with_session(options, session)
+                    .list_database_names()
+                    .with_options(options)
+                    .session(session)
                     .await
             }
-            None => client.list_database_names(options).await,
+            None => client.list_database_names().with_options(options).await,
         };
         return Ok(names.map(|names| Some(strings(names))));
     }
     let databases = match &session {
-        Some(session) => client.list_databases_with_session(options, session).await,
-        None => client.list_databases(options).await,
+        Some(session) => {
+            client
+                .list_databases()
+                .with_options(options)
+                .session(session)
+                .await
+        }
+        None => client.list_databases().with_options(options).await,
     };
     match databases {
         Ok(databases) => {
@@ -240,20 +248,23 @@ pub async fn list_collections(
         let names = match &session {
             Some(session) => {
                 database
-                    .list_collection_names_with_session(options, session)
+                    .list_collection_names()
+                    .with_options(options)
+                    .session(session)
                     .await
             }
-            None => database.list_collection_names(options).await,
+            None => database.list_collection_names().with_options(options).await,
         };
         return Ok(names.map(|names| Some(strings(names))));
     }
     let cursor = match &session {
-        Some(session) => {
-            database
-                .list_collections_with_session(options, session)
-                .await
-        }
-        None => database.list_collections(options).await,
+        Some(session) => database
+            .list_collections()
+            .with_options(options)
+            .session(session)
+            .await
+            .map(Cursor::from),
+        None => database.list_collections().with_options(options).await,
     };
     Ok(drain(cursor.map(Cursor::with_type)).await)
 }
