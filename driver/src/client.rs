@@ -350,7 +350,7 @@ impl Client {
     /// # async fn example(client: anymongo::Client) -> anymongo::Result<()> {
     /// use std::time::Duration;
     /// let quick = client.with_timeout(Duration::from_millis(200));
-    /// let names = quick.list_database_names(None).await?;
+    /// let names = quick.list_database_names().await?;
     /// # let _ = names; Ok(()) }
     /// ```
     pub fn with_timeout(&self, timeout: Duration) -> Client {

@@ -214,40 +214,6 @@ impl<T> Collection<T> {
             .of_read(read_preference, read_concern, session)
     }
 
-    /// Drops the collection; dropping one that does not exist is not an error.
-    pub async fn drop(&self, session: Option<&ClientSession>) -> Result<()> {
-        let write_concern = self.write_concern(None, None)?;
-        let command = doc! { "drop": self.name() };
-        match self
-            .database
-            .run_write_command(command, write_concern, session, self.timing())
-            .await
-        {
-            // NamespaceNotFound: nothing to drop.
-            Err(error) if error.code() == Some(26) => Ok(()),
-            done => done.map(drop),
-        }
-    }
-
-    /// Renames the collection to `to` in the same database (the `renameCollection`
-    /// command, on `admin`); with `drop_target`, a collection named `to` is dropped
-    /// first, otherwise its existence is an error (NamespaceExists, code 48).
-    pub async fn rename(&self, to: &str, drop_target: bool) -> Result<()> {
-        let write_concern = self.write_concern(None, None)?;
-        let mut command = doc! {
-            "renameCollection": self.namespace(),
-            "to": format!("{}.{to}", self.namespace.database),
-        };
-        if drop_target {
-            command.insert("dropTarget", true);
-        }
-        self.client()
-            .database("admin")
-            .run_write_command(command, write_concern, None, self.timing())
-            .await?;
-        Ok(())
-    }
-
     pub(crate) async fn delete(
         &self,
         filter: Document,
@@ -335,28 +301,8 @@ impl<T> Collection<T> {
             .await
     }
 
-    /// Counts the documents matching `filter`, exactly (an aggregation: CRUD spec,
-    /// "countDocuments").
-    pub async fn count_documents(
-        &self,
-        filter: Document,
-        options: impl Into<Option<CountOptions>>,
-    ) -> Result<u64> {
-        self.count_documents_in(filter, options.into(), None).await
-    }
-
-    /// [`count_documents`](Self::count_documents) in `session`.
-    pub async fn count_documents_with_session(
-        &self,
-        filter: Document,
-        options: impl Into<Option<CountOptions>>,
-        session: &ClientSession,
-    ) -> Result<u64> {
-        self.count_documents_in(filter, options.into(), Some(session))
-            .await
-    }
-
-    async fn count_documents_in(
+    /// The body of [`count_documents`](Self::count_documents).
+    pub(crate) async fn count_documents_in(
         &self,
         filter: Document,
         options: Option<CountOptions>,
@@ -407,27 +353,8 @@ impl<T> Collection<T> {
         Ok(as_count(&count))
     }
 
-    /// The number of documents in the collection, from its metadata (the `count`
-    /// command): fast, but may be off after an unclean shutdown or with orphaned
-    /// documents in a sharded cluster.
-    pub async fn estimated_document_count(
-        &self,
-        options: impl Into<Option<ReadOptions>>,
-    ) -> Result<u64> {
-        self.estimated_document_count_in(options.into(), None).await
-    }
-
-    /// [`estimated_document_count`](Self::estimated_document_count) in `session`.
-    pub async fn estimated_document_count_with_session(
-        &self,
-        options: impl Into<Option<ReadOptions>>,
-        session: &ClientSession,
-    ) -> Result<u64> {
-        self.estimated_document_count_in(options.into(), Some(session))
-            .await
-    }
-
-    async fn estimated_document_count_in(
+    /// The body of [`estimated_document_count`](Self::estimated_document_count).
+    pub(crate) async fn estimated_document_count_in(
         &self,
         options: Option<ReadOptions>,
         session: Option<&ClientSession>,
@@ -443,33 +370,8 @@ impl<T> Collection<T> {
         self.count_command(None, options, session).await
     }
 
-    /// Counts the documents matching `filter` with the `count` command, which the CRUD
-    /// spec deprecates: it may be inaccurate on a sharded cluster, and does not work
-    /// in transactions. Prefer [`count_documents`](Self::count_documents) (exact) or
-    /// [`estimated_document_count`](Self::estimated_document_count) (fast).
-    pub async fn count(
-        &self,
-        filter: Document,
-        options: impl Into<Option<CountOptions>>,
-    ) -> Result<u64> {
-        let options = options.into().unwrap_or_default();
-        self.count_command(Some(filter), options, None).await
-    }
-
-    /// [`count`](Self::count) in `session`.
-    pub async fn count_with_session(
-        &self,
-        filter: Document,
-        options: impl Into<Option<CountOptions>>,
-        session: &ClientSession,
-    ) -> Result<u64> {
-        let options = options.into().unwrap_or_default();
-        self.count_command(Some(filter), options, Some(session))
-            .await
-    }
-
     /// The `count` command, with a `query` or (estimated count) without.
-    async fn count_command(
+    pub(crate) async fn count_command(
         &self,
         query: Option<Document>,
         options: CountOptions,
@@ -501,29 +403,8 @@ impl<T> Collection<T> {
         Ok(as_count(&count))
     }
 
-    /// The distinct values of `field` among the documents matching `filter`.
-    pub async fn distinct(
-        &self,
-        field: &str,
-        filter: Document,
-        options: impl Into<Option<ReadOptions>>,
-    ) -> Result<Vec<Bson>> {
-        self.distinct_in(field, filter, options.into(), None).await
-    }
-
-    /// [`distinct`](Self::distinct) in `session`.
-    pub async fn distinct_with_session(
-        &self,
-        field: &str,
-        filter: Document,
-        options: impl Into<Option<ReadOptions>>,
-        session: &ClientSession,
-    ) -> Result<Vec<Bson>> {
-        self.distinct_in(field, filter, options.into(), Some(session))
-            .await
-    }
-
-    async fn distinct_in(
+    /// The body of [`distinct`](Self::distinct).
+    pub(crate) async fn distinct_in(
         &self,
         field: &str,
         filter: Document,

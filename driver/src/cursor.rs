@@ -545,7 +545,7 @@ impl<T: DeserializeOwned + 'static> Cursor<T> {
     /// use anymongo::bson::{doc, Document};
     /// use anymongo::crud::{CursorType, FindOptions};
     /// let db = client.database("shop");
-    /// db.create_collection("log", doc! { "capped": true, "size": 1_048_576 }, None).await?;
+    /// db.create_collection("log").capped(true).size(1_048_576).await?;
     /// let log = db.collection::<Document>("log");
     /// let options = FindOptions { cursor_type: Some(CursorType::Tailable), ..Default::default() };
     /// let mut cursor = log.find(doc! {}).with_options(options).await?;

@@ -184,21 +184,8 @@ impl Database {
         Collection::new(self.clone(), name)
     }
 
-    /// Runs a database command and returns the server's reply.
-    ///
-    /// The command's first key names it (`{ "ping": 1 }`, `{ "insert": "coll", ... }`);
-    /// the driver adds `$db`, the session id and the cluster time, nothing else: no read
-    /// or write concern, and it reads from the primary (Run Command spec). A reply with
-    /// `ok: 0` becomes an error of kind [`crate::ErrorKind::Command`] carrying the
-    /// server's code, code name, message and error labels. It is retried only after
-    /// an error the server labels a retryable overload, when both retryReads and
-    /// retryWrites allow (Client Backpressure spec).
-    pub async fn run_command(&self, command: Document) -> Result<Document> {
-        self.run_command_with(command, None, None).await
-    }
-
-    /// [`run_command`](Self::run_command) with a read preference and/or in a session.
-    pub async fn run_command_with(
+    /// The body of [`run_command`](Self::run_command).
+    pub(crate) async fn run_command_in(
         &self,
         command: Document,
         read_preference: Option<ReadPreference>,
@@ -211,34 +198,14 @@ impl Database {
             .await
     }
 
-    /// Runs a command that returns a cursor (`find`, `aggregate`, `listCollections`…)
-    /// and iterates it: later batches come from `getMore` (Run Command spec,
-    /// "runCursorCommand").
-    pub async fn run_cursor_command(&self, command: Document) -> Result<Cursor<Document>> {
-        self.run_cursor_command_with(command, None, None).await
-    }
-
-    /// [`run_cursor_command`](Self::run_cursor_command) with options (a read preference,
-    /// the cursor type of a tailable `find`, the getMores' `batchSize`, `maxTimeMS` and
-    /// `comment`) and/or in a session.
-    ///
-    /// ```no_run
-    /// # async fn example(db: anymongo::Database) -> anymongo::Result<()> {
-    /// use anymongo::bson::doc;
-    /// use anymongo::crud::RunCursorCommandOptions;
-    /// let options = RunCursorCommandOptions { batch_size: Some(100), ..Default::default() };
-    /// let cursor = db
-    ///     .run_cursor_command_with(doc! { "find": "orders", "batchSize": 10 }, options, None)
-    ///     .await?;
-    /// # let _ = cursor; Ok(()) }
-    /// ```
-    pub async fn run_cursor_command_with(
+    /// The body of [`run_cursor_command`](Self::run_cursor_command).
+    pub(crate) async fn run_cursor_command_in(
         &self,
         command: Document,
-        options: impl Into<Option<RunCursorCommandOptions>>,
+        options: Option<RunCursorCommandOptions>,
         session: Option<&ClientSession>,
     ) -> Result<Cursor<Document>> {
-        let options = options.into().unwrap_or_default();
+        let options = options.unwrap_or_default();
         let operation =
             RunCursorCommand::new(&self.name, command, options.read_preference.clone())?
                 .with_get_more(options);
@@ -303,67 +270,6 @@ impl Database {
             .executor()
             .execute(operation, session, timing)
             .await
-    }
-
-    /// Creates the collection `name` with the `create` command; `options` are that
-    /// command's fields (`capped`, `size`, `validator`, `timeseries`, `viewOn`,
-    /// `pipeline`, `collation`...). Creating a collection that exists is an error
-    /// (NamespaceExists, code 48).
-    ///
-    /// ```no_run
-    /// # async fn example(db: anymongo::Database) -> anymongo::Result<()> {
-    /// use anymongo::bson::doc;
-    /// db.create_collection("log", doc! { "capped": true, "size": 1_048_576 }, None).await?;
-    /// # Ok(()) }
-    /// ```
-    pub async fn create_collection(
-        &self,
-        name: &str,
-        options: impl Into<Option<Document>>,
-        session: Option<&ClientSession>,
-    ) -> Result<()> {
-        let mut command = bson::doc! { "create": name };
-        command.extend(options.into().unwrap_or_default());
-        let write_concern = self.options.write_concern(None, None)?;
-        self.run_write_command(command, write_concern, session, self.options.timeout.into())
-            .await?;
-        Ok(())
-    }
-
-    /// Changes the options of the collection (or view) `name` with the `collMod`
-    /// command; `options` are that command's fields (`validator`, `validationLevel`,
-    /// `validationAction`, `index`, `viewOn`, `pipeline`, `expireAfterSeconds`...).
-    /// Modifying a collection that does not exist is an error (NamespaceNotFound,
-    /// code 26).
-    ///
-    /// ```no_run
-    /// # async fn example(db: anymongo::Database) -> anymongo::Result<()> {
-    /// use anymongo::bson::doc;
-    /// let strings_only = doc! { "validator": { "x": { "$type": "string" } } };
-    /// db.modify_collection("log", strings_only, None).await?;
-    /// # Ok(()) }
-    /// ```
-    pub async fn modify_collection(
-        &self,
-        name: &str,
-        options: Document,
-        session: Option<&ClientSession>,
-    ) -> Result<()> {
-        let mut command = bson::doc! { "collMod": name };
-        command.extend(options);
-        let write_concern = self.options.write_concern(None, None)?;
-        self.run_write_command(command, write_concern, session, self.options.timeout.into())
-            .await?;
-        Ok(())
-    }
-
-    /// Drops the database and every collection in it.
-    pub async fn drop(&self, session: Option<&ClientSession>) -> Result<()> {
-        let write_concern = self.options.write_concern(None, None)?;
-        let command = bson::doc! { "dropDatabase": 1 };
-        self.run_write_command(command, write_concern, session, self.options.timeout.into())
-            .await?;
-        Ok(())
     }
 
     /// Runs a command that writes (`create`, `drop`, `createIndexes`...) with

@@ -100,65 +100,15 @@ pub struct CollectionSpecification {
 }
 
 impl Client {
-    /// The databases of the deployment.
-    ///
-    /// ```no_run
-    /// # async fn example(client: anymongo::Client) -> anymongo::Result<()> {
-    /// for database in client.list_databases(None).await? {
-    ///     println!("{} ({:?} bytes)", database.name, database.size_on_disk);
-    /// }
-    /// # Ok(()) }
-    /// ```
-    pub async fn list_databases(
-        &self,
-        options: impl Into<Option<ListDatabasesOptions>>,
-    ) -> Result<Vec<DatabaseSpecification>> {
-        self.list_databases_in(options.into(), false, None).await
-    }
-
-    /// [`list_databases`](Self::list_databases) in `session`.
-    pub async fn list_databases_with_session(
-        &self,
-        options: impl Into<Option<ListDatabasesOptions>>,
-        session: &ClientSession,
-    ) -> Result<Vec<DatabaseSpecification>> {
-        self.list_databases_in(options.into(), false, Some(session))
-            .await
-    }
-
-    /// The names of the deployment's databases (`listDatabases` with `nameOnly`,
-    /// which needs fewer locks on the server).
-    pub async fn list_database_names(
-        &self,
-        options: impl Into<Option<ListDatabasesOptions>>,
-    ) -> Result<Vec<String>> {
-        let databases = self.list_databases_in(options.into(), true, None).await?;
-        Ok(databases
-            .into_iter()
-            .map(|database| database.name)
-            .collect())
-    }
-
-    /// [`list_database_names`](Self::list_database_names) in `session`.
-    pub async fn list_database_names_with_session(
-        &self,
-        options: impl Into<Option<ListDatabasesOptions>>,
-        session: &ClientSession,
-    ) -> Result<Vec<String>> {
-        let databases = self
-            .list_databases_in(options.into(), true, Some(session))
-            .await?;
-        Ok(databases
-            .into_iter()
-            .map(|database| database.name)
-            .collect())
-    }
-
-    async fn list_databases_in(
+    /// The body of [`list_databases`](Self::list_databases) and
+    /// [`list_database_names`](Self::list_database_names) (`name_only`); `timeout`
+    /// is the operation's own.
+    pub(crate) async fn list_databases_in(
         &self,
         options: Option<ListDatabasesOptions>,
         name_only: bool,
         session: Option<&ClientSession>,
+        timeout: Option<std::time::Duration>,
     ) -> Result<Vec<DatabaseSpecification>> {
         let options = options.unwrap_or_default();
         let mut command = doc! { "listDatabases": 1 };
@@ -177,7 +127,7 @@ impl Client {
         let operation = RunCommand::new("admin", command, None)?.retryable_read();
         let reply = self
             .executor()
-            .execute(operation, session, self.timeout())
+            .execute(operation, session, timeout.or(self.timeout()))
             .await?;
         let databases = reply
             .get_array("databases")
@@ -197,62 +147,9 @@ impl Client {
 }
 
 impl Database {
-    /// The collections and views of the database, as a cursor.
-    ///
-    /// ```no_run
-    /// # async fn example(db: anymongo::Database) -> anymongo::Result<()> {
-    /// use futures::TryStreamExt;
-    /// let mut collections = db.list_collections(None).await?;
-    /// while let Some(collection) = collections.try_next().await? {
-    ///     println!("{} ({:?})", collection.name, collection.kind);
-    /// }
-    /// # Ok(()) }
-    /// ```
-    pub async fn list_collections(
-        &self,
-        options: impl Into<Option<ListCollectionsOptions>>,
-    ) -> Result<Cursor<CollectionSpecification>> {
-        let cursor = self
-            .list_collections_in(options.into(), false, None)
-            .await?;
-        Ok(cursor.with_type())
-    }
-
-    /// [`list_collections`](Self::list_collections) in `session`.
-    pub async fn list_collections_with_session(
-        &self,
-        options: impl Into<Option<ListCollectionsOptions>>,
-        session: &ClientSession,
-    ) -> Result<Cursor<CollectionSpecification>> {
-        let cursor = self
-            .list_collections_in(options.into(), false, Some(session))
-            .await?;
-        Ok(cursor.with_type())
-    }
-
-    /// The names of the database's collections and views (`listCollections` with
-    /// `nameOnly`).
-    pub async fn list_collection_names(
-        &self,
-        options: impl Into<Option<ListCollectionsOptions>>,
-    ) -> Result<Vec<String>> {
-        let cursor = self.list_collections_in(options.into(), true, None).await?;
-        names(cursor).await
-    }
-
-    /// [`list_collection_names`](Self::list_collection_names) in `session`.
-    pub async fn list_collection_names_with_session(
-        &self,
-        options: impl Into<Option<ListCollectionsOptions>>,
-        session: &ClientSession,
-    ) -> Result<Vec<String>> {
-        let cursor = self
-            .list_collections_in(options.into(), true, Some(session))
-            .await?;
-        names(cursor).await
-    }
-
-    async fn list_collections_in(
+    /// The body of [`list_collections`](Self::list_collections) and
+    /// [`list_collection_names`](Self::list_collection_names) (`name_only`).
+    pub(crate) async fn list_collections_in(
         &self,
         options: Option<ListCollectionsOptions>,
         name_only: bool,

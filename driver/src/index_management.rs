@@ -19,7 +19,7 @@ use crate::concern::WriteConcern;
 use crate::crud::AggregateOptions;
 use crate::cursor::Cursor;
 use crate::database::Concerns;
-use crate::enumerate::{list, names, Listing};
+use crate::enumerate::{list, Listing};
 use crate::error::{Error, Result};
 use crate::session::ClientSession;
 
@@ -122,6 +122,22 @@ pub struct SearchIndexModel {
     pub index_type: Option<String>,
 }
 
+/// What [`Collection::create_index`] returns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CreateIndexResult {
+    /// The index's name.
+    pub index_name: String,
+}
+
+/// What [`Collection::create_indexes`] returns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CreateIndexesResult {
+    /// The indexes' names, in the order of their models.
+    pub index_names: Vec<String>,
+}
+
 /// Options of [`Collection::create_indexes`] and [`Collection::create_index`].
 #[derive(typed_builder::TypedBuilder, Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
@@ -176,62 +192,8 @@ pub struct ListIndexesOptions {
 }
 
 impl<T> Collection<T> {
-    /// Creates one index and returns its name.
-    ///
-    /// ```no_run
-    /// # async fn example(orders: anymongo::Collection<anymongo::bson::Document>) -> anymongo::Result<()> {
-    /// use anymongo::bson::doc;
-    /// use anymongo::index_management::IndexModel;
-    /// let name = orders.create_index(IndexModel::new(doc! { "item": 1, "qty": -1 }), None).await?;
-    /// assert_eq!(name, "item_1_qty_-1");
-    /// # Ok(()) }
-    /// ```
-    pub async fn create_index(
-        &self,
-        index: IndexModel,
-        options: impl Into<Option<CreateIndexOptions>>,
-    ) -> Result<String> {
-        let mut names = self
-            .create_indexes_in(vec![index], options.into(), None)
-            .await?;
-        Ok(names.pop().unwrap_or_default())
-    }
-
-    /// [`create_index`](Self::create_index) in `session`.
-    pub async fn create_index_with_session(
-        &self,
-        index: IndexModel,
-        options: impl Into<Option<CreateIndexOptions>>,
-        session: &ClientSession,
-    ) -> Result<String> {
-        let mut names = self
-            .create_indexes_in(vec![index], options.into(), Some(session))
-            .await?;
-        Ok(names.pop().unwrap_or_default())
-    }
-
-    /// Creates several indexes with one `createIndexes` command and returns their names.
-    pub async fn create_indexes(
-        &self,
-        indexes: impl IntoIterator<Item = IndexModel>,
-        options: impl Into<Option<CreateIndexOptions>>,
-    ) -> Result<Vec<String>> {
-        self.create_indexes_in(indexes.into_iter().collect(), options.into(), None)
-            .await
-    }
-
-    /// [`create_indexes`](Self::create_indexes) in `session`.
-    pub async fn create_indexes_with_session(
-        &self,
-        indexes: impl IntoIterator<Item = IndexModel>,
-        options: impl Into<Option<CreateIndexOptions>>,
-        session: &ClientSession,
-    ) -> Result<Vec<String>> {
-        self.create_indexes_in(indexes.into_iter().collect(), options.into(), Some(session))
-            .await
-    }
-
-    async fn create_indexes_in(
+    /// The body of [`create_indexes`](Self::create_indexes).
+    pub(crate) async fn create_indexes_in(
         &self,
         indexes: Vec<IndexModel>,
         options: Option<CreateIndexOptions>,
@@ -260,43 +222,9 @@ impl<T> Collection<T> {
         Ok(indexes.iter().map(IndexModel::name).collect())
     }
 
-    /// Drops the index named `name`. `"*"` is refused: use
-    /// [`drop_indexes`](Self::drop_indexes) to drop them all.
-    pub async fn drop_index(
-        &self,
-        name: &str,
-        options: impl Into<Option<DropIndexOptions>>,
-    ) -> Result<()> {
-        self.drop_indexes_in(Some(name), options.into(), None).await
-    }
-
-    /// [`drop_index`](Self::drop_index) in `session`.
-    pub async fn drop_index_with_session(
-        &self,
-        name: &str,
-        options: impl Into<Option<DropIndexOptions>>,
-        session: &ClientSession,
-    ) -> Result<()> {
-        self.drop_indexes_in(Some(name), options.into(), Some(session))
-            .await
-    }
-
-    /// Drops every index but the one on `_id`.
-    pub async fn drop_indexes(&self, options: impl Into<Option<DropIndexOptions>>) -> Result<()> {
-        self.drop_indexes_in(None, options.into(), None).await
-    }
-
-    /// [`drop_indexes`](Self::drop_indexes) in `session`.
-    pub async fn drop_indexes_with_session(
-        &self,
-        options: impl Into<Option<DropIndexOptions>>,
-        session: &ClientSession,
-    ) -> Result<()> {
-        self.drop_indexes_in(None, options.into(), Some(session))
-            .await
-    }
-
-    async fn drop_indexes_in(
+    /// The body of [`drop_index`](Self::drop_index) (`name`) and
+    /// [`drop_indexes`](Self::drop_indexes).
+    pub(crate) async fn drop_indexes_in(
         &self,
         name: Option<&str>,
         options: Option<DropIndexOptions>,
@@ -337,42 +265,8 @@ impl<T> Collection<T> {
         Ok(())
     }
 
-    /// The collection's indexes, as a cursor of their descriptions (`key`, `name`,
-    /// `v`, and their options).
-    pub async fn list_indexes(
-        &self,
-        options: impl Into<Option<ListIndexesOptions>>,
-    ) -> Result<Cursor<Document>> {
-        self.list_indexes_in(options.into(), None).await
-    }
-
-    /// [`list_indexes`](Self::list_indexes) in `session`.
-    pub async fn list_indexes_with_session(
-        &self,
-        options: impl Into<Option<ListIndexesOptions>>,
-        session: &ClientSession,
-    ) -> Result<Cursor<Document>> {
-        self.list_indexes_in(options.into(), Some(session)).await
-    }
-
-    /// The names of the collection's indexes.
-    pub async fn list_index_names(
-        &self,
-        options: impl Into<Option<ListIndexesOptions>>,
-    ) -> Result<Vec<String>> {
-        names(self.list_indexes_in(options.into(), None).await?).await
-    }
-
-    /// [`list_index_names`](Self::list_index_names) in `session`.
-    pub async fn list_index_names_with_session(
-        &self,
-        options: impl Into<Option<ListIndexesOptions>>,
-        session: &ClientSession,
-    ) -> Result<Vec<String>> {
-        names(self.list_indexes_in(options.into(), Some(session)).await?).await
-    }
-
-    async fn list_indexes_in(
+    /// The body of [`list_indexes`](Self::list_indexes).
+    pub(crate) async fn list_indexes_in(
         &self,
         options: Option<ListIndexesOptions>,
         session: Option<&ClientSession>,
@@ -388,37 +282,14 @@ impl<T> Collection<T> {
         list(self.database(), command, listing, session).await
     }
 
-    /// Creates an Atlas Search index and returns its name (the server's, `default`,
-    /// when the model has none). The index is built after the command returns: list it
-    /// with [`list_search_indexes`](Self::list_search_indexes) to see when it is ready.
-    ///
-    /// ```no_run
-    /// # async fn example(movies: anymongo::Collection<anymongo::bson::Document>) -> anymongo::Result<()> {
-    /// use anymongo::bson::doc;
-    /// use anymongo::index_management::SearchIndexModel;
-    /// let model = SearchIndexModel {
-    ///     definition: doc! { "mappings": { "dynamic": true } },
-    ///     ..SearchIndexModel::default()
-    /// };
-    /// let name = movies.create_search_index(model).await?;
-    /// # Ok(()) }
-    /// ```
-    pub async fn create_search_index(&self, model: SearchIndexModel) -> Result<String> {
-        let mut names = self.create_search_indexes([model]).await?;
-        names
-            .pop()
-            .ok_or_else(|| Error::bson("the createSearchIndexes reply names no index"))
-    }
-
-    /// Creates several Atlas Search indexes with one `createSearchIndexes` command and
-    /// returns their names, in order.
-    pub async fn create_search_indexes(
+    /// The body of [`create_search_indexes`](Self::create_search_indexes).
+    pub(crate) async fn create_search_indexes_in(
         &self,
-        models: impl IntoIterator<Item = SearchIndexModel>,
+        models: Vec<SearchIndexModel>,
     ) -> Result<Vec<String>> {
         let indexes = models
-            .into_iter()
-            .map(|model| bson::serialize_to_bson(&model))
+            .iter()
+            .map(bson::serialize_to_bson)
             .collect::<std::result::Result<Vec<_>, _>>()
             .map_err(Error::bson)?;
         let command = doc! { "createSearchIndexes": self.name(), "indexes": indexes };
@@ -426,17 +297,20 @@ impl<T> Collection<T> {
         created_search_indexes(&reply)
     }
 
-    /// Replaces the definition of the Atlas Search index `name`.
-    pub async fn update_search_index(&self, name: &str, definition: Document) -> Result<()> {
+    /// The body of [`update_search_index`](Self::update_search_index).
+    pub(crate) async fn update_search_index_in(
+        &self,
+        name: &str,
+        definition: Document,
+    ) -> Result<()> {
         let command =
             doc! { "updateSearchIndex": self.name(), "name": name, "definition": definition };
         self.run_search_index_command(command).await?;
         Ok(())
     }
 
-    /// Drops the Atlas Search index `name`; dropping one that does not exist, or whose
-    /// collection does not, is not an error (spec, "NamespaceNotFound Errors").
-    pub async fn drop_search_index(&self, name: &str) -> Result<()> {
+    /// The body of [`drop_search_index`](Self::drop_search_index).
+    pub(crate) async fn drop_search_index_in(&self, name: &str) -> Result<()> {
         let command = doc! { "dropSearchIndex": self.name(), "name": name };
         match self.run_search_index_command(command).await {
             // NamespaceNotFound: nothing to drop.
@@ -445,21 +319,11 @@ impl<T> Collection<T> {
         }
     }
 
-    /// The collection's Atlas Search indexes (only the one named `name`, if given), as
-    /// a cursor of their descriptions: an aggregation of the `$listSearchIndexes`
-    /// stage with `options`, whose read and write concerns are not sent.
-    ///
-    /// ```no_run
-    /// # async fn example(movies: anymongo::Collection<anymongo::bson::Document>) -> anymongo::Result<()> {
-    /// use futures::TryStreamExt;
-    /// let indexes: Vec<_> = movies.list_search_indexes(Some("default"), None).await?.try_collect().await?;
-    /// let ready = indexes.iter().any(|index| index.get_bool("queryable").unwrap_or(false));
-    /// # Ok(()) }
-    /// ```
-    pub async fn list_search_indexes(
+    /// The body of [`list_search_indexes`](Self::list_search_indexes).
+    pub(crate) async fn list_search_indexes_in(
         &self,
         name: Option<&str>,
-        options: impl Into<Option<AggregateOptions>>,
+        options: Option<AggregateOptions>,
     ) -> Result<Cursor<Document>> {
         let mut stage = Document::new();
         if let Some(name) = name {
@@ -468,7 +332,7 @@ impl<T> Collection<T> {
         let options = AggregateOptions {
             read_concern: None,
             write_concern: None,
-            ..options.into().unwrap_or_default()
+            ..options.unwrap_or_default()
         };
         // The collection's read preference and timeout, not its concerns.
         let concerns = Concerns {

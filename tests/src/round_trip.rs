@@ -178,7 +178,7 @@ impl Outcome {
 /// it back with `find_one`, typed and untyped.
 pub async fn run(client: &Client, collection: &str) -> Result<Outcome> {
     let accounts = client.database(DATABASE).collection::<Account>(collection);
-    accounts.drop(None).await?;
+    accounts.drop().await?;
     let sent = sample();
     accounts.insert_one(&sent).await?;
     let filter = doc! { "_id": sent.id };

@@ -30,7 +30,7 @@ fn recording_client(app_name: &str) -> (Client, CommandLog) {
 /// A fresh, empty collection named after the test.
 async fn fresh<T>(client: &Client, name: &str) -> Collection<T> {
     let collection = client.database("bulk_write_tests").collection::<T>(name);
-    collection.drop(None).await.unwrap();
+    collection.drop().await.unwrap();
     collection
 }
 
@@ -151,7 +151,7 @@ async fn ordered_stops_at_the_first_write_error_and_unordered_goes_on() {
         // Nothing after the failure was attempted: no update.
         let names: Vec<String> = writes(&events).into_iter().map(|(name, _)| name).collect();
         assert!(!names.contains(&"update".to_owned()), "{names:?}");
-        assert_eq!(numbers.count_documents(doc! {}, None).await.unwrap(), 2);
+        assert_eq!(numbers.count_documents(doc! {}).await.unwrap(), 2);
 
         numbers.delete_many(doc! { "_id": 1 }).await.unwrap();
         let unordered = BulkWriteOptions {
@@ -177,7 +177,7 @@ async fn ordered_stops_at_the_first_write_error_and_unordered_goes_on() {
         // The update ran after the failed insert.
         assert_eq!(result.matched_count, 3);
         let seen = numbers
-            .count_documents(doc! { "seen": true }, None)
+            .count_documents(doc! { "seen": true })
             .await
             .unwrap();
         assert_eq!(seen, 3);

@@ -33,7 +33,7 @@ fn recording_client(app_name: &str) -> (Client, CommandLog) {
 /// A fresh, empty collection named after the test.
 async fn fresh<T>(client: &Client, name: &str) -> Collection<T> {
     let collection = client.database(DATABASE).collection::<T>(name);
-    collection.drop(None).await.unwrap();
+    collection.drop().await.unwrap();
     client
         .database(DATABASE)
         .run_command(doc! { "create": name })

@@ -53,7 +53,7 @@ fn started(events: &Mutex<Vec<CommandEvent>>, name: &str) -> Vec<Document> {
 async fn drop(client: &Client, namespace: &str) {
     let (database, collection) = namespace.split_once('.').unwrap();
     let collection = client.database(database).collection::<Document>(collection);
-    collection.drop(None).await.unwrap();
+    collection.drop().await.unwrap();
 }
 
 /// The documents of `namespace`, by `_id`.
@@ -646,7 +646,7 @@ async fn unacknowledged_bulk_writes_are_sent_without_waiting_for_a_reply() {
             .database("cbw_unacknowledged")
             .collection::<Document>("coll");
         assert_eq!(
-            collection.count_documents(doc! {}, None).await.unwrap() as usize,
+            collection.count_documents(doc! {}).await.unwrap() as usize,
             count
         );
     })

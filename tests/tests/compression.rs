@@ -32,7 +32,7 @@ fn split_hellos(received: Vec<Received>) -> (Vec<Received>, Vec<Received>) {
 /// Inserts `count` documents and reads them back through a cursor of batches of 2.
 async fn insert_and_find(client: &Client, count: i32) {
     let collection = client.database("db").collection::<Document>("c");
-    collection.drop(None).await.unwrap();
+    collection.drop().await.unwrap();
     let documents: Vec<Document> = (0..count)
         .map(|i| doc! { "_id": i, "text": "compressible ".repeat(20) })
         .collect();
@@ -200,7 +200,7 @@ async fn secantusdb_names_no_compressor_and_the_client_goes_uncompressed() {
         let collection = client
             .database("compression_tests")
             .collection::<Document>("uncompressed");
-        collection.drop(None).await.unwrap();
+        collection.drop().await.unwrap();
         collection
             .insert_one(doc! { "_id": 1, "x": "y" })
             .await

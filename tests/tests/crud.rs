@@ -12,8 +12,7 @@ use anymongo::cmap::CmapEvent;
 use anymongo::command_monitoring::CommandEvent;
 use anymongo::crud::bulk_write::{ClientWriteModel, InsertOneModel, ReplaceOneModel, WriteModel};
 use anymongo::crud::{
-    CursorType, FindOneAndModifyOptions, FindOptions, ReturnDocument, RunCursorCommandOptions,
-    WriteOptions,
+    CursorType, FindOneAndModifyOptions, FindOptions, ReturnDocument, WriteOptions,
 };
 use anymongo::{Client, ClientOptions, Collection, ErrorKind};
 use anymongo_tests::harness::{self, recording_client};
@@ -36,7 +35,7 @@ async fn bounded<F: std::future::Future>(future: F) -> F::Output {
 /// A fresh, empty collection named after the test.
 async fn fresh<T>(client: &Client, name: &str) -> Collection<T> {
     let collection = client.database("crud_tests").collection::<T>(name);
-    collection.drop(None).await.unwrap();
+    collection.drop().await.unwrap();
     collection
 }
 
@@ -105,9 +104,9 @@ async fn typed_documents_round_trip_through_insert_find_update_replace_delete() 
             .unwrap();
         assert_eq!(upserted.matched_count, 0);
         assert!(upserted.upserted_id.is_some());
-        assert_eq!(orders.count_documents(doc! {}, None).await.unwrap(), 2);
-        assert_eq!(orders.estimated_document_count(None).await.unwrap(), 2);
-        let mut items = orders.distinct("item", doc! {}, None).await.unwrap();
+        assert_eq!(orders.count_documents(doc! {}).await.unwrap(), 2);
+        assert_eq!(orders.estimated_document_count().await.unwrap(), 2);
+        let mut items = orders.distinct("item", doc! {}).await.unwrap();
         items.sort_by_key(|item| item.to_string());
         assert_eq!(items, vec![Bson::from("coffee"), Bson::from("milk")]);
 
@@ -240,7 +239,10 @@ async fn fresh_capped(client: &Client, name: &str, documents: &[Document]) -> Co
     let collection = fresh::<Document>(client, name).await;
     client
         .database("crud_tests")
-        .create_collection(name, doc! { "capped": true, "size": 4096, "max": 10 }, None)
+        .create_collection(name)
+        .capped(true)
+        .size(4096)
+        .max(10)
         .await
         .unwrap();
     collection.insert_many(documents).await.unwrap();
@@ -304,15 +306,12 @@ async fn a_tailable_await_command_cursor_waits_on_each_get_more_and_its_stream_s
     bounded(async {
         let (client, events) = recording_client("appName=crud_tailable_await");
         let log = fresh_capped(&client, "tailable_await", &[doc! { "_id": 1 }]).await;
-        let options = RunCursorCommandOptions {
-            cursor_type: Some(CursorType::TailableAwait),
-            max_time: Some(Duration::from_millis(20)),
-            ..Default::default()
-        };
         let command = doc! { "find": "tailable_await", "tailable": true, "awaitData": true };
         let mut cursor = client
             .database("crud_tests")
-            .run_cursor_command_with(command.clone(), options, None)
+            .run_cursor_command(command.clone())
+            .cursor_type(CursorType::TailableAwait)
+            .max_time(Duration::from_millis(20))
             .await
             .unwrap();
         assert_eq!(cursor.next_if_any().await.unwrap(), Some(doc! { "_id": 1 }));
@@ -379,7 +378,7 @@ async fn insert_many_reports_every_failure_by_index() {
         };
         let failed: Vec<usize> = failure.write_errors.iter().map(|e| e.index).collect();
         assert_eq!(failed, vec![2, 4]);
-        assert_eq!(numbers.count_documents(doc! {}, None).await.unwrap(), 4);
+        assert_eq!(numbers.count_documents(doc! {}).await.unwrap(), 4);
     })
     .await;
 }
@@ -565,7 +564,7 @@ async fn a_write_is_retried_once_after_a_retryable_error() {
             inserts[0].get_document("lsid").ok(),
             inserts[1].get_document("lsid").ok()
         );
-        assert_eq!(orders.count_documents(doc! {}, None).await.unwrap(), 1);
+        assert_eq!(orders.count_documents(doc! {}).await.unwrap(), 1);
     })
     .await;
 }
@@ -746,7 +745,7 @@ async fn insert_actions_take_their_setters_a_session_and_a_timeout() {
             .unwrap_err();
         // Unordered: the duplicate fails, the other document is inserted.
         assert!(matches!(error.kind(), ErrorKind::BulkWrite(_)), "{error}");
-        assert_eq!(orders.count_documents(doc! {}, None).await.unwrap(), 2);
+        assert_eq!(orders.count_documents(doc! {}).await.unwrap(), 2);
 
         let inserts = started(&events, "insert");
         assert_eq!(inserts[0].get("comment"), Some(&Bson::from("first")));
@@ -794,7 +793,7 @@ async fn update_and_replace_actions_take_their_setters_a_session_and_a_timeout()
             .await
             .unwrap();
         assert!(replaced.upserted_id.is_some());
-        assert_eq!(stock.count_documents(doc! {}, None).await.unwrap(), 2);
+        assert_eq!(stock.count_documents(doc! {}).await.unwrap(), 2);
 
         let updates = started(&events, "update");
         let statement = |command: &Document| {
@@ -922,7 +921,7 @@ async fn bulk_write_actions_take_their_setters_a_session_and_a_timeout() {
             .await
             .unwrap_err();
         assert!(matches!(result.kind(), ErrorKind::BulkWrite(_)), "{result}");
-        assert_eq!(orders.count_documents(doc! {}, None).await.unwrap(), 2);
+        assert_eq!(orders.count_documents(doc! {}).await.unwrap(), 2);
         let inserts = started(&events, "insert");
         assert_eq!(inserts[0].get_bool("ordered").ok(), Some(false));
         assert_eq!(inserts[0].get_document("lsid").ok(), session.id().as_ref());

@@ -91,7 +91,7 @@ async fn insert() -> Duration {
     let large = client
         .database("cursor_memory")
         .collection::<Document>("large");
-    large.drop(None).await.unwrap();
+    large.drop().await.unwrap();
     let started = Instant::now();
     // Generated as they are sent: the test holds no copy of its own.
     let inserted = large

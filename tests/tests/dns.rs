@@ -26,7 +26,7 @@ fn localhost() -> IpAddr {
     IpAddr::from([127, 0, 0, 1])
 }
 
-async fn bounded<F: std::future::Future>(future: F) -> F::Output {
+async fn bounded<F: std::future::IntoFuture>(future: F) -> F::Output {
     harness::within(TEST_BOUND, future).await
 }
 
@@ -299,9 +299,14 @@ async fn with_uri_str_of_a_mongodb_string_needs_no_dns() {
     let client = bounded(Client::with_uri_str(server::shared().uri()))
         .await
         .unwrap();
-    bounded(client.database("admin").run_command(doc! { "ping": 1 }))
-        .await
-        .unwrap();
+    bounded(
+        client
+            .database("admin")
+            .run_command(doc! { "ping": 1 })
+            .into_future(),
+    )
+    .await
+    .unwrap();
 }
 
 #[test]

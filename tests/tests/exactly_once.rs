@@ -45,7 +45,7 @@ fn loses_its_connection(n: i32) -> bool {
 /// A fresh, empty collection named after the test.
 async fn fresh(client: &Client, name: &str) -> Collection<Document> {
     let collection = client.database("exactly_once").collection(name);
-    collection.drop(None).await.unwrap();
+    collection.drop().await.unwrap();
     collection
 }
 
@@ -134,7 +134,7 @@ fn assert_retried(events: &Mutex<Vec<CommandEvent>>, inserts: i32, lost: usize) 
 /// The collection holds each `n` of 0..`inserts` exactly once, under distinct `_id`s.
 async fn assert_each_document_once(numbers: &Collection<Document>, inserts: i32) {
     assert_eq!(
-        numbers.count_documents(doc! {}, None).await.unwrap(),
+        numbers.count_documents(doc! {}).await.unwrap(),
         inserts as u64
     );
     let options = FindOptions {

@@ -48,19 +48,12 @@ async fn a_file_spanning_several_chunks_is_read_back_whole() {
             .unwrap();
         assert_eq!(bucket.download(&id).await.unwrap(), content);
         // 10 bytes in chunks of 4: 4 + 4 + 2.
-        assert_eq!(
-            bucket
-                .chunks()
-                .count_documents(doc! {}, None)
-                .await
-                .unwrap(),
-            3
-        );
+        assert_eq!(bucket.chunks().count_documents(doc! {}).await.unwrap(), 3);
         let file = bucket.files().find_one(doc! {}).await.unwrap().unwrap();
         assert_eq!(file.get_i64("length").unwrap(), 10);
         assert_eq!(file.get_str("filename").unwrap(), "digits.txt");
         // The first upload created the indexes downloads use.
-        let indexes = bucket.chunks().list_index_names(None).await.unwrap();
+        let indexes = bucket.chunks().list_index_names().await.unwrap();
         assert!(
             indexes.contains(&"files_id_1_n_1".to_owned()),
             "{indexes:?}"
@@ -113,14 +106,7 @@ async fn revisions_are_found_by_name_and_index() {
             b"third"
         );
         bucket.delete_by_name("renamed").await.unwrap();
-        assert_eq!(
-            bucket
-                .chunks()
-                .count_documents(doc! {}, None)
-                .await
-                .unwrap(),
-            0
-        );
+        assert_eq!(bucket.chunks().count_documents(doc! {}).await.unwrap(), 0);
     })
     .await;
 }

@@ -1204,7 +1204,7 @@ async fn unspawning_client(proxy: &LoadBalancerProxy, collection: &str) -> TestC
         .client
         .database("lb_pinning")
         .collection::<Document>(collection);
-    numbers.drop(None).await.unwrap();
+    numbers.drop().await.unwrap();
     let documents: Vec<Document> = (0..5).map(|n| doc! { "_id": n }).collect();
     numbers.insert_many(documents).await.unwrap();
     client
@@ -1307,7 +1307,7 @@ async fn a_dropped_session_aborts_its_transaction_on_the_pinned_connection_witho
         ]
     );
     // Aborted: nothing of the transaction was written.
-    assert_eq!(numbers.count_documents(doc! {}, None).await.unwrap(), 5);
+    assert_eq!(numbers.count_documents(doc! {}).await.unwrap(), 5);
 }
 
 /// load-balancers.md "Behaviour With Transactions" with an operation abandoned

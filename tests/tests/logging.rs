@@ -47,7 +47,7 @@ async fn documents_are_truncated_to_1000_bytes_by_default() {
         .database("logging_tests")
         .collection::<Document>("default_truncation");
     harness::within(TEST_BOUND, async {
-        collection.drop(None).await.unwrap();
+        collection.drop().await.unwrap();
         let docs: Vec<Document> = (0..100).map(|_| doc! { "x": "y" }).collect();
         collection.insert_many(docs).await.unwrap();
     })

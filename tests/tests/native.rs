@@ -1,6 +1,7 @@
 //! The native driver against a real SecantusDB server on loopback, and against small
 //! misbehaving listeners for the failure cases.
 
+use std::future::IntoFuture;
 use std::time::{Duration, Instant};
 
 use anymongo::bson::{doc, Bson};
@@ -77,7 +78,12 @@ fn a_client_built_outside_a_tokio_runtime_works_in_one_later() {
         .build()
         .unwrap();
     let reply = runtime
-        .block_on(client.database("admin").run_command(doc! { "ping": 1 }))
+        .block_on(
+            client
+                .database("admin")
+                .run_command(doc! { "ping": 1 })
+                .into_future(),
+        )
         .unwrap();
     assert_eq!(reply.get("ok"), Some(&Bson::Double(1.0)));
 }

@@ -151,7 +151,7 @@ async fn recovers_after_each_restart(name: &str, query: &str, monitoring: Monito
     };
     let client = Client::with_config(ClientOptions::parse_uri(&uri).unwrap(), config).unwrap();
     let numbers: Collection<Document> = client.database("server_restart").collection(name);
-    numbers.drop(None).await.unwrap();
+    numbers.drop().await.unwrap();
     let server = Arc::new(Mutex::new(server));
     let outcomes = Arc::new(Mutex::new(Outcomes::default()));
     let stop = Arc::new(AtomicBool::new(false));

@@ -179,7 +179,7 @@ async fn a_transaction_stays_on_the_mongos_of_its_first_command() {
         let collection = client
             .database("sharded_tests")
             .collection::<Document>("pinning");
-        collection.drop(None).await.unwrap();
+        collection.drop().await.unwrap();
         collection.insert_one(doc! { "_id": 0 }).await.unwrap();
         let session = client.start_session(Default::default()).unwrap();
         for round in 1..=3 {

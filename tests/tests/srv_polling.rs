@@ -11,6 +11,7 @@
 //! server's query counter. Only the tests that prove that nothing happens (no polling)
 //! let a fixed multiple of the interval pass.
 
+use std::future::IntoFuture;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -420,7 +421,8 @@ async fn prose_9_no_polling_for_a_load_balanced_cluster() {
         watched
             .client
             .database("admin")
-            .run_command(doc! { "ping": 1 }),
+            .run_command(doc! { "ping": 1 })
+            .into_future(),
     )
     .await
     .unwrap();
@@ -545,7 +547,8 @@ async fn single_threaded_mode_rescans_before_selection_once_the_interval_passed(
             watched
                 .client
                 .database("admin")
-                .run_command(doc! { "ping": 1 }),
+                .run_command(doc! { "ping": 1 })
+                .into_future(),
         )
         .await
         .unwrap();

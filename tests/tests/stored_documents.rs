@@ -24,7 +24,7 @@ const DATABASE: &str = "stored_documents_tests";
 /// A fresh, empty collection named after the test.
 async fn fresh(client: &Client, name: &str) -> Collection<Document> {
     let collection = client.database(DATABASE).collection::<Document>(name);
-    collection.drop(None).await.unwrap();
+    collection.drop().await.unwrap();
     client
         .database(DATABASE)
         .run_command(doc! { "create": name })

@@ -7,6 +7,7 @@
 //! hitting the same callsite while this one installs its subscriber can cache
 //! "never" for it (which CI once saw as no handshake logged at all).
 
+use std::future::IntoFuture;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -87,7 +88,7 @@ async fn a_clients_later_connections_resume_its_tls_session_but_not_another_clie
             let admin = client_handle.database("admin");
             admin.run_command(doc! { "ping": 1 }).await.unwrap();
             // Pings at once: the pool opens more connections, after the first ones.
-            let pings = (0..3).map(|_| admin.run_command(doc! { "ping": 1 }));
+            let pings = (0..3).map(|_| admin.run_command(doc! { "ping": 1 }).into_future());
             for ping in futures::future::join_all(pings).await {
                 ping.unwrap();
             }

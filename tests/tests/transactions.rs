@@ -27,7 +27,7 @@ async fn fresh(client: &Client, name: &str) -> Collection<Document> {
     let collection = client
         .database("transactions_tests")
         .collection::<Document>(name);
-    collection.drop(None).await.unwrap();
+    collection.drop().await.unwrap();
     collection.insert_one(doc! { "_id": 0 }).await.unwrap();
     collection
 }
@@ -103,7 +103,8 @@ async fn a_commit_makes_the_writes_visible_and_an_abort_discards_them() {
         assert_eq!(session.transaction_state(), TransactionState::InProgress);
         // Inside, the transaction sees its writes; outside, nothing yet.
         let inside = collection
-            .count_documents_with_session(doc! {}, None, &session)
+            .count_documents(doc! {})
+            .session(&session)
             .await
             .unwrap();
         assert_eq!(inside, 3);

@@ -167,16 +167,13 @@ pub async fn run(
         }
         "countDocuments" => {
             let options = options::<CountOptions>(args)?;
-            let n = in_session!(
-                session,
-                coll.count_documents | count_documents_with_session(filter, options)
-            )?;
+            let n = in_session!(session, coll.count_documents(filter).with_options(options))?;
             doc! { "n": count(n) }
         }
         // The deprecated `count` command (Node's `collection.count`).
         "count" => {
             let options = options::<CountOptions>(args)?;
-            let n = in_session!(session, coll.count | count_with_session(filter, options))?;
+            let n = in_session!(session, coll.count(filter).with_options(options))?;
             doc! { "n": count(n) }
         }
         "listDatabases" => {
@@ -185,21 +182,15 @@ pub async fn run(
                 .and_then(|options| options.get_bool("nameOnly").ok())
                 .unwrap_or(false);
             let databases: Vec<Document> = match name_only {
-                true => in_session!(
-                    session,
-                    client.list_database_names | list_database_names_with_session(options)
-                )?
-                .into_iter()
-                .map(|name| doc! { "name": name })
-                .collect(),
-                false => in_session!(
-                    session,
-                    client.list_databases | list_databases_with_session(options)
-                )?
-                .iter()
-                .map(anymongo::bson::serialize_to_document)
-                .collect::<std::result::Result<_, _>>()
-                .map_err(|error| Error::invalid_argument(format!("listDatabases: {error}")))?,
+                true => in_session!(session, client.list_database_names().with_options(options))?
+                    .into_iter()
+                    .map(|name| doc! { "name": name })
+                    .collect(),
+                false => in_session!(session, client.list_databases().with_options(options))?
+                    .iter()
+                    .map(anymongo::bson::serialize_to_document)
+                    .collect::<std::result::Result<_, _>>()
+                    .map_err(|error| Error::invalid_argument(format!("listDatabases: {error}")))?,
             };
             let total: i64 = databases
                 .iter()
@@ -211,7 +202,7 @@ pub async fn run(
             let options = options::<ReadOptions>(args)?;
             let n = in_session!(
                 session,
-                coll.estimated_document_count | estimated_document_count_with_session(options)
+                coll.estimated_document_count().with_options(options)
             )?;
             doc! { "n": count(n) }
         }
@@ -222,21 +213,18 @@ pub async fn run(
                 ));
             };
             let options = options::<ReadOptions>(args)?;
-            let values = in_session!(
-                session,
-                coll.distinct | distinct_with_session(key, filter, options)
-            )?;
+            let values = in_session!(session, coll.distinct(key, filter).with_options(options))?;
             doc! { "values": values }
         }
         "createIndex" => {
             let keys = required_document(args, "keys")?;
             let (model_options, command_options) = split_index_options(args)?;
             let model = IndexModel::new(keys).with_options(model_options);
-            let name = in_session!(
+            let created = in_session!(
                 session,
-                coll.create_index | create_index_with_session(model, command_options)
+                coll.create_index(model).with_options(command_options)
             )?;
-            doc! { "name": name }
+            doc! { "name": created.index_name }
         }
         "createIndexes" => {
             let (model_options, command_options) = split_index_options(args)?;
@@ -244,11 +232,11 @@ pub async fn run(
                 .into_iter()
                 .map(|spec| index_model(spec, &model_options))
                 .collect::<Result<Vec<_>>>()?;
-            let names = in_session!(
+            let created = in_session!(
                 session,
-                coll.create_indexes | create_indexes_with_session(models, command_options)
+                coll.create_indexes(models).with_options(command_options)
             )?;
-            doc! { "names": names }
+            doc! { "names": created.index_names }
         }
         "bulkWrite" => {
             let models = documents(args, "operations", Document::try_from)?
@@ -269,11 +257,11 @@ pub async fn run(
             client_bulk_write_result(&result)
         }
         "drop" => {
-            coll.drop(session).await?;
+            in_session!(session, coll.drop())?;
             doc! { "value": true }
         }
         "dropDatabase" => {
-            db.drop(session).await?;
+            in_session!(session, db.drop())?;
             doc! { "value": true }
         }
         "gridfsUpload"
@@ -286,8 +274,11 @@ pub async fn run(
         | "gridfsDrop" => gridfs(&db, op, args).await?,
         "command" => {
             let command = required_document(args, "command")?;
-            db.run_command_with(command, read_preference(args)?, session)
-                .await?
+            let mut run = db.run_command(command);
+            if let Some(preference) = read_preference(args)? {
+                run = run.read_preference(preference);
+            }
+            in_session!(session, run)?
         }
         _ => return Err(unknown(op)),
     };
@@ -319,18 +310,12 @@ pub async fn open_cursor(
         // Retryable reads (the spec's list operations), unlike a command run as given.
         "listCollections" => {
             let options = options::<ListCollectionsOptions>(args)?;
-            let listed = in_session!(
-                session,
-                db.list_collections | list_collections_with_session(options)
-            )?;
+            let listed = in_session!(cursor session, db.list_collections().with_options(options))?;
             Ok(listed.with_type())
         }
         "listIndexes" => {
             let options = options::<ListIndexesOptions>(args)?;
-            in_session!(
-                session,
-                coll.list_indexes | list_indexes_with_session(options)
-            )
+            in_session!(cursor session, coll.list_indexes().with_options(options))
         }
         // A command that answers with a cursor (`runCursorCommand`), and what its
         // getMores carry (`cursor.setBatchSize()`...: `args.getMore`).
@@ -352,7 +337,7 @@ pub async fn open_cursor(
                     .transpose()
                     .map_err(|error| Error::invalid_argument(format!("comment: {error}")))?;
             }
-            db.run_cursor_command_with(command, options, session).await
+            in_session!(cursor session, db.run_cursor_command(command).with_options(options))
         }
         "aggregate" => {
             let pipeline = documents(args, "pipeline", Document::try_from)?;

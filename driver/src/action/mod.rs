@@ -38,17 +38,32 @@
 //! synchronize their own state.
 
 mod bulk_write;
+mod collection_admin;
+mod count;
 mod delete;
 mod find;
 mod find_and_modify;
+mod indexes;
 mod insert;
+mod list;
+mod run_command;
 mod update;
 
 pub use bulk_write::{BulkWrite, ClientBulkWrite};
+pub use collection_admin::{
+    CreateCollection, DropCollection, DropDatabase, ModifyCollection, RenameCollection,
+};
+pub use count::{Count, CountDocuments, Distinct, EstimatedDocumentCount};
 pub use delete::Delete;
 pub use find::{Aggregate, Find, FindOne};
 pub use find_and_modify::{FindOneAndDelete, FindOneAndReplace, FindOneAndUpdate};
+pub use indexes::{
+    CreateIndex, CreateSearchIndex, DropIndex, DropSearchIndex, ListIndexNames, ListIndexes,
+    ListSearchIndexes, UpdateSearchIndex,
+};
 pub use insert::{InsertMany, InsertOne};
+pub use list::{ListCollectionNames, ListCollections, ListDatabases};
+pub use run_command::{RunCommand, RunCursorCommand};
 pub use update::{ReplaceOne, Update};
 
 pub use crate::cursor::SessionCursor;

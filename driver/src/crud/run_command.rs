@@ -142,7 +142,7 @@ pub(crate) struct RunCursorCommand {
     get_more: RunCursorCommandOptions,
 }
 
-/// Options of [`crate::Database::run_cursor_command_with`] (Run Command spec,
+/// Options of [`crate::Database::run_cursor_command`] (Run Command spec,
 /// "runCursorCommand"): where the command goes, what kind of cursor it opens, and what
 /// its cursor's getMores carry, which the command itself cannot say. None of them
 /// changes the command, which is sent as given.

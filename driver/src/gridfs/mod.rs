@@ -436,8 +436,8 @@ impl GridFsBucket {
     /// Drops the bucket's two collections.
     pub async fn drop(&self) -> Result<()> {
         let this = self.for_one_call();
-        this.files.drop(None).await?;
-        this.chunks.drop(None).await
+        this.files.drop().await?;
+        this.chunks.drop().await
     }
 }
 
@@ -462,7 +462,7 @@ async fn ensure_index(
                 })
         })
     };
-    let existing: Vec<Document> = match collection.list_indexes(None).await {
+    let existing: Vec<Document> = match collection.list_indexes().await {
         Ok(cursor) => cursor.try_collect().await?,
         // NamespaceNotFound: no collection, so no index yet.
         Err(error) if error.code() == Some(26) => Vec::new(),
@@ -475,5 +475,5 @@ async fn ensure_index(
     if unique {
         model = model.with_options(doc! { "unique": true });
     }
-    collection.create_index(model, None).await.map(|_| ())
+    collection.create_index(model).await.map(|_| ())
 }

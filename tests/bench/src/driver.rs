@@ -160,15 +160,15 @@ impl Driver for Anymongo {
     async fn drop_database(&self) -> Result<(), String> {
         self.client
             .database(DATABASE)
-            .drop(None)
+            .drop()
             .await
             .map_err(text)
     }
 
     async fn reset_collection(&self) -> Result<(), String> {
-        self.corpus.drop(None).await.map_err(text)?;
+        self.corpus.drop().await.map_err(text)?;
         let db = self.client.database(DATABASE);
-        db.create_collection(COLLECTION, None, None)
+        db.create_collection(COLLECTION)
             .await
             .map_err(text)
     }

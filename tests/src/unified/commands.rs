@@ -77,10 +77,14 @@ pub async fn run_command(operation: &Operation, context: &mut Context) -> Result
     let mut call = Call::new(operation, &context.entities)?;
     let (command, preference) = call.command()?;
     call.arguments.done()?;
-    let reply = call
-        .database
-        .run_command_with(command, preference, call.session.as_ref())
-        .await;
+    let mut run = call.database.run_command(command);
+    if let Some(preference) = preference {
+        run = run.read_preference(preference);
+    }
+    let reply = match call.session.as_ref() {
+        Some(session) => run.session(session).await,
+        None => run.await,
+    };
     Ok(reply.map(|reply| Some(Bson::Document(reply))))
 }
 
@@ -131,10 +135,14 @@ async fn command_cursor(
         timeout_mode,
     };
     call.arguments.done()?;
-    Ok(call
+    let run = call
         .database
-        .run_cursor_command_with(command, options, call.session.as_ref())
-        .await)
+        .run_cursor_command(command)
+        .with_options(options);
+    Ok(match call.session.as_ref() {
+        Some(session) => run.session(session).await.map(Cursor::from),
+        None => run.await,
+    })
 }
 
 /// Spec `runCursorCommand`: the result is every document of the cursor (of a tailable
@@ -175,16 +183,24 @@ pub async fn list_databases(
         let names = match &session {
             Some(session) => {
                 client
-                    .list_database_names_with_session(options, session)
+                    .list_database_names()
+                    .with_options(options)
+                    .session(session)
                     .await
             }
-            None => client.list_database_names(options).await,
+            None => client.list_database_names().with_options(options).await,
         };
         return Ok(names.map(|names| Some(strings(names))));
     }
     let databases = match &session {
-        Some(session) => client.list_databases_with_session(options, session).await,
-        None => client.list_databases(options).await,
+        Some(session) => {
+            client
+                .list_databases()
+                .with_options(options)
+                .session(session)
+                .await
+        }
+        None => client.list_databases().with_options(options).await,
     };
     match databases {
         Ok(databases) => {
@@ -232,20 +248,23 @@ pub async fn list_collections(
         let names = match &session {
             Some(session) => {
                 database
-                    .list_collection_names_with_session(options, session)
+                    .list_collection_names()
+                    .with_options(options)
+                    .session(session)
                     .await
             }
-            None => database.list_collection_names(options).await,
+            None => database.list_collection_names().with_options(options).await,
         };
         return Ok(names.map(|names| Some(strings(names))));
     }
     let cursor = match &session {
-        Some(session) => {
-            database
-                .list_collections_with_session(options, session)
-                .await
-        }
-        None => database.list_collections(options).await,
+        Some(session) => database
+            .list_collections()
+            .with_options(options)
+            .session(session)
+            .await
+            .map(Cursor::from),
+        None => database.list_collections().with_options(options).await,
     };
     Ok(drain(cursor.map(Cursor::with_type)).await)
 }
@@ -269,16 +288,23 @@ pub async fn list_indexes(
         let names = match &session {
             Some(session) => {
                 collection
-                    .list_index_names_with_session(options, session)
+                    .list_index_names()
+                    .with_options(options)
+                    .session(session)
                     .await
             }
-            None => collection.list_index_names(options).await,
+            None => collection.list_index_names().with_options(options).await,
         };
         return Ok(names.map(|names| Some(strings(names))));
     }
     let cursor = match &session {
-        Some(session) => collection.list_indexes_with_session(options, session).await,
-        None => collection.list_indexes(options).await,
+        Some(session) => collection
+            .list_indexes()
+            .with_options(options)
+            .session(session)
+            .await
+            .map(Cursor::from),
+        None => collection.list_indexes().with_options(options).await,
     };
     Ok(drain(cursor).await)
 }
@@ -306,12 +332,14 @@ pub async fn create_index(operation: &Operation, context: &mut Context) -> Resul
     let name = match &session {
         Some(session) => {
             collection
-                .create_index_with_session(index, options, session)
+                .create_index(index)
+                .with_options(options)
+                .session(session)
                 .await
         }
-        None => collection.create_index(index, options).await,
+        None => collection.create_index(index).with_options(options).await,
     };
-    Ok(name.map(|name| Some(Bson::String(name))))
+    Ok(name.map(|name| Some(Bson::String(name.index_name))))
 }
 
 /// The options of `createIndex` that are the command's (`CreateIndexOptions`); the
@@ -369,12 +397,20 @@ pub async fn drop_index(
     let dropped = match (&name, &session) {
         (Some(name), Some(session)) => {
             collection
-                .drop_index_with_session(name, options, session)
+                .drop_index(name)
+                .with_options(options)
+                .session(session)
                 .await
         }
-        (Some(name), None) => collection.drop_index(name, options).await,
-        (None, Some(session)) => collection.drop_indexes_with_session(options, session).await,
-        (None, None) => collection.drop_indexes(options).await,
+        (Some(name), None) => collection.drop_index(name).with_options(options).await,
+        (None, Some(session)) => {
+            collection
+                .drop_indexes()
+                .with_options(options)
+                .session(session)
+                .await
+        }
+        (None, None) => collection.drop_indexes().with_options(options).await,
     };
     Ok(dropped.map(|()| None))
 }
@@ -388,7 +424,11 @@ pub async fn drop_collection(
     let name = call.arguments.string("collection")?;
     call.arguments.done()?;
     let collection = call.database.collection::<Document>(&name);
-    Ok(collection.drop(call.session.as_ref()).await.map(|()| None))
+    let dropped = match call.session.as_ref() {
+        Some(session) => collection.drop().session(session).await,
+        None => collection.drop().await,
+    };
+    Ok(dropped.map(|()| None))
 }
 
 /// The options of `createCollection` the runner passes on to the `create` command,
@@ -443,7 +483,11 @@ pub async fn drop_database(
     let session = arguments.session(&context.entities)?;
     let name = arguments.string("database")?;
     arguments.done()?;
-    let dropped = client.database(&name).drop(session.as_ref()).await;
+    let database = client.database(&name);
+    let dropped = match &session {
+        Some(session) => database.drop().session(session).await,
+        None => database.drop().await,
+    };
     Ok(dropped.map(|()| None))
 }
 
@@ -460,9 +504,11 @@ pub async fn modify_collection(
     } = Call::new(operation, &context.entities)?;
     let name = arguments.string("collection")?;
     let options = arguments.rest(MODIFY_OPTIONS)?;
-    let modified = database
-        .modify_collection(&name, options, session.as_ref())
-        .await;
+    let modify = database.modify_collection(&name, options);
+    let modified = match &session {
+        Some(session) => modify.session(session).await,
+        None => modify.await,
+    };
     Ok(modified.map(|()| None))
 }
 
@@ -492,9 +538,11 @@ pub async fn create_collection(
     } = Call::new(operation, &context.entities)?;
     let name = arguments.string("collection")?;
     let options = arguments.rest(CREATE_OPTIONS)?;
-    let created = database
-        .create_collection(&name, options, session.as_ref())
-        .await;
+    let create = database.create_collection(&name).with_options(options);
+    let created = match &session {
+        Some(session) => create.session(session).await,
+        None => create.await,
+    };
     let collection = database.collection::<Document>(&name);
     match created {
         Ok(()) => {

@@ -407,10 +407,17 @@ pub async fn count_documents(
     let count = match &session {
         Some(session) => {
             collection
-                .count_documents_with_session(filter, options, session)
+                .count_documents(filter)
+                .with_options(options)
+                .session(session)
                 .await
         }
-        None => collection.count_documents(filter, options).await,
+        None => {
+            collection
+                .count_documents(filter)
+                .with_options(options)
+                .await
+        }
     };
     Ok(count.map(|count| Some(count_bson(count))))
 }
@@ -429,10 +436,17 @@ pub async fn estimated_document_count(
     let count = match &session {
         Some(session) => {
             collection
-                .estimated_document_count_with_session(options, session)
+                .estimated_document_count()
+                .with_options(options)
+                .session(session)
                 .await
         }
-        None => collection.estimated_document_count(options).await,
+        None => {
+            collection
+                .estimated_document_count()
+                .with_options(options)
+                .await
+        }
     };
     Ok(count.map(|count| Some(count_bson(count))))
 }
@@ -449,10 +463,12 @@ pub async fn count(operation: &Operation, context: &mut Context) -> Result<Retur
     let count = match &session {
         Some(session) => {
             collection
-                .count_with_session(filter, options, session)
+                .count(filter)
+                .with_options(options)
+                .session(session)
                 .await
         }
-        None => collection.count(filter, options).await,
+        None => collection.count(filter).with_options(options).await,
     };
     Ok(count.map(|count| Some(count_bson(count))))
 }
@@ -474,10 +490,17 @@ pub async fn distinct(operation: &Operation, context: &mut Context) -> Result<Re
     let values = match &session {
         Some(session) => {
             collection
-                .distinct_with_session(&field, filter, options, session)
+                .distinct(&field, filter)
+                .with_options(options)
+                .session(session)
                 .await
         }
-        None => collection.distinct(&field, filter, options).await,
+        None => {
+            collection
+                .distinct(&field, filter)
+                .with_options(options)
+                .await
+        }
     };
     Ok(values.map(|values| Some(Bson::Array(values))))
 }

@@ -187,7 +187,11 @@ pub async fn rename(operation: &Operation, context: &mut Context) -> Result<Retu
             Some(other) => return Err(Abort::Failed(format!("dropTarget {other}"))),
         };
         arguments.done()?;
-        return Ok(collection.rename(&to, drop_target).await.map(|()| None));
+        return Ok(collection
+            .rename(&to)
+            .drop_target(drop_target)
+            .await
+            .map(|()| None));
     }
     let (bucket, mut arguments) = call(operation, context)?;
     let id = arguments.required("id")?;

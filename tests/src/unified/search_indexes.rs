@@ -112,10 +112,17 @@ pub async fn list_search_indexes(
         }
     };
     arguments.done()?;
-    Ok(drain(
-        collection
-            .list_search_indexes(name.as_deref(), options)
-            .await,
-    )
+    Ok(drain({
+        let list = collection.list_search_indexes();
+        let list = match name {
+            Some(name) => list.name(name),
+            None => list,
+        };
+        match options {
+            Some(options) => list.aggregate_options(options),
+            None => list,
+        }
+        .await
+    })
     .await)
 }

@@ -1,0 +1,270 @@
+//! `list_databases`, `list_database_names`, `list_collections` and
+//! `list_collection_names` (Enumerate Databases and Enumerate Collections specs).
+
+use std::future::IntoFuture;
+use std::marker::PhantomData;
+use std::time::Duration;
+
+use bson::{Bson, Document};
+
+use super::count::session_setter;
+use super::{option_setters, timeout_setter, ExplicitSession, ImplicitSession};
+use crate::client::Client;
+use crate::crud::TimeoutMode;
+use crate::cursor::{Cursor, SessionCursor};
+use crate::database::Database;
+use crate::enumerate::{
+    names, CollectionSpecification, DatabaseSpecification, ListCollectionsOptions,
+    ListDatabasesOptions,
+};
+use crate::error::Result;
+use crate::rt::{boxed, BoxFuture};
+use crate::session::ClientSession;
+
+impl Client {
+    /// The databases of the deployment.
+    ///
+    /// ```no_run
+    /// # async fn example(client: anymongo::Client) -> anymongo::Result<()> {
+    /// for database in client.list_databases().await? {
+    ///     println!("{} ({:?} bytes)", database.name, database.size_on_disk);
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn list_databases(&self) -> ListDatabases<'_, DatabaseSpecification> {
+        ListDatabases::new(self)
+    }
+
+    /// The names of the deployment's databases (`listDatabases` with `nameOnly`,
+    /// which needs fewer locks on the server).
+    ///
+    /// ```no_run
+    /// # async fn example(client: anymongo::Client) -> anymongo::Result<()> {
+    /// use anymongo::bson::doc;
+    /// let names = client.list_database_names().filter(doc! { "empty": false }).await?;
+    /// # let _ = names; Ok(()) }
+    /// ```
+    pub fn list_database_names(&self) -> ListDatabases<'_, String> {
+        ListDatabases::new(self)
+    }
+}
+
+/// A listing of databases: what [`Client::list_databases`] (its result a
+/// [`DatabaseSpecification`] each) and [`Client::list_database_names`] (a name each)
+/// return.
+#[must_use = "an action does nothing until it is awaited"]
+pub struct ListDatabases<'a, R> {
+    client: &'a Client,
+    options: Option<ListDatabasesOptions>,
+    session: Option<&'a ClientSession>,
+    timeout: Option<Duration>,
+    _result: PhantomData<fn() -> R>,
+}
+
+impl<'a, R> ListDatabases<'a, R> {
+    fn new(client: &'a Client) -> Self {
+        ListDatabases {
+            client,
+            options: None,
+            session: None,
+            timeout: None,
+            _result: PhantomData,
+        }
+    }
+
+    option_setters!(options: ListDatabasesOptions;
+        /// Only the databases matching this filter (on `name`, `sizeOnDisk`, `empty`,
+        /// `shards`).
+        filter: Document,
+        /// Only the databases the user has privileges on, when access control is on.
+        authorized_databases: bool,
+        /// A comment the server logs with the command.
+        comment: impl Into<Bson>,
+    );
+    timeout_setter!();
+    session_setter!();
+
+    async fn run(self, name_only: bool) -> Result<Vec<DatabaseSpecification>> {
+        self.client
+            .list_databases_in(self.options, name_only, self.session, self.timeout)
+            .await
+    }
+}
+
+impl<'a> IntoFuture for ListDatabases<'a, DatabaseSpecification> {
+    type Output = Result<Vec<DatabaseSpecification>>;
+    type IntoFuture = BoxFuture<'a, Self::Output>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        boxed(self.run(false))
+    }
+}
+
+impl<'a> IntoFuture for ListDatabases<'a, String> {
+    type Output = Result<Vec<String>>;
+    type IntoFuture = BoxFuture<'a, Self::Output>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        boxed(async move {
+            let databases = self.run(true).await?;
+            Ok(databases
+                .into_iter()
+                .map(|database| database.name)
+                .collect())
+        })
+    }
+}
+
+impl Database {
+    /// The collections and views of the database, as a cursor; a [`SessionCursor`]
+    /// when run in a session.
+    ///
+    /// ```no_run
+    /// # async fn example(db: anymongo::Database) -> anymongo::Result<()> {
+    /// use futures::TryStreamExt;
+    /// let mut collections = db.list_collections().await?;
+    /// while let Some(collection) = collections.try_next().await? {
+    ///     println!("{} ({:?})", collection.name, collection.kind);
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn list_collections(&self) -> ListCollections<'_> {
+        ListCollections {
+            database: self,
+            options: None,
+            session: None,
+            timeout: None,
+            _session: PhantomData,
+        }
+    }
+
+    /// The names of the database's collections and views (`listCollections` with
+    /// `nameOnly`).
+    ///
+    /// ```no_run
+    /// # async fn example(db: anymongo::Database) -> anymongo::Result<()> {
+    /// use anymongo::bson::doc;
+    /// let views = db.list_collection_names().filter(doc! { "type": "view" }).await?;
+    /// # let _ = views; Ok(()) }
+    /// ```
+    pub fn list_collection_names(&self) -> ListCollectionNames<'_> {
+        ListCollectionNames {
+            database: self,
+            options: None,
+            session: None,
+            timeout: None,
+        }
+    }
+}
+
+/// The setters of [`ListCollectionsOptions`].
+macro_rules! list_collections_setters {
+    () => {
+        option_setters!(options: ListCollectionsOptions;
+            /// Only the collections matching this filter (on `name`, `type`,
+            /// `options`…).
+            filter: Document,
+            /// How many collections each batch of the cursor holds.
+            batch_size: u32,
+            /// Only the collections the user has privileges on, when access control is
+            /// on.
+            authorized_collections: bool,
+            /// A comment the server logs with the command.
+            comment: impl Into<Bson>,
+            /// What `timeoutMS` bounds: the listing and its cursor together (the
+            /// default), or each iteration.
+            timeout_mode: TimeoutMode,
+        );
+    };
+}
+
+/// A listing of collections: what [`Database::list_collections`] returns. Awaited, it
+/// returns a [`Cursor`] of [`CollectionSpecification`]s (a [`SessionCursor`] after
+/// `.session(…)`).
+#[must_use = "an action does nothing until it is awaited"]
+pub struct ListCollections<'a, Session = ImplicitSession> {
+    database: &'a Database,
+    options: Option<ListCollectionsOptions>,
+    session: Option<&'a ClientSession>,
+    timeout: Option<Duration>,
+    _session: PhantomData<Session>,
+}
+
+impl<'a, Session> ListCollections<'a, Session> {
+    list_collections_setters!();
+    timeout_setter!();
+
+    /// Lists the collections in `session`; the listing then returns a
+    /// [`SessionCursor`].
+    pub fn session<'s>(
+        self,
+        session: impl Into<&'s ClientSession>,
+    ) -> ListCollections<'s, ExplicitSession>
+    where
+        'a: 's,
+    {
+        ListCollections {
+            database: self.database,
+            options: self.options,
+            session: Some(session.into()),
+            timeout: self.timeout,
+            _session: PhantomData,
+        }
+    }
+
+    async fn run(self) -> Result<Cursor<CollectionSpecification>> {
+        let database = self.database.with_operation_timeout(self.timeout);
+        let cursor = database
+            .list_collections_in(self.options, false, self.session)
+            .await?;
+        Ok(cursor.with_type())
+    }
+}
+
+impl<'a> IntoFuture for ListCollections<'a, ImplicitSession> {
+    type Output = Result<Cursor<CollectionSpecification>>;
+    type IntoFuture = BoxFuture<'a, Self::Output>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        boxed(self.run())
+    }
+}
+
+impl<'a> IntoFuture for ListCollections<'a, ExplicitSession> {
+    type Output = Result<SessionCursor<CollectionSpecification>>;
+    type IntoFuture = BoxFuture<'a, Self::Output>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        boxed(async move { self.run().await.map(SessionCursor::new) })
+    }
+}
+
+/// A listing of collection names: what [`Database::list_collection_names`] returns.
+#[must_use = "an action does nothing until it is awaited"]
+pub struct ListCollectionNames<'a> {
+    database: &'a Database,
+    options: Option<ListCollectionsOptions>,
+    session: Option<&'a ClientSession>,
+    timeout: Option<Duration>,
+}
+
+impl<'a> ListCollectionNames<'a> {
+    list_collections_setters!();
+    timeout_setter!();
+    session_setter!();
+}
+
+impl<'a> IntoFuture for ListCollectionNames<'a> {
+    type Output = Result<Vec<String>>;
+    type IntoFuture = BoxFuture<'a, Self::Output>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        boxed(async move {
+            let database = self.database.with_operation_timeout(self.timeout);
+            let cursor = database
+                .list_collections_in(self.options, true, self.session)
+                .await?;
+            names(cursor).await
+        })
+    }
+}

@@ -1,0 +1,182 @@
+//! `run_command` and `run_cursor_command`: a command run as given (Run Command spec).
+
+use std::future::IntoFuture;
+use std::marker::PhantomData;
+use std::time::Duration;
+
+use bson::{Bson, Document};
+
+use super::count::session_setter;
+use super::{option_setters, timeout_setter, ExplicitSession, ImplicitSession};
+use crate::crud::{CursorType, RunCursorCommandOptions, TimeoutMode};
+use crate::cursor::{Cursor, SessionCursor};
+use crate::database::Database;
+use crate::error::Result;
+use crate::rt::{boxed, BoxFuture};
+use crate::selection::ReadPreference;
+use crate::session::ClientSession;
+
+impl Database {
+    /// Runs a database command and returns the server's reply.
+    ///
+    /// The command's first key names it (`{ "ping": 1 }`, `{ "insert": "coll", ... }`);
+    /// the driver adds `$db`, the session id and the cluster time, nothing else: no read
+    /// or write concern, and it reads from the primary unless
+    /// [`read_preference`](RunCommand::read_preference) says otherwise (Run Command
+    /// spec). A reply with `ok: 0` becomes an error of kind
+    /// [`crate::ErrorKind::Command`] carrying the server's code, code name, message and
+    /// error labels. It is retried only after an error the server labels a retryable
+    /// overload, when both retryReads and retryWrites allow (Client Backpressure spec).
+    ///
+    /// ```no_run
+    /// # async fn example(db: anymongo::Database) -> anymongo::Result<()> {
+    /// use anymongo::bson::doc;
+    /// let reply = db.run_command(doc! { "ping": 1 }).await?;
+    /// assert_eq!(reply.get_f64("ok").ok(), Some(1.0));
+    /// # Ok(()) }
+    /// ```
+    pub fn run_command(&self, command: Document) -> RunCommand<'_> {
+        RunCommand {
+            database: self,
+            command,
+            read_preference: None,
+            session: None,
+            timeout: None,
+        }
+    }
+
+    /// Runs a command that returns a cursor (`find`, `aggregate`, `listCollections`…)
+    /// and iterates it: later batches come from `getMore` (Run Command spec,
+    /// "runCursorCommand"). Its setters say what the command cannot: where it goes,
+    /// the kind of cursor it opens, and what its getMores carry.
+    ///
+    /// ```no_run
+    /// # async fn example(db: anymongo::Database) -> anymongo::Result<()> {
+    /// use anymongo::bson::doc;
+    /// let cursor = db
+    ///     .run_cursor_command(doc! { "find": "orders", "batchSize": 10 })
+    ///     .batch_size(100)
+    ///     .await?;
+    /// # let _ = cursor; Ok(()) }
+    /// ```
+    pub fn run_cursor_command(&self, command: Document) -> RunCursorCommand<'_> {
+        RunCursorCommand {
+            database: self,
+            command,
+            options: None,
+            session: None,
+            timeout: None,
+            _session: PhantomData,
+        }
+    }
+}
+
+/// A command run as given: what [`Database::run_command`] returns. Awaited, it
+/// returns the server's reply.
+#[must_use = "an action does nothing until it is awaited"]
+pub struct RunCommand<'a> {
+    database: &'a Database,
+    command: Document,
+    read_preference: Option<ReadPreference>,
+    session: Option<&'a ClientSession>,
+    timeout: Option<Duration>,
+}
+
+impl<'a> RunCommand<'a> {
+    /// Where the command goes; the primary when unset.
+    pub fn read_preference(mut self, read_preference: ReadPreference) -> Self {
+        self.read_preference = Some(read_preference);
+        self
+    }
+    timeout_setter!();
+    session_setter!();
+}
+
+impl<'a> IntoFuture for RunCommand<'a> {
+    type Output = Result<Document>;
+    type IntoFuture = BoxFuture<'a, Self::Output>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        boxed(async move {
+            let database = self.database.with_operation_timeout(self.timeout);
+            database
+                .run_command_in(self.command, self.read_preference, self.session)
+                .await
+        })
+    }
+}
+
+/// A command that opens a cursor: what [`Database::run_cursor_command`] returns.
+/// Awaited, it returns a [`Cursor`] (a [`SessionCursor`] after `.session(…)`).
+#[must_use = "an action does nothing until it is awaited"]
+pub struct RunCursorCommand<'a, Session = ImplicitSession> {
+    database: &'a Database,
+    command: Document,
+    options: Option<RunCursorCommandOptions>,
+    session: Option<&'a ClientSession>,
+    timeout: Option<Duration>,
+    _session: PhantomData<Session>,
+}
+
+impl<'a, Session> RunCursorCommand<'a, Session> {
+    option_setters!(options: RunCursorCommandOptions;
+        /// Where the command goes; the primary when unset.
+        read_preference: ReadPreference,
+        /// The kind of cursor the command opens (a tailable `find` must say so
+        /// itself too).
+        cursor_type: CursorType,
+        /// `batchSize` of each getMore.
+        batch_size: u32,
+        /// `maxTimeMS` of each getMore (for a `TailableAwait` cursor, how long each
+        /// waits for new data).
+        max_time: Duration,
+        /// `comment` of each getMore (MongoDB 4.4+).
+        comment: impl Into<Bson>,
+        /// What `timeoutMS` bounds: each iteration or the cursor's whole life.
+        timeout_mode: TimeoutMode,
+    );
+    timeout_setter!();
+
+    /// Runs the command in `session`; it then returns a [`SessionCursor`].
+    pub fn session<'s>(
+        self,
+        session: impl Into<&'s ClientSession>,
+    ) -> RunCursorCommand<'s, ExplicitSession>
+    where
+        'a: 's,
+    {
+        RunCursorCommand {
+            database: self.database,
+            command: self.command,
+            options: self.options,
+            session: Some(session.into()),
+            timeout: self.timeout,
+            _session: PhantomData,
+        }
+    }
+
+    async fn run(self) -> Result<Cursor<Document>> {
+        let database = self.database.with_operation_timeout(self.timeout);
+        database
+            .run_cursor_command_in(self.command, self.options, self.session)
+            .await
+    }
+}
+
+impl<'a> IntoFuture for RunCursorCommand<'a, ImplicitSession> {
+    type Output = Result<Cursor<Document>>;
+    type IntoFuture = BoxFuture<'a, Self::Output>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        boxed(self.run())
+    }
+}
+
+impl<'a> IntoFuture for RunCursorCommand<'a, ExplicitSession> {
+    type Output = Result<SessionCursor<Document>>;
+    type IntoFuture = BoxFuture<'a, Self::Output>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        boxed(async move { self.run().await.map(SessionCursor::new) })
+    }
+}
