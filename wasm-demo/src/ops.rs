@@ -464,19 +464,26 @@ pub async fn watch(
 ) -> Result<ChangeStream<RawDocumentBuf>> {
     let pipeline = documents(args, "pipeline", Document::try_from)?;
     let options = options::<ChangeStreamOptions>(args)?;
-    let stream = match (database, collection) {
-        ("", _) => in_session!(
-            session,
-            client.watch | watch_with_session(pipeline, options)
-        )?,
-        (database, "") => {
-            let db = database_for(client, database, args)?;
-            in_session!(session, db.watch | watch_with_session(pipeline, options))?
+    // The handles the action borrows: the database and collection, unless watched.
+    let db = match database {
+        "" => None,
+        database => Some(database_for(client, database, args)?),
+    };
+    let coll = match (&db, collection) {
+        (Some(db), collection) if !collection.is_empty() => {
+            Some(db.collection::<Document>(collection))
         }
-        (database, collection) => {
-            let coll = database_for(client, database, args)?.collection::<Document>(collection);
-            in_session!(session, coll.watch | watch_with_session(pipeline, options))?
-        }
+        _ => None,
+    };
+    let watch = match (&db, &coll) {
+        (_, Some(coll)) => coll.watch(),
+        (Some(db), None) => db.watch(),
+        (None, _) => client.watch(),
+    };
+    let watch = watch.pipeline(pipeline).with_options(options);
+    let stream = match session {
+        Some(session) => watch.session(session).await.map(ChangeStream::from)?,
+        None => watch.await?,
     };
     Ok(stream.with_type())
 }

@@ -38,8 +38,10 @@
 //! synchronize their own state.
 
 mod find;
+mod watch;
 
 pub use find::{Aggregate, Find, FindOne};
+pub use watch::Watch;
 
 pub use crate::cursor::SessionCursor;
 
