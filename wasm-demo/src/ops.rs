@@ -19,7 +19,9 @@ use anymongo::crud::{
 };
 use anymongo::database::Concerns;
 use anymongo::enumerate::{ListCollectionsOptions, ListDatabasesOptions};
-use anymongo::gridfs::{GridFsBucket, GridFsBucketOptions, GridFsError, GridFsUploadOptions};
+use anymongo::gridfs::{
+    GridFsBucketOptions, GridFsDownloadStream, GridFsError, GridFsUploadOptions,
+};
 use anymongo::index_management::{CreateIndexOptions, IndexModel, ListIndexesOptions};
 use anymongo::selection::ReadPreference;
 use anymongo::session::{ClientSession, SessionOptions};
@@ -29,6 +31,7 @@ use anymongo::{
     ChangeStream, ChangeStreamOptions, Client, ClientOptions, Collection, Cursor, Database, Error,
     ErrorKind, Result,
 };
+use futures::io::{AsyncReadExt, AsyncWriteExt};
 use serde::de::DeserializeOwned;
 use std::time::Duration;
 
@@ -521,13 +524,13 @@ async fn gridfs(db: &Database, op: &str, args: &RawDocument) -> Result<Document>
     let mut options = GridFsBucketOptions::default();
     if let Some(RawBsonRef::Document(bucket)) = field(args, "bucket")? {
         if let Some(RawBsonRef::String(name)) = bucket.get("bucketName").map_err(malformed)? {
-            options.bucket_name = name.to_owned();
+            options.bucket_name = Some(name.to_owned());
         }
         if let Some(size) = bucket.get("chunkSizeBytes").map_err(malformed)? {
-            options.chunk_size_bytes = positive_size(size, "chunkSizeBytes")?;
+            options.chunk_size_bytes = Some(positive_size(size, "chunkSizeBytes")?);
         }
     }
-    let bucket = GridFsBucket::new(db, options);
+    let bucket = db.gridfs_bucket(options);
     let id = || match field(args, "id") {
         Ok(Some(id)) => RawBson::from(id)
             .try_into()
@@ -541,12 +544,16 @@ async fn gridfs(db: &Database, op: &str, args: &RawDocument) -> Result<Document>
             "GridFS: {name} must be a string"
         ))),
     };
-    let content = |bytes: Vec<u8>| {
+    // The glue takes the content whole: read to its end.
+    let content = |download: GridFsDownloadStream| async move {
+        let mut bytes = Vec::new();
+        let mut download = download;
+        download.read_to_end(&mut bytes).await?;
         let content = Bson::Binary(anymongo::bson::Binary {
             subtype: anymongo::bson::spec::BinarySubtype::Generic,
             bytes,
         });
-        doc! { "content": content }
+        Ok::<_, Error>(doc! { "content": content })
     };
     Ok(match op {
         "gridfsUpload" => {
@@ -572,12 +579,15 @@ async fn gridfs(db: &Database, op: &str, args: &RawDocument) -> Result<Document>
                     upload.metadata = Some(to_document(metadata)?);
                 }
             }
-            let id = bucket
-                .upload_from_bytes(&string("filename")?, data.bytes, upload)
+            let mut stream = bucket
+                .open_upload_stream(string("filename")?)
+                .with_options(upload)
                 .await?;
-            doc! { "id": id }
+            stream.write_all(data.bytes).await?;
+            stream.close().await?;
+            doc! { "id": stream.id().clone() }
         }
-        "gridfsDownload" => content(bucket.download(&id()?).await?),
+        "gridfsDownload" => content(bucket.open_download_stream(id()?).await?).await?,
         "gridfsDownloadByName" => {
             let revision = match field(args, "revision")? {
                 None | Some(RawBsonRef::Null | RawBsonRef::Undefined) => None,
@@ -591,14 +601,14 @@ async fn gridfs(db: &Database, op: &str, args: &RawDocument) -> Result<Document>
                     ))
                 }
             };
-            content(
-                bucket
-                    .download_by_name(&string("filename")?, revision)
-                    .await?,
-            )
+            let mut download = bucket.open_download_stream_by_name(string("filename")?);
+            if let Some(revision) = revision {
+                download = download.revision(revision);
+            }
+            content(download.await?).await?
         }
         "gridfsDelete" => {
-            bucket.delete(&id()?).await?;
+            bucket.delete(id()?).await?;
             doc! {}
         }
         "gridfsDeleteByName" => {
@@ -606,7 +616,7 @@ async fn gridfs(db: &Database, op: &str, args: &RawDocument) -> Result<Document>
             doc! {}
         }
         "gridfsRename" => {
-            bucket.rename(&id()?, &string("newFilename")?).await?;
+            bucket.rename(id()?, string("newFilename")?).await?;
             doc! {}
         }
         "gridfsRenameByName" => {

@@ -38,6 +38,7 @@
 //! synchronize their own state.
 
 mod find;
+pub mod gridfs;
 mod watch;
 
 pub use find::{Aggregate, Find, FindOne};
