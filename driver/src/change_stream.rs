@@ -87,10 +87,10 @@ pub struct ChangeStreamOptions {
     /// (`fullDocumentBeforeChange`).
     pub full_document_before_change: Option<FullDocumentBeforeChangeType>,
     /// Starts after the change this resume token names.
-    pub resume_after: Option<Document>,
+    pub resume_after: Option<ResumeToken>,
     /// Like `resume_after`, but also after an invalidate event (a dropped or renamed
     /// collection).
-    pub start_after: Option<Document>,
+    pub start_after: Option<ResumeToken>,
     /// Starts with the changes at or after this cluster time.
     pub start_at_operation_time: Option<Timestamp>,
     /// How long each getMore waits for changes on the server (sent as its `maxTimeMS`;
@@ -108,6 +108,52 @@ pub struct ChangeStreamOptions {
     pub comment: Option<Bson>,
     /// Asks for the expanded events (createIndexes, create, modify...; MongoDB 6.0+).
     pub show_expanded_events: Option<bool>,
+    /// The read concern of the stream's aggregate; the handle's when unset. The server
+    /// takes `majority` or none.
+    #[serde(deserialize_with = "crate::concern::deserialize_read_concern")]
+    pub read_concern: Option<ReadConcern>,
+    /// The read preference of the stream's aggregate (and so of the server its
+    /// getMores go to); the handle's when unset.
+    #[serde(deserialize_with = "crate::selection::deserialize_read_preference")]
+    pub read_preference: Option<ReadPreference>,
+}
+
+/// A change stream's resume token: the `_id` of an event, or a batch's
+/// `postBatchResumeToken`, which [`ChangeStream::resume_token`] returns and
+/// [`ChangeStreamOptions::resume_after`] and `start_after` take. Opaque: store it as
+/// BSON (it serializes as the server's document) and give it back as it was.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(transparent)]
+pub struct ResumeToken(Document);
+
+impl<'de> Deserialize<'de> for ResumeToken {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> std::result::Result<Self, D::Error> {
+        // As stored: a token is the server's, never extended JSON.
+        crate::bson_deserializer::as_stored::document(deserializer).map(ResumeToken)
+    }
+}
+
+impl From<Document> for ResumeToken {
+    fn from(token: Document) -> Self {
+        ResumeToken(token)
+    }
+}
+
+impl From<ResumeToken> for Document {
+    fn from(token: ResumeToken) -> Self {
+        token.0
+    }
+}
+
+/// The event types of a change stream, where the official driver has them
+/// (`change_stream::event`).
+pub mod event {
+    pub use super::{
+        ChangeNamespace, ChangeStreamEvent, OperationType, ResumeToken, TruncatedArray,
+        UpdateDescription,
+    };
 }
 
 /// The `fullDocument` option: what update events carry of the changed document.
@@ -204,9 +250,8 @@ impl FullDocumentBeforeChangeType {
 #[serde(bound(deserialize = "T: DeserializeOwned + 'static"))]
 pub struct ChangeStreamEvent<T> {
     /// The event's resume token.
-    #[serde(deserialize_with = "crate::bson_deserializer::as_stored::document")]
     #[serde(rename = "_id")]
-    pub id: Document,
+    pub id: ResumeToken,
     /// What happened.
     pub operation_type: OperationType,
     /// The database and collection where it happened.
@@ -422,8 +467,8 @@ pub(crate) fn stage(options: &ChangeStreamOptions, cluster: bool, start: &StartA
     }
     let (resume_after, start_after, operation_time) = match start {
         StartAt::Original => (
-            options.resume_after.clone(),
-            options.start_after.clone(),
+            options.resume_after.clone().map(Document::from),
+            options.start_after.clone().map(Document::from),
             options.start_at_operation_time,
         ),
         StartAt::ResumeAfter(token) => (Some(token.clone()), None, None),
@@ -468,7 +513,8 @@ impl ResumeState {
             token: options
                 .start_after
                 .clone()
-                .or_else(|| options.resume_after.clone()),
+                .or_else(|| options.resume_after.clone())
+                .map(Document::from),
             started_after: options.start_after.is_some(),
             returned_document: false,
             operation_time: options.start_at_operation_time,
@@ -549,7 +595,7 @@ impl ResumeState {
 /// What (re)opening a change stream needs: its aggregate's target, pipeline, options,
 /// concerns and session.
 #[derive(Clone)]
-struct Watch {
+struct Spec {
     client: Client,
     database: String,
     /// `None`: a database or cluster stream (`aggregate: 1`).
@@ -577,7 +623,7 @@ struct Opened {
     max_wire_version: Option<i32>,
 }
 
-impl Watch {
+impl Spec {
     /// Runs the aggregate (a retryable read), starting at `start`, after killing the
     /// cursor `stale` of a failed getMore, if any (spec, "Resume Process": errors
     /// killing it are suppressed).
@@ -691,7 +737,10 @@ impl Operation for Open<'_> {
 /// use anymongo::bson::{doc, Document};
 /// use futures::TryStreamExt;
 /// let orders = client.database("shop").collection::<Document>("orders");
-/// let mut changes = orders.watch([doc! { "$match": { "operationType": "insert" } }], None).await?;
+/// let mut changes = orders
+///     .watch()
+///     .pipeline([doc! { "$match": { "operationType": "insert" } }])
+///     .await?;
 /// while let Some(change) = changes.try_next().await? {
 ///     println!("{:?}: {:?}", change.operation_type, change.full_document);
 /// }
@@ -702,13 +751,13 @@ impl Operation for Open<'_> {
 /// call of [`next_if_any`](Self::next_if_any): it returns after every batch, empty or
 /// not, so the token is the most recent one even while no change comes (spec,
 /// "Exposing All Resume Tokens"); a stream opened later with
-/// [`ChangeStreamOptions::resume_after`] set to it goes on from there.
+/// `.resume_after(token)` goes on from there.
 ///
 /// ```no_run
-/// # async fn example(client: anymongo::Client, mut store: impl FnMut(anymongo::bson::Document)) -> anymongo::Result<()> {
+/// # async fn example(client: anymongo::Client, mut store: impl FnMut(anymongo::change_stream::ResumeToken)) -> anymongo::Result<()> {
 /// use anymongo::bson::Document;
 /// let orders = client.database("shop").collection::<Document>("orders");
-/// let mut changes = orders.watch([], None).await?;
+/// let mut changes = orders.watch().await?;
 /// while changes.is_alive() {
 ///     let change = changes.next_if_any().await?;
 ///     if let Some(token) = changes.resume_token() {
@@ -722,7 +771,7 @@ impl Operation for Open<'_> {
 /// ```
 pub struct ChangeStream<T> {
     /// Shared with a resume in flight.
-    watch: Arc<Watch>,
+    watch: Arc<Spec>,
     /// `None` while resuming, and once closed.
     cursor: Option<Cursor<Document>>,
     resuming: Option<BoxFuture<'static, Result<Opened>>>,
@@ -761,7 +810,7 @@ enum Advance<T> {
 
 impl<T> ChangeStream<T> {
     /// Opens the stream `watch` describes.
-    async fn open(watch: Watch) -> Result<ChangeStream<T>> {
+    async fn open(watch: Spec) -> Result<ChangeStream<T>> {
         let mut watch = Arc::new(watch);
         let opened = watch.clone().open(StartAt::Original, None, None).await?;
         if let (None, Some(session)) = (&watch.session, opened.cursor.session()) {
@@ -802,8 +851,8 @@ impl<T> ChangeStream<T> {
     /// returned, or a more recent `postBatchResumeToken` (spec, "Updating the Cached
     /// Resume Token"). Pass it as [`ChangeStreamOptions::resume_after`] to go on from
     /// here later.
-    pub fn resume_token(&self) -> Option<Document> {
-        self.resume.token().cloned()
+    pub fn resume_token(&self) -> Option<ResumeToken> {
+        self.resume.token().cloned().map(ResumeToken)
     }
 
     /// Whether the stream may still return changes: it is not closed, by an error, by
@@ -944,6 +993,85 @@ impl<T: DeserializeOwned + 'static> Stream for ChangeStream<T> {
     }
 }
 
+/// A change stream opened in an explicit session: what a `watch` run with
+/// `.session(…)` returns. Its getMores and resumes run in that session, which its
+/// iteration names, as the official driver's `SessionChangeStream` does.
+///
+/// ```no_run
+/// # async fn example(client: anymongo::Client) -> anymongo::Result<()> {
+/// use anymongo::bson::Document;
+/// let orders = client.database("shop").collection::<Document>("orders");
+/// let mut session = client.start_session().await?;
+/// let mut changes = orders.watch().session(&mut session).await?;
+/// while let Some(change) = changes.next(&mut session).await? {
+///     println!("{:?}", change.operation_type);
+/// }
+/// # Ok(()) }
+/// ```
+#[derive(Debug)]
+pub struct SessionChangeStream<T> {
+    stream: ChangeStream<T>,
+}
+
+impl<T> SessionChangeStream<T> {
+    /// The stream `stream` of a `watch` run in an explicit session.
+    pub(crate) fn new(stream: ChangeStream<T>) -> SessionChangeStream<T> {
+        SessionChangeStream { stream }
+    }
+
+    /// The resume token the stream would resume from ([`ChangeStream::resume_token`]).
+    pub fn resume_token(&self) -> Option<ResumeToken> {
+        self.stream.resume_token()
+    }
+
+    /// Whether the stream may still return changes ([`ChangeStream::is_alive`]).
+    pub fn is_alive(&self) -> bool {
+        self.stream.is_alive()
+    }
+
+    /// The same stream, its events read as `U` ([`ChangeStream::with_type`]).
+    pub fn with_type<U>(self) -> SessionChangeStream<U> {
+        SessionChangeStream {
+            stream: self.stream.with_type(),
+        }
+    }
+
+    /// Closes the stream, killing its server cursor now ([`ChangeStream::close`]).
+    pub async fn close(self) -> Result<()> {
+        self.stream.close().await
+    }
+}
+
+impl<T: DeserializeOwned + 'static> SessionChangeStream<T> {
+    /// The next change, waiting for one; `None` once the stream is closed.
+    pub async fn next<'s>(&mut self, _session: impl Into<&'s ClientSession>) -> Result<Option<T>> {
+        futures::StreamExt::next(&mut self.stream).await.transpose()
+    }
+
+    /// The next change if the next batch has one ([`ChangeStream::next_if_any`]).
+    pub async fn next_if_any<'s>(
+        &mut self,
+        _session: impl Into<&'s ClientSession>,
+    ) -> Result<Option<T>> {
+        self.stream.next_if_any().await
+    }
+}
+
+/// An anymongo change stream carries its session: a [`SessionChangeStream`] can
+/// become a plain [`ChangeStream`], iterated without naming the session (for code that
+/// handles the streams of `watch` with and without sessions alike).
+impl<T> From<SessionChangeStream<T>> for ChangeStream<T> {
+    fn from(stream: SessionChangeStream<T>) -> ChangeStream<T> {
+        stream.stream
+    }
+}
+
+/// [`SessionChangeStream`], where the official driver has it
+/// (`change_stream::session`).
+pub mod session {
+    pub use super::SessionChangeStream;
+}
+
 /// The read preference and read concern of a stream on a handle with `concerns`.
 fn read_concerns(concerns: &Concerns) -> (ReadPreference, Option<ReadConcern>) {
     (
@@ -953,141 +1081,90 @@ fn read_concerns(concerns: &Concerns) -> (ReadPreference, Option<ReadConcern>) {
 }
 
 impl<T> Collection<T> {
-    /// The changes to this collection (spec, "Collection.watch"): `pipeline` is
-    /// appended to the `$changeStream` stage (`$match`, `$project`, `$addFields`,
-    /// `$replaceRoot`, `$redact`; a stage that removes `_id` makes the stream fail, as
-    /// it could not resume). See [`ChangeStream`].
-    pub async fn watch(
-        &self,
-        pipeline: impl IntoIterator<Item = Document>,
-        options: impl Into<Option<ChangeStreamOptions>>,
-    ) -> Result<ChangeStream<ChangeStreamEvent<T>>> {
-        self.watch_in(pipeline.into_iter().collect(), options.into(), None)
-            .await
-    }
-
-    /// [`watch`](Self::watch) in `session`: its aggregates and getMores all run in it.
-    pub async fn watch_with_session(
-        &self,
-        pipeline: impl IntoIterator<Item = Document>,
-        options: impl Into<Option<ChangeStreamOptions>>,
-        session: &ClientSession,
-    ) -> Result<ChangeStream<ChangeStreamEvent<T>>> {
-        self.watch_in(
-            pipeline.into_iter().collect(),
-            options.into(),
-            Some(session),
-        )
-        .await
-    }
-
-    async fn watch_in(
+    /// Opens a change stream on this collection: what [`Collection::watch`] runs.
+    pub(crate) async fn watch_in(
         &self,
         pipeline: Vec<Document>,
         options: Option<ChangeStreamOptions>,
         session: Option<&ClientSession>,
     ) -> Result<ChangeStream<ChangeStreamEvent<T>>> {
-        let (read_preference, read_concern) = read_concerns(self.concerns());
         let database = self.database();
-        ChangeStream::open(Watch {
-            client: database.client().clone(),
-            database: database.name().to_string(),
-            collection: Some(self.name().to_string()),
-            timeout: self.timeout(),
-            cluster: false,
+        open(
+            database,
+            Watched::Collection(self.name()),
+            self.concerns(),
+            self.timeout(),
             pipeline,
-            options: options.unwrap_or_default(),
-            read_preference,
-            read_concern,
-            session: session.cloned(),
-        })
+            options,
+            session,
+        )
         .await
     }
 }
 
 impl Database {
-    /// The changes to every collection of this database but its system collections
-    /// (spec, "Database.watch"; MongoDB 4.0+). See [`Collection::watch`] and
-    /// [`ChangeStream`].
-    pub async fn watch(
-        &self,
-        pipeline: impl IntoIterator<Item = Document>,
-        options: impl Into<Option<ChangeStreamOptions>>,
-    ) -> Result<ChangeStream<ChangeStreamEvent<Document>>> {
-        self.watch_in(pipeline.into_iter().collect(), options.into(), None, false)
-            .await
-    }
-
-    /// [`watch`](Self::watch) in `session`.
-    pub async fn watch_with_session(
-        &self,
-        pipeline: impl IntoIterator<Item = Document>,
-        options: impl Into<Option<ChangeStreamOptions>>,
-        session: &ClientSession,
-    ) -> Result<ChangeStream<ChangeStreamEvent<Document>>> {
-        self.watch_in(
-            pipeline.into_iter().collect(),
-            options.into(),
-            Some(session),
-            false,
-        )
-        .await
-    }
-
-    async fn watch_in(
+    /// Opens a change stream on this database, or with `cluster` on the deployment
+    /// (this database being `admin`): what [`Database::watch`] and [`Client::watch`]
+    /// run.
+    pub(crate) async fn watch_in(
         &self,
         pipeline: Vec<Document>,
         options: Option<ChangeStreamOptions>,
         session: Option<&ClientSession>,
         cluster: bool,
     ) -> Result<ChangeStream<ChangeStreamEvent<Document>>> {
-        let (read_preference, read_concern) = read_concerns(self.concerns());
-        ChangeStream::open(Watch {
-            client: self.client().clone(),
-            database: self.name().to_string(),
-            collection: None,
-            timeout: self.timeout(),
-            cluster,
+        open(
+            self,
+            Watched::Database { cluster },
+            self.concerns(),
+            self.timeout(),
             pipeline,
-            options: options.unwrap_or_default(),
-            read_preference,
-            read_concern,
-            session: session.cloned(),
-        })
+            options,
+            session,
+        )
         .await
     }
 }
 
-impl Client {
-    /// The changes to every database of the deployment but `admin`, `local` and
-    /// `config` (spec, "MongoClient.watch"; MongoDB 4.0+): an `allChangesForCluster`
-    /// stream on `admin`. See [`Collection::watch`] and [`ChangeStream`].
-    pub async fn watch(
-        &self,
-        pipeline: impl IntoIterator<Item = Document>,
-        options: impl Into<Option<ChangeStreamOptions>>,
-    ) -> Result<ChangeStream<ChangeStreamEvent<Document>>> {
-        self.database("admin")
-            .watch_in(pipeline.into_iter().collect(), options.into(), None, true)
-            .await
-    }
+/// What a stream watches, in its database.
+enum Watched<'a> {
+    /// This collection.
+    Collection(&'a str),
+    /// The database, or with `cluster` the deployment (`allChangesForCluster`).
+    Database { cluster: bool },
+}
 
-    /// [`watch`](Self::watch) in `session`.
-    pub async fn watch_with_session(
-        &self,
-        pipeline: impl IntoIterator<Item = Document>,
-        options: impl Into<Option<ChangeStreamOptions>>,
-        session: &ClientSession,
-    ) -> Result<ChangeStream<ChangeStreamEvent<Document>>> {
-        self.database("admin")
-            .watch_in(
-                pipeline.into_iter().collect(),
-                options.into(),
-                Some(session),
-                true,
-            )
-            .await
-    }
+/// Opens a change stream on what `watched` names in `database`, with the concerns of
+/// the handle it was opened from unless `options` override them.
+async fn open<T>(
+    database: &Database,
+    watched: Watched<'_>,
+    concerns: &Concerns,
+    timeout: Option<Duration>,
+    pipeline: Vec<Document>,
+    options: Option<ChangeStreamOptions>,
+    session: Option<&ClientSession>,
+) -> Result<ChangeStream<T>> {
+    let mut options = options.unwrap_or_default();
+    let (read_preference, read_concern) = read_concerns(concerns);
+    let read_preference = options.read_preference.take().unwrap_or(read_preference);
+    let read_concern = options.read_concern.take().or(read_concern);
+    ChangeStream::open(Spec {
+        client: database.client().clone(),
+        database: database.name().to_string(),
+        collection: match watched {
+            Watched::Collection(name) => Some(name.to_string()),
+            Watched::Database { .. } => None,
+        },
+        timeout,
+        cluster: matches!(watched, Watched::Database { cluster: true }),
+        pipeline,
+        options,
+        read_preference,
+        read_concern,
+        session: session.cloned(),
+    })
+    .await
 }
 
 #[cfg(test)]

@@ -120,7 +120,9 @@ pub mod versioned_api;
 pub mod wire;
 
 pub use bson;
-pub use change_stream::{ChangeStream, ChangeStreamEvent, ChangeStreamOptions};
+pub use change_stream::{
+    ChangeStream, ChangeStreamEvent, ChangeStreamOptions, SessionChangeStream,
+};
 pub use client::Client;
 pub use collection::Collection;
 pub use cursor::{Cursor, SessionCursor};

@@ -5,9 +5,10 @@
 use std::time::Duration;
 
 use anymongo::bson::{doc, Document};
+use anymongo::change_stream::event::ResumeToken;
 use anymongo::change_stream::{ChangeStreamOptions, OperationType};
 use anymongo::command_monitoring::CommandEvent;
-use anymongo::{Client, Collection};
+use anymongo::{ChangeStream, Client, Collection};
 use anymongo_tests::harness::{self, CommandLog};
 use futures::TryStreamExt;
 use serde::{Deserialize, Serialize};
@@ -120,10 +121,9 @@ async fn a_collection_stream_returns_typed_events_and_tracks_the_resume_token() 
         let (client, events) = recording_client("cs_typed");
         let orders = fresh::<Order>(&client, "typed").await;
         let mut changes = orders
-            .watch(
-                [doc! { "$match": { "operationType": "insert" } }],
-                short_waits(),
-            )
+            .watch()
+            .pipeline([doc! { "$match": { "operationType": "insert" } }])
+            .with_options(short_waits())
             .await
             .unwrap();
         let tea = Order {
@@ -159,7 +159,7 @@ async fn a_collection_stream_returns_typed_events_and_tracks_the_resume_token() 
             .get_document("postBatchResumeToken")
             .unwrap()
             .clone();
-        assert_eq!(changes.resume_token(), Some(post_batch));
+        assert_eq!(changes.resume_token(), Some(post_batch.into()));
         // An empty batch: next_if_any returns nothing, and the token moves to the new
         // postBatchResumeToken.
         assert_eq!(changes.next_if_any().await.unwrap(), None);
@@ -168,7 +168,7 @@ async fn a_collection_stream_returns_typed_events_and_tracks_the_resume_token() 
         let cursor = last_reply.get_document("cursor").unwrap();
         assert!(cursor.get_array("nextBatch").unwrap().is_empty());
         assert_eq!(
-            changes.resume_token().as_ref(),
+            changes.resume_token().map(Document::from).as_ref(),
             Some(cursor.get_document("postBatchResumeToken").unwrap())
         );
         changes.close().await.unwrap();
@@ -183,8 +183,8 @@ async fn database_and_client_streams_see_every_collection() {
         let first = fresh::<Document>(&client, "wide_first").await;
         let second = fresh::<Document>(&client, "wide_second").await;
         let database = client.database(DATABASE);
-        let mut in_database = database.watch([], None).await.unwrap();
-        let mut in_cluster = client.watch([], None).await.unwrap();
+        let mut in_database = database.watch().await.unwrap();
+        let mut in_cluster = client.watch().await.unwrap();
         first.insert_one(doc! { "_id": 1 }).await.unwrap();
         second.insert_one(doc! { "_id": 2 }).await.unwrap();
         for changes in [&mut in_database, &mut in_cluster] {
@@ -221,7 +221,11 @@ async fn a_killed_cursor_is_resumed_after_the_last_change() {
     bounded(async {
         let (client, events) = recording_client("cs_killed");
         let collection = fresh::<Document>(&client, "killed").await;
-        let mut changes = collection.watch([], short_waits()).await.unwrap();
+        let mut changes = collection
+            .watch()
+            .with_options(short_waits())
+            .await
+            .unwrap();
         collection.insert_one(doc! { "_id": 1 }).await.unwrap();
         let first = changes.try_next().await.unwrap().unwrap();
         assert_eq!(first.document_key, Some(doc! { "_id": 1 }));
@@ -252,7 +256,7 @@ async fn a_killed_cursor_is_resumed_after_the_last_change() {
         assert_eq!(aggregates.len(), 2);
         assert_eq!(
             change_stream_stage(&aggregates[1]),
-            doc! { "resumeAfter": token }
+            doc! { "resumeAfter": Document::from(token) }
         );
         // The same implicit session throughout (spec, "Resume Process").
         assert_eq!(
@@ -269,7 +273,11 @@ async fn a_network_error_on_get_more_resumes_and_a_non_resumable_error_ends_the_
         let _turn = FAIL_POINT.lock().await;
         let (client, events) = recording_client("cs_network");
         let collection = fresh::<Document>(&client, "network").await;
-        let mut changes = collection.watch([], short_waits()).await.unwrap();
+        let mut changes = collection
+            .watch()
+            .with_options(short_waits())
+            .await
+            .unwrap();
         fail(
             &client,
             doc! { "times": 1 },
@@ -305,7 +313,7 @@ async fn a_stream_started_after_a_token_resumes_with_start_after_until_it_return
         let _turn = FAIL_POINT.lock().await;
         let (client, events) = recording_client("cs_start_after");
         let collection = fresh::<Document>(&client, "start_after").await;
-        let mut earlier = collection.watch([], short_waits()).await.unwrap();
+        let mut earlier = collection.watch().with_options(short_waits()).await.unwrap();
         collection.insert_one(doc! { "_id": 1 }).await.unwrap();
         let token = earlier.try_next().await.unwrap().unwrap().id;
         earlier.close().await.unwrap();
@@ -313,7 +321,7 @@ async fn a_stream_started_after_a_token_resumes_with_start_after_until_it_return
             start_after: Some(token.clone()),
             ..short_waits()
         };
-        let mut changes = collection.watch([], options).await.unwrap();
+        let mut changes = collection.watch().with_options(options).await.unwrap();
         let data = doc! { "failCommands": ["getMore"], "closeConnection": true, "appName": "cs_start_after" };
         // Prose test 17: no change returned yet, so startAfter again.
         fail(&client, doc! { "times": 1 }, data.clone()).await;
@@ -333,7 +341,7 @@ async fn a_stream_started_after_a_token_resumes_with_start_after_until_it_return
             .collect();
         // The earlier stream's aggregate, then this one's first and its two resumes.
         assert_eq!(stages.len(), 4, "{stages:?}");
-        assert_eq!(stages[1], doc! { "startAfter": token });
+        assert_eq!(stages[1], doc! { "startAfter": Document::from(token) });
         assert!(
             stages[2].contains_key("startAfter") && !stages[2].contains_key("resumeAfter"),
             "{stages:?}"
@@ -342,6 +350,50 @@ async fn a_stream_started_after_a_token_resumes_with_start_after_until_it_return
             stages[3].contains_key("resumeAfter") && !stages[3].contains_key("startAfter"),
             "{stages:?}"
         );
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_stream_resumed_after_a_dropped_one_sees_the_later_changes() {
+    bounded(async {
+        let (client, events) = recording_client("cs_resume_after");
+        let collection = fresh::<Document>(&client, "resume_after").await;
+        let mut first = collection
+            .watch()
+            .max_await_time(Duration::from_millis(100))
+            .await
+            .unwrap();
+        collection.insert_one(doc! { "_id": 1 }).await.unwrap();
+        let seen = first.try_next().await.unwrap().unwrap();
+        assert_eq!(seen.document_key, Some(doc! { "_id": 1 }));
+        let token = first.resume_token().unwrap();
+        // The token stored as BSON reads back the same.
+        let stored = anymongo::bson::serialize_to_document(&token).unwrap();
+        let token: ResumeToken = anymongo::bson::deserialize_from_document(stored).unwrap();
+        drop(first);
+        collection.insert_one(doc! { "_id": 2 }).await.unwrap();
+        // In a session, the stream is a SessionChangeStream iterated with it.
+        let mut session = client.start_session(Default::default()).unwrap();
+        let mut resumed = collection
+            .watch()
+            .resume_after(token.clone())
+            .max_await_time(Duration::from_millis(100))
+            .session(&mut session)
+            .await
+            .unwrap();
+        let later = resumed.next(&mut session).await.unwrap().unwrap();
+        assert_eq!(later.document_key, Some(doc! { "_id": 2 }));
+        let aggregate = started(&events, "aggregate").pop().unwrap();
+        assert_eq!(
+            change_stream_stage(&aggregate),
+            doc! { "resumeAfter": Document::from(token) }
+        );
+        assert_eq!(
+            aggregate.get_document("lsid").unwrap(),
+            &session.id().unwrap()
+        );
+        ChangeStream::from(resumed).close().await.unwrap();
     })
     .await;
 }

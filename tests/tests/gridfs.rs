@@ -1,13 +1,17 @@
-//! GridFS against a real SecantusDB server on loopback: files split into chunks and
-//! read back whole, revisions by name, and the errors of missing and corrupt files.
+//! GridFS against a real SecantusDB server on loopback: files written through upload
+//! streams, split into chunks and read back through download streams, revisions by
+//! name, and the errors of missing and corrupt files.
 
 use std::time::Duration;
 
 use anymongo::bson::spec::BinarySubtype;
 use anymongo::bson::{doc, Binary, Bson, DateTime};
-use anymongo::gridfs::{GridFsBucket, GridFsBucketOptions, GridFsError, GridFsUploadOptions};
+use anymongo::gridfs::{
+    GridFsBucket, GridFsBucketOptions, GridFsDownloadStream, GridFsError, GridFsUploadOptions,
+};
 use anymongo::{Client, ErrorKind};
 use anymongo_tests::{harness, server};
+use futures::io::{AsyncReadExt, AsyncWriteExt};
 
 /// Every test finishes well within this, or fails.
 const TEST_BOUND: Duration = Duration::from_secs(30);
@@ -21,13 +25,38 @@ async fn fresh_bucket(name: &str) -> GridFsBucket {
     let uri = format!("{}?appName=gridfs_{name}", server::shared().uri());
     let client = Client::with_uri_str(&uri).await.unwrap();
     let options = GridFsBucketOptions {
-        bucket_name: name.to_owned(),
-        chunk_size_bytes: 4,
+        bucket_name: Some(name.to_owned()),
+        chunk_size_bytes: Some(4),
         ..GridFsBucketOptions::default()
     };
-    let bucket = GridFsBucket::new(&client.database("gridfs_tests"), options);
+    let bucket = client.database("gridfs_tests").gridfs_bucket(options);
     bucket.drop().await.unwrap();
     bucket
+}
+
+/// Uploads `content` whole as `filename`; returns the file's id.
+async fn upload(
+    bucket: &GridFsBucket,
+    filename: &str,
+    content: &[u8],
+    options: impl Into<Option<GridFsUploadOptions>>,
+) -> anymongo::Result<Bson> {
+    let mut upload = bucket
+        .open_upload_stream(filename)
+        .with_options(options)
+        .await?;
+    upload.write_all(content).await?;
+    upload.close().await?;
+    Ok(upload.id().clone())
+}
+
+/// The whole content of the download `opened`.
+async fn read_all(
+    opened: impl std::future::IntoFuture<Output = anymongo::Result<GridFsDownloadStream>>,
+) -> anymongo::Result<Vec<u8>> {
+    let mut content = Vec::new();
+    opened.await?.read_to_end(&mut content).await?;
+    Ok(content)
 }
 
 fn gridfs_error(error: anymongo::Error) -> GridFsError {
@@ -42,11 +71,13 @@ async fn a_file_spanning_several_chunks_is_read_back_whole() {
     bounded(async {
         let bucket = fresh_bucket("spanning").await;
         let content = b"0123456789";
-        let id = bucket
-            .upload_from_bytes("digits.txt", content, None)
-            .await
-            .unwrap();
-        assert_eq!(bucket.download(&id).await.unwrap(), content);
+        let id = upload(&bucket, "digits.txt", content, None).await.unwrap();
+        assert_eq!(
+            read_all(bucket.open_download_stream(id.clone()))
+                .await
+                .unwrap(),
+            content
+        );
         // 10 bytes in chunks of 4: 4 + 4 + 2.
         assert_eq!(bucket.chunks().count_documents(doc! {}).await.unwrap(), 3);
         let file = bucket.files().find_one(doc! {}).await.unwrap().unwrap();
@@ -59,8 +90,11 @@ async fn a_file_spanning_several_chunks_is_read_back_whole() {
             "{indexes:?}"
         );
 
-        let empty = bucket.upload_from_bytes("empty", b"", None).await.unwrap();
-        assert!(bucket.download(&empty).await.unwrap().is_empty());
+        let empty = upload(&bucket, "empty", b"", None).await.unwrap();
+        assert!(read_all(bucket.open_download_stream(empty.clone()))
+            .await
+            .unwrap()
+            .is_empty());
     })
     .await;
 }
@@ -74,10 +108,7 @@ async fn revisions_are_found_by_name_and_index() {
                 id: Some(Bson::Int32(i32::try_from(n).unwrap())),
                 ..GridFsUploadOptions::default()
             };
-            let id = bucket
-                .upload_from_bytes("notes", *content, options)
-                .await
-                .unwrap();
+            let id = upload(&bucket, "notes", *content, options).await.unwrap();
             // Upload dates have millisecond precision: set them apart, in upload order.
             let date = DateTime::from_millis(1_000 * (i64::try_from(n).unwrap() + 1));
             bucket
@@ -86,7 +117,7 @@ async fn revisions_are_found_by_name_and_index() {
                 .await
                 .unwrap();
         }
-        let revision = |n: i32| bucket.download_by_name("notes", n);
+        let revision = |n: i32| read_all(bucket.open_download_stream_by_name("notes").revision(n));
         assert_eq!(revision(0).await.unwrap(), b"first");
         assert_eq!(revision(1).await.unwrap(), b"secnd");
         assert_eq!(revision(-1).await.unwrap(), b"third");
@@ -102,7 +133,9 @@ async fn revisions_are_found_by_name_and_index() {
 
         bucket.rename_by_name("notes", "renamed").await.unwrap();
         assert_eq!(
-            bucket.download_by_name("renamed", None).await.unwrap(),
+            read_all(bucket.open_download_stream_by_name("renamed"))
+                .await
+                .unwrap(),
             b"third"
         );
         bucket.delete_by_name("renamed").await.unwrap();
@@ -115,11 +148,10 @@ async fn revisions_are_found_by_name_and_index() {
 async fn missing_and_corrupt_files_are_errors() {
     bounded(async {
         let bucket = fresh_bucket("corrupt").await;
-        let nothing = gridfs_error(bucket.download(&Bson::Int32(404)).await.unwrap_err());
+        let nothing = gridfs_error(read_all(bucket.open_download_stream(Bson::Int32(404))).await.unwrap_err());
         assert_eq!(nothing, GridFsError::FileNotFound { id: Bson::Int32(404) });
 
-        let id = bucket
-            .upload_from_bytes("short", b"abcdefgh", None)
+        let id = upload(&bucket, "short", b"abcdefgh", None)
             .await
             .unwrap();
         bucket
@@ -127,14 +159,14 @@ async fn missing_and_corrupt_files_are_errors() {
             .delete_one(doc! { "files_id": id.clone(), "n": 1 })
             .await
             .unwrap();
-        let corrupt = gridfs_error(bucket.download(&id).await.unwrap_err());
+        let corrupt = gridfs_error(read_all(bucket.open_download_stream(id.clone())).await.unwrap_err());
         assert!(
             matches!(&corrupt, GridFsError::CorruptFile { message, .. } if message.contains("chunk 1")),
             "{corrupt:?}"
         );
 
-        bucket.delete(&id).await.unwrap();
-        let deleted = gridfs_error(bucket.delete(&id).await.unwrap_err());
+        bucket.delete(id.clone()).await.unwrap();
+        let deleted = gridfs_error(bucket.delete(id.clone()).await.unwrap_err());
         assert_eq!(deleted, GridFsError::FileNotFound { id });
     })
     .await;
@@ -206,7 +238,7 @@ async fn a_files_document_that_does_not_match_its_chunks_is_a_gridfs_error() {
             if !chunks.is_empty() {
                 bucket.chunks().insert_many(chunks).await.unwrap();
             }
-            let error = gridfs_error(bucket.download(&id).await.unwrap_err());
+            let error = gridfs_error(read_all(bucket.open_download_stream(id.clone())).await.unwrap_err());
             assert!(
                 matches!(&error, GridFsError::CorruptFile { message, .. } if message.contains(expected)),
                 "file {id}: {error:?}, expected {expected:?}"
@@ -224,7 +256,7 @@ async fn a_files_document_that_does_not_match_its_chunks_is_a_gridfs_error() {
             .insert_many(vec![chunk(11, 0, b"abcd"), chunk(11, 1, b"ef")])
             .await
             .unwrap();
-        assert_eq!(bucket.download(&Bson::Int32(11)).await.unwrap(), b"abcdef");
+        assert_eq!(read_all(bucket.open_download_stream(Bson::Int32(11))).await.unwrap(), b"abcdef");
     })
     .await;
 }
@@ -236,17 +268,89 @@ async fn a_download_with_a_timeout_reads_every_chunk_within_one_deadline() {
     bounded(async {
         let bucket = fresh_bucket("timed").await;
         let content = b"0123456789abcdef";
-        let id = bucket
-            .upload_from_bytes("hex.txt", content, None)
-            .await
-            .unwrap();
+        let id = upload(&bucket, "hex.txt", content, None).await.unwrap();
         let timed = bucket.with_timeout(Duration::from_secs(5));
-        assert_eq!(timed.download(&id).await.unwrap(), content);
-        let renamed = timed.rename(&id, "renamed.txt").await;
+        assert_eq!(
+            read_all(timed.open_download_stream(id.clone()))
+                .await
+                .unwrap(),
+            content
+        );
+        let renamed = timed.rename(id.clone(), "renamed.txt").await;
         assert!(renamed.is_ok(), "{renamed:?}");
         // Zero: no limit, the same result.
         let unlimited = bucket.with_timeout(Duration::ZERO);
-        assert_eq!(unlimited.download(&id).await.unwrap(), content);
+        assert_eq!(
+            read_all(unlimited.open_download_stream(id.clone()))
+                .await
+                .unwrap(),
+            content
+        );
+    })
+    .await;
+}
+
+/// An upload written in pieces that straddle chunk boundaries holds at most one chunk:
+/// each full chunk is inserted as it fills, before the file exists; a download reads
+/// them back in order.
+#[tokio::test]
+async fn an_upload_stream_written_in_pieces_reads_back_through_a_download_stream() {
+    bounded(async {
+        let bucket = fresh_bucket("streams").await;
+        let mut upload = bucket
+            .open_upload_stream("pieces.txt")
+            .chunk_size_bytes(5)
+            .metadata(doc! { "kind": "pieces" })
+            .await
+            .unwrap();
+        // 3 + 4 + 6 + 1 bytes in chunks of 5: 5 + 5 + 4.
+        for piece in [&b"abc"[..], b"defg", b"hijklm", b"n"] {
+            upload.write_all(piece).await.unwrap();
+        }
+        upload.flush().await.unwrap();
+        let written = bucket.chunks().count_documents(doc! {}).await.unwrap();
+        assert_eq!(written, 2, "the full chunks are in before close");
+        assert!(bucket.files().find_one(doc! {}).await.unwrap().is_none());
+        upload.close().await.unwrap();
+        let id = upload.id().clone();
+        // Writing after close is an error, the driver's inside the io::Error.
+        let late = upload.write_all(b"late").await.unwrap_err();
+        assert!(matches!(
+            anymongo::Error::from(late).kind(),
+            ErrorKind::InvalidArgument { .. }
+        ));
+
+        let mut content = Vec::new();
+        let mut download = bucket.open_download_stream(id.clone()).await.unwrap();
+        // Small reads cross chunk boundaries too.
+        let mut piece = [0_u8; 3];
+        loop {
+            let n = download.read(&mut piece).await.unwrap();
+            if n == 0 {
+                break;
+            }
+            content.extend_from_slice(&piece[..n]);
+        }
+        assert_eq!(content, b"abcdefghijklmn");
+        let file = bucket.find_one(doc! { "_id": id }).await.unwrap().unwrap();
+        assert_eq!((file.length, file.chunk_size_bytes), (14, 5));
+        assert_eq!(file.filename.as_deref(), Some("pieces.txt"));
+        assert_eq!(file.metadata, Some(doc! { "kind": "pieces" }));
+
+        // An aborted upload leaves neither a file nor chunks.
+        let mut aborted = bucket.open_upload_stream("aborted").await.unwrap();
+        aborted.write_all(b"0123456789").await.unwrap();
+        aborted.abort().await.unwrap();
+        let chunks = bucket
+            .chunks()
+            .count_documents(doc! { "files_id": aborted.id().clone() })
+            .await
+            .unwrap();
+        assert_eq!(chunks, 0);
+        assert!(
+            aborted.close().await.is_ok(),
+            "closing an aborted stream is a no-op"
+        );
     })
     .await;
 }

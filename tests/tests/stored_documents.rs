@@ -193,7 +193,7 @@ async fn change_events_carry_dollar_fields_as_stored() {
             max_await_time: Some(Duration::from_millis(100)),
             ..ChangeStreamOptions::default()
         };
-        let mut changes = documents.watch([], options).await.unwrap();
+        let mut changes = documents.watch().with_options(options).await.unwrap();
         let mut all = stored();
         all.push(stored_top_level());
         for document in &all {

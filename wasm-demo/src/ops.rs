@@ -18,7 +18,9 @@ use anymongo::crud::{
 };
 use anymongo::database::Concerns;
 use anymongo::enumerate::{ListCollectionsOptions, ListDatabasesOptions};
-use anymongo::gridfs::{GridFsBucket, GridFsBucketOptions, GridFsError, GridFsUploadOptions};
+use anymongo::gridfs::{
+    GridFsBucketOptions, GridFsDownloadStream, GridFsError, GridFsUploadOptions,
+};
 use anymongo::index_management::{CreateIndexOptions, IndexModel, ListIndexesOptions};
 use anymongo::selection::ReadPreference;
 use anymongo::session::{ClientSession, SessionOptions};
@@ -28,6 +30,7 @@ use anymongo::{
     ChangeStream, ChangeStreamOptions, Client, ClientOptions, Collection, Cursor, Database, Error,
     ErrorKind, Result,
 };
+use futures::io::{AsyncReadExt, AsyncWriteExt};
 use serde::de::DeserializeOwned;
 use std::time::Duration;
 
@@ -423,19 +426,26 @@ pub async fn watch(
 ) -> Result<ChangeStream<RawDocumentBuf>> {
     let pipeline = documents(args, "pipeline", Document::try_from)?;
     let options = options::<ChangeStreamOptions>(args)?;
-    let stream = match (database, collection) {
-        ("", _) => in_session!(
-            session,
-            client.watch | watch_with_session(pipeline, options)
-        )?,
-        (database, "") => {
-            let db = database_for(client, database, args)?;
-            in_session!(session, db.watch | watch_with_session(pipeline, options))?
+    // The handles the action borrows: the database and collection, unless watched.
+    let db = match database {
+        "" => None,
+        database => Some(database_for(client, database, args)?),
+    };
+    let coll = match (&db, collection) {
+        (Some(db), collection) if !collection.is_empty() => {
+            Some(db.collection::<Document>(collection))
         }
-        (database, collection) => {
-            let coll = database_for(client, database, args)?.collection::<Document>(collection);
-            in_session!(session, coll.watch | watch_with_session(pipeline, options))?
-        }
+        _ => None,
+    };
+    let watch = match (&db, &coll) {
+        (_, Some(coll)) => coll.watch(),
+        (Some(db), None) => db.watch(),
+        (None, _) => client.watch(),
+    };
+    let watch = watch.pipeline(pipeline).with_options(options);
+    let stream = match session {
+        Some(session) => watch.session(session).await.map(ChangeStream::from)?,
+        None => watch.await?,
     };
     Ok(stream.with_type())
 }
@@ -473,13 +483,13 @@ async fn gridfs(db: &Database, op: &str, args: &RawDocument) -> Result<Document>
     let mut options = GridFsBucketOptions::default();
     if let Some(RawBsonRef::Document(bucket)) = field(args, "bucket")? {
         if let Some(RawBsonRef::String(name)) = bucket.get("bucketName").map_err(malformed)? {
-            options.bucket_name = name.to_owned();
+            options.bucket_name = Some(name.to_owned());
         }
         if let Some(size) = bucket.get("chunkSizeBytes").map_err(malformed)? {
-            options.chunk_size_bytes = positive_size(size, "chunkSizeBytes")?;
+            options.chunk_size_bytes = Some(positive_size(size, "chunkSizeBytes")?);
         }
     }
-    let bucket = GridFsBucket::new(db, options);
+    let bucket = db.gridfs_bucket(options);
     let id = || match field(args, "id") {
         Ok(Some(id)) => RawBson::from(id)
             .try_into()
@@ -493,12 +503,16 @@ async fn gridfs(db: &Database, op: &str, args: &RawDocument) -> Result<Document>
             "GridFS: {name} must be a string"
         ))),
     };
-    let content = |bytes: Vec<u8>| {
+    // The glue takes the content whole: read to its end.
+    let content = |download: GridFsDownloadStream| async move {
+        let mut bytes = Vec::new();
+        let mut download = download;
+        download.read_to_end(&mut bytes).await?;
         let content = Bson::Binary(anymongo::bson::Binary {
             subtype: anymongo::bson::spec::BinarySubtype::Generic,
             bytes,
         });
-        doc! { "content": content }
+        Ok::<_, Error>(doc! { "content": content })
     };
     Ok(match op {
         "gridfsUpload" => {
@@ -524,12 +538,15 @@ async fn gridfs(db: &Database, op: &str, args: &RawDocument) -> Result<Document>
                     upload.metadata = Some(to_document(metadata)?);
                 }
             }
-            let id = bucket
-                .upload_from_bytes(&string("filename")?, data.bytes, upload)
+            let mut stream = bucket
+                .open_upload_stream(string("filename")?)
+                .with_options(upload)
                 .await?;
-            doc! { "id": id }
+            stream.write_all(data.bytes).await?;
+            stream.close().await?;
+            doc! { "id": stream.id().clone() }
         }
-        "gridfsDownload" => content(bucket.download(&id()?).await?),
+        "gridfsDownload" => content(bucket.open_download_stream(id()?).await?).await?,
         "gridfsDownloadByName" => {
             let revision = match field(args, "revision")? {
                 None | Some(RawBsonRef::Null | RawBsonRef::Undefined) => None,
@@ -543,14 +560,14 @@ async fn gridfs(db: &Database, op: &str, args: &RawDocument) -> Result<Document>
                     ))
                 }
             };
-            content(
-                bucket
-                    .download_by_name(&string("filename")?, revision)
-                    .await?,
-            )
+            let mut download = bucket.open_download_stream_by_name(string("filename")?);
+            if let Some(revision) = revision {
+                download = download.revision(revision);
+            }
+            content(download.await?).await?
         }
         "gridfsDelete" => {
-            bucket.delete(&id()?).await?;
+            bucket.delete(id()?).await?;
             doc! {}
         }
         "gridfsDeleteByName" => {
@@ -558,7 +575,7 @@ async fn gridfs(db: &Database, op: &str, args: &RawDocument) -> Result<Document>
             doc! {}
         }
         "gridfsRename" => {
-            bucket.rename(&id()?, &string("newFilename")?).await?;
+            bucket.rename(id()?, string("newFilename")?).await?;
             doc! {}
         }
         "gridfsRenameByName" => {

@@ -43,11 +43,13 @@ mod count;
 mod delete;
 mod find;
 mod find_and_modify;
+pub mod gridfs;
 mod indexes;
 mod insert;
 mod list;
 mod run_command;
 mod update;
+mod watch;
 
 pub use bulk_write::{BulkWrite, ClientBulkWrite};
 pub use collection_admin::{
@@ -65,6 +67,7 @@ pub use insert::{InsertMany, InsertOne};
 pub use list::{ListCollectionNames, ListCollections, ListDatabases};
 pub use run_command::{RunCommand, RunCursorCommand};
 pub use update::{ReplaceOne, Update};
+pub use watch::Watch;
 
 pub use crate::cursor::SessionCursor;
 

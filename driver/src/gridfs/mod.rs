@@ -1,22 +1,46 @@
 //! The GridFS spec: files larger than a document, stored as a `files` document and
 //! numbered `chunks` in two collections of a [`GridFsBucket`] (`fs.files` and
-//! `fs.chunks` by default).
+//! `fs.chunks` by default), which [`Database::gridfs_bucket`] returns.
 //!
-//! Files are uploaded and downloaded whole, from and to memory: on the targets anymongo
-//! runs on (WebAssembly among them) there is no file system to stream to.
-//! Downloads are reads (each `find` a retryable read); uploads and deletes are writes
-//! with the bucket's write concern.
+//! Files are written through a [`GridFsUploadStream`] (a `futures::io::AsyncWrite`,
+//! holding at most one chunk) and read through a [`GridFsDownloadStream`] (a
+//! `futures::io::AsyncRead`, reading chunk by chunk), the official driver's shape;
+//! `futures::io::AsyncWriteExt::write_all` and `AsyncReadExt::read_to_end` move
+//! whole contents. Downloads are reads (each `find` a retryable read); uploads and
+//! deletes are writes with the bucket's write concern.
+//!
+//! ```no_run
+//! # async fn example(db: anymongo::Database) -> anymongo::Result<()> {
+//! use futures::io::{AsyncReadExt, AsyncWriteExt};
+//! let bucket = db.gridfs_bucket(None);
+//! let mut upload = bucket.open_upload_stream("report.pdf").await?;
+//! upload.write_all(b"%PDF-1.7 ...").await?;
+//! upload.close().await?;
+//! let mut content = Vec::new();
+//! let mut download = bucket.open_download_stream(upload.id().clone()).await?;
+//! download.read_to_end(&mut content).await?;
+//! assert_eq!(content, b"%PDF-1.7 ...");
+//! # Ok(()) }
+//! ```
+
+use std::pin::Pin;
+use std::task::{ready, Context, Poll};
 
 use bson::oid::ObjectId;
 use bson::spec::BinarySubtype;
 use bson::{doc, Binary, Bson, DateTime, Document};
-use futures::TryStreamExt;
+use futures::io::{AsyncRead, AsyncWrite};
+use futures::{Stream, TryStreamExt};
+use serde::{Deserialize, Serialize};
 
+use crate::concern::{ReadConcern, WriteConcern};
 use crate::crud::FindOptions;
 use crate::cursor::Cursor;
 use crate::database::{Concerns, Database};
 use crate::error::{Error, ErrorKind, Result};
 use crate::index_management::IndexModel;
+use crate::rt::{boxed, BoxFuture};
+use crate::selection::ReadPreference;
 use crate::Collection;
 
 mod error;
@@ -27,29 +51,26 @@ pub use error::GridFsError;
 /// 256 KiB that keeps a chunk document and its overhead in one small allocation.
 pub const DEFAULT_CHUNK_SIZE_BYTES: u32 = 255 * 1024;
 
-/// Options of a [`GridFsBucket`] (GridFS spec, "GridFSBucketOptions").
-#[derive(Debug, Clone, PartialEq)]
+/// Options of a [`GridFsBucket`] (GridFS spec, "GridFSBucketOptions"); the database's
+/// concerns where unset.
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct GridFsBucketOptions {
-    /// The prefix of the bucket's collections: `<name>.files`, `<name>.chunks`.
-    pub bucket_name: String,
-    /// The size of the chunks of uploaded files.
-    pub chunk_size_bytes: u32,
-    /// The read preference, read concern and write concern; the database's where
+    /// The prefix of the bucket's collections: `<name>.files`, `<name>.chunks`;
+    /// `fs` when unset.
+    pub bucket_name: Option<String>,
+    /// The size of the chunks of uploaded files; [`DEFAULT_CHUNK_SIZE_BYTES`] when
     /// unset.
-    pub concerns: Concerns,
+    pub chunk_size_bytes: Option<u32>,
+    /// How uploads and deletes are acknowledged.
+    pub write_concern: Option<WriteConcern>,
+    /// How fresh and durable downloads must be.
+    pub read_concern: Option<ReadConcern>,
+    /// Where downloads go.
+    pub read_preference: Option<ReadPreference>,
 }
 
-impl Default for GridFsBucketOptions {
-    fn default() -> Self {
-        GridFsBucketOptions {
-            bucket_name: "fs".to_owned(),
-            chunk_size_bytes: DEFAULT_CHUNK_SIZE_BYTES,
-            concerns: Concerns::default(),
-        }
-    }
-}
-
-/// Options of [`GridFsBucket::upload_from_bytes`].
+/// Options of [`GridFsBucket::open_upload_stream`] (GridFS spec,
+/// "GridFSUploadOptions").
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct GridFsUploadOptions {
     /// The file's id; a new ObjectId when unset.
@@ -60,23 +81,81 @@ pub struct GridFsUploadOptions {
     pub metadata: Option<Document>,
 }
 
+/// Options of [`GridFsBucket::open_download_stream_by_name`].
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct GridFsDownloadByNameOptions {
+    /// Which revision of the file: 0 is the first upload, 1 the second...; -1 (the
+    /// default) is the latest, -2 the one before... (GridFS spec,
+    /// "downloadToStreamByName").
+    pub revision: Option<i32>,
+}
+
+/// A file's document in the bucket's `files` collection (GridFS spec, "files
+/// collection document"): what [`GridFsBucket::find`] returns.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FilesCollectionDocument {
+    /// The file's id.
+    #[serde(rename = "_id")]
+    pub id: Bson,
+    /// Its length in bytes.
+    pub length: u64,
+    /// The size of its chunks (all but the last), in bytes.
+    #[serde(rename = "chunkSize")]
+    pub chunk_size_bytes: u32,
+    /// When its upload was closed.
+    pub upload_date: DateTime,
+    /// Its name; several files (revisions) may share one.
+    pub filename: Option<String>,
+    /// The application's data stored with it.
+    pub metadata: Option<Document>,
+}
+
 impl From<GridFsError> for Error {
     fn from(error: GridFsError) -> Error {
         Error::new(ErrorKind::GridFs(error))
     }
 }
 
-/// A bucket of GridFS files in one database. Cheap to clone.
-///
-/// ```no_run
-/// # async fn example(db: anymongo::Database) -> anymongo::Result<()> {
-/// use anymongo::gridfs::GridFsBucket;
-/// let bucket = GridFsBucket::new(&db, Default::default());
-/// let id = bucket.upload_from_bytes("report.pdf", b"%PDF-1.7 ...", None).await?;
-/// let bytes = bucket.download(&id).await?;
-/// assert_eq!(bytes, b"%PDF-1.7 ...");
-/// # Ok(()) }
-/// ```
+/// An error of a stream, as the `futures::io` traits return it: the driver's
+/// [`Error`] inside (`std::io::Error::get_ref` and `downcast_ref` give it back).
+fn io_error(error: Error) -> std::io::Error {
+    std::io::Error::other(error)
+}
+
+/// The driver's error inside a GridFS stream's `std::io::Error`, so that `?` on a
+/// `read_to_end` or `write_all` gives it back in a function returning [`Result`]. An
+/// I/O error of another source (a reader copied into an upload) becomes an
+/// [`ErrorKind::InvalidArgument`] that quotes it.
+impl From<std::io::Error> for Error {
+    fn from(error: std::io::Error) -> Error {
+        let message = error.to_string();
+        match error.into_inner().map(|inner| inner.downcast::<Error>()) {
+            Some(Ok(driver)) => *driver,
+            _ => Error::invalid_argument(format!("I/O error: {message}")),
+        }
+    }
+}
+
+impl Database {
+    /// The GridFS bucket of this database that `options` name (`fs` by default).
+    ///
+    /// ```no_run
+    /// # fn example(db: anymongo::Database) {
+    /// use anymongo::gridfs::GridFsBucketOptions;
+    /// let images = db.gridfs_bucket(GridFsBucketOptions {
+    ///     bucket_name: Some("images".to_owned()),
+    ///     ..Default::default()
+    /// });
+    /// # let _ = images; }
+    /// ```
+    pub fn gridfs_bucket(&self, options: impl Into<Option<GridFsBucketOptions>>) -> GridFsBucket {
+        GridFsBucket::new(self, options.into().unwrap_or_default())
+    }
+}
+
+/// A bucket of GridFS files in one database ([`Database::gridfs_bucket`]). Cheap to
+/// clone. Its operations are actions (`crate::action::gridfs`), awaited to run.
 #[derive(Debug, Clone)]
 pub struct GridFsBucket {
     files: Collection<Document>,
@@ -86,31 +165,36 @@ pub struct GridFsBucket {
 
 impl GridFsBucket {
     /// The bucket of `database` that `options` name.
-    pub fn new(database: &Database, options: GridFsBucketOptions) -> GridFsBucket {
+    fn new(database: &Database, options: GridFsBucketOptions) -> GridFsBucket {
+        let name = options.bucket_name.as_deref().unwrap_or("fs");
+        let concerns = Concerns {
+            read_preference: options.read_preference,
+            read_concern: options.read_concern,
+            write_concern: options.write_concern,
+            timeout: None,
+        };
         let collection = |suffix: &str| {
             database
-                .collection::<Document>(&format!("{}.{suffix}", options.bucket_name))
-                .with_concerns(options.concerns.clone())
+                .collection::<Document>(&format!("{name}.{suffix}"))
+                .with_concerns(concerns.clone())
         };
         GridFsBucket {
             files: collection("files"),
             chunks: collection("chunks"),
-            chunk_size_bytes: options.chunk_size_bytes,
+            chunk_size_bytes: options.chunk_size_bytes.unwrap_or(DEFAULT_CHUNK_SIZE_BYTES),
         }
     }
 
-    /// This bucket with `timeoutMS` = `timeout` for each of its calls: a download,
-    /// an upload, a delete... ends by then, all its commands together (Client Side
-    /// Operations Timeout spec, "GridFS API"). `Duration::ZERO` means no limit.
+    /// This bucket with `timeoutMS` = `timeout` for each of its calls: opening a
+    /// stream, a delete... ends by then, all its commands together (Client Side
+    /// Operations Timeout spec, "GridFS API"); a stream's reads or writes share the
+    /// deadline of its opening. `Duration::ZERO` means no limit.
     ///
     /// ```no_run
     /// # async fn example(bucket: anymongo::gridfs::GridFsBucket) -> anymongo::Result<()> {
     /// use std::time::Duration;
-    /// let bytes = bucket
-    ///     .with_timeout(Duration::from_secs(2))
-    ///     .download(&anymongo::bson::Bson::Int32(1))
-    ///     .await?;
-    /// # let _ = bytes; Ok(()) }
+    /// bucket.with_timeout(Duration::from_secs(2)).drop().await?;
+    /// # Ok(()) }
     /// ```
     pub fn with_timeout(&self, timeout: std::time::Duration) -> GridFsBucket {
         GridFsBucket {
@@ -121,21 +205,26 @@ impl GridFsBucket {
     }
 
     /// The bucket for one call: with timeoutMS, its two collections share the
-    /// deadline of the call (unless a call it is part of set one already).
-    fn for_one_call(&self) -> GridFsBucket {
-        let timing = self.files.timing();
+    /// deadline of the call (unless a call it is part of set one already); with
+    /// `timeout` (an action's), that timeoutMS.
+    pub(crate) fn for_one_call(&self, timeout: Option<std::time::Duration>) -> GridFsBucket {
+        let this = match timeout {
+            Some(timeout) => self.with_timeout(timeout),
+            None => self.clone(),
+        };
+        let timing = this.files.timing();
         let Some(timeout) = timing.timeout.filter(|limit| !limit.is_zero()) else {
-            return self.clone();
+            return this;
         };
         if timing.deadline.is_some() {
-            return self.clone();
+            return this;
         }
-        let now = self.files.database().client().executor().now();
+        let now = this.files.database().client().executor().now();
         let deadline = Some(now + timeout);
         GridFsBucket {
-            files: self.files.with_deadline(deadline),
-            chunks: self.chunks.with_deadline(deadline),
-            chunk_size_bytes: self.chunk_size_bytes,
+            files: this.files.with_deadline(deadline),
+            chunks: this.chunks.with_deadline(deadline),
+            chunk_size_bytes: this.chunk_size_bytes,
         }
     }
 
@@ -149,24 +238,21 @@ impl GridFsBucket {
         &self.chunks
     }
 
-    /// The whole content of the file with this id.
-    pub async fn download(&self, id: &Bson) -> Result<Vec<u8>> {
-        let this = self.for_one_call();
-        let file = this.files.find_one(by_id(id)).await?;
-        let file = file.ok_or_else(|| GridFsError::FileNotFound { id: id.clone() })?;
-        this.content(&file).await
+    /// Opens the file with this id: what [`open_download_stream`](Self::open_download_stream) runs.
+    pub(crate) async fn open_download_in(&self, id: Bson) -> Result<GridFsDownloadStream> {
+        let file = self.files.find_one(by_id(&id)).await?;
+        let file = file.ok_or(GridFsError::FileNotFound { id })?;
+        self.download_stream(file).await
     }
 
-    /// The whole content of a revision of the file named `filename`: 0 is the first
-    /// upload, 1 the second...; -1 is the latest, -2 the one before... (GridFS spec,
-    /// "downloadToStreamByName"). `None` is -1.
-    pub async fn download_by_name(
+    /// Opens a revision of the file named `filename`: what
+    /// [`open_download_stream_by_name`](Self::open_download_stream_by_name) runs.
+    pub(crate) async fn open_download_by_name_in(
         &self,
         filename: &str,
-        revision: impl Into<Option<i32>>,
-    ) -> Result<Vec<u8>> {
-        let this = self.for_one_call();
-        let revision = revision.into().unwrap_or(-1);
+        options: Option<GridFsDownloadByNameOptions>,
+    ) -> Result<GridFsDownloadStream> {
+        let revision = options.and_then(|options| options.revision).unwrap_or(-1);
         let (order, skip) = match revision {
             latest_first if latest_first < 0 => (-1, latest_first.unsigned_abs() - 1),
             oldest_first => (1, oldest_first.unsigned_abs()),
@@ -177,7 +263,7 @@ impl GridFsBucket {
             limit: Some(1),
             ..FindOptions::default()
         };
-        let file = this
+        let file = self
             .files
             .find_one(doc! { "filename": filename })
             .with_options(options)
@@ -186,139 +272,60 @@ impl GridFsBucket {
             filename: filename.to_owned(),
             revision,
         })?;
-        this.content(&file).await
+        self.download_stream(file).await
     }
 
-    /// The content of the file `file` describes, read from its chunks in order and
-    /// checked against its `length` and `chunkSize`.
-    async fn content(&self, file: &Document) -> Result<Vec<u8>> {
-        let id = file.get("_id").cloned().unwrap_or(Bson::Null);
-        let corrupt = |message: String| -> Error {
-            GridFsError::CorruptFile {
-                id: id.clone(),
-                message,
+    /// The stream of the content of the file `file` describes: its chunks in order,
+    /// checked against its `length` and `chunkSize` as they come.
+    async fn download_stream(&self, file: Document) -> Result<GridFsDownloadStream> {
+        let check = ChunkCheck::of(&file)?;
+        let chunks = match check.expected {
+            0 => None,
+            _ => {
+                let options = FindOptions {
+                    sort: Some(doc! { "n": 1 }),
+                    ..FindOptions::default()
+                };
+                let filter = doc! { "files_id": { "$eq": check.id.clone() } };
+                Some(self.chunks.find(filter).with_options(options).await?)
             }
-            .into()
         };
-        let number = |key: &str| {
-            file.get(key)
-                .and_then(crate::bson_util::as_i64)
-                .and_then(|n| u64::try_from(n).ok())
-                .ok_or_else(|| corrupt(format!("its files document has no valid {key}")))
-        };
-        let length = number("length")?;
-        if length == 0 {
-            return Ok(Vec::new());
-        }
-        // A length no memory of this target can hold (above 2 GiB on wasm32, where a
-        // vector holds at most isize::MAX bytes) is refused before any chunk is read.
-        if usize::try_from(length).map_or(true, |length| length > isize::MAX as usize) {
-            return Err(GridFsError::TooLarge {
-                id: id.clone(),
-                length,
-            }
-            .into());
-        }
-        let chunk_size = number("chunkSize")?;
-        if chunk_size == 0 {
-            return Err(corrupt("its chunkSize is 0".to_owned()));
-        }
-        let expected_chunks = length.div_ceil(chunk_size);
-        let options = FindOptions {
-            sort: Some(doc! { "n": 1 }),
-            ..FindOptions::default()
-        };
-        let mut chunks = self
-            .chunks
-            .find(doc! { "files_id": { "$eq": id.clone() } })
-            .with_options(options)
-            .await?;
-        // The content grows as its chunks arrive, never from the stored `length`: a
-        // files document may claim any length (2^40 bytes, say), and allocating it up
-        // front would abort the process rather than fail the download.
-        let mut content = Vec::new();
-        let mut next = 0_u64;
-        while let Some(chunk) = chunks.try_next().await? {
-            let n = chunk.get("n").and_then(crate::bson_util::as_i64);
-            if n != i64::try_from(next).ok() {
-                return Err(corrupt(format!("chunk {next} is missing (found n: {n:?})")));
-            }
-            if next >= expected_chunks {
-                return Err(corrupt(format!(
-                    "it has more than {expected_chunks} chunks"
-                )));
-            }
-            let data = match chunk.get("data") {
-                Some(Bson::Binary(binary)) => &binary.bytes,
-                _ => return Err(corrupt(format!("chunk {next} has no binary data"))),
-            };
-            let wanted = match next + 1 == expected_chunks {
-                true => length - chunk_size * next,
-                false => chunk_size,
-            };
-            if data.len() as u64 != wanted {
-                return Err(corrupt(format!(
-                    "chunk {next} holds {} bytes, expected {wanted}",
-                    data.len()
-                )));
-            }
-            content.extend_from_slice(data);
-            next += 1;
-        }
-        if next != expected_chunks {
-            return Err(corrupt(format!(
-                "chunk {next} of {expected_chunks} is missing"
-            )));
-        }
-        Ok(content)
+        Ok(GridFsDownloadStream {
+            chunks,
+            check,
+            buffer: Vec::new(),
+            offset: 0,
+        })
     }
 
-    /// Stores `content` as a new file named `filename` and returns its id.
-    pub async fn upload_from_bytes(
+    /// Opens an upload of a new file named `filename`: what
+    /// [`open_upload_stream`](Self::open_upload_stream) runs.
+    pub(crate) async fn open_upload_in(
         &self,
-        filename: &str,
-        content: &[u8],
-        options: impl Into<Option<GridFsUploadOptions>>,
-    ) -> Result<Bson> {
-        let this = self.for_one_call();
-        let options = options.into().unwrap_or_default();
-        let chunk_size = options.chunk_size_bytes.unwrap_or(this.chunk_size_bytes);
-        if chunk_size == 0 {
-            return Err(Error::invalid_argument("chunk_size_bytes must be positive"));
-        }
-        this.ensure_indexes().await?;
-        let id = options
-            .id
-            .unwrap_or_else(|| Bson::ObjectId(ObjectId::new()));
-        let chunks: Vec<Document> = content
-            .chunks(usize::try_from(chunk_size).unwrap_or(usize::MAX))
-            .enumerate()
-            .map(|(n, data)| {
-                doc! {
-                    "_id": ObjectId::new(),
-                    "files_id": id.clone(),
-                    "n": i32::try_from(n).unwrap_or(i32::MAX),
-                    "data": Binary { subtype: BinarySubtype::Generic, bytes: data.to_vec() },
-                }
-            })
-            .collect();
-        if !chunks.is_empty() {
-            this.chunks.insert_many(chunks).await?;
-        }
-        let mut file = doc! {
-            "_id": id.clone(),
-            "length": i64::try_from(content.len()).unwrap_or(i64::MAX),
-            "chunkSize": i64::from(chunk_size),
-            // The runtime's wall clock: `DateTime::now` reads the system's, which
-            // wasm32-unknown-unknown has not.
-            "uploadDate": DateTime::from_millis(i64::try_from(this.files.client().executor().runtime().clock.unix_time().as_millis()).unwrap_or(i64::MAX)),
-            "filename": filename,
+        filename: String,
+        options: Option<GridFsUploadOptions>,
+    ) -> Result<GridFsUploadStream> {
+        let options = options.unwrap_or_default();
+        let chunk_size = options.chunk_size_bytes.unwrap_or(self.chunk_size_bytes);
+        let chunk_size = match usize::try_from(chunk_size) {
+            Ok(size) if size > 0 => size,
+            _ => return Err(Error::invalid_argument("chunk_size_bytes must be positive")),
         };
-        if let Some(metadata) = options.metadata {
-            file.insert("metadata", metadata);
-        }
-        this.files.insert_one(file).await?;
-        Ok(id)
+        self.ensure_indexes().await?;
+        Ok(GridFsUploadStream {
+            bucket: self.clone(),
+            id: options
+                .id
+                .unwrap_or_else(|| Bson::ObjectId(ObjectId::new())),
+            filename,
+            metadata: options.metadata,
+            chunk_size,
+            buffer: Vec::new(),
+            next: 0,
+            length: 0,
+            pending: None,
+            closed: false,
+        })
     }
 
     /// Before the first upload to an empty bucket, the indexes downloads use:
@@ -343,29 +350,27 @@ impl GridFsBucket {
         ensure_index(&self.chunks, doc! { "files_id": 1, "n": 1 }, true).await
     }
 
-    /// Deletes the file with this id and its chunks; a file that does not exist is a
-    /// [`GridFsError::FileNotFound`] (after its stray chunks, if any, are deleted).
-    pub async fn delete(&self, id: &Bson) -> Result<()> {
-        let this = self.for_one_call();
-        let deleted = this.files.delete_one(by_id(id)).await?;
-        this.chunks
+    /// Deletes the file with this id and its chunks: what [`delete`](Self::delete)
+    /// runs.
+    pub(crate) async fn delete_in(&self, id: Bson) -> Result<()> {
+        let deleted = self.files.delete_one(by_id(&id)).await?;
+        self.chunks
             .delete_many(doc! { "files_id": { "$eq": id.clone() } })
             .await?;
         match deleted.deleted_count {
-            0 => Err(GridFsError::FileNotFound { id: id.clone() }.into()),
+            0 => Err(GridFsError::FileNotFound { id }.into()),
             _ => Ok(()),
         }
     }
 
-    /// Deletes every revision of the file named `filename` and their chunks; no file
-    /// of that name is a [`GridFsError::RevisionNotFound`] (revision -1).
-    pub async fn delete_by_name(&self, filename: &str) -> Result<()> {
-        let this = self.for_one_call();
+    /// Deletes every revision of the file named `filename`: what
+    /// [`delete_by_name`](Self::delete_by_name) runs.
+    pub(crate) async fn delete_by_name_in(&self, filename: &str) -> Result<()> {
         let options = FindOptions {
             projection: Some(doc! { "_id": 1 }),
             ..FindOptions::default()
         };
-        let files: Vec<Document> = this
+        let files: Vec<Document> = self
             .files
             .find(doc! { "filename": filename })
             .with_options(options)
@@ -383,33 +388,30 @@ impl GridFsBucket {
             .iter()
             .filter_map(|file| file.get("_id").cloned())
             .collect();
-        this.files
+        self.files
             .delete_many(doc! { "_id": { "$in": ids.clone() } })
             .await?;
-        this.chunks
+        self.chunks
             .delete_many(doc! { "files_id": { "$in": ids } })
             .await?;
         Ok(())
     }
 
-    /// Renames the file with this id; a file that does not exist is a
-    /// [`GridFsError::FileNotFound`].
-    pub async fn rename(&self, id: &Bson, new_filename: &str) -> Result<()> {
-        let this = self.for_one_call();
+    /// Renames the file with this id: what [`rename`](Self::rename) runs.
+    pub(crate) async fn rename_in(&self, id: Bson, new_filename: &str) -> Result<()> {
         let update = doc! { "$set": { "filename": new_filename } };
-        let renamed = this.files.update_one(by_id(id), update).await?;
+        let renamed = self.files.update_one(by_id(&id), update).await?;
         match renamed.matched_count {
-            0 => Err(GridFsError::FileNotFound { id: id.clone() }.into()),
+            0 => Err(GridFsError::FileNotFound { id }.into()),
             _ => Ok(()),
         }
     }
 
-    /// Renames every revision of the file named `filename`; no file of that name is a
-    /// [`GridFsError::RevisionNotFound`] (revision -1).
-    pub async fn rename_by_name(&self, filename: &str, new_filename: &str) -> Result<()> {
-        let this = self.for_one_call();
+    /// Renames every revision of the file named `filename`: what
+    /// [`rename_by_name`](Self::rename_by_name) runs.
+    pub(crate) async fn rename_by_name_in(&self, filename: &str, new_filename: &str) -> Result<()> {
         let update = doc! { "$set": { "filename": new_filename } };
-        let renamed = this
+        let renamed = self
             .files
             .update_many(doc! { "filename": filename }, update)
             .await?;
@@ -423,21 +425,367 @@ impl GridFsBucket {
         }
     }
 
-    /// The files documents matching `filter`.
-    pub async fn find(
+    /// The files documents matching `filter`: what [`find`](Self::find) runs.
+    pub(crate) async fn find_in(
         &self,
         filter: Document,
-        options: impl Into<Option<FindOptions>>,
-    ) -> Result<Cursor<Document>> {
-        let this = self.for_one_call();
-        this.files.find(filter).with_options(options).await
+        options: Option<FindOptions>,
+    ) -> Result<Cursor<FilesCollectionDocument>> {
+        let cursor = self.files.find(filter).with_options(options).await?;
+        Ok(cursor.with_type())
     }
 
-    /// Drops the bucket's two collections.
-    pub async fn drop(&self) -> Result<()> {
-        let this = self.for_one_call();
-        this.files.drop().await?;
-        this.chunks.drop().await
+    /// Drops the bucket's two collections: what [`drop`](Self::drop) runs.
+    pub(crate) async fn drop_in(&self) -> Result<()> {
+        self.files.drop().await?;
+        self.chunks.drop().await
+    }
+}
+
+/// What a download checks of a file's chunks as they come (GridFS spec, "Reading
+/// from GridFS"): numbered in order from 0, each `chunkSize` bytes but the last, which
+/// holds the rest of `length`, and no more.
+#[derive(Debug)]
+struct ChunkCheck {
+    id: Bson,
+    length: u64,
+    chunk_size: u64,
+    expected: u64,
+    /// The number of the next chunk.
+    next: u64,
+}
+
+impl ChunkCheck {
+    /// The check of the file `file` describes.
+    fn of(file: &Document) -> Result<ChunkCheck> {
+        let id = file.get("_id").cloned().unwrap_or(Bson::Null);
+        let number = |key: &str| {
+            file.get(key)
+                .and_then(crate::bson_util::as_i64)
+                .and_then(|n| u64::try_from(n).ok())
+                .ok_or_else(|| corrupt(&id, format!("its files document has no valid {key}")))
+        };
+        let length = number("length")?;
+        let chunk_size = number("chunkSize")?;
+        if chunk_size == 0 && length > 0 {
+            return Err(corrupt(&id, "its chunkSize is 0".to_owned()));
+        }
+        Ok(ChunkCheck {
+            expected: match chunk_size {
+                0 => 0,
+                size => length.div_ceil(size),
+            },
+            id,
+            length,
+            chunk_size,
+            next: 0,
+        })
+    }
+
+    /// The data of `chunk`, the next chunk of the file.
+    fn chunk(&mut self, mut chunk: Document) -> Result<Vec<u8>> {
+        let next = self.next;
+        let n = chunk.get("n").and_then(crate::bson_util::as_i64);
+        if n != i64::try_from(next).ok() {
+            return Err(self.corrupt(format!("chunk {next} is missing (found n: {n:?})")));
+        }
+        if next >= self.expected {
+            let expected = self.expected;
+            return Err(self.corrupt(format!("it has more than {expected} chunks")));
+        }
+        let data = match chunk.remove("data") {
+            Some(Bson::Binary(binary)) => binary.bytes,
+            _ => return Err(self.corrupt(format!("chunk {next} has no binary data"))),
+        };
+        let wanted = match next + 1 == self.expected {
+            true => self.length - self.chunk_size * next,
+            false => self.chunk_size,
+        };
+        if data.len() as u64 != wanted {
+            return Err(self.corrupt(format!(
+                "chunk {next} holds {} bytes, expected {wanted}",
+                data.len()
+            )));
+        }
+        self.next += 1;
+        Ok(data)
+    }
+
+    /// The chunks ended: all of them must have come.
+    fn finish(&self) -> Result<()> {
+        match self.next == self.expected {
+            true => Ok(()),
+            false => Err(self.corrupt(format!(
+                "chunk {} of {} is missing",
+                self.next, self.expected
+            ))),
+        }
+    }
+
+    fn corrupt(&self, message: String) -> Error {
+        corrupt(&self.id, message)
+    }
+}
+
+/// The error of a file whose chunks do not add up.
+fn corrupt(id: &Bson, message: String) -> Error {
+    GridFsError::CorruptFile {
+        id: id.clone(),
+        message,
+    }
+    .into()
+}
+
+/// The content of a GridFS file, read chunk by chunk: a `futures::io::AsyncRead`
+/// ([`GridFsBucket::open_download_stream`]). It holds one chunk at a time (and the
+/// batch of its cursor); a corrupt file is an error when the read reaches the fault,
+/// the driver's [`Error`] inside the `std::io::Error`.
+pub struct GridFsDownloadStream {
+    /// `None` for an empty file, and once the chunks ended or failed.
+    chunks: Option<Cursor<Document>>,
+    check: ChunkCheck,
+    /// The chunk being read, from `offset`.
+    buffer: Vec<u8>,
+    offset: usize,
+}
+
+impl std::fmt::Debug for GridFsDownloadStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GridFsDownloadStream")
+            .field("id", &self.check.id)
+            .field("length", &self.check.length)
+            .field("next_chunk", &self.check.next)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AsyncRead for GridFsDownloadStream {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut [u8],
+    ) -> Poll<std::io::Result<usize>> {
+        let this = self.get_mut();
+        loop {
+            if this.offset < this.buffer.len() || buf.is_empty() {
+                let rest = &this.buffer[this.offset..];
+                let n = rest.len().min(buf.len());
+                buf[..n].copy_from_slice(&rest[..n]);
+                this.offset += n;
+                return Poll::Ready(Ok(n));
+            }
+            let Some(chunks) = &mut this.chunks else {
+                return Poll::Ready(Ok(0));
+            };
+            let read = match ready!(Pin::new(chunks).poll_next(cx)) {
+                Some(Ok(chunk)) => this.check.chunk(chunk),
+                Some(Err(error)) => Err(error),
+                None => this.check.finish().map(|()| Vec::new()),
+            };
+            match read {
+                Ok(data) if !data.is_empty() => {
+                    this.buffer = data;
+                    this.offset = 0;
+                }
+                // The end (a chunk is never empty: its size is checked).
+                Ok(_) => this.chunks = None,
+                Err(error) => {
+                    this.chunks = None;
+                    return Poll::Ready(Err(io_error(error)));
+                }
+            }
+        }
+    }
+}
+
+/// A new GridFS file being written: a `futures::io::AsyncWrite`
+/// ([`GridFsBucket::open_upload_stream`]). Each full chunk is inserted as it fills
+/// (a write waits for the previous chunk's insert), so that it holds at most one
+/// chunk; `close` inserts the last chunk and the files document, after which the file
+/// exists. A stream dropped unclosed deletes the chunks it wrote, in the background
+/// where the runtime can spawn (call [`abort`](Self::abort) to wait for it).
+pub struct GridFsUploadStream {
+    bucket: GridFsBucket,
+    id: Bson,
+    filename: String,
+    metadata: Option<Document>,
+    chunk_size: usize,
+    /// The chunk being filled.
+    buffer: Vec<u8>,
+    /// The number of the next chunk.
+    next: i32,
+    /// The bytes sent in chunks.
+    length: u64,
+    /// The insert under way (a chunk, or at close the files document).
+    pending: Option<BoxFuture<'static, Result<()>>>,
+    /// Closed, aborted or failed: no more writes.
+    closed: bool,
+}
+
+impl std::fmt::Debug for GridFsUploadStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GridFsUploadStream")
+            .field("id", &self.id)
+            .field("filename", &self.filename)
+            .field("closed", &self.closed)
+            .finish_non_exhaustive()
+    }
+}
+
+impl GridFsUploadStream {
+    /// The id of the file.
+    pub fn id(&self) -> &Bson {
+        &self.id
+    }
+
+    /// Stops the upload and deletes the chunks written; the file never exists. An
+    /// error if the stream is closed already.
+    pub async fn abort(&mut self) -> Result<()> {
+        if self.closed {
+            return Err(Error::invalid_argument(
+                "the GridFS upload stream is closed already",
+            ));
+        }
+        self.closed = true;
+        if let Some(pending) = self.pending.take() {
+            // The chunk being inserted is deleted with the others, whatever became of it.
+            let _ = pending.await;
+        }
+        self.buffer = Vec::new();
+        self.bucket
+            .chunks
+            .delete_many(doc! { "files_id": { "$eq": self.id.clone() } })
+            .await
+            .map(|_| ())
+    }
+
+    /// Waits for the insert under way; its failure closes the stream.
+    fn poll_pending(&mut self, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        if let Some(pending) = &mut self.pending {
+            let inserted = ready!(pending.as_mut().poll(cx));
+            self.pending = None;
+            if let Err(error) = inserted {
+                self.closed = true;
+                return Poll::Ready(Err(io_error(error)));
+            }
+        }
+        Poll::Ready(Ok(()))
+    }
+
+    /// Starts inserting the chunk filled so far.
+    fn send_chunk(&mut self) -> std::io::Result<()> {
+        let data = std::mem::take(&mut self.buffer);
+        let n = self.next;
+        self.next = n.checked_add(1).ok_or_else(|| {
+            io_error(Error::invalid_argument(
+                "a GridFS file has at most 2^31 chunks",
+            ))
+        })?;
+        self.length += data.len() as u64;
+        let chunk = doc! {
+            "_id": ObjectId::new(),
+            "files_id": self.id.clone(),
+            "n": n,
+            "data": Binary { subtype: BinarySubtype::Generic, bytes: data },
+        };
+        let chunks = self.bucket.chunks.clone();
+        self.pending = Some(boxed(
+            async move { chunks.insert_one(chunk).await.map(|_| ()) },
+        ));
+        Ok(())
+    }
+
+    /// Starts inserting the files document: the file then exists.
+    fn send_file(&mut self) {
+        let files = self.bucket.files.clone();
+        // The runtime's wall clock: `DateTime::now` reads the system's, which
+        // wasm32-unknown-unknown has not.
+        let now = files
+            .client()
+            .executor()
+            .runtime()
+            .clock
+            .unix_time()
+            .as_millis();
+        let mut file = doc! {
+            "_id": self.id.clone(),
+            "length": i64::try_from(self.length).unwrap_or(i64::MAX),
+            "chunkSize": i64::try_from(self.chunk_size).unwrap_or(i64::MAX),
+            "uploadDate": DateTime::from_millis(i64::try_from(now).unwrap_or(i64::MAX)),
+            "filename": self.filename.clone(),
+        };
+        if let Some(metadata) = self.metadata.take() {
+            file.insert("metadata", metadata);
+        }
+        self.pending = Some(boxed(
+            async move { files.insert_one(file).await.map(|_| ()) },
+        ));
+    }
+}
+
+impl AsyncWrite for GridFsUploadStream {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        let this = self.get_mut();
+        ready!(this.poll_pending(cx))?;
+        if this.closed {
+            let error = Error::invalid_argument("the GridFS upload stream is closed");
+            return Poll::Ready(Err(io_error(error)));
+        }
+        let n = (this.chunk_size - this.buffer.len()).min(buf.len());
+        this.buffer.extend_from_slice(&buf[..n]);
+        if this.buffer.len() == this.chunk_size {
+            this.send_chunk()?;
+        }
+        Poll::Ready(Ok(n))
+    }
+
+    /// Waits for the chunk being inserted; a partly filled chunk waits for more
+    /// (every chunk but the last is full).
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        self.get_mut().poll_pending(cx)
+    }
+
+    fn poll_close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        let this = self.get_mut();
+        loop {
+            ready!(this.poll_pending(cx))?;
+            if this.closed {
+                return Poll::Ready(Ok(()));
+            }
+            if !this.buffer.is_empty() {
+                this.send_chunk()?;
+                continue;
+            }
+            this.send_file();
+            // Closed once the files document is in (or its insert failed).
+            this.closed = true;
+        }
+    }
+}
+
+impl Drop for GridFsUploadStream {
+    fn drop(&mut self) {
+        // Unclosed: the chunks written would be orphans. Best effort, where the
+        // runtime can spawn.
+        if self.closed || (self.next == 0 && self.pending.is_none()) {
+            return;
+        }
+        let chunks = self.bucket.chunks.clone();
+        let spawner = chunks.client().executor().runtime().spawner.clone();
+        if let Some(spawner) = spawner {
+            let filter = doc! { "files_id": { "$eq": self.id.clone() } };
+            let pending = self.pending.take();
+            spawner.spawn(boxed(async move {
+                if let Some(pending) = pending {
+                    let _ = pending.await;
+                }
+                let _ = chunks.delete_many(filter).await;
+            }));
+        }
     }
 }
 

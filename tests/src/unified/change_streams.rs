@@ -3,7 +3,9 @@
 //! entity becomes a cursor entity, which `iterateUntilDocumentOrError`, `iterateOnce`
 //! and `close` work on ([`super::cursors`]).
 
-use anymongo::change_stream::ChangeStreamOptions;
+use anymongo::action::Watch;
+use anymongo::change_stream::{ChangeStreamEvent, ChangeStreamOptions};
+use anymongo::session::ClientSession;
 use anymongo::{ChangeStream, Client, Collection, Database};
 use bson::Document;
 
@@ -35,6 +37,20 @@ enum Watched {
     Collection(Collection<Document>),
 }
 
+/// Opens the stream of `watch`, in `session` if given.
+async fn open(
+    watch: Watch<'_>,
+    pipeline: Vec<Document>,
+    options: ChangeStreamOptions,
+    session: &Option<ClientSession>,
+) -> anymongo::Result<ChangeStream<ChangeStreamEvent<Document>>> {
+    let watch = watch.pipeline(pipeline).with_options(options);
+    match session {
+        Some(session) => watch.session(session).await.map(ChangeStream::from),
+        None => watch.await,
+    }
+}
+
 /// Spec `createChangeStream`: the stream, its events read as documents, becomes the
 /// result entity.
 pub async fn create_change_stream(
@@ -56,22 +72,11 @@ pub async fn create_change_stream(
     let session = arguments.session(&context.entities)?;
     let pipeline = arguments.documents("pipeline")?;
     let options: ChangeStreamOptions = arguments.options(OPTIONS)?;
-    let stream = match (watched, &session) {
-        (Watched::Client(client), None) => client.watch(pipeline, options).await,
-        (Watched::Client(client), Some(session)) => {
-            client.watch_with_session(pipeline, options, session).await
-        }
-        (Watched::Database(database), None) => database.watch(pipeline, options).await,
-        (Watched::Database(database), Some(session)) => {
-            database
-                .watch_with_session(pipeline, options, session)
-                .await
-        }
-        (Watched::Collection(collection), None) => collection.watch(pipeline, options).await,
-        (Watched::Collection(collection), Some(session)) => {
-            collection
-                .watch_with_session(pipeline, options, session)
-                .await
+    let stream = match watched {
+        Watched::Client(client) => open(client.watch(), pipeline, options, &session).await,
+        Watched::Database(database) => open(database.watch(), pipeline, options, &session).await,
+        Watched::Collection(collection) => {
+            open(collection.watch(), pipeline, options, &session).await
         }
     };
     match stream {

@@ -2,9 +2,13 @@
 //! tests: `download`, `downloadByName`, `upload`, `delete`), with the driver's
 //! `anymongo::gridfs::GridFsBucket`.
 
-use anymongo::gridfs::{GridFsBucket, GridFsBucketOptions, GridFsUploadOptions};
+use anymongo::gridfs::{
+    GridFsBucket, GridFsBucketOptions, GridFsDownloadByNameOptions, GridFsDownloadStream,
+    GridFsUploadOptions,
+};
 use bson::spec::BinarySubtype;
 use bson::{Binary, Bson, Document};
+use futures::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::arguments::Arguments;
 use super::entities::{self, EntityMap};
@@ -32,8 +36,8 @@ pub fn create_bucket(
         let mut concerns = Document::new();
         for (key, value) in given {
             match (key.as_str(), value) {
-                ("bucketName", Bson::String(name)) => options.bucket_name = name.clone(),
-                ("chunkSizeBytes", size) => options.chunk_size_bytes = chunk_size(size)?,
+                ("bucketName", Bson::String(name)) => options.bucket_name = Some(name.clone()),
+                ("chunkSizeBytes", size) => options.chunk_size_bytes = Some(chunk_size(size)?),
                 ("readConcern" | "readPreference" | "writeConcern" | "timeoutMS", _) => {
                     concerns.insert(key, value.clone());
                 }
@@ -44,9 +48,15 @@ pub fn create_bucket(
                 }
             }
         }
-        options.concerns = entities::concerns(&concerns, "bucketOptions")?;
+        let concerns = entities::concerns(&concerns, "bucketOptions")?;
+        options.read_preference = concerns.read_preference;
+        options.read_concern = concerns.read_concern;
+        options.write_concern = concerns.write_concern;
+        if let Some(timeout) = concerns.timeout {
+            return Ok((id, database.gridfs_bucket(options).with_timeout(timeout)));
+        }
     }
-    Ok((id, GridFsBucket::new(database, options)))
+    Ok((id, database.gridfs_bucket(options)))
 }
 
 fn chunk_size(size: &Bson) -> Result<u32, Abort> {
@@ -67,11 +77,16 @@ fn call<'a>(
     Ok((bucket, Arguments::of(operation)))
 }
 
-fn bytes(content: Vec<u8>) -> Option<Bson> {
-    Some(Bson::Binary(Binary {
+/// The whole content of a download, as the spec's result: its bytes.
+async fn read_all(
+    download: anymongo::Result<GridFsDownloadStream>,
+) -> anymongo::Result<Option<Bson>> {
+    let mut content = Vec::new();
+    download?.read_to_end(&mut content).await?;
+    Ok(Some(Bson::Binary(Binary {
         subtype: BinarySubtype::Generic,
         bytes: content,
-    }))
+    })))
 }
 
 /// Spec `find` on a bucket: the files documents the filter matches.
@@ -79,7 +94,8 @@ pub async fn find(operation: &Operation, context: &mut Context) -> Result<Return
     let (bucket, mut arguments) = call(operation, context)?;
     let filter = arguments.document("filter")?;
     let options: anymongo::crud::FindOptions = arguments.options(super::arguments::FIND)?;
-    Ok(super::crud::drain(bucket.find(filter, options).await).await)
+    let files = bucket.find(filter).with_options(options).await;
+    Ok(super::crud::drain(files.map(anymongo::Cursor::with_type)).await)
 }
 
 /// Spec `drop` on a bucket: drops its two collections.
@@ -94,7 +110,7 @@ pub async fn download(operation: &Operation, context: &mut Context) -> Result<Re
     let (bucket, mut arguments) = call(operation, context)?;
     let id = arguments.required("id")?;
     arguments.done()?;
-    Ok(bucket.download(&id).await.map(bytes))
+    Ok(read_all(bucket.open_download_stream(id).await).await)
 }
 
 /// Spec `downloadByName`: the content of a revision of the file named `filename`.
@@ -110,10 +126,10 @@ pub async fn download_by_name(
         Some(other) => return Err(Abort::Failed(format!("revision {other}"))),
     };
     arguments.done()?;
-    Ok(bucket
-        .download_by_name(&filename, revision)
-        .await
-        .map(bytes))
+    let download = bucket
+        .open_download_stream_by_name(&filename)
+        .with_options(GridFsDownloadByNameOptions { revision });
+    Ok(read_all(download.await).await)
 }
 
 /// Spec `upload`: stores `source` (hex bytes) as `filename`; the result is the id.
@@ -149,10 +165,16 @@ pub async fn upload(operation: &Operation, context: &mut Context) -> Result<Retu
         }
     }
     arguments.done()?;
-    Ok(bucket
-        .upload_from_bytes(&filename, &source, options)
-        .await
-        .map(Some))
+    let upload = async {
+        let mut upload = bucket
+            .open_upload_stream(&filename)
+            .with_options(options)
+            .await?;
+        upload.write_all(&source).await?;
+        upload.close().await?;
+        Ok(Some(upload.id().clone()))
+    };
+    Ok(upload.await)
 }
 
 /// Spec `delete`: removes the file with this `id` and its chunks.
@@ -160,7 +182,7 @@ pub async fn delete(operation: &Operation, context: &mut Context) -> Result<Retu
     let (bucket, mut arguments) = call(operation, context)?;
     let id = arguments.required("id")?;
     arguments.done()?;
-    Ok(bucket.delete(&id).await.map(|()| None))
+    Ok(bucket.delete(id).await.map(|()| None))
 }
 
 /// Spec `deleteByName`: removes every revision of the file named `filename`.
@@ -197,7 +219,7 @@ pub async fn rename(operation: &Operation, context: &mut Context) -> Result<Retu
     let id = arguments.required("id")?;
     let new_filename = arguments.string("newFilename")?;
     arguments.done()?;
-    Ok(bucket.rename(&id, &new_filename).await.map(|()| None))
+    Ok(bucket.rename(id, &new_filename).await.map(|()| None))
 }
 
 /// Spec `renameByName`: renames every revision of the file named `filename`.
