@@ -21,9 +21,9 @@ check_core_is_runtime_agnostic() {
             return 1
         fi
     done
-    if grep -rnE 'std::(net|fs)|std::time::Instant|\btokio::' driver/src --include=*.rs \
+    if grep -rnE 'std::(net|fs)|std::time::Instant|\btokio::' driver/src driver/rt/src --include=*.rs \
         | grep -vE '^\S+:\s*(//|\*)'; then
-        echo "driver/src reaches std::net, std::fs, std::time::Instant or tokio (above)" >&2
+        echo "driver/src or driver/rt/src reaches std::net, std::fs, std::time::Instant or tokio (above)" >&2
         return 1
     fi
 }

@@ -1,6 +1,6 @@
 //! A template for a WASI edge function: a `wasi:http` incoming-handler component
-//! (wasm32-wasip2) that stores and serves JSON items in MongoDB through
-//! `anymongo-wasi`.
+//! (wasm32-wasip2) that stores and serves JSON items in MongoDB through `anymongo`
+//! (its built-in wasi:sockets transport on this target).
 //!
 //! - `GET /items/:id` — the item whose `_id` is `:id` (an ObjectId's 24 hex digits, or a
 //!   string, percent-encoded), as relaxed Extended JSON; 404 when there is none.
