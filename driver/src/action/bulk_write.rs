@@ -6,7 +6,7 @@ use std::time::Duration;
 use bson::{Bson, Document};
 use serde::Serialize;
 
-use super::{option_setters, timeout_setter};
+use super::setters::{option_setters, timeout_setter};
 use crate::client::Client;
 use crate::concern::WriteConcern;
 use crate::crud::bulk_write::collection_level::Statements;

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use bson::{Bson, Document};
 
-use super::{option_setters, timeout_setter};
+use super::setters::{option_setters, timeout_setter};
 use crate::concern::WriteConcern;
 use crate::crud::{DeleteResult, WriteOptions};
 use crate::error::Result;

@@ -7,7 +7,7 @@ use std::time::Duration;
 use bson::{Bson, RawDocumentBuf};
 use serde::Serialize;
 
-use super::{option_setters, timeout_setter};
+use super::setters::{option_setters, timeout_setter};
 use crate::concern::WriteConcern;
 use crate::crud::write::with_id;
 use crate::crud::{InsertManyResult, InsertOneResult, WriteOptions};

@@ -2,7 +2,7 @@
 //! Rust driver's 3.x API.
 //!
 //! A method of [`Client`](crate::Client), [`Database`](crate::Database),
-//! [`Collection`](crate::Collection), [`ClientSession`] or
+//! [`Collection`](crate::Collection), [`ClientSession`](crate::session::ClientSession) or
 //! [`GridFsBucket`](crate::gridfs::GridFsBucket) takes the operation's required
 //! arguments and returns its action. The action's setters add options one at a time
 //! (`.sort(…)`, `.limit(…)`), or all at once (`.with_options(…)`), run it in a session
@@ -48,6 +48,7 @@ mod indexes;
 mod insert;
 mod list;
 mod run_command;
+mod setters;
 mod update;
 mod watch;
 
@@ -70,6 +71,9 @@ pub use update::{ReplaceOne, Update};
 pub use watch::Watch;
 
 pub use crate::cursor::SessionCursor;
+// The actions' setters, in a file of their own that the actions import (not this
+// one, which imports them: the layers test allows no larger cycle).
+pub(crate) use setters::{option_setters, timeout_setter};
 
 /// The session type of an action run without `.session(…)`: the driver starts an
 /// implicit session for it (Driver Sessions spec, "Implicit sessions").
@@ -80,41 +84,3 @@ pub struct ImplicitSession;
 /// [`SessionCursor`].
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ExplicitSession;
-
-/// Writes an action's option setters, each setting one field of its options struct
-/// (held as `Option<Options>` in the field named first), and `with_options`, which
-/// sets them all.
-macro_rules! option_setters {
-    ($field:ident: $Options:ty; $($(#[$doc:meta])* $name:ident: $type:ty,)*) => {
-        /// Sets all the options at once, replacing those set before.
-        pub fn with_options(mut self, options: impl Into<Option<$Options>>) -> Self {
-            self.$field = options.into();
-            self
-        }
-
-        $(
-            $(#[$doc])*
-            pub fn $name(mut self, value: $type) -> Self {
-                self.$field.get_or_insert_with(Default::default).$name = Some(value.into());
-                self
-            }
-        )*
-    };
-}
-pub(crate) use option_setters;
-
-/// Writes an action's `timeout` setter: the operation's own timeoutMS (Client Side
-/// Operations Timeout spec, "Operation-level timeoutMS"), held in a field `timeout`.
-macro_rules! timeout_setter {
-    () => {
-        /// This operation's timeoutMS: it may take `timeout` in all, retries included,
-        /// and fails with [`ErrorKind::OperationTimeout`](crate::ErrorKind::OperationTimeout)
-        /// after; `Duration::ZERO` means no limit. Overrides the timeoutMS of the
-        /// client, database or collection.
-        pub fn timeout(mut self, timeout: std::time::Duration) -> Self {
-            self.timeout = Some(timeout);
-            self
-        }
-    };
-}
-pub(crate) use timeout_setter;

@@ -7,7 +7,7 @@ use std::time::Duration;
 use bson::{Bson, Document};
 use serde::Serialize;
 
-use super::{option_setters, timeout_setter};
+use super::setters::{option_setters, timeout_setter};
 use crate::collection::UpdateModifications;
 use crate::concern::WriteConcern;
 use crate::crud::write::replacement_document;
