@@ -14,6 +14,7 @@ use anymongo::crud::bulk_write::{ClientWriteModel, InsertOneModel, ReplaceOneMod
 use anymongo::crud::{
     CursorType, FindOneAndModifyOptions, FindOptions, ReturnDocument, WriteOptions,
 };
+use anymongo::index_management::IndexModel;
 use anymongo::{Client, ClientOptions, Collection, ErrorKind};
 use anymongo_tests::harness::{self, recording_client};
 use anymongo_tests::pool_events::PoolEvents;
@@ -961,6 +962,95 @@ async fn bulk_write_actions_take_their_setters_a_session_and_a_timeout() {
         assert_eq!(command.get_document("lsid").ok(), session.id().as_ref());
         let max_time = max_time_ms(&command).expect("the timeout's maxTimeMS");
         assert!(0 < max_time && max_time <= 5000, "{max_time}");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn counts_and_distinct_take_their_options_as_setters_and_run_in_a_session() {
+    bounded(async {
+        let (client, events) = recording_client("appName=crud_count_actions");
+        let orders = fresh::<Document>(&client, "count_actions").await;
+        let teas = (0..5).map(|qty| doc! { "item": "tea", "qty": qty });
+        orders.insert_many(teas).await.unwrap();
+        orders
+            .insert_one(doc! { "item": "milk", "qty": 1 })
+            .await
+            .unwrap();
+        let session = client.start_session(Default::default()).unwrap();
+        let counted = orders
+            .count_documents(doc! { "item": "tea" })
+            .skip(1)
+            .limit(3)
+            .session(&session)
+            .await
+            .unwrap();
+        assert_eq!(counted, 3);
+        let aggregate = started(&events, "aggregate").pop().unwrap();
+        assert_eq!(aggregate.get_document("lsid").ok(), session.id().as_ref());
+        assert_eq!(orders.estimated_document_count().await.unwrap(), 6);
+        let items = orders
+            .distinct("item", doc! { "qty": 1 })
+            .timeout(Duration::from_secs(10))
+            .await
+            .unwrap();
+        assert_eq!(items.len(), 2, "{items:?}");
+        let distinct = started(&events, "distinct").pop().unwrap();
+        assert!(distinct.contains_key("maxTimeMS"), "{distinct}");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn indexes_collections_databases_and_commands_are_actions() {
+    bounded(async {
+        let (client, events) = recording_client("appName=crud_admin_actions");
+        let db = client.database("crud_admin_actions");
+        db.drop().await.unwrap();
+        db.create_collection("log")
+            .capped(true)
+            .size(4096)
+            .await
+            .unwrap();
+        let create = started(&events, "create").pop().unwrap();
+        assert_eq!(create.get_bool("capped").ok(), Some(true), "{create}");
+        let log = db.collection::<Document>("log");
+        let created = log
+            .create_index(IndexModel::new(doc! { "at": 1 }).with_options(doc! { "name": "by_at" }))
+            .await
+            .unwrap();
+        assert_eq!(created.index_name, "by_at");
+        let session = client.start_session(Default::default()).unwrap();
+        let mut names = log.list_index_names().session(&session).await.unwrap();
+        names.sort();
+        assert_eq!(names, ["_id_", "by_at"]);
+        let listing = started(&events, "listIndexes").pop().unwrap();
+        assert_eq!(listing.get_document("lsid").ok(), session.id().as_ref());
+        log.drop_index("by_at").await.unwrap();
+        assert_eq!(log.list_index_names().await.unwrap(), ["_id_"]);
+        let collections = db
+            .list_collection_names()
+            .filter(doc! { "name": "log" })
+            .await
+            .unwrap();
+        assert_eq!(collections, ["log"]);
+        let databases = client
+            .list_database_names()
+            .filter(doc! { "name": "crud_admin_actions" })
+            .await
+            .unwrap();
+        assert_eq!(databases, ["crud_admin_actions"]);
+        let reply = db
+            .run_command(doc! { "ping": 1 })
+            .session(&session)
+            .await
+            .unwrap();
+        assert_eq!(reply.get_f64("ok").ok(), Some(1.0), "{reply}");
+        let ping = started(&events, "ping").pop().unwrap();
+        assert_eq!(ping.get_document("lsid").ok(), session.id().as_ref());
+        log.drop().session(&session).await.unwrap();
+        assert!(db.list_collection_names().await.unwrap().is_empty());
+        db.drop().await.unwrap();
     })
     .await;
 }

@@ -5,8 +5,7 @@ use std::time::Duration;
 
 use bson::{doc, Bson, Document};
 
-use super::count::session_setter;
-use super::timeout_setter;
+use super::{session_setter, timeout_setter};
 use crate::concern::WriteConcern;
 use crate::database::Database;
 use crate::error::Result;

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use bson::{Bson, Document};
 
-use super::{option_setters, timeout_setter};
+use super::{option_setters, session_setter, timeout_setter};
 use crate::concern::ReadConcern;
 use crate::crud::{CountOptions, ReadOptions};
 use crate::error::Result;
@@ -95,18 +95,6 @@ impl<T> Collection<T> {
         }
     }
 }
-
-/// The `session` setter of an action with a `session` field.
-macro_rules! session_setter {
-    () => {
-        /// Runs the operation in `session`.
-        pub fn session(mut self, session: impl Into<&'a ClientSession>) -> Self {
-            self.session = Some(session.into());
-            self
-        }
-    };
-}
-pub(crate) use session_setter;
 
 /// The setters of [`CountOptions`], shared by `count_documents` and `count`.
 macro_rules! count_setters {

@@ -7,8 +7,7 @@ use std::time::Duration;
 
 use bson::{Bson, Document};
 
-use super::count::session_setter;
-use super::{option_setters, timeout_setter, ExplicitSession, ImplicitSession};
+use super::{option_setters, session_setter, timeout_setter, ExplicitSession, ImplicitSession};
 use crate::concern::WriteConcern;
 use crate::crud::{AggregateOptions, TimeoutMode};
 use crate::cursor::{Cursor, SessionCursor};

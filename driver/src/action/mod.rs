@@ -71,16 +71,5 @@ pub use update::{ReplaceOne, Update};
 pub use watch::Watch;
 
 pub use crate::cursor::SessionCursor;
-// The actions' setters, in a file of their own that the actions import (not this
-// one, which imports them: the layers test allows no larger cycle).
-pub(crate) use setters::{option_setters, timeout_setter};
-
-/// The session type of an action run without `.session(…)`: the driver starts an
-/// implicit session for it (Driver Sessions spec, "Implicit sessions").
-#[derive(Debug, Clone, Copy, Default)]
-pub struct ImplicitSession;
-
-/// The session type of an action given a session with `.session(…)`: its cursor is a
-/// [`SessionCursor`].
-#[derive(Debug, Clone, Copy, Default)]
-pub struct ExplicitSession;
+pub(crate) use setters::{option_setters, session_setter, timeout_setter};
+pub use setters::{ExplicitSession, ImplicitSession};

@@ -6,8 +6,7 @@ use std::time::Duration;
 
 use bson::{Bson, Document};
 
-use super::count::session_setter;
-use super::{option_setters, timeout_setter, ExplicitSession, ImplicitSession};
+use super::{option_setters, session_setter, timeout_setter, ExplicitSession, ImplicitSession};
 use crate::crud::{CursorType, RunCursorCommandOptions, TimeoutMode};
 use crate::cursor::{Cursor, SessionCursor};
 use crate::database::Database;

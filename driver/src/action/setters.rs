@@ -1,4 +1,18 @@
-//! The macros that write the actions' setters.
+//! What every action is made of: the session type-states of the actions that return
+//! a cursor, and the macros that write the setters.
+//!
+//! A leaf of its own, so that the action files, which use these, and `mod.rs`, which
+//! re-exports them, form no cycle.
+
+/// The session type of an action run without `.session(…)`: the driver starts an
+/// implicit session for it (Driver Sessions spec, "Implicit sessions").
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ImplicitSession;
+
+/// The session type of an action given a session with `.session(…)`: its cursor is a
+/// [`SessionCursor`](crate::cursor::SessionCursor).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ExplicitSession;
 
 /// Writes an action's option setters, each setting one field of its options struct
 /// (held as `Option<Options>` in the field named first), and `with_options`, which
@@ -37,3 +51,15 @@ macro_rules! timeout_setter {
     };
 }
 pub(crate) use timeout_setter;
+
+/// The `session` setter of an action with a `session` field.
+macro_rules! session_setter {
+    () => {
+        /// Runs the operation in `session`.
+        pub fn session(mut self, session: impl Into<&'a ClientSession>) -> Self {
+            self.session = Some(session.into());
+            self
+        }
+    };
+}
+pub(crate) use session_setter;
