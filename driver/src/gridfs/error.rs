@@ -27,14 +27,6 @@ pub enum GridFsError {
         /// What is wrong.
         message: String,
     },
-    /// The file's stored `length` is more than this target can hold in memory, where
-    /// downloads put a file's whole content (on wasm32, anything above 2 GiB).
-    TooLarge {
-        /// The file's id.
-        id: Bson,
-        /// The file's stored length, in bytes.
-        length: u64,
-    },
 }
 
 impl std::fmt::Display for GridFsError {
@@ -48,11 +40,6 @@ impl std::fmt::Display for GridFsError {
             GridFsError::CorruptFile { id, message } => {
                 write!(f, "the GridFS file {id} is corrupt: {message}")
             }
-            GridFsError::TooLarge { id, length } => write!(
-                f,
-                "the GridFS file {id} is {length} bytes long, more than can be downloaded into \
-                 memory here"
-            ),
         }
     }
 }
