@@ -504,7 +504,7 @@ async fn an_explicit_session_is_causally_consistent_and_gossips_the_cluster_time
     bounded(async {
         let (client, events) = recording_client("appName=crud_causal");
         let orders = fresh::<Document>(&client, "causal").await;
-        let session = client.start_session(Default::default()).unwrap();
+        let session = client.start_session().await.unwrap();
         orders
             .insert_one_with_session(doc! { "item": "tea" }, None, &session)
             .await

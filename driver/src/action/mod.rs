@@ -38,8 +38,12 @@
 //! synchronize their own state.
 
 mod find;
+mod session;
+mod transaction;
 
 pub use find::{Aggregate, Find, FindOne};
+pub use session::StartSession;
+pub use transaction::{AbortTransaction, CommitTransaction, StartTransaction};
 
 pub use crate::cursor::SessionCursor;
 
