@@ -52,6 +52,10 @@ impl ClientSession {
     ///     if !error.contains_label(TRANSIENT_TRANSACTION_ERROR) {
     ///         return Err(error);
     ///     }
+    ///     // The failed attempt's transaction is still open on this side.
+    ///     if session.in_transaction() {
+    ///         session.abort_transaction().await?;
+    ///     }
     /// }
     /// # Ok(()) }
     /// ```
