@@ -7,7 +7,7 @@ use std::time::Duration;
 use bson::{Bson, Document};
 use serde::de::DeserializeOwned;
 
-use super::{option_setters, timeout_setter, ExplicitSession, ImplicitSession};
+use super::{ExplicitSession, ImplicitSession};
 use crate::concern::ReadConcern;
 use crate::concern::WriteConcern;
 use crate::crud::{AggregateOptions, CursorType, FindOptions, TimeoutMode};

@@ -37,26 +37,6 @@
 //! `&ClientSession` is taken as well, since anymongo's sessions are handles that
 //! synchronize their own state.
 
-mod find;
-mod session;
-mod transaction;
-
-pub use find::{Aggregate, Find, FindOne};
-pub use session::StartSession;
-pub use transaction::{AbortTransaction, CommitTransaction, StartTransaction};
-
-pub use crate::cursor::SessionCursor;
-
-/// The session type of an action run without `.session(…)`: the driver starts an
-/// implicit session for it (Driver Sessions spec, "Implicit sessions").
-#[derive(Debug, Clone, Copy, Default)]
-pub struct ImplicitSession;
-
-/// The session type of an action given a session with `.session(…)`: its cursor is a
-/// [`SessionCursor`].
-#[derive(Debug, Clone, Copy, Default)]
-pub struct ExplicitSession;
-
 /// Writes an action's option setters, each setting one field of its options struct
 /// (held as `Option<Options>` in the field named first), and `with_options`, which
 /// sets them all.
@@ -94,3 +74,26 @@ macro_rules! timeout_setter {
     };
 }
 pub(crate) use timeout_setter;
+
+// The modules come after the macros: their files use the macros by textual scope,
+// without an import of this module (which would knot them into one cycle of files,
+// which the layers test refuses).
+mod find;
+mod session;
+mod transaction;
+
+pub use find::{Aggregate, Find, FindOne};
+pub use session::StartSession;
+pub use transaction::{AbortTransaction, CommitTransaction, StartTransaction};
+
+pub use crate::cursor::SessionCursor;
+
+/// The session type of an action run without `.session(…)`: the driver starts an
+/// implicit session for it (Driver Sessions spec, "Implicit sessions").
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ImplicitSession;
+
+/// The session type of an action given a session with `.session(…)`: its cursor is a
+/// [`SessionCursor`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ExplicitSession;

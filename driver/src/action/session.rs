@@ -5,7 +5,6 @@ use std::time::Duration;
 
 use bson::Timestamp;
 
-use super::option_setters;
 use crate::error::Result;
 use crate::rt::{boxed, BoxFuture};
 use crate::session::{ClientSession, SessionOptions};

@@ -4,7 +4,6 @@
 use std::future::IntoFuture;
 use std::time::Duration;
 
-use super::{option_setters, timeout_setter};
 use crate::concern::{ReadConcern, WriteConcern};
 use crate::error::Result;
 use crate::rt::{boxed, BoxFuture, MaybeSend};
