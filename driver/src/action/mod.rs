@@ -57,7 +57,6 @@ macro_rules! option_setters {
         )*
     };
 }
-pub(crate) use option_setters;
 
 /// Writes an action's `timeout` setter: the operation's own timeoutMS (Client Side
 /// Operations Timeout spec, "Operation-level timeoutMS"), held in a field `timeout`.
@@ -73,7 +72,6 @@ macro_rules! timeout_setter {
         }
     };
 }
-pub(crate) use timeout_setter;
 
 // The modules come after the macros: their files use the macros by textual scope,
 // without an import of this module (which would knot them into one cycle of files,
