@@ -2,7 +2,7 @@
 //! Rust driver's 3.x API.
 //!
 //! A method of [`Client`](crate::Client), [`Database`](crate::Database),
-//! [`Collection`](crate::Collection), [`ClientSession`] or
+//! [`Collection`](crate::Collection), [`ClientSession`](crate::session::ClientSession) or
 //! [`GridFsBucket`](crate::gridfs::GridFsBucket) takes the operation's required
 //! arguments and returns its action. The action's setters add options one at a time
 //! (`.sort(…)`, `.limit(…)`), or all at once (`.with_options(…)`), run it in a session
