@@ -418,7 +418,7 @@ pub(crate) fn is_resumable(error: &Error, max_wire_version: Option<i32>) -> bool
             command.code == CURSOR_NOT_FOUND
                 || match max_wire_version {
                     Some(wire) if wire >= SERVER_LABELS_ERRORS => {
-                        error.has_label(RESUMABLE_CHANGE_STREAM_ERROR)
+                        error.contains_label(RESUMABLE_CHANGE_STREAM_ERROR)
                     }
                     _ => RESUMABLE_CODES.contains(&command.code),
                 }

@@ -23,7 +23,7 @@ use crate::logging;
 use crate::operation::Executor;
 use crate::rt::Runtime;
 use crate::sdam::TopologyDescription;
-use crate::session::{ClientSession, SessionOptions};
+use crate::session::ClientSession;
 use crate::uri::ClientOptions;
 
 /// A handle to a MongoDB deployment. Cheap to clone; clones share connections.
@@ -301,15 +301,7 @@ impl Client {
         Some(self.database(name))
     }
 
-    /// Starts an explicit session (Driver Sessions spec): pass it to the
-    /// `*_with_session` methods. No I/O happens until it is used. Fails on options
-    /// that exclude each other (`snapshot` with `causal_consistency`, `snapshot_time`
-    /// without `snapshot`).
-    pub fn start_session(&self, options: SessionOptions) -> Result<ClientSession> {
-        ClientSession::explicit(self.executor.clone(), options)
-    }
-
-    /// Closes the client, as the official drivers' `close()`: the server sessions it
+    /// Shuts the client down (the official drivers' `close()`): the server sessions it
     /// pooled are ended with `endSessions` (Driver Sessions spec, "EndSessions": at
     /// most 10,000 ids per command, sent to a server selected with read preference
     /// primaryPreferred, errors ignored since the server expires sessions anyway),
@@ -320,10 +312,10 @@ impl Client {
     ///
     /// ```no_run
     /// # async fn example(client: anymongo::Client) {
-    /// client.close().await;
+    /// client.shutdown().await;
     /// # }
     /// ```
-    pub async fn close(&self) {
+    pub async fn shutdown(self) {
         // Errors ignored: the server expires the sessions anyway.
         let _ignored = self.executor.end_sessions().await;
         let topology = self.executor.topology();

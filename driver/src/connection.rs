@@ -1450,7 +1450,7 @@ mod tests {
         });
         let error = connect(&cut_hello).unwrap_err();
         assert!(matches!(error.kind(), ErrorKind::Network { .. }), "{error}");
-        assert!(error.has_label(SYSTEM_OVERLOADED_ERROR), "{error:?}");
+        assert!(error.contains_label(SYSTEM_OVERLOADED_ERROR), "{error:?}");
         let refused = Script::default().then(|frame| {
             Some(op_reply(
                 request_id(frame),

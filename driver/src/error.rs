@@ -32,6 +32,10 @@ pub const TRANSIENT_TRANSACTION_ERROR: &str = "TransientTransactionError";
 /// (Transactions spec, "UnknownTransactionCommitResult").
 pub const UNKNOWN_TRANSACTION_COMMIT_RESULT: &str = "UnknownTransactionCommitResult";
 
+/// The label of a write error after which the write may be retried (Retryable Writes
+/// spec, "RetryableWriteError").
+pub const RETRYABLE_WRITE_ERROR: &str = "RetryableWriteError";
+
 /// An error of the driver.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Error {
@@ -305,7 +309,7 @@ impl Error {
 
     /// The error with `label` added (once).
     pub fn with_label(mut self, label: &str) -> Self {
-        if !self.has_label(label) {
+        if !self.contains_label(label) {
             self.inner.labels.push(label.to_owned());
         }
         self
@@ -432,7 +436,7 @@ impl Error {
     }
 
     /// Whether the error carries `label`.
-    pub fn has_label(&self, label: &str) -> bool {
+    pub fn contains_label(&self, label: &str) -> bool {
         self.labels().iter().any(|l| l == label)
     }
 

@@ -11,8 +11,7 @@ use std::time::Duration;
 
 use crate::error::{Error, ErrorKind, RETRYABLE_ERROR, SYSTEM_OVERLOADED_ERROR};
 
-/// The label of a write error after which the write may be retried.
-pub const RETRYABLE_WRITE_ERROR: &str = "RetryableWriteError";
+pub(crate) use crate::error::RETRYABLE_WRITE_ERROR;
 
 /// The label of a write error that says the server did nothing.
 pub const NO_WRITES_PERFORMED: &str = "NoWritesPerformed";
@@ -134,7 +133,7 @@ pub(crate) fn is_before_send(error: &Error) -> bool {
 /// Write Commands"; Retryable Reads spec, "If a retry attempt fails"): the retry's, unless it says no write happened (the
 /// NoWritesPerformed label, or a failure before sending), in which case the first.
 pub(crate) fn reported_error(first: Error, retry: Error) -> Error {
-    if retry.has_label(NO_WRITES_PERFORMED) || is_before_send(&retry) {
+    if retry.contains_label(NO_WRITES_PERFORMED) || is_before_send(&retry) {
         first
     } else {
         retry
@@ -145,7 +144,7 @@ pub(crate) fn reported_error(first: Error, retry: Error) -> Error {
 /// "Retryable Overload Error"): labelled both SystemOverloadedError and
 /// RetryableError.
 pub(crate) fn is_overload_retryable(error: &Error) -> bool {
-    error.has_label(SYSTEM_OVERLOADED_ERROR) && error.has_label(RETRYABLE_ERROR)
+    error.contains_label(SYSTEM_OVERLOADED_ERROR) && error.contains_label(RETRYABLE_ERROR)
 }
 
 /// The base of the overload backoff (Client Backpressure spec, "Overload retry
@@ -224,17 +223,14 @@ mod tests {
     #[test]
     fn write_labels_follow_the_server_version() {
         let labelled = label_write_error(network(), Some(17), false);
-        assert!(labelled.has_label(RETRYABLE_WRITE_ERROR));
+        assert!(labelled.contains_label(RETRYABLE_WRITE_ERROR));
         // 4.4+: the server decides for its own errors.
-        assert!(
-            !label_write_error(command(91, "x"), Some(9), false).has_label(RETRYABLE_WRITE_ERROR)
-        );
-        assert!(
-            label_write_error(command(91, "x"), Some(8), false).has_label(RETRYABLE_WRITE_ERROR)
-        );
-        assert!(
-            !label_write_error(command(2, "x"), Some(8), false).has_label(RETRYABLE_WRITE_ERROR)
-        );
+        assert!(!label_write_error(command(91, "x"), Some(9), false)
+            .contains_label(RETRYABLE_WRITE_ERROR));
+        assert!(label_write_error(command(91, "x"), Some(8), false)
+            .contains_label(RETRYABLE_WRITE_ERROR));
+        assert!(!label_write_error(command(2, "x"), Some(8), false)
+            .contains_label(RETRYABLE_WRITE_ERROR));
     }
 
     #[test]

@@ -224,7 +224,7 @@ pub struct SessionOptions {
     pub default_transaction_options: Option<TransactionOptions>,
     /// `defaultTimeoutMS` (Client Side Operations Timeout spec, "Sessions"): the
     /// timeoutMS of the session's commitTransaction, abortTransaction,
-    /// with_transaction and end; the client's timeoutMS when unset.
+    /// convenient transactions (`and_run2`) and end; the client's timeoutMS when unset.
     pub default_timeout: Option<std::time::Duration>,
 }
 
@@ -268,7 +268,7 @@ impl SessionOptions {
 /// ```no_run
 /// # async fn example(client: anymongo::Client) -> anymongo::Result<()> {
 /// use anymongo::bson::{doc, Document};
-/// let session = client.start_session(Default::default())?;
+/// let session = client.start_session().await?;
 /// let orders = client.database("shop").collection::<Document>("orders");
 /// orders.insert_one(doc! { "item": "tea" }).session(&session).await?;
 /// // Causally consistent: this read sees the insert, even from a secondary.
@@ -280,7 +280,7 @@ impl SessionOptions {
 #[derive(Clone)]
 pub struct ClientSession {
     inner: Arc<SessionInner>,
-    /// The timeoutMS this handle's commit, abort and with_transaction use, when
+    /// The timeoutMS this handle's commit, abort and convenient transactions (`and_run2`) use, when
     /// [`ClientSession::with_timeout`] gave one.
     timeout: Option<Duration>,
 }
@@ -336,7 +336,7 @@ struct SessionState {
     transaction: Transaction,
     /// What its transaction is pinned to.
     pinned: Option<Pin>,
-    /// While [`ClientSession::with_transaction`] runs with timeoutMS: the context whose
+    /// While a convenient transaction (`and_run2`) runs with timeoutMS: the context whose
     /// deadline the operations in the session share.
     transaction_context: Option<OperationContext>,
     ended: bool,
@@ -408,7 +408,7 @@ impl ClientSession {
     }
 
     /// The timeoutMS of the session's own operations (commitTransaction,
-    /// abortTransaction, with_transaction, its end): this handle's
+    /// abortTransaction, convenient transactions (`and_run2`), its end): this handle's
     /// ([`with_timeout`](Self::with_timeout)), else the session's `default_timeout`,
     /// else the client's (Client Side Operations Timeout spec, "Sessions").
     pub fn default_timeout(&self) -> Option<Duration> {
@@ -420,13 +420,13 @@ impl ClientSession {
     }
 
     /// The same session (a clone of the handle) whose commit, abort and
-    /// with_transaction run with `timeout` as their timeoutMS: the operation-level
+    /// convenient transactions (`and_run2`) run with `timeout` as their timeoutMS: the operation-level
     /// timeoutMS of those operations.
     ///
     /// ```no_run
     /// # async fn example(session: anymongo::session::ClientSession) -> anymongo::Result<()> {
     /// use std::time::Duration;
-    /// session.with_timeout(Duration::from_secs(2)).commit_transaction().await?;
+    /// session.with_timeout(Duration::from_secs(2)).abort_transaction().await?;
     /// # Ok(()) }
     /// ```
     pub fn with_timeout(&self, timeout: Duration) -> ClientSession {
@@ -436,8 +436,20 @@ impl ClientSession {
         }
     }
 
+    /// This handle with `timeout`, when given: the operation-level timeoutMS of an
+    /// action of the session (`.timeout(…)`).
+    pub(crate) fn with_operation_timeout(
+        &self,
+        timeout: Option<Duration>,
+    ) -> std::borrow::Cow<'_, ClientSession> {
+        match timeout {
+            Some(timeout) => std::borrow::Cow::Owned(self.with_timeout(timeout)),
+            None => std::borrow::Cow::Borrowed(self),
+        }
+    }
+
     /// The context an operation in the session runs in while
-    /// [`with_transaction`](Self::with_transaction) bounds the whole transaction:
+    /// a convenient transaction (`and_run2`) bounds the whole transaction:
     /// its deadline, an id of the operation's own.
     pub(crate) fn transaction_context(&self) -> Option<OperationContext> {
         let stored = lock(&self.inner.state).transaction_context?;
@@ -750,7 +762,7 @@ impl PendingAbort {
             };
             let session =
                 ClientSession::with_state(executor, SessionOptions::default(), false, state);
-            let _ = session.abort_transaction().await;
+            let _ = session.abort_transaction_in().await;
             // Dropping the session releases the server session.
         })
     }

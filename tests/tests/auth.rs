@@ -188,7 +188,7 @@ async fn the_speculative_reply_is_kept_nowhere() {
                 "{monitoring:?}: {shown}"
             );
         }
-        client.close().await;
+        client.shutdown().await;
     }
 }
 

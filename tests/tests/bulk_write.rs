@@ -212,7 +212,7 @@ async fn only_commands_without_multi_statements_are_retryable_writes() {
     bounded(async {
         let (client, events) = recording_client("bulk_txn");
         let numbers = fresh::<Document>(&client, "txn").await;
-        let session = client.start_session(Default::default()).unwrap();
+        let session = client.start_session().await.unwrap();
         let models: Vec<WriteModel> = vec![
             InsertOneModel::new(doc! { "_id": 1 }).into(),
             DeleteOneModel::new(doc! { "_id": 9 }).into(),

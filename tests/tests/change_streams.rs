@@ -374,7 +374,7 @@ async fn a_stream_resumed_after_a_dropped_one_sees_the_later_changes() {
         drop(first);
         collection.insert_one(doc! { "_id": 2 }).await.unwrap();
         // In a session, the stream is a SessionChangeStream iterated with it.
-        let mut session = client.start_session(Default::default()).unwrap();
+        let mut session = client.start_session().await.unwrap();
         let mut resumed = collection
             .watch()
             .resume_after(token.clone())

@@ -495,7 +495,7 @@ async fn an_explicit_session_is_causally_consistent_and_gossips_the_cluster_time
     bounded(async {
         let (client, events) = recording_client("appName=crud_causal");
         let orders = fresh::<Document>(&client, "causal").await;
-        let session = client.start_session(Default::default()).unwrap();
+        let session = client.start_session().await.unwrap();
         orders
             .insert_one(doc! { "item": "tea" })
             .session(&session)
@@ -730,7 +730,7 @@ async fn insert_actions_take_their_setters_a_session_and_a_timeout() {
     bounded(async {
         let (client, events) = recording_client("appName=crud_insert_actions");
         let orders = fresh::<Document>(&client, "insert_actions").await;
-        let session = client.start_session(Default::default()).unwrap();
+        let session = client.start_session().await.unwrap();
         orders
             .insert_one(doc! { "_id": 1 })
             .comment("first")
@@ -769,7 +769,7 @@ async fn update_and_replace_actions_take_their_setters_a_session_and_a_timeout()
     bounded(async {
         let (client, events) = recording_client("appName=crud_update_actions");
         let stock = fresh::<Document>(&client, "update_actions").await;
-        let session = client.start_session(Default::default()).unwrap();
+        let session = client.start_session().await.unwrap();
         let upserted = stock
             .update_one(doc! { "item": "tea" }, doc! { "$inc": { "qty": 2 } })
             .upsert(true)
@@ -835,7 +835,7 @@ async fn delete_actions_take_their_setters_a_session_and_a_timeout() {
             ])
             .await
             .unwrap();
-        let session = client.start_session(Default::default()).unwrap();
+        let session = client.start_session().await.unwrap();
         let deleted = orders
             .delete_many(doc! { "item": "tea" })
             .collation(doc! { "locale": "en", "strength": 2 })
@@ -869,7 +869,7 @@ async fn find_one_and_modify_actions_take_their_setters_a_session_and_a_timeout(
     bounded(async {
         let (client, events) = recording_client("appName=crud_find_and_modify_actions");
         let counters = fresh::<Document>(&client, "find_and_modify_actions").await;
-        let session = client.start_session(Default::default()).unwrap();
+        let session = client.start_session().await.unwrap();
         let after = counters
             .find_one_and_update(doc! { "_id": "orders" }, doc! { "$inc": { "n": 1 } })
             .upsert(true)
@@ -910,7 +910,7 @@ async fn bulk_write_actions_take_their_setters_a_session_and_a_timeout() {
     bounded(async {
         let (client, events) = recording_client("appName=crud_bulk_write_actions");
         let orders = fresh::<Document>(&client, "bulk_write_actions").await;
-        let session = client.start_session(Default::default()).unwrap();
+        let session = client.start_session().await.unwrap();
         let result = orders
             .bulk_write([
                 InsertOneModel::new(doc! { "_id": 1 }).into(),
@@ -939,7 +939,7 @@ async fn bulk_write_actions_take_their_setters_a_session_and_a_timeout() {
         // The client's bulk write: the same setters, and its verbose results. In a
         // session of its own: after an operation, a causally consistent session sends
         // `readConcern.afterClusterTime` with a `bulkWrite`, which SecantusDB refuses.
-        let session = client.start_session(Default::default()).unwrap();
+        let session = client.start_session().await.unwrap();
         let namespace = orders.namespace();
         let result = client
             .bulk_write([
@@ -977,7 +977,7 @@ async fn counts_and_distinct_take_their_options_as_setters_and_run_in_a_session(
             .insert_one(doc! { "item": "milk", "qty": 1 })
             .await
             .unwrap();
-        let session = client.start_session(Default::default()).unwrap();
+        let session = client.start_session().await.unwrap();
         let counted = orders
             .count_documents(doc! { "item": "tea" })
             .skip(1)
@@ -1020,7 +1020,7 @@ async fn indexes_collections_databases_and_commands_are_actions() {
             .await
             .unwrap();
         assert_eq!(created.index_name, "by_at");
-        let session = client.start_session(Default::default()).unwrap();
+        let session = client.start_session().await.unwrap();
         let mut names = log.list_index_names().session(&session).await.unwrap();
         names.sort();
         assert_eq!(names, ["_id_", "by_at"]);

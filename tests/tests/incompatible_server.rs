@@ -64,7 +64,7 @@ async fn ping_fails_promptly(overrides: Document, monitoring: MonitoringThreads)
         !server.command_names().iter().any(|name| name == "ping"),
         "the command reached an incompatible server"
     );
-    client.close().await;
+    client.shutdown().await;
     error.to_string()
 }
 
@@ -117,5 +117,5 @@ async fn the_topology_records_the_incompatibility() {
             .is_some_and(|reason| reason.contains("99")),
         "{topology}"
     );
-    client.close().await;
+    client.shutdown().await;
 }

@@ -158,7 +158,7 @@ async fn a_client_of_10_000_members_finds_on_the_primary_with_little_cpu() {
             .find(doc! {})
             .await;
         assert!(again.is_ok(), "the second find failed: {again:?}");
-        client.close().await;
+        client.shutdown().await;
         assert!(
             share < MAX_CPU_SHARE,
             "{:.1}% of a core over {wall:?} with {MEMBERS} members (bound {:.0}%)",

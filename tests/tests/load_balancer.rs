@@ -30,8 +30,6 @@ use anymongo::event::EventHandler;
 use anymongo::rt::Runtime;
 use anymongo::sdam::events::SdamEvent;
 use anymongo::sdam::{ServerType, TopologyDescription, TopologyType};
-use anymongo::session::SessionOptions;
-use anymongo::transactions::TransactionOptions;
 use anymongo::{Client, ClientOptions, ErrorKind};
 use anymongo_tests::lb_proxy::LoadBalancerProxy;
 use anymongo_tests::load_balancer::{MockLoadBalancer, BACKENDS};
@@ -1279,13 +1277,8 @@ async fn a_dropped_session_aborts_its_transaction_on_the_pinned_connection_witho
         .database("lb_pinning")
         .collection::<Document>("transaction");
     let (cmap_mark, command_mark) = (client.cmap.len(), client.commands.len());
-    let session = client
-        .client
-        .start_session(SessionOptions::default())
-        .unwrap();
-    session
-        .start_transaction(TransactionOptions::default())
-        .unwrap();
+    let session = client.client.start_session().await.unwrap();
+    session.start_transaction().await.unwrap();
     for n in 10..12 {
         numbers
             .insert_one(doc! { "_id": n })
@@ -1325,13 +1318,8 @@ async fn an_abandoned_operation_in_a_pinned_transaction_gives_a_transient_error(
         .client
         .database("lb_pinning")
         .collection::<Document>("abandoned");
-    let session = client
-        .client
-        .start_session(SessionOptions::default())
-        .unwrap();
-    session
-        .start_transaction(TransactionOptions::default())
-        .unwrap();
+    let session = client.client.start_session().await.unwrap();
+    session.start_transaction().await.unwrap();
     numbers
         .insert_one(doc! { "_id": 10 })
         .session(&session)
@@ -1368,13 +1356,11 @@ async fn an_abandoned_operation_in_a_pinned_transaction_gives_a_transient_error(
         .unwrap_err();
     assert!(
         matches!(error.kind(), ErrorKind::Network { .. })
-            && error.has_label(anymongo::transactions::TRANSIENT_TRANSACTION_ERROR),
+            && error.contains_label(anymongo::transactions::TRANSIENT_TRANSACTION_ERROR),
         "{error:?}"
     );
     session.abort_transaction().await.unwrap();
-    session
-        .start_transaction(TransactionOptions::default())
-        .unwrap();
+    session.start_transaction().await.unwrap();
     numbers
         .insert_one(doc! { "_id": 13 })
         .session(&session)

@@ -169,7 +169,7 @@ async fn server_error_carries_error_labels() {
         .unwrap_err();
     assert_eq!(error.code(), Some(91));
     assert_eq!(error.labels(), ["RetryableWriteError", "Custom"]);
-    assert!(error.has_label("Custom"));
+    assert!(error.contains_label("Custom"));
     let ErrorKind::Command(command) = error.kind() else {
         panic!("expected a command error, got {error}");
     };

@@ -549,7 +549,7 @@ async fn ping_idle_ping(
         let events = events.lock();
         (closed_connections(&events), created_connections(&events))
     };
-    client.close().await;
+    client.shutdown().await;
     seen
 }
 

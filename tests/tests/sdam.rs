@@ -369,7 +369,7 @@ async fn close_returns_with_every_monitoring_socket_closed() {
             }
         })
         .await;
-        within(WAIT, client.close()).await;
+        within(WAIT, client.shutdown()).await;
         assert_eq!(
             connections.open(),
             0,

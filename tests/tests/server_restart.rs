@@ -231,7 +231,7 @@ async fn recovers_after_each_restart(name: &str, query: &str, monitoring: Monito
             cycle + 1
         );
     }
-    client.close().await;
+    client.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

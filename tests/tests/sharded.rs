@@ -181,10 +181,10 @@ async fn a_transaction_stays_on_the_mongos_of_its_first_command() {
             .collection::<Document>("pinning");
         collection.drop().await.unwrap();
         collection.insert_one(doc! { "_id": 0 }).await.unwrap();
-        let session = client.start_session(Default::default()).unwrap();
+        let session = client.start_session().await.unwrap();
         for round in 1..=3 {
             events.lock().unwrap().clear();
-            session.start_transaction(Default::default()).unwrap();
+            session.start_transaction().await.unwrap();
             assert_eq!(session.pinned_server(), None);
             for n in 0..4 {
                 let document = doc! { "_id": round * 10 + n };
@@ -280,8 +280,8 @@ async fn pinned_session_selects_again(in_transactions: bool) {
         .database("sharded_tests")
         .collection::<Document>("unpinning");
     collection.insert_one(doc! {}).await.unwrap();
-    let session = client.start_session(Default::default()).unwrap();
-    session.start_transaction(Default::default()).unwrap();
+    let session = client.start_session().await.unwrap();
+    session.start_transaction().await.unwrap();
     collection
         .insert_one(doc! {})
         .session(&session)
@@ -292,7 +292,7 @@ async fn pinned_session_selects_again(in_transactions: bool) {
     commands.lock().unwrap().clear();
     for _ in 0..50 {
         if in_transactions {
-            session.start_transaction(Default::default()).unwrap();
+            session.start_transaction().await.unwrap();
         }
         let found = collection
             .find_one(doc! {})

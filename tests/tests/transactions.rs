@@ -1,5 +1,5 @@
 //! Transactions (`ClientSession::start_transaction`, `commit_transaction`,
-//! `abort_transaction`, `with_transaction`) against a real SecantusDB server, a
+//! `abort_transaction`, `StartTransaction::and_run` and `and_run2`) against a real SecantusDB server, a
 //! single-node replica set, on loopback.
 
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -9,7 +9,9 @@ use std::time::Duration;
 use anymongo::bson::{doc, Bson, Document};
 use anymongo::command_monitoring::CommandEvent;
 use anymongo::crud::WriteOptions;
-use anymongo::transactions::{TransactionOptions, TransactionState, TRANSIENT_TRANSACTION_ERROR};
+use anymongo::error::{TRANSIENT_TRANSACTION_ERROR, UNKNOWN_TRANSACTION_COMMIT_RESULT};
+use anymongo::session::ClientSession;
+use anymongo::transactions::{TransactionOptions, TransactionState};
 use anymongo::uri::{ReadPreference, ReadPreferenceMode};
 use anymongo::{Client, Collection};
 use anymongo_tests::harness::{self, recording_client, CommandLog};
@@ -70,9 +72,9 @@ async fn a_commit_makes_the_writes_visible_and_an_abort_discards_them() {
     harness::within(TEST_BOUND, async {
         let (client, _) = recording_client("appName=tx_commit_abort");
         let collection = fresh(&client, "commit_abort").await;
-        let session = client.start_session(Default::default()).unwrap();
+        let session = client.start_session().await.unwrap();
 
-        session.start_transaction(Default::default()).unwrap();
+        session.start_transaction().await.unwrap();
         assert_eq!(session.transaction_state(), TransactionState::Starting);
         // An operation in a transaction cannot have a write concern of its own; the
         // client-side error leaves the transaction as it was.
@@ -113,7 +115,7 @@ async fn a_commit_makes_the_writes_visible_and_an_abort_discards_them() {
         assert_eq!(session.transaction_state(), TransactionState::Committed);
         assert_eq!(ids(&collection).await, [0, 1, 2]);
 
-        session.start_transaction(Default::default()).unwrap();
+        session.start_transaction().await.unwrap();
         collection
             .insert_one(doc! { "_id": 3 })
             .session(&session)
@@ -137,8 +139,8 @@ async fn a_commit_makes_the_writes_visible_and_an_abort_discards_them() {
         assert!(commit
             .to_string()
             .contains("after calling abortTransaction"));
-        session.start_transaction(Default::default()).unwrap();
-        let again = session.start_transaction(Default::default()).unwrap_err();
+        session.start_transaction().await.unwrap();
+        let again = session.start_transaction().await.unwrap_err();
         assert!(again
             .to_string()
             .contains("Transaction already in progress"));
@@ -152,15 +154,15 @@ async fn commands_in_a_transaction_carry_its_fields() {
     harness::within(TEST_BOUND, async {
         let (client, events) = recording_client("appName=tx_fields&w=majority");
         let collection = fresh(&client, "fields").await;
-        let session = client.start_session(Default::default()).unwrap();
-        let options = TransactionOptions {
-            read_concern: Some(anymongo::concern::ReadConcern::new(
-                anymongo::concern::ReadConcernLevel::Snapshot,
-            )),
-            ..TransactionOptions::default()
-        };
+        let session = client.start_session().await.unwrap();
         events.lock().unwrap().clear();
-        session.start_transaction(options).unwrap();
+        session
+            .start_transaction()
+            .read_concern(anymongo::concern::ReadConcern::new(
+                anymongo::concern::ReadConcernLevel::Snapshot,
+            ))
+            .await
+            .unwrap();
         collection
             .insert_one(doc! { "_id": 1 })
             .session(&session)
@@ -213,7 +215,11 @@ async fn commands_in_a_transaction_carry_its_fields() {
             }),
             ..TransactionOptions::default()
         };
-        session.start_transaction(secondary).unwrap();
+        session
+            .start_transaction()
+            .with_options(secondary)
+            .await
+            .unwrap();
         let refused = collection
             .find_one(doc! {})
             .session(&session)
@@ -250,23 +256,22 @@ async fn with_transaction_retries_a_transient_transaction_error() {
             .await
             .unwrap();
         events.lock().unwrap().clear();
-        let session = client.start_session(Default::default()).unwrap();
+        let session = client.start_session().await.unwrap();
         let calls = Arc::new(AtomicU32::new(0));
         let result = session
-            .with_transaction(
-                |session| {
-                    let collection = collection.clone();
-                    let calls = calls.clone();
-                    async move {
+            .start_transaction()
+            .and_run(
+                (collection.clone(), calls.clone()),
+                |session, (collection, calls)| {
+                    Box::pin(async move {
                         calls.fetch_add(1, Ordering::SeqCst);
                         collection
                             .insert_one(doc! { "_id": 1 })
-                            .session(&session)
+                            .session(&*session)
                             .await?;
                         Ok("done")
-                    }
+                    })
                 },
-                TransactionOptions::default(),
             )
             .await;
         admin
@@ -302,8 +307,8 @@ async fn ending_a_session_aborts_its_transaction_in_progress() {
     harness::within(TEST_BOUND, async {
         let (client, events) = recording_client("appName=tx_end_session");
         let collection = fresh(&client, "end_session").await;
-        let session = client.start_session(Default::default()).unwrap();
-        session.start_transaction(Default::default()).unwrap();
+        let session = client.start_session().await.unwrap();
+        session.start_transaction().await.unwrap();
         collection
             .insert_one(doc! { "_id": 1 })
             .session(&session)
@@ -316,8 +321,8 @@ async fn ending_a_session_aborts_its_transaction_in_progress() {
         assert_eq!(ids(&collection).await, [0]);
         // The server session went back to the pool once aborted: the next session
         // reuses it, with a higher transaction number.
-        let next = client.start_session(Default::default()).unwrap();
-        next.start_transaction(Default::default()).unwrap();
+        let next = client.start_session().await.unwrap();
+        next.start_transaction().await.unwrap();
         collection
             .insert_one(doc! { "_id": 2 })
             .session(&next)
@@ -331,6 +336,184 @@ async fn ending_a_session_aborts_its_transaction_in_progress() {
         assert_eq!(before.get("lsid"), last.get("lsid"));
         assert!(last.get_i64("txnNumber").unwrap() > before.get_i64("txnNumber").unwrap());
         assert_eq!(ids(&collection).await, [0, 2]);
+    })
+    .await;
+}
+
+/// One attempt of the manual transaction of
+/// `a_manual_transaction_is_retried_after_a_transient_error`, as the official
+/// driver's documentation writes one: start, the operations in the session, then the
+/// commit, itself retried while its outcome is unknown.
+async fn insert_in_a_transaction(
+    collection: &Collection<Document>,
+    session: &mut ClientSession,
+    attempts: &AtomicU32,
+) -> anymongo::Result<()> {
+    attempts.fetch_add(1, Ordering::SeqCst);
+    session.start_transaction().await?;
+    collection
+        .insert_one(doc! { "_id": 1 })
+        .session(&*session)
+        .await?;
+    loop {
+        match session
+            .commit_transaction()
+            .timeout(Duration::from_secs(10))
+            .await
+        {
+            Err(error) if error.contains_label(UNKNOWN_TRANSACTION_COMMIT_RESULT) => continue,
+            result => return result,
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_manual_transaction_is_retried_after_a_transient_error() {
+    let _turn = FAIL_POINT.lock().await;
+    harness::within(TEST_BOUND, async {
+        let app = "tx_manual_retry";
+        let (client, events) = recording_client(&format!("appName={app}"));
+        let collection = fresh(&client, "manual_retry").await;
+        let admin = client.database("admin");
+        admin
+            .run_command(doc! {
+                "configureFailPoint": "failCommand",
+                "mode": { "times": 1 },
+                "data": {
+                    "failCommands": ["insert"],
+                    "errorCode": 112,
+                    "errorLabels": [TRANSIENT_TRANSACTION_ERROR],
+                    "appName": app,
+                },
+            })
+            .await
+            .unwrap();
+        events.lock().unwrap().clear();
+        let mut session = client
+            .start_session()
+            .causal_consistency(true)
+            .await
+            .unwrap();
+        assert_eq!(session.options().causal_consistency, Some(true));
+        let attempts = AtomicU32::new(0);
+        let result = loop {
+            match insert_in_a_transaction(&collection, &mut session, &attempts).await {
+                Err(error) if error.contains_label(TRANSIENT_TRANSACTION_ERROR) => {
+                    // The failed attempt's transaction is still open on this side.
+                    if session.in_transaction() {
+                        session.abort_transaction().await.unwrap();
+                    }
+                }
+                result => break result,
+            }
+        };
+        admin
+            .run_command(doc! { "configureFailPoint": "failCommand", "mode": "off" })
+            .await
+            .unwrap();
+        result.unwrap();
+        assert_eq!(attempts.load(Ordering::SeqCst), 2);
+        assert_eq!(session.transaction_state(), TransactionState::Committed);
+        assert_eq!(ids(&collection).await, [0, 1]);
+        // The commit's `.timeout(…)` is its timeoutMS: the command carries maxTimeMS.
+        let commits = started(&events, &["commitTransaction"]);
+        assert_eq!(commits.len(), 1, "{commits:?}");
+        assert!(commits[0].contains_key("maxTimeMS"), "{}", commits[0]);
+        assert_eq!(
+            session.client().options().app_name.as_deref(),
+            Some(app),
+            "session.client() is the session's client"
+        );
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn and_run2_commits_the_writes_of_its_callback() {
+    harness::within(TEST_BOUND, async {
+        let (client, events) = recording_client("appName=tx_and_run2");
+        let collection = fresh(&client, "and_run2").await;
+        let session = client
+            .start_session()
+            .default_timeout(Duration::from_secs(20))
+            .await
+            .unwrap();
+        events.lock().unwrap().clear();
+        let mut calls = 0;
+        let inserted = session
+            .start_transaction()
+            .max_commit_time(Duration::from_secs(5))
+            .and_run2(async |session| {
+                calls += 1;
+                for id in [1, 2] {
+                    collection
+                        .insert_one(doc! { "_id": id })
+                        .session(&*session)
+                        .await?;
+                }
+                // Inside, the transaction sees its own writes.
+                let inside = collection
+                    .find_one(doc! { "_id": 2 })
+                    .session(&mut *session)
+                    .await?;
+                Ok(inside.is_some())
+            })
+            .await
+            .unwrap();
+        assert!(inserted);
+        assert_eq!(calls, 1);
+        assert_eq!(session.transaction_state(), TransactionState::Committed);
+        assert_eq!(ids(&collection).await, [0, 1, 2]);
+        let commands = started(&events, &["insert", "find", "commitTransaction"]);
+        // The transaction's commands, then the read of `ids` outside it.
+        let commands = &commands[..4];
+        let lsid = commands[0].get_document("lsid").unwrap();
+        assert!(commands
+            .iter()
+            .all(|command| command.get_document("lsid").unwrap() == lsid));
+        assert_eq!(
+            commands[0].get("startTransaction"),
+            Some(&Bson::Boolean(true))
+        );
+        // The session's default_timeout bounds the whole transaction: each command
+        // carries what is left of it as maxTimeMS.
+        assert!(commands
+            .iter()
+            .all(|command| command.get_i64("maxTimeMS").is_ok_and(|ms| ms <= 20_000)));
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn and_run2_aborts_when_its_callback_fails() {
+    harness::within(TEST_BOUND, async {
+        let (client, events) = recording_client("appName=tx_and_run2_fails");
+        let collection = fresh(&client, "and_run2_fails").await;
+        let session = client.start_session().await.unwrap();
+        events.lock().unwrap().clear();
+        let mut calls = 0;
+        let failed = session
+            .start_transaction()
+            .and_run2(async |session| -> anymongo::Result<()> {
+                calls += 1;
+                collection
+                    .insert_one(doc! { "_id": 1 })
+                    .session(&*session)
+                    .await?;
+                Err(anymongo::Error::invalid_argument("the callback gives up"))
+            })
+            .await
+            .unwrap_err();
+        assert!(
+            failed.to_string().contains("the callback gives up"),
+            "{failed}"
+        );
+        // Not retried: the error has no TransientTransactionError label.
+        assert_eq!(calls, 1);
+        assert_eq!(session.transaction_state(), TransactionState::Aborted);
+        assert_eq!(started(&events, &["abortTransaction"]).len(), 1);
+        assert!(started(&events, &["commitTransaction"]).is_empty());
+        assert_eq!(ids(&collection).await, [0]);
     })
     .await;
 }

@@ -227,7 +227,7 @@ impl NativeClient {
     pub fn start_session(&self, options: Vec<u8>) -> Result<NativeSession, JsValue> {
         let start = || {
             let options = ops::session_options(&parse(options)?)?;
-            self.client()?.start_session(options)
+            ready(self.client()?.start_session().with_options(options))
         };
         let session = start().map_err(|error| reject(&error))?;
         Ok(NativeSession { session })
@@ -300,7 +300,7 @@ impl NativeClient {
             }
             // Ends the pooled server sessions (endSessions), then closes the topology.
             if let Some(client) = client {
-                client.close().await;
+                client.shutdown().await;
             }
             Ok(JsValue::UNDEFINED)
         })
@@ -492,7 +492,7 @@ impl NativeSession {
     pub fn start_transaction(&self, options: Vec<u8>) -> Result<(), JsValue> {
         let start = || {
             let options = ops::transaction_options(&parse(options)?)?;
-            self.session.start_transaction(options)
+            ready(self.session.start_transaction().with_options(options))
         };
         start().map_err(|error| reject(&error))
     }
@@ -512,7 +512,8 @@ impl NativeSession {
     }
 
     /// Runs `callback()` (which returns a promise) in a transaction, retried and
-    /// committed as the Convenient API spec says ([`ClientSession::with_transaction`]);
+    /// committed as the Convenient API spec says
+    /// ([`StartTransaction::and_run2`](anymongo::action::StartTransaction::and_run2));
     /// resolves to what the callback's promise resolved to. A rejection of the callback
     /// that ends the call rejects with the same value.
     #[wasm_bindgen(js_name = withTransaction)]
@@ -523,24 +524,19 @@ impl NativeSession {
             let options = options.map_err(|error| reject(&error))?;
             let rejection: Rc<RefCell<Option<JsValue>>> = Rc::default();
             let result = session
-                .with_transaction(
-                    |_| {
-                        let returned = callback.call0(&JsValue::UNDEFINED);
-                        let rejection = rejection.clone();
-                        async move {
-                            let settled = match returned {
-                                Ok(value) => JsFuture::from(Promise::resolve(&value)).await,
-                                Err(thrown) => Err(thrown),
-                            };
-                            settled.map_err(|thrown| {
-                                let error = callback_error(&thrown);
-                                *rejection.borrow_mut() = Some(thrown);
-                                error
-                            })
-                        }
-                    },
-                    options,
-                )
+                .start_transaction()
+                .with_options(options)
+                .and_run2(async |_session| {
+                    let settled = match callback.call0(&JsValue::UNDEFINED) {
+                        Ok(value) => JsFuture::from(Promise::resolve(&value)).await,
+                        Err(thrown) => Err(thrown),
+                    };
+                    settled.map_err(|thrown| {
+                        let error = callback_error(&thrown);
+                        *rejection.borrow_mut() = Some(thrown);
+                        error
+                    })
+                })
                 .await;
             result.map_err(
                 |error| match (error.kind(), rejection.borrow_mut().take()) {
@@ -565,6 +561,20 @@ impl NativeSession {
             Ok(())
         })
     }
+}
+
+/// The result of an action that does no I/O (starting a session or a transaction), for
+/// the synchronous methods of the JavaScript API (the Node driver's are synchronous):
+/// its future is ready when first polled.
+fn ready<A: std::future::IntoFuture<Output = anymongo::Result<T>>, T>(
+    action: A,
+) -> anymongo::Result<T> {
+    use futures::FutureExt;
+    action.into_future().now_or_never().unwrap_or_else(|| {
+        Err(Error::invalid_argument(
+            "the action did not complete at once",
+        ))
+    })
 }
 
 /// A `withTransaction` callback's rejection as the core's error: [`CALLBACK_FAILED`],

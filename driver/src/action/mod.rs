@@ -48,7 +48,9 @@ mod indexes;
 mod insert;
 mod list;
 mod run_command;
+mod session;
 mod setters;
+mod transaction;
 mod update;
 mod watch;
 
@@ -67,6 +69,8 @@ pub use indexes::{
 pub use insert::{InsertMany, InsertOne};
 pub use list::{ListCollectionNames, ListCollections, ListDatabases};
 pub use run_command::{RunCommand, RunCursorCommand};
+pub use session::StartSession;
+pub use transaction::{AbortTransaction, CommitTransaction, StartTransaction};
 pub use update::{ReplaceOne, Update};
 pub use watch::Watch;
 

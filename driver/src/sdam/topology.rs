@@ -201,7 +201,7 @@ impl ApplicationError {
             max_wire_version,
             phase,
             kind,
-            system_overloaded: error.has_label(SYSTEM_OVERLOADED_ERROR),
+            system_overloaded: error.contains_label(SYSTEM_OVERLOADED_ERROR),
         })
     }
 
@@ -229,7 +229,7 @@ impl ApplicationError {
         };
         let topology_version =
             TopologyVersion::from_reply(error).or_else(|| TopologyVersion::from_reply(reply));
-        let has_label = |document: &Document| {
+        let contains_label = |document: &Document| {
             document.get_array("errorLabels").is_ok_and(|labels| {
                 labels
                     .iter()
@@ -249,7 +249,7 @@ impl ApplicationError {
                 message: error.get_str("errmsg").unwrap_or_default().to_owned(),
                 topology_version,
             },
-            system_overloaded: has_label(error) || has_label(reply),
+            system_overloaded: contains_label(error) || contains_label(reply),
         })
     }
 }

@@ -3,8 +3,9 @@
 //!
 //! A transaction lives in a [`ClientSession`]: [`ClientSession::start_transaction`],
 //! then operations with the session, then [`ClientSession::commit_transaction`] or
-//! [`ClientSession::abort_transaction`]; [`ClientSession::with_transaction`] does all of
-//! it and retries as the spec says. The session keeps the transaction's state (spec,
+//! [`ClientSession::abort_transaction`];
+//! [`StartTransaction::and_run2`](crate::action::StartTransaction::and_run2) does all
+//! of it and retries as the spec says. The session keeps the transaction's state (spec,
 //! "ClientSession changes") and its options; the executor (`operation`) asks it, once
 //! per command, what the command must carry (spec, "Constructing commands within a
 //! transaction") and labels errors.
@@ -12,7 +13,6 @@
 //! Command errors inside a transaction may abort it on the server: committing it then
 //! fails with `NoSuchTransaction` (spec, "Handling command errors").
 
-use std::future::Future;
 use std::time::Duration;
 
 use bson::{doc, Document, RawDocument, RawDocumentBuf};
@@ -23,8 +23,10 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::handshake::HelloReply;
 use crate::operation::{Command, Operation, OperationContext, ReplyContext, Target};
 use crate::retry::{jitter, Retryability, RETRYABLE_WRITE_ERROR};
+use crate::rt::{Clock, Instant};
 use crate::selection::ReadPreference;
 use crate::session::ClientSession;
+use std::sync::Arc;
 
 pub use crate::error::{TRANSIENT_TRANSACTION_ERROR, UNKNOWN_TRANSACTION_COMMIT_RESULT};
 use state::{CommandFields, Transaction};
@@ -32,8 +34,19 @@ pub use state::{TransactionOptions, TransactionState};
 
 pub(crate) mod state;
 
+/// What a convenient transaction runs in each attempt: the callback of
+/// [`StartTransaction::and_run2`](crate::action::StartTransaction::and_run2) or
+/// [`and_run`](crate::action::StartTransaction::and_run).
+pub(crate) trait TransactionBody<R> {
+    /// Runs the callback once, in `session`'s transaction.
+    fn run<'b>(
+        &'b mut self,
+        session: &'b mut ClientSession,
+    ) -> impl std::future::Future<Output = Result<R>>;
+}
+
 /// MaxTimeMSExpired: a commit that ran out of `maxTimeMS` is not retried by
-/// [`ClientSession::with_transaction`].
+/// convenient transactions.
 const MAX_TIME_MS_EXPIRED: i32 = 50;
 
 /// Write concern errors that say the write concern itself is invalid, so that a
@@ -45,11 +58,11 @@ const INVALID_WRITE_CONCERN: [i32; 2] = [100, 79];
 /// "writeConcern for commitTransaction attempts").
 const RETRIED_COMMIT_WTIMEOUT: Duration = Duration::from_secs(10);
 
-/// How long [`ClientSession::with_transaction`] keeps retrying (Convenient API spec,
+/// How long convenient transactions keeps retrying (Convenient API spec,
 /// "ClientSession.withTransaction": 120 seconds without CSOT).
 pub const WITH_TRANSACTION_TIMEOUT: Duration = Duration::from_secs(120);
 
-/// The backoff between attempts of [`ClientSession::with_transaction`]: `jitter *
+/// The backoff between attempts of convenient transactions: `jitter *
 /// min(5 ms * 1.5^attempt, 500 ms)` (Convenient API spec, "Sequence of Actions").
 const BACKOFF_INITIAL_MS: f64 = 5.0;
 const BACKOFF_MAX_MS: f64 = 500.0;
@@ -129,7 +142,7 @@ fn label_commit_error(error: Error) -> Error {
         // WriteConcernFailed as a top-level error.
         _ => matches!(judged.code(), Some(MAX_TIME_MS_EXPIRED | 64)),
     };
-    match unknown || error.has_label(RETRYABLE_WRITE_ERROR) {
+    match unknown || error.contains_label(RETRYABLE_WRITE_ERROR) {
         true => error.with_label(UNKNOWN_TRANSACTION_COMMIT_RESULT),
         false => error,
     }
@@ -154,6 +167,46 @@ fn backoff(attempt: u32, jitter: f64) -> Duration {
     let exponent = i32::try_from(attempt).unwrap_or(i32::MAX);
     let ceiling = (BACKOFF_INITIAL_MS * 1.5_f64.powi(exponent)).min(BACKOFF_MAX_MS);
     Duration::from_secs_f64(jitter.clamp(0.0, 1.0) * ceiling / 1000.0)
+}
+
+/// How long a convenient transaction may keep retrying. A struct rather than closures
+/// so that no borrow lives across its awaits (a closure's borrow there made the
+/// future of `and_run2` fail to prove itself `Send` for every lifetime).
+struct Budget {
+    clock: Arc<dyn Clock>,
+    /// Until when attempts may start: timeoutMS's deadline (none with 0), else
+    /// [`WITH_TRANSACTION_TIMEOUT`] from the start.
+    limit: Option<Instant>,
+    context: Option<OperationContext>,
+}
+
+impl Budget {
+    fn new(clock: Arc<dyn Clock>, context: Option<OperationContext>) -> Budget {
+        let limit = match context {
+            Some(context) => context.deadline,
+            None => Some(clock.now() + WITH_TRANSACTION_TIMEOUT),
+        };
+        Budget {
+            clock,
+            limit,
+            context,
+        }
+    }
+
+    /// Whether an attempt may start after waiting `after`.
+    fn has_time(&self, after: Duration) -> bool {
+        self.limit
+            .is_none_or(|limit| self.clock.now() + after < limit)
+    }
+
+    /// The error out of time: timeoutMS's, `error` its cause (without timeoutMS,
+    /// `error`).
+    fn out_of_time(&self, error: Error) -> Error {
+        match self.context {
+            Some(context) => context.timeout_error("withTransaction", Some(error)),
+            None => error,
+        }
+    }
 }
 
 /// Clears the session's with_transaction context when the call ends, returned or
@@ -255,33 +308,9 @@ impl Operation for EndTransaction {
 }
 
 impl ClientSession {
-    /// Starts a transaction (spec, "startTransaction"): the operations given this
-    /// session run in it until [`commit_transaction`](Self::commit_transaction) or
-    /// [`abort_transaction`](Self::abort_transaction). Options left unset come from the
-    /// session's `default_transaction_options`, then from the client. No I/O happens:
-    /// the transaction starts on the server with its first command.
-    ///
-    /// Errors: a transaction is already in progress ("Transaction already in
-    /// progress"), the session has ended or is a snapshot session, or the write
-    /// concern is unacknowledged.
-    ///
-    /// Reads in a transaction must use a primary read preference; commands in it
-    /// carry no read or write concern of their own (those of the collection are
-    /// ignored), and are not retried. A command error may abort the transaction on
-    /// the server, and committing it then fails with `NoSuchTransaction`.
-    ///
-    /// ```no_run
-    /// # async fn example(client: anymongo::Client) -> anymongo::Result<()> {
-    /// use anymongo::bson::{doc, Document};
-    /// let session = client.start_session(Default::default())?;
-    /// let accounts = client.database("bank").collection::<Document>("accounts");
-    /// session.start_transaction(Default::default())?;
-    /// accounts.update_one(doc! { "_id": 1 }, doc! { "$inc": { "balance": -10 } }).session(&session).await?;
-    /// accounts.update_one(doc! { "_id": 2 }, doc! { "$inc": { "balance": 10 } }).session(&session).await?;
-    /// session.commit_transaction().await?;
-    /// # Ok(()) }
-    /// ```
-    pub fn start_transaction(&self, options: TransactionOptions) -> Result<()> {
+    /// Starts a transaction with `options` (spec, "startTransaction"): what
+    /// [`ClientSession::start_transaction`] does when awaited.
+    pub(crate) fn start_transaction_in(&self, options: TransactionOptions) -> Result<()> {
         if self.has_ended() {
             return Err(Error::invalid_argument(
                 "the session has ended: start a new one",
@@ -322,16 +351,9 @@ impl ClientSession {
         })
     }
 
-    /// Commits the transaction (spec, "commitTransaction"). Nothing is sent when no
-    /// operation ran in it. Committing again after a commit (that failed, say) runs
-    /// commitTransaction again, with `w: majority`. The commit is retried once after
-    /// a retryable error, whatever `retryWrites` says.
-    ///
-    /// Errors: "No transaction started"; a transaction that was aborted; the server's
-    /// error, with the label [`UNKNOWN_TRANSACTION_COMMIT_RESULT`] when the outcome is
-    /// unknown and committing again may succeed, or [`TRANSIENT_TRANSACTION_ERROR`]
-    /// when the whole transaction may be run again.
-    pub async fn commit_transaction(&self) -> Result<()> {
+    /// Commits the transaction (spec, "commitTransaction"), within
+    /// [`default_timeout`](Self::default_timeout): [`ClientSession::commit_transaction`].
+    pub(crate) async fn commit_transaction_in(&self) -> Result<()> {
         let (ending, options) = self.update_transaction(|transaction| {
             Ok((
                 check_commit(transaction.state)?,
@@ -363,14 +385,9 @@ impl ClientSession {
         result
     }
 
-    /// Aborts the transaction (spec, "abortTransaction"). Nothing is sent when no
-    /// operation ran in it; the abortTransaction command is retried once after a
-    /// retryable error, and its errors are ignored: the server aborts the transaction
-    /// anyway in time.
-    ///
-    /// Errors: "No transaction started", or a transaction already committed or
-    /// aborted.
-    pub async fn abort_transaction(&self) -> Result<()> {
+    /// Aborts the transaction (spec, "abortTransaction"), within
+    /// [`default_timeout`](Self::default_timeout): [`ClientSession::abort_transaction`].
+    pub(crate) async fn abort_transaction_in(&self) -> Result<()> {
         let (ending, options) = self.update_transaction(|transaction| {
             Ok((check_abort(transaction.state)?, transaction.options.clone()))
         })?;
@@ -402,56 +419,14 @@ impl ClientSession {
             .unwrap_or_default()
     }
 
-    /// Runs `callback` in a transaction and commits it, retrying as the Convenient API
-    /// for Transactions spec says: the whole transaction (callback included) after an
-    /// error labelled [`TRANSIENT_TRANSACTION_ERROR`], the commit alone after one
-    /// labelled [`UNKNOWN_TRANSACTION_COMMIT_RESULT`] (but MaxTimeMSExpired), with a
-    /// short random backoff between attempts, for up to
-    /// [`WITH_TRANSACTION_TIMEOUT`] in all; then the last error is returned as it is.
-    ///
-    /// The callback gets a clone of the session (clones are the same session) to pass
-    /// to the operations, and returns a future; what it resolves to is returned.
-    /// **The callback may run several times**: keep its side effects (other than the
-    /// operations in the session) idempotent. It must return the errors of the
-    /// operations it runs rather than handle them silently: a command error may abort
-    /// the transaction on the server, and committing it would then fail. An
-    /// application that must handle errors its own way uses
-    /// [`start_transaction`](Self::start_transaction) and
-    /// [`commit_transaction`](Self::commit_transaction). If the callback commits or
-    /// aborts the transaction itself, its result is returned as is.
-    ///
-    /// ```no_run
-    /// # async fn example(client: anymongo::Client) -> anymongo::Result<()> {
-    /// use anymongo::bson::{doc, Document};
-    /// let accounts = client.database("bank").collection::<Document>("accounts");
-    /// let session = client.start_session(Default::default())?;
-    /// let moved = session
-    ///     .with_transaction(
-    ///         |session| {
-    ///             let accounts = accounts.clone();
-    ///             async move {
-    ///                 let from = doc! { "_id": 1 };
-    ///                 let to = doc! { "_id": 2 };
-    ///                 accounts.update_one(from, doc! { "$inc": { "balance": -10 } }).session(&session).await?;
-    ///                 accounts.update_one(to, doc! { "$inc": { "balance": 10 } }).session(&session).await?;
-    ///                 Ok(10)
-    ///             }
-    ///         },
-    ///         Default::default(),
-    ///     )
-    ///     .await?;
-    /// assert_eq!(moved, 10);
-    /// # Ok(()) }
-    /// ```
-    pub async fn with_transaction<F, Fut, T>(
+    /// Runs `body` in a transaction and commits it, retrying as the Convenient API
+    /// for Transactions spec says: [`StartTransaction::and_run2`](crate::action::StartTransaction::and_run2)
+    /// and [`and_run`](crate::action::StartTransaction::and_run).
+    pub(crate) async fn run_transaction<R>(
         &self,
-        callback: F,
+        body: &mut impl TransactionBody<R>,
         options: TransactionOptions,
-    ) -> Result<T>
-    where
-        F: FnMut(ClientSession) -> Fut,
-        Fut: Future<Output = Result<T>>,
-    {
+    ) -> Result<R> {
         // With timeoutMS, one deadline bounds the whole call, the operations of the
         // callback in the session included (Client Side Operations Timeout spec,
         // "Convenient Transactions API").
@@ -460,63 +435,50 @@ impl ClientSession {
             timeout.map(|_| OperationContext::with_timeout(timeout, self.executor().now()));
         self.set_transaction_context(context);
         let _cleared = ClearTransactionContext(self);
-        self.with_transaction_in(callback, options, context).await
+        self.run_transaction_in(body, options, context).await
     }
 
-    async fn with_transaction_in<F, Fut, T>(
+    async fn run_transaction_in<R>(
         &self,
-        mut callback: F,
+        body: &mut impl TransactionBody<R>,
         options: TransactionOptions,
         context: Option<OperationContext>,
-    ) -> Result<T>
-    where
-        F: FnMut(ClientSession) -> Fut,
-        Fut: Future<Output = Result<T>>,
-    {
+    ) -> Result<R> {
         let clock = self.executor().runtime().clock.clone();
-        let start = clock.now();
-        // Until when attempts may start: timeoutMS's deadline (none with 0), else
-        // WITH_TRANSACTION_TIMEOUT.
-        let limit = match context {
-            Some(context) => context.deadline,
-            None => Some(start + WITH_TRANSACTION_TIMEOUT),
-        };
-        let out_of_time = |error: Error| match context {
-            Some(context) => context.timeout_error("withTransaction", Some(error)),
-            None => error,
-        };
-        let has_time = |after: Duration| limit.is_none_or(|limit| clock.now() + after < limit);
+        let budget = Budget::new(clock.clone(), context);
+        // The session the body gets: the same session, a handle of its own.
+        let mut handle = self.clone();
         let mut attempt: u32 = 0;
         let mut last_error: Option<Error> = None;
         'transaction: loop {
             if let Some(error) = last_error.take() {
                 let backoff = backoff(attempt, jitter());
-                if !has_time(backoff) {
-                    return Err(out_of_time(error));
+                if !budget.has_time(backoff) {
+                    return Err(budget.out_of_time(error));
                 }
                 clock.sleep(backoff).await;
             }
-            self.start_transaction(options.clone())?;
+            self.start_transaction_in(options.clone())?;
             attempt += 1;
-            let value = match callback(self.clone()).await {
+            let value = match body.run(&mut handle).await {
                 Ok(value) => value,
                 Err(error) => {
                     if self.in_transaction() {
                         // The abort gets a timeoutMS of its own (spec, "Convenient
                         // Transactions API").
                         self.set_transaction_context(None);
-                        let aborted = self.abort_transaction().await;
+                        let aborted = self.abort_transaction_in().await;
                         self.set_transaction_context(context);
                         aborted?;
                     }
-                    if error.has_label(TRANSIENT_TRANSACTION_ERROR) {
-                        if has_time(Duration::ZERO) {
+                    if error.contains_label(TRANSIENT_TRANSACTION_ERROR) {
+                        if budget.has_time(Duration::ZERO) {
                             last_error = Some(error);
                             continue 'transaction;
                         }
                         // Out of time with retries left: timeoutMS's error, the
                         // transient one as its cause (without timeoutMS, the error).
-                        return Err(out_of_time(error));
+                        return Err(budget.out_of_time(error));
                     }
                     return Err(error);
                 }
@@ -526,20 +488,20 @@ impl ClientSession {
                 return Ok(value);
             }
             loop {
-                let error = match self.commit_transaction().await {
+                let error = match self.commit_transaction_in().await {
                     Ok(()) => return Ok(value),
                     Err(error) => error,
                 };
                 if error.code() != Some(MAX_TIME_MS_EXPIRED)
                     && !error.is_operation_timeout()
-                    && error.has_label(UNKNOWN_TRANSACTION_COMMIT_RESULT)
+                    && error.contains_label(UNKNOWN_TRANSACTION_COMMIT_RESULT)
                 {
-                    if !has_time(Duration::ZERO) {
-                        return Err(out_of_time(error));
+                    if !budget.has_time(Duration::ZERO) {
+                        return Err(budget.out_of_time(error));
                     }
                     continue;
                 }
-                if error.has_label(TRANSIENT_TRANSACTION_ERROR) {
+                if error.contains_label(TRANSIENT_TRANSACTION_ERROR) {
                     last_error = Some(error);
                     continue 'transaction;
                 }
@@ -817,8 +779,9 @@ mod tests {
 
     #[test]
     fn commit_errors_of_unknown_outcome_are_labelled() {
-        let unknown =
-            |error: Error| label_commit_error(error).has_label(UNKNOWN_TRANSACTION_COMMIT_RESULT);
+        let unknown = |error: Error| {
+            label_commit_error(error).contains_label(UNKNOWN_TRANSACTION_COMMIT_RESULT)
+        };
         let network = Error::new(ErrorKind::Network {
             address: "a:1".into(),
             io_kind: std::io::ErrorKind::ConnectionReset,
@@ -843,9 +806,9 @@ mod tests {
         // Network errors in a transaction are transient, except commit's, and so
         // release a load balancer's pinned connection (spec, "When to unpin").
         let transient = label_transient(network);
-        assert!(transient.has_label(TRANSIENT_TRANSACTION_ERROR));
+        assert!(transient.contains_label(TRANSIENT_TRANSACTION_ERROR));
         assert!(crate::load_balancer::error_unpins(&transient));
-        assert!(!label_transient(command(11000)).has_label(TRANSIENT_TRANSACTION_ERROR));
+        assert!(!label_transient(command(11000)).contains_label(TRANSIENT_TRANSACTION_ERROR));
     }
 
     #[test]

@@ -208,7 +208,7 @@ impl Driver for Anymongo {
     }
 
     async fn close(self) {
-        self.client.close().await;
+        self.client.shutdown().await;
     }
 
     fn open_connections(&self) -> usize {

@@ -62,7 +62,7 @@ pub async fn next(operation: &Operation, context: &mut Context) -> Result<Return
 pub async fn close(operation: &Operation, context: &mut Context) -> Result<Returned, Abort> {
     super::arguments::known_arguments(operation, &[])?;
     if let Ok(client) = context.entities.client(&operation.object) {
-        client.client.close().await;
+        client.client.clone().shutdown().await;
         return Ok(Ok(None));
     }
     let entity = context.entities.cursor_mut(&operation.object)?;

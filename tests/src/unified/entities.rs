@@ -361,7 +361,7 @@ fn not_a(id: &str, entity: &Entity, wanted: &str) -> String {
 
 /// Creates the entity `description` and adds it to `entities`; `uri` is the test
 /// server's connection string, which client entities extend with their `uriOptions`.
-pub fn create(
+pub async fn create(
     description: &EntityDescription,
     entities: &mut EntityMap,
     uri: &str,
@@ -400,7 +400,9 @@ pub fn create(
             let client = &entities.client(&session.client)?.client;
             let entity = SessionEntity {
                 session: client
-                    .start_session(options)
+                    .start_session()
+                    .with_options(options)
+                    .await
                     .map_err(|e| Abort::Failed(format!("cannot start the session: {e}")))?,
                 ended_lsid: None,
             };
@@ -743,8 +745,8 @@ mod tests {
         assert!(lsid.contains("not a session"), "{lsid}");
     }
 
-    #[test]
-    fn unsupported_entities_and_client_options_are_reported_as_such() {
+    #[tokio::test]
+    async fn unsupported_entities_and_client_options_are_reported_as_such() {
         let mut entities = EntityMap::default();
         let session: EntityDescription = bson::deserialize_from_document(doc! {
             "session": {
@@ -755,7 +757,7 @@ mod tests {
         })
         .unwrap();
         assert!(matches!(
-            create(&session, &mut entities, "mongodb://127.0.0.1/"),
+            create(&session, &mut entities, "mongodb://127.0.0.1/").await,
             Err(Abort::Unsupported(why)) if why.contains("sessionOptions.snapshotTime")
         ));
         let options = doc! { "readConcern": { "level": "majority" }, "timeoutMS": 1 };
@@ -773,7 +775,8 @@ mod tests {
             &EntityDescription::Client(Box::new(client)),
             &mut entities,
             "mongodb://127.0.0.1/",
-        );
+        )
+        .await;
         assert!(
             matches!(created, Err(Abort::Unsupported(why)) if why.contains("storeEventsAsEntities"))
         );
@@ -781,7 +784,7 @@ mod tests {
             doc! { "database": { "id": "d", "client": "c", "databaseName": "x" } },
         )
         .unwrap();
-        let missing = create(&database, &mut entities, "mongodb://127.0.0.1/");
+        let missing = create(&database, &mut entities, "mongodb://127.0.0.1/").await;
         assert!(
             matches!(missing, Err(Abort::Failed(why)) if why.contains("no entity named \"c\""))
         );

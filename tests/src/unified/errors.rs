@@ -44,14 +44,14 @@ pub fn check(expected: &ExpectedError, error: &Error) -> Result<(), Abort> {
     if let Some(label) = expected
         .error_labels_contain
         .iter()
-        .find(|label| !error.has_label(label))
+        .find(|label| !error.contains_label(label))
     {
         return fail(format!("the label {label} is missing"));
     }
     if let Some(label) = expected
         .error_labels_omit
         .iter()
-        .find(|label| error.has_label(label))
+        .find(|label| error.contains_label(label))
     {
         return fail(format!("the label {label} should be absent"));
     }

@@ -800,7 +800,7 @@ async fn run_operations(context: &mut Context, file: &TestFile, test: &Test) -> 
     .map_err(|_| format!("initialData took longer than {OPERATION_TIMEOUT:?}"))??;
     for description in &file.create_entities {
         let uri = context.client_uri_for(description);
-        entities::create(description, &mut context.entities, &uri)?;
+        entities::create(description, &mut context.entities, &uri).await?;
         entities::await_min_pool_size(description, &context.entities)?.await?;
     }
     for (i, operation) in test.operations.iter().enumerate() {

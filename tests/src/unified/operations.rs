@@ -441,7 +441,7 @@ fn create_entities<'a>(
                 bson::deserialize_from_bson(description.clone())
                     .map_err(|e| format!("not an entity: {description}: {e}"))?;
             let uri = context.client_uri_for(&description);
-            entities::create(&description, &mut context.entities, &uri)?;
+            entities::create(&description, &mut context.entities, &uri).await?;
             entities::await_min_pool_size(&description, &context.entities)?.await?;
         }
         Ok(Ok(None))

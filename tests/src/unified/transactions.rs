@@ -2,11 +2,8 @@
 //! `startTransaction`, `commitTransaction`, `abortTransaction`, `withTransaction`) and
 //! the special operation `assertSessionTransactionState`.
 
-use std::sync::Arc;
-
 use anymongo::transactions::{TransactionOptions, TransactionState};
 use bson::Bson;
-use futures::lock::Mutex;
 
 use super::arguments::{known_arguments, Arguments};
 use super::model::Operation;
@@ -28,7 +25,11 @@ pub async fn start_transaction(
 ) -> Result<Returned, Abort> {
     let options: TransactionOptions = Arguments::of(operation).options(OPTIONS)?;
     let session = &context.entities.session(&operation.object)?.session;
-    Ok(session.start_transaction(options).map(|()| None))
+    Ok(session
+        .start_transaction()
+        .with_options(options)
+        .await
+        .map(|()| None))
 }
 
 /// Spec `commitTransaction`.
@@ -94,17 +95,19 @@ pub async fn with_transaction(
     let options: TransactionOptions = arguments.options(OPTIONS)?;
     let session = context.entities.session(&operation.object)?.session.clone();
     // The callback borrows the context for each of its runs; a failed assertion
-    // inside it stops the test once withTransaction returns.
-    let shared = Arc::new(Mutex::new((context, None::<Abort>)));
-    let callback = &callback;
+    // inside it stops the test once withTransaction returns. `and_run` rather than
+    // `and_run2`: an async closure here meets rustc's "implementation of `Send` is not
+    // general enough" inside the runner's boxed futures (as in the official driver's
+    // own test runner).
+    let mut failed = None::<Abort>;
     let result = session
-        .with_transaction(
-            |_session| {
-                let shared = shared.clone();
-                async move {
-                    let mut guard = shared.lock().await;
-                    let (context, failed) = &mut *guard;
-                    for operation in callback {
+        .start_transaction()
+        .with_options(options)
+        .and_run(
+            (&mut *context, &mut failed, &callback),
+            |_session, (context, failed, callback)| {
+                Box::pin(async move {
+                    for operation in callback.iter() {
                         let returned = match operations::execute(operation, context).await {
                             Ok(returned) => returned,
                             Err(abort) => return Err(stop(failed, abort)),
@@ -117,12 +120,10 @@ pub async fn with_transaction(
                         returned?;
                     }
                     Ok(())
-                }
+                })
             },
-            options,
         )
         .await;
-    let failed = shared.lock().await.1.take();
     match failed {
         Some(abort) => Err(abort),
         None => Ok(result.map(|()| None)),

@@ -1224,7 +1224,7 @@ mod tests {
         assert_eq!(failure.partial_result.as_ref().unwrap().inserted_count, 1);
         // The top-level error's code and labels are the whole error's.
         assert_eq!(error.code(), Some(8));
-        assert!(error.has_label(RETRYABLE_WRITE_ERROR));
+        assert!(error.contains_label(RETRYABLE_WRITE_ERROR));
         assert!(error.to_string().contains("failed"), "{error}");
     }
 

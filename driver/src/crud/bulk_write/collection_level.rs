@@ -467,7 +467,7 @@ mod tests {
         };
         assert!(!outcome.record(&plan, &plan.runs[0], 0, 2, reply).unwrap());
         let error = outcome.finish().unwrap_err();
-        assert!(error.has_label("SomeLabel"));
+        assert!(error.contains_label("SomeLabel"));
         let ErrorKind::BulkWrite(failure) = error.kind() else {
             panic!("expected a bulk write error, got {error}");
         };
@@ -497,7 +497,7 @@ mod tests {
         let error = Error::new(ErrorKind::Write(WriteFailure::WriteConcernError(concern)))
             .with_label("RetryableWriteError");
         let failed = Outcome::default().fail(error);
-        assert!(failed.has_label("RetryableWriteError"));
+        assert!(failed.contains_label("RetryableWriteError"));
         assert!(matches!(failed.kind(), ErrorKind::BulkWrite(failure)
             if failure.write_concern_error.is_some()));
         let other = Outcome::default().fail(Error::invalid_argument("x"));
