@@ -368,12 +368,12 @@ pub struct TruncatedArray {
 /// (every getMore goes to that server). An error of the aggregate never is: the
 /// stream only asks this of getMore errors.
 pub(crate) fn is_resumable(error: &Error, max_wire_version: Option<i32>) -> bool {
-    match error.kind() {
+    match &*error.kind {
         ErrorKind::Command(command) => {
             command.code == CURSOR_NOT_FOUND
                 || match max_wire_version {
                     Some(wire) if wire >= SERVER_LABELS_ERRORS => {
-                        error.has_label(RESUMABLE_CHANGE_STREAM_ERROR)
+                        error.contains_label(RESUMABLE_CHANGE_STREAM_ERROR)
                     }
                     _ => RESUMABLE_CODES.contains(&command.code),
                 }

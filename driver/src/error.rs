@@ -5,6 +5,7 @@
 //! address), a TLS failure, a malformed reply, or an error the server returned
 //! (with its `code`, `codeName`, `errmsg` and `errorLabels`).
 
+use std::collections::HashSet;
 use std::fmt;
 use std::io;
 use std::time::Duration;
@@ -32,17 +33,39 @@ pub const TRANSIENT_TRANSACTION_ERROR: &str = "TransientTransactionError";
 /// (Transactions spec, "UnknownTransactionCommitResult").
 pub const UNKNOWN_TRANSACTION_COMMIT_RESULT: &str = "UnknownTransactionCommitResult";
 
-/// An error of the driver.
+/// An error of the driver: what went wrong is its [`kind`](Error::kind), as in the
+/// official `mongodb` crate (`match *error.kind { ... }`).
+///
+/// ```
+/// # fn handle(error: anymongo::error::Error) {
+/// use anymongo::error::{ErrorKind, WriteError, WriteFailure, TRANSIENT_TRANSACTION_ERROR};
+/// match *error.kind {
+///     ErrorKind::Write(WriteFailure::WriteError(WriteError { code: 11000, .. })) => {
+///         eprintln!("duplicate key");
+///     }
+///     ErrorKind::Command(ref command) => eprintln!("{} ({})", command.message, command.code),
+///     _ => {}
+/// }
+/// if error.contains_label(TRANSIENT_TRANSACTION_ERROR) {
+///     eprintln!("the transaction may be retried");
+/// }
+/// # }
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct Error {
+    /// What went wrong.
+    pub kind: Box<ErrorKind>,
+    /// The rest, boxed apart so that an `Error` stays two pointers wide.
     inner: Box<Inner>,
 }
 
+// Every fallible call returns an `Error`: it stays two pointers wide.
+const _: () = assert!(std::mem::size_of::<Error>() == 2 * std::mem::size_of::<usize>());
+
 #[derive(Debug, Clone, PartialEq)]
 struct Inner {
-    kind: ErrorKind,
     /// The server's `errorLabels` for a command error, and those the driver added.
-    labels: Vec<String>,
+    labels: HashSet<String>,
     /// Load-balanced mode: the service behind the load balancer that the failing
     /// connection reached, when the error came after its hello.
     service_id: Option<ObjectId>,
@@ -168,7 +191,7 @@ pub enum ErrorKind {
     /// ```
     /// # fn handle(error: anymongo::Error) {
     /// use anymongo::ErrorKind;
-    /// if let ErrorKind::OperationTimeout { timeout, cause, .. } = error.kind() {
+    /// if let ErrorKind::OperationTimeout { timeout, cause, .. } = &*error.kind {
     ///     eprintln!("gave up after {timeout:?}; the last error: {cause:?}");
     /// }
     /// # }
@@ -282,12 +305,12 @@ impl Error {
     /// An error of the given kind.
     pub fn new(kind: ErrorKind) -> Self {
         let labels = match &kind {
-            ErrorKind::Command(error) => error.error_labels.clone(),
-            _ => Vec::new(),
+            ErrorKind::Command(error) => error.error_labels.iter().cloned().collect(),
+            _ => HashSet::new(),
         };
         Error {
+            kind: Box::new(kind),
             inner: Box::new(Inner {
-                kind,
                 labels,
                 service_id: None,
                 server_reply: None,
@@ -305,8 +328,8 @@ impl Error {
 
     /// The error with `label` added (once).
     pub fn with_label(mut self, label: &str) -> Self {
-        if !self.has_label(label) {
-            self.inner.labels.push(label.to_owned());
+        if !self.contains_label(label) {
+            self.inner.labels.insert(label.to_owned());
         }
         self
     }
@@ -329,14 +352,14 @@ impl Error {
     /// errors after which nothing is known of the command's fate.
     pub fn is_network_error(&self) -> bool {
         matches!(
-            self.kind(),
+            &*self.kind,
             ErrorKind::Network { .. } | ErrorKind::Timeout { .. }
         )
     }
 
     /// Whether the operation's `timeoutMS` passed ([`ErrorKind::OperationTimeout`]).
     pub fn is_operation_timeout(&self) -> bool {
-        matches!(self.kind(), ErrorKind::OperationTimeout { .. })
+        matches!(&*self.kind, ErrorKind::OperationTimeout { .. })
     }
 
     /// The [`ErrorKind::OperationTimeout`] of an operation that ran with `timeout` and
@@ -352,7 +375,7 @@ impl Error {
                 return cause.clone();
             }
         }
-        let labels = cause.as_ref().map(|cause| cause.labels().to_vec());
+        let labels = cause.as_ref().map(|cause| cause.labels().clone());
         let service_id = cause.as_ref().and_then(Error::service_id);
         let server_reply = cause
             .as_ref()
@@ -399,17 +422,12 @@ impl Error {
         self.inner.server_reply.as_ref()
     }
 
-    /// What went wrong.
-    pub fn kind(&self) -> &ErrorKind {
-        &self.inner.kind
-    }
-
     /// The server's error code, for [`ErrorKind::Command`] errors and authentication
     /// failures the server reported, a single write's, a bulk write's first; for a
     /// [`ErrorKind::ClientBulkWrite`], its top-level error's (its write errors are
     /// in [`ClientBulkWriteFailure::write_errors`]).
     pub fn code(&self) -> Option<i32> {
-        match &self.inner.kind {
+        match &*self.kind {
             ErrorKind::Command(error) => Some(error.code),
             ErrorKind::Authentication { code, .. } => *code,
             ErrorKind::Write(WriteFailure::WriteError(error)) => Some(error.code),
@@ -427,13 +445,13 @@ impl Error {
 
     /// The error's labels: those the server attached to a command error, and those
     /// the driver added (e.g. [`SYSTEM_OVERLOADED_ERROR`]).
-    pub fn labels(&self) -> &[String] {
+    pub fn labels(&self) -> &HashSet<String> {
         &self.inner.labels
     }
 
-    /// Whether the error carries `label`.
-    pub fn has_label(&self, label: &str) -> bool {
-        self.labels().iter().any(|l| l == label)
+    /// Whether the error carries `label`, e.g. [`TRANSIENT_TRANSACTION_ERROR`].
+    pub fn contains_label(&self, label: impl AsRef<str>) -> bool {
+        self.inner.labels.contains(label.as_ref())
     }
 
     /// Converts a transport's I/O error into a network or TLS error for `address`.
@@ -460,7 +478,7 @@ impl Error {
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.inner.kind {
+        match &*self.kind {
             ErrorKind::InvalidArgument { message } => write!(f, "invalid argument: {message}"),
             ErrorKind::Network {
                 address, message, ..
@@ -606,7 +624,7 @@ impl fmt::Display for CommandError {
 
 impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self.kind() {
+        match &*self.kind {
             ErrorKind::OperationTimeout {
                 cause: Some(cause), ..
             } => Some(&**cause),

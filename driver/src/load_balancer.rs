@@ -171,8 +171,8 @@ impl<S: PoolHolder> Drop for Pinned<S> {
 /// unreachable: a network error on the connection carries this label too), or an
 /// UnknownTransactionCommitResult (the commit is run again, maybe elsewhere).
 pub(crate) fn error_unpins(error: &Error) -> bool {
-    error.has_label(TRANSIENT_TRANSACTION_ERROR)
-        || error.has_label(UNKNOWN_TRANSACTION_COMMIT_RESULT)
+    error.contains_label(TRANSIENT_TRANSACTION_ERROR)
+        || error.contains_label(UNKNOWN_TRANSACTION_COMMIT_RESULT)
 }
 
 #[cfg(test)]

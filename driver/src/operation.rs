@@ -207,7 +207,7 @@ impl OperationContext {
         // cut short, a connection lost with it): not a server's answer that merely
         // came late, which stays as it is.
         use crate::error::ErrorKind;
-        let cut = match error.kind() {
+        let cut = match &*error.kind {
             ErrorKind::Timeout { .. } => true,
             ErrorKind::ServerSelection { .. }
             | ErrorKind::WaitQueueTimeout { .. }
@@ -239,7 +239,7 @@ const MAX_TIME_MS_EXPIRED: i32 = 50;
 fn is_max_time_expired(error: &Error) -> bool {
     error.code() == Some(MAX_TIME_MS_EXPIRED)
         || matches!(
-            error.kind(),
+            &*error.kind,
             crate::error::ErrorKind::BulkWrite(failure)
                 if failure.write_concern_error.as_ref().is_some_and(|concern| concern.code == MAX_TIME_MS_EXPIRED)
         )
@@ -1172,7 +1172,7 @@ impl Executor {
             // overload (Client Backpressure spec).
             let spec_retryable = eligible
                 && match kind {
-                    Retryability::Write => error.has_label(retry::RETRYABLE_WRITE_ERROR),
+                    Retryability::Write => error.contains_label(retry::RETRYABLE_WRITE_ERROR),
                     Retryability::Read => retry::is_retryable_read_error(&error),
                     Retryability::None => false,
                 };
@@ -1185,7 +1185,7 @@ impl Executor {
                 return Err(retry::explain_unsupported_retryable_writes(error));
             }
             retries += 1;
-            overloaded |= error.has_label(SYSTEM_OVERLOADED_ERROR);
+            overloaded |= error.contains_label(SYSTEM_OVERLOADED_ERROR);
             let allowed = match (overloaded, context.is_timed()) {
                 (true, _) => options.max_adaptive_retries,
                 (false, true) => u32::MAX,
@@ -1194,7 +1194,7 @@ impl Executor {
             if retries > allowed {
                 return Err(error);
             }
-            if error.has_label(SYSTEM_OVERLOADED_ERROR)
+            if error.contains_label(SYSTEM_OVERLOADED_ERROR)
                 && !self.back_off(context, retries, &error).await
             {
                 return Err(error);
@@ -1208,7 +1208,7 @@ impl Executor {
             // or, for the retries only the Client Backpressure spec allows, when
             // enableOverloadRetargeting says so (that spec, "Overload retry policy",
             // 4; off by default, for primaryPreferred reads stay on the primary).
-            let overloaded_here = error.has_label(SYSTEM_OVERLOADED_ERROR)
+            let overloaded_here = error.contains_label(SYSTEM_OVERLOADED_ERROR)
                 && (spec_retryable || options.enable_overload_retargeting);
             if topology_type == TopologyType::Sharded || overloaded_here {
                 deprioritized.push(server.address.clone());
@@ -1638,7 +1638,7 @@ fn apply_timeout(
 /// spec, "Client-side errors MUST NOT change transaction state").
 fn is_client_side(error: &Error) -> bool {
     matches!(
-        error.kind(),
+        &*error.kind,
         crate::error::ErrorKind::InvalidArgument { .. } | crate::error::ErrorKind::Bson { .. }
     )
 }
@@ -1782,7 +1782,7 @@ mod tests {
         ));
         let reported = context.report(expired.clone(), at(10));
         assert!(reported.is_operation_timeout());
-        assert!(reported.has_label("SomeLabel"));
+        assert!(reported.contains_label("SomeLabel"));
         assert!(reported
             .to_string()
             .contains("operation exceeded time limit"));

@@ -56,7 +56,7 @@ const SERVER_LABELS_WRITES: i32 = 9;
 /// Whether an error makes a read worth retrying (Retryable Reads spec, "Retryable
 /// Error"): a network error or timeout, a cleared pool, or a retryable server code.
 pub(crate) fn is_retryable_read_error(error: &Error) -> bool {
-    match error.kind() {
+    match &*error.kind {
         ErrorKind::Network { .. } | ErrorKind::Timeout { .. } | ErrorKind::PoolCleared { .. } => {
             true
         }
@@ -78,7 +78,7 @@ pub(crate) fn label_write_error(
     max_wire_version: Option<i32>,
     mongos: bool,
 ) -> Error {
-    let retryable = match error.kind() {
+    let retryable = match &*error.kind {
         ErrorKind::Network { .. } | ErrorKind::Timeout { .. } | ErrorKind::PoolCleared { .. } => {
             true
         }
@@ -104,7 +104,7 @@ pub(crate) fn label_write_error(
 /// replaced by the spec's actionable message (Retryable Writes spec, "Executing
 /// Retryable Write Commands").
 pub(crate) fn explain_unsupported_retryable_writes(error: Error) -> Error {
-    match error.kind() {
+    match &*error.kind {
         ErrorKind::Command(command)
             if command.code == 20 && command.message.starts_with("Transaction numbers") =>
         {
@@ -122,7 +122,7 @@ pub(crate) fn explain_unsupported_retryable_writes(error: Error) -> Error {
 /// check-out): such an error says nothing about the write.
 pub(crate) fn is_before_send(error: &Error) -> bool {
     matches!(
-        error.kind(),
+        &*error.kind,
         ErrorKind::ServerSelection { .. }
             | ErrorKind::WaitQueueTimeout { .. }
             | ErrorKind::PoolClosed { .. }
@@ -134,7 +134,7 @@ pub(crate) fn is_before_send(error: &Error) -> bool {
 /// Write Commands"; Retryable Reads spec, "If a retry attempt fails"): the retry's, unless it says no write happened (the
 /// NoWritesPerformed label, or a failure before sending), in which case the first.
 pub(crate) fn reported_error(first: Error, retry: Error) -> Error {
-    if retry.has_label(NO_WRITES_PERFORMED) || is_before_send(&retry) {
+    if retry.contains_label(NO_WRITES_PERFORMED) || is_before_send(&retry) {
         first
     } else {
         retry
@@ -145,7 +145,7 @@ pub(crate) fn reported_error(first: Error, retry: Error) -> Error {
 /// "Retryable Overload Error"): labelled both SystemOverloadedError and
 /// RetryableError.
 pub(crate) fn is_overload_retryable(error: &Error) -> bool {
-    error.has_label(SYSTEM_OVERLOADED_ERROR) && error.has_label(RETRYABLE_ERROR)
+    error.contains_label(SYSTEM_OVERLOADED_ERROR) && error.contains_label(RETRYABLE_ERROR)
 }
 
 /// The base of the overload backoff (Client Backpressure spec, "Overload retry
@@ -224,17 +224,14 @@ mod tests {
     #[test]
     fn write_labels_follow_the_server_version() {
         let labelled = label_write_error(network(), Some(17), false);
-        assert!(labelled.has_label(RETRYABLE_WRITE_ERROR));
+        assert!(labelled.contains_label(RETRYABLE_WRITE_ERROR));
         // 4.4+: the server decides for its own errors.
-        assert!(
-            !label_write_error(command(91, "x"), Some(9), false).has_label(RETRYABLE_WRITE_ERROR)
-        );
-        assert!(
-            label_write_error(command(91, "x"), Some(8), false).has_label(RETRYABLE_WRITE_ERROR)
-        );
-        assert!(
-            !label_write_error(command(2, "x"), Some(8), false).has_label(RETRYABLE_WRITE_ERROR)
-        );
+        assert!(!label_write_error(command(91, "x"), Some(9), false)
+            .contains_label(RETRYABLE_WRITE_ERROR));
+        assert!(label_write_error(command(91, "x"), Some(8), false)
+            .contains_label(RETRYABLE_WRITE_ERROR));
+        assert!(!label_write_error(command(2, "x"), Some(8), false)
+            .contains_label(RETRYABLE_WRITE_ERROR));
     }
 
     #[test]

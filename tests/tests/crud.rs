@@ -158,7 +158,7 @@ async fn invalid_updates_and_replacements_are_refused_before_sending() {
         .await
         .unwrap_err();
     assert!(
-        matches!(error.kind(), ErrorKind::InvalidArgument { .. }),
+        matches!(&*error.kind, ErrorKind::InvalidArgument { .. }),
         "{error}"
     );
     let error = orders
@@ -166,7 +166,7 @@ async fn invalid_updates_and_replacements_are_refused_before_sending() {
         .await
         .unwrap_err();
     assert!(
-        matches!(error.kind(), ErrorKind::InvalidArgument { .. }),
+        matches!(&*error.kind, ErrorKind::InvalidArgument { .. }),
         "{error}"
     );
     assert!(started(&events, "update").is_empty());
@@ -350,7 +350,7 @@ async fn insert_many_reports_every_failure_by_index() {
         let documents: Vec<Document> = (0..5).map(|n| doc! { "_id": n % 4 }).collect();
         // Ordered: stops at the duplicate _id 2 (index 2).
         let error = numbers.insert_many(&documents, None).await.unwrap_err();
-        let ErrorKind::BulkWrite(failure) = error.kind() else {
+        let ErrorKind::BulkWrite(failure) = &*error.kind else {
             panic!("expected a bulk write error, got {error}");
         };
         assert_eq!(failure.write_errors.len(), 1);
@@ -375,7 +375,7 @@ async fn insert_many_reports_every_failure_by_index() {
             ..Default::default()
         };
         let error = numbers.insert_many(&documents, options).await.unwrap_err();
-        let ErrorKind::BulkWrite(failure) = error.kind() else {
+        let ErrorKind::BulkWrite(failure) = &*error.kind else {
             panic!("expected a bulk write error, got {error}");
         };
         let failed: Vec<usize> = failure.write_errors.iter().map(|e| e.index).collect();
@@ -655,7 +655,7 @@ async fn a_document_above_max_bson_object_size_is_refused_before_anything_is_sen
         let refused = |result: anymongo::Result<()>, expected: &str| {
             let error = result.unwrap_err();
             assert!(
-                matches!(error.kind(), ErrorKind::InvalidArgument { message }
+                matches!(&*error.kind, ErrorKind::InvalidArgument { message }
                     if message.contains(expected) && message.contains("maxBsonObjectSize")),
                 "{error}"
             );

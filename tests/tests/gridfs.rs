@@ -31,7 +31,7 @@ async fn fresh_bucket(name: &str) -> GridFsBucket {
 }
 
 fn gridfs_error(error: anymongo::Error) -> GridFsError {
-    match error.kind() {
+    match &*error.kind {
         ErrorKind::GridFs(error) => error.clone(),
         other => panic!("expected a GridFS error, got {other:?}"),
     }

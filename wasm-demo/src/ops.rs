@@ -682,7 +682,7 @@ pub async fn next_batch(cursor: &mut Cursor<Document>, wait: bool) -> Result<Bat
 pub fn error_document(error: &Error) -> Document {
     use anymongo::error::WriteFailure;
     // The server's own message, as the Node driver's `message`, where there is one.
-    let message = match error.kind() {
+    let message = match &*error.kind {
         ErrorKind::Command(command) => command.message.clone(),
         ErrorKind::Write(WriteFailure::WriteError(write)) => write.message.clone(),
         ErrorKind::Write(WriteFailure::WriteConcernError(concern)) => concern.message.clone(),
@@ -694,12 +694,12 @@ pub fn error_document(error: &Error) -> Document {
     let mut out = doc! {
         "name": error_class(error),
         "message": message,
-        "errorLabels": error.labels().to_vec(),
+        "errorLabels": sorted_labels(error),
     };
     if let Some(code) = error.code() {
         out.insert("code", code);
     }
-    let code_name = match error.kind() {
+    let code_name = match &*error.kind {
         ErrorKind::Command(command) if !command.code_name.is_empty() => {
             Some(command.code_name.clone())
         }
@@ -710,7 +710,7 @@ pub fn error_document(error: &Error) -> Document {
     if let Some(code_name) = code_name {
         out.insert("codeName", code_name);
     }
-    match error.kind() {
+    match &*error.kind {
         ErrorKind::Write(WriteFailure::WriteError(write)) => {
             if let Some(details) = &write.details {
                 out.insert("errInfo", details.clone());
@@ -788,7 +788,7 @@ pub fn error_document(error: &Error) -> Document {
     // What the deadline cut, as the JavaScript error's `cause`.
     if let ErrorKind::OperationTimeout {
         cause: Some(cause), ..
-    } = error.kind()
+    } = &*error.kind
     {
         out.insert("cause", error_document(cause));
     }
@@ -796,9 +796,16 @@ pub fn error_document(error: &Error) -> Document {
 }
 
 /// The Node.js driver's error class for `error`.
+/// The error's labels in a stable order: the driver keeps them as a set.
+fn sorted_labels(error: &Error) -> Vec<String> {
+    let mut labels: Vec<String> = error.labels().iter().cloned().collect();
+    labels.sort();
+    labels
+}
+
 fn error_class(error: &Error) -> &'static str {
     use anymongo::error::WriteFailure;
-    match error.kind() {
+    match &*error.kind {
         ErrorKind::Command(_) => "MongoServerError",
         ErrorKind::Write(WriteFailure::WriteError(_)) => "MongoServerError",
         ErrorKind::Write(WriteFailure::WriteConcernError(_)) => "MongoWriteConcernError",
@@ -1450,7 +1457,7 @@ mod tests {
         ] {
             let error = operation_timeout(&bad).unwrap_err();
             assert!(
-                matches!(error.kind(), ErrorKind::InvalidArgument { .. }),
+                matches!(&*error.kind, ErrorKind::InvalidArgument { .. }),
                 "{error}"
             );
         }

@@ -1146,7 +1146,7 @@ mod tests {
                 };
                 let error = WriteReply::of_write_command(&reply, 10..12, "db:27017").unwrap_err();
                 assert!(
-                    matches!(error.kind(), ErrorKind::MisbehavingServer { address, .. }
+                    matches!(&*error.kind, ErrorKind::MisbehavingServer { address, .. }
                         if address == "db:27017"),
                     "{key} {index}: {error}"
                 );

@@ -165,7 +165,7 @@ impl ApplicationError {
         max_wire_version: i32,
         phase: ErrorPhase,
     ) -> Option<ApplicationError> {
-        let kind = match error.kind() {
+        let kind = match &*error.kind {
             ErrorKind::Network { .. } | ErrorKind::Tls { .. } | ErrorKind::Protocol { .. } => {
                 ApplicationErrorKind::Network {
                     message: error.to_string(),
@@ -201,7 +201,7 @@ impl ApplicationError {
             max_wire_version,
             phase,
             kind,
-            system_overloaded: error.has_label(SYSTEM_OVERLOADED_ERROR),
+            system_overloaded: error.contains_label(SYSTEM_OVERLOADED_ERROR),
         })
     }
 

@@ -109,7 +109,7 @@ fn check_abort(state: TransactionState) -> Result<Ending> {
 fn label_commit_error(error: Error) -> Error {
     // A commit that timeoutMS cut is judged by what the deadline cut; one cut in
     // flight, with no error of its own, has an unknown outcome like a network error.
-    let judged = match error.kind() {
+    let judged = match &*error.kind {
         ErrorKind::OperationTimeout { cause: None, .. } => {
             return error.with_label(UNKNOWN_TRANSACTION_COMMIT_RESULT)
         }
@@ -118,7 +118,7 @@ fn label_commit_error(error: Error) -> Error {
         } => cause.as_ref(),
         _ => &error,
     };
-    let unknown = match judged.kind() {
+    let unknown = match &*judged.kind {
         ErrorKind::Network { .. }
         | ErrorKind::Timeout { .. }
         | ErrorKind::ServerSelection { .. }
@@ -129,7 +129,7 @@ fn label_commit_error(error: Error) -> Error {
         // WriteConcernFailed as a top-level error.
         _ => matches!(judged.code(), Some(MAX_TIME_MS_EXPIRED | 64)),
     };
-    match unknown || error.has_label(RETRYABLE_WRITE_ERROR) {
+    match unknown || error.contains_label(RETRYABLE_WRITE_ERROR) {
         true => error.with_label(UNKNOWN_TRANSACTION_COMMIT_RESULT),
         false => error,
     }
@@ -509,7 +509,7 @@ impl ClientSession {
                         self.set_transaction_context(context);
                         aborted?;
                     }
-                    if error.has_label(TRANSIENT_TRANSACTION_ERROR) {
+                    if error.contains_label(TRANSIENT_TRANSACTION_ERROR) {
                         if has_time(Duration::ZERO) {
                             last_error = Some(error);
                             continue 'transaction;
@@ -532,14 +532,14 @@ impl ClientSession {
                 };
                 if error.code() != Some(MAX_TIME_MS_EXPIRED)
                     && !error.is_operation_timeout()
-                    && error.has_label(UNKNOWN_TRANSACTION_COMMIT_RESULT)
+                    && error.contains_label(UNKNOWN_TRANSACTION_COMMIT_RESULT)
                 {
                     if !has_time(Duration::ZERO) {
                         return Err(out_of_time(error));
                     }
                     continue;
                 }
-                if error.has_label(TRANSIENT_TRANSACTION_ERROR) {
+                if error.contains_label(TRANSIENT_TRANSACTION_ERROR) {
                     last_error = Some(error);
                     continue 'transaction;
                 }
@@ -817,8 +817,9 @@ mod tests {
 
     #[test]
     fn commit_errors_of_unknown_outcome_are_labelled() {
-        let unknown =
-            |error: Error| label_commit_error(error).has_label(UNKNOWN_TRANSACTION_COMMIT_RESULT);
+        let unknown = |error: Error| {
+            label_commit_error(error).contains_label(UNKNOWN_TRANSACTION_COMMIT_RESULT)
+        };
         let network = Error::new(ErrorKind::Network {
             address: "a:1".into(),
             io_kind: std::io::ErrorKind::ConnectionReset,
@@ -843,9 +844,9 @@ mod tests {
         // Network errors in a transaction are transient, except commit's, and so
         // release a load balancer's pinned connection (spec, "When to unpin").
         let transient = label_transient(network);
-        assert!(transient.has_label(TRANSIENT_TRANSACTION_ERROR));
+        assert!(transient.contains_label(TRANSIENT_TRANSACTION_ERROR));
         assert!(crate::load_balancer::error_unpins(&transient));
-        assert!(!label_transient(command(11000)).has_label(TRANSIENT_TRANSACTION_ERROR));
+        assert!(!label_transient(command(11000)).contains_label(TRANSIENT_TRANSACTION_ERROR));
     }
 
     #[test]

@@ -59,7 +59,7 @@ impl Failure {
 /// upstream's unavailability (503), not a fault of the handler (500).
 impl From<anymongo::Error> for Failure {
     fn from(error: anymongo::Error) -> Failure {
-        match error.kind() {
+        match &*error.kind {
             ErrorKind::ServerSelection { .. } => Failure::new(
                 StatusCode::SERVICE_UNAVAILABLE,
                 format!("no MongoDB server reachable within serverSelectionTimeoutMS: {error}"),
@@ -168,7 +168,7 @@ async fn items() -> Result<Collection<Document>, Failure> {
     // `connect` rather than `client`: `mongodb+srv://` needs its DNS look-ups.
     let client = Client::connect(&uri, anymongo_wasi::runtime())
         .await
-        .map_err(|error| match error.kind() {
+        .map_err(|error| match &*error.kind {
             ErrorKind::InvalidArgument { .. } => Failure::new(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 format!("{URI_VARIABLE} is not a valid connection string: {error}"),

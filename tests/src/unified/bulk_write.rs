@@ -212,7 +212,7 @@ pub fn result_document(result: &BulkWriteResult) -> Bson {
 /// The partial result a bulk write's error carries (spec "expectedError",
 /// `expectResult`), if it carries one.
 pub fn partial_result(error: &Error) -> Option<Bson> {
-    match error.kind() {
+    match &*error.kind {
         ErrorKind::BulkWrite(failure) => Some(result_document(&failure.write_result)),
         _ => None,
     }

@@ -214,7 +214,7 @@ fn count(n: u64) -> i64 {
 
 /// The client bulk write failure `error` is, if it is one.
 fn failure(error: &Error) -> Option<&ClientBulkWriteFailure> {
-    match error.kind() {
+    match &*error.kind {
         ErrorKind::ClientBulkWrite(failure) => Some(failure),
         _ => None,
     }

@@ -44,14 +44,14 @@ pub fn check(expected: &ExpectedError, error: &Error) -> Result<(), Abort> {
     if let Some(label) = expected
         .error_labels_contain
         .iter()
-        .find(|label| !error.has_label(label))
+        .find(|label| !error.contains_label(label))
     {
         return fail(format!("the label {label} is missing"));
     }
     if let Some(label) = expected
         .error_labels_omit
         .iter()
-        .find(|label| error.has_label(label))
+        .find(|label| error.contains_label(label))
     {
         return fail(format!("the label {label} should be absent"));
     }
@@ -70,7 +70,7 @@ pub fn check_response(
     let Some(response) = &expected.error_response else {
         return Ok(());
     };
-    let reply = match error.kind() {
+    let reply = match &*error.kind {
         ErrorKind::ClientBulkWrite(failure) => {
             failure.error.as_deref().and_then(Error::server_reply)
         }
@@ -93,7 +93,7 @@ pub fn check_response(
 /// command's, a single write's, or a bulk write's first write error or write concern
 /// error; empty when the server sent none.
 fn code_name(error: &Error) -> &str {
-    let name = match error.kind() {
+    let name = match &*error.kind {
         ErrorKind::Command(command) => Some(command.code_name.as_str()),
         ErrorKind::Write(WriteFailure::WriteError(write)) => write.code_name.as_deref(),
         ErrorKind::Write(WriteFailure::WriteConcernError(concern)) => concern.code_name.as_deref(),
@@ -117,7 +117,7 @@ fn code_name(error: &Error) -> &str {
 /// not limited to: parameter validation errors before a command is sent to the
 /// server; network errors").
 fn is_client_error(error: &Error) -> bool {
-    match error.kind() {
+    match &*error.kind {
         ErrorKind::Command(_) | ErrorKind::Write(_) | ErrorKind::BulkWrite(_) => false,
         // Unified test format, "clientBulkWrite": its top-level error says.
         ErrorKind::ClientBulkWrite(failure) => {
