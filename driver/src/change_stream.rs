@@ -387,6 +387,7 @@ pub(crate) fn is_resumable(error: &Error, max_wire_version: Option<i32>) -> bool
         | ErrorKind::IncompatibleServer { .. }
         | ErrorKind::Bson { .. }
         | ErrorKind::Write(_)
+        | ErrorKind::InsertMany(_)
         | ErrorKind::BulkWrite(_) => false,
         _ => true,
     }

@@ -30,7 +30,7 @@ use crate::crud::{
 };
 use crate::cursor::Cursor;
 use crate::database::{Concerns, Database};
-use crate::error::Result;
+use crate::error::{Error, ErrorKind, Result};
 use crate::operation::Timing;
 use crate::rt::Instant;
 use crate::session::ClientSession;
@@ -827,8 +827,8 @@ impl<T: Serialize> Collection<T> {
     /// Inserts `documents` in as few commands as the server's limits allow; `_id`s are
     /// generated for those without one. Ordered (the default), it stops at the first
     /// failure; unordered, it inserts all it can. A failure is an
-    /// [`ErrorKind::BulkWrite`](crate::ErrorKind) error listing every failed write by
-    /// index, with the `_id`s inserted in its `write_result`.
+    /// [`ErrorKind::InsertMany`] error listing every failed insert by index, with the
+    /// `_id`s of the documents inserted.
     pub async fn insert_many(
         &self,
         documents: impl IntoIterator<Item = impl Borrow<T>>,
@@ -862,7 +862,8 @@ impl<T: Serialize> Collection<T> {
         let plan = Plan::of_inserts(documents, options.ordered.unwrap_or(true))?;
         let result = self
             .execute_plan(plan, &command_options(&options), session)
-            .await?;
+            .await
+            .map_err(insert_many_error)?;
         Ok(InsertManyResult {
             inserted_ids: result.inserted_ids,
         })
@@ -1035,6 +1036,24 @@ impl<T: DeserializeOwned + 'static> Collection<T> {
 }
 
 /// The options of the command of a single write or `insert_many`.
+/// An `insert_many` runs as a bulk write of inserts: its failure is the official
+/// driver's [`ErrorKind::InsertMany`], also inside a timeout error it caused.
+fn insert_many_error(mut error: Error) -> Error {
+    match &mut *error.kind {
+        ErrorKind::BulkWrite(failure) => {
+            let failure = std::mem::take(failure);
+            *error.kind = ErrorKind::InsertMany(failure.into());
+        }
+        ErrorKind::OperationTimeout { cause, .. } => {
+            *cause = cause
+                .take()
+                .map(|cause| Box::new(insert_many_error(*cause)));
+        }
+        _ => {}
+    }
+    error
+}
+
 fn command_options(options: &WriteOptions) -> BulkWriteOptions {
     BulkWriteOptions {
         ordered: options.ordered,

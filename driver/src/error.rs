@@ -5,13 +5,14 @@
 //! address), a TLS failure, a malformed reply, or an error the server returned
 //! (with its `code`, `codeName`, `errmsg` and `errorLabels`).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::io;
 use std::time::Duration;
 
 use crate::wire::WireError;
 use bson::oid::ObjectId;
+use bson::Bson;
 
 /// The result type of the driver.
 pub type Result<T> = std::result::Result<T, Error>;
@@ -168,8 +169,12 @@ pub enum ErrorKind {
     /// A single write failed (a `writeErrors` entry), or its write concern could not be
     /// satisfied (`writeConcernError`), though the command itself succeeded.
     Write(WriteFailure),
-    /// Some writes of an `insert_many` or `bulk_write` failed: every failure with the
-    /// index of its write, and what succeeded before (CRUD spec, "BulkWriteException").
+    /// Some writes of an `insert_many` failed: every failure with the index of its
+    /// document, and the `_id`s of those inserted (CRUD spec, "BulkWriteException").
+    InsertMany(InsertManyError),
+    /// Some writes of a [`Collection::bulk_write`](crate::Collection::bulk_write)
+    /// failed: every failure with the index of its write, and what succeeded before
+    /// (CRUD spec, "BulkWriteException").
     BulkWrite(BulkWriteFailure),
     /// A GridFS file is missing or corrupt.
     GridFs(crate::gridfs::GridFsError),
@@ -224,9 +229,23 @@ pub enum WriteFailure {
     WriteConcernError(WriteConcernError),
 }
 
-/// One entry of a write command's `writeErrors`.
+/// The server's refusal of a single write: [`WriteFailure::WriteError`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct WriteError {
+    /// The server's error code, e.g. 11000 (duplicate key).
+    pub code: i32,
+    /// The code's name, when the server sent one.
+    pub code_name: Option<String>,
+    /// The server's message.
+    pub message: String,
+    /// `errInfo`: more about the failure (e.g. a failed schema validation).
+    pub details: Option<bson::Document>,
+}
+
+/// One entry of a write command's `writeErrors`: the failure of one of the writes
+/// of an `insert_many` or a collection's `bulk_write`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IndexedWriteError {
     /// The index of the failed write among those the operation was given.
     pub index: usize,
     /// The server's error code, e.g. 11000 (duplicate key).
@@ -252,11 +271,44 @@ pub struct WriteConcernError {
     pub details: Option<bson::Document>,
 }
 
-/// The failure of a multi-write operation: [`ErrorKind::BulkWrite`].
+impl From<IndexedWriteError> for WriteError {
+    fn from(error: IndexedWriteError) -> Self {
+        WriteError {
+            code: error.code,
+            code_name: error.code_name,
+            message: error.message,
+            details: error.details,
+        }
+    }
+}
+
+/// The failure of an `insert_many`: [`ErrorKind::InsertMany`].
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct InsertManyError {
+    /// Every document whose insert failed, by index (an ordered `insert_many` stops at
+    /// the first); `None` when none did (only the write concern failed).
+    pub write_errors: Option<Vec<IndexedWriteError>>,
+    /// The last write concern error, if any.
+    pub write_concern_error: Option<WriteConcernError>,
+    /// The `_id` of every document inserted, by its index in the input.
+    pub inserted_ids: HashMap<usize, Bson>,
+}
+
+impl From<BulkWriteFailure> for InsertManyError {
+    fn from(failure: BulkWriteFailure) -> Self {
+        InsertManyError {
+            write_errors: Some(failure.write_errors).filter(|errors| !errors.is_empty()),
+            write_concern_error: failure.write_concern_error,
+            inserted_ids: failure.write_result.inserted_ids.into_iter().collect(),
+        }
+    }
+}
+
+/// The failure of a collection's bulk write: [`ErrorKind::BulkWrite`].
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct BulkWriteFailure {
     /// Every write that failed, by index (an ordered operation stops at the first).
-    pub write_errors: Vec<WriteError>,
+    pub write_errors: Vec<IndexedWriteError>,
     /// The last write concern error, if any.
     pub write_concern_error: Option<WriteConcernError>,
     /// What the writes that succeeded did, with the `_id` of every document inserted,
@@ -432,6 +484,12 @@ impl Error {
             ErrorKind::Authentication { code, .. } => *code,
             ErrorKind::Write(WriteFailure::WriteError(error)) => Some(error.code),
             ErrorKind::Write(WriteFailure::WriteConcernError(error)) => Some(error.code),
+            ErrorKind::InsertMany(failure) => failure
+                .write_errors
+                .as_ref()
+                .and_then(|errors| errors.first())
+                .map(|error| error.code)
+                .or(failure.write_concern_error.as_ref().map(|error| error.code)),
             ErrorKind::BulkWrite(failure) => failure
                 .write_errors
                 .first()
@@ -541,20 +599,16 @@ impl fmt::Display for Error {
                 "write concern not satisfied: {} (code {})",
                 error.message, error.code
             ),
-            ErrorKind::BulkWrite(failure) => {
-                write!(f, "{} write(s) failed", failure.write_errors.len())?;
-                if let Some(first) = failure.write_errors.first() {
-                    write!(
-                        f,
-                        ", the first at index {}: {} (code {})",
-                        first.index, first.message, first.code
-                    )?;
-                }
-                if let Some(concern) = &failure.write_concern_error {
-                    write!(f, "; write concern not satisfied: {}", concern.message)?;
-                }
-                Ok(())
-            }
+            ErrorKind::InsertMany(failure) => write_failures(
+                f,
+                failure.write_errors.as_deref().unwrap_or_default(),
+                failure.write_concern_error.as_ref(),
+            ),
+            ErrorKind::BulkWrite(failure) => write_failures(
+                f,
+                &failure.write_errors,
+                failure.write_concern_error.as_ref(),
+            ),
             ErrorKind::ClientBulkWrite(failure) => {
                 write!(f, "client bulk write failed")?;
                 if let Some(error) = &failure.error {
@@ -602,6 +656,27 @@ impl fmt::Display for Error {
             }
         }
     }
+}
+
+/// How many of the writes of an `insert_many` or a bulk write failed, the first, and
+/// the write concern error.
+fn write_failures(
+    f: &mut fmt::Formatter<'_>,
+    errors: &[IndexedWriteError],
+    concern: Option<&WriteConcernError>,
+) -> fmt::Result {
+    write!(f, "{} write(s) failed", errors.len())?;
+    if let Some(first) = errors.first() {
+        write!(
+            f,
+            ", the first at index {}: {} (code {})",
+            first.index, first.message, first.code
+        )?;
+    }
+    if let Some(concern) = concern {
+        write!(f, "; write concern not satisfied: {}", concern.message)?;
+    }
+    Ok(())
 }
 
 impl fmt::Display for CommandError {

@@ -689,6 +689,10 @@ pub fn error_document(error: &Error) -> Document {
         ErrorKind::BulkWrite(failure) if !failure.write_errors.is_empty() => {
             failure.write_errors[0].message.clone()
         }
+        ErrorKind::InsertMany(failure) => match failure.write_errors.as_deref() {
+            Some([first, ..]) => first.message.clone(),
+            _ => error.to_string(),
+        },
         _ => error.to_string(),
     };
     let mut out = doc! {
@@ -750,35 +754,24 @@ pub fn error_document(error: &Error) -> Document {
             }
         }
         ErrorKind::BulkWrite(failure) => {
-            let write_errors: Vec<Bson> = failure
-                .write_errors
-                .iter()
-                .map(|write| {
-                    let mut entry = doc! {
-                        "index": count(write.index),
-                        "code": write.code,
-                        "errmsg": write.message.clone(),
-                    };
-                    if let Some(details) = &write.details {
-                        entry.insert("errInfo", details.clone());
-                    }
-                    Bson::Document(entry)
-                })
-                .collect();
-            // Like the Node driver, the first write error's code is the error's code.
-            if let Some(first) = failure.write_errors.first() {
-                out.insert("code", first.code);
-            }
-            out.insert("writeErrors", write_errors);
-            let inserted: Document = failure
-                .write_result
+            write_failures(&mut out, &failure.write_errors, &failure.write_result)
+        }
+        ErrorKind::InsertMany(failure) => {
+            // The Node driver's insertMany error is a bulk write error: its `result`
+            // counts the documents inserted.
+            let inserted_ids: std::collections::BTreeMap<usize, Bson> = failure
                 .inserted_ids
                 .iter()
-                .map(|(index, id)| (index.to_string(), id.clone()))
+                .map(|(index, id)| (*index, id.clone()))
                 .collect();
-            out.insert("insertedIds", inserted);
-            // What the writes that succeeded did, as the Node driver's `result`.
-            out.insert("result", bulk_write_result(&failure.write_result));
+            let result = BulkWriteResult {
+                acknowledged: true,
+                inserted_count: u64::try_from(inserted_ids.len()).unwrap_or(u64::MAX),
+                inserted_ids,
+                ..Default::default()
+            };
+            let write_errors = failure.write_errors.as_deref().unwrap_or_default();
+            write_failures(&mut out, write_errors, &result)
         }
         _ => {}
     }
@@ -803,13 +796,48 @@ fn sorted_labels(error: &Error) -> Vec<String> {
     labels
 }
 
+/// A failed `insertMany` or `bulkWrite` as the Node driver's MongoBulkWriteError
+/// shows it: the write errors, the first one's code as the error's, the `_id`s
+/// inserted, and what the writes that succeeded did (`result`).
+fn write_failures(
+    out: &mut Document,
+    errors: &[anymongo::error::IndexedWriteError],
+    result: &BulkWriteResult,
+) {
+    let write_errors: Vec<Bson> = errors
+        .iter()
+        .map(|write| {
+            let mut entry = doc! {
+                "index": count(write.index),
+                "code": write.code,
+                "errmsg": write.message.clone(),
+            };
+            if let Some(details) = &write.details {
+                entry.insert("errInfo", details.clone());
+            }
+            Bson::Document(entry)
+        })
+        .collect();
+    if let Some(first) = errors.first() {
+        out.insert("code", first.code);
+    }
+    out.insert("writeErrors", write_errors);
+    let inserted: Document = result
+        .inserted_ids
+        .iter()
+        .map(|(index, id)| (index.to_string(), id.clone()))
+        .collect();
+    out.insert("insertedIds", inserted);
+    out.insert("result", bulk_write_result(result));
+}
+
 fn error_class(error: &Error) -> &'static str {
     use anymongo::error::WriteFailure;
     match &*error.kind {
         ErrorKind::Command(_) => "MongoServerError",
         ErrorKind::Write(WriteFailure::WriteError(_)) => "MongoServerError",
         ErrorKind::Write(WriteFailure::WriteConcernError(_)) => "MongoWriteConcernError",
-        ErrorKind::BulkWrite(_) => "MongoBulkWriteError",
+        ErrorKind::BulkWrite(_) | ErrorKind::InsertMany(_) => "MongoBulkWriteError",
         ErrorKind::ClientBulkWrite(_) => "MongoClientBulkWriteError",
         ErrorKind::Authentication { code: Some(_), .. } => "MongoServerError",
         // What the driver found wrong in the server's replies (a wrong SCRAM signature).

@@ -1830,7 +1830,6 @@ mod tests {
         ));
         let write_error = Error::new(ErrorKind::Write(WriteFailure::WriteError(
             crate::error::WriteError {
-                index: 0,
                 code: 11000,
                 code_name: None,
                 message: "duplicate".into(),

@@ -214,6 +214,17 @@ pub fn result_document(result: &BulkWriteResult) -> Bson {
 pub fn partial_result(error: &Error) -> Option<Bson> {
     match &*error.kind {
         ErrorKind::BulkWrite(failure) => Some(result_document(&failure.write_result)),
+        // An insertMany's error has the `_id`s of the documents inserted: the result
+        // of the bulk write of inserts it ran.
+        ErrorKind::InsertMany(failure) => Some(result_document(&BulkWriteResult {
+            inserted_count: u64::try_from(failure.inserted_ids.len()).unwrap_or(u64::MAX),
+            inserted_ids: failure
+                .inserted_ids
+                .iter()
+                .map(|(index, id)| (*index, id.clone()))
+                .collect(),
+            ..Default::default()
+        })),
         _ => None,
     }
 }

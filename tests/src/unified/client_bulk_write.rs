@@ -379,7 +379,6 @@ mod tests {
     fn failed_bulk_write() -> Error {
         let mut failure = ClientBulkWriteFailure::default();
         let write_error = WriteError {
-            index: 1,
             code: 17276,
             code_name: None,
             message: "Use of undefined variable: id2".into(),

@@ -100,6 +100,15 @@ fn code_name(error: &Error) -> &str {
         ErrorKind::ClientBulkWrite(failure) => {
             return failure.error.as_deref().map_or("", code_name);
         }
+        ErrorKind::InsertMany(failure) => {
+            match failure.write_errors.as_ref().and_then(|e| e.first()) {
+                Some(write) => write.code_name.as_deref(),
+                None => failure
+                    .write_concern_error
+                    .as_ref()
+                    .and_then(|concern| concern.code_name.as_deref()),
+            }
+        }
         ErrorKind::BulkWrite(failure) => match failure.write_errors.first() {
             Some(write) => write.code_name.as_deref(),
             None => failure
@@ -118,7 +127,10 @@ fn code_name(error: &Error) -> &str {
 /// server; network errors").
 fn is_client_error(error: &Error) -> bool {
     match &*error.kind {
-        ErrorKind::Command(_) | ErrorKind::Write(_) | ErrorKind::BulkWrite(_) => false,
+        ErrorKind::Command(_)
+        | ErrorKind::Write(_)
+        | ErrorKind::InsertMany(_)
+        | ErrorKind::BulkWrite(_) => false,
         // Unified test format, "clientBulkWrite": its top-level error says.
         ErrorKind::ClientBulkWrite(failure) => {
             failure.error.as_deref().is_some_and(is_client_error)

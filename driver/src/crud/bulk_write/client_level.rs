@@ -585,7 +585,7 @@ impl Outcome {
             // model's.
             let parsed = WriteReply::parse(&doc! { "writeErrors": [entry.clone()] }, index);
             if let Some(error) = parsed.write_errors.into_iter().next() {
-                self.write_errors.insert(index, error);
+                self.write_errors.insert(index, error.into());
             }
             return Ok(());
         }
@@ -1143,12 +1143,8 @@ mod tests {
         assert_eq!(failure.error, None);
         let write_error = &failure.write_errors[&0];
         assert_eq!(
-            (
-                write_error.index,
-                write_error.code,
-                write_error.message.as_str()
-            ),
-            (0, 11000, "dup")
+            (write_error.code, write_error.message.as_str()),
+            (11000, "dup")
         );
         assert_eq!(write_error.code_name.as_deref(), Some("DuplicateKey"));
         assert_eq!(write_error.details, Some(doc! { "x": 1 }));

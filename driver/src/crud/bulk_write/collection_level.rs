@@ -10,7 +10,7 @@ use super::{add_count, BulkWriteOptions, BulkWriteResult, WriteModel};
 use crate::concern::WriteConcern;
 use crate::crud::write::{Namespace, Spelling, Statement, WriteBatch, WriteKind, WriteReply};
 use crate::error::{
-    BulkWriteFailure, Error, ErrorKind, Result, WriteConcernError, WriteError, WriteFailure,
+    BulkWriteFailure, Error, ErrorKind, IndexedWriteError, Result, WriteConcernError, WriteFailure,
 };
 use crate::operation::Executor;
 use crate::session::ClientSession;
@@ -132,7 +132,7 @@ fn runs(statements: Vec<Statement>, ordered: bool) -> Vec<Run> {
 #[derive(Debug, Default)]
 struct Outcome {
     result: BulkWriteResult,
-    write_errors: Vec<WriteError>,
+    write_errors: Vec<IndexedWriteError>,
     write_concern_error: Option<WriteConcernError>,
     labels: Vec<String>,
 }
@@ -190,11 +190,15 @@ impl Outcome {
         if !reply.write_errors.is_empty() || reply.write_concern_error.is_some() {
             self.labels.extend(reply.labels);
         }
-        self.write_errors
-            .extend(reply.write_errors.into_iter().map(|error| WriteError {
-                index: model(error.index),
-                ..error
-            }));
+        self.write_errors.extend(
+            reply
+                .write_errors
+                .into_iter()
+                .map(|error| IndexedWriteError {
+                    index: model(error.index),
+                    ..error
+                }),
+        );
         if reply.write_concern_error.is_some() {
             self.write_concern_error = reply.write_concern_error;
         }
@@ -358,8 +362,8 @@ mod tests {
         assert!(plan(pipeline.into()).is_ok());
     }
 
-    fn write_error(index: usize) -> WriteError {
-        WriteError {
+    fn write_error(index: usize) -> IndexedWriteError {
+        IndexedWriteError {
             index,
             code: 11000,
             code_name: None,
