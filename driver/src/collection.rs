@@ -126,7 +126,7 @@ impl<T> Collection<T> {
 
     /// This collection with `timeoutMS` = `timeout` for its operations: each may take
     /// that long in all, retries included, and fails with
-    /// [`ErrorKind::OperationTimeout`](crate::ErrorKind::OperationTimeout) after;
+    /// [`ErrorKind::OperationTimeout`] after;
     /// `Duration::ZERO` means no limit. Cheap: use it per operation too.
     ///
     /// ```no_run
@@ -875,9 +875,9 @@ impl<T: Serialize> Collection<T> {
     /// the server may run them in any order and the bulk write goes on after failures.
     ///
     /// An empty list or an invalid model (an update without operators, a replacement
-    /// with them) is an [`ErrorKind::InvalidArgument`](crate::ErrorKind) error, and
+    /// with them) is an [`ErrorKind::InvalidArgument`] error, and
     /// nothing is sent. Failed writes make an
-    /// [`ErrorKind::BulkWrite`](crate::ErrorKind) error, listing each by the index of
+    /// [`ErrorKind::BulkWrite`] error, listing each by the index of
     /// its model, with what the other writes did. See [`crate::crud::bulk_write`] for an
     /// example.
     pub async fn bulk_write(
