@@ -413,7 +413,7 @@ pub struct TruncatedArray {
 /// (every getMore goes to that server). An error of the aggregate never is: the
 /// stream only asks this of getMore errors.
 pub(crate) fn is_resumable(error: &Error, max_wire_version: Option<i32>) -> bool {
-    match error.kind() {
+    match &*error.kind {
         ErrorKind::Command(command) => {
             command.code == CURSOR_NOT_FOUND
                 || match max_wire_version {
@@ -432,6 +432,7 @@ pub(crate) fn is_resumable(error: &Error, max_wire_version: Option<i32>) -> bool
         | ErrorKind::IncompatibleServer { .. }
         | ErrorKind::Bson { .. }
         | ErrorKind::Write(_)
+        | ErrorKind::InsertMany(_)
         | ErrorKind::BulkWrite(_) => false,
         _ => true,
     }

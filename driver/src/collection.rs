@@ -27,7 +27,7 @@ use crate::crud::{
 };
 use crate::cursor::Cursor;
 use crate::database::{Concerns, Database};
-use crate::error::Result;
+use crate::error::{Error, ErrorKind, Result};
 use crate::operation::Timing;
 use crate::rt::Instant;
 use crate::session::ClientSession;
@@ -123,7 +123,7 @@ impl<T> Collection<T> {
 
     /// This collection with `timeoutMS` = `timeout` for its operations: each may take
     /// that long in all, retries included, and fails with
-    /// [`ErrorKind::OperationTimeout`](crate::ErrorKind::OperationTimeout) after;
+    /// [`ErrorKind::OperationTimeout`] after;
     /// `Duration::ZERO` means no limit. Cheap: use it per operation too.
     ///
     /// ```no_run
@@ -523,7 +523,8 @@ impl<T> Collection<T> {
         let plan = Plan::of_inserts(documents, options.ordered.unwrap_or(true))?;
         let result = self
             .execute_plan(plan, &command_options(&options), session)
-            .await?;
+            .await
+            .map_err(insert_many_error)?;
         Ok(InsertManyResult {
             inserted_ids: result.inserted_ids,
         })
@@ -643,6 +644,24 @@ impl<T: DeserializeOwned + 'static> Collection<T> {
 }
 
 /// The options of the command of a single write or `insert_many`.
+/// An `insert_many` runs as a bulk write of inserts: its failure is the official
+/// driver's [`ErrorKind::InsertMany`], also inside a timeout error it caused.
+fn insert_many_error(mut error: Error) -> Error {
+    match &mut *error.kind {
+        ErrorKind::BulkWrite(failure) => {
+            let failure = std::mem::take(failure);
+            *error.kind = ErrorKind::InsertMany(failure.into());
+        }
+        ErrorKind::OperationTimeout { cause, .. } => {
+            *cause = cause
+                .take()
+                .map(|cause| Box::new(insert_many_error(*cause)));
+        }
+        _ => {}
+    }
+    error
+}
+
 fn command_options(options: &WriteOptions) -> BulkWriteOptions {
     BulkWriteOptions {
         ordered: options.ordered,

@@ -246,7 +246,7 @@ impl Drop for InFlight<'_> {
 
 /// A server error reduced to its code, code name and labels (spec, "Security").
 fn redact(error: &Error) -> Error {
-    match error.kind() {
+    match &*error.kind {
         ErrorKind::Command(command) => Error::from(CommandError {
             code: command.code,
             code_name: command.code_name.clone(),
@@ -335,7 +335,10 @@ mod tests {
             panic!("{events:?}")
         };
         assert_eq!(failed.failure.code(), Some(18));
-        assert_eq!(failed.failure.labels(), ["Label"]);
+        assert_eq!(
+            failed.failure.labels(),
+            &std::collections::HashSet::from(["Label".to_owned()])
+        );
         assert!(
             !failed.failure.to_string().contains("secret"),
             "{}",

@@ -248,7 +248,7 @@ impl Connection {
             Some(Some(service_id)) => error.with_service_id(*service_id),
             Some(None) => error,
             None if settings.proxy.is_some() && !tunnel_open.load(Ordering::Relaxed) => error,
-            None => match error.kind() {
+            None => match &*error.kind {
                 ErrorKind::Network { .. } | ErrorKind::Timeout { .. } => error
                     .with_label(SYSTEM_OVERLOADED_ERROR)
                     .with_label(RETRYABLE_ERROR),
@@ -411,7 +411,7 @@ impl Connection {
             let reply =
                 self.command(to_raw(&command)?, clock)
                     .await
-                    .map_err(|error| match error.kind() {
+                    .map_err(|error| match &*error.kind {
                         ErrorKind::Command(refusal) => Error::new(ErrorKind::Authentication {
                             mechanism: mechanism.name(),
                             source: source.to_string(),
@@ -1112,7 +1112,7 @@ mod tests {
         let error = ping(&mut connection).unwrap_err();
         assert!(
             matches!(
-                error.kind(),
+                &*error.kind,
                 ErrorKind::Protocol {
                     error: wire::WireError::ResponseToMismatch { .. },
                     ..
@@ -1124,7 +1124,7 @@ mod tests {
         let again = ping(&mut connection).unwrap_err();
         assert!(
             matches!(
-                again.kind(),
+                &*again.kind,
                 ErrorKind::Network {
                     io_kind: io::ErrorKind::NotConnected,
                     ..
@@ -1151,7 +1151,7 @@ mod tests {
         let error = ping(&mut connection).unwrap_err();
         assert!(
             matches!(
-                error.kind(),
+                &*error.kind,
                 ErrorKind::Protocol {
                     error: wire::WireError::UnexpectedMoreToCome,
                     ..
@@ -1223,7 +1223,7 @@ mod tests {
         let error = ping(&mut connection).unwrap_err();
         assert!(
             matches!(
-                error.kind(),
+                &*error.kind,
                 ErrorKind::Protocol {
                     error: wire::WireError::FrameTooLarge { max: 1000, .. },
                     ..
@@ -1259,7 +1259,7 @@ mod tests {
         let error = ping(&mut connection).unwrap_err();
         assert!(
             matches!(
-                error.kind(),
+                &*error.kind,
                 ErrorKind::Protocol {
                     error: wire::WireError::FrameTooLarge {
                         length: i32::MAX,
@@ -1288,7 +1288,7 @@ mod tests {
         let error = ping(&mut connection).unwrap_err();
         assert!(
             matches!(
-                error.kind(),
+                &*error.kind,
                 ErrorKind::Network {
                     io_kind: io::ErrorKind::UnexpectedEof,
                     ..
@@ -1328,7 +1328,7 @@ mod tests {
         let error = ping(&mut connection).unwrap_err();
         assert!(
             matches!(
-                error.kind(),
+                &*error.kind,
                 ErrorKind::Network {
                     io_kind: io::ErrorKind::UnexpectedEof,
                     ..
@@ -1351,7 +1351,10 @@ mod tests {
         let mut connection = connect(&script).unwrap();
         let error = ping(&mut connection).unwrap_err();
         assert_eq!(error.code(), Some(11600));
-        assert_eq!(error.labels(), ["RetryableWriteError"]);
+        assert_eq!(
+            error.labels(),
+            &std::collections::HashSet::from(["RetryableWriteError".to_owned()])
+        );
         assert!(
             error.to_string().contains("InterruptedAtShutdown"),
             "{error}"
@@ -1364,7 +1367,7 @@ mod tests {
         let script = Script::default().then(hello(doc! { "maxWireVersion": 5 }));
         let error = connect(&script).unwrap_err();
         assert!(
-            matches!(error.kind(), ErrorKind::IncompatibleServer { .. }),
+            matches!(&*error.kind, ErrorKind::IncompatibleServer { .. }),
             "{error}"
         );
     }
@@ -1403,11 +1406,17 @@ mod tests {
         ))
         .unwrap_err();
         assert!(
-            matches!(error.kind(), ErrorKind::Timeout { during: "connect", address, .. } if address == "db.test:27017"),
+            matches!(&*error.kind, ErrorKind::Timeout { during: "connect", address, .. } if address == "db.test:27017"),
             "{error}"
         );
         // Before the hello reply: the server may be overloaded (CMAP backpressure).
-        assert_eq!(error.labels(), [SYSTEM_OVERLOADED_ERROR, RETRYABLE_ERROR]);
+        assert_eq!(
+            error.labels(),
+            &std::collections::HashSet::from([
+                SYSTEM_OVERLOADED_ERROR.to_owned(),
+                RETRYABLE_ERROR.to_owned()
+            ])
+        );
     }
 
     #[test]
@@ -1433,7 +1442,7 @@ mod tests {
         // says nothing of the server's load (CMAP spec, "Backpressure-enabled").
         let refused = Script::default().then(|_| Some(vec![5, 0xFF]));
         let error = block_on(Connection::establish(&refused, &NO_TIMEOUTS, &settings)).unwrap_err();
-        assert!(matches!(error.kind(), ErrorKind::Network { .. }), "{error}");
+        assert!(matches!(&*error.kind, ErrorKind::Network { .. }), "{error}");
         assert!(
             error.to_string().contains("SOCKS5 proxy proxy.test:1080"),
             "{error}"
@@ -1449,7 +1458,7 @@ mod tests {
             Some(reply)
         });
         let error = connect(&cut_hello).unwrap_err();
-        assert!(matches!(error.kind(), ErrorKind::Network { .. }), "{error}");
+        assert!(matches!(&*error.kind, ErrorKind::Network { .. }), "{error}");
         assert!(error.contains_label(SYSTEM_OVERLOADED_ERROR), "{error:?}");
         let refused = Script::default().then(|frame| {
             Some(op_reply(
@@ -1578,7 +1587,7 @@ mod tests {
         let error = ping(&mut connection).unwrap_err();
         assert!(
             matches!(
-                error.kind(),
+                &*error.kind,
                 ErrorKind::Protocol {
                     error: wire::WireError::UncompressedSizeOutOfBounds { max: 984, .. },
                     ..
@@ -1601,7 +1610,7 @@ mod tests {
         let error = block_on(connection.command(body, &INSTANT_TIMEOUTS)).unwrap_err();
         assert!(
             matches!(
-                error.kind(),
+                &*error.kind,
                 ErrorKind::Timeout {
                     during: "reading a reply",
                     ..

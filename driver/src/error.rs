@@ -5,12 +5,14 @@
 //! address), a TLS failure, a malformed reply, or an error the server returned
 //! (with its `code`, `codeName`, `errmsg` and `errorLabels`).
 
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::io;
 use std::time::Duration;
 
 use crate::wire::WireError;
 use bson::oid::ObjectId;
+use bson::Bson;
 
 /// The result type of the driver.
 pub type Result<T> = std::result::Result<T, Error>;
@@ -36,17 +38,39 @@ pub const UNKNOWN_TRANSACTION_COMMIT_RESULT: &str = "UnknownTransactionCommitRes
 /// spec, "RetryableWriteError").
 pub const RETRYABLE_WRITE_ERROR: &str = "RetryableWriteError";
 
-/// An error of the driver.
+/// An error of the driver: what went wrong is its [`kind`](Error::kind), as in the
+/// official `mongodb` crate (`match *error.kind { ... }`).
+///
+/// ```
+/// # fn handle(error: anymongo::error::Error) {
+/// use anymongo::error::{ErrorKind, WriteError, WriteFailure, TRANSIENT_TRANSACTION_ERROR};
+/// match *error.kind {
+///     ErrorKind::Write(WriteFailure::WriteError(WriteError { code: 11000, .. })) => {
+///         eprintln!("duplicate key");
+///     }
+///     ErrorKind::Command(ref command) => eprintln!("{} ({})", command.message, command.code),
+///     _ => {}
+/// }
+/// if error.contains_label(TRANSIENT_TRANSACTION_ERROR) {
+///     eprintln!("the transaction may be retried");
+/// }
+/// # }
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct Error {
+    /// What went wrong.
+    pub kind: Box<ErrorKind>,
+    /// The rest, boxed apart so that an `Error` stays two pointers wide.
     inner: Box<Inner>,
 }
 
+// Every fallible call returns an `Error`: it stays two pointers wide.
+const _: () = assert!(std::mem::size_of::<Error>() == 2 * std::mem::size_of::<usize>());
+
 #[derive(Debug, Clone, PartialEq)]
 struct Inner {
-    kind: ErrorKind,
     /// The server's `errorLabels` for a command error, and those the driver added.
-    labels: Vec<String>,
+    labels: HashSet<String>,
     /// Load-balanced mode: the service behind the load balancer that the failing
     /// connection reached, when the error came after its hello.
     service_id: Option<ObjectId>,
@@ -149,8 +173,12 @@ pub enum ErrorKind {
     /// A single write failed (a `writeErrors` entry), or its write concern could not be
     /// satisfied (`writeConcernError`), though the command itself succeeded.
     Write(WriteFailure),
-    /// Some writes of an `insert_many` or `bulk_write` failed: every failure with the
-    /// index of its write, and what succeeded before (CRUD spec, "BulkWriteException").
+    /// Some writes of an `insert_many` failed: every failure with the index of its
+    /// document, and the `_id`s of those inserted (CRUD spec, "BulkWriteException").
+    InsertMany(InsertManyError),
+    /// Some writes of a [`Collection::bulk_write`](crate::Collection::bulk_write)
+    /// failed: every failure with the index of its write, and what succeeded before
+    /// (CRUD spec, "BulkWriteException").
     BulkWrite(BulkWriteFailure),
     /// A GridFS file is missing or corrupt.
     GridFs(crate::gridfs::GridFsError),
@@ -172,7 +200,7 @@ pub enum ErrorKind {
     /// ```
     /// # fn handle(error: anymongo::Error) {
     /// use anymongo::ErrorKind;
-    /// if let ErrorKind::OperationTimeout { timeout, cause, .. } = error.kind() {
+    /// if let ErrorKind::OperationTimeout { timeout, cause, .. } = &*error.kind {
     ///     eprintln!("gave up after {timeout:?}; the last error: {cause:?}");
     /// }
     /// # }
@@ -205,9 +233,23 @@ pub enum WriteFailure {
     WriteConcernError(WriteConcernError),
 }
 
-/// One entry of a write command's `writeErrors`.
+/// The server's refusal of a single write: [`WriteFailure::WriteError`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct WriteError {
+    /// The server's error code, e.g. 11000 (duplicate key).
+    pub code: i32,
+    /// The code's name, when the server sent one.
+    pub code_name: Option<String>,
+    /// The server's message.
+    pub message: String,
+    /// `errInfo`: more about the failure (e.g. a failed schema validation).
+    pub details: Option<bson::Document>,
+}
+
+/// One entry of a write command's `writeErrors`: the failure of one of the writes
+/// of an `insert_many` or a collection's `bulk_write`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IndexedWriteError {
     /// The index of the failed write among those the operation was given.
     pub index: usize,
     /// The server's error code, e.g. 11000 (duplicate key).
@@ -233,11 +275,44 @@ pub struct WriteConcernError {
     pub details: Option<bson::Document>,
 }
 
-/// The failure of a multi-write operation: [`ErrorKind::BulkWrite`].
+impl From<IndexedWriteError> for WriteError {
+    fn from(error: IndexedWriteError) -> Self {
+        WriteError {
+            code: error.code,
+            code_name: error.code_name,
+            message: error.message,
+            details: error.details,
+        }
+    }
+}
+
+/// The failure of an `insert_many`: [`ErrorKind::InsertMany`].
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct InsertManyError {
+    /// Every document whose insert failed, by index (an ordered `insert_many` stops at
+    /// the first); `None` when none did (only the write concern failed).
+    pub write_errors: Option<Vec<IndexedWriteError>>,
+    /// The last write concern error, if any.
+    pub write_concern_error: Option<WriteConcernError>,
+    /// The `_id` of every document inserted, by its index in the input.
+    pub inserted_ids: HashMap<usize, Bson>,
+}
+
+impl From<BulkWriteFailure> for InsertManyError {
+    fn from(failure: BulkWriteFailure) -> Self {
+        InsertManyError {
+            write_errors: Some(failure.write_errors).filter(|errors| !errors.is_empty()),
+            write_concern_error: failure.write_concern_error,
+            inserted_ids: failure.write_result.inserted_ids.into_iter().collect(),
+        }
+    }
+}
+
+/// The failure of a collection's bulk write: [`ErrorKind::BulkWrite`].
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct BulkWriteFailure {
     /// Every write that failed, by index (an ordered operation stops at the first).
-    pub write_errors: Vec<WriteError>,
+    pub write_errors: Vec<IndexedWriteError>,
     /// The last write concern error, if any.
     pub write_concern_error: Option<WriteConcernError>,
     /// What the writes that succeeded did, with the `_id` of every document inserted,
@@ -286,12 +361,12 @@ impl Error {
     /// An error of the given kind.
     pub fn new(kind: ErrorKind) -> Self {
         let labels = match &kind {
-            ErrorKind::Command(error) => error.error_labels.clone(),
-            _ => Vec::new(),
+            ErrorKind::Command(error) => error.error_labels.iter().cloned().collect(),
+            _ => HashSet::new(),
         };
         Error {
+            kind: Box::new(kind),
             inner: Box::new(Inner {
-                kind,
                 labels,
                 service_id: None,
                 server_reply: None,
@@ -310,7 +385,7 @@ impl Error {
     /// The error with `label` added (once).
     pub fn with_label(mut self, label: &str) -> Self {
         if !self.contains_label(label) {
-            self.inner.labels.push(label.to_owned());
+            self.inner.labels.insert(label.to_owned());
         }
         self
     }
@@ -333,14 +408,14 @@ impl Error {
     /// errors after which nothing is known of the command's fate.
     pub fn is_network_error(&self) -> bool {
         matches!(
-            self.kind(),
+            &*self.kind,
             ErrorKind::Network { .. } | ErrorKind::Timeout { .. }
         )
     }
 
     /// Whether the operation's `timeoutMS` passed ([`ErrorKind::OperationTimeout`]).
     pub fn is_operation_timeout(&self) -> bool {
-        matches!(self.kind(), ErrorKind::OperationTimeout { .. })
+        matches!(&*self.kind, ErrorKind::OperationTimeout { .. })
     }
 
     /// The [`ErrorKind::OperationTimeout`] of an operation that ran with `timeout` and
@@ -356,7 +431,7 @@ impl Error {
                 return cause.clone();
             }
         }
-        let labels = cause.as_ref().map(|cause| cause.labels().to_vec());
+        let labels = cause.as_ref().map(|cause| cause.labels().clone());
         let service_id = cause.as_ref().and_then(Error::service_id);
         let server_reply = cause
             .as_ref()
@@ -403,21 +478,22 @@ impl Error {
         self.inner.server_reply.as_ref()
     }
 
-    /// What went wrong.
-    pub fn kind(&self) -> &ErrorKind {
-        &self.inner.kind
-    }
-
     /// The server's error code, for [`ErrorKind::Command`] errors and authentication
     /// failures the server reported, a single write's, a bulk write's first; for a
     /// [`ErrorKind::ClientBulkWrite`], its top-level error's (its write errors are
     /// in [`ClientBulkWriteFailure::write_errors`]).
     pub fn code(&self) -> Option<i32> {
-        match &self.inner.kind {
+        match &*self.kind {
             ErrorKind::Command(error) => Some(error.code),
             ErrorKind::Authentication { code, .. } => *code,
             ErrorKind::Write(WriteFailure::WriteError(error)) => Some(error.code),
             ErrorKind::Write(WriteFailure::WriteConcernError(error)) => Some(error.code),
+            ErrorKind::InsertMany(failure) => failure
+                .write_errors
+                .as_ref()
+                .and_then(|errors| errors.first())
+                .map(|error| error.code)
+                .or(failure.write_concern_error.as_ref().map(|error| error.code)),
             ErrorKind::BulkWrite(failure) => failure
                 .write_errors
                 .first()
@@ -431,13 +507,13 @@ impl Error {
 
     /// The error's labels: those the server attached to a command error, and those
     /// the driver added (e.g. [`SYSTEM_OVERLOADED_ERROR`]).
-    pub fn labels(&self) -> &[String] {
+    pub fn labels(&self) -> &HashSet<String> {
         &self.inner.labels
     }
 
-    /// Whether the error carries `label`.
-    pub fn contains_label(&self, label: &str) -> bool {
-        self.labels().iter().any(|l| l == label)
+    /// Whether the error carries `label`, e.g. [`TRANSIENT_TRANSACTION_ERROR`].
+    pub fn contains_label(&self, label: impl AsRef<str>) -> bool {
+        self.inner.labels.contains(label.as_ref())
     }
 
     /// Converts a transport's I/O error into a network or TLS error for `address`.
@@ -464,7 +540,7 @@ impl Error {
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.inner.kind {
+        match &*self.kind {
             ErrorKind::InvalidArgument { message } => write!(f, "invalid argument: {message}"),
             ErrorKind::Network {
                 address, message, ..
@@ -527,20 +603,16 @@ impl fmt::Display for Error {
                 "write concern not satisfied: {} (code {})",
                 error.message, error.code
             ),
-            ErrorKind::BulkWrite(failure) => {
-                write!(f, "{} write(s) failed", failure.write_errors.len())?;
-                if let Some(first) = failure.write_errors.first() {
-                    write!(
-                        f,
-                        ", the first at index {}: {} (code {})",
-                        first.index, first.message, first.code
-                    )?;
-                }
-                if let Some(concern) = &failure.write_concern_error {
-                    write!(f, "; write concern not satisfied: {}", concern.message)?;
-                }
-                Ok(())
-            }
+            ErrorKind::InsertMany(failure) => write_failures(
+                f,
+                failure.write_errors.as_deref().unwrap_or_default(),
+                failure.write_concern_error.as_ref(),
+            ),
+            ErrorKind::BulkWrite(failure) => write_failures(
+                f,
+                &failure.write_errors,
+                failure.write_concern_error.as_ref(),
+            ),
             ErrorKind::ClientBulkWrite(failure) => {
                 write!(f, "client bulk write failed")?;
                 if let Some(error) = &failure.error {
@@ -590,6 +662,27 @@ impl fmt::Display for Error {
     }
 }
 
+/// How many of the writes of an `insert_many` or a bulk write failed, the first, and
+/// the write concern error.
+fn write_failures(
+    f: &mut fmt::Formatter<'_>,
+    errors: &[IndexedWriteError],
+    concern: Option<&WriteConcernError>,
+) -> fmt::Result {
+    write!(f, "{} write(s) failed", errors.len())?;
+    if let Some(first) = errors.first() {
+        write!(
+            f,
+            ", the first at index {}: {} (code {})",
+            first.index, first.message, first.code
+        )?;
+    }
+    if let Some(concern) = concern {
+        write!(f, "; write concern not satisfied: {}", concern.message)?;
+    }
+    Ok(())
+}
+
 impl fmt::Display for CommandError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // A redacted error (Command Logging and Monitoring, "Security") has no message.
@@ -610,7 +703,7 @@ impl fmt::Display for CommandError {
 
 impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self.kind() {
+        match &*self.kind {
             ErrorKind::OperationTimeout {
                 cause: Some(cause), ..
             } => Some(&**cause),

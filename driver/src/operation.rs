@@ -207,7 +207,7 @@ impl OperationContext {
         // cut short, a connection lost with it): not a server's answer that merely
         // came late, which stays as it is.
         use crate::error::ErrorKind;
-        let cut = match error.kind() {
+        let cut = match &*error.kind {
             ErrorKind::Timeout { .. } => true,
             ErrorKind::ServerSelection { .. }
             | ErrorKind::WaitQueueTimeout { .. }
@@ -239,7 +239,7 @@ const MAX_TIME_MS_EXPIRED: i32 = 50;
 fn is_max_time_expired(error: &Error) -> bool {
     error.code() == Some(MAX_TIME_MS_EXPIRED)
         || matches!(
-            error.kind(),
+            &*error.kind,
             crate::error::ErrorKind::BulkWrite(failure)
                 if failure.write_concern_error.as_ref().is_some_and(|concern| concern.code == MAX_TIME_MS_EXPIRED)
         )
@@ -1638,7 +1638,7 @@ fn apply_timeout(
 /// spec, "Client-side errors MUST NOT change transaction state").
 fn is_client_side(error: &Error) -> bool {
     matches!(
-        error.kind(),
+        &*error.kind,
         crate::error::ErrorKind::InvalidArgument { .. } | crate::error::ErrorKind::Bson { .. }
     )
 }

@@ -55,7 +55,7 @@ const SERVER_LABELS_WRITES: i32 = 9;
 /// Whether an error makes a read worth retrying (Retryable Reads spec, "Retryable
 /// Error"): a network error or timeout, a cleared pool, or a retryable server code.
 pub(crate) fn is_retryable_read_error(error: &Error) -> bool {
-    match error.kind() {
+    match &*error.kind {
         ErrorKind::Network { .. } | ErrorKind::Timeout { .. } | ErrorKind::PoolCleared { .. } => {
             true
         }
@@ -77,7 +77,7 @@ pub(crate) fn label_write_error(
     max_wire_version: Option<i32>,
     mongos: bool,
 ) -> Error {
-    let retryable = match error.kind() {
+    let retryable = match &*error.kind {
         ErrorKind::Network { .. } | ErrorKind::Timeout { .. } | ErrorKind::PoolCleared { .. } => {
             true
         }
@@ -103,7 +103,7 @@ pub(crate) fn label_write_error(
 /// replaced by the spec's actionable message (Retryable Writes spec, "Executing
 /// Retryable Write Commands").
 pub(crate) fn explain_unsupported_retryable_writes(error: Error) -> Error {
-    match error.kind() {
+    match &*error.kind {
         ErrorKind::Command(command)
             if command.code == 20 && command.message.starts_with("Transaction numbers") =>
         {
@@ -121,7 +121,7 @@ pub(crate) fn explain_unsupported_retryable_writes(error: Error) -> Error {
 /// check-out): such an error says nothing about the write.
 pub(crate) fn is_before_send(error: &Error) -> bool {
     matches!(
-        error.kind(),
+        &*error.kind,
         ErrorKind::ServerSelection { .. }
             | ErrorKind::WaitQueueTimeout { .. }
             | ErrorKind::PoolClosed { .. }

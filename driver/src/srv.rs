@@ -436,7 +436,7 @@ async fn discover(
             srv_name(options, hostname)
         )));
     }
-    let txt = parse_txt(&txt?).map_err(|error| match error.kind() {
+    let txt = parse_txt(&txt?).map_err(|error| match &*error.kind {
         ErrorKind::InvalidArgument { message } => {
             Error::invalid_argument(format!("mongodb+srv://{hostname}: {message}"))
         }
@@ -447,7 +447,7 @@ async fn discover(
     apply_txt(&mut resolved, &txt, given)?;
     // The options as a mongodb+srv string: srvMaxHosts with a replicaSet or
     // loadBalanced=true from the TXT record, loadBalanced with replicaSet...
-    resolved.validate().map_err(|error| match error.kind() {
+    resolved.validate().map_err(|error| match &*error.kind {
         ErrorKind::InvalidArgument { message } if txt != TxtOptions::default() => {
             Error::invalid_argument(format!(
                 "mongodb+srv://{hostname} with the options of its TXT record: {message}"
@@ -471,7 +471,7 @@ async fn discover(
     seeds
         .equivalent_options()
         .validate()
-        .map_err(|error| match error.kind() {
+        .map_err(|error| match &*error.kind {
             ErrorKind::InvalidArgument { message } => Error::invalid_argument(format!(
                 "mongodb+srv://{hostname} resolved to {}: {message}",
                 host_list(&seeds.resolved.hosts)
@@ -808,7 +808,7 @@ pub fn parse_txt(records: &[String]) -> Result<TxtOptions> {
         // The connection string parser types the value (percent-decoding, booleans);
         // the user information makes it keep authSource.
         let parsed = ClientOptions::parse_uri(&format!("mongodb://txt:txt@txt/?{pair}")).map_err(
-            |error| match error.kind() {
+            |error| match &*error.kind {
                 ErrorKind::InvalidArgument { message } => Error::invalid_argument(format!(
                     "the TXT record's option '{pair}' is invalid: {message}"
                 )),
@@ -1027,7 +1027,7 @@ mod tests {
             ..FakeResolver::default()
         };
         let error = run("mongodb+srv://test1.test.build.10gen.cc/", &resolver).unwrap_err();
-        assert!(matches!(error.kind(), ErrorKind::Network { address, .. } if address == TEST1));
+        assert!(matches!(&*error.kind, ErrorKind::Network { address, .. } if address == TEST1));
         assert!(error.to_string().contains("SERVFAIL"));
     }
 
@@ -1038,7 +1038,7 @@ mod tests {
             ..FakeResolver::default()
         };
         let error = run("mongodb+srv://test1.test.build.10gen.cc/", &resolver).unwrap_err();
-        match error.kind() {
+        match &*error.kind {
             ErrorKind::Timeout { after, during, .. } => {
                 assert_eq!(*after, BOUND);
                 assert!(during.contains("DNS"));

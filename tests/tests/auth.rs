@@ -211,7 +211,7 @@ async fn a_wrong_password_is_one_clear_authentication_error() {
     let error = find_as(&uri("sha256", "not-the-password", ""))
         .await
         .unwrap_err();
-    match error.kind() {
+    match &*error.kind {
         ErrorKind::Authentication {
             mechanism, source, ..
         } => {
@@ -233,7 +233,7 @@ async fn a_wrong_password_is_one_clear_authentication_error() {
         .unwrap_err();
     assert!(
         matches!(
-            error.kind(),
+            &*error.kind,
             ErrorKind::Authentication {
                 mechanism: "SCRAM-SHA-1",
                 ..

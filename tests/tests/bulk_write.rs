@@ -128,7 +128,7 @@ async fn ordered_stops_at_the_first_write_error_and_unordered_goes_on() {
             ]
         };
         let error = numbers.bulk_write(models()).await.unwrap_err();
-        let ErrorKind::BulkWrite(failure) = error.kind() else {
+        let ErrorKind::BulkWrite(failure) = &*error.kind else {
             panic!("expected a bulk write error, got {error}");
         };
         // The index is the model's in the given list, not the statement's in its
@@ -163,7 +163,7 @@ async fn ordered_stops_at_the_first_write_error_and_unordered_goes_on() {
             .with_options(unordered)
             .await
             .unwrap_err();
-        let ErrorKind::BulkWrite(failure) = error.kind() else {
+        let ErrorKind::BulkWrite(failure) = &*error.kind else {
             panic!("expected a bulk write error, got {error}");
         };
         assert_eq!(failure.write_errors.len(), 1);
@@ -194,13 +194,13 @@ async fn invalid_models_are_refused_before_anything_is_sent() {
             .bulk_write(Vec::<WriteModel>::new())
             .await
             .unwrap_err();
-        assert!(matches!(empty.kind(), ErrorKind::InvalidArgument { .. }));
+        assert!(matches!(&*empty.kind, ErrorKind::InvalidArgument { .. }));
         let models: Vec<WriteModel> = vec![
             InsertOneModel::new(doc! { "_id": 1 }).into(),
             UpdateOneModel::new(doc! {}, doc! { "x": 1 }).into(),
         ];
         let error = numbers.bulk_write(models).await.unwrap_err();
-        assert!(matches!(error.kind(), ErrorKind::InvalidArgument { .. }));
+        assert!(matches!(&*error.kind, ErrorKind::InvalidArgument { .. }));
         assert!(error.to_string().contains("write model 1"), "{error}");
         assert!(writes(&events).is_empty());
     })

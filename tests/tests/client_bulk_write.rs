@@ -69,7 +69,7 @@ async fn contents(client: &Client, namespace: &str) -> Vec<Document> {
 }
 
 fn failure(error: &Error) -> &ClientBulkWriteFailure {
-    match error.kind() {
+    match &*error.kind {
         ErrorKind::ClientBulkWrite(failure) => failure,
         _ => panic!("expected a client bulk write failure, got {error:?}"),
     }
@@ -263,7 +263,7 @@ async fn the_client_side_errors_send_nothing() {
         let ns = "cbw_client_errors.coll";
         let invalid = |error: Error| {
             assert!(
-                matches!(error.kind(), ErrorKind::InvalidArgument { .. }),
+                matches!(&*error.kind, ErrorKind::InvalidArgument { .. }),
                 "{error:?}"
             );
             error.to_string()

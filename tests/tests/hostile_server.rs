@@ -68,7 +68,7 @@ async fn a_hostile_max_message_size_does_not_let_a_2_gb_frame_through() {
         let client = client(&server, TIMEOUTS, mode);
         let (error, _) = failed_ping(&client).await;
         assert!(
-            matches!(error.kind(), ErrorKind::Protocol { .. }),
+            matches!(&*error.kind, ErrorKind::Protocol { .. }),
             "{mode:?}: {error}"
         );
         assert!(
@@ -92,7 +92,7 @@ async fn a_server_that_never_answers_the_handshake_fails_selection_in_time() {
         );
         let (error, took) = failed_ping(&client).await;
         assert!(
-            matches!(error.kind(), ErrorKind::ServerSelection { .. }),
+            matches!(&*error.kind, ErrorKind::ServerSelection { .. }),
             "{mode:?}: {error}"
         );
         // The last check's error says why: the handshake timed out.
@@ -134,7 +134,7 @@ async fn an_application_connections_handshake_is_bounded_by_connect_timeout() {
         };
         let client = client(&server, &options, mode);
         let (error, took) = failed_ping(&client).await;
-        let bounded = match (mode, error.kind()) {
+        let bounded = match (mode, &*error.kind) {
             (MonitoringThreads::SingleThreaded, ErrorKind::Timeout { during, .. }) => {
                 *during == "reading a reply"
             }
@@ -163,7 +163,7 @@ async fn a_server_silent_after_the_handshake_interrupts_the_operation_at_the_mon
     let client = client(&server, TIMEOUTS, MonitoringThreads::Background);
     let (error, took) = failed_ping(&client).await;
     assert!(
-        matches!(error.kind(), ErrorKind::PoolCleared { .. }),
+        matches!(&*error.kind, ErrorKind::PoolCleared { .. }),
         "{error}"
     );
     assert!(
@@ -190,7 +190,7 @@ async fn a_server_that_answers_monitors_but_not_the_operation_is_bounded_by_sock
         let (error, took) = failed_ping(&bounded).await;
         assert!(
             matches!(
-                error.kind(),
+                &*error.kind,
                 ErrorKind::Timeout {
                     during: "reading a reply",
                     ..
@@ -240,7 +240,7 @@ async fn a_more_to_come_reply_to_an_ordinary_command_closes_its_connection() {
     let (error, _) = failed_ping(&client).await;
     assert!(
         matches!(
-            error.kind(),
+            &*error.kind,
             ErrorKind::Protocol {
                 error: WireError::UnexpectedMoreToCome,
                 ..
@@ -307,11 +307,11 @@ async fn a_huge_logical_session_timeout_is_no_overflow() {
 /// writes that succeeded are its partial result).
 fn assert_misbehaving(result: anymongo::Result<impl std::fmt::Debug>, server: &MockServer) {
     let mut error = result.unwrap_err();
-    if let ErrorKind::ClientBulkWrite(failure) = error.kind() {
+    if let ErrorKind::ClientBulkWrite(failure) = &*error.kind {
         error = *failure.error.clone().expect("a top-level error");
     }
     assert!(
-        matches!(error.kind(), ErrorKind::MisbehavingServer { address, .. }
+        matches!(&*error.kind, ErrorKind::MisbehavingServer { address, .. }
             if *address == server.address()),
         "{error}"
     );

@@ -53,7 +53,7 @@ async fn ping_fails_promptly(overrides: Document, monitoring: MonitoringThreads)
     let elapsed = started.elapsed();
     let error = result.expect_err("an incompatible server must not be used");
     assert!(
-        matches!(error.kind(), ErrorKind::IncompatibleServer { .. }),
+        matches!(&*error.kind, ErrorKind::IncompatibleServer { .. }),
         "{monitoring:?}: expected an incompatibility error, got {error}"
     );
     assert!(

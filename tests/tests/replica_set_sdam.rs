@@ -244,11 +244,11 @@ async fn all_members_down_scenario(monitoring: MonitoringThreads) {
     // error marks it Unknown); selection must then time out, naming every member.
     let client = &observed.client;
     let mut error = insert(client, 2).await.unwrap_err();
-    if matches!(error.kind(), ErrorKind::Network { .. }) {
+    if matches!(&*error.kind, ErrorKind::Network { .. }) {
         error = insert(client, 2).await.unwrap_err();
     }
     assert!(
-        matches!(error.kind(), ErrorKind::ServerSelection { .. }),
+        matches!(&*error.kind, ErrorKind::ServerSelection { .. }),
         "{error}"
     );
     let message = error.to_string();

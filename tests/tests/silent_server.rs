@@ -79,7 +79,7 @@ fn check(case: &str, error: &Error, took: Duration) {
         took.as_secs_f64() * 1000.0
     );
     assert!(error.is_operation_timeout(), "{case}: {error:?}");
-    let ErrorKind::OperationTimeout { timeout, .. } = error.kind() else {
+    let ErrorKind::OperationTimeout { timeout, .. } = &*error.kind else {
         unreachable!()
     };
     assert_eq!(*timeout, TIMEOUT, "{case}: {error}");

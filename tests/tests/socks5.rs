@@ -53,7 +53,7 @@ async fn ping_error(uri: &str) -> (String, Duration) {
         .await
         .unwrap_err();
     assert!(
-        matches!(error.kind(), ErrorKind::ServerSelection { .. }),
+        matches!(&*error.kind, ErrorKind::ServerSelection { .. }),
         "{error}"
     );
     (error.to_string(), started.elapsed())

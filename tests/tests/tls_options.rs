@@ -28,7 +28,7 @@ async fn ping(uri: &str) -> Result<(), String> {
         .await
     {
         Ok(_) => Ok(()),
-        Err(error) => match error.kind() {
+        Err(error) => match &*error.kind {
             ErrorKind::ServerSelection { message } => Err(message.clone()),
             _ => panic!("expected a server selection error, got {error}"),
         },

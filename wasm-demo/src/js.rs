@@ -32,7 +32,7 @@ fn reject(error: &Error) -> JsValue {
 /// MongoParseError, where an invalid argument elsewhere is a MongoInvalidArgumentError.
 fn reject_connection_string(error: &Error) -> JsValue {
     let mut document = ops::error_document(error);
-    if matches!(error.kind(), anymongo::ErrorKind::InvalidArgument { .. }) {
+    if matches!(&*error.kind, anymongo::ErrorKind::InvalidArgument { .. }) {
         document.insert("name", "MongoParseError");
     }
     reject_document(document)
@@ -539,7 +539,7 @@ impl NativeSession {
                 })
                 .await;
             result.map_err(
-                |error| match (error.kind(), rejection.borrow_mut().take()) {
+                |error| match (&*error.kind, rejection.borrow_mut().take()) {
                     (ErrorKind::InvalidArgument { message }, Some(thrown))
                         if message == CALLBACK_FAILED =>
                     {

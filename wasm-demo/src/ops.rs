@@ -658,24 +658,28 @@ pub async fn next_batch(cursor: &mut Cursor<Document>, wait: bool) -> Result<Bat
 pub fn error_document(error: &Error) -> Document {
     use anymongo::error::WriteFailure;
     // The server's own message, as the Node driver's `message`, where there is one.
-    let message = match error.kind() {
+    let message = match &*error.kind {
         ErrorKind::Command(command) => command.message.clone(),
         ErrorKind::Write(WriteFailure::WriteError(write)) => write.message.clone(),
         ErrorKind::Write(WriteFailure::WriteConcernError(concern)) => concern.message.clone(),
         ErrorKind::BulkWrite(failure) if !failure.write_errors.is_empty() => {
             failure.write_errors[0].message.clone()
         }
+        ErrorKind::InsertMany(failure) => match failure.write_errors.as_deref() {
+            Some([first, ..]) => first.message.clone(),
+            _ => error.to_string(),
+        },
         _ => error.to_string(),
     };
     let mut out = doc! {
         "name": error_class(error),
         "message": message,
-        "errorLabels": error.labels().to_vec(),
+        "errorLabels": sorted_labels(error),
     };
     if let Some(code) = error.code() {
         out.insert("code", code);
     }
-    let code_name = match error.kind() {
+    let code_name = match &*error.kind {
         ErrorKind::Command(command) if !command.code_name.is_empty() => {
             Some(command.code_name.clone())
         }
@@ -686,7 +690,7 @@ pub fn error_document(error: &Error) -> Document {
     if let Some(code_name) = code_name {
         out.insert("codeName", code_name);
     }
-    match error.kind() {
+    match &*error.kind {
         ErrorKind::Write(WriteFailure::WriteError(write)) => {
             if let Some(details) = &write.details {
                 out.insert("errInfo", details.clone());
@@ -726,35 +730,24 @@ pub fn error_document(error: &Error) -> Document {
             }
         }
         ErrorKind::BulkWrite(failure) => {
-            let write_errors: Vec<Bson> = failure
-                .write_errors
-                .iter()
-                .map(|write| {
-                    let mut entry = doc! {
-                        "index": count(write.index),
-                        "code": write.code,
-                        "errmsg": write.message.clone(),
-                    };
-                    if let Some(details) = &write.details {
-                        entry.insert("errInfo", details.clone());
-                    }
-                    Bson::Document(entry)
-                })
-                .collect();
-            // Like the Node driver, the first write error's code is the error's code.
-            if let Some(first) = failure.write_errors.first() {
-                out.insert("code", first.code);
-            }
-            out.insert("writeErrors", write_errors);
-            let inserted: Document = failure
-                .write_result
+            write_failures(&mut out, &failure.write_errors, &failure.write_result)
+        }
+        ErrorKind::InsertMany(failure) => {
+            // The Node driver's insertMany error is a bulk write error: its `result`
+            // counts the documents inserted.
+            let inserted_ids: std::collections::BTreeMap<usize, Bson> = failure
                 .inserted_ids
                 .iter()
-                .map(|(index, id)| (index.to_string(), id.clone()))
+                .map(|(index, id)| (*index, id.clone()))
                 .collect();
-            out.insert("insertedIds", inserted);
-            // What the writes that succeeded did, as the Node driver's `result`.
-            out.insert("result", bulk_write_result(&failure.write_result));
+            let result = BulkWriteResult {
+                acknowledged: true,
+                inserted_count: u64::try_from(inserted_ids.len()).unwrap_or(u64::MAX),
+                inserted_ids,
+                ..Default::default()
+            };
+            let write_errors = failure.write_errors.as_deref().unwrap_or_default();
+            write_failures(&mut out, write_errors, &result)
         }
         _ => {}
     }
@@ -764,7 +757,7 @@ pub fn error_document(error: &Error) -> Document {
     // What the deadline cut, as the JavaScript error's `cause`.
     if let ErrorKind::OperationTimeout {
         cause: Some(cause), ..
-    } = error.kind()
+    } = &*error.kind
     {
         out.insert("cause", error_document(cause));
     }
@@ -772,13 +765,55 @@ pub fn error_document(error: &Error) -> Document {
 }
 
 /// The Node.js driver's error class for `error`.
+/// The error's labels in a stable order: the driver keeps them as a set.
+fn sorted_labels(error: &Error) -> Vec<String> {
+    let mut labels: Vec<String> = error.labels().iter().cloned().collect();
+    labels.sort();
+    labels
+}
+
+/// A failed `insertMany` or `bulkWrite` as the Node driver's MongoBulkWriteError
+/// shows it: the write errors, the first one's code as the error's, the `_id`s
+/// inserted, and what the writes that succeeded did (`result`).
+fn write_failures(
+    out: &mut Document,
+    errors: &[anymongo::error::IndexedWriteError],
+    result: &BulkWriteResult,
+) {
+    let write_errors: Vec<Bson> = errors
+        .iter()
+        .map(|write| {
+            let mut entry = doc! {
+                "index": count(write.index),
+                "code": write.code,
+                "errmsg": write.message.clone(),
+            };
+            if let Some(details) = &write.details {
+                entry.insert("errInfo", details.clone());
+            }
+            Bson::Document(entry)
+        })
+        .collect();
+    if let Some(first) = errors.first() {
+        out.insert("code", first.code);
+    }
+    out.insert("writeErrors", write_errors);
+    let inserted: Document = result
+        .inserted_ids
+        .iter()
+        .map(|(index, id)| (index.to_string(), id.clone()))
+        .collect();
+    out.insert("insertedIds", inserted);
+    out.insert("result", bulk_write_result(result));
+}
+
 fn error_class(error: &Error) -> &'static str {
     use anymongo::error::WriteFailure;
-    match error.kind() {
+    match &*error.kind {
         ErrorKind::Command(_) => "MongoServerError",
         ErrorKind::Write(WriteFailure::WriteError(_)) => "MongoServerError",
         ErrorKind::Write(WriteFailure::WriteConcernError(_)) => "MongoWriteConcernError",
-        ErrorKind::BulkWrite(_) => "MongoBulkWriteError",
+        ErrorKind::BulkWrite(_) | ErrorKind::InsertMany(_) => "MongoBulkWriteError",
         ErrorKind::ClientBulkWrite(_) => "MongoClientBulkWriteError",
         ErrorKind::Authentication { code: Some(_), .. } => "MongoServerError",
         // What the driver found wrong in the server's replies (a wrong SCRAM signature).
@@ -1426,7 +1461,7 @@ mod tests {
         ] {
             let error = operation_timeout(&bad).unwrap_err();
             assert!(
-                matches!(error.kind(), ErrorKind::InvalidArgument { .. }),
+                matches!(&*error.kind, ErrorKind::InvalidArgument { .. }),
                 "{error}"
             );
         }

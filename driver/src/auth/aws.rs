@@ -760,7 +760,7 @@ mod tests {
                 .expect_err(&format!("nonce {} bytes, host {host:?}", nonce.len()));
             assert!(
                 matches!(
-                    error.kind(),
+                    &*error.kind,
                     ErrorKind::Authentication {
                         mechanism: "MONGODB-AWS",
                         ..

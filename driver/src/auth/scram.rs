@@ -918,7 +918,7 @@ mod tests {
                 .reply(&server(server_final, true))
                 .unwrap_err();
             assert!(
-                matches!(err.kind(), crate::ErrorKind::Authentication { .. }),
+                matches!(&*err.kind, crate::ErrorKind::Authentication { .. }),
                 "{server_final}: {err}"
             );
         }
@@ -947,7 +947,7 @@ mod tests {
             let huge = SHA256_SERVER_FIRST.replace("i=4096", &format!("i={count}"));
             let err = scram.reply(&server(&huge, false)).unwrap_err();
             assert!(
-                matches!(err.kind(), crate::ErrorKind::Authentication { .. }),
+                matches!(&*err.kind, crate::ErrorKind::Authentication { .. }),
                 "{err}"
             );
             let message = err.to_string();
@@ -1122,7 +1122,7 @@ mod tests {
                 .err()
                 .unwrap();
             assert!(matches!(
-                err.kind(),
+                &*err.kind,
                 crate::ErrorKind::InvalidArgument { .. }
             ));
         }

@@ -175,7 +175,7 @@ impl Shared {
         );
         // After a network timeout, connections in use are presumed dead as well
         // (server-monitoring.md, "Network or command error during server check").
-        let timed_out = matches!(error.kind(), ErrorKind::Timeout { .. });
+        let timed_out = matches!(&*error.kind, ErrorKind::Timeout { .. });
         server.pool.clear(None, timed_out);
     }
 

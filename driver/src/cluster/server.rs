@@ -140,7 +140,7 @@ impl Server {
 
     /// A scan's check of this server failed at `now` with `error`.
     pub(super) fn check_failed_at(&self, now: Instant, error: &Error) {
-        if matches!(error.kind(), ErrorKind::Timeout { .. }) {
+        if matches!(&*error.kind, ErrorKind::Timeout { .. }) {
             *lock(&self.check_timed_out) = Some(now);
         }
     }

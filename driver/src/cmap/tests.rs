@@ -528,7 +528,7 @@ fn a_check_out_times_out_in_the_wait_queue() {
     let error = taken(&slot).unwrap().unwrap_err();
     assert!(
         matches!(
-            error.kind(),
+            &*error.kind,
             ErrorKind::WaitQueueTimeout { after, .. } if *after == Duration::from_millis(50)
         ),
         "{error:?}"
@@ -803,7 +803,7 @@ fn a_failed_establishment_fails_the_check_out_and_closes_the_connection() {
     h.gate.failing.lock().unwrap().insert(1);
     let slot = h.start_check_out(None);
     let error = taken(&slot).unwrap().unwrap_err();
-    assert!(matches!(error.kind(), ErrorKind::Network { .. }));
+    assert!(matches!(&*error.kind, ErrorKind::Network { .. }));
     assert_eq!(
         h.last_event_names(2),
         ["ConnectionCheckOutFailedEvent", "ConnectionClosedEvent"]
@@ -860,7 +860,7 @@ fn closing_fails_waiters_and_closes_available_connections() {
     h.run();
     let error = taken(&waiter).unwrap().unwrap_err();
     assert!(
-        matches!(error.kind(), ErrorKind::PoolClosed { .. }),
+        matches!(&*error.kind, ErrorKind::PoolClosed { .. }),
         "{error}"
     );
     h.check_in(held);

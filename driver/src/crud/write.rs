@@ -12,7 +12,7 @@ use super::{FindOneAndModifyOptions, ReturnDocument, WriteOptions};
 use crate::bson_serializer::{serialize_noting_id, IdElement};
 use crate::bson_util::{insert_present, millis};
 use crate::concern::WriteConcern;
-use crate::error::{Error, ErrorKind, Result, WriteConcernError, WriteError, WriteFailure};
+use crate::error::{Error, ErrorKind, IndexedWriteError, Result, WriteConcernError, WriteFailure};
 use crate::handshake::HelloReply;
 use crate::operation::{Command, Operation, ReplyContext, Target};
 use crate::retry::Retryability;
@@ -35,7 +35,7 @@ pub(crate) struct WriteReply {
     /// `upserted`: (index of the statement, `_id`).
     pub upserted: Vec<(usize, Bson)>,
     /// `writeErrors`, with indexes counted from the first statement of the operation.
-    pub write_errors: Vec<WriteError>,
+    pub write_errors: Vec<IndexedWriteError>,
     /// `writeConcernError`.
     pub write_concern_error: Option<WriteConcernError>,
     /// The reply's `errorLabels`.
@@ -80,7 +80,7 @@ impl WriteReply {
             .collect();
         let write_errors = documents("writeErrors")
             .iter()
-            .map(|entry| WriteError {
+            .map(|entry| IndexedWriteError {
                 index: index(entry),
                 code: int(entry, "code")
                     .and_then(|c| i32::try_from(c).ok())
@@ -126,7 +126,7 @@ impl WriteReply {
     /// its write error, else its write concern error, with the reply's labels.
     pub fn single_write_error(&self) -> Option<Error> {
         let failure = match (self.write_errors.first(), &self.write_concern_error) {
-            (Some(error), _) => WriteFailure::WriteError(error.clone()),
+            (Some(error), _) => WriteFailure::WriteError(error.clone().into()),
             (None, Some(concern)) => WriteFailure::WriteConcernError(concern.clone()),
             (None, None) => return None,
         };
@@ -1146,7 +1146,7 @@ mod tests {
                 };
                 let error = WriteReply::of_write_command(&reply, 10..12, "db:27017").unwrap_err();
                 assert!(
-                    matches!(error.kind(), ErrorKind::MisbehavingServer { address, .. }
+                    matches!(&*error.kind, ErrorKind::MisbehavingServer { address, .. }
                         if address == "db:27017"),
                     "{key} {index}: {error}"
                 );

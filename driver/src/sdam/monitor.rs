@@ -489,7 +489,7 @@ async fn run_rtt_monitor(checker: Checker, host: impl MonitorHost) {
 /// Network errors and timeouts (as opposed to command errors).
 fn is_network_error(error: &Error) -> bool {
     matches!(
-        error.kind(),
+        &*error.kind,
         ErrorKind::Network { .. } | ErrorKind::Timeout { .. } | ErrorKind::Protocol { .. }
     )
 }

@@ -165,7 +165,7 @@ impl ApplicationError {
         max_wire_version: i32,
         phase: ErrorPhase,
     ) -> Option<ApplicationError> {
-        let kind = match error.kind() {
+        let kind = match &*error.kind {
             ErrorKind::Network { .. } | ErrorKind::Tls { .. } | ErrorKind::Protocol { .. } => {
                 ApplicationErrorKind::Network {
                     message: error.to_string(),
@@ -1830,7 +1830,6 @@ mod tests {
         ));
         let write_error = Error::new(ErrorKind::Write(WriteFailure::WriteError(
             crate::error::WriteError {
-                index: 0,
                 code: 11000,
                 code_name: None,
                 message: "duplicate".into(),

@@ -460,7 +460,7 @@ mod tests {
         rs.compatibility_error = Some("server too old".into());
         let error = candidates(&rs, &SelectionCriteria::Write, Duration::ZERO, &[]).unwrap_err();
         assert!(
-            matches!(error.kind(), ErrorKind::IncompatibleServer { message } if message == "server too old")
+            matches!(&*error.kind, ErrorKind::IncompatibleServer { message } if message == "server too old")
         );
     }
 

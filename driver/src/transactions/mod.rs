@@ -122,7 +122,7 @@ fn check_abort(state: TransactionState) -> Result<Ending> {
 fn label_commit_error(error: Error) -> Error {
     // A commit that timeoutMS cut is judged by what the deadline cut; one cut in
     // flight, with no error of its own, has an unknown outcome like a network error.
-    let judged = match error.kind() {
+    let judged = match &*error.kind {
         ErrorKind::OperationTimeout { cause: None, .. } => {
             return error.with_label(UNKNOWN_TRANSACTION_COMMIT_RESULT)
         }
@@ -131,7 +131,7 @@ fn label_commit_error(error: Error) -> Error {
         } => cause.as_ref(),
         _ => &error,
     };
-    let unknown = match judged.kind() {
+    let unknown = match &*judged.kind {
         ErrorKind::Network { .. }
         | ErrorKind::Timeout { .. }
         | ErrorKind::ServerSelection { .. }

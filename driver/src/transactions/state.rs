@@ -175,7 +175,7 @@ pub(crate) fn add_fields(
 /// TransientTransactionError label when the driver must add it: network errors,
 /// server selection errors and cleared pools (spec, "Transient Transaction Error").
 pub(crate) fn label_transient(error: Error) -> Error {
-    match error.kind() {
+    match &*error.kind {
         ErrorKind::Network { .. }
         | ErrorKind::Timeout { .. }
         | ErrorKind::ServerSelection { .. }

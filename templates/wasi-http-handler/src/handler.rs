@@ -59,7 +59,7 @@ impl Failure {
 /// upstream's unavailability (503), not a fault of the handler (500).
 impl From<anymongo::Error> for Failure {
     fn from(error: anymongo::Error) -> Failure {
-        match error.kind() {
+        match &*error.kind {
             ErrorKind::ServerSelection { .. } => Failure::new(
                 StatusCode::SERVICE_UNAVAILABLE,
                 format!("no MongoDB server reachable within serverSelectionTimeoutMS: {error}"),
@@ -169,7 +169,7 @@ async fn items() -> Result<Collection<Document>, Failure> {
     // transport, as the connections).
     let client = Client::with_uri_str(&uri)
         .await
-        .map_err(|error| match error.kind() {
+        .map_err(|error| match &*error.kind {
             ErrorKind::InvalidArgument { .. } => Failure::new(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 format!("{URI_VARIABLE} is not a valid connection string: {error}"),

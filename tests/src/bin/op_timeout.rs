@@ -28,7 +28,7 @@ fn main() {
     let (result, elapsed) = block_on(|runtime| run(uri, op, runtime));
     let outcome = match &result {
         Ok(()) => "ok",
-        Err(error) if matches!(error.kind(), ErrorKind::OperationTimeout { .. }) => "timeout",
+        Err(error) if matches!(&*error.kind, ErrorKind::OperationTimeout { .. }) => "timeout",
         Err(_) => "error",
     };
     println!("outcome: {outcome}");

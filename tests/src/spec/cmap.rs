@@ -595,7 +595,7 @@ fn pool_options(json: Option<&Value>) -> Result<TestPoolOptions, String> {
 
 /// The spec's name of the type of an error of the pool.
 fn error_type(error: &Error) -> &'static str {
-    match error.kind() {
+    match &*error.kind {
         ErrorKind::WaitQueueTimeout { .. } => "WaitQueueTimeoutError",
         ErrorKind::PoolClosed { .. } => "PoolClosedError",
         ErrorKind::PoolCleared { .. } => "PoolClearedError",

@@ -214,8 +214,19 @@ pub fn result_document(result: &BulkWriteResult) -> Bson {
 /// The partial result a bulk write's error carries (spec "expectedError",
 /// `expectResult`), if it carries one.
 pub fn partial_result(error: &Error) -> Option<Bson> {
-    match error.kind() {
+    match &*error.kind {
         ErrorKind::BulkWrite(failure) => Some(result_document(&failure.write_result)),
+        // An insertMany's error has the `_id`s of the documents inserted: the result
+        // of the bulk write of inserts it ran.
+        ErrorKind::InsertMany(failure) => Some(result_document(&BulkWriteResult {
+            inserted_count: u64::try_from(failure.inserted_ids.len()).unwrap_or(u64::MAX),
+            inserted_ids: failure
+                .inserted_ids
+                .iter()
+                .map(|(index, id)| (*index, id.clone()))
+                .collect(),
+            ..Default::default()
+        })),
         _ => None,
     }
 }

@@ -216,7 +216,7 @@ fn count(n: u64) -> i64 {
 
 /// The client bulk write failure `error` is, if it is one.
 fn failure(error: &Error) -> Option<&ClientBulkWriteFailure> {
-    match error.kind() {
+    match &*error.kind {
         ErrorKind::ClientBulkWrite(failure) => Some(failure),
         _ => None,
     }
@@ -381,7 +381,6 @@ mod tests {
     fn failed_bulk_write() -> Error {
         let mut failure = ClientBulkWriteFailure::default();
         let write_error = WriteError {
-            index: 1,
             code: 17276,
             code_name: None,
             message: "Use of undefined variable: id2".into(),

@@ -70,7 +70,7 @@ pub fn check_response(
     let Some(response) = &expected.error_response else {
         return Ok(());
     };
-    let reply = match error.kind() {
+    let reply = match &*error.kind {
         ErrorKind::ClientBulkWrite(failure) => {
             failure.error.as_deref().and_then(Error::server_reply)
         }
@@ -93,12 +93,21 @@ pub fn check_response(
 /// command's, a single write's, or a bulk write's first write error or write concern
 /// error; empty when the server sent none.
 fn code_name(error: &Error) -> &str {
-    let name = match error.kind() {
+    let name = match &*error.kind {
         ErrorKind::Command(command) => Some(command.code_name.as_str()),
         ErrorKind::Write(WriteFailure::WriteError(write)) => write.code_name.as_deref(),
         ErrorKind::Write(WriteFailure::WriteConcernError(concern)) => concern.code_name.as_deref(),
         ErrorKind::ClientBulkWrite(failure) => {
             return failure.error.as_deref().map_or("", code_name);
+        }
+        ErrorKind::InsertMany(failure) => {
+            match failure.write_errors.as_ref().and_then(|e| e.first()) {
+                Some(write) => write.code_name.as_deref(),
+                None => failure
+                    .write_concern_error
+                    .as_ref()
+                    .and_then(|concern| concern.code_name.as_deref()),
+            }
         }
         ErrorKind::BulkWrite(failure) => match failure.write_errors.first() {
             Some(write) => write.code_name.as_deref(),
@@ -117,8 +126,11 @@ fn code_name(error: &Error) -> &str {
 /// not limited to: parameter validation errors before a command is sent to the
 /// server; network errors").
 fn is_client_error(error: &Error) -> bool {
-    match error.kind() {
-        ErrorKind::Command(_) | ErrorKind::Write(_) | ErrorKind::BulkWrite(_) => false,
+    match &*error.kind {
+        ErrorKind::Command(_)
+        | ErrorKind::Write(_)
+        | ErrorKind::InsertMany(_)
+        | ErrorKind::BulkWrite(_) => false,
         // Unified test format, "clientBulkWrite": its top-level error says.
         ErrorKind::ClientBulkWrite(failure) => {
             failure.error.as_deref().is_some_and(is_client_error)

@@ -59,7 +59,7 @@ pub(crate) async fn execute(
         let mut batch = BulkWriteBatch::new(&plan, offset);
         let reply = match executor.execute_with(context, &mut batch, session).await {
             Ok(reply) => reply,
-            Err(error) => match (batch.retried_reply.take(), error.kind()) {
+            Err(error) => match (batch.retried_reply.take(), &*error.kind) {
                 // A retryable write concern error that was not retried, or came
                 // back: the batch's writes were done.
                 (Some(reply), ErrorKind::Write(WriteFailure::WriteConcernError(_))) => reply,
@@ -585,7 +585,7 @@ impl Outcome {
             // model's.
             let parsed = WriteReply::parse(&doc! { "writeErrors": [entry.clone()] }, index);
             if let Some(error) = parsed.write_errors.into_iter().next() {
-                self.write_errors.insert(index, error);
+                self.write_errors.insert(index, error.into());
             }
             return Ok(());
         }
@@ -658,7 +658,7 @@ impl Outcome {
         if self.write_errors.is_empty() && self.write_concern_errors.is_empty() && !self.succeeded {
             return error;
         }
-        let labels = error.labels().to_vec();
+        let labels = error.labels().clone();
         let failure = ClientBulkWriteFailure {
             error: Some(Box::new(error)),
             write_concern_errors: self.write_concern_errors,
@@ -704,7 +704,7 @@ mod tests {
 
     fn client_error(result: Result<impl std::fmt::Debug>) -> String {
         match result {
-            Err(error) if matches!(error.kind(), ErrorKind::InvalidArgument { .. }) => {
+            Err(error) if matches!(&*error.kind, ErrorKind::InvalidArgument { .. }) => {
                 error.to_string()
             }
             other => panic!("expected an invalid argument error, got {other:?}"),
@@ -1136,19 +1136,15 @@ mod tests {
         assert!(!outcome.succeeded);
         outcome.judge_batch(&summary(1), 0, 3, true);
         let error = outcome.finish().unwrap_err();
-        let ErrorKind::ClientBulkWrite(failure) = error.kind() else {
+        let ErrorKind::ClientBulkWrite(failure) = &*error.kind else {
             panic!("{error:?}");
         };
         assert_eq!(failure.partial_result, None);
         assert_eq!(failure.error, None);
         let write_error = &failure.write_errors[&0];
         assert_eq!(
-            (
-                write_error.index,
-                write_error.code,
-                write_error.message.as_str()
-            ),
-            (0, 11000, "dup")
+            (write_error.code, write_error.message.as_str()),
+            (11000, "dup")
         );
         assert_eq!(write_error.code_name.as_deref(), Some("DuplicateKey"));
         assert_eq!(write_error.details, Some(doc! { "x": 1 }));
@@ -1162,7 +1158,7 @@ mod tests {
             .unwrap();
         outcome.judge_batch(&summary(1), 0, 3, true);
         let error = outcome.finish().unwrap_err();
-        let ErrorKind::ClientBulkWrite(failure) = error.kind() else {
+        let ErrorKind::ClientBulkWrite(failure) = &*error.kind else {
             panic!("{error:?}");
         };
         assert_eq!(failure.partial_result.as_ref().unwrap().deleted_count, 1);
@@ -1193,7 +1189,7 @@ mod tests {
         outcome.add_reply(&reply).unwrap();
         outcome.judge_batch(&reply.summary, 2, 2, true);
         let error = outcome.finish().unwrap_err();
-        let ErrorKind::ClientBulkWrite(failure) = error.kind() else {
+        let ErrorKind::ClientBulkWrite(failure) = &*error.kind else {
             panic!("{error:?}");
         };
         assert_eq!(failure.write_concern_errors, [concern.clone(), concern]);
@@ -1217,7 +1213,7 @@ mod tests {
         outcome.result.inserted_count = 1;
         outcome.judge_batch(&summary(0), 0, 1, true);
         let error = outcome.stopped_by(top.clone());
-        let ErrorKind::ClientBulkWrite(failure) = error.kind() else {
+        let ErrorKind::ClientBulkWrite(failure) = &*error.kind else {
             panic!("{error:?}");
         };
         assert_eq!(failure.error.as_deref(), Some(&top));
@@ -1242,7 +1238,7 @@ mod tests {
         outcome.add_reply(&reply).unwrap();
         let error = outcome.add_reply(&reply).unwrap_err();
         assert!(
-            matches!(error.kind(), ErrorKind::MisbehavingServer { address, .. }
+            matches!(&*error.kind, ErrorKind::MisbehavingServer { address, .. }
                 if address == "db:27017"),
             "{error}"
         );

@@ -10,7 +10,7 @@ use super::{add_count, BulkWriteOptions, BulkWriteResult, WriteModel};
 use crate::concern::WriteConcern;
 use crate::crud::write::{Namespace, Spelling, Statement, WriteBatch, WriteKind, WriteReply};
 use crate::error::{
-    BulkWriteFailure, Error, ErrorKind, Result, WriteConcernError, WriteError, WriteFailure,
+    BulkWriteFailure, Error, ErrorKind, IndexedWriteError, Result, WriteConcernError, WriteFailure,
 };
 use crate::operation::Executor;
 use crate::session::ClientSession;
@@ -55,7 +55,7 @@ impl Statements {
             .map(|(index, model)| {
                 model
                     .statement(Spelling::WriteCommand)
-                    .map_err(|error| match error.kind() {
+                    .map_err(|error| match &*error.kind {
                         ErrorKind::InvalidArgument { message } => {
                             Error::invalid_argument(format!("write model {index}: {message}"))
                         }
@@ -147,7 +147,7 @@ fn runs(statements: Vec<Statement>, ordered: bool) -> Vec<Run> {
 #[derive(Debug, Default)]
 struct Outcome {
     result: BulkWriteResult,
-    write_errors: Vec<WriteError>,
+    write_errors: Vec<IndexedWriteError>,
     write_concern_error: Option<WriteConcernError>,
     labels: Vec<String>,
 }
@@ -205,11 +205,15 @@ impl Outcome {
         if !reply.write_errors.is_empty() || reply.write_concern_error.is_some() {
             self.labels.extend(reply.labels);
         }
-        self.write_errors
-            .extend(reply.write_errors.into_iter().map(|error| WriteError {
-                index: model(error.index),
-                ..error
-            }));
+        self.write_errors.extend(
+            reply
+                .write_errors
+                .into_iter()
+                .map(|error| IndexedWriteError {
+                    index: model(error.index),
+                    ..error
+                }),
+        );
         if reply.write_concern_error.is_some() {
             self.write_concern_error = reply.write_concern_error;
         }
@@ -240,7 +244,7 @@ impl Outcome {
     /// not cure joins the others in an [`ErrorKind::BulkWrite`] error; any other stands
     /// as it is.
     fn fail(mut self, error: Error) -> Error {
-        match error.kind() {
+        match &*error.kind {
             ErrorKind::Write(WriteFailure::WriteConcernError(concern)) => {
                 self.write_concern_error = Some(concern.clone());
                 self.labels.extend(error.labels().iter().cloned());
@@ -367,7 +371,7 @@ mod tests {
         let update = Statements::of_models(list)
             .and_then(|statements| Plan::of_models(statements, true))
             .unwrap_err();
-        assert!(matches!(update.kind(), ErrorKind::InvalidArgument { .. }));
+        assert!(matches!(&*update.kind, ErrorKind::InvalidArgument { .. }));
         assert!(update.to_string().contains("write model 6"), "{update}");
         let replace = ReplaceOneModel::new(bson::doc! {}, bson::doc! { "$set": { "x": 1 } });
         let replace = plan(replace.into()).unwrap_err();
@@ -379,8 +383,8 @@ mod tests {
         assert!(plan(pipeline.into()).is_ok());
     }
 
-    fn write_error(index: usize) -> WriteError {
-        WriteError {
+    fn write_error(index: usize) -> IndexedWriteError {
+        IndexedWriteError {
             index,
             code: 11000,
             code_name: None,
@@ -419,7 +423,7 @@ mod tests {
             ..WriteReply::default()
         };
         assert!(outcome.record(&plan, &plan.runs[2], 0, 1, updates).unwrap());
-        let ErrorKind::BulkWrite(failure) = outcome.finish().unwrap_err().kind().clone() else {
+        let ErrorKind::BulkWrite(failure) = *outcome.finish().unwrap_err().kind else {
             panic!("expected a bulk write error");
         };
         assert_eq!(failure.write_errors[0].index, 1);
@@ -449,7 +453,7 @@ mod tests {
         assert!(outcome.record(&plan, run, 1, 1, reply()).unwrap());
         let error = outcome.record(&plan, run, 2, 1, reply()).unwrap_err();
         assert!(
-            matches!(error.kind(), ErrorKind::MisbehavingServer { address, .. }
+            matches!(&*error.kind, ErrorKind::MisbehavingServer { address, .. }
                 if address == "db:27017"),
             "{error}"
         );
@@ -468,7 +472,7 @@ mod tests {
         assert!(!outcome.record(&plan, &plan.runs[0], 0, 2, reply).unwrap());
         let error = outcome.finish().unwrap_err();
         assert!(error.contains_label("SomeLabel"));
-        let ErrorKind::BulkWrite(failure) = error.kind() else {
+        let ErrorKind::BulkWrite(failure) = &*error.kind else {
             panic!("expected a bulk write error, got {error}");
         };
         // Model 1 came after the failure: it was not inserted.
@@ -488,7 +492,7 @@ mod tests {
         // A write concern error does not stop an ordered bulk write.
         assert!(outcome.record(&plan, &plan.runs[0], 0, 2, reply).unwrap());
         let error = outcome.finish().unwrap_err();
-        let ErrorKind::BulkWrite(failure) = error.kind() else {
+        let ErrorKind::BulkWrite(failure) = &*error.kind else {
             panic!("expected a bulk write error, got {error}");
         };
         assert_eq!(failure.write_concern_error, Some(concern.clone()));
@@ -498,9 +502,9 @@ mod tests {
             .with_label("RetryableWriteError");
         let failed = Outcome::default().fail(error);
         assert!(failed.contains_label("RetryableWriteError"));
-        assert!(matches!(failed.kind(), ErrorKind::BulkWrite(failure)
+        assert!(matches!(&*failed.kind, ErrorKind::BulkWrite(failure)
             if failure.write_concern_error.is_some()));
         let other = Outcome::default().fail(Error::invalid_argument("x"));
-        assert!(matches!(other.kind(), ErrorKind::InvalidArgument { .. }));
+        assert!(matches!(&*other.kind, ErrorKind::InvalidArgument { .. }));
     }
 }
