@@ -37,7 +37,7 @@
 //!
 //! | layer | modules | what it does |
 //! | --- | --- | --- |
-//! | API | `action`, `options`, `client`, `database`, `collection`, `change_stream`, `gridfs`, `enumerate`, `index_management` | what applications call: handles, options, results |
+//! | API | `action`, `options`, `results`, `client`, `database`, `collection`, `change_stream`, `gridfs`, `enumerate`, `index_management` | what applications call: handles, options, results |
 //! | operations | `operation`, `retry`, `session`, `transactions`, `crud`, `cursor` | each operation's commands, run by one executor with one context per operation: sessions, transactions, retries, cursors |
 //! | cluster | `cluster` | the deployment at run time: servers with their pools and monitors, waiting server selection, single-threaded scans, SRV polling |
 //! | cluster parts | `cmap`, `sdam::monitor`, `load_balancer`, `logging` | a server's pool, its monitor, connections pinned behind a load balancer, log messages |
@@ -104,6 +104,7 @@ pub mod logging;
 mod named_enum;
 mod operation;
 pub mod options;
+pub mod results;
 mod retry;
 pub use anymongo_rt::rt;
 pub mod sdam;
@@ -128,4 +129,6 @@ pub use collection::Collection;
 pub use cursor::{Cursor, SessionCursor};
 pub use database::Database;
 pub use error::{CommandError, Error, ErrorKind, Result};
+pub use index_management::{IndexModel, SearchIndexModel};
+pub use session::ClientSession;
 pub use uri::{ClientOptions, ServerAddress};

@@ -21,15 +21,15 @@ pub use crate::client::{ClientConfig, MonitoringThreads};
 pub use crate::concern::{Acknowledgment, ReadConcern, ReadConcernLevel, WriteConcern};
 pub use crate::crud::bulk_write::{BulkWriteOptions, ClientBulkWriteOptions};
 pub use crate::crud::{
-    AggregateOptions, CountOptions, CursorType, FindOneAndModifyOptions, FindOptions, ReadOptions,
-    ReturnDocument, RunCursorCommandOptions, TimeoutMode, WriteOptions,
+    AggregateOptions, CountOptions, CursorType, FindOneAndModifyOptions, FindOptions, Hint,
+    ReadOptions, ReturnDocument, RunCursorCommandOptions, TimeoutMode, WriteOptions,
 };
 pub use crate::enumerate::{ListCollectionsOptions, ListDatabasesOptions};
 pub use crate::gridfs::{GridFsBucketOptions, GridFsUploadOptions};
 pub use crate::handshake::DriverInfo;
 pub use crate::index_management::{CreateIndexOptions, DropIndexOptions, ListIndexesOptions};
 pub use crate::rt::TlsOptions;
-pub use crate::selection::{ReadPreference, ReadPreferenceMode, SelectionCriteria, TagSet};
+pub use crate::selection::{ReadPreference, ReadPreferenceMode, TagSet};
 pub use crate::session::SessionOptions;
 pub use crate::srv::ParseConnectionString;
 pub use crate::transactions::TransactionOptions;
