@@ -2,7 +2,7 @@
 //! Rust driver's 3.x API.
 //!
 //! A method of [`Client`](crate::Client), [`Database`](crate::Database),
-//! [`Collection`](crate::Collection), [`ClientSession`] or
+//! [`Collection`](crate::Collection), [`ClientSession`](crate::session::ClientSession) or
 //! [`GridFsBucket`](crate::gridfs::GridFsBucket) takes the operation's required
 //! arguments and returns its action. The action's setters add options one at a time
 //! (`.sort(…)`, `.limit(…)`), or all at once (`.with_options(…)`), run it in a session
@@ -118,3 +118,27 @@ macro_rules! timeout_setter {
     };
 }
 pub(crate) use timeout_setter;
+
+/// Gives an action of the async API its blocking `.run()` (the `sync` API), which
+/// returns what `.await` does, its cursors and change streams as the `sync` ones:
+/// `run_blocking!(impl['a, T] InsertOne<'a, T> => InsertOneResult)`, the generics in
+/// brackets as those of the action's `IntoFuture` impl.
+macro_rules! run_blocking {
+    (impl[$($generics:tt)*] $Action:ty => $Output:ty) => {
+        $crate::default_runtime::with_sync_api! {
+            impl<$($generics)*> $Action {
+                /// Runs the action, blocking the calling thread until it is done: the
+                /// `.await` of the blocking API ([`crate::sync`]).
+                #[allow(clippy::useless_conversion)] // most outputs are the async ones
+                pub fn run(self) -> $crate::Result<$Output> {
+                    $crate::sync::block_on(::std::future::IntoFuture::into_future(self))?
+                        .map(::std::convert::Into::into)
+                }
+            }
+        }
+    };
+}
+pub(crate) use run_blocking;
+
+// Parsing a connection string is an action too (`ClientOptions::parse(uri).run()`).
+run_blocking!(impl[] crate::srv::ParseConnectionString => crate::options::ClientOptions);
