@@ -28,7 +28,7 @@ use crate::operation::{
 };
 use crate::rt::{boxed, BoxFuture, Instant};
 use crate::session::ClientSession;
-use crate::sync::lock;
+use crate::signal::lock;
 use crate::uri::ServerAddress;
 
 /// How many empty batches in a row a cursor that is not tailable accepts before it

@@ -9,6 +9,10 @@
 //! [`Client::with_options`](crate::Client::with_options)) is written inside
 //! [`with_default_runtime!`], and so does not exist where there is none: a program that
 //! calls it does not compile there, rather than fail when it runs.
+//!
+//! The blocking API ([`crate::sync`], feature `sync`) exists natively only: it blocks
+//! the caller's thread while `anymongo-native`'s process-wide tokio runtime drives the
+//! I/O. Its one `cfg` is [`with_sync_api!`].
 
 use crate::rt::Runtime;
 
@@ -37,6 +41,18 @@ macro_rules! with_default_runtime {
 }
 pub(crate) use with_default_runtime;
 
+/// Keeps the items given where the blocking API exists (feature `sync`, native
+/// targets): the one `cfg` of that choice.
+macro_rules! with_sync_api {
+    ($($item:item)*) => {
+        $(
+            #[cfg(all(feature = "sync", not(target_family = "wasm")))]
+            $item
+        )*
+    };
+}
+pub(crate) use with_sync_api;
+
 #[cfg(all(feature = "default-transport", not(target_family = "wasm")))]
 use anymongo_native as host;
 #[cfg(all(feature = "default-transport", target_os = "wasi"))]
@@ -62,3 +78,11 @@ pub(crate) const NO_DEFAULT_RUNTIME: &str = "this target has no built-in transpo
      (wasm32-unknown-unknown, or anymongo built without its feature `default-transport`): \
      give the client a runtime (Client::with_runtime, or ClientConfig::runtime), and \
      ClientOptions::parse(uri).runtime(runtime) for a mongodb+srv connection string";
+
+with_sync_api! {
+    /// Runs a future to completion on the calling thread, in the context of the
+    /// process-wide tokio runtime of `anymongo-native` (whose workers drive the sockets
+    /// and timers, and run the client's monitors); an error if that runtime cannot
+    /// start.
+    pub(crate) use host::block_on;
+}

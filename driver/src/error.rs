@@ -222,6 +222,12 @@ pub enum ErrorKind {
         /// What the server did.
         message: String,
     },
+    /// The host could not run the operation: the blocking API's tokio runtime could
+    /// not start (feature `sync`).
+    Runtime {
+        /// What the host said.
+        message: String,
+    },
 }
 
 /// A failed single write: [`ErrorKind::Write`].
@@ -643,6 +649,7 @@ impl fmt::Display for Error {
                 write!(f, "server {address} misbehaves: {message}")
             }
             ErrorKind::GridFs(error) => write!(f, "{error}"),
+            ErrorKind::Runtime { message } => write!(f, "{message}"),
             ErrorKind::OperationTimeout {
                 timeout,
                 during,

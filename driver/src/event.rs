@@ -6,7 +6,7 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
 use crate::rt::{MaybeSend, MaybeSync};
-use crate::sync::lock;
+use crate::signal::lock;
 
 /// Receives events of type `E`, synchronously and in the order they happened; it must
 /// not block. Any `Fn(&E)` closure is one.

@@ -137,7 +137,7 @@ impl ClientMetadata {
 
     /// What a new connection sends.
     pub fn document(&self) -> Document {
-        crate::sync::lock(&self.state).0.clone()
+        crate::signal::lock(&self.state).0.clone()
     }
 
     /// Appends `info`, unless the same was appended before (spec: duplicates "MUST
@@ -146,7 +146,7 @@ impl ClientMetadata {
     pub fn append(&self, info: &DriverInfo) -> Result<()> {
         info.validate()?;
         let info = info.normalized();
-        let mut state = crate::sync::lock(&self.state);
+        let mut state = crate::signal::lock(&self.state);
         let (metadata, appended) = &mut *state;
         if appended.contains(&info) {
             return Ok(());

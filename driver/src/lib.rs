@@ -37,13 +37,13 @@
 //!
 //! | layer | modules | what it does |
 //! | --- | --- | --- |
-//! | API | `action`, `options`, `results`, `client`, `database`, `collection`, `change_stream`, `gridfs`, `enumerate`, `index_management` | what applications call: handles, options, results |
+//! | API | `action`, `options`, `results`, `client`, `database`, `collection`, `change_stream`, `gridfs`, `enumerate`, `index_management`, `sync` | what applications call: handles, options, results, and the blocking API over them |
 //! | operations | `operation`, `retry`, `session`, `transactions`, `crud`, `cursor` | each operation's commands, run by one executor with one context per operation: sessions, transactions, retries, cursors |
 //! | cluster | `cluster` | the deployment at run time: servers with their pools and monitors, waiting server selection, single-threaded scans, SRV polling |
 //! | cluster parts | `cmap`, `sdam::monitor`, `load_balancer`, `logging` | a server's pool, its monitor, connections pinned behind a load balancer, log messages |
 //! | connection | `connection`, `command_monitoring`, `socks5` | one connection: establishing it (TLS, proxy, handshake, authentication) and its round trips |
 //! | protocol | `crud::bulk_write::result`, `error`, `wire`, `uri`, `concern`, `versioned_api`, `handshake`, `auth`, `sdam`, `selection`, `srv`, `event`, `gridfs::error` | the specifications' pure logic, without I/O: codecs, parsers, state machines, conversations, the failure payloads |
-//! | seams | `default_runtime`, `sync`, `bson_util`, `bson_serializer`, `bson_deserializer`, `named_enum` | the traits hosts implement (`rt`, and TLS over them, `tls`: the crate `anymongo-rt`, re-exported), the built-in runtime of each target, and building blocks every layer uses (among them the serializer of the documents the driver sends and the deserializer of those it receives) |
+//! | seams | `default_runtime`, `signal`, `bson_util`, `bson_serializer`, `bson_deserializer`, `named_enum` | the traits hosts implement (`rt`, and TLS over them, `tls`: the crate `anymongo-rt`, re-exported), the built-in runtime of each target, and building blocks every layer uses (among them the serializer of the documents the driver sends and the deserializer of those it receives) |
 //!
 //! A row names modules and, where a module's files sit in different layers, files
 //! (`sdam::monitor` runs checks over connections, while the rest of [`sdam`] is the pure
@@ -110,9 +110,12 @@ pub use anymongo_rt::rt;
 pub mod sdam;
 pub mod selection;
 pub mod session;
+mod signal;
 pub mod socks5;
 pub mod srv;
-mod sync;
+default_runtime::with_sync_api! {
+    pub mod sync;
+}
 #[cfg(feature = "rustls")]
 pub use anymongo_rt::tls;
 pub mod transactions;

@@ -20,7 +20,7 @@ use crate::cmap::{CheckedOut, ConnectionPool, Establish, PinnedTo, Poolable};
 use crate::error::{
     Error, ErrorKind, Result, TRANSIENT_TRANSACTION_ERROR, UNKNOWN_TRANSACTION_COMMIT_RESULT,
 };
-use crate::sync::lock;
+use crate::signal::lock;
 
 /// A server a connection is pinned from: what holds its pool.
 pub(crate) trait PoolHolder {

@@ -35,8 +35,8 @@ use crate::selection::{
 use crate::session::{
     ClientSession, ClusterTime, PendingAbort, Pin, ServerSession, ServerSessionPool,
 };
+use crate::signal::lock;
 use crate::srv::SeedList;
-use crate::sync::lock;
 use crate::transactions::state::pins_mongos;
 use crate::uri::ClientOptions;
 use crate::wire::{next_request_id, DocumentSequence, MsgFlags, OpMsg};

@@ -21,7 +21,7 @@ use crate::cluster::{PinnedConnection, Server};
 use crate::error::{Error, Result};
 use crate::operation::{Executor, OperationContext};
 use crate::rt::{BoxFuture, Instant};
-use crate::sync::lock;
+use crate::signal::lock;
 use crate::transactions::state::{Transaction, TransactionOptions, TransactionState};
 use crate::uri::ServerAddress;
 

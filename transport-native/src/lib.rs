@@ -424,3 +424,46 @@ impl Spawner for TokioSpawner {
         self.0.spawn(task);
     }
 }
+
+/// The process-wide tokio runtime of [`block_on`], built at its first call; the error
+/// of that build, if it failed, is kept and told to every caller.
+fn blocking_runtime() -> io::Result<&'static tokio::runtime::Runtime> {
+    static RUNTIME: OnceLock<Result<tokio::runtime::Runtime, String>> = OnceLock::new();
+    RUNTIME
+        .get_or_init(|| {
+            tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .thread_name("anymongo-sync")
+                .build()
+                .map_err(|error| error.to_string())
+        })
+        .as_ref()
+        .map_err(|message| {
+            io::Error::other(format!("the tokio runtime could not start: {message}"))
+        })
+}
+
+/// Runs `future` to completion on the calling thread, blocking it: the blocking API of
+/// `anymongo` (its feature `sync`) runs every operation so.
+///
+/// The future runs inside the context of one process-wide multi-thread tokio runtime,
+/// built at the first call, whose worker threads drive the sockets and timers the
+/// future waits on; tasks it spawns run there too, so a client built inside it
+/// ([`runtime`] takes the runtime it is called in) monitors in the background between
+/// the calls. Fails, rather than panics, if that runtime cannot be built.
+///
+/// ```
+/// let answer = anymongo_native::block_on(async {
+///     tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+///     42
+/// })?;
+/// assert_eq!(answer, 42);
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub fn block_on<F: std::future::Future>(future: F) -> io::Result<F::Output> {
+    let runtime = blocking_runtime()?;
+    // Entered, not `Runtime::block_on`: that one panics when called from inside a
+    // runtime, and the caller's thread need not be a worker for the reactor to run.
+    let _context = runtime.enter();
+    Ok(futures::executor::block_on(future))
+}

@@ -1,5 +1,6 @@
 //! `bulk_write`: the collection's (CRUD spec) and the client's (Bulk Write spec).
 
+use super::run_blocking;
 use std::future::IntoFuture;
 use std::time::Duration;
 
@@ -151,6 +152,8 @@ impl<'a, T> BulkWrite<'a, T> {
     bulk_write_setters!();
 }
 
+run_blocking!(impl['a, T] BulkWrite<'a, T> => BulkWriteResult);
+
 impl<'a, T> IntoFuture for BulkWrite<'a, T> {
     type Output = Result<BulkWriteResult>;
     type IntoFuture = BoxFuture<'a, Self::Output>;
@@ -183,6 +186,8 @@ impl<'a> ClientBulkWrite<'a> {
         verbose_results: bool,
     );
 }
+
+run_blocking!(impl['a] ClientBulkWrite<'a> => BulkWriteResult);
 
 impl<'a> IntoFuture for ClientBulkWrite<'a> {
     type Output = Result<BulkWriteResult>;

@@ -1,5 +1,6 @@
 //! Creating, changing, renaming and dropping collections, and dropping databases.
 
+use super::run_blocking;
 use std::future::IntoFuture;
 use std::time::Duration;
 
@@ -74,6 +75,8 @@ impl<'a, T> DropCollection<'a, T> {
     session_setter!();
 }
 
+run_blocking!(impl['a, T] DropCollection<'a, T> => ());
+
 impl<'a, T> IntoFuture for DropCollection<'a, T> {
     type Output = Result<()>;
     type IntoFuture = BoxFuture<'a, Self::Output>;
@@ -117,6 +120,8 @@ impl<'a, T> RenameCollection<'a, T> {
     timeout_setter!();
     session_setter!();
 }
+
+run_blocking!(impl['a, T] RenameCollection<'a, T> => ());
 
 impl<'a, T> IntoFuture for RenameCollection<'a, T> {
     type Output = Result<()>;
@@ -249,6 +254,8 @@ impl<'a> DropDatabase<'a> {
     session_setter!();
 }
 
+run_blocking!(impl['a] DropDatabase<'a> => ());
+
 impl<'a> IntoFuture for DropDatabase<'a> {
     type Output = Result<()>;
     type IntoFuture = BoxFuture<'a, Self::Output>;
@@ -359,6 +366,8 @@ impl<'a> CreateCollection<'a> {
     session_setter!();
 }
 
+run_blocking!(impl['a] CreateCollection<'a> => ());
+
 impl<'a> IntoFuture for CreateCollection<'a> {
     type Output = Result<()>;
     type IntoFuture = BoxFuture<'a, Self::Output>;
@@ -390,6 +399,8 @@ impl<'a> ModifyCollection<'a> {
     timeout_setter!();
     session_setter!();
 }
+
+run_blocking!(impl['a] ModifyCollection<'a> => ());
 
 impl<'a> IntoFuture for ModifyCollection<'a> {
     type Output = Result<()>;

@@ -1,6 +1,7 @@
 //! `count_documents`, `estimated_document_count`, `distinct` and the legacy `count`:
 //! the reads that return a number or values rather than documents.
 
+use super::run_blocking;
 use std::future::IntoFuture;
 use std::time::Duration;
 
@@ -137,6 +138,8 @@ impl<'a, T> CountDocuments<'a, T> {
     session_setter!();
 }
 
+run_blocking!(impl['a, T] CountDocuments<'a, T> => u64);
+
 impl<'a, T> IntoFuture for CountDocuments<'a, T> {
     type Output = Result<u64>;
     type IntoFuture = BoxFuture<'a, Self::Output>;
@@ -176,6 +179,8 @@ impl<'a, T> EstimatedDocumentCount<'a, T> {
     timeout_setter!();
     session_setter!();
 }
+
+run_blocking!(impl['a, T] EstimatedDocumentCount<'a, T> => u64);
 
 impl<'a, T> IntoFuture for EstimatedDocumentCount<'a, T> {
     type Output = Result<u64>;
@@ -222,6 +227,8 @@ impl<'a, T> Distinct<'a, T> {
     session_setter!();
 }
 
+run_blocking!(impl['a, T] Distinct<'a, T> => Vec<Bson>);
+
 impl<'a, T> IntoFuture for Distinct<'a, T> {
     type Output = Result<Vec<Bson>>;
     type IntoFuture = BoxFuture<'a, Self::Output>;
@@ -252,6 +259,8 @@ impl<'a, T> Count<'a, T> {
     timeout_setter!();
     session_setter!();
 }
+
+run_blocking!(impl['a, T] Count<'a, T> => u64);
 
 impl<'a, T> IntoFuture for Count<'a, T> {
     type Output = Result<u64>;

@@ -1,5 +1,6 @@
 //! `delete_one` and `delete_many`.
 
+use super::run_blocking;
 use std::future::IntoFuture;
 use std::time::Duration;
 
@@ -89,6 +90,8 @@ impl<'a, T> Delete<'a, T> {
         self
     }
 }
+
+run_blocking!(impl['a, T] Delete<'a, T> => DeleteResult);
 
 impl<'a, T> IntoFuture for Delete<'a, T> {
     type Output = Result<DeleteResult>;

@@ -1,5 +1,6 @@
 //! `find`, `find_one` and `aggregate`: the reads that return documents.
 
+use super::run_blocking;
 use std::future::IntoFuture;
 use std::marker::PhantomData;
 use std::time::Duration;
@@ -186,7 +187,7 @@ impl<'a, T, Session> Find<'a, T, Session> {
         }
     }
 
-    async fn run(self) -> Result<Cursor<T>>
+    async fn execute(self) -> Result<Cursor<T>>
     where
         T: DeserializeOwned + 'static,
     {
@@ -197,21 +198,25 @@ impl<'a, T, Session> Find<'a, T, Session> {
     }
 }
 
+run_blocking!(impl['a, T: DeserializeOwned + 'static] Find<'a, T, ImplicitSession> => crate::sync::Cursor<T>);
+
 impl<'a, T: DeserializeOwned + 'static> IntoFuture for Find<'a, T, ImplicitSession> {
     type Output = Result<Cursor<T>>;
     type IntoFuture = BoxFuture<'a, Self::Output>;
 
     fn into_future(self) -> Self::IntoFuture {
-        boxed(self.run())
+        boxed(self.execute())
     }
 }
+
+run_blocking!(impl['a, T: DeserializeOwned + 'static] Find<'a, T, ExplicitSession> => crate::sync::SessionCursor<T>);
 
 impl<'a, T: DeserializeOwned + 'static> IntoFuture for Find<'a, T, ExplicitSession> {
     type Output = Result<SessionCursor<T>>;
     type IntoFuture = BoxFuture<'a, Self::Output>;
 
     fn into_future(self) -> Self::IntoFuture {
-        boxed(async move { self.run().await.map(SessionCursor::new) })
+        boxed(async move { self.execute().await.map(SessionCursor::new) })
     }
 }
 
@@ -236,6 +241,8 @@ impl<'a, T> FindOne<'a, T> {
         self
     }
 }
+
+run_blocking!(impl['a, T: DeserializeOwned + 'static] FindOne<'a, T> => Option<T>);
 
 impl<'a, T: DeserializeOwned + 'static> IntoFuture for FindOne<'a, T> {
     type Output = Result<Option<T>>;
@@ -346,7 +353,7 @@ impl<'a, Session, T> Aggregate<'a, Session, T> {
         }
     }
 
-    async fn run(self) -> Result<Cursor<T>> {
+    async fn execute(self) -> Result<Cursor<T>> {
         let cursor = match self.target {
             AggregateTarget::Database(database) => {
                 let database = database.with_operation_timeout(self.timeout);
@@ -365,20 +372,24 @@ impl<'a, Session, T> Aggregate<'a, Session, T> {
     }
 }
 
+run_blocking!(impl['a, T: DeserializeOwned + 'static] Aggregate<'a, ImplicitSession, T> => crate::sync::Cursor<T>);
+
 impl<'a, T: DeserializeOwned + 'static> IntoFuture for Aggregate<'a, ImplicitSession, T> {
     type Output = Result<Cursor<T>>;
     type IntoFuture = BoxFuture<'a, Self::Output>;
 
     fn into_future(self) -> Self::IntoFuture {
-        boxed(self.run())
+        boxed(self.execute())
     }
 }
+
+run_blocking!(impl['a, T: DeserializeOwned + 'static] Aggregate<'a, ExplicitSession, T> => crate::sync::SessionCursor<T>);
 
 impl<'a, T: DeserializeOwned + 'static> IntoFuture for Aggregate<'a, ExplicitSession, T> {
     type Output = Result<SessionCursor<T>>;
     type IntoFuture = BoxFuture<'a, Self::Output>;
 
     fn into_future(self) -> Self::IntoFuture {
-        boxed(async move { self.run().await.map(SessionCursor::new) })
+        boxed(async move { self.execute().await.map(SessionCursor::new) })
     }
 }

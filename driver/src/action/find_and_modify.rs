@@ -1,6 +1,7 @@
 //! `find_one_and_delete`, `find_one_and_update` and `find_one_and_replace`: the
 //! `findAndModify` command, which changes one document and returns it.
 
+use super::run_blocking;
 use std::borrow::Borrow;
 use std::future::IntoFuture;
 use std::time::Duration;
@@ -121,6 +122,8 @@ macro_rules! find_and_modify_action {
                 self
             }
         }
+
+        run_blocking!(impl['a, T: DeserializeOwned + 'static] $Name<'a, T> => Option<T>);
 
         impl<'a, T: DeserializeOwned + 'static> IntoFuture for $Name<'a, T> {
             type Output = Result<Option<T>>;

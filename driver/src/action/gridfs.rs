@@ -1,6 +1,7 @@
 //! The operations of a [`GridFsBucket`], as the official driver's
 //! `action::gridfs` has them.
 
+use super::run_blocking;
 use std::future::IntoFuture;
 use std::time::Duration;
 
@@ -192,6 +193,8 @@ macro_rules! bucket_action {
         impl $Name<'_> {
             timeout_setter!();
         }
+
+        run_blocking!(impl['a] $Name<'a> => $Output);
 
         impl<'a> IntoFuture for $Name<'a> {
             type Output = Result<$Output>;

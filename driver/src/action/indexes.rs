@@ -1,6 +1,7 @@
 //! The Index Management spec's operations: creating, dropping and listing indexes,
 //! and Atlas Search indexes.
 
+use super::run_blocking;
 use std::future::IntoFuture;
 use std::marker::PhantomData;
 use std::time::Duration;
@@ -279,7 +280,7 @@ impl<'a, T, R> CreateIndex<'a, T, R> {
     timeout_setter!();
     session_setter!();
 
-    async fn run(self) -> Result<Vec<String>> {
+    async fn execute(self) -> Result<Vec<String>> {
         let collection = self.collection.with_operation_timeout(self.timeout);
         collection
             .create_indexes_in(self.indexes, self.options, self.session)
@@ -287,13 +288,15 @@ impl<'a, T, R> CreateIndex<'a, T, R> {
     }
 }
 
+run_blocking!(impl['a, T] CreateIndex<'a, T, CreateIndexResult> => CreateIndexResult);
+
 impl<'a, T> IntoFuture for CreateIndex<'a, T, CreateIndexResult> {
     type Output = Result<CreateIndexResult>;
     type IntoFuture = BoxFuture<'a, Self::Output>;
 
     fn into_future(self) -> Self::IntoFuture {
         boxed(async move {
-            let mut names = self.run().await?;
+            let mut names = self.execute().await?;
             Ok(CreateIndexResult {
                 index_name: names.pop().unwrap_or_default(),
             })
@@ -301,13 +304,15 @@ impl<'a, T> IntoFuture for CreateIndex<'a, T, CreateIndexResult> {
     }
 }
 
+run_blocking!(impl['a, T] CreateIndex<'a, T, CreateIndexesResult> => CreateIndexesResult);
+
 impl<'a, T> IntoFuture for CreateIndex<'a, T, CreateIndexesResult> {
     type Output = Result<CreateIndexesResult>;
     type IntoFuture = BoxFuture<'a, Self::Output>;
 
     fn into_future(self) -> Self::IntoFuture {
         boxed(async move {
-            let index_names = self.run().await?;
+            let index_names = self.execute().await?;
             Ok(CreateIndexesResult { index_names })
         })
     }
@@ -337,6 +342,8 @@ impl<'a, T> DropIndex<'a, T> {
     timeout_setter!();
     session_setter!();
 }
+
+run_blocking!(impl['a, T] DropIndex<'a, T> => ());
 
 impl<'a, T> IntoFuture for DropIndex<'a, T> {
     type Output = Result<()>;
@@ -400,27 +407,31 @@ impl<'a, T, Session> ListIndexes<'a, T, Session> {
         }
     }
 
-    async fn run(self) -> Result<Cursor<Document>> {
+    async fn execute(self) -> Result<Cursor<Document>> {
         let collection = self.collection.with_operation_timeout(self.timeout);
         collection.list_indexes_in(self.options, self.session).await
     }
 }
+
+run_blocking!(impl['a, T] ListIndexes<'a, T, ImplicitSession> => crate::sync::Cursor<Document>);
 
 impl<'a, T> IntoFuture for ListIndexes<'a, T, ImplicitSession> {
     type Output = Result<Cursor<Document>>;
     type IntoFuture = BoxFuture<'a, Self::Output>;
 
     fn into_future(self) -> Self::IntoFuture {
-        boxed(self.run())
+        boxed(self.execute())
     }
 }
+
+run_blocking!(impl['a, T] ListIndexes<'a, T, ExplicitSession> => crate::sync::SessionCursor<Document>);
 
 impl<'a, T> IntoFuture for ListIndexes<'a, T, ExplicitSession> {
     type Output = Result<SessionCursor<Document>>;
     type IntoFuture = BoxFuture<'a, Self::Output>;
 
     fn into_future(self) -> Self::IntoFuture {
-        boxed(async move { self.run().await.map(SessionCursor::new) })
+        boxed(async move { self.execute().await.map(SessionCursor::new) })
     }
 }
 
@@ -438,6 +449,8 @@ impl<'a, T> ListIndexNames<'a, T> {
     timeout_setter!();
     session_setter!();
 }
+
+run_blocking!(impl['a, T] ListIndexNames<'a, T> => Vec<String>);
 
 impl<'a, T> IntoFuture for ListIndexNames<'a, T> {
     type Output = Result<Vec<String>>;
@@ -470,11 +483,13 @@ pub struct CreateSearchIndex<'a, T, R = String> {
 impl<'a, T, R> CreateSearchIndex<'a, T, R> {
     timeout_setter!();
 
-    async fn run(self) -> Result<Vec<String>> {
+    async fn execute(self) -> Result<Vec<String>> {
         let collection = self.collection.with_operation_timeout(self.timeout);
         collection.create_search_indexes_in(self.models).await
     }
 }
+
+run_blocking!(impl['a, T] CreateSearchIndex<'a, T, String> => String);
 
 impl<'a, T> IntoFuture for CreateSearchIndex<'a, T, String> {
     type Output = Result<String>;
@@ -482,19 +497,21 @@ impl<'a, T> IntoFuture for CreateSearchIndex<'a, T, String> {
 
     fn into_future(self) -> Self::IntoFuture {
         boxed(async move {
-            self.run().await?.pop().ok_or_else(|| {
+            self.execute().await?.pop().ok_or_else(|| {
                 crate::error::Error::bson("the createSearchIndexes reply names no index")
             })
         })
     }
 }
 
+run_blocking!(impl['a, T] CreateSearchIndex<'a, T, Vec<String>> => Vec<String>);
+
 impl<'a, T> IntoFuture for CreateSearchIndex<'a, T, Vec<String>> {
     type Output = Result<Vec<String>>;
     type IntoFuture = BoxFuture<'a, Self::Output>;
 
     fn into_future(self) -> Self::IntoFuture {
-        boxed(self.run())
+        boxed(self.execute())
     }
 }
 
@@ -511,6 +528,8 @@ pub struct UpdateSearchIndex<'a, T> {
 impl<'a, T> UpdateSearchIndex<'a, T> {
     timeout_setter!();
 }
+
+run_blocking!(impl['a, T] UpdateSearchIndex<'a, T> => ());
 
 impl<'a, T> IntoFuture for UpdateSearchIndex<'a, T> {
     type Output = Result<()>;
@@ -537,6 +556,8 @@ pub struct DropSearchIndex<'a, T> {
 impl<'a, T> DropSearchIndex<'a, T> {
     timeout_setter!();
 }
+
+run_blocking!(impl['a, T] DropSearchIndex<'a, T> => ());
 
 impl<'a, T> IntoFuture for DropSearchIndex<'a, T> {
     type Output = Result<()>;
@@ -575,6 +596,8 @@ impl<'a, T> ListSearchIndexes<'a, T> {
     }
     timeout_setter!();
 }
+
+run_blocking!(impl['a, T] ListSearchIndexes<'a, T> => crate::sync::Cursor<Document>);
 
 impl<'a, T> IntoFuture for ListSearchIndexes<'a, T> {
     type Output = Result<Cursor<Document>>;

@@ -1,5 +1,6 @@
 //! `insert_one` and `insert_many`.
 
+use super::run_blocking;
 use std::borrow::Borrow;
 use std::future::IntoFuture;
 use std::time::Duration;
@@ -99,6 +100,8 @@ impl<'a, T> InsertOne<'a, T> {
     }
 }
 
+run_blocking!(impl['a, T] InsertOne<'a, T> => InsertOneResult);
+
 impl<'a, T> IntoFuture for InsertOne<'a, T> {
     type Output = Result<InsertOneResult>;
     type IntoFuture = BoxFuture<'a, Self::Output>;
@@ -144,6 +147,8 @@ impl<'a, T> InsertMany<'a, T> {
         self
     }
 }
+
+run_blocking!(impl['a, T] InsertMany<'a, T> => InsertManyResult);
 
 impl<'a, T> IntoFuture for InsertMany<'a, T> {
     type Output = Result<InsertManyResult>;

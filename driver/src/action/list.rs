@@ -1,6 +1,7 @@
 //! `list_databases`, `list_database_names`, `list_collections` and
 //! `list_collection_names` (Enumerate Databases and Enumerate Collections specs).
 
+use super::run_blocking;
 use std::future::IntoFuture;
 use std::marker::PhantomData;
 use std::time::Duration;
@@ -83,21 +84,25 @@ impl<'a, R> ListDatabases<'a, R> {
     timeout_setter!();
     session_setter!();
 
-    async fn run(self, name_only: bool) -> Result<Vec<DatabaseSpecification>> {
+    async fn execute(self, name_only: bool) -> Result<Vec<DatabaseSpecification>> {
         self.client
             .list_databases_in(self.options, name_only, self.session, self.timeout)
             .await
     }
 }
 
+run_blocking!(impl['a] ListDatabases<'a, DatabaseSpecification> => Vec<DatabaseSpecification>);
+
 impl<'a> IntoFuture for ListDatabases<'a, DatabaseSpecification> {
     type Output = Result<Vec<DatabaseSpecification>>;
     type IntoFuture = BoxFuture<'a, Self::Output>;
 
     fn into_future(self) -> Self::IntoFuture {
-        boxed(self.run(false))
+        boxed(self.execute(false))
     }
 }
+
+run_blocking!(impl['a] ListDatabases<'a, String> => Vec<String>);
 
 impl<'a> IntoFuture for ListDatabases<'a, String> {
     type Output = Result<Vec<String>>;
@@ -105,7 +110,7 @@ impl<'a> IntoFuture for ListDatabases<'a, String> {
 
     fn into_future(self) -> Self::IntoFuture {
         boxed(async move {
-            let databases = self.run(true).await?;
+            let databases = self.execute(true).await?;
             Ok(databases
                 .into_iter()
                 .map(|database| database.name)
@@ -211,7 +216,7 @@ impl<'a, Session> ListCollections<'a, Session> {
         }
     }
 
-    async fn run(self) -> Result<Cursor<CollectionSpecification>> {
+    async fn execute(self) -> Result<Cursor<CollectionSpecification>> {
         let database = self.database.with_operation_timeout(self.timeout);
         let cursor = database
             .list_collections_in(self.options, false, self.session)
@@ -220,21 +225,25 @@ impl<'a, Session> ListCollections<'a, Session> {
     }
 }
 
+run_blocking!(impl['a] ListCollections<'a, ImplicitSession> => crate::sync::Cursor<CollectionSpecification>);
+
 impl<'a> IntoFuture for ListCollections<'a, ImplicitSession> {
     type Output = Result<Cursor<CollectionSpecification>>;
     type IntoFuture = BoxFuture<'a, Self::Output>;
 
     fn into_future(self) -> Self::IntoFuture {
-        boxed(self.run())
+        boxed(self.execute())
     }
 }
+
+run_blocking!(impl['a] ListCollections<'a, ExplicitSession> => crate::sync::SessionCursor<CollectionSpecification>);
 
 impl<'a> IntoFuture for ListCollections<'a, ExplicitSession> {
     type Output = Result<SessionCursor<CollectionSpecification>>;
     type IntoFuture = BoxFuture<'a, Self::Output>;
 
     fn into_future(self) -> Self::IntoFuture {
-        boxed(async move { self.run().await.map(SessionCursor::new) })
+        boxed(async move { self.execute().await.map(SessionCursor::new) })
     }
 }
 
@@ -252,6 +261,8 @@ impl<'a> ListCollectionNames<'a> {
     timeout_setter!();
     session_setter!();
 }
+
+run_blocking!(impl['a] ListCollectionNames<'a> => Vec<String>);
 
 impl<'a> IntoFuture for ListCollectionNames<'a> {
     type Output = Result<Vec<String>>;

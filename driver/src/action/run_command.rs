@@ -1,5 +1,6 @@
 //! `run_command` and `run_cursor_command`: a command run as given (Run Command spec).
 
+use super::run_blocking;
 use std::future::IntoFuture;
 use std::marker::PhantomData;
 use std::time::Duration;
@@ -91,6 +92,8 @@ impl<'a> RunCommand<'a> {
     session_setter!();
 }
 
+run_blocking!(impl['a] RunCommand<'a> => Document);
+
 impl<'a> IntoFuture for RunCommand<'a> {
     type Output = Result<Document>;
     type IntoFuture = BoxFuture<'a, Self::Output>;
@@ -154,7 +157,7 @@ impl<'a, Session> RunCursorCommand<'a, Session> {
         }
     }
 
-    async fn run(self) -> Result<Cursor<Document>> {
+    async fn execute(self) -> Result<Cursor<Document>> {
         let database = self.database.with_operation_timeout(self.timeout);
         database
             .run_cursor_command_in(self.command, self.options, self.session)
@@ -162,20 +165,24 @@ impl<'a, Session> RunCursorCommand<'a, Session> {
     }
 }
 
+run_blocking!(impl['a] RunCursorCommand<'a, ImplicitSession> => crate::sync::Cursor<Document>);
+
 impl<'a> IntoFuture for RunCursorCommand<'a, ImplicitSession> {
     type Output = Result<Cursor<Document>>;
     type IntoFuture = BoxFuture<'a, Self::Output>;
 
     fn into_future(self) -> Self::IntoFuture {
-        boxed(self.run())
+        boxed(self.execute())
     }
 }
+
+run_blocking!(impl['a] RunCursorCommand<'a, ExplicitSession> => crate::sync::SessionCursor<Document>);
 
 impl<'a> IntoFuture for RunCursorCommand<'a, ExplicitSession> {
     type Output = Result<SessionCursor<Document>>;
     type IntoFuture = BoxFuture<'a, Self::Output>;
 
     fn into_future(self) -> Self::IntoFuture {
-        boxed(async move { self.run().await.map(SessionCursor::new) })
+        boxed(async move { self.execute().await.map(SessionCursor::new) })
     }
 }

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use bson::Timestamp;
 
-use super::option_setters;
+use super::{option_setters, run_blocking};
 use crate::error::Result;
 use crate::rt::{boxed, BoxFuture};
 use crate::session::{ClientSession, SessionOptions};
@@ -74,3 +74,5 @@ impl<'a> IntoFuture for StartSession<'a> {
         boxed(async move { ClientSession::explicit(self.client.executor().clone(), options) })
     }
 }
+
+run_blocking!(impl['a] StartSession<'a> => ClientSession);

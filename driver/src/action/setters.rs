@@ -63,3 +63,24 @@ macro_rules! session_setter {
     };
 }
 pub(crate) use session_setter;
+
+/// Gives an action of the async API its blocking `.run()` (the `sync` API), which
+/// returns what `.await` does, its cursors and change streams as the `sync` ones:
+/// `run_blocking!(impl['a, T] InsertOne<'a, T> => InsertOneResult)`, the generics in
+/// brackets as those of the action's `IntoFuture` impl.
+macro_rules! run_blocking {
+    (impl[$($generics:tt)*] $Action:ty => $Output:ty) => {
+        $crate::default_runtime::with_sync_api! {
+            impl<$($generics)*> $Action {
+                /// Runs the action, blocking the calling thread until it is done: the
+                /// `.await` of the blocking API ([`crate::sync`]).
+                #[allow(clippy::useless_conversion)] // most outputs are the async ones
+                pub fn run(self) -> $crate::Result<$Output> {
+                    $crate::sync::block_on(::std::future::IntoFuture::into_future(self))?
+                        .map(::std::convert::Into::into)
+                }
+            }
+        }
+    };
+}
+pub(crate) use run_blocking;

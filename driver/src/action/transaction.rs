@@ -4,7 +4,7 @@
 use std::future::IntoFuture;
 use std::time::Duration;
 
-use super::{option_setters, timeout_setter};
+use super::{option_setters, run_blocking, timeout_setter};
 use crate::concern::{ReadConcern, WriteConcern};
 use crate::error::Result;
 use crate::rt::{boxed, BoxFuture, MaybeSend};
@@ -185,7 +185,7 @@ impl<'a> StartTransaction<'a> {
     where
         F: for<'b> AsyncFnMut(&'b mut ClientSession) -> Result<R>,
     {
-        self.run(&mut Run2(callback)).await
+        self.execute(&mut Run2(callback)).await
     }
 
     /// [`and_run2`](Self::and_run2) with a callback that returns a boxed future and
@@ -224,10 +224,10 @@ impl<'a> StartTransaction<'a> {
             + MaybeSend
             + 'a,
     {
-        boxed(async move { self.run(&mut Run { context, callback }).await })
+        boxed(async move { self.execute(&mut Run { context, callback }).await })
     }
 
-    async fn run<R>(self, body: &mut impl TransactionBody<R>) -> Result<R> {
+    async fn execute<R>(self, body: &mut impl TransactionBody<R>) -> Result<R> {
         let session = self.session.with_operation_timeout(self.timeout);
         session
             .run_transaction(body, self.options.unwrap_or_default())
@@ -326,3 +326,7 @@ impl<'a> IntoFuture for AbortTransaction<'a> {
         })
     }
 }
+
+run_blocking!(impl['a] StartTransaction<'a> => ());
+run_blocking!(impl['a] CommitTransaction<'a> => ());
+run_blocking!(impl['a] AbortTransaction<'a> => ());

@@ -1,5 +1,6 @@
 //! `update_one`, `update_many` and `replace_one`.
 
+use super::run_blocking;
 use std::borrow::Borrow;
 use std::future::IntoFuture;
 use std::time::Duration;
@@ -149,6 +150,8 @@ impl<'a, T> Update<'a, T> {
     }
 }
 
+run_blocking!(impl['a, T] Update<'a, T> => UpdateResult);
+
 impl<'a, T> IntoFuture for Update<'a, T> {
     type Output = Result<UpdateResult>;
     type IntoFuture = BoxFuture<'a, Self::Output>;
@@ -209,6 +212,8 @@ impl<'a, T> ReplaceOne<'a, T> {
         self
     }
 }
+
+run_blocking!(impl['a, T] ReplaceOne<'a, T> => UpdateResult);
 
 impl<'a, T> IntoFuture for ReplaceOne<'a, T> {
     type Output = Result<UpdateResult>;

@@ -1,5 +1,6 @@
 //! `watch`: the change streams of a collection, a database or the deployment.
 
+use super::run_blocking;
 use std::future::IntoFuture;
 use std::marker::PhantomData;
 use std::time::Duration;
@@ -178,7 +179,7 @@ impl<'a, T, Session> Watch<'a, T, Session> {
         }
     }
 
-    async fn run(self) -> Result<ChangeStream<ChangeStreamEvent<T>>> {
+    async fn execute(self) -> Result<ChangeStream<ChangeStreamEvent<T>>> {
         let (pipeline, options, session) = (self.pipeline, self.options, self.session);
         let stream = match self.target {
             WatchTarget::Client(client) => {
@@ -199,20 +200,24 @@ impl<'a, T, Session> Watch<'a, T, Session> {
     }
 }
 
+run_blocking!(impl['a, T: DeserializeOwned + 'static] Watch<'a, T, ImplicitSession> => crate::sync::ChangeStream<ChangeStreamEvent<T>>);
+
 impl<'a, T: DeserializeOwned + 'static> IntoFuture for Watch<'a, T, ImplicitSession> {
     type Output = Result<ChangeStream<ChangeStreamEvent<T>>>;
     type IntoFuture = BoxFuture<'a, Self::Output>;
 
     fn into_future(self) -> Self::IntoFuture {
-        boxed(self.run())
+        boxed(self.execute())
     }
 }
+
+run_blocking!(impl['a, T: DeserializeOwned + 'static] Watch<'a, T, ExplicitSession> => crate::sync::SessionChangeStream<ChangeStreamEvent<T>>);
 
 impl<'a, T: DeserializeOwned + 'static> IntoFuture for Watch<'a, T, ExplicitSession> {
     type Output = Result<SessionChangeStream<ChangeStreamEvent<T>>>;
     type IntoFuture = BoxFuture<'a, Self::Output>;
 
     fn into_future(self) -> Self::IntoFuture {
-        boxed(async move { self.run().await.map(SessionChangeStream::new) })
+        boxed(async move { self.execute().await.map(SessionChangeStream::new) })
     }
 }

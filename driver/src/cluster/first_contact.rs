@@ -35,7 +35,7 @@ use crate::handshake::HelloReply;
 use crate::rt::{self, Instant};
 use crate::sdam::ServerType;
 use crate::selection::SelectionCriteria;
-use crate::sync::lock;
+use crate::signal::lock;
 use crate::uri::ServerAddress;
 
 impl Shared {

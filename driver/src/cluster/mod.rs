@@ -52,7 +52,7 @@ use crate::sdam::topology::{
 };
 use crate::sdam::{ServerDescription, ServerType, TopologyDescription, TopologyType};
 use crate::selection::{self, SelectionCriteria};
-use crate::sync::{lock, Notify, TaskTracker};
+use crate::signal::{lock, Notify, TaskTracker};
 use crate::uri::{ClientOptions, ServerAddress};
 
 pub(crate) use server::{ConnectionInfo, PinnedConnection, PooledConnection, Server};

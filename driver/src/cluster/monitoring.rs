@@ -16,7 +16,7 @@ use crate::sdam::monitor::{
     run_monitor, CheckReply, Checker, HeartbeatConnection, MonitorHost, MonitorSignal,
 };
 use crate::sdam::{ServerDescription, ServerType};
-use crate::sync::{lock, TaskTracker};
+use crate::signal::{lock, TaskTracker};
 use crate::uri::ServerAddress;
 
 impl Shared {

@@ -17,7 +17,7 @@ use crate::load_balancer::{self, PoolHolder};
 use crate::rt::{BoxFuture, Instant};
 use crate::sdam::monitor::{MonitorConnection, MonitorSignal};
 use crate::selection::RoundTripTime;
-use crate::sync::lock;
+use crate::signal::lock;
 use crate::uri::ServerAddress;
 
 /// cooldownMS: a server whose check timed out is not checked again by single-threaded

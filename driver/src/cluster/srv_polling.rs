@@ -12,8 +12,8 @@ use std::time::Duration;
 use super::{Cluster, Shared};
 use crate::rt::{self, Instant, Runtime};
 use crate::selection;
+use crate::signal::lock;
 use crate::srv::{self, SeedList, SrvHosts};
-use crate::sync::lock;
 
 /// SRV polling of one topology (Polling SRV Records for mongos Discovery spec).
 pub(super) struct SrvPolling {

@@ -32,7 +32,7 @@ use super::options::PoolOptions;
 use crate::error::{Error, ErrorKind, Result};
 use crate::event::EventSink;
 use crate::rt::{self, BoxFuture, Clock, Instant, MaybeSend, MaybeSync, Spawner};
-use crate::sync::{lock, Notify};
+use crate::signal::{lock, Notify};
 use crate::uri::ServerAddress;
 
 /// What the pool needs to know about a connection it holds.

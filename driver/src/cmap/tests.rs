@@ -16,7 +16,7 @@ use futures::FutureExt;
 use super::*;
 use crate::error::{Error, ErrorKind, Result};
 use crate::rt::{self, BoxFuture, Clock, Instant, Spawner};
-use crate::sync::Notify;
+use crate::signal::Notify;
 use crate::uri::ServerAddress;
 
 /// A clock that moves only when told.

@@ -17,7 +17,7 @@ use crate::connection::{Connection, ConnectionSettings};
 use crate::error::{Error, ErrorKind, Result};
 use crate::rt::{Clock, Instant, MaybeSend, MaybeSync, Runtime};
 use crate::sdam::TopologyVersion;
-use crate::sync::Notify;
+use crate::signal::Notify;
 
 /// minHeartbeatFrequencyMS: the shortest time between two checks of one server
 /// (spec, "minHeartbeatFrequencyMS"; not configurable).
