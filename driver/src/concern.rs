@@ -104,6 +104,32 @@ impl ReadConcern {
         ReadConcern { level }
     }
 
+    /// `majority`: data a majority of the replica set has acknowledged.
+    pub fn majority() -> ReadConcern {
+        ReadConcern::new(ReadConcernLevel::Majority)
+    }
+
+    /// `local`: the server's most recent data (the server's default).
+    pub fn local() -> ReadConcern {
+        ReadConcern::new(ReadConcernLevel::Local)
+    }
+
+    /// `linearizable`: reads that reflect every write acknowledged before them.
+    pub fn linearizable() -> ReadConcern {
+        ReadConcern::new(ReadConcernLevel::Linearizable)
+    }
+
+    /// `available`: the lowest latency, on sharded clusters possibly orphaned data.
+    pub fn available() -> ReadConcern {
+        ReadConcern::new(ReadConcernLevel::Available)
+    }
+
+    /// `snapshot`: the reads of a transaction or snapshot session see one point in
+    /// time.
+    pub fn snapshot() -> ReadConcern {
+        ReadConcern::new(ReadConcernLevel::Snapshot)
+    }
+
     /// The `readConcern` document of a command.
     pub fn to_document(&self) -> Document {
         doc! { "level": self.level.as_str() }

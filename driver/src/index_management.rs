@@ -30,13 +30,17 @@ use crate::session::ClientSession;
 /// use anymongo::index_management::IndexModel;
 /// let by_email = IndexModel::new(doc! { "email": 1 }).with_options(doc! { "unique": true });
 /// assert_eq!(by_email.name(), "email_1");
+/// // Or with its builder, as the official driver's:
+/// let by_name = IndexModel::builder().keys(doc! { "name": 1 }).build();
+/// assert_eq!(by_name.name(), "name_1");
 /// ```
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, typed_builder::TypedBuilder)]
 pub struct IndexModel {
     /// The indexed fields and each one's kind: `1`, `-1`, `"text"`, `"2dsphere"`...
     pub keys: Document,
     /// The index's options as the `createIndexes` command names them (`name`, `unique`,
     /// `sparse`, `expireAfterSeconds`, `partialFilterExpression`, `collation`...).
+    #[builder(default)]
     pub options: Document,
 }
 

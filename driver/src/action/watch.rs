@@ -114,18 +114,31 @@ impl<'a, T> Watch<'a, T> {
 }
 
 impl<'a, T, Session> Watch<'a, T, Session> {
+    /// Starts after the change this resume token names; `None` (what
+    /// `resume_token()` gives before the first event) starts now.
+    pub fn resume_after(mut self, token: impl Into<Option<ResumeToken>>) -> Self {
+        self.options
+            .get_or_insert_with(Default::default)
+            .resume_after = token.into();
+        self
+    }
+
+    /// Like [`resume_after`](Self::resume_after), but also after an invalidate event.
+    pub fn start_after(mut self, token: impl Into<Option<ResumeToken>>) -> Self {
+        self.options
+            .get_or_insert_with(Default::default)
+            .start_after = token.into();
+        self
+    }
+
     option_setters!(options: ChangeStreamOptions;
         /// Whether update events carry the whole document (`fullDocument`).
         full_document: FullDocumentType,
         /// Whether events carry the document as it was before the change
         /// (`fullDocumentBeforeChange`).
         full_document_before_change: FullDocumentBeforeChangeType,
-        /// Starts after the change this resume token names.
-        resume_after: impl Into<ResumeToken>,
         /// Starts with the changes at or after this cluster time.
         start_at_operation_time: Timestamp,
-        /// Like `resume_after`, but also after an invalidate event.
-        start_after: impl Into<ResumeToken>,
         /// How long each getMore waits for changes on the server (`maxTimeMS` of the
         /// getMores).
         max_await_time: Duration,
