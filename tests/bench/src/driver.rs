@@ -158,19 +158,13 @@ impl Driver for Anymongo {
     }
 
     async fn drop_database(&self) -> Result<(), String> {
-        self.client
-            .database(DATABASE)
-            .drop()
-            .await
-            .map_err(text)
+        self.client.database(DATABASE).drop().await.map_err(text)
     }
 
     async fn reset_collection(&self) -> Result<(), String> {
         self.corpus.drop().await.map_err(text)?;
         let db = self.client.database(DATABASE);
-        db.create_collection(COLLECTION)
-            .await
-            .map_err(text)
+        db.create_collection(COLLECTION).await.map_err(text)
     }
 
     async fn find_one_by_id(&self, id: i32) -> Result<(), String> {
@@ -182,19 +176,11 @@ impl Driver for Anymongo {
     }
 
     async fn insert_one(&self, doc: &Self::Doc) -> Result<(), String> {
-        self.corpus
-            .insert_one(doc)
-            .await
-            .map(drop)
-            .map_err(text)
+        self.corpus.insert_one(doc).await.map(drop).map_err(text)
     }
 
     async fn insert_many(&self, docs: &[Self::Doc]) -> Result<(), String> {
-        self.corpus
-            .insert_many(docs)
-            .await
-            .map(drop)
-            .map_err(text)
+        self.corpus.insert_many(docs).await.map(drop).map_err(text)
     }
 
     async fn find_all(&self) -> Result<usize, String> {
