@@ -7,7 +7,7 @@
 //! use anymongo::options::{ClientOptions, ServerApi, ServerApiVersion};
 //! let mut options = ClientOptions::parse("mongodb://localhost:27017").await?;
 //! options.app_name = Some("inventory".into());
-//! options.server_api = Some(ServerApi::new(ServerApiVersion::V1));
+//! options.server_api = Some(ServerApi::builder().version(ServerApiVersion::V1).build());
 //! let client = anymongo::Client::with_options(options)?;
 //! # Ok(()) }
 //! ```
