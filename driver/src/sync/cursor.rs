@@ -104,9 +104,8 @@ impl<T: DeserializeOwned + 'static> Iterator for Cursor<T> {
 /// ```no_run
 /// # fn example(client: anymongo::sync::Client) -> anymongo::Result<()> {
 /// use anymongo::bson::{doc, Document};
-/// use anymongo::session::SessionOptions;
 /// let orders = client.database("shop").collection::<Document>("orders");
-/// let mut session = client.start_session(SessionOptions::default())?;
+/// let mut session = client.start_session().run()?;
 /// let mut cursor = orders.find(doc! {}).session(&mut session).run()?;
 /// for order in cursor.iter(&mut session) {
 ///     println!("{}", order?);
