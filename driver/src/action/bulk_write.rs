@@ -1,6 +1,6 @@
 //! `bulk_write`: the collection's (CRUD spec) and the client's (Bulk Write spec).
 
-use super::run_blocking;
+use super::{run_blocking, session_setter};
 use std::future::IntoFuture;
 use std::time::Duration;
 
@@ -129,11 +129,7 @@ macro_rules! bulk_write_setters {
         );
         timeout_setter!();
 
-        /// Runs the bulk write in `session`.
-        pub fn session(mut self, session: impl Into<&'a ClientSession>) -> Self {
-            self.session = Some(session.into());
-            self
-        }
+        session_setter!();
     };
 }
 

@@ -1,6 +1,6 @@
 //! `delete_one` and `delete_many`.
 
-use super::run_blocking;
+use super::{run_blocking, session_setter};
 use std::future::IntoFuture;
 use std::time::Duration;
 
@@ -84,11 +84,7 @@ impl<'a, T> Delete<'a, T> {
     );
     timeout_setter!();
 
-    /// Runs the delete in `session`.
-    pub fn session(mut self, session: impl Into<&'a ClientSession>) -> Self {
-        self.session = Some(session.into());
-        self
-    }
+    session_setter!();
 }
 
 run_blocking!(impl['a, T] Delete<'a, T> => DeleteResult);

@@ -1,6 +1,6 @@
 //! `find`, `find_one` and `aggregate`: the reads that return documents.
 
-use super::run_blocking;
+use super::{run_blocking, session_setter};
 use std::future::IntoFuture;
 use std::marker::PhantomData;
 use std::time::Duration;
@@ -235,11 +235,7 @@ impl<'a, T> FindOne<'a, T> {
     find_setters!();
     timeout_setter!();
 
-    /// Runs the find in `session`.
-    pub fn session(mut self, session: impl Into<&'a ClientSession>) -> Self {
-        self.session = Some(session.into());
-        self
-    }
+    session_setter!();
 }
 
 run_blocking!(impl['a, T: DeserializeOwned + 'static] FindOne<'a, T> => Option<T>);

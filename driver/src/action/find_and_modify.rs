@@ -1,7 +1,7 @@
 //! `find_one_and_delete`, `find_one_and_update` and `find_one_and_replace`: the
 //! `findAndModify` command, which changes one document and returns it.
 
-use super::run_blocking;
+use super::{run_blocking, session_setter};
 use std::borrow::Borrow;
 use std::future::IntoFuture;
 use std::time::Duration;
@@ -116,11 +116,7 @@ macro_rules! find_and_modify_action {
 
             timeout_setter!();
 
-            /// Runs the operation in `session`.
-            pub fn session(mut self, session: impl Into<&'a ClientSession>) -> Self {
-                self.session = Some(session.into());
-                self
-            }
+            session_setter!();
         }
 
         run_blocking!(impl['a, T: DeserializeOwned + 'static] $Name<'a, T> => Option<T>);

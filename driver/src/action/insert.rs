@@ -1,6 +1,6 @@
 //! `insert_one` and `insert_many`.
 
-use super::run_blocking;
+use super::{run_blocking, session_setter};
 use std::borrow::Borrow;
 use std::future::IntoFuture;
 use std::time::Duration;
@@ -93,11 +93,7 @@ impl<'a, T> InsertOne<'a, T> {
     );
     timeout_setter!();
 
-    /// Runs the insert in `session`.
-    pub fn session(mut self, session: impl Into<&'a ClientSession>) -> Self {
-        self.session = Some(session.into());
-        self
-    }
+    session_setter!();
 }
 
 run_blocking!(impl['a, T] InsertOne<'a, T> => InsertOneResult);
@@ -141,11 +137,7 @@ impl<'a, T> InsertMany<'a, T> {
     );
     timeout_setter!();
 
-    /// Runs the inserts in `session`.
-    pub fn session(mut self, session: impl Into<&'a ClientSession>) -> Self {
-        self.session = Some(session.into());
-        self
-    }
+    session_setter!();
 }
 
 run_blocking!(impl['a, T] InsertMany<'a, T> => InsertManyResult);

@@ -1,6 +1,6 @@
 //! `update_one`, `update_many` and `replace_one`.
 
-use super::run_blocking;
+use super::{run_blocking, session_setter};
 use std::borrow::Borrow;
 use std::future::IntoFuture;
 use std::time::Duration;
@@ -143,11 +143,7 @@ impl<'a, T> Update<'a, T> {
     );
     timeout_setter!();
 
-    /// Runs the update in `session`.
-    pub fn session(mut self, session: impl Into<&'a ClientSession>) -> Self {
-        self.session = Some(session.into());
-        self
-    }
+    session_setter!();
 }
 
 run_blocking!(impl['a, T] Update<'a, T> => UpdateResult);
@@ -206,11 +202,7 @@ impl<'a, T> ReplaceOne<'a, T> {
     );
     timeout_setter!();
 
-    /// Runs the replacement in `session`.
-    pub fn session(mut self, session: impl Into<&'a ClientSession>) -> Self {
-        self.session = Some(session.into());
-        self
-    }
+    session_setter!();
 }
 
 run_blocking!(impl['a, T] ReplaceOne<'a, T> => UpdateResult);
