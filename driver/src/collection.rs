@@ -578,20 +578,6 @@ impl<T> Collection<T> {
 }
 
 impl<T: DeserializeOwned + 'static> Collection<T> {
-    /// The first document matching `filter`, if any, as the bytes the server sent (for
-    /// a caller that hands it on as BSON), in `session` when given.
-    pub async fn find_one_raw(
-        &self,
-        filter: Document,
-        options: impl Into<Option<FindOptions>>,
-        session: Option<&ClientSession>,
-    ) -> Result<Option<RawDocumentBuf>> {
-        let mut cursor = self
-            .find_one_cursor(filter, options.into(), session)
-            .await?;
-        cursor.next_raw().await.transpose()
-    }
-
     pub(crate) async fn find_one_in(
         &self,
         filter: Document,

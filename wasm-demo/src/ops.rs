@@ -36,15 +36,8 @@ use std::time::Duration;
 
 /// Runs the action `$action`, in `session` when there is one; `cursor` first for the
 /// actions that return a cursor (in a session, the core's `SessionCursor`, which is
-/// turned into the `Cursor` the glue iterates). During the migration to actions the
-/// old two-method form `target.plain | in_session(args)` is accepted too.
+/// turned into the `Cursor` the glue iterates).
 macro_rules! in_session {
-    ($session:expr, $target:ident . $plain:ident | $in_session:ident ( $($arg:expr),* $(,)? )) => {
-        match $session {
-            Some(session) => $target.$in_session($($arg),*, session).await,
-            None => $target.$plain($($arg),*).await,
-        }
-    };
     (cursor $session:expr, $action:expr) => {
         match $session {
             Some(session) => $action.session(session).await.map(Cursor::from),
@@ -139,9 +132,9 @@ pub async fn run(
             doc! { "acknowledged": acknowledged, "deletedCount": count(result.deleted_count) }
         }
         "findOne" => {
-            let found = coll
-                .find_one_raw(filter, options::<FindOptions>(args)?, session)
-                .await?;
+            let raw = coll.clone_with_type::<RawDocumentBuf>();
+            let options = options::<FindOptions>(args)?;
+            let found = in_session!(session, raw.find_one(filter).with_options(options))?;
             // Handed back as the server sent it: no `Document` in between.
             return Ok(match found {
                 Some(found) => rawdoc! { "value": found },

@@ -7,13 +7,11 @@
 use std::ops::Deref;
 use std::time::Duration;
 
-use bson::{Document, RawDocumentBuf};
 
 use crate::database::Concerns;
 use super::run::block_on;
 use crate::handshake::HelloReply;
-use crate::options::{ClientOptions, FindOptions};
-use crate::session::ClientSession;
+use crate::options::ClientOptions;
 use crate::Result;
 
 /// A client of the blocking API: the async [`Client`](crate::Client) (to which it
@@ -192,19 +190,6 @@ impl<T> Collection<T> {
     /// The same collection, its documents read and written as `U`.
     pub fn clone_with_type<U>(&self) -> Collection<U> {
         Collection::from(self.collection.clone_with_type())
-    }
-}
-
-impl<T: serde::de::DeserializeOwned + 'static> Collection<T> {
-    /// The first document matching `filter`, if any, as the bytes the server sent
-    /// ([`crate::Collection::find_one_raw`]).
-    pub fn find_one_raw(
-        &self,
-        filter: Document,
-        options: impl Into<Option<FindOptions>>,
-        session: Option<&ClientSession>,
-    ) -> Result<Option<RawDocumentBuf>> {
-        block_on(self.collection.find_one_raw(filter, options, session))?
     }
 }
 
