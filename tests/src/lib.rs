@@ -35,6 +35,8 @@
 //!   and `find_one`, shared by the native test and the `round_trip` WASI binary.
 //! - [`cold_request`]: the child's side of the `cold_request` binary's measurement
 //!   (a cold and a warm request behind [`latency`]'s proxy), native and WASI.
+//! - [`official`]: programs written from the official `mongodb` crate's documentation,
+//!   run natively and as the `official` WASI binary.
 //! - [`pool_events`]: a client's connection pool events, recorded in order, and the
 //!   connections closed and created among them.
 //! - [`probe`]: a scripted series of operations that reports the topology after each,
@@ -70,6 +72,7 @@ pub mod load_balancer;
 pub mod mock;
 #[cfg(not(target_os = "wasi"))]
 pub mod mongos_proxy;
+pub mod official;
 pub mod pool_events;
 pub mod probe;
 #[cfg(not(target_os = "wasi"))]

@@ -14,7 +14,7 @@ use anymongo_tests::replica_set::MockReplicaSet;
 use anymongo_tests::server::{self, TestServer};
 use anymongo_tests::silent::SilentServer;
 use anymongo_tests::socks5::Socks5Proxy;
-use anymongo_tests::{certs, demo, round_trip, setup};
+use anymongo_tests::{certs, demo, official, round_trip, setup};
 
 /// The wasip2 build of the anymongo-tests binary `name`.
 fn wasi_binary(name: &str) -> PathBuf {
@@ -146,6 +146,29 @@ async fn wasi_build_round_trips_a_typed_document_unchanged() {
     .await
     .unwrap();
     assert_eq!(found, Some(round_trip::sample()));
+}
+
+/// The programs written from the official `mongodb` crate's documentation
+/// (`anymongo_tests::official`, run natively by `tests/official_api.rs`) build for
+/// wasm32-wasip2 unchanged and run under wasmtime: the same API on both targets.
+#[tokio::test]
+async fn wasi_build_runs_the_programs_written_for_the_official_crate() {
+    let uri = server::shared().uri();
+    let output = output_within(
+        wasmtime_run()
+            .arg(wasi_binary("official"))
+            .arg(uri.as_str()),
+        Duration::from_secs(120),
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    for (name, _) in official::PROGRAMS {
+        assert!(
+            stdout.contains(&format!("ok: {name}\n")),
+            "{name} did not run:\n{stdout}"
+        );
+    }
 }
 
 #[tokio::test]

@@ -1,0 +1,382 @@
+//! Programs written from the official `mongodb` crate's 3.x documentation (its README
+//! and the docs of `Client`, `Collection`, `ClientSession`, `options`,
+//! `change_stream` and `gridfs`), with only `mongodb` replaced by `anymongo`. They are
+//! written here from the documentation, not copied. What differs from the documents:
+//! the connection string (the test server's, given as `uri`) and each program's
+//! database name (its own); and the programs check what they read, so that a test can
+//! fail.
+//!
+//! The same programs run natively (`tests/official_api.rs`) and as the wasm32-wasip2
+//! `official` binary under wasmtime (`tests/wasi.rs`): the API is the same on both.
+
+use anymongo::bson::{doc, Document};
+use futures::future::LocalBoxFuture;
+
+/// One program: it runs against the deployment at the given connection string.
+pub type Program = for<'a> fn(&'a str) -> LocalBoxFuture<'a, anymongo::error::Result<()>>;
+
+/// Every program, by name.
+pub const PROGRAMS: &[(&str, Program)] = &[
+    (
+        "readme: connect, list, insert and find typed documents",
+        |uri| Box::pin(readme::connect_list_insert_and_find_typed_documents(uri)),
+    ),
+    ("readme: the Stable API", |uri| {
+        Box::pin(readme::the_stable_api(uri))
+    }),
+    (
+        "Collection: CRUD with options, aggregation and indexes",
+        |uri| {
+            Box::pin(collection_docs::crud_with_options_aggregation_and_indexes(
+                uri,
+            ))
+        },
+    ),
+    (
+        "change_stream: a change stream resumes after its token",
+        |uri| {
+            Box::pin(change_stream_docs::a_change_stream_resumes_after_its_token(
+                uri,
+            ))
+        },
+    ),
+    (
+        "ClientSession: a manual transaction retried on transient errors",
+        |uri| Box::pin(session_docs::a_manual_transaction_retried_on_transient_errors(uri)),
+    ),
+    ("ClientSession: and_run2 runs a transaction", |uri| {
+        Box::pin(session_docs::and_run2_runs_a_transaction(uri))
+    }),
+    (
+        "gridfs: a file is uploaded and downloaded as streams",
+        |uri| {
+            Box::pin(gridfs_docs::a_file_is_uploaded_and_downloaded_as_streams(
+                uri,
+            ))
+        },
+    ),
+];
+
+/// A clean database for one program, named `name`.
+async fn fresh_database(uri: &str, name: &str) -> anymongo::Database {
+    let client = anymongo::Client::with_uri_str(uri).await.unwrap();
+    let db = client.database(name);
+    db.drop().await.unwrap();
+    db
+}
+
+/// From the README: a first program, and the Stable API.
+pub mod readme {
+    use super::*;
+    use anymongo::{bson::doc, options::ClientOptions, Client};
+    use futures::stream::TryStreamExt;
+    use serde::{Deserialize, Serialize};
+
+    #[derive(Debug, Serialize, Deserialize)]
+    struct Book {
+        title: String,
+        author: String,
+    }
+
+    /// Connects with parsed options, inserts documents, lists databases and collections,
+    /// and reads a typed collection.
+    pub async fn connect_list_insert_and_find_typed_documents(
+        uri: &str,
+    ) -> anymongo::error::Result<()> {
+        fresh_database(uri, "official_readme").await;
+        // Parse a connection string into an options struct.
+        let mut client_options = ClientOptions::parse(uri).await?;
+        // Manually set an option.
+        client_options.app_name = Some("My App".to_string());
+        // Get a handle to the deployment.
+        let client = Client::with_options(client_options)?;
+
+        let db = client.database("official_readme");
+        let collection = db.collection::<Document>("books");
+        let docs = vec![
+            doc! { "title": "1984", "author": "George Orwell" },
+            doc! { "title": "Animal Farm", "author": "George Orwell" },
+            doc! { "title": "The Great Gatsby", "author": "F. Scott Fitzgerald" },
+        ];
+        collection.insert_many(docs).await?;
+
+        let mut names = Vec::new();
+        for db_name in client.list_database_names().await? {
+            names.push(db_name);
+        }
+        assert!(
+            names.iter().any(|name| name == "official_readme"),
+            "{names:?}"
+        );
+        let collections = db.list_collection_names().await?;
+        assert_eq!(collections, ["books"]);
+
+        // A typed collection.
+        let typed_collection = db.collection::<Book>("books");
+        let books = vec![
+            Book {
+                title: "The Grapes of Wrath".to_string(),
+                author: "John Steinbeck".to_string(),
+            },
+            Book {
+                title: "To Kill a Mockingbird".to_string(),
+                author: "Harper Lee".to_string(),
+            },
+        ];
+        typed_collection.insert_many(books).await?;
+
+        let filter = doc! { "author": "George Orwell" };
+        let mut cursor = typed_collection
+            .find(filter)
+            .sort(doc! { "title": 1 })
+            .await?;
+        let mut titles = Vec::new();
+        while let Some(book) = cursor.try_next().await? {
+            titles.push(book.title);
+        }
+        assert_eq!(titles, ["1984", "Animal Farm"]);
+        Ok(())
+    }
+
+    /// Declares Stable API version 1 and runs a command.
+    pub async fn the_stable_api(uri: &str) -> anymongo::error::Result<()> {
+        use anymongo::options::{ServerApi, ServerApiVersion};
+        let mut client_options = ClientOptions::parse(uri).await?;
+        let server_api = ServerApi::builder().version(ServerApiVersion::V1).build();
+        client_options.server_api = Some(server_api);
+        let client = Client::with_options(client_options)?;
+        let reply = client
+            .database("admin")
+            .run_command(doc! { "ping": 1 })
+            .await?;
+        assert_eq!(reply.get_f64("ok").ok(), Some(1.0));
+        Ok(())
+    }
+}
+
+/// From the docs of `Collection`.
+pub mod collection_docs {
+    use super::*;
+    use anymongo::options::ReturnDocument;
+    use anymongo::IndexModel;
+    use futures::stream::{StreamExt, TryStreamExt};
+
+    /// Every CRUD operation with its options, an aggregation, and an index.
+    pub async fn crud_with_options_aggregation_and_indexes(
+        uri: &str,
+    ) -> anymongo::error::Result<()> {
+        let db = fresh_database(uri, "official_collection").await;
+        let coll = db.collection::<Document>("inventory");
+
+        let inserted = coll
+            .insert_one(doc! { "item": "canvas", "qty": 100 })
+            .await?;
+        assert!(inserted.inserted_id.as_object_id().is_some());
+        coll.insert_many(vec![
+            doc! { "item": "journal", "qty": 25 },
+            doc! { "item": "mat", "qty": 85 },
+        ])
+        .await?;
+
+        let upserted = coll
+            .update_one(doc! { "item": "paper" }, doc! { "$set": { "qty": 5 } })
+            .upsert(true)
+            .await?;
+        assert!(upserted.upserted_id.is_some());
+        let updated = coll
+            .update_many(doc! { "qty": { "$lt": 50 } }, doc! { "$inc": { "qty": 1 } })
+            .await?;
+        assert_eq!(updated.modified_count, 2);
+        let replaced = coll
+            .replace_one(doc! { "item": "mat" }, doc! { "item": "mat", "qty": 90 })
+            .await?;
+        assert_eq!(replaced.modified_count, 1);
+        let after = coll
+            .find_one_and_update(doc! { "item": "canvas" }, doc! { "$inc": { "qty": -1 } })
+            .return_document(ReturnDocument::After)
+            .await?
+            .expect("canvas is there");
+        assert_eq!(after.get_i32("qty").ok(), Some(99));
+
+        let found: Vec<Document> = coll
+            .find(doc! { "qty": { "$gt": 10 } })
+            .sort(doc! { "qty": -1 })
+            .projection(doc! { "_id": 0, "item": 1 })
+            .limit(2)
+            .await?
+            .try_collect()
+            .await?;
+        assert_eq!(
+            found,
+            [doc! { "item": "canvas" }, doc! { "item": "mat" }],
+            "{found:?}"
+        );
+        assert_eq!(coll.count_documents(doc! {}).await?, 4);
+        assert_eq!(coll.estimated_document_count().await?, 4);
+        let mut items = coll.distinct("item", doc! {}).await?;
+        items.sort_by_key(|item| item.to_string());
+        assert_eq!(items.len(), 4);
+
+        let pipeline = vec![
+            doc! { "$match": { "qty": { "$gte": 26 } } },
+            doc! { "$group": { "_id": null, "total": { "$sum": "$qty" } } },
+        ];
+        let mut results = coll.aggregate(pipeline).await?;
+        let mut totals = Vec::new();
+        while let Some(result) = results.next().await {
+            totals.push(result?.get_i32("total").unwrap_or(-1));
+        }
+        assert_eq!(totals, [99 + 26 + 90]);
+
+        let index = IndexModel::builder().keys(doc! { "item": 1 }).build();
+        let created = coll.create_index(index).await?;
+        assert_eq!(created.index_name, "item_1");
+        assert!(coll
+            .list_index_names()
+            .await?
+            .contains(&"item_1".to_string()));
+        coll.drop_index("item_1").await?;
+
+        let deleted = coll.delete_many(doc! { "qty": { "$lt": 50 } }).await?;
+        assert_eq!(deleted.deleted_count, 2);
+        let deleted = coll.delete_one(doc! { "item": "mat" }).await?;
+        assert_eq!(deleted.deleted_count, 1);
+        Ok(())
+    }
+}
+
+/// From the docs of `change_stream`.
+pub mod change_stream_docs {
+    use super::*;
+    use anymongo::change_stream::event::{ChangeStreamEvent, OperationType};
+    use futures::stream::StreamExt;
+
+    /// Watches a collection, then resumes after the first event's token.
+    pub async fn a_change_stream_resumes_after_its_token(uri: &str) -> anymongo::error::Result<()> {
+        let db = fresh_database(uri, "official_change_streams").await;
+        let coll = db.collection::<Document>("events");
+        db.create_collection("events").await?;
+
+        let mut change_stream = coll.watch().await?;
+        coll.insert_one(doc! { "x": 1 }).await?;
+        let event: ChangeStreamEvent<Document> =
+            change_stream.next().await.transpose()?.expect("an event");
+        assert_eq!(event.operation_type, OperationType::Insert);
+        let resume_token = change_stream.resume_token();
+        drop(change_stream);
+
+        coll.insert_one(doc! { "x": 2 }).await?;
+        let mut change_stream = coll.watch().resume_after(resume_token).await?;
+        let event = change_stream
+            .next()
+            .await
+            .transpose()?
+            .expect("the later event");
+        let x = event.full_document.and_then(|d| d.get_i32("x").ok());
+        assert_eq!(x, Some(2));
+        Ok(())
+    }
+}
+
+/// From the docs of `ClientSession`: both transaction styles.
+pub mod session_docs {
+    use super::*;
+    use anymongo::error::{Result, TRANSIENT_TRANSACTION_ERROR, UNKNOWN_TRANSACTION_COMMIT_RESULT};
+    use anymongo::options::{ReadConcern, WriteConcern};
+    use anymongo::{ClientSession, Collection};
+
+    async fn execute_transaction(
+        coll: &Collection<Document>,
+        session: &mut ClientSession,
+    ) -> Result<()> {
+        coll.insert_one(doc! { "x": 1 })
+            .session(&mut *session)
+            .await?;
+        coll.delete_one(doc! { "y": 2 })
+            .session(&mut *session)
+            .await?;
+        loop {
+            let result = session.commit_transaction().await;
+            if let Err(ref error) = result {
+                if error.contains_label(UNKNOWN_TRANSACTION_COMMIT_RESULT) {
+                    continue;
+                }
+            }
+            break result;
+        }
+    }
+
+    /// A transaction committed by hand, retried on `TransientTransactionError`.
+    pub async fn a_manual_transaction_retried_on_transient_errors(uri: &str) -> Result<()> {
+        let db = fresh_database(uri, "official_sessions").await;
+        let coll = db.collection::<Document>("coll");
+        coll.insert_one(doc! { "y": 2 }).await?;
+        let client = db.client();
+        let mut session = client.start_session().await?;
+        session
+            .start_transaction()
+            .read_concern(ReadConcern::majority())
+            .write_concern(WriteConcern::majority())
+            .await?;
+        while let Err(error) = execute_transaction(&coll, &mut session).await {
+            if !error.contains_label(TRANSIENT_TRANSACTION_ERROR) {
+                return Err(error);
+            }
+            session.abort_transaction().await.ok();
+            session.start_transaction().await?;
+        }
+        assert_eq!(coll.count_documents(doc! { "x": 1 }).await?, 1);
+        assert_eq!(coll.count_documents(doc! { "y": 2 }).await?, 0);
+        Ok(())
+    }
+
+    /// A transaction run by `and_run2`.
+    pub async fn and_run2_runs_a_transaction(uri: &str) -> Result<()> {
+        let db = fresh_database(uri, "official_and_run2").await;
+        let coll = db.collection::<Document>("coll");
+        db.create_collection("coll").await?;
+        let client = db.client();
+        let session = client.start_session().await?;
+        let inserted = session
+            .start_transaction()
+            .and_run2(async |session| {
+                coll.insert_one(doc! { "x": 1 }).session(session).await?;
+                Ok(1)
+            })
+            .await?;
+        assert_eq!(inserted, 1);
+        assert_eq!(coll.count_documents(doc! {}).await?, 1);
+        Ok(())
+    }
+}
+
+/// From the docs of `gridfs`.
+pub mod gridfs_docs {
+    use super::*;
+    use futures::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// A file uploaded and downloaded through GridFS streams.
+    pub async fn a_file_is_uploaded_and_downloaded_as_streams(
+        uri: &str,
+    ) -> anymongo::error::Result<()> {
+        let db = fresh_database(uri, "official_gridfs").await;
+        let bucket = db.gridfs_bucket(None);
+        let bytes = vec![7u8; 600 * 1024];
+        let mut upload_stream = bucket.open_upload_stream("test.txt").await?;
+        upload_stream
+            .write_all(&bytes[..])
+            .await
+            .expect("the upload");
+        upload_stream.close().await.expect("the upload's end");
+        let id = upload_stream.id().clone();
+
+        let mut buf = Vec::new();
+        let mut download_stream = bucket.open_download_stream(id).await?;
+        download_stream
+            .read_to_end(&mut buf)
+            .await
+            .expect("the download");
+        assert_eq!(buf, bytes);
+        Ok(())
+    }
+}
