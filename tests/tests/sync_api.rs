@@ -191,3 +191,43 @@ fn a_session_cursor_is_iterated_with_its_session() -> anymongo::Result<()> {
     numbers.drop().run()?;
     Ok(())
 }
+
+/// GridFS as the official sync documentation writes it: an upload written with
+/// `std::io::Write` (more than a chunk, so that chunks are inserted while writing), a
+/// download read with `std::io::Read`, an aborted upload that leaves no file, and
+/// the bucket's files iterated.
+#[test]
+fn gridfs_streams_are_std_io_writers_and_readers() -> anymongo::Result<()> {
+    use std::io::{Read, Write};
+
+    let client = Client::with_uri_str(server::shared().uri())?;
+    let database = client.database("sync_api_gridfs");
+    database.drop().run()?;
+    let bucket = database.gridfs_bucket(None);
+
+    let bytes: Vec<u8> = (0..300 * 1024).map(|i| (i % 251) as u8).collect();
+    let mut upload_stream = bucket.open_upload_stream("data.bin").run()?;
+    upload_stream.write_all(&bytes).expect("the upload");
+    upload_stream.close().expect("the upload's end");
+    let id = upload_stream.id().clone();
+
+    let mut downloaded = Vec::new();
+    let mut download_stream = bucket.open_download_stream(id).run()?;
+    download_stream
+        .read_to_end(&mut downloaded)
+        .expect("the download");
+    assert!(downloaded == bytes, "the download differs from the upload");
+
+    let mut aborted = bucket.open_upload_stream("aborted.bin").run()?;
+    aborted.write_all(&bytes).expect("the aborted upload");
+    aborted.abort()?;
+    assert!(aborted.write_all(b"more").is_err(), "writes after abort");
+
+    let names: Vec<String> = bucket
+        .find(doc! {})
+        .run()?
+        .map(|file| file.map(|file| file.filename.unwrap_or_default()))
+        .collect::<anymongo::Result<_>>()?;
+    assert_eq!(names, ["data.bin"]);
+    Ok(())
+}

@@ -177,6 +177,8 @@ impl GridFsBucket {
 
 /// Writes an action of a bucket: its struct (the bucket, `fields`, `timeout`), its
 /// `timeout` setter and its `IntoFuture`, which runs `run` on the bucket of the call.
+/// Its blocking `.run()` is written beside it: streams and cursors become the `sync`
+/// API's.
 macro_rules! bucket_action {
     (
         $(#[$doc:meta])* $Name:ident { $($field:ident: $type:ty,)* } -> $Output:ty,
@@ -193,8 +195,6 @@ macro_rules! bucket_action {
         impl $Name<'_> {
             timeout_setter!();
         }
-
-        run_blocking!(impl['a] $Name<'a> => $Output);
 
         impl<'a> IntoFuture for $Name<'a> {
             type Output = Result<$Output>;
@@ -221,6 +221,7 @@ bucket_action!(
     } -> GridFsUploadStream,
     |this, bucket| bucket.open_upload_in(this.filename, this.options)
 );
+run_blocking!(impl['a] OpenUploadStream<'a> => crate::sync::gridfs::GridFsUploadStream);
 
 impl OpenUploadStream<'_> {
     option_setters!(options: GridFsUploadOptions;
@@ -241,6 +242,7 @@ bucket_action!(
     } -> GridFsDownloadStream,
     |this, bucket| bucket.open_download_in(this.id)
 );
+run_blocking!(impl['a] OpenDownloadStream<'a> => crate::sync::gridfs::GridFsDownloadStream);
 
 bucket_action!(
     /// A download by name about to open: what
@@ -251,6 +253,7 @@ bucket_action!(
     } -> GridFsDownloadStream,
     |this, bucket| bucket.open_download_by_name_in(&this.filename, this.options)
 );
+run_blocking!(impl['a] OpenDownloadStreamByName<'a> => crate::sync::gridfs::GridFsDownloadStream);
 
 impl OpenDownloadStreamByName<'_> {
     option_setters!(options: GridFsDownloadByNameOptions;
@@ -267,6 +270,7 @@ bucket_action!(
     } -> (),
     |this, bucket| bucket.delete_in(this.id)
 );
+run_blocking!(impl['a] Delete<'a> => ());
 
 bucket_action!(
     /// A delete of a file's revisions: what [`GridFsBucket::delete_by_name`] returns.
@@ -275,6 +279,7 @@ bucket_action!(
     } -> (),
     |this, bucket| bucket.delete_by_name_in(&this.filename)
 );
+run_blocking!(impl['a] DeleteByName<'a> => ());
 
 /// The setters of the options of a bucket's find.
 macro_rules! find_setters {
@@ -307,6 +312,7 @@ bucket_action!(
     } -> Cursor<FilesCollectionDocument>,
     |this, bucket| bucket.find_in(this.filter, this.options)
 );
+run_blocking!(impl['a] Find<'a> => crate::sync::Cursor<FilesCollectionDocument>);
 
 impl Find<'_> {
     find_setters!();
@@ -327,6 +333,7 @@ bucket_action!(
         futures::TryStreamExt::try_next(&mut files).await
     }
 );
+run_blocking!(impl['a] FindOne<'a> => Option<FilesCollectionDocument>);
 
 impl FindOne<'_> {
     find_setters!();
@@ -340,6 +347,7 @@ bucket_action!(
     } -> (),
     |this, bucket| bucket.rename_in(this.id, &this.new_filename)
 );
+run_blocking!(impl['a] Rename<'a> => ());
 
 bucket_action!(
     /// A rename of a file's revisions: what [`GridFsBucket::rename_by_name`] returns.
@@ -349,9 +357,11 @@ bucket_action!(
     } -> (),
     |this, bucket| bucket.rename_by_name_in(&this.filename, &this.new_filename)
 );
+run_blocking!(impl['a] RenameByName<'a> => ());
 
 bucket_action!(
     /// A drop of the bucket: what [`GridFsBucket::drop`] returns.
     Drop {} -> (),
     |_this, bucket| bucket.drop_in()
 );
+run_blocking!(impl['a] Drop<'a> => ());

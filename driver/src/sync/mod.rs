@@ -38,6 +38,7 @@
 //! async task: it would block that task's thread.
 
 mod cursor;
+pub mod gridfs;
 mod handles;
 mod run;
 
