@@ -122,7 +122,7 @@ pub struct ServerDescription {
     /// `arbiters`, lower-cased.
     pub arbiters: Vec<String>,
     /// `tags`.
-    pub tags: crate::selection::TagSet,
+    pub tags: std::collections::HashMap<String, String>,
     /// `setName`.
     pub set_name: Option<String>,
     /// `setVersion`.

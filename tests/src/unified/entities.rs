@@ -75,6 +75,8 @@ impl Entity {
 }
 
 /// A handle [`EntityMap::set_timeout`] replaced for one operation.
+// One per operation, short-lived: boxing the larger handles would buy nothing.
+#[allow(clippy::large_enum_variant)]
 pub enum Saved {
     /// A client entity's client.
     Client(Client),
