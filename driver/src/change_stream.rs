@@ -40,7 +40,7 @@ use crate::handshake::HelloReply;
 use crate::operation::{Command, Operation, ReplyContext, Target};
 use crate::retry::Retryability;
 use crate::rt::{boxed, BoxFuture};
-use crate::selection::ReadPreference;
+use crate::selection::SelectionCriteria;
 use crate::session::ClientSession;
 
 /// The label with which a server of 4.4 or later marks a resumable change stream
@@ -114,8 +114,8 @@ pub struct ChangeStreamOptions {
     pub read_concern: Option<ReadConcern>,
     /// The read preference of the stream's aggregate (and so of the server its
     /// getMores go to); the handle's when unset.
-    #[serde(deserialize_with = "crate::selection::deserialize_read_preference")]
-    pub read_preference: Option<ReadPreference>,
+    #[serde(rename = "readPreference")]
+    pub selection_criteria: Option<SelectionCriteria>,
 }
 
 /// A change stream's resume token: the `_id` of an event, or a batch's
@@ -605,7 +605,7 @@ struct Spec {
     cluster: bool,
     pipeline: Vec<Document>,
     options: ChangeStreamOptions,
-    read_preference: ReadPreference,
+    selection_criteria: SelectionCriteria,
     read_concern: Option<ReadConcern>,
     /// The `timeoutMS` of the aggregate, and of each iteration (Client Side
     /// Operations Timeout spec, "Change Streams").
@@ -655,7 +655,7 @@ impl Spec {
                     max_await_time: options.max_await_time,
                     ..AggregateOptions::default()
                 },
-                read_preference: self.read_preference.clone(),
+                selection_criteria: self.selection_criteria.clone(),
                 read_concern: self.read_concern.clone(),
                 write_concern: None,
             },
@@ -1074,9 +1074,9 @@ pub mod session {
 }
 
 /// The read preference and read concern of a stream on a handle with `concerns`.
-fn read_concerns(concerns: &Concerns) -> (ReadPreference, Option<ReadConcern>) {
+fn read_concerns(concerns: &Concerns) -> (SelectionCriteria, Option<ReadConcern>) {
     (
-        concerns.read_preference.clone().unwrap_or_default(),
+        concerns.selection_criteria.clone().unwrap_or_default(),
         concerns.read_concern.clone(),
     )
 }
@@ -1147,8 +1147,11 @@ async fn open<T>(
     session: Option<&ClientSession>,
 ) -> Result<ChangeStream<T>> {
     let mut options = options.unwrap_or_default();
-    let (read_preference, read_concern) = read_concerns(concerns);
-    let read_preference = options.read_preference.take().unwrap_or(read_preference);
+    let (selection_criteria, read_concern) = read_concerns(concerns);
+    let selection_criteria = options
+        .selection_criteria
+        .take()
+        .unwrap_or(selection_criteria);
     let read_concern = options.read_concern.take().or(read_concern);
     ChangeStream::open(Spec {
         client: database.client().clone(),
@@ -1161,7 +1164,7 @@ async fn open<T>(
         cluster: matches!(watched, Watched::Database { cluster: true }),
         pipeline,
         options,
-        read_preference,
+        selection_criteria,
         read_concern,
         session: session.cloned(),
     })

@@ -290,6 +290,12 @@ impl Client {
         self.executor.options()
     }
 
+    /// Where the client's reads go unless a database, collection or operation says
+    /// otherwise ([`ClientOptions::selection_criteria`]); `None`: the primary.
+    pub fn selection_criteria(&self) -> Option<&crate::selection::SelectionCriteria> {
+        self.options().selection_criteria.as_ref()
+    }
+
     /// A handle to the database `name`; no I/O happens until a command runs.
     pub fn database(&self, name: &str) -> Database {
         Database::new(self.clone(), name)

@@ -113,6 +113,12 @@ impl<T> Collection<T> {
         &self.concerns
     }
 
+    /// Where its reads go unless an operation says otherwise (its own, else its
+    /// database's); `None`: the primary.
+    pub fn selection_criteria(&self) -> Option<&crate::selection::SelectionCriteria> {
+        self.concerns.selection_criteria.as_ref()
+    }
+
     /// This collection with other concerns (those left `None` stay as they are).
     pub fn with_concerns(&self, concerns: Concerns) -> Collection<T> {
         Collection {
@@ -203,15 +209,15 @@ impl<T> Collection<T> {
     /// collection's.
     fn read_concerns(
         &self,
-        read_preference: &Option<crate::selection::ReadPreference>,
+        selection_criteria: &Option<crate::selection::SelectionCriteria>,
         read_concern: &Option<crate::concern::ReadConcern>,
         session: Option<&ClientSession>,
     ) -> Result<(
-        crate::selection::ReadPreference,
+        crate::selection::SelectionCriteria,
         Option<crate::concern::ReadConcern>,
     )> {
         self.concerns
-            .of_read(read_preference, read_concern, session)
+            .of_read(selection_criteria, read_concern, session)
     }
 
     pub(crate) async fn delete(
@@ -334,7 +340,7 @@ impl<T> Collection<T> {
         let count = self
             .simple_read(
                 body,
-                options.read_preference,
+                options.selection_criteria,
                 options.read_concern,
                 |reply| {
                     let first = reply
@@ -364,7 +370,7 @@ impl<T> Collection<T> {
             comment: options.comment,
             max_time: options.max_time,
             read_concern: options.read_concern,
-            read_preference: options.read_preference,
+            selection_criteria: options.selection_criteria,
             ..CountOptions::default()
         };
         self.count_command(None, options, session).await
@@ -394,7 +400,7 @@ impl<T> Collection<T> {
         let count = self
             .simple_read(
                 body,
-                options.read_preference,
+                options.selection_criteria,
                 options.read_concern,
                 |reply| Ok(reply.get("n").cloned().unwrap_or(Bson::Int64(0))),
                 session,
@@ -425,7 +431,7 @@ impl<T> Collection<T> {
         let values = self
             .simple_read(
                 body,
-                options.read_preference,
+                options.selection_criteria,
                 options.read_concern,
                 |reply| {
                     Ok(reply
@@ -445,17 +451,17 @@ impl<T> Collection<T> {
     async fn simple_read(
         &self,
         body: Document,
-        read_preference: Option<crate::selection::ReadPreference>,
+        selection_criteria: Option<crate::selection::SelectionCriteria>,
         read_concern: Option<crate::concern::ReadConcern>,
         result: fn(&Document) -> Result<Bson>,
         session: Option<&ClientSession>,
     ) -> Result<Bson> {
-        let (read_preference, read_concern) =
-            self.read_concerns(&read_preference, &read_concern, session)?;
+        let (selection_criteria, read_concern) =
+            self.read_concerns(&selection_criteria, &read_concern, session)?;
         let operation = SimpleRead {
             database: &self.namespace.database,
             body,
-            read_preference,
+            selection_criteria,
             read_concern,
             result,
         };
@@ -610,12 +616,12 @@ impl<T: DeserializeOwned + 'static> Collection<T> {
         session: Option<&ClientSession>,
     ) -> Result<Cursor<T>> {
         let options = options.unwrap_or_default();
-        let (read_preference, read_concern) =
-            self.read_concerns(&options.read_preference, &options.read_concern, session)?;
+        let (selection_criteria, read_concern) =
+            self.read_concerns(&options.selection_criteria, &options.read_concern, session)?;
         let operation = Find {
             namespace: &self.namespace,
             filter,
-            read_preference,
+            selection_criteria,
             read_concern,
             options,
         };

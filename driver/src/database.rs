@@ -13,7 +13,7 @@ use crate::crud::{AggregateOptions, RunCursorCommandOptions};
 use crate::cursor::Cursor;
 use crate::error::Result;
 use crate::operation::Timing;
-use crate::selection::ReadPreference;
+use crate::selection::SelectionCriteria;
 use crate::session::ClientSession;
 
 /// A handle to one database of a [`Client`]. Cheap to clone.
@@ -37,7 +37,7 @@ pub struct Database {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Concerns {
     /// Where reads go.
-    pub read_preference: Option<ReadPreference>,
+    pub selection_criteria: Option<SelectionCriteria>,
     /// How fresh and durable reads must be.
     pub read_concern: Option<ReadConcern>,
     /// How writes are acknowledged.
@@ -52,10 +52,10 @@ impl Concerns {
     /// `self`, with what it leaves unset taken from `parent`.
     pub(crate) fn inherit(&self, parent: &Concerns) -> Concerns {
         Concerns {
-            read_preference: self
-                .read_preference
+            selection_criteria: self
+                .selection_criteria
                 .clone()
-                .or_else(|| parent.read_preference.clone()),
+                .or_else(|| parent.selection_criteria.clone()),
             read_concern: self
                 .read_concern
                 .clone()
@@ -87,15 +87,15 @@ impl Concerns {
     /// An operation in a transaction of `session` may not be given a read concern.
     pub(crate) fn of_read(
         &self,
-        read_preference: &Option<ReadPreference>,
+        selection_criteria: &Option<SelectionCriteria>,
         read_concern: &Option<ReadConcern>,
         session: Option<&ClientSession>,
-    ) -> Result<(ReadPreference, Option<ReadConcern>)> {
+    ) -> Result<(SelectionCriteria, Option<ReadConcern>)> {
         crate::transactions::check_operation_concerns(session, read_concern.is_some(), false)?;
         Ok((
-            read_preference
+            selection_criteria
                 .clone()
-                .or_else(|| self.read_preference.clone())
+                .or_else(|| self.selection_criteria.clone())
                 .unwrap_or_default(),
             read_concern.clone().or_else(|| self.read_concern.clone()),
         ))
@@ -105,7 +105,7 @@ impl Concerns {
     pub(crate) fn of_client(client: &Client) -> Concerns {
         let options = client.options();
         Concerns {
-            read_preference: Some(options.read_preference.clone()),
+            selection_criteria: options.selection_criteria.clone(),
             read_concern: options.read_concern_level.clone().map(ReadConcern::new),
             write_concern: Some(options.write_concern.clone()),
             timeout: client.timeout(),
@@ -135,6 +135,12 @@ impl Database {
     /// The concerns its operations use.
     pub fn concerns(&self) -> &Concerns {
         &self.options
+    }
+
+    /// Where its reads go unless an operation says otherwise (its own, else the
+    /// client's); `None`: the primary.
+    pub fn selection_criteria(&self) -> Option<&SelectionCriteria> {
+        self.options.selection_criteria.as_ref()
     }
 
     /// This database with other concerns (those left `None` stay as they are).
@@ -188,10 +194,10 @@ impl Database {
     pub(crate) async fn run_command_in(
         &self,
         command: Document,
-        read_preference: Option<ReadPreference>,
+        selection_criteria: Option<SelectionCriteria>,
         session: Option<&ClientSession>,
     ) -> Result<Document> {
-        let operation = RunCommand::new(&self.name, command, read_preference)?;
+        let operation = RunCommand::new(&self.name, command, selection_criteria)?;
         self.client
             .executor()
             .execute(operation, session, self.options.timeout)
@@ -207,7 +213,7 @@ impl Database {
     ) -> Result<Cursor<Document>> {
         let options = options.unwrap_or_default();
         let operation =
-            RunCursorCommand::new(&self.name, command, options.read_preference.clone())?
+            RunCursorCommand::new(&self.name, command, options.selection_criteria.clone())?
                 .with_get_more(options);
         operation.check_timeout(self.options.timeout)?;
         self.client
@@ -254,13 +260,13 @@ impl Database {
         let write_concern = concerns
             .write_concern(options.write_concern.as_ref(), session)?
             .cloned();
-        let (read_preference, read_concern) =
-            concerns.of_read(&options.read_preference, &options.read_concern, session)?;
+        let (selection_criteria, read_concern) =
+            concerns.of_read(&options.selection_criteria, &options.read_concern, session)?;
         let operation = Aggregate {
             database: &self.name,
             collection,
             pipeline,
-            read_preference,
+            selection_criteria,
             read_concern,
             write_concern,
             options,

@@ -340,7 +340,7 @@ impl<T> Collection<T> {
         };
         // The collection's read preference and timeout, not its concerns.
         let concerns = Concerns {
-            read_preference: self.concerns().read_preference.clone(),
+            selection_criteria: self.concerns().selection_criteria.clone(),
             timeout: self.concerns().timeout,
             ..Concerns::default()
         };

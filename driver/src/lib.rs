@@ -133,5 +133,7 @@ pub use cursor::{Cursor, SessionCursor};
 pub use database::Database;
 pub use error::{CommandError, Error, ErrorKind, Result};
 pub use index_management::{IndexModel, SearchIndexModel};
+pub use sdam::ServerType;
+pub use selection::ServerInfo;
 pub use session::ClientSession;
 pub use uri::{ClientOptions, ServerAddress};

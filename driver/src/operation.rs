@@ -29,9 +29,7 @@ use crate::retry::{self, Retryability};
 use crate::rt::{Clock, Instant, Runtime};
 use crate::sdam::topology::ErrorPhase;
 use crate::sdam::{ServerType, TopologyDescription, TopologyType};
-use crate::selection::{
-    read_preference_document, ReadPreference, ReadPreferenceMode, SelectionCriteria,
-};
+use crate::selection::{Criteria, ReadPreference, SelectionCriteria};
 use crate::session::{
     ClientSession, ClusterTime, PendingAbort, Pin, ServerSession, ServerSessionPool,
 };
@@ -335,13 +333,13 @@ pub(crate) enum Access {
 /// Which servers an operation may run on.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Target<'a> {
-    /// A read with this read preference.
-    Read(&'a ReadPreference),
+    /// A read with these selection criteria.
+    Read(&'a SelectionCriteria),
     /// A write: a primary, mongos, load balancer or standalone.
     Write,
     /// An aggregate with a write stage (`$out`, `$merge`) and a read preference other
     /// than primary: 5.0+ secondaries can run it ([`Target::resolve`]).
-    WriteStage(&'a ReadPreference),
+    WriteStage(&'a SelectionCriteria),
 }
 
 impl<'a> Target<'a> {
@@ -358,7 +356,11 @@ impl<'a> Target<'a> {
                     && topology.servers.values().any(|server| {
                         server.is_available() && server.max_wire_version < WIRE_VERSION_5_0
                     });
-                match pre_5_0 || preference.mode == ReadPreferenceMode::Primary {
+                let primary = matches!(
+                    preference,
+                    SelectionCriteria::ReadPreference(ReadPreference::Primary)
+                );
+                match pre_5_0 || primary {
                     true => Target::Write,
                     false => Target::Read(preference),
                 }
@@ -367,10 +369,10 @@ impl<'a> Target<'a> {
         }
     }
 
-    fn criteria(&self) -> SelectionCriteria<'_> {
+    fn criteria(&self) -> Criteria<'_> {
         match self {
-            Target::Read(preference) => SelectionCriteria::Read(preference),
-            Target::Write | Target::WriteStage(_) => SelectionCriteria::Write,
+            Target::Read(criteria) => criteria.for_read(),
+            Target::Write | Target::WriteStage(_) => Criteria::Write,
         }
     }
 }
@@ -720,11 +722,8 @@ impl Executor {
         }
         // The client's timeoutMS bounds it, as any operation of the client.
         let context = OperationContext::with_timeout(self.options.timeout, self.now());
-        let preference = ReadPreference {
-            mode: ReadPreferenceMode::PrimaryPreferred,
-            ..ReadPreference::default()
-        };
-        let criteria = SelectionCriteria::Read(&preference);
+        let preference = ReadPreference::PrimaryPreferred { options: None };
+        let criteria = Criteria::Read(&preference);
         let selected = self
             .select_server(&context, &criteria, &[], "endSessions")
             .await?;
@@ -756,8 +755,7 @@ impl Executor {
     /// `timeout` (timeoutMS) when given.
     pub async fn hello(&self, timeout: Option<Duration>) -> Result<HelloReply> {
         let context = OperationContext::with_timeout(timeout, self.now());
-        let preference = ReadPreference::default();
-        let criteria = SelectionCriteria::Read(&preference);
+        let criteria = Criteria::Read(&ReadPreference::Primary);
         let selected = self
             .select_server(&context, &criteria, &[], "hello")
             .await?;
@@ -773,7 +771,7 @@ impl Executor {
     pub async fn select_server(
         &self,
         context: &OperationContext,
-        criteria: &SelectionCriteria<'_>,
+        criteria: &Criteria<'_>,
         deprioritized: &[crate::uri::ServerAddress],
         operation: &str,
     ) -> Result<SelectedServer> {
@@ -936,7 +934,7 @@ impl Executor {
         context: &OperationContext,
         mut operation: O,
         session: Option<&ClientSession>,
-        transaction: Option<&ReadPreference>,
+        transaction: Option<&SelectionCriteria>,
     ) -> Result<O::Output> {
         // In a transaction the transaction's write concern applies, acknowledged.
         let acknowledged = transaction.is_some()
@@ -1115,8 +1113,8 @@ impl Executor {
                         _ => TxnNumber::None,
                     };
                     let read_preference = match target {
-                        Target::Read(preference) => {
-                            read_preference_document(topology_type, server_type, preference)
+                        Target::Read(criteria) => {
+                            criteria.command_document(topology_type, server_type)
                         }
                         Target::Write | Target::WriteStage(_) => None,
                     };

@@ -29,7 +29,10 @@ pub use crate::gridfs::{GridFsBucketOptions, GridFsUploadOptions};
 pub use crate::handshake::DriverInfo;
 pub use crate::index_management::{CreateIndexOptions, DropIndexOptions, ListIndexesOptions};
 pub use crate::rt::TlsOptions;
-pub use crate::selection::{ReadPreference, ReadPreferenceMode, TagSet};
+pub use crate::selection::{
+    HedgedReadOptions, Predicate, ReadPreference, ReadPreferenceMode, ReadPreferenceOptions,
+    SelectionCriteria, TagSet,
+};
 pub use crate::session::SessionOptions;
 pub use crate::srv::ParseConnectionString;
 pub use crate::transactions::TransactionOptions;

@@ -10,9 +10,9 @@ use anymongo::bson::{doc, Bson, Document};
 use anymongo::command_monitoring::CommandEvent;
 use anymongo::crud::WriteOptions;
 use anymongo::error::{TRANSIENT_TRANSACTION_ERROR, UNKNOWN_TRANSACTION_COMMIT_RESULT};
+use anymongo::options::ReadPreference;
 use anymongo::session::ClientSession;
 use anymongo::transactions::{TransactionOptions, TransactionState};
-use anymongo::uri::{ReadPreference, ReadPreferenceMode};
 use anymongo::{Client, Collection};
 use anymongo_tests::harness::{self, recording_client, CommandLog};
 use futures::TryStreamExt;
@@ -209,10 +209,7 @@ async fn commands_in_a_transaction_carry_its_fields() {
 
         // A read with a read preference other than primary is refused.
         let secondary = TransactionOptions {
-            read_preference: Some(ReadPreference {
-                mode: ReadPreferenceMode::Secondary,
-                ..ReadPreference::default()
-            }),
+            selection_criteria: Some(ReadPreference::Secondary { options: None }.into()),
             ..TransactionOptions::default()
         };
         session

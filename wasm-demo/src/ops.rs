@@ -22,7 +22,7 @@ use anymongo::gridfs::{
     GridFsBucketOptions, GridFsDownloadStream, GridFsError, GridFsUploadOptions,
 };
 use anymongo::index_management::{CreateIndexOptions, IndexModel, ListIndexesOptions};
-use anymongo::selection::ReadPreference;
+use anymongo::options::SelectionCriteria;
 use anymongo::session::{ClientSession, SessionOptions};
 use anymongo::transactions::{TransactionOptions, TransactionState};
 use anymongo::versioned_api::ServerApi;
@@ -271,8 +271,8 @@ pub async fn run(
         "command" => {
             let command = required_document(args, "command")?;
             let mut run = db.run_command(command);
-            if let Some(preference) = read_preference(args)? {
-                run = run.read_preference(preference);
+            if let Some(preference) = selection_criteria(args)? {
+                run = run.selection_criteria(preference);
             }
             in_session!(session, run)?
         }
@@ -318,7 +318,7 @@ pub async fn open_cursor(
         "command" => {
             let command = required_document(args, "command")?;
             let mut options = RunCursorCommandOptions {
-                read_preference: read_preference(args)?,
+                selection_criteria: selection_criteria(args)?,
                 ..RunCursorCommandOptions::default()
             };
             if let Some(RawBsonRef::Document(get_more)) = field(args, "getMore")? {
@@ -600,8 +600,8 @@ fn positive_size(value: RawBsonRef<'_>, name: &str) -> Result<u32> {
 }
 
 /// `args.options.readPreference`, if given.
-fn read_preference(args: &RawDocument) -> Result<Option<ReadPreference>> {
-    Ok(options::<ReadOptions>(args)?.read_preference)
+fn selection_criteria(args: &RawDocument) -> Result<Option<SelectionCriteria>> {
+    Ok(options::<ReadOptions>(args)?.selection_criteria)
 }
 
 /// What [`next_batch`] found.
@@ -1159,7 +1159,7 @@ fn database_for(client: &Client, name: &str, args: &RawDocument) -> Result<Datab
         let read: ReadOptions = parse_options(Some(concerns.clone()))?;
         let write: WriteOptions = parse_options(Some(concerns))?;
         db = db.with_concerns(Concerns {
-            read_preference: read.read_preference,
+            selection_criteria: read.selection_criteria,
             read_concern: read.read_concern,
             write_concern: write.write_concern,
             timeout: None,

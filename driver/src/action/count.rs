@@ -12,7 +12,7 @@ use crate::concern::ReadConcern;
 use crate::crud::{CountOptions, ReadOptions};
 use crate::error::Result;
 use crate::rt::{boxed, BoxFuture};
-use crate::selection::ReadPreference;
+use crate::selection::SelectionCriteria;
 use crate::session::ClientSession;
 use crate::Collection;
 
@@ -116,7 +116,7 @@ macro_rules! count_setters {
             /// Overrides the collection's read concern.
             read_concern: ReadConcern,
             /// Overrides the collection's read preference.
-            read_preference: ReadPreference,
+            selection_criteria: SelectionCriteria,
         );
     };
 }
@@ -174,7 +174,7 @@ impl<'a, T> EstimatedDocumentCount<'a, T> {
         /// Overrides the collection's read concern.
         read_concern: ReadConcern,
         /// Overrides the collection's read preference.
-        read_preference: ReadPreference,
+        selection_criteria: SelectionCriteria,
     );
     timeout_setter!();
     session_setter!();
@@ -221,7 +221,7 @@ impl<'a, T> Distinct<'a, T> {
         /// Overrides the collection's read concern.
         read_concern: ReadConcern,
         /// Overrides the collection's read preference.
-        read_preference: ReadPreference,
+        selection_criteria: SelectionCriteria,
     );
     timeout_setter!();
     session_setter!();

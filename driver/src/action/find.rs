@@ -16,7 +16,7 @@ use crate::cursor::{Cursor, SessionCursor};
 use crate::database::Database;
 use crate::error::Result;
 use crate::rt::{boxed, BoxFuture};
-use crate::selection::ReadPreference;
+use crate::selection::SelectionCriteria;
 use crate::session::ClientSession;
 use crate::Collection;
 
@@ -128,7 +128,7 @@ macro_rules! find_setters {
             /// Overrides the collection's read concern.
             read_concern: ReadConcern,
             /// Overrides the collection's read preference.
-            read_preference: ReadPreference,
+            selection_criteria: SelectionCriteria,
             /// Only the index keys.
             return_key: bool,
             /// Adds `$recordId` to each document.
@@ -311,7 +311,7 @@ impl<'a, Session, T> Aggregate<'a, Session, T> {
         /// Overrides the read concern.
         read_concern: ReadConcern,
         /// Overrides the read preference.
-        read_preference: ReadPreference,
+        selection_criteria: SelectionCriteria,
         /// What `timeoutMS` bounds: each iteration or the cursor's whole life.
         timeout_mode: TimeoutMode,
         /// Overrides the write concern (`$out`/`$merge`).

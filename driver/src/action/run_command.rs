@@ -13,7 +13,7 @@ use crate::cursor::{Cursor, SessionCursor};
 use crate::database::Database;
 use crate::error::Result;
 use crate::rt::{boxed, BoxFuture};
-use crate::selection::ReadPreference;
+use crate::selection::SelectionCriteria;
 use crate::session::ClientSession;
 
 impl Database {
@@ -22,7 +22,7 @@ impl Database {
     /// The command's first key names it (`{ "ping": 1 }`, `{ "insert": "coll", ... }`);
     /// the driver adds `$db`, the session id and the cluster time, nothing else: no read
     /// or write concern, and it reads from the primary unless
-    /// [`read_preference`](RunCommand::read_preference) says otherwise (Run Command
+    /// [`selection_criteria`](RunCommand::selection_criteria) says otherwise (Run Command
     /// spec). A reply with `ok: 0` becomes an error of kind
     /// [`crate::ErrorKind::Command`] carrying the server's code, code name, message and
     /// error labels. It is retried only after an error the server labels a retryable
@@ -39,7 +39,7 @@ impl Database {
         RunCommand {
             database: self,
             command,
-            read_preference: None,
+            selection_criteria: None,
             session: None,
             timeout: None,
         }
@@ -77,15 +77,15 @@ impl Database {
 pub struct RunCommand<'a> {
     database: &'a Database,
     command: Document,
-    read_preference: Option<ReadPreference>,
+    selection_criteria: Option<SelectionCriteria>,
     session: Option<&'a ClientSession>,
     timeout: Option<Duration>,
 }
 
 impl<'a> RunCommand<'a> {
     /// Where the command goes; the primary when unset.
-    pub fn read_preference(mut self, read_preference: ReadPreference) -> Self {
-        self.read_preference = Some(read_preference);
+    pub fn selection_criteria(mut self, selection_criteria: SelectionCriteria) -> Self {
+        self.selection_criteria = Some(selection_criteria);
         self
     }
     timeout_setter!();
@@ -102,7 +102,7 @@ impl<'a> IntoFuture for RunCommand<'a> {
         boxed(async move {
             let database = self.database.with_operation_timeout(self.timeout);
             database
-                .run_command_in(self.command, self.read_preference, self.session)
+                .run_command_in(self.command, self.selection_criteria, self.session)
                 .await
         })
     }
@@ -123,7 +123,7 @@ pub struct RunCursorCommand<'a, Session = ImplicitSession> {
 impl<'a, Session> RunCursorCommand<'a, Session> {
     option_setters!(options: RunCursorCommandOptions;
         /// Where the command goes; the primary when unset.
-        read_preference: ReadPreference,
+        selection_criteria: SelectionCriteria,
         /// The kind of cursor the command opens (a tailable `find` must say so
         /// itself too).
         cursor_type: CursorType,

@@ -8,7 +8,7 @@ use super::{option_setters, run_blocking, timeout_setter};
 use crate::concern::{ReadConcern, WriteConcern};
 use crate::error::Result;
 use crate::rt::{boxed, BoxFuture, MaybeSend};
-use crate::selection::ReadPreference;
+use crate::selection::SelectionCriteria;
 use crate::session::ClientSession;
 use crate::transactions::{TransactionBody, TransactionOptions};
 
@@ -131,7 +131,7 @@ impl<'a> StartTransaction<'a> {
         write_concern: WriteConcern,
         /// The read preference of the reads in the transaction: primary when a read
         /// runs (Transactions spec, "readPreference").
-        read_preference: ReadPreference,
+        selection_criteria: SelectionCriteria,
         /// The `maxTimeMS` of each commitTransaction (spec, "maxCommitTimeMS").
         max_commit_time: Duration,
     );

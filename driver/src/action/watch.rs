@@ -18,7 +18,7 @@ use crate::concern::ReadConcern;
 use crate::database::Database;
 use crate::error::Result;
 use crate::rt::{boxed, BoxFuture};
-use crate::selection::ReadPreference;
+use crate::selection::SelectionCriteria;
 use crate::session::ClientSession;
 use crate::Collection;
 
@@ -154,7 +154,7 @@ impl<'a, T, Session> Watch<'a, T, Session> {
         /// Overrides the handle's read concern (the server takes `majority` or none).
         read_concern: ReadConcern,
         /// Overrides the handle's read preference.
-        read_preference: ReadPreference,
+        selection_criteria: SelectionCriteria,
     );
     timeout_setter!();
 

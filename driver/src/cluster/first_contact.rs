@@ -34,7 +34,7 @@ use crate::error::Result;
 use crate::handshake::HelloReply;
 use crate::rt::{self, Instant};
 use crate::sdam::ServerType;
-use crate::selection::SelectionCriteria;
+use crate::selection::Criteria;
 use crate::signal::lock;
 use crate::uri::ServerAddress;
 
@@ -70,7 +70,7 @@ impl Shared {
     pub(super) async fn connect_first(
         self: &Arc<Self>,
         server: &Arc<Server>,
-        criteria: &SelectionCriteria<'_>,
+        criteria: &Criteria<'_>,
         deprioritized: &[ServerAddress],
         deadline: Instant,
     ) -> Result<Option<SelectedServer>> {

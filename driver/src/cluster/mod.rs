@@ -51,7 +51,7 @@ use crate::sdam::topology::{
     ApplicationError, ApplicationErrorKind, ErrorPhase, TopologyState, TopologyUpdate,
 };
 use crate::sdam::{ServerDescription, ServerType, TopologyDescription, TopologyType};
-use crate::selection::{self, SelectionCriteria};
+use crate::selection::{self, Criteria};
 use crate::signal::{lock, Notify, TaskTracker};
 use crate::uri::{ClientOptions, ServerAddress};
 
@@ -522,7 +522,7 @@ impl Shared {
     /// messages (server-selection.md, "Logging").
     pub async fn select_server(
         self: &Arc<Self>,
-        criteria: &SelectionCriteria<'_>,
+        criteria: &Criteria<'_>,
         deprioritized: &[ServerAddress],
         operation: &str,
         operation_id: i32,
@@ -557,7 +557,7 @@ impl Shared {
     /// The selection loop of [`Shared::select_server`].
     async fn select(
         self: &Arc<Self>,
-        criteria: &SelectionCriteria<'_>,
+        criteria: &Criteria<'_>,
         deprioritized: &[ServerAddress],
         timeout: Duration,
         log: &mut Option<SelectionLog<'_>>,
@@ -657,7 +657,7 @@ impl Shared {
     /// One selection attempt on the current description.
     fn try_select(
         &self,
-        criteria: &SelectionCriteria<'_>,
+        criteria: &Criteria<'_>,
         deprioritized: &[ServerAddress],
         deadline: Instant,
     ) -> Result<Option<SelectedServer>> {
@@ -694,16 +694,13 @@ impl Shared {
 
     /// The error of a failed selection. `timeout` is `None` when single-threaded
     /// selection gave up after one scan (serverSelectionTryOnce).
-    fn selection_error(
-        &self,
-        criteria: &SelectionCriteria<'_>,
-        timeout: Option<Duration>,
-    ) -> Error {
+    fn selection_error(&self, criteria: &Criteria<'_>, timeout: Option<Duration>) -> Error {
         let wanted = match criteria {
-            SelectionCriteria::Write => "writable server".to_owned(),
-            SelectionCriteria::Read(preference) => {
-                format!("server for read preference {}", preference.mode)
+            Criteria::Write => "writable server".to_owned(),
+            Criteria::Read(preference) => {
+                format!("server for read preference {}", preference.mode())
             }
+            Criteria::Predicate(_) => "server the selection predicate accepts".to_owned(),
         };
         let description = self.description();
         let failed = match timeout {

@@ -23,7 +23,7 @@ use bson::{Bson, Document};
 use serde::Deserialize;
 
 use crate::concern::{ReadConcern, WriteConcern};
-use crate::selection::ReadPreference;
+use crate::selection::SelectionCriteria;
 
 /// Whether a tailable cursor waits for new data. Reads as the spec tests spell it:
 /// `nonTailable`, `tailable`, `tailableAwait`.
@@ -120,8 +120,8 @@ pub struct FindOptions {
     #[serde(deserialize_with = "crate::concern::deserialize_read_concern")]
     pub read_concern: Option<ReadConcern>,
     /// Overrides the collection's read preference.
-    #[serde(deserialize_with = "crate::selection::deserialize_read_preference")]
-    pub read_preference: Option<ReadPreference>,
+    #[serde(rename = "readPreference")]
+    pub selection_criteria: Option<SelectionCriteria>,
     /// Only the index keys.
     pub return_key: Option<bool>,
     /// Adds `$recordId` to each document.
@@ -171,8 +171,8 @@ pub struct AggregateOptions {
     #[serde(deserialize_with = "crate::concern::deserialize_read_concern")]
     pub read_concern: Option<ReadConcern>,
     /// Overrides the read preference.
-    #[serde(deserialize_with = "crate::selection::deserialize_read_preference")]
-    pub read_preference: Option<ReadPreference>,
+    #[serde(rename = "readPreference")]
+    pub selection_criteria: Option<SelectionCriteria>,
     /// Overrides the write concern (`$out`/`$merge`).
     #[serde(deserialize_with = "crate::concern::deserialize_write_concern")]
     pub write_concern: Option<WriteConcern>,
@@ -209,8 +209,8 @@ pub struct CountOptions {
     #[serde(deserialize_with = "crate::concern::deserialize_read_concern")]
     pub read_concern: Option<ReadConcern>,
     /// Overrides the read preference.
-    #[serde(deserialize_with = "crate::selection::deserialize_read_preference")]
-    pub read_preference: Option<ReadPreference>,
+    #[serde(rename = "readPreference")]
+    pub selection_criteria: Option<SelectionCriteria>,
 }
 
 /// Options of `estimated_document_count` and `distinct`.
@@ -234,8 +234,8 @@ pub struct ReadOptions {
     #[serde(deserialize_with = "crate::concern::deserialize_read_concern")]
     pub read_concern: Option<ReadConcern>,
     /// Overrides the read preference.
-    #[serde(deserialize_with = "crate::selection::deserialize_read_preference")]
-    pub read_preference: Option<ReadPreference>,
+    #[serde(rename = "readPreference")]
+    pub selection_criteria: Option<SelectionCriteria>,
 }
 
 /// Options of the insert, update, replace and delete operations.

@@ -14,7 +14,7 @@ use crate::error::Result;
 use crate::handshake::HelloReply;
 use crate::operation::{Command, Operation, ReplyContext, Target};
 use crate::retry::Retryability;
-use crate::selection::ReadPreference;
+use crate::selection::SelectionCriteria;
 
 /// The `readConcern` field, when a read concern is set.
 fn read_concern_field(read_concern: Option<&ReadConcern>) -> (&'static str, Option<Bson>) {
@@ -29,7 +29,7 @@ pub(crate) struct Find<'a> {
     pub namespace: &'a Namespace,
     pub filter: Document,
     pub options: FindOptions,
-    pub read_preference: ReadPreference,
+    pub selection_criteria: SelectionCriteria,
     pub read_concern: Option<ReadConcern>,
 }
 
@@ -63,7 +63,7 @@ impl Operation for Find<'_> {
     }
 
     fn target(&self) -> Target<'_> {
-        Target::Read(&self.read_preference)
+        Target::Read(&self.selection_criteria)
     }
 
     fn build(&mut self, _hello: &HelloReply) -> Result<Command> {
@@ -182,7 +182,7 @@ pub(crate) struct Aggregate<'a> {
     pub collection: Option<&'a str>,
     pub pipeline: Vec<Document>,
     pub options: AggregateOptions,
-    pub read_preference: ReadPreference,
+    pub selection_criteria: SelectionCriteria,
     pub read_concern: Option<ReadConcern>,
     pub write_concern: Option<WriteConcern>,
 }
@@ -222,8 +222,8 @@ impl Operation for Aggregate<'_> {
 
     fn target(&self) -> Target<'_> {
         match self.writes() {
-            true => Target::WriteStage(&self.read_preference),
-            false => Target::Read(&self.read_preference),
+            true => Target::WriteStage(&self.selection_criteria),
+            false => Target::Read(&self.selection_criteria),
         }
     }
 
@@ -330,7 +330,7 @@ impl Operation for Aggregate<'_> {
 pub(crate) struct SimpleRead<'a> {
     pub database: &'a str,
     pub body: Document,
-    pub read_preference: ReadPreference,
+    pub selection_criteria: SelectionCriteria,
     pub read_concern: Option<ReadConcern>,
     /// Reads the result from the reply.
     pub result: fn(&Document) -> Result<Bson>,
@@ -344,7 +344,7 @@ impl Operation for SimpleRead<'_> {
     }
 
     fn target(&self) -> Target<'_> {
-        Target::Read(&self.read_preference)
+        Target::Read(&self.selection_criteria)
     }
 
     fn build(&mut self, _hello: &HelloReply) -> Result<Command> {

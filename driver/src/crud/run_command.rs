@@ -9,7 +9,7 @@ use crate::error::{Error, Result};
 use crate::handshake::HelloReply;
 use crate::operation::{Access, Command, Operation, ReplyContext, Target};
 use crate::retry::Retryability;
-use crate::selection::ReadPreference;
+use crate::selection::SelectionCriteria;
 
 /// The commands of the driver's helpers that take `readConcern: { afterClusterTime }`
 /// (Read and Write Concern spec, "afterClusterTime").
@@ -28,8 +28,8 @@ const AFTER_CLUSTER_TIME_WRITES: [&str; 5] = [
 /// through it too, made [retryable reads](Self::retryable_read).
 pub(crate) struct RunCommand {
     command: Command,
-    read_preference: ReadPreference,
-    /// The application gave `read_preference`.
+    selection_criteria: SelectionCriteria,
+    /// The application gave `selection_criteria`.
     read_preference_given: bool,
     /// `w: 0` in the command: no session id may go with it.
     write_concern: Option<WriteConcern>,
@@ -42,7 +42,7 @@ impl RunCommand {
     pub fn new(
         database: &str,
         command: Document,
-        read_preference: Option<ReadPreference>,
+        selection_criteria: Option<SelectionCriteria>,
     ) -> Result<RunCommand> {
         if command.is_empty() {
             return Err(Error::invalid_argument(
@@ -54,10 +54,10 @@ impl RunCommand {
             .is_ok_and(|concern| matches!(concern.get("w"), Some(Bson::Int32(0) | Bson::Int64(0))));
         Ok(RunCommand {
             command: Command::new(database, command),
-            read_preference_given: read_preference.is_some(),
+            read_preference_given: selection_criteria.is_some(),
             // A command run as given reads from the primary unless told otherwise
             // (Run Command spec, "ReadPreference").
-            read_preference: read_preference.unwrap_or_default(),
+            selection_criteria: selection_criteria.unwrap_or_default(),
             write_concern: unacknowledged.then(|| WriteConcern {
                 w: Some(Acknowledgment::Nodes(0)),
                 ..WriteConcern::default()
@@ -92,7 +92,7 @@ impl Operation for RunCommand {
     }
 
     fn target(&self) -> Target<'_> {
-        Target::Read(&self.read_preference)
+        Target::Read(&self.selection_criteria)
     }
 
     fn access(&self) -> Access {
@@ -150,7 +150,7 @@ pub(crate) struct RunCursorCommand {
 #[builder(field_defaults(default, setter(strip_option)))]
 pub struct RunCursorCommandOptions {
     /// Where the command goes; the primary when unset.
-    pub read_preference: Option<ReadPreference>,
+    pub selection_criteria: Option<SelectionCriteria>,
     /// The kind of cursor the command opens: `Tailable` or `TailableAwait` when it is a
     /// `find` with `tailable: true` (and `awaitData: true`), which the command must say
     /// itself. A tailable cursor's getMores may answer empty batches while nothing new
@@ -178,12 +178,12 @@ impl RunCursorCommand {
     pub fn new(
         database: &str,
         command: Document,
-        read_preference: Option<ReadPreference>,
+        selection_criteria: Option<SelectionCriteria>,
     ) -> Result<RunCursorCommand> {
         Ok(RunCursorCommand::from(RunCommand::new(
             database,
             command,
-            read_preference,
+            selection_criteria,
         )?))
     }
 

@@ -40,7 +40,7 @@ use crate::database::{Concerns, Database};
 use crate::error::{Error, ErrorKind, Result};
 use crate::index_management::IndexModel;
 use crate::rt::{boxed, BoxFuture};
-use crate::selection::ReadPreference;
+use crate::selection::SelectionCriteria;
 use crate::Collection;
 
 mod error;
@@ -66,7 +66,7 @@ pub struct GridFsBucketOptions {
     /// How fresh and durable downloads must be.
     pub read_concern: Option<ReadConcern>,
     /// Where downloads go.
-    pub read_preference: Option<ReadPreference>,
+    pub selection_criteria: Option<SelectionCriteria>,
 }
 
 /// Options of [`GridFsBucket::open_upload_stream`] (GridFS spec,
@@ -168,7 +168,7 @@ impl GridFsBucket {
     fn new(database: &Database, options: GridFsBucketOptions) -> GridFsBucket {
         let name = options.bucket_name.as_deref().unwrap_or("fs");
         let concerns = Concerns {
-            read_preference: options.read_preference,
+            selection_criteria: options.selection_criteria,
             read_concern: options.read_concern,
             write_concern: options.write_concern,
             timeout: None,

@@ -122,7 +122,7 @@ pub struct ServerDescription {
     /// `arbiters`, lower-cased.
     pub arbiters: Vec<String>,
     /// `tags`.
-    pub tags: BTreeMap<String, String>,
+    pub tags: std::collections::HashMap<String, String>,
     /// `setName`.
     pub set_name: Option<String>,
     /// `setVersion`.
@@ -162,7 +162,7 @@ impl ServerDescription {
             hosts: Vec::new(),
             passives: Vec::new(),
             arbiters: Vec::new(),
-            tags: BTreeMap::new(),
+            tags: Default::default(),
             set_name: None,
             set_version: None,
             election_id: None,

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use super::{ReadPreference, ReadPreferenceMode};
+use super::ReadPreference;
 use crate::error::{Error, Result};
 use crate::sdam::{ServerDescription, ServerType, TopologyDescription, TopologyType};
 
@@ -19,7 +19,6 @@ pub const SMALLEST_MAX_STALENESS: Duration = Duration::from_secs(90);
 /// Checks a read preference's `maxStalenessSeconds` for a replica set checked every
 /// `heartbeat_frequency` (Server Selection spec, "maxStalenessSeconds"):
 ///
-/// - it may not be given with mode `primary` (a positive value, whatever the topology);
 /// - when given, it must be at least 90 seconds ([`SMALLEST_MAX_STALENESS`]) and at
 ///   least `heartbeat_frequency` + 10 seconds ([`IDLE_WRITE_PERIOD`]).
 ///
@@ -29,26 +28,26 @@ pub const SMALLEST_MAX_STALENESS: Duration = Duration::from_secs(90);
 /// ```
 /// use std::time::Duration;
 /// use anymongo::selection::validate_max_staleness;
-/// use anymongo::uri::{ReadPreference, ReadPreferenceMode};
+/// use anymongo::options::{ReadPreference, ReadPreferenceOptions};
 ///
-/// let mut preference = ReadPreference {
-///     mode: ReadPreferenceMode::Secondary,
-///     max_staleness: Some(Duration::from_secs(120)),
-///     ..ReadPreference::default()
+/// let secondary = |seconds| ReadPreference::Secondary {
+///     options: Some(
+///         ReadPreferenceOptions::builder()
+///             .max_staleness(Duration::from_secs(seconds))
+///             .build(),
+///     ),
 /// };
 /// let heartbeat = Duration::from_secs(10);
-/// assert!(validate_max_staleness(&preference, heartbeat).is_ok());
-/// preference.max_staleness = Some(Duration::from_secs(60)); // below 90 s
-/// assert!(validate_max_staleness(&preference, heartbeat).is_err());
+/// assert!(validate_max_staleness(&secondary(120), heartbeat).is_ok());
+/// assert!(validate_max_staleness(&secondary(60), heartbeat).is_err()); // below 90 s
 /// ```
 pub fn validate_max_staleness(
     read_preference: &ReadPreference,
     heartbeat_frequency: Duration,
 ) -> Result<()> {
-    let Some(max_staleness) = read_preference.max_staleness else {
+    let Some(max_staleness) = read_preference.max_staleness() else {
         return Ok(());
     };
-    check_mode_primary(read_preference)?;
     let seconds = max_staleness.as_secs_f64();
     if max_staleness < SMALLEST_MAX_STALENESS {
         return Err(Error::invalid_argument(format!(
@@ -65,25 +64,6 @@ pub fn validate_max_staleness(
             IDLE_WRITE_PERIOD.as_millis(),
             floor.as_secs_f64()
         )));
-    }
-    Ok(())
-}
-
-/// The rules of a read preference with mode `primary`, whatever the topology: no
-/// non-empty tag set and no positive `maxStalenessSeconds`.
-pub(super) fn check_mode_primary(read_preference: &ReadPreference) -> Result<()> {
-    if read_preference.mode != ReadPreferenceMode::Primary {
-        return Ok(());
-    }
-    if read_preference.max_staleness.is_some_and(|d| !d.is_zero()) {
-        return Err(Error::invalid_argument(
-            "maxStalenessSeconds cannot be used with read preference mode primary",
-        ));
-    }
-    if read_preference.tag_sets.iter().any(|tags| !tags.is_empty()) {
-        return Err(Error::invalid_argument(
-            "tag sets cannot be used with read preference mode primary",
-        ));
     }
     Ok(())
 }
@@ -170,18 +150,17 @@ fn millis_to_nanos(millis: i64) -> i128 {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeMap;
-
     use super::*;
     use crate::rt::Instant;
+    use crate::selection::{ReadPreferenceMode, ReadPreferenceOptions};
     use crate::uri::ServerAddress;
 
     fn preference(mode: ReadPreferenceMode, seconds: Option<u64>) -> ReadPreference {
-        ReadPreference {
-            mode,
-            tag_sets: Vec::new(),
+        let options = ReadPreferenceOptions {
             max_staleness: seconds.map(Duration::from_secs),
-        }
+            ..ReadPreferenceOptions::default()
+        };
+        ReadPreference::new(mode, Some(options)).unwrap()
     }
 
     #[test]
@@ -201,19 +180,6 @@ mod tests {
             error.to_string().contains("heartbeatFrequencyMS"),
             "{error}"
         );
-    }
-
-    #[test]
-    fn mode_primary_takes_neither_max_staleness_nor_tags() {
-        let ten = Duration::from_secs(10);
-        let primary = preference(ReadPreferenceMode::Primary, Some(120));
-        assert!(validate_max_staleness(&primary, ten).is_err());
-        assert!(check_mode_primary(&primary).is_err());
-        let mut tagged = preference(ReadPreferenceMode::Primary, None);
-        tagged.tag_sets = vec![BTreeMap::new()];
-        assert!(check_mode_primary(&tagged).is_ok());
-        tagged.tag_sets = vec![[("dc".to_owned(), "ny".to_owned())].into()];
-        assert!(check_mode_primary(&tagged).is_err());
     }
 
     fn member(

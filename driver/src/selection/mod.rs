@@ -20,8 +20,8 @@
 //! use std::collections::BTreeMap;
 //! use std::time::Duration;
 //! use anymongo::sdam::{ServerDescription, ServerType, TopologyDescription, TopologyType};
-//! use anymongo::selection::{candidates, choose, random_index, SelectionCriteria};
-//! use anymongo::uri::{ReadPreference, ReadPreferenceMode};
+//! use anymongo::options::ReadPreference;
+//! use anymongo::selection::{candidates, choose, random_index, Criteria};
 //! use anymongo::ServerAddress;
 //!
 //! let member = |host: &str, server_type, millis| ServerDescription {
@@ -44,16 +44,17 @@
 //!     heartbeat_frequency: Duration::from_secs(10),
 //!     ..TopologyDescription::default()
 //! };
-//! let secondary = ReadPreference { mode: ReadPreferenceMode::Secondary, ..Default::default() };
+//! let secondary = ReadPreference::Secondary { options: None };
 //! let threshold = Duration::from_millis(15);
-//! let found = candidates(&topology, &SelectionCriteria::Read(&secondary), threshold, &[])?;
+//! let found = candidates(&topology, &Criteria::Read(&secondary), threshold, &[])?;
 //! let server = choose(&found, |_| 0, random_index).unwrap();
 //! assert_eq!(server.address.host(), "b"); // c is out of the latency window
-//! let writable = candidates(&topology, &SelectionCriteria::Write, threshold, &[])?;
+//! let writable = candidates(&topology, &Criteria::Write, threshold, &[])?;
 //! assert_eq!(writable[0].address.host(), "a");
 //! # Ok::<(), anymongo::Error>(())
 //! ```
 
+mod criteria;
 mod max_staleness;
 mod read_preference;
 mod rtt;
@@ -61,10 +62,11 @@ mod window;
 
 use std::time::Duration;
 
+pub use criteria::{Criteria, Predicate, SelectionCriteria, ServerInfo};
 pub use max_staleness::{validate_max_staleness, IDLE_WRITE_PERIOD, SMALLEST_MAX_STALENESS};
-pub(crate) use read_preference::deserialize_read_preference;
 pub use read_preference::{
-    matches_tag_set, read_preference_document, ReadPreference, ReadPreferenceMode, TagSet,
+    matches_tag_set, read_preference_document, HedgedReadOptions, ReadPreference,
+    ReadPreferenceMode, ReadPreferenceOptions, TagSet,
 };
 pub use rtt::RoundTripTime;
 pub use window::{choose, latency_window, random_index};
@@ -72,17 +74,8 @@ pub use window::{choose, latency_window, random_index};
 use crate::error::{Error, ErrorKind, Result};
 use crate::sdam::{ServerDescription, ServerType, TopologyDescription, TopologyType};
 use crate::uri::ServerAddress;
-use max_staleness::{check_mode_primary, StalenessEstimator};
+use max_staleness::StalenessEstimator;
 use read_preference::filter_by_tag_sets;
-
-/// What an operation needs of its server.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SelectionCriteria<'a> {
-    /// A read, with the read preference that applies to it.
-    Read(&'a ReadPreference),
-    /// A write: only a primary (or mongos, load balancer, standalone) will do.
-    Write,
-}
 
 /// The servers an operation may go to now: the [suitable](suitable_servers) servers,
 /// narrowed to the [latency window](latency_window) of `local_threshold`
@@ -95,7 +88,7 @@ pub enum SelectionCriteria<'a> {
 /// topology check and try again until its timeout.
 pub fn candidates<'a>(
     topology: &'a TopologyDescription,
-    criteria: &SelectionCriteria<'_>,
+    criteria: &Criteria<'_>,
     local_threshold: Duration,
     deprioritized: &[ServerAddress],
 ) -> Result<Vec<&'a ServerDescription>> {
@@ -123,7 +116,7 @@ pub fn candidates<'a>(
 /// Errors as for [`candidates`].
 pub fn suitable_servers<'a>(
     topology: &'a TopologyDescription,
-    criteria: &SelectionCriteria<'_>,
+    criteria: &Criteria<'_>,
     deprioritized: &[ServerAddress],
 ) -> Result<Vec<&'a ServerDescription>> {
     if let Some(message) = &topology.compatibility_error {
@@ -131,8 +124,7 @@ pub fn suitable_servers<'a>(
             message: message.clone(),
         }));
     }
-    if let SelectionCriteria::Read(read_preference) = criteria {
-        check_mode_primary(read_preference)?;
+    if let Criteria::Read(read_preference) = criteria {
         if is_replica_set(topology.topology_type) {
             validate_max_staleness(read_preference, topology.heartbeat_frequency)?;
         }
@@ -165,7 +157,7 @@ fn is_replica_set(topology_type: TopologyType) -> bool {
 fn suitable_among<'a>(
     topology: &'a TopologyDescription,
     servers: Vec<&'a ServerDescription>,
-    criteria: &SelectionCriteria<'_>,
+    criteria: &Criteria<'_>,
 ) -> Vec<&'a ServerDescription> {
     let of_type = |wanted: ServerType| -> Vec<&'a ServerDescription> {
         servers
@@ -174,6 +166,25 @@ fn suitable_among<'a>(
             .filter(|server| server.server_type == wanted)
             .collect()
     };
+    if let Criteria::Predicate(predicate) = criteria {
+        // Any available server the predicate accepts; under Single, the one server
+        // whatever its type (as for read preferences).
+        return servers
+            .iter()
+            .copied()
+            .filter(|server| {
+                let available = match topology.topology_type {
+                    TopologyType::Unknown => false,
+                    TopologyType::Single => !matches!(
+                        server.server_type,
+                        ServerType::Unknown | ServerType::PossiblePrimary
+                    ),
+                    _ => server.server_type.is_data_bearing(),
+                };
+                available && predicate(&ServerInfo::new(server))
+            })
+            .collect();
+    }
     match topology.topology_type {
         TopologyType::Unknown => Vec::new(),
         // Spec "Available": every type but Unknown and PossiblePrimary. A direct
@@ -193,19 +204,20 @@ fn suitable_among<'a>(
         TopologyType::ReplicaSetNoPrimary | TopologyType::ReplicaSetWithPrimary => {
             let primary = of_type(ServerType::RsPrimary);
             let read_preference = match criteria {
-                SelectionCriteria::Write => return primary,
-                SelectionCriteria::Read(read_preference) => read_preference,
+                Criteria::Write | Criteria::Predicate(_) => return primary,
+                Criteria::Read(read_preference) => read_preference,
             };
             let eligible = |mut candidates: Vec<&'a ServerDescription>| {
-                if let Some(max_staleness) = read_preference.max_staleness.filter(|d| !d.is_zero())
+                if let Some(max_staleness) =
+                    read_preference.max_staleness().filter(|d| !d.is_zero())
                 {
                     let estimator = StalenessEstimator::new(topology);
                     candidates.retain(|server| estimator.is_fresh(server, max_staleness));
                 }
-                filter_by_tag_sets(candidates, &read_preference.tag_sets)
+                filter_by_tag_sets(candidates, read_preference.tag_sets())
             };
             let secondaries = || eligible(of_type(ServerType::RsSecondary));
-            match read_preference.mode {
+            match read_preference.mode() {
                 ReadPreferenceMode::Primary => primary,
                 ReadPreferenceMode::Secondary => secondaries(),
                 ReadPreferenceMode::PrimaryPreferred if !primary.is_empty() => primary,
@@ -284,18 +296,16 @@ mod tests {
     }
 
     fn preference(mode: ReadPreferenceMode, tag_sets: &[&[(&str, &str)]]) -> ReadPreference {
-        ReadPreference {
-            mode,
-            tag_sets: tag_sets
-                .iter()
-                .map(|set| {
-                    set.iter()
-                        .map(|(k, v)| (k.to_string(), v.to_string()))
-                        .collect::<TagSet>()
-                })
-                .collect(),
-            max_staleness: None,
-        }
+        let tag_sets: Vec<TagSet> = tag_sets
+            .iter()
+            .map(|set| {
+                set.iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect()
+            })
+            .collect();
+        let options = ReadPreferenceOptions::builder().tag_sets(tag_sets).build();
+        ReadPreference::new(mode, Some(options)).unwrap()
     }
 
     fn hosts(servers: &[&ServerDescription]) -> Vec<String> {
@@ -307,7 +317,7 @@ mod tests {
 
     fn suitable(
         topology: &TopologyDescription,
-        criteria: SelectionCriteria<'_>,
+        criteria: Criteria<'_>,
         deprioritized: &[&str],
     ) -> Vec<String> {
         let deprioritized: Vec<_> = deprioritized
@@ -322,7 +332,7 @@ mod tests {
         use ReadPreferenceMode::*;
         let rs = replica_set();
         let read = |mode, tags: &[&[(&str, &str)]]| {
-            suitable(&rs, SelectionCriteria::Read(&preference(mode, tags)), &[])
+            suitable(&rs, Criteria::Read(&preference(mode, tags)), &[])
         };
         assert_eq!(read(Primary, &[]), ["a"]);
         assert_eq!(read(PrimaryPreferred, &[]), ["a"]);
@@ -336,7 +346,7 @@ mod tests {
         );
         assert_eq!(read(Nearest, &[]), ["a", "b", "c"]);
         assert_eq!(read(Nearest, &[&[("dc", "ny")]]), ["b"]);
-        assert_eq!(suitable(&rs, SelectionCriteria::Write, &[]), ["a"]);
+        assert_eq!(suitable(&rs, Criteria::Write, &[]), ["a"]);
     }
 
     #[test]
@@ -344,39 +354,29 @@ mod tests {
         let mut rs = replica_set();
         rs.topology_type = TopologyType::ReplicaSetNoPrimary;
         rs.servers.remove(&ServerAddress::tcp("a", 27017));
-        assert!(suitable(&rs, SelectionCriteria::Write, &[]).is_empty());
+        assert!(suitable(&rs, Criteria::Write, &[]).is_empty());
         let preferred = preference(ReadPreferenceMode::PrimaryPreferred, &[]);
-        assert_eq!(
-            suitable(&rs, SelectionCriteria::Read(&preferred), &[]),
-            ["b", "c"]
-        );
+        assert_eq!(suitable(&rs, Criteria::Read(&preferred), &[]), ["b", "c"]);
         let primary = preference(ReadPreferenceMode::Primary, &[]);
-        assert!(suitable(&rs, SelectionCriteria::Read(&primary), &[]).is_empty());
+        assert!(suitable(&rs, Criteria::Read(&primary), &[]).is_empty());
     }
 
     #[test]
     fn deprioritized_servers_are_avoided_only_while_others_are_suitable() {
         let rs = replica_set();
         let nearest = preference(ReadPreferenceMode::Nearest, &[]);
-        assert_eq!(
-            suitable(&rs, SelectionCriteria::Read(&nearest), &["b"]),
-            ["a", "c"]
-        );
-        assert_eq!(suitable(&rs, SelectionCriteria::Write, &["a"]), ["a"]);
+        assert_eq!(suitable(&rs, Criteria::Read(&nearest), &["b"]), ["a", "c"]);
+        assert_eq!(suitable(&rs, Criteria::Write, &["a"]), ["a"]);
         // All secondaries deprioritized: secondaryPreferred goes to the primary.
         let secondary_preferred = preference(ReadPreferenceMode::SecondaryPreferred, &[]);
         assert_eq!(
-            suitable(
-                &rs,
-                SelectionCriteria::Read(&secondary_preferred),
-                &["b", "c"]
-            ),
+            suitable(&rs, Criteria::Read(&secondary_preferred), &["b", "c"]),
             ["a"]
         );
         // The primary deprioritized: primaryPreferred goes to the secondaries.
         let primary_preferred = preference(ReadPreferenceMode::PrimaryPreferred, &[]);
         assert_eq!(
-            suitable(&rs, SelectionCriteria::Read(&primary_preferred), &["a"]),
+            suitable(&rs, Criteria::Read(&primary_preferred), &["a"]),
             ["b", "c"]
         );
         let sharded = topology(
@@ -386,17 +386,14 @@ mod tests {
                 server("n", ServerType::Mongos, 1),
             ],
         );
-        assert_eq!(suitable(&sharded, SelectionCriteria::Write, &["m"]), ["n"]);
-        assert_eq!(
-            suitable(&sharded, SelectionCriteria::Write, &["m", "n"]),
-            ["m", "n"]
-        );
+        assert_eq!(suitable(&sharded, Criteria::Write, &["m"]), ["n"]);
+        assert_eq!(suitable(&sharded, Criteria::Write, &["m", "n"]), ["m", "n"]);
     }
 
     #[test]
     fn other_topologies_ignore_the_read_preference() {
         let secondary = preference(ReadPreferenceMode::Secondary, &[&[("dc", "ny")]]);
-        let read = SelectionCriteria::Read(&secondary);
+        let read = Criteria::Read(&secondary);
         let unknown = topology(
             TopologyType::Unknown,
             vec![server("a", ServerType::RsSecondary, 1)],
@@ -409,7 +406,7 @@ mod tests {
         ] {
             let single = topology(TopologyType::Single, vec![server("a", server_type, 1)]);
             assert_eq!(suitable(&single, read, &[]), ["a"]);
-            assert_eq!(suitable(&single, SelectionCriteria::Write, &[]), ["a"]);
+            assert_eq!(suitable(&single, Criteria::Write, &[]), ["a"]);
         }
         let single = topology(
             TopologyType::Single,
@@ -429,7 +426,7 @@ mod tests {
             vec![server("lb", ServerType::LoadBalancer, 0)],
         );
         assert_eq!(suitable(&balanced, read, &[]), ["lb"]);
-        assert_eq!(suitable(&balanced, SelectionCriteria::Write, &[]), ["lb"]);
+        assert_eq!(suitable(&balanced, Criteria::Write, &[]), ["lb"]);
     }
 
     #[test]
@@ -438,7 +435,7 @@ mod tests {
         let nearest = preference(ReadPreferenceMode::Nearest, &[]);
         let found = candidates(
             &rs,
-            &SelectionCriteria::Read(&nearest),
+            &Criteria::Read(&nearest),
             Duration::from_millis(15),
             &[],
         )
@@ -446,7 +443,7 @@ mod tests {
         assert_eq!(hosts(&found), ["a", "b", "c"]);
         let found = candidates(
             &rs,
-            &SelectionCriteria::Read(&nearest),
+            &Criteria::Read(&nearest),
             Duration::from_millis(5),
             &[],
         )
@@ -458,7 +455,7 @@ mod tests {
     fn an_incompatible_topology_fails_selection() {
         let mut rs = replica_set();
         rs.compatibility_error = Some("server too old".into());
-        let error = candidates(&rs, &SelectionCriteria::Write, Duration::ZERO, &[]).unwrap_err();
+        let error = candidates(&rs, &Criteria::Write, Duration::ZERO, &[]).unwrap_err();
         assert!(
             matches!(&*error.kind, ErrorKind::IncompatibleServer { message } if message == "server too old")
         );
@@ -467,9 +464,14 @@ mod tests {
     #[test]
     fn an_invalid_read_preference_fails_selection() {
         let rs = replica_set();
-        let mut nearest = preference(ReadPreferenceMode::Nearest, &[]);
-        nearest.max_staleness = Some(Duration::from_secs(89));
-        let read = SelectionCriteria::Read(&nearest);
+        let nearest = ReadPreference::Nearest {
+            options: Some(
+                ReadPreferenceOptions::builder()
+                    .max_staleness(Duration::from_secs(89))
+                    .build(),
+            ),
+        };
+        let read = Criteria::Read(&nearest);
         assert!(candidates(&rs, &read, Duration::ZERO, &[]).is_err());
         // Outside replica sets maxStalenessSeconds goes to mongos unchecked.
         let sharded = topology(
@@ -480,12 +482,13 @@ mod tests {
             hosts(&candidates(&sharded, &read, Duration::ZERO, &[]).unwrap()),
             ["m"]
         );
-        // Mode primary with tags is invalid everywhere.
-        let tagged = preference(ReadPreferenceMode::Primary, &[&[("dc", "ny")]]);
-        let read = SelectionCriteria::Read(&tagged);
-        assert!(candidates(&sharded, &read, Duration::ZERO, &[]).is_err());
+        // Mode primary with tags cannot even be made.
+        let tags = ReadPreferenceOptions::builder()
+            .tag_sets(vec![[("dc".to_owned(), "ny".to_owned())].into()])
+            .build();
+        assert!(ReadPreference::new(ReadPreferenceMode::Primary, Some(tags)).is_err());
         // Writes do not look at read preferences.
-        assert!(candidates(&rs, &SelectionCriteria::Write, Duration::ZERO, &[]).is_ok());
+        assert!(candidates(&rs, &Criteria::Write, Duration::ZERO, &[]).is_ok());
     }
 
     #[test]
@@ -502,24 +505,47 @@ mod tests {
             server.last_update_time = at(5_000);
             server.last_write_date = Some(written);
         }
-        let mut secondary = preference(ReadPreferenceMode::Secondary, &[]);
-        secondary.max_staleness = Some(Duration::from_secs(100));
+        let secondary = |seconds, tag_sets: Vec<TagSet>| ReadPreference::Secondary {
+            options: Some(
+                ReadPreferenceOptions::builder()
+                    .max_staleness(Duration::from_secs(seconds))
+                    .tag_sets(tag_sets)
+                    .build(),
+            ),
+        };
         // c is 100 s behind, plus a heartbeat of 10 s.
         assert_eq!(
-            suitable(&rs, SelectionCriteria::Read(&secondary), &[]),
+            suitable(&rs, Criteria::Read(&secondary(100, vec![])), &[]),
             ["b"]
         );
-        secondary.max_staleness = Some(Duration::from_secs(110));
         assert_eq!(
-            suitable(&rs, SelectionCriteria::Read(&secondary), &[]),
+            suitable(&rs, Criteria::Read(&secondary(110, vec![])), &[]),
             ["b", "c"]
         );
         // maxStalenessSeconds comes before tag sets: c's tag cannot bring it back.
-        secondary.max_staleness = Some(Duration::from_secs(100));
-        secondary.tag_sets = vec![[("dc".to_owned(), "sf".to_owned())].into(), TagSet::new()];
+        let sf = vec![[("dc".to_owned(), "sf".to_owned())].into(), TagSet::new()];
         assert_eq!(
-            suitable(&rs, SelectionCriteria::Read(&secondary), &[]),
+            suitable(&rs, Criteria::Read(&secondary(100, sf)), &[]),
             ["b"]
+        );
+    }
+
+    #[test]
+    fn a_predicate_picks_among_the_available_data_bearing_servers() {
+        let rs = replica_set();
+        let in_sf: Predicate = std::sync::Arc::new(|server: &ServerInfo| {
+            server
+                .tags()
+                .and_then(|tags| tags.get("dc"))
+                .map(String::as_str)
+                == Some("sf")
+        });
+        assert_eq!(suitable(&rs, Criteria::Predicate(&in_sf), &[]), ["c"]);
+        let any: Predicate = std::sync::Arc::new(|_: &ServerInfo| true);
+        // Neither the arbiter nor the unknown server.
+        assert_eq!(
+            suitable(&rs, Criteria::Predicate(&any), &[]),
+            ["a", "b", "c"]
         );
     }
 }

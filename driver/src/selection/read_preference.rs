@@ -1,18 +1,20 @@
-//! Read preference tag sets and the `$readPreference` command argument (Server
-//! Selection spec, "tag_sets" and "Passing read preference to mongos and load
-//! balancers").
+//! Read preferences (Server Selection spec, "Read preference"), their tag sets, and
+//! the `$readPreference` command argument ("Passing read preference to mongos and
+//! load balancers").
 
-use std::collections::BTreeMap;
+use std::collections::HashMap;
 use std::time::Duration;
 
 use bson::{doc, Bson, Document};
-use serde::{Deserialize, Deserializer};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+use crate::error::{Error, Result};
 use crate::named_enum::named_enum;
 use crate::sdam::{ServerDescription, ServerType, TopologyType};
 
 named_enum! {
-    /// The read preference mode (Server Selection spec, "mode").
+    /// The read preference mode (Server Selection spec, "mode"), as
+    /// [`ReadPreference::mode`] gives it.
     #[derive(Default)]
     ReadPreferenceMode {
         /// Read from the primary only (the default).
@@ -30,26 +32,191 @@ named_enum! {
 }
 
 /// One tag set of a read preference: the tags a server must all carry.
-pub type TagSet = BTreeMap<String, String>;
+pub type TagSet = HashMap<String, String>;
 
-/// Which servers may serve reads (Server Selection spec, "Read preference").
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ReadPreference {
-    /// `readPreference`.
-    pub mode: ReadPreferenceMode,
-    /// `readPreferenceTags`, one tag set per occurrence of the option, tried in order;
-    /// empty means every server is eligible. Must be empty (or hold only empty sets)
-    /// with mode `primary`.
-    pub tag_sets: Vec<TagSet>,
-    /// `maxStalenessSeconds`; `None` (or `-1` in a connection string) means no maximum.
-    /// Must be `None` with mode `primary` (Max Staleness spec, "API").
+/// Which members of a replica set may serve a read (Server Selection spec, "Read
+/// preference"). Every mode but `Primary` may narrow the members down with
+/// [`ReadPreferenceOptions`]. Used as a [`SelectionCriteria`](super::SelectionCriteria).
+///
+/// ```
+/// use std::time::Duration;
+/// use anymongo::options::{ReadPreference, ReadPreferenceOptions, SelectionCriteria};
+///
+/// let nearby: SelectionCriteria = ReadPreference::Nearest {
+///     options: Some(
+///         ReadPreferenceOptions::builder()
+///             .max_staleness(Duration::from_secs(120))
+///             .build(),
+///     ),
+/// }
+/// .into();
+/// let any_secondary = ReadPreference::SecondaryPreferred { options: None };
+/// assert_eq!(any_secondary.max_staleness(), None);
+/// # let _ = nearby;
+/// ```
+#[derive(Debug, Clone, Default, PartialEq)]
+pub enum ReadPreference {
+    /// Only the primary (the default).
+    #[default]
+    Primary,
+    /// Only a secondary.
+    Secondary {
+        /// Tag sets and maximum staleness; `None`: any secondary.
+        options: Option<ReadPreferenceOptions>,
+    },
+    /// The primary if there is one, else a secondary.
+    PrimaryPreferred {
+        /// Tag sets and maximum staleness of the secondaries; `None`: any.
+        options: Option<ReadPreferenceOptions>,
+    },
+    /// A secondary if there is one, else the primary.
+    SecondaryPreferred {
+        /// Tag sets and maximum staleness of the secondaries; `None`: any.
+        options: Option<ReadPreferenceOptions>,
+    },
+    /// Any member within the latency window, primary or secondary.
+    Nearest {
+        /// Tag sets and maximum staleness; `None`: any member.
+        options: Option<ReadPreferenceOptions>,
+    },
+}
+
+/// The options of a read preference other than `Primary`.
+///
+/// ```
+/// use std::collections::HashMap;
+/// use std::time::Duration;
+/// use anymongo::options::ReadPreferenceOptions;
+///
+/// let options = ReadPreferenceOptions::builder()
+///     .tag_sets(vec![HashMap::from([("dc".to_string(), "ny".to_string())])])
+///     .max_staleness(Duration::from_secs(90))
+///     .build();
+/// assert_eq!(options.max_staleness, Some(Duration::from_secs(90)));
+/// ```
+#[allow(deprecated)] // the derives read `hedge`
+#[derive(Debug, Clone, Default, PartialEq, typed_builder::TypedBuilder)]
+#[builder(field_defaults(default, setter(into)))]
+#[non_exhaustive]
+pub struct ReadPreferenceOptions {
+    /// `readPreferenceTags`: tag sets tried in order, the first that matches some
+    /// member wins; an empty tag set matches every member.
+    pub tag_sets: Option<Vec<TagSet>>,
+    /// `maxStalenessSeconds`: how far behind the primary a secondary may be, at least
+    /// 90 seconds (checked by server selection). Sent in whole seconds.
     pub max_staleness: Option<Duration>,
+    /// Hedged reads on sharded clusters (MongoDB 4.4 to 7.x), sent to mongos.
+    #[deprecated(note = "MongoDB 8.0 deprecates hedged reads")]
+    pub hedge: Option<HedgedReadOptions>,
+}
+
+/// Hedged reads (`$readPreference.hedge`), deprecated by MongoDB 8.0.
+#[derive(Debug, Clone, PartialEq, typed_builder::TypedBuilder)]
+#[non_exhaustive]
+pub struct HedgedReadOptions {
+    /// Whether mongos may send each read to two members of a shard and answer with
+    /// the first reply.
+    pub enabled: bool,
+}
+
+impl ReadPreferenceOptions {
+    /// Whether these options narrow nothing (what mode `Primary` requires): no
+    /// non-empty tag set, no positive maximum staleness, no hedge.
+    fn is_empty(&self) -> bool {
+        #[allow(deprecated)]
+        let hedge = self.hedge.is_some();
+        !hedge
+            && self.max_staleness.is_none_or(|d| d.is_zero())
+            && self.tag_sets.iter().flatten().all(|tags| tags.is_empty())
+    }
 }
 
 impl ReadPreference {
-    /// A read preference from its document form (`{ mode, tagSets, maxStalenessSeconds }`,
-    /// as `$readPreference` spells it).
-    pub(crate) fn from_document(document: &Document) -> Result<ReadPreference, String> {
+    /// The read preference of `mode` with `options`. Fails when `mode` is `primary`
+    /// and the options narrow the members (a non-empty tag set, a positive maximum
+    /// staleness, a hedge): the primary cannot be narrowed down.
+    ///
+    /// ```
+    /// use anymongo::options::{ReadPreference, ReadPreferenceMode};
+    ///
+    /// let secondary = ReadPreference::new(ReadPreferenceMode::Secondary, None)?;
+    /// assert_eq!(secondary, ReadPreference::Secondary { options: None });
+    /// # Ok::<(), anymongo::Error>(())
+    /// ```
+    pub fn new(
+        mode: ReadPreferenceMode,
+        options: Option<ReadPreferenceOptions>,
+    ) -> Result<ReadPreference> {
+        Ok(match mode {
+            ReadPreferenceMode::Primary => {
+                if let Some(options) = options.filter(|options| !options.is_empty()) {
+                    let what = if options.max_staleness.is_some_and(|d| !d.is_zero()) {
+                        "maxStalenessSeconds"
+                    } else if options
+                        .tag_sets
+                        .iter()
+                        .flatten()
+                        .any(|tags| !tags.is_empty())
+                    {
+                        "tag sets"
+                    } else {
+                        "hedge"
+                    };
+                    return Err(Error::invalid_argument(format!(
+                        "{what} cannot be used with read preference mode primary"
+                    )));
+                }
+                ReadPreference::Primary
+            }
+            ReadPreferenceMode::Secondary => ReadPreference::Secondary { options },
+            ReadPreferenceMode::PrimaryPreferred => ReadPreference::PrimaryPreferred { options },
+            ReadPreferenceMode::SecondaryPreferred => {
+                ReadPreference::SecondaryPreferred { options }
+            }
+            ReadPreferenceMode::Nearest => ReadPreference::Nearest { options },
+        })
+    }
+
+    /// The mode.
+    pub fn mode(&self) -> ReadPreferenceMode {
+        match self {
+            ReadPreference::Primary => ReadPreferenceMode::Primary,
+            ReadPreference::Secondary { .. } => ReadPreferenceMode::Secondary,
+            ReadPreference::PrimaryPreferred { .. } => ReadPreferenceMode::PrimaryPreferred,
+            ReadPreference::SecondaryPreferred { .. } => ReadPreferenceMode::SecondaryPreferred,
+            ReadPreference::Nearest { .. } => ReadPreferenceMode::Nearest,
+        }
+    }
+
+    /// The options, if any (never for `Primary`).
+    pub fn options(&self) -> Option<&ReadPreferenceOptions> {
+        match self {
+            ReadPreference::Primary => None,
+            ReadPreference::Secondary { options }
+            | ReadPreference::PrimaryPreferred { options }
+            | ReadPreference::SecondaryPreferred { options }
+            | ReadPreference::Nearest { options } => options.as_ref(),
+        }
+    }
+
+    /// The tag sets, in order; empty when none are given (every member is eligible).
+    pub fn tag_sets(&self) -> &[TagSet] {
+        self.options()
+            .and_then(|options| options.tag_sets.as_deref())
+            .unwrap_or_default()
+    }
+
+    /// The maximum staleness, if given.
+    pub fn max_staleness(&self) -> Option<Duration> {
+        self.options().and_then(|options| options.max_staleness)
+    }
+
+    /// A read preference from its document form (`{ mode, tagSets,
+    /// maxStalenessSeconds, hedge }`, as `$readPreference` and the spec tests spell
+    /// it; the mode in any case).
+    pub(crate) fn from_document(
+        document: &Document,
+    ) -> std::result::Result<ReadPreference, String> {
         let mode = document
             .get_str("mode")
             .map_err(|_| "a read preference needs a mode")?;
@@ -59,45 +226,108 @@ impl ReadPreference {
             .copied()
             .find(|known| known.name().eq_ignore_ascii_case(mode))
             .ok_or_else(|| format!("unknown read preference mode {mode:?}"))?;
-        let mut tag_sets = Vec::new();
-        for set in document
-            .get_array("tagSets")
-            .map(|sets| sets.as_slice())
-            .unwrap_or_default()
-        {
-            let Bson::Document(set) = set else {
-                return Err(format!("a tag set must be a document, not {set}"));
+        let mut tag_sets = None;
+        if let Some(sets) = document.get("tagSets") {
+            let Bson::Array(sets) = sets else {
+                return Err(format!("tagSets must be an array, not {sets}"));
             };
-            let tags = set
-                .iter()
-                .map(|(key, value)| match value {
-                    Bson::String(value) => Ok((key.clone(), value.clone())),
-                    other => Err(format!("tag {key} must be a string, not {other}")),
-                })
-                .collect::<Result<_, String>>()?;
-            tag_sets.push(tags);
+            let mut parsed = Vec::with_capacity(sets.len());
+            for set in sets {
+                let Bson::Document(set) = set else {
+                    return Err(format!("a tag set must be a document, not {set}"));
+                };
+                let tags = set
+                    .iter()
+                    .map(|(key, value)| match value {
+                        Bson::String(value) => Ok((key.clone(), value.clone())),
+                        other => Err(format!("tag {key} must be a string, not {other}")),
+                    })
+                    .collect::<std::result::Result<_, String>>()?;
+                parsed.push(tags);
+            }
+            tag_sets = Some(parsed);
         }
+        // -1 (or any negative value) means no maximum.
         let max_staleness = document
             .get("maxStalenessSeconds")
             .and_then(crate::bson_util::as_i64)
             .filter(|seconds| *seconds >= 0)
             .map(|seconds| Duration::from_secs(seconds.unsigned_abs()));
-        Ok(ReadPreference {
-            mode,
+        let hedge = match document.get("hedge") {
+            None => None,
+            Some(Bson::Document(hedge)) => Some(HedgedReadOptions {
+                enabled: hedge
+                    .get_bool("enabled")
+                    .map_err(|_| "hedge needs a boolean enabled")?,
+            }),
+            Some(other) => return Err(format!("hedge must be a document, not {other}")),
+        };
+        #[allow(deprecated)]
+        let options = ReadPreferenceOptions {
             tag_sets,
             max_staleness,
-        })
+            hedge,
+        };
+        let options = (options != ReadPreferenceOptions::default()).then_some(options);
+        ReadPreference::new(mode, options).map_err(|error| error.to_string())
+    }
+
+    /// The document form: `{ mode, tagSets, maxStalenessSeconds, hedge }`, each option
+    /// when set.
+    fn to_document(&self) -> Document {
+        let mut document = doc! { "mode": self.mode().name() };
+        if let Some(sets) = self.options().and_then(|o| o.tag_sets.as_ref()) {
+            document.insert("tagSets", tag_sets_bson(sets));
+        }
+        if let Some(max_staleness) = self.max_staleness() {
+            document.insert("maxStalenessSeconds", seconds_bson(max_staleness));
+        }
+        #[allow(deprecated)]
+        if let Some(hedge) = self.options().and_then(|o| o.hedge.as_ref()) {
+            document.insert("hedge", doc! { "enabled": hedge.enabled });
+        }
+        document
     }
 }
 
-/// Reads a read preference given as `{ mode: "...", tagSets, maxStalenessSeconds }`.
-pub(crate) fn deserialize_read_preference<'de, D: Deserializer<'de>>(
-    deserializer: D,
-) -> Result<Option<ReadPreference>, D::Error> {
-    let document = Option::<Document>::deserialize(deserializer)?;
-    document
-        .map(|document| ReadPreference::from_document(&document).map_err(serde::de::Error::custom))
-        .transpose()
+/// Reads the document form (`{ mode: "secondary", tagSets: [...],
+/// maxStalenessSeconds: 120 }`), as the spec tests and `$readPreference` give it.
+impl<'de> Deserialize<'de> for ReadPreference {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
+        let document = Document::deserialize(deserializer)?;
+        ReadPreference::from_document(&document).map_err(serde::de::Error::custom)
+    }
+}
+
+/// Writes the document form that [`Deserialize`] reads.
+impl Serialize for ReadPreference {
+    fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        self.to_document().serialize(serializer)
+    }
+}
+
+fn tag_sets_bson(sets: &[TagSet]) -> Vec<Bson> {
+    sets.iter()
+        .map(|tag_set| {
+            // Sorted, so that the command (and its monitoring events) is the same
+            // from one run to the next.
+            let mut tags: Vec<_> = tag_set.iter().collect();
+            tags.sort();
+            Bson::Document(
+                tags.into_iter()
+                    .map(|(key, value)| (key.clone(), Bson::String(value.clone())))
+                    .collect(),
+            )
+        })
+        .collect()
+}
+
+fn seconds_bson(duration: Duration) -> Bson {
+    let seconds = duration.as_secs();
+    match i32::try_from(seconds) {
+        Ok(seconds) => Bson::Int32(seconds),
+        Err(_) => Bson::Int64(i64::try_from(seconds).unwrap_or(i64::MAX)),
+    }
 }
 
 /// Whether the server carries every tag of `tag_set` (the read preference tag set is
@@ -138,25 +368,25 @@ pub(super) fn filter_by_tag_sets<'a>(
 /// - mode `primary` is never sent, except under topology Single (a direct connection)
 ///   to a replica set member, which gets `{mode: "primaryPreferred"}` so that it
 ///   answers whatever its state;
-/// - any other mode is sent as `{mode, tags, maxStalenessSeconds}`, to mongos, load
-///   balancers and replica set members alike. `tags` is present when some tag set is
-///   non-empty, `maxStalenessSeconds` when it is positive.
+/// - any other mode is sent as `{mode, tags, maxStalenessSeconds, hedge}`, to mongos,
+///   load balancers and replica set members alike. `tags` is present when some tag
+///   set is non-empty, `maxStalenessSeconds` when it is positive.
 ///
 /// Writes carry no read preference; do not call this for them.
 ///
 /// ```
 /// use anymongo::bson::doc;
+/// use anymongo::options::ReadPreference;
 /// use anymongo::sdam::{ServerType, TopologyType};
 /// use anymongo::selection::read_preference_document;
-/// use anymongo::uri::{ReadPreference, ReadPreferenceMode};
 ///
-/// let primary = ReadPreference::default();
+/// let primary = ReadPreference::Primary;
 /// assert_eq!(read_preference_document(TopologyType::Sharded, ServerType::Mongos, &primary), None);
 /// assert_eq!(
 ///     read_preference_document(TopologyType::Single, ServerType::RsSecondary, &primary),
 ///     Some(doc! { "mode": "primaryPreferred" }),
 /// );
-/// let nearest = ReadPreference { mode: ReadPreferenceMode::Nearest, ..primary };
+/// let nearest = ReadPreference::Nearest { options: None };
 /// assert_eq!(
 ///     read_preference_document(TopologyType::Sharded, ServerType::Mongos, &nearest),
 ///     Some(doc! { "mode": "nearest" }),
@@ -170,34 +400,22 @@ pub fn read_preference_document(
     if server_type == ServerType::Standalone {
         return None;
     }
-    if read_preference.mode == ReadPreferenceMode::Primary {
+    if read_preference.mode() == ReadPreferenceMode::Primary {
         let routed = matches!(server_type, ServerType::Mongos | ServerType::LoadBalancer);
         return (topology_type == TopologyType::Single && !routed)
             .then(|| doc! { "mode": ReadPreferenceMode::PrimaryPreferred.name() });
     }
-    let mut document = doc! { "mode": read_preference.mode.name() };
-    if read_preference.tag_sets.iter().any(|tags| !tags.is_empty()) {
-        let tags: Vec<Bson> = read_preference
-            .tag_sets
-            .iter()
-            .map(|tag_set| {
-                Bson::Document(
-                    tag_set
-                        .iter()
-                        .map(|(key, value)| (key.clone(), Bson::String(value.clone())))
-                        .collect(),
-                )
-            })
-            .collect();
-        document.insert("tags", tags);
+    let mut document = doc! { "mode": read_preference.mode().name() };
+    let tag_sets = read_preference.tag_sets();
+    if tag_sets.iter().any(|tags| !tags.is_empty()) {
+        document.insert("tags", tag_sets_bson(tag_sets));
     }
-    if let Some(max_staleness) = read_preference.max_staleness.filter(|d| !d.is_zero()) {
-        let seconds = max_staleness.as_secs();
-        let value = match i32::try_from(seconds) {
-            Ok(seconds) => Bson::Int32(seconds),
-            Err(_) => Bson::Int64(i64::try_from(seconds).unwrap_or(i64::MAX)),
-        };
-        document.insert("maxStalenessSeconds", value);
+    if let Some(max_staleness) = read_preference.max_staleness().filter(|d| !d.is_zero()) {
+        document.insert("maxStalenessSeconds", seconds_bson(max_staleness));
+    }
+    #[allow(deprecated)]
+    if let Some(hedge) = read_preference.options().and_then(|o| o.hedge.as_ref()) {
+        document.insert("hedge", doc! { "enabled": hedge.enabled });
     }
     Some(document)
 }
@@ -260,10 +478,12 @@ mod tests {
 
     #[test]
     fn the_document_carries_mode_tags_and_max_staleness() {
-        let preference = ReadPreference {
-            mode: ReadPreferenceMode::SecondaryPreferred,
-            tag_sets: vec![tags(&[("dc", "ny")]), TagSet::new()],
-            max_staleness: Some(Duration::from_secs(120)),
+        let options = ReadPreferenceOptions::builder()
+            .tag_sets(vec![tags(&[("dc", "ny")]), TagSet::new()])
+            .max_staleness(Duration::from_secs(120))
+            .build();
+        let preference = ReadPreference::SecondaryPreferred {
+            options: Some(options),
         };
         for (topology, server) in [
             (TopologyType::Sharded, ServerType::Mongos),
@@ -281,10 +501,12 @@ mod tests {
                 "{topology} {server}"
             );
         }
-        let untagged = ReadPreference {
-            tag_sets: vec![TagSet::new()],
-            max_staleness: None,
-            ..preference.clone()
+        let untagged = ReadPreference::SecondaryPreferred {
+            options: Some(
+                ReadPreferenceOptions::builder()
+                    .tag_sets(vec![TagSet::new()])
+                    .build(),
+            ),
         };
         assert_eq!(
             read_preference_document(TopologyType::Sharded, ServerType::Mongos, &untagged),
@@ -326,10 +548,7 @@ mod tests {
 
     #[test]
     fn a_standalone_never_gets_a_read_preference() {
-        let nearest = ReadPreference {
-            mode: ReadPreferenceMode::Nearest,
-            ..ReadPreference::default()
-        };
+        let nearest = ReadPreference::Nearest { options: None };
         for topology in [TopologyType::Single, TopologyType::Unknown] {
             assert_eq!(
                 read_preference_document(topology, ServerType::Standalone, &nearest),

@@ -24,7 +24,7 @@ use crate::handshake::HelloReply;
 use crate::operation::{Command, Operation, OperationContext, ReplyContext, Target};
 use crate::retry::{jitter, Retryability, RETRYABLE_WRITE_ERROR};
 use crate::rt::{Clock, Instant};
-use crate::selection::ReadPreference;
+use crate::selection::SelectionCriteria;
 use crate::session::ClientSession;
 use std::sync::Arc;
 
@@ -514,13 +514,13 @@ impl ClientSession {
     /// "ClientSession changes"): a transaction that ended is forgotten (the session
     /// goes back to "no transaction"); for an open one, the read preference its reads
     /// must use.
-    pub(crate) fn enter_operation(&self) -> Option<ReadPreference> {
+    pub(crate) fn enter_operation(&self) -> Option<SelectionCriteria> {
         self.update_transaction(|transaction| {
             Ok(match transaction.state {
                 TransactionState::Starting | TransactionState::InProgress => Some(
                     transaction
                         .options
-                        .read_preference
+                        .selection_criteria
                         .clone()
                         .unwrap_or_default(),
                 ),
@@ -830,15 +830,15 @@ mod tests {
             resolved.read_concern,
             Some(ReadConcern::new(crate::concern::ReadConcernLevel::Local))
         );
-        assert_eq!(resolved.read_preference, Some(ReadPreference::default()));
+        assert_eq!(resolved.selection_criteria, None);
         let parsed: TransactionOptions = bson::deserialize_from_document(doc! {
             "readConcern": { "level": "snapshot" }, "writeConcern": { "w": 1 },
             "readPreference": { "mode": "secondary" }, "maxCommitTimeMS": 60,
         })
         .unwrap();
         assert_eq!(parsed.max_commit_time, Some(Duration::from_millis(60)));
-        assert!(check_read_preference(parsed.read_preference.as_ref().unwrap()).is_err());
-        assert!(check_read_preference(&ReadPreference::default()).is_ok());
+        assert!(check_read_preference(parsed.selection_criteria.as_ref().unwrap()).is_err());
+        assert!(check_read_preference(&SelectionCriteria::default()).is_ok());
     }
 
     #[test]

@@ -11,7 +11,7 @@ use serde::Deserialize;
 use crate::concern::{ReadConcern, WriteConcern};
 use crate::error::{Error, ErrorKind, Result, TRANSIENT_TRANSACTION_ERROR};
 use crate::sdam::TopologyType;
-use crate::selection::{ReadPreference, ReadPreferenceMode};
+use crate::selection::{ReadPreference, SelectionCriteria};
 use crate::uri::ClientOptions;
 
 /// Options of a transaction (spec, "TransactionOptions"). What is unset is taken from
@@ -28,7 +28,7 @@ use crate::uri::ClientOptions;
 /// };
 /// # let _ = options;
 /// ```
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct TransactionOptions {
     /// The read concern of the transaction, sent with its first command only.
@@ -40,8 +40,8 @@ pub struct TransactionOptions {
     pub write_concern: Option<WriteConcern>,
     /// The read preference of the reads in the transaction: it must be primary when
     /// a read runs (spec, "readPreference").
-    #[serde(deserialize_with = "crate::selection::deserialize_read_preference")]
-    pub read_preference: Option<ReadPreference>,
+    #[serde(rename = "readPreference")]
+    pub selection_criteria: Option<SelectionCriteria>,
     /// The `maxTimeMS` of `commitTransaction` (spec, "maxCommitTimeMS").
     #[serde(
         rename = "maxCommitTimeMS",
@@ -61,9 +61,9 @@ impl TransactionOptions {
             write_concern: self
                 .write_concern
                 .or_else(|| defaults.write_concern.clone()),
-            read_preference: self
-                .read_preference
-                .or_else(|| defaults.read_preference.clone()),
+            selection_criteria: self
+                .selection_criteria
+                .or_else(|| defaults.selection_criteria.clone()),
             max_commit_time: self.max_commit_time.or(defaults.max_commit_time),
         }
     }
@@ -77,9 +77,9 @@ impl TransactionOptions {
             write_concern: self
                 .write_concern
                 .or_else(|| Some(client.write_concern.clone()).filter(|wc| !wc.is_empty())),
-            read_preference: self
-                .read_preference
-                .or_else(|| Some(client.read_preference.clone())),
+            selection_criteria: self
+                .selection_criteria
+                .or_else(|| client.selection_criteria.clone()),
             max_commit_time: self.max_commit_time,
         }
     }
@@ -194,10 +194,11 @@ pub(crate) fn pins_mongos(first_in_transaction: bool, topology: TopologyType) ->
     first_in_transaction && topology == TopologyType::Sharded
 }
 
-/// Whether a read in a transaction may run with `preference` (spec, "readPreference").
-pub(crate) fn check_read_preference(preference: &ReadPreference) -> Result<()> {
-    match preference.mode {
-        ReadPreferenceMode::Primary => Ok(()),
+/// Whether a read in a transaction may run with `criteria` (spec, "readPreference"):
+/// read preference `primary` only (a predicate cannot promise the primary).
+pub(crate) fn check_read_preference(criteria: &SelectionCriteria) -> Result<()> {
+    match criteria {
+        SelectionCriteria::ReadPreference(ReadPreference::Primary) => Ok(()),
         _ => Err(Error::invalid_argument(
             "read preference in a transaction must be primary",
         )),

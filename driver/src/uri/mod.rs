@@ -60,6 +60,7 @@ pub use types::{ProxyOptions, ServerMonitoringMode};
 // The option types that belong to other specifications, where users of the connection
 // string look for them too.
 pub use crate::concern::{Acknowledgment, ReadConcernLevel, WriteConcern};
+use crate::selection::SelectionCriteria;
 pub use crate::selection::{ReadPreference, ReadPreferenceMode, TagSet};
 pub use crate::wire::compression::Compressor;
 
@@ -134,8 +135,10 @@ pub struct ClientOptions {
     pub load_balanced: Option<bool>,
     /// `replicaSet`: the name of the replica set to connect to.
     pub replica_set: Option<String>,
-    /// `readPreference`, `readPreferenceTags` and `maxStalenessSeconds`.
-    pub read_preference: ReadPreference,
+    /// Where reads go: from `readPreference`, `readPreferenceTags` and
+    /// `maxStalenessSeconds`; `None`: the primary. Databases, collections and
+    /// operations inherit it unless they set their own.
+    pub selection_criteria: Option<SelectionCriteria>,
     /// `readConcernLevel`; `None` leaves it to the server.
     pub read_concern_level: Option<ReadConcernLevel>,
     /// `w`, `journal` and `wTimeoutMS`.
@@ -227,7 +230,7 @@ impl Default for ClientOptions {
             direct_connection: None,
             load_balanced: None,
             replica_set: None,
-            read_preference: ReadPreference::default(),
+            selection_criteria: None,
             read_concern_level: None,
             write_concern: WriteConcern::default(),
             retry_reads: true,
@@ -330,15 +333,6 @@ impl ClientOptions {
             || self.srv_allowed_hosts_suffix.is_some();
         if srv_option && !self.srv {
             return fail("the srv options are only valid with mongodb+srv");
-        }
-        let preference = &self.read_preference;
-        if preference.mode == ReadPreferenceMode::Primary {
-            if preference.tag_sets.iter().any(|tags| !tags.is_empty()) {
-                return fail("read preference mode primary cannot have tag sets");
-            }
-            if preference.max_staleness.is_some_and(|d| !d.is_zero()) {
-                return fail("read preference mode primary cannot have maxStalenessSeconds");
-            }
         }
         if self.write_concern.w == Some(Acknowledgment::Nodes(0))
             && self.write_concern.journal == Some(true)

@@ -19,7 +19,9 @@ use crate::auth::{AuthMechanism, Credential};
 use crate::concern::{Acknowledgment, ReadConcernLevel};
 use crate::error::Error;
 use crate::rt::{PemSource, TlsOptions};
-use crate::selection::{ReadPreferenceMode, TagSet};
+use crate::selection::{
+    ReadPreference, ReadPreferenceMode, ReadPreferenceOptions, SelectionCriteria, TagSet,
+};
 use crate::wire::compression::Compressor;
 
 /// What the options of one connection string are parsed into: the options, plus what
@@ -34,6 +36,51 @@ pub(super) struct Staging {
     pub tls_enabled: Option<bool>,
     /// `authMechanism`, `authSource` and `authMechanismProperties`.
     pub auth: Credential,
+    /// `readPreference`, `readPreferenceTags` and `maxStalenessSeconds`, which make
+    /// one read preference once all are read (the tags may come before the mode).
+    pub read_preference: ReadPreferenceParts,
+}
+
+/// The read preference options of a connection string, as given.
+#[derive(Default)]
+pub(super) struct ReadPreferenceParts {
+    /// `readPreference`.
+    pub mode: Option<ReadPreferenceMode>,
+    /// `readPreferenceTags`, one tag set per occurrence.
+    pub tag_sets: Option<Vec<TagSet>>,
+    /// `maxStalenessSeconds`; `Some(None)` for -1 (no maximum).
+    pub max_staleness: Option<Option<Duration>>,
+}
+
+impl ReadPreferenceParts {
+    /// The read preference, if its options say anything but `primary` (the mode when
+    /// not given). Fails for mode `primary` with tags or a maximum staleness.
+    pub(super) fn build(self) -> Result<Option<ReadPreference>, Error> {
+        let ReadPreferenceParts {
+            mode,
+            tag_sets,
+            max_staleness,
+        } = self;
+        let max_staleness = max_staleness.flatten();
+        let options = (tag_sets.is_some() || max_staleness.is_some()).then(|| {
+            ReadPreferenceOptions::builder()
+                .tag_sets(tag_sets)
+                .max_staleness(max_staleness)
+                .build()
+        });
+        // Plain `primary` is what no read preference means: `None`, as an unset one
+        // (and as the connection string printed back, which leaves defaults out).
+        let read_preference = ReadPreference::new(mode.unwrap_or_default(), options)?;
+        Ok((read_preference != ReadPreference::Primary).then_some(read_preference))
+    }
+}
+
+/// The read preference of `options`' selection criteria, if they are one.
+fn read_preference(options: &ClientOptions) -> Option<&ReadPreference> {
+    options
+        .selection_criteria
+        .as_ref()
+        .and_then(SelectionCriteria::as_read_pref)
 }
 
 /// Why a value was not applied.
@@ -310,10 +357,10 @@ static OPTIONS: &[UriOption] = &[
         |s, v| {
             let seconds = integer(v, -1..=i64::from(i32::MAX))?;
             let staleness = u64::try_from(seconds).ok().map(Duration::from_secs);
-            put(&mut s.options.read_preference.max_staleness, staleness)
+            put(&mut s.read_preference.max_staleness, Some(staleness))
         },
         |o| {
-            let staleness = o.read_preference.max_staleness;
+            let staleness = read_preference(o).and_then(ReadPreference::max_staleness);
             Some(Bson::Int64(
                 staleness.map_or(-1, |d| saturating_i64(d.as_secs().into())),
             ))
@@ -370,9 +417,12 @@ static OPTIONS: &[UriOption] = &[
         "readPreference",
         |s, v| {
             let mode = named(v, ReadPreferenceMode::ALL, ReadPreferenceMode::name)?;
-            put(&mut s.options.read_preference.mode, mode)
+            put(&mut s.read_preference.mode, Some(mode))
         },
-        |o| Some(o.read_preference.mode.name().into()),
+        |o| match &o.selection_criteria {
+            Some(SelectionCriteria::Predicate(_)) => None,
+            _ => Some(read_preference(o).map_or(ReadPreferenceMode::Primary, ReadPreference::mode).name().into()),
+        },
     ),
     // Each occurrence is one tag set; an empty value is the empty tag set.
     option(
@@ -385,13 +435,16 @@ static OPTIONS: &[UriOption] = &[
                 ));
             }
             let tags: TagSet = pairs.into_iter().collect();
-            s.options.read_preference.tag_sets.push(tags);
+            s.read_preference.tag_sets.get_or_insert_default().push(tags);
             Ok(())
         },
         |o| {
-            let sets = o.read_preference.tag_sets.iter().map(|tags| {
+            let sets = read_preference(o).map(ReadPreference::tag_sets);
+            let sets = sets.unwrap_or_default().iter().map(|tags| {
+                let mut tags: Vec<_> = tags.iter().collect();
+                tags.sort();
                 let document: Document = tags
-                    .iter()
+                    .into_iter()
                     .map(|(k, v)| (k.clone(), Bson::from(v.as_str())))
                     .collect();
                 Bson::Document(document)

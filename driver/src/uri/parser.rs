@@ -10,6 +10,7 @@ use super::ClientOptions;
 use crate::auth::Credential;
 use crate::error::{Error, Result};
 use crate::rt::TlsOptions;
+use crate::selection::SelectionCriteria;
 
 const SCHEME: &str = "mongodb://";
 const SRV_SCHEME: &str = "mongodb+srv://";
@@ -83,6 +84,7 @@ pub(super) fn parse(uri: &str) -> Result<ClientOptions> {
         tls: TlsOptions::default(),
         tls_enabled: None,
         auth: Credential::default(),
+        read_preference: Default::default(),
     };
     let given = apply_options(&mut staging, query)?;
     finish(staging, userinfo, &given)
@@ -376,7 +378,9 @@ fn finish(
         tls,
         tls_enabled,
         auth,
+        read_preference,
     } = staging;
+    options.selection_criteria = read_preference.build()?.map(SelectionCriteria::from);
     let appears = |name: &str| given.iter().any(|given| given.eq_ignore_ascii_case(name));
 
     for (a, b) in TLS_CONFLICTS {

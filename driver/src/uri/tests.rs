@@ -44,11 +44,13 @@ fn options_are_typed() {
          &maxPoolSize=0&minPoolSize=3&maxConnecting=5&maxIdleTimeMS=0&socketTimeoutMS=0&retryWrites=false\
          &serverMonitoringMode=poll&heartbeatFrequencyMS=500&proxyHost=p&proxyPort=1081&proxyUsername=u&proxyPassword=pw",
     );
-    let preference = &options.read_preference;
-    assert_eq!(preference.mode, ReadPreferenceMode::Secondary);
+    let Some(SelectionCriteria::ReadPreference(preference)) = &options.selection_criteria else {
+        panic!("no read preference: {:?}", options.selection_criteria);
+    };
+    assert_eq!(preference.mode(), ReadPreferenceMode::Secondary);
     let first: TagSet = [("dc".into(), "ny".into()), ("rack".into(), "1".into())].into();
-    assert_eq!(preference.tag_sets, [first, TagSet::new()]);
-    assert_eq!(preference.max_staleness, Some(Duration::from_secs(120)));
+    assert_eq!(preference.tag_sets(), [first, TagSet::new()]);
+    assert_eq!(preference.max_staleness(), Some(Duration::from_secs(120)));
     assert_eq!(options.write_concern.w, Some(Acknowledgment::Majority));
     assert_eq!(options.write_concern.journal, Some(true));
     assert_eq!(

@@ -19,10 +19,10 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
+use anymongo::options::{ReadPreference, ReadPreferenceMode, ReadPreferenceOptions, TagSet};
 use anymongo::rt::Instant;
 use anymongo::sdam::{ServerDescription, ServerType, TopologyDescription, TopologyType};
-use anymongo::selection::{candidates, choose, suitable_servers, RoundTripTime, SelectionCriteria};
-use anymongo::uri::{ReadPreference, ReadPreferenceMode, TagSet};
+use anymongo::selection::{candidates, choose, suitable_servers, Criteria, RoundTripTime};
 use anymongo::ServerAddress;
 use serde_json::Value;
 
@@ -90,11 +90,18 @@ pub(super) fn run_selection_test(test: &JsonTest) -> Result<(), String> {
     let topology = topology(entry(test, "topology_description")?, heartbeat_frequency)?;
     let read_preference = match test.get("read_preference") {
         Some(value) => read_preference(value)?,
-        None => ReadPreference::default(),
+        None => Ok(ReadPreference::Primary),
+    };
+    let read_preference = match read_preference {
+        Ok(read_preference) => read_preference,
+        // Mode primary with tag sets or maxStalenessSeconds cannot be made: the
+        // selection fails before it starts.
+        Err(_) if test.get("error").and_then(Value::as_bool) == Some(true) => return Ok(()),
+        Err(error) => return Err(format!("bad read preference: {error}")),
     };
     let criteria = match test.get("operation").and_then(Value::as_str) {
-        None | Some("read") => SelectionCriteria::Read(&read_preference),
-        Some("write") => SelectionCriteria::Write,
+        None | Some("read") => Criteria::Read(&read_preference),
+        Some("write") => Criteria::Write,
         Some(other) => return Err(format!("unknown operation {other:?}")),
     };
     let deprioritized = match test.get("deprioritized_servers") {
@@ -194,11 +201,8 @@ fn run_in_window_test(test: &JsonTest) -> Result<(), String> {
         .as_object()
         .ok_or("expected_frequencies is not an object")?;
 
-    let nearest = ReadPreference {
-        mode: ReadPreferenceMode::Nearest,
-        ..ReadPreference::default()
-    };
-    let criteria = SelectionCriteria::Read(&nearest);
+    let nearest = ReadPreference::Nearest { options: None };
+    let criteria = Criteria::Read(&nearest);
     let window = candidates(&topology, &criteria, LOCAL_THRESHOLD, &[])
         .map_err(|e| format!("candidates failed: {e}"))?;
     let count = |address: &ServerAddress| {
@@ -308,32 +312,36 @@ fn server_description(value: &Value) -> Result<ServerDescription, String> {
 }
 
 /// A test's `read_preference`: `mode` (capitalized, default primary), `tag_sets` and
-/// `maxStalenessSeconds` (-1: none).
-fn read_preference(value: &Value) -> Result<ReadPreference, String> {
-    let mut preference = ReadPreference::default();
-    if let Some(mode) = value.get("mode") {
-        let mode = string(mode, "mode")?;
-        let mut chars = mode.chars();
+/// `maxStalenessSeconds` (-1: none). The outer error is a malformed test, the inner
+/// one a read preference the driver refuses to make.
+fn read_preference(value: &Value) -> Result<anymongo::Result<ReadPreference>, String> {
+    let mut mode = ReadPreferenceMode::Primary;
+    let mut options = ReadPreferenceOptions::default();
+    if let Some(given) = value.get("mode") {
+        let given = string(given, "mode")?;
+        let mut chars = given.chars();
         let spelled: String = chars
             .next()
             .map(|first| first.to_ascii_lowercase())
             .into_iter()
             .chain(chars)
             .collect();
-        preference.mode = ReadPreferenceMode::from_name(&spelled)
-            .ok_or_else(|| format!("unknown read preference mode {mode:?}"))?;
+        mode = ReadPreferenceMode::from_name(&spelled)
+            .ok_or_else(|| format!("unknown read preference mode {given:?}"))?;
     }
     if let Some(tag_sets) = value.get("tag_sets") {
-        preference.tag_sets = array(tag_sets, "tag_sets")?
-            .iter()
-            .map(tag_set)
-            .collect::<Result<_, _>>()?;
+        options.tag_sets = Some(
+            array(tag_sets, "tag_sets")?
+                .iter()
+                .map(tag_set)
+                .collect::<Result<_, _>>()?,
+        );
     }
     if let Some(seconds) = value.get("maxStalenessSeconds") {
         let seconds = integer(seconds).ok_or("bad maxStalenessSeconds")?;
-        preference.max_staleness = u64::try_from(seconds).ok().map(Duration::from_secs);
+        options.max_staleness = u64::try_from(seconds).ok().map(Duration::from_secs);
     }
-    Ok(preference)
+    Ok(ReadPreference::new(mode, Some(options)))
 }
 
 fn tag_set(value: &Value) -> Result<TagSet, String> {

@@ -10,8 +10,8 @@ use anymongo::handshake::DriverInfo;
 use anymongo::index_management::{
     CreateIndexOptions, DropIndexOptions, IndexModel, ListIndexesOptions,
 };
+use anymongo::options::SelectionCriteria;
 use anymongo::session::ClientSession;
-use anymongo::uri::ReadPreference;
 use anymongo::{Cursor, Database};
 use bson::{doc, Bson, Document};
 
@@ -45,7 +45,7 @@ impl<'a> Call<'a> {
     /// The `command` argument, its first key named by `commandName` (which languages
     /// that lose key order need; here it is honoured by moving that key first), and
     /// the `readPreference` argument.
-    fn command(&mut self) -> Result<(Document, Option<ReadPreference>), Abort> {
+    fn command(&mut self) -> Result<(Document, Option<SelectionCriteria>), Abort> {
         let command = self.arguments.document("command")?;
         // Optional: the command's first key names it then.
         let name = match self.arguments.optional("commandName") {
@@ -56,7 +56,7 @@ impl<'a> Call<'a> {
         let preference = self
             .arguments
             .optional("readPreference")
-            .map(read_preference)
+            .map(selection_criteria)
             .transpose()?;
         let command = match name {
             Some(name) => first_key(&command, &name)?,
@@ -67,9 +67,9 @@ impl<'a> Call<'a> {
 }
 
 /// A `readPreference` argument, read as the driver reads the option of the same name.
-fn read_preference(preference: Bson) -> Result<ReadPreference, Abort> {
+fn selection_criteria(preference: Bson) -> Result<SelectionCriteria, Abort> {
     let concerns = entities::concerns(&doc! { "readPreference": preference }, "runCommand")?;
-    Ok(concerns.read_preference.unwrap_or_default())
+    Ok(concerns.selection_criteria.unwrap_or_default())
 }
 
 /// Spec `runCommand`: the command as given; the result is the reply.
@@ -79,7 +79,7 @@ pub async fn run_command(operation: &Operation, context: &mut Context) -> Result
     call.arguments.done()?;
     let mut run = call.database.run_command(command);
     if let Some(preference) = preference {
-        run = run.read_preference(preference);
+        run = run.selection_criteria(preference);
     }
     let reply = match call.session.as_ref() {
         Some(session) => run.session(session).await,
@@ -95,7 +95,7 @@ async fn command_cursor(
     context: &mut Context,
 ) -> Result<anymongo::Result<Cursor<Document>>, Abort> {
     let mut call = Call::new(operation, &context.entities)?;
-    let (command, read_preference) = call.command()?;
+    let (command, selection_criteria) = call.command()?;
     let batch_size = match call.arguments.optional("batchSize") {
         None => None,
         Some(size) => Some(
@@ -127,7 +127,7 @@ async fn command_cursor(
         ),
     };
     let options = RunCursorCommandOptions {
-        read_preference,
+        selection_criteria,
         cursor_type,
         batch_size,
         max_time,

@@ -75,6 +75,8 @@ impl Entity {
 }
 
 /// A handle [`EntityMap::set_timeout`] replaced for one operation.
+// One per operation, short-lived: boxing the larger handles would buy nothing.
+#[allow(clippy::large_enum_variant)]
 pub enum Saved {
     /// A client entity's client.
     Client(Client),
@@ -445,7 +447,7 @@ pub fn concerns(options: &Document, what: &str) -> Result<Concerns, Abort> {
     let parsed: AggregateOptions = bson::deserialize_from_document(options.clone())
         .map_err(|e| format!("{what} {options}: {e}"))?;
     Ok(Concerns {
-        read_preference: parsed.read_preference,
+        selection_criteria: parsed.selection_criteria,
         read_concern: parsed.read_concern,
         write_concern: parsed.write_concern,
         timeout,

@@ -49,7 +49,7 @@ pub fn create_bucket(
             }
         }
         let concerns = entities::concerns(&concerns, "bucketOptions")?;
-        options.read_preference = concerns.read_preference;
+        options.selection_criteria = concerns.selection_criteria;
         options.read_concern = concerns.read_concern;
         options.write_concern = concerns.write_concern;
         if let Some(timeout) = concerns.timeout {
