@@ -301,6 +301,17 @@ impl Client {
         Database::new(self.clone(), name)
     }
 
+    /// A handle to the database `name` with its own read preference, read concern,
+    /// write concern or `timeoutMS` ([`DatabaseOptions`](crate::options::DatabaseOptions));
+    /// what `options` leaves unset is the client's.
+    pub fn database_with_options(
+        &self,
+        name: &str,
+        options: crate::database::Concerns,
+    ) -> Database {
+        self.database(name).with_concerns(options)
+    }
+
     /// The database named in the connection string's path, if any.
     pub fn default_database(&self) -> Option<Database> {
         let name = self.options().default_database.as_deref()?;

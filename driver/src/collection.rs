@@ -113,6 +113,18 @@ impl<T> Collection<T> {
         &self.concerns
     }
 
+    /// The read concern of its reads unless an operation says otherwise (its own, else
+    /// the level above's); `None`: the server's default.
+    pub fn read_concern(&self) -> Option<&crate::concern::ReadConcern> {
+        self.concerns.read_concern.as_ref()
+    }
+
+    /// The write concern of its writes unless an operation says otherwise (its own,
+    /// else the level above's); `None`: the server's default.
+    pub fn write_concern(&self) -> Option<&crate::concern::WriteConcern> {
+        self.concerns.write_concern.as_ref()
+    }
+
     /// Where its reads go unless an operation says otherwise (its own, else its
     /// database's); `None`: the primary.
     pub fn selection_criteria(&self) -> Option<&crate::selection::SelectionCriteria> {
@@ -197,7 +209,8 @@ impl<T> Collection<T> {
         self.database.client()
     }
 
-    fn write_concern<'a>(
+    /// The write concern of a write: the operation's (`given`), else the collection's.
+    fn write_concern_of<'a>(
         &'a self,
         given: Option<&'a WriteConcern>,
         session: Option<&ClientSession>,
@@ -272,7 +285,7 @@ impl<T> Collection<T> {
             statement.kind,
             std::slice::from_mut(&mut statement),
             &command_options,
-            self.write_concern(options.write_concern.as_ref(), session)?,
+            self.write_concern_of(options.write_concern.as_ref(), session)?,
         );
         let reply = self
             .client()
@@ -487,7 +500,7 @@ impl<T> Collection<T> {
             filter,
             action,
             options: &options,
-            write_concern: self.write_concern(options.write_concern.as_ref(), session)?,
+            write_concern: self.write_concern_of(options.write_concern.as_ref(), session)?,
         };
         let value = self
             .client()
@@ -553,7 +566,7 @@ impl<T> Collection<T> {
         options: &BulkWriteOptions,
         session: Option<&ClientSession>,
     ) -> Result<BulkWriteResult> {
-        let write_concern = self.write_concern(options.write_concern.as_ref(), session)?;
+        let write_concern = self.write_concern_of(options.write_concern.as_ref(), session)?;
         collection_level::execute(
             self.client().executor(),
             &self.namespace,

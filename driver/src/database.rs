@@ -33,8 +33,19 @@ pub struct Database {
 }
 
 /// The read preference, read concern and write concern of a database or collection;
-/// `None` inherits from the level above (client, then database).
-#[derive(Debug, Clone, Default, PartialEq)]
+/// `None` inherits from the level above (client, then database). The official crate's
+/// [`DatabaseOptions`](crate::options::DatabaseOptions) and
+/// [`CollectionOptions`](crate::options::CollectionOptions) are this type.
+///
+/// ```no_run
+/// # fn example(client: anymongo::Client) {
+/// use anymongo::options::{DatabaseOptions, WriteConcern};
+/// let options = DatabaseOptions::builder().write_concern(WriteConcern::majority()).build();
+/// let db = client.database_with_options("shop", options);
+/// # let _ = db; }
+/// ```
+#[derive(typed_builder::TypedBuilder, Debug, Clone, Default, PartialEq)]
+#[builder(field_defaults(default, setter(strip_option)))]
 pub struct Concerns {
     /// Where reads go.
     pub selection_criteria: Option<SelectionCriteria>,
@@ -137,6 +148,18 @@ impl Database {
         &self.options
     }
 
+    /// The read concern of its reads unless an operation says otherwise (its own, else
+    /// the level above's); `None`: the server's default.
+    pub fn read_concern(&self) -> Option<&crate::concern::ReadConcern> {
+        self.options.read_concern.as_ref()
+    }
+
+    /// The write concern of its writes unless an operation says otherwise (its own,
+    /// else the level above's); `None`: the server's default.
+    pub fn write_concern(&self) -> Option<&crate::concern::WriteConcern> {
+        self.options.write_concern.as_ref()
+    }
+
     /// Where its reads go unless an operation says otherwise (its own, else the
     /// client's); `None`: the primary.
     pub fn selection_criteria(&self) -> Option<&SelectionCriteria> {
@@ -188,6 +211,21 @@ impl Database {
     /// A handle to the collection `name`, its documents read and written as `T`.
     pub fn collection<T>(&self, name: &str) -> Collection<T> {
         Collection::new(self.clone(), name)
+    }
+
+    /// A handle to the collection `name` with its own read preference, read concern,
+    /// write concern or `timeoutMS`; what `options` leaves unset is the database's.
+    ///
+    /// ```no_run
+    /// # fn example(db: anymongo::Database) {
+    /// use anymongo::bson::Document;
+    /// use anymongo::options::{CollectionOptions, ReadConcern};
+    /// let options = CollectionOptions::builder().read_concern(ReadConcern::majority()).build();
+    /// let orders = db.collection_with_options::<Document>("orders", options);
+    /// # let _ = orders; }
+    /// ```
+    pub fn collection_with_options<T>(&self, name: &str, options: Concerns) -> Collection<T> {
+        self.collection(name).with_concerns(options)
     }
 
     /// The body of [`run_command`](Self::run_command).

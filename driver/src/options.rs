@@ -24,6 +24,10 @@ pub use crate::crud::{
     AggregateOptions, CountOptions, CursorType, FindOneAndModifyOptions, FindOptions, Hint,
     ReadOptions, ReturnDocument, RunCursorCommandOptions, TimeoutMode, WriteOptions,
 };
+/// The options of [`Client::database_with_options`](crate::Client::database_with_options).
+pub type DatabaseOptions = crate::database::Concerns;
+/// The options of [`Database::collection_with_options`](crate::Database::collection_with_options).
+pub type CollectionOptions = crate::database::Concerns;
 pub use crate::enumerate::{ListCollectionsOptions, ListDatabasesOptions};
 pub use crate::gridfs::{GridFsBucketOptions, GridFsUploadOptions};
 pub use crate::handshake::DriverInfo;

@@ -350,6 +350,42 @@ pub mod session_docs {
     }
 }
 
+/// From the docs of `Client::database_with_options` and
+/// `Database::collection_with_options`.
+pub mod database_docs {
+    use super::*;
+    use anymongo::options::{
+        CollectionOptions, DatabaseOptions, ReadConcern, ReadPreference, SelectionCriteria,
+        WriteConcern,
+    };
+    use anymongo::Client;
+
+    /// A database and a collection with their own concerns, which their operations use.
+    pub async fn database_and_collection_options(uri: &str) -> anymongo::error::Result<()> {
+        fresh_database(uri, "official_db_options").await;
+        let client = Client::with_uri_str(uri).await?;
+        let db = client.database_with_options(
+            "official_db_options",
+            DatabaseOptions::builder()
+                .write_concern(WriteConcern::majority())
+                .build(),
+        );
+        let coll = db.collection_with_options::<Document>(
+            "coll",
+            CollectionOptions::builder()
+                .read_concern(ReadConcern::majority())
+                .selection_criteria(SelectionCriteria::ReadPreference(ReadPreference::Primary))
+                .build(),
+        );
+        assert_eq!(db.write_concern(), Some(&WriteConcern::majority()));
+        assert_eq!(coll.write_concern(), Some(&WriteConcern::majority()));
+        assert_eq!(coll.read_concern(), Some(&ReadConcern::majority()));
+        coll.insert_one(doc! { "x": 1 }).await?;
+        assert_eq!(coll.count_documents(doc! {}).await?, 1);
+        Ok(())
+    }
+}
+
 /// From the docs of `gridfs`.
 pub mod gridfs_docs {
     use super::*;

@@ -56,6 +56,12 @@ impl Client {
         Database::from(self.client.database(name))
     }
 
+    /// A handle to the database `name` with its own concerns
+    /// ([`crate::Client::database_with_options`]).
+    pub fn database_with_options(&self, name: &str, options: Concerns) -> Database {
+        Database::from(self.client.database_with_options(name, options))
+    }
+
     /// The database named in the connection string's path, if any.
     pub fn default_database(&self) -> Option<Database> {
         self.client.default_database().map(Database::from)
@@ -120,6 +126,12 @@ impl Database {
     /// A handle to the collection `name`, its documents read and written as `T`.
     pub fn collection<T>(&self, name: &str) -> Collection<T> {
         Collection::from(self.database.collection(name))
+    }
+
+    /// A handle to the collection `name` with its own concerns
+    /// ([`crate::Database::collection_with_options`]).
+    pub fn collection_with_options<T>(&self, name: &str, options: Concerns) -> Collection<T> {
+        Collection::from(self.database.collection_with_options(name, options))
     }
 
     /// This database with other concerns ([`crate::Database::with_concerns`]).
