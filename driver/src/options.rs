@@ -28,7 +28,7 @@ pub use crate::enumerate::{ListCollectionsOptions, ListDatabasesOptions};
 pub use crate::gridfs::{GridFsBucketOptions, GridFsUploadOptions};
 pub use crate::handshake::DriverInfo;
 pub use crate::index_management::{CreateIndexOptions, DropIndexOptions, ListIndexesOptions};
-pub use crate::rt::TlsOptions;
+pub use crate::rt::{Tls, TlsOptions};
 pub use crate::selection::{ReadPreference, ReadPreferenceMode, TagSet};
 pub use crate::session::SessionOptions;
 pub use crate::srv::ParseConnectionString;
