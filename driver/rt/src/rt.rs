@@ -236,19 +236,20 @@ impl fmt::Debug for TlsOptions {
     }
 }
 
-/// Whether a client's connections use TLS, as in the official `mongodb` crate:
-/// `anymongo::options::ClientOptions::tls` is `None` (the connection string
-/// decides: off, except with `mongodb+srv`), or one of these.
+/// Whether a client's connections use TLS, as in the official `mongodb` crate: the
+/// client options' `tls` field is `None` (no TLS, unless a `mongodb+srv` connection
+/// string turned it on), or one of these. `anymongo::options::Tls` is this type.
 ///
-/// ```
-/// use anymongo::options::{ClientOptions, Tls, TlsOptions};
-/// let mut options = ClientOptions::default();
-/// options.tls = Some(Tls::Enabled(TlsOptions::builder().allow_invalid_hostnames(true).build()));
-/// let enabled: Tls = TlsOptions::default().into();
-/// assert_eq!(enabled, Tls::Enabled(TlsOptions::default()));
-/// ```
 /// Defined here, beside [`TlsOptions`], so that `Option<Tls>` can be made from
 /// `TlsOptions` (`.tls(options)` on the client options' builder).
+///
+/// ```
+/// # use anymongo_rt::rt::{Tls, TlsOptions};
+/// let enabled: Tls = TlsOptions::builder().allow_invalid_hostnames(true).build().into();
+/// assert!(matches!(enabled, Tls::Enabled(_)));
+/// let field: Option<Tls> = TlsOptions::default().into();
+/// assert_eq!(field, Some(Tls::Enabled(TlsOptions::default())));
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Tls {
     /// TLS with these options.

@@ -69,11 +69,32 @@ pub use crate::wire::compression::Compressor;
 /// The longest `appName` (Handshake spec, "Limitations").
 const MAX_APP_NAME_BYTES: usize = 128;
 
-/// Options of a [`crate::Client`], read from a connection string or built in code.
+/// Options of a [`crate::Client`], read from a connection string or built in code,
+/// with the fields and the typed builder of the official `mongodb` crate's
+/// `ClientOptions`: every option is an `Option`, and `None` means the driver's
+/// default (each field's documentation gives it), applied when the client is made.
+/// The fields marked "anymongo addition" are options the official crate does not
+/// have.
 ///
 /// `Debug` and `Display` never show a password (of the credential, the proxy or the
 /// TLS certificate key) nor an `AWS_SESSION_TOKEN`. `Display` writes the options as a
 /// connection string, leaving out those at their default.
+///
+/// Built in code (the builder's setters take the value, or anything `Into` it):
+///
+/// ```
+/// use std::time::Duration;
+/// use anymongo::options::{ClientOptions, ServerAddress, Tls, TlsOptions};
+/// let mut options = ClientOptions::builder()
+///     .hosts(vec![ServerAddress::Tcp { host: "db.example.com".into(), port: Some(27018) }])
+///     .app_name("inventory".to_string())
+///     .build();
+/// options.max_pool_size = Some(20);
+/// options.tls = Some(Tls::Enabled(TlsOptions::builder().allow_invalid_hostnames(true).build()));
+/// assert_eq!(options.connect_timeout, None); // 10 seconds when connecting
+/// ```
+///
+/// Read from a connection string:
 ///
 /// ```
 /// use anymongo::ClientOptions;
