@@ -96,15 +96,16 @@ impl ConnectionSettings {
             target: ConnectTarget {
                 host: String::new(),
                 port: 0,
-                tls: options.tls.clone(),
+                tls: options.tls_options().cloned(),
             },
             // connectTimeoutMS=0 means no limit (URI Options spec).
-            connect_timeout: Some(options.connect_timeout).filter(|limit| !limit.is_zero()),
+            connect_timeout: Some(options.connect_timeout_or_default())
+                .filter(|limit| !limit.is_zero()),
             socket_timeout: options.socket_timeout,
-            metadata: Arc::new(ClientMetadata::new(client_metadata(
-                &runtime.host,
-                options.app_name.as_deref(),
-            ))),
+            metadata: Arc::new(ClientMetadata::with_driver_info(
+                client_metadata(&runtime.host, options.app_name.as_deref()),
+                options.driver_info.as_ref(),
+            )),
             auth: options.credential.clone().map(|credential| AuthSettings {
                 credential,
                 context: AuthContext {
@@ -119,7 +120,7 @@ impl ConnectionSettings {
             }),
             load_balanced: options.load_balanced == Some(true),
             server_api: options.server_api.clone(),
-            compressors: options.compressors.clone(),
+            compressors: options.compressors_or_default().to_vec(),
             zlib_compression_level: options.zlib_compression_level,
             proxy: options.proxy.clone(),
             monitoring: false,
@@ -131,7 +132,7 @@ impl ConnectionSettings {
         let mut settings = self.clone();
         settings.target.host = address.host().to_owned();
         // A unix domain socket is a target whose host is the socket's path.
-        settings.target.port = address.port().unwrap_or_default();
+        settings.target.port = address.tcp_port().unwrap_or_default();
         settings
     }
 }

@@ -835,8 +835,8 @@ async fn run_on_server<O: Operation>(
             let error = match result {
                 Err(error)
                     if crate::retry::is_overload_retryable(&error)
-                        && options.retry_reads
-                        && retries < options.max_adaptive_retries =>
+                        && options.retry_reads_or_default()
+                        && retries < options.max_adaptive_retries_or_default() =>
                 {
                     error
                 }

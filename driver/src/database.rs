@@ -117,8 +117,8 @@ impl Concerns {
         let options = client.options();
         Concerns {
             selection_criteria: options.selection_criteria.clone(),
-            read_concern: options.read_concern_level.clone().map(ReadConcern::new),
-            write_concern: Some(options.write_concern.clone()),
+            read_concern: options.read_concern.clone(),
+            write_concern: options.write_concern.clone(),
             timeout: client.timeout(),
         }
     }

@@ -135,6 +135,18 @@ impl ClientMetadata {
         }
     }
 
+    /// The driver's own metadata with the [`DriverInfo`] of the client's options
+    /// appended (an invalid one is refused earlier, by `ClientOptions::validate`).
+    pub fn with_driver_info(metadata: Document, info: Option<&DriverInfo>) -> ClientMetadata {
+        let metadata = ClientMetadata::new(metadata);
+        if let Some(info) = info {
+            // `ClientOptions::validate`, which every client runs, already refused an
+            // invalid one: there is no error left to report.
+            let _ = metadata.append(info);
+        }
+        metadata
+    }
+
     /// What a new connection sends.
     pub fn document(&self) -> Document {
         crate::signal::lock(&self.state).0.clone()

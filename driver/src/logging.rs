@@ -174,7 +174,7 @@ impl LogMessage for CommandEvent {
                     driverConnectionId = info.connection.id,
                     serverConnectionId = info.connection.server_id,
                     serverHost = address.host(),
-                    serverPort = address.port(),
+                    serverPort = address.tcp_port(),
                     serviceId = service_id.as_deref(),
                     $($field = $value,)*
                     $message
@@ -243,7 +243,7 @@ impl LogMessage for CmapEvent {
                     target: CONNECTION,
                     topologyId = topology_id.as_str(),
                     serverHost = address.host(),
-                    serverPort = address.port(),
+                    serverPort = address.tcp_port(),
                     $($field = $value,)*
                     $message
                 )
@@ -352,12 +352,12 @@ impl LogMessage for SdamEvent {
             SdamEvent::ServerOpening { address, .. } => topology_message!(
                 "Starting server monitoring",
                 serverHost = address.host(),
-                serverPort = address.port()
+                serverPort = address.tcp_port()
             ),
             SdamEvent::ServerClosed { address, .. } => topology_message!(
                 "Stopped server monitoring",
                 serverHost = address.host(),
-                serverPort = address.port()
+                serverPort = address.tcp_port()
             ),
             SdamEvent::ServerDescriptionChanged { .. } => {}
             SdamEvent::ServerHeartbeatStarted {
@@ -368,7 +368,7 @@ impl LogMessage for SdamEvent {
             } => topology_message!(
                 "Server heartbeat started",
                 serverHost = address.host(),
-                serverPort = address.port(),
+                serverPort = address.tcp_port(),
                 driverConnectionId = *driver_connection_id,
                 serverConnectionId = *server_connection_id,
                 awaited = *awaited
@@ -383,7 +383,7 @@ impl LogMessage for SdamEvent {
             } => topology_message!(
                 "Server heartbeat succeeded",
                 serverHost = address.host(),
-                serverPort = address.port(),
+                serverPort = address.tcp_port(),
                 driverConnectionId = *driver_connection_id,
                 serverConnectionId = *server_connection_id,
                 awaited = *awaited,
@@ -400,7 +400,7 @@ impl LogMessage for SdamEvent {
             } => topology_message!(
                 "Server heartbeat failed",
                 serverHost = address.host(),
-                serverPort = address.port(),
+                serverPort = address.tcp_port(),
                 driverConnectionId = *driver_connection_id,
                 serverConnectionId = *server_connection_id,
                 awaited = *awaited,
@@ -494,7 +494,7 @@ impl SelectionLog<'_> {
             topology.to_string().as_str(),
             "Server selection succeeded",
             serverHost = address.host(),
-            serverPort = address.port()
+            serverPort = address.tcp_port()
         );
     }
 

@@ -142,7 +142,7 @@ impl OperationContext {
     /// How long server selection may take from `now`: serverSelectionTimeoutMS, within
     /// the deadline (spec, "Server Selection": `computedServerSelectionTimeout`).
     pub fn selection_timeout(&self, options: &ClientOptions, now: Instant) -> Duration {
-        let bound = options.server_selection_timeout;
+        let bound = options.server_selection_timeout_or_default();
         self.within(Some(bound), now).unwrap_or(bound)
     }
 
@@ -157,8 +157,8 @@ impl OperationContext {
     /// the deadline.
     pub fn check_out_timeout(&self, options: &ClientOptions, now: Instant) -> Duration {
         let bound = match self.wait_queue_timeout(options) {
-            Some(wait) => wait.min(options.server_selection_timeout),
-            None => options.server_selection_timeout,
+            Some(wait) => wait.min(options.server_selection_timeout_or_default()),
+            None => options.server_selection_timeout_or_default(),
         };
         self.within(Some(bound), now).unwrap_or(bound)
     }
@@ -963,7 +963,7 @@ impl Executor {
             Some(_) => Retryability::None,
             None => operation.retryability(),
         };
-        let retry_writes = options.retry_writes || operation.ends_transaction();
+        let retry_writes = options.retry_writes_or_default() || operation.ends_transaction();
         let load_balanced = options.load_balanced == Some(true);
         let mut deprioritized = Vec::new();
         // The error of the last attempt, once one failed.
@@ -1095,7 +1095,7 @@ impl Executor {
                                 && acknowledged
                                 && supports_retryable_writes(pooled.hello(), server_type)
                         }
-                        Retryability::Read => options.retry_reads,
+                        Retryability::Read => options.retry_reads_or_default(),
                         Retryability::None => false,
                     };
                     let overload_retry =
@@ -1153,7 +1153,7 @@ impl Executor {
                 // The check-out failed: a retry is allowed as if the server qualified.
                 None => match kind {
                     Retryability::Write => retry_writes && acknowledged,
-                    Retryability::Read => options.retry_reads,
+                    Retryability::Read => options.retry_reads_or_default(),
                     Retryability::None => false,
                 },
             };
@@ -1185,7 +1185,7 @@ impl Executor {
             retries += 1;
             overloaded |= error.contains_label(SYSTEM_OVERLOADED_ERROR);
             let allowed = match (overloaded, context.is_timed()) {
-                (true, _) => options.max_adaptive_retries,
+                (true, _) => options.max_adaptive_retries_or_default(),
                 (false, true) => u32::MAX,
                 (false, false) => 1,
             };
@@ -1207,7 +1207,7 @@ impl Executor {
             // enableOverloadRetargeting says so (that spec, "Overload retry policy",
             // 4; off by default, for primaryPreferred reads stay on the primary).
             let overloaded_here = error.contains_label(SYSTEM_OVERLOADED_ERROR)
-                && (spec_retryable || options.enable_overload_retargeting);
+                && (spec_retryable || options.enable_overload_retargeting_or_default());
             if topology_type == TopologyType::Sharded || overloaded_here {
                 deprioritized.push(server.address.clone());
             }
@@ -1255,9 +1255,9 @@ impl Executor {
             return true;
         }
         match operation.access() {
-            Access::Read => options.retry_reads,
-            Access::Write => options.retry_writes,
-            Access::Either => options.retry_reads && options.retry_writes,
+            Access::Read => options.retry_reads_or_default(),
+            Access::Write => options.retry_writes_or_default(),
+            Access::Either => options.retry_reads_or_default() && options.retry_writes_or_default(),
         }
     }
 

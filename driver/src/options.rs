@@ -32,7 +32,7 @@ pub use crate::enumerate::{ListCollectionsOptions, ListDatabasesOptions};
 pub use crate::gridfs::{GridFsBucketOptions, GridFsUploadOptions};
 pub use crate::handshake::DriverInfo;
 pub use crate::index_management::{CreateIndexOptions, DropIndexOptions, ListIndexesOptions};
-pub use crate::rt::TlsOptions;
+pub use crate::rt::{Tls, TlsOptions};
 pub use crate::selection::{
     HedgedReadOptions, Predicate, ReadPreference, ReadPreferenceMode, ReadPreferenceOptions,
     SelectionCriteria, TagSet,

@@ -69,8 +69,8 @@ const TXT_OPTIONS: [&str; 3] = ["authSource", "replicaSet", "loadBalanced"];
 /// assert_eq!(srv::lookup_timeout(&options), Duration::from_millis(2500));
 /// ```
 pub fn lookup_timeout(options: &ClientOptions) -> Duration {
-    match options.connect_timeout {
-        Duration::ZERO => options.server_selection_timeout,
+    match options.connect_timeout_or_default() {
+        Duration::ZERO => options.server_selection_timeout_or_default(),
         bound => bound,
     }
 }
@@ -119,7 +119,7 @@ pub async fn resolve(
 ) -> Result<ClientOptions> {
     let given = Given {
         auth_source: auth_source_given(options)?,
-        replica_set: options.replica_set.is_some(),
+        replica_set: options.repl_set_name.is_some(),
         load_balanced: options.load_balanced.is_some(),
     };
     Ok(discover(options, given, resolver, clock, timeout)
@@ -152,7 +152,7 @@ pub async fn resolve_seed_list(
 ) -> Result<SeedList> {
     let given = Given {
         auth_source: auth_source_given(options)?,
-        replica_set: options.replica_set.is_some(),
+        replica_set: options.repl_set_name.is_some(),
         load_balanced: options.load_balanced.is_some(),
     };
     discover(options, given, resolver, clock, timeout).await
@@ -260,7 +260,7 @@ impl SeedList {
     fn equivalent_options(&self) -> ClientOptions {
         ClientOptions {
             srv: false,
-            srv_max_hosts: 0,
+            srv_max_hosts: None,
             srv_service_name: None,
             srv_allowed_hosts_suffix: None,
             ..self.resolved.clone()
@@ -457,7 +457,7 @@ async fn discover(
     })?;
     resolved.hosts = select_hosts(
         &found.hosts,
-        options.srv_max_hosts,
+        options.srv_max_hosts_or_default(),
         crate::selection::random_index,
     );
     let seeds = SeedList {
@@ -828,8 +828,8 @@ pub fn parse_txt(records: &[String]) -> Result<TxtOptions> {
                 }
             }
             "replicaSet" => {
-                if parsed.replica_set.is_some() {
-                    options.replica_set = parsed.replica_set;
+                if parsed.repl_set_name.is_some() {
+                    options.replica_set = parsed.repl_set_name;
                 }
             }
             _ => {
@@ -844,8 +844,8 @@ pub fn parse_txt(records: &[String]) -> Result<TxtOptions> {
 
 /// Applies the TXT options the user did not give.
 fn apply_txt(options: &mut ClientOptions, txt: &TxtOptions, given: Given) -> Result<()> {
-    if !given.replica_set && options.replica_set.is_none() {
-        options.replica_set.clone_from(&txt.replica_set);
+    if !given.replica_set && options.repl_set_name.is_none() {
+        options.repl_set_name.clone_from(&txt.replica_set);
     }
     if !given.load_balanced && options.load_balanced.is_none() {
         options.load_balanced = txt.load_balanced;
@@ -1180,7 +1180,7 @@ mod tests {
                 &["replicaSet=repl0&authSource=thisDB"],
             );
         let options = run("mongodb+srv://u:p@test5.test.build.10gen.cc/db", &resolver).unwrap();
-        assert_eq!(options.replica_set.as_deref(), Some("repl0"));
+        assert_eq!(options.repl_set_name.as_deref(), Some("repl0"));
         let source = |o: &ClientOptions| o.credential.as_ref().unwrap().source.clone();
         assert_eq!(source(&options).as_deref(), Some("thisDB"));
 
@@ -1190,7 +1190,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(source(&options).as_deref(), Some("otherDB"));
-        assert_eq!(options.replica_set.as_deref(), Some("r"));
+        assert_eq!(options.repl_set_name.as_deref(), Some("r"));
 
         // Given "admin" explicitly: resolve_uri keeps it, where resolve cannot tell.
         let options = run(
@@ -1350,7 +1350,7 @@ mod tests {
         // What the client is built with: the equivalent mongodb:// options.
         let equivalent = seeds.equivalent_options();
         assert!(!equivalent.srv);
-        assert_eq!(equivalent.srv_max_hosts, 0);
+        assert_eq!(equivalent.srv_max_hosts, None);
         assert_eq!(equivalent.hosts, seeds.options().hosts);
         assert!(equivalent.tls.is_some());
         assert!(equivalent.validate().is_ok());
@@ -1360,7 +1360,7 @@ mod tests {
     fn lookup_timeout_is_connect_timeout_or_server_selection_timeout() {
         let mut options = ClientOptions::parse_uri("mongodb+srv://a.b.c/").unwrap();
         assert_eq!(lookup_timeout(&options), Duration::from_secs(10));
-        options.connect_timeout = Duration::ZERO;
+        options.connect_timeout = Some(Duration::ZERO);
         assert_eq!(lookup_timeout(&options), Duration::from_secs(30));
     }
 }

@@ -97,7 +97,7 @@ async fn srv_and_txt_records_resolve_through_hickory() {
     .unwrap();
     let hosts: Vec<String> = options.hosts.iter().map(ToString::to_string).collect();
     assert_eq!(hosts, ["localhost.test.build.10gen.cc:27017"]);
-    assert_eq!(options.replica_set.as_deref(), Some("repl0"));
+    assert_eq!(options.repl_set_name.as_deref(), Some("repl0"));
     // One TXT record of several strings is joined.
     let txt = bounded(resolver.txt("test11.test.build.10gen.cc"))
         .await
@@ -203,7 +203,7 @@ async fn parse_resolves_a_mongodb_srv_string_through_the_given_resolver() {
     .await
     .unwrap();
     // The TXT record's option applied; the options are the equivalent mongodb:// ones.
-    assert_eq!(options.replica_set.as_deref(), Some("secantus"));
+    assert_eq!(options.repl_set_name.as_deref(), Some("secantus"));
     assert!(!options.srv);
     assert_eq!(options.hosts.len(), 1, "{:?}", options.hosts);
     options.app_name = Some("srv-parsed".into());

@@ -188,7 +188,7 @@ async fn two_hundred_client_tasks_share_ten_connections() {
     let separator = if uri.contains('?') { '&' } else { '?' };
     let options = ClientOptions::parse_uri(&format!("{uri}{separator}maxPoolSize={MAX_POOL_SIZE}"))
         .expect("valid URI");
-    assert_eq!(options.max_pool_size, MAX_POOL_SIZE);
+    assert_eq!(options.max_pool_size, Some(MAX_POOL_SIZE));
     let events = PoolEvents::default();
     let client = Client::with_config(options, events.config()).unwrap();
     let db = client.database("pool_load");

@@ -204,30 +204,34 @@ fn tls_request(target: &ConnectTarget) -> JsValue {
     };
     let request = Object::new();
     set(&request, "servername", target.host.as_str());
-    let pem = |request: &Object, source: &Option<PemSource>, file: &str, pem: &str| match source {
-        Some(PemSource::File(path)) => set(request, file, path.as_str()),
-        Some(PemSource::Pem(text)) => set(request, pem, text.as_str()),
+    let pem = |request: &Object, source: Option<PemSource>, file: &str, pem: &str| match source {
+        Some(PemSource::File(path)) => set(request, file, path.to_string_lossy().as_ref()),
+        Some(PemSource::Pem(text)) => set(request, pem, text),
         None => {}
     };
-    pem(&request, &tls.ca_pem, "caFile", "caPem");
+    pem(&request, tls.ca(), "caFile", "caPem");
     pem(
         &request,
-        &tls.certificate_key,
+        tls.cert_key(),
         "certificateKeyFile",
         "certificateKeyPem",
     );
-    if let Some(password) = &tls.certificate_key_password {
-        set(&request, "certificateKeyPassword", password.as_str());
+    if let Some(password) = &tls.tls_certificate_key_file_password {
+        set(
+            &request,
+            "certificateKeyPassword",
+            String::from_utf8_lossy(password).as_ref(),
+        );
     }
     set(
         &request,
         "allowInvalidCertificates",
-        tls.allow_invalid_certificates,
+        tls.allows_invalid_certificates(),
     );
     set(
         &request,
         "allowInvalidHostnames",
-        tls.allow_invalid_hostnames,
+        tls.allows_invalid_hostnames(),
     );
     request.into()
 }

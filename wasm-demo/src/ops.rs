@@ -842,8 +842,8 @@ fn acknowledged(db: &Database, options: &WriteOptions) -> bool {
         .write_concern
         .as_ref()
         .or(db.concerns().write_concern.as_ref())
-        .unwrap_or(&client.write_concern)
-        .is_acknowledged()
+        .or(client.write_concern.as_ref())
+        .is_none_or(|concern| concern.is_acknowledged())
 }
 
 fn update_result(result: anymongo::crud::UpdateResult, acknowledged: bool) -> Document {

@@ -20,6 +20,7 @@ use std::fmt;
 use std::future::Future;
 use std::io;
 use std::ops::{Add, Sub};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -103,45 +104,71 @@ pub trait Stream: MaybeSend {
     }
 }
 
-/// TLS settings for one connection: the `tls`-prefixed options of the URI Options spec.
+/// TLS settings of a client's connections: the `tls`-prefixed options of the URI Options
+/// spec, with the fields and builder of the official `mongodb` crate's
+/// `options::TlsOptions`, plus what only anymongo has (marked below). Every field is
+/// `Option`: `None` means the default, which is the strict one.
+///
+/// This struct lives in `anymongo-rt`, the bottom crate, because the transports read
+/// it when they open a TLS stream; `anymongo::options::TlsOptions` is this type.
 ///
 /// `Debug` never shows the certificate key's password nor in-memory PEM text.
-#[derive(Clone, Default, PartialEq, Eq)]
+///
+/// ```
+/// # use anymongo_rt::rt::TlsOptions;
+/// let options = TlsOptions::builder()
+///     .ca_file_path(std::path::PathBuf::from("/etc/ssl/ca.pem"))
+///     .allow_invalid_hostnames(true)
+///     .build();
+/// assert_eq!(options.allow_invalid_certificates, None);
+/// ```
+#[derive(Clone, Default, PartialEq, Eq, typed_builder::TypedBuilder)]
+#[builder(field_defaults(default, setter(into)))]
+#[non_exhaustive]
 pub struct TlsOptions {
-    /// PEM certificates of the authorities to trust, replacing the built-in web roots
-    /// (`tlsCAFile`, read by the host from its file system, or supplied in memory).
-    pub ca_pem: Option<PemSource>,
-    /// PEM holding the client's certificate and private key, for mutual TLS and
-    /// MONGODB-X509 (`tlsCertificateKeyFile`).
-    pub certificate_key: Option<PemSource>,
-    /// The password of an encrypted private key in `certificate_key`
-    /// (`tlsCertificateKeyFilePassword`).
-    pub certificate_key_password: Option<String>,
     /// Accept a server certificate that does not chain to a trusted authority
     /// (`tlsAllowInvalidCertificates`, or `tlsInsecure`). For tests only: it disables
-    /// certificate validation, revocation checks included.
-    pub allow_invalid_certificates: bool,
+    /// certificate validation, revocation checks included. Default `false`.
+    pub allow_invalid_certificates: Option<bool>,
+    /// A PEM file of the authorities to trust, replacing the host's default roots
+    /// (`tlsCAFile`), read by the host from its file system.
+    pub ca_file_path: Option<PathBuf>,
+    /// A PEM file holding the client's certificate and private key, for mutual TLS and
+    /// MONGODB-X509 (`tlsCertificateKeyFile`).
+    pub cert_key_file_path: Option<PathBuf>,
     /// Accept a server certificate issued for another host name
-    /// (`tlsAllowInvalidHostnames`, or `tlsInsecure`). For tests only.
-    pub allow_invalid_hostnames: bool,
-    /// Do not contact OCSP responders (`tlsDisableOCSPEndpointCheck`).
-    pub disable_ocsp_endpoint_check: bool,
-    /// Do not check whether the server's certificate was revoked
-    /// (`tlsDisableCertificateRevocationCheck`).
-    pub disable_certificate_revocation_check: bool,
+    /// (`tlsAllowInvalidHostnames`, or `tlsInsecure`). For tests only. Default `false`.
+    pub allow_invalid_hostnames: Option<bool>,
+    /// The password of an encrypted private key in the certificate key PEM
+    /// (`tlsCertificateKeyFilePassword`).
+    pub tls_certificate_key_file_password: Option<Vec<u8>>,
+    /// anymongo addition: PEM text of the authorities to trust, already in memory, for
+    /// hosts without a file system (a Worker, a browser-like runtime). Not combined with
+    /// `ca_file_path`: a client refuses options that give both.
+    pub ca_pem: Option<String>,
+    /// anymongo addition: PEM text of the client's certificate and private key, already
+    /// in memory. Not combined with `cert_key_file_path`.
+    pub cert_key_pem: Option<String>,
+    /// anymongo addition: do not contact OCSP responders
+    /// (`tlsDisableOCSPEndpointCheck`). Default `false`.
+    pub disable_ocsp_endpoint_check: Option<bool>,
+    /// anymongo addition: do not check whether the server's certificate was revoked
+    /// (`tlsDisableCertificateRevocationCheck`). Default `false`.
+    pub disable_certificate_revocation_check: Option<bool>,
 }
 
 /// Where PEM data of a TLS connection (trusted authorities, or the client's certificate
-/// and key) comes from. `Debug` shows a file's path but never in-memory PEM text.
-#[derive(Clone, PartialEq, Eq)]
-pub enum PemSource {
+/// and key) comes from, as [`TlsOptions::ca`] and [`TlsOptions::cert_key`] read it.
+/// `Debug` shows a file's path but never in-memory PEM text.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum PemSource<'a> {
     /// A PEM file the host reads (`tlsCAFile`, `tlsCertificateKeyFile`).
-    File(String),
+    File(&'a Path),
     /// PEM text already in memory (hosts without a file system).
-    Pem(String),
+    Pem(&'a str),
 }
 
-impl fmt::Debug for PemSource {
+impl fmt::Debug for PemSource<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             PemSource::File(path) => f.debug_tuple("File").field(path).finish(),
@@ -150,19 +177,47 @@ impl fmt::Debug for PemSource {
     }
 }
 
+impl TlsOptions {
+    /// The authorities to trust: in-memory PEM if given, else the CA file; `None` for
+    /// the host's default roots.
+    pub fn ca(&self) -> Option<PemSource<'_>> {
+        pem_source(self.ca_pem.as_deref(), self.ca_file_path.as_deref())
+    }
+
+    /// The client's certificate and key: in-memory PEM if given, else the file.
+    pub fn cert_key(&self) -> Option<PemSource<'_>> {
+        pem_source(
+            self.cert_key_pem.as_deref(),
+            self.cert_key_file_path.as_deref(),
+        )
+    }
+
+    /// [`allow_invalid_certificates`](Self::allow_invalid_certificates), `false` when unset.
+    pub fn allows_invalid_certificates(&self) -> bool {
+        self.allow_invalid_certificates.unwrap_or(false)
+    }
+
+    /// [`allow_invalid_hostnames`](Self::allow_invalid_hostnames), `false` when unset.
+    pub fn allows_invalid_hostnames(&self) -> bool {
+        self.allow_invalid_hostnames.unwrap_or(false)
+    }
+}
+
+fn pem_source<'a>(pem: Option<&'a str>, file: Option<&'a Path>) -> Option<PemSource<'a>> {
+    pem.map(PemSource::Pem).or(file.map(PemSource::File))
+}
+
 impl fmt::Debug for TlsOptions {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let ca = match &self.ca_pem {
-            None => "web roots".to_string(),
-            Some(PemSource::File(path)) => format!("file {path}"),
-            Some(PemSource::Pem(_)) => "in-memory PEM".to_string(),
-        };
         f.debug_struct("TlsOptions")
-            .field("ca", &ca)
-            .field("certificate_key", &self.certificate_key)
+            .field("ca", &self.ca())
+            .field("cert_key", &self.cert_key())
             .field(
-                "certificate_key_password",
-                &self.certificate_key_password.as_ref().map(|_| "<redacted>"),
+                "tls_certificate_key_file_password",
+                &self
+                    .tls_certificate_key_file_password
+                    .as_ref()
+                    .map(|_| "<redacted>"),
             )
             .field(
                 "allow_invalid_certificates",
@@ -178,6 +233,40 @@ impl fmt::Debug for TlsOptions {
                 &self.disable_certificate_revocation_check,
             )
             .finish()
+    }
+}
+
+/// Whether a client's connections use TLS, as in the official `mongodb` crate: the
+/// client options' `tls` field is `None` (no TLS, unless a `mongodb+srv` connection
+/// string turned it on), or one of these. `anymongo::options::Tls` is this type.
+///
+/// Defined here, beside [`TlsOptions`], so that `Option<Tls>` can be made from
+/// `TlsOptions` (`.tls(options)` on the client options' builder).
+///
+/// ```
+/// # use anymongo_rt::rt::{Tls, TlsOptions};
+/// let enabled: Tls = TlsOptions::builder().allow_invalid_hostnames(true).build().into();
+/// assert!(matches!(enabled, Tls::Enabled(_)));
+/// let field: Option<Tls> = TlsOptions::default().into();
+/// assert_eq!(field, Some(Tls::Enabled(TlsOptions::default())));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Tls {
+    /// TLS with these options.
+    Enabled(TlsOptions),
+    /// No TLS.
+    Disabled,
+}
+
+impl From<TlsOptions> for Tls {
+    fn from(options: TlsOptions) -> Self {
+        Tls::Enabled(options)
+    }
+}
+
+impl From<TlsOptions> for Option<Tls> {
+    fn from(options: TlsOptions) -> Self {
+        Some(Tls::Enabled(options))
     }
 }
 

@@ -36,6 +36,7 @@
 //!   revocation check happens in the first place.
 
 use std::io::{self, Read, Write};
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
@@ -187,22 +188,18 @@ pub async fn secure(
     stream: Box<dyn Stream>,
     target: &ConnectTarget,
     configs: &ClientConfigs,
-    read_file: impl Fn(&str) -> io::Result<Vec<u8>>,
+    read_file: impl Fn(&Path) -> io::Result<Vec<u8>>,
     roots: fn() -> &'static TrustedRoots,
 ) -> io::Result<Box<dyn Stream>> {
     let Some(options) = &target.tls else {
         return Ok(stream);
     };
     let config = configs.get_or_build(options, || {
-        let ca = read_pem(options.ca_pem.as_ref(), "tlsCAFile", &read_file)?;
-        let identity = read_pem(
-            options.certificate_key.as_ref(),
-            "tlsCertificateKeyFile",
-            &read_file,
-        )?;
+        let ca = read_pem(options.ca(), "tlsCAFile", &read_file)?;
+        let identity = read_pem(options.cert_key(), "tlsCertificateKeyFile", &read_file)?;
         client_config(options, ca.as_deref(), identity.as_deref(), roots)
     })?;
-    let trusted = match &options.ca_pem {
+    let trusted = match options.ca() {
         Some(_) => "the tlsCAFile's authorities".to_owned(),
         None => format!("{}; name another CA with tlsCAFile", roots().describe()),
     };
@@ -212,16 +209,19 @@ pub async fn secure(
 /// The PEM bytes `source` names, if any: a file is read with the host's `read_file`,
 /// in-memory PEM is used as is. `option` names the URI option in errors.
 fn read_pem(
-    source: Option<&PemSource>,
+    source: Option<PemSource<'_>>,
     option: &str,
-    read_file: &impl Fn(&str) -> io::Result<Vec<u8>>,
+    read_file: &impl Fn(&Path) -> io::Result<Vec<u8>>,
 ) -> io::Result<Option<Vec<u8>>> {
     match source {
         None => Ok(None),
         Some(PemSource::Pem(pem)) => Ok(Some(pem.as_bytes().to_vec())),
-        Some(PemSource::File(path)) => read_file(path)
-            .map(Some)
-            .map_err(|error| io::Error::new(error.kind(), format!("{option} {path}: {error}"))),
+        Some(PemSource::File(path)) => read_file(path).map(Some).map_err(|error| {
+            io::Error::new(
+                error.kind(),
+                format!("{option} {}: {error}", path.display()),
+            )
+        }),
     }
 }
 
@@ -257,8 +257,8 @@ fn client_config<'r>(
         .with_safe_default_protocol_versions()
         .map_err(|error| tls_error(error.to_string()))?;
     let builder = match (
-        options.allow_invalid_certificates,
-        options.allow_invalid_hostnames,
+        options.allows_invalid_certificates(),
+        options.allows_invalid_hostnames(),
     ) {
         (false, false) => builder.with_root_certificates(roots),
         (allow_invalid_certificates, _) => {
@@ -277,7 +277,7 @@ fn client_config<'r>(
             if chain.is_empty() {
                 return Err(tls_error("tlsCertificateKeyFile holds no certificate"));
             }
-            let key = private_key(pem, options.certificate_key_password.as_deref())?;
+            let key = private_key(pem, options.tls_certificate_key_file_password.as_deref())?;
             builder
                 .with_client_auth_cert(chain, key)
                 .map_err(|error| tls_error(format!("tlsCertificateKeyFile: {error}")))?
@@ -292,7 +292,7 @@ const ENCRYPTED_KEY_END: &str = "-----END ENCRYPTED PRIVATE KEY-----";
 /// The client's private key in the PEM of `tlsCertificateKeyFile`: a PKCS#8
 /// `ENCRYPTED PRIVATE KEY` decrypted with `password`
 /// (`tlsCertificateKeyFilePassword`), else a plain key (PKCS#8, PKCS#1 or SEC1).
-fn private_key(pem: &[u8], password: Option<&str>) -> io::Result<PrivateKeyDer<'static>> {
+fn private_key(pem: &[u8], password: Option<&[u8]>) -> io::Result<PrivateKeyDer<'static>> {
     let text = String::from_utf8_lossy(pem);
     let encrypted = text.find(ENCRYPTED_KEY_BEGIN).and_then(|begin| {
         let end = text[begin..].find(ENCRYPTED_KEY_END)? + begin + ENCRYPTED_KEY_END.len();
@@ -322,7 +322,7 @@ fn private_key(pem: &[u8], password: Option<&str>) -> io::Result<PrivateKeyDer<'
 }
 
 /// Decrypts one PEM `ENCRYPTED PRIVATE KEY` block with `password`.
-fn decrypt_key(block: &str, password: &str) -> io::Result<PrivateKeyDer<'static>> {
+fn decrypt_key(block: &str, password: &[u8]) -> io::Result<PrivateKeyDer<'static>> {
     use pkcs8::der::Decode;
     let (_, der) = pkcs8::der::pem::decode_vec(block.as_bytes()).map_err(|error| {
         tls_error(format!(
@@ -600,7 +600,7 @@ mod tests {
             Box::new(Untouched),
             &target,
             &ClientConfigs::default(),
-            |path| panic!("{path} was read for a connection without TLS"),
+            |path| panic!("{} was read for a connection without TLS", path.display()),
             no_default_roots,
         ));
         assert!(stream.is_ok());
@@ -637,18 +637,16 @@ mod tests {
             configs.get_or_build(options, || client_config(options, None, None, || &roots))
         };
         let strict = TlsOptions::default();
-        let insecure = TlsOptions {
-            allow_invalid_certificates: true,
-            ..TlsOptions::default()
-        };
+        let insecure = TlsOptions::builder()
+            .allow_invalid_certificates(true)
+            .build();
         let first = build(&strict).unwrap();
         assert!(Arc::ptr_eq(&first, &build(&strict).unwrap()));
         assert!(!Arc::ptr_eq(&first, &build(&insecure).unwrap()));
 
-        let keyed = TlsOptions {
-            certificate_key_password: Some("secret".into()),
-            ..TlsOptions::default()
-        };
+        let keyed = TlsOptions::builder()
+            .tls_certificate_key_file_password(b"secret".to_vec())
+            .build();
         let failing = || Err(tls_error("no key"));
         assert!(configs.get_or_build(&keyed, failing).is_err());
         // The next connection builds again.

@@ -204,15 +204,13 @@ impl Cluster {
         };
         // heartbeatFrequencyMS defaults to 10 s, or 60 s when single-threaded
         // (server-monitoring.md, "heartbeatFrequencyMS").
-        let heartbeat_frequency = options
-            .heartbeat_frequency
-            .unwrap_or(match single_threaded {
-                true => Duration::from_secs(60),
-                false => Duration::from_secs(10),
-            });
+        let heartbeat_frequency = options.heartbeat_freq.unwrap_or(match single_threaded {
+            true => Duration::from_secs(60),
+            false => Duration::from_secs(10),
+        });
         // serverMonitoringMode (server-monitoring.md, "Streaming protocol"): `auto`
         // streams except on a FaaS platform.
-        let streaming_allowed = match options.server_monitoring_mode {
+        let streaming_allowed = match options.server_monitoring_mode_or_default() {
             crate::uri::ServerMonitoringMode::Stream => true,
             crate::uri::ServerMonitoringMode::Poll => false,
             crate::uri::ServerMonitoringMode::Auto => {
@@ -594,7 +592,7 @@ impl Shared {
             };
             if let Some(last_scan) = scan_due {
                 if let Some(ready) = last_scan.map(|last| last + MIN_HEARTBEAT_FREQUENCY) {
-                    if !self.options.server_selection_try_once && ready > deadline {
+                    if !self.options.server_selection_try_once_or_default() && ready > deadline {
                         return Err(self.selection_error(criteria, Some(timeout)));
                     }
                     let wait = ready.saturating_duration_since(clock.now());
@@ -625,7 +623,7 @@ impl Shared {
                     state.stale = true;
                     let scanned_since_start = state.last_scan.is_some_and(|last| last >= started);
                     drop(state);
-                    if self.options.server_selection_try_once && scanned_since_start {
+                    if self.options.server_selection_try_once_or_default() && scanned_since_start {
                         return Err(self.selection_error(criteria, None));
                     }
                     if clock.now() >= deadline {
@@ -668,7 +666,7 @@ impl Shared {
         let candidates = selection::candidates(
             &state.description,
             criteria,
-            self.options.local_threshold,
+            self.options.local_threshold_or_default(),
             deprioritized,
         )?;
         let operation_count = |address: &ServerAddress| {

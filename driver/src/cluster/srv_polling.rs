@@ -162,7 +162,7 @@ impl Shared {
         let mut state = self.state_for_update();
         let update = state.description.apply_srv_rescan(
             &found.hosts,
-            polling.seeds.srv_options().srv_max_hosts,
+            polling.seeds.srv_options().srv_max_hosts_or_default(),
             selection::random_index,
         );
         if update.is_empty() {

@@ -53,10 +53,10 @@ impl PoolOptions {
     /// The pool options a client's options ask for.
     pub fn from_client_options(options: &ClientOptions) -> Self {
         PoolOptions {
-            max_pool_size: options.max_pool_size,
-            min_pool_size: options.min_pool_size,
-            max_idle_time: options.max_idle_time,
-            max_connecting: options.max_connecting,
+            max_pool_size: options.max_pool_size_or_default(),
+            min_pool_size: options.min_pool_size_or_default(),
+            max_idle_time: options.max_idle_time_or_default(),
+            max_connecting: options.max_connecting_or_default(),
             wait_queue_timeout: options.wait_queue_timeout,
             load_balanced: options.load_balanced == Some(true),
             maintenance_interval: DEFAULT_MAINTENANCE_INTERVAL,

@@ -633,21 +633,21 @@ impl TopologyDescription {
             TopologyType::LoadBalanced
         } else if options.direct_connection == Some(true) {
             TopologyType::Single
-        } else if options.replica_set.is_some() {
+        } else if options.repl_set_name.is_some() {
             TopologyType::ReplicaSetNoPrimary
         } else {
             TopologyType::Unknown
         };
         TopologyDescription {
             topology_type,
-            set_name: options.replica_set.clone().filter(|_| !load_balanced),
+            set_name: options.repl_set_name.clone().filter(|_| !load_balanced),
             servers: options
                 .hosts
                 .iter()
                 .map(|address| (address.clone(), ServerDescription::unknown(address.clone())))
                 .collect(),
             heartbeat_frequency: options
-                .heartbeat_frequency
+                .heartbeat_freq
                 .unwrap_or(DEFAULT_HEARTBEAT_FREQUENCY),
             ..TopologyDescription::default()
         }

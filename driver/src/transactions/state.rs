@@ -71,12 +71,10 @@ impl TransactionOptions {
     /// These options, with what they leave unset taken from the client's.
     pub(super) fn or_client(self, client: &ClientOptions) -> TransactionOptions {
         TransactionOptions {
-            read_concern: self
-                .read_concern
-                .or_else(|| client.read_concern_level.clone().map(ReadConcern::new)),
+            read_concern: self.read_concern.or_else(|| client.read_concern.clone()),
             write_concern: self
                 .write_concern
-                .or_else(|| Some(client.write_concern.clone()).filter(|wc| !wc.is_empty())),
+                .or_else(|| client.write_concern.clone().filter(|wc| !wc.is_empty())),
             selection_criteria: self
                 .selection_criteria
                 .or_else(|| client.selection_criteria.clone()),

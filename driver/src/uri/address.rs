@@ -1,7 +1,10 @@
 //! Host identifiers (Connection String spec, "Host Information").
 
 use core::net::{Ipv4Addr, Ipv6Addr};
+use std::cmp::Ordering;
 use std::fmt;
+use std::hash::{Hash, Hasher};
+use std::str::FromStr;
 
 use super::encoding::{percent_decode, percent_encode};
 use crate::error::{Error, Result};
@@ -9,16 +12,28 @@ use crate::error::{Error, Result};
 /// The default MongoDB port.
 pub const DEFAULT_PORT: u16 = 27017;
 
-/// The address of a server: a host and port, or a unix domain socket.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+/// The address of a server: a host and port, or a unix domain socket, as in the
+/// official `mongodb` crate.
+///
+/// A TCP address without a port means [`DEFAULT_PORT`]: `Tcp { host, port: None }`
+/// and `Tcp { host, port: Some(27017) }` are equal, hash alike and display alike.
+///
+/// ```
+/// use anymongo::options::ServerAddress;
+/// let seed = ServerAddress::Tcp { host: "localhost".into(), port: None };
+/// assert_eq!(seed, ServerAddress::parse("localhost:27017").unwrap());
+/// assert_eq!(seed.to_string(), "localhost:27017");
+/// ```
+#[derive(Debug, Clone)]
+#[non_exhaustive]
 pub enum ServerAddress {
     /// A TCP address.
     Tcp {
         /// Host name (ASCII letters lower-cased), IPv4 address or IPv6 literal (without
         /// brackets).
         host: String,
-        /// TCP port.
-        port: u16,
+        /// TCP port; `None` means [`DEFAULT_PORT`].
+        port: Option<u16>,
     },
     /// A unix domain socket.
     Unix {
@@ -28,11 +43,12 @@ pub enum ServerAddress {
 }
 
 impl ServerAddress {
-    /// A TCP address; `host` is taken as given.
+    /// A TCP address with an explicit port (anymongo addition); `host` is taken as
+    /// given.
     pub fn tcp(host: impl Into<String>, port: u16) -> Self {
         ServerAddress::Tcp {
             host: host.into(),
-            port,
+            port: Some(port),
         }
     }
 
@@ -45,11 +61,14 @@ impl ServerAddress {
     /// use anymongo::ServerAddress;
     /// let address = ServerAddress::parse("[::1]:27018").unwrap();
     /// assert_eq!((address.host(), address.port()), ("::1", Some(27018)));
-    /// assert_eq!(ServerAddress::parse("Example.COM").unwrap().to_string(), "example.com:27017");
+    /// let name = ServerAddress::parse("Example.COM").unwrap();
+    /// assert_eq!((name.host(), name.port()), ("example.com", None));
+    /// assert_eq!(name.to_string(), "example.com:27017");
     /// let socket = ServerAddress::parse("%2Ftmp%2Fmongodb-27017.sock").unwrap();
     /// assert_eq!(socket, ServerAddress::Unix { path: "/tmp/mongodb-27017.sock".into() });
     /// ```
-    pub fn parse(text: &str) -> Result<Self> {
+    pub fn parse(text: impl AsRef<str>) -> Result<Self> {
+        let text = text.as_ref();
         let bad = |why: &str| Error::invalid_argument(format!("invalid host '{text}': {why}"));
         if text.contains('/') {
             return Err(bad(
@@ -100,9 +119,9 @@ impl ServerAddress {
             (host.to_ascii_lowercase(), port)
         };
         let port = match port {
-            None => DEFAULT_PORT,
+            None => None,
             Some(port) => {
-                parse_port(port).ok_or_else(|| bad("port must be a number from 1 to 65535"))?
+                Some(parse_port(port).ok_or_else(|| bad("port must be a number from 1 to 65535"))?)
             }
         };
         Ok(ServerAddress::Tcp { host, port })
@@ -116,11 +135,29 @@ impl ServerAddress {
         }
     }
 
-    /// The TCP port; `None` for a unix domain socket.
+    /// The TCP port as given: `None` when the address left it to the default, and
+    /// for a unix domain socket.
     pub fn port(&self) -> Option<u16> {
         match self {
-            ServerAddress::Tcp { port, .. } => Some(*port),
+            ServerAddress::Tcp { port, .. } => *port,
             ServerAddress::Unix { .. } => None,
+        }
+    }
+
+    /// The TCP port connected to ([`DEFAULT_PORT`] when not given); `None` for a unix
+    /// domain socket.
+    pub(crate) fn tcp_port(&self) -> Option<u16> {
+        match self {
+            ServerAddress::Tcp { port, .. } => Some(port.unwrap_or(DEFAULT_PORT)),
+            ServerAddress::Unix { .. } => None,
+        }
+    }
+
+    /// What equality, hashing and ordering compare: the default port filled in.
+    fn key(&self) -> (u8, &str, u16) {
+        match self {
+            ServerAddress::Tcp { host, port } => (0, host, port.unwrap_or(DEFAULT_PORT)),
+            ServerAddress::Unix { path } => (1, path, 0),
         }
     }
 
@@ -134,9 +171,59 @@ impl ServerAddress {
     pub(super) fn to_uri_text(&self) -> String {
         match self {
             ServerAddress::Unix { path } => percent_encode(path),
-            ServerAddress::Tcp { host, port } if host.contains(':') => format!("[{host}]:{port}"),
-            ServerAddress::Tcp { host, port } => format!("{}:{port}", percent_encode(host)),
+            ServerAddress::Tcp { host, port } if host.contains(':') => match port {
+                Some(port) => format!("[{host}]:{port}"),
+                None => format!("[{host}]"),
+            },
+            ServerAddress::Tcp { host, port } => match port {
+                Some(port) => format!("{}:{port}", percent_encode(host)),
+                None => percent_encode(host),
+            },
         }
+    }
+}
+
+impl PartialEq for ServerAddress {
+    fn eq(&self, other: &Self) -> bool {
+        self.key() == other.key()
+    }
+}
+
+impl Eq for ServerAddress {}
+
+impl Hash for ServerAddress {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.key().hash(state);
+    }
+}
+
+impl PartialOrd for ServerAddress {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for ServerAddress {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.key().cmp(&other.key())
+    }
+}
+
+impl Default for ServerAddress {
+    /// `localhost`, on the default port.
+    fn default() -> Self {
+        ServerAddress::Tcp {
+            host: "localhost".into(),
+            port: None,
+        }
+    }
+}
+
+impl FromStr for ServerAddress {
+    type Err = Error;
+
+    fn from_str(text: &str) -> Result<Self> {
+        ServerAddress::parse(text)
     }
 }
 
@@ -144,9 +231,11 @@ impl fmt::Display for ServerAddress {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ServerAddress::Tcp { host, port } if host.contains(':') => {
-                write!(f, "[{host}]:{port}")
+                write!(f, "[{host}]:{}", port.unwrap_or(DEFAULT_PORT))
             }
-            ServerAddress::Tcp { host, port } => write!(f, "{host}:{port}"),
+            ServerAddress::Tcp { host, port } => {
+                write!(f, "{host}:{}", port.unwrap_or(DEFAULT_PORT))
+            }
             ServerAddress::Unix { path } => f.write_str(path),
         }
     }

@@ -37,7 +37,7 @@
 //! })
 //! .unwrap();
 //! assert_eq!(options.app_name.as_deref(), Some("code"));
-//! assert_eq!(options.connect_timeout, Duration::from_millis(500));
+//! assert_eq!(options.connect_timeout, Some(Duration::from_millis(500)));
 //! ```
 
 use std::fmt;
@@ -46,7 +46,9 @@ use std::time::Duration;
 use bson::Bson;
 
 use crate::auth::Credential;
+use crate::concern::ReadConcern;
 use crate::error::{Error, Result};
+use crate::handshake::DriverInfo;
 use crate::rt::TlsOptions;
 
 mod address;
@@ -55,6 +57,7 @@ mod options;
 mod parser;
 mod types;
 
+pub use crate::rt::Tls;
 pub use address::{ServerAddress, DEFAULT_PORT};
 pub use types::{ProxyOptions, ServerMonitoringMode};
 // The option types that belong to other specifications, where users of the connection
@@ -67,11 +70,32 @@ pub use crate::wire::compression::Compressor;
 /// The longest `appName` (Handshake spec, "Limitations").
 const MAX_APP_NAME_BYTES: usize = 128;
 
-/// Options of a [`crate::Client`], read from a connection string or built in code.
+/// Options of a [`crate::Client`], read from a connection string or built in code,
+/// with the fields and the typed builder of the official `mongodb` crate's
+/// `ClientOptions`: every option is an `Option`, and `None` means the driver's
+/// default (each field's documentation gives it), applied when the client is made.
+/// The fields marked "anymongo addition" are options the official crate does not
+/// have.
 ///
 /// `Debug` and `Display` never show a password (of the credential, the proxy or the
 /// TLS certificate key) nor an `AWS_SESSION_TOKEN`. `Display` writes the options as a
 /// connection string, leaving out those at their default.
+///
+/// Built in code (the builder's setters take the value, or anything `Into` it):
+///
+/// ```
+/// use std::time::Duration;
+/// use anymongo::options::{ClientOptions, ServerAddress, Tls, TlsOptions};
+/// let mut options = ClientOptions::builder()
+///     .hosts(vec![ServerAddress::Tcp { host: "db.example.com".into(), port: Some(27018) }])
+///     .app_name("inventory".to_string())
+///     .build();
+/// options.max_pool_size = Some(20);
+/// options.tls = Some(Tls::Enabled(TlsOptions::builder().allow_invalid_hostnames(true).build()));
+/// assert_eq!(options.connect_timeout, None); // 10 seconds when connecting
+/// ```
+///
+/// Read from a connection string:
 ///
 /// ```
 /// use anymongo::ClientOptions;
@@ -81,109 +105,128 @@ const MAX_APP_NAME_BYTES: usize = 128;
 /// assert!(options.tls.is_some());
 /// assert_eq!(options.to_string(), "mongodb://localhost:27018/app?appName=demo&tls=true");
 /// ```
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, typed_builder::TypedBuilder)]
+#[builder(field_defaults(default, setter(into)))]
+#[non_exhaustive]
 pub struct ClientOptions {
-    /// The seed list; for `mongodb+srv`, the one name to resolve.
+    /// The seed list; for `mongodb+srv`, the one name to resolve. Default
+    /// `localhost:27017`.
+    #[builder(default = vec![ServerAddress::tcp("localhost", DEFAULT_PORT)])]
     pub hosts: Vec<ServerAddress>,
-    /// Whether the connection string used the `mongodb+srv` scheme.
-    pub srv: bool,
-    /// The database named in the connection string's path, if any.
-    pub default_database: Option<String>,
+    /// `appName`, sent in the handshake (at most 128 bytes).
+    pub app_name: Option<String>,
+    /// `compressors`, in order of preference. `None`: no compression.
+    pub compressors: Option<Vec<Compressor>>,
+    /// `connectTimeoutMS`: bound on opening a connection (TCP, TLS and handshake).
+    /// `None`: 10 s; zero means no limit.
+    pub connect_timeout: Option<Duration>,
     /// Who to authenticate as: built from the user information and `authMechanism`,
     /// `authSource` and `authMechanismProperties`, with the Authentication spec's
     /// defaults applied. `None` when the connection string has neither user
     /// information nor `authMechanism`.
     pub credential: Option<Credential>,
-    /// `appName`, sent in the handshake (at most 128 bytes).
-    pub app_name: Option<String>,
-    /// `Some` when connections use TLS, with the `tls`-prefixed options.
-    pub tls: Option<TlsOptions>,
-    /// `connectTimeoutMS`: bound on opening a connection (TCP, TLS and handshake).
-    /// Default 10 s; zero means no limit.
-    pub connect_timeout: Duration,
-    /// `socketTimeoutMS`: bound on each read of a reply; `None` (the default) waits as
-    /// long as the server takes, as the official drivers do (server-monitoring.md,
-    /// "Socket timeout for monitoring is connectTimeoutMS": "Applications should
-    /// typically set a very long or infinite socketTimeoutMS"). A server that goes
-    /// silent is still noticed by its monitor, whose checks `connect_timeout` bounds:
-    /// a check that times out interrupts the operations waiting on that server. What
-    /// no monitor notices (a server that answers its monitors but not one operation,
-    /// or any server in single-threaded mode, where no monitor runs alongside an
-    /// operation) only this or `timeout` bounds.
-    pub socket_timeout: Option<Duration>,
-    /// `serverSelectionTimeoutMS`. Default 30 s.
-    pub server_selection_timeout: Duration,
-    /// `timeoutMS` (Client Side Operations Timeout spec): how long each operation may
-    /// take in all, from server selection to its last reply, retries included.
-    /// `None` (the default) keeps the other timeouts' behaviour; `Some(0)` means no
-    /// limit, with the spec's behaviour otherwise (retries while an operation runs,
-    /// [`crate::ErrorKind::OperationTimeout`] errors). Databases, collections,
-    /// sessions and transactions inherit it and may override it.
-    pub timeout: Option<Duration>,
-    /// `serverSelectionTryOnce`, for single-threaded mode. Default `true`.
-    pub server_selection_try_once: bool,
-    /// `localThresholdMS`: the latency window of server selection. Default 15 ms.
-    pub local_threshold: Duration,
-    /// `heartbeatFrequencyMS` (at least 500 ms); `None` uses the SDAM default for the
-    /// monitoring mode (10 s with background monitors, 60 s single-threaded).
-    pub heartbeat_frequency: Option<Duration>,
-    /// `serverMonitoringMode`. Default `auto`.
-    pub server_monitoring_mode: ServerMonitoringMode,
     /// `directConnection`; `None` lets SDAM decide from the seed list.
     pub direct_connection: Option<bool>,
+    /// What a library wrapping the driver appends to the handshake's metadata (see
+    /// [`Client::append_metadata`](crate::Client::append_metadata), which adds more
+    /// later).
+    pub driver_info: Option<DriverInfo>,
+    /// `heartbeatFrequencyMS` (at least 500 ms); `None` uses the SDAM default for the
+    /// monitoring mode (10 s with background monitors, 60 s single-threaded).
+    pub heartbeat_freq: Option<Duration>,
     /// `loadBalanced`; `None` means false.
     pub load_balanced: Option<bool>,
+    /// `localThresholdMS`: the latency window of server selection. `None`: 15 ms.
+    pub local_threshold: Option<Duration>,
+    /// `maxIdleTimeMS`: how long a connection may stay idle; `None` (or zero) means
+    /// forever.
+    pub max_idle_time: Option<Duration>,
+    /// `maxPoolSize`: connections per server; 0 means no limit. `None`: 100.
+    pub max_pool_size: Option<u32>,
+    /// `minPoolSize`: connections kept open per server. `None`: 0.
+    pub min_pool_size: Option<u32>,
+    /// `maxConnecting`: connections being established at once per server (at least 1).
+    /// `None`: 2.
+    pub max_connecting: Option<u32>,
+    /// `readConcernLevel`; `None` leaves it to the server.
+    pub read_concern: Option<ReadConcern>,
     /// `replicaSet`: the name of the replica set to connect to.
-    pub replica_set: Option<String>,
+    pub repl_set_name: Option<String>,
+    /// `retryReads`. `None`: `true`.
+    pub retry_reads: Option<bool>,
+    /// `retryWrites`. `None`: `true`.
+    pub retry_writes: Option<bool>,
+    /// `serverMonitoringMode`. `None`: `auto`.
+    pub server_monitoring_mode: Option<ServerMonitoringMode>,
     /// Where reads go: from `readPreference`, `readPreferenceTags` and
     /// `maxStalenessSeconds`; `None`: the primary. Databases, collections and
     /// operations inherit it unless they set their own.
     pub selection_criteria: Option<SelectionCriteria>,
-    /// `readConcernLevel`; `None` leaves it to the server.
-    pub read_concern_level: Option<ReadConcernLevel>,
-    /// `w`, `journal` and `wTimeoutMS`.
-    pub write_concern: WriteConcern,
-    /// `retryReads`. Default `true`.
-    pub retry_reads: bool,
-    /// `retryWrites`. Default `true`.
-    pub retry_writes: bool,
-    /// `maxAdaptiveRetries`: retries of an operation the server reports as overloaded
-    /// (Client Backpressure spec). Default 2.
-    pub max_adaptive_retries: u32,
-    /// `enableOverloadRetargeting` (Client Backpressure spec). Default `false`.
-    pub enable_overload_retargeting: bool,
-    /// `maxPoolSize`: connections per server; 0 means no limit. Default 100.
-    pub max_pool_size: u32,
-    /// `minPoolSize`: connections kept open per server. Default 0.
-    pub min_pool_size: u32,
-    /// `maxConnecting`: connections being established at once per server (at least 1).
-    /// Default 2.
-    pub max_connecting: u32,
-    /// `maxIdleTimeMS`: how long a connection may stay idle; `None` means forever.
-    pub max_idle_time: Option<Duration>,
-    /// `waitQueueTimeoutMS` (deprecated in favour of `timeoutMS`): how long to wait
-    /// for a pooled connection.
-    pub wait_queue_timeout: Option<Duration>,
-    /// `compressors`, in order of preference. Default none.
-    pub compressors: Vec<Compressor>,
-    /// `zlibCompressionLevel`: -1 (the library default) to 9.
-    pub zlib_compression_level: Option<i32>,
-    /// `srvServiceName` (`mongodb+srv` only); `None` means `mongodb`.
-    pub srv_service_name: Option<String>,
-    /// `srvMaxHosts` (`mongodb+srv` only): how many SRV records to use; 0 means all.
-    pub srv_max_hosts: u32,
-    /// `srvAllowedHostsSuffix` (`mongodb+srv` only): the suffix every host from the
-    /// SRV records must have.
-    pub srv_allowed_hosts_suffix: Option<String>,
-    /// `proxyHost`, `proxyPort`, `proxyUsername` and `proxyPassword`.
-    pub proxy: Option<ProxyOptions>,
     /// The Stable API version the client declares; not a connection string option
     /// (Stable API spec, "MongoClient changes"): set it after parsing.
     pub server_api: Option<crate::versioned_api::ServerApi>,
-    /// What in the connection string was ignored or deprecated, one sentence each.
+    /// `serverSelectionTimeoutMS`. `None`: 30 s.
+    pub server_selection_timeout: Option<Duration>,
+    /// The database named in the connection string's path, if any.
+    pub default_database: Option<String>,
+    /// `srvServiceName` (`mongodb+srv` only); `None` means `mongodb`.
+    pub srv_service_name: Option<String>,
+    /// `tls` and the `tls`-prefixed options: `Some(Tls::Enabled(..))` when connections
+    /// use TLS. `None` means no TLS (a `mongodb+srv` connection string turns it on).
+    pub tls: Option<Tls>,
+    /// `w`, `journal` and `wTimeoutMS`; `None` leaves them to the server.
+    pub write_concern: Option<WriteConcern>,
+    /// `srvMaxHosts` (`mongodb+srv` only): how many SRV records to use; `None` or 0
+    /// means all.
+    pub srv_max_hosts: Option<u32>,
+
+    // What anymongo has beyond the official crate's options.
+    /// anymongo addition: whether the connection string used the `mongodb+srv` scheme.
+    pub srv: bool,
+    /// anymongo addition: `timeoutMS` (Client Side Operations Timeout spec): how long
+    /// each operation may take in all, from server selection to its last reply, retries
+    /// included. `None` (the default) keeps the other timeouts' behaviour; `Some(0)`
+    /// means no limit, with the spec's behaviour otherwise (retries while an operation
+    /// runs, [`crate::ErrorKind::OperationTimeout`] errors). Databases, collections,
+    /// sessions and transactions inherit it and may override it.
+    pub timeout: Option<Duration>,
+    /// anymongo addition: `socketTimeoutMS`, the bound on each read of a reply; `None`
+    /// (the default) waits as long as the server takes, as the official drivers do
+    /// (server-monitoring.md, "Socket timeout for monitoring is connectTimeoutMS":
+    /// "Applications should typically set a very long or infinite socketTimeoutMS"). A
+    /// server that goes silent is still noticed by its monitor, whose checks
+    /// `connect_timeout` bounds: a check that times out interrupts the operations
+    /// waiting on that server. What no monitor notices (a server that answers its
+    /// monitors but not one operation, or any server in single-threaded mode, where no
+    /// monitor runs alongside an operation) only this or `timeout` bounds.
+    pub socket_timeout: Option<Duration>,
+    /// anymongo addition: `serverSelectionTryOnce`, for single-threaded mode. `None`:
+    /// `true`.
+    pub server_selection_try_once: Option<bool>,
+    /// anymongo addition: `maxAdaptiveRetries`, the retries of an operation the server
+    /// reports as overloaded (Client Backpressure spec). `None`: 2.
+    pub max_adaptive_retries: Option<u32>,
+    /// anymongo addition: `enableOverloadRetargeting` (Client Backpressure spec).
+    /// `None`: `false`.
+    pub enable_overload_retargeting: Option<bool>,
+    /// anymongo addition: `waitQueueTimeoutMS` (deprecated in favour of `timeoutMS`):
+    /// how long to wait for a pooled connection.
+    pub wait_queue_timeout: Option<Duration>,
+    /// anymongo addition: `zlibCompressionLevel`, -1 (the library default) to 9.
+    pub zlib_compression_level: Option<i32>,
+    /// anymongo addition: `srvAllowedHostsSuffix` (`mongodb+srv` only), the suffix
+    /// every host from the SRV records must have.
+    pub srv_allowed_hosts_suffix: Option<String>,
+    /// anymongo addition: `proxyHost`, `proxyPort`, `proxyUsername` and
+    /// `proxyPassword`.
+    pub proxy: Option<ProxyOptions>,
+    /// anymongo addition: what in the connection string was ignored or deprecated, one
+    /// sentence each.
+    #[builder(setter(skip))]
     pub warnings: Vec<String>,
     /// The `mongodb+srv` seed list these options were resolved from, for the client
     /// to poll ([`SeedList::into_options`](crate::srv::SeedList::into_options)).
+    #[builder(setter(skip))]
     pub(crate) srv_seed_list: Option<Box<SeedList>>,
 }
 
@@ -211,46 +254,88 @@ pub struct SeedList {
 }
 
 impl Default for ClientOptions {
+    /// `localhost:27017` and every option at its default.
     fn default() -> Self {
-        ClientOptions {
-            hosts: vec![ServerAddress::tcp("localhost", DEFAULT_PORT)],
-            srv: false,
-            default_database: None,
-            credential: None,
-            app_name: None,
-            tls: None,
-            connect_timeout: Duration::from_secs(10),
-            socket_timeout: None,
-            server_selection_timeout: Duration::from_secs(30),
-            timeout: None,
-            server_selection_try_once: true,
-            local_threshold: Duration::from_millis(15),
-            heartbeat_frequency: None,
-            server_monitoring_mode: ServerMonitoringMode::default(),
-            direct_connection: None,
-            load_balanced: None,
-            replica_set: None,
-            selection_criteria: None,
-            read_concern_level: None,
-            write_concern: WriteConcern::default(),
-            retry_reads: true,
-            retry_writes: true,
-            max_adaptive_retries: 2,
-            enable_overload_retargeting: false,
-            max_pool_size: 100,
-            min_pool_size: 0,
-            max_connecting: 2,
-            max_idle_time: None,
-            wait_queue_timeout: None,
-            compressors: Vec::new(),
-            zlib_compression_level: None,
-            srv_service_name: None,
-            srv_max_hosts: 0,
-            srv_allowed_hosts_suffix: None,
-            proxy: None,
-            server_api: None,
-            warnings: Vec::new(),
-            srv_seed_list: None,
+        ClientOptions::builder().build()
+    }
+}
+
+/// The value the driver uses for each option left `None`: the one place the defaults
+/// live (the URI Options and the specs they cite).
+impl ClientOptions {
+    pub(crate) fn connect_timeout_or_default(&self) -> Duration {
+        self.connect_timeout.unwrap_or(Duration::from_secs(10))
+    }
+
+    pub(crate) fn server_selection_timeout_or_default(&self) -> Duration {
+        self.server_selection_timeout
+            .unwrap_or(Duration::from_secs(30))
+    }
+
+    pub(crate) fn local_threshold_or_default(&self) -> Duration {
+        self.local_threshold.unwrap_or(Duration::from_millis(15))
+    }
+
+    pub(crate) fn max_pool_size_or_default(&self) -> u32 {
+        self.max_pool_size.unwrap_or(100)
+    }
+
+    pub(crate) fn min_pool_size_or_default(&self) -> u32 {
+        self.min_pool_size.unwrap_or(0)
+    }
+
+    pub(crate) fn max_connecting_or_default(&self) -> u32 {
+        self.max_connecting.unwrap_or(2)
+    }
+
+    /// `None` (or zero): connections never expire for idleness.
+    pub(crate) fn max_idle_time_or_default(&self) -> Option<Duration> {
+        self.max_idle_time.filter(|d| !d.is_zero())
+    }
+
+    pub(crate) fn retry_reads_or_default(&self) -> bool {
+        self.retry_reads.unwrap_or(true)
+    }
+
+    pub(crate) fn retry_writes_or_default(&self) -> bool {
+        self.retry_writes.unwrap_or(true)
+    }
+
+    pub(crate) fn server_monitoring_mode_or_default(&self) -> ServerMonitoringMode {
+        self.server_monitoring_mode.unwrap_or_default()
+    }
+
+    pub(crate) fn server_selection_try_once_or_default(&self) -> bool {
+        self.server_selection_try_once.unwrap_or(true)
+    }
+
+    pub(crate) fn max_adaptive_retries_or_default(&self) -> u32 {
+        self.max_adaptive_retries.unwrap_or(2)
+    }
+
+    pub(crate) fn enable_overload_retargeting_or_default(&self) -> bool {
+        self.enable_overload_retargeting.unwrap_or(false)
+    }
+
+    /// 0: all the SRV records.
+    pub(crate) fn srv_max_hosts_or_default(&self) -> u32 {
+        self.srv_max_hosts.unwrap_or(0)
+    }
+
+    pub(crate) fn compressors_or_default(&self) -> &[Compressor] {
+        self.compressors.as_deref().unwrap_or_default()
+    }
+
+    /// The write concern, or the server's default (an empty one).
+    pub(crate) fn write_concern_or_default(&self) -> WriteConcern {
+        self.write_concern.clone().unwrap_or_default()
+    }
+
+    /// The TLS options when connections use TLS.
+    pub(crate) fn tls_options(&self) -> Option<&TlsOptions> {
+        match &self.tls {
+            Some(Tls::Enabled(options)) => Some(options),
+            Some(Tls::Disabled) | None => None,
         }
     }
 }
@@ -287,6 +372,8 @@ impl ClientOptions {
     /// - `w=0` cannot have `journal=true` (Read and Write Concern spec);
     /// - a proxy needs `proxyHost`, and `proxyUsername` and `proxyPassword` go together
     ///   (SOCKS5 Support spec);
+    /// - TLS takes each PEM from a file or from memory, not both;
+    /// - a [`DriverInfo`] field cannot contain `|` (Handshake spec);
     /// - and the ranges of `appName`, `heartbeatFrequencyMS`, `maxConnecting`,
     ///   `minPoolSize`/`maxPoolSize` and `zlibCompressionLevel`.
     pub fn validate(&self) -> Result<()> {
@@ -294,7 +381,7 @@ impl ClientOptions {
         if self.hosts.is_empty() {
             return fail("no hosts to connect to");
         }
-        if self.srv && (self.hosts.len() != 1 || self.hosts[0].port().is_none()) {
+        if self.srv && (self.hosts.len() != 1 || self.hosts[0].tcp_port().is_none()) {
             return fail("a mongodb+srv connection string names exactly one host name");
         }
         if self
@@ -313,30 +400,30 @@ impl ClientOptions {
             if self.hosts.len() > 1 {
                 return fail("loadBalanced=true cannot be used with several hosts");
             }
-            if self.replica_set.is_some() {
+            if self.repl_set_name.is_some() {
                 return fail("loadBalanced=true cannot be used with replicaSet");
             }
             if self.direct_connection == Some(true) {
                 return fail("loadBalanced=true cannot be used with directConnection=true");
             }
         }
-        if self.srv_max_hosts > 0 {
-            if self.replica_set.is_some() {
+        if self.srv_max_hosts_or_default() > 0 {
+            if self.repl_set_name.is_some() {
                 return fail("a positive srvMaxHosts cannot be used with replicaSet");
             }
             if self.load_balanced == Some(true) {
                 return fail("a positive srvMaxHosts cannot be used with loadBalanced=true");
             }
         }
-        let srv_option = self.srv_max_hosts > 0
+        let srv_option = self.srv_max_hosts_or_default() > 0
             || self.srv_service_name.is_some()
             || self.srv_allowed_hosts_suffix.is_some();
         if srv_option && !self.srv {
             return fail("the srv options are only valid with mongodb+srv");
         }
-        if self.write_concern.w == Some(Acknowledgment::Nodes(0))
-            && self.write_concern.journal == Some(true)
-        {
+        if self.write_concern.as_ref().is_some_and(|concern| {
+            concern.w == Some(Acknowledgment::Nodes(0)) && concern.journal == Some(true)
+        }) {
             return fail("w=0 (no acknowledgment) cannot be combined with journal=true");
         }
         if let Some(proxy) = &self.proxy {
@@ -347,16 +434,25 @@ impl ClientOptions {
                 return fail("proxyUsername and proxyPassword must be given together");
             }
         }
+        if let Some(tls) = self.tls_options() {
+            if tls.ca_pem.is_some() && tls.ca_file_path.is_some() {
+                return fail("TlsOptions: give ca_pem or ca_file_path, not both");
+            }
+            if tls.cert_key_pem.is_some() && tls.cert_key_file_path.is_some() {
+                return fail("TlsOptions: give cert_key_pem or cert_key_file_path, not both");
+            }
+        }
         if self
-            .heartbeat_frequency
+            .heartbeat_freq
             .is_some_and(|d| d < Duration::from_millis(500))
         {
             return fail("heartbeatFrequencyMS must be at least 500");
         }
-        if self.max_connecting == 0 {
+        if self.max_connecting == Some(0) {
             return fail("maxConnecting must be at least 1");
         }
-        if self.max_pool_size > 0 && self.min_pool_size > self.max_pool_size {
+        let max_pool_size = self.max_pool_size_or_default();
+        if max_pool_size > 0 && self.min_pool_size_or_default() > max_pool_size {
             return fail("minPoolSize cannot exceed maxPoolSize");
         }
         if self
@@ -364,6 +460,9 @@ impl ClientOptions {
             .is_some_and(|level| !(-1..=9).contains(&level))
         {
             return fail("zlibCompressionLevel must be from -1 to 9");
+        }
+        if let Some(info) = &self.driver_info {
+            info.validate()?;
         }
         Ok(())
     }
@@ -423,7 +522,7 @@ impl fmt::Display for ClientOptions {
         // Each option is compared with the value it has when a connection string does
         // not give it: the default, with TLS and a proxy in place for their sub-options.
         let neutral = ClientOptions {
-            tls: Some(TlsOptions::default()),
+            tls: Some(Tls::Enabled(TlsOptions::default())),
             proxy: Some(ProxyOptions::new("")),
             ..ClientOptions::default()
         };

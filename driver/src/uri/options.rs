@@ -16,9 +16,9 @@ use bson::{Bson, Document};
 use super::types::{ProxyOptions, ServerMonitoringMode};
 use super::ClientOptions;
 use crate::auth::{AuthMechanism, Credential};
-use crate::concern::{Acknowledgment, ReadConcernLevel};
+use crate::concern::{Acknowledgment, ReadConcern, ReadConcernLevel, WriteConcern};
 use crate::error::Error;
-use crate::rt::{PemSource, TlsOptions};
+use crate::rt::TlsOptions;
 use crate::selection::{
     ReadPreference, ReadPreferenceMode, ReadPreferenceOptions, SelectionCriteria, TagSet,
 };
@@ -283,19 +283,26 @@ static OPTIONS: &[UriOption] = &[
                         .push(format!("unsupported compressor '{name}' was ignored")),
                 }
             }
-            put(&mut s.options.compressors, compressors)
+            // None left is the same as none given.
+            put(
+                &mut s.options.compressors,
+                Some(compressors).filter(|c| !c.is_empty()),
+            )
         },
         |o| {
             Some(Bson::Array(
-                o.compressors.iter().map(|c| c.name().into()).collect(),
+                o.compressors_or_default()
+                    .iter()
+                    .map(|c| c.name().into())
+                    .collect(),
             ))
         },
     ),
     // "0 means no timeout".
     option(
         "connectTimeoutMS",
-        |s, v| put(&mut s.options.connect_timeout, millis(v, 0)?),
-        |o| Some(ms(o.connect_timeout)),
+        |s, v| put(&mut s.options.connect_timeout, Some(millis(v, 0)?)),
+        |o| Some(ms(o.connect_timeout_or_default())),
     ),
     option(
         "directConnection",
@@ -305,18 +312,18 @@ static OPTIONS: &[UriOption] = &[
     // Client Backpressure spec, "Overload retry policy".
     option(
         "enableOverloadRetargeting",
-        |s, v| put(&mut s.options.enable_overload_retargeting, flag(v)?),
-        |o| Some(Bson::Boolean(o.enable_overload_retargeting)),
+        |s, v| put(&mut s.options.enable_overload_retargeting, Some(flag(v)?)),
+        |o| Some(Bson::Boolean(o.enable_overload_retargeting_or_default())),
     ),
     option(
         "heartbeatFrequencyMS",
-        |s, v| put(&mut s.options.heartbeat_frequency, Some(millis(v, 500)?)),
-        |o| o.heartbeat_frequency.map(ms),
+        |s, v| put(&mut s.options.heartbeat_freq, Some(millis(v, 500)?)),
+        |o| o.heartbeat_freq.map(ms),
     ),
     option(
         "journal",
-        |s, v| put(&mut s.options.write_concern.journal, Some(flag(v)?)),
-        |o| o.write_concern.journal.map(Bson::Boolean),
+        |s, v| put(&mut write_concern(s).journal, Some(flag(v)?)),
+        |o| o.write_concern.as_ref()?.journal.map(Bson::Boolean),
     ),
     option(
         "loadBalanced",
@@ -325,18 +332,18 @@ static OPTIONS: &[UriOption] = &[
     ),
     option(
         "localThresholdMS",
-        |s, v| put(&mut s.options.local_threshold, millis(v, 0)?),
-        |o| Some(ms(o.local_threshold)),
+        |s, v| put(&mut s.options.local_threshold, Some(millis(v, 0)?)),
+        |o| Some(ms(o.local_threshold_or_default())),
     ),
     option(
         "maxAdaptiveRetries",
-        |s, v| put(&mut s.options.max_adaptive_retries, count(v, 0)?),
-        |o| Some(Bson::from(o.max_adaptive_retries)),
+        |s, v| put(&mut s.options.max_adaptive_retries, Some(count(v, 0)?)),
+        |o| Some(Bson::from(o.max_adaptive_retries_or_default())),
     ),
     option(
         "maxConnecting",
-        |s, v| put(&mut s.options.max_connecting, count(v, 1)?),
-        |o| Some(Bson::from(o.max_connecting)),
+        |s, v| put(&mut s.options.max_connecting, Some(count(v, 1)?)),
+        |o| Some(Bson::from(o.max_connecting_or_default())),
     ),
     // "0 means no minimum".
     option(
@@ -347,8 +354,8 @@ static OPTIONS: &[UriOption] = &[
     // "0 means no maximum".
     option(
         "maxPoolSize",
-        |s, v| put(&mut s.options.max_pool_size, count(v, 0)?),
-        |o| Some(Bson::from(o.max_pool_size)),
+        |s, v| put(&mut s.options.max_pool_size, Some(count(v, 0)?)),
+        |o| Some(Bson::from(o.max_pool_size_or_default())),
     ),
     // Max Staleness spec, "API": -1 means no maximum; the lower bound of 90 seconds is
     // checked by server selection, which knows heartbeatFrequencyMS.
@@ -368,8 +375,8 @@ static OPTIONS: &[UriOption] = &[
     ),
     option(
         "minPoolSize",
-        |s, v| put(&mut s.options.min_pool_size, count(v, 0)?),
-        |o| Some(Bson::from(o.min_pool_size)),
+        |s, v| put(&mut s.options.min_pool_size, Some(count(v, 0)?)),
+        |o| Some(Bson::from(o.min_pool_size_or_default())),
     ),
     // SOCKS5 Support spec, "MongoClient Configuration"; the checks that need several
     // options are in `ClientOptions::validate`.
@@ -409,9 +416,9 @@ static OPTIONS: &[UriOption] = &[
         "readConcernLevel",
         |s, v| {
             let level = ReadConcernLevel::from_name(&text(v)?);
-            put(&mut s.options.read_concern_level, Some(level))
+            put(&mut s.options.read_concern, Some(ReadConcern::new(level)))
         },
-        |o| o.read_concern_level.as_ref().map(|l| l.as_str().into()),
+        |o| o.read_concern.as_ref().map(|c| c.level.as_str().into()),
     ),
     option(
         "readPreference",
@@ -455,37 +462,37 @@ static OPTIONS: &[UriOption] = &[
     .repeat(Repeat::Accumulate),
     option(
         "replicaSet",
-        |s, v| put(&mut s.options.replica_set, Some(text(v)?)),
-        |o| o.replica_set.as_deref().map(Bson::from),
+        |s, v| put(&mut s.options.repl_set_name, Some(text(v)?)),
+        |o| o.repl_set_name.as_deref().map(Bson::from),
     ),
     option(
         "retryReads",
-        |s, v| put(&mut s.options.retry_reads, flag(v)?),
-        |o| Some(Bson::Boolean(o.retry_reads)),
+        |s, v| put(&mut s.options.retry_reads, Some(flag(v)?)),
+        |o| Some(Bson::Boolean(o.retry_reads_or_default())),
     ),
     option(
         "retryWrites",
-        |s, v| put(&mut s.options.retry_writes, flag(v)?),
-        |o| Some(Bson::Boolean(o.retry_writes)),
+        |s, v| put(&mut s.options.retry_writes, Some(flag(v)?)),
+        |o| Some(Bson::Boolean(o.retry_writes_or_default())),
     ),
     option(
         "serverMonitoringMode",
         |s, v| {
             let mode = named(v, ServerMonitoringMode::ALL, ServerMonitoringMode::name)?;
-            put(&mut s.options.server_monitoring_mode, mode)
+            put(&mut s.options.server_monitoring_mode, Some(mode))
         },
-        |o| Some(o.server_monitoring_mode.name().into()),
+        |o| Some(o.server_monitoring_mode_or_default().name().into()),
     ),
     // "positive integer": this driver gives 0 no special meaning.
     option(
         "serverSelectionTimeoutMS",
-        |s, v| put(&mut s.options.server_selection_timeout, millis(v, 1)?),
-        |o| Some(ms(o.server_selection_timeout)),
+        |s, v| put(&mut s.options.server_selection_timeout, Some(millis(v, 1)?)),
+        |o| Some(ms(o.server_selection_timeout_or_default())),
     ),
     option(
         "serverSelectionTryOnce",
-        |s, v| put(&mut s.options.server_selection_try_once, flag(v)?),
-        |o| Some(Bson::Boolean(o.server_selection_try_once)),
+        |s, v| put(&mut s.options.server_selection_try_once, Some(flag(v)?)),
+        |o| Some(Bson::Boolean(o.server_selection_try_once_or_default())),
     ),
     // "0 means no timeout".
     option(
@@ -502,8 +509,8 @@ static OPTIONS: &[UriOption] = &[
     ),
     option(
         "srvMaxHosts",
-        |s, v| put(&mut s.options.srv_max_hosts, count(v, 0)?),
-        |o| Some(Bson::from(o.srv_max_hosts)),
+        |s, v| put(&mut s.options.srv_max_hosts, Some(count(v, 0)?)),
+        |o| Some(Bson::from(o.srv_max_hosts_or_default())),
     ),
     option(
         "srvServiceName",
@@ -523,44 +530,52 @@ static OPTIONS: &[UriOption] = &[
     option(
         "tls",
         |s, v| put(&mut s.tls_enabled, Some(flag(v)?)),
-        |o| Some(Bson::Boolean(o.tls.is_some())),
+        |o| Some(Bson::Boolean(o.tls_options().is_some())),
     )
     .repeat(Repeat::MustAgree),
     option(
         "tlsAllowInvalidCertificates",
-        |s, v| put(&mut s.tls.allow_invalid_certificates, flag(v)?),
-        |o| tls(o, |t| Some(t.allow_invalid_certificates.into())),
+        |s, v| put(&mut s.tls.allow_invalid_certificates, Some(flag(v)?)),
+        |o| tls(o, |t| Some(t.allows_invalid_certificates().into())),
     ),
     option(
         "tlsAllowInvalidHostnames",
-        |s, v| put(&mut s.tls.allow_invalid_hostnames, flag(v)?),
-        |o| tls(o, |t| Some(t.allow_invalid_hostnames.into())),
+        |s, v| put(&mut s.tls.allow_invalid_hostnames, Some(flag(v)?)),
+        |o| tls(o, |t| Some(t.allows_invalid_hostnames().into())),
     ),
     option(
         "tlsCAFile",
-        |s, v| put(&mut s.tls.ca_pem, Some(PemSource::File(text(v)?))),
-        |o| tls(o, |t| pem_file(t.ca_pem.as_ref())),
+        |s, v| put(&mut s.tls.ca_file_path, Some(text(v)?.into())),
+        |o| tls(o, |t| path(t.ca_file_path.as_deref())),
     ),
     option(
         "tlsCertificateKeyFile",
-        |s, v| put(&mut s.tls.certificate_key, Some(PemSource::File(text(v)?))),
-        |o| tls(o, |t| pem_file(t.certificate_key.as_ref())),
+        |s, v| put(&mut s.tls.cert_key_file_path, Some(text(v)?.into())),
+        |o| tls(o, |t| path(t.cert_key_file_path.as_deref())),
     ),
     option(
         "tlsCertificateKeyFilePassword",
-        |s, v| put(&mut s.tls.certificate_key_password, Some(text(v)?)),
-        |o| tls(o, |t| t.certificate_key_password.as_deref().map(Bson::from)),
+        |s, v| {
+            let password = text(v)?.into_bytes();
+            put(&mut s.tls.tls_certificate_key_file_password, Some(password))
+        },
+        |o| {
+            tls(o, |t| {
+                let password = t.tls_certificate_key_file_password.as_deref()?;
+                Some(String::from_utf8_lossy(password).as_ref().into())
+            })
+        },
     )
     .secret(),
     option(
         "tlsDisableCertificateRevocationCheck",
-        |s, v| put(&mut s.tls.disable_certificate_revocation_check, flag(v)?),
-        |o| tls(o, |t| Some(t.disable_certificate_revocation_check.into())),
+        |s, v| put(&mut s.tls.disable_certificate_revocation_check, Some(flag(v)?)),
+        |o| tls(o, |t| Some(t.disable_certificate_revocation_check.unwrap_or(false).into())),
     ),
     option(
         "tlsDisableOCSPEndpointCheck",
-        |s, v| put(&mut s.tls.disable_ocsp_endpoint_check, flag(v)?),
-        |o| tls(o, |t| Some(t.disable_ocsp_endpoint_check.into())),
+        |s, v| put(&mut s.tls.disable_ocsp_endpoint_check, Some(flag(v)?)),
+        |o| tls(o, |t| Some(t.disable_ocsp_endpoint_check.unwrap_or(false).into())),
     ),
     // URI Options spec: tlsInsecure "relax[es] TLS constraints as much as possible";
     // here it means tlsAllowInvalidCertificates and tlsAllowInvalidHostnames.
@@ -568,13 +583,13 @@ static OPTIONS: &[UriOption] = &[
         "tlsInsecure",
         |s, v| {
             let insecure = flag(v)?;
-            s.tls.allow_invalid_certificates = insecure;
-            s.tls.allow_invalid_hostnames = insecure;
+            s.tls.allow_invalid_certificates = Some(insecure);
+            s.tls.allow_invalid_hostnames = Some(insecure);
             Ok(())
         },
         |o| {
             tls(o, |t| {
-                Some((t.allow_invalid_certificates && t.allow_invalid_hostnames).into())
+                Some((t.allows_invalid_certificates() && t.allows_invalid_hostnames()).into())
             })
         },
     )
@@ -594,10 +609,10 @@ static OPTIONS: &[UriOption] = &[
                 None if v == "majority" => Acknowledgment::Majority,
                 None => Acknowledgment::Custom(text(v)?),
             };
-            put(&mut s.options.write_concern.w, Some(w))
+            put(&mut write_concern(s).w, Some(w))
         },
         |o| {
-            o.write_concern.w.as_ref().map(|w| match w {
+            o.write_concern.as_ref()?.w.as_ref().map(|w| match w {
                 Acknowledgment::Nodes(n) => Bson::from(*n),
                 Acknowledgment::Majority => "majority".into(),
                 Acknowledgment::Custom(name) => name.as_str().into(),
@@ -616,9 +631,9 @@ static OPTIONS: &[UriOption] = &[
         |s, v| {
             let millis = integer(v, 0..=i64::MAX)?;
             let timeout = Duration::from_millis(millis.unsigned_abs());
-            put(&mut s.options.write_concern.w_timeout, Some(timeout))
+            put(&mut write_concern(s).w_timeout, Some(timeout))
         },
-        |o| o.write_concern.w_timeout.map(ms),
+        |o| o.write_concern.as_ref()?.w_timeout.map(ms),
     ),
     option(
         "zlibCompressionLevel",
@@ -646,20 +661,24 @@ fn proxy(staging: &mut Staging) -> &mut ProxyOptions {
         .get_or_insert_with(|| ProxyOptions::new(""))
 }
 
+fn write_concern(staging: &mut Staging) -> &mut WriteConcern {
+    staging
+        .options
+        .write_concern
+        .get_or_insert_with(WriteConcern::default)
+}
+
 fn credential(options: &ClientOptions, get: impl Fn(&Credential) -> Option<Bson>) -> Option<Bson> {
     options.credential.as_ref().and_then(get)
 }
 
 fn tls(options: &ClientOptions, get: impl Fn(&TlsOptions) -> Option<Bson>) -> Option<Bson> {
-    options.tls.as_ref().and_then(get)
+    options.tls_options().and_then(get)
 }
 
-/// A PEM source as a connection string names it: only files have a URI form.
-fn pem_file(source: Option<&PemSource>) -> Option<Bson> {
-    match source? {
-        PemSource::File(path) => Some(path.as_str().into()),
-        PemSource::Pem(_) => None,
-    }
+/// A file path as a connection string names it (in-memory PEM has no URI form).
+fn path(path: Option<&std::path::Path>) -> Option<Bson> {
+    Some(path?.to_string_lossy().as_ref().into())
 }
 
 fn invalid(why: impl Into<String>) -> Problem {

@@ -6,7 +6,7 @@ use std::collections::{HashMap, HashSet};
 use super::address::ServerAddress;
 use super::encoding::{has_stray_percent, percent_decode};
 use super::options::{self, Alias, Problem, Repeat, Staging, UriOption};
-use super::ClientOptions;
+use super::{ClientOptions, Tls};
 use crate::auth::Credential;
 use crate::error::{Error, Result};
 use crate::rt::TlsOptions;
@@ -152,7 +152,7 @@ fn parse_hosts(host_list: &str, after: &str, srv: bool) -> Result<Vec<ServerAddr
         }
         if hosts
             .iter()
-            .any(|host| host.is_ip_literal() || host.port().is_none())
+            .any(|host| host.is_ip_literal() || host.tcp_port().is_none())
         {
             return Err(Error::invalid_argument(
                 "a mongodb+srv connection string must name a host name, not an IP address or socket",
@@ -402,8 +402,9 @@ fn finish(
                 "the option '{name}' cannot be given with tls=false"
             )))
         }
-        (Some(enabled), _) => enabled.then_some(tls),
-        (None, tls_option) => (options.srv || tls_option.is_some()).then_some(tls),
+        (Some(false), None) => Some(Tls::Disabled),
+        (Some(true), _) => Some(Tls::Enabled(tls)),
+        (None, tls_option) => (options.srv || tls_option.is_some()).then_some(Tls::Enabled(tls)),
     };
     // Initial DNS Seedlist Discovery spec, "URI Validation".
     if !options.srv {

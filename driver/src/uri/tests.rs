@@ -1,6 +1,6 @@
 use super::*;
 use crate::auth::AuthMechanism;
-use crate::rt::PemSource;
+use crate::rt::{PemSource, Tls};
 
 fn parse(uri: &str) -> ClientOptions {
     ClientOptions::parse_uri(uri).unwrap_or_else(|error| panic!("{uri}: {error}"))
@@ -28,10 +28,10 @@ fn parses_hosts_database_and_options() {
     );
     assert_eq!(options.default_database.as_deref(), Some("my=db"));
     assert_eq!(
-        options.tls.unwrap().ca_pem,
-        Some(PemSource::File("/tmp/ca.pem".into()))
+        options.tls_options().unwrap().ca(),
+        Some(PemSource::File("/tmp/ca.pem".as_ref()))
     );
-    assert_eq!(options.connect_timeout, Duration::from_millis(250));
+    assert_eq!(options.connect_timeout, Some(Duration::from_millis(250)));
     assert_eq!(options.app_name.as_deref(), Some("x"));
     assert!(options.warnings.is_empty(), "{:?}", options.warnings);
 }
@@ -51,14 +51,18 @@ fn options_are_typed() {
     let first: TagSet = [("dc".into(), "ny".into()), ("rack".into(), "1".into())].into();
     assert_eq!(preference.tag_sets(), [first, TagSet::new()]);
     assert_eq!(preference.max_staleness(), Some(Duration::from_secs(120)));
-    assert_eq!(options.write_concern.w, Some(Acknowledgment::Majority));
-    assert_eq!(options.write_concern.journal, Some(true));
+    let write_concern = options.write_concern.as_ref().unwrap();
+    assert_eq!(write_concern.w, Some(Acknowledgment::Majority));
+    assert_eq!(write_concern.journal, Some(true));
+    assert_eq!(write_concern.w_timeout, Some(Duration::from_secs(5)));
     assert_eq!(
-        options.write_concern.w_timeout,
-        Some(Duration::from_secs(5))
+        options.read_concern,
+        Some(ReadConcern::new(ReadConcernLevel::Snapshot))
     );
-    assert_eq!(options.read_concern_level, Some(ReadConcernLevel::Snapshot));
-    assert_eq!(options.compressors, [Compressor::Zstd, Compressor::Zlib]);
+    assert_eq!(
+        options.compressors,
+        Some(vec![Compressor::Zstd, Compressor::Zlib])
+    );
     assert_eq!(options.zlib_compression_level, Some(4));
     assert_eq!(
         (
@@ -66,18 +70,21 @@ fn options_are_typed() {
             options.min_pool_size,
             options.max_connecting
         ),
-        (0, 3, 5)
+        (Some(0), Some(3), Some(5))
     );
     assert_eq!(
         (options.max_idle_time, options.socket_timeout),
         (None, None)
     );
-    assert!(!options.retry_writes && options.retry_reads);
-    assert_eq!(options.server_monitoring_mode, ServerMonitoringMode::Poll);
     assert_eq!(
-        options.heartbeat_frequency,
-        Some(Duration::from_millis(500))
+        (options.retry_writes, options.retry_reads),
+        (Some(false), None)
     );
+    assert_eq!(
+        options.server_monitoring_mode,
+        Some(ServerMonitoringMode::Poll)
+    );
+    assert_eq!(options.heartbeat_freq, Some(Duration::from_millis(500)));
     let proxy = options.proxy.as_ref().unwrap();
     assert_eq!((proxy.host.as_str(), proxy.port), ("p", 1081));
     assert_eq!(options.warnings.len(), 1, "{:?}", options.warnings);
@@ -120,15 +127,15 @@ fn invalid_values_unknown_and_repeated_keys_are_warnings() {
         }
     }
     let options = parse("mongodb://h/?replicaSet=a&replicaSet=b&wtimeout=5&wTimeoutMS=10");
-    assert_eq!(options.replica_set.as_deref(), Some("b"));
+    assert_eq!(options.repl_set_name.as_deref(), Some("b"));
     assert_eq!(
-        options.write_concern.w_timeout,
+        options.write_concern.unwrap().w_timeout,
         Some(Duration::from_millis(10))
     );
     // An invalid last value does not bring back an earlier one.
     assert_eq!(
         parse("mongodb://h/?maxPoolSize=5&maxPoolSize=x").max_pool_size,
-        100
+        None
     );
 }
 
@@ -213,18 +220,22 @@ fn conflicting_options_are_errors() {
 #[test]
 fn tls_is_enabled_by_tls_options_and_srv() {
     assert!(parse("mongodb://h").tls.is_none());
-    assert!(parse("mongodb://h/?ssl=false").tls.is_none());
-    let insecure = parse("mongodb://h/?tlsInsecure=true").tls.unwrap();
-    assert!(insecure.allow_invalid_certificates && insecure.allow_invalid_hostnames);
+    assert_eq!(parse("mongodb://h/?ssl=false").tls, Some(Tls::Disabled));
+    let insecure = parse("mongodb://h/?tlsInsecure=true");
+    let insecure = insecure.tls_options().unwrap();
+    assert!(insecure.allows_invalid_certificates() && insecure.allows_invalid_hostnames());
     let srv = parse("mongodb+srv://Cluster0.example.com/?srvServiceName=svc&srvMaxHosts=2");
-    assert!(srv.srv && srv.tls.is_some());
+    assert!(srv.srv && srv.tls_options().is_some());
     assert_eq!(
         srv.hosts,
         [ServerAddress::tcp("cluster0.example.com", DEFAULT_PORT)]
     );
     assert_eq!(srv.srv_service_name.as_deref(), Some("svc"));
-    assert_eq!(srv.srv_max_hosts, 2);
-    assert!(parse("mongodb+srv://a.b.c/?tls=false").tls.is_none());
+    assert_eq!(srv.srv_max_hosts, Some(2));
+    assert_eq!(
+        parse("mongodb+srv://a.b.c/?tls=false").tls,
+        Some(Tls::Disabled)
+    );
 }
 
 #[test]
@@ -258,7 +269,7 @@ fn secrets_are_never_shown() {
     }
     assert_eq!(
         options.to_string(),
-        "mongodb://user:<redacted>@h:27017/?authSource=admin&proxyHost=p&proxyPassword=<redacted>\
+        "mongodb://user:<redacted>@h/?authSource=admin&proxyHost=p&proxyPassword=<redacted>\
          &proxyUsername=pu&tls=true&tlsCertificateKeyFile=k.pem&tlsCertificateKeyFilePassword=<redacted>"
     );
     // Neither errors nor warnings quote a password.
@@ -286,12 +297,15 @@ fn secrets_are_never_shown() {
 #[test]
 fn options_set_in_code_override_the_connection_string_and_are_validated() {
     let options = ClientOptions::parse_with("mongodb://h/?replicaSet=rs&maxPoolSize=5", |o| {
-        o.replica_set = None;
-        o.max_pool_size = 7;
+        o.repl_set_name = None;
+        o.max_pool_size = Some(7);
         o.load_balanced = Some(true);
     })
     .unwrap();
-    assert_eq!((options.replica_set, options.max_pool_size), (None, 7));
+    assert_eq!(
+        (options.repl_set_name, options.max_pool_size),
+        (None, Some(7))
+    );
     let conflict = ClientOptions::parse_with("mongodb://h/?replicaSet=rs", |o| {
         o.load_balanced = Some(true);
     });

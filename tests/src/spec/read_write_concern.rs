@@ -85,19 +85,18 @@ fn connection_string_test(test: &Map<String, Value>) -> Result<(), String> {
     }
     if let Some(expected) = test.get("writeConcern") {
         let expected = write_concern(expected)?;
-        if options.write_concern != expected {
-            return Err(format!(
-                "{uri}: expected {expected:?}, got {:?}",
-                options.write_concern
-            ));
+        // An empty write concern is the same as none given.
+        let actual = options.write_concern.clone().unwrap_or_default();
+        if actual != expected {
+            return Err(format!("{uri}: expected {expected:?}, got {actual:?}"));
         }
     }
     if let Some(expected) = test.get("readConcern") {
-        let expected = read_concern(expected)?.map(|concern| concern.level);
-        if options.read_concern_level != expected {
+        let expected = read_concern(expected)?;
+        if options.read_concern != expected {
             return Err(format!(
                 "{uri}: expected {expected:?}, got {:?}",
-                options.read_concern_level
+                options.read_concern
             ));
         }
     }

@@ -51,7 +51,7 @@ pub(crate) async fn execute(
     let write_concern = options
         .write_concern
         .clone()
-        .unwrap_or_else(|| executor.options().write_concern.clone());
+        .unwrap_or_else(|| executor.options().write_concern_or_default());
     let plan = Plan::new(models, &options, write_concern)?;
     let mut outcome = Outcome::new(plan.verbose, plan.acknowledged());
     let mut offset = 0;
