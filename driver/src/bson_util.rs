@@ -44,6 +44,50 @@ pub(crate) fn deserialize_millis<'de, D: Deserializer<'de>>(
     Ok(value.map(|ms| Duration::from_millis(u64::try_from(ms).unwrap_or(0))))
 }
 
+/// A duration as a command's whole-seconds field (`expireAfterSeconds`,
+/// `bucketMaxSpanSeconds`...), for `#[serde(with)]` on an `Option<Duration>`: sent as
+/// an int64, read from any number a server may send; a negative or non-finite one is
+/// an error.
+pub(crate) mod seconds {
+    use std::time::Duration;
+
+    use bson::Bson;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub(crate) fn serialize<S: Serializer>(
+        duration: &Option<Duration>,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        match duration {
+            Some(duration) => {
+                serializer.serialize_i64(i64::try_from(duration.as_secs()).unwrap_or(i64::MAX))
+            }
+            None => serializer.serialize_none(),
+        }
+    }
+
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Option<Duration>, D::Error> {
+        let seconds = match Option::<Bson>::deserialize(deserializer)? {
+            None | Some(Bson::Null) => return Ok(None),
+            Some(Bson::Double(seconds)) if seconds.is_finite() && seconds >= 0.0 => {
+                return Ok(Some(
+                    Duration::try_from_secs_f64(seconds).unwrap_or(Duration::MAX),
+                ))
+            }
+            Some(value) => super::as_i64(&value)
+                .and_then(|seconds| u64::try_from(seconds).ok())
+                .ok_or_else(|| {
+                    serde::de::Error::custom(format!(
+                        "a number of seconds must be a non-negative number, not {value}"
+                    ))
+                })?,
+        };
+        Ok(Some(Duration::from_secs(seconds)))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -55,6 +99,36 @@ mod tests {
         assert_eq!(as_i64(&Bson::Double(f64::NAN)), None);
         assert_eq!(millis(Duration::from_millis(1500)), Bson::Int64(1500));
         assert_eq!(millis(Duration::MAX), Bson::Int64(i64::MAX));
+    }
+
+    #[test]
+    fn seconds_are_read_from_any_number_and_never_negative() {
+        #[derive(serde::Deserialize, serde::Serialize)]
+        struct Ttl {
+            #[serde(default, with = "seconds")]
+            s: Option<Duration>,
+        }
+        let read = |value: Bson| bson::deserialize_from_document::<Ttl>(bson::doc! { "s": value });
+        assert_eq!(
+            read(Bson::Int32(60)).unwrap().s,
+            Some(Duration::from_secs(60))
+        );
+        assert_eq!(
+            read(Bson::Int64(60)).unwrap().s,
+            Some(Duration::from_secs(60))
+        );
+        assert_eq!(
+            read(Bson::Double(1.5)).unwrap().s,
+            Some(Duration::from_millis(1500))
+        );
+        assert!(read(Bson::Int32(-1)).is_err());
+        assert!(read(Bson::Double(f64::NAN)).is_err());
+        assert!(read(Bson::String("1".into())).is_err());
+        let sent = bson::serialize_to_document(&Ttl {
+            s: Some(Duration::from_secs(9)),
+        })
+        .unwrap();
+        assert_eq!(sent, bson::doc! { "s": 9_i64 });
     }
 
     #[test]

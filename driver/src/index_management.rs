@@ -23,60 +23,55 @@ use crate::enumerate::{list, Listing};
 use crate::error::{Error, Result};
 use crate::session::ClientSession;
 
-/// An index to create: its keys, in order, and its options.
+/// An index: its keys, in order, and its options. What
+/// [`Collection::create_index`] takes and [`Collection::list_indexes`] yields (there,
+/// read from the server's description of the index: `key`, and the rest as its
+/// options).
 ///
 /// ```
 /// use anymongo::bson::doc;
-/// use anymongo::index_management::IndexModel;
-/// let by_email = IndexModel::new(doc! { "email": 1 }).with_options(doc! { "unique": true });
-/// assert_eq!(by_email.name(), "email_1");
-/// // Or with its builder, as the official driver's:
-/// let by_name = IndexModel::builder().keys(doc! { "name": 1 }).build();
-/// assert_eq!(by_name.name(), "name_1");
+/// use anymongo::options::IndexOptions;
+/// use anymongo::IndexModel;
+/// let by_email = IndexModel::builder()
+///     .keys(doc! { "email": 1 })
+///     .options(IndexOptions::builder().unique(true).name("by_email".to_string()).build())
+///     .build();
+/// assert_eq!(by_email.name(), "by_email");
+/// let by_name = IndexModel::builder().keys(doc! { "name": 1, "born": -1 }).build();
+/// assert_eq!(by_name.name(), "name_1_born_-1");
 /// ```
-#[derive(Debug, Clone, PartialEq, typed_builder::TypedBuilder)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, typed_builder::TypedBuilder)]
+#[builder(field_defaults(default, setter(into)))]
+#[non_exhaustive]
 pub struct IndexModel {
     /// The indexed fields and each one's kind: `1`, `-1`, `"text"`, `"2dsphere"`...
+    #[serde(rename = "key")]
     pub keys: Document,
-    /// The index's options as the `createIndexes` command names them (`name`, `unique`,
-    /// `sparse`, `expireAfterSeconds`, `partialFilterExpression`, `collation`...).
-    #[builder(default)]
-    pub options: Document,
+    /// The index's options; its name is generated from its keys when they name none.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub options: Option<IndexOptions>,
 }
 
 impl IndexModel {
-    /// An index on `keys` with no options: its name is generated from its keys.
-    pub fn new(keys: Document) -> IndexModel {
-        IndexModel {
-            keys,
-            options: Document::new(),
-        }
-    }
-
-    /// This index with `options`.
-    pub fn with_options(mut self, options: Document) -> IndexModel {
-        self.options = options;
-        self
-    }
-
     /// The index's name: its `name` option, else each key and its value joined by
     /// underscores, e.g. `a_1_b_-1` (Index Management spec, "Index Name Generation").
     pub fn name(&self) -> String {
-        if let Ok(name) = self.options.get_str("name") {
-            return name.to_owned();
+        match self
+            .options
+            .as_ref()
+            .and_then(|options| options.name.as_ref())
+        {
+            Some(name) => name.clone(),
+            None => generated_name(&self.keys),
         }
-        generated_name(&self.keys)
     }
 
-    /// The index as an element of `createIndexes`' `indexes`.
-    fn to_document(&self) -> Document {
-        let mut index = doc! { "key": self.keys.clone(), "name": self.name() };
-        for (option, value) in &self.options {
-            if option != "name" {
-                index.insert(option, value.clone());
-            }
-        }
-        index
+    /// The index as an element of `createIndexes`' `indexes`: its options as the
+    /// command names them, and its name, generated when unset.
+    fn to_document(&self) -> Result<Document> {
+        let mut index = bson::serialize_to_document(self).map_err(Error::bson)?;
+        index.insert("name", self.name());
+        Ok(index)
     }
 }
 
@@ -97,6 +92,263 @@ fn generated_name(keys: &Document) -> String {
         })
         .collect();
     parts.join("_")
+}
+
+/// Read from the server's description of an index (a `listIndexes` document): `key`,
+/// and every other field as its options.
+impl<'de> Deserialize<'de> for IndexModel {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> std::result::Result<Self, D::Error> {
+        use serde::de::Error as _;
+        let mut description = Document::deserialize(deserializer)?;
+        let keys = match description.remove("key") {
+            Some(Bson::Document(keys)) => keys,
+            Some(other) => {
+                return Err(D::Error::custom(format!(
+                    "an index's key must be a document, not {other}"
+                )))
+            }
+            None => return Err(D::Error::missing_field("key")),
+        };
+        let options = match description.is_empty() {
+            true => None,
+            false => Some(bson::deserialize_from_document(description).map_err(D::Error::custom)?),
+        };
+        Ok(IndexModel { keys, options })
+    }
+}
+
+/// The options of an index (MongoDB's `createIndexes` command, "indexes"), named as
+/// the official driver names them; each is sent under the command's name
+/// (`expire_after` as `expireAfterSeconds`, `version` as `v`...), and unset ones are
+/// not sent.
+///
+/// ```
+/// use std::time::Duration;
+/// use anymongo::bson::doc;
+/// use anymongo::options::IndexOptions;
+/// let ttl = IndexOptions::builder()
+///     .expire_after(Duration::from_secs(3600))
+///     .partial_filter_expression(doc! { "kind": "session" })
+///     .build();
+/// assert_eq!(ttl.expire_after, Some(Duration::from_secs(3600)));
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, typed_builder::TypedBuilder)]
+#[serde(rename_all = "camelCase")]
+#[builder(field_defaults(default, setter(strip_option)))]
+#[non_exhaustive]
+pub struct IndexOptions {
+    /// Build the index in the background; servers since 4.2 ignore it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub background: Option<bool>,
+    /// A TTL index: documents are removed this long after the time in the indexed
+    /// field (`expireAfterSeconds`, whole seconds).
+    #[serde(
+        rename = "expireAfterSeconds",
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "crate::bson_util::seconds"
+    )]
+    pub expire_after: Option<Duration>,
+    /// The index's name; generated from its keys when unset.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Index only the documents that have the indexed fields.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sparse: Option<bool>,
+    /// The storage engine's options for this index: `{ <engine>: <options> }`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub storage_engine: Option<Document>,
+    /// Refuse documents whose indexed values another document has (E11000).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unique: Option<bool>,
+    /// The index's version (`v`).
+    #[serde(rename = "v", skip_serializing_if = "Option::is_none")]
+    pub version: Option<IndexVersion>,
+    /// Text indexes: the language of the stop words and stemming rules.
+    #[serde(rename = "default_language", skip_serializing_if = "Option::is_none")]
+    pub default_language: Option<String>,
+    /// Text indexes: the field of each document that names its language.
+    #[serde(rename = "language_override", skip_serializing_if = "Option::is_none")]
+    pub language_override: Option<String>,
+    /// Text indexes: the text index version.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text_index_version: Option<TextIndexVersion>,
+    /// Text indexes: each field's weight.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub weights: Option<Document>,
+    /// `2dsphere` indexes: the index version (`2dsphereIndexVersion`).
+    #[serde(
+        rename = "2dsphereIndexVersion",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub sphere_2d_index_version: Option<Sphere2DIndexVersion>,
+    /// `2d` indexes: the precision of the stored geohash, 1 to 32 bits.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bits: Option<u32>,
+    /// `2d` indexes: the upper bound of longitudes and latitudes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max: Option<f64>,
+    /// `2d` indexes: the lower bound of longitudes and latitudes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min: Option<f64>,
+    /// `geoHaystack` indexes (removed in MongoDB 5.0): the size of a bucket.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bucket_size: Option<u32>,
+    /// A partial index: only the documents matching this filter are indexed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub partial_filter_expression: Option<Document>,
+    /// The index's collation (`{ locale, strength, ... }`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub collation: Option<Document>,
+    /// Wildcard indexes: the field paths included or excluded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wildcard_projection: Option<Document>,
+    /// Hide the index from the query planner (it is still maintained).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hidden: Option<bool>,
+    /// Whether this is a clustered collection's index, as `listIndexes` reports it: not
+    /// an option of `createIndexes` (a clustered index is made with the collection, by
+    /// [`CreateCollectionOptions::clustered_index`](crate::options::CreateCollectionOptions::clustered_index)).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[builder(setter(skip))]
+    pub clustered: Option<bool>,
+    /// The options this type does not name, sent as given and kept when read from
+    /// `listIndexes` (so that no option is lost); the official driver has no such
+    /// field.
+    #[serde(flatten)]
+    #[builder(setter(!strip_option))]
+    pub other: Document,
+}
+
+impl IndexOptions {
+    /// Whether this is a clustered collection's index (see
+    /// [`clustered`](Self::clustered), as the official driver reads it).
+    pub fn clustered(&self) -> Option<bool> {
+        self.clustered
+    }
+}
+
+/// Writes a version enum of the index options: its named versions, each the number
+/// the server gives it, and `Custom` for any other, sent and read as that number.
+macro_rules! index_versions {
+    ($(#[$doc:meta])* $Enum:ident { $($(#[$vdoc:meta])* $Variant:ident = $n:literal,)* }) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+        #[serde(from = "u32", into = "u32")]
+        #[non_exhaustive]
+        pub enum $Enum {
+            $($(#[$vdoc])* $Variant,)*
+            /// Another version, for servers newer than this driver.
+            Custom(u32),
+        }
+
+        impl From<u32> for $Enum {
+            fn from(n: u32) -> Self {
+                match n {
+                    $($n => $Enum::$Variant,)*
+                    n => $Enum::Custom(n),
+                }
+            }
+        }
+
+        impl From<$Enum> for u32 {
+            fn from(version: $Enum) -> u32 {
+                match version {
+                    $($Enum::$Variant => $n,)*
+                    $Enum::Custom(n) => n,
+                }
+            }
+        }
+    };
+}
+
+index_versions!(
+    /// An index's version (`v`); servers since 3.2 refuse version 0.
+    IndexVersion {
+        /// Version 0.
+        V0 = 0,
+        /// Version 1.
+        V1 = 1,
+        /// Version 2, the default since MongoDB 3.4.
+        V2 = 2,
+    }
+);
+
+index_versions!(
+    /// A text index's version (`textIndexVersion`).
+    TextIndexVersion {
+        /// Version 1.
+        V1 = 1,
+        /// Version 2.
+        V2 = 2,
+        /// Version 3, the default since MongoDB 3.2.
+        V3 = 3,
+    }
+);
+
+index_versions!(
+    /// A `2dsphere` index's version (`2dsphereIndexVersion`).
+    Sphere2DIndexVersion {
+        /// Version 2.
+        V2 = 2,
+        /// Version 3, the default since MongoDB 3.2.
+        V3 = 3,
+    }
+);
+
+/// How many data-bearing voting members must have built an index before the primary
+/// marks it ready (`commitQuorum`, MongoDB 4.4+).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CommitQuorum {
+    /// This many members; `0` turns quorum voting off.
+    Nodes(u32),
+    /// Every data-bearing voting member (the server's default).
+    VotingMembers,
+    /// A majority of the voting members.
+    Majority,
+    /// The members with this replica set tag.
+    Custom(String),
+}
+
+impl Serialize for CommitQuorum {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> std::result::Result<S::Ok, S::Error> {
+        match self {
+            CommitQuorum::Nodes(n) => serializer.serialize_i64(i64::from(*n)),
+            CommitQuorum::VotingMembers => serializer.serialize_str("votingMembers"),
+            CommitQuorum::Majority => serializer.serialize_str("majority"),
+            CommitQuorum::Custom(tag) => serializer.serialize_str(tag),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for CommitQuorum {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> std::result::Result<Self, D::Error> {
+        use serde::de::Error as _;
+        let value = Bson::deserialize(deserializer)?;
+        if let Bson::String(tag) = value {
+            return Ok(match tag.as_str() {
+                "votingMembers" => CommitQuorum::VotingMembers,
+                "majority" => CommitQuorum::Majority,
+                _ => CommitQuorum::Custom(tag),
+            });
+        }
+        crate::bson_util::as_i64(&value)
+            .and_then(|n| u32::try_from(n).ok())
+            .map(CommitQuorum::Nodes)
+            .ok_or_else(|| {
+                D::Error::custom(format!(
+                    "commitQuorum must be a number of members or a name, not {value}"
+                ))
+            })
+    }
 }
 
 /// An Atlas Search index to create (Index Management spec, "SearchIndexModel").
@@ -147,9 +399,9 @@ pub struct CreateIndexesResult {
 #[serde(rename_all = "camelCase", default)]
 #[builder(field_defaults(default, setter(strip_option)))]
 pub struct CreateIndexOptions {
-    /// How many data-bearing members must be ready before the index is committed
-    /// (MongoDB 4.4+): a number, `"majority"` or `"votingMembers"`.
-    pub commit_quorum: Option<Bson>,
+    /// How many data-bearing voting members must have built the index before it is
+    /// ready (MongoDB 4.4+).
+    pub commit_quorum: Option<CommitQuorum>,
     /// The server's time limit for the command.
     #[serde(
         rename = "maxTimeMS",
@@ -186,6 +438,12 @@ pub struct DropIndexOptions {
 #[serde(rename_all = "camelCase", default)]
 #[builder(field_defaults(default, setter(strip_option)))]
 pub struct ListIndexesOptions {
+    /// The server's time limit for the command (`maxTimeMS`).
+    #[serde(
+        rename = "maxTimeMS",
+        deserialize_with = "crate::bson_util::deserialize_millis"
+    )]
+    pub max_time: Option<Duration>,
     /// How many indexes each batch of the cursor holds.
     pub batch_size: Option<u32>,
     /// A comment the server logs with the command.
@@ -209,14 +467,19 @@ impl<T> Collection<T> {
             ));
         }
         let options = options.unwrap_or_default();
-        let mut command = doc! {
-            "createIndexes": self.name(),
-            "indexes": indexes.iter().map(IndexModel::to_document).collect::<Vec<_>>(),
-        };
+        let indexes_sent = indexes
+            .iter()
+            .map(IndexModel::to_document)
+            .collect::<Result<Vec<_>>>()?;
+        let mut command = doc! { "createIndexes": self.name(), "indexes": indexes_sent };
+        let commit_quorum = options
+            .commit_quorum
+            .map(|quorum| bson::serialize_to_bson(&quorum).map_err(Error::bson))
+            .transpose()?;
         insert_present(
             &mut command,
             [
-                ("commitQuorum", options.commit_quorum),
+                ("commitQuorum", commit_quorum),
                 ("maxTimeMS", options.max_time.map(millis)),
                 ("comment", options.comment),
             ],
@@ -277,7 +540,13 @@ impl<T> Collection<T> {
     ) -> Result<Cursor<Document>> {
         let options = options.unwrap_or_default();
         let mut command = doc! { "listIndexes": self.name() };
-        insert_present(&mut command, [("comment", options.comment)]);
+        insert_present(
+            &mut command,
+            [
+                ("maxTimeMS", options.max_time.map(millis)),
+                ("comment", options.comment),
+            ],
+        );
         let listing = Listing {
             batch_size: options.batch_size,
             timing: self.timing(),
@@ -430,12 +699,88 @@ mod tests {
 
     #[test]
     fn a_name_option_wins_and_is_sent_once() {
-        let index =
-            IndexModel::new(doc! { "a": 1 }).with_options(doc! { "name": "by_a", "unique": true });
+        let index = IndexModel::builder()
+            .keys(doc! { "a": 1 })
+            .options(
+                IndexOptions::builder()
+                    .name("by_a".to_string())
+                    .unique(true)
+                    .build(),
+            )
+            .build();
         assert_eq!(index.name(), "by_a");
         assert_eq!(
-            index.to_document(),
-            doc! { "key": { "a": 1 }, "name": "by_a", "unique": true }
+            index.to_document().unwrap(),
+            doc! { "key": { "a": 1 }, "unique": true, "name": "by_a" }
         );
+        let unnamed = IndexModel::builder().keys(doc! { "b": -1 }).build();
+        assert_eq!(
+            unnamed.to_document().unwrap(),
+            doc! { "key": { "b": -1 }, "name": "b_-1" }
+        );
+    }
+
+    #[test]
+    fn options_are_sent_under_the_command_names() {
+        let options = IndexOptions::builder()
+            .expire_after(Duration::from_secs(3600))
+            .version(IndexVersion::V2)
+            .sphere_2d_index_version(Sphere2DIndexVersion::V3)
+            .default_language("french".to_string())
+            .other(doc! { "prepareUnique": true })
+            .build();
+        assert_eq!(
+            bson::serialize_to_document(&options).unwrap(),
+            doc! {
+                "expireAfterSeconds": 3600_i64,
+                "v": 2_i64,
+                "default_language": "french",
+                "2dsphereIndexVersion": 3_i64,
+                "prepareUnique": true,
+            }
+        );
+    }
+
+    #[test]
+    fn a_list_indexes_document_is_read_as_a_model() {
+        let description = doc! {
+            "v": 2,
+            "key": { "at": 1 },
+            "name": "at_1",
+            "expireAfterSeconds": 3600,
+            "clustered": false,
+            "textIndexVersion": 7,
+            "somethingNew": { "x": 1 },
+        };
+        let model: IndexModel = bson::deserialize_from_document(description).unwrap();
+        assert_eq!(model.keys, doc! { "at": 1 });
+        let options = model.options.unwrap();
+        assert_eq!(options.version, Some(IndexVersion::V2));
+        assert_eq!(options.name.as_deref(), Some("at_1"));
+        assert_eq!(options.expire_after, Some(Duration::from_secs(3600)));
+        assert_eq!(options.clustered(), Some(false));
+        assert_eq!(
+            options.text_index_version,
+            Some(TextIndexVersion::Custom(7))
+        );
+        assert_eq!(options.other, doc! { "somethingNew": { "x": 1 } });
+        let keyless: std::result::Result<IndexModel, _> =
+            bson::deserialize_from_document(doc! { "name": "x" });
+        assert!(keyless.is_err());
+    }
+
+    #[test]
+    fn commit_quorum_is_a_number_or_a_name() {
+        for (quorum, sent) in [
+            (CommitQuorum::Nodes(2), Bson::Int64(2)),
+            (CommitQuorum::Majority, Bson::from("majority")),
+            (CommitQuorum::VotingMembers, Bson::from("votingMembers")),
+            (CommitQuorum::Custom("dc".into()), Bson::from("dc")),
+        ] {
+            assert_eq!(bson::serialize_to_bson(&quorum).unwrap(), sent);
+            let read: CommitQuorum = bson::deserialize_from_bson(sent).unwrap();
+            assert_eq!(read, quorum);
+        }
+        assert!(bson::deserialize_from_bson::<CommitQuorum>(Bson::Int32(-1)).is_err());
     }
 }

@@ -37,7 +37,7 @@
 //!
 //! | layer | modules | what it does |
 //! | --- | --- | --- |
-//! | API | `action`, `options`, `results`, `client`, `database`, `collection`, `change_stream`, `gridfs`, `enumerate`, `index_management`, `sync` | what applications call: handles, options, results, and the blocking API over them |
+//! | API | `action`, `options`, `results`, `client`, `database`, `collection`, `collection_management`, `change_stream`, `gridfs`, `enumerate`, `index_management`, `sync` | what applications call: handles, options, results, and the blocking API over them |
 //! | operations | `operation`, `retry`, `session`, `transactions`, `crud`, `cursor` | each operation's commands, run by one executor with one context per operation: sessions, transactions, retries, cursors |
 //! | cluster | `cluster` | the deployment at run time: servers with their pools and monitors, waiting server selection, single-threaded scans, SRV polling |
 //! | cluster parts | `cmap`, `sdam::monitor`, `load_balancer`, `logging` | a server's pool, its monitor, connections pinned behind a load balancer, log messages |
@@ -86,6 +86,7 @@ pub mod client;
 mod cluster;
 pub mod cmap;
 pub mod collection;
+pub mod collection_management;
 pub mod command_monitoring;
 pub mod concern;
 mod connection;

@@ -18,6 +18,11 @@ pub use crate::change_stream::{
     ChangeStreamOptions, FullDocumentBeforeChangeType, FullDocumentType,
 };
 pub use crate::client::{ClientConfig, MonitoringThreads};
+pub use crate::collection_management::{
+    ChangeStreamPreAndPostImages, ClusteredIndex, CreateCollectionOptions, DropCollectionOptions,
+    DropDatabaseOptions, IndexOptionDefaults, TimeseriesGranularity, TimeseriesOptions,
+    ValidationAction, ValidationLevel,
+};
 pub use crate::concern::{Acknowledgment, ReadConcern, ReadConcernLevel, WriteConcern};
 pub use crate::crud::bulk_write::{BulkWriteOptions, ClientBulkWriteOptions};
 pub use crate::crud::{
@@ -31,7 +36,10 @@ pub type CollectionOptions = crate::database::Concerns;
 pub use crate::enumerate::{ListCollectionsOptions, ListDatabasesOptions};
 pub use crate::gridfs::{GridFsBucketOptions, GridFsUploadOptions};
 pub use crate::handshake::DriverInfo;
-pub use crate::index_management::{CreateIndexOptions, DropIndexOptions, ListIndexesOptions};
+pub use crate::index_management::{
+    CommitQuorum, CreateIndexOptions, DropIndexOptions, IndexOptions, IndexVersion,
+    ListIndexesOptions, Sphere2DIndexVersion, TextIndexVersion,
+};
 pub use crate::rt::{Tls, TlsOptions};
 pub use crate::selection::{
     HedgedReadOptions, Predicate, ReadPreference, ReadPreferenceMode, ReadPreferenceOptions,

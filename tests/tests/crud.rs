@@ -14,7 +14,7 @@ use anymongo::crud::bulk_write::{ClientWriteModel, InsertOneModel, ReplaceOneMod
 use anymongo::crud::{
     CursorType, FindOneAndModifyOptions, FindOptions, ReturnDocument, WriteOptions,
 };
-use anymongo::index_management::IndexModel;
+use anymongo::index_management::{IndexModel, IndexOptions};
 use anymongo::{Client, ClientOptions, Collection, ErrorKind};
 use anymongo_tests::harness::{self, recording_client};
 use anymongo_tests::pool_events::PoolEvents;
@@ -1013,7 +1013,12 @@ async fn indexes_collections_databases_and_commands_are_actions() {
         assert_eq!(create.get_bool("capped").ok(), Some(true), "{create}");
         let log = db.collection::<Document>("log");
         let created = log
-            .create_index(IndexModel::new(doc! { "at": 1 }).with_options(doc! { "name": "by_at" }))
+            .create_index(
+                IndexModel::builder()
+                    .keys(doc! { "at": 1 })
+                    .options(IndexOptions::builder().name("by_at".to_string()).build())
+                    .build(),
+            )
             .await
             .unwrap();
         assert_eq!(created.index_name, "by_at");

@@ -21,7 +21,9 @@ use anymongo::enumerate::{ListCollectionsOptions, ListDatabasesOptions};
 use anymongo::gridfs::{
     GridFsBucketOptions, GridFsDownloadStream, GridFsError, GridFsUploadOptions,
 };
-use anymongo::index_management::{CreateIndexOptions, IndexModel, ListIndexesOptions};
+use anymongo::index_management::{
+    CreateIndexOptions, IndexModel, IndexOptions, ListIndexesOptions,
+};
 use anymongo::options::SelectionCriteria;
 use anymongo::session::{ClientSession, SessionOptions};
 use anymongo::transactions::{TransactionOptions, TransactionState};
@@ -215,7 +217,7 @@ pub async fn run(
         "createIndex" => {
             let keys = required_document(args, "keys")?;
             let (model_options, command_options) = split_index_options(args)?;
-            let model = IndexModel::new(keys).with_options(model_options);
+            let model = index_model(doc! { "key": keys }, &model_options)?;
             let created = in_session!(
                 session,
                 coll.create_index(model).with_options(command_options)
@@ -311,7 +313,9 @@ pub async fn open_cursor(
         }
         "listIndexes" => {
             let options = options::<ListIndexesOptions>(args)?;
-            in_session!(cursor session, coll.list_indexes().with_options(options))
+            // The server's descriptions, as the Node driver returns them.
+            let listed = in_session!(cursor session, coll.list_indexes().with_options(options))?;
+            Ok(listed.with_type())
         }
         // A command that answers with a cursor (`runCursorCommand`), and what its
         // getMores carry (`cursor.setBatchSize()`...: `args.getMore`).
@@ -891,7 +895,8 @@ fn index_model(mut spec: Document, defaults: &Document) -> Result<IndexModel> {
     };
     let mut options = defaults.clone();
     options.extend(spec);
-    Ok(IndexModel::new(keys).with_options(options))
+    let options = parse_options::<IndexOptions>(Some(options))?;
+    Ok(IndexModel::builder().keys(keys).options(options).build())
 }
 
 /// `model[name]`, a document, if given.

@@ -6,9 +6,14 @@ use std::time::Duration;
 
 use bson::{doc, Bson, Document};
 
-use super::{session_setter, timeout_setter};
+use super::{option_setters, session_setter, timeout_setter};
+use crate::collection_management::{
+    ChangeStreamPreAndPostImages, ClusteredIndex, CreateCollectionOptions, DropCollectionOptions,
+    DropDatabaseOptions, IndexOptionDefaults, TimeseriesOptions, ValidationAction, ValidationLevel,
+};
 use crate::concern::WriteConcern;
 use crate::database::Database;
+use crate::error::Error;
 use crate::error::Result;
 use crate::rt::{boxed, BoxFuture};
 use crate::session::ClientSession;
@@ -28,7 +33,7 @@ impl<T> Collection<T> {
     pub fn drop(&self) -> DropCollection<'_, T> {
         DropCollection {
             collection: self,
-            write_concern: None,
+            options: None,
             session: None,
             timeout: None,
         }
@@ -60,17 +65,16 @@ impl<T> Collection<T> {
 #[must_use = "an action does nothing until it is awaited"]
 pub struct DropCollection<'a, T> {
     collection: &'a Collection<T>,
-    write_concern: Option<WriteConcern>,
+    options: Option<DropCollectionOptions>,
     session: Option<&'a ClientSession>,
     timeout: Option<Duration>,
 }
 
 impl<'a, T> DropCollection<'a, T> {
-    /// Overrides the collection's write concern.
-    pub fn write_concern(mut self, write_concern: WriteConcern) -> Self {
-        self.write_concern = Some(write_concern);
-        self
-    }
+    option_setters!(options: DropCollectionOptions;
+        /// Overrides the collection's write concern.
+        write_concern: WriteConcern,
+    );
     timeout_setter!();
     session_setter!();
 }
@@ -84,9 +88,10 @@ impl<'a, T> IntoFuture for DropCollection<'a, T> {
     fn into_future(self) -> Self::IntoFuture {
         boxed(async move {
             let collection = self.collection.with_operation_timeout(self.timeout);
+            let options = self.options.unwrap_or_default();
             let write_concern = collection
                 .concerns()
-                .write_concern(self.write_concern.as_ref(), self.session)?;
+                .write_concern(options.write_concern.as_ref(), self.session)?;
             let command = doc! { "drop": collection.name() };
             match collection
                 .database()
@@ -160,7 +165,7 @@ impl Database {
     pub fn drop(&self) -> DropDatabase<'_> {
         DropDatabase {
             database: self,
-            write_concern: None,
+            options: None,
             session: None,
             timeout: None,
         }
@@ -171,18 +176,20 @@ impl Database {
     ///
     /// ```no_run
     /// # async fn example(db: anymongo::Database) -> anymongo::Result<()> {
-    /// use anymongo::bson::doc;
+    /// use anymongo::options::TimeseriesOptions;
     /// db.create_collection("log").capped(true).size(1_048_576).await?;
-    /// db.create_collection("readings")
-    ///     .timeseries(doc! { "timeField": "at", "metaField": "sensor" })
-    ///     .await?;
+    /// let readings = TimeseriesOptions::builder()
+    ///     .time_field("at".to_string())
+    ///     .meta_field(Some("sensor".to_string()))
+    ///     .build();
+    /// db.create_collection("readings").timeseries(readings).await?;
     /// # Ok(()) }
     /// ```
     pub fn create_collection(&self, name: impl AsRef<str>) -> CreateCollection<'_> {
         CreateCollection {
             database: self,
-            command: doc! { "create": name.as_ref() },
-            write_concern: None,
+            name: name.as_ref().to_owned(),
+            options: None,
             session: None,
             timeout: None,
         }
@@ -239,17 +246,16 @@ impl Database {
 #[must_use = "an action does nothing until it is awaited"]
 pub struct DropDatabase<'a> {
     database: &'a Database,
-    write_concern: Option<WriteConcern>,
+    options: Option<DropDatabaseOptions>,
     session: Option<&'a ClientSession>,
     timeout: Option<Duration>,
 }
 
 impl<'a> DropDatabase<'a> {
-    /// Overrides the database's write concern.
-    pub fn write_concern(mut self, write_concern: WriteConcern) -> Self {
-        self.write_concern = Some(write_concern);
-        self
-    }
+    option_setters!(options: DropDatabaseOptions;
+        /// Overrides the database's write concern.
+        write_concern: WriteConcern,
+    );
     timeout_setter!();
     session_setter!();
 }
@@ -262,10 +268,11 @@ impl<'a> IntoFuture for DropDatabase<'a> {
 
     fn into_future(self) -> Self::IntoFuture {
         boxed(async move {
+            let options = self.options.unwrap_or_default();
             self.database
                 .run_admin_write(
                     doc! { "dropDatabase": 1 },
-                    self.write_concern.as_ref(),
+                    options.write_concern.as_ref(),
                     self.session,
                     self.timeout,
                 )
@@ -274,94 +281,56 @@ impl<'a> IntoFuture for DropDatabase<'a> {
     }
 }
 
-/// Writes setters that each add one field to the `create` command.
-macro_rules! create_setters {
-    ($($(#[$doc:meta])* $name:ident: $type:ty => $field:literal,)*) => {
-        $(
-            $(#[$doc])*
-            pub fn $name(mut self, value: $type) -> Self {
-                self.command.insert($field, value);
-                self
-            }
-        )*
-    };
-}
-
 /// A creation of a collection: what [`Database::create_collection`] returns. Its
-/// setters are the `create` command's fields; [`with_options`](Self::with_options)
-/// takes any of them as a document.
+/// setters are the fields of [`CreateCollectionOptions`].
 #[must_use = "an action does nothing until it is awaited"]
 pub struct CreateCollection<'a> {
     database: &'a Database,
-    command: Document,
-    write_concern: Option<WriteConcern>,
+    name: String,
+    options: Option<CreateCollectionOptions>,
     session: Option<&'a ClientSession>,
     timeout: Option<Duration>,
 }
 
 impl<'a> CreateCollection<'a> {
-    /// Adds the `create` command's fields in `options` (`capped`, `size`,
-    /// `validator`, `timeseries`, `viewOn`, `pipeline`, `collation`…), replacing
-    /// those set before under the same names.
-    ///
-    /// ```no_run
-    /// # async fn example(db: anymongo::Database) -> anymongo::Result<()> {
-    /// use anymongo::bson::doc;
-    /// db.create_collection("log").with_options(doc! { "capped": true, "size": 4096 }).await?;
-    /// # Ok(()) }
-    /// ```
-    pub fn with_options(mut self, options: impl Into<Option<Document>>) -> Self {
-        self.command.extend(options.into().unwrap_or_default());
-        self
-    }
-
-    create_setters!(
-        /// A capped collection (needs [`size`](Self::size)).
-        capped: bool => "capped",
+    option_setters!(options: CreateCollectionOptions;
+        /// A capped collection: a fixed-size one that overwrites its oldest documents
+        /// (needs [`size`](Self::size)).
+        capped: bool,
         /// The largest size of a capped collection, in bytes.
-        size: i64 => "size",
+        size: u64,
         /// The most documents a capped collection holds.
-        max: i64 => "max",
-        /// The validation rules of its documents (`validator`).
-        validator: Document => "validator",
-        /// How strictly the validator applies: `"off"`, `"strict"` or `"moderate"`.
-        validation_level: &str => "validationLevel",
-        /// What an invalid document does: `"error"` or `"warn"`.
-        validation_action: &str => "validationAction",
-        /// Makes a view of this source collection (with [`pipeline`](Self::pipeline)).
-        view_on: &str => "viewOn",
+        max: u64,
+        /// The storage engine's options for the collection.
+        storage_engine: Document,
+        /// The rules every document must follow (`validator`).
+        validator: Document,
+        /// Which writes the validator checks.
+        validation_level: ValidationLevel,
+        /// What a write that fails validation does.
+        validation_action: ValidationAction,
+        /// Makes a view of this collection or view (with [`pipeline`](Self::pipeline)).
+        view_on: String,
         /// The aggregation pipeline of a view.
-        pipeline: Vec<Document> => "pipeline",
-        /// The default collation of the collection.
-        collation: Document => "collation",
-        /// A time series collection: `{ timeField, metaField, granularity }`.
-        timeseries: Document => "timeseries",
-        /// A clustered collection: `{ key: { _id: 1 }, unique: true }`.
-        clustered_index: Document => "clusteredIndex",
-        /// Whether change streams may show documents before and after a change:
-        /// `{ enabled: true }`.
-        change_stream_pre_and_post_images: Document => "changeStreamPreAndPostImages",
-        /// The storage engine's options.
-        storage_engine: Document => "storageEngine",
-        /// The default options of its indexes.
-        index_option_defaults: Document => "indexOptionDefaults",
-        /// A comment for the server's logs.
-        comment: Bson => "comment",
+        pipeline: Vec<Document>,
+        /// The default collation of the collection (`{ locale, strength, ... }`).
+        collation: Document,
+        /// Overrides the database's write concern.
+        write_concern: WriteConcern,
+        /// The default options of the collection's indexes.
+        index_option_defaults: IndexOptionDefaults,
+        /// A time series collection.
+        timeseries: TimeseriesOptions,
+        /// Removes the documents of a time series or clustered collection this long
+        /// after their time (`expireAfterSeconds`).
+        expire_after_seconds: Duration,
+        /// Whether change streams may show documents before and after a change.
+        change_stream_pre_and_post_images: ChangeStreamPreAndPostImages,
+        /// A clustered collection.
+        clustered_index: ClusteredIndex,
+        /// A comment the server logs with the command.
+        comment: impl Into<Bson>,
     );
-
-    /// Removes documents of a time series or clustered collection this long after
-    /// their time (`expireAfterSeconds`).
-    pub fn expire_after_seconds(mut self, expire_after: Duration) -> Self {
-        let seconds = i64::try_from(expire_after.as_secs()).unwrap_or(i64::MAX);
-        self.command.insert("expireAfterSeconds", seconds);
-        self
-    }
-
-    /// Overrides the database's write concern.
-    pub fn write_concern(mut self, write_concern: WriteConcern) -> Self {
-        self.write_concern = Some(write_concern);
-        self
-    }
     timeout_setter!();
     session_setter!();
 }
@@ -374,10 +343,13 @@ impl<'a> IntoFuture for CreateCollection<'a> {
 
     fn into_future(self) -> Self::IntoFuture {
         boxed(async move {
+            let options = self.options.unwrap_or_default();
+            let mut command = doc! { "create": self.name };
+            command.extend(bson::serialize_to_document(&options).map_err(Error::bson)?);
             self.database
                 .run_admin_write(
-                    self.command,
-                    self.write_concern.as_ref(),
+                    command,
+                    options.write_concern.as_ref(),
                     self.session,
                     self.timeout,
                 )

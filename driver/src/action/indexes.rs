@@ -15,8 +15,8 @@ use crate::cursor::{Cursor, SessionCursor};
 use crate::enumerate::names;
 use crate::error::Result;
 use crate::index_management::{
-    CreateIndexOptions, CreateIndexResult, CreateIndexesResult, DropIndexOptions, IndexModel,
-    ListIndexesOptions, SearchIndexModel,
+    CommitQuorum, CreateIndexOptions, CreateIndexResult, CreateIndexesResult, DropIndexOptions,
+    IndexModel, ListIndexesOptions, SearchIndexModel,
 };
 use crate::rt::{boxed, BoxFuture};
 use crate::session::ClientSession;
@@ -28,8 +28,12 @@ impl<T> Collection<T> {
     /// ```no_run
     /// # async fn example(orders: anymongo::Collection<anymongo::bson::Document>) -> anymongo::Result<()> {
     /// use anymongo::bson::doc;
-    /// use anymongo::index_management::IndexModel;
-    /// let model = IndexModel::new(doc! { "item": 1, "qty": -1 });
+    /// use anymongo::options::IndexOptions;
+    /// use anymongo::IndexModel;
+    /// let model = IndexModel::builder()
+    ///     .keys(doc! { "item": 1, "qty": -1 })
+    ///     .options(IndexOptions::builder().unique(true).build())
+    ///     .build();
     /// let created = orders.create_index(model).await?;
     /// assert_eq!(created.index_name, "item_1_qty_-1");
     /// # Ok(()) }
@@ -51,9 +55,9 @@ impl<T> Collection<T> {
     /// ```no_run
     /// # async fn example(orders: anymongo::Collection<anymongo::bson::Document>) -> anymongo::Result<()> {
     /// use anymongo::bson::doc;
-    /// use anymongo::index_management::IndexModel;
+    /// use anymongo::IndexModel;
     /// let models = [doc! { "item": 1 }, doc! { "qty": -1 }]
-    ///     .map(IndexModel::new);
+    ///     .map(|keys| IndexModel::builder().keys(keys).build());
     /// let created = orders.create_indexes(models).await?;
     /// assert_eq!(created.index_names, ["item_1", "qty_-1"]);
     /// # Ok(()) }
@@ -107,14 +111,19 @@ impl<T> Collection<T> {
         }
     }
 
-    /// The collection's indexes, as a cursor of their descriptions (`key`, `name`,
-    /// `v`, and their options); a [`SessionCursor`] when run in a session.
+    /// The collection's indexes, as a cursor of [`IndexModel`]s read from the
+    /// server's descriptions (`key`, and `name`, `v` and the other options in
+    /// [`IndexModel::options`]); a [`SessionCursor`] when run in a session. A cursor of
+    /// the descriptions themselves is `.with_type::<Document>()` away.
     ///
     /// ```no_run
     /// # async fn example(orders: anymongo::Collection<anymongo::bson::Document>) -> anymongo::Result<()> {
     /// use futures::TryStreamExt;
-    /// let indexes: Vec<_> = orders.list_indexes().await?.try_collect().await?;
-    /// # let _ = indexes; Ok(()) }
+    /// let indexes: Vec<anymongo::IndexModel> = orders.list_indexes().await?.try_collect().await?;
+    /// for index in indexes {
+    ///     println!("{}: {:?}", index.name(), index.options.and_then(|o| o.expire_after));
+    /// }
+    /// # Ok(()) }
     /// ```
     pub fn list_indexes(&self) -> ListIndexes<'_, T> {
         ListIndexes {
@@ -267,9 +276,9 @@ pub struct CreateIndex<'a, T, R = CreateIndexResult> {
 
 impl<'a, T, R> CreateIndex<'a, T, R> {
     option_setters!(options: CreateIndexOptions;
-        /// How many data-bearing members must be ready before the index is committed
-        /// (MongoDB 4.4+): a number, `"majority"` or `"votingMembers"`.
-        commit_quorum: impl Into<Bson>,
+        /// How many data-bearing voting members must have built the index before it
+        /// is ready (MongoDB 4.4+).
+        commit_quorum: CommitQuorum,
         /// The server's time limit for the command (`maxTimeMS`).
         max_time: Duration,
         /// A comment the server logs with the command.
@@ -363,6 +372,8 @@ impl<'a, T> IntoFuture for DropIndex<'a, T> {
 macro_rules! list_indexes_setters {
     () => {
         option_setters!(options: ListIndexesOptions;
+            /// The server's time limit for the command (`maxTimeMS`).
+            max_time: Duration,
             /// How many indexes each batch of the cursor holds.
             batch_size: u32,
             /// A comment the server logs with the command.
@@ -375,8 +386,7 @@ macro_rules! list_indexes_setters {
 }
 
 /// A listing of indexes: what [`Collection::list_indexes`] returns. Awaited, it
-/// returns a [`Cursor`] of their descriptions (a [`SessionCursor`] after
-/// `.session(…)`).
+/// returns a [`Cursor`] of [`IndexModel`]s (a [`SessionCursor`] after `.session(…)`).
 #[must_use = "an action does nothing until it is awaited"]
 pub struct ListIndexes<'a, T, Session = ImplicitSession> {
     collection: &'a Collection<T>,
@@ -407,16 +417,19 @@ impl<'a, T, Session> ListIndexes<'a, T, Session> {
         }
     }
 
-    async fn execute(self) -> Result<Cursor<Document>> {
+    async fn execute(self) -> Result<Cursor<IndexModel>> {
         let collection = self.collection.with_operation_timeout(self.timeout);
-        collection.list_indexes_in(self.options, self.session).await
+        let cursor = collection
+            .list_indexes_in(self.options, self.session)
+            .await?;
+        Ok(cursor.with_type())
     }
 }
 
-run_blocking!(impl['a, T] ListIndexes<'a, T, ImplicitSession> => crate::sync::Cursor<Document>);
+run_blocking!(impl['a, T] ListIndexes<'a, T, ImplicitSession> => crate::sync::Cursor<IndexModel>);
 
 impl<'a, T> IntoFuture for ListIndexes<'a, T, ImplicitSession> {
-    type Output = Result<Cursor<Document>>;
+    type Output = Result<Cursor<IndexModel>>;
     type IntoFuture = BoxFuture<'a, Self::Output>;
 
     fn into_future(self) -> Self::IntoFuture {
@@ -424,10 +437,10 @@ impl<'a, T> IntoFuture for ListIndexes<'a, T, ImplicitSession> {
     }
 }
 
-run_blocking!(impl['a, T] ListIndexes<'a, T, ExplicitSession> => crate::sync::SessionCursor<Document>);
+run_blocking!(impl['a, T] ListIndexes<'a, T, ExplicitSession> => crate::sync::SessionCursor<IndexModel>);
 
 impl<'a, T> IntoFuture for ListIndexes<'a, T, ExplicitSession> {
-    type Output = Result<SessionCursor<Document>>;
+    type Output = Result<SessionCursor<IndexModel>>;
     type IntoFuture = BoxFuture<'a, Self::Output>;
 
     fn into_future(self) -> Self::IntoFuture {

@@ -38,7 +38,7 @@ use crate::crud::FindOptions;
 use crate::cursor::Cursor;
 use crate::database::{Concerns, Database};
 use crate::error::{Error, ErrorKind, Result};
-use crate::index_management::IndexModel;
+use crate::index_management::{IndexModel, IndexOptions};
 use crate::rt::{boxed, BoxFuture};
 use crate::selection::SelectionCriteria;
 use crate::Collection;
@@ -811,7 +811,7 @@ async fn ensure_index(
         })
     };
     let existing: Vec<Document> = match collection.list_indexes().await {
-        Ok(cursor) => cursor.try_collect().await?,
+        Ok(cursor) => cursor.with_type().try_collect().await?,
         // NamespaceNotFound: no collection, so no index yet.
         Err(error) if error.code() == Some(26) => Vec::new(),
         Err(error) => return Err(error),
@@ -819,9 +819,7 @@ async fn ensure_index(
     if existing.iter().any(same_keys) {
         return Ok(());
     }
-    let mut model = IndexModel::new(keys);
-    if unique {
-        model = model.with_options(doc! { "unique": true });
-    }
+    let options = unique.then(|| IndexOptions::builder().unique(true).build());
+    let model = IndexModel::builder().keys(keys).options(options).build();
     collection.create_index(model).await.map(|_| ())
 }

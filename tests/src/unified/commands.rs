@@ -8,9 +8,9 @@ use anymongo::crud::{CursorType, RunCursorCommandOptions, TimeoutMode};
 use anymongo::enumerate::{ListCollectionsOptions, ListDatabasesOptions};
 use anymongo::handshake::DriverInfo;
 use anymongo::index_management::{
-    CreateIndexOptions, DropIndexOptions, IndexModel, ListIndexesOptions,
+    CreateIndexOptions, DropIndexOptions, IndexModel, IndexOptions, ListIndexesOptions,
 };
-use anymongo::options::SelectionCriteria;
+use anymongo::options::{CreateCollectionOptions, SelectionCriteria};
 use anymongo::session::ClientSession;
 use anymongo::{Cursor, Database};
 use bson::{doc, Bson, Document};
@@ -227,7 +227,7 @@ const LIST_COLLECTIONS: &[&str] = &[
     "timeoutMode",
 ];
 /// The options of `listIndexes` (`anymongo::index_management::ListIndexesOptions`).
-const LIST_INDEXES: &[&str] = &["batchSize", "comment", "timeoutMode"];
+const LIST_INDEXES: &[&str] = &["maxTimeMS", "batchSize", "comment", "timeoutMode"];
 
 /// Spec `listCollections` (`names`: `listCollectionNames`) with the driver's
 /// `Database::list_collections` and `list_collection_names`; pymongo's
@@ -306,7 +306,7 @@ pub async fn list_indexes(
             .map(Cursor::from),
         None => collection.list_indexes().with_options(options).await,
     };
-    Ok(drain(cursor).await)
+    Ok(drain(cursor.map(Cursor::with_type)).await)
 }
 
 fn strings(names: Vec<String>) -> Bson {
@@ -328,7 +328,12 @@ pub async fn create_index(operation: &Operation, context: &mut Context) -> Resul
     let (options, index_options) = split(arguments.rest(&known)?, CREATE_INDEX);
     let options: CreateIndexOptions = bson::deserialize_from_document(options)
         .map_err(|error| Abort::Failed(format!("createIndex options: {error}")))?;
-    let index = IndexModel::new(keys).with_options(index_options);
+    let index_options: IndexOptions = bson::deserialize_from_document(index_options)
+        .map_err(|error| Abort::Failed(format!("createIndex index options: {error}")))?;
+    let index = IndexModel::builder()
+        .keys(keys)
+        .options(index_options)
+        .build();
     let name = match &session {
         Some(session) => {
             collection
@@ -537,7 +542,7 @@ pub async fn create_collection(
         mut arguments,
     } = Call::new(operation, &context.entities)?;
     let name = arguments.string("collection")?;
-    let options = arguments.rest(CREATE_OPTIONS)?;
+    let options: CreateCollectionOptions = arguments.options(CREATE_OPTIONS)?;
     let create = database.create_collection(&name).with_options(options);
     let created = match &session {
         Some(session) => create.session(session).await,
