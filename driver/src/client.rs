@@ -296,6 +296,20 @@ impl Client {
         self.options().selection_criteria.as_ref()
     }
 
+    /// The read concern of the client's reads unless a database, collection or
+    /// operation says otherwise ([`ClientOptions::read_concern`]); `None`: the
+    /// server's default.
+    pub fn read_concern(&self) -> Option<&crate::concern::ReadConcern> {
+        self.options().read_concern.as_ref()
+    }
+
+    /// The write concern of the client's writes unless a database, collection or
+    /// operation says otherwise ([`ClientOptions::write_concern`]); `None`: the
+    /// server's default.
+    pub fn write_concern(&self) -> Option<&crate::concern::WriteConcern> {
+        self.options().write_concern.as_ref()
+    }
+
     /// A handle to the database `name`; no I/O happens until a command runs.
     pub fn database(&self, name: &str) -> Database {
         Database::new(self.clone(), name)
