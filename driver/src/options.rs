@@ -20,9 +20,17 @@ pub use crate::change_stream::{
 pub use crate::client::{ClientConfig, MonitoringThreads};
 pub use crate::concern::{Acknowledgment, ReadConcern, ReadConcernLevel, WriteConcern};
 pub use crate::crud::bulk_write::{BulkWriteOptions, ClientBulkWriteOptions};
+pub use crate::crud::bulk_write::{
+    DeleteManyModel, DeleteOneModel, InsertOneModel, ReplaceOneModel, UpdateManyModel,
+    UpdateModifications, UpdateOneModel, WriteModel,
+};
 pub use crate::crud::{
-    AggregateOptions, CountOptions, CursorType, FindOneAndModifyOptions, FindOptions, Hint,
-    ReadOptions, ReturnDocument, RunCursorCommandOptions, TimeoutMode, WriteOptions,
+    AggregateOptions, Collation, CollationAlternate, CollationCaseFirst, CollationMaxVariable,
+    CollationStrength, CountOptions, CursorType, DeleteOptions, DistinctOptions,
+    EstimatedDocumentCountOptions, FindOneAndDeleteOptions, FindOneAndReplaceOptions,
+    FindOneAndUpdateOptions, FindOneOptions, FindOptions, Hint, InsertManyOptions,
+    InsertOneOptions, ReplaceOptions, ReturnDocument, RunCursorCommandOptions, TimeoutMode,
+    UpdateOptions,
 };
 pub use crate::enumerate::{ListCollectionsOptions, ListDatabasesOptions};
 pub use crate::gridfs::{GridFsBucketOptions, GridFsUploadOptions};
