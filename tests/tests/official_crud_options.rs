@@ -80,6 +80,8 @@ async fn insert_options_from_builders_and_struct_literals() {
 }
 
 #[tokio::test]
+// Field assignment after `default()` is how code for the official crate sets options.
+#[allow(clippy::field_reassign_with_default)]
 async fn find_and_find_one_options() {
     harness::within(TEST_BOUND, async {
         let coll = fresh("finds").await;
@@ -118,6 +120,8 @@ async fn find_and_find_one_options() {
         let xs: Vec<i32> = found.iter().map(|d| d.get_i32("x").unwrap()).collect();
         assert_eq!(xs, [5, 4]);
 
+        // Field assignment, as code for the official crate must write it (its options
+        // structs are `#[non_exhaustive]`, so it cannot use a struct literal).
         let mut options = FindOptions::default();
         options.skip = Some(3);
         options.projection = Some(doc! { "x": 1, "_id": 0 });

@@ -78,6 +78,8 @@ macro_rules! into_internal {
     ($Internal:ident: $($Public:ident { $($field:ident),* $(,)? })*) => {
         $(
             impl From<$Public> for $Internal {
+                // One of the public structs may have every field of the internal one.
+                #[allow(clippy::needless_update)]
                 fn from(options: $Public) -> $Internal {
                     $Internal {
                         $($field: options.$field,)*
