@@ -103,7 +103,7 @@ pub struct ChangeStreamOptions {
     /// Events per batch (aggregate and getMore).
     pub batch_size: Option<u32>,
     /// The collation of string comparisons in the pipeline.
-    pub collation: Option<Document>,
+    pub collation: Option<crate::crud::Collation>,
     /// A comment for the server's logs, sent with the aggregate and every getMore.
     pub comment: Option<Bson>,
     /// Asks for the expanded events (createIndexes, create, modify...; MongoDB 6.0+).

@@ -22,8 +22,9 @@ use crate::crud::write::{
     UpdateStatement, WriteBatch, WriteReply,
 };
 use crate::crud::{
-    AggregateOptions, CountOptions, DeleteResult, FindOneAndModifyOptions, FindOptions,
-    InsertManyResult, InsertOneResult, ReadOptions, UpdateResult, WriteOptions,
+    AggregateOptions, CountOptions, DeleteResult, DistinctOptions, EstimatedDocumentCountOptions,
+    FindAndModifyOptions, FindOptions, InsertManyResult, InsertOneResult, UpdateResult,
+    WriteOptions,
 };
 use crate::cursor::Cursor;
 use crate::database::{Concerns, Database};
@@ -344,8 +345,8 @@ impl<T> Collection<T> {
         insert_present(
             &mut body,
             [
-                ("collation", options.collation.map(Bson::Document)),
-                ("hint", options.hint),
+                ("collation", options.collation.map(Bson::from)),
+                ("hint", options.hint.map(Bson::from)),
                 ("comment", options.comment),
                 ("maxTimeMS", options.max_time.map(millis)),
             ],
@@ -375,17 +376,10 @@ impl<T> Collection<T> {
     /// The body of [`estimated_document_count`](Self::estimated_document_count).
     pub(crate) async fn estimated_document_count_in(
         &self,
-        options: Option<ReadOptions>,
+        options: Option<EstimatedDocumentCountOptions>,
         session: Option<&ClientSession>,
     ) -> Result<u64> {
-        let options = options.unwrap_or_default();
-        let options = CountOptions {
-            comment: options.comment,
-            max_time: options.max_time,
-            read_concern: options.read_concern,
-            selection_criteria: options.selection_criteria,
-            ..CountOptions::default()
-        };
+        let options = options.unwrap_or_default().into();
         self.count_command(None, options, session).await
     }
 
@@ -404,8 +398,8 @@ impl<T> Collection<T> {
                 ("query", query.map(Bson::Document)),
                 ("skip", options.skip.map(number)),
                 ("limit", options.limit.map(number)),
-                ("collation", options.collation.map(Bson::Document)),
-                ("hint", options.hint),
+                ("collation", options.collation.map(Bson::from)),
+                ("hint", options.hint.map(Bson::from)),
                 ("comment", options.comment),
                 ("maxTimeMS", options.max_time.map(millis)),
             ],
@@ -427,7 +421,7 @@ impl<T> Collection<T> {
         &self,
         field: &str,
         filter: Document,
-        options: Option<ReadOptions>,
+        options: Option<DistinctOptions>,
         session: Option<&ClientSession>,
     ) -> Result<Vec<Bson>> {
         let options = options.unwrap_or_default();
@@ -435,8 +429,8 @@ impl<T> Collection<T> {
         insert_present(
             &mut body,
             [
-                ("collation", options.collation.map(Bson::Document)),
-                ("hint", options.hint),
+                ("collation", options.collation.map(Bson::from)),
+                ("hint", options.hint.map(Bson::from)),
                 ("comment", options.comment),
                 ("maxTimeMS", options.max_time.map(millis)),
             ],
@@ -488,7 +482,7 @@ impl<T> Collection<T> {
         &self,
         filter: Document,
         action: FindAndModifyAction,
-        options: Option<FindOneAndModifyOptions>,
+        options: Option<FindAndModifyOptions>,
         session: Option<&ClientSession>,
     ) -> Result<Option<T>>
     where

@@ -61,7 +61,7 @@ pub struct CreateCollectionOptions {
     pub pipeline: Option<Vec<Document>>,
     /// The default collation of the collection or view (`{ locale, strength, ... }`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub collation: Option<Document>,
+    pub collation: Option<crate::crud::Collation>,
     /// The write concern of the command; the database's when unset.
     #[serde(
         skip_serializing,

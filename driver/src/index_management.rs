@@ -201,7 +201,7 @@ pub struct IndexOptions {
     pub partial_filter_expression: Option<Document>,
     /// The index's collation (`{ locale, strength, ... }`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub collation: Option<Document>,
+    pub collation: Option<crate::crud::Collation>,
     /// Wildcard indexes: the field paths included or excluded.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub wildcard_projection: Option<Document>,

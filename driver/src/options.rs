@@ -25,9 +25,17 @@ pub use crate::collection_management::{
 };
 pub use crate::concern::{Acknowledgment, ReadConcern, ReadConcernLevel, WriteConcern};
 pub use crate::crud::bulk_write::{BulkWriteOptions, ClientBulkWriteOptions};
+pub use crate::crud::bulk_write::{
+    DeleteManyModel, DeleteOneModel, InsertOneModel, ReplaceOneModel, UpdateManyModel,
+    UpdateModifications, UpdateOneModel, WriteModel,
+};
 pub use crate::crud::{
-    AggregateOptions, CountOptions, CursorType, FindOneAndModifyOptions, FindOptions, Hint,
-    ReadOptions, ReturnDocument, RunCursorCommandOptions, TimeoutMode, WriteOptions,
+    AggregateOptions, Collation, CollationAlternate, CollationCaseFirst, CollationMaxVariable,
+    CollationStrength, CountOptions, CursorType, DeleteOptions, DistinctOptions,
+    EstimatedDocumentCountOptions, FindOneAndDeleteOptions, FindOneAndReplaceOptions,
+    FindOneAndUpdateOptions, FindOneOptions, FindOptions, Hint, InsertManyOptions,
+    InsertOneOptions, ReplaceOptions, ReturnDocument, RunCursorCommandOptions, TimeoutMode,
+    UpdateOptions,
 };
 /// The options of [`Client::database_with_options`](crate::Client::database_with_options).
 pub type DatabaseOptions = crate::database::Concerns;

@@ -11,10 +11,12 @@ use anymongo::client::ClientConfig;
 use anymongo::cmap::CmapEvent;
 use anymongo::command_monitoring::CommandEvent;
 use anymongo::crud::bulk_write::{ClientWriteModel, InsertOneModel, ReplaceOneModel, WriteModel};
-use anymongo::crud::{
-    CursorType, FindOneAndModifyOptions, FindOptions, ReturnDocument, WriteOptions,
-};
+use anymongo::crud::{CursorType, FindOptions, ReturnDocument};
 use anymongo::index_management::{IndexModel, IndexOptions};
+use anymongo::options::{
+    Collation, CollationStrength, FindOneAndUpdateOptions, InsertManyOptions, InsertOneOptions,
+    UpdateOptions,
+};
 use anymongo::{Client, ClientOptions, Collection, ErrorKind};
 use anymongo_tests::harness::{self, recording_client};
 use anymongo_tests::pool_events::PoolEvents;
@@ -97,7 +99,7 @@ async fn typed_documents_round_trip_through_insert_find_update_replace_delete() 
         assert_eq!(replaced.matched_count, 1);
         let upserted = orders
             .update_one(doc! { "item": "milk" }, doc! { "$set": { "qty": 7 } })
-            .with_options(WriteOptions {
+            .with_options(UpdateOptions {
                 upsert: Some(true),
                 ..Default::default()
             })
@@ -357,7 +359,7 @@ async fn insert_many_reports_every_failure_by_index() {
         // Unordered: everything else is inserted; index 4 (_id 0) is a duplicate too.
         numbers.delete_many(doc! {}).await.unwrap();
         numbers.insert_one(doc! { "_id": 2 }).await.unwrap();
-        let options = WriteOptions {
+        let options = InsertManyOptions {
             ordered: Some(false),
             ..Default::default()
         };
@@ -398,7 +400,7 @@ async fn find_one_and_modify_return_the_document_before_or_after() {
             .await
             .unwrap();
         assert_eq!(before.map(|order| order.qty), Some(1));
-        let options = FindOneAndModifyOptions {
+        let options = FindOneAndUpdateOptions {
             return_document: Some(ReturnDocument::After),
             ..Default::default()
         };
@@ -472,7 +474,7 @@ async fn writes_carry_a_session_and_a_transaction_number_and_sessions_are_reused
         assert!(update.contains_key("lsid"));
         assert!(!update.contains_key("txnNumber"));
         // An unacknowledged write sends no session id.
-        let unacknowledged = WriteOptions {
+        let unacknowledged = InsertOneOptions {
             write_concern: Some(anymongo::concern::WriteConcern::nodes(0)),
             ..Default::default()
         };
@@ -835,7 +837,12 @@ async fn delete_actions_take_their_setters_a_session_and_a_timeout() {
         let session = client.start_session().await.unwrap();
         let deleted = orders
             .delete_many(doc! { "item": "tea" })
-            .collation(doc! { "locale": "en", "strength": 2 })
+            .collation(
+                Collation::builder()
+                    .locale("en")
+                    .strength(CollationStrength::Secondary)
+                    .build(),
+            )
             .session(&session)
             .await
             .unwrap();

@@ -4,11 +4,11 @@
 use std::time::Duration;
 
 use anymongo::bson::{doc, Bson, Document};
-use anymongo::crud::WriteOptions;
 use anymongo::error::{
     Error, ErrorKind, WriteError, WriteFailure, TRANSIENT_TRANSACTION_ERROR,
     UNKNOWN_TRANSACTION_COMMIT_RESULT,
 };
+use anymongo::options::InsertManyOptions;
 use anymongo::{Client, Collection};
 use anymongo_tests::harness::{self, recording_client};
 
@@ -51,7 +51,7 @@ async fn an_unordered_insert_many_reports_each_duplicate_and_the_ids_inserted() 
             .into_iter()
             .map(|id| doc! { "_id": id })
             .collect();
-        let options = WriteOptions {
+        let options = InsertManyOptions {
             ordered: Some(false),
             ..Default::default()
         };

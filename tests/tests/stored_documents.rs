@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use anymongo::bson::{doc, oid::ObjectId, Bson, Document, RawDocumentBuf};
 use anymongo::change_stream::{ChangeStreamOptions, OperationType};
-use anymongo::crud::{FindOneAndModifyOptions, ReturnDocument};
+use anymongo::options::{FindOneAndReplaceOptions, ReturnDocument};
 use anymongo::{Client, Collection};
 use anymongo_tests::harness;
 use futures::TryStreamExt;
@@ -168,7 +168,7 @@ async fn dollar_fields_survive_a_replace() {
                 .unwrap();
             assert_as_stored("replace, then find_one", &read.unwrap(), &document);
             // Replaced again, and the new document returned.
-            let options = FindOneAndModifyOptions {
+            let options = FindOneAndReplaceOptions {
                 return_document: Some(ReturnDocument::After),
                 ..Default::default()
             };

@@ -8,9 +8,8 @@ use std::time::Duration;
 
 use anymongo::bson::{doc, Bson, Document};
 use anymongo::command_monitoring::CommandEvent;
-use anymongo::crud::WriteOptions;
 use anymongo::error::{TRANSIENT_TRANSACTION_ERROR, UNKNOWN_TRANSACTION_COMMIT_RESULT};
-use anymongo::options::ReadPreference;
+use anymongo::options::{InsertOneOptions, ReadPreference};
 use anymongo::session::ClientSession;
 use anymongo::transactions::{TransactionOptions, TransactionState};
 use anymongo::{Client, Collection};
@@ -78,9 +77,9 @@ async fn a_commit_makes_the_writes_visible_and_an_abort_discards_them() {
         assert_eq!(session.transaction_state(), TransactionState::Starting);
         // An operation in a transaction cannot have a write concern of its own; the
         // client-side error leaves the transaction as it was.
-        let own_concern = WriteOptions {
+        let own_concern = InsertOneOptions {
             write_concern: Some(anymongo::concern::WriteConcern::majority()),
-            ..WriteOptions::default()
+            ..InsertOneOptions::default()
         };
         let refused = collection
             .insert_one(doc! { "_id": 9 })

@@ -8,14 +8,12 @@
 use anymongo::bson::raw::{RawBsonRef, RawDocument, RawDocumentBuf};
 use anymongo::bson::Timestamp;
 use anymongo::bson::{doc, rawdoc, Bson, Document, RawBson};
+use anymongo::concern::WriteConcern;
 use anymongo::crud::bulk_write::{
     BulkWriteOptions, BulkWriteResult, ClientWriteModel, DeleteManyModel, DeleteOneModel,
     InsertOneModel, ReplaceOneModel, UpdateManyModel, UpdateOneModel, WriteModel,
 };
-use anymongo::crud::{
-    AggregateOptions, CountOptions, FindOneAndModifyOptions, FindOptions, ReadOptions,
-    ReturnDocument, RunCursorCommandOptions, WriteOptions,
-};
+use anymongo::crud::{AggregateOptions, CountOptions, FindOptions, RunCursorCommandOptions};
 use anymongo::database::Concerns;
 use anymongo::enumerate::{ListCollectionsOptions, ListDatabasesOptions};
 use anymongo::gridfs::{
@@ -24,7 +22,11 @@ use anymongo::gridfs::{
 use anymongo::index_management::{
     CreateIndexOptions, IndexModel, IndexOptions, ListIndexesOptions,
 };
-use anymongo::options::SelectionCriteria;
+use anymongo::options::{
+    DeleteOptions, DistinctOptions, EstimatedDocumentCountOptions, FindOneAndDeleteOptions,
+    FindOneAndReplaceOptions, FindOneAndUpdateOptions, FindOneOptions, InsertManyOptions,
+    InsertOneOptions, ReplaceOptions, SelectionCriteria, UpdateOptions,
+};
 use anymongo::session::{ClientSession, SessionOptions};
 use anymongo::transactions::{TransactionOptions, TransactionState};
 use anymongo::versioned_api::ServerApi;
@@ -78,16 +80,16 @@ pub async fn run(
         "insertOne" => {
             let document = required_raw_document(args, "document")?;
             let raw = db.collection::<&RawDocument>(collection);
-            let options = options::<WriteOptions>(args)?;
-            let acknowledged = acknowledged(&db, &options);
+            let options = options::<InsertOneOptions>(args)?;
+            let acknowledged = acknowledged(&db, options.write_concern.as_ref());
             let result = in_session!(session, raw.insert_one(document).with_options(options))?;
             doc! { "acknowledged": acknowledged, "insertedId": result.inserted_id }
         }
         "insertMany" => {
             let documents = documents(args, "documents", Ok)?;
             let raw = db.collection::<&RawDocument>(collection);
-            let options = options::<WriteOptions>(args)?;
-            let acknowledged = acknowledged(&db, &options);
+            let options = options::<InsertManyOptions>(args)?;
+            let acknowledged = acknowledged(&db, options.write_concern.as_ref());
             let result = in_session!(session, raw.insert_many(documents).with_options(options))?;
             // Without `insertedIds`: on success every document was inserted, with the
             // `_id` the JavaScript side gave it, which builds the map from its own
@@ -100,8 +102,8 @@ pub async fn run(
         }
         "updateOne" | "updateMany" => {
             let update = update(args)?;
-            let options = options::<WriteOptions>(args)?;
-            let acknowledged = acknowledged(&db, &options);
+            let options = options::<UpdateOptions>(args)?;
+            let acknowledged = acknowledged(&db, options.write_concern.as_ref());
             let result = match op {
                 "updateOne" => in_session!(
                     session,
@@ -116,8 +118,8 @@ pub async fn run(
         }
         "replaceOne" => {
             let replacement = required_document(args, "replacement")?;
-            let options = options::<WriteOptions>(args)?;
-            let acknowledged = acknowledged(&db, &options);
+            let options = options::<ReplaceOptions>(args)?;
+            let acknowledged = acknowledged(&db, options.write_concern.as_ref());
             let result = in_session!(
                 session,
                 coll.replace_one(filter, replacement).with_options(options)
@@ -125,8 +127,8 @@ pub async fn run(
             update_result(result, acknowledged)
         }
         "deleteOne" | "deleteMany" => {
-            let options = options::<WriteOptions>(args)?;
-            let acknowledged = acknowledged(&db, &options);
+            let options = options::<DeleteOptions>(args)?;
+            let acknowledged = acknowledged(&db, options.write_concern.as_ref());
             let result = match op {
                 "deleteOne" => in_session!(session, coll.delete_one(filter).with_options(options))?,
                 _ => in_session!(session, coll.delete_many(filter).with_options(options))?,
@@ -135,7 +137,7 @@ pub async fn run(
         }
         "findOne" => {
             let raw = coll.clone_with_type::<RawDocumentBuf>();
-            let options = options::<FindOptions>(args)?;
+            let options = options::<FindOneOptions>(args)?;
             let found = in_session!(session, raw.find_one(filter).with_options(options))?;
             // Handed back as the server sent it: no `Document` in between.
             return Ok(match found {
@@ -144,21 +146,21 @@ pub async fn run(
             });
         }
         "findOneAndUpdate" | "findOneAndReplace" | "findOneAndDelete" => {
-            let options = find_and_modify_options(args)?;
             let found = match op {
                 "findOneAndUpdate" => in_session!(
                     session,
                     coll.find_one_and_update(filter, update(args)?)
-                        .with_options(options)
+                        .with_options(find_and_modify_options::<FindOneAndUpdateOptions>(args)?)
                 ),
                 "findOneAndReplace" => in_session!(
                     session,
                     coll.find_one_and_replace(filter, required_document(args, "replacement")?)
-                        .with_options(options)
+                        .with_options(find_and_modify_options::<FindOneAndReplaceOptions>(args)?)
                 ),
                 _ => in_session!(
                     session,
-                    coll.find_one_and_delete(filter).with_options(options)
+                    coll.find_one_and_delete(filter)
+                        .with_options(options::<FindOneAndDeleteOptions>(args)?)
                 ),
             }?;
             doc! { "value": found.map_or(Bson::Null, Bson::Document) }
@@ -197,7 +199,7 @@ pub async fn run(
             doc! { "databases": databases, "totalSize": total, "ok": 1.0 }
         }
         "estimatedDocumentCount" => {
-            let options = options::<ReadOptions>(args)?;
+            let options = options::<EstimatedDocumentCountOptions>(args)?;
             let n = in_session!(
                 session,
                 coll.estimated_document_count().with_options(options)
@@ -210,7 +212,7 @@ pub async fn run(
                     "distinct: the key must be a string",
                 ));
             };
-            let options = options::<ReadOptions>(args)?;
+            let options = options::<DistinctOptions>(args)?;
             let values = in_session!(session, coll.distinct(key, filter).with_options(options))?;
             doc! { "values": values }
         }
@@ -605,7 +607,7 @@ fn positive_size(value: RawBsonRef<'_>, name: &str) -> Result<u32> {
 
 /// `args.options.readPreference`, if given.
 fn selection_criteria(args: &RawDocument) -> Result<Option<SelectionCriteria>> {
-    Ok(options::<ReadOptions>(args)?.selection_criteria)
+    Ok(options::<FindOptions>(args)?.selection_criteria)
 }
 
 /// What [`next_batch`] found.
@@ -840,11 +842,9 @@ fn count<N: TryInto<i64>>(n: N) -> Bson {
 
 /// Whether a write with `options` on `db` is acknowledged: its write concern, else the
 /// database's (which carries the collection's), else the client's, is not `w: 0`.
-fn acknowledged(db: &Database, options: &WriteOptions) -> bool {
+fn acknowledged(db: &Database, write_concern: Option<&WriteConcern>) -> bool {
     let client = db.client().options();
-    options
-        .write_concern
-        .as_ref()
+    write_concern
         .or(db.concerns().write_concern.as_ref())
         .or(client.write_concern.as_ref())
         .is_none_or(|concern| concern.is_acknowledged())
@@ -900,6 +900,16 @@ fn index_model(mut spec: Document, defaults: &Document) -> Result<IndexModel> {
 }
 
 /// `model[name]`, a document, if given.
+/// The field `name` of a write model, if given, read as a `T` (a `Collation`, a `Hint`).
+fn take_typed<T: DeserializeOwned>(model: &mut Document, name: &str) -> Result<Option<T>> {
+    match model.remove(name) {
+        None | Some(Bson::Null) => Ok(None),
+        Some(value) => anymongo::bson::deserialize_from_bson(value)
+            .map(Some)
+            .map_err(|error| Error::invalid_argument(format!("bulkWrite: {name}: {error}"))),
+    }
+}
+
 fn take_document(model: &mut Document, name: &str) -> Result<Option<Document>> {
     match model.remove(name) {
         None | Some(Bson::Null) => Ok(None),
@@ -989,8 +999,8 @@ fn write_model(operation: Document) -> Result<WriteModel> {
     }
     let filter = take_document(&mut model, "filter")?
         .ok_or_else(|| Error::invalid_argument(format!("bulkWrite: {kind} needs a filter")))?;
-    let collation = take_document(&mut model, "collation")?;
-    let hint = model.remove("hint").filter(|hint| *hint != Bson::Null);
+    let collation = take_typed(&mut model, "collation")?;
+    let hint = take_typed(&mut model, "hint")?;
     let sort = take_document(&mut model, "sort")?;
     let upsert = match model.remove("upsert") {
         None | Some(Bson::Null) => None,
@@ -1161,12 +1171,12 @@ fn database_for(client: &Client, name: &str, args: &RawDocument) -> Result<Datab
     // its database's, merged by the glue).
     if let Some(RawBsonRef::Document(given)) = field(args, "concerns")? {
         let concerns = Document::try_from(given).map_err(malformed)?;
-        let read: ReadOptions = parse_options(Some(concerns.clone()))?;
-        let write: WriteOptions = parse_options(Some(concerns))?;
+        // The options of an aggregate have the three concerns.
+        let concerns: AggregateOptions = parse_options(Some(concerns))?;
         db = db.with_concerns(Concerns {
-            selection_criteria: read.selection_criteria,
-            read_concern: read.read_concern,
-            write_concern: write.write_concern,
+            selection_criteria: concerns.selection_criteria,
+            read_concern: concerns.read_concern,
+            write_concern: concerns.write_concern,
             timeout: None,
         });
         if let Some(timeout) = milliseconds(given, "timeoutMS")? {
@@ -1218,25 +1228,27 @@ fn parse_options<T: DeserializeOwned + Default>(options: Option<Document>) -> Re
     }
 }
 
-/// findOneAndX options; `returnDocument` is the Node driver's `"before"`/`"after"`.
-fn find_and_modify_options(args: &RawDocument) -> Result<FindOneAndModifyOptions> {
+/// The options of findOneAndUpdate or findOneAndReplace; `returnDocument` is the Node
+/// driver's `"before"`/`"after"`, which the core's `ReturnDocument` reads as
+/// `"Before"`/`"After"`.
+fn find_and_modify_options<T: DeserializeOwned + Default>(args: &RawDocument) -> Result<T> {
     let mut parsed = options_document(args)?;
-    let mut return_document = None;
     if let Some(options) = &mut parsed {
-        return_document = match options.remove("returnDocument") {
+        let variant = match options.remove("returnDocument") {
             None | Some(Bson::Null) => None,
-            Some(Bson::String(value)) if value == "after" => Some(ReturnDocument::After),
-            Some(Bson::String(value)) if value == "before" => Some(ReturnDocument::Before),
+            Some(Bson::String(value)) if value == "after" => Some("After"),
+            Some(Bson::String(value)) if value == "before" => Some("Before"),
             Some(other) => {
                 return Err(Error::invalid_argument(format!(
                     "returnDocument must be \"before\" or \"after\", not {other}"
                 )))
             }
         };
+        if let Some(variant) = variant {
+            options.insert("returnDocument", variant);
+        }
     }
-    let mut options = parse_options::<FindOneAndModifyOptions>(parsed)?;
-    options.return_document = return_document;
-    Ok(options)
+    parse_options(parsed)
 }
 
 /// The command options among createIndex's options (`commitQuorum`, `maxTimeMS`,
@@ -1262,6 +1274,7 @@ fn split_index_options(args: &RawDocument) -> Result<(Document, CreateIndexOptio
 #[cfg(test)]
 mod tests {
     use super::*;
+    use anymongo::options::ReturnDocument;
 
     #[test]
     fn session_and_transaction_options_take_the_node_driver_names() {
@@ -1316,11 +1329,11 @@ mod tests {
     #[test]
     fn return_document_takes_the_node_driver_spelling() {
         let args = rawdoc! { "options": { "returnDocument": "after", "upsert": true } };
-        let options = find_and_modify_options(&args).unwrap();
+        let options: FindOneAndUpdateOptions = find_and_modify_options(&args).unwrap();
         assert_eq!(options.return_document, Some(ReturnDocument::After));
         assert_eq!(options.upsert, Some(true));
         let args = rawdoc! { "options": { "returnDocument": "later" } };
-        assert!(find_and_modify_options(&args).is_err());
+        assert!(find_and_modify_options::<FindOneAndReplaceOptions>(&args).is_err());
     }
 
     #[test]

@@ -313,8 +313,8 @@ impl<'a> CreateCollection<'a> {
         view_on: String,
         /// The aggregation pipeline of a view.
         pipeline: Vec<Document>,
-        /// The default collation of the collection (`{ locale, strength, ... }`).
-        collation: Document,
+        /// The default collation of the collection's string comparisons.
+        collation: crate::crud::Collation,
         /// Overrides the database's write concern.
         write_concern: WriteConcern,
         /// The default options of the collection's indexes.

@@ -9,7 +9,7 @@ use bson::{Bson, Document};
 
 use super::{option_setters, session_setter, timeout_setter};
 use crate::concern::ReadConcern;
-use crate::crud::{CountOptions, ReadOptions};
+use crate::crud::{Collation, CountOptions, DistinctOptions, EstimatedDocumentCountOptions, Hint};
 use crate::error::Result;
 use crate::rt::{boxed, BoxFuture};
 use crate::selection::SelectionCriteria;
@@ -102,11 +102,11 @@ macro_rules! count_setters {
     () => {
         option_setters!(options: CountOptions;
             /// The collation of string comparisons.
-            collation: Document,
+            collation: Collation,
             /// A comment for the server's logs.
             comment: impl Into<Bson>,
-            /// The index to use ([`Hint`](crate::crud::Hint)).
-            hint: impl Into<Bson>,
+            /// The index to use.
+            hint: Hint,
             /// Counts at most this many documents.
             limit: u64,
             /// The server-side time limit (`maxTimeMS`).
@@ -160,13 +160,13 @@ impl<'a, T> IntoFuture for CountDocuments<'a, T> {
 #[must_use = "an action does nothing until it is awaited"]
 pub struct EstimatedDocumentCount<'a, T> {
     collection: &'a Collection<T>,
-    options: Option<ReadOptions>,
+    options: Option<EstimatedDocumentCountOptions>,
     session: Option<&'a ClientSession>,
     timeout: Option<Duration>,
 }
 
 impl<'a, T> EstimatedDocumentCount<'a, T> {
-    option_setters!(options: ReadOptions;
+    option_setters!(options: EstimatedDocumentCountOptions;
         /// A comment for the server's logs.
         comment: impl Into<Bson>,
         /// The server-side time limit (`maxTimeMS`).
@@ -203,19 +203,19 @@ pub struct Distinct<'a, T> {
     collection: &'a Collection<T>,
     field_name: String,
     filter: Document,
-    options: Option<ReadOptions>,
+    options: Option<DistinctOptions>,
     session: Option<&'a ClientSession>,
     timeout: Option<Duration>,
 }
 
 impl<'a, T> Distinct<'a, T> {
-    option_setters!(options: ReadOptions;
+    option_setters!(options: DistinctOptions;
         /// The collation of string comparisons.
-        collation: Document,
+        collation: Collation,
         /// A comment for the server's logs.
         comment: impl Into<Bson>,
-        /// The index to use ([`Hint`](crate::crud::Hint)).
-        hint: impl Into<Bson>,
+        /// The index to use.
+        hint: Hint,
         /// The server-side time limit (`maxTimeMS`).
         max_time: Duration,
         /// Overrides the collection's read concern.

@@ -8,7 +8,7 @@ use bson::{Bson, Document};
 
 use super::setters::{option_setters, timeout_setter};
 use crate::concern::WriteConcern;
-use crate::crud::{DeleteResult, WriteOptions};
+use crate::crud::{Collation, DeleteOptions, DeleteResult, Hint};
 use crate::error::Result;
 use crate::rt::{boxed, BoxFuture};
 use crate::session::ClientSession;
@@ -33,9 +33,14 @@ impl<T> Collection<T> {
     /// ```no_run
     /// # async fn example(orders: anymongo::Collection<anymongo::bson::Document>) -> anymongo::Result<()> {
     /// use anymongo::bson::doc;
+    /// use anymongo::options::{Collation, CollationStrength};
+    /// let case_insensitive = Collation::builder()
+    ///     .locale("en")
+    ///     .strength(CollationStrength::Secondary)
+    ///     .build();
     /// let result = orders
     ///     .delete_many(doc! { "item": "TEA" })
-    ///     .collation(doc! { "locale": "en", "strength": 2 })
+    ///     .collation(case_insensitive)
     ///     .await?;
     /// println!("{} deleted", result.deleted_count);
     /// # Ok(()) }
@@ -52,7 +57,7 @@ pub struct Delete<'a, T> {
     collection: &'a Collection<T>,
     filter: Document,
     multi: bool,
-    options: Option<WriteOptions>,
+    options: Option<DeleteOptions>,
     session: Option<&'a ClientSession>,
     timeout: Option<Duration>,
 }
@@ -69,14 +74,13 @@ impl<'a, T> Delete<'a, T> {
         }
     }
 
-    option_setters!(options: WriteOptions;
+    option_setters!(options: DeleteOptions;
         /// The collation of string comparisons.
-        collation: Document,
+        collation: Collation,
         /// A comment shown in the server's logs and profiler.
         comment: impl Into<Bson>,
-        /// The index to use: its name or its key pattern
-        /// ([`Hint`](crate::crud::Hint)).
-        hint: impl Into<Bson>,
+        /// The index to use: its name or its key pattern.
+        hint: Hint,
         /// Variables for the filter (`let`).
         let_vars: Document,
         /// Overrides the collection's write concern.
@@ -97,7 +101,12 @@ impl<'a, T> IntoFuture for Delete<'a, T> {
         boxed(async move {
             let collection = self.collection.with_operation_timeout(self.timeout);
             collection
-                .delete(self.filter, self.multi, self.options, self.session)
+                .delete(
+                    self.filter,
+                    self.multi,
+                    self.options.map(Into::into),
+                    self.session,
+                )
                 .await
         })
     }

@@ -11,7 +11,9 @@ use serde::de::DeserializeOwned;
 use super::{option_setters, timeout_setter, ExplicitSession, ImplicitSession};
 use crate::concern::ReadConcern;
 use crate::concern::WriteConcern;
-use crate::crud::{AggregateOptions, CursorType, FindOptions, TimeoutMode};
+use crate::crud::{
+    AggregateOptions, Collation, CursorType, FindOneOptions, FindOptions, Hint, TimeoutMode,
+};
 use crate::cursor::{Cursor, SessionCursor};
 use crate::database::Database;
 use crate::error::Result;
@@ -100,25 +102,24 @@ impl Database {
     }
 }
 
-/// The setters of the options of a find (CRUD spec, "FindOptions").
+/// The setters of the options of a find (CRUD spec, "FindOptions") and of a find_one.
 macro_rules! find_setters {
-    ($($(#[$doc:meta])* $name:ident: $type:ty,)*) => {
-        option_setters!(options: FindOptions;
-            /// Lets the server write temporary files for large sorts.
-            allow_disk_use: bool,
+    ($Options:ty; $($(#[$doc:meta])* $name:ident: $type:ty,)*) => {
+        option_setters!(options: $Options;
             /// Partial results from a sharded cluster when some shards are down.
             allow_partial_results: bool,
             /// The collation of string comparisons.
-            collation: Document,
+            collation: Collation,
             /// A comment shown in the server's logs and profiler.
             comment: impl Into<Bson>,
-            /// The index to use: its name or its key pattern
-            /// ([`Hint`](crate::crud::Hint)).
-            hint: impl Into<Bson>,
+            /// The index to use: its name or its key pattern.
+            hint: Hint,
             /// Variables for `$expr` and aggregation expressions (`let`).
             let_vars: Document,
             /// The exclusive upper bound of an index scan.
             max: Document,
+            /// The most documents or index keys to scan (`maxScan`; servers before 4.2).
+            max_scan: u64,
             /// The server-side time limit of the query (`maxTimeMS`).
             max_time: Duration,
             /// The inclusive lower bound of an index scan.
@@ -155,7 +156,9 @@ pub struct Find<'a, T, Session = ImplicitSession> {
 }
 
 impl<'a, T, Session> Find<'a, T, Session> {
-    find_setters!(
+    find_setters!(FindOptions;
+        /// Lets the server write temporary files for large sorts.
+        allow_disk_use: bool,
         /// Documents per batch (the first and each getMore).
         batch_size: u32,
         /// Tailable cursors.
@@ -226,13 +229,13 @@ impl<'a, T: DeserializeOwned + 'static> IntoFuture for Find<'a, T, ExplicitSessi
 pub struct FindOne<'a, T> {
     collection: &'a Collection<T>,
     filter: Document,
-    options: Option<FindOptions>,
+    options: Option<FindOneOptions>,
     session: Option<&'a ClientSession>,
     timeout: Option<Duration>,
 }
 
 impl<'a, T> FindOne<'a, T> {
-    find_setters!();
+    find_setters!(FindOneOptions;);
     timeout_setter!();
 
     session_setter!();
@@ -248,7 +251,7 @@ impl<'a, T: DeserializeOwned + 'static> IntoFuture for FindOne<'a, T> {
         boxed(async move {
             let collection = self.collection.with_operation_timeout(self.timeout);
             collection
-                .find_one_in(self.filter, self.options, self.session)
+                .find_one_in(self.filter, self.options.map(Into::into), self.session)
                 .await
         })
     }
@@ -297,11 +300,11 @@ impl<'a, Session, T> Aggregate<'a, Session, T> {
         /// Skips document validation for `$out`/`$merge`.
         bypass_document_validation: bool,
         /// The collation of string comparisons.
-        collation: Document,
+        collation: Collation,
         /// A comment for the server's logs.
         comment: impl Into<Bson>,
-        /// The index to use ([`Hint`](crate::crud::Hint)).
-        hint: impl Into<Bson>,
+        /// The index to use.
+        hint: Hint,
         /// Variables (`let`).
         let_vars: Document,
         /// The getMore wait of a tailable cursor (`maxAwaitTimeMS`).

@@ -14,7 +14,10 @@ use super::setters::{option_setters, timeout_setter};
 use crate::collection::UpdateModifications;
 use crate::concern::WriteConcern;
 use crate::crud::write::{replacement_document, FindAndModifyAction};
-use crate::crud::{FindOneAndModifyOptions, ReturnDocument};
+use crate::crud::{
+    Collation, FindOneAndDeleteOptions, FindOneAndReplaceOptions, FindOneAndUpdateOptions, Hint,
+    ReturnDocument,
+};
 use crate::error::Result;
 use crate::rt::{boxed, BoxFuture};
 use crate::session::ClientSession;
@@ -41,7 +44,7 @@ impl<T> Collection<T> {
     /// ```no_run
     /// # async fn example(counters: anymongo::Collection<anymongo::bson::Document>) -> anymongo::Result<()> {
     /// use anymongo::bson::doc;
-    /// use anymongo::crud::ReturnDocument;
+    /// use anymongo::options::ReturnDocument;
     /// let next = counters
     ///     .find_one_and_update(doc! { "_id": "order" }, doc! { "$inc": { "n": 1 } })
     ///     .upsert(true)
@@ -86,14 +89,14 @@ impl<T: Serialize> Collection<T> {
 /// Writes a find-and-modify action: its struct, constructor, `session` and
 /// `IntoFuture` (the setters differ, and are the caller's).
 macro_rules! find_and_modify_action {
-    ($(#[$doc:meta])* $Name:ident) => {
+    ($(#[$doc:meta])* $Name:ident($Options:ty)) => {
         $(#[$doc])*
         #[must_use = "an action does nothing until it is awaited"]
         pub struct $Name<'a, T> {
             collection: &'a Collection<T>,
             filter: Document,
             action: Result<FindAndModifyAction>,
-            options: Option<FindOneAndModifyOptions>,
+            options: Option<$Options>,
             session: Option<&'a ClientSession>,
             timeout: Option<Duration>,
         }
@@ -129,7 +132,12 @@ macro_rules! find_and_modify_action {
                 boxed(async move {
                     let collection = self.collection.with_operation_timeout(self.timeout);
                     collection
-                        .find_and_modify(self.filter, self.action?, self.options, self.session)
+                        .find_and_modify(
+                            self.filter,
+                            self.action?,
+                            self.options.map(Into::into),
+                            self.session,
+                        )
                         .await
                 })
             }
@@ -140,32 +148,31 @@ macro_rules! find_and_modify_action {
 find_and_modify_action!(
     /// A find-and-delete: what [`Collection::find_one_and_delete`] returns. Awaited, it
     /// runs and returns the deleted document, if one matched.
-    FindOneAndDelete
+    FindOneAndDelete(FindOneAndDeleteOptions)
 );
 
 find_and_modify_action!(
     /// A find-and-update: what [`Collection::find_one_and_update`] returns. Awaited, it
     /// runs and returns the document (before or after the update), if one matched or
     /// was upserted.
-    FindOneAndUpdate
+    FindOneAndUpdate(FindOneAndUpdateOptions)
 );
 
 find_and_modify_action!(
     /// A find-and-replace: what [`Collection::find_one_and_replace`] returns. Awaited,
     /// it runs and returns the document (before or after the replacement), if one
     /// matched or was upserted.
-    FindOneAndReplace
+    FindOneAndReplace(FindOneAndReplaceOptions)
 );
 
 impl<T> FindOneAndDelete<'_, T> {
-    option_setters!(options: FindOneAndModifyOptions;
+    option_setters!(options: FindOneAndDeleteOptions;
         /// The collation of string comparisons.
-        collation: Document,
+        collation: Collation,
         /// A comment shown in the server's logs and profiler.
         comment: impl Into<Bson>,
-        /// The index to use: its name or its key pattern
-        /// ([`Hint`](crate::crud::Hint)).
-        hint: impl Into<Bson>,
+        /// The index to use: its name or its key pattern.
+        hint: Hint,
         /// Variables for the filter (`let`).
         let_vars: Document,
         /// The server-side time limit (`maxTimeMS`).
@@ -180,19 +187,18 @@ impl<T> FindOneAndDelete<'_, T> {
 }
 
 impl<T> FindOneAndUpdate<'_, T> {
-    option_setters!(options: FindOneAndModifyOptions;
+    option_setters!(options: FindOneAndUpdateOptions;
         /// Filters that choose the array elements the update changes
         /// (`arrayFilters`).
         array_filters: Vec<Document>,
         /// Skips the collection's document validation.
         bypass_document_validation: bool,
         /// The collation of string comparisons.
-        collation: Document,
+        collation: Collation,
         /// A comment shown in the server's logs and profiler.
         comment: impl Into<Bson>,
-        /// The index to use: its name or its key pattern
-        /// ([`Hint`](crate::crud::Hint)).
-        hint: impl Into<Bson>,
+        /// The index to use: its name or its key pattern.
+        hint: Hint,
         /// Variables for the filter and a pipeline update (`let`).
         let_vars: Document,
         /// The server-side time limit (`maxTimeMS`).
@@ -212,16 +218,15 @@ impl<T> FindOneAndUpdate<'_, T> {
 }
 
 impl<T> FindOneAndReplace<'_, T> {
-    option_setters!(options: FindOneAndModifyOptions;
+    option_setters!(options: FindOneAndReplaceOptions;
         /// Skips the collection's document validation.
         bypass_document_validation: bool,
         /// The collation of string comparisons.
-        collation: Document,
+        collation: Collation,
         /// A comment shown in the server's logs and profiler.
         comment: impl Into<Bson>,
-        /// The index to use: its name or its key pattern
-        /// ([`Hint`](crate::crud::Hint)).
-        hint: impl Into<Bson>,
+        /// The index to use: its name or its key pattern.
+        hint: Hint,
         /// Variables for the filter (`let`).
         let_vars: Document,
         /// The server-side time limit (`maxTimeMS`).

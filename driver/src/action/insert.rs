@@ -11,7 +11,7 @@ use serde::Serialize;
 use super::setters::{option_setters, timeout_setter};
 use crate::concern::WriteConcern;
 use crate::crud::write::with_id;
-use crate::crud::{InsertManyResult, InsertOneResult, WriteOptions};
+use crate::crud::{InsertManyOptions, InsertManyResult, InsertOneOptions, InsertOneResult};
 use crate::error::Result;
 use crate::rt::{boxed, BoxFuture};
 use crate::session::ClientSession;
@@ -77,13 +77,13 @@ impl<T: Serialize> Collection<T> {
 pub struct InsertOne<'a, T> {
     collection: &'a Collection<T>,
     document: Result<(RawDocumentBuf, Bson)>,
-    options: Option<WriteOptions>,
+    options: Option<InsertOneOptions>,
     session: Option<&'a ClientSession>,
     timeout: Option<Duration>,
 }
 
 impl<'a, T> InsertOne<'a, T> {
-    option_setters!(options: WriteOptions;
+    option_setters!(options: InsertOneOptions;
         /// Skips the collection's document validation.
         bypass_document_validation: bool,
         /// A comment shown in the server's logs and profiler.
@@ -106,7 +106,7 @@ impl<'a, T> IntoFuture for InsertOne<'a, T> {
         boxed(async move {
             let collection = self.collection.with_operation_timeout(self.timeout);
             collection
-                .insert_one_in(self.document?, self.options, self.session)
+                .insert_one_in(self.document?, self.options.map(Into::into), self.session)
                 .await
         })
     }
@@ -118,13 +118,13 @@ impl<'a, T> IntoFuture for InsertOne<'a, T> {
 pub struct InsertMany<'a, T> {
     collection: &'a Collection<T>,
     documents: Result<Vec<(RawDocumentBuf, Bson)>>,
-    options: Option<WriteOptions>,
+    options: Option<InsertManyOptions>,
     session: Option<&'a ClientSession>,
     timeout: Option<Duration>,
 }
 
 impl<'a, T> InsertMany<'a, T> {
-    option_setters!(options: WriteOptions;
+    option_setters!(options: InsertManyOptions;
         /// Skips the collection's document validation.
         bypass_document_validation: bool,
         /// A comment shown in the server's logs and profiler.
@@ -150,7 +150,7 @@ impl<'a, T> IntoFuture for InsertMany<'a, T> {
         boxed(async move {
             let collection = self.collection.with_operation_timeout(self.timeout);
             collection
-                .insert_many_in(self.documents?, self.options, self.session)
+                .insert_many_in(self.documents?, self.options.map(Into::into), self.session)
                 .await
         })
     }

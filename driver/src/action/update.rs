@@ -12,7 +12,7 @@ use super::setters::{option_setters, timeout_setter};
 use crate::collection::UpdateModifications;
 use crate::concern::WriteConcern;
 use crate::crud::write::replacement_document;
-use crate::crud::{UpdateResult, WriteOptions};
+use crate::crud::{Collation, Hint, ReplaceOptions, UpdateOptions, UpdateResult};
 use crate::error::Result;
 use crate::rt::{boxed, BoxFuture};
 use crate::session::ClientSession;
@@ -95,7 +95,7 @@ pub struct Update<'a, T> {
     filter: Document,
     update: UpdateModifications,
     multi: bool,
-    options: Option<WriteOptions>,
+    options: Option<UpdateOptions>,
     session: Option<&'a ClientSession>,
     timeout: Option<Duration>,
 }
@@ -118,19 +118,18 @@ impl<'a, T> Update<'a, T> {
         }
     }
 
-    option_setters!(options: WriteOptions;
+    option_setters!(options: UpdateOptions;
         /// Filters that choose the array elements an update changes
         /// (`arrayFilters`).
         array_filters: Vec<Document>,
         /// Skips the collection's document validation.
         bypass_document_validation: bool,
         /// The collation of string comparisons.
-        collation: Document,
+        collation: Collation,
         /// A comment shown in the server's logs and profiler.
         comment: impl Into<Bson>,
-        /// The index to use: its name or its key pattern
-        /// ([`Hint`](crate::crud::Hint)).
-        hint: impl Into<Bson>,
+        /// The index to use: its name or its key pattern.
+        hint: Hint,
         /// Variables for the filter and a pipeline update (`let`).
         let_vars: Document,
         /// `update_one`: which of the matching documents is updated (MongoDB 8.0+);
@@ -160,7 +159,7 @@ impl<'a, T> IntoFuture for Update<'a, T> {
                     self.filter,
                     self.update,
                     self.multi,
-                    self.options,
+                    self.options.map(Into::into),
                     self.session,
                 )
                 .await
@@ -175,22 +174,21 @@ pub struct ReplaceOne<'a, T> {
     collection: &'a Collection<T>,
     filter: Document,
     replacement: Result<Document>,
-    options: Option<WriteOptions>,
+    options: Option<ReplaceOptions>,
     session: Option<&'a ClientSession>,
     timeout: Option<Duration>,
 }
 
 impl<'a, T> ReplaceOne<'a, T> {
-    option_setters!(options: WriteOptions;
+    option_setters!(options: ReplaceOptions;
         /// Skips the collection's document validation.
         bypass_document_validation: bool,
         /// The collation of string comparisons.
-        collation: Document,
+        collation: Collation,
         /// A comment shown in the server's logs and profiler.
         comment: impl Into<Bson>,
-        /// The index to use: its name or its key pattern
-        /// ([`Hint`](crate::crud::Hint)).
-        hint: impl Into<Bson>,
+        /// The index to use: its name or its key pattern.
+        hint: Hint,
         /// Variables for the filter (`let`).
         let_vars: Document,
         /// Which of the matching documents is replaced (MongoDB 8.0+).
@@ -215,7 +213,12 @@ impl<'a, T> IntoFuture for ReplaceOne<'a, T> {
         boxed(async move {
             let collection = self.collection.with_operation_timeout(self.timeout);
             collection
-                .replace_one_in(self.filter, self.replacement?, self.options, self.session)
+                .replace_one_in(
+                    self.filter,
+                    self.replacement?,
+                    self.options.map(Into::into),
+                    self.session,
+                )
                 .await
         })
     }

@@ -145,7 +145,7 @@ impl<'a, T, Session> Watch<'a, T, Session> {
         /// Events per batch (aggregate and getMore).
         batch_size: u32,
         /// The collation of string comparisons in the pipeline.
-        collation: Document,
+        collation: crate::crud::Collation,
         /// A comment for the server's logs, sent with the aggregate and every getMore.
         comment: impl Into<Bson>,
         /// Asks for the expanded events (createIndexes, create, modify...; MongoDB

@@ -99,7 +99,7 @@ impl Operation for Find<'_> {
             [
                 ("sort", document(&options.sort)),
                 ("projection", document(&options.projection)),
-                ("hint", options.hint.clone()),
+                ("hint", options.hint.clone().map(Bson::from)),
                 (
                     "skip",
                     options
@@ -116,6 +116,12 @@ impl Operation for Find<'_> {
                 ("maxTimeMS", options.max_time.map(millis)),
                 read_concern_field(self.read_concern.as_ref()),
                 ("max", document(&options.max)),
+                (
+                    "maxScan",
+                    options
+                        .max_scan
+                        .map(|scan| Bson::Int64(scan.try_into().unwrap_or(i64::MAX))),
+                ),
                 ("min", document(&options.min)),
                 ("returnKey", options.return_key.map(Bson::Boolean)),
                 ("showRecordId", options.show_record_id.map(Bson::Boolean)),
@@ -129,7 +135,7 @@ impl Operation for Find<'_> {
                     "allowPartialResults",
                     options.allow_partial_results.map(Bson::Boolean),
                 ),
-                ("collation", document(&options.collation)),
+                ("collation", options.collation.clone().map(Bson::from)),
                 ("allowDiskUse", options.allow_disk_use.map(Bson::Boolean)),
                 ("let", document(&options.let_vars)),
             ],
@@ -258,9 +264,9 @@ impl Operation for Aggregate<'_> {
                     "bypassDocumentValidation",
                     options.bypass_document_validation.map(Bson::Boolean),
                 ),
-                ("collation", document(&options.collation)),
+                ("collation", options.collation.clone().map(Bson::from)),
                 ("comment", options.comment.clone()),
-                ("hint", options.hint.clone()),
+                ("hint", options.hint.clone().map(Bson::from)),
                 ("maxTimeMS", options.max_time.map(millis)),
                 read_concern_field(self.read_concern.as_ref()),
                 ("writeConcern", write_concern),

@@ -8,7 +8,7 @@ use bson::{doc, Bson, Document, RawDocument, RawDocumentBuf};
 use serde::Serialize;
 
 use super::bulk_write::BulkWriteOptions;
-use super::{FindOneAndModifyOptions, ReturnDocument, WriteOptions};
+use super::{Collation, FindAndModifyOptions, Hint, ReturnDocument, WriteOptions};
 use crate::bson_serializer::{serialize_noting_id, IdElement};
 use crate::bson_util::{insert_present, millis};
 use crate::concern::WriteConcern;
@@ -354,8 +354,8 @@ pub(crate) struct UpdateStatement {
     pub multi: bool,
     pub upsert: Option<bool>,
     pub array_filters: Option<Vec<Document>>,
-    pub collation: Option<Document>,
-    pub hint: Option<Bson>,
+    pub collation: Option<Collation>,
+    pub hint: Option<Hint>,
     pub sort: Option<Document>,
 }
 
@@ -405,8 +405,8 @@ impl UpdateStatement {
                 ("upsert", self.upsert.map(Bson::Boolean)),
                 ("arrayFilters", array_filters),
                 ("sort", self.sort.map(Bson::Document)),
-                ("collation", self.collation.map(Bson::Document)),
-                ("hint", self.hint),
+                ("collation", self.collation.map(Bson::from)),
+                ("hint", self.hint.map(Bson::from)),
             ],
         );
         Statement::encoded(
@@ -425,8 +425,8 @@ pub(crate) struct DeleteStatement {
     pub filter: Document,
     /// Every matching document (`limit: 0`) rather than the first (`limit: 1`).
     pub multi: bool,
-    pub collation: Option<Document>,
-    pub hint: Option<Bson>,
+    pub collation: Option<Collation>,
+    pub hint: Option<Hint>,
 }
 
 impl DeleteStatement {
@@ -445,8 +445,8 @@ impl DeleteStatement {
         insert_present(
             &mut statement,
             [
-                ("collation", self.collation.map(Bson::Document)),
-                ("hint", self.hint),
+                ("collation", self.collation.map(Bson::from)),
+                ("hint", self.hint.map(Bson::from)),
             ],
         );
         Statement::encoded(
@@ -659,7 +659,7 @@ pub(crate) struct FindAndModify<'a> {
     pub namespace: &'a Namespace,
     pub filter: Document,
     pub action: FindAndModifyAction,
-    pub options: &'a FindOneAndModifyOptions,
+    pub options: &'a FindAndModifyOptions,
     pub write_concern: Option<&'a WriteConcern>,
 }
 
@@ -711,8 +711,8 @@ impl Operation for FindAndModify<'_> {
             [
                 ("sort", options.sort.clone().map(Bson::Document)),
                 ("fields", options.projection.clone().map(Bson::Document)),
-                ("collation", options.collation.clone().map(Bson::Document)),
-                ("hint", options.hint.clone()),
+                ("collation", options.collation.clone().map(Bson::from)),
+                ("hint", options.hint.clone().map(Bson::from)),
                 ("let", options.let_vars.clone().map(Bson::Document)),
                 ("comment", options.comment.clone()),
                 ("maxTimeMS", options.max_time.map(millis)),
@@ -1027,7 +1027,7 @@ mod tests {
             filter: doc! { "_id": 1 },
             update: Bson::Document(doc! { "$set": { "x": 1 } }),
             upsert: Some(false),
-            hint: Some(Bson::String("_id_".into())),
+            hint: Some(Hint::Name("_id_".into())),
             ..UpdateStatement::default()
         }
         .statement()
@@ -1041,7 +1041,7 @@ mod tests {
         let delete = DeleteStatement {
             filter: doc! {},
             multi: true,
-            collation: Some(doc! { "locale": "fr" }),
+            collation: Some(Collation::builder().locale("fr").build()),
             hint: None,
         }
         .statement()

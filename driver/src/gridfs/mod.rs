@@ -34,7 +34,7 @@ use futures::{Stream, TryStreamExt};
 use serde::{Deserialize, Serialize};
 
 use crate::concern::{ReadConcern, WriteConcern};
-use crate::crud::FindOptions;
+use crate::crud::{FindOneOptions, FindOptions};
 use crate::cursor::Cursor;
 use crate::database::{Concerns, Database};
 use crate::error::{Error, ErrorKind, Result};
@@ -257,11 +257,10 @@ impl GridFsBucket {
             latest_first if latest_first < 0 => (-1, latest_first.unsigned_abs() - 1),
             oldest_first => (1, oldest_first.unsigned_abs()),
         };
-        let options = FindOptions {
+        let options = FindOneOptions {
             sort: Some(doc! { "uploadDate": order }),
             skip: Some(u64::from(skip)),
-            limit: Some(1),
-            ..FindOptions::default()
+            ..FindOneOptions::default()
         };
         let file = self
             .files
@@ -333,9 +332,9 @@ impl GridFsBucket {
     /// on chunks (GridFS spec, "Before write operations"). A bucket with files has
     /// them already.
     async fn ensure_indexes(&self) -> Result<()> {
-        let options = FindOptions {
+        let options = FindOneOptions {
             projection: Some(doc! { "_id": 1 }),
-            ..FindOptions::default()
+            ..FindOneOptions::default()
         };
         if self
             .files

@@ -10,7 +10,7 @@ use super::entities::EntityMap;
 use super::model::Operation;
 use super::Abort;
 
-/// The options of `find` and `createFindCursor`, as `anymongo::crud::FindOptions`
+/// The options of `find` and `createFindCursor`, as `anymongo::options::FindOptions`
 /// reads them.
 pub const FIND: &[&str] = &[
     "allowDiskUse",
@@ -24,6 +24,7 @@ pub const FIND: &[&str] = &[
     "limit",
     "max",
     "maxAwaitTimeMS",
+    "maxScan",
     "maxTimeMS",
     "min",
     "noCursorTimeout",
@@ -36,7 +37,26 @@ pub const FIND: &[&str] = &[
     "sort",
     "timeoutMode",
 ];
-/// The options of `aggregate` (`anymongo::crud::AggregateOptions`).
+/// The options of `findOne` (`anymongo::options::FindOneOptions`).
+pub const FIND_ONE: &[&str] = &[
+    "allowPartialResults",
+    "collation",
+    "comment",
+    "hint",
+    "let",
+    "max",
+    "maxScan",
+    "maxTimeMS",
+    "min",
+    "projection",
+    "readConcern",
+    "readPreference",
+    "returnKey",
+    "showRecordId",
+    "skip",
+    "sort",
+];
+/// The options of `aggregate` (`anymongo::options::AggregateOptions`).
 pub const AGGREGATE: &[&str] = &[
     "allowDiskUse",
     "batchSize",
@@ -52,7 +72,7 @@ pub const AGGREGATE: &[&str] = &[
     "timeoutMode",
     "writeConcern",
 ];
-/// The options of `countDocuments` (`anymongo::crud::CountOptions`).
+/// The options of `countDocuments` and `count` (`anymongo::options::CountOptions`).
 pub const COUNT: &[&str] = &[
     "collation",
     "comment",
@@ -63,7 +83,7 @@ pub const COUNT: &[&str] = &[
     "readPreference",
     "skip",
 ];
-/// The options of `distinct` (`anymongo::crud::ReadOptions`).
+/// The options of `distinct` (`anymongo::options::DistinctOptions`).
 pub const DISTINCT: &[&str] = &[
     "collation",
     "comment",
@@ -72,17 +92,19 @@ pub const DISTINCT: &[&str] = &[
     "readConcern",
     "readPreference",
 ];
-/// The options of `estimatedDocumentCount` (`anymongo::crud::ReadOptions`, of which
-/// the `count` command takes these).
+/// The options of `estimatedDocumentCount`
+/// (`anymongo::options::EstimatedDocumentCountOptions`).
 pub const ESTIMATED_COUNT: &[&str] = &["comment", "maxTimeMS", "readConcern", "readPreference"];
-/// The options of `insertOne` and `insertMany` (`anymongo::crud::WriteOptions`).
-pub const INSERT: &[&str] = &[
+/// The options of `insertOne` (`anymongo::options::InsertOneOptions`).
+pub const INSERT_ONE: &[&str] = &["bypassDocumentValidation", "comment", "writeConcern"];
+/// The options of `insertMany` (`anymongo::options::InsertManyOptions`).
+pub const INSERT_MANY: &[&str] = &[
     "bypassDocumentValidation",
     "comment",
     "ordered",
     "writeConcern",
 ];
-/// The options of the updates and replaceOne (`anymongo::crud::WriteOptions`).
+/// The options of `updateOne` and `updateMany` (`anymongo::options::UpdateOptions`).
 pub const UPDATE: &[&str] = &[
     "arrayFilters",
     "bypassDocumentValidation",
@@ -94,11 +116,46 @@ pub const UPDATE: &[&str] = &[
     "upsert",
     "writeConcern",
 ];
-/// The options of the deletes (`anymongo::crud::WriteOptions`).
+/// The options of `replaceOne` (`anymongo::options::ReplaceOptions`).
+pub const REPLACE: &[&str] = &[
+    "bypassDocumentValidation",
+    "collation",
+    "comment",
+    "hint",
+    "let",
+    "sort",
+    "upsert",
+    "writeConcern",
+];
+/// The options of the deletes (`anymongo::options::DeleteOptions`).
 pub const DELETE: &[&str] = &["collation", "comment", "hint", "let", "writeConcern"];
-/// The options of `findOneAndUpdate`, `findOneAndReplace` and `findOneAndDelete`
-/// (`anymongo::crud::FindOneAndModifyOptions`).
-pub const FIND_AND_MODIFY: &[&str] = &[
+/// The options of `findOneAndDelete` (`anymongo::options::FindOneAndDeleteOptions`).
+pub const FIND_ONE_AND_DELETE: &[&str] = &[
+    "collation",
+    "comment",
+    "hint",
+    "let",
+    "maxTimeMS",
+    "projection",
+    "sort",
+    "writeConcern",
+];
+/// The options of `findOneAndReplace` (`anymongo::options::FindOneAndReplaceOptions`).
+pub const FIND_ONE_AND_REPLACE: &[&str] = &[
+    "bypassDocumentValidation",
+    "collation",
+    "comment",
+    "hint",
+    "let",
+    "maxTimeMS",
+    "projection",
+    "returnDocument",
+    "sort",
+    "upsert",
+    "writeConcern",
+];
+/// The options of `findOneAndUpdate` (`anymongo::options::FindOneAndUpdateOptions`).
+pub const FIND_ONE_AND_UPDATE: &[&str] = &[
     "arrayFilters",
     "bypassDocumentValidation",
     "collation",

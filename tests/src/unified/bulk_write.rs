@@ -7,6 +7,7 @@ use anymongo::crud::bulk_write::{
     BulkWriteOptions, BulkWriteResult, DeleteManyModel, DeleteOneModel, InsertOneModel,
     ReplaceOneModel, UpdateManyModel, UpdateOneModel, WriteModel,
 };
+use anymongo::options::{Collation, Hint};
 use anymongo::{Collection, Error, ErrorKind};
 use bson::{doc, Bson, Document};
 
@@ -79,8 +80,8 @@ fn write_model(request: Bson) -> Result<WriteModel, Abort> {
             let model = UpdateOneModel::new(fields.document("filter")?, fields.update()?);
             WriteModel::UpdateOne(UpdateOneModel {
                 array_filters: fields.array_filters()?,
-                collation: fields.optional_document("collation")?,
-                hint: fields.fields.remove("hint"),
+                collation: fields.collation()?,
+                hint: fields.hint()?,
                 sort: fields.optional_document("sort")?,
                 upsert: fields.upsert()?,
                 ..model
@@ -90,8 +91,8 @@ fn write_model(request: Bson) -> Result<WriteModel, Abort> {
             let model = UpdateManyModel::new(fields.document("filter")?, fields.update()?);
             WriteModel::UpdateMany(UpdateManyModel {
                 array_filters: fields.array_filters()?,
-                collation: fields.optional_document("collation")?,
-                hint: fields.fields.remove("hint"),
+                collation: fields.collation()?,
+                hint: fields.hint()?,
                 upsert: fields.upsert()?,
                 ..model
             })
@@ -100,21 +101,21 @@ fn write_model(request: Bson) -> Result<WriteModel, Abort> {
             let model =
                 ReplaceOneModel::new(fields.document("filter")?, fields.document("replacement")?);
             WriteModel::ReplaceOne(ReplaceOneModel {
-                collation: fields.optional_document("collation")?,
-                hint: fields.fields.remove("hint"),
+                collation: fields.collation()?,
+                hint: fields.hint()?,
                 sort: fields.optional_document("sort")?,
                 upsert: fields.upsert()?,
                 ..model
             })
         }
         "deleteOne" => WriteModel::DeleteOne(DeleteOneModel {
-            collation: fields.optional_document("collation")?,
-            hint: fields.fields.remove("hint"),
+            collation: fields.collation()?,
+            hint: fields.hint()?,
             ..DeleteOneModel::new(fields.document("filter")?)
         }),
         "deleteMany" => WriteModel::DeleteMany(DeleteManyModel {
-            collation: fields.optional_document("collation")?,
-            hint: fields.fields.remove("hint"),
+            collation: fields.collation()?,
+            hint: fields.hint()?,
             ..DeleteManyModel::new(fields.document("filter")?)
         }),
         other => {
@@ -139,6 +140,28 @@ struct Fields {
 }
 
 impl Fields {
+    /// The model's `collation`, if given.
+    fn collation(&mut self) -> Result<Option<Collation>, Abort> {
+        self.typed("collation")
+    }
+
+    /// The model's `hint` (an index name or key pattern), if given.
+    fn hint(&mut self) -> Result<Option<Hint>, Abort> {
+        self.typed("hint")
+    }
+
+    /// The field `key`, if given, read as a `T`.
+    fn typed<T: serde::de::DeserializeOwned>(&mut self, key: &str) -> Result<Option<T>, Abort> {
+        self.fields
+            .remove(key)
+            .map(|value| {
+                bson::deserialize_from_bson(value.clone()).map_err(|error| {
+                    Abort::Failed(format!("{}: {key} {value}: {error}", self.name))
+                })
+            })
+            .transpose()
+    }
+
     fn optional_document(&mut self, key: &str) -> Result<Option<Document>, Abort> {
         match self.fields.remove(key) {
             None => Ok(None),
@@ -254,7 +277,7 @@ mod tests {
             UpdateModifications::Pipeline(vec![doc! { "$set": { "x": 1 } }])
         );
         assert_eq!(update.upsert, Some(true));
-        assert_eq!(update.hint, Some(Bson::String("_id_".into())));
+        assert_eq!(update.hint, Some(Hint::Name("_id_".into())));
         assert_eq!(update.sort, Some(doc! { "x": -1 }));
         let delete = write_model(Bson::Document(
             doc! { "deleteMany": { "filter": {}, "collation": { "locale": "fr" } } },

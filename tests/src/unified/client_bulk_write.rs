@@ -9,6 +9,7 @@ use anymongo::crud::client_bulk_write::{
     DeleteOneModel, InsertOneModel, ReplaceOneModel, UpdateManyModel, UpdateOneModel, WriteModel,
 };
 use anymongo::error::{ClientBulkWriteFailure, WriteConcernError, WriteError};
+use anymongo::options::{Collation, Hint};
 use anymongo::{Error, ErrorKind};
 use bson::{doc, Bson, Document};
 use serde::Deserialize;
@@ -62,8 +63,8 @@ pub async fn client_bulk_write(
 #[serde(rename_all = "camelCase", default)]
 struct ModelOptions {
     array_filters: Option<Vec<Document>>,
-    collation: Option<Document>,
-    hint: Option<Bson>,
+    collation: Option<Collation>,
+    hint: Option<Hint>,
     upsert: Option<bool>,
     sort: Option<Document>,
 }
@@ -359,7 +360,7 @@ mod tests {
         };
         assert_eq!(model.upsert, Some(true));
         assert_eq!(model.sort, Some(doc! { "_id": -1 }));
-        assert_eq!(model.hint, Some(Bson::String("_id_".into())));
+        assert_eq!(model.hint, Some(Hint::Name("_id_".into())));
         // updateMany has no sort: the test would need what the driver lacks.
         let many = doc! { "updateMany": {
             "namespace": "db.coll", "filter": {}, "update": { "$set": { "x": 1 } }, "sort": {},

@@ -2,10 +2,12 @@
 //! bound to the driver's method, in the given session when a `session` argument names
 //! one, and its result turned into the document the CRUD spec's tests expect.
 
-use anymongo::collection::UpdateModifications;
-use anymongo::crud::{
-    AggregateOptions, CountOptions, DeleteResult, FindOneAndModifyOptions, FindOptions,
-    InsertManyResult, ReadOptions, UpdateResult, WriteOptions,
+use anymongo::crud::{DeleteResult, InsertManyResult, UpdateResult};
+use anymongo::options::{
+    AggregateOptions, CountOptions, DeleteOptions, DistinctOptions, EstimatedDocumentCountOptions,
+    FindOneAndDeleteOptions, FindOneAndReplaceOptions, FindOneAndUpdateOptions, FindOneOptions,
+    FindOptions, InsertManyOptions, InsertOneOptions, ReplaceOptions, UpdateModifications,
+    UpdateOptions,
 };
 use anymongo::session::ClientSession;
 use anymongo::{Collection, Cursor};
@@ -50,7 +52,7 @@ pub async fn insert_one(operation: &Operation, context: &mut Context) -> Result<
         mut arguments,
     } = Call::new(operation, context)?;
     let document = arguments.document("document")?;
-    let options: WriteOptions = arguments.options(arguments::INSERT)?;
+    let options: InsertOneOptions = arguments.options(arguments::INSERT_ONE)?;
     let result = match &session {
         Some(session) => {
             collection
@@ -72,7 +74,7 @@ pub async fn insert_many(operation: &Operation, context: &mut Context) -> Result
         mut arguments,
     } = Call::new(operation, context)?;
     let documents = arguments.documents("documents")?;
-    let options: WriteOptions = arguments.options(arguments::INSERT)?;
+    let options: InsertManyOptions = arguments.options(arguments::INSERT_MANY)?;
     let result = match &session {
         Some(session) => {
             collection
@@ -114,7 +116,7 @@ pub async fn update(
     } = Call::new(operation, context)?;
     let filter = arguments.document("filter")?;
     let update = update_modifications(arguments.required("update")?)?;
-    let options: WriteOptions = arguments.options(arguments::UPDATE)?;
+    let options: UpdateOptions = arguments.options(arguments::UPDATE)?;
     let result = match (&session, many) {
         (Some(session), false) => {
             collection
@@ -156,7 +158,7 @@ pub async fn replace_one(operation: &Operation, context: &mut Context) -> Result
     } = Call::new(operation, context)?;
     let filter = arguments.document("filter")?;
     let replacement = arguments.document("replacement")?;
-    let options: WriteOptions = arguments.options(arguments::UPDATE)?;
+    let options: ReplaceOptions = arguments.options(arguments::REPLACE)?;
     let result = match &session {
         Some(session) => {
             collection
@@ -220,7 +222,7 @@ pub async fn delete(
         mut arguments,
     } = Call::new(operation, context)?;
     let filter = arguments.document("filter")?;
-    let options: WriteOptions = arguments.options(arguments::DELETE)?;
+    let options: DeleteOptions = arguments.options(arguments::DELETE)?;
     let result = match (&session, many) {
         (Some(session), false) => {
             collection
@@ -274,8 +276,8 @@ pub async fn find_one_and(
     // Each operation is its own action type: each takes the options (the arguments
     // left) and runs in the session, if any, here.
     macro_rules! run {
-        ($action:expr) => {{
-            let options: FindOneAndModifyOptions = arguments.options(arguments::FIND_AND_MODIFY)?;
+        ($action:expr, $Options:ty, $known:expr) => {{
+            let options: $Options = arguments.options($known)?;
             let action = $action.with_options(options);
             match &session {
                 Some(session) => action.session(session).await,
@@ -286,13 +288,25 @@ pub async fn find_one_and(
     let result = match modify {
         Modify::Update => {
             let update = update_modifications(arguments.required("update")?)?;
-            run!(collection.find_one_and_update(filter, update))
+            run!(
+                collection.find_one_and_update(filter, update),
+                FindOneAndUpdateOptions,
+                arguments::FIND_ONE_AND_UPDATE
+            )
         }
         Modify::Replace => {
             let replacement = arguments.document("replacement")?;
-            run!(collection.find_one_and_replace(filter, replacement))
+            run!(
+                collection.find_one_and_replace(filter, replacement),
+                FindOneAndReplaceOptions,
+                arguments::FIND_ONE_AND_REPLACE
+            )
         }
-        Modify::Delete => run!(collection.find_one_and_delete(filter)),
+        Modify::Delete => run!(
+            collection.find_one_and_delete(filter),
+            FindOneAndDeleteOptions,
+            arguments::FIND_ONE_AND_DELETE
+        ),
     };
     Ok(result.map(|found| Some(found.map_or(Bson::Null, Bson::Document))))
 }
@@ -338,7 +352,7 @@ pub async fn find_one(operation: &Operation, context: &mut Context) -> Result<Re
         mut arguments,
     } = Call::new(operation, context)?;
     let filter = arguments.document("filter")?;
-    let options: FindOptions = arguments.options(arguments::FIND)?;
+    let options: FindOneOptions = arguments.options(arguments::FIND_ONE)?;
     let result = match &session {
         Some(session) => {
             collection
@@ -432,7 +446,7 @@ pub async fn estimated_document_count(
         session,
         arguments,
     } = Call::new(operation, context)?;
-    let options: ReadOptions = arguments.options(arguments::ESTIMATED_COUNT)?;
+    let options: EstimatedDocumentCountOptions = arguments.options(arguments::ESTIMATED_COUNT)?;
     let count = match &session {
         Some(session) => {
             collection
@@ -486,7 +500,7 @@ pub async fn distinct(operation: &Operation, context: &mut Context) -> Result<Re
     } = Call::new(operation, context)?;
     let field = arguments.string("fieldName")?;
     let filter = arguments.document("filter")?;
-    let options: ReadOptions = arguments.options(arguments::DISTINCT)?;
+    let options: DistinctOptions = arguments.options(arguments::DISTINCT)?;
     let values = match &session {
         Some(session) => {
             collection

@@ -93,7 +93,7 @@ async fn read_all(
 pub async fn find(operation: &Operation, context: &mut Context) -> Result<Returned, Abort> {
     let (bucket, mut arguments) = call(operation, context)?;
     let filter = arguments.document("filter")?;
-    let options: anymongo::crud::FindOptions = arguments.options(super::arguments::FIND)?;
+    let options: anymongo::options::FindOptions = arguments.options(super::arguments::FIND)?;
     let files = bucket.find(filter).with_options(options).await;
     Ok(super::crud::drain(files.map(anymongo::Cursor::with_type)).await)
 }

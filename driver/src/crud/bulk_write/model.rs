@@ -7,6 +7,7 @@ use serde::Serialize;
 
 use crate::crud::write::{replacement_document, with_id};
 use crate::crud::write::{DeleteStatement, Spelling, Statement, UpdateStatement};
+use crate::crud::{Collation, Hint};
 use crate::error::{Error, Result};
 
 /// One write of a bulk write (CRUD spec, "Bulk Write Models"; Bulk Write spec, "Write
@@ -54,9 +55,9 @@ pub struct UpdateOneModel {
     /// Filters of the array elements to update.
     pub array_filters: Option<Vec<Document>>,
     /// The collation of string comparisons.
-    pub collation: Option<Document>,
+    pub collation: Option<Collation>,
     /// The index to use: its name or its key pattern.
-    pub hint: Option<Bson>,
+    pub hint: Option<Hint>,
     /// Which document is updated when several match (MongoDB 8.0+).
     pub sort: Option<Document>,
     /// Inserts a document when none matches.
@@ -89,9 +90,9 @@ pub struct UpdateManyModel {
     /// Filters of the array elements to update.
     pub array_filters: Option<Vec<Document>>,
     /// The collation of string comparisons.
-    pub collation: Option<Document>,
+    pub collation: Option<Collation>,
     /// The index to use: its name or its key pattern.
-    pub hint: Option<Bson>,
+    pub hint: Option<Hint>,
     /// Inserts a document when none matches.
     pub upsert: Option<bool>,
 }
@@ -119,9 +120,9 @@ pub struct ReplaceOneModel<T = Document> {
     /// The new document; it cannot contain update operators.
     pub replacement: T,
     /// The collation of string comparisons.
-    pub collation: Option<Document>,
+    pub collation: Option<Collation>,
     /// The index to use: its name or its key pattern.
-    pub hint: Option<Bson>,
+    pub hint: Option<Hint>,
     /// Which document is replaced when several match (MongoDB 8.0+).
     pub sort: Option<Document>,
     /// Inserts the replacement when no document matches.
@@ -149,9 +150,9 @@ pub struct DeleteOneModel {
     /// Which document to delete.
     pub filter: Document,
     /// The collation of string comparisons.
-    pub collation: Option<Document>,
+    pub collation: Option<Collation>,
     /// The index to use: its name or its key pattern.
-    pub hint: Option<Bson>,
+    pub hint: Option<Hint>,
 }
 
 impl DeleteOneModel {
@@ -171,9 +172,9 @@ pub struct DeleteManyModel {
     /// Which documents to delete.
     pub filter: Document,
     /// The collation of string comparisons.
-    pub collation: Option<Document>,
+    pub collation: Option<Collation>,
     /// The index to use: its name or its key pattern.
-    pub hint: Option<Bson>,
+    pub hint: Option<Hint>,
 }
 
 impl DeleteManyModel {
