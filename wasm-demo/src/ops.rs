@@ -38,6 +38,21 @@ use futures::io::{AsyncReadExt, AsyncWriteExt};
 use serde::de::DeserializeOwned;
 use std::time::Duration;
 
+/// The options of an operation, taken from the options struct of its family
+/// (`options => InsertOneOptions { fields }`): the glue parses one struct per family
+/// (`InsertManyOptions`, `UpdateOptions`, `FindOptions`, `CountOptions`,
+/// `FindOneAndUpdateOptions`), not one per operation, so that the WebAssembly holds
+/// fewer deserializers (the package's 1 MB budget). Every field of the narrower struct
+/// is named, so a field the official types add is a compile error here, not a silent
+/// drop; the fields it lacks are dropped, as the Node driver ignores options that do
+/// not apply.
+macro_rules! narrow {
+    ($from:expr => $To:ident { $($field:ident),* $(,)? }) => {{
+        let from = $from;
+        $To { $($field: from.$field,)* }
+    }};
+}
+
 /// Runs the action `$action`, in `session` when there is one; `cursor` first for the
 /// actions that return a cursor (in a session, the core's `SessionCursor`, which is
 /// turned into the `Cursor` the glue iterates).
@@ -80,7 +95,9 @@ pub async fn run(
         "insertOne" => {
             let document = required_raw_document(args, "document")?;
             let raw = db.collection::<&RawDocument>(collection);
-            let options = options::<InsertOneOptions>(args)?;
+            let options = narrow!(options::<InsertManyOptions>(args)? => InsertOneOptions {
+                bypass_document_validation, comment, write_concern
+            });
             let acknowledged = acknowledged(&db, options.write_concern.as_ref());
             let result = in_session!(session, raw.insert_one(document).with_options(options))?;
             doc! { "acknowledged": acknowledged, "insertedId": result.inserted_id }
@@ -118,7 +135,10 @@ pub async fn run(
         }
         "replaceOne" => {
             let replacement = required_document(args, "replacement")?;
-            let options = options::<ReplaceOptions>(args)?;
+            let options = narrow!(options::<UpdateOptions>(args)? => ReplaceOptions {
+                bypass_document_validation, collation, comment, hint, let_vars, sort, upsert,
+                write_concern
+            });
             let acknowledged = acknowledged(&db, options.write_concern.as_ref());
             let result = in_session!(
                 session,
@@ -127,7 +147,9 @@ pub async fn run(
             update_result(result, acknowledged)
         }
         "deleteOne" | "deleteMany" => {
-            let options = options::<DeleteOptions>(args)?;
+            let options = narrow!(options::<UpdateOptions>(args)? => DeleteOptions {
+                collation, comment, hint, let_vars, write_concern
+            });
             let acknowledged = acknowledged(&db, options.write_concern.as_ref());
             let result = match op {
                 "deleteOne" => in_session!(session, coll.delete_one(filter).with_options(options))?,
@@ -137,7 +159,11 @@ pub async fn run(
         }
         "findOne" => {
             let raw = coll.clone_with_type::<RawDocumentBuf>();
-            let options = options::<FindOneOptions>(args)?;
+            let options = narrow!(options::<FindOptions>(args)? => FindOneOptions {
+                allow_partial_results, collation, comment, hint, max, max_scan, max_time, min,
+                projection, read_concern, selection_criteria, return_key, show_record_id, skip,
+                sort, let_vars
+            });
             let found = in_session!(session, raw.find_one(filter).with_options(options))?;
             // Handed back as the server sent it: no `Document` in between.
             return Ok(match found {
@@ -146,21 +172,29 @@ pub async fn run(
             });
         }
         "findOneAndUpdate" | "findOneAndReplace" | "findOneAndDelete" => {
+            let options = find_and_modify_options::<FindOneAndUpdateOptions>(args)?;
             let found = match op {
                 "findOneAndUpdate" => in_session!(
                     session,
                     coll.find_one_and_update(filter, update(args)?)
-                        .with_options(find_and_modify_options::<FindOneAndUpdateOptions>(args)?)
+                        .with_options(options)
                 ),
                 "findOneAndReplace" => in_session!(
                     session,
                     coll.find_one_and_replace(filter, required_document(args, "replacement")?)
-                        .with_options(find_and_modify_options::<FindOneAndReplaceOptions>(args)?)
+                        .with_options(narrow!(options => FindOneAndReplaceOptions {
+                            bypass_document_validation, collation, comment, hint, let_vars,
+                            max_time, projection, return_document, sort, upsert, write_concern
+                        }))
                 ),
                 _ => in_session!(
                     session,
-                    coll.find_one_and_delete(filter)
-                        .with_options(options::<FindOneAndDeleteOptions>(args)?)
+                    coll.find_one_and_delete(filter).with_options(
+                        narrow!(options => FindOneAndDeleteOptions {
+                            collation, comment, hint, let_vars, max_time, projection, sort,
+                            write_concern
+                        })
+                    )
                 ),
             }?;
             doc! { "value": found.map_or(Bson::Null, Bson::Document) }
@@ -199,7 +233,9 @@ pub async fn run(
             doc! { "databases": databases, "totalSize": total, "ok": 1.0 }
         }
         "estimatedDocumentCount" => {
-            let options = options::<EstimatedDocumentCountOptions>(args)?;
+            let options = narrow!(options::<CountOptions>(args)? => EstimatedDocumentCountOptions {
+                comment, max_time, read_concern, selection_criteria
+            });
             let n = in_session!(
                 session,
                 coll.estimated_document_count().with_options(options)
@@ -212,7 +248,9 @@ pub async fn run(
                     "distinct: the key must be a string",
                 ));
             };
-            let options = options::<DistinctOptions>(args)?;
+            let options = narrow!(options::<CountOptions>(args)? => DistinctOptions {
+                collation, comment, hint, max_time, read_concern, selection_criteria
+            });
             let values = in_session!(session, coll.distinct(key, filter).with_options(options))?;
             doc! { "values": values }
         }
