@@ -12,12 +12,12 @@ use crate::auth::oidc::{OidcAuthenticator, OidcOptions};
 use crate::auth::AuthMechanism;
 use crate::cluster::{Cluster, EventHandlers};
 pub use crate::cluster::{MonitoringThreads, SdamEventHandler};
-use crate::cmap::CmapEventHandler;
 use crate::command_monitoring::{CommandEventHandler, CommandMonitor};
 use crate::connection::ConnectionSettings;
 use crate::database::Database;
 use crate::default_runtime::{default_runtime, with_default_runtime, NO_DEFAULT_RUNTIME};
 use crate::error::{Error, Result};
+use crate::event::cmap::CmapEventHandler;
 use crate::handshake::{DriverInfo, HelloReply};
 use crate::logging;
 use crate::operation::Executor;
@@ -66,7 +66,7 @@ pub struct Client {
 /// # fn example(runtime: anymongo::rt::Runtime) -> anymongo::Result<()> {
 /// use std::sync::Arc;
 /// use anymongo::client::{ClientConfig, MonitoringThreads};
-/// use anymongo::sdam::events::SdamEvent;
+/// use anymongo::event::sdam::SdamEvent;
 /// use anymongo::{Client, ClientOptions};
 ///
 /// let config = ClientConfig {

@@ -39,11 +39,11 @@ use bson::oid::ObjectId;
 use bson::{Bson, Document};
 use tracing::Level;
 
-use crate::cmap::{CheckOutFailedReason, CmapEvent, ConnectionClosedReason};
 use crate::command_monitoring::CommandEvent;
+use crate::event::cmap::{CheckOutFailedReason, CmapEvent, ConnectionClosedReason};
+use crate::event::sdam::SdamEvent;
 use crate::event::{EventHandler, EventListener};
 use crate::rt::{MaybeSend, MaybeSync};
-use crate::sdam::SdamEvent;
 use crate::uri::ServerAddress;
 
 /// The `tracing` target of the `command` component (command monitoring messages).

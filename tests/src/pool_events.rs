@@ -2,7 +2,7 @@
 //! pools deliver them, and the questions tests ask of them.
 //!
 //! ```
-//! use anymongo::cmap::CmapEvent;
+//! use anymongo::event::cmap::CmapEvent;
 //! use anymongo_tests::pool_events::{closed_connections, PoolEvents};
 //!
 //! let events = PoolEvents::default();
@@ -14,7 +14,7 @@
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use anymongo::client::ClientConfig;
-use anymongo::cmap::{CmapEvent, ConnectionClosedReason};
+use anymongo::event::cmap::{CmapEvent, ConnectionClosedReason};
 use anymongo::event::EventHandler;
 
 /// The pool events of a client, in order. Clones share one record.

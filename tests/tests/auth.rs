@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use anymongo::bson::doc;
 use anymongo::client::{ClientConfig, MonitoringThreads};
-use anymongo::sdam::SdamEvent;
+use anymongo::event::sdam::SdamEvent;
 use anymongo::{Client, ClientOptions, ErrorKind};
 use anymongo_tests::certs::{self, CLIENT_SUBJECT};
 use anymongo_tests::counting::counting;

@@ -8,10 +8,10 @@ use std::sync::Arc;
 
 use anymongo::bson::{doc, Bson, Document};
 use anymongo::client::ClientConfig;
-use anymongo::cmap::CmapEvent;
 use anymongo::command_monitoring::CommandEvent;
 use anymongo::crud::bulk_write::{ClientWriteModel, InsertOneModel, ReplaceOneModel, WriteModel};
 use anymongo::crud::{CursorType, FindOptions, ReturnDocument};
+use anymongo::event::cmap::CmapEvent;
 use anymongo::index_management::{IndexModel, IndexOptions};
 use anymongo::options::{
     Collation, CollationStrength, FindOneAndUpdateOptions, InsertManyOptions, InsertOneOptions,

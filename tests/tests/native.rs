@@ -489,7 +489,7 @@ async fn a_cursor_answered_only_empty_batches_fails_and_is_killed() {
 
 #[tokio::test]
 async fn a_command_abandoned_mid_flight_closes_its_connection() {
-    use anymongo::cmap::{CmapEvent, ConnectionClosedReason};
+    use anymongo::event::cmap::{CmapEvent, ConnectionClosedReason};
     use anymongo_tests::pool_events::{closed_connections, PoolEvents};
 
     let events = PoolEvents::default();

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use anymongo::bson::{doc, Document};
 use anymongo::client::ClientConfig;
-use anymongo::cmap::CmapEvent;
+use anymongo::event::cmap::CmapEvent;
 use anymongo::options::{
     ClientOptions, ServerAddress, ServerApi, ServerApiVersion, Tls, TlsOptions,
 };

@@ -23,9 +23,8 @@ use std::time::{Duration, Instant};
 
 use anymongo::bson::{doc, Bson, Document};
 use anymongo::client::ClientConfig;
-use anymongo::cmap::{
-    CheckedOut, CmapEvent, ConnectionClosedReason, ConnectionPool, PoolOptions, IDLE_CHECK_AFTER,
-};
+use anymongo::cmap::{CheckedOut, ConnectionPool, PoolOptions, IDLE_CHECK_AFTER};
+use anymongo::event::cmap::{CmapEvent, ConnectionClosedReason};
 use anymongo::event::EventHandler;
 use anymongo::{Client, ClientOptions, Database, ServerAddress};
 use anymongo_tests::clock::AheadClock;

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use anymongo::bson::{doc, Document};
 use anymongo::client::{ClientConfig, MonitoringThreads};
-use anymongo::sdam::events::SdamEvent;
+use anymongo::event::sdam::SdamEvent;
 use anymongo::sdam::{ServerType, TopologyDescription, TopologyType};
 use anymongo::{Client, ClientOptions, ErrorKind, ServerAddress};
 use anymongo_tests::replica_set::{MemberRole, MockReplicaSet};

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use anymongo::bson::doc;
 use anymongo::client::{ClientConfig, MonitoringThreads};
-use anymongo::sdam::events::SdamEvent;
+use anymongo::event::sdam::SdamEvent;
 use anymongo::sdam::{ServerType, TopologyType};
 use anymongo::{Client, ClientOptions, ErrorKind};
 use anymongo_tests::counting::counting;

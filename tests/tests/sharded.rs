@@ -237,7 +237,7 @@ async fn client_of_both(cluster: &ShardedCluster) -> (Client, CommandLog) {
         command_event_handler: Some(Arc::new(move |event: &CommandEvent| {
             sink.lock().unwrap().push(event.clone());
         })),
-        sdam_event_handler: Some(Arc::new(move |_: &anymongo::sdam::SdamEvent| {
+        sdam_event_handler: Some(Arc::new(move |_: &anymongo::event::sdam::SdamEvent| {
             changed.send_modify(|count| *count += 1);
         })),
         ..ClientConfig::default()

@@ -17,7 +17,8 @@ use std::time::Duration;
 
 use anymongo::bson::{doc, Document};
 use anymongo::client::{ClientConfig, MonitoringThreads};
-use anymongo::sdam::{SdamEvent, TopologyType};
+use anymongo::event::sdam::SdamEvent;
+use anymongo::sdam::TopologyType;
 use anymongo::srv::{self, SeedList};
 use anymongo::{Client, ClientOptions};
 use anymongo_tests::dns::{DnsServer, Entry};

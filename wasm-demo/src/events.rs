@@ -9,10 +9,10 @@
 use std::time::Duration;
 
 use anymongo::bson::{doc, Bson, Document};
-use anymongo::cmap::CmapEvent;
 use anymongo::command_monitoring::{CommandEvent, CommandInfo};
+use anymongo::event::cmap::CmapEvent;
+use anymongo::event::sdam::SdamEvent;
 use anymongo::sdam::description::{ServerDescription, TopologyDescription};
-use anymongo::sdam::SdamEvent;
 
 use crate::ops::error_document;
 
@@ -283,7 +283,7 @@ pub fn topology_event(event: &SdamEvent) -> Document {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use anymongo::cmap::ConnectionClosedReason;
+    use anymongo::event::cmap::ConnectionClosedReason;
     use anymongo::ServerAddress;
 
     #[test]

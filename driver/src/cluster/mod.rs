@@ -39,13 +39,14 @@ use std::time::Duration;
 
 use bson::oid::ObjectId;
 
-use crate::cmap::{CmapEventHandler, PoolOptions};
+use crate::cmap::PoolOptions;
 use crate::connection::{Connection, ConnectionSettings};
 use crate::error::{Error, ErrorKind, Result};
+use crate::event::cmap::CmapEventHandler;
+use crate::event::sdam::SdamEvent;
 use crate::event::{EventHandler, EventSink};
 use crate::logging::{self, LogContext, SelectionLog};
 use crate::rt::{self, Instant, Runtime};
-use crate::sdam::events::SdamEvent;
 use crate::sdam::monitor::MIN_HEARTBEAT_FREQUENCY;
 use crate::sdam::topology::{
     ApplicationError, ApplicationErrorKind, ErrorPhase, TopologyState, TopologyUpdate,

@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use super::{Server, Shared};
 use crate::error::{Error, ErrorKind};
+use crate::event::sdam::SdamEvent;
 use crate::rt;
-use crate::sdam::events::SdamEvent;
 use crate::sdam::monitor::{
     run_monitor, CheckReply, Checker, HeartbeatConnection, MonitorHost, MonitorSignal,
 };

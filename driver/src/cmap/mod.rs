@@ -5,7 +5,7 @@
 //!   tests): paused / ready / closed states, generations (per `serviceId` in
 //!   load-balanced mode), maxPoolSize, minPoolSize, maxIdleTimeMS, maxConnecting, a
 //!   first-in first-out wait queue with a check-out timeout, clearing with or without
-//!   interrupting connections in use, and every CMAP event ([`CmapEvent`]). It waits
+//!   interrupting connections in use, and every CMAP event ([`CmapEvent`](crate::event::cmap::CmapEvent)). It waits
 //!   on nothing but the runtime seams: the [`Clock`](crate::rt::Clock) for time, the
 //!   optional [`Spawner`](crate::rt::Spawner) for background work (without one, the
 //!   owner calls [`ConnectionPool::populate`]).
@@ -14,7 +14,6 @@
 //!   closes as SDAM learns about the server.
 
 mod connector;
-mod events;
 mod options;
 mod pool;
 #[cfg(test)]
@@ -22,7 +21,6 @@ mod tests;
 
 pub use crate::connection::Connection;
 pub use connector::Connector;
-pub use events::{CheckOutFailedReason, CmapEvent, CmapEventHandler, ConnectionClosedReason};
 pub use options::{PoolOptions, DEFAULT_MAINTENANCE_INTERVAL};
 pub use pool::{
     CheckedOut, ConnectionPool, Establish, PinnedTo, PoolState, Poolable, IDLE_CHECK_AFTER,

@@ -27,9 +27,11 @@ use futures::channel::oneshot;
 use futures::future::{self, Either, FutureExt};
 use futures::stream::{FuturesUnordered, StreamExt};
 
-use super::events::{CheckOutFailedReason, CmapEvent, CmapEventHandler, ConnectionClosedReason};
 use super::options::PoolOptions;
 use crate::error::{Error, ErrorKind, Result};
+use crate::event::cmap::{
+    CheckOutFailedReason, CmapEvent, CmapEventHandler, ConnectionClosedReason,
+};
 use crate::event::EventSink;
 use crate::rt::{self, BoxFuture, Clock, Instant, MaybeSend, MaybeSync, Spawner};
 use crate::signal::{lock, Notify};

@@ -15,6 +15,7 @@ use futures::FutureExt;
 
 use super::*;
 use crate::error::{Error, ErrorKind, Result};
+use crate::event::cmap::{CheckOutFailedReason, CmapEvent, ConnectionClosedReason};
 use crate::rt::{self, BoxFuture, Clock, Instant, Spawner};
 use crate::signal::Notify;
 use crate::uri::ServerAddress;

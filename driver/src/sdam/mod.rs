@@ -5,14 +5,13 @@
 //! - [`description`] holds the plain data (server and topology descriptions);
 //! - [`topology`] is the state machine that updates them from hello replies and
 //!   application errors ([`TopologyState`]);
-//! - [`events`] are the SDAM monitoring events it produces;
+//! - its monitoring events are [`crate::event::sdam`];
 //! - `monitor` checks servers (Server Monitoring spec).
 //!
 //! Running it all against real servers (monitors, pools, event delivery, waiting
 //! selection) is the cluster's part, a layer above (`crate::cluster`).
 
 pub mod description;
-pub mod events;
 pub(crate) mod monitor;
 pub mod topology;
 mod topology_version;
@@ -20,7 +19,6 @@ mod topology_version;
 pub use description::{
     ServerDescription, ServerType, TopologyDescription, TopologyType, DEFAULT_HEARTBEAT_FREQUENCY,
 };
-pub use events::SdamEvent;
 pub use topology::{
     ApplicationError, ApplicationErrorKind, ErrorPhase, ErrorResponse, TopologyState,
     TopologyUpdate,

@@ -24,10 +24,10 @@ use bson::oid::ObjectId;
 use bson::{Bson, Document};
 
 use super::description::DEFAULT_HEARTBEAT_FREQUENCY;
-use super::events::SdamEvent;
 use super::{ServerDescription, ServerType, TopologyDescription, TopologyType, TopologyVersion};
 use crate::bson_util::as_i64;
 use crate::error::{Error, ErrorKind, WriteFailure, SYSTEM_OVERLOADED_ERROR};
+use crate::event::sdam::SdamEvent;
 use crate::srv;
 use crate::uri::{ClientOptions, ServerAddress};
 

@@ -93,7 +93,7 @@ impl Driver for Anymongo {
     type Doc = anymongo::bson::Document;
 
     async fn connect(uri: &str) -> Result<Self, String> {
-        use anymongo::cmap::CmapEvent;
+        use anymongo::event::cmap::CmapEvent;
         let connections = ConnectionCount::default();
         let count = connections.clone();
         let config = anymongo::client::ClientConfig {

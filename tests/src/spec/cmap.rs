@@ -42,9 +42,9 @@ use std::time::Duration;
 
 use anymongo::bson::{doc, Document};
 use anymongo::cmap::{
-    CheckedOut, CmapEvent, Connection as ServerConnection, ConnectionPool, Connector, Establish,
-    PoolOptions,
+    CheckedOut, Connection as ServerConnection, ConnectionPool, Connector, Establish, PoolOptions,
 };
+use anymongo::event::cmap::CmapEvent;
 use anymongo::rt::BoxFuture;
 use anymongo::{Client, ClientOptions, Error, ErrorKind, ServerAddress};
 use serde_json::{json, Map, Value};

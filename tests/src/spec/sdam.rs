@@ -31,9 +31,10 @@ use std::path::Path;
 
 use anymongo::bson::oid::ObjectId;
 use anymongo::bson::{Bson, Document};
+use anymongo::event::sdam::SdamEvent;
 use anymongo::sdam::{
-    ApplicationError, ApplicationErrorKind, ErrorPhase, SdamEvent, ServerDescription,
-    TopologyDescription, TopologyState, TopologyVersion,
+    ApplicationError, ApplicationErrorKind, ErrorPhase, ServerDescription, TopologyDescription,
+    TopologyState, TopologyVersion,
 };
 use anymongo::{ClientOptions, ServerAddress};
 use serde_json::{Map, Value};

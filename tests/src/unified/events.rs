@@ -5,9 +5,9 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use anymongo::client::ClientConfig;
-use anymongo::cmap::CmapEvent;
 use anymongo::command_monitoring::{is_sensitive, CommandEvent, CommandInfo};
-use anymongo::sdam::events::SdamEvent;
+use anymongo::event::cmap::CmapEvent;
+use anymongo::event::sdam::SdamEvent;
 use bson::oid::ObjectId;
 use bson::{Bson, Document};
 
@@ -451,7 +451,7 @@ pub fn assert_event_count<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use anymongo::cmap::ConnectionClosedReason;
+    use anymongo::event::cmap::ConnectionClosedReason;
     use anymongo::ServerAddress;
     use bson::doc;
 

@@ -12,8 +12,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Once, PoisonError};
 
 use anymongo::client::ClientConfig;
+use anymongo::event::sdam::SdamEvent;
 use anymongo::logging;
-use anymongo::sdam::SdamEvent;
 use anymongo::{Client, ClientOptions};
 use bson::{Bson, Document};
 use tracing::field::{Field, Visit};

@@ -1,9 +1,15 @@
+//! The monitoring events (the payloads in [`cmap`] and [`sdam`]) and delivering them
+//! to the application.
+//!
 //! Delivering monitoring events (SDAM, CMAP) to the application's listener: in the
 //! order they happened, and never while the state that produced them is locked, so a
 //! listener cannot stall the driver's bookkeeping.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
+
+pub mod cmap;
+pub mod sdam;
 
 use crate::rt::{MaybeSend, MaybeSync};
 use crate::signal::lock;
@@ -14,7 +20,7 @@ use crate::signal::lock;
 /// ```
 /// use std::sync::Arc;
 /// use anymongo::event::EventHandler;
-/// use anymongo::sdam::SdamEvent;
+/// use anymongo::event::sdam::SdamEvent;
 ///
 /// let handler: EventHandler<SdamEvent> = Arc::new(|event: &SdamEvent| println!("{}", event.name()));
 /// ```

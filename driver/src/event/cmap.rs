@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use bson::oid::ObjectId;
 
-use super::options::PoolOptions;
-use crate::event::EventHandler;
+use super::EventHandler;
+use crate::cmap::PoolOptions;
 use crate::uri::ServerAddress;
 use crate::Error;
 

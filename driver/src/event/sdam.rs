@@ -17,7 +17,7 @@ use std::time::Duration;
 use bson::oid::ObjectId;
 use bson::Document;
 
-use super::{ServerDescription, TopologyDescription};
+use crate::sdam::{ServerDescription, TopologyDescription};
 use crate::uri::ServerAddress;
 
 /// An SDAM event. The descriptions some events carry are boxed, so that every event
