@@ -1,7 +1,7 @@
 //! The events of Connection Monitoring and Pooling
 //! (connection-monitoring-and-pooling.md, "Connection Pool Monitoring").
 //!
-//! A [`ConnectionPool`](super::ConnectionPool) queues its events while it changes its
+//! A [`ConnectionPool`](crate::cmap::ConnectionPool) queues its events while it changes its
 //! state, so that they come out in the order the changes happened, and delivers them
 //! to its [`crate::event::EventListener`] once the state lock is released.
 

@@ -1,7 +1,7 @@
 //! The events of Server Discovery and Monitoring
 //! (server-discovery-and-monitoring-logging-and-monitoring.md, "Events API").
 //!
-//! The state machine ([`TopologyState`](super::TopologyState)) returns the topology and
+//! The state machine ([`TopologyState`](crate::sdam::TopologyState)) returns the topology and
 //! server events in the order they must be published; the server monitors publish
 //! the heartbeat events themselves.
 //!
