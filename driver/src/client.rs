@@ -332,28 +332,6 @@ impl Client {
         Some(self.database(name))
     }
 
-    /// Shuts the client down (the official drivers' `close()`): the server sessions it
-    /// pooled are ended with `endSessions` (Driver Sessions spec, "EndSessions": at
-    /// most 10,000 ids per command, sent to a server selected with read preference
-    /// primaryPreferred, errors ignored since the server expires sessions anyway),
-    /// then the topology closes: monitors stop, connection pools close with their
-    /// events, and every later operation of any handle of this client fails. It
-    /// returns once the monitors have ended and closed their connections.
-    /// Dropping the last handle closes the topology too, without `endSessions`.
-    ///
-    /// ```no_run
-    /// # async fn example(client: anymongo::Client) {
-    /// client.shutdown().await;
-    /// # }
-    /// ```
-    pub async fn shutdown(self) {
-        // Errors ignored: the server expires the sessions anyway.
-        let _ignored = self.executor.end_sessions().await;
-        let topology = self.executor.topology();
-        topology.close();
-        topology.monitors_ended().await;
-    }
-
     /// The handshake reply of a connection to a server selected for a primary read
     /// (connecting first if no connection is idle), within this handle's `timeoutMS`.
     ///

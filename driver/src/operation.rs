@@ -750,6 +750,24 @@ impl Executor {
         outcome
     }
 
+    /// Fills the pools to minPoolSize (`Client::warm_connection_pool`), once a
+    /// server was found (a check marks its pool ready), within the client's timeoutMS.
+    pub async fn warm_pools(&self) {
+        if self.options.min_pool_size_or_default() == 0 {
+            return;
+        }
+        let context = OperationContext::with_timeout(self.options.timeout, self.now());
+        let criteria = Criteria::Read(&ReadPreference::Nearest { options: None });
+        // No server found: nothing to fill, and the next operation reports why.
+        if self
+            .select_server(&context, &criteria, &[], "warmConnectionPool")
+            .await
+            .is_ok()
+        {
+            self.topology().populate_pools().await;
+        }
+    }
+
     /// The handshake reply of a connection to a server selected for a primary read
     /// (connecting, and authenticating, first if no connection is idle), within
     /// `timeout` (timeoutMS) when given.

@@ -15,7 +15,7 @@ use anymongo::options::{
 use anymongo::{Client, ErrorKind};
 use anymongo_tests::certs;
 use anymongo_tests::harness::within;
-use anymongo_tests::pool_events::PoolEvents;
+use anymongo_tests::pool_events::{created_connections, PoolEvents};
 use anymongo_tests::server::{self, TestServer};
 
 const BOUND: Duration = Duration::from_secs(60);
@@ -230,6 +230,46 @@ async fn tls_configured_in_code_connects_with_the_ca_and_fails_with_another() {
         let mut disabled = options_with(TlsOptions::default());
         disabled.tls = Some(Tls::Disabled);
         assert!(ping(disabled).await.is_err());
+    })
+    .await;
+}
+
+/// `warm_connection_pool` opens minPoolSize connections before the first operation;
+/// `run_raw_command` takes raw BSON; `shutdown().immediate(true)` ends the client,
+/// whose handles then fail.
+#[tokio::test]
+async fn warm_pool_raw_command_and_shutdown() {
+    within(BOUND, async {
+        let server = server::shared();
+        let mut options = ClientOptions::parse(server.uri()).await.unwrap();
+        options.min_pool_size = Some(3);
+        let events = PoolEvents::default();
+        let client = Client::with_config(options, events.config()).unwrap();
+        client.warm_connection_pool().await;
+        assert_eq!(created_connections(&events.lock()), 3);
+
+        let db = client.database("official_client_options");
+        let reply = db
+            .run_raw_command(anymongo::bson::rawdoc! { "ping": 1 })
+            .await
+            .unwrap();
+        assert_eq!(reply.get_f64("ok").ok(), Some(1.0));
+        // An int32 element "a" with two bytes of its four: well framed, not valid.
+        let cut_short = vec![10, 0, 0, 0, 0x10, b'a', 0, 1, 0, 0];
+        let cut_short = anymongo::bson::RawDocumentBuf::from_bytes(cut_short).unwrap();
+        let error = db.run_raw_command(cut_short).await.unwrap_err();
+        assert!(
+            matches!(*error.kind, ErrorKind::InvalidArgument { .. }),
+            "{error}"
+        );
+
+        let handle = client.clone();
+        client.shutdown().immediate(true).await;
+        assert!(handle
+            .database("official_client_options")
+            .run_command(doc! { "ping": 1 })
+            .await
+            .is_err());
     })
     .await;
 }

@@ -108,7 +108,7 @@ fn the_blocking_api_reads_and_writes_as_the_official_sync_driver() -> anymongo::
 
     books.drop().run()?;
     assert_eq!(books.count_documents(doc! {}).run()?, 0);
-    client.shutdown();
+    client.shutdown().run();
     Ok(())
 }
 

@@ -46,6 +46,7 @@ mod find_and_modify;
 pub mod gridfs;
 mod indexes;
 mod insert;
+mod lifecycle;
 mod list;
 mod run_command;
 mod session;
@@ -67,6 +68,7 @@ pub use indexes::{
     ListSearchIndexes, UpdateSearchIndex,
 };
 pub use insert::{InsertMany, InsertOne};
+pub use lifecycle::{Shutdown, WarmConnectionPool};
 pub use list::{ListCollectionNames, ListCollections, ListDatabases};
 pub use run_command::{RunCommand, RunCursorCommand};
 pub use session::StartSession;

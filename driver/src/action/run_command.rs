@@ -5,13 +5,13 @@ use std::future::IntoFuture;
 use std::marker::PhantomData;
 use std::time::Duration;
 
-use bson::{Bson, Document};
+use bson::{Bson, Document, RawDocumentBuf};
 
 use super::{option_setters, session_setter, timeout_setter, ExplicitSession, ImplicitSession};
 use crate::crud::{CursorType, RunCursorCommandOptions, TimeoutMode};
 use crate::cursor::{Cursor, SessionCursor};
 use crate::database::Database;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::rt::{boxed, BoxFuture};
 use crate::selection::SelectionCriteria;
 use crate::session::ClientSession;
@@ -38,7 +38,7 @@ impl Database {
     pub fn run_command(&self, command: Document) -> RunCommand<'_> {
         RunCommand {
             database: self,
-            command,
+            command: Ok(command),
             selection_criteria: None,
             session: None,
             timeout: None,
@@ -62,13 +62,45 @@ impl Database {
     pub fn run_cursor_command(&self, command: Document) -> RunCursorCommand<'_> {
         RunCursorCommand {
             database: self,
-            command,
+            command: Ok(command),
             options: None,
             session: None,
             timeout: None,
             _session: PhantomData,
         }
     }
+
+    /// [`Database::run_command`] with the command as raw BSON (for instance bytes
+    /// read from elsewhere); the reply is a [`Document`]. A command that is not a
+    /// valid BSON document fails when awaited, before anything is sent.
+    ///
+    /// ```no_run
+    /// # async fn example(db: anymongo::Database) -> anymongo::Result<()> {
+    /// use anymongo::bson::rawdoc;
+    /// let reply = db.run_raw_command(rawdoc! { "ping": 1 }).await?;
+    /// # let _ = reply; Ok(()) }
+    /// ```
+    pub fn run_raw_command(&self, command: RawDocumentBuf) -> RunCommand<'_> {
+        RunCommand {
+            command: raw_command(command),
+            ..self.run_command(Document::new())
+        }
+    }
+
+    /// [`Database::run_cursor_command`] with the command as raw BSON.
+    pub fn run_raw_cursor_command(&self, command: RawDocumentBuf) -> RunCursorCommand<'_> {
+        RunCursorCommand {
+            command: raw_command(command),
+            ..self.run_cursor_command(Document::new())
+        }
+    }
+}
+
+/// The document of a raw command, or why it is not one.
+fn raw_command(command: RawDocumentBuf) -> Result<Document> {
+    Document::try_from(command.as_ref()).map_err(|error| {
+        Error::invalid_argument(format!("the command is not a valid BSON document: {error}"))
+    })
 }
 
 /// A command run as given: what [`Database::run_command`] returns. Awaited, it
@@ -76,7 +108,7 @@ impl Database {
 #[must_use = "an action does nothing until it is awaited"]
 pub struct RunCommand<'a> {
     database: &'a Database,
-    command: Document,
+    command: Result<Document>,
     selection_criteria: Option<SelectionCriteria>,
     session: Option<&'a ClientSession>,
     timeout: Option<Duration>,
@@ -102,7 +134,7 @@ impl<'a> IntoFuture for RunCommand<'a> {
         boxed(async move {
             let database = self.database.with_operation_timeout(self.timeout);
             database
-                .run_command_in(self.command, self.selection_criteria, self.session)
+                .run_command_in(self.command?, self.selection_criteria, self.session)
                 .await
         })
     }
@@ -113,7 +145,7 @@ impl<'a> IntoFuture for RunCommand<'a> {
 #[must_use = "an action does nothing until it is awaited"]
 pub struct RunCursorCommand<'a, Session = ImplicitSession> {
     database: &'a Database,
-    command: Document,
+    command: Result<Document>,
     options: Option<RunCursorCommandOptions>,
     session: Option<&'a ClientSession>,
     timeout: Option<Duration>,
@@ -160,7 +192,7 @@ impl<'a, Session> RunCursorCommand<'a, Session> {
     async fn execute(self) -> Result<Cursor<Document>> {
         let database = self.database.with_operation_timeout(self.timeout);
         database
-            .run_cursor_command_in(self.command, self.options, self.session)
+            .run_cursor_command_in(self.command?, self.options, self.session)
             .await
     }
 }

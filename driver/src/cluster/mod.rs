@@ -765,6 +765,15 @@ impl Shared {
         self.changed.notify_all();
     }
 
+    /// Runs each server's pool upkeep now and waits for it: the pools of servers a
+    /// check found (ready ones) open connections until minPoolSize.
+    pub async fn populate_pools(&self) {
+        let servers: Vec<Arc<Server>> = self.state().servers.values().cloned().collect();
+        for server in servers {
+            server.pool.populate().await;
+        }
+    }
+
     /// Resolves once every background monitor has ended (after [`close`](Self::close))
     /// and so has closed its connection; at once in single-threaded mode. Each ends at
     /// its next await once closed; the wait is bounded all the same

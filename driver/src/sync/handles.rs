@@ -81,11 +81,10 @@ impl Client {
 
     /// Shuts the client down ([`crate::Client::shutdown`]): its pooled server
     /// sessions are ended, its monitors stopped and its connections closed; every
-    /// later operation of any handle of this client fails. Returns once the monitors
-    /// have ended.
-    pub fn shutdown(self) {
-        // No runtime, no client: this one was built on it, so it runs.
-        let _ = block_on(self.client.shutdown());
+    /// later operation of any handle of this client fails. `.run()` returns once the
+    /// monitors have ended.
+    pub fn shutdown(self) -> crate::action::Shutdown {
+        self.client.shutdown()
     }
 }
 
