@@ -18,12 +18,12 @@ pub use crate::crud::bulk_write::UpdateModifications;
 use crate::crud::bulk_write::{BulkWriteOptions, BulkWriteResult};
 use crate::crud::read::{Find, SimpleRead};
 use crate::crud::write::{
-    DeleteStatement, FindAndModify, FindAndModifyAction, Namespace, Spelling, Statement,
-    UpdateStatement, WriteBatch, WriteReply,
+    DeleteStatement, FindAndModify, FindAndModifyAction, Spelling, Statement, UpdateStatement,
+    WriteBatch, WriteReply,
 };
 use crate::crud::{
     AggregateOptions, CountOptions, DeleteResult, DistinctOptions, EstimatedDocumentCountOptions,
-    FindAndModifyOptions, FindOptions, InsertManyResult, InsertOneResult, UpdateResult,
+    FindAndModifyOptions, FindOptions, InsertManyResult, InsertOneResult, Namespace, UpdateResult,
     WriteOptions,
 };
 use crate::cursor::Cursor;
@@ -73,8 +73,8 @@ impl<T> Clone for Collection<T> {
 impl<T> std::fmt::Debug for Collection<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Collection")
-            .field("database", &self.namespace.database)
-            .field("name", &self.namespace.collection)
+            .field("database", &self.namespace.db)
+            .field("name", &self.namespace.coll)
             .field("concerns", &self.concerns)
             .finish()
     }
@@ -83,10 +83,7 @@ impl<T> std::fmt::Debug for Collection<T> {
 impl<T> Collection<T> {
     pub(crate) fn new(database: Database, name: &str) -> Collection<T> {
         Collection {
-            namespace: Namespace {
-                database: database.name().to_string(),
-                collection: name.to_string(),
-            },
+            namespace: Namespace::new(database.name(), name),
             concerns: database.concerns().clone(),
             database,
             deadline: None,
@@ -96,12 +93,13 @@ impl<T> Collection<T> {
 
     /// The collection's name.
     pub fn name(&self) -> &str {
-        &self.namespace.collection
+        &self.namespace.coll
     }
 
-    /// `database.collection`.
-    pub fn namespace(&self) -> String {
-        format!("{}.{}", self.namespace.database, self.namespace.collection)
+    /// The collection's [`Namespace`]: its database's name and its own (`db.coll`
+    /// as text).
+    pub fn namespace(&self) -> Namespace {
+        self.namespace.clone()
     }
 
     /// The database it belongs to.
@@ -466,7 +464,7 @@ impl<T> Collection<T> {
         let (selection_criteria, read_concern) =
             self.read_concerns(&selection_criteria, &read_concern, session)?;
         let operation = SimpleRead {
-            database: &self.namespace.database,
+            database: &self.namespace.db,
             body,
             selection_criteria,
             read_concern,

@@ -130,6 +130,7 @@ pub use change_stream::{
 };
 pub use client::Client;
 pub use collection::Collection;
+pub use crud::Namespace;
 pub use cursor::{Cursor, SessionCursor};
 pub use database::Database;
 pub use error::{CommandError, Error, ErrorKind, Result};

@@ -944,7 +944,7 @@ async fn bulk_write_actions_take_their_setters_a_session_and_a_timeout() {
         // session of its own: after an operation, a causally consistent session sends
         // `readConcern.afterClusterTime` with a `bulkWrite`, which SecantusDB refuses.
         let session = client.start_session().await.unwrap();
-        let namespace = orders.namespace();
+        let namespace = orders.namespace().to_string();
         let result = client
             .bulk_write([
                 ClientWriteModel::new(&namespace, InsertOneModel::new(doc! { "_id": 4 })),

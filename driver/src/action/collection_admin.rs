@@ -12,6 +12,7 @@ use crate::collection_management::{
     DropDatabaseOptions, IndexOptionDefaults, TimeseriesOptions, ValidationAction, ValidationLevel,
 };
 use crate::concern::WriteConcern;
+use crate::crud::Namespace;
 use crate::database::Database;
 use crate::error::Error;
 use crate::error::Result;
@@ -138,8 +139,8 @@ impl<'a, T> IntoFuture for RenameCollection<'a, T> {
             let write_concern = collection.concerns().write_concern(None, self.session)?;
             let database = collection.database();
             let mut command = doc! {
-                "renameCollection": collection.namespace(),
-                "to": format!("{}.{}", database.name(), self.to),
+                "renameCollection": collection.namespace().to_string(),
+                "to": Namespace::new(database.name(), &self.to).to_string(),
             };
             if self.drop_target {
                 command.insert("dropTarget", true);

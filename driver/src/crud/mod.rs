@@ -11,6 +11,7 @@
 pub mod bulk_write;
 pub mod client_bulk_write;
 mod collation;
+mod namespace;
 pub(crate) mod read;
 pub(crate) mod run_command;
 pub(crate) mod write;
@@ -19,6 +20,7 @@ pub use bulk_write::{DeleteResult, InsertManyResult, InsertOneResult, UpdateResu
 pub use collation::{
     Collation, CollationAlternate, CollationCaseFirst, CollationMaxVariable, CollationStrength,
 };
+pub use namespace::Namespace;
 pub use run_command::RunCursorCommandOptions;
 
 use std::time::Duration;

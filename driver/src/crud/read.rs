@@ -4,7 +4,8 @@
 
 use bson::{doc, Bson, Document, RawDocumentBuf};
 
-use super::write::{Namespace, WriteReply};
+use super::write::WriteReply;
+use super::Namespace;
 use super::{AggregateOptions, CursorType, FindOptions, TimeoutMode};
 use crate::bson_util::{insert_present, millis};
 use crate::concern::{ReadConcern, WriteConcern};
@@ -69,7 +70,7 @@ impl Operation for Find<'_> {
     fn build(&mut self, _hello: &HelloReply) -> Result<Command> {
         let options = &self.options;
         let mut body = doc! {
-            "find": self.namespace.collection.as_str(),
+            "find": self.namespace.coll.as_str(),
             "filter": self.filter.clone(),
         };
         // A negative limit asks for one batch of at most that many (CRUD spec, "Find").
@@ -140,7 +141,7 @@ impl Operation for Find<'_> {
                 ("let", document(&options.let_vars)),
             ],
         );
-        Ok(Command::new(self.namespace.database.as_str(), body))
+        Ok(Command::new(self.namespace.db.as_str(), body))
     }
 
     fn handle_reply(
@@ -152,8 +153,8 @@ impl Operation for Find<'_> {
         let namespace = self.namespace;
         let mut spec = CursorSpec::new(
             &context,
-            &namespace.database,
-            &namespace.collection,
+            &namespace.db,
+            &namespace.coll,
             self.options.batch_size,
         );
         if self.options.cursor_type == Some(CursorType::TailableAwait) {

@@ -8,7 +8,7 @@ use bson::{doc, Bson, Document, RawDocument, RawDocumentBuf};
 use serde::Serialize;
 
 use super::bulk_write::BulkWriteOptions;
-use super::{Collation, FindAndModifyOptions, Hint, ReturnDocument, WriteOptions};
+use super::{Collation, FindAndModifyOptions, Hint, Namespace, ReturnDocument, WriteOptions};
 use crate::bson_serializer::{serialize_noting_id, IdElement};
 use crate::bson_util::{insert_present, millis};
 use crate::concern::WriteConcern;
@@ -17,13 +17,6 @@ use crate::handshake::HelloReply;
 use crate::operation::{Command, Operation, ReplyContext, Target};
 use crate::retry::Retryability;
 use crate::wire::DocumentSequence;
-
-/// `database.collection`.
-#[derive(Debug, Clone)]
-pub(crate) struct Namespace {
-    pub database: String,
-    pub collection: String,
-}
 
 /// What a write command's reply says (CRUD spec, "Write results").
 #[derive(Debug, Clone, Default)]
@@ -560,7 +553,7 @@ impl Operation for WriteBatch<'_> {
         let kind = self.kind;
         let options = self.options;
         let mut body = doc! {
-            kind.command(): self.namespace.collection.as_str(),
+            kind.command(): self.namespace.coll.as_str(),
             "ordered": options.ordered.unwrap_or(true),
         };
         let write_concern = self
@@ -595,7 +588,7 @@ impl Operation for WriteBatch<'_> {
             .map(|statement| std::mem::take(&mut statement.document))
             .collect();
         Ok(Command {
-            database: self.namespace.database.clone(),
+            database: self.namespace.db.clone(),
             body,
             sequences: vec![DocumentSequence::new(kind.sequence(), batch)],
         })
@@ -678,7 +671,7 @@ impl Operation for FindAndModify<'_> {
     fn build(&mut self, _hello: &HelloReply) -> Result<Command> {
         let options = self.options;
         let mut body = doc! {
-            "findAndModify": self.namespace.collection.as_str(),
+            "findAndModify": self.namespace.coll.as_str(),
             "query": self.filter.clone(),
         };
         match &self.action {
@@ -721,7 +714,7 @@ impl Operation for FindAndModify<'_> {
         if let Some(concern) = self.write_concern.filter(|concern| !concern.is_empty()) {
             body.insert("writeConcern", concern.to_document());
         }
-        Ok(Command::new(self.namespace.database.as_str(), body))
+        Ok(Command::new(self.namespace.db.as_str(), body))
     }
 
     fn handle_reply(
@@ -917,10 +910,7 @@ mod tests {
     }
 
     fn namespace() -> Namespace {
-        Namespace {
-            database: "db".into(),
-            collection: "coll".into(),
-        }
+        Namespace::new("db", "coll")
     }
 
     fn inserts(sizes: &[usize]) -> Vec<Statement> {

@@ -8,7 +8,8 @@ use serde::Serialize;
 
 use super::{add_count, BulkWriteOptions, BulkWriteResult, WriteModel};
 use crate::concern::WriteConcern;
-use crate::crud::write::{Namespace, Spelling, Statement, WriteBatch, WriteKind, WriteReply};
+use crate::crud::write::{Spelling, Statement, WriteBatch, WriteKind, WriteReply};
+use crate::crud::Namespace;
 use crate::error::{
     BulkWriteFailure, Error, ErrorKind, IndexedWriteError, Result, WriteConcernError, WriteFailure,
 };
