@@ -355,16 +355,18 @@ impl<'de> Deserialize<'de> for CommitQuorum {
 ///
 /// ```
 /// use anymongo::bson::doc;
-/// use anymongo::index_management::SearchIndexModel;
-/// let model = SearchIndexModel {
-///     definition: doc! { "mappings": { "dynamic": true } },
-///     name: Some("by_everything".into()),
-///     ..SearchIndexModel::default()
-/// };
-/// assert_eq!(model.index_type, None);
+/// use anymongo::{SearchIndexModel, SearchIndexType};
+/// let model = SearchIndexModel::builder()
+///     .definition(doc! { "mappings": { "dynamic": true } })
+///     .name("by_everything".to_string())
+///     .index_type(SearchIndexType::Search)
+///     .build();
+/// assert_eq!(model.name.as_deref(), Some("by_everything"));
 /// ```
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, typed_builder::TypedBuilder)]
+#[builder(field_defaults(default, setter(into)))]
 #[serde(default)]
+#[non_exhaustive]
 pub struct SearchIndexModel {
     /// What the index describes; its syntax depends on the index's type (see MongoDB's
     /// `createSearchIndexes` command).
@@ -372,10 +374,23 @@ pub struct SearchIndexModel {
     /// The index's name; the server names it `default` when unset.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
-    /// `type`: `"search"` for a standard search index (the server's default when
-    /// unset), `"vectorSearch"` for a vector search index.
+    /// `type`: a standard search index (the server's default when unset) or a vector
+    /// search index.
     #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
-    pub index_type: Option<String>,
+    pub index_type: Option<SearchIndexType>,
+}
+
+/// The `type` of a search index.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum SearchIndexType {
+    /// `search`: an Atlas Search index.
+    Search,
+    /// `vectorSearch`: an Atlas Vector Search index.
+    VectorSearch,
+    /// Another type, named as the server names it.
+    #[serde(untagged)]
+    Other(String),
 }
 
 /// What [`Collection::create_index`] returns.
@@ -667,17 +682,16 @@ mod tests {
 
     #[test]
     fn a_search_index_model_sends_only_what_is_set() {
-        let model = SearchIndexModel {
-            definition: doc! { "mappings": { "dynamic": true } },
-            ..SearchIndexModel::default()
-        };
+        let model = SearchIndexModel::builder()
+            .definition(doc! { "mappings": { "dynamic": true } })
+            .build();
         assert_eq!(
             bson::serialize_to_document(&model).unwrap(),
             doc! { "definition": { "mappings": { "dynamic": true } } }
         );
         let vector = SearchIndexModel {
             name: Some("v".into()),
-            index_type: Some("vectorSearch".into()),
+            index_type: Some(SearchIndexType::VectorSearch),
             ..model
         };
         assert_eq!(

@@ -131,11 +131,11 @@ pub use change_stream::{
 pub use client::Client;
 pub use collection::Collection;
 pub use crud::Namespace;
-pub use cursor::{Cursor, SessionCursor};
+pub use cursor::{Cursor, SessionCursor, SessionCursorStream};
 pub use database::Database;
 pub use error::{CommandError, Error, ErrorKind, Result};
-pub use index_management::{IndexModel, SearchIndexModel};
-pub use sdam::ServerType;
+pub use index_management::{IndexModel, SearchIndexModel, SearchIndexType};
+pub use sdam::{ServerType, TopologyType};
 pub use selection::ServerInfo;
-pub use session::ClientSession;
+pub use session::{ClientSession, ClusterTime};
 pub use uri::{ClientOptions, ServerAddress};

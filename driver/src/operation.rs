@@ -31,7 +31,7 @@ use crate::sdam::topology::ErrorPhase;
 use crate::sdam::{ServerType, TopologyDescription, TopologyType};
 use crate::selection::{Criteria, ReadPreference, SelectionCriteria};
 use crate::session::{
-    ClientSession, ClusterTime, PendingAbort, Pin, ServerSession, ServerSessionPool,
+    ClientSession, LatestClusterTime, PendingAbort, Pin, ServerSession, ServerSessionPool,
 };
 use crate::signal::lock;
 use crate::srv::SeedList;
@@ -53,7 +53,7 @@ pub(crate) struct Executor {
     /// Server sessions for reuse (Driver Sessions spec, "Server Session Pool").
     sessions: ServerSessionPool,
     /// The highest `$clusterTime` a server reported.
-    cluster_time: ClusterTime,
+    cluster_time: LatestClusterTime,
     /// Cursors dropped unexhausted with no runtime to kill them at once: killed before
     /// the next operation.
     pending_kills: Mutex<Vec<PendingKill>>,
@@ -609,7 +609,7 @@ impl Executor {
             topology,
             commands,
             sessions: ServerSessionPool::default(),
-            cluster_time: ClusterTime::default(),
+            cluster_time: LatestClusterTime::default(),
             pending_kills: Mutex::new(Vec::new()),
             pending_aborts: Mutex::new(Vec::new()),
         }

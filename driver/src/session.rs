@@ -10,12 +10,14 @@
 //! The client also gossips the cluster time: it keeps the highest `$clusterTime` any
 //! server reported and sends it with every command.
 
+use std::borrow::Borrow;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bson::spec::BinarySubtype;
 use bson::{doc, Binary, Bson, Document, RawDocument, Timestamp};
+use serde::{Deserialize, Serialize};
 
 use crate::cluster::{PinnedConnection, Server};
 use crate::error::{Error, Result};
@@ -145,13 +147,14 @@ impl ServerSessionPool {
     }
 }
 
-/// The highest `$clusterTime` seen (spec, "Gossipping the cluster time").
+/// The highest `$clusterTime` the client has seen (spec, "Gossipping the cluster
+/// time").
 #[derive(Debug, Default)]
-pub(crate) struct ClusterTime {
+pub(crate) struct LatestClusterTime {
     latest: Mutex<Option<Document>>,
 }
 
-impl ClusterTime {
+impl LatestClusterTime {
     /// The highest cluster time seen so far.
     pub fn get(&self) -> Option<Document> {
         lock(&self.latest).clone()
@@ -160,6 +163,20 @@ impl ClusterTime {
     /// Keeps `candidate` if it is later than the one held.
     pub fn advance(&self, candidate: &Document) {
         advance(&mut lock(&self.latest), candidate);
+    }
+}
+
+/// A deployment's logical time: the `$clusterTime` the servers gossip (Driver Sessions
+/// spec, "Gossipping the cluster time"), as [`ClientSession::cluster_time`] returns it
+/// and [`ClientSession::advance_cluster_time`] takes it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct ClusterTime(Document);
+
+impl ClusterTime {
+    /// Its `clusterTime` timestamp.
+    pub fn timestamp(&self) -> Option<Timestamp> {
+        timestamp_of(&self.0)
     }
 }
 
@@ -528,8 +545,11 @@ impl ClientSession {
     }
 
     /// The latest cluster time this session has seen.
-    pub fn cluster_time(&self) -> Option<Document> {
-        lock(&self.inner.state).cluster_time.clone()
+    pub fn cluster_time(&self) -> Option<ClusterTime> {
+        lock(&self.inner.state)
+            .cluster_time
+            .clone()
+            .map(ClusterTime)
     }
 
     /// The `operationTime` of the last reply in this session.
@@ -538,8 +558,25 @@ impl ClientSession {
     }
 
     /// Advances the session's cluster time to `cluster_time` if it is later (spec,
-    /// "advanceClusterTime"); the client's is left alone.
-    pub fn advance_cluster_time(&self, cluster_time: &Document) {
+    /// "advanceClusterTime"); the client's is left alone. With
+    /// [`advance_operation_time`](Self::advance_operation_time), this makes a session
+    /// causally consistent with another's operations:
+    ///
+    /// ```no_run
+    /// # async fn example(client: anymongo::Client) -> anymongo::Result<()> {
+    /// let first = client.start_session().await?;
+    /// // … operations in `first` …
+    /// let second = client.start_session().await?;
+    /// if let (Some(cluster_time), Some(operation_time)) =
+    ///     (first.cluster_time(), first.operation_time())
+    /// {
+    ///     second.advance_cluster_time(&cluster_time);
+    ///     second.advance_operation_time(operation_time);
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn advance_cluster_time(&self, cluster_time: impl Borrow<ClusterTime>) {
+        let cluster_time = &cluster_time.borrow().0;
         advance(&mut lock(&self.inner.state).cluster_time, cluster_time);
     }
 
@@ -633,7 +670,7 @@ impl ClientSession {
     pub(crate) fn observe_reply(&self, reply: &RawDocument) {
         if let Some(cluster_time) = cluster_time_of(reply) {
             self.inner.executor.advance_cluster_time(&cluster_time);
-            self.advance_cluster_time(&cluster_time);
+            advance(&mut lock(&self.inner.state).cluster_time, &cluster_time);
         }
         if let Ok(operation_time) = reply.get_timestamp("operationTime") {
             self.advance_operation_time(operation_time);
@@ -654,7 +691,8 @@ impl ClientSession {
 
     /// The `$clusterTime` to send: the later of the client's and the session's.
     pub(crate) fn cluster_time_to_send(&self) -> Option<Document> {
-        later_cluster_time(self.inner.executor.cluster_time(), self.cluster_time())
+        let own = lock(&self.inner.state).cluster_time.clone();
+        later_cluster_time(self.inner.executor.cluster_time(), own)
     }
 
     /// The connection the session's transaction is pinned to (load-balanced mode).
@@ -906,7 +944,7 @@ mod tests {
 
     #[test]
     fn cluster_time_only_advances() {
-        let clock = ClusterTime::default();
+        let clock = LatestClusterTime::default();
         let t = |time, increment| doc! { "clusterTime": Timestamp { time, increment }, "signature": {} };
         clock.advance(&t(5, 1));
         clock.advance(&t(4, 9));

@@ -48,6 +48,10 @@ pub const PROGRAMS: &[(&str, Program)] = &[
         Box::pin(session_docs::and_run2_runs_a_transaction(uri))
     }),
     (
+        "ClientSession: a session advanced to another reads its writes",
+        |uri| Box::pin(session_docs::a_session_advanced_to_another_reads_its_writes(uri)),
+    ),
+    (
         "gridfs: a file is uploaded and downloaded as streams",
         |uri| {
             Box::pin(gridfs_docs::a_file_is_uploaded_and_downloaded_as_streams(
@@ -346,6 +350,30 @@ pub mod session_docs {
             .await?;
         assert_eq!(inserted, 1);
         assert_eq!(coll.count_documents(doc! {}).await?, 1);
+        Ok(())
+    }
+
+    /// Two sessions, the second made causally consistent with the first by its
+    /// cluster and operation times: the second reads the first one's write.
+    pub async fn a_session_advanced_to_another_reads_its_writes(uri: &str) -> Result<()> {
+        let db = fresh_database(uri, "official_causal").await;
+        let client = db.client().clone();
+        let coll = db.collection::<Document>("items");
+        let mut session1 = client.start_session().causal_consistency(true).await?;
+        coll.insert_one(doc! { "x": 1 })
+            .session(&mut session1)
+            .await?;
+        let mut session2 = client.start_session().causal_consistency(true).await?;
+        assert!(session2.cluster_time().is_none());
+        session2.advance_cluster_time(session1.cluster_time().unwrap());
+        session2.advance_operation_time(session1.operation_time().unwrap());
+        assert_eq!(session2.cluster_time(), session1.cluster_time());
+        assert_eq!(session2.operation_time(), session1.operation_time());
+        let found = coll
+            .find_one(doc! { "x": 1 })
+            .session(&mut session2)
+            .await?;
+        assert!(found.is_some());
         Ok(())
     }
 }

@@ -159,11 +159,10 @@ impl<T> Collection<T> {
     /// ```no_run
     /// # async fn example(movies: anymongo::Collection<anymongo::bson::Document>) -> anymongo::Result<()> {
     /// use anymongo::bson::doc;
-    /// use anymongo::index_management::SearchIndexModel;
-    /// let model = SearchIndexModel {
-    ///     definition: doc! { "mappings": { "dynamic": true } },
-    ///     ..SearchIndexModel::default()
-    /// };
+    /// use anymongo::SearchIndexModel;
+    /// let model = SearchIndexModel::builder()
+    ///     .definition(doc! { "mappings": { "dynamic": true } })
+    ///     .build();
     /// let name = movies.create_search_index(model).await?;
     /// # Ok(()) }
     /// ```
@@ -182,11 +181,10 @@ impl<T> Collection<T> {
     /// ```no_run
     /// # async fn example(movies: anymongo::Collection<anymongo::bson::Document>) -> anymongo::Result<()> {
     /// use anymongo::bson::doc;
-    /// use anymongo::index_management::SearchIndexModel;
-    /// let model = SearchIndexModel {
-    ///     definition: doc! { "mappings": { "dynamic": true } },
-    ///     ..SearchIndexModel::default()
-    /// };
+    /// use anymongo::SearchIndexModel;
+    /// let model = SearchIndexModel::builder()
+    ///     .definition(doc! { "mappings": { "dynamic": true } })
+    ///     .build();
     /// let names = movies.create_search_indexes([model]).await?;
     /// # Ok(()) }
     /// ```
