@@ -5,11 +5,12 @@
 //! always go to the primary: `listDatabases` and `listCollections` take no read
 //! preference.
 
-use bson::{doc, Bson, Document};
+use bson::{doc, Binary, Bson, Document};
 use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::bson_util::insert_present;
 use crate::client::Client;
+use crate::collection_management::CreateCollectionOptions;
 use crate::crud::run_command::{RunCommand, RunCursorCommand, RunCursorCommandOptions};
 use crate::cursor::Cursor;
 use crate::database::Database;
@@ -34,26 +35,26 @@ pub struct ListDatabasesOptions {
 /// One database as `listDatabases` describes it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct DatabaseSpecification {
     /// The database's name.
     pub name: String,
-    /// Its size on disk in bytes.
-    #[serde(default, deserialize_with = "lenient_i64")]
-    pub size_on_disk: Option<i64>,
+    /// Its size on disk in bytes (0 when the server does not say).
+    #[serde(default, deserialize_with = "lenient_u64")]
+    pub size_on_disk: u64,
     /// Whether it holds no data.
     #[serde(default)]
-    pub empty: Option<bool>,
+    pub empty: bool,
     /// On a sharded cluster, each shard's part of it.
     #[serde(default)]
     pub shards: Option<Document>,
 }
 
 /// A size the server may send as an int32, an int64 or a double.
-fn lenient_i64<'de, D: Deserializer<'de>>(
-    deserializer: D,
-) -> std::result::Result<Option<i64>, D::Error> {
+fn lenient_u64<'de, D: Deserializer<'de>>(deserializer: D) -> std::result::Result<u64, D::Error> {
     let value = Option::<Bson>::deserialize(deserializer)?;
-    Ok(value.as_ref().and_then(crate::bson_util::as_i64))
+    let size = value.as_ref().and_then(crate::bson_util::as_i64);
+    Ok(size.and_then(|size| u64::try_from(size).ok()).unwrap_or(0))
 }
 
 /// Options of [`Database::list_collections`] and [`Database::list_collection_names`]
@@ -82,21 +83,61 @@ pub struct ListCollectionsOptions {
 /// One collection (or view) as `listCollections` describes it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct CollectionSpecification {
     /// The collection's name.
     pub name: String,
-    /// `collection`, `view` or `timeseries`.
+    /// A collection, a view or a time series collection.
     #[serde(rename = "type", default)]
-    pub kind: Option<String>,
-    /// The options it was created with (capped, validator, viewOn...).
-    #[serde(default)]
-    pub options: Document,
+    pub collection_type: CollectionType,
+    /// The options it was created with (capped, validator, viewOn...). Options the
+    /// driver cannot read (a server newer than it, say) leave them at their defaults
+    /// rather than fail the listing: list with
+    /// [`clone_with_type`](crate::Cursor::with_type) to `Document` to see them as sent.
+    #[serde(default, deserialize_with = "lenient_options")]
+    pub options: CreateCollectionOptions,
     /// Its `readOnly` flag and `uuid`.
     #[serde(default)]
-    pub info: Document,
+    pub info: CollectionSpecificationInfo,
     /// The specification of its `_id` index, if it has one.
     #[serde(default)]
     pub id_index: Option<Document>,
+}
+
+/// What [`CollectionSpecification::collection_type`] says a listed name is.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub enum CollectionType {
+    /// A view (`viewOn` and `pipeline` in its options).
+    View,
+    /// A collection.
+    #[default]
+    Collection,
+    /// A time series collection.
+    Timeseries,
+    /// Another kind, named as the server names it.
+    #[serde(untagged)]
+    Other(String),
+}
+
+/// The `info` of a [`CollectionSpecification`].
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+#[non_exhaustive]
+pub struct CollectionSpecificationInfo {
+    /// Whether the collection is read-only (a view is).
+    pub read_only: bool,
+    /// The collection's UUID; a view has none.
+    pub uuid: Option<Binary>,
+}
+
+/// A collection's options as listed, or the defaults when they cannot be read.
+fn lenient_options<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> std::result::Result<CreateCollectionOptions, D::Error> {
+    let options = Document::deserialize(deserializer)?;
+    Ok(bson::deserialize_from_document(options).unwrap_or_default())
 }
 
 impl Client {
@@ -227,4 +268,40 @@ pub(crate) async fn names(cursor: Cursor<Document>) -> Result<Vec<String>> {
                 .map_err(|_| Error::bson("a listing reply with an item that has no name"))
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn listed_collections_are_read_with_their_kind_and_options() {
+        let view: CollectionSpecification = bson::deserialize_from_document(doc! {
+            "name": "recent", "type": "view",
+            "options": { "viewOn": "orders", "pipeline": [{ "$limit": 5 }] },
+            "info": { "readOnly": true },
+        })
+        .unwrap();
+        assert_eq!(view.collection_type, CollectionType::View);
+        assert_eq!(view.options.view_on.as_deref(), Some("orders"));
+        assert!(view.info.read_only && view.info.uuid.is_none());
+
+        // A kind and options this driver does not know are listed all the same.
+        let odd: CollectionSpecification = bson::deserialize_from_document(doc! {
+            "name": "odd", "type": "someday", "options": { "capped": "not a flag" },
+        })
+        .unwrap();
+        assert_eq!(odd.collection_type, CollectionType::Other("someday".into()));
+        assert_eq!(odd.options, CreateCollectionOptions::default());
+    }
+
+    #[test]
+    fn listed_database_sizes_are_read_from_any_number() {
+        let database: DatabaseSpecification = bson::deserialize_from_document(doc! {
+            "name": "shop", "sizeOnDisk": 8192.0, "empty": false,
+        })
+        .unwrap();
+        assert_eq!(database.size_on_disk, 8192);
+        assert!(!database.empty);
+    }
 }

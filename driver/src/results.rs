@@ -17,4 +17,7 @@ pub use crate::crud::bulk_write::{
     BulkWriteResult, ClientBulkWriteResult, DeleteResult, InsertManyResult, InsertOneResult,
     UpdateResult, VerboseResults,
 };
+pub use crate::enumerate::{
+    CollectionSpecification, CollectionSpecificationInfo, CollectionType, DatabaseSpecification,
+};
 pub use crate::index_management::{CreateIndexResult, CreateIndexesResult};

@@ -8,12 +8,13 @@
 
 use std::time::Duration;
 
-use anymongo::bson::{doc, Bson, Document};
+use anymongo::bson::{doc, Document};
 use anymongo::error::{ErrorKind, WriteFailure};
 use anymongo::options::{
     CreateCollectionOptions, IndexOptions, TimeseriesGranularity, TimeseriesOptions,
     ValidationAction, ValidationLevel,
 };
+use anymongo::results::CollectionType;
 use anymongo::{Client, Database, IndexModel};
 use anymongo_tests::server;
 use futures::TryStreamExt;
@@ -116,14 +117,12 @@ async fn collections_are_created_with_setters_or_with_options() -> anymongo::err
     let names: Vec<&str> = created.iter().map(|c| c.name.as_str()).collect();
     assert_eq!(names, ["events", "log"]);
     for spec in &created {
-        assert_eq!(spec.options.get_bool("capped").ok(), Some(true), "{spec:?}");
+        assert_eq!(spec.options.capped, Some(true), "{spec:?}");
+        assert_eq!(spec.collection_type, CollectionType::Collection, "{spec:?}");
     }
     let events = created.iter().find(|c| c.name == "events").unwrap();
-    let max = events.options.get("max");
-    assert!(
-        matches!(max, Some(Bson::Int32(100) | Bson::Int64(100))),
-        "{events:?}"
-    );
+    assert_eq!(events.options.max, Some(100), "{events:?}");
+    assert_eq!(events.options.size, Some(64 * 1024), "{events:?}");
 
     // Creating it again is NamespaceExists.
     let again = db.create_collection("log").await.unwrap_err();
@@ -176,14 +175,14 @@ async fn a_timeseries_collection_is_created_from_its_options() -> anymongo::erro
     // SecantusDB keeps the options but lists the collection as a plain one (MongoDB
     // says `timeseries`), so the kind is not checked: the options the driver sent are.
     assert_eq!(
-        spec.options.get_i64("expireAfterSeconds").ok(),
-        Some(86_400)
+        spec.options.expire_after_seconds,
+        Some(Duration::from_secs(86_400))
     );
-    let timeseries = spec.options.get_document("timeseries").unwrap();
-    assert_eq!(timeseries.get_str("timeField").ok(), Some("at"), "{spec:?}");
+    let timeseries = spec.options.timeseries.as_ref().unwrap();
+    assert_eq!(timeseries.time_field, "at", "{spec:?}");
     assert_eq!(
-        timeseries.get_str("granularity").ok(),
-        Some("minutes"),
+        timeseries.granularity,
+        Some(TimeseriesGranularity::Minutes),
         "{spec:?}"
     );
     Ok(())

@@ -27,7 +27,7 @@ impl Client {
     /// ```no_run
     /// # async fn example(client: anymongo::Client) -> anymongo::Result<()> {
     /// for database in client.list_databases().await? {
-    ///     println!("{} ({:?} bytes)", database.name, database.size_on_disk);
+    ///     println!("{} ({} bytes)", database.name, database.size_on_disk);
     /// }
     /// # Ok(()) }
     /// ```
