@@ -430,10 +430,11 @@ pub(crate) fn is_resumable(error: &Error, max_wire_version: Option<i32>) -> bool
         ErrorKind::InvalidArgument { .. }
         | ErrorKind::Authentication { .. }
         | ErrorKind::IncompatibleServer { .. }
-        | ErrorKind::Bson { .. }
+        | ErrorKind::BsonDeserialization(_)
+        | ErrorKind::BsonSerialization(_)
         | ErrorKind::Write(_)
         | ErrorKind::InsertMany(_)
-        | ErrorKind::BulkWrite(_) => false,
+        | ErrorKind::CollectionBulkWrite(_) => false,
         _ => true,
     }
 }
@@ -564,13 +565,7 @@ impl ResumeState {
     ) -> Result<()> {
         let id = match document.get_document("_id").map(Document::try_from) {
             Ok(Ok(id)) => id,
-            _ => {
-                return Err(Error::invalid_argument(
-                    "cannot provide resume functionality when the resume token is missing: \
-                     a change event has no _id (a pipeline stage of the change stream removed \
-                     or changed it)",
-                ))
-            }
+            _ => return Err(Error::new(crate::error::ErrorKind::MissingResumeToken)),
         };
         self.token = match (last_of_batch, post_batch_resume_token) {
             (true, Some(token)) => Some(token.clone()),
@@ -1205,14 +1200,10 @@ mod tests {
         assert!(is_resumable(&server_error(43, &[]), Some(21)));
         assert!(is_resumable(&server_error(43, &[]), Some(6)));
         // Not a server error: yes, unless resuming would meet it again.
-        let network = Error::new(ErrorKind::Network {
-            address: "a:1".into(),
-            io_kind: std::io::ErrorKind::ConnectionReset,
-            message: "reset".into(),
-        });
+        let network = Error::network("a:1", std::io::ErrorKind::ConnectionReset, "reset");
         assert!(is_resumable(&network, Some(21)));
         assert!(!is_resumable(&Error::invalid_argument("ended"), Some(21)));
-        assert!(!is_resumable(&Error::bson("no fit"), Some(21)));
+        assert!(!is_resumable(&Error::deserialization("no fit"), Some(21)));
     }
 
     fn options(document: Document) -> ChangeStreamOptions {

@@ -645,7 +645,7 @@ impl<T: DeserializeOwned + 'static> Collection<T> {
 /// driver's [`ErrorKind::InsertMany`], also inside a timeout error it caused.
 fn insert_many_error(mut error: Error) -> Error {
     match &mut *error.kind {
-        ErrorKind::BulkWrite(failure) => {
+        ErrorKind::CollectionBulkWrite(failure) => {
             let failure = std::mem::take(failure);
             *error.kind = ErrorKind::InsertMany(failure.into());
         }

@@ -222,17 +222,15 @@ impl InFlight<'_> {
 impl Drop for InFlight<'_> {
     fn drop(&mut self) {
         if self.command.is_some() {
-            let abandoned = Error::new(ErrorKind::Network {
-                address: self
-                    .command
+            let abandoned = Error::network(
+                self.command
                     .as_ref()
                     .map(|(info, _)| info.connection.address.to_string())
                     .unwrap_or_default(),
-                io_kind: std::io::ErrorKind::Interrupted,
-                message:
-                    "the operation was abandoned before the reply came; the connection is closed"
-                        .to_owned(),
-            });
+                std::io::ErrorKind::Interrupted,
+                "the operation was abandoned before the reply came; the connection is closed"
+                    .to_owned(),
+            );
             let in_flight = InFlight {
                 monitor: self.monitor,
                 clock: self.clock,

@@ -250,7 +250,7 @@ impl Connection {
             Some(None) => error,
             None if settings.proxy.is_some() && !tunnel_open.load(Ordering::Relaxed) => error,
             None => match &*error.kind {
-                ErrorKind::Network { .. } | ErrorKind::Timeout { .. } => error
+                ErrorKind::Io(_) | ErrorKind::Timeout { .. } => error
                     .with_label(SYSTEM_OVERLOADED_ERROR)
                     .with_label(RETRYABLE_ERROR),
                 _ => error,
@@ -623,11 +623,11 @@ impl Connection {
 
     /// The error of a connection closed for good after an earlier failure.
     fn closed_error(&self) -> Error {
-        Error::new(ErrorKind::Network {
-            address: self.address.clone(),
-            io_kind: std::io::ErrorKind::NotConnected,
-            message: "connection was closed after an earlier error".into(),
-        })
+        Error::network(
+            self.address.clone(),
+            std::io::ErrorKind::NotConnected,
+            "connection was closed after an earlier error",
+        )
     }
 
     async fn write_and_read(
@@ -733,11 +733,11 @@ impl Connection {
         while !buf.is_empty() {
             match self.stream.read(buf).await {
                 Ok(0) => {
-                    return Err(Error::new(ErrorKind::Network {
-                        address: self.address.clone(),
-                        io_kind: std::io::ErrorKind::UnexpectedEof,
-                        message: "the server closed the connection".into(),
-                    }))
+                    return Err(Error::network(
+                        self.address.clone(),
+                        std::io::ErrorKind::UnexpectedEof,
+                        "the server closed the connection",
+                    ))
                 }
                 Ok(n) => buf = &mut buf[n..],
                 Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
@@ -748,10 +748,7 @@ impl Connection {
     }
 
     fn protocol_error(&self, error: wire::WireError) -> Error {
-        Error::new(ErrorKind::Protocol {
-            address: self.address.clone(),
-            error,
-        })
+        Error::invalid_response(self.address.clone(), error)
     }
 }
 
@@ -845,7 +842,7 @@ fn command_reply(reply: RawDocumentBuf) -> Result<Document> {
 /// raw bytes instead.
 pub(crate) fn reply_document(reply: &RawDocument) -> Result<Document> {
     Document::try_from(reply)
-        .map_err(|error| Error::bson(format!("the reply cannot be read: {error}")))
+        .map_err(|error| Error::deserialization(format!("the reply cannot be read: {error}")))
 }
 
 /// The reply of a command if it says `ok: 1`; otherwise the [`CommandError`] it
@@ -1114,7 +1111,7 @@ mod tests {
         assert!(
             matches!(
                 &*error.kind,
-                ErrorKind::Protocol {
+                ErrorKind::InvalidResponse {
                     error: wire::WireError::ResponseToMismatch { .. },
                     ..
                 }
@@ -1126,10 +1123,7 @@ mod tests {
         assert!(
             matches!(
                 &*again.kind,
-                ErrorKind::Network {
-                    io_kind: io::ErrorKind::NotConnected,
-                    ..
-                }
+                ErrorKind::Io(error) if error.kind() == io::ErrorKind::NotConnected
             ),
             "{again}"
         );
@@ -1153,7 +1147,7 @@ mod tests {
         assert!(
             matches!(
                 &*error.kind,
-                ErrorKind::Protocol {
+                ErrorKind::InvalidResponse {
                     error: wire::WireError::UnexpectedMoreToCome,
                     ..
                 }
@@ -1225,7 +1219,7 @@ mod tests {
         assert!(
             matches!(
                 &*error.kind,
-                ErrorKind::Protocol {
+                ErrorKind::InvalidResponse {
                     error: wire::WireError::FrameTooLarge { max: 1000, .. },
                     ..
                 }
@@ -1261,7 +1255,7 @@ mod tests {
         assert!(
             matches!(
                 &*error.kind,
-                ErrorKind::Protocol {
+                ErrorKind::InvalidResponse {
                     error: wire::WireError::FrameTooLarge {
                         length: i32::MAX,
                         max: wire::MAX_MESSAGE_SIZE
@@ -1290,10 +1284,7 @@ mod tests {
         assert!(
             matches!(
                 &*error.kind,
-                ErrorKind::Network {
-                    io_kind: io::ErrorKind::UnexpectedEof,
-                    ..
-                }
+                ErrorKind::Io(error) if error.kind() == io::ErrorKind::UnexpectedEof
             ),
             "{error}"
         );
@@ -1330,10 +1321,7 @@ mod tests {
         assert!(
             matches!(
                 &*error.kind,
-                ErrorKind::Network {
-                    io_kind: io::ErrorKind::UnexpectedEof,
-                    ..
-                }
+                ErrorKind::Io(error) if error.kind() == io::ErrorKind::UnexpectedEof
             ),
             "{error}"
         );
@@ -1443,7 +1431,7 @@ mod tests {
         // says nothing of the server's load (CMAP spec, "Backpressure-enabled").
         let refused = Script::default().then(|_| Some(vec![5, 0xFF]));
         let error = block_on(Connection::establish(&refused, &NO_TIMEOUTS, &settings)).unwrap_err();
-        assert!(matches!(&*error.kind, ErrorKind::Network { .. }), "{error}");
+        assert!(matches!(&*error.kind, ErrorKind::Io(_)), "{error}");
         assert!(
             error.to_string().contains("SOCKS5 proxy proxy.test:1080"),
             "{error}"
@@ -1459,7 +1447,7 @@ mod tests {
             Some(reply)
         });
         let error = connect(&cut_hello).unwrap_err();
-        assert!(matches!(&*error.kind, ErrorKind::Network { .. }), "{error}");
+        assert!(matches!(&*error.kind, ErrorKind::Io(_)), "{error}");
         assert!(error.contains_label(SYSTEM_OVERLOADED_ERROR), "{error:?}");
         let refused = Script::default().then(|frame| {
             Some(op_reply(
@@ -1589,7 +1577,7 @@ mod tests {
         assert!(
             matches!(
                 &*error.kind,
-                ErrorKind::Protocol {
+                ErrorKind::InvalidResponse {
                     error: wire::WireError::UncompressedSizeOutOfBounds { max: 984, .. },
                     ..
                 }

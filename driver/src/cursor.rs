@@ -231,12 +231,10 @@ impl Batch {
     /// Reads `cursor: { id, ns, firstBatch | nextBatch }` of a reply.
     pub fn from_reply(reply: &RawDocument, server: &ServerAddress) -> Result<Batch> {
         let malformed = |what: &str| {
-            Error::new(ErrorKind::Protocol {
-                address: server.to_string(),
-                error: crate::wire::WireError::MalformedDocument(format!(
-                    "cursor reply without {what}"
-                )),
-            })
+            Error::invalid_response(
+                server.to_string(),
+                crate::wire::WireError::MalformedDocument(format!("cursor reply without {what}")),
+            )
         };
         let cursor = reply
             .get_document("cursor")
@@ -739,7 +737,7 @@ impl<T: DeserializeOwned + 'static> Stream for Cursor<T> {
 /// ([`from_slice`](crate::bson_deserializer::from_slice): a `Document` as stored). This
 /// is why a cursor's `T` is `'static`: it needs `T`'s `TypeId`.
 pub(crate) fn deserialize<T: DeserializeOwned + 'static>(document: &RawDocument) -> Result<T> {
-    crate::bson_deserializer::from_slice(document.as_bytes()).map_err(Error::bson)
+    crate::bson_deserializer::from_slice(document.as_bytes()).map_err(Error::deserialization)
 }
 
 impl<T> Drop for Cursor<T> {

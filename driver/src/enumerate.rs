@@ -170,16 +170,15 @@ impl Client {
             .executor()
             .execute(operation, session, timeout.or(self.timeout()))
             .await?;
-        let databases = reply
-            .get_array("databases")
-            .map_err(|_| Error::bson("a listDatabases reply without a databases array"))?;
+        let databases = reply.get_array("databases").map_err(|_| {
+            Error::deserialization("a listDatabases reply without a databases array")
+        })?;
         databases
             .iter()
             .map(|database| match database {
-                Bson::Document(database) => {
-                    bson::deserialize_from_document(database.clone()).map_err(Error::bson)
-                }
-                _ => Err(Error::bson(
+                Bson::Document(database) => bson::deserialize_from_document(database.clone())
+                    .map_err(Error::deserialization),
+                _ => Err(Error::deserialization(
                     "a listDatabases reply with a non-document database",
                 )),
             })
@@ -263,9 +262,9 @@ pub(crate) async fn names(cursor: Cursor<Document>) -> Result<Vec<String>> {
     listed
         .iter()
         .map(|item| {
-            item.get_str("name")
-                .map(str::to_owned)
-                .map_err(|_| Error::bson("a listing reply with an item that has no name"))
+            item.get_str("name").map(str::to_owned).map_err(|_| {
+                Error::deserialization("a listing reply with an item that has no name")
+            })
         })
         .collect()
 }

@@ -5,9 +5,11 @@
 //! address), a TLS failure, a malformed reply, or an error the server returned
 //! (with its `code`, `codeName`, `errmsg` and `errorLabels`).
 
+use std::any::Any;
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::io;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::wire::WireError;
@@ -56,7 +58,7 @@ pub const RETRYABLE_WRITE_ERROR: &str = "RetryableWriteError";
 /// }
 /// # }
 /// ```
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct Error {
     /// What went wrong.
     pub kind: Box<ErrorKind>,
@@ -67,7 +69,7 @@ pub struct Error {
 // Every fallible call returns an `Error`: it stays two pointers wide.
 const _: () = assert!(std::mem::size_of::<Error>() == 2 * std::mem::size_of::<usize>());
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 struct Inner {
     /// The server's `errorLabels` for a command error, and those the driver added.
     labels: HashSet<String>,
@@ -76,10 +78,14 @@ struct Inner {
     service_id: Option<ObjectId>,
     /// The server's whole `ok: 0` reply, for an error the server returned.
     server_reply: Option<bson::Document>,
+    /// `host:port` of the server the error happened with, for the kinds whose
+    /// official shape has no field for it ([`ErrorKind::Io`],
+    /// [`ErrorKind::ConnectionPoolCleared`], [`ErrorKind::InvalidResponse`]).
+    address: Option<String>,
 }
 
 /// What went wrong.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 #[non_exhaustive]
 pub enum ErrorKind {
     /// An argument or option given to the driver is invalid (a malformed URI, say).
@@ -87,13 +93,23 @@ pub enum ErrorKind {
         /// What is wrong with it.
         message: String,
     },
-    /// Opening, reading or writing a connection failed.
-    Network {
-        /// `host:port` of the server.
-        address: String,
-        /// The I/O error kind reported by the transport.
-        io_kind: io::ErrorKind,
-        /// What the transport said.
+    /// Opening, reading or writing a connection failed: the transport's I/O error,
+    /// whose [`kind`](io::Error::kind) says how. [`Error::server_address`] is the
+    /// server's `host:port`.
+    ///
+    /// ```
+    /// # fn handle(error: anymongo::error::Error) {
+    /// use anymongo::error::ErrorKind;
+    /// if let ErrorKind::Io(io) = &*error.kind {
+    ///     eprintln!("{:?} with {:?}: {io}", io.kind(), error.server_address());
+    /// }
+    /// # }
+    /// ```
+    Io(Arc<io::Error>),
+    /// A DNS lookup failed: the SRV or TXT records of a `mongodb+srv` URI could not be
+    /// found or are not valid (Initial DNS Seedlist Discovery spec).
+    DnsResolve {
+        /// What failed.
         message: String,
     },
     /// A connection or an operation on it did not finish in time.
@@ -113,10 +129,11 @@ pub enum ErrorKind {
         message: String,
     },
     /// The server sent bytes that are not a valid reply; the connection was closed.
-    Protocol {
-        /// `host:port` of the server.
-        address: String,
-        /// What is wrong with the reply.
+    /// [`Error::server_address`] is the server's `host:port`.
+    InvalidResponse {
+        /// What is wrong with the reply, and the server's address.
+        message: String,
+        /// The same, structured (an addition to the official shape).
         error: WireError,
     },
     /// The server's wire version range does not overlap the driver's.
@@ -145,10 +162,9 @@ pub enum ErrorKind {
     /// The server's pool was cleared (after an error that made its connections
     /// suspect) while the operation waited for a connection, or before it asked: the
     /// CMAP spec's PoolClearedError. Retrying the operation is safe.
-    PoolCleared {
-        /// `host:port` of the server.
-        address: String,
-        /// Why the pool is unusable for now.
+    /// [`Error::server_address`] is the server's `host:port`.
+    ConnectionPoolCleared {
+        /// Which pool, and why it is unusable for now.
         message: String,
     },
     /// The server's pool is closed: the server left the topology or the client was
@@ -178,20 +194,48 @@ pub enum ErrorKind {
     InsertMany(InsertManyError),
     /// Some writes of a [`Collection::bulk_write`](crate::Collection::bulk_write)
     /// failed: every failure with the index of its write, and what succeeded before
-    /// (CRUD spec, "BulkWriteException").
-    BulkWrite(BulkWriteFailure),
+    /// (CRUD spec, "BulkWriteException"). An addition: the official crate has no
+    /// collection-level bulk write.
+    CollectionBulkWrite(BulkWriteFailure),
     /// A GridFS file is missing or corrupt.
     GridFs(crate::gridfs::GridFsError),
-    /// A [`crate::Client::bulk_write`] failed: a top-level error, or writes that
-    /// failed, or write concerns that were not satisfied, with what succeeded (Bulk
-    /// Write spec, "BulkWriteException").
-    ClientBulkWrite(ClientBulkWriteFailure),
-    /// A document from the server could not be turned into the application's type, or
-    /// an application value could not be turned into BSON.
-    Bson {
-        /// What did not fit.
+    /// A [`crate::Client::bulk_write`] failed: writes that failed, or write concerns
+    /// that were not satisfied, with what succeeded (Bulk Write spec,
+    /// "BulkWriteException"); the error that stopped it, if any, is
+    /// [`BulkWriteError::error`] and the whole error's
+    /// [`source`](std::error::Error::source).
+    BulkWrite(BulkWriteError),
+    /// A document from the server could not be turned into the application's type.
+    BsonDeserialization(bson::error::Error),
+    /// An application value could not be turned into BSON.
+    BsonSerialization(bson::error::Error),
+    /// Something the driver relies on did not hold: a bug in the driver.
+    Internal {
+        /// What did not hold.
         message: String,
     },
+    /// A session was asked of a deployment that does not support sessions.
+    SessionsNotSupported,
+    /// The TLS options given to the client are not valid (a certificate or key file
+    /// that cannot be read, say).
+    InvalidTlsConfig {
+        /// What is wrong with them.
+        message: String,
+    },
+    /// A transaction was used out of order: committed or aborted when none was
+    /// started, started twice, and the like.
+    Transaction {
+        /// What was done out of order.
+        message: String,
+    },
+    /// A change stream event came without its `_id` (the resume token, removed by a
+    /// `$project` say): the stream could not resume after it.
+    MissingResumeToken,
+    /// A value of the application's, made into an error with [`Error::custom`] (to
+    /// abort a transaction's callback, say); [`Error::get_custom`] gives it back.
+    Custom(Arc<dyn Any + Send + Sync>),
+    /// The client was shut down before the operation.
+    Shutdown,
     /// The operation's `timeoutMS` passed (Client Side Operations Timeout spec,
     /// "Errors"): the driver stopped all its work and returned. Whatever the deadline
     /// cut (a server selection, a check-out, a socket read) or the server reported for
@@ -314,7 +358,7 @@ impl From<BulkWriteFailure> for InsertManyError {
     }
 }
 
-/// The failure of a collection's bulk write: [`ErrorKind::BulkWrite`].
+/// The failure of a collection's bulk write: [`ErrorKind::CollectionBulkWrite`].
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct BulkWriteFailure {
     /// Every write that failed, by index (an ordered operation stops at the first).
@@ -326,13 +370,13 @@ pub struct BulkWriteFailure {
     pub write_result: crate::crud::bulk_write::BulkWriteResult,
 }
 
-/// The failure of a [`crate::Client::bulk_write`]: [`ErrorKind::ClientBulkWrite`]
+/// The failure of a [`crate::Client::bulk_write`]: [`ErrorKind::BulkWrite`]
 /// (Bulk Write spec, "BulkWriteException").
 ///
 /// A top-level error seen before any write was known to succeed or fail is returned
 /// as it is, not wrapped in this.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct ClientBulkWriteFailure {
+#[derive(Debug, Clone, Default)]
+pub struct BulkWriteError {
     /// The error that stopped the bulk write (a network error, a command error, a
     /// failed `getMore`...), if one did; [`Error::code`] and [`Error::labels`] of the
     /// whole error are its own.
@@ -376,8 +420,96 @@ impl Error {
                 labels,
                 service_id: None,
                 server_reply: None,
+                address: None,
             }),
         }
+    }
+
+    /// An error wrapping any value of the application's ([`ErrorKind::Custom`]): return
+    /// it from a transaction's callback to abort the transaction, and get the value
+    /// back with [`Error::get_custom`].
+    ///
+    /// ```
+    /// use anymongo::error::Error;
+    /// let error = Error::custom(String::from("out of stock"));
+    /// assert_eq!(error.get_custom::<String>().map(String::as_str), Some("out of stock"));
+    /// assert!(error.get_custom::<i32>().is_none());
+    /// ```
+    pub fn custom(value: impl Any + Send + Sync) -> Self {
+        Error::new(ErrorKind::Custom(Arc::new(value)))
+    }
+
+    /// The value given to [`Error::custom`], if this is a custom error holding an `E`.
+    pub fn get_custom<E: Any>(&self) -> Option<&E> {
+        match &*self.kind {
+            ErrorKind::Custom(value) => value.downcast_ref(),
+            _ => None,
+        }
+    }
+
+    /// `host:port` of the server the error happened with, when the error's kind has
+    /// no field for it: an [`ErrorKind::Io`], [`ErrorKind::ConnectionPoolCleared`] or
+    /// [`ErrorKind::InvalidResponse`] error. An addition to the official API.
+    pub fn server_address(&self) -> Option<&str> {
+        self.inner.address.as_deref()
+    }
+
+    /// The error with the address of the server it happened with.
+    fn at(mut self, address: impl fmt::Display) -> Self {
+        self.inner.address = Some(address.to_string());
+        self
+    }
+
+    /// An [`ErrorKind::Io`] error of `kind` with the server at `address`, for failures
+    /// the driver notices itself (the server closed the connection, say).
+    pub(crate) fn network(
+        address: impl fmt::Display,
+        kind: io::ErrorKind,
+        message: impl Into<String>,
+    ) -> Self {
+        Error::new(ErrorKind::Io(Arc::new(io::Error::new(
+            kind,
+            message.into(),
+        ))))
+        .at(address)
+    }
+
+    /// An [`ErrorKind::ConnectionPoolCleared`] error of the pool for `address`.
+    pub(crate) fn pool_cleared(address: impl fmt::Display, why: impl fmt::Display) -> Self {
+        Error::new(ErrorKind::ConnectionPoolCleared {
+            message: format!("the connection pool for {address} was cleared: {why}"),
+        })
+        .at(address)
+    }
+
+    /// An [`ErrorKind::InvalidResponse`] error: the server at `address` sent `error`.
+    pub(crate) fn invalid_response(address: impl fmt::Display, error: WireError) -> Self {
+        Error::new(ErrorKind::InvalidResponse {
+            message: format!("invalid reply from {address} (connection closed): {error}"),
+            error,
+        })
+        .at(address)
+    }
+
+    /// An [`ErrorKind::Transaction`] error.
+    pub(crate) fn transaction(message: impl Into<String>) -> Self {
+        Error::new(ErrorKind::Transaction {
+            message: message.into(),
+        })
+    }
+
+    /// An [`ErrorKind::DnsResolve`] error.
+    pub(crate) fn dns_resolve(message: impl Into<String>) -> Self {
+        Error::new(ErrorKind::DnsResolve {
+            message: message.into(),
+        })
+    }
+
+    /// An [`ErrorKind::Internal`] error.
+    pub(crate) fn internal(message: impl Into<String>) -> Self {
+        Error::new(ErrorKind::Internal {
+            message: message.into(),
+        })
     }
 
     /// An [`ErrorKind::MisbehavingServer`] error of the server at `address`.
@@ -396,11 +528,20 @@ impl Error {
         self
     }
 
-    /// An [`ErrorKind::Bson`] error.
-    pub(crate) fn bson(message: impl fmt::Display) -> Self {
-        Error::new(ErrorKind::Bson {
-            message: message.to_string(),
-        })
+    /// An [`ErrorKind::BsonDeserialization`] error: a document or reply could not be
+    /// read as the type asked for.
+    pub(crate) fn deserialization(error: impl Into<BsonCause>) -> Self {
+        Error::new(ErrorKind::BsonDeserialization(
+            error.into().into_bson(serde::de::Error::custom),
+        ))
+    }
+
+    /// An [`ErrorKind::BsonSerialization`] error: a value could not be turned into
+    /// BSON.
+    pub(crate) fn serialization(error: impl Into<BsonCause>) -> Self {
+        Error::new(ErrorKind::BsonSerialization(
+            error.into().into_bson(serde::ser::Error::custom),
+        ))
     }
 
     /// The error with `labels` added (each once).
@@ -413,10 +554,7 @@ impl Error {
     /// Whether the error is a network error or a timeout talking to a server: the
     /// errors after which nothing is known of the command's fate.
     pub fn is_network_error(&self) -> bool {
-        matches!(
-            &*self.kind,
-            ErrorKind::Network { .. } | ErrorKind::Timeout { .. }
-        )
+        matches!(&*self.kind, ErrorKind::Io(_) | ErrorKind::Timeout { .. })
     }
 
     /// Whether the operation's `timeoutMS` passed ([`ErrorKind::OperationTimeout`]).
@@ -486,8 +624,8 @@ impl Error {
 
     /// The server's error code, for [`ErrorKind::Command`] errors and authentication
     /// failures the server reported, a single write's, a bulk write's first; for a
-    /// [`ErrorKind::ClientBulkWrite`], its top-level error's (its write errors are
-    /// in [`ClientBulkWriteFailure::write_errors`]).
+    /// [`ErrorKind::BulkWrite`] (a client bulk write), its top-level error's (its
+    /// write errors are in [`BulkWriteError::write_errors`]).
     pub fn code(&self) -> Option<i32> {
         match &*self.kind {
             ErrorKind::Command(error) => Some(error.code),
@@ -500,13 +638,13 @@ impl Error {
                 .and_then(|errors| errors.first())
                 .map(|error| error.code)
                 .or(failure.write_concern_error.as_ref().map(|error| error.code)),
-            ErrorKind::BulkWrite(failure) => failure
+            ErrorKind::CollectionBulkWrite(failure) => failure
                 .write_errors
                 .first()
                 .map(|error| error.code)
                 .or(failure.write_concern_error.as_ref().map(|error| error.code)),
             // Unified test format, "clientBulkWrite": the top-level error's code only.
-            ErrorKind::ClientBulkWrite(failure) => failure.error.as_ref().and_then(|e| e.code()),
+            ErrorKind::BulkWrite(failure) => failure.error.as_ref().and_then(|e| e.code()),
             _ => None,
         }
     }
@@ -536,11 +674,7 @@ impl Error {
                 message: tls.0.clone(),
             });
         }
-        Error::new(ErrorKind::Network {
-            address: address.to_string(),
-            io_kind: error.kind(),
-            message: error.to_string(),
-        })
+        Error::new(ErrorKind::Io(Arc::new(error))).at(address)
     }
 }
 
@@ -548,9 +682,11 @@ impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &*self.kind {
             ErrorKind::InvalidArgument { message } => write!(f, "invalid argument: {message}"),
-            ErrorKind::Network {
-                address, message, ..
-            } => write!(f, "network error with {address}: {message}"),
+            ErrorKind::Io(error) => match &self.inner.address {
+                Some(address) => write!(f, "network error with {address}: {error}"),
+                None => write!(f, "I/O error: {error}"),
+            },
+            ErrorKind::DnsResolve { message } => write!(f, "DNS resolution failed: {message}"),
             ErrorKind::Timeout {
                 address,
                 during,
@@ -559,12 +695,7 @@ impl fmt::Display for Error {
             ErrorKind::Tls { address, message } => {
                 write!(f, "TLS handshake with {address} failed: {message}")
             }
-            ErrorKind::Protocol { address, error } => {
-                write!(
-                    f,
-                    "invalid reply from {address} (connection closed): {error}"
-                )
-            }
+            ErrorKind::InvalidResponse { message, .. } => f.write_str(message),
             ErrorKind::IncompatibleServer { message } => f.write_str(message),
             ErrorKind::ServerSelection { message } => f.write_str(message),
             ErrorKind::WaitQueueTimeout {
@@ -582,12 +713,7 @@ impl fmt::Display for Error {
                     detail => write!(f, " ({detail})"),
                 }
             }
-            ErrorKind::PoolCleared { address, message } => {
-                write!(
-                    f,
-                    "the connection pool for {address} was cleared: {message}"
-                )
-            }
+            ErrorKind::ConnectionPoolCleared { message } => f.write_str(message),
             ErrorKind::PoolClosed { address } => {
                 write!(f, "the connection pool for {address} is closed")
             }
@@ -614,12 +740,12 @@ impl fmt::Display for Error {
                 failure.write_errors.as_deref().unwrap_or_default(),
                 failure.write_concern_error.as_ref(),
             ),
-            ErrorKind::BulkWrite(failure) => write_failures(
+            ErrorKind::CollectionBulkWrite(failure) => write_failures(
                 f,
                 &failure.write_errors,
                 failure.write_concern_error.as_ref(),
             ),
-            ErrorKind::ClientBulkWrite(failure) => {
+            ErrorKind::BulkWrite(failure) => {
                 write!(f, "client bulk write failed")?;
                 if let Some(error) = &failure.error {
                     write!(f, ": {error}")?;
@@ -644,7 +770,28 @@ impl fmt::Display for Error {
                 }
                 Ok(())
             }
-            ErrorKind::Bson { message } => write!(f, "BSON conversion failed: {message}"),
+            ErrorKind::BsonDeserialization(error) => {
+                write!(f, "BSON deserialization failed: {error}")
+            }
+            ErrorKind::BsonSerialization(error) => write!(f, "BSON serialization failed: {error}"),
+            ErrorKind::Internal { message } => write!(f, "internal error: {message}"),
+            ErrorKind::SessionsNotSupported => f.write_str(
+                "the deployment does not support sessions (no logicalSessionTimeoutMinutes)",
+            ),
+            ErrorKind::InvalidTlsConfig { message } => {
+                write!(f, "invalid TLS configuration: {message}")
+            }
+            ErrorKind::Transaction { message } => write!(f, "transaction error: {message}"),
+            ErrorKind::MissingResumeToken => f.write_str(
+                "cannot provide resume functionality when the resume token is missing: a \
+                 change event has no _id (a pipeline stage of the change stream removed or \
+                 changed it)",
+            ),
+            ErrorKind::Shutdown => f.write_str("the client was closed (shut down)"),
+            ErrorKind::Custom(value) => match value.downcast_ref::<String>() {
+                Some(message) => write!(f, "custom error: {message}"),
+                None => f.write_str("custom error"),
+            },
             ErrorKind::MisbehavingServer { address, message } => {
                 write!(f, "server {address} misbehaves: {message}")
             }
@@ -714,8 +861,86 @@ impl std::error::Error for Error {
             ErrorKind::OperationTimeout {
                 cause: Some(cause), ..
             } => Some(&**cause),
+            ErrorKind::BulkWrite(BulkWriteError {
+                error: Some(error), ..
+            }) => Some(&**error),
+            ErrorKind::Io(error) => Some(&**error),
+            ErrorKind::BsonDeserialization(error) | ErrorKind::BsonSerialization(error) => {
+                Some(error)
+            }
             _ => None,
         }
+    }
+}
+
+/// Two errors are equal when they say the same thing (their messages) and carry the
+/// same labels: an [`ErrorKind::Io`] or [`ErrorKind::Custom`] payload has no equality
+/// of its own, and events that carry errors are compared whole in tests.
+impl PartialEq for Error {
+    fn eq(&self, other: &Self) -> bool {
+        self.to_string() == other.to_string() && self.labels() == other.labels()
+    }
+}
+
+/// What a BSON conversion failed with: the `bson` crate's error, kept whole, or a
+/// message of the driver's own.
+pub(crate) enum BsonCause {
+    /// The `bson` crate's error.
+    Bson(bson::error::Error),
+    /// What the driver found wrong.
+    Message(String),
+}
+
+impl BsonCause {
+    /// The cause as a `bson` error, a message made into one by `custom` (serde's
+    /// constructor for the direction of the conversion).
+    fn into_bson(self, custom: fn(String) -> bson::error::Error) -> bson::error::Error {
+        match self {
+            BsonCause::Bson(error) => error,
+            BsonCause::Message(message) => custom(message),
+        }
+    }
+}
+
+impl From<bson::error::Error> for BsonCause {
+    fn from(error: bson::error::Error) -> Self {
+        BsonCause::Bson(error)
+    }
+}
+
+impl From<String> for BsonCause {
+    fn from(message: String) -> Self {
+        BsonCause::Message(message)
+    }
+}
+
+impl From<&str> for BsonCause {
+    fn from(message: &str) -> Self {
+        BsonCause::Message(message.to_owned())
+    }
+}
+
+/// A `bson` error met on the way (`?` on `bson::deserialize_from_document`, say):
+/// [`ErrorKind::BsonSerialization`] when serde's serializer raised it, else
+/// [`ErrorKind::BsonDeserialization`].
+impl From<bson::error::Error> for Error {
+    fn from(error: bson::error::Error) -> Self {
+        match error.kind {
+            bson::error::ErrorKind::Serialization { .. } => Error::serialization(error),
+            _ => Error::deserialization(error),
+        }
+    }
+}
+
+impl From<ErrorKind> for Error {
+    fn from(kind: ErrorKind) -> Self {
+        Error::new(kind)
+    }
+}
+
+impl From<io::ErrorKind> for Error {
+    fn from(kind: io::ErrorKind) -> Self {
+        Error::new(ErrorKind::Io(Arc::new(kind.into())))
     }
 }
 

@@ -69,7 +69,7 @@ impl IndexModel {
     /// The index as an element of `createIndexes`' `indexes`: its options as the
     /// command names them, and its name, generated when unset.
     fn to_document(&self) -> Result<Document> {
-        let mut index = bson::serialize_to_document(self).map_err(Error::bson)?;
+        let mut index = bson::serialize_to_document(self).map_err(Error::serialization)?;
         index.insert("name", self.name());
         Ok(index)
     }
@@ -489,7 +489,7 @@ impl<T> Collection<T> {
         let mut command = doc! { "createIndexes": self.name(), "indexes": indexes_sent };
         let commit_quorum = options
             .commit_quorum
-            .map(|quorum| bson::serialize_to_bson(&quorum).map_err(Error::bson))
+            .map(|quorum| bson::serialize_to_bson(&quorum).map_err(Error::serialization))
             .transpose()?;
         insert_present(
             &mut command,
@@ -579,7 +579,7 @@ impl<T> Collection<T> {
             .iter()
             .map(bson::serialize_to_bson)
             .collect::<std::result::Result<Vec<_>, _>>()
-            .map_err(Error::bson)?;
+            .map_err(Error::serialization)?;
         let command = doc! { "createSearchIndexes": self.name(), "indexes": indexes };
         let reply = self.run_search_index_command(command).await?;
         created_search_indexes(&reply)
@@ -650,7 +650,8 @@ impl<T> Collection<T> {
 
 /// The names in a `createSearchIndexes` reply: `indexesCreated: [{ id, name }]`.
 fn created_search_indexes(reply: &Document) -> Result<Vec<String>> {
-    let malformed = || Error::bson(format!("malformed createSearchIndexes reply: {reply}"));
+    let malformed =
+        || Error::deserialization(format!("malformed createSearchIndexes reply: {reply}"));
     reply
         .get_array("indexesCreated")
         .map_err(|_| malformed())?

@@ -17,9 +17,7 @@
 use std::sync::{Arc, Mutex};
 
 use crate::cmap::{CheckedOut, ConnectionPool, Establish, PinnedTo, Poolable};
-use crate::error::{
-    Error, ErrorKind, Result, TRANSIENT_TRANSACTION_ERROR, UNKNOWN_TRANSACTION_COMMIT_RESULT,
-};
+use crate::error::{Error, Result, TRANSIENT_TRANSACTION_ERROR, UNKNOWN_TRANSACTION_COMMIT_RESULT};
 use crate::signal::lock;
 
 /// A server a connection is pinned from: what holds its pool.
@@ -118,13 +116,12 @@ impl<S: PoolHolder> PinnedConnection<S> {
             }
             Slot::Taken(id) => {
                 *slot = Slot::Taken(id);
-                Err(Error::new(ErrorKind::Network {
-                    address: self.inner.server.pool().address().to_string(),
-                    io_kind: std::io::ErrorKind::ConnectionAborted,
-                    message: "the connection pinned to this cursor or transaction was closed \
-                              when an operation on it was abandoned"
-                        .into(),
-                }))
+                Err(Error::network(
+                    self.inner.server.pool().address().to_string(),
+                    std::io::ErrorKind::ConnectionAborted,
+                    "the connection pinned to this cursor or transaction was closed \
+                              when an operation on it was abandoned",
+                ))
             }
             Slot::Empty => Err(Error::invalid_argument(
                 "no connection was pinned to this cursor or transaction",

@@ -209,8 +209,8 @@ impl OperationContext {
             ErrorKind::Timeout { .. } => true,
             ErrorKind::ServerSelection { .. }
             | ErrorKind::WaitQueueTimeout { .. }
-            | ErrorKind::Network { .. }
-            | ErrorKind::PoolCleared { .. } => self.has_expired(now),
+            | ErrorKind::Io(_)
+            | ErrorKind::ConnectionPoolCleared { .. } => self.has_expired(now),
             _ => false,
         };
         match cut {
@@ -238,7 +238,7 @@ fn is_max_time_expired(error: &Error) -> bool {
     error.code() == Some(MAX_TIME_MS_EXPIRED)
         || matches!(
             &*error.kind,
-            crate::error::ErrorKind::BulkWrite(failure)
+            crate::error::ErrorKind::CollectionBulkWrite(failure)
                 if failure.write_concern_error.as_ref().is_some_and(|concern| concern.code == MAX_TIME_MS_EXPIRED)
         )
 }
@@ -1479,7 +1479,7 @@ impl Executor {
         let body = match RawDocumentBuf::try_from(&command.body) {
             Ok(body) => body,
             Err(error) => {
-                let error = Error::bson(format!("the command cannot be encoded: {error}"));
+                let error = Error::serialization(format!("the command cannot be encoded: {error}"));
                 return (Err(error), command.sequences);
             }
         };
@@ -1655,7 +1655,9 @@ fn apply_timeout(
 fn is_client_side(error: &Error) -> bool {
     matches!(
         &*error.kind,
-        crate::error::ErrorKind::InvalidArgument { .. } | crate::error::ErrorKind::Bson { .. }
+        crate::error::ErrorKind::InvalidArgument { .. }
+            | crate::error::ErrorKind::BsonDeserialization(_)
+            | crate::error::ErrorKind::BsonSerialization(_)
     )
 }
 

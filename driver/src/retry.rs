@@ -56,7 +56,7 @@ const SERVER_LABELS_WRITES: i32 = 9;
 /// Error"): a network error or timeout, a cleared pool, or a retryable server code.
 pub(crate) fn is_retryable_read_error(error: &Error) -> bool {
     match &*error.kind {
-        ErrorKind::Network { .. } | ErrorKind::Timeout { .. } | ErrorKind::PoolCleared { .. } => {
+        ErrorKind::Io(_) | ErrorKind::Timeout { .. } | ErrorKind::ConnectionPoolCleared { .. } => {
             true
         }
         ErrorKind::Command(command) => {
@@ -78,7 +78,7 @@ pub(crate) fn label_write_error(
     mongos: bool,
 ) -> Error {
     let retryable = match &*error.kind {
-        ErrorKind::Network { .. } | ErrorKind::Timeout { .. } | ErrorKind::PoolCleared { .. } => {
+        ErrorKind::Io(_) | ErrorKind::Timeout { .. } | ErrorKind::ConnectionPoolCleared { .. } => {
             true
         }
         ErrorKind::Command(command) => {
@@ -204,11 +204,7 @@ mod tests {
     }
 
     fn network() -> Error {
-        Error::new(ErrorKind::Network {
-            address: "a:1".into(),
-            io_kind: std::io::ErrorKind::ConnectionReset,
-            message: "reset".into(),
-        })
+        Error::network("a:1", std::io::ErrorKind::ConnectionReset, "reset")
     }
 
     #[test]

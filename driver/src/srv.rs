@@ -94,10 +94,10 @@ pub fn lookup_timeout(options: &ClientOptions) -> Duration {
 ///
 /// Each look-up is bounded by `timeout` on `clock` (zero means no bound); see
 /// [`lookup_timeout`]. Errors: [`ErrorKind::Timeout`] for a look-up that did not
-/// finish, [`ErrorKind::Network`] (with the DNS name as the address) for a failed one,
-/// [`ErrorKind::InvalidArgument`] for options that are not `mongodb+srv`, no SRV
-/// records, a target outside the parent domain, several TXT records or a TXT option
-/// that is not allowed or malformed, and for options that conflict once resolved.
+/// finish; [`ErrorKind::DnsResolve`] for a failed one, no SRV records, a target
+/// outside the parent domain, several TXT records or a TXT option that is not allowed
+/// or malformed (as the official crate); [`ErrorKind::InvalidArgument`] for options
+/// that are not `mongodb+srv` and for options that conflict once resolved.
 ///
 /// ```no_run
 /// # async fn example(runtime: anymongo::rt::Runtime) -> anymongo::Result<()> {
@@ -296,8 +296,8 @@ impl ClientOptions {
     ///
     /// Errors: those of [`ClientOptions::parse_uri`], then of the resolution:
     /// [`ErrorKind::Timeout`] when the DNS server does not answer within the bound,
-    /// [`ErrorKind::Network`] when a look-up fails, [`ErrorKind::InvalidArgument`] for
-    /// records the spec refuses, and for `mongodb+srv` on a target without a built-in
+    /// [`ErrorKind::DnsResolve`] when a look-up fails or for records the spec refuses,
+    /// [`ErrorKind::InvalidArgument`] for `mongodb+srv` on a target without a built-in
     /// runtime (wasm32-unknown-unknown) when no runtime was given.
     ///
     /// ```no_run
@@ -426,19 +426,19 @@ async fn discover(
     .await;
     let found = found?;
     if let Some((target, why)) = found.rejected.first() {
-        return Err(Error::invalid_argument(format!(
+        return Err(Error::dns_resolve(format!(
             "mongodb+srv://{hostname}: the SRV record's host {target} is not allowed: {why}; no host was contacted"
         )));
     }
     if found.hosts.is_empty() {
-        return Err(Error::invalid_argument(format!(
+        return Err(Error::dns_resolve(format!(
             "mongodb+srv://{hostname}: no SRV records found for {}; the connection string's host name could not be used to find hosts",
             srv_name(options, hostname)
         )));
     }
     let txt = parse_txt(&txt?).map_err(|error| match &*error.kind {
-        ErrorKind::InvalidArgument { message } => {
-            Error::invalid_argument(format!("mongodb+srv://{hostname}: {message}"))
+        ErrorKind::DnsResolve { message } => {
+            Error::dns_resolve(format!("mongodb+srv://{hostname}: {message}"))
         }
         _ => error,
     })?;
@@ -530,11 +530,9 @@ async fn bounded<T>(
     };
     match outcome {
         Ok(Ok(value)) => Ok(value),
-        Ok(Err(error)) => Err(Error::new(ErrorKind::Network {
-            address: name.to_owned(),
-            io_kind: error.kind(),
-            message: format!("{during} of {name} failed: {error}"),
-        })),
+        Ok(Err(error)) => Err(Error::dns_resolve(format!(
+            "{during} of {name} failed: {error}"
+        ))),
         Err(_) => Err(Error::new(ErrorKind::Timeout {
             address: name.to_owned(),
             during,
@@ -784,7 +782,7 @@ pub fn parse_txt(records: &[String]) -> Result<TxtOptions> {
         [] => return Ok(TxtOptions::default()),
         [record] => record,
         _ => {
-            return Err(Error::invalid_argument(format!(
+            return Err(Error::dns_resolve(format!(
                 "{} TXT records found where at most one is allowed",
                 records.len()
             )))
@@ -793,7 +791,7 @@ pub fn parse_txt(records: &[String]) -> Result<TxtOptions> {
     let mut options = TxtOptions::default();
     for pair in record.split('&').filter(|pair| !pair.is_empty()) {
         let Some((key, _)) = pair.split_once('=') else {
-            return Err(Error::invalid_argument(format!(
+            return Err(Error::dns_resolve(format!(
                 "the TXT record's option '{pair}' is malformed: expected key=value"
             )));
         };
@@ -801,7 +799,7 @@ pub fn parse_txt(records: &[String]) -> Result<TxtOptions> {
             .iter()
             .find(|name| name.eq_ignore_ascii_case(key))
         else {
-            return Err(Error::invalid_argument(format!(
+            return Err(Error::dns_resolve(format!(
                 "the TXT record sets '{key}', but only authSource, replicaSet and loadBalanced are allowed there"
             )));
         };
@@ -809,7 +807,7 @@ pub fn parse_txt(records: &[String]) -> Result<TxtOptions> {
         // the user information makes it keep authSource.
         let parsed = ClientOptions::parse_uri(&format!("mongodb://txt:txt@txt/?{pair}")).map_err(
             |error| match &*error.kind {
-                ErrorKind::InvalidArgument { message } => Error::invalid_argument(format!(
+                ErrorKind::InvalidArgument { message } => Error::dns_resolve(format!(
                     "the TXT record's option '{pair}' is invalid: {message}"
                 )),
                 _ => error,
@@ -1021,13 +1019,15 @@ mod tests {
     }
 
     #[test]
-    fn a_failed_lookup_is_a_network_error_naming_the_query() {
+    fn a_failed_lookup_is_a_dns_error_naming_the_query() {
         let resolver = FakeResolver {
             failing: true,
             ..FakeResolver::default()
         };
         let error = run("mongodb+srv://test1.test.build.10gen.cc/", &resolver).unwrap_err();
-        assert!(matches!(&*error.kind, ErrorKind::Network { address, .. } if address == TEST1));
+        assert!(
+            matches!(&*error.kind, ErrorKind::DnsResolve { message } if message.contains(TEST1))
+        );
         assert!(error.to_string().contains("SERVFAIL"));
     }
 

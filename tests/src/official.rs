@@ -59,6 +59,9 @@ pub const PROGRAMS: &[(&str, Program)] = &[
             ))
         },
     ),
+    ("error: errors are matched by their kind", |uri| {
+        Box::pin(error_docs::errors_are_matched_by_their_kind(uri))
+    }),
 ];
 
 /// A clean database for one program, named `name`.
@@ -441,6 +444,86 @@ pub mod gridfs_docs {
             .await
             .expect("the download");
         assert_eq!(buf, bytes);
+        Ok(())
+    }
+}
+
+/// From the docs of `error::ErrorKind`: an application tells a duplicate key, a
+/// command the server refused, a dropped connection and an unreachable server apart
+/// by matching `*error.kind`.
+pub mod error_docs {
+    use super::*;
+    use anymongo::error::{ErrorKind, Result, WriteError, WriteFailure};
+    use anymongo::options::ClientOptions;
+    use anymongo::Client;
+    use std::time::Duration;
+
+    /// Each failure, caused on purpose, comes back as the kind the documentation names.
+    pub async fn errors_are_matched_by_their_kind(uri: &str) -> Result<()> {
+        let db = fresh_database(uri, "official_errors").await;
+        let items = db.collection::<Document>("items");
+        items.insert_one(doc! { "_id": 1 }).await?;
+
+        let duplicate = items.insert_one(doc! { "_id": 1 }).await.unwrap_err();
+        match *duplicate.kind {
+            ErrorKind::Write(WriteFailure::WriteError(WriteError { code: 11000, .. })) => {}
+            ref other => panic!("a duplicate key is a write error: {other:?}"),
+        }
+
+        let unknown = db
+            .run_command(doc! { "noSuchCommand": 1 })
+            .await
+            .unwrap_err();
+        match *unknown.kind {
+            ErrorKind::Command(ref command) => {
+                assert_ne!(command.code, 0, "{command:?}");
+                assert!(!command.message.is_empty(), "{command:?}");
+            }
+            ref other => panic!("an unknown command is a command error: {other:?}"),
+        }
+
+        // The server drops this client's next `find` (its appName): without retries,
+        // the read fails with the I/O error.
+        let mut options = ClientOptions::parse(uri).await?;
+        options.app_name = Some("official_errors".to_owned());
+        options.retry_reads = Some(false);
+        let client = Client::with_options(options)?;
+        client
+            .database("admin")
+            .run_command(doc! {
+                "configureFailPoint": "failCommand",
+                "mode": { "times": 1 },
+                "data": {
+                    "failCommands": ["find"],
+                    "closeConnection": true,
+                    "appName": "official_errors",
+                },
+            })
+            .await?;
+        let dropped = client
+            .database("official_errors")
+            .collection::<Document>("items")
+            .find_one(doc! {})
+            .await
+            .unwrap_err();
+        match *dropped.kind {
+            ErrorKind::Io(ref io) => assert!(!io.to_string().is_empty()),
+            ref other => panic!("a dropped connection is an I/O error: {other:?}"),
+        }
+
+        // Nothing listens on port 1: no server can be selected.
+        let mut options = ClientOptions::parse("mongodb://127.0.0.1:1/").await?;
+        options.direct_connection = Some(true);
+        options.server_selection_timeout = Some(Duration::from_millis(300));
+        let unreachable = Client::with_options(options)?
+            .database("admin")
+            .run_command(doc! { "ping": 1 })
+            .await
+            .unwrap_err();
+        match *unreachable.kind {
+            ErrorKind::ServerSelection { ref message, .. } => assert!(!message.is_empty()),
+            ref other => panic!("an unreachable server is a selection error: {other:?}"),
+        }
         Ok(())
     }
 }

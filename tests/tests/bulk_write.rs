@@ -128,7 +128,7 @@ async fn ordered_stops_at_the_first_write_error_and_unordered_goes_on() {
             ]
         };
         let error = numbers.bulk_write(models()).await.unwrap_err();
-        let ErrorKind::BulkWrite(failure) = &*error.kind else {
+        let ErrorKind::CollectionBulkWrite(failure) = &*error.kind else {
             panic!("expected a bulk write error, got {error}");
         };
         // The index is the model's in the given list, not the statement's in its
@@ -163,7 +163,7 @@ async fn ordered_stops_at_the_first_write_error_and_unordered_goes_on() {
             .with_options(unordered)
             .await
             .unwrap_err();
-        let ErrorKind::BulkWrite(failure) = &*error.kind else {
+        let ErrorKind::CollectionBulkWrite(failure) = &*error.kind else {
             panic!("expected a bulk write error, got {error}");
         };
         assert_eq!(failure.write_errors.len(), 1);

@@ -14,7 +14,7 @@ use anymongo::crud::client_bulk_write::{
     ClientBulkWriteOptions, ClientWriteModel, DeleteManyModel, DeleteOneModel, InsertOneModel,
     ReplaceOneModel, UpdateManyModel, UpdateOneModel,
 };
-use anymongo::error::ClientBulkWriteFailure;
+use anymongo::error::BulkWriteError;
 use anymongo::{Client, Error, ErrorKind};
 use anymongo_tests::harness::{self, recording_client};
 use futures::TryStreamExt;
@@ -68,9 +68,9 @@ async fn contents(client: &Client, namespace: &str) -> Vec<Document> {
     cursor.try_collect().await.unwrap()
 }
 
-fn failure(error: &Error) -> &ClientBulkWriteFailure {
+fn failure(error: &Error) -> &BulkWriteError {
     match &*error.kind {
-        ErrorKind::ClientBulkWrite(failure) => failure,
+        ErrorKind::BulkWrite(failure) => failure,
         _ => panic!("expected a client bulk write failure, got {error:?}"),
     }
 }

@@ -161,7 +161,7 @@ async fn a_reply_claiming_a_wrong_or_huge_size_is_a_clean_error() {
                 db.run_command(doc! { "ping": 1 }).await.unwrap();
                 server.claim_sizes(claim);
                 let error = db.run_command(doc! { "ping": 1 }).await.unwrap_err();
-                let ErrorKind::Protocol { error: wire, .. } = &*error.kind else {
+                let ErrorKind::InvalidResponse { error: wire, .. } = &*error.kind else {
                     panic!("{compressor} {claim:?}: {error:?}");
                 };
                 match claim {

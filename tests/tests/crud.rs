@@ -925,7 +925,10 @@ async fn bulk_write_actions_take_their_setters_a_session_and_a_timeout() {
             .session(&session)
             .await
             .unwrap_err();
-        assert!(matches!(*result.kind, ErrorKind::BulkWrite(_)), "{result}");
+        assert!(
+            matches!(*result.kind, ErrorKind::CollectionBulkWrite(_)),
+            "{result}"
+        );
         assert_eq!(orders.count_documents(doc! {}).await.unwrap(), 2);
         let inserts = started(&events, "insert");
         assert_eq!(inserts[0].get_bool("ordered").ok(), Some(false));

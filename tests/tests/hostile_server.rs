@@ -68,7 +68,7 @@ async fn a_hostile_max_message_size_does_not_let_a_2_gb_frame_through() {
         let client = client(&server, TIMEOUTS, mode);
         let (error, _) = failed_ping(&client).await;
         assert!(
-            matches!(&*error.kind, ErrorKind::Protocol { .. }),
+            matches!(&*error.kind, ErrorKind::InvalidResponse { .. }),
             "{mode:?}: {error}"
         );
         assert!(
@@ -139,7 +139,7 @@ async fn an_application_connections_handshake_is_bounded_by_connect_timeout() {
                 *during == "reading a reply"
             }
             (_, ErrorKind::Timeout { during, .. }) => *during == "connect",
-            (_, ErrorKind::PoolCleared { message, .. }) => {
+            (_, ErrorKind::ConnectionPoolCleared { message, .. }) => {
                 message.contains("server monitor timeout")
             }
             _ => false,
@@ -163,7 +163,7 @@ async fn a_server_silent_after_the_handshake_interrupts_the_operation_at_the_mon
     let client = client(&server, TIMEOUTS, MonitoringThreads::Background);
     let (error, took) = failed_ping(&client).await;
     assert!(
-        matches!(&*error.kind, ErrorKind::PoolCleared { .. }),
+        matches!(&*error.kind, ErrorKind::ConnectionPoolCleared { .. }),
         "{error}"
     );
     assert!(
@@ -241,7 +241,7 @@ async fn a_more_to_come_reply_to_an_ordinary_command_closes_its_connection() {
     assert!(
         matches!(
             &*error.kind,
-            ErrorKind::Protocol {
+            ErrorKind::InvalidResponse {
                 error: WireError::UnexpectedMoreToCome,
                 ..
             }
@@ -307,7 +307,7 @@ async fn a_huge_logical_session_timeout_is_no_overflow() {
 /// writes that succeeded are its partial result).
 fn assert_misbehaving(result: anymongo::Result<impl std::fmt::Debug>, server: &MockServer) {
     let mut error = result.unwrap_err();
-    if let ErrorKind::ClientBulkWrite(failure) = &*error.kind {
+    if let ErrorKind::BulkWrite(failure) = &*error.kind {
         error = *failure.error.clone().expect("a top-level error");
     }
     assert!(

@@ -244,7 +244,7 @@ async fn all_members_down_scenario(monitoring: MonitoringThreads) {
     // error marks it Unknown); selection must then time out, naming every member.
     let client = &observed.client;
     let mut error = insert(client, 2).await.unwrap_err();
-    if matches!(&*error.kind, ErrorKind::Network { .. }) {
+    if matches!(&*error.kind, ErrorKind::Io(_)) {
         error = insert(client, 2).await.unwrap_err();
     }
     assert!(

@@ -321,7 +321,7 @@ async fn single_threaded_monitoring_recovers_after_a_restart_too() {
     server.kill();
     // The pooled connection fails: the error marks the server Unknown.
     let error = ping(&client).await.unwrap_err();
-    assert!(matches!(&*error.kind, ErrorKind::Network { .. }), "{error}");
+    assert!(matches!(&*error.kind, ErrorKind::Io(_)), "{error}");
     wait_for(&mut events, "the server turning Unknown", |event| {
         matches!(event, SdamEvent::ServerDescriptionChanged { new, .. }
             if new.server_type == ServerType::Unknown)

@@ -320,11 +320,8 @@ pub async fn run(
         }
         _ => return Err(unknown(op)),
     };
-    RawDocumentBuf::try_from(&reply).map_err(|error| {
-        Error::new(ErrorKind::Bson {
-            message: format!("cannot serialize the reply: {error}"),
-        })
-    })
+    RawDocumentBuf::try_from(&reply)
+        .map_err(|error| Error::new(ErrorKind::BsonSerialization(error)))
 }
 
 /// Opens the cursor of `find` or `aggregate` (on the database when `collection` is
@@ -699,7 +696,7 @@ pub fn error_document(error: &Error) -> Document {
         ErrorKind::Command(command) => command.message.clone(),
         ErrorKind::Write(WriteFailure::WriteError(write)) => write.message.clone(),
         ErrorKind::Write(WriteFailure::WriteConcernError(concern)) => concern.message.clone(),
-        ErrorKind::BulkWrite(failure) if !failure.write_errors.is_empty() => {
+        ErrorKind::CollectionBulkWrite(failure) if !failure.write_errors.is_empty() => {
             failure.write_errors[0].message.clone()
         }
         ErrorKind::InsertMany(failure) => match failure.write_errors.as_deref() {
@@ -733,7 +730,7 @@ pub fn error_document(error: &Error) -> Document {
                 out.insert("errInfo", details.clone());
             }
         }
-        ErrorKind::ClientBulkWrite(failure) => {
+        ErrorKind::BulkWrite(failure) => {
             let write_errors: Document = failure
                 .write_errors
                 .iter()
@@ -766,7 +763,7 @@ pub fn error_document(error: &Error) -> Document {
                 out.insert("cause", error_document(cause));
             }
         }
-        ErrorKind::BulkWrite(failure) => {
+        ErrorKind::CollectionBulkWrite(failure) => {
             write_failures(&mut out, &failure.write_errors, &failure.write_result)
         }
         ErrorKind::InsertMany(failure) => {
@@ -850,19 +847,27 @@ fn error_class(error: &Error) -> &'static str {
         ErrorKind::Command(_) => "MongoServerError",
         ErrorKind::Write(WriteFailure::WriteError(_)) => "MongoServerError",
         ErrorKind::Write(WriteFailure::WriteConcernError(_)) => "MongoWriteConcernError",
-        ErrorKind::BulkWrite(_) | ErrorKind::InsertMany(_) => "MongoBulkWriteError",
-        ErrorKind::ClientBulkWrite(_) => "MongoClientBulkWriteError",
+        ErrorKind::CollectionBulkWrite(_) | ErrorKind::InsertMany(_) => "MongoBulkWriteError",
+        ErrorKind::BulkWrite(_) => "MongoClientBulkWriteError",
         ErrorKind::Authentication { code: Some(_), .. } => "MongoServerError",
         // What the driver found wrong in the server's replies (a wrong SCRAM signature).
         ErrorKind::Authentication { code: None, .. } => "MongoRuntimeError",
-        ErrorKind::Network { .. } | ErrorKind::Tls { .. } | ErrorKind::Protocol { .. } => {
+        ErrorKind::Io(_) | ErrorKind::Tls { .. } | ErrorKind::InvalidResponse { .. } => {
             "MongoNetworkError"
         }
         ErrorKind::Timeout { .. } => "MongoNetworkTimeoutError",
         ErrorKind::ServerSelection { .. } => "MongoServerSelectionError",
-        ErrorKind::InvalidArgument { .. } | ErrorKind::Bson { .. } => "MongoInvalidArgumentError",
+        // Errors that were InvalidArgument before the official kinds: the same class.
+        ErrorKind::InvalidArgument { .. }
+        | ErrorKind::BsonDeserialization(_)
+        | ErrorKind::BsonSerialization(_)
+        | ErrorKind::Transaction { .. }
+        | ErrorKind::DnsResolve { .. }
+        | ErrorKind::MissingResumeToken
+        | ErrorKind::Shutdown => "MongoInvalidArgumentError",
+        ErrorKind::Internal { .. } => "MongoRuntimeError",
         ErrorKind::IncompatibleServer { .. } => "MongoCompatibilityError",
-        ErrorKind::PoolCleared { .. } => "MongoPoolClearedError",
+        ErrorKind::ConnectionPoolCleared { .. } => "MongoPoolClearedError",
         ErrorKind::PoolClosed { .. } => "MongoTopologyClosedError",
         ErrorKind::WaitQueueTimeout { .. } => "MongoWaitQueueTimeoutError",
         ErrorKind::OperationTimeout { .. } => "MongoOperationTimeoutError",

@@ -29,7 +29,7 @@ impl<T: Serialize> Collection<T> {
     /// An empty list or an invalid model (an update without operators, a replacement
     /// with them) is an [`ErrorKind::InvalidArgument`](crate::ErrorKind) error, and
     /// nothing is sent. Failed writes make an
-    /// [`ErrorKind::BulkWrite`](crate::ErrorKind) error, listing each by the index of
+    /// [`ErrorKind::CollectionBulkWrite`](crate::ErrorKind) error, listing each by the index of
     /// its model, with what the other writes did. See [`crate::crud::bulk_write`] for
     /// the models.
     ///
@@ -70,7 +70,7 @@ impl Client {
     /// anything is sent (no models, an update without operators, a replacement with
     /// some, a namespace that is not `database.collection`, `w: 0` with ordered writes
     /// or verbose results, a write too large for a message);
-    /// [`ErrorKind::ClientBulkWrite`](crate::ErrorKind::ClientBulkWrite) when writes
+    /// [`ErrorKind::BulkWrite`](crate::ErrorKind::BulkWrite) when writes
     /// failed, write concerns were not satisfied, or an error stopped the bulk write
     /// after some writes were done, with what succeeded; any other error as it is when
     /// nothing is known to have been written. A batch without `updateMany` or

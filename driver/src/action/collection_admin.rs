@@ -346,7 +346,7 @@ impl<'a> IntoFuture for CreateCollection<'a> {
         boxed(async move {
             let options = self.options.unwrap_or_default();
             let mut command = doc! { "create": self.name };
-            command.extend(bson::serialize_to_document(&options).map_err(Error::bson)?);
+            command.extend(bson::serialize_to_document(&options).map_err(Error::serialization)?);
             self.database
                 .run_admin_write(
                     command,

@@ -509,7 +509,7 @@ impl<'a, T> IntoFuture for CreateSearchIndex<'a, T, String> {
     fn into_future(self) -> Self::IntoFuture {
         boxed(async move {
             self.execute().await?.pop().ok_or_else(|| {
-                crate::error::Error::bson("the createSearchIndexes reply names no index")
+                crate::error::Error::deserialization("the createSearchIndexes reply names no index")
             })
         })
     }

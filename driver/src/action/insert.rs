@@ -42,7 +42,7 @@ impl<T: Serialize> Collection<T> {
     /// Inserts `documents` in as few commands as the server's limits allow; `_id`s are
     /// generated for those without one. Ordered (the default), it stops at the first
     /// failure; unordered (`.ordered(false)`), it inserts all it can. A failure is an
-    /// [`ErrorKind::BulkWrite`](crate::ErrorKind) error listing every failed write by
+    /// [`ErrorKind::CollectionBulkWrite`](crate::ErrorKind) error listing every failed write by
     /// index, with the `_id`s inserted in its `write_result`; no documents is an
     /// [`ErrorKind::InvalidArgument`](crate::ErrorKind) error.
     ///

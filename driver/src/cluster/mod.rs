@@ -662,7 +662,7 @@ impl Shared {
     ) -> Result<Option<SelectedServer>> {
         let state = self.state();
         if state.closed {
-            return Err(Error::invalid_argument("the client was closed"));
+            return Err(Error::new(crate::error::ErrorKind::Shutdown));
         }
         let candidates = selection::candidates(
             &state.description,

@@ -569,7 +569,7 @@ impl<E: Establish> ConnectionPool<E> {
     /// `wait_queue_timeout`, and no limit if that is unset too.
     ///
     /// Errors: the pool is closed ([`ErrorKind::PoolClosed`]), or paused or cleared
-    /// while waiting ([`ErrorKind::PoolCleared`], retryable); the timeout passed
+    /// while waiting ([`ErrorKind::ConnectionPoolCleared`], retryable); the timeout passed
     /// ([`ErrorKind::WaitQueueTimeout`]); establishing the new connection failed (the
     /// [`Establish`] error).
     pub async fn check_out(&self, timeout: Option<Duration>) -> Result<CheckedOut<E>> {
@@ -869,13 +869,13 @@ impl<E: Establish> CheckedOut<E> {
     /// retryable error the spec asks for (`"Connection to <address> interrupted due to
     /// server monitor timeout"`).
     pub fn interruption(&self) -> Error {
-        Error::new(ErrorKind::PoolCleared {
-            address: self.pool.address.to_string(),
-            message: format!(
+        Error::pool_cleared(
+            self.pool.address.to_string(),
+            format!(
                 "Connection to {} interrupted due to server monitor timeout",
                 self.pool.address
             ),
-        })
+        )
     }
 }
 
@@ -1447,13 +1447,13 @@ fn establishment<E: Establish>(
                 false
             }
             None => {
-                let error = Error::new(ErrorKind::PoolCleared {
-                    address: inner.address.to_string(),
-                    message: format!(
+                let error = Error::pool_cleared(
+                    inner.address.to_string(),
+                    format!(
                         "connection {} was interrupted while being established",
                         pending.id
                     ),
-                });
+                );
                 inner.establishment_failed(
                     &pending,
                     error,
@@ -1684,8 +1684,8 @@ fn pool_closed_error(address: &ServerAddress) -> Error {
 }
 
 fn pool_cleared_error(address: &ServerAddress) -> Error {
-    Error::new(ErrorKind::PoolCleared {
-        address: address.to_string(),
-        message: "it is paused until its server is checked again".to_owned(),
-    })
+    Error::pool_cleared(
+        address.to_string(),
+        "it is paused until its server is checked again".to_owned(),
+    )
 }

@@ -145,11 +145,11 @@ impl Establish for FakeEstablish {
                 changed.await;
             }
             if gate.failing.lock().unwrap().contains(&connection_id) {
-                return Err(Error::new(ErrorKind::Network {
-                    address: "localhost:27017".into(),
-                    io_kind: std::io::ErrorKind::ConnectionRefused,
-                    message: "refused".into(),
-                }));
+                return Err(Error::network(
+                    "localhost:27017",
+                    std::io::ErrorKind::ConnectionRefused,
+                    "refused",
+                ));
             }
             Ok(FakeConnection {
                 id: connection_id,
@@ -804,7 +804,7 @@ fn a_failed_establishment_fails_the_check_out_and_closes_the_connection() {
     h.gate.failing.lock().unwrap().insert(1);
     let slot = h.start_check_out(None);
     let error = taken(&slot).unwrap().unwrap_err();
-    assert!(matches!(&*error.kind, ErrorKind::Network { .. }));
+    assert!(matches!(&*error.kind, ErrorKind::Io(_)));
     assert_eq!(
         h.last_event_names(2),
         ["ConnectionCheckOutFailedEvent", "ConnectionClosedEvent"]

@@ -291,8 +291,9 @@ impl Statement {
         multi: bool,
         parts: &[&str],
     ) -> Result<Statement> {
-        let document = RawDocumentBuf::try_from(statement)
-            .map_err(|error| Error::bson(format!("the statement cannot be encoded: {error}")))?;
+        let document = RawDocumentBuf::try_from(statement).map_err(|error| {
+            Error::serialization(format!("the statement cannot be encoded: {error}"))
+        })?;
         let largest_part = parts
             .iter()
             .filter_map(|key| match document.get(key) {
@@ -761,8 +762,8 @@ pub(crate) fn with_id<T: Serialize>(document: &T) -> Result<(RawDocumentBuf, Bso
     const ID_ELEMENT: [u8; 5] = [0x07, b'_', b'i', b'd', 0];
     const ROOM: usize = ID_ELEMENT.len() + 12;
     let mut bytes = vec![0; ROOM];
-    let noted = serialize_noting_id(document, &mut bytes).map_err(Error::bson)?;
-    let serialized = RawDocument::from_bytes(&bytes[ROOM..]).map_err(Error::bson)?;
+    let noted = serialize_noting_id(document, &mut bytes).map_err(Error::serialization)?;
+    let serialized = RawDocument::from_bytes(&bytes[ROOM..]).map_err(Error::serialization)?;
     let element = match noted {
         IdElement::Unknown => find_id(serialized.as_bytes()),
         noted => noted,
@@ -771,17 +772,23 @@ pub(crate) fn with_id<T: Serialize>(document: &T) -> Result<(RawDocumentBuf, Bso
         IdElement::Absent => None,
         IdElement::At(element) => {
             let alone = alone(&serialized.as_bytes()[element])?;
-            alone.get("_id").map_err(Error::bson)?.map(Bson::try_from)
+            alone
+                .get("_id")
+                .map_err(Error::serialization)?
+                .map(Bson::try_from)
         }
         IdElement::Unknown => serialized
             .get("_id")
-            .map_err(Error::bson)?
+            .map_err(Error::serialization)?
             .map(Bson::try_from),
     };
     if let Some(id) = found {
-        let id = id.map_err(Error::bson)?;
+        let id = id.map_err(Error::serialization)?;
         bytes.drain(..ROOM);
-        return Ok((RawDocumentBuf::from_bytes(bytes).map_err(Error::bson)?, id));
+        return Ok((
+            RawDocumentBuf::from_bytes(bytes).map_err(Error::serialization)?,
+            id,
+        ));
     }
     // The new length covers the room; the element overwrites the old length field.
     let length = i32::try_from(bytes.len())
@@ -790,7 +797,7 @@ pub(crate) fn with_id<T: Serialize>(document: &T) -> Result<(RawDocumentBuf, Bso
     bytes[..4].copy_from_slice(&length.to_le_bytes());
     bytes[4..4 + ID_ELEMENT.len()].copy_from_slice(&ID_ELEMENT);
     bytes[4 + ID_ELEMENT.len()..4 + ROOM].copy_from_slice(&id.bytes());
-    let raw = RawDocumentBuf::from_bytes(bytes).map_err(Error::bson)?;
+    let raw = RawDocumentBuf::from_bytes(bytes).map_err(Error::serialization)?;
     Ok((raw, Bson::ObjectId(id)))
 }
 
@@ -872,7 +879,7 @@ fn alone(element: &[u8]) -> Result<RawDocumentBuf> {
     bytes.extend_from_slice(&(length as i32).to_le_bytes());
     bytes.extend_from_slice(element);
     bytes.push(0);
-    RawDocumentBuf::from_bytes(bytes).map_err(Error::bson)
+    RawDocumentBuf::from_bytes(bytes).map_err(Error::serialization)
 }
 
 /// A replacement as a document; it must not contain update operators (CRUD spec,
@@ -880,8 +887,10 @@ fn alone(element: &[u8]) -> Result<RawDocumentBuf> {
 pub(crate) fn replacement_document<T: Serialize>(replacement: &T) -> Result<Document> {
     // Through BSON bytes, as inserted documents are: `bson::serialize_to_document` would
     // take a field such as `{"$numberLong": "12"}` for extended JSON and send an Int64.
-    let bytes = crate::bson_serializer::serialize_to_vec(replacement).map_err(Error::bson)?;
-    let document = crate::bson_deserializer::document_from_slice(&bytes).map_err(Error::bson)?;
+    let bytes =
+        crate::bson_serializer::serialize_to_vec(replacement).map_err(Error::serialization)?;
+    let document =
+        crate::bson_deserializer::document_from_slice(&bytes).map_err(Error::serialization)?;
     if document
         .keys()
         .next()

@@ -126,13 +126,20 @@ fn io_error(error: Error) -> std::io::Error {
 /// The driver's error inside a GridFS stream's `std::io::Error`, so that `?` on a
 /// `read_to_end` or `write_all` gives it back in a function returning [`Result`]. An
 /// I/O error of another source (a reader copied into an upload) becomes an
-/// [`ErrorKind::InvalidArgument`] that quotes it.
+/// [`ErrorKind::Io`], as in the official crate.
 impl From<std::io::Error> for Error {
     fn from(error: std::io::Error) -> Error {
-        let message = error.to_string();
+        // An OS error has no inner error to unwrap, and unwrapping would lose its code.
+        if error.get_ref().is_none() {
+            return Error::new(ErrorKind::Io(std::sync::Arc::new(error)));
+        }
+        let kind = error.kind();
         match error.into_inner().map(|inner| inner.downcast::<Error>()) {
             Some(Ok(driver)) => *driver,
-            _ => Error::invalid_argument(format!("I/O error: {message}")),
+            Some(Err(other)) => Error::new(ErrorKind::Io(std::sync::Arc::new(
+                std::io::Error::new(kind, other),
+            ))),
+            None => Error::from(kind),
         }
     }
 }

@@ -490,7 +490,7 @@ async fn run_rtt_monitor(checker: Checker, host: impl MonitorHost) {
 fn is_network_error(error: &Error) -> bool {
     matches!(
         &*error.kind,
-        ErrorKind::Network { .. } | ErrorKind::Timeout { .. } | ErrorKind::Protocol { .. }
+        ErrorKind::Io(_) | ErrorKind::Timeout { .. } | ErrorKind::InvalidResponse { .. }
     )
 }
 

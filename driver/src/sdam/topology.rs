@@ -166,7 +166,7 @@ impl ApplicationError {
         phase: ErrorPhase,
     ) -> Option<ApplicationError> {
         let kind = match &*error.kind {
-            ErrorKind::Network { .. } | ErrorKind::Tls { .. } | ErrorKind::Protocol { .. } => {
+            ErrorKind::Io(_) | ErrorKind::Tls { .. } | ErrorKind::InvalidResponse { .. } => {
                 ApplicationErrorKind::Network {
                     message: error.to_string(),
                 }

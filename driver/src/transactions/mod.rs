@@ -80,7 +80,7 @@ enum Ending {
 /// Refuses to start a transaction inside another (spec, "startTransaction").
 fn check_start(state: TransactionState) -> Result<()> {
     match state.is_active() {
-        true => Err(Error::invalid_argument("Transaction already in progress")),
+        true => Err(Error::transaction("Transaction already in progress")),
         false => Ok(()),
     }
 }
@@ -89,8 +89,8 @@ fn check_start(state: TransactionState) -> Result<()> {
 /// "commitTransaction").
 fn check_commit(state: TransactionState) -> Result<Ending> {
     match state {
-        TransactionState::None => Err(Error::invalid_argument("No transaction started")),
-        TransactionState::Aborted => Err(Error::invalid_argument(
+        TransactionState::None => Err(Error::transaction("No transaction started")),
+        TransactionState::Aborted => Err(Error::transaction(
             "Cannot call commitTransaction after calling abortTransaction",
         )),
         TransactionState::Starting | TransactionState::CommittedEmpty => Ok(Ending::Nothing),
@@ -103,13 +103,11 @@ fn check_commit(state: TransactionState) -> Result<Ending> {
 /// "abortTransaction").
 fn check_abort(state: TransactionState) -> Result<Ending> {
     match state {
-        TransactionState::None => Err(Error::invalid_argument("No transaction started")),
-        TransactionState::Committed | TransactionState::CommittedEmpty => Err(
-            Error::invalid_argument("Cannot call abortTransaction after calling commitTransaction"),
-        ),
-        TransactionState::Aborted => Err(Error::invalid_argument(
-            "Cannot call abortTransaction twice",
+        TransactionState::None => Err(Error::transaction("No transaction started")),
+        TransactionState::Committed | TransactionState::CommittedEmpty => Err(Error::transaction(
+            "Cannot call abortTransaction after calling commitTransaction",
         )),
+        TransactionState::Aborted => Err(Error::transaction("Cannot call abortTransaction twice")),
         TransactionState::Starting => Ok(Ending::Nothing),
         TransactionState::InProgress => Ok(Ending::Run { again: false }),
     }
@@ -132,10 +130,10 @@ fn label_commit_error(error: Error) -> Error {
         _ => &error,
     };
     let unknown = match &*judged.kind {
-        ErrorKind::Network { .. }
+        ErrorKind::Io(_)
         | ErrorKind::Timeout { .. }
         | ErrorKind::ServerSelection { .. }
-        | ErrorKind::PoolCleared { .. } => true,
+        | ErrorKind::ConnectionPoolCleared { .. } => true,
         ErrorKind::Write(crate::error::WriteFailure::WriteConcernError(concern)) => {
             !INVALID_WRITE_CONCERN.contains(&concern.code)
         }
@@ -317,7 +315,7 @@ impl ClientSession {
             ));
         }
         if self.is_snapshot() {
-            return Err(Error::invalid_argument(
+            return Err(Error::transaction(
                 "Transactions are not supported in snapshot sessions",
             ));
         }
@@ -329,7 +327,7 @@ impl ClientSession {
             .as_ref()
             .is_some_and(|concern| !concern.is_acknowledged())
         {
-            return Err(Error::invalid_argument(
+            return Err(Error::transaction(
                 "transactions do not support unacknowledged write concerns",
             ));
         }
@@ -782,11 +780,7 @@ mod tests {
         let unknown = |error: Error| {
             label_commit_error(error).contains_label(UNKNOWN_TRANSACTION_COMMIT_RESULT)
         };
-        let network = Error::new(ErrorKind::Network {
-            address: "a:1".into(),
-            io_kind: std::io::ErrorKind::ConnectionReset,
-            message: "reset".into(),
-        });
+        let network = Error::network("a:1", std::io::ErrorKind::ConnectionReset, "reset");
         assert!(unknown(network.clone()));
         assert!(unknown(command(50)));
         assert!(unknown(command(91).with_label(RETRYABLE_WRITE_ERROR)));

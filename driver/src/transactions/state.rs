@@ -174,10 +174,10 @@ pub(crate) fn add_fields(
 /// server selection errors and cleared pools (spec, "Transient Transaction Error").
 pub(crate) fn label_transient(error: Error) -> Error {
     match &*error.kind {
-        ErrorKind::Network { .. }
+        ErrorKind::Io(_)
         | ErrorKind::Timeout { .. }
         | ErrorKind::ServerSelection { .. }
-        | ErrorKind::PoolCleared { .. } => error.with_label(TRANSIENT_TRANSACTION_ERROR),
+        | ErrorKind::ConnectionPoolCleared { .. } => error.with_label(TRANSIENT_TRANSACTION_ERROR),
         _ => error,
     }
 }
@@ -197,7 +197,7 @@ pub(crate) fn pins_mongos(first_in_transaction: bool, topology: TopologyType) ->
 pub(crate) fn check_read_preference(criteria: &SelectionCriteria) -> Result<()> {
     match criteria {
         SelectionCriteria::ReadPreference(ReadPreference::Primary) => Ok(()),
-        _ => Err(Error::invalid_argument(
+        _ => Err(Error::transaction(
             "read preference in a transaction must be primary",
         )),
     }

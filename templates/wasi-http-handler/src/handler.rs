@@ -64,9 +64,9 @@ impl From<anymongo::Error> for Failure {
                 StatusCode::SERVICE_UNAVAILABLE,
                 format!("no MongoDB server reachable within serverSelectionTimeoutMS: {error}"),
             ),
-            ErrorKind::Network { .. }
+            ErrorKind::Io(_)
             | ErrorKind::Timeout { .. }
-            | ErrorKind::PoolCleared { .. }
+            | ErrorKind::ConnectionPoolCleared { .. }
             | ErrorKind::WaitQueueTimeout { .. } => Failure::new(
                 StatusCode::SERVICE_UNAVAILABLE,
                 format!("MongoDB is unavailable: {error}"),

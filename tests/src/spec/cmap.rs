@@ -598,7 +598,7 @@ fn error_type(error: &Error) -> &'static str {
     match &*error.kind {
         ErrorKind::WaitQueueTimeout { .. } => "WaitQueueTimeoutError",
         ErrorKind::PoolClosed { .. } => "PoolClosedError",
-        ErrorKind::PoolCleared { .. } => "PoolClearedError",
+        ErrorKind::ConnectionPoolCleared { .. } => "PoolClearedError",
         _ => "an error outside the pool's",
     }
 }

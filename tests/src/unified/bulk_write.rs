@@ -238,7 +238,7 @@ pub fn result_document(result: &BulkWriteResult) -> Bson {
 /// `expectResult`), if it carries one.
 pub fn partial_result(error: &Error) -> Option<Bson> {
     match &*error.kind {
-        ErrorKind::BulkWrite(failure) => Some(result_document(&failure.write_result)),
+        ErrorKind::CollectionBulkWrite(failure) => Some(result_document(&failure.write_result)),
         // An insertMany's error has the `_id`s of the documents inserted: the result
         // of the bulk write of inserts it ran.
         ErrorKind::InsertMany(failure) => Some(result_document(&BulkWriteResult {

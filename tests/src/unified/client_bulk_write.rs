@@ -1,6 +1,6 @@
 //! The client-level bulk write (spec "clientBulkWrite"): the models, each nested in a
 //! single-key object that names its kind, become the driver's write models; the
-//! result, and the parts of a `ClientBulkWriteFailure` that `expectError` names
+//! result, and the parts of a `BulkWriteError` that `expectError` names
 //! (`writeErrors`, `writeConcernErrors`, `expectResult`), become the documents the
 //! tests expect.
 
@@ -8,7 +8,7 @@ use anymongo::crud::client_bulk_write::{
     ClientBulkWriteOptions, ClientBulkWriteResult, ClientWriteModel, DeleteManyModel,
     DeleteOneModel, InsertOneModel, ReplaceOneModel, UpdateManyModel, UpdateOneModel, WriteModel,
 };
-use anymongo::error::{ClientBulkWriteFailure, WriteConcernError, WriteError};
+use anymongo::error::{BulkWriteError, WriteConcernError, WriteError};
 use anymongo::options::{Collation, Hint};
 use anymongo::{Error, ErrorKind};
 use bson::{doc, Bson, Document};
@@ -216,9 +216,9 @@ fn count(n: u64) -> i64 {
 }
 
 /// The client bulk write failure `error` is, if it is one.
-fn failure(error: &Error) -> Option<&ClientBulkWriteFailure> {
+fn failure(error: &Error) -> Option<&BulkWriteError> {
     match &*error.kind {
-        ErrorKind::ClientBulkWrite(failure) => Some(failure),
+        ErrorKind::BulkWrite(failure) => Some(failure),
         _ => None,
     }
 }
@@ -380,7 +380,7 @@ mod tests {
     }
 
     fn failed_bulk_write() -> Error {
-        let mut failure = ClientBulkWriteFailure::default();
+        let mut failure = BulkWriteError::default();
         let write_error = WriteError {
             code: 17276,
             code_name: None,
@@ -394,7 +394,7 @@ mod tests {
             message: "Replication is being shut down".into(),
             details: None,
         });
-        Error::new(ErrorKind::ClientBulkWrite(failure))
+        Error::new(ErrorKind::BulkWrite(failure))
     }
 
     #[test]
@@ -445,15 +445,15 @@ mod tests {
     #[test]
     fn only_a_client_bulk_write_error_has_a_partial_result() {
         assert_eq!(partial_result(&failed_bulk_write()).unwrap(), None);
-        let failure = ClientBulkWriteFailure {
+        let failure = BulkWriteError {
             partial_result: Some(ClientBulkWriteResult {
                 acknowledged: true,
                 deleted_count: 1,
                 ..ClientBulkWriteResult::default()
             }),
-            ..ClientBulkWriteFailure::default()
+            ..BulkWriteError::default()
         };
-        let error = Error::new(ErrorKind::ClientBulkWrite(failure));
+        let error = Error::new(ErrorKind::BulkWrite(failure));
         let partial = partial_result(&error).unwrap().unwrap();
         assert_eq!(
             partial.as_document().unwrap().get_i64("deletedCount").ok(),

@@ -124,7 +124,12 @@ async fn run(database: &Database, command: Document) -> Result<Document, String>
 /// which is no failure of the test about to start.
 async fn run_once_more(database: &Database, command: Document) -> anymongo::Result<Document> {
     match database.run_command(command.clone()).await {
-        Err(error) if matches!(&*error.kind, anymongo::ErrorKind::PoolCleared { .. }) => {
+        Err(error)
+            if matches!(
+                &*error.kind,
+                anymongo::ErrorKind::ConnectionPoolCleared { .. }
+            ) =>
+        {
             database.run_command(command).await
         }
         other => other,

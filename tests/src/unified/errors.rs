@@ -71,9 +71,7 @@ pub fn check_response(
         return Ok(());
     };
     let reply = match &*error.kind {
-        ErrorKind::ClientBulkWrite(failure) => {
-            failure.error.as_deref().and_then(Error::server_reply)
-        }
+        ErrorKind::BulkWrite(failure) => failure.error.as_deref().and_then(Error::server_reply),
         _ => error.server_reply(),
     };
     let Some(reply) = reply else {
@@ -97,7 +95,7 @@ fn code_name(error: &Error) -> &str {
         ErrorKind::Command(command) => Some(command.code_name.as_str()),
         ErrorKind::Write(WriteFailure::WriteError(write)) => write.code_name.as_deref(),
         ErrorKind::Write(WriteFailure::WriteConcernError(concern)) => concern.code_name.as_deref(),
-        ErrorKind::ClientBulkWrite(failure) => {
+        ErrorKind::BulkWrite(failure) => {
             return failure.error.as_deref().map_or("", code_name);
         }
         ErrorKind::InsertMany(failure) => {
@@ -109,7 +107,7 @@ fn code_name(error: &Error) -> &str {
                     .and_then(|concern| concern.code_name.as_deref()),
             }
         }
-        ErrorKind::BulkWrite(failure) => match failure.write_errors.first() {
+        ErrorKind::CollectionBulkWrite(failure) => match failure.write_errors.first() {
             Some(write) => write.code_name.as_deref(),
             None => failure
                 .write_concern_error
@@ -130,11 +128,9 @@ fn is_client_error(error: &Error) -> bool {
         ErrorKind::Command(_)
         | ErrorKind::Write(_)
         | ErrorKind::InsertMany(_)
-        | ErrorKind::BulkWrite(_) => false,
+        | ErrorKind::CollectionBulkWrite(_) => false,
         // Unified test format, "clientBulkWrite": its top-level error says.
-        ErrorKind::ClientBulkWrite(failure) => {
-            failure.error.as_deref().is_some_and(is_client_error)
-        }
+        ErrorKind::BulkWrite(failure) => failure.error.as_deref().is_some_and(is_client_error),
         ErrorKind::Authentication { code, .. } => code.is_none(),
         _ => true,
     }

@@ -23,7 +23,7 @@ use crate::concern::WriteConcern;
 use crate::crud::write::{Spelling, Statement, WriteKind, WriteReply};
 use crate::cursor::{Batch, Cursor, CursorSpec};
 use crate::error::{
-    ClientBulkWriteFailure, Error, ErrorKind, Result, WriteConcernError, WriteError, WriteFailure,
+    BulkWriteError, Error, ErrorKind, Result, WriteConcernError, WriteError, WriteFailure,
 };
 use crate::handshake::HelloReply;
 use crate::operation::Executor;
@@ -127,10 +127,12 @@ impl PreparedOp {
         let at = 4 + 1 + key.len() + 1;
         let first = (bytes.get(4), bytes.get(5..at - 1), bytes.get(at - 1));
         if first != (Some(&0x10), Some(key), Some(&0)) || bytes.len() < at + 4 {
-            return Err(Error::bson("a write's entry does not start with its kind"));
+            return Err(Error::internal(
+                "a write's entry does not start with its kind",
+            ));
         }
         bytes[at..at + 4].copy_from_slice(&index.to_le_bytes());
-        RawDocumentBuf::from_bytes(bytes).map_err(Error::bson)
+        RawDocumentBuf::from_bytes(bytes).map_err(Error::serialization)
     }
 }
 
@@ -272,7 +274,7 @@ fn next_batch(ops: &[PreparedOp], limits: Limits) -> Result<BatchPlan> {
             Some(_) => None,
             None => Some(
                 RawDocumentBuf::try_from(&doc! { "ns": op.namespace.as_str() })
-                    .map_err(Error::bson)?,
+                    .map_err(Error::serialization)?,
             ),
         };
         let added = op.statement.document.as_bytes().len()
@@ -391,7 +393,7 @@ impl Operation for BulkWriteBatch<'_> {
             Some(built) => built,
             None => {
                 let body_len = RawDocumentBuf::try_from(body)
-                    .map_err(Error::bson)?
+                    .map_err(Error::serialization)?
                     .as_bytes()
                     .len();
                 let limits = Limits::new(hello, body_len);
@@ -553,10 +555,10 @@ impl Outcome {
             // An unreadable entry drops the cursor, which kills it.
             self.add_result(&entry, ops, offset, len)
                 .map_err(|message| {
-                    Error::new(ErrorKind::Protocol {
-                        address: spec.server.address.to_string(),
-                        error: WireError::MalformedDocument(message),
-                    })
+                    Error::invalid_response(
+                        spec.server.address.to_string(),
+                        WireError::MalformedDocument(message),
+                    )
                 })?;
         }
     }
@@ -652,21 +654,20 @@ impl Outcome {
     }
 
     /// The error of a bulk write that `error` stopped: as it is when nothing was
-    /// observed yet, else a [`ClientBulkWriteFailure`] with it as the top-level error
+    /// observed yet, else a [`BulkWriteError`] with it as the top-level error
     /// ("Top-Level Errors").
     fn stopped_by(self, error: Error) -> Error {
         if self.write_errors.is_empty() && self.write_concern_errors.is_empty() && !self.succeeded {
             return error;
         }
         let labels = error.labels().clone();
-        let failure = ClientBulkWriteFailure {
+        let failure = BulkWriteError {
             error: Some(Box::new(error)),
             write_concern_errors: self.write_concern_errors,
             write_errors: self.write_errors,
             partial_result: self.succeeded.then_some(self.result),
         };
-        Error::new(ErrorKind::ClientBulkWrite(failure))
-            .with_labels(labels.iter().map(String::as_str))
+        Error::new(ErrorKind::BulkWrite(failure)).with_labels(labels.iter().map(String::as_str))
     }
 
     /// The result, or the error that reports the failed writes and unsatisfied write
@@ -675,13 +676,13 @@ impl Outcome {
         if self.write_errors.is_empty() && self.write_concern_errors.is_empty() {
             return Ok(self.result);
         }
-        let failure = ClientBulkWriteFailure {
+        let failure = BulkWriteError {
             error: None,
             write_concern_errors: self.write_concern_errors,
             write_errors: self.write_errors,
             partial_result: self.succeeded.then_some(self.result),
         };
-        Err(Error::new(ErrorKind::ClientBulkWrite(failure)))
+        Err(Error::new(ErrorKind::BulkWrite(failure)))
     }
 }
 
@@ -1136,7 +1137,7 @@ mod tests {
         assert!(!outcome.succeeded);
         outcome.judge_batch(&summary(1), 0, 3, true);
         let error = outcome.finish().unwrap_err();
-        let ErrorKind::ClientBulkWrite(failure) = &*error.kind else {
+        let ErrorKind::BulkWrite(failure) = &*error.kind else {
             panic!("{error:?}");
         };
         assert_eq!(failure.partial_result, None);
@@ -1158,7 +1159,7 @@ mod tests {
             .unwrap();
         outcome.judge_batch(&summary(1), 0, 3, true);
         let error = outcome.finish().unwrap_err();
-        let ErrorKind::ClientBulkWrite(failure) = &*error.kind else {
+        let ErrorKind::BulkWrite(failure) = &*error.kind else {
             panic!("{error:?}");
         };
         assert_eq!(failure.partial_result.as_ref().unwrap().deleted_count, 1);
@@ -1189,7 +1190,7 @@ mod tests {
         outcome.add_reply(&reply).unwrap();
         outcome.judge_batch(&reply.summary, 2, 2, true);
         let error = outcome.finish().unwrap_err();
-        let ErrorKind::ClientBulkWrite(failure) = &*error.kind else {
+        let ErrorKind::BulkWrite(failure) = &*error.kind else {
             panic!("{error:?}");
         };
         assert_eq!(failure.write_concern_errors, [concern.clone(), concern]);
@@ -1213,7 +1214,7 @@ mod tests {
         outcome.result.inserted_count = 1;
         outcome.judge_batch(&summary(0), 0, 1, true);
         let error = outcome.stopped_by(top.clone());
-        let ErrorKind::ClientBulkWrite(failure) = &*error.kind else {
+        let ErrorKind::BulkWrite(failure) = &*error.kind else {
             panic!("{error:?}");
         };
         assert_eq!(failure.error.as_deref(), Some(&top));

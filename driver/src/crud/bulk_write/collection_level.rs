@@ -221,7 +221,7 @@ impl Outcome {
         Ok(!stop)
     }
 
-    /// The result, or the [`ErrorKind::BulkWrite`] error that carries it with every
+    /// The result, or the [`ErrorKind::CollectionBulkWrite`] error that carries it with every
     /// write error and the last write concern error (CRUD spec,
     /// "BulkWriteException").
     fn finish(self) -> Result<BulkWriteResult> {
@@ -237,12 +237,12 @@ impl Outcome {
             write_concern_error: self.write_concern_error,
             write_result: self.result,
         };
-        Error::new(ErrorKind::BulkWrite(failure))
+        Error::new(ErrorKind::CollectionBulkWrite(failure))
             .with_labels(self.labels.iter().map(String::as_str))
     }
 
     /// The error that ended the bulk write: a write concern error the retry could
-    /// not cure joins the others in an [`ErrorKind::BulkWrite`] error; any other stands
+    /// not cure joins the others in an [`ErrorKind::CollectionBulkWrite`] error; any other stands
     /// as it is.
     fn fail(mut self, error: Error) -> Error {
         match &*error.kind {
@@ -424,7 +424,7 @@ mod tests {
             ..WriteReply::default()
         };
         assert!(outcome.record(&plan, &plan.runs[2], 0, 1, updates).unwrap());
-        let ErrorKind::BulkWrite(failure) = *outcome.finish().unwrap_err().kind else {
+        let ErrorKind::CollectionBulkWrite(failure) = *outcome.finish().unwrap_err().kind else {
             panic!("expected a bulk write error");
         };
         assert_eq!(failure.write_errors[0].index, 1);
@@ -473,7 +473,7 @@ mod tests {
         assert!(!outcome.record(&plan, &plan.runs[0], 0, 2, reply).unwrap());
         let error = outcome.finish().unwrap_err();
         assert!(error.contains_label("SomeLabel"));
-        let ErrorKind::BulkWrite(failure) = &*error.kind else {
+        let ErrorKind::CollectionBulkWrite(failure) = &*error.kind else {
             panic!("expected a bulk write error, got {error}");
         };
         // Model 1 came after the failure: it was not inserted.
@@ -493,7 +493,7 @@ mod tests {
         // A write concern error does not stop an ordered bulk write.
         assert!(outcome.record(&plan, &plan.runs[0], 0, 2, reply).unwrap());
         let error = outcome.finish().unwrap_err();
-        let ErrorKind::BulkWrite(failure) = &*error.kind else {
+        let ErrorKind::CollectionBulkWrite(failure) = &*error.kind else {
             panic!("expected a bulk write error, got {error}");
         };
         assert_eq!(failure.write_concern_error, Some(concern.clone()));
@@ -503,8 +503,10 @@ mod tests {
             .with_label("RetryableWriteError");
         let failed = Outcome::default().fail(error);
         assert!(failed.contains_label("RetryableWriteError"));
-        assert!(matches!(&*failed.kind, ErrorKind::BulkWrite(failure)
-            if failure.write_concern_error.is_some()));
+        assert!(
+            matches!(&*failed.kind, ErrorKind::CollectionBulkWrite(failure)
+            if failure.write_concern_error.is_some())
+        );
         let other = Outcome::default().fail(Error::invalid_argument("x"));
         assert!(matches!(&*other.kind, ErrorKind::InvalidArgument { .. }));
     }
