@@ -441,8 +441,10 @@ impl NativeSession {
     #[wasm_bindgen(js_name = advanceClusterTime)]
     pub fn advance_cluster_time(&self, time: Vec<u8>) -> Result<(), JsValue> {
         let time = parse(time).and_then(|time| ops::to_document(&time));
-        self.session
-            .advance_cluster_time(&time.map_err(|error| reject(&error))?);
+        let time: anymongo::ClusterTime =
+            anymongo::bson::deserialize_from_document(time.map_err(|error| reject(&error))?)
+                .map_err(|error| reject(&anymongo::Error::from(error)))?;
+        self.session.advance_cluster_time(time);
         Ok(())
     }
 
