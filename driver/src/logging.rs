@@ -40,8 +40,15 @@ use bson::{Bson, Document};
 use tracing::Level;
 
 use crate::command_monitoring::CommandEvent;
-use crate::event::cmap::{CheckOutFailedReason, CmapEvent, ConnectionClosedReason};
-use crate::event::sdam::SdamEvent;
+use crate::event::cmap::{
+    CmapEvent, ConnectionCheckedInEvent, ConnectionCheckedOutEvent, ConnectionCheckoutFailedEvent,
+    ConnectionCheckoutFailedReason, ConnectionClosedEvent, ConnectionClosedReason,
+    ConnectionCreatedEvent, ConnectionReadyEvent, PoolClearedEvent, PoolCreatedEvent,
+};
+use crate::event::sdam::{
+    SdamEvent, ServerClosedEvent, ServerHeartbeatFailedEvent, ServerHeartbeatStartedEvent,
+    ServerHeartbeatSucceededEvent, ServerOpeningEvent,
+};
 use crate::event::{EventHandler, EventListener};
 use crate::rt::{MaybeSend, MaybeSync};
 use crate::uri::ServerAddress;
@@ -208,22 +215,24 @@ fn closed_reason(reason: ConnectionClosedReason) -> &'static str {
         ConnectionClosedReason::Idle => {
             "Connection has been available but unused for longer than the configured max idle time"
         }
-        ConnectionClosedReason::Error => "An error occurred while using the connection",
+        ConnectionClosedReason::Error | ConnectionClosedReason::Dropped => {
+            "An error occurred while using the connection"
+        }
         ConnectionClosedReason::PoolClosed => "Connection pool was closed",
     }
 }
 
 /// The spec's text for why a check-out failed (CMAP, "Connection Checkout Failed
 /// Message").
-fn check_out_failed_reason(reason: CheckOutFailedReason) -> &'static str {
+fn check_out_failed_reason(reason: ConnectionCheckoutFailedReason) -> &'static str {
     match reason {
-        CheckOutFailedReason::Timeout => {
+        ConnectionCheckoutFailedReason::Timeout => {
             "Wait queue timeout elapsed without a connection becoming available"
         }
-        CheckOutFailedReason::ConnectionError => {
+        ConnectionCheckoutFailedReason::ConnectionError => {
             "An error occurred while trying to establish a new connection"
         }
-        CheckOutFailedReason::PoolClosed => "Connection pool was closed",
+        ConnectionCheckoutFailedReason::PoolClosed => "Connection pool was closed",
     }
 }
 
@@ -250,39 +259,43 @@ impl LogMessage for CmapEvent {
             };
         }
         match self {
-            CmapEvent::PoolCreated { options, .. } => connection_message!(
-                "Connection pool created",
-                maxIdleTimeMS = options.max_idle_time.map(|idle| idle.as_millis() as u64),
-                minPoolSize = options.min_pool_size,
-                maxPoolSize = options.max_pool_size,
-                maxConnecting = options.max_connecting,
-                waitQueueTimeoutMS = options
-                    .wait_queue_timeout
-                    .map(|timeout| timeout.as_millis() as u64)
-            ),
-            CmapEvent::PoolReady { .. } => connection_message!("Connection pool ready"),
-            CmapEvent::PoolCleared { service_id, .. } => connection_message!(
+            CmapEvent::PoolCreated(PoolCreatedEvent { options, .. }) => {
+                // A pool always reports its options; a missing field logs as absent.
+                let options = options.clone().unwrap_or_default();
+                connection_message!(
+                    "Connection pool created",
+                    maxIdleTimeMS = options.max_idle_time.map(|idle| idle.as_millis() as u64),
+                    minPoolSize = options.min_pool_size,
+                    maxPoolSize = options.max_pool_size,
+                    maxConnecting = options.max_connecting,
+                    waitQueueTimeoutMS = options
+                        .wait_queue_timeout
+                        .map(|timeout| timeout.as_millis() as u64)
+                )
+            }
+            CmapEvent::PoolReady(_) => connection_message!("Connection pool ready"),
+            CmapEvent::PoolCleared(PoolClearedEvent { service_id, .. }) => connection_message!(
                 "Connection pool cleared",
                 serviceId = service_id.map(|id| id.to_hex()).as_deref()
             ),
-            CmapEvent::PoolClosed { .. } => connection_message!("Connection pool closed"),
-            CmapEvent::ConnectionCreated { connection_id, .. } => {
+            CmapEvent::PoolClosed(_) => connection_message!("Connection pool closed"),
+            CmapEvent::ConnectionCreated(ConnectionCreatedEvent { connection_id, .. }) => {
                 connection_message!("Connection created", driverConnectionId = connection_id)
             }
-            CmapEvent::ConnectionReady {
+            CmapEvent::ConnectionReady(ConnectionReadyEvent {
                 connection_id,
                 duration,
                 ..
-            } => connection_message!(
+            }) => connection_message!(
                 "Connection ready",
                 driverConnectionId = connection_id,
                 durationMS = millis(*duration)
             ),
-            CmapEvent::ConnectionClosed {
+            CmapEvent::ConnectionClosed(ConnectionClosedEvent {
                 connection_id,
                 reason,
                 ..
-            } => connection_message!(
+            }) => connection_message!(
                 "Connection closed",
                 driverConnectionId = connection_id,
                 reason = closed_reason(*reason),
@@ -291,30 +304,30 @@ impl LogMessage for CmapEvent {
                 error = (*reason == ConnectionClosedReason::Error)
                     .then_some("the connection failed while in use")
             ),
-            CmapEvent::ConnectionCheckOutStarted { .. } => {
+            CmapEvent::ConnectionCheckoutStarted(_) => {
                 connection_message!("Connection checkout started")
             }
-            CmapEvent::ConnectionCheckOutFailed {
+            CmapEvent::ConnectionCheckoutFailed(ConnectionCheckoutFailedEvent {
                 reason,
                 duration,
                 error,
                 ..
-            } => connection_message!(
+            }) => connection_message!(
                 "Connection checkout failed",
                 reason = check_out_failed_reason(*reason),
                 error = error.as_ref().map(ToString::to_string).as_deref(),
                 durationMS = millis(*duration)
             ),
-            CmapEvent::ConnectionCheckedOut {
+            CmapEvent::ConnectionCheckedOut(ConnectionCheckedOutEvent {
                 connection_id,
                 duration,
                 ..
-            } => connection_message!(
+            }) => connection_message!(
                 "Connection checked out",
                 driverConnectionId = connection_id,
                 durationMS = millis(*duration)
             ),
-            CmapEvent::ConnectionCheckedIn { connection_id, .. } => {
+            CmapEvent::ConnectionCheckedIn(ConnectionCheckedInEvent { connection_id, .. }) => {
                 connection_message!("Connection checked in", driverConnectionId = connection_id)
             }
         }
@@ -342,30 +355,30 @@ impl LogMessage for SdamEvent {
             };
         }
         match self {
-            SdamEvent::TopologyOpening { .. } => topology_message!("Starting topology monitoring"),
-            SdamEvent::TopologyClosed { .. } => topology_message!("Stopped topology monitoring"),
-            SdamEvent::TopologyDescriptionChanged { previous, new, .. } => topology_message!(
+            SdamEvent::TopologyOpening(_) => topology_message!("Starting topology monitoring"),
+            SdamEvent::TopologyClosed(_) => topology_message!("Stopped topology monitoring"),
+            SdamEvent::TopologyDescriptionChanged(changed) => topology_message!(
                 "Topology description changed",
-                previousDescription = previous.to_string().as_str(),
-                newDescription = new.to_string().as_str()
+                previousDescription = changed.previous_description.to_string().as_str(),
+                newDescription = changed.new_description.to_string().as_str()
             ),
-            SdamEvent::ServerOpening { address, .. } => topology_message!(
+            SdamEvent::ServerOpening(ServerOpeningEvent { address, .. }) => topology_message!(
                 "Starting server monitoring",
                 serverHost = address.host(),
                 serverPort = address.tcp_port()
             ),
-            SdamEvent::ServerClosed { address, .. } => topology_message!(
+            SdamEvent::ServerClosed(ServerClosedEvent { address, .. }) => topology_message!(
                 "Stopped server monitoring",
                 serverHost = address.host(),
                 serverPort = address.tcp_port()
             ),
-            SdamEvent::ServerDescriptionChanged { .. } => {}
-            SdamEvent::ServerHeartbeatStarted {
-                address,
+            SdamEvent::ServerDescriptionChanged(_) => {}
+            SdamEvent::ServerHeartbeatStarted(ServerHeartbeatStartedEvent {
+                server_address: address,
                 driver_connection_id,
                 server_connection_id,
                 awaited,
-            } => topology_message!(
+            }) => topology_message!(
                 "Server heartbeat started",
                 serverHost = address.host(),
                 serverPort = address.tcp_port(),
@@ -373,14 +386,14 @@ impl LogMessage for SdamEvent {
                 serverConnectionId = *server_connection_id,
                 awaited = *awaited
             ),
-            SdamEvent::ServerHeartbeatSucceeded {
-                address,
+            SdamEvent::ServerHeartbeatSucceeded(ServerHeartbeatSucceededEvent {
+                server_address: address,
                 driver_connection_id,
                 server_connection_id,
                 duration,
                 reply,
                 awaited,
-            } => topology_message!(
+            }) => topology_message!(
                 "Server heartbeat succeeded",
                 serverHost = address.host(),
                 serverPort = address.tcp_port(),
@@ -390,14 +403,14 @@ impl LogMessage for SdamEvent {
                 durationMS = millis(*duration),
                 reply = context.json(reply).as_str()
             ),
-            SdamEvent::ServerHeartbeatFailed {
-                address,
+            SdamEvent::ServerHeartbeatFailed(ServerHeartbeatFailedEvent {
+                server_address: address,
                 driver_connection_id,
                 server_connection_id,
                 duration,
                 failure,
                 awaited,
-            } => topology_message!(
+            }) => topology_message!(
                 "Server heartbeat failed",
                 serverHost = address.host(),
                 serverPort = address.tcp_port(),
@@ -405,7 +418,7 @@ impl LogMessage for SdamEvent {
                 serverConnectionId = *server_connection_id,
                 awaited = *awaited,
                 durationMS = millis(*duration),
-                failure = failure.as_str()
+                failure = failure.to_string().as_str()
             ),
         }
     }

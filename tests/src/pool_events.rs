@@ -14,6 +14,7 @@
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use anymongo::client::ClientConfig;
+use anymongo::event::cmap::ConnectionClosedEvent;
 use anymongo::event::cmap::{CmapEvent, ConnectionClosedReason};
 use anymongo::event::EventHandler;
 
@@ -48,11 +49,11 @@ pub fn closed_connections(events: &[CmapEvent]) -> Vec<(u32, ConnectionClosedRea
     events
         .iter()
         .filter_map(|event| match event {
-            CmapEvent::ConnectionClosed {
+            CmapEvent::ConnectionClosed(ConnectionClosedEvent {
                 connection_id,
                 reason,
                 ..
-            } => Some((*connection_id, *reason)),
+            }) => Some((*connection_id, *reason)),
             _ => None,
         })
         .collect()
@@ -61,6 +62,6 @@ pub fn closed_connections(events: &[CmapEvent]) -> Vec<(u32, ConnectionClosedRea
 /// How many ConnectionCreated events `events` holds.
 pub fn created_connections(events: &[CmapEvent]) -> usize {
     (events.iter())
-        .filter(|event| matches!(event, CmapEvent::ConnectionCreated { .. }))
+        .filter(|event| matches!(event, CmapEvent::ConnectionCreated(_)))
         .count()
 }

@@ -18,6 +18,11 @@
 //! acceptance, so tests that open connections one at a time ([`hold_connections`]) know
 //! that pool connection `i` is the mock's connection `i`, on backend `(i - 1) % 2`.
 
+use anymongo::event::cmap::{
+    ConnectionCheckedInEvent, ConnectionCheckedOutEvent, ConnectionCheckoutFailedEvent,
+    ConnectionClosedEvent, ConnectionCreatedEvent, ConnectionReadyEvent, PoolClearedEvent,
+};
+use anymongo::event::sdam::{ServerOpeningEvent, TopologyOpeningEvent};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -178,7 +183,7 @@ impl TestClient {
         self.cmap
             .since(mark)
             .iter()
-            .filter(|event| !matches!(event, CmapEvent::ConnectionCheckOutStarted { .. }))
+            .filter(|event| !matches!(event, CmapEvent::ConnectionCheckoutStarted(_)))
             .map(short)
             .collect()
     }
@@ -187,37 +192,42 @@ impl TestClient {
 /// A CMAP event in short form: `CheckedOut(1)`, `Closed(3, stale)`, `PoolCleared(<id>)`.
 fn short(event: &CmapEvent) -> String {
     match event {
-        CmapEvent::PoolCreated { .. } => "PoolCreated".into(),
-        CmapEvent::PoolReady { .. } => "PoolReady".into(),
-        CmapEvent::PoolCleared {
+        CmapEvent::PoolCreated(_) => "PoolCreated".into(),
+        CmapEvent::PoolReady(_) => "PoolReady".into(),
+        CmapEvent::PoolCleared(PoolClearedEvent {
             service_id,
             interrupt_in_use_connections,
             ..
-        } => {
+        }) => {
             let service = service_id.map_or("none".to_owned(), |id| id.to_hex());
             match interrupt_in_use_connections {
                 true => format!("PoolCleared({service}, interrupting)"),
                 false => format!("PoolCleared({service})"),
             }
         }
-        CmapEvent::PoolClosed { .. } => "PoolClosed".into(),
-        CmapEvent::ConnectionCreated { connection_id, .. } => format!("Created({connection_id})"),
-        CmapEvent::ConnectionReady { connection_id, .. } => format!("Ready({connection_id})"),
-        CmapEvent::ConnectionClosed {
+        CmapEvent::PoolClosed(_) => "PoolClosed".into(),
+        CmapEvent::ConnectionCreated(ConnectionCreatedEvent { connection_id, .. }) => {
+            format!("Created({connection_id})")
+        }
+        CmapEvent::ConnectionReady(ConnectionReadyEvent { connection_id, .. }) => {
+            format!("Ready({connection_id})")
+        }
+        CmapEvent::ConnectionClosed(ConnectionClosedEvent {
             connection_id,
             reason,
             ..
-        } => format!("Closed({connection_id}, {})", reason.as_str()),
-        CmapEvent::ConnectionCheckOutStarted { .. } => "CheckOutStarted".into(),
-        CmapEvent::ConnectionCheckOutFailed { reason, .. } => {
+        }) => format!("Closed({connection_id}, {})", reason.as_str()),
+        CmapEvent::ConnectionCheckoutStarted(_) => "CheckOutStarted".into(),
+        CmapEvent::ConnectionCheckoutFailed(ConnectionCheckoutFailedEvent { reason, .. }) => {
             format!("CheckOutFailed({})", reason.as_str())
         }
-        CmapEvent::ConnectionCheckedOut { connection_id, .. } => {
+        CmapEvent::ConnectionCheckedOut(ConnectionCheckedOutEvent { connection_id, .. }) => {
             format!("CheckedOut({connection_id})")
         }
-        CmapEvent::ConnectionCheckedIn { connection_id, .. } => {
+        CmapEvent::ConnectionCheckedIn(ConnectionCheckedInEvent { connection_id, .. }) => {
             format!("CheckedIn({connection_id})")
         }
+        other => other.name().into(),
     }
 }
 
@@ -242,7 +252,7 @@ fn pool_cleared_events(events: &[CmapEvent]) -> Vec<Option<ObjectId>> {
     events
         .iter()
         .filter_map(|event| match event {
-            CmapEvent::PoolCleared { service_id, .. } => Some(*service_id),
+            CmapEvent::PoolCleared(PoolClearedEvent { service_id, .. }) => Some(*service_id),
             _ => None,
         })
         .collect()
@@ -334,18 +344,14 @@ fn assert_opening_events(events: &[SdamEvent], address: &str) {
         ],
         "{events:#?}"
     );
-    let SdamEvent::TopologyOpening { topology_id } = &events[0] else {
+    let SdamEvent::TopologyOpening(TopologyOpeningEvent { topology_id }) = &events[0] else {
         unreachable!()
     };
-    let SdamEvent::TopologyDescriptionChanged {
-        topology_id: id,
-        previous,
-        new,
-    } = &events[1]
-    else {
+    let SdamEvent::TopologyDescriptionChanged(changed) = &events[1] else {
         unreachable!()
     };
-    assert_eq!(id, topology_id);
+    let (previous, new) = (&changed.previous_description, &changed.new_description);
+    assert_eq!(&changed.topology_id, topology_id);
     assert_eq!(previous.topology_type, TopologyType::Unknown);
     assert!(previous.servers.is_empty(), "{previous:?}");
     assert_eq!(new.topology_type, TopologyType::LoadBalanced);
@@ -353,38 +359,33 @@ fn assert_opening_events(events: &[SdamEvent], address: &str) {
     assert_eq!(servers.len(), 1);
     assert_eq!(servers[0].address.to_string(), address);
     assert_eq!(servers[0].server_type, ServerType::Unknown);
-    let SdamEvent::ServerOpening {
+    let SdamEvent::ServerOpening(ServerOpeningEvent {
         topology_id: id,
         address: opened,
-    } = &events[2]
+    }) = &events[2]
     else {
         unreachable!()
     };
     assert_eq!(id, topology_id);
     assert_eq!(opened.to_string(), address);
-    let SdamEvent::ServerDescriptionChanged {
-        topology_id: id,
-        address: changed,
-        previous,
-        new,
-    } = &events[3]
-    else {
+    let SdamEvent::ServerDescriptionChanged(changed) = &events[3] else {
         unreachable!()
     };
-    assert_eq!(id, topology_id);
-    assert_eq!(changed.to_string(), address);
-    assert_eq!(previous.server_type, ServerType::Unknown);
-    assert_eq!(new.server_type, ServerType::LoadBalancer);
-    let SdamEvent::TopologyDescriptionChanged {
-        topology_id: id,
-        new,
-        ..
-    } = &events[4]
-    else {
+    assert_eq!(&changed.topology_id, topology_id);
+    assert_eq!(changed.address.to_string(), address);
+    assert_eq!(
+        changed.previous_description.server_type(),
+        ServerType::Unknown
+    );
+    assert_eq!(
+        changed.new_description.server_type(),
+        ServerType::LoadBalancer
+    );
+    let SdamEvent::TopologyDescriptionChanged(changed) = &events[4] else {
         unreachable!()
     };
-    assert_eq!(id, topology_id);
-    assert_load_balanced(new, address);
+    assert_eq!(&changed.topology_id, topology_id);
+    assert_load_balanced(&changed.new_description, address);
 }
 
 /// Every hello the balancer received is a load-balanced OP_MSG handshake (load-balancers.md,
@@ -480,7 +481,7 @@ async fn load_balancer_is_discovered_without_monitoring() {
         sdam.wait_for("TopologyClosedEvent", |events| {
             events
                 .last()
-                .is_some_and(|event| matches!(event, SdamEvent::TopologyClosed { .. }))
+                .is_some_and(|event| matches!(event, SdamEvent::TopologyClosed(_)))
         })
         .await;
         let events = sdam.all();
@@ -494,9 +495,10 @@ async fn load_balancer_is_discovered_without_monitoring() {
             ],
             "{mode:?}"
         );
-        let SdamEvent::TopologyDescriptionChanged { previous, new, .. } = &events[6] else {
+        let SdamEvent::TopologyDescriptionChanged(changed) = &events[6] else {
             unreachable!()
         };
+        let (previous, new) = (&changed.previous_description, &changed.new_description);
         assert_load_balanced(previous, lb.address());
         assert_eq!(new.topology_type, TopologyType::Unknown);
         assert!(new.servers.is_empty());
@@ -717,7 +719,7 @@ async fn connections_reach_both_backends() {
         let events = client.cmap.all();
         let ready = events
             .iter()
-            .filter(|event| matches!(event, CmapEvent::ConnectionReady { .. }))
+            .filter(|event| matches!(event, CmapEvent::ConnectionReady(_)))
             .count();
         assert_eq!(ready, 2, "{mode:?}: {events:#?}");
 
@@ -1143,8 +1145,7 @@ async fn wait_queue_timeout_gives_the_connections_in_use() {
             .filter(|event| {
                 matches!(
                     event,
-                    CmapEvent::ConnectionCheckedOut { .. }
-                        | CmapEvent::ConnectionCheckOutFailed { .. }
+                    CmapEvent::ConnectionCheckedOut(_) | CmapEvent::ConnectionCheckoutFailed(_)
                 )
             })
             .map(short)

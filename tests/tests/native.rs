@@ -5,6 +5,7 @@ use std::future::IntoFuture;
 use std::time::{Duration, Instant};
 
 use anymongo::bson::{doc, Bson};
+use anymongo::event::cmap::ConnectionCheckedOutEvent;
 use anymongo::{Client, ClientOptions, ErrorKind};
 use anymongo_tests::mock::{standalone_hello, MockServer};
 use anymongo_tests::server::{self, ServerOptions, TestServer};
@@ -536,7 +537,9 @@ async fn a_command_abandoned_mid_flight_closes_its_connection() {
         .lock()
         .iter()
         .filter_map(|event| match event {
-            CmapEvent::ConnectionCheckedOut { connection_id, .. } => Some(*connection_id),
+            CmapEvent::ConnectionCheckedOut(ConnectionCheckedOutEvent {
+                connection_id, ..
+            }) => Some(*connection_id),
             _ => None,
         })
         .collect();

@@ -9,6 +9,7 @@ use std::time::Duration;
 use anymongo::bson::{doc, Document};
 use anymongo::client::ClientConfig;
 use anymongo::event::cmap::CmapEvent;
+use anymongo::event::cmap::{ConnectionPoolOptions, PoolCreatedEvent};
 use anymongo::options::{
     ClientOptions, ServerAddress, ServerApi, ServerApiVersion, Tls, TlsOptions,
 };
@@ -30,12 +31,12 @@ fn shared_address() -> ServerAddress {
 }
 
 /// The options of the first pool the client created.
-fn first_pool_created(events: &PoolEvents) -> anymongo::cmap::PoolOptions {
+fn first_pool_created(events: &PoolEvents) -> ConnectionPoolOptions {
     events
         .lock()
         .iter()
         .find_map(|event| match event {
-            CmapEvent::PoolCreated { options, .. } => Some(options.clone()),
+            CmapEvent::PoolCreated(PoolCreatedEvent { options, .. }) => options.clone(),
             _ => None,
         })
         .expect("a PoolCreated event")
@@ -90,7 +91,7 @@ async fn fields_assigned_on_parsed_options_are_used() {
         collection.insert_one(doc! { "n": 1 }).await.unwrap();
         assert_eq!(collection.count_documents(doc! {}).await.unwrap(), 1);
         let pool = first_pool_created(&events);
-        assert_eq!((pool.max_pool_size, pool.min_pool_size), (5, 1));
+        assert_eq!((pool.max_pool_size, pool.min_pool_size), (Some(5), Some(1)));
     })
     .await;
 }
@@ -140,7 +141,7 @@ async fn an_option_left_none_means_the_documented_default() {
         let pool = first_pool_created(&events);
         assert_eq!(
             (pool.max_pool_size, pool.min_pool_size, pool.max_connecting),
-            (100, 0, 2)
+            (Some(100), Some(0), Some(2))
         );
     })
     .await;

@@ -17,6 +17,7 @@
 //! recorded list is its sequence number, and replaying the list replays the pool's
 //! counts. Every wait is bounded; nothing sleeps to synchronise.
 
+use anymongo::event::cmap::ConnectionClosedEvent;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -86,22 +87,22 @@ fn tally(events: &[CmapEvent]) -> BTreeMap<String, Tally> {
     for event in events {
         let pool = pools.entry(event.address().to_string()).or_default();
         match event {
-            CmapEvent::ConnectionCreated { .. } => pool.created += 1,
-            CmapEvent::ConnectionClosed {
+            CmapEvent::ConnectionCreated(_) => pool.created += 1,
+            CmapEvent::ConnectionClosed(ConnectionClosedEvent {
                 connection_id,
                 reason,
                 ..
-            } => {
+            }) => {
                 pool.closed += 1;
                 if *reason == ConnectionClosedReason::Error {
                     pool.closed_for_error.push(*connection_id);
                 }
             }
-            CmapEvent::PoolClosed { .. } => pool.pool_closed = true,
-            CmapEvent::ConnectionCheckOutStarted { .. } => pool.check_outs_started += 1,
-            CmapEvent::ConnectionCheckedOut { .. } => pool.checked_out += 1,
-            CmapEvent::ConnectionCheckOutFailed { .. } => pool.check_outs_failed += 1,
-            CmapEvent::ConnectionCheckedIn { .. } => pool.checked_in += 1,
+            CmapEvent::PoolClosed(_) => pool.pool_closed = true,
+            CmapEvent::ConnectionCheckoutStarted(_) => pool.check_outs_started += 1,
+            CmapEvent::ConnectionCheckedOut(_) => pool.checked_out += 1,
+            CmapEvent::ConnectionCheckoutFailed(_) => pool.check_outs_failed += 1,
+            CmapEvent::ConnectionCheckedIn(_) => pool.checked_in += 1,
             _ => {}
         }
         pool.peak_open = pool.peak_open.max(pool.open());

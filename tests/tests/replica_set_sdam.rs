@@ -9,6 +9,7 @@ use std::time::Duration;
 use anymongo::bson::{doc, Document};
 use anymongo::client::{ClientConfig, MonitoringThreads};
 use anymongo::event::sdam::SdamEvent;
+use anymongo::event::sdam::ServerClosedEvent;
 use anymongo::sdam::{ServerType, TopologyDescription, TopologyType};
 use anymongo::{Client, ClientOptions, ErrorKind, ServerAddress};
 use anymongo_tests::replica_set::{MemberRole, MockReplicaSet};
@@ -215,7 +216,7 @@ async fn replica_set_scenario(monitoring: MonitoringThreads) {
             .seen
             .iter()
             .filter_map(|event| match event {
-                SdamEvent::ServerClosed { address, .. } => Some(address),
+                SdamEvent::ServerClosed(ServerClosedEvent { address, .. }) => Some(address),
                 _ => None,
             })
             .collect();

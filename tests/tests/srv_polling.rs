@@ -18,6 +18,7 @@ use std::time::Duration;
 use anymongo::bson::{doc, Document};
 use anymongo::client::{ClientConfig, MonitoringThreads};
 use anymongo::event::sdam::SdamEvent;
+use anymongo::event::sdam::{ServerClosedEvent, ServerOpeningEvent};
 use anymongo::sdam::TopologyType;
 use anymongo::srv::{self, SeedList};
 use anymongo::{Client, ClientOptions};
@@ -189,8 +190,12 @@ impl Watched {
         let mut closed = Vec::new();
         for event in events.iter() {
             match event {
-                SdamEvent::ServerOpening { address, .. } => opened.push(address.to_string()),
-                SdamEvent::ServerClosed { address, .. } => closed.push(address.to_string()),
+                SdamEvent::ServerOpening(ServerOpeningEvent { address, .. }) => {
+                    opened.push(address.to_string())
+                }
+                SdamEvent::ServerClosed(ServerClosedEvent { address, .. }) => {
+                    closed.push(address.to_string())
+                }
                 _ => {}
             }
         }

@@ -5,12 +5,16 @@
 //! [`MonitoredServer`]; in single-threaded mode selection runs a [`scan`](Shared::scan).
 
 use std::collections::BTreeSet;
+use std::io;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use super::{Server, Shared};
 use crate::error::{Error, ErrorKind};
-use crate::event::sdam::SdamEvent;
+use crate::event::sdam::{
+    SdamEvent, ServerHeartbeatFailedEvent, ServerHeartbeatStartedEvent,
+    ServerHeartbeatSucceededEvent,
+};
 use crate::rt;
 use crate::sdam::monitor::{
     run_monitor, CheckReply, Checker, HeartbeatConnection, MonitorHost, MonitorSignal,
@@ -71,13 +75,14 @@ impl Shared {
     ) {
         // Heartbeat events are built only when someone listens: every check of every
         // member publishes them.
-        self.events
-            .queue_with(|| SdamEvent::ServerHeartbeatStarted {
-                address: address.clone(),
+        self.events.queue_with(|| {
+            SdamEvent::ServerHeartbeatStarted(ServerHeartbeatStartedEvent {
+                server_address: address.clone(),
                 driver_connection_id: connection.driver_id,
                 server_connection_id: connection.server_id,
                 awaited,
-            });
+            })
+        });
         self.events.flush();
     }
 
@@ -88,18 +93,20 @@ impl Shared {
     fn heartbeat_failed(
         &self,
         address: &ServerAddress,
-        failure: impl FnOnce() -> String,
+        failure: impl FnOnce() -> Error,
         duration: Duration,
         connection: HeartbeatConnection,
         awaited: bool,
     ) {
-        self.events.queue_with(|| SdamEvent::ServerHeartbeatFailed {
-            address: address.clone(),
-            driver_connection_id: connection.driver_id,
-            server_connection_id: connection.server_id,
-            duration,
-            failure: failure(),
-            awaited,
+        self.events.queue_with(|| {
+            SdamEvent::ServerHeartbeatFailed(ServerHeartbeatFailedEvent {
+                server_address: address.clone(),
+                driver_connection_id: connection.driver_id,
+                server_connection_id: connection.server_id,
+                duration,
+                failure: failure(),
+                awaited,
+            })
         });
         self.events.flush();
     }
@@ -120,15 +127,16 @@ impl Shared {
         }
         // The reply is copied for the event only when someone listens: a primary's
         // lists all the members.
-        self.events
-            .queue_with(|| SdamEvent::ServerHeartbeatSucceeded {
-                address: server.address.clone(),
+        self.events.queue_with(|| {
+            SdamEvent::ServerHeartbeatSucceeded(ServerHeartbeatSucceededEvent {
+                server_address: server.address.clone(),
                 driver_connection_id: connection.driver_id,
                 server_connection_id: connection.server_id,
                 duration: check.duration,
                 reply: check.reply.clone(),
                 awaited,
-            });
+            })
+        });
         self.events.flush();
         self.described(server, check.reply);
     }
@@ -160,7 +168,7 @@ impl Shared {
     ) {
         self.heartbeat_failed(
             &server.address,
-            || error.to_string(),
+            || error.clone(),
             duration,
             connection,
             awaited,
@@ -301,9 +309,14 @@ impl MonitorHost for MonitoredServer {
             shared.heartbeat_failed(
                 &self.server.address,
                 || {
-                    "the check was cancelled: an operation's network error marked the \
-                     server Unknown"
-                        .to_string()
+                    Error::from_io(
+                        &self.server.address.to_string(),
+                        io::Error::new(
+                            io::ErrorKind::Interrupted,
+                            "the check was cancelled: an operation's network error marked \
+                             the server Unknown",
+                        ),
+                    )
                 },
                 duration,
                 connection,

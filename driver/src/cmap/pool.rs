@@ -30,7 +30,10 @@ use futures::stream::{FuturesUnordered, StreamExt};
 use super::options::PoolOptions;
 use crate::error::{Error, ErrorKind, Result};
 use crate::event::cmap::{
-    CheckOutFailedReason, CmapEvent, CmapEventHandler, ConnectionClosedReason,
+    CmapEvent, CmapEventHandler, ConnectionCheckedInEvent, ConnectionCheckedOutEvent,
+    ConnectionCheckoutFailedEvent, ConnectionCheckoutFailedReason, ConnectionCheckoutStartedEvent,
+    ConnectionClosedEvent, ConnectionClosedReason, ConnectionCreatedEvent, ConnectionReadyEvent,
+    PoolClearedEvent, PoolClosedEvent, PoolCreatedEvent, PoolReadyEvent,
 };
 use crate::event::EventSink;
 use crate::rt::{self, BoxFuture, Clock, Instant, MaybeSend, MaybeSync, Spawner};
@@ -305,9 +308,11 @@ impl<E: Establish> ConnectionPool<E> {
             maintenance: Notify::default(),
             orphans: Mutex::new(Vec::new()),
         });
-        inner.events.queue_with(|| CmapEvent::PoolCreated {
-            address: inner.address.clone(),
-            options: inner.options.clone(),
+        inner.events.queue_with(|| {
+            CmapEvent::PoolCreated(PoolCreatedEvent {
+                address: inner.address.clone(),
+                options: Some((&inner.options).into()),
+            })
         });
         inner.events.flush();
         if let Some(spawner) = &inner.spawner {
@@ -386,8 +391,10 @@ impl<E: Establish> ConnectionPool<E> {
         let paused = state.status == PoolState::Paused;
         if paused {
             state.status = PoolState::Ready;
-            inner.events.queue_with(|| CmapEvent::PoolReady {
-                address: inner.address.clone(),
+            inner.events.queue_with(|| {
+                CmapEvent::PoolReady(PoolReadyEvent {
+                    address: inner.address.clone(),
+                })
             });
         }
         Aftermath {
@@ -517,10 +524,12 @@ impl<E: Establish> ConnectionPool<E> {
                 }
             };
             if emit {
-                inner.events.queue_with(|| CmapEvent::PoolCleared {
-                    address: inner.address.clone(),
-                    service_id,
-                    interrupt_in_use_connections: interrupt_in_use,
+                inner.events.queue_with(|| {
+                    CmapEvent::PoolCleared(PoolClearedEvent {
+                        address: inner.address.clone(),
+                        service_id,
+                        interrupt_in_use_connections: interrupt_in_use,
+                    })
                 });
             }
         }
@@ -548,8 +557,10 @@ impl<E: Establish> ConnectionPool<E> {
                 inner.close_locked(state, idle.meta, ConnectionClosedReason::PoolClosed);
                 closed.push(idle.connection);
             }
-            inner.events.queue_with(|| CmapEvent::PoolClosed {
-                address: inner.address.clone(),
+            inner.events.queue_with(|| {
+                CmapEvent::PoolClosed(PoolClosedEvent {
+                    address: inner.address.clone(),
+                })
             });
         }
         inner.settle(closed);
@@ -603,11 +614,11 @@ impl<E: Establish> ConnectionPool<E> {
         let timeout = timeout.or(inner.options.wait_queue_timeout);
         let waiter = {
             let mut state = inner.state();
-            inner
-                .events
-                .queue_with(|| CmapEvent::ConnectionCheckOutStarted {
+            inner.events.queue_with(|| {
+                CmapEvent::ConnectionCheckoutStarted(ConnectionCheckoutStartedEvent {
                     address: inner.address.clone(),
-                });
+                })
+            });
             let waiter = state.next_waiter_id;
             state.next_waiter_id += 1;
             state.wait_queue.push_back(waiter);
@@ -674,7 +685,7 @@ impl<E: Establish> ConnectionPool<E> {
                 let detail = {
                     let mut state = inner.state();
                     state.leave(waiter);
-                    inner.check_out_failed(started, CheckOutFailedReason::Timeout, None);
+                    inner.check_out_failed(started, ConnectionCheckoutFailedReason::Timeout, None);
                     inner.wait_queue_timeout_detail(&state)
                 };
                 inner.settle(Vec::new());
@@ -721,7 +732,7 @@ impl<E: Establish> ConnectionPool<E> {
                     let _state = inner.state();
                     inner.check_out_failed(
                         started,
-                        CheckOutFailedReason::ConnectionError,
+                        ConnectionCheckoutFailedReason::ConnectionError,
                         Some(&error),
                     );
                 }
@@ -731,7 +742,11 @@ impl<E: Establish> ConnectionPool<E> {
             Err(oneshot::Canceled) => {
                 {
                     let _state = inner.state();
-                    inner.check_out_failed(started, CheckOutFailedReason::PoolClosed, None);
+                    inner.check_out_failed(
+                        started,
+                        ConnectionCheckoutFailedReason::PoolClosed,
+                        None,
+                    );
                 }
                 inner.events.flush();
                 Err(pool_closed_error(&inner.address))
@@ -1000,10 +1015,12 @@ impl<E: Establish> Inner<E> {
                 }
             }
         }
-        self.events.queue_with(|| CmapEvent::ConnectionClosed {
-            address: self.address.clone(),
-            connection_id: meta.id,
-            reason,
+        self.events.queue_with(|| {
+            CmapEvent::ConnectionClosed(ConnectionClosedEvent {
+                address: self.address.clone(),
+                connection_id: meta.id,
+                reason,
+            })
         });
     }
 
@@ -1012,17 +1029,18 @@ impl<E: Establish> Inner<E> {
     fn check_out_failed(
         &self,
         started: Instant,
-        reason: CheckOutFailedReason,
+        reason: ConnectionCheckoutFailedReason,
         error: Option<&Error>,
     ) {
         let duration = self.clock.now() - started;
-        self.events
-            .queue_with(|| CmapEvent::ConnectionCheckOutFailed {
+        self.events.queue_with(|| {
+            CmapEvent::ConnectionCheckoutFailed(ConnectionCheckoutFailedEvent {
                 address: self.address.clone(),
                 reason,
                 error: error.cloned(),
                 duration,
-            });
+            })
+        });
     }
 
     /// Why an available connection perished, if it did.
@@ -1060,7 +1078,7 @@ impl<E: Establish> Inner<E> {
     ) -> Step<E::Connection> {
         if state.status == PoolState::Closed {
             state.leave(waiter);
-            self.check_out_failed(started, CheckOutFailedReason::PoolClosed, None);
+            self.check_out_failed(started, ConnectionCheckoutFailedReason::PoolClosed, None);
             return Step::Fail(pool_closed_error(&self.address));
         }
         if state.evicted.contains(&waiter) || state.status == PoolState::Paused {
@@ -1068,7 +1086,7 @@ impl<E: Establish> Inner<E> {
             let cleared = pool_cleared_error(&self.address);
             self.check_out_failed(
                 started,
-                CheckOutFailedReason::ConnectionError,
+                ConnectionCheckoutFailedReason::ConnectionError,
                 Some(&cleared),
             );
             return Step::Fail(cleared);
@@ -1094,10 +1112,12 @@ impl<E: Establish> Inner<E> {
                     pinned: None,
                 },
             );
-            self.events.queue_with(|| CmapEvent::ConnectionCheckedOut {
-                address: self.address.clone(),
-                connection_id: idle.meta.id,
-                duration: now - started,
+            self.events.queue_with(|| {
+                CmapEvent::ConnectionCheckedOut(ConnectionCheckedOutEvent {
+                    address: self.address.clone(),
+                    connection_id: idle.meta.id,
+                    duration: now - started,
+                })
             });
             return Step::Idle(idle.connection, idle.meta, interrupt);
         }
@@ -1158,9 +1178,11 @@ impl<E: Establish> Inner<E> {
                 pinned: None,
             },
         );
-        self.events.queue_with(|| CmapEvent::ConnectionCreated {
-            address: self.address.clone(),
-            connection_id: id,
+        self.events.queue_with(|| {
+            CmapEvent::ConnectionCreated(ConnectionCreatedEvent {
+                address: self.address.clone(),
+                connection_id: id,
+            })
         });
         Pending {
             id,
@@ -1217,9 +1239,11 @@ impl<E: Establish> Inner<E> {
             let mut state = self.state();
             let state = &mut *state;
             state.live.remove(&meta.id);
-            self.events.queue_with(|| CmapEvent::ConnectionCheckedIn {
-                address: self.address.clone(),
-                connection_id: meta.id,
+            self.events.queue_with(|| {
+                CmapEvent::ConnectionCheckedIn(ConnectionCheckedInEvent {
+                    address: self.address.clone(),
+                    connection_id: meta.id,
+                })
             });
             if dropped || interrupted {
                 let reason = if state.status == PoolState::Closed {
@@ -1317,10 +1341,12 @@ impl<E: Establish> Inner<E> {
                 service_id,
             };
             let duration = self.clock.now() - pending.created;
-            self.events.queue_with(|| CmapEvent::ConnectionReady {
-                address: self.address.clone(),
-                connection_id: pending.id,
-                duration,
+            self.events.queue_with(|| {
+                CmapEvent::ConnectionReady(ConnectionReadyEvent {
+                    address: self.address.clone(),
+                    connection_id: pending.id,
+                    duration,
+                })
             });
             match purpose {
                 Purpose::CheckOut(sender) => {
@@ -1517,10 +1543,12 @@ impl<E: Establish> Established<E> {
         {
             let _state = pool.state();
             let duration = pool.clock.now() - started;
-            pool.events.queue_with(|| CmapEvent::ConnectionCheckedOut {
-                address: pool.address.clone(),
-                connection_id: self.meta.id,
-                duration,
+            pool.events.queue_with(|| {
+                CmapEvent::ConnectionCheckedOut(ConnectionCheckedOutEvent {
+                    address: pool.address.clone(),
+                    connection_id: self.meta.id,
+                    duration,
+                })
             });
         }
         pool.events.flush();

@@ -15,7 +15,10 @@ use futures::FutureExt;
 
 use super::*;
 use crate::error::{Error, ErrorKind, Result};
-use crate::event::cmap::{CheckOutFailedReason, CmapEvent, ConnectionClosedReason};
+use crate::event::cmap::{
+    CmapEvent, ConnectionCheckoutFailedEvent, ConnectionCheckoutFailedReason,
+    ConnectionClosedEvent, ConnectionClosedReason, PoolClearedEvent,
+};
 use crate::rt::{self, BoxFuture, Clock, Instant, Spawner};
 use crate::signal::Notify;
 use crate::uri::ServerAddress;
@@ -329,11 +332,11 @@ impl Harness {
         self.events()
             .into_iter()
             .filter_map(|event| match event {
-                CmapEvent::ConnectionClosed {
+                CmapEvent::ConnectionClosed(ConnectionClosedEvent {
                     connection_id,
                     reason,
                     ..
-                } => Some((connection_id, reason)),
+                }) => Some((connection_id, reason)),
                 _ => None,
             })
             .collect()
@@ -536,11 +539,11 @@ fn a_check_out_times_out_in_the_wait_queue() {
     );
     assert!(matches!(
         h.events().last(),
-        Some(CmapEvent::ConnectionCheckOutFailed {
-            reason: CheckOutFailedReason::Timeout,
+        Some(CmapEvent::ConnectionCheckoutFailed(ConnectionCheckoutFailedEvent {
+            reason: ConnectionCheckoutFailedReason::Timeout,
             duration,
             ..
-        }) if *duration == Duration::from_millis(51)
+        })) if *duration == Duration::from_millis(51)
     ));
     // The caller's own timeout wins over the pool's.
     let slot = h.start_check_out(Some(Duration::from_millis(5)));
@@ -626,11 +629,11 @@ fn clearing_with_interruption_interrupts_connections_in_use() {
     );
     assert!(matches!(
         h.named("PoolClearedEvent").last(),
-        Some(CmapEvent::PoolCleared {
+        Some(CmapEvent::PoolCleared(PoolClearedEvent {
             interrupt_in_use_connections: true,
             service_id: None,
             ..
-        })
+        }))
     ));
 }
 
@@ -645,10 +648,12 @@ fn clearing_interrupts_a_connection_being_established() {
     assert_eq!(h.pool.total_connection_count(), 0);
     assert!(matches!(
         h.events().last(),
-        Some(CmapEvent::ConnectionCheckOutFailed {
-            reason: CheckOutFailedReason::ConnectionError,
-            ..
-        })
+        Some(CmapEvent::ConnectionCheckoutFailed(
+            ConnectionCheckoutFailedEvent {
+                reason: ConnectionCheckoutFailedReason::ConnectionError,
+                ..
+            }
+        ))
     ));
 }
 
@@ -692,7 +697,7 @@ fn load_balanced_clears_only_the_service() {
     assert_eq!(replacement.generation(), 0);
     assert!(matches!(
         h.named("PoolClearedEvent").last(),
-        Some(CmapEvent::PoolCleared { service_id: Some(id), .. }) if *id == service(1)
+        Some(CmapEvent::PoolCleared(PoolClearedEvent { service_id: Some(id), .. })) if *id == service(1)
     ));
 }
 

@@ -12,127 +12,241 @@
 //! "Monotonically Increasing ID"), so a pool connection to the same server may have
 //! the same driver id.
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use bson::oid::ObjectId;
 use bson::Document;
 
-use crate::sdam::{ServerDescription, TopologyDescription};
+pub use crate::sdam::{TopologyDescription, TopologyType};
+use crate::selection::{suitable_servers, Criteria, SelectionCriteria, ServerInfo};
 use crate::uri::ServerAddress;
+use crate::Error;
 
-/// An SDAM event. The descriptions some events carry are boxed, so that every event
-/// stays small.
+/// What the client knew of a server at an event, owned: the accessors of
+/// [`ServerInfo`] (`server_type()`, `address()`, `replica_set_name()` …), and
+/// [`ServerInfo::description`] for the whole description.
+pub type ServerDescription = ServerInfo<'static>;
+
+/// A server's description changed (spec "Server Description Equality": round-trip
+/// times and update times do not count).
 #[derive(Debug, Clone, PartialEq)]
+pub struct ServerDescriptionChangedEvent {
+    /// The server's address.
+    pub address: ServerAddress,
+    /// The topology's unique id.
+    pub topology_id: ObjectId,
+    /// The description before the change.
+    pub previous_description: ServerDescription,
+    /// The description after the change.
+    pub new_description: ServerDescription,
+}
+
+/// A server was added to the topology (published before its monitor starts).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServerOpeningEvent {
+    /// The server's address.
+    pub address: ServerAddress,
+    /// The topology's unique id.
+    pub topology_id: ObjectId,
+}
+
+/// A server was removed from the topology (its monitor stops).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServerClosedEvent {
+    /// The server's address.
+    pub address: ServerAddress,
+    /// The topology's unique id.
+    pub topology_id: ObjectId,
+}
+
+/// The topology's description changed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TopologyDescriptionChangedEvent {
+    /// The topology's unique id.
+    pub topology_id: ObjectId,
+    /// The description before the change.
+    pub previous_description: TopologyDescription,
+    /// The description after the change.
+    pub new_description: TopologyDescription,
+}
+
+/// A topology was opened: always the first event of a topology.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TopologyOpeningEvent {
+    /// The topology's unique id.
+    pub topology_id: ObjectId,
+}
+
+/// A topology was closed: always the last event of a topology.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TopologyClosedEvent {
+    /// The topology's unique id.
+    pub topology_id: ObjectId,
+}
+
+/// A monitor sends its hello, or, when it must connect first, is about to open the
+/// connection.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServerHeartbeatStartedEvent {
+    /// The server's address.
+    pub server_address: ServerAddress,
+    /// Whether this is an awaitable (streaming) hello.
+    pub awaited: bool,
+    /// The monitoring connection's driver-generated id; when the monitor is about to
+    /// open a connection, the id that connection takes.
+    pub driver_connection_id: u32,
+    /// The server's id of the monitoring connection (`connectionId` of its hello
+    /// reply); `None` before the connection's handshake.
+    pub server_connection_id: Option<i64>,
+}
+
+/// A monitor's hello succeeded.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServerHeartbeatSucceededEvent {
+    /// How long the hello took; for an awaited hello it includes the server's wait
+    /// and is not a round-trip time.
+    pub duration: Duration,
+    /// The hello reply.
+    pub reply: Document,
+    /// The server's address.
+    pub server_address: ServerAddress,
+    /// Whether this was an awaitable (streaming) hello.
+    pub awaited: bool,
+    /// The monitoring connection's driver-generated id.
+    pub driver_connection_id: u32,
+    /// The server's id of the monitoring connection (`connectionId` of its hello
+    /// reply), if known: `None` when the server does not report it.
+    pub server_connection_id: Option<i64>,
+}
+
+/// A monitor's hello failed, with an error reply or a network error, or the check was
+/// cancelled.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServerHeartbeatFailedEvent {
+    /// How long the attempt took.
+    pub duration: Duration,
+    /// What went wrong.
+    pub failure: Error,
+    /// The server's address.
+    pub server_address: ServerAddress,
+    /// Whether this was an awaitable (streaming) hello.
+    pub awaited: bool,
+    /// The monitoring connection's driver-generated id.
+    pub driver_connection_id: u32,
+    /// The server's id of the monitoring connection (`connectionId` of its hello
+    /// reply), if known: `None` when the connection failed before its handshake was
+    /// done, or the server does not report it.
+    pub server_connection_id: Option<i64>,
+}
+
+/// An SDAM event. The description-changed events are boxed, so that every event
+/// stays small.
+///
+/// ```
+/// use anymongo::event::sdam::SdamEvent;
+///
+/// fn describe(event: &SdamEvent) -> String {
+///     match event {
+///         SdamEvent::ServerDescriptionChanged(ev) => format!(
+///             "{}: {:?} -> {:?}",
+///             ev.address,
+///             ev.previous_description.server_type(),
+///             ev.new_description.server_type()
+///         ),
+///         other => other.name().to_string(),
+///     }
+/// }
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum SdamEvent {
-    /// A topology was opened: always the first event of a topology.
-    TopologyOpening {
-        /// The topology's unique id.
-        topology_id: ObjectId,
-    },
-    /// A topology was closed: always the last event of a topology.
-    TopologyClosed {
-        /// The topology's unique id.
-        topology_id: ObjectId,
-    },
+    /// A server's description changed.
+    ServerDescriptionChanged(Box<ServerDescriptionChangedEvent>),
+    /// A server was added to the topology.
+    ServerOpening(ServerOpeningEvent),
+    /// A server was removed from the topology.
+    ServerClosed(ServerClosedEvent),
     /// The topology's description changed.
-    TopologyDescriptionChanged {
-        /// The topology's unique id.
-        topology_id: ObjectId,
-        /// The description before the change.
-        previous: Box<TopologyDescription>,
-        /// The description after the change.
-        new: Box<TopologyDescription>,
-    },
-    /// A server was added to the topology (published before its monitor starts).
-    ServerOpening {
-        /// The topology's unique id.
-        topology_id: ObjectId,
-        /// The server's address.
-        address: ServerAddress,
-    },
-    /// A server was removed from the topology (its monitor stops).
-    ServerClosed {
-        /// The topology's unique id.
-        topology_id: ObjectId,
-        /// The server's address.
-        address: ServerAddress,
-    },
-    /// A server's description changed (spec "Server Description Equality": round-trip
-    /// times and update times do not count).
-    ServerDescriptionChanged {
-        /// The topology's unique id.
-        topology_id: ObjectId,
-        /// The server's address.
-        address: ServerAddress,
-        /// The description before the change.
-        previous: Box<ServerDescription>,
-        /// The description after the change.
-        new: Box<ServerDescription>,
-    },
-    /// A monitor sends its hello, or, when it must connect first, is about to open the
-    /// connection.
-    ServerHeartbeatStarted {
-        /// The server's address.
-        address: ServerAddress,
-        /// The monitoring connection's driver-generated id; when the monitor is about
-        /// to open a connection, the id that connection takes.
-        driver_connection_id: u32,
-        /// The server's id of the monitoring connection (`connectionId` of its hello
-        /// reply); `None` before the connection's handshake.
-        server_connection_id: Option<i64>,
-        /// Whether this is an awaitable (streaming) hello.
-        awaited: bool,
-    },
-    /// A monitor's hello succeeded.
-    ServerHeartbeatSucceeded {
-        /// The server's address.
-        address: ServerAddress,
-        /// The monitoring connection's driver-generated id.
-        driver_connection_id: u32,
-        /// The server's id of the monitoring connection (`connectionId` of its hello
-        /// reply), if known: `None` when the connection failed before its handshake
-        /// was done, or the server does not report it.
-        server_connection_id: Option<i64>,
-        /// How long the hello took; for an awaited hello it includes the server's wait
-        /// and is not a round-trip time.
-        duration: Duration,
-        /// The hello reply.
-        reply: Document,
-        /// Whether this was an awaitable (streaming) hello.
-        awaited: bool,
-    },
-    /// A monitor's hello failed, with an error reply or a network error.
-    ServerHeartbeatFailed {
-        /// The server's address.
-        address: ServerAddress,
-        /// The monitoring connection's driver-generated id.
-        driver_connection_id: u32,
-        /// The server's id of the monitoring connection (`connectionId` of its hello
-        /// reply), if known: `None` when the connection failed before its handshake
-        /// was done, or the server does not report it.
-        server_connection_id: Option<i64>,
-        /// How long the attempt took.
-        duration: Duration,
-        /// What went wrong.
-        failure: String,
-        /// Whether this was an awaitable (streaming) hello.
-        awaited: bool,
-    },
+    TopologyDescriptionChanged(Box<TopologyDescriptionChangedEvent>),
+    /// A topology was opened.
+    TopologyOpening(TopologyOpeningEvent),
+    /// A topology was closed.
+    TopologyClosed(TopologyClosedEvent),
+    /// A monitor's check started.
+    ServerHeartbeatStarted(ServerHeartbeatStartedEvent),
+    /// A monitor's check succeeded.
+    ServerHeartbeatSucceeded(ServerHeartbeatSucceededEvent),
+    /// A monitor's check failed.
+    ServerHeartbeatFailed(ServerHeartbeatFailedEvent),
 }
 
 impl SdamEvent {
     /// The spec's name of the event's type, e.g. `"ServerDescriptionChangedEvent"`.
     pub fn name(&self) -> &'static str {
         match self {
-            SdamEvent::TopologyOpening { .. } => "TopologyOpeningEvent",
-            SdamEvent::TopologyClosed { .. } => "TopologyClosedEvent",
-            SdamEvent::TopologyDescriptionChanged { .. } => "TopologyDescriptionChangedEvent",
-            SdamEvent::ServerOpening { .. } => "ServerOpeningEvent",
-            SdamEvent::ServerClosed { .. } => "ServerClosedEvent",
-            SdamEvent::ServerDescriptionChanged { .. } => "ServerDescriptionChangedEvent",
-            SdamEvent::ServerHeartbeatStarted { .. } => "ServerHeartbeatStartedEvent",
-            SdamEvent::ServerHeartbeatSucceeded { .. } => "ServerHeartbeatSucceededEvent",
-            SdamEvent::ServerHeartbeatFailed { .. } => "ServerHeartbeatFailedEvent",
+            SdamEvent::TopologyOpening(_) => "TopologyOpeningEvent",
+            SdamEvent::TopologyClosed(_) => "TopologyClosedEvent",
+            SdamEvent::TopologyDescriptionChanged(_) => "TopologyDescriptionChangedEvent",
+            SdamEvent::ServerOpening(_) => "ServerOpeningEvent",
+            SdamEvent::ServerClosed(_) => "ServerClosedEvent",
+            SdamEvent::ServerDescriptionChanged(_) => "ServerDescriptionChangedEvent",
+            SdamEvent::ServerHeartbeatStarted(_) => "ServerHeartbeatStartedEvent",
+            SdamEvent::ServerHeartbeatSucceeded(_) => "ServerHeartbeatSucceededEvent",
+            SdamEvent::ServerHeartbeatFailed(_) => "ServerHeartbeatFailedEvent",
         }
+    }
+}
+
+/// The official crate's accessors of a topology description (the fields are public
+/// too).
+impl TopologyDescription {
+    /// The kind of deployment.
+    pub fn topology_type(&self) -> TopologyType {
+        self.topology_type
+    }
+
+    /// The replica set's name, if known.
+    pub fn set_name(&self) -> Option<&String> {
+        self.set_name.as_ref()
+    }
+
+    /// The greatest `setVersion` seen from a primary.
+    pub fn max_set_version(&self) -> Option<i32> {
+        self.max_set_version
+    }
+
+    /// The greatest `electionId` seen from a primary.
+    pub fn max_election_id(&self) -> Option<ObjectId> {
+        self.max_election_id
+    }
+
+    /// Why the client cannot talk to this deployment, if it cannot.
+    pub fn compatibility_error(&self) -> Option<&String> {
+        self.compatibility_error.as_ref()
+    }
+
+    /// Every server of the topology, by address.
+    pub fn servers(&self) -> HashMap<&ServerAddress, ServerInfo<'_>> {
+        self.servers
+            .iter()
+            .map(|(address, server)| (address, ServerInfo::new(server)))
+            .collect()
+    }
+
+    /// Whether a read with `selection_criteria` (the primary when `None`) could be
+    /// sent now.
+    pub fn has_readable_server(&self, selection_criteria: Option<SelectionCriteria>) -> bool {
+        let criteria = selection_criteria.unwrap_or_default();
+        self.has_suitable_server(&criteria.for_read())
+    }
+
+    /// Whether a write could be sent now.
+    pub fn has_writable_server(&self) -> bool {
+        self.has_suitable_server(&Criteria::Write)
+    }
+
+    fn has_suitable_server(&self, criteria: &Criteria<'_>) -> bool {
+        suitable_servers(self, criteria, &[]).is_ok_and(|servers| !servers.is_empty())
     }
 }

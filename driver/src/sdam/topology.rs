@@ -27,7 +27,11 @@ use super::description::DEFAULT_HEARTBEAT_FREQUENCY;
 use super::{ServerDescription, ServerType, TopologyDescription, TopologyType, TopologyVersion};
 use crate::bson_util::as_i64;
 use crate::error::{Error, ErrorKind, WriteFailure, SYSTEM_OVERLOADED_ERROR};
-use crate::event::sdam::SdamEvent;
+use crate::event::sdam::{
+    SdamEvent, ServerClosedEvent, ServerDescriptionChangedEvent, ServerOpeningEvent,
+    TopologyClosedEvent, TopologyDescriptionChangedEvent, TopologyOpeningEvent,
+};
+use crate::selection::ServerInfo;
 use crate::srv;
 use crate::uri::{ClientOptions, ServerAddress};
 
@@ -297,12 +301,14 @@ impl TopologyState {
             closed: false,
             describe: true,
         };
-        let mut events = vec![SdamEvent::TopologyOpening { topology_id }];
+        let mut events = vec![SdamEvent::TopologyOpening(TopologyOpeningEvent {
+            topology_id,
+        })];
         events.extend(state.replace(description).events);
         // The TopologyDescriptionChanged of opening comes before the ServerOpening events.
         let changed = events
             .iter()
-            .position(|event| matches!(event, SdamEvent::TopologyDescriptionChanged { .. }));
+            .position(|event| matches!(event, SdamEvent::TopologyDescriptionChanged(_)));
         if let Some(changed) = changed {
             let event = events.remove(changed);
             events.insert(1, event);
@@ -533,9 +539,9 @@ impl TopologyState {
             ..TopologyDescription::default()
         };
         let mut events = self.replace(empty).events;
-        events.push(SdamEvent::TopologyClosed {
+        events.push(SdamEvent::TopologyClosed(TopologyClosedEvent {
             topology_id: self.id,
-        });
+        }));
         self.closed = true;
         events
     }
@@ -1094,12 +1100,12 @@ impl<'a> Edit<'a> {
         let mut update = TopologyUpdate::default();
         let server_changed =
             |address: &ServerAddress, previous: &ServerDescription, new: &ServerDescription| {
-                SdamEvent::ServerDescriptionChanged {
-                    topology_id,
+                SdamEvent::ServerDescriptionChanged(Box::new(ServerDescriptionChangedEvent {
                     address: address.clone(),
-                    previous: Box::new(previous.clone()),
-                    new: Box::new(new.clone()),
-                }
+                    topology_id,
+                    previous_description: ServerInfo::owned(previous.clone()),
+                    new_description: ServerInfo::owned(new.clone()),
+                }))
             };
         // Each touched server is compared once (a primary's lists may be long).
         let mut servers_changed = false;
@@ -1131,19 +1137,23 @@ impl<'a> Edit<'a> {
         for (address, previous) in &before {
             if previous.is_none() && description.servers.contains_key(address) {
                 update.added.push(address.clone());
-                update.events.push(SdamEvent::ServerOpening {
-                    topology_id,
-                    address: address.clone(),
-                });
+                update
+                    .events
+                    .push(SdamEvent::ServerOpening(ServerOpeningEvent {
+                        topology_id,
+                        address: address.clone(),
+                    }));
             }
         }
         for (address, previous) in &before {
             if previous.is_some() && !description.servers.contains_key(address) {
                 update.removed.push(address.clone());
-                update.events.push(SdamEvent::ServerClosed {
-                    topology_id,
-                    address: address.clone(),
-                });
+                update
+                    .events
+                    .push(SdamEvent::ServerClosed(ServerClosedEvent {
+                        topology_id,
+                        address: address.clone(),
+                    }));
             }
         }
         update.changed = servers_changed
@@ -1161,11 +1171,15 @@ impl<'a> Edit<'a> {
                     None => previous.servers.remove(&address),
                 };
             }
-            update.events.push(SdamEvent::TopologyDescriptionChanged {
-                topology_id,
-                previous: Box::new(previous),
-                new: Box::new(description.clone()),
-            });
+            update
+                .events
+                .push(SdamEvent::TopologyDescriptionChanged(Box::new(
+                    TopologyDescriptionChangedEvent {
+                        topology_id,
+                        previous_description: previous,
+                        new_description: description.clone(),
+                    },
+                )));
         }
         update
     }
@@ -1688,9 +1702,10 @@ mod tests {
                 "TopologyClosedEvent"
             ]
         );
-        let SdamEvent::TopologyDescriptionChanged { new, .. } = &events[2] else {
+        let SdamEvent::TopologyDescriptionChanged(changed) = &events[2] else {
             panic!("{events:?}");
         };
+        let new = &changed.new_description;
         assert_eq!(new.topology_type, TopologyType::Unknown);
         assert!(new.servers.is_empty());
         assert!(state.close().is_empty());

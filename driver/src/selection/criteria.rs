@@ -1,6 +1,7 @@
 //! [`SelectionCriteria`]: what an application says about the server of an operation,
 //! a read preference or a predicate over [`ServerInfo`].
 
+use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -148,14 +149,32 @@ impl fmt::Debug for Criteria<'_> {
 
 /// What the client knows of one server, as a [`Predicate`] sees it (from the Server
 /// Discovery and Monitoring spec's server description).
-#[derive(Debug, Clone, Copy)]
+///
+/// A predicate sees it borrowed; an SDAM event carries it owned, as
+/// [`event::sdam::ServerDescription`](crate::event::sdam::ServerDescription)
+/// (`ServerInfo<'static>`).
+#[derive(Debug, Clone, PartialEq)]
 pub struct ServerInfo<'a> {
-    description: &'a ServerDescription,
+    description: Cow<'a, ServerDescription>,
 }
 
 impl<'a> ServerInfo<'a> {
     pub(crate) fn new(description: &'a ServerDescription) -> Self {
-        ServerInfo { description }
+        ServerInfo {
+            description: Cow::Borrowed(description),
+        }
+    }
+
+    pub(crate) fn owned(description: ServerDescription) -> ServerInfo<'static> {
+        ServerInfo {
+            description: Cow::Owned(description),
+        }
+    }
+
+    /// The whole description the client keeps of the server (anymongo's: the
+    /// official crate exposes only the accessors).
+    pub fn description(&self) -> &ServerDescription {
+        &self.description
     }
 
     /// The address the client connects to.

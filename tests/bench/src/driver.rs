@@ -98,8 +98,8 @@ impl Driver for Anymongo {
         let count = connections.clone();
         let config = anymongo::client::ClientConfig {
             cmap_event_handler: Some(Arc::new(move |event: &CmapEvent| match event {
-                CmapEvent::ConnectionCreated { .. } => count.opened(),
-                CmapEvent::ConnectionClosed { .. } => count.closed(),
+                CmapEvent::ConnectionCreated(_) => count.opened(),
+                CmapEvent::ConnectionClosed(_) => count.closed(),
                 _ => {}
             })),
             ..Default::default()

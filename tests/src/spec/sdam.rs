@@ -26,6 +26,7 @@
 //! label, as the connection pool adds it to errors of connection establishment (CMAP
 //! "backpressure-enabled").
 
+use anymongo::event::sdam::{ServerClosedEvent, ServerOpeningEvent};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
@@ -424,42 +425,40 @@ fn check_event(expected: &Value, actual: &SdamEvent) -> Result<(), String> {
         }
     };
     match (kind, actual) {
-        ("topology_opening_event", SdamEvent::TopologyOpening { .. })
-        | ("topology_closed_event", SdamEvent::TopologyClosed { .. }) => Ok(()),
+        ("topology_opening_event", SdamEvent::TopologyOpening(_))
+        | ("topology_closed_event", SdamEvent::TopologyClosed(_)) => Ok(()),
         (
             "server_opening_event",
-            SdamEvent::ServerOpening {
+            SdamEvent::ServerOpening(ServerOpeningEvent {
                 address: actual, ..
-            },
+            }),
         )
         | (
             "server_closed_event",
-            SdamEvent::ServerClosed {
+            SdamEvent::ServerClosed(ServerClosedEvent {
                 address: actual, ..
-            },
+            }),
         ) => address(actual),
-        (
-            "server_description_changed_event",
-            SdamEvent::ServerDescriptionChanged {
-                address: actual,
-                previous,
-                new,
-                ..
-            },
-        ) => {
-            address(actual)?;
-            check_event_server(&fields["previousDescription"], previous)
-                .map_err(|why| format!("previousDescription: {why}"))?;
-            check_event_server(&fields["newDescription"], new)
-                .map_err(|why| format!("newDescription: {why}"))
+        ("server_description_changed_event", SdamEvent::ServerDescriptionChanged(changed)) => {
+            address(&changed.address)?;
+            check_event_server(
+                &fields["previousDescription"],
+                changed.previous_description.description(),
+            )
+            .map_err(|why| format!("previousDescription: {why}"))?;
+            check_event_server(
+                &fields["newDescription"],
+                changed.new_description.description(),
+            )
+            .map_err(|why| format!("newDescription: {why}"))
         }
-        (
-            "topology_description_changed_event",
-            SdamEvent::TopologyDescriptionChanged { previous, new, .. },
-        ) => {
-            check_event_topology(&fields["previousDescription"], previous)
-                .map_err(|why| format!("previousDescription: {why}"))?;
-            check_event_topology(&fields["newDescription"], new)
+        ("topology_description_changed_event", SdamEvent::TopologyDescriptionChanged(changed)) => {
+            check_event_topology(
+                &fields["previousDescription"],
+                &changed.previous_description,
+            )
+            .map_err(|why| format!("previousDescription: {why}"))?;
+            check_event_topology(&fields["newDescription"], &changed.new_description)
                 .map_err(|why| format!("newDescription: {why}"))
         }
         _ => Err(format!("expected {kind}, got {}", actual.name())),

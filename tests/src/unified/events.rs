@@ -11,6 +11,12 @@ use anymongo::event::sdam::SdamEvent;
 use bson::oid::ObjectId;
 use bson::{Bson, Document};
 
+use anymongo::event::cmap::{
+    ConnectionCheckoutFailedEvent, ConnectionClosedEvent, PoolClearedEvent,
+};
+use anymongo::event::sdam::{
+    ServerHeartbeatFailedEvent, ServerHeartbeatStartedEvent, ServerHeartbeatSucceededEvent,
+};
 use anymongo::rt::BoxFuture;
 
 use super::arguments::known_arguments;
@@ -115,7 +121,7 @@ impl EventLog {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .iter()
-            .filter(|event| matches!(event, Event::Cmap(CmapEvent::ConnectionReady { .. })))
+            .filter(|event| matches!(event, Event::Cmap(CmapEvent::ConnectionReady(_))))
             .count()
     }
 
@@ -162,8 +168,8 @@ impl EventLog {
     /// "entity", `client`: runners "MUST track the number of connections checked out").
     pub fn connections_checked_out(&self) -> i64 {
         self.all().iter().fold(0, |count, event| match event {
-            Event::Cmap(CmapEvent::ConnectionCheckedOut { .. }) => count + 1,
-            Event::Cmap(CmapEvent::ConnectionCheckedIn { .. }) => count - 1,
+            Event::Cmap(CmapEvent::ConnectionCheckedOut(_)) => count + 1,
+            Event::Cmap(CmapEvent::ConnectionCheckedIn(_)) => count - 1,
             _ => count,
         })
     }
@@ -275,9 +281,10 @@ fn check_field(
         ("hasServiceId", Event::Command(_)) => {
             has(expected, has_service_id(command_info(info)?.service_id))
         }
-        ("hasServiceId", Event::Cmap(CmapEvent::PoolCleared { service_id, .. })) => {
-            has(expected, has_service_id(*service_id))
-        }
+        (
+            "hasServiceId",
+            Event::Cmap(CmapEvent::PoolCleared(PoolClearedEvent { service_id, .. })),
+        ) => has(expected, has_service_id(*service_id)),
         ("hasServerConnectionId", Event::Command(_)) => {
             // Spec "hasServerConnectionId": set and a positive int32.
             let id = command_info(info)?.connection.server_id;
@@ -285,44 +292,51 @@ fn check_field(
         }
         (
             "interruptInUseConnections",
-            Event::Cmap(CmapEvent::PoolCleared {
+            Event::Cmap(CmapEvent::PoolCleared(PoolClearedEvent {
                 interrupt_in_use_connections,
                 ..
-            }),
+            })),
         ) => equal(expected, &Bson::Boolean(*interrupt_in_use_connections)),
-        ("reason", Event::Cmap(CmapEvent::ConnectionClosed { reason, .. })) => {
-            equal(expected, &Bson::String(reason.as_str().to_owned()))
-        }
-        ("reason", Event::Cmap(CmapEvent::ConnectionCheckOutFailed { reason, .. })) => {
-            equal(expected, &Bson::String(reason.as_str().to_owned()))
-        }
+        (
+            "reason",
+            Event::Cmap(CmapEvent::ConnectionClosed(ConnectionClosedEvent { reason, .. })),
+        ) => equal(expected, &Bson::String(reason.as_str().to_owned())),
+        (
+            "reason",
+            Event::Cmap(CmapEvent::ConnectionCheckoutFailed(ConnectionCheckoutFailedEvent {
+                reason,
+                ..
+            })),
+        ) => equal(expected, &Bson::String(reason.as_str().to_owned())),
         (
             "awaited",
             Event::Sdam(
-                SdamEvent::ServerHeartbeatStarted { awaited, .. }
-                | SdamEvent::ServerHeartbeatSucceeded { awaited, .. }
-                | SdamEvent::ServerHeartbeatFailed { awaited, .. },
+                SdamEvent::ServerHeartbeatStarted(ServerHeartbeatStartedEvent { awaited, .. })
+                | SdamEvent::ServerHeartbeatSucceeded(ServerHeartbeatSucceededEvent {
+                    awaited, ..
+                })
+                | SdamEvent::ServerHeartbeatFailed(ServerHeartbeatFailedEvent { awaited, .. }),
             ),
         ) => equal(expected, &Bson::Boolean(*awaited)),
         (
             "previousDescription" | "newDescription",
-            Event::Sdam(SdamEvent::ServerDescriptionChanged { previous, new, .. }),
+            Event::Sdam(SdamEvent::ServerDescriptionChanged(changed)),
         ) => {
             let description = if field == "newDescription" {
-                new
+                &changed.new_description
             } else {
-                previous
+                &changed.previous_description
             };
-            description_type(expected, description.server_type.name())
+            description_type(expected, description.server_type().name())
         }
         (
             "previousDescription" | "newDescription",
-            Event::Sdam(SdamEvent::TopologyDescriptionChanged { previous, new, .. }),
+            Event::Sdam(SdamEvent::TopologyDescriptionChanged(changed)),
         ) => {
             let description = if field == "newDescription" {
-                new
+                &changed.new_description
             } else {
-                previous
+                &changed.previous_description
             };
             description_type(expected, description.topology_type.name())
         }
@@ -451,7 +465,7 @@ pub fn assert_event_count<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use anymongo::event::cmap::ConnectionClosedReason;
+    use anymongo::event::cmap::{ConnectionCheckedOutEvent, ConnectionClosedReason};
     use anymongo::ServerAddress;
     use bson::doc;
 
@@ -464,27 +478,29 @@ mod tests {
     fn log() -> EventLog {
         let log = EventLog::default();
         for event in [
-            Event::Cmap(CmapEvent::ConnectionCheckedOut {
+            Event::Cmap(CmapEvent::ConnectionCheckedOut(ConnectionCheckedOutEvent {
                 address: address(),
                 connection_id: 1,
                 duration: Default::default(),
-            }),
-            Event::Sdam(SdamEvent::ServerHeartbeatStarted {
-                address: address(),
-                driver_connection_id: 1,
-                server_connection_id: None,
-                awaited: true,
-            }),
-            Event::Cmap(CmapEvent::PoolCleared {
+            })),
+            Event::Sdam(SdamEvent::ServerHeartbeatStarted(
+                ServerHeartbeatStartedEvent {
+                    server_address: address(),
+                    driver_connection_id: 1,
+                    server_connection_id: None,
+                    awaited: true,
+                },
+            )),
+            Event::Cmap(CmapEvent::PoolCleared(PoolClearedEvent {
                 address: address(),
                 service_id: None,
                 interrupt_in_use_connections: true,
-            }),
-            Event::Cmap(CmapEvent::ConnectionClosed {
+            })),
+            Event::Cmap(CmapEvent::ConnectionClosed(ConnectionClosedEvent {
                 address: address(),
                 connection_id: 1,
                 reason: ConnectionClosedReason::Stale,
-            }),
+            })),
         ] {
             log.push(event);
         }

@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex, Once, PoisonError};
 
 use anymongo::client::ClientConfig;
 use anymongo::event::sdam::SdamEvent;
+use anymongo::event::sdam::TopologyOpeningEvent;
 use anymongo::logging;
 use anymongo::{Client, ClientOptions};
 use bson::{Bson, Document};
@@ -243,7 +244,7 @@ pub fn observed_client(
     let application = config.sdam_event_handler.clone();
     let config = ClientConfig {
         sdam_event_handler: Some(Arc::new(move |event: &SdamEvent| {
-            if let SdamEvent::TopologyOpening { topology_id } = event {
+            if let SdamEvent::TopologyOpening(TopologyOpeningEvent { topology_id, .. }) = event {
                 *recorder.lock().unwrap_or_else(PoisonError::into_inner) = Some(*topology_id);
             }
             if let Some(application) = &application {
