@@ -7,7 +7,6 @@
 use std::time::Duration;
 
 use anymongo::bson::{doc, Document};
-use anymongo::client::ClientConfig;
 use anymongo::event::cmap::CmapEvent;
 use anymongo::options::{
     ClientOptions, ServerAddress, ServerApi, ServerApiVersion, Tls, TlsOptions,
@@ -78,11 +77,7 @@ async fn fields_assigned_on_parsed_options_are_used() {
         options.repl_set_name = Some("secantus".to_string());
         options.app_name = Some("assigned".to_string());
         let events = PoolEvents::default();
-        let config = ClientConfig {
-            cmap_event_handler: Some(events.handler()),
-            ..ClientConfig::default()
-        };
-        let client = Client::with_config(options, config).unwrap();
+        let client = Client::with_options(events.record(options)).unwrap();
         let collection = client
             .database("official_client_options")
             .collection::<Document>("assigned");
@@ -125,11 +120,7 @@ async fn an_option_left_none_means_the_documented_default() {
         assert_eq!(options.retry_writes, None);
         assert_eq!(options.connect_timeout, None);
         let events = PoolEvents::default();
-        let config = ClientConfig {
-            cmap_event_handler: Some(events.handler()),
-            ..ClientConfig::default()
-        };
-        let client = Client::with_config(options, config).unwrap();
+        let client = Client::with_options(events.record(options)).unwrap();
         client
             .database("admin")
             .run_command(doc! { "ping": 1 })

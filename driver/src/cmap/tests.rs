@@ -16,6 +16,7 @@ use futures::FutureExt;
 use super::*;
 use crate::error::{Error, ErrorKind, Result};
 use crate::event::cmap::{CheckOutFailedReason, CmapEvent, ConnectionClosedReason};
+use crate::event::EventHandler;
 use crate::rt::{self, BoxFuture, Clock, Instant, Spawner};
 use crate::signal::Notify;
 use crate::uri::ServerAddress;
@@ -229,8 +230,8 @@ impl Setup {
             FakeEstablish(gate.clone()),
             Arc::new(clock.clone()),
             spawner.clone().map(|s| s as Arc<dyn Spawner>),
-            Some(Arc::new(move |event: &CmapEvent| {
-                sink.lock().unwrap().push(event.clone())
+            Some(EventHandler::callback(move |event: CmapEvent| {
+                sink.lock().unwrap().push(event)
             })),
         )
         .unwrap();
