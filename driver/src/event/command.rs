@@ -4,12 +4,15 @@
 //! (`command_monitoring`) to the client's
 //! [`command_event_handler`](crate::options::ClientOptions::command_event_handler).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use bson::oid::ObjectId;
 use bson::Document;
 
 use crate::error::Error;
+use crate::event::EventHandler;
+use crate::rt::{MaybeSend, MaybeSync};
 use crate::uri::ServerAddress;
 
 /// A command monitoring event.
@@ -159,4 +162,31 @@ pub struct CommandFailedEvent {
     pub db: String,
     /// anymongo addition: the request id of the operation's first command.
     pub operation_id: i32,
+}
+
+/// The official crate's older way to receive command events, deprecated there too: a
+/// type with one method per event, passed as an `Arc` where an [`EventHandler`] is
+/// expected (`ClientOptions::builder().command_event_handler(Arc::new(handler))`).
+/// Use [`EventHandler::callback`].
+#[deprecated = "use the EventHandler API"]
+pub trait CommandEventHandler: MaybeSend + MaybeSync {
+    /// Called when a command is about to be sent.
+    fn handle_command_started_event(&self, _event: CommandStartedEvent) {}
+
+    /// Called when a command succeeded.
+    fn handle_command_succeeded_event(&self, _event: CommandSucceededEvent) {}
+
+    /// Called when a command failed.
+    fn handle_command_failed_event(&self, _event: CommandFailedEvent) {}
+}
+
+#[allow(deprecated)]
+impl<T: CommandEventHandler + 'static> From<Arc<T>> for EventHandler<CommandEvent> {
+    fn from(handler: Arc<T>) -> Self {
+        EventHandler::callback(move |event| match event {
+            CommandEvent::Started(event) => handler.handle_command_started_event(event),
+            CommandEvent::Succeeded(event) => handler.handle_command_succeeded_event(event),
+            CommandEvent::Failed(event) => handler.handle_command_failed_event(event),
+        })
+    }
 }

@@ -41,6 +41,11 @@ use crate::signal::lock;
 ///     }))
 ///     .build();
 /// assert!(options.command_event_handler.is_some());
+///
+/// // The event's type may be left to inference, as in the official crate's docs.
+/// let options = ClientOptions::builder()
+///     .command_event_handler(EventHandler::callback(|ev| println!("{:?}", ev)))
+///     .build();
 /// ```
 #[derive(Clone)]
 #[non_exhaustive]
