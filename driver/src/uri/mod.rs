@@ -46,6 +46,7 @@ use std::time::Duration;
 use bson::Bson;
 
 use crate::auth::Credential;
+use crate::cmap::options::{PoolOptions, DEFAULT_MAINTENANCE_INTERVAL};
 use crate::concern::ReadConcern;
 use crate::error::{Error, Result};
 use crate::event::cmap::CmapEvent;
@@ -354,6 +355,21 @@ impl ClientOptions {
         match &self.tls {
             Some(Tls::Enabled(options)) => Some(options),
             Some(Tls::Disabled) | None => None,
+        }
+    }
+}
+
+impl PoolOptions {
+    /// The pool options a client's options ask for.
+    pub fn from_client_options(options: &ClientOptions) -> Self {
+        PoolOptions {
+            max_pool_size: options.max_pool_size_or_default(),
+            min_pool_size: options.min_pool_size_or_default(),
+            max_idle_time: options.max_idle_time_or_default(),
+            max_connecting: options.max_connecting_or_default(),
+            wait_queue_timeout: options.wait_queue_timeout,
+            load_balanced: options.load_balanced == Some(true),
+            maintenance_interval: DEFAULT_MAINTENANCE_INTERVAL,
         }
     }
 }
