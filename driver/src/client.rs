@@ -10,14 +10,14 @@ use std::time::Duration;
 
 use crate::auth::oidc::{OidcAuthenticator, OidcOptions};
 use crate::auth::AuthMechanism;
+pub use crate::cluster::MonitoringThreads;
 use crate::cluster::{Cluster, EventHandlers};
-pub use crate::cluster::{MonitoringThreads, SdamEventHandler};
-use crate::command_monitoring::{CommandEventHandler, CommandMonitor};
+use crate::command_monitoring::CommandMonitor;
 use crate::connection::ConnectionSettings;
 use crate::database::Database;
 use crate::default_runtime::{default_runtime, with_default_runtime, NO_DEFAULT_RUNTIME};
 use crate::error::{Error, Result};
-use crate::event::cmap::CmapEventHandler;
+use crate::event::EventHandler;
 use crate::handshake::{DriverInfo, HelloReply};
 use crate::logging;
 use crate::operation::Executor;
@@ -35,7 +35,7 @@ use crate::uri::ClientOptions;
 /// | [`Client::with_uri_str`] (async) | a connection string, `mongodb+srv` included |
 /// | [`Client::with_options`] | [`ClientOptions`], as [`ClientOptions::parse`] gives them or built in code |
 /// | [`Client::with_runtime`] | options and a [`Runtime`] of your own (another transport, resolver, clock or spawner) |
-/// | [`Client::with_config`] | options and a [`ClientConfig`]: what a connection string cannot say (event handlers, MONGODB-OIDC callbacks, the monitoring mode, a runtime) |
+/// | [`Client::with_config`] | options and a [`ClientConfig`]: what the official crate's options do not have (MONGODB-OIDC callbacks, the monitoring mode, a runtime) |
 ///
 /// The first two use the target's built-in runtime (natively tokio + rustls,
 /// wasi:sockets on wasm32-wasip2) and do not exist on wasm32-unknown-unknown, which
@@ -60,17 +60,15 @@ pub struct Client {
 }
 
 /// What a [`Client`] can be given besides its [`ClientOptions`]: things a connection
-/// string cannot carry.
+/// string cannot carry, and the official crate's options do not have. (Event handlers
+/// are [`ClientOptions`] fields, as in the official crate.)
 ///
 /// ```no_run
 /// # fn example(runtime: anymongo::rt::Runtime) -> anymongo::Result<()> {
-/// use std::sync::Arc;
 /// use anymongo::client::{ClientConfig, MonitoringThreads};
-/// use anymongo::event::sdam::SdamEvent;
 /// use anymongo::{Client, ClientOptions};
 ///
 /// let config = ClientConfig {
-///     sdam_event_handler: Some(Arc::new(|event: &SdamEvent| println!("{event:?}"))),
 ///     monitoring: MonitoringThreads::SingleThreaded,
 ///     runtime: Some(runtime),
 ///     ..ClientConfig::default()
@@ -87,12 +85,6 @@ pub struct ClientConfig {
     pub runtime: Option<Runtime>,
     /// MONGODB-OIDC: the token callback and allowed hosts.
     pub oidc: OidcOptions,
-    /// Receives SDAM events, from the opening of the topology on.
-    pub sdam_event_handler: Option<SdamEventHandler>,
-    /// Receives the connection pools' events (CMAP), from their creation on.
-    pub cmap_event_handler: Option<CmapEventHandler>,
-    /// Receives the events of the commands operations send.
-    pub command_event_handler: Option<CommandEventHandler>,
     /// Background monitors or single-threaded scans.
     pub monitoring: MonitoringThreads,
     /// The longest document text (relaxed extended JSON, in bytes) in a log message;
@@ -104,12 +96,6 @@ pub struct ClientConfig {
 impl std::fmt::Debug for ClientConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ClientConfig")
-            .field("sdam_event_handler", &self.sdam_event_handler.is_some())
-            .field("cmap_event_handler", &self.cmap_event_handler.is_some())
-            .field(
-                "command_event_handler",
-                &self.command_event_handler.is_some(),
-            )
             .field("monitoring", &self.monitoring)
             .field("log_max_document_length", &self.log_max_document_length)
             .field("runtime", &self.runtime)
@@ -192,9 +178,12 @@ impl Client {
         Client::with_config(options, config)
     }
 
-    /// A client with everything a connection string cannot say ([`ClientConfig`]):
-    /// event handlers, the monitoring mode, MONGODB-OIDC callbacks, a runtime of your
-    /// own. Starts monitoring at once (in background mode).
+    /// A client with what the official crate's options do not have ([`ClientConfig`]):
+    /// the monitoring mode, MONGODB-OIDC callbacks, a runtime of your own. Starts
+    /// monitoring at once (in background mode).
+    ///
+    /// An [`EventHandler::async_callback`](crate::event::EventHandler::async_callback)
+    /// handler needs a runtime with a spawner (an error otherwise).
     ///
     /// `mongodb+srv` options must have been resolved: by [`ClientOptions::parse`]
     /// (awaited), or [`crate::srv::resolve_seed_list`] then
@@ -241,6 +230,24 @@ impl Client {
             )));
         }
         options.validate()?;
+        let needs_spawner = options
+            .sdam_event_handler
+            .as_ref()
+            .is_some_and(EventHandler::needs_spawner)
+            || options
+                .cmap_event_handler
+                .as_ref()
+                .is_some_and(EventHandler::needs_spawner)
+            || options
+                .command_event_handler
+                .as_ref()
+                .is_some_and(EventHandler::needs_spawner);
+        if needs_spawner && runtime.spawner.is_none() {
+            return Err(Error::invalid_argument(
+                "an EventHandler::async_callback needs a runtime that can spawn tasks, and \
+                 this one cannot: use EventHandler::callback",
+            ));
+        }
         let oidc = match &options.credential {
             Some(credential) if credential.mechanism == Some(AuthMechanism::MongoDbOidc) => {
                 Some(Arc::new(OidcAuthenticator::new(credential, config.oidc)?))
@@ -254,8 +261,8 @@ impl Client {
         }
         let settings = ConnectionSettings::new(&options, &runtime, oidc.clone());
         let handlers = EventHandlers {
-            sdam: config.sdam_event_handler,
-            cmap: config.cmap_event_handler,
+            sdam: options.sdam_event_handler.clone(),
+            cmap: options.cmap_event_handler.clone(),
             log_max_document_length: config
                 .log_max_document_length
                 .unwrap_or(logging::DEFAULT_MAX_DOCUMENT_LENGTH),
@@ -268,8 +275,11 @@ impl Client {
             handlers,
         )?;
         let log = topology.shared().log_context();
-        let commands =
-            CommandMonitor::new(Some(logging::logged(config.command_event_handler, log)));
+        let commands = CommandMonitor::new(Some(logging::logged(
+            options.command_event_handler.clone(),
+            runtime.spawner.clone(),
+            log,
+        )));
         let client = Client {
             timeout: options.timeout,
             executor: Arc::new(Executor::new(options, runtime, topology, commands)),

@@ -6,106 +6,31 @@
 //! Handshakes, authentication conversations of new connections and monitoring
 //! checks are not application commands and produce no events.
 
-use std::time::Duration;
-
 use bson::oid::ObjectId;
 use bson::{Document, RawDocument};
 
 use crate::error::{CommandError, Error, ErrorKind};
+use crate::event::command::{
+    CommandEvent, CommandFailedEvent, CommandStartedEvent, CommandSucceededEvent, ConnectionInfo,
+};
 use crate::event::{EventHandler, EventSink};
 use crate::rt::{Clock, Instant};
-use crate::uri::ServerAddress;
 
-/// Receives command events.
-pub type CommandEventHandler = EventHandler<CommandEvent>;
-
-/// A command monitoring event.
+/// What the events of one command share, as the operation that sends it knows them.
 #[derive(Debug, Clone)]
-pub enum CommandEvent {
-    /// A command is about to be sent.
-    Started(CommandStartedEvent),
-    /// The server answered `ok: 1`.
-    Succeeded(CommandSucceededEvent),
-    /// The server answered `ok: 0`, or sending or reading failed.
-    Failed(CommandFailedEvent),
-}
-
-impl CommandEvent {
-    /// What every event of one command shares.
-    pub fn command(&self) -> &CommandInfo {
-        match self {
-            CommandEvent::Started(event) => &event.info,
-            CommandEvent::Succeeded(event) => &event.info,
-            CommandEvent::Failed(event) => &event.info,
-        }
-    }
-}
-
-/// What the events of one command share.
-#[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
-pub struct CommandInfo {
+pub(crate) struct CommandInfo {
     /// The command's name: the first key of its document, e.g. `"find"`.
     pub command_name: String,
-    /// The database it ran against (`$db`).
-    pub database_name: String,
-    /// The wire protocol request id; the same in the started and the finishing event.
+    /// The database it runs against (`$db`).
+    pub db: String,
+    /// The wire protocol request id.
     pub request_id: i32,
-    /// Links the commands of one operation (a bulk write's batches, a cursor's
-    /// getMores); the request id of the operation's first command.
+    /// The request id of the operation's first command.
     pub operation_id: i32,
-    /// The connection it was sent on.
-    pub connection: ConnectionId,
-    /// Load-balanced mode: the service behind the load balancer (Load Balancer spec,
-    /// "Events").
+    /// The connection it is sent on.
+    pub connection: ConnectionInfo,
+    /// Load-balanced mode: the service behind the load balancer.
     pub service_id: Option<ObjectId>,
-}
-
-/// A connection, as command events name it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct ConnectionId {
-    /// The server.
-    pub address: ServerAddress,
-    /// The connection's id in the driver's pool.
-    pub id: u32,
-    /// The server's id of the connection (`connectionId` of its hello reply).
-    pub server_id: Option<i64>,
-}
-
-/// A command is about to be sent.
-#[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
-pub struct CommandStartedEvent {
-    /// The command and its connection.
-    pub info: CommandInfo,
-    /// The command document (empty for a sensitive command).
-    pub command: Document,
-}
-
-/// The server answered `ok: 1`.
-#[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
-pub struct CommandSucceededEvent {
-    /// The command and its connection.
-    pub info: CommandInfo,
-    /// From just before sending to the reply in.
-    pub duration: Duration,
-    /// The reply (empty for a sensitive command).
-    pub reply: Document,
-}
-
-/// The command failed: an `ok: 0` reply, or a network error or timeout.
-#[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
-pub struct CommandFailedEvent {
-    /// The command and its connection.
-    pub info: CommandInfo,
-    /// From just before sending to the failure.
-    pub duration: Duration,
-    /// The error; for a sensitive command, a server error keeps only its code, code
-    /// name and labels.
-    pub failure: Error,
 }
 
 /// The commands whose documents and replies are never shown (spec, "Security").
@@ -147,7 +72,7 @@ pub(crate) struct InFlight<'a> {
 }
 
 impl CommandMonitor {
-    pub fn new(handler: Option<CommandEventHandler>) -> CommandMonitor {
+    pub fn new(handler: Option<EventHandler<CommandEvent>>) -> CommandMonitor {
         CommandMonitor {
             sink: EventSink::new(handler),
         }
@@ -174,8 +99,13 @@ impl CommandMonitor {
             };
             self.sink
                 .publish([CommandEvent::Started(CommandStartedEvent {
-                    info: info.clone(),
                     command: shown,
+                    db: info.db.clone(),
+                    command_name: info.command_name.clone(),
+                    request_id: info.request_id,
+                    connection: info.connection.clone(),
+                    service_id: info.service_id,
+                    operation_id: info.operation_id,
                 })]);
             (info, sensitive)
         });
@@ -197,7 +127,6 @@ impl InFlight<'_> {
         let duration = self.clock.now() - self.started;
         let event = match outcome {
             Ok(reply) => CommandEvent::Succeeded(CommandSucceededEvent {
-                info,
                 duration,
                 // The reply was validated when it was read; a document that still
                 // cannot be shown is shown empty rather than failing the operation.
@@ -205,14 +134,25 @@ impl InFlight<'_> {
                     true => Document::new(),
                     false => Document::try_from(reply).unwrap_or_default(),
                 },
+                command_name: info.command_name,
+                request_id: info.request_id,
+                connection: info.connection,
+                service_id: info.service_id,
+                db: info.db,
+                operation_id: info.operation_id,
             }),
             Err(error) => CommandEvent::Failed(CommandFailedEvent {
-                info,
                 duration,
+                command_name: info.command_name,
                 failure: match sensitive {
                     true => redact(error),
                     false => error.clone(),
                 },
+                request_id: info.request_id,
+                connection: info.connection,
+                service_id: info.service_id,
+                db: info.db,
+                operation_id: info.operation_id,
             }),
         };
         self.monitor.sink.publish([event]);
@@ -260,7 +200,10 @@ fn redact(error: &Error) -> Error {
 mod tests {
     use bson::{doc, rawdoc};
 
+    use std::time::Duration;
+
     use super::*;
+    use crate::uri::ServerAddress;
 
     #[test]
     fn credential_commands_and_speculative_hellos_are_sensitive() {
@@ -290,15 +233,15 @@ mod tests {
         let events = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
         let seen = events.clone();
         let monitor =
-            CommandMonitor::new(Some(std::sync::Arc::new(move |event: &CommandEvent| {
-                seen.lock().unwrap().push(event.clone());
+            CommandMonitor::new(Some(EventHandler::callback(move |event: CommandEvent| {
+                seen.lock().unwrap().push(event)
             })));
         let info = || CommandInfo {
             command_name: "saslStart".into(),
-            database_name: "admin".into(),
+            db: "admin".into(),
             request_id: 7,
             operation_id: 7,
-            connection: ConnectionId {
+            connection: ConnectionInfo {
                 address: ServerAddress::parse("a:27017").unwrap(),
                 id: 1,
                 server_id: Some(42),
@@ -328,7 +271,7 @@ mod tests {
             panic!("{events:?}")
         };
         assert!(started.command.is_empty());
-        assert_eq!(started.info.request_id, 7);
+        assert_eq!(started.request_id, 7);
         let CommandEvent::Failed(failed) = &events[1] else {
             panic!("{events:?}")
         };
@@ -385,10 +328,10 @@ mod tests {
     fn unreachable_info() -> CommandInfo {
         CommandInfo {
             command_name: String::new(),
-            database_name: String::new(),
+            db: String::new(),
             request_id: 0,
             operation_id: 0,
-            connection: ConnectionId {
+            connection: ConnectionInfo {
                 address: ServerAddress::parse("a").unwrap(),
                 id: 0,
                 server_id: None,

@@ -39,18 +39,18 @@ use bson::oid::ObjectId;
 use bson::{Bson, Document};
 use tracing::Level;
 
-use crate::command_monitoring::CommandEvent;
 use crate::event::cmap::{
     CmapEvent, ConnectionCheckedInEvent, ConnectionCheckedOutEvent, ConnectionCheckoutFailedEvent,
     ConnectionCheckoutFailedReason, ConnectionClosedEvent, ConnectionClosedReason,
     ConnectionCreatedEvent, ConnectionReadyEvent, PoolClearedEvent, PoolCreatedEvent,
 };
+use crate::event::command::CommandEvent;
 use crate::event::sdam::{
     SdamEvent, ServerClosedEvent, ServerHeartbeatFailedEvent, ServerHeartbeatStartedEvent,
     ServerHeartbeatSucceededEvent, ServerOpeningEvent,
 };
 use crate::event::{EventHandler, EventListener};
-use crate::rt::{MaybeSend, MaybeSync};
+use crate::rt::{MaybeSend, MaybeSync, Spawner};
 use crate::uri::ServerAddress;
 
 /// The `tracing` target of the `command` component (command monitoring messages).
@@ -120,39 +120,42 @@ pub(crate) trait LogMessage {
     fn log(&self, context: &LogContext);
 }
 
-/// A listener that logs each event, then hands it to `handler`. Events are built
-/// when either wants them.
+/// A listener that logs each event, then hands it to `handler` (an async callback's
+/// future going to `spawner`). Events are built when either wants them.
 pub(crate) fn logged<E: LogMessage + MaybeSend + MaybeSync + 'static>(
     handler: Option<EventHandler<E>>,
+    spawner: Option<Arc<dyn Spawner>>,
     context: LogContext,
 ) -> EventHandler<E> {
-    Arc::new(Logged {
+    EventHandler::Listener(Arc::new(Logged {
         handler,
+        spawner,
         context,
         events: PhantomData,
-    })
+    }))
 }
 
 struct Logged<E> {
     handler: Option<EventHandler<E>>,
+    spawner: Option<Arc<dyn Spawner>>,
     context: LogContext,
     events: PhantomData<fn(&E)>,
 }
 
 impl<E: LogMessage + MaybeSend + MaybeSync> EventListener<E> for Logged<E> {
-    fn handle(&self, event: &E) {
+    fn handle(&self, event: E) {
         if E::enabled() {
             event.log(&self.context);
         }
         if let Some(handler) = &self.handler {
-            handler.handle(event);
+            handler.handle(event, self.spawner.as_ref());
         }
     }
 
     fn is_listening(&self) -> bool {
         self.handler
             .as_ref()
-            .is_some_and(|handler| handler.is_listening())
+            .is_some_and(EventHandler::is_listening)
             || E::enabled()
     }
 }
@@ -164,22 +167,22 @@ impl LogMessage for CommandEvent {
     }
 
     fn log(&self, context: &LogContext) {
-        let info = self.command();
         let topology_id = context.topology_id();
-        let address = &info.connection.address;
-        let service_id = info.service_id.map(|id| id.to_hex());
+        let connection = self.connection();
+        let address = &connection.address;
+        let service_id = self.service_id().map(|id| id.to_hex());
         // The common fields (spec "Common Fields"), then each message's own.
         macro_rules! command_message {
             ($message:literal, $($field:ident = $value:expr),*) => {
                 tracing::debug!(
                     target: COMMAND,
                     topologyId = topology_id.as_str(),
-                    commandName = info.command_name.as_str(),
-                    databaseName = info.database_name.as_str(),
-                    requestId = info.request_id,
-                    operationId = info.operation_id,
-                    driverConnectionId = info.connection.id,
-                    serverConnectionId = info.connection.server_id,
+                    commandName = self.command_name(),
+                    databaseName = self.db(),
+                    requestId = self.request_id(),
+                    operationId = self.operation_id(),
+                    driverConnectionId = connection.id,
+                    serverConnectionId = connection.server_id,
                     serverHost = address.host(),
                     serverPort = address.tcp_port(),
                     serviceId = service_id.as_deref(),

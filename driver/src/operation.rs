@@ -20,7 +20,7 @@ use futures::future::{self, Either};
 use crate::cluster::PinnedConnection;
 use crate::cluster::{Cluster, ConnectionInfo, PooledConnection, SelectedServer, Server, Shared};
 use crate::cmap::PinnedTo;
-use crate::command_monitoring::{CommandInfo, CommandMonitor, ConnectionId};
+use crate::command_monitoring::{CommandInfo, CommandMonitor};
 use crate::concern::WriteConcern;
 use crate::connection::check_reply;
 use crate::error::{Error, Result, SYSTEM_OVERLOADED_ERROR};
@@ -1540,10 +1540,10 @@ impl Executor {
         let in_flight = monitor.started(shown.as_ref().unwrap_or(&command.body), clock, || {
             CommandInfo {
                 command_name: command.name().to_owned(),
-                database_name: command.database.clone(),
+                db: command.database.clone(),
                 request_id,
                 operation_id: context.id,
-                connection: ConnectionId {
+                connection: crate::event::command::ConnectionInfo {
                     address: connection.address().clone(),
                     id: connection.id(),
                     server_id: connection.hello().connection_id,

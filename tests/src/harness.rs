@@ -6,7 +6,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anymongo::client::{ClientConfig, MonitoringThreads};
-use anymongo::command_monitoring::CommandEvent;
+use anymongo::event::command::CommandEvent;
+use anymongo::event::EventHandler;
 use anymongo::{Client, ClientOptions};
 
 use crate::server;
@@ -33,14 +34,11 @@ pub fn recording_client(query: &str) -> (Client, CommandLog) {
 pub fn recording_client_of(uri: &str) -> (Client, CommandLog) {
     let events = CommandLog::default();
     let sink = events.clone();
-    let config = ClientConfig {
-        command_event_handler: Some(Arc::new(move |event: &CommandEvent| {
-            sink.lock().unwrap().push(event.clone());
-        })),
-        ..ClientConfig::default()
-    };
-    let options = ClientOptions::parse_uri(uri).unwrap();
-    let client = Client::with_config(options, config).unwrap();
+    let mut options = ClientOptions::parse_uri(uri).unwrap();
+    options.command_event_handler = Some(EventHandler::callback(move |event: CommandEvent| {
+        sink.lock().unwrap().push(event);
+    }));
+    let client = Client::with_options(options).unwrap();
     (client, events)
 }
 

@@ -62,6 +62,10 @@ pub const PROGRAMS: &[(&str, Program)] = &[
     ("error: errors are matched by their kind", |uri| {
         Box::pin(error_docs::errors_are_matched_by_their_kind(uri))
     }),
+    (
+        "event: a command event handler on ClientOptions sees a find",
+        |uri| Box::pin(event_docs::a_command_event_handler_sees_a_find(uri)),
+    ),
 ];
 
 /// A clean database for one program, named `name`.
@@ -524,6 +528,54 @@ pub mod error_docs {
             ErrorKind::ServerSelection { ref message, .. } => assert!(!message.is_empty()),
             ref other => panic!("an unreachable server is a selection error: {other:?}"),
         }
+        Ok(())
+    }
+}
+
+/// From the docs of `event` and `ClientOptions::command_event_handler`.
+pub mod event_docs {
+    use std::sync::{Arc, Mutex};
+
+    use super::*;
+    use anymongo::event::command::CommandEvent;
+    use anymongo::event::EventHandler;
+    use anymongo::options::ClientOptions;
+    use anymongo::Client;
+
+    /// A callback handler set on the client options receives the started and
+    /// succeeded events of a find.
+    pub async fn a_command_event_handler_sees_a_find(uri: &str) -> anymongo::error::Result<()> {
+        let db = fresh_database(uri, "official_events").await;
+        db.collection::<Document>("items")
+            .insert_one(doc! { "x": 1 })
+            .await?;
+
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let recorder = seen.clone();
+        let mut options = ClientOptions::parse(uri).await?;
+        options.command_event_handler = Some(EventHandler::callback(move |ev: CommandEvent| {
+            let entry = match ev {
+                CommandEvent::Started(started) => ("started", started.command_name),
+                CommandEvent::Succeeded(succeeded) => ("succeeded", succeeded.command_name),
+                CommandEvent::Failed(failed) => ("failed", failed.command_name),
+                _ => ("other", String::new()),
+            };
+            recorder.lock().unwrap().push(entry);
+        }));
+        let client = Client::with_options(options)?;
+        let coll = client
+            .database("official_events")
+            .collection::<Document>("items");
+        let found = coll.find_one(doc! { "x": 1 }).await?;
+        assert!(found.is_some());
+
+        let seen = seen.lock().unwrap().clone();
+        let finds: Vec<&str> = seen
+            .iter()
+            .filter(|(_, name)| name == "find")
+            .map(|(kind, _)| *kind)
+            .collect();
+        assert_eq!(finds, ["started", "succeeded"], "{seen:?}");
         Ok(())
     }
 }

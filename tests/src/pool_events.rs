@@ -6,35 +6,34 @@
 //! use anymongo_tests::pool_events::{closed_connections, PoolEvents};
 //!
 //! let events = PoolEvents::default();
-//! // `events.config()` is the `ClientConfig` of a client whose pools record here.
-//! let _config = events.config();
+//! // Options of a client whose pools record here.
+//! let options = events.record(anymongo::ClientOptions::default());
+//! assert!(options.cmap_event_handler.is_some());
 //! assert!(closed_connections(&events.lock()).is_empty());
 //! ```
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use anymongo::client::ClientConfig;
 use anymongo::event::cmap::ConnectionClosedEvent;
 use anymongo::event::cmap::{CmapEvent, ConnectionClosedReason};
 use anymongo::event::EventHandler;
+use anymongo::ClientOptions;
 
 /// The pool events of a client, in order. Clones share one record.
 #[derive(Clone, Default)]
 pub struct PoolEvents(Arc<Mutex<Vec<CmapEvent>>>);
 
 impl PoolEvents {
-    /// The default `ClientConfig`, with [`PoolEvents::handler`] for the pools' events.
-    pub fn config(&self) -> ClientConfig {
-        ClientConfig {
-            cmap_event_handler: Some(self.handler()),
-            ..ClientConfig::default()
-        }
+    /// `options`, with [`PoolEvents::handler`] for the pools' events.
+    pub fn record(&self, mut options: ClientOptions) -> ClientOptions {
+        options.cmap_event_handler = Some(self.handler());
+        options
     }
 
     /// A handler that records each event here.
     pub fn handler(&self) -> EventHandler<CmapEvent> {
         let events = self.clone();
-        Arc::new(move |event: &CmapEvent| events.lock().push(event.clone()))
+        EventHandler::callback(move |event: CmapEvent| events.lock().push(event))
     }
 
     /// The events so far. A test that panicked while holding the lock does not hide

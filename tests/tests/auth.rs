@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use anymongo::bson::doc;
 use anymongo::client::{ClientConfig, MonitoringThreads};
 use anymongo::event::sdam::SdamEvent;
+use anymongo::event::EventHandler;
 use anymongo::{Client, ClientOptions, ErrorKind};
 use anymongo_tests::certs::{self, CLIENT_SUBJECT};
 use anymongo_tests::counting::counting;
@@ -157,12 +158,12 @@ async fn the_speculative_reply_is_kept_nowhere() {
         let sink = events.clone();
         let config = ClientConfig {
             monitoring,
-            sdam_event_handler: Some(Arc::new(move |event: &SdamEvent| {
-                sink.lock().unwrap().push(format!("{event:?}"));
-            })),
             ..ClientConfig::default()
         };
-        let options = ClientOptions::parse_uri(&uri("sha256", "sha256-pw", "")).unwrap();
+        let mut options = ClientOptions::parse_uri(&uri("sha256", "sha256-pw", "")).unwrap();
+        options.sdam_event_handler = Some(EventHandler::callback(move |event: SdamEvent| {
+            sink.lock().unwrap().push(format!("{event:?}"));
+        }));
         let client = Client::with_config(options, config).unwrap();
         let hello = client.hello().await.unwrap();
         client

@@ -6,11 +6,11 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use anymongo::bson::{doc, Bson, Document};
-use anymongo::command_monitoring::CommandEvent;
 use anymongo::crud::bulk_write::{
     BulkWriteOptions, DeleteManyModel, DeleteOneModel, InsertOneModel, ReplaceOneModel,
     UpdateManyModel, UpdateOneModel, WriteModel,
 };
+use anymongo::event::command::CommandEvent;
 use anymongo::{Client, Collection, ErrorKind};
 use anymongo_tests::harness::{self, CommandLog};
 use serde::{Deserialize, Serialize};
@@ -42,9 +42,9 @@ fn writes(events: &Mutex<Vec<CommandEvent>>) -> Vec<(String, Document)> {
         .iter()
         .filter_map(|event| match event {
             CommandEvent::Started(started)
-                if ["insert", "update", "delete"].contains(&started.info.command_name.as_str()) =>
+                if ["insert", "update", "delete"].contains(&started.command_name.as_str()) =>
             {
-                Some((started.info.command_name.clone(), started.command.clone()))
+                Some((started.command_name.clone(), started.command.clone()))
             }
             _ => None,
         })

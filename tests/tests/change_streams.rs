@@ -7,7 +7,7 @@ use std::time::Duration;
 use anymongo::bson::{doc, Document};
 use anymongo::change_stream::event::ResumeToken;
 use anymongo::change_stream::{ChangeStreamOptions, OperationType};
-use anymongo::command_monitoring::CommandEvent;
+use anymongo::event::command::CommandEvent;
 use anymongo::{ChangeStream, Client, Collection};
 use anymongo_tests::harness::{self, CommandLog};
 use futures::TryStreamExt;
@@ -50,7 +50,7 @@ fn started(events: &CommandLog, name: &str) -> Vec<Document> {
         .unwrap()
         .iter()
         .filter_map(|event| match event {
-            CommandEvent::Started(started) if started.info.command_name == name => {
+            CommandEvent::Started(started) if started.command_name == name => {
                 Some(started.command.clone())
             }
             _ => None,
@@ -65,7 +65,7 @@ fn replies(events: &CommandLog, name: &str) -> Vec<Document> {
         .unwrap()
         .iter()
         .filter_map(|event| match event {
-            CommandEvent::Succeeded(succeeded) if succeeded.info.command_name == name => {
+            CommandEvent::Succeeded(succeeded) if succeeded.command_name == name => {
                 Some(succeeded.reply.clone())
             }
             _ => None,
@@ -249,7 +249,7 @@ async fn a_killed_cursor_is_resumed_after_the_last_change() {
         // CursorNotFound, then the aggregate again, after the cached token.
         let failed = events.lock().unwrap().iter().any(|event| {
             matches!(event, CommandEvent::Failed(failed)
-                if failed.info.command_name == "getMore" && failed.failure.code() == Some(43))
+                if failed.command_name == "getMore" && failed.failure.code() == Some(43))
         });
         assert!(failed, "a getMore met CursorNotFound");
         let aggregates = started(&events, "aggregate");

@@ -8,13 +8,13 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use anymongo::bson::{doc, Bson, Document};
-use anymongo::command_monitoring::CommandEvent;
 use anymongo::concern::WriteConcern;
 use anymongo::crud::client_bulk_write::{
     ClientBulkWriteOptions, ClientWriteModel, DeleteManyModel, DeleteOneModel, InsertOneModel,
     ReplaceOneModel, UpdateManyModel, UpdateOneModel,
 };
 use anymongo::error::BulkWriteError;
+use anymongo::event::command::CommandEvent;
 use anymongo::{Client, Error, ErrorKind};
 use anymongo_tests::harness::{self, recording_client};
 use futures::TryStreamExt;
@@ -41,7 +41,7 @@ fn started(events: &Mutex<Vec<CommandEvent>>, name: &str) -> Vec<Document> {
         .unwrap()
         .iter()
         .filter_map(|event| match event {
-            CommandEvent::Started(started) if started.info.command_name == name => {
+            CommandEvent::Started(started) if started.command_name == name => {
                 Some(started.command.clone())
             }
             _ => None,
@@ -633,7 +633,7 @@ async fn unacknowledged_bulk_writes_are_sent_without_waiting_for_a_reply() {
             .unwrap()
             .iter()
             .filter_map(|event| match event {
-                CommandEvent::Succeeded(done) if done.info.command_name == "bulkWrite" => {
+                CommandEvent::Succeeded(done) if done.command_name == "bulkWrite" => {
                     Some(done.reply.clone())
                 }
                 _ => None,

@@ -4,14 +4,12 @@
 use std::sync::Mutex;
 use std::time::Duration;
 
-use std::sync::Arc;
-
 use anymongo::bson::{doc, Bson, Document};
-use anymongo::client::ClientConfig;
-use anymongo::command_monitoring::CommandEvent;
 use anymongo::crud::bulk_write::{ClientWriteModel, InsertOneModel, ReplaceOneModel, WriteModel};
 use anymongo::crud::{CursorType, FindOptions, ReturnDocument};
 use anymongo::event::cmap::CmapEvent;
+use anymongo::event::command::CommandEvent;
+use anymongo::event::EventHandler;
 use anymongo::index_management::{IndexModel, IndexOptions};
 use anymongo::options::{
     Collation, CollationStrength, FindOneAndUpdateOptions, InsertManyOptions, InsertOneOptions,
@@ -48,7 +46,7 @@ fn started(events: &Mutex<Vec<CommandEvent>>, name: &str) -> Vec<Document> {
         .unwrap()
         .iter()
         .filter_map(|event| match event {
-            CommandEvent::Started(started) if started.info.command_name == name => {
+            CommandEvent::Started(started) if started.command_name == name => {
                 Some(started.command.clone())
             }
             _ => None,
@@ -259,7 +257,7 @@ fn next_batches(events: &Mutex<Vec<CommandEvent>>) -> Vec<Vec<Bson>> {
         .unwrap()
         .iter()
         .filter_map(|event| match event {
-            CommandEvent::Succeeded(succeeded) if succeeded.info.command_name == "getMore" => {
+            CommandEvent::Succeeded(succeeded) if succeeded.command_name == "getMore" => {
                 let cursor = succeeded.reply.get_document("cursor").unwrap();
                 Some(cursor.get_array("nextBatch").unwrap().clone())
             }
@@ -618,16 +616,12 @@ async fn a_document_above_max_bson_object_size_is_refused_before_anything_is_sen
         let commands = harness::CommandLog::default();
         let pool = PoolEvents::default();
         let log = commands.clone();
-        let config = ClientConfig {
-            command_event_handler: Some(Arc::new(move |event: &CommandEvent| {
-                log.lock().unwrap().push(event.clone());
-            })),
-            cmap_event_handler: Some(pool.handler()),
-            ..ClientConfig::default()
-        };
         let uri = format!("{}?appName=crud_too_large", server::shared().uri());
-        let options = ClientOptions::parse_uri(&uri).unwrap();
-        let client = Client::with_config(options, config).unwrap();
+        let mut options = pool.record(ClientOptions::parse_uri(&uri).unwrap());
+        options.command_event_handler = Some(EventHandler::callback(move |event: CommandEvent| {
+            log.lock().unwrap().push(event);
+        }));
+        let client = Client::with_options(options).unwrap();
         let collection = fresh::<Document>(&client, "too_large").await;
         let hello = (client.database("admin"))
             .run_command(doc! { "hello": 1 })

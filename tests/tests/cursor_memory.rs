@@ -10,9 +10,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anymongo::bson::{doc, Document};
-use anymongo::client::ClientConfig;
-use anymongo::command_monitoring::CommandEvent;
 use anymongo::crud::FindOptions;
+use anymongo::event::command::CommandEvent;
+use anymongo::event::EventHandler;
 use anymongo::{Client, ClientOptions};
 use anymongo_tests::{harness, server};
 use futures::TryStreamExt;
@@ -64,22 +64,19 @@ fn payload(n: i32) -> String {
 /// A client of the shared server that counts its getMore commands and checks their
 /// batch size, keeping no events (a log of the replies would hold every document).
 fn counting_client(get_mores: Arc<AtomicUsize>, wrong_batch_size: Arc<AtomicUsize>) -> Client {
-    let config = ClientConfig {
-        command_event_handler: Some(Arc::new(move |event: &CommandEvent| {
-            if let CommandEvent::Started(started) = event {
-                if started.info.command_name == "getMore" {
-                    get_mores.fetch_add(1, Ordering::SeqCst);
-                    if started.command.get_i64("batchSize").ok() != Some(BATCH.into()) {
-                        wrong_batch_size.fetch_add(1, Ordering::SeqCst);
-                    }
+    let uri = format!("{}?appName=cursor_memory", server::shared().uri());
+    let mut options = ClientOptions::parse_uri(&uri).unwrap();
+    options.command_event_handler = Some(EventHandler::callback(move |event: CommandEvent| {
+        if let CommandEvent::Started(started) = event {
+            if started.command_name == "getMore" {
+                get_mores.fetch_add(1, Ordering::SeqCst);
+                if started.command.get_i64("batchSize").ok() != Some(BATCH.into()) {
+                    wrong_batch_size.fetch_add(1, Ordering::SeqCst);
                 }
             }
-        })),
-        ..ClientConfig::default()
-    };
-    let uri = format!("{}?appName=cursor_memory", server::shared().uri());
-    let options = ClientOptions::parse_uri(&uri).unwrap();
-    Client::with_config(options, config).unwrap()
+        }
+    }));
+    Client::with_options(options).unwrap()
 }
 
 /// Inserts the documents, with a client (without command monitoring) of its own.

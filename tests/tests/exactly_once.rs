@@ -13,8 +13,8 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use anymongo::bson::{doc, Bson, Document};
-use anymongo::command_monitoring::CommandEvent;
 use anymongo::crud::FindOptions;
+use anymongo::event::command::CommandEvent;
 use anymongo::{Client, Collection};
 use anymongo_tests::harness::{self, recording_client, recording_client_of};
 use anymongo_tests::reply_loss::ReplyLosingProxy;
@@ -56,10 +56,10 @@ fn insert_events(events: &Mutex<Vec<CommandEvent>>) -> (Vec<Document>, usize) {
     let mut failed = 0;
     for event in events.iter() {
         match event {
-            CommandEvent::Started(event) if event.info.command_name == "insert" => {
+            CommandEvent::Started(event) if event.command_name == "insert" => {
                 started.push(event.command.clone());
             }
-            CommandEvent::Failed(event) if event.info.command_name == "insert" => failed += 1,
+            CommandEvent::Failed(event) if event.command_name == "insert" => failed += 1,
             _ => {}
         }
     }

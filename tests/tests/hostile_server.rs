@@ -235,7 +235,7 @@ async fn a_more_to_come_reply_to_an_ordinary_command_closes_its_connection() {
     let events = PoolEvents::default();
     let uri = format!("mongodb://{}/?{TIMEOUTS}", server.address());
     let options = ClientOptions::parse_uri(&uri).unwrap();
-    let client = Client::with_config(options, events.config()).unwrap();
+    let client = Client::with_options(events.record(options)).unwrap();
 
     let (error, _) = failed_ping(&client).await;
     assert!(

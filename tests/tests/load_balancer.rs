@@ -29,8 +29,8 @@ use std::time::Duration;
 use anymongo::bson::oid::ObjectId;
 use anymongo::bson::{doc, Document};
 use anymongo::client::{ClientConfig, MonitoringThreads};
-use anymongo::command_monitoring::CommandEvent;
 use anymongo::event::cmap::{CmapEvent, ConnectionClosedReason};
+use anymongo::event::command::CommandEvent;
 use anymongo::event::sdam::SdamEvent;
 use anymongo::event::EventHandler;
 use anymongo::rt::Runtime;
@@ -77,12 +77,12 @@ impl<E: Clone + Send + Sync + std::fmt::Debug + 'static> Recorder<E> {
 
     fn handler(&self) -> EventHandler<E> {
         let inner = self.inner.clone();
-        Arc::new(move |event: &E| {
+        EventHandler::callback(move |event: E| {
             inner
                 .events
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
-                .push(event.clone());
+                .push(event);
             inner.changed.send_modify(|generation| *generation += 1);
         })
     }
@@ -146,14 +146,14 @@ impl TestClient {
         let cmap = Recorder::new();
         let commands = Recorder::new();
         let config = ClientConfig {
-            sdam_event_handler: Some(sdam.handler()),
-            cmap_event_handler: Some(cmap.handler()),
-            command_event_handler: Some(commands.handler()),
             monitoring,
             runtime: Some(runtime),
             ..ClientConfig::default()
         };
-        let options = ClientOptions::parse_uri(uri).expect("valid URI");
+        let mut options = ClientOptions::parse_uri(uri).expect("valid URI");
+        options.sdam_event_handler = Some(sdam.handler());
+        options.cmap_event_handler = Some(cmap.handler());
+        options.command_event_handler = Some(commands.handler());
         let client = Client::with_config(options, config).expect("valid options");
         TestClient {
             client,
@@ -234,14 +234,16 @@ fn short(event: &CmapEvent) -> String {
 /// A command event in short form: `Started(insert, <serviceId or none>)`, `Succeeded(…)`,
 /// `Failed(…)`.
 fn short_command(event: &CommandEvent) -> String {
-    let info = event.command();
     let kind = match event {
         CommandEvent::Started(_) => "Started",
         CommandEvent::Succeeded(_) => "Succeeded",
         CommandEvent::Failed(_) => "Failed",
+        _ => "Unknown",
     };
-    let service = info.service_id.map_or("none".to_owned(), |id| id.to_hex());
-    format!("{kind}({}, {service})", info.command_name)
+    let service = event
+        .service_id()
+        .map_or("none".to_owned(), |id| id.to_hex());
+    format!("{kind}({}, {service})", event.command_name())
 }
 
 fn cleared(service_id: ObjectId) -> String {
@@ -671,7 +673,7 @@ async fn command_and_pool_cleared_events_carry_the_service_id() {
             "{mode:?}"
         );
         for event in client.commands.all() {
-            let connection = &event.command().connection;
+            let connection = event.connection();
             assert_eq!((connection.id, connection.server_id), (1, Some(1)));
         }
         let cleared_events: Vec<_> = client
@@ -745,10 +747,11 @@ async fn connections_reach_both_backends() {
         let connections = lb.connections();
         let mut services = Vec::new();
         for event in client.commands.all() {
-            let info = event.command();
-            let service_id = info.service_id.expect("a serviceId in load-balanced mode");
+            let service_id = event
+                .service_id()
+                .expect("a serviceId in load-balanced mode");
             let backend = lb.backend_of(service_id).expect("a backend's serviceId");
-            let server_id = info.connection.server_id;
+            let server_id = event.connection().server_id;
             assert!(
                 connections
                     .iter()
@@ -1211,12 +1214,7 @@ fn commands_since(client: &TestClient, mark: usize) -> Vec<(String, u32)> {
         .since(mark)
         .iter()
         .filter(|event| matches!(event, CommandEvent::Started(_)))
-        .map(|event| {
-            (
-                event.command().command_name.clone(),
-                event.command().connection.id,
-            )
-        })
+        .map(|event| (event.command_name().to_owned(), event.connection().id))
         .collect()
 }
 

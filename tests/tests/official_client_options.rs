@@ -7,7 +7,6 @@
 use std::time::Duration;
 
 use anymongo::bson::{doc, Document};
-use anymongo::client::ClientConfig;
 use anymongo::event::cmap::CmapEvent;
 use anymongo::event::cmap::{ConnectionPoolOptions, PoolCreatedEvent};
 use anymongo::options::{
@@ -79,11 +78,7 @@ async fn fields_assigned_on_parsed_options_are_used() {
         options.repl_set_name = Some("secantus".to_string());
         options.app_name = Some("assigned".to_string());
         let events = PoolEvents::default();
-        let config = ClientConfig {
-            cmap_event_handler: Some(events.handler()),
-            ..ClientConfig::default()
-        };
-        let client = Client::with_config(options, config).unwrap();
+        let client = Client::with_options(events.record(options)).unwrap();
         let collection = client
             .database("official_client_options")
             .collection::<Document>("assigned");
@@ -126,11 +121,7 @@ async fn an_option_left_none_means_the_documented_default() {
         assert_eq!(options.retry_writes, None);
         assert_eq!(options.connect_timeout, None);
         let events = PoolEvents::default();
-        let config = ClientConfig {
-            cmap_event_handler: Some(events.handler()),
-            ..ClientConfig::default()
-        };
-        let client = Client::with_config(options, config).unwrap();
+        let client = Client::with_options(events.record(options)).unwrap();
         client
             .database("admin")
             .run_command(doc! { "ping": 1 })
@@ -245,7 +236,7 @@ async fn warm_pool_raw_command_and_shutdown() {
         let mut options = ClientOptions::parse(server.uri()).await.unwrap();
         options.min_pool_size = Some(3);
         let events = PoolEvents::default();
-        let client = Client::with_config(options, events.config()).unwrap();
+        let client = Client::with_options(events.record(options)).unwrap();
         client.warm_connection_pool().await;
         assert_eq!(created_connections(&events.lock()), 3);
 

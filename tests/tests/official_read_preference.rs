@@ -28,8 +28,8 @@ fn sent_read_preference(events: &CommandLog, command_name: &str) -> Option<Docum
         .iter()
         .rev()
         .find_map(|event| match event {
-            anymongo::command_monitoring::CommandEvent::Started(started)
-                if started.info.command_name == command_name =>
+            anymongo::event::command::CommandEvent::Started(started)
+                if started.command_name == command_name =>
             {
                 Some(
                     started

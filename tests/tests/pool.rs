@@ -23,7 +23,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anymongo::bson::{doc, Bson, Document};
-use anymongo::client::ClientConfig;
 use anymongo::cmap::{CheckedOut, ConnectionPool, PoolOptions, IDLE_CHECK_AFTER};
 use anymongo::event::cmap::{CmapEvent, ConnectionClosedReason};
 use anymongo::event::EventHandler;
@@ -190,7 +189,7 @@ async fn two_hundred_client_tasks_share_ten_connections() {
         .expect("valid URI");
     assert_eq!(options.max_pool_size, Some(MAX_POOL_SIZE));
     let events = PoolEvents::default();
-    let client = Client::with_config(options, events.config()).unwrap();
+    let client = Client::with_options(events.record(options)).unwrap();
     let db = client.database("pool_load");
     let _ = db.run_command(doc! { "drop": "items" }).await;
 
@@ -342,9 +341,11 @@ fn brief(event: &CmapEvent) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn the_wait_queue_is_served_in_arrival_order() {
     let (sender, mut events) = watch::channel(Vec::<CmapEvent>::new());
-    let pool = Arc::new(fake_pool(Arc::new(move |event: &CmapEvent| {
-        sender.send_modify(|events| events.push(event.clone()));
-    })));
+    let pool = Arc::new(fake_pool(EventHandler::callback(
+        move |event: CmapEvent| {
+            sender.send_modify(|events| events.push(event));
+        },
+    )));
     let max = MAX_POOL_SIZE as usize;
 
     let run = async {
@@ -512,14 +513,7 @@ fn idle_check_client(server: &MockServer) -> (Client, Arc<AheadClock>, PoolEvent
     let uri = format!("mongodb://{}/?directConnection=true", server.address());
     let options = ClientOptions::parse_uri(&uri).unwrap();
     (
-        Client::with_config(
-            options,
-            ClientConfig {
-                runtime: Some(runtime),
-                ..events.config()
-            },
-        )
-        .unwrap(),
+        Client::with_runtime(events.record(options), runtime).unwrap(),
         clock,
         events,
     )

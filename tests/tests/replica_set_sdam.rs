@@ -3,13 +3,13 @@
 //! discovery from one seed, an election, hidden, arbiter and removed members, and
 //! every member down.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use anymongo::bson::{doc, Document};
 use anymongo::client::{ClientConfig, MonitoringThreads};
 use anymongo::event::sdam::SdamEvent;
 use anymongo::event::sdam::ServerClosedEvent;
+use anymongo::event::EventHandler;
 use anymongo::sdam::{ServerType, TopologyDescription, TopologyType};
 use anymongo::{Client, ClientOptions, ErrorKind, ServerAddress};
 use anymongo_tests::replica_set::{MemberRole, MockReplicaSet};
@@ -44,13 +44,13 @@ impl Observed {
         let uri = set.uri(&format!("heartbeatFrequencyMS={heartbeat}{extra}"));
         let (sender, events) = mpsc::unbounded_channel();
         let config = ClientConfig {
-            sdam_event_handler: Some(Arc::new(move |event: &SdamEvent| {
-                let _ = sender.send(event.clone());
-            })),
             monitoring,
             ..ClientConfig::default()
         };
-        let options = ClientOptions::parse_uri(&uri).unwrap();
+        let mut options = ClientOptions::parse_uri(&uri).unwrap();
+        options.sdam_event_handler = Some(EventHandler::callback(move |event: SdamEvent| {
+            let _ = sender.send(event);
+        }));
         let client = Client::with_config(options, config).unwrap();
         Observed {
             client,

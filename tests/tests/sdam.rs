@@ -2,7 +2,6 @@
 //! and without directConnection, the streaming protocol seen in heartbeat events, and
 //! a server killed mid-run — in background and single-threaded monitoring.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use anymongo::bson::doc;
@@ -11,6 +10,7 @@ use anymongo::event::sdam::SdamEvent;
 use anymongo::event::sdam::{
     ServerHeartbeatFailedEvent, ServerHeartbeatStartedEvent, ServerHeartbeatSucceededEvent,
 };
+use anymongo::event::EventHandler;
 use anymongo::sdam::{ServerType, TopologyType};
 use anymongo::{Client, ClientOptions, ErrorKind};
 use anymongo_tests::counting::counting;
@@ -28,13 +28,13 @@ fn client_with_events(
 ) -> (Client, mpsc::UnboundedReceiver<SdamEvent>) {
     let (sender, receiver) = mpsc::unbounded_channel();
     let config = ClientConfig {
-        sdam_event_handler: Some(Arc::new(move |event: &SdamEvent| {
-            let _ = sender.send(event.clone());
-        })),
         monitoring,
         ..ClientConfig::default()
     };
-    let options = ClientOptions::parse_uri(uri).expect("valid URI");
+    let mut options = ClientOptions::parse_uri(uri).expect("valid URI");
+    options.sdam_event_handler = Some(EventHandler::callback(move |event: SdamEvent| {
+        let _ = sender.send(event);
+    }));
     let client = Client::with_config(options, config).expect("valid options");
     (client, receiver)
 }

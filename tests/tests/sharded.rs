@@ -13,12 +13,11 @@
 //!   selects a mongos again, within `localThresholdMS` (Transactions tests README,
 //!   "Mongos Pinning Prose Tests").
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use anymongo::bson::{doc, Bson, Document};
-use anymongo::client::ClientConfig;
-use anymongo::command_monitoring::CommandEvent;
+use anymongo::event::command::CommandEvent;
+use anymongo::event::EventHandler;
 use anymongo::sdam::ServerType;
 use anymongo::uri::ServerAddress;
 use anymongo::{Client, ClientOptions};
@@ -65,14 +64,14 @@ async fn turn_off_fail_point() {
 fn outcomes(events: &CommandLog, name: &str) -> (Vec<ServerAddress>, Vec<ServerAddress>) {
     let (mut failed, mut succeeded) = (Vec::new(), Vec::new());
     for event in events.lock().unwrap().iter() {
-        let info = event.command();
-        if info.command_name != name {
+        if event.command_name() != name {
             continue;
         }
+        let address = event.connection().address.clone();
         match event {
-            CommandEvent::Failed(_) => failed.push(info.connection.address.clone()),
-            CommandEvent::Succeeded(_) => succeeded.push(info.connection.address.clone()),
-            CommandEvent::Started(_) => {}
+            CommandEvent::Failed(_) => failed.push(address),
+            CommandEvent::Succeeded(_) => succeeded.push(address),
+            _ => {}
         }
     }
     (failed, succeeded)
@@ -208,7 +207,7 @@ async fn a_transaction_stays_on_the_mongos_of_its_first_command() {
                 .unwrap()
                 .iter()
                 .filter(|event| matches!(event, CommandEvent::Started(_)))
-                .map(|event| event.command().connection.address.clone())
+                .map(|event| event.connection().address.clone())
                 .collect();
             assert_eq!(servers.len(), 9);
             assert!(
@@ -233,18 +232,15 @@ async fn client_of_both(cluster: &ShardedCluster) -> (Client, CommandLog) {
     let (changed, mut changes) = tokio::sync::watch::channel(0_u64);
     let commands = CommandLog::default();
     let sink = commands.clone();
-    let config = ClientConfig {
-        command_event_handler: Some(Arc::new(move |event: &CommandEvent| {
-            sink.lock().unwrap().push(event.clone());
-        })),
-        sdam_event_handler: Some(Arc::new(move |_: &anymongo::event::sdam::SdamEvent| {
-            changed.send_modify(|count| *count += 1);
-        })),
-        ..ClientConfig::default()
-    };
     let uri = format!("{}?localThresholdMS=1000", cluster.uri(2));
-    let options = ClientOptions::parse_uri(&uri).unwrap();
-    let client = Client::with_config(options, config).unwrap();
+    let mut options = ClientOptions::parse_uri(&uri).unwrap();
+    options.command_event_handler = Some(EventHandler::callback(move |event: CommandEvent| {
+        sink.lock().unwrap().push(event);
+    }));
+    options.sdam_event_handler = Some(EventHandler::callback(
+        move |_: anymongo::event::sdam::SdamEvent| changed.send_modify(|count| *count += 1),
+    ));
+    let client = Client::with_options(options).unwrap();
     let both_found = |client: &Client| {
         let servers = client.topology_description().servers;
         servers.len() == 2
@@ -265,8 +261,8 @@ fn find_servers(commands: &CommandLog) -> std::collections::BTreeSet<ServerAddre
         .unwrap()
         .iter()
         .filter(|event| matches!(event, CommandEvent::Started(_)))
-        .filter(|event| event.command().command_name == "find")
-        .map(|event| event.command().connection.address.clone())
+        .filter(|event| event.command_name() == "find")
+        .map(|event| event.connection().address.clone())
         .collect()
 }
 

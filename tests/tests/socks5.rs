@@ -6,8 +6,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anymongo::bson::doc;
-use anymongo::client::ClientConfig;
-use anymongo::command_monitoring::CommandEvent;
+use anymongo::event::command::CommandEvent;
+use anymongo::event::EventHandler;
 use anymongo::{Client, ClientOptions, ErrorKind};
 use anymongo_tests::harness::within;
 use anymongo_tests::server::{self, TestServer};
@@ -92,19 +92,16 @@ async fn every_connection_of_a_replica_set_client_goes_through_the_proxy() {
         let server = server::shared();
         let events = Arc::new(Mutex::new(Vec::<CommandEvent>::new()));
         let sink = events.clone();
-        let config = ClientConfig {
-            command_event_handler: Some(Arc::new(move |event: &CommandEvent| {
-                sink.lock().unwrap().push(event.clone());
-            })),
-            ..ClientConfig::default()
-        };
         let uri = format!(
             "{}?{}&proxyUsername={USER}&proxyPassword={PASSWORD}",
             server.uri(),
             proxy.uri_options()
         );
-        let options = ClientOptions::parse_uri(&uri).unwrap();
-        let client = Client::with_config(options, config).unwrap();
+        let mut options = ClientOptions::parse_uri(&uri).unwrap();
+        options.command_event_handler = Some(EventHandler::callback(move |event: CommandEvent| {
+            sink.lock().unwrap().push(event);
+        }));
+        let client = Client::with_options(options).unwrap();
         crud(&client, "with_auth").await;
 
         // The monitor's connection and the pool's: at least two tunnels, and none
@@ -120,7 +117,7 @@ async fn every_connection_of_a_replica_set_client_goes_through_the_proxy() {
         let events = events.lock().unwrap();
         assert!(!events.is_empty());
         for event in events.iter() {
-            let address = event.command().connection.address.to_string();
+            let address = event.connection().address.to_string();
             assert_eq!(address, destination, "{event:?}");
         }
     })

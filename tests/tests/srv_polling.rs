@@ -19,6 +19,7 @@ use anymongo::bson::{doc, Document};
 use anymongo::client::{ClientConfig, MonitoringThreads};
 use anymongo::event::sdam::SdamEvent;
 use anymongo::event::sdam::{ServerClosedEvent, ServerOpeningEvent};
+use anymongo::event::EventHandler;
 use anymongo::sdam::TopologyType;
 use anymongo::srv::{self, SeedList};
 use anymongo::{Client, ClientOptions};
@@ -114,15 +115,16 @@ impl Deployment {
         let events = Arc::new(Mutex::new(Vec::new()));
         let (signal, log) = (activity.clone(), events.clone());
         let config = ClientConfig {
-            sdam_event_handler: Some(Arc::new(move |event: &SdamEvent| {
-                lock(&log).push(event.clone());
-                signal.send_modify(|count| *count += 1);
-            })),
             monitoring,
             runtime: Some(runtime),
             ..ClientConfig::default()
         };
-        let client = Client::with_config(seeds.into_options(), config).unwrap();
+        let mut options = seeds.into_options();
+        options.sdam_event_handler = Some(EventHandler::callback(move |event: SdamEvent| {
+            lock(&log).push(event);
+            signal.send_modify(|count| *count += 1);
+        }));
+        let client = Client::with_config(options, config).unwrap();
         Watched {
             client,
             activity,

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anymongo::bson::{doc, Bson, Document};
-use anymongo::command_monitoring::CommandEvent;
 use anymongo::error::{TRANSIENT_TRANSACTION_ERROR, UNKNOWN_TRANSACTION_COMMIT_RESULT};
+use anymongo::event::command::CommandEvent;
 use anymongo::options::{InsertOneOptions, ReadPreference};
 use anymongo::session::ClientSession;
 use anymongo::transactions::{TransactionOptions, TransactionState};
@@ -56,9 +56,7 @@ fn started(events: &CommandLog, names: &[&str]) -> Vec<Document> {
         .unwrap()
         .iter()
         .filter_map(|event| match event {
-            CommandEvent::Started(started)
-                if names.contains(&started.info.command_name.as_str()) =>
-            {
+            CommandEvent::Started(started) if names.contains(&started.command_name.as_str()) => {
                 Some(started.command.clone())
             }
             _ => None,

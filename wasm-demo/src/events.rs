@@ -9,12 +9,12 @@
 use std::time::Duration;
 
 use anymongo::bson::{doc, Bson, Document};
-use anymongo::command_monitoring::{CommandEvent, CommandInfo};
 use anymongo::event::cmap::CmapEvent;
 use anymongo::event::cmap::{
     ConnectionCheckedOutEvent, ConnectionCheckoutFailedEvent, ConnectionClosedEvent,
     ConnectionReadyEvent, PoolClearedEvent, PoolCreatedEvent,
 };
+use anymongo::event::command::CommandEvent;
 use anymongo::event::sdam::SdamEvent;
 use anymongo::event::sdam::{
     ServerClosedEvent, ServerHeartbeatFailedEvent, ServerHeartbeatStartedEvent,
@@ -51,44 +51,49 @@ fn millis(duration: Duration) -> f64 {
     duration.as_secs_f64() * 1000.0
 }
 
-fn command_fields(name: &str, info: &CommandInfo) -> Document {
-    let mut event = doc! {
+fn command_fields(name: &str, event: &CommandEvent) -> Document {
+    let connection = event.connection();
+    let mut fields = doc! {
         "name": name,
-        "commandName": &info.command_name,
-        "databaseName": &info.database_name,
-        "requestId": info.request_id,
-        "operationId": info.operation_id,
-        "address": info.connection.address.to_string(),
-        "connectionId": i64::from(info.connection.id),
-        "serverConnectionId": info.connection.server_id.map_or(Bson::Null, Bson::Int64),
+        "commandName": event.command_name(),
+        "databaseName": event.db(),
+        "requestId": event.request_id(),
+        "operationId": event.operation_id(),
+        "address": connection.address.to_string(),
+        "connectionId": i64::from(connection.id),
+        "serverConnectionId": connection.server_id.map_or(Bson::Null, Bson::Int64),
     };
-    if let Some(service_id) = info.service_id {
-        event.insert("serviceId", service_id);
+    if let Some(service_id) = event.service_id() {
+        fields.insert("serviceId", service_id);
     }
-    event
+    fields
 }
 
 /// A command event.
 pub fn command_event(event: &CommandEvent) -> Document {
-    match event {
-        CommandEvent::Started(started) => {
-            let mut out = command_fields("commandStarted", &started.info);
-            out.insert("command", started.command.clone());
-            out
-        }
-        CommandEvent::Succeeded(succeeded) => {
-            let mut out = command_fields("commandSucceeded", &succeeded.info);
-            out.insert("duration", millis(succeeded.duration));
-            out.insert("reply", succeeded.reply.clone());
-            out
-        }
-        CommandEvent::Failed(failed) => {
-            let mut out = command_fields("commandFailed", &failed.info);
-            out.insert("duration", millis(failed.duration));
-            out.insert("failure", error_document(&failed.failure));
-            out
-        }
-    }
+    let (name, own) = match event {
+        CommandEvent::Started(started) => (
+            "commandStarted",
+            doc! { "command": started.command.clone() },
+        ),
+        CommandEvent::Succeeded(succeeded) => (
+            "commandSucceeded",
+            doc! { "duration": millis(succeeded.duration), "reply": succeeded.reply.clone() },
+        ),
+        CommandEvent::Failed(failed) => (
+            "commandFailed",
+            doc! {
+                "duration": millis(failed.duration),
+                "failure": error_document(&failed.failure),
+            },
+        ),
+        // The enum is open to new kinds of event: one the glue does not know yet goes
+        // out with the shared fields only.
+        _ => ("commandEvent", Document::new()),
+    };
+    let mut out = command_fields(name, event);
+    out.extend(own);
+    out
 }
 
 /// A connection pool event.

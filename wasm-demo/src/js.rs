@@ -11,8 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anymongo::bson::{Document, RawDocumentBuf};
-use anymongo::client::ClientConfig;
-use anymongo::event::EventListener;
+use anymongo::event::{EventHandler, EventListener};
 use anymongo::session::ClientSession;
 use anymongo::{srv, ChangeStream, Client, ClientOptions, Cursor, Error, ErrorKind};
 use js_sys::{Array, Function, Promise, Reflect, Uint8Array};
@@ -147,10 +146,6 @@ impl NativeClient {
         let monitor_commands = parse(code_options)
             .and_then(|code| ops::apply_code_options(&mut options, &code))
             .map_err(|error| reject(&error))?;
-        let config = match events {
-            Some(events) => event_config(&events, monitor_commands),
-            None => ClientConfig::default(),
-        };
         // Behind a load balancer there is no monitor to wait for and, without a
         // credential, nothing to check: as the Node driver, connecting then sends
         // nothing (and checks no connection out of the pool).
@@ -168,11 +163,10 @@ impl NativeClient {
             .map_err(|error| reject_connection_string(&error))?;
             options = seeds.into_options();
         }
-        let config = ClientConfig {
-            runtime: Some(runtime),
-            ..config
-        };
-        let client = Client::with_config(options, config)
+        if let Some(events) = &events {
+            listen(&mut options, events, monitor_commands);
+        }
+        let client = Client::with_runtime(options, runtime)
             .map_err(|error| reject_connection_string(&error))?;
         if !nothing_to_check {
             let check =
@@ -614,10 +608,10 @@ struct JsListener<E> {
 }
 
 impl<E> EventListener<E> for JsListener<E> {
-    fn handle(&self, event: &E) {
+    fn handle(&self, event: E) {
         let (Some(emit), Ok(document)) = (
             &self.emit,
-            anymongo::bson::serialize_to_vec(&(self.build)(event)),
+            anymongo::bson::serialize_to_vec(&(self.build)(&event)),
         ) else {
             return;
         };
@@ -634,29 +628,26 @@ impl<E> EventListener<E> for JsListener<E> {
     }
 }
 
-/// The client's event listeners, over the glue's `events` object; command events only
-/// with `monitorCommands` (as the Node driver).
-fn event_config(events: &JsValue, monitor_commands: bool) -> ClientConfig {
+/// Sets the client's event handlers, listeners over the glue's `events` object;
+/// command events only with `monitorCommands` (as the Node driver).
+fn listen(options: &mut ClientOptions, events: &JsValue, monitor_commands: bool) {
     fn listener<E: 'static>(
         events: &JsValue,
         family: Family,
         build: fn(&E) -> Document,
-    ) -> Arc<dyn EventListener<E>> {
-        Arc::new(JsListener {
+    ) -> EventHandler<E> {
+        EventHandler::Listener(Arc::new(JsListener {
             events: events.clone(),
             emit: host::function(events, "emit").ok(),
             listening: host::function(events, "listening").ok(),
             family: JsValue::from_str(family.name()),
             build,
-        })
+        }))
     }
-    ClientConfig {
-        command_event_handler: monitor_commands
-            .then(|| listener(events, Family::Command, events::command_event)),
-        cmap_event_handler: Some(listener(events, Family::Pool, events::pool_event)),
-        sdam_event_handler: Some(listener(events, Family::Topology, events::topology_event)),
-        ..ClientConfig::default()
-    }
+    options.command_event_handler =
+        monitor_commands.then(|| listener(events, Family::Command, events::command_event));
+    options.cmap_event_handler = Some(listener(events, Family::Pool, events::pool_event));
+    options.sdam_event_handler = Some(listener(events, Family::Topology, events::topology_event));
 }
 
 /// `clientMetadata(appName?)`: the handshake metadata as text.

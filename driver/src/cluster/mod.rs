@@ -42,7 +42,7 @@ use bson::oid::ObjectId;
 use crate::cmap::PoolOptions;
 use crate::connection::{Connection, ConnectionSettings};
 use crate::error::{Error, ErrorKind, Result};
-use crate::event::cmap::CmapEventHandler;
+use crate::event::cmap::CmapEvent;
 use crate::event::sdam::SdamEvent;
 use crate::event::{EventHandler, EventSink};
 use crate::logging::{self, LogContext, SelectionLog};
@@ -58,9 +58,6 @@ use crate::uri::{ClientOptions, ServerAddress};
 
 pub(crate) use server::{ConnectionInfo, PinnedConnection, PooledConnection, Server};
 use srv_polling::SrvPolling;
-
-/// Receives SDAM events (topology and server opening, changes, closing, heartbeats).
-pub type SdamEventHandler = EventHandler<SdamEvent>;
 
 /// Who checks the servers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -79,8 +76,8 @@ pub enum MonitoringThreads {
 /// Where the event handlers of a topology go.
 #[derive(Clone, Default)]
 pub(crate) struct EventHandlers {
-    pub sdam: Option<SdamEventHandler>,
-    pub cmap: Option<CmapEventHandler>,
+    pub sdam: Option<EventHandler<SdamEvent>>,
+    pub cmap: Option<EventHandler<CmapEvent>>,
     /// The longest document text in a log message ([`crate::logging`]).
     pub log_max_document_length: usize,
 }
@@ -155,7 +152,7 @@ pub(crate) struct Shared {
     connection_settings: ConnectionSettings,
     pool_options: PoolOptions,
     /// The pools' listener: the application's, behind the connection log.
-    cmap_events: CmapEventHandler,
+    cmap_events: EventHandler<CmapEvent>,
     /// What every log message of this client carries.
     log: LogContext,
     heartbeat_frequency: Duration,
@@ -226,12 +223,13 @@ impl Cluster {
         let (mut description, opening_events) = TopologyState::open(options, id);
         description.set_heartbeat_frequency(heartbeat_frequency);
         let addresses: Vec<ServerAddress> = description.servers.keys().cloned().collect();
+        let spawner = runtime.spawner.clone();
         let shared = Arc::new(Shared {
             options: options.clone(),
             runtime,
             connection_settings,
             pool_options: PoolOptions::from_client_options(options),
-            cmap_events: logging::logged(handlers.cmap, log),
+            cmap_events: logging::logged(handlers.cmap, spawner.clone(), log),
             log,
             heartbeat_frequency,
             single_threaded,
@@ -245,7 +243,7 @@ impl Cluster {
                 last_scan: None,
             }),
             changed: Notify::default(),
-            events: EventSink::new(Some(logging::logged(handlers.sdam, log))),
+            events: EventSink::new(Some(logging::logged(handlers.sdam, spawner, log))),
             scanning: futures::lock::Mutex::new(()),
             first_contact: AtomicBool::new(options.load_balanced != Some(true)),
             srv: OnceLock::new(),

@@ -14,7 +14,7 @@
 //!   closes as SDAM learns about the server.
 
 mod connector;
-mod options;
+pub(crate) mod options;
 mod pool;
 #[cfg(test)]
 mod tests;

@@ -4,7 +4,6 @@
 use std::time::Duration;
 
 use crate::error::{Error, Result};
-use crate::uri::ClientOptions;
 
 /// How often the background task looks at a pool when nothing wakes it earlier.
 pub const DEFAULT_MAINTENANCE_INTERVAL: Duration = Duration::from_secs(1);
@@ -49,20 +48,10 @@ impl Default for PoolOptions {
     }
 }
 
+// `PoolOptions::from_client_options` is in `uri`, next to the options it reads: the
+// pool's options are named by the CMAP events, which the client options' handlers
+// receive, so this module cannot import `uri`.
 impl PoolOptions {
-    /// The pool options a client's options ask for.
-    pub fn from_client_options(options: &ClientOptions) -> Self {
-        PoolOptions {
-            max_pool_size: options.max_pool_size_or_default(),
-            min_pool_size: options.min_pool_size_or_default(),
-            max_idle_time: options.max_idle_time_or_default(),
-            max_connecting: options.max_connecting_or_default(),
-            wait_queue_timeout: options.wait_queue_timeout,
-            load_balanced: options.load_balanced == Some(true),
-            maintenance_interval: DEFAULT_MAINTENANCE_INTERVAL,
-        }
-    }
-
     pub(super) fn validate(&self) -> Result<()> {
         if self.max_connecting == 0 {
             return Err(Error::invalid_argument("maxConnecting must be at least 1"));

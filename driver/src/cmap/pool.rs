@@ -30,12 +30,12 @@ use futures::stream::{FuturesUnordered, StreamExt};
 use super::options::PoolOptions;
 use crate::error::{Error, ErrorKind, Result};
 use crate::event::cmap::{
-    CmapEvent, CmapEventHandler, ConnectionCheckedInEvent, ConnectionCheckedOutEvent,
-    ConnectionCheckoutFailedEvent, ConnectionCheckoutFailedReason, ConnectionCheckoutStartedEvent,
-    ConnectionClosedEvent, ConnectionClosedReason, ConnectionCreatedEvent, ConnectionReadyEvent,
-    PoolClearedEvent, PoolClosedEvent, PoolCreatedEvent, PoolReadyEvent,
+    CmapEvent, ConnectionCheckedInEvent, ConnectionCheckedOutEvent, ConnectionCheckoutFailedEvent,
+    ConnectionCheckoutFailedReason, ConnectionCheckoutStartedEvent, ConnectionClosedEvent,
+    ConnectionClosedReason, ConnectionCreatedEvent, ConnectionReadyEvent, PoolClearedEvent,
+    PoolClosedEvent, PoolCreatedEvent, PoolReadyEvent,
 };
-use crate::event::EventSink;
+use crate::event::{EventHandler, EventSink};
 use crate::rt::{self, BoxFuture, Clock, Instant, MaybeSend, MaybeSync, Spawner};
 use crate::signal::{lock, Notify};
 use crate::uri::ServerAddress;
@@ -281,7 +281,7 @@ impl<E: Establish> ConnectionPool<E> {
         establisher: E,
         clock: Arc<dyn Clock>,
         spawner: Option<Arc<dyn Spawner>>,
-        events: Option<CmapEventHandler>,
+        events: Option<EventHandler<CmapEvent>>,
     ) -> Result<Self> {
         options.validate()?;
         let inner = Arc::new(Inner {

@@ -19,6 +19,7 @@ use crate::event::cmap::{
     CmapEvent, ConnectionCheckoutFailedEvent, ConnectionCheckoutFailedReason,
     ConnectionClosedEvent, ConnectionClosedReason, PoolClearedEvent,
 };
+use crate::event::EventHandler;
 use crate::rt::{self, BoxFuture, Clock, Instant, Spawner};
 use crate::signal::Notify;
 use crate::uri::ServerAddress;
@@ -232,8 +233,8 @@ impl Setup {
             FakeEstablish(gate.clone()),
             Arc::new(clock.clone()),
             spawner.clone().map(|s| s as Arc<dyn Spawner>),
-            Some(Arc::new(move |event: &CmapEvent| {
-                sink.lock().unwrap().push(event.clone())
+            Some(EventHandler::callback(move |event: CmapEvent| {
+                sink.lock().unwrap().push(event)
             })),
         )
         .unwrap();

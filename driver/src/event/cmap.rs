@@ -3,13 +3,12 @@
 //!
 //! A [`ConnectionPool`](crate::cmap::ConnectionPool) queues its events while it changes its
 //! state, so that they come out in the order the changes happened, and delivers them
-//! to its [`crate::event::EventListener`] once the state lock is released.
+//! to its [`crate::event::EventHandler`] once the state lock is released.
 
 use std::time::Duration;
 
 use bson::oid::ObjectId;
 
-use super::EventHandler;
 use crate::cmap::PoolOptions;
 use crate::uri::ServerAddress;
 use crate::Error;
@@ -327,6 +326,3 @@ impl ConnectionCheckoutFailedReason {
         }
     }
 }
-
-/// Receives connection pool events.
-pub type CmapEventHandler = EventHandler<CmapEvent>;

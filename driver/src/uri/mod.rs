@@ -46,8 +46,13 @@ use std::time::Duration;
 use bson::Bson;
 
 use crate::auth::Credential;
+use crate::cmap::options::{PoolOptions, DEFAULT_MAINTENANCE_INTERVAL};
 use crate::concern::ReadConcern;
 use crate::error::{Error, Result};
+use crate::event::cmap::CmapEvent;
+use crate::event::command::CommandEvent;
+use crate::event::sdam::SdamEvent;
+use crate::event::EventHandler;
 use crate::handshake::DriverInfo;
 use crate::rt::TlsOptions;
 
@@ -117,6 +122,16 @@ pub struct ClientOptions {
     pub app_name: Option<String>,
     /// `compressors`, in order of preference. `None`: no compression.
     pub compressors: Option<Vec<Compressor>>,
+    /// Receives the connection pools' events (CMAP), from their creation on. Not a
+    /// connection string option; `Debug` shows only whether it is set, and options
+    /// compare equal when they share the same handler (clones of one another).
+    #[builder(setter(strip_option))]
+    pub cmap_event_handler: Option<EventHandler<CmapEvent>>,
+    /// Receives the events of the commands operations send (not those of handshakes
+    /// and monitoring checks). Building the events costs a copy of each command and
+    /// reply, paid only while a handler is set.
+    #[builder(setter(strip_option))]
+    pub command_event_handler: Option<EventHandler<CommandEvent>>,
     /// `connectTimeoutMS`: bound on opening a connection (TCP, TLS and handshake).
     /// `None`: 10 s; zero means no limit.
     pub connect_timeout: Option<Duration>,
@@ -158,6 +173,10 @@ pub struct ClientOptions {
     pub retry_writes: Option<bool>,
     /// `serverMonitoringMode`. `None`: `auto`.
     pub server_monitoring_mode: Option<ServerMonitoringMode>,
+    /// Receives SDAM events (topology and server opening, changes, closing,
+    /// heartbeats), from the opening of the topology on.
+    #[builder(setter(strip_option))]
+    pub sdam_event_handler: Option<EventHandler<SdamEvent>>,
     /// Where reads go: from `readPreference`, `readPreferenceTags` and
     /// `maxStalenessSeconds`; `None`: the primary. Databases, collections and
     /// operations inherit it unless they set their own.
@@ -336,6 +355,21 @@ impl ClientOptions {
         match &self.tls {
             Some(Tls::Enabled(options)) => Some(options),
             Some(Tls::Disabled) | None => None,
+        }
+    }
+}
+
+impl PoolOptions {
+    /// The pool options a client's options ask for.
+    pub fn from_client_options(options: &ClientOptions) -> Self {
+        PoolOptions {
+            max_pool_size: options.max_pool_size_or_default(),
+            min_pool_size: options.min_pool_size_or_default(),
+            max_idle_time: options.max_idle_time_or_default(),
+            max_connecting: options.max_connecting_or_default(),
+            wait_queue_timeout: options.wait_queue_timeout,
+            load_balanced: options.load_balanced == Some(true),
+            maintenance_interval: DEFAULT_MAINTENANCE_INTERVAL,
         }
     }
 }

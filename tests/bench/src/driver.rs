@@ -96,18 +96,17 @@ impl Driver for Anymongo {
         use anymongo::event::cmap::CmapEvent;
         let connections = ConnectionCount::default();
         let count = connections.clone();
-        let config = anymongo::client::ClientConfig {
-            cmap_event_handler: Some(Arc::new(move |event: &CmapEvent| match event {
+        let mut options = anymongo::options::ClientOptions::parse(uri)
+            .await
+            .map_err(text)?;
+        options.cmap_event_handler = Some(anymongo::event::EventHandler::callback(
+            move |event: CmapEvent| match event {
                 CmapEvent::ConnectionCreated(_) => count.opened(),
                 CmapEvent::ConnectionClosed(_) => count.closed(),
                 _ => {}
-            })),
-            ..Default::default()
-        };
-        let options = anymongo::options::ClientOptions::parse(uri)
-            .await
-            .map_err(text)?;
-        let client = anymongo::Client::with_config(options, config).map_err(text)?;
+            },
+        ));
+        let client = anymongo::Client::with_options(options).map_err(text)?;
         let corpus = client.database(DATABASE).collection(COLLECTION);
         Ok(Anymongo {
             client,

@@ -10,7 +10,6 @@ use std::io::BufRead;
 use std::sync::Arc;
 
 use anymongo::bson::doc;
-use anymongo::client::ClientConfig;
 use anymongo::cmap::IDLE_CHECK_AFTER;
 use anymongo::rt::Runtime;
 use anymongo::{Client, ClientOptions};
@@ -33,15 +32,9 @@ async fn run(uri: String, mut runtime: Runtime) -> bool {
     let clock = Arc::new(AheadClock::new(runtime.clock.clone()));
     runtime.clock = clock.clone();
     let events = PoolEvents::default();
-    let client = match ClientOptions::parse_uri(&uri).and_then(|options| {
-        Client::with_config(
-            options,
-            ClientConfig {
-                runtime: Some(runtime),
-                ..events.config()
-            },
-        )
-    }) {
+    let client = match ClientOptions::parse_uri(&uri)
+        .and_then(|options| Client::with_runtime(events.record(options), runtime))
+    {
         Ok(client) => client,
         Err(error) => {
             println!("client: error: {error}");

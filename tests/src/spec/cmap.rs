@@ -49,6 +49,7 @@ use anymongo::cmap::{
     CheckedOut, Connection as ServerConnection, ConnectionPool, Connector, Establish, PoolOptions,
 };
 use anymongo::event::cmap::CmapEvent;
+use anymongo::event::EventHandler;
 use anymongo::rt::BoxFuture;
 use anymongo::{Client, ClientOptions, Error, ErrorKind, ServerAddress};
 use serde_json::{json, Map, Value};
@@ -379,8 +380,8 @@ async fn run_test<E: Establish>(
         establisher,
         runtime.clock,
         runtime.spawner,
-        Some(Arc::new(move |event: &CmapEvent| {
-            sink.send_modify(|events| events.push(event.clone()));
+        Some(EventHandler::callback(move |event: CmapEvent| {
+            sink.send_modify(|events| events.push(event));
         })),
     )
     .map_err(|e| format!("cannot create the pool: {e}"))?;

@@ -597,11 +597,12 @@ fn create_client(description: &ClientDescription, uri: &str) -> Result<ClientEnt
         )));
     }
     let events = EventLog::default();
+    let options = events.record(options);
     let config = ClientConfig {
         // The command logging tests README: "Drivers MUST run the logging tests with
         // their max document length setting … set to a large value e.g. 10,000".
         log_max_document_length: Some(10_000),
-        ..events.client_config()
+        ..ClientConfig::default()
     };
     let (client, logs) = match &description.observe_log_messages {
         Some(observe) => {

@@ -14,6 +14,7 @@ use std::sync::{Arc, Mutex, Once, PoisonError};
 use anymongo::client::ClientConfig;
 use anymongo::event::sdam::SdamEvent;
 use anymongo::event::sdam::TopologyOpeningEvent;
+use anymongo::event::EventHandler;
 use anymongo::logging;
 use anymongo::{Client, ClientOptions};
 use bson::{Bson, Document};
@@ -241,18 +242,17 @@ pub fn observed_client(
     let mut observer = LogObserver::start(observe)?;
     let opened = Arc::new(Mutex::new(None));
     let recorder = opened.clone();
-    let application = config.sdam_event_handler.clone();
-    let config = ClientConfig {
-        sdam_event_handler: Some(Arc::new(move |event: &SdamEvent| {
-            if let SdamEvent::TopologyOpening(TopologyOpeningEvent { topology_id, .. }) = event {
-                *recorder.lock().unwrap_or_else(PoisonError::into_inner) = Some(*topology_id);
-            }
-            if let Some(application) = &application {
-                application.handle(event);
-            }
-        })),
-        ..config
-    };
+    let application = options.sdam_event_handler.clone();
+    let mut options = options;
+    options.sdam_event_handler = Some(EventHandler::callback(move |event: SdamEvent| {
+        if let SdamEvent::TopologyOpening(TopologyOpeningEvent { topology_id, .. }) = &event {
+            *recorder.lock().unwrap_or_else(PoisonError::into_inner) = Some(*topology_id);
+        }
+        // The runner's own handlers are callbacks: called in place, in order.
+        if let Some(EventHandler::Callback(application)) = &application {
+            application(event);
+        }
+    }));
     let client =
         Client::with_config(options, config).map_err(|e| format!("cannot create a client: {e}"))?;
     let topology_id = opened

@@ -1,7 +1,7 @@
 //! The operations on session entities (spec "Session Operations") and the special
 //! operations that assert on sessions (spec "Special Test Operations").
 
-use anymongo::command_monitoring::CommandEvent;
+use anymongo::event::command::CommandEvent;
 use bson::Document;
 
 use super::arguments::{known_arguments, Arguments};
