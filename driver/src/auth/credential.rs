@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use bson::{Bson, Document};
 
-use super::oidc;
+use super::oidc_callback as oidc;
 
 use crate::error::{Error, Result};
 

@@ -41,8 +41,12 @@ use bson::{doc, Bson, Document};
 use super::sasl::{continue_command, start_command, Reply};
 use super::{auth_error, AuthMechanism, Conversation, Credential, Step};
 use crate::error::{Error, Result};
-use crate::rt::{self, BoxFuture, Clock, Instant, MaybeSend, MaybeSync};
-use typed_builder::TypedBuilder;
+use crate::rt::{self, BoxFuture, Clock, Instant, MaybeSend};
+
+pub use super::oidc_callback::{
+    Callback, CallbackContext, IdpServerInfo, IdpServerResponse, OidcHost,
+};
+use super::oidc_callback::{TokenSource, Workflow};
 
 const MECHANISM: AuthMechanism = AuthMechanism::MongoDbOidc;
 /// The mechanism's database ("source MUST be $external").
@@ -89,264 +93,47 @@ pub const DEFAULT_ALLOWED_HOSTS: [&str; 8] = [
 /// `AZURE_FEDERATED_TOKEN_FILE` nor `AWS_WEB_IDENTITY_TOKEN_FILE` is set.
 const K8S_DEFAULT_TOKEN_FILE: &str = "/var/run/secrets/kubernetes.io/serviceaccount/token";
 
-/// What the identity provider told the server about itself, passed to a human
-/// callback (the two-step conversation's `IdpInfo`).
-#[derive(Debug, Clone, PartialEq, Eq, TypedBuilder)]
-#[builder(field_defaults(default, setter(into)))]
-#[non_exhaustive]
-pub struct IdpServerInfo {
-    /// The URL of the authorization server (the `iss` of its tokens).
-    pub issuer: String,
-    /// This client's ID at the identity provider; absent for machine principals.
-    pub client_id: Option<String>,
-    /// Extra scopes to request from the identity provider.
-    pub request_scopes: Option<Vec<String>>,
-}
-
-impl IdpServerInfo {
-    /// Reads the server's `IdpInfo` payload: `issuer` is required, `clientId` and
-    /// `requestScopes` optional.
-    fn from_payload(payload: &[u8]) -> Result<IdpServerInfo> {
-        let document = Document::from_reader(payload).map_err(|error| {
-            failure(format!(
-                "the server's IdpInfo is not a BSON document: {error}"
+/// Reads the server's `IdpInfo` payload: `issuer` is required, `clientId` and
+/// `requestScopes` optional.
+fn idp_info_from_payload(payload: &[u8]) -> Result<IdpServerInfo> {
+    let document = Document::from_reader(payload).map_err(|error| {
+        failure(format!(
+            "the server's IdpInfo is not a BSON document: {error}"
+        ))
+    })?;
+    let issuer = match document.get("issuer") {
+        Some(Bson::String(issuer)) => issuer.clone(),
+        _ => return Err(failure("the server's IdpInfo has no issuer")),
+    };
+    let client_id = match document.get("clientId") {
+        None | Some(Bson::Null) => None,
+        Some(Bson::String(client_id)) => Some(client_id.clone()),
+        Some(_) => return Err(failure("the server's IdpInfo clientId is not a string")),
+    };
+    let request_scopes = match document.get("requestScopes") {
+        None | Some(Bson::Null) => None,
+        Some(Bson::Array(scopes)) => Some(
+            scopes
+                .iter()
+                .map(|scope| match scope {
+                    Bson::String(scope) => Ok(scope.clone()),
+                    _ => Err(failure(
+                        "the server's IdpInfo requestScopes are not all strings",
+                    )),
+                })
+                .collect::<Result<Vec<_>>>()?,
+        ),
+        Some(_) => {
+            return Err(failure(
+                "the server's IdpInfo requestScopes is not an array",
             ))
-        })?;
-        let issuer = match document.get("issuer") {
-            Some(Bson::String(issuer)) => issuer.clone(),
-            _ => return Err(failure("the server's IdpInfo has no issuer")),
-        };
-        let client_id = match document.get("clientId") {
-            None | Some(Bson::Null) => None,
-            Some(Bson::String(client_id)) => Some(client_id.clone()),
-            Some(_) => return Err(failure("the server's IdpInfo clientId is not a string")),
-        };
-        let request_scopes = match document.get("requestScopes") {
-            None | Some(Bson::Null) => None,
-            Some(Bson::Array(scopes)) => Some(
-                scopes
-                    .iter()
-                    .map(|scope| match scope {
-                        Bson::String(scope) => Ok(scope.clone()),
-                        _ => Err(failure(
-                            "the server's IdpInfo requestScopes are not all strings",
-                        )),
-                    })
-                    .collect::<Result<Vec<_>>>()?,
-            ),
-            Some(_) => {
-                return Err(failure(
-                    "the server's IdpInfo requestScopes is not an array",
-                ))
-            }
-        };
-        Ok(IdpServerInfo {
-            issuer,
-            client_id,
-            request_scopes,
-        })
-    }
-}
-
-/// What the driver passes to a [`Callback`] ("OIDC Callback", "OIDC Human Callback").
-///
-/// The official crate's `timeout` is a `std::time::Instant` deadline; here it is the
-/// time the callback has left, because `std::time::Instant` panics on
-/// wasm32-unknown-unknown and this type is the same on every target. `username` is an
-/// addition.
-///
-/// `Debug` never shows the refresh token.
-#[derive(Clone, PartialEq, Eq, TypedBuilder)]
-#[builder(field_defaults(default, setter(into)))]
-#[non_exhaustive]
-pub struct CallbackContext {
-    /// How long the callback may take; the driver gives up on it after this. For a
-    /// machine callback, the time left of the connection's timeout (one minute without
-    /// one); for a human callback, [`HUMAN_CALLBACK_TIMEOUT`]. Always set by the driver.
-    pub timeout: Option<Duration>,
-    /// The callback API version, [`CALLBACK_API_VERSION`].
-    pub version: u32,
-    /// Human callbacks: the refresh token the previous call returned, when the driver
-    /// asks for a new access token with it.
-    pub refresh_token: Option<String>,
-    /// Human callbacks: the identity provider's information.
-    pub idp_info: Option<IdpServerInfo>,
-    /// The credential's user name, if it has one.
-    pub username: Option<String>,
-}
-
-impl fmt::Debug for CallbackContext {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("CallbackContext")
-            .field("timeout", &self.timeout)
-            .field("version", &self.version)
-            .field("refresh_token", &redacted(&self.refresh_token))
-            .field("idp_info", &self.idp_info)
-            .field("username", &self.username)
-            .finish()
-    }
-}
-
-/// What a [`Callback`] returns: an access token, and optionally its lifetime and a
-/// refresh token (human workflow).
-///
-/// ```
-/// use anymongo::options::oidc::IdpServerResponse;
-/// let response = IdpServerResponse::builder()
-///     .access_token("eyJ0eXAi...".to_string())
-///     .refresh_token(Some("refresh".to_string()))
-///     .build();
-/// ```
-///
-/// The official crate's `expires` is a `std::time::Instant`; here it is how long the
-/// token stays valid, for the reason given at [`CallbackContext`]. The driver does not
-/// use it (the spec's caching rules ignore it).
-///
-/// `Debug` never shows the tokens.
-#[derive(Clone, PartialEq, Eq, TypedBuilder)]
-#[builder(field_defaults(default, setter(into)))]
-#[non_exhaustive]
-pub struct IdpServerResponse {
-    /// The access token (a JWT), sent to the server as is.
-    #[builder(!default)]
-    pub access_token: String,
-    /// How long the access token is valid.
-    pub expires: Option<Duration>,
-    /// A refresh token the human callback can use for a new access token without
-    /// asking the user again.
-    pub refresh_token: Option<String>,
-}
-
-impl fmt::Debug for IdpServerResponse {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("IdpServerResponse")
-            .field("access_token", &"<redacted>")
-            .field("expires", &self.expires)
-            .field("refresh_token", &redacted(&self.refresh_token))
-            .finish()
-    }
-}
-
-fn redacted(secret: &Option<String>) -> Option<&'static str> {
-    secret.as_ref().map(|_| "<redacted>")
-}
-
-/// A source of access tokens: the application's function, or a built-in environment's.
-/// A trait rather than a `dyn Fn` so that `MaybeSend + MaybeSync` can bound it.
-trait TokenSource: MaybeSend + MaybeSync {
-    fn call(&self, context: CallbackContext) -> BoxFuture<'static, Result<IdpServerResponse>>;
-}
-
-impl<F> TokenSource for F
-where
-    F: Fn(CallbackContext) -> BoxFuture<'static, Result<IdpServerResponse>> + MaybeSend + MaybeSync,
-{
-    fn call(&self, context: CallbackContext) -> BoxFuture<'static, Result<IdpServerResponse>> {
-        self(context)
-    }
-}
-
-/// Which workflow a callback serves.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Workflow {
-    /// The callback returns a token without human interaction.
-    Machine,
-    /// The callback receives the identity provider's [`IdpServerInfo`] (and a refresh
-    /// token when there is one) and may involve the user.
-    Human,
-}
-
-/// The application's source of OIDC access tokens ([`Credential::oidc_callback`]):
-/// [`Callback::machine`] ("OIDC Callback") or [`Callback::human`] ("OIDC Human
-/// Callback"). The default is no callback, for the `ENVIRONMENT` mechanism property
-/// or a credential of another mechanism.
-///
-/// The driver calls it at most once at a time per client and caches what it returns;
-/// it should honour [`CallbackContext::timeout`] (the driver stops waiting then in any
-/// case).
-///
-/// ```no_run
-/// # async fn example() -> anymongo::Result<()> {
-/// use anymongo::options::{oidc::{Callback, CallbackContext, IdpServerResponse}, ClientOptions};
-/// use futures::FutureExt;
-///
-/// let mut options =
-///     ClientOptions::parse("mongodb://db.example.com/?authMechanism=MONGODB-OIDC").await?;
-/// options.credential.as_mut().unwrap().oidc_callback = Callback::machine(|_: CallbackContext| {
-///     async move {
-///         let token = "eyJ0eXAi...".to_string(); // from the identity provider
-///         Ok(IdpServerResponse::builder().access_token(token).build())
-///     }
-///     .boxed()
-/// });
-/// let client = anymongo::Client::with_options(options)?;
-/// # Ok(()) }
-/// ```
-///
-/// The function returns an [`anymongo::rt::BoxFuture`](crate::rt::BoxFuture): natively
-/// that is `futures`' `BoxFuture` (`.boxed()`); on wasm32 the future need not be
-/// `Send` (`anymongo::rt::boxed`, or `.boxed_local()` on wasm32-unknown-unknown).
-#[derive(Clone, Default)]
-#[non_exhaustive]
-pub struct Callback {
-    inner: Option<(Workflow, Arc<dyn TokenSource>)>,
-}
-
-impl Callback {
-    /// A machine callback ("OIDC Callback"): returns a token without human interaction.
-    pub fn machine<F>(function: F) -> Callback
-    where
-        F: Fn(CallbackContext) -> BoxFuture<'static, Result<IdpServerResponse>>
-            + MaybeSend
-            + MaybeSync
-            + 'static,
-    {
-        Callback::with(Workflow::Machine, Arc::new(function))
-    }
-
-    /// A human callback ("OIDC Human Callback"): receives the identity provider's
-    /// [`IdpServerInfo`] and, when the driver has one, a refresh token; it may involve
-    /// the user. The servers it may send tokens to are the `ALLOWED_HOSTS` mechanism
-    /// property (an array of host names, `*.` + a domain matching its subdomains;
-    /// [`DEFAULT_ALLOWED_HOSTS`] when absent).
-    pub fn human<F>(function: F) -> Callback
-    where
-        F: Fn(CallbackContext) -> BoxFuture<'static, Result<IdpServerResponse>>
-            + MaybeSend
-            + MaybeSync
-            + 'static,
-    {
-        Callback::with(Workflow::Human, Arc::new(function))
-    }
-
-    // Natively the function is `Send + Sync`; on wasm32 it need not be (JavaScript
-    // handles), and the `Arc` is merely shared ownership.
-    #[allow(clippy::arc_with_non_send_sync)]
-    fn with(workflow: Workflow, source: Arc<dyn TokenSource>) -> Callback {
-        Callback {
-            inner: Some((workflow, source)),
         }
-    }
-}
-
-impl fmt::Debug for Callback {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match &self.inner {
-            None => "Callback(none)",
-            Some((Workflow::Machine, _)) => "Callback(machine)",
-            Some((Workflow::Human, _)) => "Callback(human)",
-        })
-    }
-}
-
-/// What the built-in `test` and `k8s` environments need from the host: environment
-/// variables and the contents of a token file ([`Credential::oidc_host`]). The core
-/// reads neither itself.
-pub trait OidcHost: MaybeSend + MaybeSync {
-    /// The value of environment variable `name`, if set.
-    fn env_var(&self, name: &str) -> Option<String>;
-    /// The contents of the file at `path`.
-    fn read_file(&self, path: &str) -> std::io::Result<String>;
+    };
+    Ok(IdpServerInfo {
+        issuer,
+        client_id,
+        request_scopes,
+    })
 }
 
 /// Sends one authentication command on the connection being authenticated and
@@ -682,7 +469,7 @@ impl OidcAuthenticator {
             ));
         }
         let inputs = HumanInputs {
-            idp_info: IdpServerInfo::from_payload(reply.payload)?,
+            idp_info: idp_info_from_payload(reply.payload)?,
             // "Drivers MUST NOT pass a cached refresh token to the callback when
             // performing a new Two-Step conversation."
             refresh_token: None,
@@ -1560,7 +1347,7 @@ mod tests {
         {
             let mut cache = authenticator.cache();
             cache.refresh_token = Some(Secret("refresh0".into()));
-            cache.idp_info = Some(IdpServerInfo::from_payload(&b64(IDP_INFO)).unwrap());
+            cache.idp_info = Some(idp_info_from_payload(&b64(IDP_INFO)).unwrap());
         }
         let mut server = ScriptedServer::new(vec![Err(server_error(18)), Ok(done_reply())]);
         block_on(authenticator.authenticate(
@@ -1629,7 +1416,7 @@ mod tests {
 
     #[test]
     fn idp_info_parsing() {
-        let info = |document: Document| IdpServerInfo::from_payload(&document.to_vec().unwrap());
+        let info = |document: Document| idp_info_from_payload(&document.to_vec().unwrap());
         // Prose test 1.8: a machine principal's IdpInfo has no clientId.
         assert_eq!(
             info(doc! { "issuer": "https://issuer" }).unwrap(),
@@ -1639,7 +1426,7 @@ mod tests {
         assert!(info(doc! { "issuer": "i", "requestScopes": [1] }).is_err());
         assert!(info(doc! { "issuer": "i", "requestScopes": "a" }).is_err());
         assert!(info(doc! { "issuer": "i", "clientId": 5 }).is_err());
-        assert!(IdpServerInfo::from_payload(b"junk").is_err());
+        assert!(idp_info_from_payload(b"junk").is_err());
     }
 
     #[test]
