@@ -28,8 +28,8 @@ pub struct IdpServerInfo {
 
 /// What the driver passes to a [`Callback`] ("OIDC Callback", "OIDC Human Callback").
 ///
-/// The official crate's `timeout` is a `std::time::Instant` deadline; here it is the
-/// time the callback has left, because `std::time::Instant` panics on
+/// The official crate's `timeout` is a deadline (the standard library's `Instant`);
+/// here it is the time the callback has left, because that `Instant` panics on
 /// wasm32-unknown-unknown and this type is the same on every target. `username` is an
 /// addition.
 ///
@@ -76,9 +76,9 @@ impl fmt::Debug for CallbackContext {
 ///     .build();
 /// ```
 ///
-/// The official crate's `expires` is a `std::time::Instant`; here it is how long the
-/// token stays valid, for the reason given at [`CallbackContext`]. The driver does not
-/// use it (the spec's caching rules ignore it).
+/// The official crate's `expires` is the standard library's `Instant`; here it is how
+/// long the token stays valid, for the reason given at [`CallbackContext`]. The driver
+/// does not use it (the spec's caching rules ignore it).
 ///
 /// `Debug` never shows the tokens.
 #[derive(Clone, PartialEq, Eq, TypedBuilder)]
