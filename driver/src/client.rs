@@ -8,7 +8,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::auth::oidc::{OidcAuthenticator, OidcOptions};
+use crate::auth::oidc::OidcAuthenticator;
 use crate::auth::AuthMechanism;
 pub use crate::cluster::MonitoringThreads;
 use crate::cluster::{Cluster, EventHandlers};
@@ -83,8 +83,6 @@ pub struct ClientConfig {
     /// built-in runtime (natively tokio + rustls, wasi:sockets on wasm32-wasip2); on a
     /// target without one (wasm32-unknown-unknown) the client cannot be made without.
     pub runtime: Option<Runtime>,
-    /// MONGODB-OIDC: the token callback and allowed hosts.
-    pub oidc: OidcOptions,
     /// Background monitors or single-threaded scans.
     pub monitoring: MonitoringThreads,
     /// The longest document text (relaxed extended JSON, in bytes) in a log message;
@@ -179,8 +177,8 @@ impl Client {
     }
 
     /// A client with what the official crate's options do not have ([`ClientConfig`]):
-    /// the monitoring mode, MONGODB-OIDC callbacks, a runtime of your own. Starts
-    /// monitoring at once (in background mode).
+    /// the monitoring mode, a runtime of your own. Starts monitoring at once (in
+    /// background mode).
     ///
     /// An [`EventHandler::async_callback`](crate::event::EventHandler::async_callback)
     /// handler needs a runtime with a spawner (an error otherwise).
@@ -194,22 +192,22 @@ impl Client {
     ///
     /// ```no_run
     /// # fn example(runtime: anymongo::rt::Runtime) -> anymongo::Result<()> {
-    /// use std::sync::Arc;
-    /// use anymongo::auth::oidc::{IdpResponse, OidcCallbackKind, OidcCallbackParams, OidcOptions};
-    /// use anymongo::auth::{AuthMechanism, Credential};
-    /// use anymongo::{client::ClientConfig, options::ClientOptions, Client};
+    /// use anymongo::options::oidc::{Callback, CallbackContext, IdpServerResponse};
+    /// use anymongo::options::{AuthMechanism, ClientOptions, Credential};
+    /// use anymongo::{client::ClientConfig, rt, Client};
     ///
-    /// let callback = |_: OidcCallbackParams| -> anymongo::rt::BoxFuture<'static, anymongo::Result<IdpResponse>> {
-    ///     anymongo::rt::boxed(async { Ok(IdpResponse::new("token from my identity provider")) })
-    /// };
-    /// let oidc = OidcOptions { callback: Some(OidcCallbackKind::Machine(Arc::new(callback))), ..Default::default() };
-    /// // A connection string cannot name a callback: the credential is set in code.
+    /// // A connection string cannot name a callback: it is set on the credential in code.
     /// let mut options = ClientOptions::parse_uri("mongodb://db.example.com/")?;
-    /// options.credential = Some(Credential {
-    ///     mechanism: Some(AuthMechanism::MongoDbOidc),
-    ///     ..Credential::default()
-    /// });
-    /// let config = ClientConfig { oidc, runtime: Some(runtime), ..ClientConfig::default() };
+    /// options.credential = Some(
+    ///     Credential::builder()
+    ///         .mechanism(AuthMechanism::MongoDbOidc)
+    ///         .oidc_callback(Callback::machine(|_: CallbackContext| {
+    ///             let token = "token from my identity provider".to_string();
+    ///             rt::boxed(async { Ok(IdpServerResponse::builder().access_token(token).build()) })
+    ///         }))
+    ///         .build(),
+    /// );
+    /// let config = ClientConfig { runtime: Some(runtime), ..ClientConfig::default() };
     /// let client = Client::with_config(options, config)?;
     /// # Ok(()) }
     /// ```
@@ -250,7 +248,7 @@ impl Client {
         }
         let oidc = match &options.credential {
             Some(credential) if credential.mechanism == Some(AuthMechanism::MongoDbOidc) => {
-                Some(Arc::new(OidcAuthenticator::new(credential, config.oidc)?))
+                Some(Arc::new(OidcAuthenticator::new(credential)?))
             }
             _ => None,
         };

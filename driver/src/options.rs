@@ -12,7 +12,6 @@
 //! # Ok(()) }
 //! ```
 
-pub use crate::auth::oidc::{IdpResponse, OidcCallbackKind, OidcCallbackParams, OidcOptions};
 pub use crate::auth::{AuthMechanism, Credential};
 pub use crate::change_stream::{
     ChangeStreamOptions, FullDocumentBeforeChangeType, FullDocumentType,
@@ -60,3 +59,9 @@ pub use crate::uri::{
     ClientOptions, Compressor, ProxyOptions, ServerAddress, ServerMonitoringMode,
 };
 pub use crate::versioned_api::{ServerApi, ServerApiVersion};
+
+/// MONGODB-OIDC: the token callback of [`Credential::oidc_callback`], and what it is
+/// given and returns.
+pub mod oidc {
+    pub use crate::auth::oidc::{Callback, CallbackContext, IdpServerInfo, IdpServerResponse};
+}

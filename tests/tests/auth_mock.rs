@@ -5,15 +5,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use anymongo::auth::oidc::{IdpResponse, OidcCallbackKind, OidcCallbackParams, OidcOptions};
-use anymongo::auth::{AuthMechanism, Credential};
 use anymongo::bson::spec::BinarySubtype;
 use anymongo::bson::{doc, Binary, Bson, Document};
-use anymongo::client::ClientConfig;
-use anymongo::rt::{boxed, BoxFuture};
+use anymongo::options::oidc::{Callback, CallbackContext, IdpServerResponse};
 use anymongo::{Client, ClientOptions, ErrorKind};
 use anymongo_tests::harness::within;
 use anymongo_tests::mock::{standalone_hello, MockServer};
+use futures::FutureExt;
 
 fn binary(bytes: Vec<u8>) -> Bson {
     Bson::Binary(Binary {
@@ -193,28 +191,24 @@ async fn mongodb_oidc_machine_callback_and_reauthentication() {
     let server = MockServer::start(oidc_server(tokens.clone())).await;
     let calls = Arc::new(AtomicUsize::new(0));
     let counter = calls.clone();
-    let callback =
-        move |params: OidcCallbackParams| -> BoxFuture<'static, anymongo::Result<IdpResponse>> {
+    // As the official crate's documentation has it: the mechanism in the connection
+    // string, the callback set on the parsed credential.
+    let uri = format!("mongodb://{}/?authMechanism=MONGODB-OIDC", server.address());
+    let mut options = ClientOptions::parse(&uri).await.unwrap();
+    options.credential.as_mut().unwrap().oidc_callback =
+        Callback::machine(move |context: CallbackContext| {
             let call = counter.fetch_add(1, Ordering::SeqCst) + 1;
-            assert!(params.timeout > Duration::ZERO);
-            boxed(async move { Ok(IdpResponse::new(format!("token-{call}"))) })
-        };
-    let oidc = OidcOptions {
-        callback: Some(OidcCallbackKind::Machine(Arc::new(callback))),
-        ..OidcOptions::default()
-    };
-    // A connection string cannot name a callback, so the credential is set in code.
-    let mut options =
-        ClientOptions::parse_uri(&format!("mongodb://{}/", server.address())).unwrap();
-    options.credential = Some(Credential {
-        mechanism: Some(AuthMechanism::MongoDbOidc),
-        ..Credential::default()
-    });
-    let config = ClientConfig {
-        oidc,
-        ..ClientConfig::default()
-    };
-    let client = Client::with_config(options, config).unwrap();
+            assert!(context
+                .timeout
+                .is_some_and(|timeout| timeout > Duration::ZERO));
+            async move {
+                Ok(IdpServerResponse::builder()
+                    .access_token(format!("token-{call}"))
+                    .build())
+            }
+            .boxed()
+        });
+    let client = Client::with_options(options).unwrap();
 
     ping(&client).await.unwrap();
 

@@ -3,7 +3,11 @@
 //! fields are required or forbidden, the default `source`) and "Connection String
 //! Options".
 
+use std::sync::Arc;
+
 use bson::{Bson, Document};
+
+use super::oidc_callback as oidc;
 
 use crate::error::{Error, Result};
 
@@ -61,22 +65,42 @@ const ALL_MECHANISMS: [AuthMechanism; 7] = [
     AuthMechanism::Gssapi,
 ];
 
-/// Who to authenticate as, and how. Built from the connection string or in code.
+/// Who to authenticate as, and how. Built from the connection string or in code, with
+/// its builder (`Credential::builder().username("user".to_string()).build()`).
 ///
-/// `Debug` never shows the password.
-#[derive(typed_builder::TypedBuilder, Clone, Default, PartialEq)]
-#[builder(field_defaults(default, setter(strip_option)))]
+/// `Debug` never shows the password; `PartialEq` compares everything but the OIDC
+/// callback and host.
+#[derive(typed_builder::TypedBuilder, Clone, Default)]
+#[builder(field_defaults(default, setter(into)))]
 pub struct Credential {
     /// The user name.
     pub username: Option<String>,
-    /// The password.
-    pub password: Option<String>,
     /// The database the user is defined in (`authSource`).
     pub source: Option<String>,
+    /// The password.
+    pub password: Option<String>,
     /// The mechanism; `None` negotiates SCRAM-SHA-256 or SCRAM-SHA-1 with the server.
     pub mechanism: Option<AuthMechanism>,
-    /// `authMechanismProperties`, typed as the spec's tests expect them.
+    /// `authMechanismProperties`, typed as the spec's tests expect them. In code,
+    /// MONGODB-OIDC's `ALLOWED_HOSTS` is an array of strings here.
     pub mechanism_properties: Option<Document>,
+    /// MONGODB-OIDC: the application's token callback (a connection string cannot
+    /// name one); see [`oidc::Callback`].
+    pub oidc_callback: oidc::Callback,
+    /// MONGODB-OIDC's built-in `test` and `k8s` environments: where environment
+    /// variables and token files are read (the core reads neither itself). An addition
+    /// to the official crate.
+    pub oidc_host: Option<Arc<dyn oidc::OidcHost>>,
+}
+
+impl PartialEq for Credential {
+    fn eq(&self, other: &Self) -> bool {
+        self.username == other.username
+            && self.source == other.source
+            && self.password == other.password
+            && self.mechanism == other.mechanism
+            && self.mechanism_properties == other.mechanism_properties
+    }
 }
 
 impl std::fmt::Debug for Credential {
@@ -90,6 +114,8 @@ impl std::fmt::Debug for Credential {
                 "mechanism_properties",
                 &self.mechanism_properties.as_ref().map(redact_properties),
             )
+            .field("oidc_callback", &self.oidc_callback)
+            .field("oidc_host", &self.oidc_host.as_ref().map(|_| "<host>"))
             .finish()
     }
 }
@@ -151,8 +177,9 @@ impl Credential {
     /// - MONGODB-X509, GSSAPI, MONGODB-AWS and MONGODB-OIDC authenticate against
     ///   `$external` only. X509 takes no password; GSSAPI needs a user name and its
     ///   `SERVICE_NAME` defaults to `mongodb`; AWS takes no user name, password nor
-    ///   property (its credentials come from the environment); OIDC takes no password and
-    ///   needs an `ENVIRONMENT` (`TOKEN_RESOURCE` exactly for `azure` and `gcp`).
+    ///   property (its credentials come from the environment); OIDC takes no password,
+    ///   and `TOKEN_RESOURCE` exactly with `ENVIRONMENT` `azure` and `gcp` (without an
+    ///   `ENVIRONMENT`, the client needs an [`oidc_callback`](Credential::oidc_callback)).
     ///
     /// Property names are matched case-insensitively and stored upper-case; a property
     /// the mechanism does not know is an error. `CANONICALIZE_HOST_NAME` keeps the
@@ -269,9 +296,9 @@ impl Credential {
         Ok(())
     }
 
-    /// MONGODB-OIDC "MongoCredential Properties": from a connection string only the
-    /// built-in environments can supply tokens, so `ENVIRONMENT` is required; the user
-    /// name is the client ID of the `azure` integration and means nothing to the others.
+    /// MONGODB-OIDC "MongoCredential Properties": a valid `ENVIRONMENT` when given (else
+    /// a callback must be set in code before the client is made); the user name is the
+    /// client ID of the `azure` integration and means nothing to the other environments.
     fn oidc(&self, properties: &Properties) -> Result<()> {
         if properties.get("ALLOWED_HOSTS").is_some() {
             return Err(Error::invalid_argument(
@@ -279,11 +306,16 @@ impl Credential {
             ));
         }
         properties.allow(&["ENVIRONMENT", "TOKEN_RESOURCE"])?;
-        let environment = properties.string("ENVIRONMENT")?.ok_or_else(|| {
-            Error::invalid_argument(
-                "MONGODB-OIDC needs the ENVIRONMENT property (test, azure, gcp or k8s) or a callback",
-            )
-        })?;
+        // Without ENVIRONMENT, the callback is set in code after parsing
+        // (`Credential::oidc_callback`); the client checks that one of the two is there.
+        let Some(environment) = properties.string("ENVIRONMENT")? else {
+            return match properties.string("TOKEN_RESOURCE")? {
+                Some(_) => Err(Error::invalid_argument(
+                    "the MONGODB-OIDC TOKEN_RESOURCE property needs ENVIRONMENT azure or gcp",
+                )),
+                None => Ok(()),
+            };
+        };
         let needs_resource = match environment {
             "azure" | "gcp" => true,
             "test" | "k8s" => false,
@@ -451,9 +483,9 @@ mod tests {
         Credential {
             username: username.map(Into::into),
             password: password.map(Into::into),
-            source: None,
             mechanism,
             mechanism_properties: properties,
+            ..Credential::default()
         }
     }
 
@@ -606,7 +638,9 @@ mod tests {
         assert!(resolve(None, doc! { "ENVIRONMENT": "gcp" }).is_err());
         assert!(resolve(None, doc! { "ENVIRONMENT": "test", "TOKEN_RESOURCE": "r" }).is_err());
         assert!(resolve(None, doc! { "ENVIRONMENT": "elsewhere" }).is_err());
-        assert!(resolve(None, doc! {}).is_err());
+        // No ENVIRONMENT: a callback comes in code; TOKEN_RESOURCE needs one.
+        assert!(resolve(None, doc! {}).is_ok());
+        assert!(resolve(None, doc! { "TOKEN_RESOURCE": "r" }).is_err());
         let err = resolve(None, doc! { "ENVIRONMENT": "test", "ALLOWED_HOSTS": "x" }).unwrap_err();
         assert!(err.to_string().contains("ALLOWED_HOSTS"), "{err}");
     }

@@ -16,6 +16,7 @@ mod conversation;
 mod credential;
 mod negotiate;
 pub mod oidc;
+mod oidc_callback;
 mod plain;
 mod sasl;
 mod scram;

@@ -226,7 +226,7 @@ mod tests {
             password: Some("pencil".into()),
             source: Some("db".into()),
             mechanism,
-            mechanism_properties: None,
+            ..Credential::default()
         }
     }
 

@@ -3,10 +3,11 @@
 //!
 //! The pieces:
 //!
-//! - [`OidcCallback`]: the application's source of tokens, for the machine workflow
-//!   ("OIDC Callback") or the human one ("OIDC Human Callback"), chosen with
-//!   [`OidcCallbackKind`]. The built-in `ENVIRONMENT` integrations `test` and `k8s`
-//!   are machine callbacks that read a token file through the host's [`OidcHost`];
+//! - [`Callback`]: the application's source of tokens, for the machine workflow
+//!   ("OIDC Callback", [`Callback::machine`]) or the human one ("OIDC Human
+//!   Callback", [`Callback::human`]), set as [`Credential::oidc_callback`]. The
+//!   built-in `ENVIRONMENT` integrations `test` and `k8s` are machine callbacks that
+//!   read a token file through the host's [`OidcHost`] ([`Credential::oidc_host`]);
 //!   `azure` and `gcp` need HTTP requests to metadata services and are not supported
 //!   (supply a callback that fetches the token instead).
 //! - [`OidcAuthenticator`]: one per client. It holds the *Client Cache* ("Credential
@@ -40,7 +41,12 @@ use bson::{doc, Bson, Document};
 use super::sasl::{continue_command, start_command, Reply};
 use super::{auth_error, AuthMechanism, Conversation, Credential, Step};
 use crate::error::{Error, Result};
-use crate::rt::{self, BoxFuture, Clock, Instant, MaybeSend, MaybeSync};
+use crate::rt::{self, BoxFuture, Clock, Instant, MaybeSend};
+
+pub use super::oidc_callback::{
+    Callback, CallbackContext, IdpServerInfo, IdpServerResponse, OidcHost,
+};
+use super::oidc_callback::{TokenSource, Workflow};
 
 const MECHANISM: AuthMechanism = AuthMechanism::MongoDbOidc;
 /// The mechanism's database ("source MUST be $external").
@@ -87,238 +93,47 @@ pub const DEFAULT_ALLOWED_HOSTS: [&str; 8] = [
 /// `AZURE_FEDERATED_TOKEN_FILE` nor `AWS_WEB_IDENTITY_TOKEN_FILE` is set.
 const K8S_DEFAULT_TOKEN_FILE: &str = "/var/run/secrets/kubernetes.io/serviceaccount/token";
 
-/// What the identity provider told the server about itself, passed to a human
-/// callback (the two-step conversation's `IdpInfo`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct IdpInfo {
-    /// The URL of the authorization server (the `iss` of its tokens).
-    pub issuer: String,
-    /// This client's ID at the identity provider; absent for machine principals.
-    pub client_id: Option<String>,
-    /// Extra scopes to request from the identity provider.
-    pub request_scopes: Option<Vec<String>>,
-}
-
-impl IdpInfo {
-    /// Reads the server's `IdpInfo` payload: `issuer` is required, `clientId` and
-    /// `requestScopes` optional.
-    fn from_payload(payload: &[u8]) -> Result<IdpInfo> {
-        let document = Document::from_reader(payload).map_err(|error| {
-            failure(format!(
-                "the server's IdpInfo is not a BSON document: {error}"
+/// Reads the server's `IdpInfo` payload: `issuer` is required, `clientId` and
+/// `requestScopes` optional.
+fn idp_info_from_payload(payload: &[u8]) -> Result<IdpServerInfo> {
+    let document = Document::from_reader(payload).map_err(|error| {
+        failure(format!(
+            "the server's IdpInfo is not a BSON document: {error}"
+        ))
+    })?;
+    let issuer = match document.get("issuer") {
+        Some(Bson::String(issuer)) => issuer.clone(),
+        _ => return Err(failure("the server's IdpInfo has no issuer")),
+    };
+    let client_id = match document.get("clientId") {
+        None | Some(Bson::Null) => None,
+        Some(Bson::String(client_id)) => Some(client_id.clone()),
+        Some(_) => return Err(failure("the server's IdpInfo clientId is not a string")),
+    };
+    let request_scopes = match document.get("requestScopes") {
+        None | Some(Bson::Null) => None,
+        Some(Bson::Array(scopes)) => Some(
+            scopes
+                .iter()
+                .map(|scope| match scope {
+                    Bson::String(scope) => Ok(scope.clone()),
+                    _ => Err(failure(
+                        "the server's IdpInfo requestScopes are not all strings",
+                    )),
+                })
+                .collect::<Result<Vec<_>>>()?,
+        ),
+        Some(_) => {
+            return Err(failure(
+                "the server's IdpInfo requestScopes is not an array",
             ))
-        })?;
-        let issuer = match document.get("issuer") {
-            Some(Bson::String(issuer)) => issuer.clone(),
-            _ => return Err(failure("the server's IdpInfo has no issuer")),
-        };
-        let client_id = match document.get("clientId") {
-            None | Some(Bson::Null) => None,
-            Some(Bson::String(client_id)) => Some(client_id.clone()),
-            Some(_) => return Err(failure("the server's IdpInfo clientId is not a string")),
-        };
-        let request_scopes = match document.get("requestScopes") {
-            None | Some(Bson::Null) => None,
-            Some(Bson::Array(scopes)) => Some(
-                scopes
-                    .iter()
-                    .map(|scope| match scope {
-                        Bson::String(scope) => Ok(scope.clone()),
-                        _ => Err(failure(
-                            "the server's IdpInfo requestScopes are not all strings",
-                        )),
-                    })
-                    .collect::<Result<Vec<_>>>()?,
-            ),
-            Some(_) => {
-                return Err(failure(
-                    "the server's IdpInfo requestScopes is not an array",
-                ))
-            }
-        };
-        Ok(IdpInfo {
-            issuer,
-            client_id,
-            request_scopes,
-        })
-    }
-}
-
-/// What the driver passes to an [`OidcCallback`] ("OIDC Callback", "OIDC Human
-/// Callback"). Fields may be added in later versions (hence `non_exhaustive`).
-///
-/// `Debug` never shows the refresh token.
-#[derive(Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct OidcCallbackParams {
-    /// How long the callback may take; the driver gives up on it after this. For a
-    /// machine callback, the time left of the connection's timeout (one minute without
-    /// one); for a human callback, [`HUMAN_CALLBACK_TIMEOUT`].
-    pub timeout: Duration,
-    /// The callback API version, [`CALLBACK_API_VERSION`].
-    pub version: u32,
-    /// The credential's user name, if it has one.
-    pub username: Option<String>,
-    /// Human callbacks: the identity provider's information.
-    pub idp_info: Option<IdpInfo>,
-    /// Human callbacks: the refresh token the previous call returned, when the driver
-    /// asks for a new access token with it.
-    pub refresh_token: Option<String>,
-}
-
-impl fmt::Debug for OidcCallbackParams {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("OidcCallbackParams")
-            .field("timeout", &self.timeout)
-            .field("version", &self.version)
-            .field("username", &self.username)
-            .field("idp_info", &self.idp_info)
-            .field("refresh_token", &redacted(&self.refresh_token))
-            .finish()
-    }
-}
-
-/// What an [`OidcCallback`] returns: an access token, and optionally its lifetime and a
-/// refresh token (human workflow). Build it with [`IdpResponse::new`].
-///
-/// `Debug` never shows the tokens.
-#[derive(Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct IdpResponse {
-    /// The access token (a JWT), sent to the server as is.
-    pub access_token: String,
-    /// How long the access token is valid. Not used yet: the spec's caching rules
-    /// ignore it ("currently not used in Credential Caching").
-    pub expires_in: Option<Duration>,
-    /// A refresh token the human callback can use for a new access token without
-    /// asking the user again.
-    pub refresh_token: Option<String>,
-}
-
-impl IdpResponse {
-    /// A response carrying `access_token` only.
-    pub fn new(access_token: impl Into<String>) -> Self {
-        IdpResponse {
-            access_token: access_token.into(),
-            expires_in: None,
-            refresh_token: None,
         }
-    }
-
-    /// Sets how long the access token is valid.
-    pub fn with_expires_in(mut self, expires_in: Duration) -> Self {
-        self.expires_in = Some(expires_in);
-        self
-    }
-
-    /// Sets the refresh token.
-    pub fn with_refresh_token(mut self, refresh_token: impl Into<String>) -> Self {
-        self.refresh_token = Some(refresh_token.into());
-        self
-    }
-}
-
-impl fmt::Debug for IdpResponse {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("IdpResponse")
-            .field("access_token", &"<redacted>")
-            .field("expires_in", &self.expires_in)
-            .field("refresh_token", &redacted(&self.refresh_token))
-            .finish()
-    }
-}
-
-fn redacted(secret: &Option<String>) -> Option<&'static str> {
-    secret.as_ref().map(|_| "<redacted>")
-}
-
-/// The application's source of OIDC access tokens ("OIDC Callback").
-///
-/// The driver calls it at most once at a time per client and caches what it returns;
-/// it should honour [`OidcCallbackParams::timeout`] (the driver stops waiting then in
-/// any case). Any `Fn(OidcCallbackParams) -> BoxFuture<'static, Result<IdpResponse>>`
-/// closure is a callback:
-///
-/// ```
-/// use std::sync::Arc;
-/// use anymongo::auth::oidc::{IdpResponse, OidcCallbackKind, OidcCallbackParams};
-/// use anymongo::rt::{boxed, BoxFuture};
-///
-/// let callback = |params: OidcCallbackParams| -> BoxFuture<'static, anymongo::Result<IdpResponse>> {
-///     boxed(async move {
-///         assert_eq!(params.version, 1);
-///         Ok(IdpResponse::new("eyJ0eXAi..."))
-///     })
-/// };
-/// let kind = OidcCallbackKind::Machine(Arc::new(callback));
-/// ```
-pub trait OidcCallback: MaybeSend + MaybeSync {
-    /// Fetches an access token.
-    fn call(&self, params: OidcCallbackParams) -> BoxFuture<'static, Result<IdpResponse>>;
-}
-
-impl<F> OidcCallback for F
-where
-    F: Fn(OidcCallbackParams) -> BoxFuture<'static, Result<IdpResponse>> + MaybeSend + MaybeSync,
-{
-    fn call(&self, params: OidcCallbackParams) -> BoxFuture<'static, Result<IdpResponse>> {
-        self(params)
-    }
-}
-
-/// Which workflow a callback serves (the `OIDC_CALLBACK` and `OIDC_HUMAN_CALLBACK`
-/// properties, given in code since a connection string cannot hold them).
-#[derive(Clone)]
-pub enum OidcCallbackKind {
-    /// Machine workflow: the callback returns a token without human interaction.
-    Machine(Arc<dyn OidcCallback>),
-    /// Human workflow: the callback receives the identity provider's [`IdpInfo`] (and
-    /// a refresh token when there is one) and may involve the user.
-    Human(Arc<dyn OidcCallback>),
-}
-
-impl fmt::Debug for OidcCallbackKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            OidcCallbackKind::Machine(_) => "Machine(<callback>)",
-            OidcCallbackKind::Human(_) => "Human(<callback>)",
-        })
-    }
-}
-
-/// What the built-in `test` and `k8s` environments need from the host: environment
-/// variables and the contents of a token file. The core reads neither itself.
-pub trait OidcHost: MaybeSend + MaybeSync {
-    /// The value of environment variable `name`, if set.
-    fn env_var(&self, name: &str) -> Option<String>;
-    /// The contents of the file at `path`.
-    fn read_file(&self, path: &str) -> std::io::Result<String>;
-}
-
-/// The parts of a MONGODB-OIDC configuration that a connection string cannot carry.
-#[derive(Clone, Default)]
-pub struct OidcOptions {
-    /// The application's callback. Exactly one of this and the `ENVIRONMENT`
-    /// mechanism property must be given.
-    pub callback: Option<OidcCallbackKind>,
-    /// `ALLOWED_HOSTS` for the human workflow: host names (or `*.` + a domain, which
-    /// matches its subdomains at any depth) the human callback's tokens may be sent
-    /// to. `None` means [`DEFAULT_ALLOWED_HOSTS`]. Not allowed with a machine callback
-    /// or an `ENVIRONMENT`.
-    pub allowed_hosts: Option<Vec<String>>,
-    /// Environment variables and files, for `ENVIRONMENT` `test` and `k8s`.
-    pub host: Option<Arc<dyn OidcHost>>,
-}
-
-impl fmt::Debug for OidcOptions {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("OidcOptions")
-            .field("callback", &self.callback)
-            .field("allowed_hosts", &self.allowed_hosts)
-            .field("host", &self.host.as_ref().map(|_| "<host>"))
-            .finish()
-    }
+    };
+    Ok(IdpServerInfo {
+        issuer,
+        client_id,
+        request_scopes,
+    })
 }
 
 /// Sends one authentication command on the connection being authenticated and
@@ -370,7 +185,7 @@ struct ClientCache {
     /// Human workflow only.
     refresh_token: Option<Secret>,
     /// Human workflow only.
-    idp_info: Option<IdpInfo>,
+    idp_info: Option<IdpServerInfo>,
 }
 
 /// A token fetched for an authentication attempt.
@@ -382,7 +197,7 @@ struct Fetched {
 
 /// The human callback's inputs besides the common ones.
 struct HumanInputs {
-    idp_info: IdpInfo,
+    idp_info: IdpServerInfo,
     refresh_token: Option<Secret>,
 }
 
@@ -397,7 +212,8 @@ enum Outcome {
 /// spec's authentication algorithms. Share it between connections (e.g. in an `Arc`).
 pub struct OidcAuthenticator {
     username: Option<String>,
-    callback: OidcCallbackKind,
+    workflow: Workflow,
+    source: Arc<dyn TokenSource>,
     allowed_hosts: Vec<String>,
     cache: Mutex<ClientCache>,
     /// Held while a callback runs, so that one runs at a time; holds the time of the
@@ -409,7 +225,7 @@ impl fmt::Debug for OidcAuthenticator {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("OidcAuthenticator")
             .field("username", &self.username)
-            .field("callback", &self.callback)
+            .field("workflow", &self.workflow)
             .field("allowed_hosts", &self.allowed_hosts)
             .field("cache", &*self.cache())
             .finish()
@@ -417,36 +233,40 @@ impl fmt::Debug for OidcAuthenticator {
 }
 
 impl OidcAuthenticator {
-    /// The authenticator of a client whose credential uses MONGODB-OIDC, with the
-    /// callback and host access in `options`.
+    /// The authenticator of a client whose credential uses MONGODB-OIDC: its
+    /// [`oidc_callback`](Credential::oidc_callback), or the built-in environment its
+    /// `ENVIRONMENT` property names (reading files through its
+    /// [`oidc_host`](Credential::oidc_host)).
     ///
     /// Fails with [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) when
     /// the configuration breaks the spec's rules ("MongoCredential Properties"): a
     /// password; both or neither of a callback and `ENVIRONMENT`; `ALLOWED_HOSTS`
-    /// without a human callback; `TOKEN_RESOURCE` outside `azure`/`gcp`; and when it
-    /// cannot be served here: `ENVIRONMENT` `azure` or `gcp` (their metadata endpoints
-    /// need HTTP), or `test`/`k8s` without an [`OidcHost`].
-    pub fn new(credential: &Credential, options: OidcOptions) -> Result<Self> {
+    /// without a human callback, or not an array of strings; `TOKEN_RESOURCE` outside
+    /// `azure`/`gcp`; and when it cannot be served here: `ENVIRONMENT` `azure` or `gcp`
+    /// (their metadata endpoints need HTTP), or `test`/`k8s` without an [`OidcHost`].
+    pub fn new(credential: &Credential) -> Result<Self> {
         if credential.password.is_some() {
             return Err(Error::invalid_argument(
                 "the MONGODB-OIDC authentication mechanism does not take a password",
             ));
         }
         let environment = property(credential, "ENVIRONMENT")?;
-        let callback = match (options.callback, environment) {
+        let (workflow, source) = match (&credential.oidc_callback.inner, environment) {
             (Some(_), Some(environment)) => {
                 return Err(Error::invalid_argument(format!(
                     "MONGODB-OIDC takes an OIDC callback or the ENVIRONMENT property, not both \
                      (ENVIRONMENT is '{environment}')"
                 )))
             }
-            (Some(callback), None) => callback,
-            (None, Some(environment)) => {
-                OidcCallbackKind::Machine(environment_callback(environment, options.host)?)
-            }
+            (Some((workflow, source)), None) => (*workflow, source.clone()),
+            (None, Some(environment)) => (
+                Workflow::Machine,
+                environment_callback(environment, credential.oidc_host.clone())?,
+            ),
             (None, None) => {
                 return Err(Error::invalid_argument(
-                    "MONGODB-OIDC needs an OIDC callback or the ENVIRONMENT property",
+                    "MONGODB-OIDC needs an OIDC callback (Credential::oidc_callback) or the \
+                     ENVIRONMENT property",
                 ))
             }
         };
@@ -455,22 +275,23 @@ impl OidcAuthenticator {
                 "the MONGODB-OIDC TOKEN_RESOURCE property applies only to the azure and gcp environments",
             ));
         }
-        let allowed_hosts = match (&callback, options.allowed_hosts) {
-            (OidcCallbackKind::Human(_), Some(hosts)) => hosts,
-            (OidcCallbackKind::Human(_), None) => DEFAULT_ALLOWED_HOSTS
+        let allowed_hosts = match (workflow, allowed_hosts_property(credential)?) {
+            (Workflow::Human, Some(hosts)) => hosts,
+            (Workflow::Human, None) => DEFAULT_ALLOWED_HOSTS
                 .iter()
                 .map(|&host| host.into())
                 .collect(),
-            (OidcCallbackKind::Machine(_), Some(_)) => {
+            (Workflow::Machine, Some(_)) => {
                 return Err(Error::invalid_argument(
-                    "the MONGODB-OIDC ALLOWED_HOSTS option applies only to a human callback",
+                    "the MONGODB-OIDC ALLOWED_HOSTS property applies only to a human callback",
                 ))
             }
-            (OidcCallbackKind::Machine(_), None) => Vec::new(),
+            (Workflow::Machine, None) => Vec::new(),
         };
         Ok(OidcAuthenticator {
             username: credential.username.clone(),
-            callback,
+            workflow,
+            source,
             allowed_hosts,
             cache: Mutex::new(ClientCache::default()),
             callback_turn: futures::lock::Mutex::new(None),
@@ -533,15 +354,9 @@ impl OidcAuthenticator {
         context: &OidcContext<'_>,
         sender: &mut dyn SaslSender,
     ) -> Result<()> {
-        match &self.callback {
-            OidcCallbackKind::Machine(callback) => {
-                self.authenticate_machine(callback, connection, context, sender)
-                    .await
-            }
-            OidcCallbackKind::Human(callback) => {
-                self.authenticate_human(callback, connection, context, sender)
-                    .await
-            }
+        match self.workflow {
+            Workflow::Machine => self.authenticate_machine(connection, context, sender).await,
+            Workflow::Human => self.authenticate_human(connection, context, sender).await,
         }
     }
 
@@ -563,12 +378,11 @@ impl OidcAuthenticator {
 
     async fn authenticate_machine(
         &self,
-        callback: &Arc<dyn OidcCallback>,
         connection: &mut OidcConnectionCache,
         context: &OidcContext<'_>,
         sender: &mut dyn SaslSender,
     ) -> Result<()> {
-        let fetched = self.fetch_token(context, callback, None).await?;
+        let fetched = self.fetch_token(context, None).await?;
         connection.access_token = Some(fetched.token.clone());
         match one_step(&fetched.token, sender, context.clock).await? {
             Outcome::Authenticated => return Ok(()),
@@ -576,7 +390,7 @@ impl OidcAuthenticator {
             // A cached token the server refuses: invalidate it and fetch another.
             Outcome::Refused(_) => self.invalidate(&fetched.token),
         }
-        let fetched = self.fetch_token(context, callback, None).await?;
+        let fetched = self.fetch_token(context, None).await?;
         connection.access_token = Some(fetched.token.clone());
         match one_step(&fetched.token, sender, context.clock).await? {
             Outcome::Authenticated => Ok(()),
@@ -586,7 +400,6 @@ impl OidcAuthenticator {
 
     async fn authenticate_human(
         &self,
-        callback: &Arc<dyn OidcCallback>,
         connection: &mut OidcConnectionCache,
         context: &OidcContext<'_>,
         sender: &mut dyn SaslSender,
@@ -623,7 +436,7 @@ impl OidcAuthenticator {
                 idp_info,
                 refresh_token: Some(refresh_token.clone()),
             };
-            let fetched = self.fetch_token(context, callback, Some(inputs)).await?;
+            let fetched = self.fetch_token(context, Some(inputs)).await?;
             connection.access_token = Some(fetched.token.clone());
             match one_step(&fetched.token, sender, context.clock).await? {
                 Outcome::Authenticated => return Ok(()),
@@ -635,13 +448,12 @@ impl OidcAuthenticator {
             }
         }
         // 3. A two-step conversation; any error goes to the caller.
-        self.two_step(callback, connection, context, sender).await
+        self.two_step(connection, context, sender).await
     }
 
     /// The two-step conversation ("Conversation", "Two-Step").
     async fn two_step(
         &self,
-        callback: &Arc<dyn OidcCallback>,
         connection: &mut OidcConnectionCache,
         context: &OidcContext<'_>,
         sender: &mut dyn SaslSender,
@@ -657,13 +469,13 @@ impl OidcAuthenticator {
             ));
         }
         let inputs = HumanInputs {
-            idp_info: IdpInfo::from_payload(reply.payload)?,
+            idp_info: idp_info_from_payload(reply.payload)?,
             // "Drivers MUST NOT pass a cached refresh token to the callback when
             // performing a new Two-Step conversation."
             refresh_token: None,
         };
         let conversation_id = reply.conversation_id.clone();
-        let fetched = self.fetch_token(context, callback, Some(inputs)).await?;
+        let fetched = self.fetch_token(context, Some(inputs)).await?;
         connection.access_token = Some(fetched.token.clone());
         let reply = sender
             .send(continue_command(
@@ -683,7 +495,6 @@ impl OidcAuthenticator {
     async fn fetch_token(
         &self,
         context: &OidcContext<'_>,
-        callback: &Arc<dyn OidcCallback>,
         human: Option<HumanInputs>,
     ) -> Result<Fetched> {
         let mut last_call = self.callback_turn.lock().await;
@@ -709,14 +520,14 @@ impl OidcAuthenticator {
             Some(inputs) => (Some(inputs.idp_info), inputs.refresh_token),
             None => (None, None),
         };
-        let params = OidcCallbackParams {
-            timeout,
+        let params = CallbackContext {
+            timeout: Some(timeout),
             version: CALLBACK_API_VERSION,
             username: self.username.clone(),
             idp_info: idp_info.clone(),
             refresh_token: refresh_token.map(|token| token.0),
         };
-        let response = rt::timeout(context.clock, timeout, callback.call(params))
+        let response = rt::timeout(context.clock, timeout, self.source.call(params))
             .await
             .map_err(|rt::Elapsed| {
                 failure(format!(
@@ -770,7 +581,7 @@ impl OidcAuthenticator {
     /// `ALLOWED_HOSTS` (human workflow only): `host` matches an entry exactly or, for
     /// `*.domain`, is a subdomain of `domain`; case-insensitively.
     fn host_allowed(&self, host: &str) -> bool {
-        if let OidcCallbackKind::Machine(_) = self.callback {
+        if self.workflow == Workflow::Machine {
             return true;
         }
         let host = host.trim_start_matches('[').trim_end_matches(']');
@@ -901,12 +712,37 @@ fn property<'a>(credential: &'a Credential, name: &str) -> Result<Option<&'a str
     }
 }
 
+/// The `ALLOWED_HOSTS` mechanism property (matched case-insensitively): an array of
+/// host names, `None` when absent.
+fn allowed_hosts_property(credential: &Credential) -> Result<Option<Vec<String>>> {
+    let Some(properties) = &credential.mechanism_properties else {
+        return Ok(None);
+    };
+    let invalid = || {
+        Error::invalid_argument(
+            "the MONGODB-OIDC ALLOWED_HOSTS property must be an array of strings",
+        )
+    };
+    match properties
+        .iter()
+        .find(|(key, _)| key.eq_ignore_ascii_case("ALLOWED_HOSTS"))
+    {
+        None => Ok(None),
+        Some((_, Bson::Array(hosts))) => hosts
+            .iter()
+            .map(|host| host.as_str().map(str::to_owned).ok_or_else(invalid))
+            .collect::<Result<Vec<_>>>()
+            .map(Some),
+        Some(_) => Err(invalid()),
+    }
+}
+
 /// The machine callback of a built-in environment ("Built-in OIDC Environment
 /// Integrations").
 fn environment_callback(
     environment: &str,
     host: Option<Arc<dyn OidcHost>>,
-) -> Result<Arc<dyn OidcCallback>> {
+) -> Result<Arc<dyn TokenSource>> {
     let token_file = match environment {
         "test" => TokenFile::Test,
         "k8s" => TokenFile::Kubernetes,
@@ -958,7 +794,7 @@ struct FileTokenCallback {
 }
 
 impl FileTokenCallback {
-    fn read_token(&self) -> Result<IdpResponse> {
+    fn read_token(&self) -> Result<IdpServerResponse> {
         let path = match self.token_file {
             TokenFile::Test => self.host.env_var("OIDC_TOKEN_FILE").ok_or_else(|| {
                 Error::invalid_argument(
@@ -976,12 +812,14 @@ impl FileTokenCallback {
                 "MONGODB-OIDC could not read the token file '{path}': {error}"
             ))
         })?;
-        Ok(IdpResponse::new(contents.trim()))
+        Ok(IdpServerResponse::builder()
+            .access_token(contents.trim().to_owned())
+            .build())
     }
 }
 
-impl OidcCallback for FileTokenCallback {
-    fn call(&self, _params: OidcCallbackParams) -> BoxFuture<'static, Result<IdpResponse>> {
+impl TokenSource for FileTokenCallback {
+    fn call(&self, _context: CallbackContext) -> BoxFuture<'static, Result<IdpServerResponse>> {
         let token = self.read_token();
         rt::boxed(async move { token })
     }
@@ -1101,27 +939,32 @@ mod tests {
     /// asked) and recording its parameters.
     #[derive(Clone, Default)]
     struct Recorder {
-        calls: Arc<Mutex<Vec<OidcCallbackParams>>>,
+        calls: Arc<Mutex<Vec<CallbackContext>>>,
     }
 
     impl Recorder {
-        fn callback(&self, with_refresh: bool) -> Arc<dyn OidcCallback> {
+        /// A machine callback, or a human one (which returns refresh tokens too).
+        fn callback(&self, human: bool) -> Callback {
             let calls = self.calls.clone();
-            Arc::new(
-                move |params: OidcCallbackParams| -> BoxFuture<'static, Result<IdpResponse>> {
+            let function =
+                move |context: CallbackContext| -> BoxFuture<'static, Result<IdpServerResponse>> {
                     let mut calls = calls.lock().unwrap();
-                    calls.push(params);
+                    calls.push(context);
                     let n = calls.len();
-                    let mut response = IdpResponse::new(format!("token{n}"));
-                    if with_refresh {
-                        response = response.with_refresh_token(format!("refresh{n}"));
-                    }
+                    let response = IdpServerResponse::builder()
+                        .access_token(format!("token{n}"))
+                        .refresh_token(human.then(|| format!("refresh{n}")))
+                        .build();
                     rt::boxed(async move { Ok(response) })
-                },
-            )
+                };
+            if human {
+                Callback::human(function)
+            } else {
+                Callback::machine(function)
+            }
         }
 
-        fn calls(&self) -> Vec<OidcCallbackParams> {
+        fn calls(&self) -> Vec<CallbackContext> {
             self.calls.lock().unwrap().clone()
         }
     }
@@ -1136,20 +979,21 @@ mod tests {
         }
     }
 
+    fn with_callback(credential: Credential, callback: Callback) -> Credential {
+        Credential {
+            oidc_callback: callback,
+            ..credential
+        }
+    }
+
     fn machine(recorder: &Recorder) -> OidcAuthenticator {
-        let options = OidcOptions {
-            callback: Some(OidcCallbackKind::Machine(recorder.callback(false))),
-            ..OidcOptions::default()
-        };
-        OidcAuthenticator::new(&credential(Some("user"), None), options).unwrap()
+        let credential = with_callback(credential(Some("user"), None), recorder.callback(false));
+        OidcAuthenticator::new(&credential).unwrap()
     }
 
     fn human(recorder: &Recorder, username: Option<&str>) -> OidcAuthenticator {
-        let options = OidcOptions {
-            callback: Some(OidcCallbackKind::Human(recorder.callback(true))),
-            ..OidcOptions::default()
-        };
-        OidcAuthenticator::new(&credential(username, None), options).unwrap()
+        let credential = with_callback(credential(username, None), recorder.callback(true));
+        OidcAuthenticator::new(&credential).unwrap()
     }
 
     fn context(clock: &TestClock) -> OidcContext<'_> {
@@ -1210,8 +1054,8 @@ mod tests {
         assert_eq!(calls.len(), 1);
         assert_eq!(
             calls[0],
-            OidcCallbackParams {
-                timeout: Duration::from_secs(7),
+            CallbackContext {
+                timeout: Some(Duration::from_secs(7)),
                 version: 1,
                 username: Some("user".into()),
                 idp_info: None,
@@ -1403,15 +1247,15 @@ mod tests {
                 doc! { "saslContinue": 1, "conversationId": 1, "payload": binary(jwt_bytes("token1")) },
             ]
         );
-        let idp_info = IdpInfo {
+        let idp_info = IdpServerInfo {
             issuer: "https://issuer".into(),
             client_id: Some("abcd".into()),
             request_scopes: Some(vec!["a".into(), "b".into()]),
         };
         assert_eq!(
             recorder.calls(),
-            [OidcCallbackParams {
-                timeout: HUMAN_CALLBACK_TIMEOUT,
+            [CallbackContext {
+                timeout: Some(HUMAN_CALLBACK_TIMEOUT),
                 version: 1,
                 username: Some("myidp".into()),
                 idp_info: Some(idp_info.clone()),
@@ -1503,7 +1347,7 @@ mod tests {
         {
             let mut cache = authenticator.cache();
             cache.refresh_token = Some(Secret("refresh0".into()));
-            cache.idp_info = Some(IdpInfo::from_payload(&b64(IDP_INFO)).unwrap());
+            cache.idp_info = Some(idp_info_from_payload(&b64(IDP_INFO)).unwrap());
         }
         let mut server = ScriptedServer::new(vec![Err(server_error(18)), Ok(done_reply())]);
         block_on(authenticator.authenticate(
@@ -1529,12 +1373,9 @@ mod tests {
     #[test]
     fn allowed_hosts_guard_the_human_callback() {
         let recorder = Recorder::default();
-        let options = OidcOptions {
-            callback: Some(OidcCallbackKind::Human(recorder.callback(true))),
-            allowed_hosts: Some(vec!["example.com".into()]),
-            host: None,
-        };
-        let authenticator = OidcAuthenticator::new(&credential(None, None), options).unwrap();
+        let properties = doc! { "ALLOWED_HOSTS": ["example.com"] };
+        let credential = with_callback(credential(None, Some(properties)), recorder.callback(true));
+        let authenticator = OidcAuthenticator::new(&credential).unwrap();
         poison(&authenticator, "token");
         let clock = TestClock::default();
         let mut server = ScriptedServer::new(Vec::new());
@@ -1575,70 +1416,54 @@ mod tests {
 
     #[test]
     fn idp_info_parsing() {
-        let info = |document: Document| IdpInfo::from_payload(&document.to_vec().unwrap());
+        let info = |document: Document| idp_info_from_payload(&document.to_vec().unwrap());
         // Prose test 1.8: a machine principal's IdpInfo has no clientId.
         assert_eq!(
             info(doc! { "issuer": "https://issuer" }).unwrap(),
-            IdpInfo {
-                issuer: "https://issuer".into(),
-                client_id: None,
-                request_scopes: None
-            }
+            IdpServerInfo::builder().issuer("https://issuer").build()
         );
         assert!(info(doc! { "clientId": "abcd" }).is_err());
         assert!(info(doc! { "issuer": "i", "requestScopes": [1] }).is_err());
         assert!(info(doc! { "issuer": "i", "requestScopes": "a" }).is_err());
         assert!(info(doc! { "issuer": "i", "clientId": 5 }).is_err());
-        assert!(IdpInfo::from_payload(b"junk").is_err());
+        assert!(idp_info_from_payload(b"junk").is_err());
     }
 
     #[test]
     fn configuration_rules() {
-        let machine_callback = || {
-            Some(OidcCallbackKind::Machine(
-                Recorder::default().callback(false),
-            ))
-        };
-        let with = |properties: Option<Document>, options: OidcOptions| {
-            OidcAuthenticator::new(&credential(None, properties), options)
+        let machine_callback = || Recorder::default().callback(false);
+        let with = |properties: Option<Document>, callback: Callback| {
+            OidcAuthenticator::new(&with_callback(credential(None, properties), callback))
         };
         let error = |result: Result<OidcAuthenticator>| result.unwrap_err().to_string();
         // Prose test 2.4: a callback and ENVIRONMENT.
-        let both = OidcOptions {
-            callback: machine_callback(),
-            ..OidcOptions::default()
-        };
-        assert!(error(with(Some(doc! { "ENVIRONMENT": "test" }), both)).contains("not both"));
-        assert!(error(with(None, OidcOptions::default())).contains("callback"));
+        let test = Some(doc! { "ENVIRONMENT": "test" });
+        assert!(error(with(test.clone(), machine_callback())).contains("not both"));
+        assert!(error(with(None, Callback::default())).contains("callback"));
         // Prose test 2.5: ALLOWED_HOSTS without a human callback.
-        let hosts = OidcOptions {
-            callback: machine_callback(),
-            allowed_hosts: Some(Vec::new()),
-            host: None,
-        };
-        assert!(error(with(None, hosts)).contains("ALLOWED_HOSTS"));
+        let hosts = Some(doc! { "ALLOWED_HOSTS": [] });
+        assert!(error(with(hosts, machine_callback())).contains("ALLOWED_HOSTS"));
+        let human = Recorder::default().callback(true);
+        let not_strings = Some(doc! { "ALLOWED_HOSTS": [1] });
+        assert!(error(with(not_strings, human.clone())).contains("array of strings"));
+        assert!(with(Some(doc! { "allowed_hosts": ["a.example"] }), human).is_ok());
         // Built-in environments that need HTTP, or a host that cannot read files.
         let azure = doc! { "ENVIRONMENT": "azure", "TOKEN_RESOURCE": "r" };
-        assert!(error(with(Some(azure), OidcOptions::default())).contains("Azure"));
+        assert!(error(with(Some(azure), Callback::default())).contains("Azure"));
         let gcp = doc! { "ENVIRONMENT": "gcp", "TOKEN_RESOURCE": "r" };
-        assert!(error(with(Some(gcp), OidcOptions::default())).contains("Google"));
-        let test = Some(doc! { "ENVIRONMENT": "test" });
-        assert!(error(with(test, OidcOptions::default())).contains("token file"));
+        assert!(error(with(Some(gcp), Callback::default())).contains("Google"));
+        assert!(error(with(test, Callback::default())).contains("token file"));
         let resource = doc! { "ENVIRONMENT": "k8s", "TOKEN_RESOURCE": "r" };
-        let files = OidcOptions {
-            host: Some(Arc::new(FakeHost::default())),
-            ..OidcOptions::default()
+        let files = Credential {
+            oidc_host: Some(Arc::new(FakeHost::default())),
+            ..credential(None, Some(resource))
         };
-        assert!(error(with(Some(resource), files)).contains("TOKEN_RESOURCE"));
+        assert!(error(OidcAuthenticator::new(&files)).contains("TOKEN_RESOURCE"));
         let password = Credential {
             password: Some("pw".into()),
-            ..credential(None, None)
+            ..with_callback(credential(None, None), machine_callback())
         };
-        let callback = OidcOptions {
-            callback: machine_callback(),
-            ..OidcOptions::default()
-        };
-        assert!(OidcAuthenticator::new(&password, callback).is_err());
+        assert!(OidcAuthenticator::new(&password).is_err());
     }
 
     #[derive(Default)]
@@ -1668,12 +1493,11 @@ mod tests {
             env: env.iter().copied().collect(),
             files: files.iter().copied().collect(),
         };
-        let options = OidcOptions {
-            host: Some(Arc::new(host)),
-            ..OidcOptions::default()
+        let credential = Credential {
+            oidc_host: Some(Arc::new(host)),
+            ..credential(None, Some(doc! { "environment": environment }))
         };
-        let credential = credential(None, Some(doc! { "environment": environment }));
-        let authenticator = OidcAuthenticator::new(&credential, options)?;
+        let authenticator = OidcAuthenticator::new(&credential)?;
         let clock = TestClock::default();
         let mut server = ScriptedServer::new(vec![Ok(done_reply())]);
         block_on(authenticator.authenticate(
@@ -1726,16 +1550,13 @@ mod tests {
 
     #[test]
     fn a_callback_that_never_returns_times_out() {
-        let callback: Arc<dyn OidcCallback> = Arc::new(
-            |_: OidcCallbackParams| -> BoxFuture<'static, Result<IdpResponse>> {
+        let callback = Callback::machine(
+            |_: CallbackContext| -> BoxFuture<'static, Result<IdpServerResponse>> {
                 rt::boxed(futures::future::pending())
             },
         );
-        let options = OidcOptions {
-            callback: Some(OidcCallbackKind::Machine(callback)),
-            ..OidcOptions::default()
-        };
-        let authenticator = OidcAuthenticator::new(&credential(None, None), options).unwrap();
+        let credential = with_callback(credential(None, None), callback);
+        let authenticator = OidcAuthenticator::new(&credential).unwrap();
         let clock = TestClock {
             fire_timeouts: true,
             ..TestClock::default()
@@ -1773,20 +1594,19 @@ mod tests {
     fn concurrent_connections_share_one_callback_call() {
         let calls = Arc::new(Mutex::new(0));
         let counter = calls.clone();
-        let callback: Arc<dyn OidcCallback> = Arc::new(
-            move |_: OidcCallbackParams| -> BoxFuture<'static, Result<IdpResponse>> {
+        let callback = Callback::machine(
+            move |_: CallbackContext| -> BoxFuture<'static, Result<IdpServerResponse>> {
                 *counter.lock().unwrap() += 1;
                 rt::boxed(async {
                     YieldOnce(false).await;
-                    Ok(IdpResponse::new("shared"))
+                    Ok(IdpServerResponse::builder()
+                        .access_token("shared".to_string())
+                        .build())
                 })
             },
         );
-        let options = OidcOptions {
-            callback: Some(OidcCallbackKind::Machine(callback)),
-            ..OidcOptions::default()
-        };
-        let authenticator = OidcAuthenticator::new(&credential(None, None), options).unwrap();
+        let credential = with_callback(credential(None, None), callback);
+        let authenticator = OidcAuthenticator::new(&credential).unwrap();
         let clock = TestClock::default();
         let context = context(&clock);
         let mut servers: Vec<ScriptedServer> = (0..4)
@@ -1825,15 +1645,19 @@ mod tests {
 
     #[test]
     fn tokens_never_in_debug_or_errors() {
-        let response = IdpResponse::new("access-secret")
-            .with_refresh_token("refresh-secret")
-            .with_expires_in(Duration::from_secs(60));
-        let params = OidcCallbackParams {
-            timeout: Duration::from_secs(1),
-            version: 1,
-            username: None,
-            idp_info: None,
-            refresh_token: Some("refresh-secret".into()),
+        let response = IdpServerResponse::builder()
+            .access_token("access-secret".to_string())
+            .refresh_token("refresh-secret".to_string())
+            .expires(Duration::from_secs(60))
+            .build();
+        let params = CallbackContext::builder()
+            .timeout(Duration::from_secs(1))
+            .version(1u32)
+            .refresh_token("refresh-secret".to_string())
+            .build();
+        let credential = Credential {
+            password: Some("password-secret".into()),
+            ..with_callback(credential(None, None), Recorder::default().callback(true))
         };
         let recorder = Recorder::default();
         let authenticator = human(&recorder, None);
@@ -1843,8 +1667,7 @@ mod tests {
         authenticator.speculative(&mut connection, "localhost");
         let conversation = OidcConversation::new(Secret("access-secret".into()));
         let shown = format!(
-            "{response:?} {params:?} {authenticator:?} {connection:?} {conversation:?} {:?}",
-            OidcOptions::default()
+            "{response:?} {params:?} {authenticator:?} {connection:?} {conversation:?} {credential:?}"
         );
         assert!(!shown.contains("secret"), "{shown}");
         assert!(shown.contains("<redacted>"), "{shown}");

@@ -427,7 +427,7 @@ fn scram_run(input: &[u8]) {
         password: Some("pencil".into()),
         source: Some("admin".into()),
         mechanism: Some(mechanism),
-        mechanism_properties: None,
+        ..Credential::default()
     };
     let mut scram = conversation(&credential, mechanism, context).expect("a SCRAM credential");
     let Ok(Step::Send(start)) = scram.start() else {
