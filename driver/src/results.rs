@@ -15,6 +15,6 @@
 
 pub use crate::crud::bulk_write::{
     BulkWriteResult, ClientBulkWriteResult, DeleteResult, InsertManyResult, InsertOneResult,
-    UpdateResult, VerboseResults,
+    SummaryBulkWriteResult, UpdateResult, VerboseBulkWriteResult, VerboseResults,
 };
 pub use crate::index_management::{CreateIndexResult, CreateIndexesResult};

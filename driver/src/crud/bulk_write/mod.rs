@@ -62,13 +62,13 @@ mod options;
 mod result;
 
 pub use model::{
-    ClientWriteModel, DeleteManyModel, DeleteOneModel, InsertOneModel, ReplaceOneModel,
-    UpdateManyModel, UpdateModifications, UpdateOneModel, WriteModel,
+    DeleteManyModel, DeleteOneModel, InsertOneModel, ReplaceOneModel, UpdateManyModel,
+    UpdateModifications, UpdateOneModel, WriteModel,
 };
 pub use options::{BulkWriteOptions, ClientBulkWriteOptions};
 pub use result::{
     BulkWriteResult, ClientBulkWriteResult, DeleteResult, InsertManyResult, InsertOneResult,
-    UpdateResult, VerboseResults,
+    SummaryBulkWriteResult, UpdateResult, VerboseBulkWriteResult, VerboseResults,
 };
 
 /// A `writeConcernError` as a server reports it, for the tests of both bulk writes.
