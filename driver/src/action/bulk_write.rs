@@ -1,6 +1,7 @@
 //! `bulk_write`: the collection's (CRUD spec) and the client's (Bulk Write spec).
 
 use super::{run_blocking, session_setter};
+use std::borrow::Borrow;
 use std::future::IntoFuture;
 use std::marker::PhantomData;
 use std::time::Duration;
@@ -13,9 +14,10 @@ use crate::client::Client;
 use crate::concern::WriteConcern;
 use crate::crud::bulk_write::collection_level::Statements;
 use crate::crud::bulk_write::{
-    client_level, BulkWriteOptions, BulkWriteResult, SummaryBulkWriteResult,
-    VerboseBulkWriteResult, WriteModel,
+    client_level, BulkWriteOptions, BulkWriteResult, InsertOneModel, ReplaceOneModel,
+    SummaryBulkWriteResult, VerboseBulkWriteResult, WriteModel,
 };
+use crate::crud::write::to_document;
 use crate::error::Result;
 use crate::rt::{boxed, BoxFuture};
 use crate::session::ClientSession;
@@ -58,6 +60,42 @@ impl<T: Serialize> Collection<T> {
             session: None,
             timeout: None,
         }
+    }
+}
+
+impl<T: Serialize> Collection<T> {
+    /// An [`InsertOneModel`] of `document` on this collection, for a
+    /// [`Client::bulk_write`](crate::Client::bulk_write); an error when `document`
+    /// does not serialize to a BSON document.
+    ///
+    /// ```no_run
+    /// # async fn example(client: anymongo::Client) -> anymongo::Result<()> {
+    /// use anymongo::bson::{doc, Document};
+    /// let orders = client.database("shop").collection::<Document>("orders");
+    /// let model = orders.insert_one_model(doc! { "item": "tea" })?;
+    /// client.bulk_write([model]).await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn insert_one_model(&self, document: impl Borrow<T>) -> Result<InsertOneModel> {
+        Ok(InsertOneModel::builder()
+            .namespace(self.namespace())
+            .document(to_document(document.borrow())?)
+            .build())
+    }
+
+    /// A [`ReplaceOneModel`] on this collection replacing the first document matching
+    /// `filter` with `replacement`, for a [`Client::bulk_write`](crate::Client::bulk_write);
+    /// an error when `replacement` does not serialize to a BSON document.
+    pub fn replace_one_model(
+        &self,
+        filter: Document,
+        replacement: impl Borrow<T>,
+    ) -> Result<ReplaceOneModel> {
+        Ok(ReplaceOneModel::builder()
+            .namespace(self.namespace())
+            .filter(filter)
+            .replacement(to_document(replacement.borrow())?)
+            .build())
     }
 }
 

@@ -49,7 +49,7 @@ impl Statements {
     /// The statements of `models`; an invalid model is an error naming its index.
     pub fn of_models<T: Serialize>(
         models: impl IntoIterator<Item = WriteModel<T>>,
-        namespace: &crate::Namespace,
+        namespace: &crate::crud::Namespace,
     ) -> Result<Statements> {
         let (statements, ids) = models
             .into_iter()
@@ -316,14 +316,14 @@ mod tests {
     };
 
     /// The collection the models are written to.
-    fn ns() -> crate::Namespace {
-        crate::Namespace::new("db", "coll")
+    fn ns() -> crate::crud::Namespace {
+        crate::crud::Namespace::new("db", "coll")
     }
 
     #[test]
     fn a_model_naming_another_collection_is_refused() {
         let model = DeleteOneModel::builder()
-            .namespace(crate::Namespace::new("db", "other"))
+            .namespace(crate::crud::Namespace::new("db", "other"))
             .filter(bson::doc! {})
             .build();
         let error = Statements::of_models([WriteModel::<bson::Document>::from(model)], &ns())

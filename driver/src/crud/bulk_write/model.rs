@@ -1,12 +1,10 @@
 //! The write models of both bulk writes: [`WriteModel`], one write on the collection
 //! its namespace names; and the statement each becomes.
 
-use std::borrow::Borrow;
-
 use bson::{Bson, Document};
 use serde::Serialize;
 
-use crate::crud::write::{replacement_document, to_document, with_id};
+use crate::crud::write::{replacement_document, with_id};
 use crate::crud::write::{DeleteStatement, Spelling, Statement, UpdateStatement};
 use crate::crud::{Collation, Hint, Namespace};
 use crate::error::{Error, Result};
@@ -334,42 +332,6 @@ impl<T> From<DeleteOneModel> for WriteModel<T> {
 impl<T> From<DeleteManyModel> for WriteModel<T> {
     fn from(model: DeleteManyModel) -> Self {
         WriteModel::DeleteMany(model)
-    }
-}
-
-impl<T: Serialize> crate::Collection<T> {
-    /// An [`InsertOneModel`] of `document` on this collection, for a
-    /// [`Client::bulk_write`](crate::Client::bulk_write); an error when `document`
-    /// does not serialize to a BSON document.
-    ///
-    /// ```no_run
-    /// # async fn example(client: anymongo::Client) -> anymongo::Result<()> {
-    /// use anymongo::bson::{doc, Document};
-    /// let orders = client.database("shop").collection::<Document>("orders");
-    /// let model = orders.insert_one_model(doc! { "item": "tea" })?;
-    /// client.bulk_write([model]).await?;
-    /// # Ok(()) }
-    /// ```
-    pub fn insert_one_model(&self, document: impl Borrow<T>) -> Result<InsertOneModel> {
-        Ok(InsertOneModel::builder()
-            .namespace(self.namespace())
-            .document(to_document(document.borrow())?)
-            .build())
-    }
-
-    /// A [`ReplaceOneModel`] on this collection replacing the first document matching
-    /// `filter` with `replacement`, for a [`Client::bulk_write`](crate::Client::bulk_write);
-    /// an error when `replacement` does not serialize to a BSON document.
-    pub fn replace_one_model(
-        &self,
-        filter: Document,
-        replacement: impl Borrow<T>,
-    ) -> Result<ReplaceOneModel> {
-        Ok(ReplaceOneModel::builder()
-            .namespace(self.namespace())
-            .filter(filter)
-            .replacement(to_document(replacement.borrow())?)
-            .build())
     }
 }
 
