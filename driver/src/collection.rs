@@ -666,7 +666,6 @@ fn command_options(options: &WriteOptions) -> BulkWriteOptions {
         comment: options.comment.clone(),
         let_vars: options.let_vars.clone(),
         write_concern: options.write_concern.clone(),
-        verbose_results: None,
     }
 }
 

@@ -15,7 +15,7 @@
 
 pub use crate::crud::bulk_write::{
     BulkWriteResult, ClientBulkWriteResult, DeleteResult, InsertManyResult, InsertOneResult,
-    UpdateResult, VerboseResults,
+    SummaryBulkWriteResult, UpdateResult, VerboseBulkWriteResult, VerboseResults,
 };
 pub use crate::enumerate::{
     CollectionSpecification, CollectionSpecificationInfo, CollectionType, DatabaseSpecification,

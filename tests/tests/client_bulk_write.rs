@@ -10,8 +10,8 @@ use std::time::Duration;
 use anymongo::bson::{doc, Bson, Document};
 use anymongo::concern::WriteConcern;
 use anymongo::crud::client_bulk_write::{
-    ClientBulkWriteOptions, ClientWriteModel, DeleteManyModel, DeleteOneModel, InsertOneModel,
-    ReplaceOneModel, UpdateManyModel, UpdateOneModel,
+    ClientBulkWriteOptions, DeleteManyModel, DeleteOneModel, InsertOneModel, ReplaceOneModel,
+    UpdateManyModel, UpdateOneModel, WriteModel,
 };
 use anymongo::error::BulkWriteError;
 use anymongo::event::command::CommandEvent;
@@ -126,44 +126,41 @@ async fn mixed_writes_on_several_namespaces_run_in_one_command_with_verbose_resu
         let (a, b) = ("cbw_mixed0.a", "cbw_mixed1.b");
         drop(&client, a).await;
         drop(&client, b).await;
-        let seed: Vec<ClientWriteModel> = (1..=4)
-            .map(|i| ClientWriteModel::new(b, InsertOneModel::new(doc! { "_id": i, "x": i })))
+        let seed: Vec<WriteModel> = (1..=4)
+            .map(|i| on(b, InsertOneModel::new(doc! { "_id": i, "x": i })))
             .collect();
         client.bulk_write(seed).await.unwrap();
         let mut upsert = ReplaceOneModel::new(doc! { "_id": 9 }, doc! { "x": 99 });
         upsert.upsert = Some(true);
-        let models: Vec<ClientWriteModel> = vec![
-            ClientWriteModel::new(a, InsertOneModel::new(doc! { "x": 1 })),
-            ClientWriteModel::new(
+        let models: Vec<WriteModel> = vec![
+            on(a, InsertOneModel::new(doc! { "x": 1 })),
+            on(
                 b,
                 UpdateOneModel::new(doc! { "_id": 1 }, doc! { "$inc": { "x": 10 } }),
             ),
-            ClientWriteModel::new(
+            on(
                 b,
                 UpdateManyModel::new(
                     doc! { "_id": { "$gt": 2 } },
                     vec![doc! { "$set": { "y": 1 } }],
                 ),
             ),
-            ClientWriteModel::new(a, upsert),
-            ClientWriteModel::new(b, DeleteOneModel::new(doc! { "_id": 2 })),
-            ClientWriteModel::new(a, DeleteManyModel::new(doc! { "none": true })),
+            on(a, upsert),
+            on(b, DeleteOneModel::new(doc! { "_id": 2 })),
+            on(a, DeleteManyModel::new(doc! { "none": true })),
         ];
-        let result = client
-            .bulk_write(models)
-            .verbose_results(true)
-            .await
-            .unwrap();
-        assert!(result.acknowledged);
+        let result = client.bulk_write(models).verbose_results().await.unwrap();
+        let summary = &result.summary;
+        assert!(summary.acknowledged);
         let counts = (
-            result.inserted_count,
-            result.upserted_count,
-            result.matched_count,
-            result.modified_count,
-            result.deleted_count,
+            summary.inserted_count,
+            summary.upserted_count,
+            summary.matched_count,
+            summary.modified_count,
+            summary.deleted_count,
         );
         assert_eq!(counts, (1, 1, 3, 3, 1));
-        let verbose = result.verbose_results.unwrap();
+        let verbose = result;
         let inserted_id = verbose.insert_results[&0].inserted_id.clone();
         assert!(matches!(inserted_id, Bson::ObjectId(_)));
         assert_eq!(verbose.update_results[&1].modified_count, 1);
@@ -211,11 +208,11 @@ async fn write_errors_are_reported_by_index_with_the_partial_result() {
         let (client, events) = recording_client("appName=cbw_write_errors");
         let ns = "cbw_write_errors.coll";
         drop(&client, ns).await;
-        let models = || -> Vec<ClientWriteModel> {
+        let models = || -> Vec<WriteModel> {
             vec![
-                ClientWriteModel::new(ns, InsertOneModel::new(doc! { "_id": 1 })),
-                ClientWriteModel::new(ns, InsertOneModel::new(doc! { "_id": 1 })),
-                ClientWriteModel::new(ns, InsertOneModel::new(doc! { "_id": 2 })),
+                on(ns, InsertOneModel::new(doc! { "_id": 1 })),
+                on(ns, InsertOneModel::new(doc! { "_id": 1 })),
+                on(ns, InsertOneModel::new(doc! { "_id": 2 })),
             ]
         };
         // Ordered: the write after the failure is not done.
@@ -268,15 +265,15 @@ async fn the_client_side_errors_send_nothing() {
             );
             error.to_string()
         };
-        let none: Vec<ClientWriteModel> = Vec::new();
+        let none: Vec<WriteModel> = Vec::new();
         invalid(client.bulk_write(none).await.unwrap_err());
-        let update = ClientWriteModel::new(ns, UpdateOneModel::new(doc! {}, doc! { "x": 1 }));
+        let update = on(ns, UpdateOneModel::new(doc! {}, doc! { "x": 1 }));
         invalid(client.bulk_write([update]).await.unwrap_err());
         let w0 = ClientBulkWriteOptions {
             write_concern: Some(WriteConcern::nodes(0)),
             ..Default::default()
         };
-        let insert = ClientWriteModel::new(ns, InsertOneModel::new(doc! {}));
+        let insert = on(ns, InsertOneModel::new(doc! {}));
         let message = invalid(
             client
                 .bulk_write([insert])
@@ -287,9 +284,9 @@ async fn the_client_side_errors_send_nothing() {
         assert!(message.contains("Cannot request unacknowledged write concern and ordered writes"));
         // CRUD prose test 12: a document, or a namespace, too large for any command.
         let large = "b".repeat(MAX_MESSAGE_SIZE_BYTES);
-        let document = ClientWriteModel::new(ns, InsertOneModel::new(doc! { "a": large.as_str() }));
+        let document = on(ns, InsertOneModel::new(doc! { "a": large.as_str() }));
         invalid(client.bulk_write([document]).await.unwrap_err());
-        let namespace = ClientWriteModel::new(
+        let namespace = on(
             format!("db.{large}"),
             InsertOneModel::new(doc! { "a": "b" }),
         );
@@ -301,11 +298,11 @@ async fn the_client_side_errors_send_nothing() {
 
 /// CRUD prose test 4: `maxMessageSizeBytes / maxBsonObjectSize + 1` documents of
 /// nearly `maxBsonObjectSize` bytes need two commands.
-fn large_inserts(ns: &str) -> Vec<ClientWriteModel> {
+fn large_inserts(ns: &str) -> Vec<WriteModel> {
     let count = MAX_MESSAGE_SIZE_BYTES / MAX_BSON_OBJECT_SIZE + 1;
     let large = "b".repeat(MAX_BSON_OBJECT_SIZE - 500);
     (0..count)
-        .map(|_| ClientWriteModel::new(ns, InsertOneModel::new(doc! { "a": large.as_str() })))
+        .map(|_| on(ns, InsertOneModel::new(doc! { "a": large.as_str() })))
         .collect()
 }
 
@@ -340,22 +337,16 @@ async fn a_new_namespace_that_does_not_fit_goes_in_the_next_command() {
         let mut count = ops_bytes / MAX_BSON_OBJECT_SIZE;
         let remainder = ops_bytes % MAX_BSON_OBJECT_SIZE;
         let first = "b".repeat(MAX_BSON_OBJECT_SIZE - 57);
-        let mut models: Vec<ClientWriteModel> = (0..count)
-            .map(|_| ClientWriteModel::new(ns, InsertOneModel::new(doc! { "a": first.as_str() })))
+        let mut models: Vec<WriteModel> = (0..count)
+            .map(|_| on(ns, InsertOneModel::new(doc! { "a": first.as_str() })))
             .collect();
         if remainder >= 217 {
             count += 1;
             let rest = "b".repeat(remainder - 57);
-            models.push(ClientWriteModel::new(
-                ns,
-                InsertOneModel::new(doc! { "a": rest }),
-            ));
+            models.push(on(ns, InsertOneModel::new(doc! { "a": rest })));
         }
         let mut same = models.clone();
-        same.push(ClientWriteModel::new(
-            ns,
-            InsertOneModel::new(doc! { "a": "b" }),
-        ));
+        same.push(on(ns, InsertOneModel::new(doc! { "a": "b" })));
         let result = client.bulk_write(same).await.unwrap();
         assert_eq!(result.inserted_count as usize, count + 1);
         let commands = started(&events, "bulkWrite");
@@ -363,7 +354,7 @@ async fn a_new_namespace_that_does_not_fit_goes_in_the_next_command() {
         assert_eq!(ops_len(&commands[0]), count + 1);
 
         let namespace = format!("db.{}", "c".repeat(200));
-        models.push(ClientWriteModel::new(
+        models.push(on(
             namespace.as_str(),
             InsertOneModel::new(doc! { "a": "b" }),
         ));
@@ -398,18 +389,15 @@ async fn write_errors_are_collected_across_commands() {
         let ns = "cbw_errors_across.coll";
         drop(&client, ns).await;
         client
-            .bulk_write([ClientWriteModel::new(
-                ns,
-                InsertOneModel::new(doc! { "_id": 1 }),
-            )])
+            .bulk_write([on(ns, InsertOneModel::new(doc! { "_id": 1 }))])
             .await
             .unwrap();
         let large = "b".repeat(MAX_BSON_OBJECT_SIZE - 500);
         let count = MAX_MESSAGE_SIZE_BYTES / MAX_BSON_OBJECT_SIZE + 1;
-        let models = || -> Vec<ClientWriteModel> {
+        let models = || -> Vec<WriteModel> {
             (0..count)
                 .map(|_| {
-                    ClientWriteModel::new(
+                    on(
                         ns,
                         InsertOneModel::new(doc! { "_id": 1, "a": large.as_str() }),
                     )
@@ -465,14 +453,14 @@ async fn write_concern_errors_are_collected_across_commands() {
 
 /// CRUD prose tests 7 and 9: two upserts whose `_id`s make results too large for one
 /// reply.
-fn large_upserts(ns: &str) -> Vec<ClientWriteModel> {
+fn large_upserts(ns: &str) -> Vec<WriteModel> {
     ["a", "b"]
         .iter()
         .map(|c| {
             let filter = doc! { "_id": c.repeat(MAX_BSON_OBJECT_SIZE / 2) };
             let mut model = UpdateOneModel::new(filter, doc! { "$set": { "x": 1 } });
             model.upsert = Some(true);
-            ClientWriteModel::new(ns, model)
+            on(ns, model)
         })
         .collect()
 }
@@ -483,17 +471,13 @@ async fn the_results_cursor_is_read_to_its_end() {
         let (client, events) = recording_client("appName=cbw_get_more");
         let ns = "cbw_get_more.coll";
         drop(&client, ns).await;
-        let verbose = ClientBulkWriteOptions {
-            verbose_results: Some(true),
-            ..Default::default()
-        };
         let result = client
             .bulk_write(large_upserts(ns))
-            .with_options(verbose)
+            .verbose_results()
             .await
             .unwrap();
-        assert_eq!(result.upserted_count, 2);
-        assert_eq!(result.verbose_results.unwrap().update_results.len(), 2);
+        assert_eq!(result.summary.upserted_count, 2);
+        assert_eq!(result.update_results.len(), 2);
         let get_mores = started(&events, "getMore");
         assert_eq!(get_mores.len(), 1);
         assert_eq!(
@@ -518,12 +502,8 @@ async fn a_failed_get_more_stops_the_bulk_write_and_kills_the_cursor() {
         let (client, events) = recording_client(&format!("appName={app}"));
         let ns = "cbw_get_more_error.coll";
         drop(&client, ns).await;
-        let verbose = ClientBulkWriteOptions {
-            verbose_results: Some(true),
-            ..Default::default()
-        };
         let data = doc! { "failCommands": ["getMore"], "errorCode": 8 };
-        let bulk_write = client.bulk_write(large_upserts(ns)).with_options(verbose);
+        let bulk_write = client.bulk_write(large_upserts(ns)).verbose_results();
         let error = with_fail_point(&client, app, 1, data, bulk_write)
             .await
             .unwrap_err();
@@ -563,10 +543,7 @@ async fn a_batch_is_retried_once_unless_it_holds_a_multi_write() {
         let ns = "cbw_retry.coll";
         drop(&client, ns).await;
         let data = doc! { "failCommands": ["bulkWrite"], "closeConnection": true };
-        let models = [ClientWriteModel::new(
-            ns,
-            InsertOneModel::new(doc! { "_id": 1 }),
-        )];
+        let models = [on(ns, InsertOneModel::new(doc! { "_id": 1 }))];
         let result = with_fail_point(&client, app, 1, data.clone(), client.bulk_write(models))
             .await
             .unwrap();
@@ -578,7 +555,7 @@ async fn a_batch_is_retried_once_unless_it_holds_a_multi_write() {
         assert_eq!(txn(&attempts[0]), txn(&attempts[1]));
 
         // With updateMany, no transaction number and no retry.
-        let models = [ClientWriteModel::new(
+        let models = [on(
             ns,
             UpdateManyModel::new(doc! {}, doc! { "$set": { "x": 1 } }),
         )];
@@ -651,4 +628,11 @@ async fn unacknowledged_bulk_writes_are_sent_without_waiting_for_a_reply() {
         );
     })
     .await;
+}
+
+/// `model` on `namespace` ("db.coll"), for a client bulk write.
+fn on(namespace: impl AsRef<str>, model: impl Into<WriteModel>) -> WriteModel {
+    model
+        .into()
+        .with_namespace(namespace.as_ref().parse().unwrap())
 }

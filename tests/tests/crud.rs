@@ -5,7 +5,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use anymongo::bson::{doc, Bson, Document};
-use anymongo::crud::bulk_write::{ClientWriteModel, InsertOneModel, ReplaceOneModel, WriteModel};
+use anymongo::crud::bulk_write::{InsertOneModel, ReplaceOneModel, WriteModel};
 use anymongo::crud::{CursorType, FindOptions, ReturnDocument};
 use anymongo::event::cmap::CmapEvent;
 use anymongo::event::command::CommandEvent;
@@ -684,7 +684,7 @@ async fn a_document_above_max_bson_object_size_is_refused_before_anything_is_sen
             "the filter or the update",
         );
         let namespace = "crud_tests.too_large";
-        let models = [ClientWriteModel::new(namespace, InsertOneModel::new(above))];
+        let models = [on(namespace, InsertOneModel::new(above))];
         refused(
             client.bulk_write(models).await.map(drop),
             "write 0: the document to insert",
@@ -944,18 +944,18 @@ async fn bulk_write_actions_take_their_setters_a_session_and_a_timeout() {
         let namespace = orders.namespace().to_string();
         let result = client
             .bulk_write([
-                ClientWriteModel::new(&namespace, InsertOneModel::new(doc! { "_id": 4 })),
-                ClientWriteModel::new(&namespace, InsertOneModel::new(doc! { "_id": 5 })),
+                on(&namespace, InsertOneModel::new(doc! { "_id": 4 })),
+                on(&namespace, InsertOneModel::new(doc! { "_id": 5 })),
             ])
             .ordered(false)
-            .verbose_results(true)
+            .verbose_results()
             .comment("client")
             .session(&session)
             .timeout(Duration::from_secs(5))
             .await
             .unwrap();
-        assert_eq!(result.inserted_count, 2);
-        assert_eq!(result.verbose_results.unwrap().insert_results.len(), 2);
+        assert_eq!(result.summary.inserted_count, 2);
+        assert_eq!(result.insert_results.len(), 2);
         let command = started(&events, "bulkWrite").pop().unwrap();
         assert_eq!(command.get_bool("ordered").ok(), Some(false));
         assert_eq!(command.get_bool("errorsOnly").ok(), Some(false));
@@ -1059,4 +1059,11 @@ async fn indexes_collections_databases_and_commands_are_actions() {
         db.drop().await.unwrap();
     })
     .await;
+}
+
+/// `model` on `namespace` ("db.coll"), for a client bulk write.
+fn on(namespace: impl AsRef<str>, model: impl Into<WriteModel>) -> WriteModel {
+    model
+        .into()
+        .with_namespace(namespace.as_ref().parse().unwrap())
 }

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use anymongo::bson::RawDocumentBuf;
 use anymongo::bson::{doc, Document};
 use anymongo::client::MonitoringThreads;
-use anymongo::crud::bulk_write::{ClientWriteModel, InsertOneModel, UpdateManyModel, WriteModel};
+use anymongo::crud::bulk_write::{InsertOneModel, UpdateManyModel, WriteModel};
 use anymongo::event::cmap::ConnectionClosedReason;
 use anymongo::wire::{op_code, MessageHeader, MsgFlags, OpMsg, WireError};
 use anymongo::{Client, ClientOptions, Error, ErrorKind};
@@ -345,7 +345,7 @@ async fn write_counts_adding_up_past_u64_max_are_a_misbehaving_server() {
     assert_misbehaving(within(BOUND, collection.bulk_write(updates)).await, &server);
     let models = documents
         .iter()
-        .map(|document| ClientWriteModel::new("x.y", InsertOneModel::new(document.clone())));
+        .map(|document| on("x.y", InsertOneModel::new(document.clone())));
     assert_misbehaving(within(BOUND, client.bulk_write(models)).await, &server);
     let names = server.command_names();
     let count = |name: &str| names.iter().filter(|n| *n == name).count();
@@ -353,4 +353,11 @@ async fn write_counts_adding_up_past_u64_max_are_a_misbehaving_server() {
         (count("insert"), count("update"), count("bulkWrite")),
         (3, 3, 3)
     );
+}
+
+/// `model` on `namespace` ("db.coll"), for a client bulk write.
+fn on(namespace: impl AsRef<str>, model: impl Into<WriteModel>) -> WriteModel {
+    model
+        .into()
+        .with_namespace(namespace.as_ref().parse().unwrap())
 }

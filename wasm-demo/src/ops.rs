@@ -10,8 +10,8 @@ use anymongo::bson::Timestamp;
 use anymongo::bson::{doc, rawdoc, Bson, Document, RawBson};
 use anymongo::concern::WriteConcern;
 use anymongo::crud::bulk_write::{
-    BulkWriteOptions, BulkWriteResult, ClientWriteModel, DeleteManyModel, DeleteOneModel,
-    InsertOneModel, ReplaceOneModel, UpdateManyModel, UpdateOneModel, WriteModel,
+    BulkWriteOptions, BulkWriteResult, DeleteManyModel, DeleteOneModel, InsertOneModel,
+    ReplaceOneModel, UpdateManyModel, UpdateOneModel, WriteModel,
 };
 use anymongo::crud::{AggregateOptions, CountOptions, FindOptions, RunCursorCommandOptions};
 use anymongo::database::Concerns;
@@ -290,8 +290,13 @@ pub async fn run(
                 .into_iter()
                 .map(client_write_model)
                 .collect::<Result<Vec<_>>>()?;
+            let verbose = options::<Verbose>(args)?.verbose_results;
             let options = options::<BulkWriteOptions>(args)?;
-            let result = in_session!(session, client.bulk_write(models).with_options(options))?;
+            let action = client.bulk_write(models).with_options(options);
+            let result = match verbose {
+                Some(true) => in_session!(session, action.verbose_results())?.into(),
+                _ => in_session!(session, action)?.into(),
+            };
             client_bulk_write_result(&result)
         }
         "drop" => {
@@ -966,7 +971,7 @@ fn take_document(model: &mut Document, name: &str) -> Result<Option<Document>> {
 /// One model of the client's `bulkWrite`, as the Node driver's
 /// `AnyClientBulkWriteModel`: `{ namespace: "db.coll", name: "insertOne", document }`,
 /// `{ namespace, name: "updateOne", filter, update, upsert... }`...
-fn client_write_model(mut model: Document) -> Result<ClientWriteModel> {
+fn client_write_model(mut model: Document) -> Result<WriteModel> {
     let (Some(Bson::String(namespace)), Some(Bson::String(name))) =
         (model.remove("namespace"), model.remove("name"))
     else {
@@ -974,10 +979,15 @@ fn client_write_model(mut model: Document) -> Result<ClientWriteModel> {
             "bulkWrite: each model needs a namespace (\"db.collection\") and a name (\"insertOne\", \"updateOne\"...)",
         ));
     };
-    Ok(ClientWriteModel::new(
-        namespace,
-        write_model(doc! { name: model })?,
-    ))
+    Ok(write_model(doc! { name: model })?.with_namespace(namespace.parse()?))
+}
+
+/// The `verboseResults` option of the client's `bulkWrite`, which the driver takes as
+/// `.verbose_results()`.
+#[derive(Default, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Verbose {
+    verbose_results: Option<bool>,
 }
 
 /// The Node driver's `ClientBulkWriteResult`: the counts, and with verbose results
@@ -1078,46 +1088,46 @@ fn write_model(operation: Document) -> Result<WriteModel> {
         update(&raw)
     };
     Ok(match kind.as_str() {
-        "updateOne" => WriteModel::UpdateOne(UpdateOneModel {
-            update: modifications()?,
-            filter,
-            array_filters,
-            collation,
-            hint,
-            sort,
-            upsert,
-        }),
-        "updateMany" => WriteModel::UpdateMany(UpdateManyModel {
-            update: modifications()?,
-            filter,
-            array_filters,
-            collation,
-            hint,
-            upsert,
-        }),
+        "updateOne" => {
+            let mut model = UpdateOneModel::builder()
+                .filter(filter)
+                .update(modifications()?)
+                .build();
+            (model.array_filters, model.collation) = (array_filters, collation);
+            (model.hint, model.sort, model.upsert) = (hint, sort, upsert);
+            model.into()
+        }
+        "updateMany" => {
+            let mut model = UpdateManyModel::builder()
+                .filter(filter)
+                .update(modifications()?)
+                .build();
+            (model.array_filters, model.collation) = (array_filters, collation);
+            (model.hint, model.upsert) = (hint, upsert);
+            model.into()
+        }
         "replaceOne" => {
             let replacement = take_document(&mut model, "replacement")?.ok_or_else(|| {
                 Error::invalid_argument("bulkWrite: replaceOne needs a replacement")
             })?;
-            WriteModel::ReplaceOne(ReplaceOneModel {
-                filter,
-                replacement,
-                collation,
-                hint,
-                sort,
-                upsert,
-            })
+            let mut model = ReplaceOneModel::builder()
+                .filter(filter)
+                .replacement(replacement)
+                .build();
+            (model.collation, model.hint) = (collation, hint);
+            (model.sort, model.upsert) = (sort, upsert);
+            model.into()
         }
-        "deleteOne" => WriteModel::DeleteOne(DeleteOneModel {
-            filter,
-            collation,
-            hint,
-        }),
-        "deleteMany" => WriteModel::DeleteMany(DeleteManyModel {
-            filter,
-            collation,
-            hint,
-        }),
+        "deleteOne" => {
+            let mut model = DeleteOneModel::builder().filter(filter).build();
+            (model.collation, model.hint) = (collation, hint);
+            model.into()
+        }
+        "deleteMany" => {
+            let mut model = DeleteManyModel::builder().filter(filter).build();
+            (model.collation, model.hint) = (collation, hint);
+            model.into()
+        }
         _ => return Err(Error::invalid_argument(shapes)),
     })
 }

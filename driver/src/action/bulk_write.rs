@@ -1,7 +1,9 @@
 //! `bulk_write`: the collection's (CRUD spec) and the client's (Bulk Write spec).
 
 use super::{run_blocking, session_setter};
+use std::borrow::Borrow;
 use std::future::IntoFuture;
+use std::marker::PhantomData;
 use std::time::Duration;
 
 use bson::{Bson, Document};
@@ -12,8 +14,10 @@ use crate::client::Client;
 use crate::concern::WriteConcern;
 use crate::crud::bulk_write::collection_level::Statements;
 use crate::crud::bulk_write::{
-    client_level, BulkWriteOptions, BulkWriteResult, ClientWriteModel, WriteModel,
+    client_level, BulkWriteOptions, BulkWriteResult, InsertOneModel, ReplaceOneModel,
+    SummaryBulkWriteResult, VerboseBulkWriteResult, WriteModel,
 };
+use crate::crud::write::to_document;
 use crate::error::Result;
 use crate::rt::{boxed, BoxFuture};
 use crate::session::ClientSession;
@@ -51,7 +55,7 @@ impl<T: Serialize> Collection<T> {
         BulkWrite {
             collection: self,
             // Serialized and checked now, so that the action does not hold a `T`.
-            statements: Statements::of_models(models),
+            statements: Statements::of_models(models, &self.namespace()),
             options: None,
             session: None,
             timeout: None,
@@ -59,17 +63,54 @@ impl<T: Serialize> Collection<T> {
     }
 }
 
+impl<T: Serialize> Collection<T> {
+    /// An [`InsertOneModel`] of `document` on this collection, for a
+    /// [`Client::bulk_write`](crate::Client::bulk_write); an error when `document`
+    /// does not serialize to a BSON document.
+    ///
+    /// ```no_run
+    /// # async fn example(client: anymongo::Client) -> anymongo::Result<()> {
+    /// use anymongo::bson::{doc, Document};
+    /// let orders = client.database("shop").collection::<Document>("orders");
+    /// let model = orders.insert_one_model(doc! { "item": "tea" })?;
+    /// client.bulk_write([model]).await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn insert_one_model(&self, document: impl Borrow<T>) -> Result<InsertOneModel> {
+        Ok(InsertOneModel::builder()
+            .namespace(self.namespace())
+            .document(to_document(document.borrow())?)
+            .build())
+    }
+
+    /// A [`ReplaceOneModel`] on this collection replacing the first document matching
+    /// `filter` with `replacement`, for a [`Client::bulk_write`](crate::Client::bulk_write);
+    /// an error when `replacement` does not serialize to a BSON document.
+    pub fn replace_one_model(
+        &self,
+        filter: Document,
+        replacement: impl Borrow<T>,
+    ) -> Result<ReplaceOneModel> {
+        Ok(ReplaceOneModel::builder()
+            .namespace(self.namespace())
+            .filter(filter)
+            .replacement(to_document(replacement.borrow())?)
+            .build())
+    }
+}
+
 impl Client {
-    /// Runs `models`, writes on any collections of the deployment, as few `bulkWrite`
-    /// commands as the server's limits allow (Bulk Write spec; MongoDB 8.0+). Ordered
-    /// (the default), it stops at the first failed write; unordered
-    /// (`.ordered(false)`), it does all it can. With `.verbose_results(true)`, the
-    /// result has each write's result too.
+    /// Runs `models`, writes on any collections of the deployment (each model names
+    /// its own with `.namespace(..)`), in as few `bulkWrite` commands as the server's
+    /// limits allow (Bulk Write spec; MongoDB 8.0+). Ordered (the default), it stops
+    /// at the first failed write; unordered (`.ordered(false)`), it does all it can.
+    /// Awaited, it returns the counts ([`SummaryBulkWriteResult`]); after
+    /// `.verbose_results()`, each write's result too ([`VerboseBulkWriteResult`]).
     ///
     /// Errors: [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) before
-    /// anything is sent (no models, an update without operators, a replacement with
-    /// some, a namespace that is not `database.collection`, `w: 0` with ordered writes
-    /// or verbose results, a write too large for a message);
+    /// anything is sent (no models, a model without a namespace, an update without
+    /// operators, a replacement with some, `w: 0` with ordered writes or verbose
+    /// results, a write too large for a message);
     /// [`ErrorKind::BulkWrite`](crate::ErrorKind::BulkWrite) when writes
     /// failed, write concerns were not satisfied, or an error stopped the bulk write
     /// after some writes were done, with what succeeded; any other error as it is when
@@ -78,26 +119,32 @@ impl Client {
     ///
     /// ```no_run
     /// # async fn example(client: anymongo::Client) -> anymongo::Result<()> {
-    /// use anymongo::bson::doc;
-    /// use anymongo::crud::bulk_write::{
-    ///     ClientWriteModel, DeleteManyModel, InsertOneModel, UpdateOneModel,
-    /// };
-    /// let models = [
-    ///     ClientWriteModel::new("shop.orders", InsertOneModel::new(doc! { "item": "tea", "qty": 2 })),
-    ///     ClientWriteModel::new(
-    ///         "shop.stock",
-    ///         UpdateOneModel::new(doc! { "item": "tea" }, doc! { "$inc": { "qty": -2 } }),
-    ///     ),
-    ///     ClientWriteModel::new("shop.carts", DeleteManyModel::new(doc! { "user": "ann" })),
+    /// use anymongo::bson::{doc, Document};
+    /// use anymongo::options::{DeleteManyModel, UpdateOneModel, WriteModel};
+    /// let orders = client.database("shop").collection::<Document>("orders");
+    /// let stock = client.database("shop").collection::<Document>("stock");
+    /// let models: Vec<WriteModel> = vec![
+    ///     orders.insert_one_model(doc! { "item": "tea", "qty": 2 })?.into(),
+    ///     UpdateOneModel::builder()
+    ///         .namespace(stock.namespace())
+    ///         .filter(doc! { "item": "tea" })
+    ///         .update(doc! { "$inc": { "qty": -2 } })
+    ///         .build()
+    ///         .into(),
+    ///     DeleteManyModel::builder()
+    ///         .namespace(client.database("shop").collection::<Document>("carts").namespace())
+    ///         .filter(doc! { "user": "ann" })
+    ///         .build()
+    ///         .into(),
     /// ];
-    /// let result = client.bulk_write(models).verbose_results(true).await?;
-    /// assert_eq!(result.inserted_count, 1);
-    /// println!("the order's _id: {}", result.inserted_ids[&0]);
+    /// let result = client.bulk_write(models).verbose_results().await?;
+    /// assert_eq!(result.summary.inserted_count, 1);
+    /// println!("the order's _id: {}", result.insert_results[&0].inserted_id);
     /// # Ok(()) }
     /// ```
     pub fn bulk_write(
         &self,
-        models: impl IntoIterator<Item = impl Into<ClientWriteModel>>,
+        models: impl IntoIterator<Item = impl Into<WriteModel>>,
     ) -> ClientBulkWrite<'_> {
         ClientBulkWrite {
             client: self,
@@ -105,6 +152,7 @@ impl Client {
             options: None,
             session: None,
             timeout: None,
+            _result: PhantomData,
         }
     }
 }
@@ -165,39 +213,71 @@ impl<'a, T> IntoFuture for BulkWrite<'a, T> {
 }
 
 /// A client's bulk write: what [`Client::bulk_write`] returns. Awaited, it runs and
-/// returns what the writes did.
+/// returns what the writes did: an `R`, [`SummaryBulkWriteResult`] unless
+/// `.verbose_results()` asked for a [`VerboseBulkWriteResult`].
 #[must_use = "an action does nothing until it is awaited"]
-pub struct ClientBulkWrite<'a> {
+pub struct ClientBulkWrite<'a, R = SummaryBulkWriteResult> {
     client: &'a Client,
-    models: Vec<ClientWriteModel>,
+    models: Vec<WriteModel>,
     options: Option<BulkWriteOptions>,
     session: Option<&'a ClientSession>,
     timeout: Option<Duration>,
+    _result: PhantomData<R>,
 }
 
-impl<'a> ClientBulkWrite<'a> {
-    bulk_write_setters!(
-        /// The result of each write, not only the counts
-        /// ([`BulkWriteResult::verbose_results`]); off by default, which is faster.
-        verbose_results: bool,
-    );
-}
+impl<'a, R> ClientBulkWrite<'a, R> {
+    bulk_write_setters!();
 
-run_blocking!(impl['a] ClientBulkWrite<'a> => BulkWriteResult);
-
-impl<'a> IntoFuture for ClientBulkWrite<'a> {
-    type Output = Result<BulkWriteResult>;
-    type IntoFuture = BoxFuture<'a, Self::Output>;
-
-    fn into_future(self) -> Self::IntoFuture {
+    /// Runs the writes, with each write's result when `verbose` (`errorsOnly: false`).
+    fn execute(self, verbose: bool) -> BoxFuture<'a, Result<BulkWriteResult>> {
         // The operation's own timeoutMS, else the client's.
         let timing = self.timeout.or(self.client.timeout()).into();
         boxed(client_level::execute(
             self.client.executor(),
             self.models,
             self.options,
+            verbose,
             self.session,
             timing,
         ))
+    }
+}
+
+impl<'a> ClientBulkWrite<'a, SummaryBulkWriteResult> {
+    /// The result of each write too, not only the counts: the bulk write then returns
+    /// a [`VerboseBulkWriteResult`]. Off by default, which is faster.
+    pub fn verbose_results(self) -> ClientBulkWrite<'a, VerboseBulkWriteResult> {
+        ClientBulkWrite {
+            client: self.client,
+            models: self.models,
+            options: self.options,
+            session: self.session,
+            timeout: self.timeout,
+            _result: PhantomData,
+        }
+    }
+}
+
+run_blocking!(impl['a] ClientBulkWrite<'a, SummaryBulkWriteResult> => SummaryBulkWriteResult);
+
+impl<'a> IntoFuture for ClientBulkWrite<'a, SummaryBulkWriteResult> {
+    type Output = Result<SummaryBulkWriteResult>;
+    type IntoFuture = BoxFuture<'a, Self::Output>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        let run = self.execute(false);
+        boxed(async move { Ok(SummaryBulkWriteResult::of(&run.await?)) })
+    }
+}
+
+run_blocking!(impl['a] ClientBulkWrite<'a, VerboseBulkWriteResult> => VerboseBulkWriteResult);
+
+impl<'a> IntoFuture for ClientBulkWrite<'a, VerboseBulkWriteResult> {
+    type Output = Result<VerboseBulkWriteResult>;
+    type IntoFuture = BoxFuture<'a, Self::Output>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        let run = self.execute(true);
+        boxed(async move { Ok(VerboseBulkWriteResult::of(run.await?)) })
     }
 }

@@ -882,15 +882,18 @@ fn alone(element: &[u8]) -> Result<RawDocumentBuf> {
     RawDocumentBuf::from_bytes(bytes).map_err(Error::serialization)
 }
 
+/// `value` as a document, serialized as inserted documents are.
+pub(crate) fn to_document<T: Serialize>(value: &T) -> Result<Document> {
+    // Through BSON bytes: `bson::serialize_to_document` would take a field such as
+    // `{"$numberLong": "12"}` for extended JSON and send an Int64.
+    let bytes = crate::bson_serializer::serialize_to_vec(value).map_err(Error::serialization)?;
+    crate::bson_deserializer::document_from_slice(&bytes).map_err(Error::serialization)
+}
+
 /// A replacement as a document; it must not contain update operators (CRUD spec,
 /// "Update vs. Replace Validation").
 pub(crate) fn replacement_document<T: Serialize>(replacement: &T) -> Result<Document> {
-    // Through BSON bytes, as inserted documents are: `bson::serialize_to_document` would
-    // take a field such as `{"$numberLong": "12"}` for extended JSON and send an Int64.
-    let bytes =
-        crate::bson_serializer::serialize_to_vec(replacement).map_err(Error::serialization)?;
-    let document =
-        crate::bson_deserializer::document_from_slice(&bytes).map_err(Error::serialization)?;
+    let document = to_document(replacement)?;
     if document
         .keys()
         .next()

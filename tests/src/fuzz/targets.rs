@@ -16,8 +16,7 @@ use anymongo::bson::{
 };
 use anymongo::client::{ClientConfig, MonitoringThreads};
 use anymongo::crud::bulk_write::{
-    ClientBulkWriteOptions, ClientWriteModel, DeleteManyModel, InsertOneModel, UpdateOneModel,
-    WriteModel,
+    ClientBulkWriteOptions, DeleteManyModel, InsertOneModel, UpdateOneModel, WriteModel,
 };
 use anymongo::handshake::HelloReply;
 use anymongo::rt::{
@@ -963,14 +962,16 @@ fn replies_run(input: &[u8]) {
             WriteModel::DeleteMany(DeleteManyModel::new(doc! {})),
         ];
         let _ = collection.bulk_write(models).await;
-        let models = documents
-            .iter()
-            .map(|document| ClientWriteModel::new("db.c", InsertOneModel::new(document.clone())));
-        let options = ClientBulkWriteOptions {
-            verbose_results: Some(true),
-            ..ClientBulkWriteOptions::default()
-        };
-        let _ = client.bulk_write(models).with_options(options).await;
+        let models = documents.iter().map(|document| {
+            WriteModel::from(InsertOneModel::new(document.clone()))
+                .with_namespace(anymongo::Namespace::new("db", "c"))
+        });
+        let options = ClientBulkWriteOptions::default();
+        let _ = client
+            .bulk_write(models)
+            .with_options(options)
+            .verbose_results()
+            .await;
         if let Ok(cursor) = collection.find(doc! {}).await {
             let _ = cursor.take(1_000).collect::<Vec<_>>().await;
         }

@@ -5,8 +5,8 @@
 //! tests expect.
 
 use anymongo::crud::client_bulk_write::{
-    ClientBulkWriteOptions, ClientBulkWriteResult, ClientWriteModel, DeleteManyModel,
-    DeleteOneModel, InsertOneModel, ReplaceOneModel, UpdateManyModel, UpdateOneModel, WriteModel,
+    ClientBulkWriteOptions, ClientBulkWriteResult, DeleteManyModel, DeleteOneModel, InsertOneModel,
+    ReplaceOneModel, UpdateManyModel, UpdateOneModel, WriteModel,
 };
 use anymongo::error::{BulkWriteError, WriteConcernError, WriteError};
 use anymongo::options::{Collation, Hint};
@@ -45,15 +45,18 @@ pub async fn client_bulk_write(
         .map(|model| write_model(operation, model))
         .collect::<Result<Vec<_>, _>>()?;
     let options: ClientBulkWriteOptions = arguments.options(OPTIONS)?;
-    let result = match &session {
-        Some(session) => {
-            client
-                .bulk_write(models)
-                .with_options(options)
-                .session(session)
-                .await
-        }
-        None => client.bulk_write(models).with_options(options).await,
+    // The driver asks for verbose results with `.verbose_results()`, not an option.
+    let verbose = operation
+        .arguments
+        .get_bool("verboseResults")
+        .unwrap_or(false);
+    let mut action = client.bulk_write(models).with_options(options);
+    if let Some(session) = &session {
+        action = action.session(session);
+    }
+    let result: Result<ClientBulkWriteResult, Error> = match verbose {
+        true => action.verbose_results().await.map(Into::into),
+        false => action.await.map(Into::into),
     };
     Ok(result.map(|result| Some(result_document(&result))))
 }
@@ -71,7 +74,7 @@ struct ModelOptions {
 
 /// A model as the tests spell it, `{ <kind>: { namespace, ... } }` (spec
 /// "clientBulkWrite").
-fn write_model(operation: &Operation, model: Document) -> Result<ClientWriteModel, Abort> {
+fn write_model(operation: &Operation, model: Document) -> Result<WriteModel, Abort> {
     let mut entries = model.into_iter();
     let (kind, fields) = match (entries.next(), entries.next()) {
         (Some((kind, Bson::Document(fields))), None) => (kind, fields),
@@ -156,7 +159,10 @@ fn write_model(operation: &Operation, model: Document) -> Result<ClientWriteMode
             )))
         }
     };
-    Ok(ClientWriteModel::new(namespace, model))
+    let namespace = namespace
+        .parse()
+        .map_err(|error| Abort::Failed(format!("{}: {error}", operation.name)))?;
+    Ok(model.with_namespace(namespace))
 }
 
 /// A `BulkWriteResult` as the tests spell it: the counts, and the verbose results by
@@ -354,10 +360,13 @@ mod tests {
             } },
         )
         .unwrap();
-        assert_eq!(model.namespace, "db.coll");
-        let WriteModel::UpdateOne(model) = model.model else {
+        let WriteModel::UpdateOne(model) = model else {
             panic!("{model:?}");
         };
+        assert_eq!(
+            model.namespace,
+            Some(anymongo::Namespace::new("db", "coll"))
+        );
         assert_eq!(model.upsert, Some(true));
         assert_eq!(model.sort, Some(doc! { "_id": -1 }));
         assert_eq!(model.hint, Some(Hint::Name("_id_".into())));

@@ -14,8 +14,8 @@ use bson::{doc, Bson, Document, RawDocumentBuf};
 use futures::TryStreamExt;
 
 use super::{
-    add_count, BulkWriteOptions, BulkWriteResult, ClientWriteModel, DeleteResult, InsertOneResult,
-    UpdateResult, VerboseResults,
+    add_count, BulkWriteOptions, BulkWriteResult, DeleteResult, InsertOneResult, UpdateResult,
+    VerboseResults, WriteModel,
 };
 use crate::bson_util::as_i64;
 use crate::bson_util::insert_present;
@@ -33,13 +33,15 @@ use crate::session::ClientSession;
 use crate::wire::{DocumentSequence, WireError};
 
 /// Runs `models` in as few `bulkWrite` commands as the server's limits allow, in
-/// `session` (an implicit one when `None`): the work of
+/// `session` (an implicit one when `None`), with each write's result when `verbose`:
+/// the work of
 /// [`Client::bulk_write`](crate::Client::bulk_write), whose documentation says what it
 /// returns.
 pub(crate) async fn execute(
     executor: &std::sync::Arc<Executor>,
-    models: impl IntoIterator<Item = impl Into<ClientWriteModel>>,
+    models: Vec<WriteModel>,
     options: Option<BulkWriteOptions>,
+    verbose: bool,
     session: Option<&ClientSession>,
     timing: crate::operation::Timing,
 ) -> Result<BulkWriteResult> {
@@ -52,7 +54,7 @@ pub(crate) async fn execute(
         .write_concern
         .clone()
         .unwrap_or_else(|| executor.options().write_concern_or_default());
-    let plan = Plan::new(models, &options, write_concern)?;
+    let plan = Plan::new(models, &options, verbose, write_concern)?;
     let mut outcome = Outcome::new(plan.verbose, plan.acknowledged());
     let mut offset = 0;
     while offset < plan.ops.len() {
@@ -106,11 +108,17 @@ struct PreparedOp {
 impl PreparedOp {
     /// The entry of `model`, after the client-side checks of the spec ("Update vs.
     /// replace document validation").
-    fn new(model: ClientWriteModel) -> Result<PreparedOp> {
-        let (statement, inserted_id) = model.model.statement(Spelling::BulkWrite)?;
-        check_namespace(&model.namespace)?;
+    fn new(index: usize, model: WriteModel) -> Result<PreparedOp> {
+        let namespace = model.namespace().map(ToString::to_string).ok_or_else(|| {
+            Error::invalid_argument(format!(
+                "the write model at index {index} of a client bulk write has no namespace: \
+                 set one with .namespace(collection.namespace())"
+            ))
+        })?;
+        check_namespace(&namespace)?;
+        let (statement, inserted_id) = model.statement(Spelling::BulkWrite)?;
         Ok(PreparedOp {
-            namespace: model.namespace,
+            namespace,
             statement,
             inserted_id,
         })
@@ -161,13 +169,15 @@ struct Plan {
 impl Plan {
     /// The plan of `models`, refused if the spec says so before anything is sent.
     fn new(
-        models: impl IntoIterator<Item = impl Into<ClientWriteModel>>,
+        models: Vec<WriteModel>,
         options: &BulkWriteOptions,
+        verbose: bool,
         write_concern: WriteConcern,
     ) -> Result<Plan> {
         let ops = models
             .into_iter()
-            .map(|model| PreparedOp::new(model.into()))
+            .enumerate()
+            .map(|(index, model)| PreparedOp::new(index, model))
             .collect::<Result<Vec<_>>>()?;
         if ops.is_empty() {
             return Err(Error::invalid_argument(
@@ -178,7 +188,6 @@ impl Plan {
         // The spec's defaults: ordered, summary results ("`errorsOnly` and
         // `verboseResults`", "`ordered`").
         let ordered = options.ordered.unwrap_or(true);
-        let verbose = options.verbose_results.unwrap_or(false);
         if !write_concern.is_acknowledged() {
             // The spec's messages, word for word.
             if verbose {
@@ -695,12 +704,13 @@ mod tests {
         UpdateManyModel, UpdateOneModel,
     };
 
+    /// `model` on `namespace` ("db.coll").
+    fn on(namespace: &str, model: impl Into<WriteModel>) -> WriteModel {
+        model.into().with_namespace(namespace.parse().unwrap())
+    }
+
     fn insert(namespace: &str, document: Document) -> PreparedOp {
-        PreparedOp::new(ClientWriteModel::new(
-            namespace,
-            InsertOneModel::new(document),
-        ))
-        .unwrap()
+        PreparedOp::new(0, on(namespace, InsertOneModel::new(document))).unwrap()
     }
 
     fn client_error(result: Result<impl std::fmt::Debug>) -> String {
@@ -731,7 +741,7 @@ mod tests {
         let mut update = UpdateOneModel::new(doc! { "x": 1 }, doc! { "$set": { "y": 2 } });
         update.upsert = Some(false);
         update.sort = Some(doc! { "_id": -1 });
-        let op = PreparedOp::new(ClientWriteModel::new("db.coll", update)).unwrap();
+        let op = PreparedOp::new(0, on("db.coll", update)).unwrap();
         assert_eq!(
             entry(&op),
             doc! {
@@ -742,27 +752,20 @@ mod tests {
         assert!(!op.statement.multi);
 
         let pipeline = vec![doc! { "$set": { "y": 2 } }];
-        let op = PreparedOp::new(ClientWriteModel::new(
-            "db.coll",
-            UpdateManyModel::new(doc! {}, pipeline),
-        ))
-        .unwrap();
+        let op =
+            PreparedOp::new(0, on("db.coll", UpdateManyModel::new(doc! {}, pipeline))).unwrap();
         assert_eq!(entry(&op).get_array("updateMods").unwrap().len(), 1);
         assert_eq!(entry(&op).get_bool("multi").ok(), Some(true));
         assert!(op.statement.multi);
 
         let mut delete = DeleteManyModel::new(doc! { "x": 1 });
         delete.hint = Some(crate::crud::Hint::Name("x_1".into()));
-        let op = PreparedOp::new(ClientWriteModel::new("db.coll", delete)).unwrap();
+        let op = PreparedOp::new(0, on("db.coll", delete)).unwrap();
         assert_eq!(
             entry(&op),
             doc! { "delete": 0, "filter": { "x": 1 }, "multi": true, "hint": "x_1" }
         );
-        let op = PreparedOp::new(ClientWriteModel::new(
-            "db.coll",
-            DeleteOneModel::new(doc! {}),
-        ))
-        .unwrap();
+        let op = PreparedOp::new(0, on("db.coll", DeleteOneModel::new(doc! {}))).unwrap();
         assert_eq!(
             entry(&op),
             doc! { "delete": 0, "filter": {}, "multi": false }
@@ -772,48 +775,50 @@ mod tests {
     #[test]
     fn updates_need_operators_and_replacements_refuse_them() {
         let update = |update: Document| {
-            PreparedOp::new(ClientWriteModel::new(
-                "db.coll",
-                UpdateOneModel::new(doc! {}, update),
-            ))
+            PreparedOp::new(0, on("db.coll", UpdateOneModel::new(doc! {}, update)))
         };
         assert!(client_error(update(doc! {})).contains("cannot be empty"));
         assert!(client_error(update(doc! { "x": 1 })).contains("update operators"));
-        let many = ClientWriteModel::new("db.coll", UpdateManyModel::new(doc! {}, doc! { "x": 1 }));
-        assert!(client_error(PreparedOp::new(many)).contains("update operators"));
-        let replace = ClientWriteModel::new(
+        let many = on("db.coll", UpdateManyModel::new(doc! {}, doc! { "x": 1 }));
+        assert!(client_error(PreparedOp::new(0, many)).contains("update operators"));
+        let replace = on(
             "db.coll",
             ReplaceOneModel::new(doc! {}, doc! { "$set": { "x": 1 } }),
         );
-        assert!(client_error(PreparedOp::new(replace)).contains("replacement"));
+        assert!(client_error(PreparedOp::new(0, replace)).contains("replacement"));
         // An empty replacement is allowed.
-        let replace = ClientWriteModel::new("db.coll", ReplaceOneModel::new(doc! {}, doc! {}));
-        assert!(PreparedOp::new(replace).is_ok());
+        let replace = on("db.coll", ReplaceOneModel::new(doc! {}, doc! {}));
+        assert!(PreparedOp::new(0, replace).is_ok());
     }
 
     #[test]
     fn namespaces_must_name_a_database_and_a_collection() {
-        for namespace in ["coll", ".coll", "db.", ""] {
-            let model = ClientWriteModel::new(namespace, DeleteOneModel::new(doc! {}));
-            assert!(client_error(PreparedOp::new(model)).contains("database.collection"));
+        for (db, coll) in [("", "coll"), ("db", ""), ("", "")] {
+            let model = DeleteOneModel::builder()
+                .namespace(crate::Namespace::new(db, coll))
+                .filter(doc! {})
+                .build();
+            assert!(client_error(PreparedOp::new(0, model.into())).contains("database.collection"));
         }
-        assert!(PreparedOp::new(ClientWriteModel::new(
-            "db.a.b",
-            DeleteOneModel::new(doc! {})
-        ))
-        .is_ok());
+        // A model without a namespace is refused, by its index.
+        let model = DeleteOneModel::builder().filter(doc! {}).build();
+        assert!(client_error(PreparedOp::new(3, model.into())).contains("index 3 "));
+        assert!(PreparedOp::new(0, on("db.a.b", DeleteOneModel::new(doc! {}))).is_ok());
     }
 
     #[test]
     fn the_namespace_index_is_written_in_place() {
         let ops = [
             insert("db.coll", doc! { "_id": 1 }),
-            PreparedOp::new(ClientWriteModel::new(
-                "db.c",
-                UpdateOneModel::new(doc! {}, doc! { "$inc": { "x": 1 } }),
-            ))
+            PreparedOp::new(
+                0,
+                on(
+                    "db.c",
+                    UpdateOneModel::new(doc! {}, doc! { "$inc": { "x": 1 } }),
+                ),
+            )
             .unwrap(),
-            PreparedOp::new(ClientWriteModel::new("db.c", DeleteOneModel::new(doc! {}))).unwrap(),
+            PreparedOp::new(0, on("db.c", DeleteOneModel::new(doc! {}))).unwrap(),
         ];
         for op in &ops {
             let patched = op.with_namespace_index(7).unwrap();
@@ -871,11 +876,7 @@ mod tests {
             insert("db0.coll1", doc! { "_id": 2 }),
             insert("db0.coll0", doc! { "_id": 3 }),
             insert("db1.coll2", doc! { "_id": 4 }),
-            PreparedOp::new(ClientWriteModel::new(
-                "db0.coll1",
-                DeleteManyModel::new(doc! {}),
-            ))
-            .unwrap(),
+            PreparedOp::new(0, on("db0.coll1", DeleteManyModel::new(doc! {}))).unwrap(),
         ];
         let batch = next_batch(&ops, limits(100, usize::MAX)).unwrap();
         assert_eq!(namespaces(&batch), ["db0.coll0", "db0.coll1", "db1.coll2"]);
@@ -945,19 +946,20 @@ mod tests {
         );
     }
 
-    fn plan(options: ClientBulkWriteOptions, concern: WriteConcern) -> Result<Plan> {
-        let models = [ClientWriteModel::new(
-            "db.coll",
-            InsertOneModel::new(doc! {}),
-        )];
-        Plan::new(models, &options, concern)
+    fn plan(options: ClientBulkWriteOptions, verbose: bool, concern: WriteConcern) -> Result<Plan> {
+        let models = vec![on("db.coll", InsertOneModel::new(doc! {}))];
+        Plan::new(models, &options, verbose, concern)
     }
 
     #[test]
     fn the_command_carries_the_options_given_and_the_spec_defaults() {
-        let body = plan(ClientBulkWriteOptions::default(), WriteConcern::default())
-            .unwrap()
-            .body;
+        let body = plan(
+            ClientBulkWriteOptions::default(),
+            false,
+            WriteConcern::default(),
+        )
+        .unwrap()
+        .body;
         // CRUD prose test 11: this body is 43 bytes.
         assert_eq!(
             body,
@@ -972,10 +974,9 @@ mod tests {
             bypass_document_validation: Some(false),
             comment: Some(Bson::String("c".into())),
             let_vars: Some(doc! { "id": 1 }),
-            verbose_results: Some(true),
             write_concern: None,
         };
-        let body = plan(options, WriteConcern::majority()).unwrap().body;
+        let body = plan(options, true, WriteConcern::majority()).unwrap().body;
         assert_eq!(
             body,
             doc! {
@@ -988,23 +989,23 @@ mod tests {
 
     #[test]
     fn the_client_side_errors_of_the_spec() {
-        let none: [ClientWriteModel; 0] = [];
         let empty = Plan::new(
-            none,
+            Vec::new(),
             &ClientBulkWriteOptions::default(),
+            false,
             WriteConcern::default(),
         );
         assert!(client_error(empty).contains("at least one"));
         let unacknowledged = WriteConcern::nodes(0);
         let verbose = ClientBulkWriteOptions {
             ordered: Some(false),
-            verbose_results: Some(true),
             ..Default::default()
         };
-        assert!(client_error(plan(verbose, unacknowledged.clone()))
+        assert!(client_error(plan(verbose, true, unacknowledged.clone()))
             .contains("Cannot request unacknowledged write concern and verbose results"));
         assert!(client_error(plan(
             ClientBulkWriteOptions::default(),
+            false,
             unacknowledged.clone()
         ))
         .contains("Cannot request unacknowledged write concern and ordered writes"));
@@ -1012,7 +1013,7 @@ mod tests {
             ordered: Some(false),
             ..Default::default()
         };
-        let plan = plan(unordered, unacknowledged).unwrap();
+        let plan = plan(unordered, false, unacknowledged).unwrap();
         assert!(!plan.acknowledged());
         assert_eq!(
             plan.body.get_document("writeConcern").unwrap(),
@@ -1026,11 +1027,9 @@ mod tests {
         };
         assert!(invalid.validate().is_err());
         assert!(Plan::new(
-            [ClientWriteModel::new(
-                "db.coll",
-                InsertOneModel::new(doc! {})
-            )],
+            vec![on("db.coll", InsertOneModel::new(doc! {}))],
             &ClientBulkWriteOptions::default(),
+            false,
             invalid
         )
         .is_err());
@@ -1040,16 +1039,15 @@ mod tests {
     fn mixed() -> Vec<PreparedOp> {
         vec![
             insert("db.coll", doc! { "_id": 8 }),
-            PreparedOp::new(ClientWriteModel::new(
-                "db.coll",
-                UpdateOneModel::new(doc! {}, doc! { "$inc": { "x": 1 } }),
-            ))
+            PreparedOp::new(
+                0,
+                on(
+                    "db.coll",
+                    UpdateOneModel::new(doc! {}, doc! { "$inc": { "x": 1 } }),
+                ),
+            )
             .unwrap(),
-            PreparedOp::new(ClientWriteModel::new(
-                "db.coll",
-                DeleteManyModel::new(doc! {}),
-            ))
-            .unwrap(),
+            PreparedOp::new(0, on("db.coll", DeleteManyModel::new(doc! {}))).unwrap(),
         ]
     }
 
@@ -1276,11 +1274,10 @@ mod tests {
     fn options_deserialize_from_the_spec_names() {
         let options: ClientBulkWriteOptions = bson::deserialize_from_document(doc! {
             "ordered": false, "bypassDocumentValidation": true, "comment": "c",
-            "let": { "a": 1 }, "verboseResults": true, "writeConcern": { "w": 0 },
+            "let": { "a": 1 }, "writeConcern": { "w": 0 },
         })
         .unwrap();
         assert_eq!(options.ordered, Some(false));
-        assert_eq!(options.verbose_results, Some(true));
         assert_eq!(options.let_vars, Some(doc! { "a": 1 }));
         assert_eq!(options.write_concern, Some(WriteConcern::nodes(0)));
     }

@@ -49,11 +49,20 @@ impl Statements {
     /// The statements of `models`; an invalid model is an error naming its index.
     pub fn of_models<T: Serialize>(
         models: impl IntoIterator<Item = WriteModel<T>>,
+        namespace: &crate::crud::Namespace,
     ) -> Result<Statements> {
         let (statements, ids) = models
             .into_iter()
             .enumerate()
             .map(|(index, model)| {
+                // A model may name the collection (as a client bulk write's does),
+                // but not another one: its write would land elsewhere.
+                if let Some(other) = model.namespace().filter(|other| *other != namespace) {
+                    return Err(Error::invalid_argument(format!(
+                        "write model {index}: its namespace {other} is not the \
+                         collection's, {namespace}"
+                    )));
+                }
                 model
                     .statement(Spelling::WriteCommand)
                     .map_err(|error| match &*error.kind {
@@ -306,6 +315,30 @@ mod tests {
         UpdateOneModel,
     };
 
+    /// The collection the models are written to.
+    fn ns() -> crate::crud::Namespace {
+        crate::crud::Namespace::new("db", "coll")
+    }
+
+    #[test]
+    fn a_model_naming_another_collection_is_refused() {
+        let model = DeleteOneModel::builder()
+            .namespace(crate::crud::Namespace::new("db", "other"))
+            .filter(bson::doc! {})
+            .build();
+        let error = Statements::of_models([WriteModel::<bson::Document>::from(model)], &ns())
+            .err()
+            .unwrap();
+        assert!(error
+            .to_string()
+            .contains("write model 0: its namespace db.other"));
+        let same = DeleteOneModel::builder()
+            .namespace(ns())
+            .filter(bson::doc! {})
+            .build();
+        assert!(Statements::of_models([WriteModel::<bson::Document>::from(same)], &ns()).is_ok());
+    }
+
     fn models() -> Vec<WriteModel> {
         vec![
             InsertOneModel::new(bson::doc! { "_id": 1 }).into(),
@@ -326,7 +359,7 @@ mod tests {
 
     #[test]
     fn ordered_runs_are_consecutive_models_of_a_kind() {
-        let plan = Plan::of_models(Statements::of_models(models()).unwrap(), true).unwrap();
+        let plan = Plan::of_models(Statements::of_models(models(), &ns()).unwrap(), true).unwrap();
         assert_eq!(
             shape(&plan),
             vec![
@@ -344,7 +377,7 @@ mod tests {
 
     #[test]
     fn unordered_runs_hold_every_model_of_a_kind() {
-        let plan = Plan::of_models(Statements::of_models(models()).unwrap(), false).unwrap();
+        let plan = Plan::of_models(Statements::of_models(models(), &ns()).unwrap(), false).unwrap();
         assert_eq!(
             shape(&plan),
             vec![
@@ -356,20 +389,21 @@ mod tests {
     }
 
     fn plan(model: WriteModel) -> Result<Plan> {
-        Statements::of_models([model]).and_then(|statements| Plan::of_models(statements, true))
+        Statements::of_models([model], &ns())
+            .and_then(|statements| Plan::of_models(statements, true))
     }
 
     #[test]
     fn invalid_lists_are_refused_before_anything_is_sent() {
         let empty = Plan::of_models(
-            Statements::of_models(Vec::<WriteModel>::new()).unwrap(),
+            Statements::of_models(Vec::<WriteModel>::new(), &ns()).unwrap(),
             true,
         )
         .unwrap_err();
         assert!(empty.to_string().contains("at least one"), "{empty}");
         let mut list = models();
         list.push(UpdateManyModel::new(bson::doc! {}, bson::doc! { "x": 1 }).into());
-        let update = Statements::of_models(list)
+        let update = Statements::of_models(list, &ns())
             .and_then(|statements| Plan::of_models(statements, true))
             .unwrap_err();
         assert!(matches!(&*update.kind, ErrorKind::InvalidArgument { .. }));
@@ -396,7 +430,7 @@ mod tests {
 
     #[test]
     fn replies_are_recorded_by_the_index_of_each_model() {
-        let plan = Plan::of_models(Statements::of_models(models()).unwrap(), false).unwrap();
+        let plan = Plan::of_models(Statements::of_models(models(), &ns()).unwrap(), false).unwrap();
         let mut outcome = Outcome::default();
         // The insert run (models 0, 1, 4) in two commands; the second statement of the
         // run (model 1) fails.
@@ -442,7 +476,7 @@ mod tests {
     #[test]
     fn counts_adding_up_past_u64_max_are_a_misbehaving_server() {
         // issue 41: the sums panicked (or wrapped, in a release build).
-        let plan = Plan::of_models(Statements::of_models(models()).unwrap(), false).unwrap();
+        let plan = Plan::of_models(Statements::of_models(models(), &ns()).unwrap(), false).unwrap();
         let mut outcome = Outcome::default();
         let reply = || WriteReply {
             n: u64::try_from(i64::MAX).unwrap(),
@@ -462,7 +496,7 @@ mod tests {
 
     #[test]
     fn ordered_writes_stop_at_the_first_write_error() {
-        let plan = Plan::of_models(Statements::of_models(models()).unwrap(), true).unwrap();
+        let plan = Plan::of_models(Statements::of_models(models(), &ns()).unwrap(), true).unwrap();
         let mut outcome = Outcome::default();
         let reply = WriteReply {
             n: 0,
@@ -482,7 +516,7 @@ mod tests {
 
     #[test]
     fn a_write_concern_error_fails_the_bulk_write_with_what_was_done() {
-        let plan = Plan::of_models(Statements::of_models(models()).unwrap(), true).unwrap();
+        let plan = Plan::of_models(Statements::of_models(models(), &ns()).unwrap(), true).unwrap();
         let mut outcome = Outcome::default();
         let concern = super::super::write_concern_error(64, "waiting for replication timed out");
         let reply = WriteReply {

@@ -3,9 +3,9 @@
 //! (Bulk Write spec, MongoDB 8.0+), sent as `bulkWrite` commands that may write to any
 //! collections of the deployment.
 //!
-//! Both take the same [`WriteModel`]s (a client's with their namespace: a
-//! [`ClientWriteModel`]), the same [`BulkWriteOptions`], and return the same
-//! [`BulkWriteResult`] (a client's with verbose results when asked). Each model becomes
+//! Both take the same [`WriteModel`]s (a client's each naming its collection), the
+//! same [`BulkWriteOptions`]; a collection's returns a [`BulkWriteResult`], a
+//! client's a [`SummaryBulkWriteResult`] or a [`VerboseBulkWriteResult`]. Each model becomes
 //! its statement in one place (`model`), spelled for the command that carries it;
 //! then `collection_level` groups the statements into runs of one kind — consecutive
 //! models when ordered, every model of a kind when unordered — each sent in as many
@@ -27,10 +27,13 @@
 //! let result = orders
 //!     .bulk_write([
 //!         InsertOneModel::new(doc! { "item": "tea", "qty": 2 }).into(),
-//!         WriteModel::UpdateOne(UpdateOneModel {
-//!             upsert: Some(true),
-//!             ..UpdateOneModel::new(doc! { "item": "milk" }, doc! { "$inc": { "qty": 1 } })
-//!         }),
+//!         WriteModel::UpdateOne(
+//!             UpdateOneModel::builder()
+//!                 .filter(doc! { "item": "milk" })
+//!                 .update(doc! { "$inc": { "qty": 1 } })
+//!                 .upsert(true)
+//!                 .build(),
+//!         ),
 //!         DeleteOneModel::new(doc! { "item": "coffee" }).into(),
 //!     ])
 //!     .await?;
@@ -62,13 +65,13 @@ mod options;
 mod result;
 
 pub use model::{
-    ClientWriteModel, DeleteManyModel, DeleteOneModel, InsertOneModel, ReplaceOneModel,
-    UpdateManyModel, UpdateModifications, UpdateOneModel, WriteModel,
+    DeleteManyModel, DeleteOneModel, InsertOneModel, ReplaceOneModel, UpdateManyModel,
+    UpdateModifications, UpdateOneModel, WriteModel,
 };
 pub use options::{BulkWriteOptions, ClientBulkWriteOptions};
 pub use result::{
     BulkWriteResult, ClientBulkWriteResult, DeleteResult, InsertManyResult, InsertOneResult,
-    UpdateResult, VerboseResults,
+    SummaryBulkWriteResult, UpdateResult, VerboseBulkWriteResult, VerboseResults,
 };
 
 /// A `writeConcernError` as a server reports it, for the tests of both bulk writes.

@@ -1,20 +1,23 @@
-//! The write models of both bulk writes: [`WriteModel`], one write on a collection,
-//! and [`ClientWriteModel`], one with the namespace it applies to; and the statement
-//! each becomes.
+//! The write models of both bulk writes: [`WriteModel`], one write on the collection
+//! its namespace names; and the statement each becomes.
 
 use bson::{Bson, Document};
 use serde::Serialize;
 
 use crate::crud::write::{replacement_document, with_id};
 use crate::crud::write::{DeleteStatement, Spelling, Statement, UpdateStatement};
-use crate::crud::{Collation, Hint};
+use crate::crud::{Collation, Hint, Namespace};
 use crate::error::{Error, Result};
 
 /// One write of a bulk write (CRUD spec, "Bulk Write Models"; Bulk Write spec, "Write
 /// Models"): of a [`Collection::bulk_write`](crate::Collection::bulk_write), where `T`
-/// is the collection's document type, or, with its namespace in a
-/// [`ClientWriteModel`], of a [`Client::bulk_write`](crate::Client::bulk_write).
+/// is the collection's document type, or of a
+/// [`Client::bulk_write`](crate::Client::bulk_write), where each model names its
+/// collection (`namespace`). Built with each model's builder
+/// (`UpdateOneModel::builder().namespace(coll.namespace()).filter(..).update(..).build()`)
+/// and `.into()`.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum WriteModel<T = Document> {
     /// Inserts a document.
     InsertOne(InsertOneModel<T>),
@@ -31,8 +34,13 @@ pub enum WriteModel<T = Document> {
 }
 
 /// Inserts `document`; an `_id` is generated when it has none.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(typed_builder::TypedBuilder, Debug, Clone, PartialEq)]
 pub struct InsertOneModel<T = Document> {
+    /// The collection written: required by [`Client::bulk_write`](crate::Client::bulk_write);
+    /// a [`Collection::bulk_write`](crate::Collection::bulk_write) writes its own collection
+    /// and refuses another.
+    #[builder(default, setter(into, strip_option))]
+    pub namespace: Option<Namespace>,
     /// The document to insert.
     pub document: T,
 }
@@ -40,27 +48,41 @@ pub struct InsertOneModel<T = Document> {
 impl<T> InsertOneModel<T> {
     /// Inserts `document`.
     pub fn new(document: T) -> Self {
-        InsertOneModel { document }
+        InsertOneModel {
+            namespace: None,
+            document,
+        }
     }
 }
 
 /// Applies an update to the first document matching `filter`. The options left
 /// `None` are not sent.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(typed_builder::TypedBuilder, Debug, Clone, PartialEq)]
 pub struct UpdateOneModel {
+    /// The collection written: required by [`Client::bulk_write`](crate::Client::bulk_write);
+    /// a [`Collection::bulk_write`](crate::Collection::bulk_write) writes its own collection
+    /// and refuses another.
+    #[builder(default, setter(into, strip_option))]
+    pub namespace: Option<Namespace>,
     /// Which document to update.
     pub filter: Document,
     /// An update document (every key an operator) or a pipeline.
+    #[builder(setter(into))]
     pub update: UpdateModifications,
     /// Filters of the array elements to update.
+    #[builder(default, setter(into, strip_option))]
     pub array_filters: Option<Vec<Document>>,
     /// The collation of string comparisons.
+    #[builder(default, setter(into, strip_option))]
     pub collation: Option<Collation>,
     /// The index to use: its name or its key pattern.
+    #[builder(default, setter(into, strip_option))]
     pub hint: Option<Hint>,
     /// Which document is updated when several match (MongoDB 8.0+).
+    #[builder(default, setter(into, strip_option))]
     pub sort: Option<Document>,
     /// Inserts a document when none matches.
+    #[builder(default, setter(into, strip_option))]
     pub upsert: Option<bool>,
 }
 
@@ -68,6 +90,7 @@ impl UpdateOneModel {
     /// Applies `update` to the first document matching `filter`.
     pub fn new(filter: Document, update: impl Into<UpdateModifications>) -> Self {
         UpdateOneModel {
+            namespace: None,
             filter,
             update: update.into(),
             array_filters: None,
@@ -81,19 +104,29 @@ impl UpdateOneModel {
 
 /// Applies an update to every document matching `filter`. The options left `None`
 /// are not sent.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(typed_builder::TypedBuilder, Debug, Clone, PartialEq)]
 pub struct UpdateManyModel {
+    /// The collection written: required by [`Client::bulk_write`](crate::Client::bulk_write);
+    /// a [`Collection::bulk_write`](crate::Collection::bulk_write) writes its own collection
+    /// and refuses another.
+    #[builder(default, setter(into, strip_option))]
+    pub namespace: Option<Namespace>,
     /// Which documents to update.
     pub filter: Document,
     /// An update document (every key an operator) or a pipeline.
+    #[builder(setter(into))]
     pub update: UpdateModifications,
     /// Filters of the array elements to update.
+    #[builder(default, setter(into, strip_option))]
     pub array_filters: Option<Vec<Document>>,
     /// The collation of string comparisons.
+    #[builder(default, setter(into, strip_option))]
     pub collation: Option<Collation>,
     /// The index to use: its name or its key pattern.
+    #[builder(default, setter(into, strip_option))]
     pub hint: Option<Hint>,
     /// Inserts a document when none matches.
+    #[builder(default, setter(into, strip_option))]
     pub upsert: Option<bool>,
 }
 
@@ -101,6 +134,7 @@ impl UpdateManyModel {
     /// Applies `update` to every document matching `filter`.
     pub fn new(filter: Document, update: impl Into<UpdateModifications>) -> Self {
         UpdateManyModel {
+            namespace: None,
             filter,
             update: update.into(),
             array_filters: None,
@@ -113,19 +147,28 @@ impl UpdateManyModel {
 
 /// Replaces the first document matching `filter` with `replacement`. The options left
 /// `None` are not sent.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(typed_builder::TypedBuilder, Debug, Clone, PartialEq)]
 pub struct ReplaceOneModel<T = Document> {
+    /// The collection written: required by [`Client::bulk_write`](crate::Client::bulk_write);
+    /// a [`Collection::bulk_write`](crate::Collection::bulk_write) writes its own collection
+    /// and refuses another.
+    #[builder(default, setter(into, strip_option))]
+    pub namespace: Option<Namespace>,
     /// Which document to replace.
     pub filter: Document,
     /// The new document; it cannot contain update operators.
     pub replacement: T,
     /// The collation of string comparisons.
+    #[builder(default, setter(into, strip_option))]
     pub collation: Option<Collation>,
     /// The index to use: its name or its key pattern.
+    #[builder(default, setter(into, strip_option))]
     pub hint: Option<Hint>,
     /// Which document is replaced when several match (MongoDB 8.0+).
+    #[builder(default, setter(into, strip_option))]
     pub sort: Option<Document>,
     /// Inserts the replacement when no document matches.
+    #[builder(default, setter(into, strip_option))]
     pub upsert: Option<bool>,
 }
 
@@ -133,6 +176,7 @@ impl<T> ReplaceOneModel<T> {
     /// Replaces the first document matching `filter` with `replacement`.
     pub fn new(filter: Document, replacement: T) -> Self {
         ReplaceOneModel {
+            namespace: None,
             filter,
             replacement,
             collation: None,
@@ -145,13 +189,20 @@ impl<T> ReplaceOneModel<T> {
 
 /// Deletes the first document matching `filter`. The options left `None` are not
 /// sent.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(typed_builder::TypedBuilder, Debug, Clone, PartialEq)]
 pub struct DeleteOneModel {
+    /// The collection written: required by [`Client::bulk_write`](crate::Client::bulk_write);
+    /// a [`Collection::bulk_write`](crate::Collection::bulk_write) writes its own collection
+    /// and refuses another.
+    #[builder(default, setter(into, strip_option))]
+    pub namespace: Option<Namespace>,
     /// Which document to delete.
     pub filter: Document,
     /// The collation of string comparisons.
+    #[builder(default, setter(into, strip_option))]
     pub collation: Option<Collation>,
     /// The index to use: its name or its key pattern.
+    #[builder(default, setter(into, strip_option))]
     pub hint: Option<Hint>,
 }
 
@@ -159,6 +210,7 @@ impl DeleteOneModel {
     /// Deletes the first document matching `filter`.
     pub fn new(filter: Document) -> Self {
         DeleteOneModel {
+            namespace: None,
             filter,
             collation: None,
             hint: None,
@@ -167,13 +219,20 @@ impl DeleteOneModel {
 }
 
 /// Deletes every document matching `filter`. The options left `None` are not sent.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(typed_builder::TypedBuilder, Debug, Clone, PartialEq)]
 pub struct DeleteManyModel {
+    /// The collection written: required by [`Client::bulk_write`](crate::Client::bulk_write);
+    /// a [`Collection::bulk_write`](crate::Collection::bulk_write) writes its own collection
+    /// and refuses another.
+    #[builder(default, setter(into, strip_option))]
+    pub namespace: Option<Namespace>,
     /// Which documents to delete.
     pub filter: Document,
     /// The collation of string comparisons.
+    #[builder(default, setter(into, strip_option))]
     pub collation: Option<Collation>,
     /// The index to use: its name or its key pattern.
+    #[builder(default, setter(into, strip_option))]
     pub hint: Option<Hint>,
 }
 
@@ -181,6 +240,7 @@ impl DeleteManyModel {
     /// Deletes every document matching `filter`.
     pub fn new(filter: Document) -> Self {
         DeleteManyModel {
+            namespace: None,
             filter,
             collation: None,
             hint: None,
@@ -275,22 +335,31 @@ impl<T> From<DeleteManyModel> for WriteModel<T> {
     }
 }
 
-/// One write of a [`Client::bulk_write`](crate::Client::bulk_write): a [`WriteModel`]
-/// and the namespace it applies to (Bulk Write spec, "Write Models").
-#[derive(Debug, Clone, PartialEq)]
-pub struct ClientWriteModel {
-    /// `database.collection`.
-    pub namespace: String,
-    /// The write.
-    pub model: WriteModel,
-}
+impl<T> WriteModel<T> {
+    /// The model on `namespace`, whatever collection it named before: for code that
+    /// builds models before knowing their collection (an anymongo addition).
+    pub fn with_namespace(mut self, namespace: Namespace) -> WriteModel<T> {
+        let namespace = Some(namespace);
+        match &mut self {
+            WriteModel::InsertOne(model) => model.namespace = namespace,
+            WriteModel::UpdateOne(model) => model.namespace = namespace,
+            WriteModel::UpdateMany(model) => model.namespace = namespace,
+            WriteModel::ReplaceOne(model) => model.namespace = namespace,
+            WriteModel::DeleteOne(model) => model.namespace = namespace,
+            WriteModel::DeleteMany(model) => model.namespace = namespace,
+        }
+        self
+    }
 
-impl ClientWriteModel {
-    /// `model` on `namespace` (`"database.collection"`).
-    pub fn new(namespace: impl Into<String>, model: impl Into<WriteModel>) -> ClientWriteModel {
-        ClientWriteModel {
-            namespace: namespace.into(),
-            model: model.into(),
+    /// The collection the model names, if it names one.
+    pub(crate) fn namespace(&self) -> Option<&Namespace> {
+        match self {
+            WriteModel::InsertOne(model) => model.namespace.as_ref(),
+            WriteModel::UpdateOne(model) => model.namespace.as_ref(),
+            WriteModel::UpdateMany(model) => model.namespace.as_ref(),
+            WriteModel::ReplaceOne(model) => model.namespace.as_ref(),
+            WriteModel::DeleteOne(model) => model.namespace.as_ref(),
+            WriteModel::DeleteMany(model) => model.namespace.as_ref(),
         }
     }
 }

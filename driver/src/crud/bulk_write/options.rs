@@ -25,11 +25,6 @@ pub struct BulkWriteOptions {
     /// MongoDB 5.0+); a collection's bulk write does not send them with inserts.
     #[serde(rename = "let")]
     pub let_vars: Option<Document>,
-    /// Client bulk write: the result of each write, not only the counts
-    /// ([`BulkWriteResult::verbose_results`](super::BulkWriteResult::verbose_results));
-    /// off by default, which is faster. A collection's bulk write has no verbose
-    /// results.
-    pub verbose_results: Option<bool>,
     /// Overrides the collection's or client's write concern.
     #[serde(deserialize_with = "crate::concern::deserialize_write_concern")]
     pub write_concern: Option<WriteConcern>,

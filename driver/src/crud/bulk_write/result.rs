@@ -5,7 +5,7 @@
 //! Data only, on purpose: [`crate::error`] names these types in the failures it
 //! carries, so this file imports nothing of the driver.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use bson::Bson;
 
@@ -69,8 +69,7 @@ pub struct BulkWriteResult {
     /// write's: with verbose results only).
     pub upserted_ids: BTreeMap<usize, Bson>,
     /// Client bulk write: the result of each write that succeeded; `Some` only when
-    /// [`BulkWriteOptions::verbose_results`](super::BulkWriteOptions::verbose_results)
-    /// asked for them.
+    /// `.verbose_results()` asked for them.
     pub verbose_results: Option<VerboseResults>,
 }
 
@@ -88,4 +87,117 @@ pub struct VerboseResults {
     pub update_results: BTreeMap<usize, UpdateResult>,
     /// The deletes that succeeded.
     pub delete_results: BTreeMap<usize, DeleteResult>,
+}
+
+/// What a [`Client::bulk_write`](crate::Client::bulk_write) did, in counts (Bulk
+/// Write spec, "BulkWriteResult" without verbose results).
+#[derive(Debug, Clone, PartialEq, Default)]
+#[non_exhaustive]
+pub struct SummaryBulkWriteResult {
+    /// Documents inserted.
+    pub inserted_count: i64,
+    /// Documents the updates and replacements matched (upserts excluded).
+    pub matched_count: i64,
+    /// Documents the updates and replacements changed.
+    pub modified_count: i64,
+    /// Documents upserted by updates and replacements.
+    pub upserted_count: i64,
+    /// Documents deleted.
+    pub deleted_count: i64,
+    /// Whether the server acknowledged the writes (their write concern is not
+    /// `w: 0`); an unacknowledged bulk write's counts are those its replies carried.
+    /// An anymongo addition (the Bulk Write spec's `acknowledged`).
+    pub acknowledged: bool,
+}
+
+/// What a [`Client::bulk_write`](crate::Client::bulk_write) with
+/// `.verbose_results()` did: the counts and the result of each write that succeeded,
+/// by the index of its model (Bulk Write spec, "VerboseResults").
+#[derive(Debug, Clone, PartialEq, Default)]
+#[non_exhaustive]
+pub struct VerboseBulkWriteResult {
+    /// The counts.
+    pub summary: SummaryBulkWriteResult,
+    /// The inserts that succeeded.
+    pub insert_results: HashMap<usize, InsertOneResult>,
+    /// The updates and replacements that succeeded.
+    pub update_results: HashMap<usize, UpdateResult>,
+    /// The deletes that succeeded.
+    pub delete_results: HashMap<usize, DeleteResult>,
+}
+
+impl SummaryBulkWriteResult {
+    /// The counts of `result`. The official result counts in `i64`: a count past
+    /// `i64::MAX` (only a misbehaving server's replies add up to one) saturates.
+    pub(crate) fn of(result: &BulkWriteResult) -> SummaryBulkWriteResult {
+        let count = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+        SummaryBulkWriteResult {
+            inserted_count: count(result.inserted_count),
+            matched_count: count(result.matched_count),
+            modified_count: count(result.modified_count),
+            upserted_count: count(result.upserted_count),
+            deleted_count: count(result.deleted_count),
+            acknowledged: result.acknowledged,
+        }
+    }
+}
+
+impl VerboseBulkWriteResult {
+    /// The counts and each write's result of `result` (none when it has no verbose
+    /// results).
+    pub(crate) fn of(result: BulkWriteResult) -> VerboseBulkWriteResult {
+        let summary = SummaryBulkWriteResult::of(&result);
+        let verbose = result.verbose_results.unwrap_or_default();
+        VerboseBulkWriteResult {
+            summary,
+            insert_results: verbose.insert_results.into_iter().collect(),
+            update_results: verbose.update_results.into_iter().collect(),
+            delete_results: verbose.delete_results.into_iter().collect(),
+        }
+    }
+}
+
+/// The counts in the shape of the result the client bulk write's errors carry as
+/// their partial result (`acknowledged`, counts in `u64`).
+impl From<SummaryBulkWriteResult> for BulkWriteResult {
+    fn from(summary: SummaryBulkWriteResult) -> BulkWriteResult {
+        // Counts are never negative: the driver adds up the server's unsigned counts.
+        let count = |n: i64| u64::try_from(n).unwrap_or(0);
+        BulkWriteResult {
+            acknowledged: summary.acknowledged,
+            inserted_count: count(summary.inserted_count),
+            matched_count: count(summary.matched_count),
+            modified_count: count(summary.modified_count),
+            deleted_count: count(summary.deleted_count),
+            upserted_count: count(summary.upserted_count),
+            ..BulkWriteResult::default()
+        }
+    }
+}
+
+/// The counts and each write's result in the shape of the result the client bulk
+/// write's errors carry as their partial result (the results by index in order).
+impl From<VerboseBulkWriteResult> for BulkWriteResult {
+    fn from(verbose: VerboseBulkWriteResult) -> BulkWriteResult {
+        let upserted_ids = verbose
+            .update_results
+            .iter()
+            .filter_map(|(index, update)| Some((*index, update.upserted_id.clone()?)))
+            .collect();
+        let inserted_ids = verbose
+            .insert_results
+            .iter()
+            .map(|(index, insert)| (*index, insert.inserted_id.clone()))
+            .collect();
+        BulkWriteResult {
+            inserted_ids,
+            upserted_ids,
+            verbose_results: Some(VerboseResults {
+                insert_results: verbose.insert_results.into_iter().collect(),
+                update_results: verbose.update_results.into_iter().collect(),
+                delete_results: verbose.delete_results.into_iter().collect(),
+            }),
+            ..verbose.summary.into()
+        }
+    }
 }
