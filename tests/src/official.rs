@@ -62,6 +62,11 @@ pub const PROGRAMS: &[(&str, Program)] = &[
     ("error: errors are matched by their kind", |uri| {
         Box::pin(error_docs::errors_are_matched_by_their_kind(uri))
     }),
+    ("Client: a client bulk write over two collections", |uri| {
+        Box::pin(bulk_write_docs::a_client_bulk_write_over_two_collections(
+            uri,
+        ))
+    }),
     (
         "event: a command event handler on ClientOptions sees a find",
         |uri| Box::pin(event_docs::a_command_event_handler_sees_a_find(uri)),
@@ -576,6 +581,61 @@ pub mod event_docs {
             .map(|(kind, _)| *kind)
             .collect();
         assert_eq!(finds, ["started", "succeeded"], "{seen:?}");
+        Ok(())
+    }
+}
+
+/// From the docs of `Client::bulk_write` and `options::WriteModel`: writes to several
+/// collections in one command, their models built with builders or by the collection.
+pub mod bulk_write_docs {
+    use super::*;
+    use anymongo::error::Result;
+    use anymongo::options::{DeleteOneModel, InsertOneModel, UpdateOneModel, WriteModel};
+
+    /// A summary, then verbose results, of a client bulk write over two collections.
+    pub async fn a_client_bulk_write_over_two_collections(uri: &str) -> Result<()> {
+        let db = fresh_database(uri, "official_bulk_write").await;
+        // A client of its own: SecantusDB refuses a bulkWrite carrying the
+        // `afterClusterTime` a causally consistent session would add after the drop.
+        let client = anymongo::Client::with_uri_str(uri).await?;
+        let db = client.database(db.name());
+        let customers = db.collection::<Document>("customers");
+        let orders = db.collection::<Document>("orders");
+
+        let models: Vec<WriteModel> = vec![
+            InsertOneModel::builder()
+                .namespace(customers.namespace())
+                .document(doc! { "_id": 1, "name": "Ada" })
+                .build()
+                .into(),
+            orders
+                .insert_one_model(doc! { "_id": 10, "customer": 1, "qty": 2 })?
+                .into(),
+            orders
+                .insert_one_model(doc! { "_id": 11, "customer": 1, "qty": 5 })?
+                .into(),
+            UpdateOneModel::builder()
+                .namespace(orders.namespace())
+                .filter(doc! { "_id": 10 })
+                .update(doc! { "$inc": { "qty": 1 } })
+                .build()
+                .into(),
+        ];
+        let summary = client.bulk_write(models).await?;
+        assert_eq!(summary.inserted_count, 3);
+        assert_eq!(summary.matched_count, 1);
+        assert_eq!(summary.modified_count, 1);
+
+        let verbose = client
+            .bulk_write(vec![DeleteOneModel::builder()
+                .namespace(orders.namespace())
+                .filter(doc! { "_id": 11 })
+                .build()])
+            .verbose_results()
+            .await?;
+        assert_eq!(verbose.summary.deleted_count, 1);
+        assert_eq!(verbose.delete_results[&0].deleted_count, 1);
+        assert_eq!(orders.count_documents(doc! {}).await?, 1);
         Ok(())
     }
 }
