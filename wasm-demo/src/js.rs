@@ -27,11 +27,15 @@ fn reject(error: &Error) -> JsValue {
 }
 
 /// The rejection value of an error opening a client: a connection string the core
-/// refuses (or whose SRV and TXT records it refuses) is the Node driver's
-/// MongoParseError, where an invalid argument elsewhere is a MongoInvalidArgumentError.
+/// refuses (or whose SRV and TXT records it refuses: `DnsResolve`) is the Node
+/// driver's MongoParseError, where an invalid argument elsewhere is a
+/// MongoInvalidArgumentError.
 fn reject_connection_string(error: &Error) -> JsValue {
     let mut document = ops::error_document(error);
-    if matches!(&*error.kind, anymongo::ErrorKind::InvalidArgument { .. }) {
+    if matches!(
+        &*error.kind,
+        anymongo::ErrorKind::InvalidArgument { .. } | anymongo::ErrorKind::DnsResolve { .. }
+    ) {
         document.insert("name", "MongoParseError");
     }
     reject_document(document)
