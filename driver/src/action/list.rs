@@ -128,7 +128,7 @@ impl Database {
     /// use futures::TryStreamExt;
     /// let mut collections = db.list_collections().await?;
     /// while let Some(collection) = collections.try_next().await? {
-    ///     println!("{} ({:?})", collection.name, collection.kind);
+    ///     println!("{} ({:?})", collection.name, collection.collection_type);
     /// }
     /// # Ok(()) }
     /// ```
