@@ -42,6 +42,11 @@ wasm-demo/node_modules/.bin/esbuild wasm-demo/js/node.js --bundle --platform=nod
     --target=node20 --external:bson --log-level=warning --outfile="$out/node.cjs" \
     --define:import.meta.url=__import_meta_url \
     --banner:js="const __import_meta_url = require('node:url').pathToFileURL(__filename).href;"
+# `require('anymongo/lib/bson')` (`mongodb/lib/bson` for libraries that require the
+# Node driver's subpaths): bson stays external, so its classes are the main entry's;
+# the option helpers it adds hold no state, so their copy in this bundle is harmless.
+wasm-demo/node_modules/.bin/esbuild wasm-demo/js/lib/bson.js --bundle --platform=node --format=cjs \
+    --target=node20 --external:bson --log-level=warning --outfile="$out/lib/bson.cjs"
 # Its types: TypeScript reads a .d.ts next to a "type": "module" package as an ES
 # module's, which a CommonJS file may not require (node16 resolution); the same
 # declarations as a .d.cts are a CommonJS module's.

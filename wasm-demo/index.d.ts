@@ -422,7 +422,56 @@ export type ServerApiVersion = '1';
  * Options of MongoClient: the connection string options (merged into the URI, so they
  * take strings, numbers and booleans, as in a URI), and those only code can give.
  */
-export interface MongoClientOptions {
+/**
+ * The Node driver's options for its own Node.js sockets and TLS contexts (`family`,
+ * `noDelay`, `ca`, `cert`, `key`, `secureContext`...), its logger and its internals:
+ * accepted, as there, with no effect (use the connection string's `tls*` options).
+ */
+export type NodeDriverOnlyOptionName =
+  | 'family'
+  | 'autoSelectFamily'
+  | 'autoSelectFamilyAttemptTimeout'
+  | 'noDelay'
+  | 'keepAliveInitialDelay'
+  | 'localAddress'
+  | 'localPort'
+  | 'hints'
+  | 'lookup'
+  | 'ca'
+  | 'cert'
+  | 'key'
+  | 'crl'
+  | 'pfx'
+  | 'passphrase'
+  | 'ciphers'
+  | 'ecdhCurve'
+  | 'secureContext'
+  | 'secureProtocol'
+  | 'servername'
+  | 'minDHSize'
+  | 'pskCallback'
+  | 'enableTrace'
+  | 'requestCert'
+  | 'rejectUnauthorized'
+  | 'checkServerIdentity'
+  | 'ALPNProtocols'
+  | 'SNICallback'
+  | 'requestOCSP'
+  | 'allowPartialTrustChain'
+  | 'session'
+  | 'index'
+  | 'name'
+  | 'mongodbLogPath'
+  | 'mongodbLogComponentSeverities'
+  | 'mongodbLogMaxDocumentLength'
+  | 'connectionType'
+  | 'srvPoller'
+  | 'srvHostValidator'
+  | 'runtimeAdapters'
+  | 'minInternalBufferSize'
+  | '__skipPingOnConnect';
+
+export interface MongoClientOptions extends BSONSerializeOptions, Partial<Record<NodeDriverOnlyOptionName, unknown>> {
   /** Credentials, instead of the connection string's. */
   auth?: { username: string; password?: string };
   /** The host's sockets (default: the runtime's). */
@@ -436,6 +485,17 @@ export interface MongoClientOptions {
   monitorCommands?: boolean;
   /** The versioned API: `'1'`, or `{ version: '1', strict, deprecationErrors }`. */
   serverApi?: ServerApi | ServerApiVersion;
+  /** A library wrapping the driver, appended to the handshake's `client.driver` and `client.platform`. */
+  driverInfo?: DriverInfo;
+  /** The default database of `client.db()` (instead of the connection string's). */
+  dbName?: string;
+  /** Makes the `_id` of inserted documents that have none (default: a new ObjectId). */
+  pkFactory?: PkFactory;
+  /**
+   * Client-side field level encryption: refused (MongoCompatibilityError), as it needs
+   * the `mongodb-client-encryption` native library.
+   */
+  autoEncryption?: never;
   /** The default read preference (the connection string's `readPreference`, `readPreferenceTags`, `maxStalenessSeconds`). */
   readPreference?: ReadPreferenceLike | ReadPreferenceFromOptions;
   /** The default read concern (`readConcernLevel`). */
@@ -446,11 +506,11 @@ export interface MongoClientOptions {
   // The connection string options the core knows (case as the spec writes them).
   appName?: string;
   authMechanism?: string;
-  /** `PROP:value,PROP:value`, as in a URI. */
-  authMechanismProperties?: string;
+  /** `PROP:value,PROP:value`, as in a URI, or an object of them. */
+  authMechanismProperties?: string | Record<string, string | boolean>;
   authSource?: string;
-  /** A comma-separated list (`zstd,zlib,snappy`), as in a URI. */
-  compressors?: string;
+  /** A comma-separated list (`zstd,zlib,snappy`), as in a URI, or an array. */
+  compressors?: string | string[];
   connectTimeoutMS?: number;
   directConnection?: boolean;
   enableOverloadRetargeting?: boolean;
@@ -469,8 +529,8 @@ export interface MongoClientOptions {
   proxyPort?: number;
   proxyUsername?: string;
   readConcernLevel?: ReadConcernLevel;
-  /** `dc:ny,rack:1`, as in a URI (one tag set). */
-  readPreferenceTags?: string;
+  /** `dc:ny,rack:1`, as in a URI (one tag set), or an array of tag sets. */
+  readPreferenceTags?: string | TagSet[];
   replicaSet?: string;
   retryReads?: boolean;
   retryWrites?: boolean;
@@ -502,8 +562,48 @@ export interface MongoClientOptions {
   zlibCompressionLevel?: number;
 }
 
+/** The maker of inserted documents' `_id` (`pkFactory`). */
+export interface PkFactory {
+  createPk(): any;
+}
+
+/** A library wrapping the driver (`driverInfo`): appended to the handshake metadata after a `|`. */
+export interface DriverInfo {
+  name?: string;
+  version?: string;
+  platform?: string;
+}
+
+/**
+ * The Node driver's BSON options, given to a MongoClient, a Db, a Collection or one
+ * operation; each level takes what it does not set from the one above.
+ */
+export interface BSONSerializeOptions {
+  /** Write an undefined value as nothing rather than as null (default false, as the Node driver). */
+  ignoreUndefined?: boolean;
+  serializeFunctions?: boolean;
+  /** Read int64 values as `bigint`. */
+  useBigInt64?: boolean;
+  /** Read int64 values as numbers when they fit (default true); false: as Long. */
+  promoteLongs?: boolean;
+  /** Read Int32, Double... as JavaScript values (default true). */
+  promoteValues?: boolean;
+  /** Read Binary values as Buffers. */
+  promoteBuffers?: boolean;
+  /** Read regular expressions as BSONRegExp. */
+  bsonRegExp?: boolean;
+  /** A cursor's documents as their BSON bytes. */
+  raw?: boolean;
+  fieldsAsRaw?: Document;
+  /** Check that strings are valid UTF-8 (default true). */
+  enableUtf8Validation?: boolean;
+}
+
+/** The resolved BSON options of a client, database or collection (`bsonOptions`). */
+export type BSONOptions = Required<BSONSerializeOptions>;
+
 /** Options every operation takes. */
-export interface OperationOptions {
+export interface OperationOptions extends BSONSerializeOptions {
   /** Runs the operation in the session (and its transaction, if one is open). */
   session?: ClientSession;
   /** This operation's timeoutMS (instead of the client's): 0 for no limit. */
@@ -527,7 +627,9 @@ export interface RunCommandOptions {
 }
 
 /** The concerns a Db, a Collection or a GridFSBucket gives its operations. */
-export interface DbOptions {
+export interface DbOptions extends BSONSerializeOptions {
+  /** Makes the `_id` of inserted documents that have none, over the client's. */
+  pkFactory?: PkFactory;
   readPreference?: ReadPreferenceLike | ReadPreferenceFromOptions;
   readConcern?: ReadConcernLike;
   writeConcern?: WriteConcern | WriteConcernSettings;
@@ -629,6 +731,8 @@ export interface DeleteOptions extends CommandOperationOptions {
 }
 
 export interface FindOptions extends CommandOperationOptions {
+  /** Answer with the server's plan for the query instead (a verbosity, or true for 'allPlansExecution'). */
+  explain?: boolean | 'queryPlanner' | 'executionStats' | 'allPlansExecution';
   projection?: Projection;
   sort?: Sort;
   limit?: number;
@@ -988,11 +1092,17 @@ export interface ClientBulkWriteError {
 export type EventsDescription = Record<string, (...args: any[]) => void>;
 
 /**
- * The subset of Node's EventEmitter that applications use (a class of this package,
- * so that it runs on Workers too), typed by its events as the Node driver's
- * TypedEventEmitter: `client.on('commandStarted', (event) => ...)` gives `event` its class.
+ * Node's EventEmitter where the runtime has `node:events` (Node.js, Deno, Bun), else
+ * this package's portable one (PortableEventEmitter), typed by its events as the Node
+ * driver's TypedEventEmitter: `client.on('commandStarted', (event) => ...)` gives
+ * `event` its class.
  */
 export declare class EventEmitter<Events extends EventsDescription = EventsDescription> {
+  /** No leak warnings past `count` listeners (0: none ever). */
+  setMaxListeners(count: number): this;
+  getMaxListeners(): number;
+  prependListener<EventKey extends keyof Events & string>(name: EventKey, listener: Events[EventKey]): this;
+  rawListeners<EventKey extends keyof Events & string>(name: EventKey): Events[EventKey][];
   on<EventKey extends keyof Events & string>(name: EventKey, listener: Events[EventKey]): this;
   addListener<EventKey extends keyof Events & string>(name: EventKey, listener: Events[EventKey]): this;
   /** The listener runs for the next event only. */
@@ -1117,11 +1227,11 @@ export declare class ConnectionCheckedInEvent extends ConnectionPoolMonitoringEv
   connectionId: number;
 }
 
-/**
- * A server as SDAM describes it (plain objects here: the Node driver's
- * ServerDescription class is not part of this package).
- */
-export interface ServerDescription {
+/** The EventEmitter of runtimes without `node:events` (Workers without their Node.js compatibility flag). */
+export declare class PortableEventEmitter<Events extends EventsDescription = EventsDescription> extends EventEmitter<Events> {}
+
+/** A server as SDAM describes it. */
+export declare class ServerDescription {
   address: string;
   type: string;
   hosts: string[];
@@ -1140,12 +1250,17 @@ export interface ServerDescription {
   logicalSessionTimeoutMinutes?: number;
   tags: TagSet;
 }
-/** The deployment as SDAM describes it (a plain object). */
-export interface TopologyDescription {
+/** The deployment as SDAM describes it. */
+export declare class TopologyDescription {
+  /** 'Single', 'ReplicaSetWithPrimary', 'ReplicaSetNoPrimary', 'Sharded', 'LoadBalanced' or 'Unknown'. */
   type: string;
   setName: string | null;
   /** By `host:port`. */
-  servers: { [address: string]: ServerDescription };
+  servers: Map<string, ServerDescription>;
+  /** No server of an unsupported wire version. */
+  readonly compatible: boolean;
+  /** Some server has answered its monitor. */
+  readonly hasKnownServers: boolean;
   compatibilityError: string | null;
   logicalSessionTimeoutMinutes: number | null;
   heartbeatFrequencyMS: number;
@@ -1249,8 +1364,34 @@ export type WithTransactionCallback<T = any> = (session: ClientSession) => Promi
  * (operations also connect on first use), and `close()` when done. Monitoring events
  * are emitted on it (built only while someone listens).
  */
+/** A connected client's deployment (`client.topology`), as the Node driver's. */
+export declare class Topology {
+  /** The description the last `topologyDescriptionChanged` event gave. */
+  readonly description: TopologyDescription;
+  /** Where the Node driver keeps it too. */
+  s: { description: TopologyDescription };
+}
+
+/** A seed list host (`client.s.options.hosts`). */
+export interface HostAddress {
+  host: string;
+  port: number;
+  isIPv6: boolean;
+  toString(): string;
+}
+
 export declare class MongoClient extends EventEmitter<MongoClientEvents> implements AsyncDisposable {
   constructor(uri: string, options?: MongoClientOptions);
+  /** The deployment, from `connect()` until `close()` (else undefined), as the Node driver's. */
+  readonly topology: Topology | undefined;
+  /** The client's BSON options (its databases inherit them). */
+  readonly bsonOptions: BSONOptions;
+  /** The Node driver's client state, as far as libraries read it. */
+  readonly s: {
+    url: string;
+    bsonOptions: BSONOptions;
+    options: MongoClientOptions & BSONOptions & { hosts: HostAddress[]; dbName: string };
+  };
   static connect(uri: string, options?: MongoClientOptions): Promise<MongoClient>;
   /**
    * The options given to the constructor (a copy; not the Node driver's resolved
@@ -1287,6 +1428,8 @@ export declare class MongoClient extends EventEmitter<MongoClientEvents> impleme
 
 export declare class Db {
   readonly databaseName: string;
+  /** Its BSON options (its own over the client's). */
+  readonly bsonOptions: BSONOptions;
   /** The client the database belongs to. */
   readonly client: MongoClient;
   readonly readPreference: ReadPreference | undefined;
@@ -1341,6 +1484,8 @@ export declare class Admin {
 
 export declare class Collection<TSchema extends Document = Document> {
   readonly collectionName: string;
+  /** Its BSON options (its own over its database's). */
+  readonly bsonOptions: BSONOptions;
   readonly dbName: string;
   /** `db.collection`. */
   readonly namespace: string;

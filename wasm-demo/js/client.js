@@ -9,10 +9,14 @@
 import { BSON, ObjectId } from 'bson';
 import {
   MongoBatchReExecutionError,
+  MongoCompatibilityError,
   MongoCursorInUseError,
   MongoInvalidArgumentError,
+  MongoParseError,
   MongoServerError,
 } from './errors.js';
+import { BSON_OPTION_NAMES, deserializeOptions, resolveBSONOptions, serializeOptions } from './bson_options.js';
+import { Topology } from './topology.js';
 import { toError } from './error_documents.js';
 import { EventEmitter } from './events.js';
 import { host as entryPoint } from './host.js';
@@ -50,12 +54,172 @@ export { ChangeStream, ClientSession } from './session.js';
 export { GridFSBucket } from './gridfs.js';
 export { ReadConcern, ReadPreference, WriteConcern } from './concerns.js';
 export { BulkWriteResult, ClientBulkWriteResult } from './results.js';
+export { ServerDescription, Topology, TopologyDescription } from './topology.js';
 export { dnsOverHttps } from './doh.js';
 
-// Options of MongoClient that are not connection string options.
-const CLIENT_ONLY = new Set(['transport', 'backgroundMonitoring', 'auth', 'monitorCommands', 'serverApi']);
+// Options of MongoClient that are not connection string options: this package's own
+// (`transport`, `backgroundMonitoring`), those the glue or the core take in code
+// (`codeOptions`), and the Node driver's object-only options.
+const CLIENT_ONLY = new Set([
+  'transport',
+  'backgroundMonitoring',
+  'auth',
+  'monitorCommands',
+  'serverApi',
+  'driverInfo',
+  'pkFactory',
+  'dbName',
+  'checkKeys',
+  'forceServerObjectId',
+  ...BSON_OPTION_NAMES,
+]);
+// The Node driver's options that configure what this package has no counterpart of
+// (its Node.js sockets and TLS contexts, its logger, its internals): accepted, as
+// there, with no effect here. The TLS ones fail closed: a deployment that needs the
+// certificate they name is refused, not reached without it.
+const NO_EFFECT = new Set([
+  'family',
+  'autoSelectFamily',
+  'autoSelectFamilyAttemptTimeout',
+  'noDelay',
+  'keepAliveInitialDelay',
+  'localAddress',
+  'localPort',
+  'hints',
+  'lookup',
+  'ca',
+  'cert',
+  'key',
+  'crl',
+  'pfx',
+  'passphrase',
+  'ciphers',
+  'ecdhCurve',
+  'secureContext',
+  'secureProtocol',
+  'servername',
+  'minDHSize',
+  'pskCallback',
+  'enableTrace',
+  'requestCert',
+  'rejectUnauthorized',
+  'checkServerIdentity',
+  'ALPNProtocols',
+  'SNICallback',
+  'requestOCSP',
+  'allowPartialTrustChain',
+  'session',
+  'index',
+  'name',
+  'mongodbLogPath',
+  'mongodbLogComponentSeverities',
+  'mongodbLogMaxDocumentLength',
+  'connectionType',
+  'srvPoller',
+  'srvHostValidator',
+  'runtimeAdapters',
+  'minInternalBufferSize',
+  '__skipPingOnConnect',
+]);
 // Options given as objects, merged into the connection string's (concernParameters).
 const CONCERNS = new Set(['readPreference', 'readConcern', 'writeConcern']);
+// The connection string options of the Node driver 7.x and of the core
+// (case-insensitive, as there): with the ones above, every name the Node driver
+// accepts; any other is refused, as there.
+const URI_OPTIONS = new Set(
+  [
+    'enableOverloadRetargeting',
+    'maxAdaptiveRetries',
+    'serverSelectionTryOnce',
+    'srvAllowedHostsSuffix',
+    'tlsDisableCertificateRevocationCheck',
+    'tlsDisableOCSPEndpointCheck',
+    'appName',
+    'authMechanism',
+    'authMechanismProperties',
+    'authSource',
+    'compressors',
+    'connectTimeoutMS',
+    'directConnection',
+    'fsync',
+    'heartbeatFrequencyMS',
+    'j',
+    'journal',
+    'loadBalanced',
+    'localThresholdMS',
+    'maxConnecting',
+    'maxIdleTimeMS',
+    'maxPoolSize',
+    'maxStalenessSeconds',
+    'minPoolSize',
+    'minHeartbeatFrequencyMS',
+    'proxyHost',
+    'proxyPassword',
+    'proxyPort',
+    'proxyUsername',
+    'readConcernLevel',
+    'readPreferenceTags',
+    'replicaSet',
+    'retryReads',
+    'retryWrites',
+    'serverMonitoringMode',
+    'serverSelectionTimeoutMS',
+    'socketTimeoutMS',
+    'srvMaxHosts',
+    'srvServiceName',
+    'ssl',
+    'timeoutMS',
+    'tls',
+    'tlsAllowInvalidCertificates',
+    'tlsAllowInvalidHostnames',
+    'tlsCAFile',
+    'tlsCRLFile',
+    'tlsCertificateKeyFile',
+    'tlsCertificateKeyFilePassword',
+    'tlsInsecure',
+    'w',
+    'waitQueueTimeoutMS',
+    'wtimeout',
+    'wtimeoutMS',
+    'zlibCompressionLevel',
+  ].map((name) => name.toLowerCase()),
+);
+
+/** Refuses options the Node driver does not know (MongoParseError, as it does) and `autoEncryption`. */
+function checkOptionNames(options) {
+  if (options.autoEncryption !== undefined && options.autoEncryption !== null) {
+    throw new MongoCompatibilityError(
+      'autoEncryption (client-side field level encryption) is not supported by anymongo: it needs the mongodb-client-encryption native library',
+    );
+  }
+  const unknown = Object.keys(options).filter(
+    (name) =>
+      name !== 'autoEncryption' &&
+      !CLIENT_ONLY.has(name) &&
+      !NO_EFFECT.has(name) &&
+      !CONCERNS.has(name) &&
+      !URI_OPTIONS.has(name.toLowerCase()),
+  );
+  if (unknown.length === 1) throw new MongoParseError(`option ${unknown[0]} is not supported`);
+  if (unknown.length > 1) throw new MongoParseError(`options ${unknown.join(', ')} are not supported`);
+}
+
+/** `{ a: 'x', b: 'y' }` as a connection string spells it: `a:x,b:y`. */
+function keyValuePairs(object) {
+  return Object.entries(object)
+    .map(([key, value]) => `${key}:${value}`)
+    .join(',');
+}
+
+/** A connection string option's value given as an object, as the connection string spells it. */
+function uriValue(name, value) {
+  if (Array.isArray(value) && name === 'compressors') return value.join(',');
+  if (name === 'authMechanismProperties' && typeof value === 'object') return keyValuePairs(value);
+  if (typeof value === 'object') {
+    throw new MongoInvalidArgumentError(`option ${name}: an object is not a value of this connection string option`);
+  }
+  return String(value);
+}
 
 /** The connection string with the options given in code added (as the Node driver merges them). */
 function connectionString(uri, options) {
@@ -74,13 +238,14 @@ function connectionString(uri, options) {
   }
   const params = new URLSearchParams(query.slice(1));
   for (const [name, value] of Object.entries(options)) {
-    if (CLIENT_ONLY.has(name) || CONCERNS.has(name) || value === undefined || value === null) {
+    if (CLIENT_ONLY.has(name) || NO_EFFECT.has(name) || CONCERNS.has(name) || value === undefined || value === null) {
       continue;
     }
-    if (typeof value === 'object') {
-      throw new MongoInvalidArgumentError(`option ${name}: only options of the connection string are supported`);
+    if (name === 'readPreferenceTags' && Array.isArray(value)) {
+      for (const tags of value) params.append(name, keyValuePairs(tags));
+      continue;
     }
-    params.set(name, String(value));
+    params.set(name, uriValue(name, value));
   }
   for (const [name, value] of concernParameters(options)) {
     if (name === 'readPreferenceTags') params.append(name, value);
@@ -96,25 +261,138 @@ function defaultDatabase(uri) {
   return match ? decodeURIComponent(match[1]) : 'test';
 }
 
-/** The size of the `bson` package's internal buffer, as far as this module set it. */
-let serializeBufferSize = 0;
+/** A host of the seed list, as the Node driver's `HostAddress` (`host`, `port`, `toString()`). */
+class HostAddress {
+  constructor(text) {
+    const bracketed = /^\[([^\]]+)\](?::(\d+))?$/.exec(text);
+    const [host, port] = bracketed ? [bracketed[1], bracketed[2]] : text.split(':');
+    this.host = decodeURIComponent(host);
+    this.port = port === undefined ? 27017 : Number(port);
+    this.isIPv6 = Boolean(bracketed);
+  }
 
-function serialize(document) {
-  try {
-    return BSON.serialize(document);
-  } catch (error) {
-    // One call's arguments (insertMany's documents) may outgrow bson's internal buffer
-    // (17 MB by default); the driver splits them into messages the server accepts.
-    const size = BSON.calculateObjectSize(document);
-    if (!(error instanceof RangeError) || size <= serializeBufferSize) throw error;
-    serializeBufferSize = size;
-    BSON.setInternalBufferSize(size);
-    return BSON.serialize(document);
+  toString() {
+    return this.isIPv6 ? `[${this.host}]:${this.port}` : `${this.host}:${this.port}`;
   }
 }
 
-function deserialize(bytes) {
-  return BSON.deserialize(bytes);
+/** The seed list of a connection string, as HostAddresses (for mongodb+srv, the name looked up). */
+function seedList(uri) {
+  const match = /^mongodb(?:\+srv)?:\/\/([^/?]*)/.exec(uri);
+  if (!match) return [];
+  const authority = match[1].slice(match[1].lastIndexOf('@') + 1);
+  return authority ? authority.split(',').map((host) => new HostAddress(host)) : [];
+}
+
+/** The value of the connection string option `name` (case-insensitive), if given. */
+function uriOption(uri, name) {
+  const query = uri.includes('?') ? uri.slice(uri.indexOf('?') + 1) : '';
+  for (const [key, value] of new URLSearchParams(query)) {
+    if (key.toLowerCase() === name.toLowerCase()) return value;
+  }
+  return undefined;
+}
+
+/** The size of the `bson` package's internal buffer, as far as this module set it. */
+let serializeBufferSize = 0;
+
+/**
+ * `document` as BSON; `options` the `bson` package's (`ignoreUndefined`: by default,
+ * as the Node driver's, an undefined value is written as null, so a filter
+ * `{ _id: undefined }` matches what has a null `_id` rather than everything).
+ */
+function serialize(document, options = undefined) {
+  try {
+    return BSON.serialize(document, options);
+  } catch (error) {
+    // One call's arguments (insertMany's documents) may outgrow bson's internal buffer
+    // (17 MB by default); the driver splits them into messages the server accepts.
+    const size = BSON.calculateObjectSize(document, options);
+    if (!(error instanceof RangeError) || size <= serializeBufferSize) throw error;
+    serializeBufferSize = size;
+    BSON.setInternalBufferSize(size);
+    return BSON.serialize(document, options);
+  }
+}
+
+function deserialize(bytes, options = undefined) {
+  return BSON.deserialize(bytes, options);
+}
+
+/** `object` without its undefined fields (at every depth: only for what the driver builds). */
+function defined(object) {
+  if (object === null || typeof object !== 'object' || Object.getPrototypeOf(object) !== Object.prototype) {
+    return object;
+  }
+  const out = {};
+  for (const [name, value] of Object.entries(object)) {
+    if (value !== undefined) out[name] = defined(value);
+  }
+  return out;
+}
+
+/** `object`'s own fields but its undefined ones (one level: the values are the caller's). */
+function setFields(object) {
+  if (object === null || typeof object !== 'object' || Array.isArray(object)) return object;
+  return Object.fromEntries(Object.entries(object).filter(([, value]) => value !== undefined));
+}
+
+/** The arguments that are the caller's documents, serialized as given. */
+const DOCUMENTS = new Set(['filter', 'document', 'documents', 'update', 'replacement', 'pipeline', 'command']);
+
+/**
+ * An operation's arguments ready for `serialize`. The caller's documents (filter,
+ * update, pipeline, command...) keep their undefined values for the serializer; an
+ * option or a write model's field left undefined is not given (as with the Node
+ * driver, which builds its commands from what is set); the BSON options, which this
+ * glue applies, are not sent; what the glue builds itself loses its undefined fields.
+ */
+function operationArguments(args) {
+  const out = {};
+  for (const [name, value] of Object.entries(args ?? {})) {
+    if (value === undefined) continue;
+    if (DOCUMENTS.has(name)) {
+      out[name] = value;
+    } else if (name === 'options') {
+      const options = {};
+      for (const [option, each] of Object.entries(value)) {
+        if (each === undefined || BSON_OPTION_NAMES.includes(option)) continue;
+        options[option] = CONCERNS.has(option) ? defined(each) : each;
+      }
+      out.options = options;
+    } else if (name === 'operations' && Array.isArray(value)) {
+      // bulkWrite's `[{ updateOne: { filter, update, upsert } }...]`.
+      out.operations = value.map((operation) =>
+        Object.fromEntries(Object.entries(setFields(operation) ?? {}).map(([kind, model]) => [kind, setFields(model)])),
+      );
+    } else if (name === 'models' && Array.isArray(value)) {
+      out.models = value.map(setFields);
+    } else {
+      out[name] = defined(value);
+    }
+  }
+  return out;
+}
+
+// The largest document the server takes (its `maxBsonObjectSize`), and the room an
+// OP_MSG command has over it for its own fields (the server's own allowance).
+const MAX_BSON_OBJECT_SIZE = 16 * 1024 * 1024;
+const COMMAND_OVERHEAD = 16 * 1024;
+
+/**
+ * Refuses, before sending, a single document (filter, update, pipeline, command)
+ * larger than the server takes, as the Node driver does; insertMany's and bulkWrite's
+ * documents are split into batches by the core and each checked there.
+ */
+function checkSize(args, options) {
+  for (const name of ['filter', 'update', 'replacement', 'document', 'command']) {
+    const value = args[name];
+    if (value === null || typeof value !== 'object') continue;
+    const size = BSON.calculateObjectSize(value, options);
+    if (size > MAX_BSON_OBJECT_SIZE + COMMAND_OVERHEAD) {
+      throw new MongoInvalidArgumentError(`the ${name} is ${size} bytes of BSON, over the ${MAX_BSON_OBJECT_SIZE} bytes a server takes`);
+    }
+  }
 }
 
 /**
@@ -126,16 +404,50 @@ export class MongoClient extends EventEmitter {
   #options;
   #native = null;
   #connecting = null;
+  #topology = null;
+  #state;
+  /** @internal The `_id` maker of inserts (`pkFactory`: `{ createPk() }`), if one was given. */
+  _pkFactory;
 
   constructor(uri, options = {}) {
     super();
+    checkOptionNames(options);
     this.#uri = connectionString(uri, options);
     this.#options = options;
+    this._pkFactory = options.pkFactory;
+    const bsonOptions = resolveBSONOptions(options);
+    const dbName = options.dbName ?? defaultDatabase(this.#uri);
+    // What libraries read of the Node driver's MongoClient state (Mongoose: `s.url`,
+    // `s.options.hosts`, `s.options.dbName`).
+    this.#state = {
+      url: uri,
+      bsonOptions,
+      options: { ...options, ...bsonOptions, hosts: seedList(this.#uri), dbName },
+    };
   }
 
   /** The options given to the constructor. */
   get options() {
     return { ...this.#options };
+  }
+
+  /** The Node driver's client state, as far as libraries read it: `url`, `options` (`hosts`, `dbName`...), `bsonOptions`. */
+  get s() {
+    return this.#state;
+  }
+
+  /** The BSON options of the client (`promoteLongs`, `useBigInt64`, `ignoreUndefined`...), which its databases inherit. */
+  get bsonOptions() {
+    return this.#state.bsonOptions;
+  }
+
+  /**
+   * The deployment as monitoring last described it (`topology.description.type`:
+   * 'Single', 'ReplicaSetWithPrimary'...), from `connect()` until `close()`; undefined
+   * when not connected, as with the Node driver.
+   */
+  get topology() {
+    return this.#native ? this.#topology : undefined;
   }
 
   /**
@@ -159,6 +471,8 @@ export class MongoClient extends EventEmitter {
     this.#connecting ??= (async () => {
       const transport = this.#options.transport ?? host.transport;
       const background = this.#options.backgroundMonitoring ?? host.background;
+      const heartbeat = Number(uriOption(this.#uri, 'heartbeatFrequencyMS') ?? 10000);
+      const topology = new Topology(this.#state.options.hosts.map(String), heartbeat);
       try {
         this.#native = await host.NativeClient.open(
           this.#uri,
@@ -166,9 +480,10 @@ export class MongoClient extends EventEmitter {
           background,
           host.platform,
           timeoutMS,
-          eventSink(this),
+          eventSink(this, topology),
           serialize(codeOptions(this.#options)),
         );
+        this.#topology = topology;
       } catch (error) {
         this.#connecting = null;
         throw toError(error);
@@ -185,7 +500,7 @@ export class MongoClient extends EventEmitter {
 
   /** The database `name` (default: the connection string's, or `test`), with `options`' concerns. */
   db(name, options = {}) {
-    return new Db(this, name ?? defaultDatabase(this.#uri), options);
+    return new Db(this, name ?? this.#state.options.dbName, options);
   }
 
   /** A session for operations to run in (`{ session }`): transactions, causal consistency. */
@@ -214,7 +529,7 @@ export class MongoClient extends EventEmitter {
       throw new MongoInvalidArgumentError('client.bulkWrite takes an array of models');
     }
     for (const model of models) {
-      if (model?.name === 'insertOne' && model.document) withId(model.document);
+      if (model?.name === 'insertOne' && model.document) withId(model.document, this._pkFactory);
     }
     return new ClientBulkWriteResult(await this._run('clientBulkWrite', 'admin', '', { models, options }));
   }
@@ -264,12 +579,12 @@ export class MongoClient extends EventEmitter {
   /**
    * The arguments as the module takes them, and the session of `args.options.session`
    * (a handle moved into the call), if any: the module takes the read preference as
-   * a document.
+   * a document. `bsonOptions`: the operation's resolved BSON options.
    */
-  #prepare(native, args) {
+  #prepare(native, args, bsonOptions) {
     const options = args?.options;
     if (!options || !PREPARED.some((name) => options[name] !== undefined)) {
-      return [serialize(args), undefined];
+      return [serializeArguments(args, bsonOptions), undefined];
     }
     const { session, readPreference, readConcern, writeConcern, ...rest } = options;
     const prepared = { ...args, options: rest };
@@ -283,7 +598,7 @@ export class MongoClient extends EventEmitter {
       prepared.options.writeConcern = writeConcernDocument(writeConcern);
     }
     if (session === undefined || session === null) {
-      return [serialize(prepared), undefined];
+      return [serializeArguments(prepared, bsonOptions), undefined];
     }
     if (!(session instanceof ClientSession)) {
       throw new MongoInvalidArgumentError('the session option must be a ClientSession');
@@ -291,24 +606,31 @@ export class MongoClient extends EventEmitter {
     if (session.client !== this) {
       throw new MongoInvalidArgumentError('ClientSession must be from the same MongoClient');
     }
-    return [serialize(prepared), session._handle(native)];
+    const bytes = serializeArguments(prepared, bsonOptions);
+    return [bytes, session._handle(native)];
   }
 
-  /** @internal Runs one operation of the module; resolves to its result document. */
-  async _run(op, db, collection, args) {
+  /**
+   * @internal Runs one operation of the module; resolves to its result document.
+   * `bsonOptions` (default: the client's) serialize its arguments and, for the
+   * operations that answer with documents (DOCUMENT_RESULTS), read its result.
+   */
+  async _run(op, db, collection, args, bsonOptions = this.bsonOptions) {
     const native = await this.#handle(args);
-    const [bytes, session] = this.#prepare(native, args);
+    const [bytes, session] = this.#prepare(native, args, bsonOptions);
+    let result;
     try {
-      return deserialize(await native.run(op, db, collection, bytes, session));
+      result = await native.run(op, db, collection, bytes, session);
     } catch (error) {
       throw toError(error);
     }
+    return deserialize(result, DOCUMENT_RESULTS.has(op) ? deserializeOptions(bsonOptions) : undefined);
   }
 
   /** @internal Opens a cursor of the module. */
-  async _cursor(op, db, collection, args) {
+  async _cursor(op, db, collection, args, bsonOptions = this.bsonOptions) {
     const native = await this.#handle(args);
-    const [bytes, session] = this.#prepare(native, args);
+    const [bytes, session] = this.#prepare(native, args, bsonOptions);
     try {
       return await native.cursor(op, db, collection, bytes, session);
     } catch (error) {
@@ -319,7 +641,7 @@ export class MongoClient extends EventEmitter {
   /** @internal Opens a change stream of the module. */
   async _watch(db, collection, args) {
     const native = await this.#handle(args);
-    const [bytes, session] = this.#prepare(native, args);
+    const [bytes, session] = this.#prepare(native, args, this.bsonOptions);
     try {
       return await native.watch(db, collection, bytes, session);
     } catch (error) {
@@ -331,12 +653,31 @@ export class MongoClient extends EventEmitter {
 /** Options of an operation whose values the module takes in another form, or apart. */
 const PREPARED = ['session', 'readPreference', 'readConcern', 'writeConcern'];
 
-/** What the client options given in code set that a connection string cannot: `serverApi`, `monitorCommands`. */
+/** The operations whose result carries the server's documents, read with the BSON options. */
+const DOCUMENT_RESULTS = new Set(['findOne', 'findOneAndUpdate', 'findOneAndReplace', 'findOneAndDelete', 'command', 'distinct']);
+
+/** An operation's arguments as BSON, with its BSON options; refuses one document over the server's limit. */
+function serializeArguments(args, bsonOptions) {
+  const prepared = operationArguments(args);
+  const options = serializeOptions(bsonOptions);
+  const bytes = serialize(prepared, options);
+  if (bytes.length > MAX_BSON_OBJECT_SIZE + COMMAND_OVERHEAD) checkSize(prepared, options);
+  return bytes;
+}
+
+/**
+ * What the client options given in code set that a connection string cannot:
+ * `serverApi`, `monitorCommands`, `driverInfo` (appended to the handshake's metadata).
+ */
 function codeOptions(options) {
-  const { serverApi, monitorCommands } = options;
+  const { serverApi, monitorCommands, driverInfo } = options;
   const code = { monitorCommands: monitorCommands === true };
   if (serverApi !== undefined && serverApi !== null) {
     code.serverApi = typeof serverApi === 'string' ? { version: serverApi } : serverApi;
+  }
+  if (driverInfo !== undefined && driverInfo !== null) {
+    const { name, version, platform } = driverInfo;
+    code.driverInfo = defined({ name, version, platform });
   }
   return code;
 }
@@ -367,13 +708,23 @@ function concernGetters(Class) {
 export class Db {
   #client;
   #name;
+  #bsonOptions;
   /** @internal The concerns of its operations, as the module takes them. */
   _concerns;
+  /** @internal The `_id` maker of its collections' inserts, if one was given (here or to the client). */
+  _pkFactory;
 
   constructor(client, name, options = {}) {
     this.#client = client;
     this.#name = name;
     this._concerns = concernsOf(options, undefined);
+    this.#bsonOptions = resolveBSONOptions(options, client);
+    this._pkFactory = options.pkFactory ?? client._pkFactory;
+  }
+
+  /** The BSON options of the database (its own over the client's), which its collections inherit. */
+  get bsonOptions() {
+    return this.#bsonOptions;
   }
 
   get databaseName() {
@@ -387,12 +738,13 @@ export class Db {
 
   /** The collection `name`, with `options`' concerns over the database's. */
   collection(name, options = {}) {
-    return new Collection(this.#client, this.#name, name, concernsOf(options, this._concerns));
+    const settings = { bsonOptions: resolveBSONOptions(options, this), pkFactory: options.pkFactory ?? this._pkFactory };
+    return new Collection(this.#client, this.#name, name, concernsOf(options, this._concerns), settings);
   }
 
   /** Runs a command and returns the server's reply; `options.timeoutMS` bounds it. */
   async command(command, options = {}) {
-    return this.#client._run('command', this.#name, '', { command, options });
+    return this.#client._run('command', this.#name, '', { command, options }, resolveBSONOptions(options, this));
   }
 
   /** A cursor over the reply of a command that opens one (Run Command spec, "runCursorCommand"). */
@@ -402,7 +754,8 @@ export class Db {
 
   /** A database aggregation (`$documents`, `$currentOp`...). */
   aggregate(pipeline = [], options = {}) {
-    return new AggregationCursor(this.#client, this.#name, '', { pipeline, options }, this._concerns);
+    const bsonOptions = resolveBSONOptions(options, this);
+    return new AggregationCursor(this.#client, this.#name, '', { pipeline, options }, this._concerns, bsonOptions);
   }
 
   /** Drops the database. */
@@ -512,13 +865,16 @@ export class Admin {
   }
 }
 
-/** Gives `document` an ObjectId `_id` when it has none, as the Node driver does. */
-function withId(document) {
+/**
+ * Gives `document` an `_id` when it has none, as the Node driver does: the
+ * `pkFactory`'s `createPk()` when there is one, else a new ObjectId.
+ */
+function withId(document, pkFactory) {
   if (document === null || typeof document !== 'object' || Array.isArray(document)) {
     throw new MongoInvalidArgumentError('a document must be an object');
   }
   if (document._id === undefined) {
-    document._id = new ObjectId();
+    document._id = pkFactory ? pkFactory.createPk() : new ObjectId();
   }
   return document;
 }
@@ -535,14 +891,31 @@ export class Collection {
   #client;
   #db;
   #name;
+  #settings;
   /** @internal The concerns of its operations, as the module takes them. */
   _concerns;
 
-  constructor(client, db, name, concerns) {
+  /** `settings`: `{ bsonOptions, pkFactory }`, resolved by its Db. */
+  constructor(client, db, name, concerns, settings = { bsonOptions: client.bsonOptions }) {
     this.#client = client;
     this.#db = db;
     this.#name = name;
     this._concerns = concerns;
+    this.#settings = settings;
+  }
+
+  /** The BSON options of the collection (its own over its database's), which its operations inherit. */
+  get bsonOptions() {
+    return this.#settings.bsonOptions;
+  }
+
+  /** The operation's BSON options: its own over the collection's. */
+  #bson(options) {
+    return resolveBSONOptions(options, this);
+  }
+
+  #withId(document) {
+    return withId(document, this.#settings.pkFactory);
   }
 
   get collectionName() {
@@ -558,18 +931,18 @@ export class Collection {
   }
 
   #run(op, args) {
-    return this.#client._run(op, this.#db, this.#name, withConcerns(args, this._concerns));
+    return this.#client._run(op, this.#db, this.#name, withConcerns(args, this._concerns), this.#bson(args.options));
   }
 
   async insertOne(document, options = {}) {
-    return this.#run('insertOne', { document: withId(document), options });
+    return this.#run('insertOne', { document: this.#withId(document), options });
   }
 
   async insertMany(documents, options = {}) {
     if (!Array.isArray(documents)) {
       throw new MongoInvalidArgumentError('insertMany takes an array of documents');
     }
-    const inserted = documents.map(withId);
+    const inserted = documents.map((document) => this.#withId(document));
     const result = await this.#run('insertMany', { documents: inserted, options });
     // Every document was inserted (a failure throws), each with its `_id` from withId.
     result.insertedIds = Object.fromEntries(inserted.map((document, index) => [index, document._id]));
@@ -596,13 +969,21 @@ export class Collection {
     return this.#run('deleteMany', { filter, options });
   }
 
+  /** The first matching document, or null; with `options.explain`, the server's plan for the query. */
   async findOne(filter = {}, options = {}) {
+    if (options.explain !== undefined && options.explain !== false) {
+      const { explain, ...rest } = options;
+      return this.find(filter, rest).limit(1).explain(explain);
+    }
     return (await this.#run('findOne', { filter, options })).value;
   }
 
-  /** A cursor over the matching documents (nothing is sent before it is read). */
+  /**
+   * A cursor over the matching documents (nothing is sent before it is read); with
+   * `options.explain` (a verbosity, or true), over the server's plan for the query.
+   */
   find(filter = {}, options = {}) {
-    return new FindCursor(this.#client, this.#db, this.#name, filter, options, this._concerns);
+    return new FindCursor(this.#client, this.#db, this.#name, filter, options, this._concerns, this.#bson(options));
   }
 
   async findOneAndUpdate(filter, update, options = {}) {
@@ -628,7 +1009,8 @@ export class Collection {
   }
 
   aggregate(pipeline = [], options = {}) {
-    return new AggregationCursor(this.#client, this.#db, this.#name, { pipeline, options }, this._concerns);
+    const bsonOptions = this.#bson(options);
+    return new AggregationCursor(this.#client, this.#db, this.#name, { pipeline, options }, this._concerns, bsonOptions);
   }
 
   /** The deprecated `count` command: fast, but inexact on sharded clusters and after unclean shutdowns. */
@@ -717,7 +1099,7 @@ export class Collection {
       dropTarget: typeof options.dropTarget === 'boolean' ? options.dropTarget : false,
     };
     await this.#client._run('command', 'admin', '', { command, options: commandOptions(options) });
-    return new Collection(this.#client, this.#db, newName, this._concerns);
+    return new Collection(this.#client, this.#db, newName, this._concerns, this.#settings);
   }
 
   /**
@@ -730,13 +1112,13 @@ export class Collection {
       throw new MongoInvalidArgumentError('Argument "operations" must be an array of documents');
     }
     for (const operation of operations) {
-      if (operation?.insertOne?.document) withId(operation.insertOne.document);
+      if (operation?.insertOne?.document) this.#withId(operation.insertOne.document);
     }
     return new BulkWriteResult(await this.#run('bulkWrite', { operations, options }));
   }
 
   #command(command, options) {
-    return this.#client._run('command', this.#db, '', { command, options: commandOptions(options) });
+    return this.#client._run('command', this.#db, '', { command, options: commandOptions(options) }, this.#bson(options));
   }
 
   async drop(options = {}) {
@@ -843,22 +1225,41 @@ class AbstractCursor {
   #db;
   #collection;
   #concerns;
+  #bsonOptions;
+  #read;
   #native = null;
   #batch = new Uint8Array(0);
   #position = 0;
   #closed = false;
   #transform = null;
 
-  constructor(client, db, collection, concerns) {
+  /** `bsonOptions`: the resolved BSON options its documents are read with (default: the client's). */
+  constructor(client, db, collection, concerns, bsonOptions = client.bsonOptions) {
     this.#client = client;
     this.#db = db;
     this.#collection = collection;
     this.#concerns = concerns;
+    this.#bsonOptions = bsonOptions;
+    this.#read = deserializeOptions(bsonOptions);
   }
 
   /** @internal [op, args] of the command that opens the cursor. */
   _command() {
     throw new Error('abstract');
+  }
+
+  /** @internal The explain document the cursor yields instead of its results (`explain` option), if asked. */
+  _explained() {
+    return undefined;
+  }
+
+  /** A document of a batch: with the `raw` option its BSON (as the Node driver: a Buffer where there is one). */
+  #document(bytes) {
+    if (this.#bsonOptions.raw) {
+      return globalThis.Buffer ? globalThis.Buffer.from(bytes) : bytes.slice();
+    }
+    const document = deserialize(bytes, this.#read);
+    return this.#transform ? this.#transform(document) : document;
   }
 
   /** @internal Throws if the cursor was already read (its options are fixed then). */
@@ -881,9 +1282,18 @@ class AbstractCursor {
 
   /** Fetches the next batch (waiting for one with `wait`); false if none came. */
   async #fetch(wait) {
+    const explained = this.#native ? undefined : this._explained();
+    if (explained) {
+      // The plan is the cursor's one document.
+      this.#batch = serialize(await explained);
+      this.#position = 0;
+      this.#closed = true;
+      return true;
+    }
     if (!this.#native) {
       const [op, args] = this._command();
-      this.#native = await this.#client._cursor(op, this.#db, this.#collection, withConcerns(args, this.#concerns));
+      const concerned = withConcerns(args, this.#concerns);
+      this.#native = await this.#client._cursor(op, this.#db, this.#collection, concerned, this.#bsonOptions);
     }
     let bytes;
     try {
@@ -921,9 +1331,8 @@ class AbstractCursor {
     const batch = this.#batch;
     const start = this.#position;
     const end = start + documentLength(batch, start);
-    const document = deserialize(batch.subarray(start, end));
     this.#position = end;
-    return this.#transform ? this.#transform(document) : document;
+    return this.#document(batch.subarray(start, end));
   }
 
   /**
@@ -962,8 +1371,7 @@ class AbstractCursor {
     while (documents.length < number && this.#position < this.#batch.length) {
       const start = this.#position;
       this.#position += documentLength(this.#batch, start);
-      const document = deserialize(this.#batch.subarray(start, this.#position));
-      documents.push(this.#transform ? this.#transform(document) : document);
+      documents.push(this.#document(this.#batch.subarray(start, this.#position)));
     }
     return documents;
   }
@@ -995,7 +1403,7 @@ class AbstractCursor {
 
   /** @internal What the copy needs of this cursor. */
   _origin() {
-    return [this.#client, this.#db, this.#collection, this.#concerns];
+    return [this.#client, this.#db, this.#collection, this.#concerns, this.#bsonOptions];
   }
 
   /** A ReadableStream of the remaining documents (where the runtime has Web Streams). */
@@ -1063,16 +1471,21 @@ export class FindCursor extends AbstractCursor {
   #filter;
   #options;
 
-  constructor(client, db, collection, filter, options, concerns) {
-    super(client, db, collection, concerns);
+  constructor(client, db, collection, filter, options, concerns, bsonOptions) {
+    super(client, db, collection, concerns, bsonOptions);
     this.#filter = filter;
     this.#options = { ...options };
   }
 
   _command() {
-    const { tailable, awaitData, ...options } = this.#options;
+    const { tailable, awaitData, explain, ...options } = this.#options;
     if (tailable) options.cursorType = awaitData ? 'tailableAwait' : 'tailable';
     return ['find', { filter: this.#filter, options }];
+  }
+
+  _explained() {
+    const { explain } = this.#options;
+    return explain === undefined || explain === false ? undefined : this.explain(explain);
   }
 
   #set(name, value) {
@@ -1088,17 +1501,19 @@ export class FindCursor extends AbstractCursor {
   }
 
   _clone() {
-    const [client, db, collection, concerns] = this._origin();
-    return new FindCursor(client, db, collection, this.#filter, this.#options, concerns);
+    const [client, db, collection, concerns, bsonOptions] = this._origin();
+    return new FindCursor(client, db, collection, this.#filter, this.#options, concerns, bsonOptions);
   }
 
   /** The server's plan for the query (the `explain` command; `verbosity` default "allPlansExecution"). */
   async explain(verbosity = 'allPlansExecution') {
-    const [client, db, collection, concerns] = this._origin();
-    const { timeoutMS, session, readPreference, readConcern, ...fields } = this.#options;
+    const [client, db, collection, concerns, bsonOptions] = this._origin();
+    const { timeoutMS, session, readPreference, readConcern, explain, ...fields } = this.#options;
+    for (const name of BSON_OPTION_NAMES) delete fields[name];
     const find = { find: collection, filter: this.#filter, ...fields };
     const verbose = typeof verbosity === 'boolean' ? (verbosity ? 'allPlansExecution' : 'queryPlanner') : verbosity;
-    return new Db(client, db, {}).command({ explain: find, verbosity: verbose }, { timeoutMS, session, ...concerns });
+    const options = { timeoutMS, session, ...concerns, ...bsonOptions };
+    return new Db(client, db, {}).command({ explain: find, verbosity: verbose }, options);
   }
 
   collation(collation) {
@@ -1175,8 +1590,8 @@ export class FindCursor extends AbstractCursor {
 export class AggregationCursor extends AbstractCursor {
   #args;
 
-  constructor(client, db, collection, args, concerns) {
-    super(client, db, collection, concerns);
+  constructor(client, db, collection, args, concerns, bsonOptions) {
+    super(client, db, collection, concerns, bsonOptions);
     this.#args = args;
   }
 
@@ -1185,8 +1600,9 @@ export class AggregationCursor extends AbstractCursor {
   }
 
   _clone() {
-    const [client, db, collection, concerns] = this._origin();
-    return new AggregationCursor(client, db, collection, { ...this.#args, pipeline: [...this.#args.pipeline] }, concerns);
+    const [client, db, collection, concerns, bsonOptions] = this._origin();
+    const args = { ...this.#args, pipeline: [...this.#args.pipeline] };
+    return new AggregationCursor(client, db, collection, args, concerns, bsonOptions);
   }
 
   match(value) {
@@ -1258,6 +1674,7 @@ export class AggregationCursor extends AbstractCursor {
   async explain(verbosity = true) {
     const [client, db, collection, concerns] = this._origin();
     const { timeoutMS, session, readPreference, readConcern, batchSize, ...fields } = this.#args.options ?? {};
+    for (const name of BSON_OPTION_NAMES) delete fields[name];
     const command = { aggregate: collection || 1, pipeline: this.#args.pipeline, explain: Boolean(verbosity), ...fields };
     return new Db(client, db, {}).command(command, { timeoutMS, session, ...concerns });
   }

@@ -1,11 +1,36 @@
-// Monitoring events, as the Node.js driver emits them on its MongoClient: a small
-// EventEmitter that runs on every JavaScript runtime (Workers have no `node:events`
-// without their Node.js compatibility flag), and the Node driver's event classes.
-// monitoring.js delivers the core's events as these.
+// Monitoring events, as the Node.js driver emits them on its MongoClient: the
+// runtime's `node:events` EventEmitter where it has one (Node.js, Deno, Bun, Workers
+// with their Node.js compatibility flag), else a small portable one, and the Node
+// driver's event classes. monitoring.js delivers the core's events as these.
 
-/** The subset of Node's EventEmitter that applications use on a MongoClient. */
-export class EventEmitter {
+/**
+ * The subset of Node's EventEmitter that applications and libraries use on a
+ * MongoClient, for a runtime without `node:events`.
+ */
+export class PortableEventEmitter {
   #listeners = new Map();
+  #maxListeners = 10;
+
+  /** Kept for Node's API (libraries call it); this emitter never warns about leaks. */
+  setMaxListeners(count) {
+    this.#maxListeners = count;
+    return this;
+  }
+
+  getMaxListeners() {
+    return this.#maxListeners;
+  }
+
+  prependListener(name, listener) {
+    this.on(name, listener);
+    const listeners = this.#listeners.get(name);
+    this.#listeners.set(name, [listeners.at(-1), ...listeners.slice(0, -1)]);
+    return this;
+  }
+
+  rawListeners(name) {
+    return [...(this.#listeners.get(name) ?? [])];
+  }
 
   on(name, listener) {
     if (typeof listener !== 'function') {
@@ -72,6 +97,13 @@ export class EventEmitter {
     return true;
   }
 }
+
+/**
+ * The runtime's `node:events` EventEmitter (reached without an import, which a
+ * runtime without it would fail to load), else the portable one.
+ */
+export const EventEmitter =
+  globalThis.process?.getBuiltinModule?.('node:events')?.EventEmitter ?? PortableEventEmitter;
 
 /** An event: its fields as the core sent them, on an object of the Node driver's class. */
 class MonitoringEvent {

@@ -5,6 +5,7 @@
 // `listening`), so a client nobody listens to pays nothing for them.
 import { BSON } from 'bson';
 import { errorFromDocument } from './error_documents.js';
+import { ServerDescription, TopologyDescription } from './topology.js';
 import {
   CommandFailedEvent,
   CommandStartedEvent,
@@ -63,12 +64,15 @@ const EVENTS = {
  * has a listener for an event of the family, and `emit(bson)`, which emits one event
  * on `emitter` as an object of its class. A listener that throws does not reach the
  * core (as the Node driver, which emits outside its operations' error handling).
+ * `topology` (a Topology), when given, takes each new topology description first:
+ * the client then always listens to the (rare) SDAM events.
  */
-export function eventSink(emitter) {
+export function eventSink(emitter, topology) {
   return {
     // Asked before each event is built: a client nobody listens to has no event
     // names, so this costs one call and an empty loop.
     listening(family) {
+      if (topology && family === 'topology') return true;
       for (const name of emitter.eventNames()) {
         if (EVENTS[name]?.[1] === family) return true;
       }
@@ -84,6 +88,12 @@ export function eventSink(emitter) {
       if (fields.error && typeof fields.error.name === 'string') {
         fields.error = errorFromDocument(fields.error);
       }
+      // The Node driver's descriptions: servers in a Map, the types as its strings.
+      for (const key of ['previousDescription', 'newDescription']) {
+        if (name === 'topologyDescriptionChanged') fields[key] = new TopologyDescription(fields[key]);
+        else if (name === 'serverDescriptionChanged') fields[key] = new ServerDescription(fields[key]);
+      }
+      if (name === 'topologyDescriptionChanged') topology?._update(fields.newDescription);
       const event = new Class(fields);
       // The Node driver's events carry their name too (`event.name`).
       Object.defineProperty(event, 'name', { value: name, enumerable: false });

@@ -19,6 +19,7 @@ use anymongo::enumerate::{ListCollectionsOptions, ListDatabasesOptions};
 use anymongo::gridfs::{
     GridFsBucketOptions, GridFsDownloadStream, GridFsError, GridFsUploadOptions,
 };
+use anymongo::handshake::DriverInfo;
 use anymongo::index_management::{
     CreateIndexOptions, IndexModel, IndexOptions, ListIndexesOptions,
 };
@@ -490,8 +491,9 @@ pub async fn watch(
 }
 
 /// Applies what the client's options given in code set that a connection string
-/// cannot (`serverApi: { version, strict, deprecationErrors }`); answers whether they
-/// ask for command events (`monitorCommands: true`).
+/// cannot (`serverApi: { version, strict, deprecationErrors }`, `driverInfo: { name,
+/// version, platform }`); answers whether they ask for command events
+/// (`monitorCommands: true`).
 pub fn apply_code_options(options: &mut ClientOptions, code: &RawDocument) -> Result<bool> {
     let flag = |document: &RawDocument, name: &str| match document.get(name).map_err(malformed)? {
         None | Some(RawBsonRef::Null | RawBsonRef::Undefined) => Ok(None),
@@ -499,6 +501,22 @@ pub fn apply_code_options(options: &mut ClientOptions, code: &RawDocument) -> Re
         Some(_) => Err(Error::invalid_argument(format!("{name} must be a boolean"))),
     };
     let monitor_commands = flag(code, "monitorCommands")?.unwrap_or(false);
+    if let Some(RawBsonRef::Document(info)) = code.get("driverInfo").map_err(malformed)? {
+        let text = |name: &str| match info.get(name).map_err(malformed)? {
+            None | Some(RawBsonRef::Null | RawBsonRef::Undefined) => Ok(None),
+            Some(RawBsonRef::String(value)) => Ok(Some(value.to_owned())),
+            Some(_) => Err(Error::invalid_argument(format!(
+                "driverInfo: {name} must be a string"
+            ))),
+        };
+        let info = DriverInfo {
+            name: text("name")?.unwrap_or_default(),
+            version: text("version")?,
+            platform: text("platform")?,
+        };
+        info.validate()?;
+        options.driver_info = Some(info);
+    }
     let Some(RawBsonRef::Document(api)) = code.get("serverApi").map_err(malformed)? else {
         return Ok(monitor_commands);
     };
@@ -1357,6 +1375,22 @@ mod tests {
         let unknown = rawdoc! { "serverApi": { "version": "2" } };
         assert!(apply_code_options(&mut options, &unknown).is_err());
         assert!(!apply_code_options(&mut options, &rawdoc! {}).unwrap());
+    }
+
+    #[test]
+    fn code_options_name_the_wrapping_library() {
+        let mut options = ClientOptions::parse_uri("mongodb://localhost").unwrap();
+        let code = rawdoc! { "driverInfo": { "name": "Mongoose", "version": "9.0.0" } };
+        apply_code_options(&mut options, &code).unwrap();
+        let info = options.driver_info.clone().unwrap();
+        assert_eq!(
+            (info.name.as_str(), info.version.as_deref()),
+            ("Mongoose", Some("9.0.0"))
+        );
+        let piped = rawdoc! { "driverInfo": { "name": "a|b" } };
+        assert!(apply_code_options(&mut options, &piped).is_err());
+        let numeric = rawdoc! { "driverInfo": { "version": 9 } };
+        assert!(apply_code_options(&mut options, &numeric).is_err());
     }
 
     #[test]

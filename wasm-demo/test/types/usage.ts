@@ -203,7 +203,7 @@ export async function clientApi(transport: Transport): Promise<void> {
   client.on('topologyOpening', (event: TopologyOpeningEvent) => void event.topologyId);
   client.on('topologyClosed', (event: TopologyClosedEvent) => void event.topologyId);
   client.on('topologyDescriptionChanged', (event: TopologyDescriptionChangedEvent) => {
-    const types: string[] = Object.values(event.newDescription.servers).map((server) => server.type);
+    const types: string[] = [...event.newDescription.servers.values()].map((server) => server.type);
     void [types, event.previousDescription.type];
   });
   client.on('serverOpening', (event: ServerOpeningEvent) => void event.address);
