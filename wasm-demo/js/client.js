@@ -185,6 +185,9 @@ const URI_OPTIONS = new Set(
   ].map((name) => name.toLowerCase()),
 );
 
+// Every option name that is not a connection string option, in lower case.
+const KNOWN_OPTIONS = new Set([...CLIENT_ONLY, ...NO_EFFECT, ...CONCERNS].map((name) => name.toLowerCase()));
+
 /** Refuses options the Node driver does not know (MongoParseError, as it does) and `autoEncryption`. */
 function checkOptionNames(options) {
   if (options.autoEncryption !== undefined && options.autoEncryption !== null) {
@@ -192,13 +195,10 @@ function checkOptionNames(options) {
       'autoEncryption (client-side field level encryption) is not supported by anymongo: it needs the mongodb-client-encryption native library',
     );
   }
-  const unknown = Object.keys(options).filter(
+  // Named in lower case, as the Node driver names them.
+  const unknown = Object.keys(options).map((name) => name.toLowerCase()).filter(
     (name) =>
-      name !== 'autoEncryption' &&
-      !CLIENT_ONLY.has(name) &&
-      !NO_EFFECT.has(name) &&
-      !CONCERNS.has(name) &&
-      !URI_OPTIONS.has(name.toLowerCase()),
+      name !== 'autoencryption' && !KNOWN_OPTIONS.has(name) && !URI_OPTIONS.has(name),
   );
   if (unknown.length === 1) throw new MongoParseError(`option ${unknown[0]} is not supported`);
   if (unknown.length > 1) throw new MongoParseError(`options ${unknown.join(', ')} are not supported`);
@@ -380,9 +380,10 @@ const MAX_BSON_OBJECT_SIZE = 16 * 1024 * 1024;
 const COMMAND_OVERHEAD = 16 * 1024;
 
 /**
- * Refuses, before sending, a single document (filter, update, pipeline, command)
- * larger than the server takes, as the Node driver does; insertMany's and bulkWrite's
- * documents are split into batches by the core and each checked there.
+ * Refuses, before sending, a single document (filter, update, replacement, document,
+ * command) larger than the server takes, with a RangeError as the Node driver (whose
+ * serializer overflows its buffer); insertMany's and bulkWrite's documents are split
+ * into batches by the core and each checked there.
  */
 function checkSize(args, options) {
   for (const name of ['filter', 'update', 'replacement', 'document', 'command']) {
@@ -390,7 +391,7 @@ function checkSize(args, options) {
     if (value === null || typeof value !== 'object') continue;
     const size = BSON.calculateObjectSize(value, options);
     if (size > MAX_BSON_OBJECT_SIZE + COMMAND_OVERHEAD) {
-      throw new MongoInvalidArgumentError(`the ${name} is ${size} bytes of BSON, over the ${MAX_BSON_OBJECT_SIZE} bytes a server takes`);
+      throw new RangeError(`the ${name} is ${size} bytes of BSON: out of range of the ${MAX_BSON_OBJECT_SIZE} bytes a server takes`);
     }
   }
 }

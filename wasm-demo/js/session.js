@@ -70,14 +70,9 @@ export class ClientSession {
     return optional(this.#native?.operationTime())?.t;
   }
 
-  /**
-   * The server session: its `id`, and whether a network error made it dirty. As the
-   * Node driver's, an explicit session of a connected client has one before its first
-   * operation (taken from the pool here); before the client connects, undefined.
-   */
+  /** The server session: its `id`, and whether a network error made it dirty. */
   get serverSession() {
-    const connected = this.client._nativeIfConnected();
-    const native = this.#native ?? (connected && !this.#ended ? this._attach(connected) : null);
+    const native = this.#native;
     return native ? { id: optional(native.id()), isDirty: native.isDirty() } : undefined;
   }
 
