@@ -761,7 +761,7 @@ export interface FindOneAndDeleteOptions extends CommandOperationOptions {
   collation?: CollationOptions;
   hint?: Hint;
   let?: Document;
-  /** `{ value, ok }` (a ModifyResult) instead of the document. */
+  /** The server's reply (a ModifyResult: `value`, `lastErrorObject`, `ok`) instead of the document. */
   includeResultMetadata?: boolean;
 }
 
@@ -776,9 +776,10 @@ export interface FindOneAndUpdateOptions extends FindOneAndReplaceOptions {
   arrayFilters?: Document[];
 }
 
-/** findOneAndX's result with `includeResultMetadata: true`. */
+/** findOneAndX's result with `includeResultMetadata: true`: the server's reply. */
 export interface ModifyResult<TSchema = Document> {
   value: WithId<TSchema> | null;
+  /** `n` (documents written), `updatedExisting`, `upserted` (the `_id` of an upsert). */
   lastErrorObject?: Document;
   ok: 0 | 1;
 }
@@ -896,16 +897,60 @@ export interface DeleteResult {
   deletedCount: number;
 }
 
-/** A failed write of a bulk write (`writeErrors` of a MongoBulkWriteError). */
-export interface WriteError {
+/** The server's entry of a failed write of a bulk write, and the write (`op`). */
+export interface BulkWriteOperationError {
   index: number;
   code: number;
   errmsg: string;
-  errInfo?: Document;
+  errInfo: Document;
+  op: Document;
+}
+
+/** A failed write of a bulk write (`writeErrors` of a MongoBulkWriteError). */
+export declare class WriteError {
+  constructor(err: BulkWriteOperationError);
+  err: BulkWriteOperationError;
+  readonly code: number;
+  /** The index of the write among those the bulk write was given. */
+  readonly index: number;
+  readonly errmsg: string | undefined;
+  readonly errInfo: Document | undefined;
+  /** The write that failed: an insert's document, else its `{ q, u }` or `{ q, limit }` statement. */
+  getOperation(): Document;
+  toJSON(): { code: number; index: number; errmsg?: string; op: Document };
+  toString(): string;
+}
+
+/** A write concern error of a bulk write. */
+export declare class WriteConcernError {
+  constructor(error: { code: number; errmsg: string; errInfo?: Document });
+  readonly code: number | undefined;
+  readonly errmsg: string | undefined;
+  readonly errInfo: Document | undefined;
+  toJSON(): { code: number; errmsg: string; errInfo?: Document };
+  toString(): string;
+}
+
+/** The raw result of a bulk write (`BulkWriteResult.result`). */
+export interface BulkResult {
+  ok: number;
+  writeErrors: WriteError[];
+  writeConcernErrors: WriteConcernError[];
+  insertedIds: Document[];
+  nInserted: number;
+  nUpserted: number;
+  nMatched: number;
+  nModified: number;
+  nRemoved: number;
+  upserted: Document[];
 }
 
 /** What a bulkWrite did (also the `result` of its MongoBulkWriteError). */
 export declare class BulkWriteResult {
+  /** As the Node driver's: from the raw result, and whether the writes were ordered. */
+  constructor(bulkResult: BulkResult, isOrdered: boolean);
+  /** The raw result. */
+  readonly result: BulkResult;
   readonly insertedCount: number;
   readonly matchedCount: number;
   readonly modifiedCount: number;
@@ -915,16 +960,18 @@ export declare class BulkWriteResult {
   readonly upsertedIds: { [index: number]: any };
   /** The `_id` of each inserted document, by the index of its operation. */
   readonly insertedIds: { [index: number]: any };
-  /** 1: a result is only made for a bulk write that completed. */
+  /** The raw result's `ok`. */
   readonly ok: number;
   isOk(): boolean;
-  getInsertedIdAt(index: number): any;
-  getUpsertedIdAt(index: number): { index: number; _id: any } | undefined;
-  getUpsertedIds(): { index: number; _id: any }[];
+  getRawResponse(): Document;
+  /** The `index`-th upsert: `{ index, _id }`, `index` being the write's. */
+  getUpsertedIdAt(index: number): Document | undefined;
   hasWriteErrors(): boolean;
   getWriteErrorCount(): number;
   getWriteErrorAt(index: number): WriteError | undefined;
   getWriteErrors(): WriteError[];
+  getWriteConcernError(): WriteConcernError | undefined;
+  toString(): string;
 }
 
 export interface InsertOneModel<TSchema extends Document = Document> {
@@ -1575,6 +1622,10 @@ export declare class Collection<TSchema extends Document = Document> {
   /** Returns the renamed collection. */
   rename(newName: string, options?: RenameOptions): Promise<Collection<TSchema>>;
   drop(options?: DropCollectionOptions): Promise<boolean>;
+  /** The options the collection was created with (`listCollections`); throws a MongoAPIError if there is none. */
+  options(options?: CommandOperationOptions): Promise<Document>;
+  /** Whether the collection is capped. */
+  isCapped(options?: CommandOperationOptions): Promise<boolean>;
   /** The changes to the collection. */
   watch<TLocal extends Document = TSchema, TChange extends Document = ChangeStreamDocument<TLocal>>(
     pipeline?: Document[],
@@ -1621,7 +1672,15 @@ export interface FindOperators<TSchema extends Document = Document> {
  * What the cursors share (not exported by the package: a type only). The command
  * that opens the cursor is sent on the first read.
  */
-declare abstract class AbstractCursor<TSchema = any> implements AsyncIterable<TSchema>, AsyncDisposable {
+/** The events of a cursor: `'close'` once it is closed or exhausted. */
+export type AbstractCursorEvents = {
+  close(): void;
+};
+
+declare abstract class AbstractCursor<TSchema = any>
+  extends EventEmitter<AbstractCursorEvents>
+  implements AsyncIterable<TSchema>, AsyncDisposable
+{
   readonly closed: boolean;
   hasNext(): Promise<boolean>;
   /** The next document, or null at the end. */
@@ -1653,7 +1712,7 @@ declare abstract class AbstractCursor<TSchema = any> implements AsyncIterable<TS
    * driver gives a Node.js Readable).
    */
   stream(): ReadableStream<TSchema>;
-  /** Kills the server cursor (if still open). */
+  /** Kills the server cursor (if still open); emits `'close'`. */
   close(): Promise<void>;
   /** `for await (const document of cursor)`; leaving the loop early closes the cursor. */
   [Symbol.asyncIterator](): AsyncGenerator<TSchema, void, void>;
@@ -1949,6 +2008,8 @@ export type ChangeStreamEvents<TSchema extends Document = Document, TChange exte
   change(change: TChange): void;
   error(error: Error): void;
   close(): void;
+  /** The resume token changed (a change was read, or the server moved past a batch). */
+  resumeTokenChanged(token: ResumeToken): void;
 };
 
 /**
@@ -2113,6 +2174,8 @@ export type MongoErrorLabel = (typeof MongoErrorLabel)[keyof typeof MongoErrorLa
 export declare class MongoError extends Error {
   constructor(message?: string, fields?: Document);
   readonly errorLabels: string[];
+  /** The message, by its legacy name (the server's `errmsg`). */
+  readonly errmsg: string;
   code?: number | string;
   cause?: Error;
   /** Whether the error carries `label` (e.g. `"RetryableWriteError"`). */
@@ -2120,14 +2183,21 @@ export declare class MongoError extends Error {
   addErrorLabel(label: string): void;
 }
 
-/** The server answered with an error (`ok: 0`, or a write error). */
+/**
+ * The server answered with an error (`ok: 0`, or a write error). `new`-able as the
+ * Node driver's, from the error document: its labels kept, its fields copied.
+ */
 export declare class MongoServerError extends MongoError {
+  constructor(document: Document);
   code: number;
   codeName?: string;
-  errmsg: string;
-  /** The server's whole reply, when it sent one. */
-  errorResponse?: Document;
+  /** The server's whole reply (a single write's: its `writeErrors` entry). */
+  errorResponse: Document;
   errInfo?: Document;
+  /** A duplicate key error's index key and the duplicate value. */
+  keyPattern?: Document;
+  keyValue?: Document;
+  [field: string]: any;
 }
 
 /**
@@ -2135,16 +2205,20 @@ export declare class MongoServerError extends MongoError {
  * what the others did, whose counts and ids the error repeats.
  */
 export declare class MongoBulkWriteError extends MongoServerError {
+  /** As the Node driver's: `{ message, code, writeErrors }` (or the error that stopped the writes), and the result. */
+  constructor(error: Document | Error, result: BulkWriteResult);
   writeErrors: WriteError[];
+  /** The write concern error, when that is what failed. */
+  err?: WriteConcernError;
   /** What the writes that succeeded did. */
   result: BulkWriteResult;
-  insertedCount: number;
-  matchedCount: number;
-  modifiedCount: number;
-  deletedCount: number;
-  upsertedCount: number;
-  insertedIds: { [index: number]: any };
-  upsertedIds: { [index: number]: any };
+  readonly insertedCount: number;
+  readonly matchedCount: number;
+  readonly modifiedCount: number;
+  readonly deletedCount: number;
+  readonly upsertedCount: number;
+  readonly insertedIds: { [index: number]: any };
+  readonly upsertedIds: { [index: number]: any };
 }
 
 /**
@@ -2153,12 +2227,18 @@ export declare class MongoBulkWriteError extends MongoServerError {
  * that stopped it, if one did.
  */
 export declare class MongoClientBulkWriteError extends MongoServerError {
+  constructor(document: Document);
   writeErrors: Map<number, ClientBulkWriteError>;
   writeConcernErrors: Document[];
   partialResult?: ClientBulkWriteResult;
 }
 /** The write was done but its write concern was not satisfied. */
-export declare class MongoWriteConcernError extends MongoServerError {}
+export declare class MongoWriteConcernError extends MongoServerError {
+  /** As the Node driver's: from the server's reply, with its `writeConcernError`. */
+  constructor(result: Document);
+  /** The server's reply. */
+  result: Document;
+}
 
 /** An error the driver raised (not the server). */
 export declare class MongoDriverError extends MongoError {}

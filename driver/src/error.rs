@@ -610,14 +610,16 @@ impl Error {
         self.inner.service_id
     }
 
-    /// The error with the server's whole reply: an `ok: 0` reply.
+    /// The error with the server's reply: an `ok: 0` reply, or a write error's entry.
     pub(crate) fn with_server_reply(mut self, reply: bson::Document) -> Self {
         self.inner.server_reply = Some(reply);
         self
     }
 
-    /// The server's whole `ok: 0` reply, for an error the server returned: fields the
-    /// driver does not read stay available (Bulk Write spec, "Top-Level Errors").
+    /// The server's whole `ok: 0` reply, for an error the server returned (for the
+    /// write error of a single write, its entry of the reply's `writeErrors`, as the
+    /// Node.js driver's `errorResponse`): fields the driver does not read (a duplicate
+    /// key's `keyValue`) stay available (Bulk Write spec, "Top-Level Errors").
     pub fn server_reply(&self) -> Option<&bson::Document> {
         self.inner.server_reply.as_ref()
     }

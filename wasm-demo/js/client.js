@@ -8,7 +8,9 @@
 // Binary, Date, Timestamp...).
 import { BSON, ObjectId } from 'bson';
 import {
+  MongoAPIError,
   MongoBatchReExecutionError,
+  MongoBulkWriteError,
   MongoCompatibilityError,
   MongoCursorInUseError,
   MongoInvalidArgumentError,
@@ -21,7 +23,7 @@ import { toError } from './error_documents.js';
 import { EventEmitter } from './events.js';
 import { host as entryPoint } from './host.js';
 import { eventSink } from './monitoring.js';
-import { BulkWriteResult, ClientBulkWriteResult } from './results.js';
+import { BulkWriteResult, bulkResult, ClientBulkWriteResult } from './results.js';
 import {
   concernParameters,
   concernsOf,
@@ -53,7 +55,7 @@ export * from './events.js';
 export { ChangeStream, ClientSession } from './session.js';
 export { GridFSBucket } from './gridfs.js';
 export { ReadConcern, ReadPreference, WriteConcern } from './concerns.js';
-export { BulkWriteResult, ClientBulkWriteResult } from './results.js';
+export { BulkWriteResult, ClientBulkWriteResult, WriteConcernError } from './results.js';
 export { ServerDescription, Topology, TopologyDescription } from './topology.js';
 export { dnsOverHttps } from './doh.js';
 
@@ -944,7 +946,12 @@ export class Collection {
       throw new MongoInvalidArgumentError('insertMany takes an array of documents');
     }
     const inserted = documents.map((document) => this.#withId(document));
-    const result = await this.#run('insertMany', { documents: inserted, options });
+    let result;
+    try {
+      result = await this.#run('insertMany', { documents: inserted, options });
+    } catch (error) {
+      throw withOperations(error, () => inserted.map((document) => ({ op: document, insert: true })), options.ordered ?? true);
+    }
     // Every document was inserted (a failure throws), each with its `_id` from withId.
     result.insertedIds = Object.fromEntries(inserted.map((document, index) => [index, document._id]));
     return result;
@@ -987,16 +994,43 @@ export class Collection {
     return new FindCursor(this.#client, this.#db, this.#name, filter, options, this._concerns, this.#bson(options));
   }
 
+  /** The document before (or with `returnDocument: 'after'`, after) the update; `includeResultMetadata`: the server's reply. */
   async findOneAndUpdate(filter, update, options = {}) {
-    return modifyResult(await this.#run('findOneAndUpdate', { filter, update, options }), options);
+    return this.#findAndModify('findOneAndUpdate', { filter, update, options });
   }
 
   async findOneAndReplace(filter, replacement, options = {}) {
-    return modifyResult(await this.#run('findOneAndReplace', { filter, replacement, options }), options);
+    return this.#findAndModify('findOneAndReplace', { filter, replacement, options });
   }
 
   async findOneAndDelete(filter, options = {}) {
-    return modifyResult(await this.#run('findOneAndDelete', { filter, options }), options);
+    return this.#findAndModify('findOneAndDelete', { filter, options });
+  }
+
+  /**
+   * The document, or with `includeResultMetadata` the server's whole reply (`value`,
+   * `lastErrorObject`, `ok`), which the core does not return: then the findAndModify
+   * command is sent as a command (not retried as a retryable write is).
+   */
+  async #findAndModify(op, args) {
+    const { includeResultMetadata, ...options } = args.options;
+    if (!includeResultMetadata) {
+      return (await this.#run(op, { ...args, options })).value;
+    }
+    const command = { findAndModify: this.#name, query: args.filter };
+    if (op === 'findOneAndDelete') {
+      command.remove = true;
+    } else {
+      command.update = args.update ?? args.replacement;
+      if (options.returnDocument === 'after') command.new = true;
+    }
+    if (options.projection) command.fields = options.projection;
+    for (const field of FIND_AND_MODIFY_FIELDS) {
+      if (options[field] !== undefined) command[field] = options[field];
+    }
+    const concern = writeConcernDocument(options.writeConcern) ?? this._concerns?.writeConcern;
+    if (concern && Object.keys(concern).length > 0) command.writeConcern = concern;
+    return this.#command(command, options);
   }
 
   /** A builder of an ordered bulk write: `find(filter).updateOne(update)`, `insert(document)`..., then `execute()`. */
@@ -1115,7 +1149,27 @@ export class Collection {
     for (const operation of operations) {
       if (operation?.insertOne?.document) this.#withId(operation.insertOne.document);
     }
-    return new BulkWriteResult(await this.#run('bulkWrite', { operations, options }));
+    try {
+      return new BulkWriteResult(bulkResult(await this.#run('bulkWrite', { operations, options })), options.ordered ?? true);
+    } catch (error) {
+      throw withOperations(error, () => operations.map(write), options.ordered ?? true);
+    }
+  }
+
+  /** The collection's options (those it was created with), from `listCollections`. */
+  async options(options = {}) {
+    const [found] = await new Db(this.#client, this.#db, {})
+      .listCollections({ name: this.#name }, { ...options, nameOnly: false })
+      .toArray();
+    if (!found?.options) {
+      throw new MongoAPIError(`collection ${this.namespace} not found`);
+    }
+    return found.options;
+  }
+
+  /** Whether the collection is capped. */
+  async isCapped(options = {}) {
+    return Boolean((await this.options(options)).capped);
   }
 
   #command(command, options) {
@@ -1134,9 +1188,51 @@ export class Collection {
 
 concernGetters(Collection);
 
-/** findOneAndX's result: the document, or `{ value, ok }` with `includeResultMetadata`. */
-function modifyResult({ value }, options) {
-  return options.includeResultMetadata ? { value, ok: 1 } : value;
+/** The options of findOneAndX that the findAndModify command takes as they are. */
+const FIND_AND_MODIFY_FIELDS = ['sort', 'upsert', 'arrayFilters', 'bypassDocumentValidation', 'collation', 'hint', 'let', 'comment', 'maxTimeMS'];
+
+/**
+ * The write a model of `bulkWrite` makes: `op`, as the command carries it (a
+ * WriteError's `getOperation()`), and whether it is an insert.
+ */
+function write(model) {
+  const [[name, args]] = Object.entries(model);
+  return { op: name === 'insertOne' ? args.document : statement(name, args), insert: name === 'insertOne' };
+}
+
+/** The update or delete statement of the `bulkWrite` model `{ [name]: args }`. */
+function statement(name, args) {
+  const out = { q: args.filter };
+  if (name === 'deleteOne' || name === 'deleteMany') {
+    out.limit = name === 'deleteOne' ? 1 : 0;
+  } else {
+    out.u = args.update ?? args.replacement;
+    if (typeof args.upsert === 'boolean') out.upsert = args.upsert;
+    if (name === 'updateMany') out.multi = true;
+  }
+  for (const field of ['hint', 'arrayFilters', 'collation']) {
+    if (args[field]) out[field] = args[field];
+  }
+  if ((name === 'updateOne' || name === 'replaceOne') && args.sort != null) out.sort = args.sort;
+  return out;
+}
+
+/**
+ * `error`, if a MongoBulkWriteError of the writes `writesOf()` gives (see `write`;
+ * ordered or not), as the Node driver makes it: each write error with its write (`op`),
+ * and the result made from the `_id` of every insert sent, of which the constructor
+ * keeps those the write errors did not stop.
+ */
+function withOperations(error, writesOf, ordered) {
+  if (!(error instanceof MongoBulkWriteError)) return error;
+  const writes = writesOf();
+  for (const writeError of error.writeErrors) writeError.err.op = writes[writeError.index]?.op;
+  const insertedIds = [];
+  writes.forEach(({ op, insert }, index) => {
+    if (insert) insertedIds.push({ index, _id: op._id });
+  });
+  error.result = new BulkWriteResult({ ...error.result.result, insertedIds }, ordered);
+  return error;
 }
 
 /** The Node driver's fluent bulk write builder (`initializeOrderedBulkOp`). */
@@ -1219,9 +1315,10 @@ export class BulkOperation {
  * `for await`. A batch is the BSON of its documents one after the other, each
  * deserialized only when it is read: a document read and dropped is garbage at once,
  * rather than kept alive (and copied from GC generation to generation) with its whole
- * batch.
+ * batch. An EventEmitter, as the Node driver's cursors: `'close'` once it is closed or
+ * exhausted.
  */
-class AbstractCursor {
+class AbstractCursor extends EventEmitter {
   #client;
   #db;
   #collection;
@@ -1236,6 +1333,7 @@ class AbstractCursor {
 
   /** `bsonOptions`: the resolved BSON options its documents are read with (default: the client's). */
   constructor(client, db, collection, concerns, bsonOptions = client.bsonOptions) {
+    super();
     this.#client = client;
     this.#db = db;
     this.#collection = collection;
@@ -1446,7 +1544,7 @@ class AbstractCursor {
     }
   }
 
-  /** Kills the server cursor (if still open). */
+  /** Kills the server cursor (if still open); emits `'close'`. */
   async close() {
     if (this.#closed) {
       return;
@@ -1464,6 +1562,7 @@ class AbstractCursor {
         native.free();
       }
     }
+    this.emit('close');
   }
 }
 

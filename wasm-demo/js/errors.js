@@ -5,7 +5,7 @@
 // runtime. A few classes are never raised by this package (Kerberos, AWS, OIDC
 // providers, decompression); they exist for `instanceof` in code that names them.
 // error_documents.js turns what the WebAssembly module reports into these.
-import { BulkWriteResult, ClientBulkWriteResult } from './results.js';
+import { WriteConcernError } from './results.js';
 
 /** The labels the server or the driver puts on errors, as the Node driver names them. */
 export const MongoErrorLabel = Object.freeze({
@@ -24,15 +24,21 @@ export const MongoErrorLabel = Object.freeze({
 
 /** The base class of every error of the driver. */
 export class MongoError extends Error {
+  /** `fields`: `cause`, as the Node driver's options, and what else the error carries (`code`...). */
   constructor(message, fields = {}) {
     super(message);
-    const { name: _name, message: _message, errorLabels, ...rest } = fields;
+    const { name: _name, message: _message, errmsg: _errmsg, errorLabels, ...rest } = fields;
     Object.assign(this, rest);
-    this.errorLabels = Array.isArray(errorLabels) ? errorLabels : [];
+    this.errorLabels = Array.isArray(errorLabels) ? [...errorLabels] : [];
   }
 
   get name() {
     return 'MongoError';
+  }
+
+  /** The message, by its legacy name (the server's `errmsg`). */
+  get errmsg() {
+    return this.message;
   }
 
   /** Whether the error carries `label` (e.g. `"RetryableWriteError"`). */
@@ -47,11 +53,19 @@ export class MongoError extends Error {
   }
 }
 
-/** The server answered with an error (`ok: 0`, or a write error). */
+/**
+ * The server answered with an error (`ok: 0`, or a write error). Made, as the Node
+ * driver's, from the error document: `new MongoServerError({ code, errmsg, errorLabels })`
+ * keeps its labels, `errorResponse` is the document, and each of its other fields
+ * (`codeName`, `keyPattern`, `keyValue`, `errInfo`...) is one of the error's.
+ */
 export class MongoServerError extends MongoError {
-  constructor(message, fields = {}) {
-    super(message, fields);
-    this.errmsg ??= fields.errorResponse?.errmsg ?? message;
+  constructor(document) {
+    super(document.message || document.errmsg || document.$err || 'n/a', { errorLabels: document.errorLabels });
+    this.errorResponse = document;
+    for (const name in document) {
+      if (!SERVER_ERROR_OWN.has(name)) this[name] = document[name];
+    }
   }
 
   get name() {
@@ -59,40 +73,117 @@ export class MongoServerError extends MongoError {
   }
 }
 
+/** Fields of an error document that are not copied as they are onto a MongoServerError. */
+const SERVER_ERROR_OWN = new Set(['errorLabels', 'errmsg', 'message', 'errorResponse']);
+
 /**
- * Some writes of a `bulkWrite` or `insertMany` failed: `writeErrors`, and in `result`
- * (a BulkWriteResult) what the others did, whose counts and ids the error repeats.
+ * A failed write of a bulk write (an entry of MongoBulkWriteError's `writeErrors`): the
+ * server's entry (`err`: `index`, `code`, `errmsg`, `errInfo`) and the write (`op`) as
+ * the command carried it.
+ */
+export class WriteError {
+  constructor(err) {
+    this.err = err;
+  }
+
+  get code() {
+    return this.err.code;
+  }
+
+  /** The index of the write among those the bulk write was given. */
+  get index() {
+    return this.err.index;
+  }
+
+  get errmsg() {
+    return this.err.errmsg;
+  }
+
+  get errInfo() {
+    return this.err.errInfo;
+  }
+
+  /** The write that failed: the document of an insert, the `{ q, u }` or `{ q, limit }` statement of the others. */
+  getOperation() {
+    return this.err.op;
+  }
+
+  toJSON() {
+    return { code: this.err.code, index: this.err.index, errmsg: this.err.errmsg, op: this.err.op };
+  }
+
+  toString() {
+    return `WriteError(${JSON.stringify(this.toJSON())})`;
+  }
+}
+
+/**
+ * Some writes of a `bulkWrite` or `insertMany` failed: `writeErrors` (WriteError
+ * objects), and in `result` (a BulkWriteResult) what the others did, whose counts and
+ * ids the error's getters repeat. Made as the Node driver's: `(error, result)`, `error`
+ * being `{ message, code, writeErrors }` or the error that stopped the writes.
  */
 export class MongoBulkWriteError extends MongoServerError {
-  constructor(message, fields = {}) {
-    const { result, ...rest } = fields;
-    super(message, rest);
-    this.writeErrors ??= [];
-    this.result = new BulkWriteResult(result ?? { insertedIds: this.insertedIds }, this.writeErrors);
-    for (const name of ['insertedCount', 'matchedCount', 'modifiedCount', 'deletedCount', 'upsertedCount']) {
-      this[name] = this.result[name];
+  constructor(error, result) {
+    super(error);
+    this.writeErrors = [];
+    if (error instanceof WriteConcernError) {
+      this.err = error;
+    } else if (!(error instanceof Error)) {
+      this.message = error.message;
+      this.code = error.code;
+      this.writeErrors = error.writeErrors ?? [];
     }
-    this.insertedIds = this.result.insertedIds;
-    this.upsertedIds = this.result.upsertedIds;
+    this.result = result;
+    Object.assign(this, error);
   }
 
   get name() {
     return 'MongoBulkWriteError';
+  }
+
+  get insertedCount() {
+    return this.result.insertedCount;
+  }
+
+  get matchedCount() {
+    return this.result.matchedCount;
+  }
+
+  get modifiedCount() {
+    return this.result.modifiedCount;
+  }
+
+  get deletedCount() {
+    return this.result.deletedCount;
+  }
+
+  get upsertedCount() {
+    return this.result.upsertedCount;
+  }
+
+  /** The `_id`s inserted, by index of the write. */
+  get insertedIds() {
+    return this.result.insertedIds;
+  }
+
+  /** The `_id`s upserted, by index of the write. */
+  get upsertedIds() {
+    return this.result.upsertedIds;
   }
 }
 
 /**
  * Some writes of a client-level bulk write failed: `writeErrors` (a Map by index of the
  * model), `writeConcernErrors`, `partialResult` (what the others did), and as `cause`
- * the error that stopped it, if one did.
+ * the error that stopped it, if one did. Made, as the Node driver's, from an error
+ * document; the fields are set after.
  */
 export class MongoClientBulkWriteError extends MongoServerError {
-  constructor(message, fields = {}) {
-    const { writeErrors, partialResult, ...rest } = fields;
-    super(message, rest);
-    this.writeErrors = new Map(Object.entries(writeErrors ?? {}).map(([index, error]) => [Number(index), error]));
-    this.writeConcernErrors ??= [];
-    this.partialResult = partialResult ? new ClientBulkWriteResult(partialResult) : undefined;
+  constructor(document) {
+    super(document);
+    this.writeConcernErrors = [];
+    this.writeErrors = new Map();
   }
 
   get name() {
@@ -100,8 +191,18 @@ export class MongoClientBulkWriteError extends MongoServerError {
   }
 }
 
-/** The write was done but its write concern was not satisfied. */
+/**
+ * The write was done but its write concern was not satisfied. Made, as the Node
+ * driver's, from the server's reply (`result`), whose `writeConcernError` gives the
+ * error its `code`, `codeName`, `errmsg` and `errInfo`.
+ */
 export class MongoWriteConcernError extends MongoServerError {
+  constructor(result) {
+    super({ ...result.writeConcernError, ...result });
+    this.errInfo = result.writeConcernError?.errInfo;
+    this.result = result;
+  }
+
   get name() {
     return 'MongoWriteConcernError';
   }

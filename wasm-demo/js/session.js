@@ -227,6 +227,11 @@ export class ClientSession {
   }
 }
 
+/** Whether two byte arrays (either may be null) hold the same bytes. */
+function sameBytes(a, b) {
+  return a !== null && b !== null && a.length === b.length && a.every((byte, i) => byte === b[i]);
+}
+
 /** Options of a transaction (`readConcern`, `writeConcern`, `readPreference`, `maxCommitTimeMS`). */
 function transactionOptions(options) {
   const out = concernsOf(options) ?? {};
@@ -260,6 +265,8 @@ export class ChangeStream extends EventEmitter {
   #buffered = null;
   #closed = false;
   #streaming = false;
+  /** The BSON of the resume token last emitted with `resumeTokenChanged` (the token once closed). */
+  #emittedToken = null;
 
   /** @internal */
   constructor(client, db, collection, pipeline, options, concerns) {
@@ -280,7 +287,7 @@ export class ChangeStream extends EventEmitter {
 
   /** The token to resume after the last change returned (or a later one of the server's). */
   get resumeToken() {
-    const token = this.#native?.resumeToken();
+    const token = this.#native?.resumeToken() ?? this.#emittedToken;
     if (token) return BSON.deserialize(token);
     return this.#args.options.startAfter ?? this.#args.options.resumeAfter ?? null;
   }
@@ -291,6 +298,7 @@ export class ChangeStream extends EventEmitter {
     }
     this.#opening ??= this.#client._watch(this.#db, this.#collection, this.#args).then((native) => {
       this.#native = native;
+      this.#noteResumeToken();
     });
     try {
       await this.#opening;
@@ -329,7 +337,19 @@ export class ChangeStream extends EventEmitter {
       await this.close();
       return null;
     }
+    this.#noteResumeToken();
     return change === null ? null : BSON.deserialize(change);
+  }
+
+  /**
+   * Emits `resumeTokenChanged` with the token if it changed: a change's `_id`, or
+   * the server's `postBatchResumeToken` of a batch it has read to its end.
+   */
+  #noteResumeToken() {
+    const token = this.#native?.resumeToken();
+    if (!token || sameBytes(token, this.#emittedToken)) return;
+    this.#emittedToken = token;
+    this.emit('resumeTokenChanged', BSON.deserialize(token));
   }
 
   /** Whether there is a next change, waiting for one. */
@@ -381,20 +401,19 @@ export class ChangeStream extends EventEmitter {
     }
   }
 
+  /** Kills the server cursor (if open); emits `'close'`. */
   async close() {
     if (this.#closed) return;
     this.#closed = true;
     const native = this.#native;
     this.#native = null;
-    if (native) {
-      try {
-        await native.close();
-      } catch (error) {
-        throw toError(error);
-      } finally {
-        native.free();
-        this.emit('close');
-      }
+    try {
+      await native?.close();
+    } catch (error) {
+      throw toError(error);
+    } finally {
+      native?.free();
+      this.emit('close');
     }
   }
 

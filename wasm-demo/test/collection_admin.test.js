@@ -127,8 +127,8 @@ describe('collection and database administration', BOUND, () => {
     assert.deepEqual(Object.keys(result.insertedIds), ['0']);
     assert.ok(result.insertedIds[0].equals(document._id));
     assert.deepEqual(result.upsertedIds, { 4: 5, 5: 6 });
-    assert.equal(result.getInsertedIdAt(0), result.insertedIds[0]);
-    assert.deepEqual(result.getUpsertedIdAt(4), { index: 4, _id: 5 });
+    assert.deepEqual(result.getUpsertedIdAt(0), { index: 4, _id: 5 });
+    assert.deepEqual(result.result.upserted, [{ index: 4, _id: 5 }, { index: 5, _id: 6 }]);
     assert.equal(result.hasWriteErrors(), false);
     const left = await coll.find({}, { sort: { n: 1 } }).toArray();
     assert.deepEqual(left.map(({ n }) => n), [4, 5, 6, 10]);

@@ -54,13 +54,35 @@ const HIERARCHY = [
   ['MongoServerSelectionError', 'MongoSystemError'],
 ];
 
+/**
+ * An error of `Class` with `message`, made as the official driver makes it: a server
+ * error from an error document (a write concern error from the server's reply, a bulk
+ * write error with its result), the others from the message.
+ */
+function made(Class, message) {
+  if (Class === anymongo.MongoWriteConcernError) {
+    return new Class({ writeConcernError: { code: 64, errmsg: message } });
+  }
+  if (Class === anymongo.MongoBulkWriteError) {
+    return new Class({ message, code: 11000, writeErrors: [] }, new anymongo.BulkWriteResult(emptyBulkResult(), true));
+  }
+  if (Class === anymongo.MongoServerError || Class.prototype instanceof anymongo.MongoServerError) {
+    return new Class({ message });
+  }
+  return new Class(message);
+}
+
+function emptyBulkResult() {
+  return { ok: 1, writeErrors: [], writeConcernErrors: [], insertedIds: [], nInserted: 0, nUpserted: 0, nMatched: 0, nModified: 0, nRemoved: 0, upserted: [] };
+}
+
 describe('error classes', () => {
   it("have the official driver's parents and names", () => {
     for (const [name, parent] of HIERARCHY) {
       const Class = anymongo[name];
       assert.equal(typeof Class, 'function', `${name} is exported`);
       assert.equal(Object.getPrototypeOf(Class), parent === 'Error' ? Error : anymongo[parent], `${name} extends ${parent}`);
-      const error = new Class('what happened');
+      const error = made(Class, 'what happened');
       assert.equal(error.name, name);
       assert.equal(error.message, 'what happened');
       assert.deepEqual(error.errorLabels, []);

@@ -29,6 +29,9 @@ pub(crate) struct WriteReply {
     pub upserted: Vec<(usize, Bson)>,
     /// `writeErrors`, with indexes counted from the first statement of the operation.
     pub write_errors: Vec<IndexedWriteError>,
+    /// The first entry of `writeErrors` as the server sent it: the fields the driver
+    /// does not read (a duplicate key's `keyPattern` and `keyValue`) stay available.
+    pub first_write_error: Option<Document>,
     /// `writeConcernError`.
     pub write_concern_error: Option<WriteConcernError>,
     /// The reply's `errorLabels`.
@@ -71,7 +74,8 @@ impl WriteReply {
             .into_iter()
             .filter_map(|entry| Some((index(&entry), entry.get("_id")?.clone())))
             .collect();
-        let write_errors = documents("writeErrors")
+        let write_error_entries = documents("writeErrors");
+        let write_errors = write_error_entries
             .iter()
             .map(|entry| IndexedWriteError {
                 index: index(entry),
@@ -109,6 +113,7 @@ impl WriteReply {
             n_modified: count("nModified"),
             upserted,
             write_errors,
+            first_write_error: write_error_entries.into_iter().next(),
             write_concern_error,
             labels,
             address: String::new(),
@@ -116,17 +121,23 @@ impl WriteReply {
     }
 
     /// The error of a single write (insert_one, update, delete...), if it failed:
-    /// its write error, else its write concern error, with the reply's labels.
+    /// its write error (with the server's entry as its reply), else its write concern
+    /// error, with the reply's labels.
     pub fn single_write_error(&self) -> Option<Error> {
-        let failure = match (self.write_errors.first(), &self.write_concern_error) {
-            (Some(error), _) => WriteFailure::WriteError(error.clone().into()),
-            (None, Some(concern)) => WriteFailure::WriteConcernError(concern.clone()),
+        let (failure, entry) = match (self.write_errors.first(), &self.write_concern_error) {
+            (Some(error), _) => (
+                WriteFailure::WriteError(error.clone().into()),
+                self.first_write_error.clone(),
+            ),
+            (None, Some(concern)) => (WriteFailure::WriteConcernError(concern.clone()), None),
             (None, None) => return None,
         };
-        Some(
-            Error::new(ErrorKind::Write(failure))
-                .with_labels(self.labels.iter().map(String::as_str)),
-        )
+        let error = Error::new(ErrorKind::Write(failure))
+            .with_labels(self.labels.iter().map(String::as_str));
+        Some(match entry {
+            Some(entry) => error.with_server_reply(entry),
+            None => error,
+        })
     }
 
     /// The reply of an insert, update or delete command from the server at `address`,
@@ -911,6 +922,23 @@ mod tests {
     use bson::rawdoc;
 
     use super::*;
+
+    #[test]
+    fn a_single_write_error_keeps_the_servers_entry_as_its_reply() {
+        let entry = doc! {
+            "index": 0, "code": 11000, "errmsg": "E11000 duplicate key",
+            "keyPattern": { "k": 1 }, "keyValue": { "k": 1 },
+        };
+        let reply = doc! { "n": 0, "writeErrors": [entry.clone()], "ok": 1 };
+        let error = WriteReply::parse(&reply, 0).single_write_error().unwrap();
+        assert_eq!(error.code(), Some(11000));
+        assert_eq!(error.server_reply(), Some(&entry));
+        // A write concern error has no entry of its own.
+        let reply =
+            doc! { "n": 1, "writeConcernError": { "code": 64, "errmsg": "timeout" }, "ok": 1 };
+        let error = WriteReply::parse(&reply, 0).single_write_error().unwrap();
+        assert_eq!(error.server_reply(), None);
+    }
 
     #[test]
     fn a_replacement_keeps_dollar_fields_as_given() {

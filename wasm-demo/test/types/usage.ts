@@ -104,6 +104,7 @@ import MongoClientDefault, {
   TopologyOpeningEvent,
   UUID,
   WriteConcern,
+  WriteError,
 } from 'anymongo';
 import type {
   ChangeStreamDocument,
@@ -412,8 +413,13 @@ export async function collectionApi(db: Db, session: ClientSession): Promise<voi
     ],
     { ordered: true, session },
   );
-  void [result.ok, result.isOk(), result.getInsertedIdAt(0), result.getUpsertedIdAt(1), result.getUpsertedIds()];
-  void [result.hasWriteErrors(), result.getWriteErrorCount(), result.getWriteErrorAt(0), result.getWriteErrors()];
+  void [result.ok, result.isOk(), result.getUpsertedIdAt(0), result.getRawResponse(), result.result.nInserted, result.toString()];
+  void [result.hasWriteErrors(), result.getWriteErrorCount(), result.getWriteErrorAt(0), result.getWriteErrors(), result.getWriteConcernError()];
+  const made: BulkWriteResult = new BulkWriteResult(
+    { ok: 1, writeErrors: [], writeConcernErrors: [], insertedIds: [], nInserted: 0, nUpserted: 0, nMatched: 0, nModified: 0, nRemoved: 0, upserted: [] },
+    false,
+  );
+  void made;
   void [result.insertedCount, result.matchedCount, result.modifiedCount, result.deletedCount, result.upsertedCount, result.insertedIds, result.upsertedIds];
   // @ts-expect-error: qty is a number
   await orders.bulkWrite([{ insertOne: { document: { item: 'x', qty: 'one' } } }]);
@@ -478,6 +484,11 @@ export async function collectionApi(db: Db, session: ClientSession): Promise<voi
     }
   });
   stream.once('error', (error: Error) => void error.message).on('close', () => {});
+  stream.on('resumeTokenChanged', (resumeToken) => void resumeToken);
+  orders.find().once('close', () => {});
+  const capped: boolean = await orders.isCapped();
+  const collectionOptions: Document = await orders.options();
+  void [capped, collectionOptions];
   // @ts-expect-error: a change listener gets the change, not a string
   stream.on('change', (change: string) => void change);
   const next: ChangeStreamDocument<Order> = await stream.next();
@@ -675,7 +686,9 @@ export function errorsApi(error: unknown): void {
     const code: number = error.code;
     const codeName: string | undefined = error.codeName;
     const errmsg: string = error.errmsg;
-    const response: Document | undefined = error.errorResponse;
+    const response: Document = error.errorResponse;
+    const made = new MongoServerError({ code: 112, errmsg: 'conflict', errorLabels: ['TransientTransactionError'] });
+    void made.hasErrorLabel('TransientTransactionError');
     const retryable: boolean = error.hasErrorLabel(MongoErrorLabel.RetryableWriteError);
     error.addErrorLabel('Mine');
     const labels: string[] = error.errorLabels;
@@ -683,8 +696,10 @@ export function errorsApi(error: unknown): void {
   }
   if (error instanceof MongoBulkWriteError) {
     const result: BulkWriteResult = error.result;
-    const index: number | undefined = error.writeErrors[0]?.index;
-    void [result, index, error.insertedCount, error.matchedCount, error.modifiedCount, error.deletedCount, error.upsertedCount, error.insertedIds, error.upsertedIds];
+    const first: WriteError | undefined = error.writeErrors[0];
+    const index: number | undefined = first?.index;
+    const operation: Document | undefined = first?.getOperation();
+    void [result, index, operation, first?.err.errmsg, first?.toJSON(), error.keyValue, error.insertedCount, error.matchedCount, error.modifiedCount, error.deletedCount, error.upsertedCount, error.insertedIds, error.upsertedIds];
   }
   if (error instanceof MongoClientBulkWriteError) {
     const first = error.writeErrors.get(0);
@@ -697,8 +712,9 @@ export function errorsApi(error: unknown): void {
   }
   const label: MongoErrorLabel = 'TransientTransactionError';
   void label;
-  // Each class, with its parent as the Node driver has it.
-  const classes: (typeof MongoError)[] = [
+  // Each class, with its parent as the Node driver has it (the server errors are made
+  // from an error document, the others from a message).
+  const classes: (new (...args: never[]) => MongoError)[] = [
     MongoError,
     MongoServerError,
     MongoBulkWriteError,
