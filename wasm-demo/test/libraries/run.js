@@ -66,6 +66,12 @@ function install(dir, tarball) {
   writeFileSync(path.join(dir, 'package.json'), `${JSON.stringify(manifest, null, 2)}\n`);
   console.log(`libraries: installing into ${dir}`);
   npm(dir, tarball ? ['install'] : ['ci']);
+  // A library with a `mongodb` of its own would test that one, not the driver under test.
+  for (const library of Object.keys(manifest.dependencies)) {
+    if (existsSync(path.join(dir, 'node_modules', library, 'node_modules', 'mongodb'))) {
+      throw new Error(`${library} got a mongodb of its own in ${dir}: the overrides of package.json no longer apply`);
+    }
+  }
   writeFileSync(path.join(dir, '.complete'), '');
   return dir;
 }
