@@ -2,6 +2,7 @@
 // the official driver and with anymongo installed as `mongodb` (run.js runs both).
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
+import { isDeepStrictEqual } from 'node:util';
 import { after, before, describe, it } from 'node:test';
 import { BOUND, OPTIONS, dbName, requireLib, uri } from './common.js';
 
@@ -21,6 +22,25 @@ describe('Mongoose', BOUND, () => {
 
   after(async () => {
     await conn?.close();
+  });
+
+  it('knows its server, and adopts a connected MongoClient with setClient()', BOUND, async () => {
+    const { port } = new URL(uri);
+    assert.equal(conn.host, '127.0.0.1');
+    assert.equal(conn.port, Number(port));
+    assert.equal(conn.name, dbName('mongoose'));
+    const client = new mongoose.mongo.MongoClient(`${uri}${dbName('mongoose_adopted')}`, OPTIONS);
+    await client.connect();
+    const adopted = mongoose.createConnection().setClient(client);
+    try {
+      assert.equal(adopted.readyState, 1);
+      assert.equal(adopted.name, dbName('mongoose_adopted'));
+      const Pet = adopted.model('AdoptedPet', new Schema({ name: String }));
+      await Pet.create({ name: 'Rex' });
+      assert.equal((await client.db(dbName('mongoose_adopted')).collection(Pet.collection.name).findOne()).name, 'Rex');
+    } finally {
+      await adopted.close();
+    }
   });
 
   it('validates documents against their schema', BOUND, async () => {
@@ -65,6 +85,11 @@ describe('Mongoose', BOUND, () => {
     assert.deepEqual((await Item.distinct('name')).sort(), ['ink', 'nib', 'pen']);
     assert.ok(await Item.exists({ name: 'nib' }));
     assert.equal(await Item.estimatedDocumentCount(), 3);
+    const meta = await Item.findOneAndUpdate({ name: 'cap' }, { qty: 1 }, { upsert: true, includeResultMetadata: true });
+    assert.equal(meta.value, null);
+    assert.equal(meta.lastErrorObject.updatedExisting, false);
+    assert.ok(meta.lastErrorObject.upserted);
+    assert.equal((await Item.findOneAndDelete({ name: 'cap' }, { includeResultMetadata: true })).lastErrorObject.n, 1);
     assert.equal((await Item.deleteOne({ name: 'nib' })).deletedCount, 1);
     assert.equal((await Item.findOneAndDelete({ name: 'ink' })).name, 'ink');
     assert.equal((await Item.deleteMany({})).deletedCount, 1);
@@ -162,6 +187,15 @@ describe('Mongoose', BOUND, () => {
     assert.deepEqual((await Ledger.find().lean()).map((d) => d.entry), ['kept']);
     // Mongoose resets the document's state as the transaction is rolled back.
     assert.equal(doc.isNew, true);
+    // An error labelled TransientTransactionError makes the transaction run again.
+    let attempts = 0;
+    await conn.transaction(async (session) => {
+      attempts += 1;
+      await Ledger.create([{ entry: `attempt ${attempts}` }], { session });
+      if (attempts === 1) throw new mongoose.mongo.MongoServerError({ message: 'conflict', errorLabels: ['TransientTransactionError'] });
+    });
+    assert.equal(attempts, 2);
+    assert.deepEqual((await Ledger.find().sort({ entry: 1 }).lean()).map((d) => d.entry), ['attempt 2', 'kept']);
   });
 
   it('watches changes with a change stream, and resumes after one', BOUND, async () => {
@@ -174,21 +208,30 @@ describe('Mongoose', BOUND, () => {
     const startAtOperationTime = session.operationTime;
     await session.endSession();
     const stream = Event.watch([{ $match: { operationType: 'insert' } }], { startAtOperationTime });
-    await Event.create({ kind: 'first' });
-    await Event.create({ kind: 'second' });
-    const kinds = [];
+    const tokens = [];
+    stream.on('resumeTokenChanged', (token) => tokens.push(token));
+    const first = new Promise((resolve, reject) => {
+      stream.on('change', (change) => {
+        if (change.fullDocument.kind === 'first') resolve(change);
+      });
+      stream.once('error', reject);
+    });
     let resumeAfter;
-    while (!kinds.includes('first')) {
-      const change = await stream.next();
-      kinds.push(change.fullDocument.kind);
-      resumeAfter = change._id;
+    try {
+      await Event.create({ kind: 'first' });
+      await Event.create({ kind: 'second' });
+      resumeAfter = (await first)._id;
+    } finally {
+      await stream.close();
     }
-    await stream.close();
-    assert.equal(kinds.at(-1), 'first');
+    assert.ok(tokens.some((token) => isDeepStrictEqual(token, resumeAfter)), 'resumeTokenChanged gave the change\'s token');
     const resumed = Event.watch([], { resumeAfter });
-    const [change] = await Promise.all([once(resumed, 'change'), Promise.resolve()]);
-    assert.equal(change[0].fullDocument.kind, 'second');
-    await resumed.close();
+    try {
+      const [change] = await once(resumed, 'change');
+      assert.equal(change.fullDocument.kind, 'second');
+    } finally {
+      await resumed.close();
+    }
   });
 
   it('iterates query and aggregation cursors', BOUND, async () => {
@@ -239,6 +282,9 @@ describe('Mongoose', BOUND, () => {
     await Member.create({ email: 'a@x' });
     const duplicate = await Member.create({ email: 'a@x' }).then(() => null, (e) => e);
     assert.equal(duplicate?.code, 11000);
+    assert.deepEqual(duplicate.keyValue, { email: 'a@x' });
+    const plan = await Member.find({ email: 'a@x' }).explain();
+    assert.ok(plan.queryPlanner, 'explain() returns the query plan');
     // syncIndexes drops what the schema no longer declares.
     await Member.collection.createIndex({ stale: 1 });
     assert.deepEqual(await Member.syncIndexes(), ['stale_1']);
