@@ -76,6 +76,9 @@ test)
     step "npm package: the unified-format spec tests over its public API"
     # One line per suite folder; fails when a test fails (README, "The npm package").
     (cd wasm-demo && node test/unified/run.js)
+    step "npm package: Mongoose, connect-mongo and the Auth.js adapter, anymongo against the official driver"
+    # Fails when a test that passes with the official driver fails with anymongo (README).
+    node wasm-demo/test/libraries/run.js
     ;;
 bench)
     shift
