@@ -18,9 +18,15 @@ fn error(uri: &str) -> String {
 #[test]
 fn server_addresses_from_socket_addresses_and_paths() {
     let v6: core::net::SocketAddr = "[::1]:27018".parse().unwrap();
-    assert_eq!(ServerAddress::from(v6), ServerAddress::parse("[::1]:27018").unwrap());
+    assert_eq!(
+        ServerAddress::from(v6),
+        ServerAddress::parse("[::1]:27018").unwrap()
+    );
     let v4: core::net::SocketAddr = "127.0.0.1:27017".parse().unwrap();
-    assert_eq!(ServerAddress::from(v4), ServerAddress::parse("127.0.0.1").unwrap());
+    assert_eq!(
+        ServerAddress::from(v4),
+        ServerAddress::parse("127.0.0.1").unwrap()
+    );
     let socket = ServerAddress::Unix {
         path: std::path::PathBuf::from("/tmp/m.sock"),
     };
