@@ -78,8 +78,9 @@ const RESUMABLE_CODES: [i32; 17] = [
 /// Options of [`Collection::watch`], [`Database::watch`] and [`Client::watch`] (spec,
 /// "ChangeStreamOptions"). They deserialize from the spec's camelCase names. Only
 /// those given are sent.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, typed_builder::TypedBuilder)]
 #[serde(rename_all = "camelCase", default)]
+#[builder(field_defaults(default, setter(into)))]
 pub struct ChangeStreamOptions {
     /// Whether update events carry the whole document (`fullDocument`).
     pub full_document: Option<FullDocumentType>,

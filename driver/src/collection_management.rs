@@ -28,7 +28,7 @@ use crate::concern::WriteConcern;
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, typed_builder::TypedBuilder)]
 #[serde(rename_all = "camelCase")]
-#[builder(field_defaults(default, setter(strip_option)))]
+#[builder(field_defaults(default, setter(into)))]
 #[non_exhaustive]
 pub struct CreateCollectionOptions {
     /// A capped collection: a fixed-size one that overwrites its oldest documents
@@ -192,6 +192,7 @@ impl Default for ClusteredIndex {
 /// The default options of a collection's indexes (`indexOptionDefaults`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, typed_builder::TypedBuilder)]
 #[serde(rename_all = "camelCase")]
+#[builder(field_defaults(default, setter(into)))]
 #[non_exhaustive]
 pub struct IndexOptionDefaults {
     /// The storage engine's options for each index: `{ <engine>: <options> }`.
@@ -203,15 +204,15 @@ pub struct IndexOptionDefaults {
 /// ```
 /// use anymongo::options::{TimeseriesGranularity, TimeseriesOptions};
 /// let readings = TimeseriesOptions::builder()
-///     .time_field("at".to_string())
-///     .meta_field(Some("sensor".to_string()))
-///     .granularity(Some(TimeseriesGranularity::Minutes))
+///     .time_field("at")
+///     .meta_field("sensor".to_string())
+///     .granularity(TimeseriesGranularity::Minutes)
 ///     .build();
 /// # let _ = readings;
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, typed_builder::TypedBuilder)]
 #[serde(rename_all = "camelCase")]
-#[builder(field_defaults(default))]
+#[builder(field_defaults(default, setter(into)))]
 #[non_exhaustive]
 pub struct TimeseriesOptions {
     /// The top-level field of each document that holds its time (a BSON date).
@@ -261,7 +262,7 @@ pub enum TimeseriesGranularity {
 /// after each change (`changeStreamPreAndPostImages`, MongoDB 6.0+).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, typed_builder::TypedBuilder)]
 #[serde(rename_all = "camelCase")]
-#[builder(field_defaults(default))]
+#[builder(field_defaults(default, setter(into)))]
 #[non_exhaustive]
 pub struct ChangeStreamPreAndPostImages {
     /// Whether they may.
@@ -271,7 +272,7 @@ pub struct ChangeStreamPreAndPostImages {
 /// Options of [`Collection::drop`](crate::Collection::drop).
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, typed_builder::TypedBuilder)]
 #[serde(rename_all = "camelCase")]
-#[builder(field_defaults(default, setter(strip_option)))]
+#[builder(field_defaults(default, setter(into)))]
 #[non_exhaustive]
 pub struct DropCollectionOptions {
     /// The write concern of the command; the collection's when unset.
@@ -285,7 +286,7 @@ pub struct DropCollectionOptions {
 /// Options of [`Database::drop`](crate::Database::drop).
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, typed_builder::TypedBuilder)]
 #[serde(rename_all = "camelCase")]
-#[builder(field_defaults(default, setter(strip_option)))]
+#[builder(field_defaults(default, setter(into)))]
 #[non_exhaustive]
 pub struct DropDatabaseOptions {
     /// The write concern of the command; the database's when unset.

@@ -72,7 +72,8 @@ pub enum Acknowledgment {
 }
 
 /// The client's default write concern (Read and Write Concern spec, "Write Concern").
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, typed_builder::TypedBuilder)]
+#[builder(field_defaults(default, setter(into)))]
 pub struct WriteConcern {
     /// `w`; `None` leaves it to the server.
     pub w: Option<Acknowledgment>,
@@ -130,9 +131,53 @@ impl ReadConcern {
         ReadConcern::new(ReadConcernLevel::Snapshot)
     }
 
+    /// A level this driver does not name (a `majority`, `local`... spelled out is the
+    /// known level), for servers newer than the driver.
+    pub fn custom(level: impl AsRef<str>) -> ReadConcern {
+        ReadConcern::new(ReadConcernLevel::from_name(level.as_ref()))
+    }
+
     /// The `readConcern` document of a command.
     pub fn to_document(&self) -> Document {
         doc! { "level": self.level.as_str() }
+    }
+}
+
+impl From<ReadConcernLevel> for ReadConcern {
+    fn from(level: ReadConcernLevel) -> ReadConcern {
+        ReadConcern::new(level)
+    }
+}
+
+impl From<u32> for Acknowledgment {
+    fn from(nodes: u32) -> Acknowledgment {
+        Acknowledgment::Nodes(nodes)
+    }
+}
+
+impl From<&str> for Acknowledgment {
+    /// `"majority"` is [`Acknowledgment::Majority`]; any other name a custom one.
+    fn from(name: &str) -> Acknowledgment {
+        Acknowledgment::from(name.to_owned())
+    }
+}
+
+impl From<String> for Acknowledgment {
+    /// `"majority"` is [`Acknowledgment::Majority`]; any other name a custom one.
+    fn from(name: String) -> Acknowledgment {
+        match name.as_str() {
+            "majority" => Acknowledgment::Majority,
+            _ => Acknowledgment::Custom(name),
+        }
+    }
+}
+
+impl From<Acknowledgment> for WriteConcern {
+    fn from(w: Acknowledgment) -> WriteConcern {
+        WriteConcern {
+            w: Some(w),
+            ..WriteConcern::default()
+        }
     }
 }
 
@@ -154,8 +199,7 @@ impl WriteConcern {
     pub fn from_document(document: &Document) -> std::result::Result<WriteConcern, String> {
         let w = match document.get("w") {
             None => None,
-            Some(Bson::String(name)) if name == "majority" => Some(Acknowledgment::Majority),
-            Some(Bson::String(name)) => Some(Acknowledgment::Custom(name.clone())),
+            Some(Bson::String(name)) => Some(Acknowledgment::from(name.as_str())),
             Some(number) => {
                 let nodes = crate::bson_util::as_i64(number)
                     .and_then(|n| u32::try_from(n).ok())
@@ -190,18 +234,18 @@ impl WriteConcern {
 
     /// A write concern of `w: majority`.
     pub fn majority() -> WriteConcern {
-        WriteConcern {
-            w: Some(Acknowledgment::Majority),
-            ..WriteConcern::default()
-        }
+        Acknowledgment::Majority.into()
     }
 
     /// A write concern of `w: nodes` (`w: 0` asks for no acknowledgment at all).
     pub fn nodes(nodes: u32) -> WriteConcern {
-        WriteConcern {
-            w: Some(Acknowledgment::Nodes(nodes)),
-            ..WriteConcern::default()
-        }
+        Acknowledgment::Nodes(nodes).into()
+    }
+
+    /// A write concern of `w: name`: a tag set defined on the replica set
+    /// (`"majority"` is [`WriteConcern::majority`]).
+    pub fn custom(name: impl AsRef<str>) -> WriteConcern {
+        Acknowledgment::from(name.as_ref()).into()
     }
 
     /// Whether the server acknowledges writes: everything but `w: 0` without

@@ -45,7 +45,7 @@ pub struct Database {
 /// # let _ = db; }
 /// ```
 #[derive(typed_builder::TypedBuilder, Debug, Clone, Default, PartialEq)]
-#[builder(field_defaults(default, setter(strip_option)))]
+#[builder(field_defaults(default, setter(into)))]
 pub struct Concerns {
     /// Where reads go.
     pub selection_criteria: Option<SelectionCriteria>,

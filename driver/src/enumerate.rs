@@ -21,7 +21,7 @@ use crate::session::ClientSession;
 /// (Enumerate Databases spec, "listDatabases"); the names are the command's fields.
 #[derive(typed_builder::TypedBuilder, Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
-#[builder(field_defaults(default, setter(strip_option)))]
+#[builder(field_defaults(default, setter(into)))]
 pub struct ListDatabasesOptions {
     /// Only the databases matching this filter (on `name`, `sizeOnDisk`, `empty`,
     /// `shards`).
@@ -61,7 +61,7 @@ fn lenient_u64<'de, D: Deserializer<'de>>(deserializer: D) -> std::result::Resul
 /// (Enumerate Collections spec); the names are the command's fields.
 #[derive(typed_builder::TypedBuilder, Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
-#[builder(field_defaults(default, setter(strip_option)))]
+#[builder(field_defaults(default, setter(into)))]
 pub struct ListCollectionsOptions {
     /// Only the collections matching this filter (on `name`, `type`, `options`...).
     pub filter: Option<Document>,

@@ -317,8 +317,9 @@ pub struct IndexedWriteError {
 pub struct WriteConcernError {
     /// The server's error code, e.g. 64 (WriteConcernFailed).
     pub code: i32,
-    /// The code's name, when the server sent one.
-    pub code_name: Option<String>,
+    /// The code's name, e.g. `"WriteConcernFailed"`; empty when the server sent none
+    /// (a `String`, as the official crate has it).
+    pub code_name: String,
     /// The server's message.
     pub message: String,
     /// `errInfo`.

@@ -74,9 +74,11 @@ pub fn client_metadata(host: &HostInfo, app_name: Option<&str>) -> Document {
 /// let info = DriverInfo { name: "my-odm".into(), version: Some("2.0".into()), platform: None };
 /// assert!(info.validate().is_ok());
 /// ```
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, typed_builder::TypedBuilder)]
+#[builder(field_defaults(default, setter(into)))]
 pub struct DriverInfo {
     /// The wrapping library's name, appended to `client.driver.name`.
+    #[builder(!default)]
     pub name: String,
     /// Its version, appended to `client.driver.version`.
     pub version: Option<String>,

@@ -136,7 +136,7 @@ impl<'de> Deserialize<'de> for IndexModel {
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, typed_builder::TypedBuilder)]
 #[serde(rename_all = "camelCase")]
-#[builder(field_defaults(default, setter(strip_option)))]
+#[builder(field_defaults(default, setter(into)))]
 #[non_exhaustive]
 pub struct IndexOptions {
     /// Build the index in the background; servers since 4.2 ignore it.
@@ -218,7 +218,6 @@ pub struct IndexOptions {
     /// `listIndexes` (so that no option is lost); the official driver has no such
     /// field.
     #[serde(flatten)]
-    #[builder(setter(!strip_option))]
     pub other: Document,
 }
 
@@ -412,7 +411,7 @@ pub struct CreateIndexesResult {
 /// Options of [`Collection::create_indexes`] and [`Collection::create_index`].
 #[derive(typed_builder::TypedBuilder, Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
-#[builder(field_defaults(default, setter(strip_option)))]
+#[builder(field_defaults(default, setter(into)))]
 pub struct CreateIndexOptions {
     /// How many data-bearing voting members must have built the index before it is
     /// ready (MongoDB 4.4+).
@@ -433,7 +432,7 @@ pub struct CreateIndexOptions {
 /// Options of [`Collection::drop_index`] and [`Collection::drop_indexes`].
 #[derive(typed_builder::TypedBuilder, Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
-#[builder(field_defaults(default, setter(strip_option)))]
+#[builder(field_defaults(default, setter(into)))]
 pub struct DropIndexOptions {
     /// The server's time limit for the command.
     #[serde(
@@ -451,7 +450,7 @@ pub struct DropIndexOptions {
 /// Options of [`Collection::list_indexes`] and [`Collection::list_index_names`].
 #[derive(typed_builder::TypedBuilder, Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
-#[builder(field_defaults(default, setter(strip_option)))]
+#[builder(field_defaults(default, setter(into)))]
 pub struct ListIndexesOptions {
     /// The server's time limit for the command (`maxTimeMS`).
     #[serde(

@@ -41,7 +41,7 @@ pub type DatabaseOptions = crate::database::Concerns;
 /// The options of [`Database::collection_with_options`](crate::Database::collection_with_options).
 pub type CollectionOptions = crate::database::Concerns;
 pub use crate::enumerate::{ListCollectionsOptions, ListDatabasesOptions};
-pub use crate::gridfs::{GridFsBucketOptions, GridFsUploadOptions};
+pub use crate::gridfs::{GridFsBucketOptions, GridFsDownloadByNameOptions, GridFsUploadOptions};
 pub use crate::handshake::DriverInfo;
 pub use crate::index_management::{
     CommitQuorum, CreateIndexOptions, DropIndexOptions, IndexOptions, IndexVersion,

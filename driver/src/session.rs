@@ -224,7 +224,8 @@ pub(crate) fn later_cluster_time(a: Option<Document>, b: Option<Document>) -> Op
 /// let options = SessionOptions { causal_consistency: Some(false), ..SessionOptions::default() };
 /// # let _ = options;
 /// ```
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, typed_builder::TypedBuilder)]
+#[builder(field_defaults(default, setter(into)))]
 pub struct SessionOptions {
     /// Reads see the session's earlier writes and reads (Causal Consistency spec).
     /// Default `true`, unless `snapshot` is set.

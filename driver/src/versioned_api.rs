@@ -60,10 +60,10 @@ impl FromStr for ServerApiVersion {
 /// options.server_api = Some(ServerApi::builder().version(ServerApiVersion::V1).strict(true).build());
 /// ```
 #[derive(typed_builder::TypedBuilder, Debug, Clone, PartialEq, Eq)]
-#[builder(field_defaults(default, setter(strip_option)))]
+#[builder(field_defaults(default, setter(into)))]
 pub struct ServerApi {
     /// The version (`apiVersion`).
-    #[builder(!default, setter(!strip_option))]
+    #[builder(!default)]
     pub version: ServerApiVersion,
     /// `apiStrict`: the server refuses commands and options outside the version.
     /// Sent when set, even to its default (spec "Sending Declared API Version to the

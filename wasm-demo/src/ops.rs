@@ -741,7 +741,11 @@ pub fn error_document(error: &Error) -> Document {
             Some(command.code_name.clone())
         }
         ErrorKind::Write(WriteFailure::WriteError(write)) => write.code_name.clone(),
-        ErrorKind::Write(WriteFailure::WriteConcernError(concern)) => concern.code_name.clone(),
+        ErrorKind::Write(WriteFailure::WriteConcernError(concern))
+            if !concern.code_name.is_empty() =>
+        {
+            Some(concern.code_name.clone())
+        }
         _ => None,
     };
     if let Some(code_name) = code_name {

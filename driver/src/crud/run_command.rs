@@ -147,7 +147,7 @@ pub(crate) struct RunCursorCommand {
 /// its cursor's getMores carry, which the command itself cannot say. None of them
 /// changes the command, which is sent as given.
 #[derive(typed_builder::TypedBuilder, Debug, Clone, Default, PartialEq)]
-#[builder(field_defaults(default, setter(strip_option)))]
+#[builder(field_defaults(default, setter(into)))]
 pub struct RunCursorCommandOptions {
     /// Where the command goes; the primary when unset.
     pub selection_criteria: Option<SelectionCriteria>,

@@ -95,7 +95,7 @@ impl WriteReply {
                     code: int(entry, "code")
                         .and_then(|c| i32::try_from(c).ok())
                         .unwrap_or(0),
-                    code_name: entry.get_str("codeName").ok().map(str::to_string),
+                    code_name: entry.get_str("codeName").unwrap_or_default().to_string(),
                     message: entry.get_str("errmsg").unwrap_or_default().to_string(),
                     details: entry.get_document("errInfo").ok().cloned(),
                 });

@@ -53,7 +53,8 @@ pub const DEFAULT_CHUNK_SIZE_BYTES: u32 = 255 * 1024;
 
 /// Options of a [`GridFsBucket`] (GridFS spec, "GridFSBucketOptions"); the database's
 /// concerns where unset.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, typed_builder::TypedBuilder)]
+#[builder(field_defaults(default, setter(into)))]
 pub struct GridFsBucketOptions {
     /// The prefix of the bucket's collections: `<name>.files`, `<name>.chunks`;
     /// `fs` when unset.
@@ -71,7 +72,8 @@ pub struct GridFsBucketOptions {
 
 /// Options of [`GridFsBucket::open_upload_stream`] (GridFS spec,
 /// "GridFSUploadOptions").
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, typed_builder::TypedBuilder)]
+#[builder(field_defaults(default, setter(into)))]
 pub struct GridFsUploadOptions {
     /// The file's id; a new ObjectId when unset.
     pub id: Option<Bson>,
@@ -82,7 +84,8 @@ pub struct GridFsUploadOptions {
 }
 
 /// Options of [`GridFsBucket::open_download_stream_by_name`].
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, typed_builder::TypedBuilder)]
+#[builder(field_defaults(default, setter(into)))]
 pub struct GridFsDownloadByNameOptions {
     /// Which revision of the file: 0 is the first upload, 1 the second...; -1 (the
     /// default) is the latest, -2 the one before... (GridFS spec,

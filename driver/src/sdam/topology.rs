@@ -1823,7 +1823,7 @@ mod tests {
             Error::new(ErrorKind::Write(WriteFailure::WriteConcernError(
                 WriteConcernError {
                     code,
-                    code_name: None,
+                    code_name: String::new(),
                     message: "shutting down".into(),
                     details: None,
                 },

@@ -227,3 +227,39 @@ impl<'a> ServerInfo<'a> {
         self.description.reply.is_some()
     }
 }
+
+/// One line for logs: the address and type, the round-trip time once measured, and
+/// the last check's error if it failed, e.g. `a:27017 (RSPrimary, 2ms)`.
+impl fmt::Display for ServerInfo<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({}", self.address(), self.server_type())?;
+        if let Some(rtt) = self.average_round_trip_time() {
+            write!(f, ", {rtt:?}")?;
+        }
+        if let Some(error) = self.error() {
+            write!(f, ": {error}")?;
+        }
+        f.write_str(")")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_server_shows_its_address_type_and_error() {
+        let address = ServerAddress::parse("a:27018").unwrap();
+        let failed = ServerDescription::from_error(address.clone(), "refused", None, None);
+        assert_eq!(
+            ServerInfo::new(&failed).to_string(),
+            "a:27018 (Unknown: refused)"
+        );
+        let mut measured = ServerDescription::unknown(address);
+        measured.round_trip_time = Some(Duration::from_millis(2));
+        assert_eq!(
+            ServerInfo::new(&measured).to_string(),
+            "a:27018 (Unknown, 2ms)"
+        );
+    }
+}

@@ -112,6 +112,7 @@ pub struct ReadPreferenceOptions {
 
 /// Hedged reads (`$readPreference.hedge`), deprecated by MongoDB 8.0.
 #[derive(Debug, Clone, PartialEq, typed_builder::TypedBuilder)]
+#[builder(field_defaults(default, setter(into)))]
 #[non_exhaustive]
 pub struct HedgedReadOptions {
     /// Whether mongos may send each read to two members of a shard and answer with

@@ -768,7 +768,7 @@ mod tests {
         Error::new(ErrorKind::Write(WriteFailure::WriteConcernError(
             WriteConcernError {
                 code,
-                code_name: None,
+                code_name: String::new(),
                 message: "x".into(),
                 details: None,
             },

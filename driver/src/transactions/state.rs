@@ -28,8 +28,9 @@ use crate::uri::ClientOptions;
 /// };
 /// # let _ = options;
 /// ```
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, typed_builder::TypedBuilder)]
 #[serde(rename_all = "camelCase", default)]
+#[builder(field_defaults(default, setter(into)))]
 pub struct TransactionOptions {
     /// The read concern of the transaction, sent with its first command only.
     #[serde(deserialize_with = "crate::concern::deserialize_read_concern")]

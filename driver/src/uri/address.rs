@@ -1,9 +1,12 @@
 //! Host identifiers (Connection String spec, "Host Information").
 
-use core::net::{Ipv4Addr, Ipv6Addr};
+// `core::net`: address values only (the core does no I/O of its own).
+use core::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::cmp::Ordering;
+use std::ffi::OsStr;
 use std::fmt;
 use std::hash::{Hash, Hasher};
+use std::path::PathBuf;
 use std::str::FromStr;
 
 use super::encoding::{percent_decode, percent_encode};
@@ -35,10 +38,12 @@ pub enum ServerAddress {
         /// TCP port; `None` means [`DEFAULT_PORT`].
         port: Option<u16>,
     },
-    /// A unix domain socket.
+    /// A unix domain socket. The official crate has this variant on unix targets
+    /// only; here it exists on every target, and a transport without unix domain
+    /// sockets (WASI, the npm package's hosts, Windows) fails to connect to it.
     Unix {
         /// The socket's path, absolute or relative; it ends in `.sock`.
-        path: String,
+        path: PathBuf,
     },
 }
 
@@ -79,7 +84,9 @@ impl ServerAddress {
         if decoded.contains('/') {
             // "UNIX domain sockets MUST end in '.sock' and MUST be URL encoded."
             return if decoded.ends_with(".sock") {
-                Ok(ServerAddress::Unix { path: decoded })
+                Ok(ServerAddress::Unix {
+                    path: decoded.into(),
+                })
             } else {
                 Err(bad("a unix domain socket path must end in '.sock'"))
             };
@@ -127,11 +134,13 @@ impl ServerAddress {
         Ok(ServerAddress::Tcp { host, port })
     }
 
-    /// The host name or IP literal, or the socket path.
+    /// The host name or IP literal, or the socket path (an anymongo addition: the
+    /// official crate has no public accessor). A socket path that is not UTF-8, which
+    /// only a hand-built address can hold, reads as empty.
     pub fn host(&self) -> &str {
         match self {
             ServerAddress::Tcp { host, .. } => host,
-            ServerAddress::Unix { path } => path,
+            ServerAddress::Unix { path } => path.to_str().unwrap_or_default(),
         }
     }
 
@@ -154,10 +163,12 @@ impl ServerAddress {
     }
 
     /// What equality, hashing and ordering compare: the default port filled in.
-    fn key(&self) -> (u8, &str, u16) {
+    fn key(&self) -> (u8, &OsStr, u16) {
         match self {
-            ServerAddress::Tcp { host, port } => (0, host, port.unwrap_or(DEFAULT_PORT)),
-            ServerAddress::Unix { path } => (1, path, 0),
+            ServerAddress::Tcp { host, port } => {
+                (0, OsStr::new(host), port.unwrap_or(DEFAULT_PORT))
+            }
+            ServerAddress::Unix { path } => (1, path.as_os_str(), 0),
         }
     }
 
@@ -170,7 +181,7 @@ impl ServerAddress {
     /// The address as a connection string spells it (the inverse of [`parse`](Self::parse)).
     pub(super) fn to_uri_text(&self) -> String {
         match self {
-            ServerAddress::Unix { path } => percent_encode(path),
+            ServerAddress::Unix { path } => percent_encode(&path.to_string_lossy()),
             ServerAddress::Tcp { host, port } if host.contains(':') => match port {
                 Some(port) => format!("[{host}]:{port}"),
                 None => format!("[{host}]"),
@@ -219,6 +230,13 @@ impl Default for ServerAddress {
     }
 }
 
+impl From<SocketAddr> for ServerAddress {
+    /// The TCP address of an IP address and port.
+    fn from(address: SocketAddr) -> Self {
+        ServerAddress::tcp(address.ip().to_string(), address.port())
+    }
+}
+
 impl FromStr for ServerAddress {
     type Err = Error;
 
@@ -236,7 +254,7 @@ impl fmt::Display for ServerAddress {
             ServerAddress::Tcp { host, port } => {
                 write!(f, "{host}:{}", port.unwrap_or(DEFAULT_PORT))
             }
-            ServerAddress::Unix { path } => f.write_str(path),
+            ServerAddress::Unix { path } => write!(f, "{}", path.display()),
         }
     }
 }

@@ -13,6 +13,29 @@ fn error(uri: &str) -> String {
     }
 }
 
+/// The official crate's shapes: a socket address converts, a unix socket's path is a
+/// `PathBuf` (compared, displayed and written back into a connection string as given).
+#[test]
+fn server_addresses_from_socket_addresses_and_paths() {
+    let v6: core::net::SocketAddr = "[::1]:27018".parse().unwrap();
+    assert_eq!(
+        ServerAddress::from(v6),
+        ServerAddress::parse("[::1]:27018").unwrap()
+    );
+    let v4: core::net::SocketAddr = "127.0.0.1:27017".parse().unwrap();
+    assert_eq!(
+        ServerAddress::from(v4),
+        ServerAddress::parse("127.0.0.1").unwrap()
+    );
+    let socket = ServerAddress::Unix {
+        path: std::path::PathBuf::from("/tmp/m.sock"),
+    };
+    assert_eq!(socket, ServerAddress::parse("%2Ftmp%2Fm.sock").unwrap());
+    assert_eq!(socket.to_string(), "/tmp/m.sock");
+    assert_eq!(socket.host(), "/tmp/m.sock");
+    assert_eq!(socket.to_uri_text(), "%2Ftmp%2Fm.sock");
+}
+
 #[test]
 fn parses_hosts_database_and_options() {
     let options = parse(

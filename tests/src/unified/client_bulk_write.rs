@@ -314,7 +314,7 @@ fn write_error(error: &WriteError) -> Bson {
 fn write_concern_error(error: &WriteConcernError) -> Bson {
     error_document(
         error.code,
-        error.code_name.as_deref(),
+        Some(error.code_name.as_str()).filter(|name| !name.is_empty()),
         &error.message,
         error.details.as_ref(),
     )
@@ -399,7 +399,7 @@ mod tests {
         failure.write_errors.insert(1, write_error);
         failure.write_concern_errors.push(WriteConcernError {
             code: 91,
-            code_name: Some("ShutdownInProgress".into()),
+            code_name: "ShutdownInProgress".into(),
             message: "Replication is being shut down".into(),
             details: None,
         });

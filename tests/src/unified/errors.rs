@@ -94,7 +94,9 @@ fn code_name(error: &Error) -> &str {
     let name = match &*error.kind {
         ErrorKind::Command(command) => Some(command.code_name.as_str()),
         ErrorKind::Write(WriteFailure::WriteError(write)) => write.code_name.as_deref(),
-        ErrorKind::Write(WriteFailure::WriteConcernError(concern)) => concern.code_name.as_deref(),
+        ErrorKind::Write(WriteFailure::WriteConcernError(concern)) => {
+            Some(concern.code_name.as_str())
+        }
         ErrorKind::BulkWrite(failure) => {
             return failure.error.as_deref().map_or("", code_name);
         }
@@ -104,7 +106,7 @@ fn code_name(error: &Error) -> &str {
                 None => failure
                     .write_concern_error
                     .as_ref()
-                    .and_then(|concern| concern.code_name.as_deref()),
+                    .map(|concern| concern.code_name.as_str()),
             }
         }
         ErrorKind::CollectionBulkWrite(failure) => match failure.write_errors.first() {
@@ -112,7 +114,7 @@ fn code_name(error: &Error) -> &str {
             None => failure
                 .write_concern_error
                 .as_ref()
-                .and_then(|concern| concern.code_name.as_deref()),
+                .map(|concern| concern.code_name.as_str()),
         },
         _ => None,
     };

@@ -79,7 +79,7 @@ pub use result::{
 fn write_concern_error(code: i32, message: &str) -> crate::error::WriteConcernError {
     crate::error::WriteConcernError {
         code,
-        code_name: None,
+        code_name: String::new(),
         message: message.into(),
         details: None,
     }

@@ -39,7 +39,7 @@ pub struct InsertOneModel<T = Document> {
     /// The collection written: required by [`Client::bulk_write`](crate::Client::bulk_write);
     /// a [`Collection::bulk_write`](crate::Collection::bulk_write) writes its own collection
     /// and refuses another.
-    #[builder(default, setter(into, strip_option))]
+    #[builder(default, setter(into))]
     pub namespace: Option<Namespace>,
     /// The document to insert.
     pub document: T,
@@ -62,7 +62,7 @@ pub struct UpdateOneModel {
     /// The collection written: required by [`Client::bulk_write`](crate::Client::bulk_write);
     /// a [`Collection::bulk_write`](crate::Collection::bulk_write) writes its own collection
     /// and refuses another.
-    #[builder(default, setter(into, strip_option))]
+    #[builder(default, setter(into))]
     pub namespace: Option<Namespace>,
     /// Which document to update.
     pub filter: Document,
@@ -70,19 +70,19 @@ pub struct UpdateOneModel {
     #[builder(setter(into))]
     pub update: UpdateModifications,
     /// Filters of the array elements to update.
-    #[builder(default, setter(into, strip_option))]
+    #[builder(default, setter(into))]
     pub array_filters: Option<Vec<Document>>,
     /// The collation of string comparisons.
-    #[builder(default, setter(into, strip_option))]
+    #[builder(default, setter(into))]
     pub collation: Option<Collation>,
     /// The index to use: its name or its key pattern.
-    #[builder(default, setter(into, strip_option))]
+    #[builder(default, setter(into))]
     pub hint: Option<Hint>,
     /// Which document is updated when several match (MongoDB 8.0+).
-    #[builder(default, setter(into, strip_option))]
+    #[builder(default, setter(into))]
     pub sort: Option<Document>,
     /// Inserts a document when none matches.
-    #[builder(default, setter(into, strip_option))]
+    #[builder(default, setter(into))]
     pub upsert: Option<bool>,
 }
 
@@ -109,7 +109,7 @@ pub struct UpdateManyModel {
     /// The collection written: required by [`Client::bulk_write`](crate::Client::bulk_write);
     /// a [`Collection::bulk_write`](crate::Collection::bulk_write) writes its own collection
     /// and refuses another.
-    #[builder(default, setter(into, strip_option))]
+    #[builder(default, setter(into))]
     pub namespace: Option<Namespace>,
     /// Which documents to update.
     pub filter: Document,
@@ -117,16 +117,16 @@ pub struct UpdateManyModel {
     #[builder(setter(into))]
     pub update: UpdateModifications,
     /// Filters of the array elements to update.
-    #[builder(default, setter(into, strip_option))]
+    #[builder(default, setter(into))]
     pub array_filters: Option<Vec<Document>>,
     /// The collation of string comparisons.
-    #[builder(default, setter(into, strip_option))]
+    #[builder(default, setter(into))]
     pub collation: Option<Collation>,
     /// The index to use: its name or its key pattern.
-    #[builder(default, setter(into, strip_option))]
+    #[builder(default, setter(into))]
     pub hint: Option<Hint>,
     /// Inserts a document when none matches.
-    #[builder(default, setter(into, strip_option))]
+    #[builder(default, setter(into))]
     pub upsert: Option<bool>,
 }
 
@@ -152,23 +152,23 @@ pub struct ReplaceOneModel<T = Document> {
     /// The collection written: required by [`Client::bulk_write`](crate::Client::bulk_write);
     /// a [`Collection::bulk_write`](crate::Collection::bulk_write) writes its own collection
     /// and refuses another.
-    #[builder(default, setter(into, strip_option))]
+    #[builder(default, setter(into))]
     pub namespace: Option<Namespace>,
     /// Which document to replace.
     pub filter: Document,
     /// The new document; it cannot contain update operators.
     pub replacement: T,
     /// The collation of string comparisons.
-    #[builder(default, setter(into, strip_option))]
+    #[builder(default, setter(into))]
     pub collation: Option<Collation>,
     /// The index to use: its name or its key pattern.
-    #[builder(default, setter(into, strip_option))]
+    #[builder(default, setter(into))]
     pub hint: Option<Hint>,
     /// Which document is replaced when several match (MongoDB 8.0+).
-    #[builder(default, setter(into, strip_option))]
+    #[builder(default, setter(into))]
     pub sort: Option<Document>,
     /// Inserts the replacement when no document matches.
-    #[builder(default, setter(into, strip_option))]
+    #[builder(default, setter(into))]
     pub upsert: Option<bool>,
 }
 
@@ -194,15 +194,15 @@ pub struct DeleteOneModel {
     /// The collection written: required by [`Client::bulk_write`](crate::Client::bulk_write);
     /// a [`Collection::bulk_write`](crate::Collection::bulk_write) writes its own collection
     /// and refuses another.
-    #[builder(default, setter(into, strip_option))]
+    #[builder(default, setter(into))]
     pub namespace: Option<Namespace>,
     /// Which document to delete.
     pub filter: Document,
     /// The collation of string comparisons.
-    #[builder(default, setter(into, strip_option))]
+    #[builder(default, setter(into))]
     pub collation: Option<Collation>,
     /// The index to use: its name or its key pattern.
-    #[builder(default, setter(into, strip_option))]
+    #[builder(default, setter(into))]
     pub hint: Option<Hint>,
 }
 
@@ -224,15 +224,15 @@ pub struct DeleteManyModel {
     /// The collection written: required by [`Client::bulk_write`](crate::Client::bulk_write);
     /// a [`Collection::bulk_write`](crate::Collection::bulk_write) writes its own collection
     /// and refuses another.
-    #[builder(default, setter(into, strip_option))]
+    #[builder(default, setter(into))]
     pub namespace: Option<Namespace>,
     /// Which documents to delete.
     pub filter: Document,
     /// The collation of string comparisons.
-    #[builder(default, setter(into, strip_option))]
+    #[builder(default, setter(into))]
     pub collation: Option<Collation>,
     /// The index to use: its name or its key pattern.
-    #[builder(default, setter(into, strip_option))]
+    #[builder(default, setter(into))]
     pub hint: Option<Hint>,
 }
 

@@ -12,7 +12,7 @@ use crate::concern::WriteConcern;
 /// the specs' camelCase names.
 #[derive(typed_builder::TypedBuilder, Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
-#[builder(field_defaults(default, setter(strip_option)))]
+#[builder(field_defaults(default, setter(into)))]
 pub struct BulkWriteOptions {
     /// Stop at the first write that fails (the default, `true`), or go on with the
     /// others (`false`, in which case the writes may run in any order).
