@@ -16,9 +16,8 @@ use anymongo::crud::bulk_write::{
 use anymongo::crud::{AggregateOptions, CountOptions, FindOptions, RunCursorCommandOptions};
 use anymongo::database::Concerns;
 use anymongo::enumerate::{ListCollectionsOptions, ListDatabasesOptions};
-use anymongo::gridfs::{
-    GridFsBucketOptions, GridFsDownloadStream, GridFsError, GridFsUploadOptions,
-};
+use anymongo::error::GridFsErrorKind;
+use anymongo::gridfs::{GridFsBucketOptions, GridFsDownloadStream, GridFsUploadOptions};
 use anymongo::index_management::{
     CreateIndexOptions, IndexModel, IndexOptions, ListIndexesOptions,
 };
@@ -762,7 +761,8 @@ pub fn error_document(error: &Error) -> Document {
                 .collect();
             out.insert("writeConcernErrors", concern_errors);
             if let Some(partial) = &failure.partial_result {
-                out.insert("partialResult", client_bulk_write_result(partial));
+                let partial = BulkWriteResult::from(partial.clone());
+                out.insert("partialResult", client_bulk_write_result(&partial));
             }
             if let Some(cause) = &failure.error {
                 out.insert("cause", error_document(cause));
@@ -876,7 +876,12 @@ fn error_class(error: &Error) -> &'static str {
         ErrorKind::PoolClosed { .. } => "MongoTopologyClosedError",
         ErrorKind::WaitQueueTimeout { .. } => "MongoWaitQueueTimeoutError",
         ErrorKind::OperationTimeout { .. } => "MongoOperationTimeoutError",
-        ErrorKind::GridFs(GridFsError::CorruptFile { .. }) => "MongoGridFSChunkError",
+        ErrorKind::GridFs(
+            GridFsErrorKind::MissingChunk { .. }
+            | GridFsErrorKind::WrongSizeChunk { .. }
+            | GridFsErrorKind::WrongNumberOfChunks { .. }
+            | GridFsErrorKind::CorruptFile { .. },
+        ) => "MongoGridFSChunkError",
         ErrorKind::GridFs(_) => "MongoRuntimeError",
         _ => "MongoError",
     }

@@ -23,7 +23,8 @@ use crate::concern::WriteConcern;
 use crate::crud::write::{Spelling, Statement, WriteKind, WriteReply};
 use crate::cursor::{Batch, Cursor, CursorSpec};
 use crate::error::{
-    BulkWriteError, Error, ErrorKind, Result, WriteConcernError, WriteError, WriteFailure,
+    BulkWriteError, Error, ErrorKind, PartialBulkWriteResult, Result, WriteConcernError,
+    WriteError, WriteFailure,
 };
 use crate::handshake::HelloReply;
 use crate::operation::Executor;
@@ -673,8 +674,10 @@ impl Outcome {
         let failure = BulkWriteError {
             error: Some(Box::new(error)),
             write_concern_errors: self.write_concern_errors,
-            write_errors: self.write_errors,
-            partial_result: self.succeeded.then_some(self.result),
+            write_errors: self.write_errors.into_iter().collect(),
+            partial_result: self
+                .succeeded
+                .then(|| PartialBulkWriteResult::of(self.result)),
         };
         Error::new(ErrorKind::BulkWrite(failure)).with_labels(labels.iter().map(String::as_str))
     }
@@ -688,8 +691,10 @@ impl Outcome {
         let failure = BulkWriteError {
             error: None,
             write_concern_errors: self.write_concern_errors,
-            write_errors: self.write_errors,
-            partial_result: self.succeeded.then_some(self.result),
+            write_errors: self.write_errors.into_iter().collect(),
+            partial_result: self
+                .succeeded
+                .then(|| PartialBulkWriteResult::of(self.result)),
         };
         Err(Error::new(ErrorKind::BulkWrite(failure)))
     }
@@ -1160,7 +1165,12 @@ mod tests {
         let ErrorKind::BulkWrite(failure) = &*error.kind else {
             panic!("{error:?}");
         };
-        assert_eq!(failure.partial_result.as_ref().unwrap().deleted_count, 1);
+        // Summary results asked for: a summary partial result.
+        assert!(
+            matches!(&failure.partial_result, Some(PartialBulkWriteResult::Summary(summary))
+                if summary.deleted_count == 1),
+            "{failure:?}"
+        );
 
         // Unordered: a success unless every write failed.
         let mut outcome = Outcome::new(false, true);
@@ -1192,7 +1202,11 @@ mod tests {
             panic!("{error:?}");
         };
         assert_eq!(failure.write_concern_errors, [concern.clone(), concern]);
-        assert_eq!(failure.partial_result.as_ref().unwrap().inserted_count, 4);
+        assert!(
+            matches!(&failure.partial_result, Some(PartialBulkWriteResult::Summary(summary))
+                if summary.inserted_count == 4),
+            "{failure:?}"
+        );
         assert!(error.to_string().contains("Replication is being shut down"));
     }
 
@@ -1216,7 +1230,12 @@ mod tests {
             panic!("{error:?}");
         };
         assert_eq!(failure.error.as_deref(), Some(&top));
-        assert_eq!(failure.partial_result.as_ref().unwrap().inserted_count, 1);
+        // Verbose results asked for: a verbose partial result.
+        assert!(
+            matches!(&failure.partial_result, Some(PartialBulkWriteResult::Verbose(verbose))
+                if verbose.summary.inserted_count == 1),
+            "{failure:?}"
+        );
         // The top-level error's code and labels are the whole error's.
         assert_eq!(error.code(), Some(8));
         assert!(error.contains_label(RETRYABLE_WRITE_ERROR));
