@@ -953,16 +953,6 @@ fn index_model(mut spec: Document, defaults: &Document) -> Result<IndexModel> {
 }
 
 /// `model[name]`, a document, if given.
-/// The field `name` of a write model, if given, read as a `T` (a `Collation`, a `Hint`).
-fn take_typed<T: DeserializeOwned>(model: &mut Document, name: &str) -> Result<Option<T>> {
-    match model.remove(name) {
-        None | Some(Bson::Null) => Ok(None),
-        Some(value) => anymongo::bson::deserialize_from_bson(value)
-            .map(Some)
-            .map_err(|error| Error::invalid_argument(format!("bulkWrite: {name}: {error}"))),
-    }
-}
-
 fn take_document(model: &mut Document, name: &str) -> Result<Option<Document>> {
     match model.remove(name) {
         None | Some(Bson::Null) => Ok(None),
@@ -1057,8 +1047,9 @@ fn write_model(operation: Document) -> Result<WriteModel> {
     }
     let filter = take_document(&mut model, "filter")?
         .ok_or_else(|| Error::invalid_argument(format!("bulkWrite: {kind} needs a filter")))?;
-    let collation = take_typed(&mut model, "collation")?;
-    let hint = take_typed(&mut model, "hint")?;
+    // As the models hold them: BSON, checked by the server.
+    let collation = take_document(&mut model, "collation")?;
+    let hint = model.remove("hint").filter(|hint| *hint != Bson::Null);
     let sort = take_document(&mut model, "sort")?;
     let upsert = match model.remove("upsert") {
         None | Some(Bson::Null) => None,
@@ -1075,7 +1066,7 @@ fn write_model(operation: Document) -> Result<WriteModel> {
             filters
                 .into_iter()
                 .map(|filter| match filter {
-                    Bson::Document(filter) => Ok(filter),
+                    Bson::Document(_) => Ok(filter),
                     _ => Err(Error::invalid_argument(
                         "bulkWrite: arrayFilters must be an array of objects",
                     )),

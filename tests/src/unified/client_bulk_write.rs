@@ -9,7 +9,6 @@ use anymongo::crud::client_bulk_write::{
     ReplaceOneModel, UpdateManyModel, UpdateOneModel, WriteModel,
 };
 use anymongo::error::{BulkWriteError, WriteConcernError, WriteError};
-use anymongo::options::{Collation, Hint};
 use anymongo::{Error, ErrorKind};
 use bson::{doc, Bson, Document};
 use serde::Deserialize;
@@ -65,9 +64,9 @@ pub async fn client_bulk_write(
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 struct ModelOptions {
-    array_filters: Option<Vec<Document>>,
-    collation: Option<Collation>,
-    hint: Option<Hint>,
+    array_filters: Option<Vec<Bson>>,
+    collation: Option<Document>,
+    hint: Option<Bson>,
     upsert: Option<bool>,
     sort: Option<Document>,
 }
@@ -373,13 +372,10 @@ mod tests {
         let WriteModel::UpdateOne(model) = model else {
             panic!("{model:?}");
         };
-        assert_eq!(
-            model.namespace,
-            Some(anymongo::Namespace::new("db", "coll"))
-        );
+        assert_eq!(model.namespace, anymongo::Namespace::new("db", "coll"));
         assert_eq!(model.upsert, Some(true));
         assert_eq!(model.sort, Some(doc! { "_id": -1 }));
-        assert_eq!(model.hint, Some(Hint::Name("_id_".into())));
+        assert_eq!(model.hint, Some(Bson::String("_id_".into())));
         // updateMany has no sort: the test would need what the driver lacks.
         let many = doc! { "updateMany": {
             "namespace": "db.coll", "filter": {}, "update": { "$set": { "x": 1 } }, "sort": {},

@@ -764,7 +764,7 @@ mod tests {
         assert!(op.statement.multi);
 
         let mut delete = DeleteManyModel::new(doc! { "x": 1 });
-        delete.hint = Some(crate::crud::Hint::Name("x_1".into()));
+        delete.hint = Some(Bson::String("x_1".into()));
         let op = PreparedOp::new(0, on("db.coll", delete)).unwrap();
         assert_eq!(
             entry(&op),
