@@ -401,7 +401,7 @@ async fn an_upload_stream_written_in_pieces_reads_back_through_a_download_stream
         let late = upload.write_all(b"late").await.unwrap_err();
         assert!(matches!(
             *anymongo::Error::from(late).kind,
-            ErrorKind::InvalidArgument { .. }
+            ErrorKind::GridFs(GridFsErrorKind::UploadStreamClosed)
         ));
 
         let mut content = Vec::new();

@@ -798,7 +798,8 @@ mod tests {
 
     #[test]
     fn namespaces_must_name_a_database_and_a_collection() {
-        for (db, coll) in [("", "coll"), ("db", ""), ("", "")] {
+        // Both names empty is the namespace left unset, below.
+        for (db, coll) in [("", "coll"), ("db", "")] {
             let model = DeleteOneModel::builder()
                 .namespace(crate::Namespace::new(db, coll))
                 .filter(doc! {})
@@ -808,6 +809,11 @@ mod tests {
         // A model without a namespace is refused, by its index.
         let model = DeleteOneModel::builder().filter(doc! {}).build();
         assert!(client_error(PreparedOp::new(3, model.into())).contains("index 3 "));
+        let model = DeleteOneModel::builder()
+            .namespace(crate::Namespace::new("", ""))
+            .filter(doc! {})
+            .build();
+        assert!(client_error(PreparedOp::new(3, model.into())).contains("no namespace"));
         assert!(PreparedOp::new(0, on("db.a.b", DeleteOneModel::new(doc! {}))).is_ok());
     }
 
