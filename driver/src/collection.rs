@@ -243,8 +243,11 @@ impl<T> Collection<T> {
         let statement = DeleteStatement {
             filter,
             multi,
-            collation: options.collation.clone(),
-            hint: options.hint.clone(),
+            collation: options
+                .collation
+                .as_ref()
+                .map(crate::crud::Collation::to_document),
+            hint: options.hint.clone().map(Bson::from),
         };
         let reply = self
             .write_one(statement.statement()?, &options, session)

@@ -12,6 +12,8 @@ use std::io;
 use std::sync::Arc;
 use std::time::Duration;
 
+pub use crate::crud::bulk_write::PartialBulkWriteResult;
+pub use crate::gridfs::{GridFsErrorKind, GridFsFileIdentifier};
 use crate::wire::WireError;
 use bson::oid::ObjectId;
 use bson::Bson;
@@ -197,8 +199,9 @@ pub enum ErrorKind {
     /// (CRUD spec, "BulkWriteException"). An addition: the official crate has no
     /// collection-level bulk write.
     CollectionBulkWrite(BulkWriteFailure),
-    /// A GridFS file is missing or corrupt.
-    GridFs(crate::gridfs::GridFsError),
+    /// A GridFS operation failed: a file is missing or corrupt, an upload stream is
+    /// closed.
+    GridFs(GridFsErrorKind),
     /// A [`crate::Client::bulk_write`] failed: writes that failed, or write concerns
     /// that were not satisfied, with what succeeded (Bulk Write spec,
     /// "BulkWriteException"); the error that stopped it, if any, is
@@ -386,10 +389,10 @@ pub struct BulkWriteError {
     pub write_concern_errors: Vec<WriteConcernError>,
     /// The writes that failed, by index among the models given (at most one when
     /// ordered).
-    pub write_errors: std::collections::BTreeMap<usize, WriteError>,
-    /// What the writes that succeeded did; `None` unless at least one is known to have
-    /// succeeded.
-    pub partial_result: Option<crate::crud::bulk_write::BulkWriteResult>,
+    pub write_errors: HashMap<usize, WriteError>,
+    /// What the writes that succeeded did, verbose when the bulk write asked for
+    /// `.verbose_results()`; `None` unless at least one is known to have succeeded.
+    pub partial_result: Option<PartialBulkWriteResult>,
 }
 
 /// An error reply from the server (`ok: 0`).
@@ -753,7 +756,9 @@ impl fmt::Display for Error {
                 if let Some(error) = &failure.error {
                     write!(f, ": {error}")?;
                 }
-                if let Some((index, first)) = failure.write_errors.iter().next() {
+                // The lowest index: the map keeps no order.
+                let first = failure.write_errors.iter().min_by_key(|(index, _)| **index);
+                if let Some((index, first)) = first {
                     write!(
                         f,
                         "; {} write(s) failed, the first at index {index}: {} (code {})",

@@ -537,7 +537,10 @@ impl ClientSession {
             .is_some_and(|session| session.dirty)
     }
 
-    /// The session id (`lsid`), once the session has run a command.
+    /// The session id (`lsid`), once the session has run a command; `None` before.
+    /// The official crate returns `&Document`: anymongo takes the server session from
+    /// the pool at the first command, after a connection is checked out (Driver
+    /// Sessions spec, "Sessions and Connections"), so there is no id before.
     pub fn id(&self) -> Option<Document> {
         lock(&self.inner.state)
             .server_session

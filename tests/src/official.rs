@@ -71,6 +71,13 @@ pub const PROGRAMS: &[(&str, Program)] = &[
         "event: a command event handler on ClientOptions sees a find",
         |uri| Box::pin(event_docs::a_command_event_handler_sees_a_find(uri)),
     ),
+    (
+        "error: a failed client bulk write carries its partial result",
+        |uri| Box::pin(bulk_write_docs::a_failed_bulk_write_carries_its_partial_result(uri)),
+    ),
+    ("error: GridFS errors name the file", |uri| {
+        Box::pin(gridfs_docs::gridfs_errors_name_the_file(uri))
+    }),
 ];
 
 /// A clean database for one program, named `name`.
@@ -455,6 +462,73 @@ pub mod gridfs_docs {
         assert_eq!(buf, bytes);
         Ok(())
     }
+
+    /// From the docs of `error::GridFsErrorKind`: a missing file, by id or by name, a
+    /// missing revision and a closed upload stream are told apart by their kind.
+    pub async fn gridfs_errors_name_the_file(uri: &str) -> anymongo::error::Result<()> {
+        use anymongo::bson::Bson;
+        use anymongo::error::{ErrorKind, GridFsErrorKind, GridFsFileIdentifier};
+
+        let db = fresh_database(uri, "official_gridfs_errors").await;
+        let bucket = db.gridfs_bucket(None);
+
+        let error = bucket
+            .open_download_stream(Bson::Int32(404))
+            .await
+            .expect_err("no such file");
+        match *error.kind {
+            ErrorKind::GridFs(GridFsErrorKind::FileNotFound {
+                identifier: GridFsFileIdentifier::Id(ref id),
+                ..
+            }) => assert_eq!(*id, Bson::Int32(404)),
+            ref other => panic!("expected FileNotFound, got {other:?}"),
+        }
+
+        let mut upload_stream = bucket.open_upload_stream("notes.txt").await?;
+        upload_stream.write_all(b"one revision").await?;
+        upload_stream.close().await?;
+        let error = bucket
+            .open_download_stream_by_name("notes.txt")
+            .revision(3)
+            .await
+            .expect_err("no fourth revision");
+        assert!(
+            matches!(
+                *error.kind,
+                ErrorKind::GridFs(GridFsErrorKind::RevisionNotFound { revision: 3, .. })
+            ),
+            "{error:?}"
+        );
+        let error = bucket
+            .open_download_stream_by_name("other.txt")
+            .await
+            .expect_err("no such name");
+        assert!(
+            matches!(
+                *error.kind,
+                ErrorKind::GridFs(GridFsErrorKind::FileNotFound {
+                    identifier: GridFsFileIdentifier::Filename(ref name),
+                    ..
+                }) if name == "other.txt"
+            ),
+            "{error:?}"
+        );
+
+        // After close, the stream takes no more bytes.
+        let error = upload_stream
+            .write_all(b"more")
+            .await
+            .expect_err("the stream is closed");
+        let error = anymongo::error::Error::from(error);
+        assert!(
+            matches!(
+                *error.kind,
+                ErrorKind::GridFs(GridFsErrorKind::UploadStreamClosed)
+            ),
+            "{error:?}"
+        );
+        Ok(())
+    }
 }
 
 /// From the docs of `error::ErrorKind`: an application tells a duplicate key, a
@@ -636,6 +710,74 @@ pub mod bulk_write_docs {
         assert_eq!(verbose.summary.deleted_count, 1);
         assert_eq!(verbose.delete_results[&0].deleted_count, 1);
         assert_eq!(orders.count_documents(doc! {}).await?, 1);
+        Ok(())
+    }
+
+    /// From the docs of `error::BulkWriteError` and `PartialBulkWriteResult`: an
+    /// unordered bulk write with a duplicate key fails with the write errors by index
+    /// and, since other writes succeeded, a partial result in the shape asked for.
+    pub async fn a_failed_bulk_write_carries_its_partial_result(uri: &str) -> Result<()> {
+        use anymongo::error::{ErrorKind, PartialBulkWriteResult};
+
+        let db = fresh_database(uri, "official_bulk_write_error").await;
+        // A client of its own, as above.
+        let client = anymongo::Client::with_uri_str(uri).await?;
+        let coll = client.database(db.name()).collection::<Document>("items");
+        let models = |ids: [i32; 3]| -> Vec<WriteModel> {
+            ids.iter()
+                .map(|id| {
+                    InsertOneModel::builder()
+                        .namespace(coll.namespace())
+                        .document(doc! { "_id": *id })
+                        .build()
+                        .into()
+                })
+                .collect()
+        };
+
+        let error = client
+            .bulk_write(models([1, 1, 2]))
+            .ordered(false)
+            .await
+            .expect_err("a duplicate _id");
+        match *error.kind {
+            ErrorKind::BulkWrite(ref e) => {
+                assert_eq!(e.write_errors.len(), 1);
+                assert_eq!(e.write_errors[&1].code, 11000);
+                assert!(e.write_concern_errors.is_empty());
+                match &e.partial_result {
+                    Some(PartialBulkWriteResult::Summary(summary)) => {
+                        assert_eq!(summary.inserted_count, 2)
+                    }
+                    other => panic!("expected a summary partial result, got {other:?}"),
+                }
+            }
+            ref other => panic!("expected a bulk write error, got {other:?}"),
+        }
+
+        let error = client
+            .bulk_write(models([3, 1, 4]))
+            .ordered(false)
+            .verbose_results()
+            .await
+            .expect_err("a duplicate _id");
+        let ErrorKind::BulkWrite(e) = *error.kind else {
+            panic!("expected a bulk write error, got {error:?}");
+        };
+        let mut failed: Vec<usize> = e.write_errors.keys().copied().collect();
+        failed.sort();
+        assert_eq!(failed, [1]);
+        let Some(PartialBulkWriteResult::Verbose(verbose)) = e.partial_result else {
+            panic!("expected a verbose partial result");
+        };
+        assert_eq!(verbose.summary.inserted_count, 2);
+        let mut inserted: Vec<usize> = verbose.insert_results.keys().copied().collect();
+        inserted.sort();
+        assert_eq!(inserted, [0, 2]);
+        assert_eq!(
+            verbose.insert_results[&2].inserted_id,
+            anymongo::bson::Bson::Int32(4)
+        );
         Ok(())
     }
 }

@@ -11,9 +11,9 @@ use anymongo::bson::{doc, Bson, Document};
 use anymongo::concern::WriteConcern;
 use anymongo::crud::client_bulk_write::{
     ClientBulkWriteOptions, DeleteManyModel, DeleteOneModel, InsertOneModel, ReplaceOneModel,
-    UpdateManyModel, UpdateOneModel, WriteModel,
+    SummaryBulkWriteResult, UpdateManyModel, UpdateOneModel, WriteModel,
 };
-use anymongo::error::BulkWriteError;
+use anymongo::error::{BulkWriteError, PartialBulkWriteResult};
 use anymongo::event::command::CommandEvent;
 use anymongo::{Client, Error, ErrorKind};
 use anymongo_tests::harness::{self, recording_client};
@@ -72,6 +72,15 @@ fn failure(error: &Error) -> &BulkWriteError {
     match &*error.kind {
         ErrorKind::BulkWrite(failure) => failure,
         _ => panic!("expected a client bulk write failure, got {error:?}"),
+    }
+}
+
+/// The counts of a summary bulk write's failure: a bulk write without
+/// `.verbose_results()` carries a summary partial result.
+fn partial_counts(failure: &BulkWriteError) -> &SummaryBulkWriteResult {
+    match &failure.partial_result {
+        Some(PartialBulkWriteResult::Summary(summary)) => summary,
+        other => panic!("expected a summary partial result, got {other:?}"),
     }
 }
 
@@ -220,7 +229,7 @@ async fn write_errors_are_reported_by_index_with_the_partial_result() {
         let failed = failure(&error);
         assert_eq!(failed.write_errors.keys().collect::<Vec<_>>(), [&1]);
         assert_eq!(failed.write_errors[&1].code, 11000);
-        assert_eq!(failed.partial_result.as_ref().unwrap().inserted_count, 1);
+        assert_eq!(partial_counts(failed).inserted_count, 1);
         assert!(failed.error.is_none());
         assert_eq!(error.code(), None);
         assert_eq!(contents(&client, ns).await, [doc! { "_id": 1 }]);
@@ -239,7 +248,7 @@ async fn write_errors_are_reported_by_index_with_the_partial_result() {
             .unwrap_err();
         let failed = failure(&error);
         assert_eq!(failed.write_errors.keys().collect::<Vec<_>>(), [&1]);
-        assert_eq!(failed.partial_result.as_ref().unwrap().inserted_count, 2);
+        assert_eq!(partial_counts(failed).inserted_count, 2);
         let error = client
             .bulk_write(models())
             .with_options(unordered)
@@ -442,10 +451,7 @@ async fn write_concern_errors_are_collected_across_commands() {
         let failed = failure(&error);
         assert_eq!(failed.write_concern_errors.len(), 2);
         assert_eq!(failed.write_concern_errors[0].code, 91);
-        assert_eq!(
-            failed.partial_result.as_ref().unwrap().inserted_count as usize,
-            count
-        );
+        assert_eq!(partial_counts(failed).inserted_count as usize, count);
         assert_eq!(started(&events, "bulkWrite").len(), 2);
     })
     .await;
@@ -518,17 +524,12 @@ async fn a_failed_get_more_stops_the_bulk_write_and_kills_the_cursor() {
             Some(8)
         );
         assert_eq!(error.code(), Some(8));
-        let partial = failed.partial_result.as_ref().unwrap();
-        assert_eq!(partial.upserted_count, 2);
-        assert_eq!(
-            partial
-                .verbose_results
-                .as_ref()
-                .unwrap()
-                .update_results
-                .len(),
-            1
-        );
+        // Verbose results asked for: a verbose partial result.
+        let Some(PartialBulkWriteResult::Verbose(partial)) = &failed.partial_result else {
+            panic!("expected a verbose partial result: {failed:?}");
+        };
+        assert_eq!(partial.summary.upserted_count, 2);
+        assert_eq!(partial.update_results.len(), 1);
         assert_eq!(started(&events, "getMore").len(), 1);
         assert_eq!(started(&events, "killCursors").len(), 1);
     })

@@ -6,8 +6,9 @@ use std::time::Duration;
 
 use anymongo::bson::spec::BinarySubtype;
 use anymongo::bson::{doc, Binary, Bson, DateTime};
+use anymongo::error::{GridFsErrorKind, GridFsFileIdentifier};
 use anymongo::gridfs::{
-    GridFsBucket, GridFsBucketOptions, GridFsDownloadStream, GridFsError, GridFsUploadOptions,
+    GridFsBucket, GridFsBucketOptions, GridFsDownloadStream, GridFsUploadOptions,
 };
 use anymongo::{Client, ErrorKind};
 use anymongo_tests::{harness, server};
@@ -59,7 +60,7 @@ async fn read_all(
     Ok(content)
 }
 
-fn gridfs_error(error: anymongo::Error) -> GridFsError {
+fn gridfs_error(error: anymongo::Error) -> GridFsErrorKind {
     match &*error.kind {
         ErrorKind::GridFs(error) => error.clone(),
         other => panic!("expected a GridFS error, got {other:?}"),
@@ -123,12 +124,21 @@ async fn revisions_are_found_by_name_and_index() {
         assert_eq!(revision(-1).await.unwrap(), b"third");
         assert_eq!(revision(-3).await.unwrap(), b"first");
         let missing = gridfs_error(revision(3).await.unwrap_err());
-        assert_eq!(
-            missing,
-            GridFsError::RevisionNotFound {
-                filename: "notes".into(),
-                revision: 3
-            }
+        assert!(
+            matches!(
+                missing,
+                GridFsErrorKind::RevisionNotFound { revision: 3, .. }
+            ),
+            "{missing:?}"
+        );
+        // No file of the name at all: the file is not found (as the official crate).
+        let unknown = read_all(bucket.open_download_stream_by_name("nothing"));
+        let unknown = gridfs_error(unknown.await.unwrap_err());
+        assert!(
+            matches!(&unknown, GridFsErrorKind::FileNotFound {
+                identifier: GridFsFileIdentifier::Filename(name), ..
+            } if name == "nothing"),
+            "{unknown:?}"
         );
 
         bucket.rename_by_name("notes", "renamed").await.unwrap();
@@ -140,6 +150,18 @@ async fn revisions_are_found_by_name_and_index() {
         );
         bucket.delete_by_name("renamed").await.unwrap();
         assert_eq!(bucket.chunks().count_documents(doc! {}).await.unwrap(), 0);
+        for error in [
+            bucket.delete_by_name("renamed").await.unwrap_err(),
+            bucket.rename_by_name("renamed", "x").await.unwrap_err(),
+        ] {
+            let error = gridfs_error(error);
+            assert!(
+                matches!(&error, GridFsErrorKind::FileNotFound {
+                    identifier: GridFsFileIdentifier::Filename(name), ..
+                } if name == "renamed"),
+                "{error:?}"
+            );
+        }
     })
     .await;
 }
@@ -148,26 +170,46 @@ async fn revisions_are_found_by_name_and_index() {
 async fn missing_and_corrupt_files_are_errors() {
     bounded(async {
         let bucket = fresh_bucket("corrupt").await;
-        let nothing = gridfs_error(read_all(bucket.open_download_stream(Bson::Int32(404))).await.unwrap_err());
-        assert_eq!(nothing, GridFsError::FileNotFound { id: Bson::Int32(404) });
+        let nothing = gridfs_error(
+            read_all(bucket.open_download_stream(Bson::Int32(404)))
+                .await
+                .unwrap_err(),
+        );
+        assert!(
+            matches!(
+                &nothing,
+                GridFsErrorKind::FileNotFound {
+                    identifier: GridFsFileIdentifier::Id(Bson::Int32(404)),
+                    ..
+                }
+            ),
+            "{nothing:?}"
+        );
 
-        let id = upload(&bucket, "short", b"abcdefgh", None)
-            .await
-            .unwrap();
+        let id = upload(&bucket, "short", b"abcdefgh", None).await.unwrap();
         bucket
             .chunks()
             .delete_one(doc! { "files_id": id.clone(), "n": 1 })
             .await
             .unwrap();
-        let corrupt = gridfs_error(read_all(bucket.open_download_stream(id.clone())).await.unwrap_err());
+        let corrupt = gridfs_error(
+            read_all(bucket.open_download_stream(id.clone()))
+                .await
+                .unwrap_err(),
+        );
         assert!(
-            matches!(&corrupt, GridFsError::CorruptFile { message, .. } if message.contains("chunk 1")),
+            matches!(corrupt, GridFsErrorKind::MissingChunk { n: 1, .. }),
             "{corrupt:?}"
         );
 
         bucket.delete(id.clone()).await.unwrap();
         let deleted = gridfs_error(bucket.delete(id.clone()).await.unwrap_err());
-        assert_eq!(deleted, GridFsError::FileNotFound { id });
+        assert!(
+            matches!(&deleted, GridFsErrorKind::FileNotFound {
+                identifier: GridFsFileIdentifier::Id(deleted_id), ..
+            } if *deleted_id == id),
+            "{deleted:?}"
+        );
     })
     .await;
 }
@@ -197,7 +239,11 @@ async fn a_files_document_that_does_not_match_its_chunks_is_a_gridfs_error() {
         // (files document, its chunks, what the error must say)
         let cases = [
             // A length of 2^40 bytes with no chunk, then with one full chunk.
-            (file(1, two_to_the_40.clone(), Bson::Int32(4)), vec![], "chunk 0"),
+            (
+                file(1, two_to_the_40.clone(), Bson::Int32(4)),
+                vec![],
+                "chunk 0",
+            ),
             (
                 file(2, two_to_the_40, Bson::Int32(4)),
                 vec![chunk(2, 0, b"abcd")],
@@ -223,14 +269,30 @@ async fn a_files_document_that_does_not_match_its_chunks_is_a_gridfs_error() {
             (
                 file(6, Bson::Int32(4), Bson::Int32(4)),
                 vec![chunk(6, 0, b"abcd"), chunk(6, 1, b"efgh")],
-                "more than 1 chunks",
+                "at least 2 chunks, expected 1",
             ),
             // Values no upload writes: a negative length, a chunkSize of 0 or below, a
             // length that is not an integer.
-            (file(7, Bson::Int64(-1), Bson::Int32(4)), vec![], "no valid length"),
-            (file(8, Bson::Int32(4), Bson::Int32(0)), vec![], "chunkSize is 0"),
-            (file(9, Bson::Int32(4), Bson::Int32(-4)), vec![], "no valid chunkSize"),
-            (file(10, Bson::Double(2.5), Bson::Int32(4)), vec![], "no valid length"),
+            (
+                file(7, Bson::Int64(-1), Bson::Int32(4)),
+                vec![],
+                "no valid length",
+            ),
+            (
+                file(8, Bson::Int32(4), Bson::Int32(0)),
+                vec![],
+                "chunkSize is 0",
+            ),
+            (
+                file(9, Bson::Int32(4), Bson::Int32(-4)),
+                vec![],
+                "no valid chunkSize",
+            ),
+            (
+                file(10, Bson::Double(2.5), Bson::Int32(4)),
+                vec![],
+                "no valid length",
+            ),
         ];
         for (files_document, chunks, expected) in cases {
             let id = files_document.get("_id").unwrap().clone();
@@ -238,10 +300,27 @@ async fn a_files_document_that_does_not_match_its_chunks_is_a_gridfs_error() {
             if !chunks.is_empty() {
                 bucket.chunks().insert_many(chunks).await.unwrap();
             }
-            let error = gridfs_error(read_all(bucket.open_download_stream(id.clone())).await.unwrap_err());
+            let error = gridfs_error(
+                read_all(bucket.open_download_stream(id.clone()))
+                    .await
+                    .unwrap_err(),
+            );
+            // Each fault of the chunks has its official kind; the message says which.
+            let chunk_kind = matches!(
+                error,
+                GridFsErrorKind::MissingChunk { .. }
+                    | GridFsErrorKind::WrongSizeChunk { .. }
+                    | GridFsErrorKind::WrongNumberOfChunks { .. }
+            );
+            let malformed = matches!(error, GridFsErrorKind::CorruptFile { .. });
             assert!(
-                matches!(&error, GridFsError::CorruptFile { message, .. } if message.contains(expected)),
+                (chunk_kind || malformed) && error.to_string().contains(expected),
                 "file {id}: {error:?}, expected {expected:?}"
+            );
+            assert_eq!(
+                malformed,
+                expected.starts_with("no valid") || expected.contains("chunkSize is 0"),
+                "file {id}: {error:?}"
             );
         }
 
@@ -256,7 +335,12 @@ async fn a_files_document_that_does_not_match_its_chunks_is_a_gridfs_error() {
             .insert_many(vec![chunk(11, 0, b"abcd"), chunk(11, 1, b"ef")])
             .await
             .unwrap();
-        assert_eq!(read_all(bucket.open_download_stream(Bson::Int32(11))).await.unwrap(), b"abcdef");
+        assert_eq!(
+            read_all(bucket.open_download_stream(Bson::Int32(11)))
+                .await
+                .unwrap(),
+            b"abcdef"
+        );
     })
     .await;
 }
@@ -317,7 +401,7 @@ async fn an_upload_stream_written_in_pieces_reads_back_through_a_download_stream
         let late = upload.write_all(b"late").await.unwrap_err();
         assert!(matches!(
             *anymongo::Error::from(late).kind,
-            ErrorKind::InvalidArgument { .. }
+            ErrorKind::GridFs(GridFsErrorKind::UploadStreamClosed)
         ));
 
         let mut content = Vec::new();
@@ -351,6 +435,19 @@ async fn an_upload_stream_written_in_pieces_reads_back_through_a_download_stream
             aborted.close().await.is_ok(),
             "closing an aborted stream is a no-op"
         );
+        // Writing to it, or aborting it again, is the official UploadStreamClosed.
+        let written = aborted
+            .write_all(b"more")
+            .await
+            .map_err(anymongo::Error::from);
+        let aborted_again = aborted.abort().await;
+        for error in [written.unwrap_err(), aborted_again.unwrap_err()] {
+            let error = gridfs_error(error);
+            assert!(
+                matches!(error, GridFsErrorKind::UploadStreamClosed),
+                "{error:?}"
+            );
+        }
     })
     .await;
 }

@@ -16,9 +16,8 @@ use anymongo::crud::bulk_write::{
 use anymongo::crud::{AggregateOptions, CountOptions, FindOptions, RunCursorCommandOptions};
 use anymongo::database::Concerns;
 use anymongo::enumerate::{ListCollectionsOptions, ListDatabasesOptions};
-use anymongo::gridfs::{
-    GridFsBucketOptions, GridFsDownloadStream, GridFsError, GridFsUploadOptions,
-};
+use anymongo::error::GridFsErrorKind;
+use anymongo::gridfs::{GridFsBucketOptions, GridFsDownloadStream, GridFsUploadOptions};
 use anymongo::handshake::DriverInfo;
 use anymongo::index_management::{
     CreateIndexOptions, IndexModel, IndexOptions, ListIndexesOptions,
@@ -784,7 +783,8 @@ pub fn error_document(error: &Error) -> Document {
                 .collect();
             out.insert("writeConcernErrors", concern_errors);
             if let Some(partial) = &failure.partial_result {
-                out.insert("partialResult", client_bulk_write_result(partial));
+                let partial = BulkWriteResult::from(partial.clone());
+                out.insert("partialResult", client_bulk_write_result(&partial));
             }
             if let Some(cause) = &failure.error {
                 out.insert("cause", error_document(cause));
@@ -898,7 +898,12 @@ fn error_class(error: &Error) -> &'static str {
         ErrorKind::PoolClosed { .. } => "MongoTopologyClosedError",
         ErrorKind::WaitQueueTimeout { .. } => "MongoWaitQueueTimeoutError",
         ErrorKind::OperationTimeout { .. } => "MongoOperationTimeoutError",
-        ErrorKind::GridFs(GridFsError::CorruptFile { .. }) => "MongoGridFSChunkError",
+        ErrorKind::GridFs(
+            GridFsErrorKind::MissingChunk { .. }
+            | GridFsErrorKind::WrongSizeChunk { .. }
+            | GridFsErrorKind::WrongNumberOfChunks { .. }
+            | GridFsErrorKind::CorruptFile { .. },
+        ) => "MongoGridFSChunkError",
         ErrorKind::GridFs(_) => "MongoRuntimeError",
         _ => "MongoError",
     }
@@ -970,16 +975,6 @@ fn index_model(mut spec: Document, defaults: &Document) -> Result<IndexModel> {
 }
 
 /// `model[name]`, a document, if given.
-/// The field `name` of a write model, if given, read as a `T` (a `Collation`, a `Hint`).
-fn take_typed<T: DeserializeOwned>(model: &mut Document, name: &str) -> Result<Option<T>> {
-    match model.remove(name) {
-        None | Some(Bson::Null) => Ok(None),
-        Some(value) => anymongo::bson::deserialize_from_bson(value)
-            .map(Some)
-            .map_err(|error| Error::invalid_argument(format!("bulkWrite: {name}: {error}"))),
-    }
-}
-
 fn take_document(model: &mut Document, name: &str) -> Result<Option<Document>> {
     match model.remove(name) {
         None | Some(Bson::Null) => Ok(None),
@@ -1074,8 +1069,9 @@ fn write_model(operation: Document) -> Result<WriteModel> {
     }
     let filter = take_document(&mut model, "filter")?
         .ok_or_else(|| Error::invalid_argument(format!("bulkWrite: {kind} needs a filter")))?;
-    let collation = take_typed(&mut model, "collation")?;
-    let hint = take_typed(&mut model, "hint")?;
+    // As the models hold them: BSON, checked by the server.
+    let collation = take_document(&mut model, "collation")?;
+    let hint = model.remove("hint").filter(|hint| *hint != Bson::Null);
     let sort = take_document(&mut model, "sort")?;
     let upsert = match model.remove("upsert") {
         None | Some(Bson::Null) => None,
@@ -1092,7 +1088,7 @@ fn write_model(operation: Document) -> Result<WriteModel> {
             filters
                 .into_iter()
                 .map(|filter| match filter {
-                    Bson::Document(filter) => Ok(filter),
+                    Bson::Document(_) => Ok(filter),
                     _ => Err(Error::invalid_argument(
                         "bulkWrite: arrayFilters must be an array of objects",
                     )),

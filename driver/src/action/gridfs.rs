@@ -43,7 +43,7 @@ impl GridFsBucket {
     }
 
     /// Opens the file with this id: a [`GridFsDownloadStream`] of its content. No such
-    /// file is a [`GridFsError::FileNotFound`](crate::gridfs::GridFsError::FileNotFound).
+    /// file is a [`GridFsErrorKind::FileNotFound`](crate::error::GridFsErrorKind::FileNotFound).
     ///
     /// ```no_run
     /// # async fn example(bucket: anymongo::gridfs::GridFsBucket, id: anymongo::bson::Bson) -> anymongo::Result<()> {
@@ -62,7 +62,9 @@ impl GridFsBucket {
 
     /// Opens a revision of the file named `filename` (the latest unless
     /// `.revision(…)` says otherwise). No such revision is a
-    /// [`GridFsError::RevisionNotFound`](crate::gridfs::GridFsError::RevisionNotFound).
+    /// [`GridFsErrorKind::RevisionNotFound`](crate::error::GridFsErrorKind::RevisionNotFound),
+    /// no file of that name a
+    /// [`GridFsErrorKind::FileNotFound`](crate::error::GridFsErrorKind::FileNotFound).
     ///
     /// ```no_run
     /// # async fn example(bucket: anymongo::gridfs::GridFsBucket) -> anymongo::Result<()> {
@@ -82,7 +84,7 @@ impl GridFsBucket {
     }
 
     /// Deletes the file with this id and its chunks; no such file is a
-    /// [`GridFsError::FileNotFound`](crate::gridfs::GridFsError::FileNotFound) (after
+    /// [`GridFsErrorKind::FileNotFound`](crate::error::GridFsErrorKind::FileNotFound) (after
     /// its stray chunks, if any, are deleted).
     ///
     /// ```no_run
@@ -100,7 +102,7 @@ impl GridFsBucket {
 
     /// Deletes every revision of the file named `filename` and their chunks; no file
     /// of that name is a
-    /// [`GridFsError::RevisionNotFound`](crate::gridfs::GridFsError::RevisionNotFound).
+    /// [`GridFsErrorKind::FileNotFound`](crate::error::GridFsErrorKind::FileNotFound).
     pub fn delete_by_name(&self, filename: impl AsRef<str>) -> DeleteByName<'_> {
         DeleteByName {
             bucket: self,
@@ -141,7 +143,7 @@ impl GridFsBucket {
     }
 
     /// Renames the file with this id; no such file is a
-    /// [`GridFsError::FileNotFound`](crate::gridfs::GridFsError::FileNotFound).
+    /// [`GridFsErrorKind::FileNotFound`](crate::error::GridFsErrorKind::FileNotFound).
     pub fn rename(&self, id: Bson, new_filename: impl AsRef<str>) -> Rename<'_> {
         Rename {
             bucket: self,
@@ -152,7 +154,7 @@ impl GridFsBucket {
     }
 
     /// Renames every revision of the file named `filename`; no file of that name is a
-    /// [`GridFsError::RevisionNotFound`](crate::gridfs::GridFsError::RevisionNotFound).
+    /// [`GridFsErrorKind::FileNotFound`](crate::error::GridFsErrorKind::FileNotFound).
     pub fn rename_by_name(
         &self,
         filename: impl AsRef<str>,

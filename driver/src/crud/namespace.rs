@@ -16,7 +16,10 @@ use crate::error::Error;
 /// assert_eq!(namespace.to_string(), "shop.orders");
 /// # Ok::<(), anymongo::error::Error>(())
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+///
+/// The default, with both names empty, names no collection: a bulk write model's
+/// namespace left unset.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Namespace {
     /// The database's name.
     pub db: String,

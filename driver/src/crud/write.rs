@@ -8,7 +8,7 @@ use bson::{doc, Bson, Document, RawDocument, RawDocumentBuf};
 use serde::Serialize;
 
 use super::bulk_write::BulkWriteOptions;
-use super::{Collation, FindAndModifyOptions, Hint, Namespace, ReturnDocument, WriteOptions};
+use super::{Collation, FindAndModifyOptions, Namespace, ReturnDocument, WriteOptions};
 use crate::bson_serializer::{serialize_noting_id, IdElement};
 use crate::bson_util::{insert_present, millis};
 use crate::concern::WriteConcern;
@@ -358,9 +358,11 @@ pub(crate) struct UpdateStatement {
     pub update: Bson,
     pub multi: bool,
     pub upsert: Option<bool>,
-    pub array_filters: Option<Vec<Document>>,
-    pub collation: Option<Collation>,
-    pub hint: Option<Hint>,
+    /// The options as sent: the bulk write models hold them as BSON, as the official
+    /// crate's do, and the single writes' typed options become the same.
+    pub array_filters: Option<bson::Array>,
+    pub collation: Option<Document>,
+    pub hint: Option<Bson>,
     pub sort: Option<Document>,
 }
 
@@ -378,9 +380,12 @@ impl UpdateStatement {
             update,
             multi,
             upsert: options.upsert,
-            array_filters: options.array_filters.clone(),
-            collation: options.collation.clone(),
-            hint: options.hint.clone(),
+            array_filters: options
+                .array_filters
+                .as_ref()
+                .map(|filters| filters.iter().cloned().map(Bson::Document).collect()),
+            collation: options.collation.as_ref().map(Collation::to_document),
+            hint: options.hint.clone().map(Bson::from),
             sort: options.sort.clone(),
         }
     }
@@ -400,18 +405,15 @@ impl UpdateStatement {
             Spelling::BulkWrite => ("updateMods", Some(self.multi)),
         };
         statement.insert(update, self.update);
-        let array_filters = self
-            .array_filters
-            .map(|filters| Bson::Array(filters.into_iter().map(Bson::Document).collect()));
         insert_present(
             &mut statement,
             [
                 ("multi", multi.map(Bson::Boolean)),
                 ("upsert", self.upsert.map(Bson::Boolean)),
-                ("arrayFilters", array_filters),
+                ("arrayFilters", self.array_filters.map(Bson::Array)),
                 ("sort", self.sort.map(Bson::Document)),
-                ("collation", self.collation.map(Bson::from)),
-                ("hint", self.hint.map(Bson::from)),
+                ("collation", self.collation.map(Bson::Document)),
+                ("hint", self.hint),
             ],
         );
         Statement::encoded(
@@ -430,8 +432,9 @@ pub(crate) struct DeleteStatement {
     pub filter: Document,
     /// Every matching document (`limit: 0`) rather than the first (`limit: 1`).
     pub multi: bool,
-    pub collation: Option<Collation>,
-    pub hint: Option<Hint>,
+    /// As sent, like [`UpdateStatement`]'s.
+    pub collation: Option<Document>,
+    pub hint: Option<Bson>,
 }
 
 impl DeleteStatement {
@@ -450,8 +453,8 @@ impl DeleteStatement {
         insert_present(
             &mut statement,
             [
-                ("collation", self.collation.map(Bson::from)),
-                ("hint", self.hint.map(Bson::from)),
+                ("collation", self.collation.map(Bson::Document)),
+                ("hint", self.hint),
             ],
         );
         Statement::encoded(
@@ -1057,7 +1060,7 @@ mod tests {
             filter: doc! { "_id": 1 },
             update: Bson::Document(doc! { "$set": { "x": 1 } }),
             upsert: Some(false),
-            hint: Some(Hint::Name("_id_".into())),
+            hint: Some(Bson::String("_id_".into())),
             ..UpdateStatement::default()
         }
         .statement()
@@ -1071,7 +1074,7 @@ mod tests {
         let delete = DeleteStatement {
             filter: doc! {},
             multi: true,
-            collation: Some(Collation::builder().locale("fr").build()),
+            collation: Some(doc! { "locale": "fr" }),
             hint: None,
         }
         .statement()

@@ -45,7 +45,7 @@ use crate::Collection;
 
 mod error;
 
-pub use error::GridFsError;
+pub use error::{GridFsErrorKind, GridFsFileIdentifier};
 
 /// The default size of a chunk: 255 KiB (GridFS spec, "chunkSizeBytes"), under the
 /// 256 KiB that keeps a chunk document and its overhead in one small allocation.
@@ -114,10 +114,15 @@ pub struct FilesCollectionDocument {
     pub metadata: Option<Document>,
 }
 
-impl From<GridFsError> for Error {
-    fn from(error: GridFsError) -> Error {
+impl From<GridFsErrorKind> for Error {
+    fn from(error: GridFsErrorKind) -> Error {
         Error::new(ErrorKind::GridFs(error))
     }
+}
+
+/// The error of a file that is not there.
+fn not_found(identifier: GridFsFileIdentifier) -> Error {
+    GridFsErrorKind::FileNotFound { identifier }.into()
 }
 
 /// An error of a stream, as the `futures::io` traits return it: the driver's
@@ -251,7 +256,7 @@ impl GridFsBucket {
     /// Opens the file with this id: what [`open_download_stream`](Self::open_download_stream) runs.
     pub(crate) async fn open_download_in(&self, id: Bson) -> Result<GridFsDownloadStream> {
         let file = self.files.find_one(by_id(&id)).await?;
-        let file = file.ok_or(GridFsError::FileNotFound { id })?;
+        let file = file.ok_or_else(|| not_found(GridFsFileIdentifier::Id(id)))?;
         self.download_stream(file).await
     }
 
@@ -277,10 +282,18 @@ impl GridFsBucket {
             .find_one(doc! { "filename": filename })
             .with_options(options)
             .await?;
-        let file = file.ok_or_else(|| GridFsError::RevisionNotFound {
-            filename: filename.to_owned(),
-            revision,
-        })?;
+        let file = match file {
+            Some(file) => file,
+            // No such revision of a file that exists, or no file of that name (GridFS
+            // spec, "RevisionNotFound" and "FileNotFound"), as the official crate tells.
+            None => {
+                let any = self.files.find_one(doc! { "filename": filename }).await?;
+                return Err(match any {
+                    Some(_) => GridFsErrorKind::RevisionNotFound { revision }.into(),
+                    None => not_found(GridFsFileIdentifier::Filename(filename.to_owned())),
+                });
+            }
+        };
         self.download_stream(file).await
     }
 
@@ -367,7 +380,7 @@ impl GridFsBucket {
             .delete_many(doc! { "files_id": { "$eq": id.clone() } })
             .await?;
         match deleted.deleted_count {
-            0 => Err(GridFsError::FileNotFound { id }.into()),
+            0 => Err(not_found(GridFsFileIdentifier::Id(id))),
             _ => Ok(()),
         }
     }
@@ -387,11 +400,9 @@ impl GridFsBucket {
             .try_collect()
             .await?;
         if files.is_empty() {
-            return Err(GridFsError::RevisionNotFound {
-                filename: filename.to_owned(),
-                revision: -1,
-            }
-            .into());
+            return Err(not_found(GridFsFileIdentifier::Filename(
+                filename.to_owned(),
+            )));
         }
         let ids: Vec<Bson> = files
             .iter()
@@ -411,7 +422,7 @@ impl GridFsBucket {
         let update = doc! { "$set": { "filename": new_filename } };
         let renamed = self.files.update_one(by_id(&id), update).await?;
         match renamed.matched_count {
-            0 => Err(GridFsError::FileNotFound { id }.into()),
+            0 => Err(not_found(GridFsFileIdentifier::Id(id))),
             _ => Ok(()),
         }
     }
@@ -425,11 +436,9 @@ impl GridFsBucket {
             .update_many(doc! { "filename": filename }, update)
             .await?;
         match renamed.matched_count {
-            0 => Err(GridFsError::RevisionNotFound {
-                filename: filename.to_owned(),
-                revision: -1,
-            }
-            .into()),
+            0 => Err(not_found(GridFsFileIdentifier::Filename(
+                filename.to_owned(),
+            ))),
             _ => Ok(()),
         }
     }
@@ -496,11 +505,14 @@ impl ChunkCheck {
         let next = self.next;
         let n = chunk.get("n").and_then(crate::bson_util::as_i64);
         if n != i64::try_from(next).ok() {
-            return Err(self.corrupt(format!("chunk {next} is missing (found n: {n:?})")));
+            return Err(GridFsErrorKind::MissingChunk { n: narrow(next) }.into());
         }
         if next >= self.expected {
-            let expected = self.expected;
-            return Err(self.corrupt(format!("it has more than {expected} chunks")));
+            return Err(GridFsErrorKind::WrongNumberOfChunks {
+                actual_number: narrow(next + 1),
+                expected_number: narrow(self.expected),
+            }
+            .into());
         }
         let data = match chunk.remove("data") {
             Some(Bson::Binary(binary)) => binary.bytes,
@@ -511,10 +523,12 @@ impl ChunkCheck {
             false => self.chunk_size,
         };
         if data.len() as u64 != wanted {
-            return Err(self.corrupt(format!(
-                "chunk {next} holds {} bytes, expected {wanted}",
-                data.len()
-            )));
+            return Err(GridFsErrorKind::WrongSizeChunk {
+                actual_size: data.len(),
+                expected_size: narrow(wanted),
+                n: narrow(next),
+            }
+            .into());
         }
         self.next += 1;
         Ok(data)
@@ -524,10 +538,10 @@ impl ChunkCheck {
     fn finish(&self) -> Result<()> {
         match self.next == self.expected {
             true => Ok(()),
-            false => Err(self.corrupt(format!(
-                "chunk {} of {} is missing",
-                self.next, self.expected
-            ))),
+            false => Err(GridFsErrorKind::MissingChunk {
+                n: narrow(self.next),
+            }
+            .into()),
         }
     }
 
@@ -536,9 +550,15 @@ impl ChunkCheck {
     }
 }
 
-/// The error of a file whose chunks do not add up.
+/// A chunk number or size in the official error's `u32`: the chunks of a file whose
+/// `length` and `chunkSize` make more than `u32::MAX` (a corrupt file) saturate.
+fn narrow(n: u64) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+/// The error of a file whose `files` document or a chunk is malformed.
 fn corrupt(id: &Bson, message: String) -> Error {
-    GridFsError::CorruptFile {
+    GridFsErrorKind::CorruptFile {
         id: id.clone(),
         message,
     }
@@ -651,9 +671,7 @@ impl GridFsUploadStream {
     /// error if the stream is closed already.
     pub async fn abort(&mut self) -> Result<()> {
         if self.closed {
-            return Err(Error::invalid_argument(
-                "the GridFS upload stream is closed already",
-            ));
+            return Err(GridFsErrorKind::UploadStreamClosed.into());
         }
         self.closed = true;
         if let Some(pending) = self.pending.take() {
@@ -661,11 +679,19 @@ impl GridFsUploadStream {
             let _ = pending.await;
         }
         self.buffer = Vec::new();
-        self.bucket
+        match self
+            .bucket
             .chunks
             .delete_many(doc! { "files_id": { "$eq": self.id.clone() } })
             .await
-            .map(|_| ())
+        {
+            Ok(_) => Ok(()),
+            Err(delete_error) => Err(GridFsErrorKind::AbortError {
+                original_error: None,
+                delete_error,
+            }
+            .into()),
+        }
     }
 
     /// Waits for the insert under way; its failure closes the stream.
@@ -741,7 +767,7 @@ impl AsyncWrite for GridFsUploadStream {
         let this = self.get_mut();
         ready!(this.poll_pending(cx))?;
         if this.closed {
-            let error = Error::invalid_argument("the GridFS upload stream is closed");
+            let error = GridFsErrorKind::UploadStreamClosed.into();
             return Poll::Ready(Err(io_error(error)));
         }
         let n = (this.chunk_size - this.buffer.len()).min(buf.len());

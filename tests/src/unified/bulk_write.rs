@@ -7,7 +7,6 @@ use anymongo::crud::bulk_write::{
     BulkWriteOptions, BulkWriteResult, DeleteManyModel, DeleteOneModel, InsertOneModel,
     ReplaceOneModel, UpdateManyModel, UpdateOneModel, WriteModel,
 };
-use anymongo::options::{Collation, Hint};
 use anymongo::{Collection, Error, ErrorKind};
 use bson::{doc, Bson, Document};
 
@@ -141,12 +140,12 @@ struct Fields {
 
 impl Fields {
     /// The model's `collation`, if given.
-    fn collation(&mut self) -> Result<Option<Collation>, Abort> {
+    fn collation(&mut self) -> Result<Option<Document>, Abort> {
         self.typed("collation")
     }
 
     /// The model's `hint` (an index name or key pattern), if given.
-    fn hint(&mut self) -> Result<Option<Hint>, Abort> {
+    fn hint(&mut self) -> Result<Option<Bson>, Abort> {
         self.typed("hint")
     }
 
@@ -191,13 +190,13 @@ impl Fields {
         }
     }
 
-    fn array_filters(&mut self) -> Result<Option<Vec<Document>>, Abort> {
+    fn array_filters(&mut self) -> Result<Option<Vec<Bson>>, Abort> {
         match self.fields.remove("arrayFilters") {
             None => Ok(None),
             Some(Bson::Array(filters)) => filters
                 .into_iter()
                 .map(|filter| match filter {
-                    Bson::Document(filter) => Ok(filter),
+                    Bson::Document(filter) => Ok(Bson::Document(filter)),
                     other => Err(self.not_a("arrayFilters", "array of documents", &other)),
                 })
                 .collect::<Result<_, _>>()
@@ -277,7 +276,7 @@ mod tests {
             UpdateModifications::Pipeline(vec![doc! { "$set": { "x": 1 } }])
         );
         assert_eq!(update.upsert, Some(true));
-        assert_eq!(update.hint, Some(Hint::Name("_id_".into())));
+        assert_eq!(update.hint, Some(Bson::String("_id_".into())));
         assert_eq!(update.sort, Some(doc! { "x": -1 }));
         let delete = write_model(Bson::Document(
             doc! { "deleteMany": { "filter": {}, "collation": { "locale": "fr" } } },

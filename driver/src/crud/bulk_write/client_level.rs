@@ -23,7 +23,8 @@ use crate::concern::WriteConcern;
 use crate::crud::write::{Spelling, Statement, WriteKind, WriteReply};
 use crate::cursor::{Batch, Cursor, CursorSpec};
 use crate::error::{
-    BulkWriteError, Error, ErrorKind, Result, WriteConcernError, WriteError, WriteFailure,
+    BulkWriteError, Error, ErrorKind, PartialBulkWriteResult, Result, WriteConcernError,
+    WriteError, WriteFailure,
 };
 use crate::handshake::HelloReply;
 use crate::operation::Executor;
@@ -673,8 +674,10 @@ impl Outcome {
         let failure = BulkWriteError {
             error: Some(Box::new(error)),
             write_concern_errors: self.write_concern_errors,
-            write_errors: self.write_errors,
-            partial_result: self.succeeded.then_some(self.result),
+            write_errors: self.write_errors.into_iter().collect(),
+            partial_result: self
+                .succeeded
+                .then(|| PartialBulkWriteResult::of(self.result)),
         };
         Error::new(ErrorKind::BulkWrite(failure)).with_labels(labels.iter().map(String::as_str))
     }
@@ -688,8 +691,10 @@ impl Outcome {
         let failure = BulkWriteError {
             error: None,
             write_concern_errors: self.write_concern_errors,
-            write_errors: self.write_errors,
-            partial_result: self.succeeded.then_some(self.result),
+            write_errors: self.write_errors.into_iter().collect(),
+            partial_result: self
+                .succeeded
+                .then(|| PartialBulkWriteResult::of(self.result)),
         };
         Err(Error::new(ErrorKind::BulkWrite(failure)))
     }
@@ -759,7 +764,7 @@ mod tests {
         assert!(op.statement.multi);
 
         let mut delete = DeleteManyModel::new(doc! { "x": 1 });
-        delete.hint = Some(crate::crud::Hint::Name("x_1".into()));
+        delete.hint = Some(Bson::String("x_1".into()));
         let op = PreparedOp::new(0, on("db.coll", delete)).unwrap();
         assert_eq!(
             entry(&op),
@@ -793,7 +798,8 @@ mod tests {
 
     #[test]
     fn namespaces_must_name_a_database_and_a_collection() {
-        for (db, coll) in [("", "coll"), ("db", ""), ("", "")] {
+        // Both names empty is the namespace left unset, below.
+        for (db, coll) in [("", "coll"), ("db", "")] {
             let model = DeleteOneModel::builder()
                 .namespace(crate::Namespace::new(db, coll))
                 .filter(doc! {})
@@ -803,6 +809,11 @@ mod tests {
         // A model without a namespace is refused, by its index.
         let model = DeleteOneModel::builder().filter(doc! {}).build();
         assert!(client_error(PreparedOp::new(3, model.into())).contains("index 3 "));
+        let model = DeleteOneModel::builder()
+            .namespace(crate::Namespace::new("", ""))
+            .filter(doc! {})
+            .build();
+        assert!(client_error(PreparedOp::new(3, model.into())).contains("no namespace"));
         assert!(PreparedOp::new(0, on("db.a.b", DeleteOneModel::new(doc! {}))).is_ok());
     }
 
@@ -1160,7 +1171,12 @@ mod tests {
         let ErrorKind::BulkWrite(failure) = &*error.kind else {
             panic!("{error:?}");
         };
-        assert_eq!(failure.partial_result.as_ref().unwrap().deleted_count, 1);
+        // Summary results asked for: a summary partial result.
+        assert!(
+            matches!(&failure.partial_result, Some(PartialBulkWriteResult::Summary(summary))
+                if summary.deleted_count == 1),
+            "{failure:?}"
+        );
 
         // Unordered: a success unless every write failed.
         let mut outcome = Outcome::new(false, true);
@@ -1192,7 +1208,11 @@ mod tests {
             panic!("{error:?}");
         };
         assert_eq!(failure.write_concern_errors, [concern.clone(), concern]);
-        assert_eq!(failure.partial_result.as_ref().unwrap().inserted_count, 4);
+        assert!(
+            matches!(&failure.partial_result, Some(PartialBulkWriteResult::Summary(summary))
+                if summary.inserted_count == 4),
+            "{failure:?}"
+        );
         assert!(error.to_string().contains("Replication is being shut down"));
     }
 
@@ -1216,7 +1236,12 @@ mod tests {
             panic!("{error:?}");
         };
         assert_eq!(failure.error.as_deref(), Some(&top));
-        assert_eq!(failure.partial_result.as_ref().unwrap().inserted_count, 1);
+        // Verbose results asked for: a verbose partial result.
+        assert!(
+            matches!(&failure.partial_result, Some(PartialBulkWriteResult::Verbose(verbose))
+                if verbose.summary.inserted_count == 1),
+            "{failure:?}"
+        );
         // The top-level error's code and labels are the whole error's.
         assert_eq!(error.code(), Some(8));
         assert!(error.contains_label(RETRYABLE_WRITE_ERROR));

@@ -71,7 +71,8 @@ pub use model::{
 pub use options::{BulkWriteOptions, ClientBulkWriteOptions};
 pub use result::{
     BulkWriteResult, ClientBulkWriteResult, DeleteResult, InsertManyResult, InsertOneResult,
-    SummaryBulkWriteResult, UpdateResult, VerboseBulkWriteResult, VerboseResults,
+    PartialBulkWriteResult, SummaryBulkWriteResult, UpdateResult, VerboseBulkWriteResult,
+    VerboseResults,
 };
 
 /// A `writeConcernError` as a server reports it, for the tests of both bulk writes.

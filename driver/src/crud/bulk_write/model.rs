@@ -1,12 +1,12 @@
 //! The write models of both bulk writes: [`WriteModel`], one write on the collection
 //! its namespace names; and the statement each becomes.
 
-use bson::{Bson, Document};
+use bson::{Array, Bson, Document};
 use serde::Serialize;
 
 use crate::crud::write::{replacement_document, with_id};
 use crate::crud::write::{DeleteStatement, Spelling, Statement, UpdateStatement};
-use crate::crud::{Collation, Hint, Namespace};
+use crate::crud::Namespace;
 use crate::error::{Error, Result};
 
 /// One write of a bulk write (CRUD spec, "Bulk Write Models"; Bulk Write spec, "Write
@@ -36,11 +36,12 @@ pub enum WriteModel<T = Document> {
 /// Inserts `document`; an `_id` is generated when it has none.
 #[derive(typed_builder::TypedBuilder, Debug, Clone, PartialEq)]
 pub struct InsertOneModel<T = Document> {
-    /// The collection written: required by [`Client::bulk_write`](crate::Client::bulk_write);
-    /// a [`Collection::bulk_write`](crate::Collection::bulk_write) writes its own collection
-    /// and refuses another.
+    /// The collection written: required by [`Client::bulk_write`](crate::Client::bulk_write).
+    /// Left empty (the builder's default, an anymongo addition), the model writes the
+    /// collection of a [`Collection::bulk_write`](crate::Collection::bulk_write), which
+    /// refuses another.
     #[builder(default, setter(into))]
-    pub namespace: Option<Namespace>,
+    pub namespace: Namespace,
     /// The document to insert.
     pub document: T,
 }
@@ -49,7 +50,7 @@ impl<T> InsertOneModel<T> {
     /// Inserts `document`.
     pub fn new(document: T) -> Self {
         InsertOneModel {
-            namespace: None,
+            namespace: Namespace::default(),
             document,
         }
     }
@@ -59,11 +60,12 @@ impl<T> InsertOneModel<T> {
 /// `None` are not sent.
 #[derive(typed_builder::TypedBuilder, Debug, Clone, PartialEq)]
 pub struct UpdateOneModel {
-    /// The collection written: required by [`Client::bulk_write`](crate::Client::bulk_write);
-    /// a [`Collection::bulk_write`](crate::Collection::bulk_write) writes its own collection
-    /// and refuses another.
+    /// The collection written: required by [`Client::bulk_write`](crate::Client::bulk_write).
+    /// Left empty (the builder's default, an anymongo addition), the model writes the
+    /// collection of a [`Collection::bulk_write`](crate::Collection::bulk_write), which
+    /// refuses another.
     #[builder(default, setter(into))]
-    pub namespace: Option<Namespace>,
+    pub namespace: Namespace,
     /// Which document to update.
     pub filter: Document,
     /// An update document (every key an operator) or a pipeline.
@@ -71,13 +73,13 @@ pub struct UpdateOneModel {
     pub update: UpdateModifications,
     /// Filters of the array elements to update.
     #[builder(default, setter(into))]
-    pub array_filters: Option<Vec<Document>>,
-    /// The collation of string comparisons.
+    pub array_filters: Option<Array>,
+    /// The collation of string comparisons, as the server's `collation` document.
     #[builder(default, setter(into))]
-    pub collation: Option<Collation>,
-    /// The index to use: its name or its key pattern.
+    pub collation: Option<Document>,
+    /// The index to use: its name (a string) or its key pattern (a document).
     #[builder(default, setter(into))]
-    pub hint: Option<Hint>,
+    pub hint: Option<Bson>,
     /// Which document is updated when several match (MongoDB 8.0+).
     #[builder(default, setter(into))]
     pub sort: Option<Document>,
@@ -90,7 +92,7 @@ impl UpdateOneModel {
     /// Applies `update` to the first document matching `filter`.
     pub fn new(filter: Document, update: impl Into<UpdateModifications>) -> Self {
         UpdateOneModel {
-            namespace: None,
+            namespace: Namespace::default(),
             filter,
             update: update.into(),
             array_filters: None,
@@ -106,11 +108,12 @@ impl UpdateOneModel {
 /// are not sent.
 #[derive(typed_builder::TypedBuilder, Debug, Clone, PartialEq)]
 pub struct UpdateManyModel {
-    /// The collection written: required by [`Client::bulk_write`](crate::Client::bulk_write);
-    /// a [`Collection::bulk_write`](crate::Collection::bulk_write) writes its own collection
-    /// and refuses another.
+    /// The collection written: required by [`Client::bulk_write`](crate::Client::bulk_write).
+    /// Left empty (the builder's default, an anymongo addition), the model writes the
+    /// collection of a [`Collection::bulk_write`](crate::Collection::bulk_write), which
+    /// refuses another.
     #[builder(default, setter(into))]
-    pub namespace: Option<Namespace>,
+    pub namespace: Namespace,
     /// Which documents to update.
     pub filter: Document,
     /// An update document (every key an operator) or a pipeline.
@@ -118,13 +121,13 @@ pub struct UpdateManyModel {
     pub update: UpdateModifications,
     /// Filters of the array elements to update.
     #[builder(default, setter(into))]
-    pub array_filters: Option<Vec<Document>>,
-    /// The collation of string comparisons.
+    pub array_filters: Option<Array>,
+    /// The collation of string comparisons, as the server's `collation` document.
     #[builder(default, setter(into))]
-    pub collation: Option<Collation>,
-    /// The index to use: its name or its key pattern.
+    pub collation: Option<Document>,
+    /// The index to use: its name (a string) or its key pattern (a document).
     #[builder(default, setter(into))]
-    pub hint: Option<Hint>,
+    pub hint: Option<Bson>,
     /// Inserts a document when none matches.
     #[builder(default, setter(into))]
     pub upsert: Option<bool>,
@@ -134,7 +137,7 @@ impl UpdateManyModel {
     /// Applies `update` to every document matching `filter`.
     pub fn new(filter: Document, update: impl Into<UpdateModifications>) -> Self {
         UpdateManyModel {
-            namespace: None,
+            namespace: Namespace::default(),
             filter,
             update: update.into(),
             array_filters: None,
@@ -149,21 +152,22 @@ impl UpdateManyModel {
 /// `None` are not sent.
 #[derive(typed_builder::TypedBuilder, Debug, Clone, PartialEq)]
 pub struct ReplaceOneModel<T = Document> {
-    /// The collection written: required by [`Client::bulk_write`](crate::Client::bulk_write);
-    /// a [`Collection::bulk_write`](crate::Collection::bulk_write) writes its own collection
-    /// and refuses another.
+    /// The collection written: required by [`Client::bulk_write`](crate::Client::bulk_write).
+    /// Left empty (the builder's default, an anymongo addition), the model writes the
+    /// collection of a [`Collection::bulk_write`](crate::Collection::bulk_write), which
+    /// refuses another.
     #[builder(default, setter(into))]
-    pub namespace: Option<Namespace>,
+    pub namespace: Namespace,
     /// Which document to replace.
     pub filter: Document,
     /// The new document; it cannot contain update operators.
     pub replacement: T,
-    /// The collation of string comparisons.
+    /// The collation of string comparisons, as the server's `collation` document.
     #[builder(default, setter(into))]
-    pub collation: Option<Collation>,
-    /// The index to use: its name or its key pattern.
+    pub collation: Option<Document>,
+    /// The index to use: its name (a string) or its key pattern (a document).
     #[builder(default, setter(into))]
-    pub hint: Option<Hint>,
+    pub hint: Option<Bson>,
     /// Which document is replaced when several match (MongoDB 8.0+).
     #[builder(default, setter(into))]
     pub sort: Option<Document>,
@@ -176,7 +180,7 @@ impl<T> ReplaceOneModel<T> {
     /// Replaces the first document matching `filter` with `replacement`.
     pub fn new(filter: Document, replacement: T) -> Self {
         ReplaceOneModel {
-            namespace: None,
+            namespace: Namespace::default(),
             filter,
             replacement,
             collation: None,
@@ -191,26 +195,27 @@ impl<T> ReplaceOneModel<T> {
 /// sent.
 #[derive(typed_builder::TypedBuilder, Debug, Clone, PartialEq)]
 pub struct DeleteOneModel {
-    /// The collection written: required by [`Client::bulk_write`](crate::Client::bulk_write);
-    /// a [`Collection::bulk_write`](crate::Collection::bulk_write) writes its own collection
-    /// and refuses another.
+    /// The collection written: required by [`Client::bulk_write`](crate::Client::bulk_write).
+    /// Left empty (the builder's default, an anymongo addition), the model writes the
+    /// collection of a [`Collection::bulk_write`](crate::Collection::bulk_write), which
+    /// refuses another.
     #[builder(default, setter(into))]
-    pub namespace: Option<Namespace>,
+    pub namespace: Namespace,
     /// Which document to delete.
     pub filter: Document,
-    /// The collation of string comparisons.
+    /// The collation of string comparisons, as the server's `collation` document.
     #[builder(default, setter(into))]
-    pub collation: Option<Collation>,
-    /// The index to use: its name or its key pattern.
+    pub collation: Option<Document>,
+    /// The index to use: its name (a string) or its key pattern (a document).
     #[builder(default, setter(into))]
-    pub hint: Option<Hint>,
+    pub hint: Option<Bson>,
 }
 
 impl DeleteOneModel {
     /// Deletes the first document matching `filter`.
     pub fn new(filter: Document) -> Self {
         DeleteOneModel {
-            namespace: None,
+            namespace: Namespace::default(),
             filter,
             collation: None,
             hint: None,
@@ -221,26 +226,27 @@ impl DeleteOneModel {
 /// Deletes every document matching `filter`. The options left `None` are not sent.
 #[derive(typed_builder::TypedBuilder, Debug, Clone, PartialEq)]
 pub struct DeleteManyModel {
-    /// The collection written: required by [`Client::bulk_write`](crate::Client::bulk_write);
-    /// a [`Collection::bulk_write`](crate::Collection::bulk_write) writes its own collection
-    /// and refuses another.
+    /// The collection written: required by [`Client::bulk_write`](crate::Client::bulk_write).
+    /// Left empty (the builder's default, an anymongo addition), the model writes the
+    /// collection of a [`Collection::bulk_write`](crate::Collection::bulk_write), which
+    /// refuses another.
     #[builder(default, setter(into))]
-    pub namespace: Option<Namespace>,
+    pub namespace: Namespace,
     /// Which documents to delete.
     pub filter: Document,
-    /// The collation of string comparisons.
+    /// The collation of string comparisons, as the server's `collation` document.
     #[builder(default, setter(into))]
-    pub collation: Option<Collation>,
-    /// The index to use: its name or its key pattern.
+    pub collation: Option<Document>,
+    /// The index to use: its name (a string) or its key pattern (a document).
     #[builder(default, setter(into))]
-    pub hint: Option<Hint>,
+    pub hint: Option<Bson>,
 }
 
 impl DeleteManyModel {
     /// Deletes every document matching `filter`.
     pub fn new(filter: Document) -> Self {
         DeleteManyModel {
-            namespace: None,
+            namespace: Namespace::default(),
             filter,
             collation: None,
             hint: None,
@@ -339,7 +345,6 @@ impl<T> WriteModel<T> {
     /// The model on `namespace`, whatever collection it named before: for code that
     /// builds models before knowing their collection (an anymongo addition).
     pub fn with_namespace(mut self, namespace: Namespace) -> WriteModel<T> {
-        let namespace = Some(namespace);
         match &mut self {
             WriteModel::InsertOne(model) => model.namespace = namespace,
             WriteModel::UpdateOne(model) => model.namespace = namespace,
@@ -351,16 +356,18 @@ impl<T> WriteModel<T> {
         self
     }
 
-    /// The collection the model names, if it names one.
+    /// The collection the model names, if it names one (an empty namespace names
+    /// none).
     pub(crate) fn namespace(&self) -> Option<&Namespace> {
-        match self {
-            WriteModel::InsertOne(model) => model.namespace.as_ref(),
-            WriteModel::UpdateOne(model) => model.namespace.as_ref(),
-            WriteModel::UpdateMany(model) => model.namespace.as_ref(),
-            WriteModel::ReplaceOne(model) => model.namespace.as_ref(),
-            WriteModel::DeleteOne(model) => model.namespace.as_ref(),
-            WriteModel::DeleteMany(model) => model.namespace.as_ref(),
-        }
+        let namespace = match self {
+            WriteModel::InsertOne(model) => &model.namespace,
+            WriteModel::UpdateOne(model) => &model.namespace,
+            WriteModel::UpdateMany(model) => &model.namespace,
+            WriteModel::ReplaceOne(model) => &model.namespace,
+            WriteModel::DeleteOne(model) => &model.namespace,
+            WriteModel::DeleteMany(model) => &model.namespace,
+        };
+        Some(namespace).filter(|namespace| **namespace != Namespace::default())
     }
 }
 

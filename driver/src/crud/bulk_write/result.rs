@@ -157,8 +157,40 @@ impl VerboseBulkWriteResult {
     }
 }
 
-/// The counts in the shape of the result the client bulk write's errors carry as
-/// their partial result (`acknowledged`, counts in `u64`).
+/// What the writes of a failed [`Client::bulk_write`](crate::Client::bulk_write)
+/// that succeeded did ([`BulkWriteError::partial_result`](crate::error::BulkWriteError::partial_result)),
+/// in the shape its result would have had.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PartialBulkWriteResult {
+    /// The counts: the bulk write did not ask for `.verbose_results()`.
+    Summary(SummaryBulkWriteResult),
+    /// The counts and each write's result: the bulk write asked for
+    /// `.verbose_results()`.
+    Verbose(VerboseBulkWriteResult),
+}
+
+impl PartialBulkWriteResult {
+    /// `result` as the bulk write asked for it: verbose when it has verbose results.
+    pub(crate) fn of(result: BulkWriteResult) -> PartialBulkWriteResult {
+        match result.verbose_results {
+            Some(_) => PartialBulkWriteResult::Verbose(VerboseBulkWriteResult::of(result)),
+            None => PartialBulkWriteResult::Summary(SummaryBulkWriteResult::of(&result)),
+        }
+    }
+}
+
+/// The partial result in the one shape of both bulk writes' results, for code that
+/// reads both the same way (the npm package, the test runners).
+impl From<PartialBulkWriteResult> for BulkWriteResult {
+    fn from(partial: PartialBulkWriteResult) -> BulkWriteResult {
+        match partial {
+            PartialBulkWriteResult::Summary(summary) => summary.into(),
+            PartialBulkWriteResult::Verbose(verbose) => verbose.into(),
+        }
+    }
+}
+
+/// The counts in the shape of [`BulkWriteResult`] (`acknowledged`, counts in `u64`).
 impl From<SummaryBulkWriteResult> for BulkWriteResult {
     fn from(summary: SummaryBulkWriteResult) -> BulkWriteResult {
         // Counts are never negative: the driver adds up the server's unsigned counts.
@@ -175,8 +207,8 @@ impl From<SummaryBulkWriteResult> for BulkWriteResult {
     }
 }
 
-/// The counts and each write's result in the shape of the result the client bulk
-/// write's errors carry as their partial result (the results by index in order).
+/// The counts and each write's result in the shape of [`BulkWriteResult`] (the
+/// results by index in order).
 impl From<VerboseBulkWriteResult> for BulkWriteResult {
     fn from(verbose: VerboseBulkWriteResult) -> BulkWriteResult {
         let upserted_ids = verbose
