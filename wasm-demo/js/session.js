@@ -30,6 +30,7 @@ export class ClientSession {
   #client;
   #options;
   #native = null;
+  #id;
   /** The options of a transaction started before the session had a server session. */
   #pendingTransaction = null;
   #ended = false;
@@ -57,7 +58,10 @@ export class ClientSession {
 
   /** The session id, `{ id: UUID }`, once the session was used. */
   get id() {
-    return optional(this.#native?.id());
+    // One object for the session's life, as the Node driver's (`session.serverSession.id
+    // === session.id`): the id, once the core took a server session, never changes.
+    this.#id ??= optional(this.#native?.id());
+    return this.#id;
   }
 
   /** The last `$clusterTime` the session saw. */
@@ -73,7 +77,7 @@ export class ClientSession {
   /** The server session: its `id`, and whether a network error made it dirty. */
   get serverSession() {
     const native = this.#native;
-    return native ? { id: optional(native.id()), isDirty: native.isDirty() } : undefined;
+    return native ? { id: this.id, isDirty: native.isDirty() } : undefined;
   }
 
   get hasEnded() {

@@ -24,6 +24,18 @@ describe('Mongoose', BOUND, () => {
     await conn?.close();
   });
 
+  /**
+   * The model `name`, once Mongoose created its collection and indexes (`Model.init()`).
+   * Without the wait, the first write races Mongoose's own createCollection, and
+   * SecantusDB can livelock on a collection created implicitly and explicitly at once
+   * (seen with anymongo: the server spins in create_collection).
+   */
+  async function model(name, schema) {
+    const Model = conn.model(name, schema);
+    await Model.init();
+    return Model;
+  }
+
   it('knows its server, and adopts a connected MongoClient with setClient()', BOUND, async () => {
     const { port } = new URL(uri);
     assert.equal(conn.host, '127.0.0.1');
@@ -44,7 +56,7 @@ describe('Mongoose', BOUND, () => {
   });
 
   it('validates documents against their schema', BOUND, async () => {
-    const User = conn.model('ValidatedUser', new Schema({
+    const User = await model('ValidatedUser', new Schema({
       name: { type: String, required: true },
       age: { type: Number, min: 0 },
       role: { type: String, enum: ['admin', 'member'], default: 'member' },
@@ -63,7 +75,7 @@ describe('Mongoose', BOUND, () => {
   });
 
   it('creates, reads, updates and deletes', BOUND, async () => {
-    const Item = conn.model('CrudItem', new Schema({ name: String, qty: Number, tags: [String] }, { timestamps: true }));
+    const Item = await model('CrudItem', new Schema({ name: String, qty: Number, tags: [String] }, { timestamps: true }));
     const [pen, ink] = await Item.create([{ name: 'pen', qty: 1, tags: ['a'] }, { name: 'ink', qty: 5 }]);
     assert.ok(pen.createdAt instanceof Date);
     assert.equal((await Item.findById(pen._id)).name, 'pen');
@@ -99,8 +111,8 @@ describe('Mongoose', BOUND, () => {
   it('populates references, virtual ones too', BOUND, async () => {
     const authorSchema = new Schema({ name: String });
     authorSchema.virtual('books', { ref: 'PopBook', localField: '_id', foreignField: 'author' });
-    const Author = conn.model('PopAuthor', authorSchema);
-    const Book = conn.model('PopBook', new Schema({ title: String, author: { type: Schema.Types.ObjectId, ref: 'PopAuthor' } }));
+    const Author = await model('PopAuthor', authorSchema);
+    const Book = await model('PopBook', new Schema({ title: String, author: { type: Schema.Types.ObjectId, ref: 'PopAuthor' } }));
     const author = await Author.create({ name: 'Le Guin' });
     await Book.create([{ title: 'The Dispossessed', author: author._id }, { title: 'Earthsea', author: author._id }]);
     const book = await Book.findOne({ title: 'Earthsea' }).populate('author');
@@ -127,7 +139,7 @@ describe('Mongoose', BOUND, () => {
     schema.pre('aggregate', function () {
       this.pipeline().unshift({ $match: { slug: { $ne: 'hidden' } } });
     });
-    const Post = conn.model('HookPost', schema);
+    const Post = await model('HookPost', schema);
     const post = await Post.create({ name: 'Hello World' });
     assert.equal(post.slug, 'hello-world');
     await Post.create({ name: 'x', slug: 'hidden' });
@@ -139,7 +151,7 @@ describe('Mongoose', BOUND, () => {
   });
 
   it('returns plain objects with lean', BOUND, async () => {
-    const Thing = conn.model('LeanThing', new Schema({ n: Number, when: Date, big: Schema.Types.Decimal128 }));
+    const Thing = await model('LeanThing', new Schema({ n: Number, when: Date, big: Schema.Types.Decimal128 }));
     await Thing.create({ n: 1, when: new Date(0), big: '1.5' });
     const doc = await Thing.findOne().lean();
     assert.equal(Object.getPrototypeOf(doc), Object.prototype);
@@ -151,7 +163,7 @@ describe('Mongoose', BOUND, () => {
   });
 
   it('commits and aborts transactions with a session', BOUND, async () => {
-    const Account = conn.model('TxnAccount', new Schema({ owner: String, balance: Number }));
+    const Account = await model('TxnAccount', new Schema({ owner: String, balance: Number }));
     await Account.createCollection();
     const session = await conn.startSession();
     try {
@@ -171,7 +183,7 @@ describe('Mongoose', BOUND, () => {
   });
 
   it('runs connection.transaction(), rolling back when the function throws', BOUND, async () => {
-    const Ledger = conn.model('TxnLedger', new Schema({ entry: String }));
+    const Ledger = await model('TxnLedger', new Schema({ entry: String }));
     await Ledger.createCollection();
     await conn.transaction(async (session) => {
       await Ledger.create([{ entry: 'kept' }], { session });
@@ -199,7 +211,7 @@ describe('Mongoose', BOUND, () => {
   });
 
   it('watches changes with a change stream, and resumes after one', BOUND, async () => {
-    const Event = conn.model('StreamEvent', new Schema({ kind: String }));
+    const Event = await model('StreamEvent', new Schema({ kind: String }));
     await Event.createCollection();
     // The stream starts at an operation of the session, so that no change is missed
     // while it opens.
@@ -235,7 +247,7 @@ describe('Mongoose', BOUND, () => {
   });
 
   it('iterates query and aggregation cursors', BOUND, async () => {
-    const Row = conn.model('CursorRow', new Schema({ i: Number }));
+    const Row = await model('CursorRow', new Schema({ i: Number }));
     await Row.insertMany(Array.from({ length: 25 }, (_, i) => ({ i })));
     const seen = [];
     for await (const row of Row.find().sort({ i: 1 }).batchSize(4).cursor()) seen.push(row.i);
@@ -256,8 +268,8 @@ describe('Mongoose', BOUND, () => {
   });
 
   it('aggregates with the pipeline builder and $lookup', BOUND, async () => {
-    const Order = conn.model('AggOrder', new Schema({ customer: String, total: Number }));
-    const Customer = conn.model('AggCustomer', new Schema({ _id: String, city: String }));
+    const Order = await model('AggOrder', new Schema({ customer: String, total: Number }));
+    const Customer = await model('AggCustomer', new Schema({ _id: String, city: String }));
     await Customer.create([{ _id: 'ann', city: 'Oslo' }, { _id: 'bob', city: 'Rome' }]);
     await Order.create([{ customer: 'ann', total: 5 }, { customer: 'ann', total: 7 }, { customer: 'bob', total: 1 }]);
     const totals = await Order.aggregate().match({ total: { $gt: 0 } }).group({ _id: '$customer', sum: { $sum: '$total' } }).sort({ sum: -1 });
@@ -275,7 +287,7 @@ describe('Mongoose', BOUND, () => {
     const schema = new Schema({ email: String, score: Number });
     schema.index({ email: 1 }, { unique: true });
     schema.index({ score: -1 });
-    const Member = conn.model('IdxMember', schema);
+    const Member = await model('IdxMember', schema);
     await Member.init();
     const names = (await Member.listIndexes()).map((index) => index.name).sort();
     assert.deepEqual(names, ['_id_', 'email_1', 'score_-1']);
@@ -289,7 +301,7 @@ describe('Mongoose', BOUND, () => {
     await Member.collection.createIndex({ stale: 1 });
     assert.deepEqual(await Member.syncIndexes(), ['stale_1']);
 
-    const Capped = conn.model('IdxCapped', new Schema({ n: Number }, { collectionOptions: { capped: true, size: 8192, max: 3 } }));
+    const Capped = await model('IdxCapped', new Schema({ n: Number }, { collectionOptions: { capped: true, size: 8192, max: 3 } }));
     await Capped.createCollection();
     const [info] = await conn.db.listCollections({ name: Capped.collection.name }).toArray();
     assert.equal(info.options.capped, true);
@@ -298,7 +310,7 @@ describe('Mongoose', BOUND, () => {
   });
 
   it('reports which documents of insertMany and bulkWrite failed', BOUND, async () => {
-    const Sku = conn.model('BulkSku', new Schema({ _id: Number, name: { type: String, required: true } }));
+    const Sku = await model('BulkSku', new Schema({ _id: Number, name: { type: String, required: true } }));
     await Sku.create({ _id: 1, name: 'one' });
     const error = await Sku.insertMany([{ _id: 1, name: 'dup' }, { _id: 2, name: 'two' }, { _id: 3 }, { _id: 4, name: 'four' }], { ordered: false }).then(() => null, (e) => e);
     assert.ok(error, 'insertMany should fail');
@@ -328,7 +340,7 @@ describe('Mongoose', BOUND, () => {
   it('saves changed documents with bulkSave, telling the ones that failed', BOUND, async () => {
     const schema = new Schema({ code: String, n: Number });
     schema.index({ code: 1 }, { unique: true });
-    const Tag = conn.model('BulkSaveTag', schema);
+    const Tag = await model('BulkSaveTag', schema);
     await Tag.init();
     const [a, b] = await Tag.create([{ code: 'a', n: 1 }, { code: 'b', n: 1 }]);
     a.n = 2;
@@ -346,7 +358,7 @@ describe('Mongoose', BOUND, () => {
 
   it('stores and queries discriminators', BOUND, async () => {
     const base = new Schema({ at: Date }, { discriminatorKey: 'kind' });
-    const Activity = conn.model('DiscActivity', base);
+    const Activity = await model('DiscActivity', base);
     const Click = Activity.discriminator('Click', new Schema({ url: String }));
     const Purchase = Activity.discriminator('Purchase', new Schema({ amount: { type: Number, required: true } }));
     await Click.create({ at: new Date(1), url: '/home' });
@@ -361,7 +373,7 @@ describe('Mongoose', BOUND, () => {
   });
 
   it('never matches everything when a filter value is undefined', BOUND, async () => {
-    const Note = conn.model('UndefNote', new Schema({ text: String, owner: String }));
+    const Note = await model('UndefNote', new Schema({ text: String, owner: String }));
     await Note.create([{ text: 'a', owner: 'x' }, { text: 'b', owner: 'y' }]);
     const missing = {}; // e.g. a request parameter that was not sent
     assert.equal((await Note.deleteOne({ _id: missing.id })).deletedCount, 0);
