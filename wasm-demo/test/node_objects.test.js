@@ -4,24 +4,24 @@
 // findOneAndX's server reply with includeResultMetadata, Collection.options() and
 // isCapped(), change streams' resumeTokenChanged, cursors as EventEmitters. Each
 // scenario runs on anymongo against SecantusDB, and on the official driver (from the
-// benchmarks' cache, when there) against the same server: the answers must be equal.
+// tool cache, when there: server.js, officialDriverPath) against the same server: the
+// answers must be equal.
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
-import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { EJSON } from 'bson';
 import * as anymongo from '../js/node.js';
-import { cache, startServer } from './server.js';
+import { officialDriverPath, startServer } from './server.js';
 
 const BOUND = { timeout: 60_000 };
 const OPTIONS = { serverSelectionTimeoutMS: 5000, connectTimeoutMS: 5000 };
-const officialPath = path.join(cache, 'bench-node', 'node_modules', 'mongodb');
+const officialPath = officialDriverPath();
 const require = createRequire(import.meta.url);
 // Its main module does not export the bulk write classes: Mongoose takes them from
 // `mongodb/lib/bulk/common`.
-const official = existsSync(officialPath) ? { ...require(officialPath), ...require(path.join(officialPath, 'lib', 'bulk', 'common')) } : null;
+const official = officialPath ? { ...require(officialPath), ...require(path.join(officialPath, 'lib', 'bulk', 'common')) } : null;
 
 /** `value` as relaxed Extended JSON, comparable across the two drivers' BSON classes. */
 function plain(value) {

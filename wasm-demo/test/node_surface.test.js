@@ -3,24 +3,23 @@
 // written as null unless `ignoreUndefined`, the client as an EventEmitter,
 // `client.topology` / `client.s`, `session.serverSession`, per-operation BSON options,
 // `explain` on find and the client-side size check. Where the official driver is in
-// the tool cache (`./run.sh bench` installs it), each scenario runs on it too and the
+// the tool cache (test/libraries/run.js installs it), each scenario runs on it too and the
 // answers must be the same.
 import assert from 'node:assert/strict';
 import { EventEmitter, once } from 'node:events';
-import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import * as anymongo from '../js/node.js';
 import { nodeTransport } from '../js/transports/node.js';
-import { cache, startServer } from './server.js';
+import { officialDriverPath, startServer } from './server.js';
 
 const BOUND = { timeout: 60_000 };
 const OPTIONS = { serverSelectionTimeoutMS: 5000, connectTimeoutMS: 5000 };
 const require = createRequire(import.meta.url);
-const officialPath = path.join(cache, 'bench-node', 'node_modules', 'mongodb');
-const official = existsSync(officialPath) ? require(officialPath) : null;
-const NO_OFFICIAL = !official && 'the official driver is not in the cache (./run.sh bench installs it)';
+const officialPath = officialDriverPath();
+const official = officialPath ? require(officialPath) : null;
+const NO_OFFICIAL = !official && 'the official driver is not in the cache (test/libraries/run.js or ./run.sh bench installs it)';
 
 /** The drivers a scenario runs on: anymongo, and the official one when cached. */
 const drivers = () => [['anymongo', anymongo], ...(official ? [['official', official]] : [])];

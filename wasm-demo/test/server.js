@@ -1,7 +1,7 @@
 // The test server: SecantusDB (a MongoDB-wire-compatible server) on loopback, from the
 // venv tests/setup.sh caches, started and stopped by the tests themselves.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -13,6 +13,21 @@ export const cache = process.env.ANYMONGO_CACHE ?? path.join(process.env.XDG_CAC
 
 /** Where `bash tests/setup.sh js-runtimes` links Deno, Bun and workerd (from npm). */
 export const runtimes = path.join(cache, 'js-runtimes', 'node_modules', '.bin');
+
+/**
+ * Where the official Node driver is installed, for the tests that compare its answers
+ * with anymongo's: the libraries harness's control (test/libraries/run.js, which
+ * ./run.sh test runs before these tests), else the benchmarks' (./run.sh bench); null
+ * when neither is in the cache.
+ */
+export function officialDriverPath() {
+  const libraries = path.join(cache, 'libraries');
+  const installs = existsSync(libraries)
+    ? readdirSync(libraries).map((key) => path.join(libraries, key, 'official'))
+    : [];
+  const candidates = [...installs, path.join(cache, 'bench-node')].map((dir) => path.join(dir, 'node_modules', 'mongodb'));
+  return candidates.find((candidate) => existsSync(path.join(candidate, 'package.json'))) ?? null;
+}
 const secantusd = path.join(cache, 'venv', 'bin', 'secantusd-py');
 const START_TIMEOUT_MS = 60_000;
 const STOP_TIMEOUT_MS = 10_000;
