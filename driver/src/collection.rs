@@ -18,8 +18,8 @@ pub use crate::crud::bulk_write::UpdateModifications;
 use crate::crud::bulk_write::{BulkWriteOptions, BulkWriteResult};
 use crate::crud::read::{Find, SimpleRead};
 use crate::crud::write::{
-    DeleteStatement, FindAndModify, FindAndModifyAction, Spelling, Statement, UpdateStatement,
-    WriteBatch, WriteReply,
+    DeleteStatement, FindAndModify, FindAndModifyAction, FindAndModifyResult, Spelling, Statement,
+    UpdateStatement, WriteBatch, WriteReply,
 };
 use crate::crud::{
     AggregateOptions, CountOptions, DeleteResult, DistinctOptions, EstimatedDocumentCountOptions,
@@ -485,7 +485,7 @@ impl<T> Collection<T> {
         action: FindAndModifyAction,
         options: Option<FindAndModifyOptions>,
         session: Option<&ClientSession>,
-    ) -> Result<Option<T>>
+    ) -> Result<FindAndModifyResult<T>>
     where
         T: DeserializeOwned + 'static,
     {
@@ -497,14 +497,18 @@ impl<T> Collection<T> {
             options: &options,
             write_concern: self.write_concern_of(options.write_concern.as_ref(), session)?,
         };
-        let value = self
+        let reply = self
             .client()
             .executor()
             .execute(operation, session, self.timing())
             .await?;
-        value
-            .map(|document| crate::cursor::deserialize(&document))
-            .transpose()
+        Ok(FindAndModifyResult {
+            value: reply
+                .value
+                .map(|document| crate::cursor::deserialize(&document))
+                .transpose()?,
+            last_error_object: reply.last_error_object,
+        })
     }
 }
 

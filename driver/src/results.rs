@@ -17,6 +17,7 @@ pub use crate::crud::bulk_write::{
     BulkWriteResult, ClientBulkWriteResult, DeleteResult, InsertManyResult, InsertOneResult,
     SummaryBulkWriteResult, UpdateResult, VerboseBulkWriteResult, VerboseResults,
 };
+pub use crate::crud::write::FindAndModifyResult;
 pub use crate::enumerate::{
     CollectionSpecification, CollectionSpecificationInfo, CollectionType, DatabaseSpecification,
 };

@@ -415,6 +415,52 @@ async fn find_one_and_modify_return_the_document_before_or_after() {
     .await;
 }
 
+/// `with_result_metadata` (the Node driver's `includeResultMetadata`): the server's
+/// `lastErrorObject` beside the document, through the same retryable write.
+#[tokio::test]
+async fn find_one_and_modify_with_result_metadata_gives_the_last_error_object() {
+    bounded(async {
+        let (client, _) = recording_client("appName=crud_find_and_modify_metadata");
+        let counters = fresh::<Document>(&client, "find_and_modify_metadata").await;
+        let upserted = counters
+            .find_one_and_update(doc! { "_id": "order" }, doc! { "$inc": { "n": 1 } })
+            .upsert(true)
+            .with_result_metadata()
+            .await
+            .unwrap();
+        assert_eq!(upserted.value, None);
+        let last = upserted.last_error_object.unwrap();
+        assert_eq!(last.get_bool("updatedExisting").ok(), Some(false));
+        assert_eq!(last.get("upserted"), Some(&Bson::String("order".into())));
+        let updated = counters
+            .find_one_and_update(doc! { "_id": "order" }, doc! { "$inc": { "n": 1 } })
+            .return_document(ReturnDocument::After)
+            .with_result_metadata()
+            .await
+            .unwrap();
+        assert_eq!(updated.value, Some(doc! { "_id": "order", "n": 2 }));
+        assert_eq!(
+            updated
+                .last_error_object
+                .unwrap()
+                .get_bool("updatedExisting")
+                .ok(),
+            Some(true)
+        );
+        let missed = counters
+            .find_one_and_delete(doc! { "_id": "none" })
+            .with_result_metadata()
+            .await
+            .unwrap();
+        assert_eq!(missed.value, None);
+        assert_eq!(
+            missed.last_error_object.unwrap().get("n"),
+            Some(&Bson::Int32(0))
+        );
+    })
+    .await;
+}
+
 #[tokio::test]
 async fn aggregate_streams_the_pipeline_results() {
     bounded(async {

@@ -1008,29 +1008,15 @@ export class Collection {
   }
 
   /**
-   * The document, or with `includeResultMetadata` the server's whole reply (`value`,
-   * `lastErrorObject`, `ok`), which the core does not return: then the findAndModify
-   * command is sent as a command (not retried as a retryable write is).
+   * The document, or with `includeResultMetadata` the server's reply (`value`,
+   * `lastErrorObject`, `ok`), as the Node driver gives it. Either way the core runs it:
+   * retried as a retryable write, with the client's write concern.
    */
   async #findAndModify(op, args) {
     const { includeResultMetadata, ...options } = args.options;
-    if (!includeResultMetadata) {
-      return (await this.#run(op, { ...args, options })).value;
-    }
-    const command = { findAndModify: this.#name, query: args.filter };
-    if (op === 'findOneAndDelete') {
-      command.remove = true;
-    } else {
-      command.update = args.update ?? args.replacement;
-      if (options.returnDocument === 'after') command.new = true;
-    }
-    if (options.projection) command.fields = options.projection;
-    for (const field of FIND_AND_MODIFY_FIELDS) {
-      if (options[field] !== undefined) command[field] = options[field];
-    }
-    const concern = writeConcernDocument(options.writeConcern) ?? this._concerns?.writeConcern;
-    if (concern && Object.keys(concern).length > 0) command.writeConcern = concern;
-    return this.#command(command, options);
+    const reply = await this.#run(op, { ...args, options });
+    if (!includeResultMetadata) return reply.value;
+    return { lastErrorObject: reply.lastErrorObject, value: reply.value, ok: 1 };
   }
 
   /** A builder of an ordered bulk write: `find(filter).updateOne(update)`, `insert(document)`..., then `execute()`. */
@@ -1187,9 +1173,6 @@ export class Collection {
 }
 
 concernGetters(Collection);
-
-/** The options of findOneAndX that the findAndModify command takes as they are. */
-const FIND_AND_MODIFY_FIELDS = ['sort', 'upsert', 'arrayFilters', 'bypassDocumentValidation', 'collation', 'hint', 'let', 'comment', 'maxTimeMS'];
 
 /**
  * The write a model of `bulkWrite` makes: `op`, as the command carries it (a

@@ -69,6 +69,12 @@ macro_rules! in_session {
             None => $action.await,
         }
     };
+    (metadata $session:expr, $action:expr) => {
+        match $session {
+            Some(session) => $action.session(session).with_result_metadata().await,
+            None => $action.with_result_metadata().await,
+        }
+    };
 }
 
 /// Runs the operation `op` of the JavaScript API on collection `collection` of
@@ -175,12 +181,12 @@ pub async fn run(
             let options = find_and_modify_options::<FindOneAndUpdateOptions>(args)?;
             let found = match op {
                 "findOneAndUpdate" => in_session!(
-                    session,
+                    metadata session,
                     coll.find_one_and_update(filter, update(args)?)
                         .with_options(options)
                 ),
                 "findOneAndReplace" => in_session!(
-                    session,
+                    metadata session,
                     coll.find_one_and_replace(filter, required_document(args, "replacement")?)
                         .with_options(narrow!(options => FindOneAndReplaceOptions {
                             bypass_document_validation, collation, comment, hint, let_vars,
@@ -188,7 +194,7 @@ pub async fn run(
                         }))
                 ),
                 _ => in_session!(
-                    session,
+                    metadata session,
                     coll.find_one_and_delete(filter).with_options(
                         narrow!(options => FindOneAndDeleteOptions {
                             collation, comment, hint, let_vars, max_time, projection, sort,
@@ -197,7 +203,12 @@ pub async fn run(
                     )
                 ),
             }?;
-            doc! { "value": found.map_or(Bson::Null, Bson::Document) }
+            // `lastErrorObject` too: the Node driver's `includeResultMetadata` reply.
+            let mut reply = doc! { "value": found.value.map_or(Bson::Null, Bson::Document) };
+            if let Some(last_error_object) = found.last_error_object {
+                reply.insert("lastErrorObject", last_error_object);
+            }
+            reply
         }
         "countDocuments" => {
             let options = options::<CountOptions>(args)?;

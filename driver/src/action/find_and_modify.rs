@@ -19,6 +19,7 @@ use crate::crud::{
     ReturnDocument,
 };
 use crate::error::Result;
+use crate::results::FindAndModifyResult;
 use crate::rt::{boxed, BoxFuture};
 use crate::session::ClientSession;
 use crate::Collection;
@@ -122,13 +123,10 @@ macro_rules! find_and_modify_action {
             session_setter!();
         }
 
-        run_blocking!(impl['a, T: DeserializeOwned + 'static] $Name<'a, T> => Option<T>);
-
-        impl<'a, T: DeserializeOwned + 'static> IntoFuture for $Name<'a, T> {
-            type Output = Result<Option<T>>;
-            type IntoFuture = BoxFuture<'a, Self::Output>;
-
-            fn into_future(self) -> Self::IntoFuture {
+        impl<'a, T: DeserializeOwned + 'static> $Name<'a, T> {
+            /// Runs it, and returns the document with the server's `lastErrorObject`
+            /// (an anymongo addition: the Node driver's `includeResultMetadata`).
+            pub fn with_result_metadata(self) -> BoxFuture<'a, Result<FindAndModifyResult<T>>> {
                 boxed(async move {
                     let collection = self.collection.with_operation_timeout(self.timeout);
                     collection
@@ -140,6 +138,18 @@ macro_rules! find_and_modify_action {
                         )
                         .await
                 })
+            }
+        }
+
+        run_blocking!(impl['a, T: DeserializeOwned + 'static] $Name<'a, T> => Option<T>);
+
+        impl<'a, T: DeserializeOwned + 'static> IntoFuture for $Name<'a, T> {
+            type Output = Result<Option<T>>;
+            type IntoFuture = BoxFuture<'a, Self::Output>;
+
+            fn into_future(self) -> Self::IntoFuture {
+                let run = self.with_result_metadata();
+                boxed(async move { Ok(run.await?.value) })
             }
         }
     };

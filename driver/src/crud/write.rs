@@ -671,9 +671,40 @@ pub(crate) struct FindAndModify<'a> {
     pub write_concern: Option<&'a WriteConcern>,
 }
 
+/// What a find-and-modify returned with
+/// [`with_result_metadata`](crate::action::FindOneAndUpdate::with_result_metadata): the
+/// document, and the server's `lastErrorObject` (`n`, `updatedExisting`, `upserted`).
+/// An anymongo addition, for the Node driver's `includeResultMetadata`.
+///
+/// ```no_run
+/// # async fn example(counters: anymongo::Collection<anymongo::bson::Document>) -> anymongo::Result<()> {
+/// use anymongo::bson::doc;
+/// let result = counters
+///     .find_one_and_update(doc! { "_id": "order" }, doc! { "$inc": { "n": 1 } })
+///     .upsert(true)
+///     .with_result_metadata()
+///     .await?;
+/// let upserted = result.last_error_object.as_ref().and_then(|it| it.get("upserted"));
+/// # let _ = upserted; Ok(()) }
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct FindAndModifyResult<T> {
+    /// The document before or after the write, if one matched or was upserted.
+    pub value: Option<T>,
+    /// The server's account of the write, as it sent it.
+    pub last_error_object: Option<Document>,
+}
+
+/// What a `findAndModify` replied: the document's bytes (read as `T` by the collection)
+/// and the server's account of the write.
+pub(crate) struct FindAndModifyReply {
+    pub value: Option<RawDocumentBuf>,
+    pub last_error_object: Option<Document>,
+}
+
 impl Operation for FindAndModify<'_> {
-    /// The `value`, as the server sent it (read as `T` by the collection).
-    type Output = Option<RawDocumentBuf>;
+    type Output = FindAndModifyReply;
 
     fn name(&self) -> &str {
         "findAndModify"
@@ -736,7 +767,7 @@ impl Operation for FindAndModify<'_> {
         &mut self,
         reply: RawDocumentBuf,
         _context: ReplyContext<'_>,
-    ) -> Result<Option<RawDocumentBuf>> {
+    ) -> Result<FindAndModifyReply> {
         let document = crate::connection::reply_document(&reply)?;
         let parsed = WriteReply::parse(&document, 0);
         if let Some(error) = parsed.single_write_error() {
@@ -744,9 +775,14 @@ impl Operation for FindAndModify<'_> {
         }
         // The document's bytes, not the reply's `Document`: the user's type reads them as
         // stored (`bson_deserializer::from_slice`).
-        Ok(match reply.get("value") {
+        let value = match reply.get("value") {
             Ok(Some(bson::RawBsonRef::Document(value))) => Some(value.to_owned()),
             _ => None,
+        };
+        let last_error_object = document.get_document("lastErrorObject").ok().cloned();
+        Ok(FindAndModifyReply {
+            value,
+            last_error_object,
         })
     }
 
