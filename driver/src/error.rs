@@ -13,10 +13,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use crate::crud::bulk_write::PartialBulkWriteResult;
-pub use crate::gridfs::{GridFsErrorKind, GridFsFileIdentifier};
+mod gridfs;
 use crate::wire::WireError;
 use bson::oid::ObjectId;
 use bson::Bson;
+pub use gridfs::{GridFsErrorKind, GridFsFileIdentifier};
 
 /// The result type of the driver.
 pub type Result<T> = std::result::Result<T, Error>;

@@ -43,9 +43,7 @@ use crate::rt::{boxed, BoxFuture};
 use crate::selection::SelectionCriteria;
 use crate::Collection;
 
-mod error;
-
-pub use error::{GridFsErrorKind, GridFsFileIdentifier};
+pub use crate::error::{GridFsErrorKind, GridFsFileIdentifier};
 
 /// The default size of a chunk: 255 KiB (GridFS spec, "chunkSizeBytes"), under the
 /// 256 KiB that keeps a chunk document and its overhead in one small allocation.

@@ -4,7 +4,7 @@
 
 use bson::Bson;
 
-use crate::error::Error;
+use super::Error;
 
 /// Why a GridFS operation failed, besides the server's errors:
 /// [`ErrorKind::GridFs`](crate::error::ErrorKind::GridFs).
