@@ -357,6 +357,7 @@ impl<T> Collection<T> {
                 body,
                 options.selection_criteria,
                 options.read_concern,
+                options.raw_data,
                 |reply| {
                     let first = reply
                         .get_document("cursor")
@@ -410,6 +411,7 @@ impl<T> Collection<T> {
                 body,
                 options.selection_criteria,
                 options.read_concern,
+                options.raw_data,
                 |reply| Ok(reply.get("n").cloned().unwrap_or(Bson::Int64(0))),
                 session,
             )
@@ -441,6 +443,7 @@ impl<T> Collection<T> {
                 body,
                 options.selection_criteria,
                 options.read_concern,
+                options.raw_data,
                 |reply| {
                     Ok(reply
                         .get("values")
@@ -461,6 +464,7 @@ impl<T> Collection<T> {
         body: Document,
         selection_criteria: Option<crate::selection::SelectionCriteria>,
         read_concern: Option<crate::concern::ReadConcern>,
+        raw_data: Option<bool>,
         result: fn(&Document) -> Result<Bson>,
         session: Option<&ClientSession>,
     ) -> Result<Bson> {
@@ -471,6 +475,7 @@ impl<T> Collection<T> {
             body,
             selection_criteria,
             read_concern,
+            raw_data,
             result,
         };
         self.client()
@@ -671,6 +676,7 @@ fn command_options(options: &WriteOptions) -> BulkWriteOptions {
         ordered: options.ordered,
         bypass_document_validation: options.bypass_document_validation,
         comment: options.comment.clone(),
+        raw_data: options.raw_data,
         let_vars: options.let_vars.clone(),
         write_concern: options.write_concern.clone(),
     }

@@ -319,18 +319,22 @@ impl Database {
     /// Runs a command that writes (`create`, `drop`, `createIndexes`...) with
     /// `write_concern` (already resolved), and turns the write concern error of its
     /// reply into an error; else returns the reply.
-    /// `timing` is that of the database or collection it concerns.
+    /// `timing` is that of the database or collection it concerns; `raw_data` is the
+    /// index helpers' `rawData`.
     pub(crate) async fn run_write_command(
         &self,
         mut command: Document,
         write_concern: Option<&WriteConcern>,
         session: Option<&ClientSession>,
         timing: Timing,
+        raw_data: Option<bool>,
     ) -> Result<Document> {
         if let Some(concern) = write_concern.filter(|concern| !concern.is_empty()) {
             command.insert("writeConcern", concern.to_document());
         }
-        let operation = RunCommand::new(&self.name, command, None)?.write();
+        let operation = RunCommand::new(&self.name, command, None)?
+            .write()
+            .with_raw_data(raw_data);
         let reply = self
             .client
             .executor()

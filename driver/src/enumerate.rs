@@ -214,6 +214,7 @@ impl Database {
             batch_size: options.batch_size,
             timing: self.timeout().into(),
             timeout_mode: options.timeout_mode,
+            raw_data: None,
         };
         list(self, command, listing, session).await
     }
@@ -227,6 +228,8 @@ pub(crate) struct Listing {
     pub timing: crate::operation::Timing,
     /// What that timeoutMS bounds.
     pub timeout_mode: Option<crate::crud::TimeoutMode>,
+    /// `rawData` (`listIndexes`), sent to servers that know it.
+    pub raw_data: Option<bool>,
 }
 
 /// Runs a listing command (`listCollections`, `listIndexes`) as a retryable read whose
@@ -242,7 +245,9 @@ pub(crate) async fn list(
         cursor.insert("batchSize", i64::from(size));
     }
     command.insert("cursor", cursor);
-    let operation = RunCommand::new(database.name(), command, None)?.retryable_read();
+    let operation = RunCommand::new(database.name(), command, None)?
+        .retryable_read()
+        .with_raw_data(listing.raw_data);
     let operation = RunCursorCommand::from(operation).with_get_more(RunCursorCommandOptions {
         timeout_mode: listing.timeout_mode,
         ..RunCursorCommandOptions::default()

@@ -21,6 +21,9 @@ pub const MIN_WIRE_VERSION: i32 = 8;
 /// The newest wire version the driver knows (MongoDB 8.2).
 pub const MAX_WIRE_VERSION: i32 = 27;
 
+/// The first wire version of MongoDB 8.2, the first server that knows `rawData`.
+const RAW_DATA_WIRE_VERSION: i32 = 27;
+
 /// The handshake's limit on the whole `client` document, BSON overhead included
 /// (Handshake spec, "Limitations").
 pub const MAX_METADATA_SIZE: usize = 512;
@@ -398,6 +401,15 @@ pub struct HelloReply {
 }
 
 impl HelloReply {
+    /// The `rawData` field of a command to this server, for an operation given
+    /// `raw_data`: sent only when set, and never to a server before MongoDB 8.2 (CRUD
+    /// and Index Management specs, `rawData`: "This option MUST NOT be sent when
+    /// connected to pre-8.2 servers"), where it is left out rather than refused.
+    pub(crate) fn raw_data_field(&self, raw_data: Option<bool>) -> (&'static str, Option<Bson>) {
+        let sent = raw_data.filter(|_| self.max_wire_version >= RAW_DATA_WIRE_VERSION);
+        ("rawData", sent.map(Bson::Boolean))
+    }
+
     /// Parses a successful (`ok: 1`) hello reply.
     pub fn parse(raw: Document) -> Result<HelloReply> {
         let int = |key: &str| raw.get(key).and_then(crate::bson_util::as_i64);
@@ -509,6 +521,26 @@ fn protocol_limit(advertised: Option<i64>, max: usize) -> i32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn raw_data_is_sent_when_set_and_only_to_mongodb_8_2_and_later() {
+        let hello = |max_wire_version| HelloReply {
+            max_wire_version,
+            ..HelloReply::default()
+        };
+        let v8_2 = hello(27);
+        assert_eq!(
+            v8_2.raw_data_field(Some(true)),
+            ("rawData", Some(Bson::Boolean(true)))
+        );
+        assert_eq!(
+            v8_2.raw_data_field(Some(false)),
+            ("rawData", Some(Bson::Boolean(false)))
+        );
+        assert_eq!(v8_2.raw_data_field(None), ("rawData", None));
+        // MongoDB 8.0 (wire version 25) never sees it.
+        assert_eq!(hello(25).raw_data_field(Some(true)), ("rawData", None));
+    }
 
     fn host(env: fn(&str) -> Option<String>) -> HostInfo {
         HostInfo {

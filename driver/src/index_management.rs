@@ -424,6 +424,10 @@ pub struct CreateIndexOptions {
     pub max_time: Option<Duration>,
     /// A comment the server logs with the command.
     pub comment: Option<Bson>,
+    /// Internal, for MongoDB's own teams (`rawData`, MongoDB 8.2+): works on the
+    /// underlying namespaces of time-series collections. Not for applications; it may
+    /// change or go in any release (CRUD spec, `rawData`). Not sent to older servers.
+    pub raw_data: Option<bool>,
     /// The write concern; the collection's when unset.
     #[serde(deserialize_with = "crate::concern::deserialize_write_concern")]
     pub write_concern: Option<WriteConcern>,
@@ -442,6 +446,10 @@ pub struct DropIndexOptions {
     pub max_time: Option<Duration>,
     /// A comment the server logs with the command.
     pub comment: Option<Bson>,
+    /// Internal, for MongoDB's own teams (`rawData`, MongoDB 8.2+): works on the
+    /// underlying namespaces of time-series collections. Not for applications; it may
+    /// change or go in any release (CRUD spec, `rawData`). Not sent to older servers.
+    pub raw_data: Option<bool>,
     /// The write concern; the collection's when unset.
     #[serde(deserialize_with = "crate::concern::deserialize_write_concern")]
     pub write_concern: Option<WriteConcern>,
@@ -462,6 +470,10 @@ pub struct ListIndexesOptions {
     pub batch_size: Option<u32>,
     /// A comment the server logs with the command.
     pub comment: Option<Bson>,
+    /// Internal, for MongoDB's own teams (`rawData`, MongoDB 8.2+): works on the
+    /// underlying namespaces of time-series collections. Not for applications; it may
+    /// change or go in any release (CRUD spec, `rawData`). Not sent to older servers.
+    pub raw_data: Option<bool>,
     /// What `timeoutMS` bounds: the listing and its cursor together (the default),
     /// or each iteration (Client Side Operations Timeout spec, "Cursors").
     pub timeout_mode: Option<crate::crud::TimeoutMode>,
@@ -498,7 +510,8 @@ impl<T> Collection<T> {
                 ("comment", options.comment),
             ],
         );
-        self.run_index_write(command, options.write_concern.as_ref(), session)
+        let write_concern = options.write_concern.as_ref();
+        self.run_index_write(command, write_concern, options.raw_data, session)
             .await?;
         Ok(indexes.iter().map(IndexModel::name).collect())
     }
@@ -527,21 +540,23 @@ impl<T> Collection<T> {
                 ("comment", options.comment),
             ],
         );
-        self.run_index_write(command, options.write_concern.as_ref(), session)
+        let write_concern = options.write_concern.as_ref();
+        self.run_index_write(command, write_concern, options.raw_data, session)
             .await
     }
 
     /// Runs `createIndexes` or `dropIndexes` with the write concern given, else the
-    /// collection's.
+    /// collection's, and the `rawData` given.
     async fn run_index_write(
         &self,
         command: Document,
         write_concern: Option<&WriteConcern>,
+        raw_data: Option<bool>,
         session: Option<&ClientSession>,
     ) -> Result<()> {
         let write_concern = self.concerns().write_concern(write_concern, session)?;
         self.database()
-            .run_write_command(command, write_concern, session, self.timing())
+            .run_write_command(command, write_concern, session, self.timing(), raw_data)
             .await?;
         Ok(())
     }
@@ -565,6 +580,7 @@ impl<T> Collection<T> {
             batch_size: options.batch_size,
             timing: self.timing(),
             timeout_mode: options.timeout_mode,
+            raw_data: options.raw_data,
         };
         list(self.database(), command, listing, session).await
     }
@@ -642,7 +658,7 @@ impl<T> Collection<T> {
     /// and write concern?").
     async fn run_search_index_command(&self, command: Document) -> Result<Document> {
         self.database()
-            .run_write_command(command, None, None, self.timing())
+            .run_write_command(command, None, None, self.timing(), None)
             .await
     }
 }

@@ -165,6 +165,9 @@ macro_rules! bulk_write_setters {
             bypass_document_validation: bool,
             /// A comment shown in the server's logs and profiler.
             comment: impl Into<Bson>,
+            /// Internal, for MongoDB's own teams (`rawData`, MongoDB 8.2+; not sent to
+            /// older servers): not for applications, it may change or go in any release.
+            raw_data: bool,
             /// Variables for the filters and pipelines of the updates and deletes
             /// (`let`; MongoDB 5.0+).
             let_vars: Document,

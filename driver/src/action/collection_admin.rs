@@ -96,7 +96,13 @@ impl<'a, T> IntoFuture for DropCollection<'a, T> {
             let command = doc! { "drop": collection.name() };
             match collection
                 .database()
-                .run_write_command(command, write_concern, self.session, collection.timing())
+                .run_write_command(
+                    command,
+                    write_concern,
+                    self.session,
+                    collection.timing(),
+                    None,
+                )
                 .await
             {
                 Err(error) if error.code() == Some(NAMESPACE_NOT_FOUND) => Ok(()),
@@ -148,7 +154,13 @@ impl<'a, T> IntoFuture for RenameCollection<'a, T> {
             database
                 .client()
                 .database("admin")
-                .run_write_command(command, write_concern, self.session, collection.timing())
+                .run_write_command(
+                    command,
+                    write_concern,
+                    self.session,
+                    collection.timing(),
+                    None,
+                )
                 .await?;
             Ok(())
         })
@@ -237,7 +249,13 @@ impl Database {
         let database = self.with_operation_timeout(timeout);
         let write_concern = database.concerns().write_concern(write_concern, session)?;
         database
-            .run_write_command(command, write_concern, session, database.timeout().into())
+            .run_write_command(
+                command,
+                write_concern,
+                session,
+                database.timeout().into(),
+                None,
+            )
             .await?;
         Ok(())
     }

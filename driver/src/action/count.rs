@@ -105,6 +105,9 @@ macro_rules! count_setters {
             collation: Collation,
             /// A comment for the server's logs.
             comment: impl Into<Bson>,
+            /// Internal, for MongoDB's own teams (`rawData`, MongoDB 8.2+; not sent to
+            /// older servers): not for applications, it may change or go in any release.
+            raw_data: bool,
             /// The index to use.
             hint: Hint,
             /// Counts at most this many documents.
@@ -169,6 +172,9 @@ impl<'a, T> EstimatedDocumentCount<'a, T> {
     option_setters!(options: EstimatedDocumentCountOptions;
         /// A comment for the server's logs.
         comment: impl Into<Bson>,
+        /// Internal, for MongoDB's own teams (`rawData`, MongoDB 8.2+; not sent to
+        /// older servers): not for applications, it may change or go in any release.
+        raw_data: bool,
         /// The server-side time limit (`maxTimeMS`).
         max_time: Duration,
         /// Overrides the collection's read concern.
@@ -214,6 +220,9 @@ impl<'a, T> Distinct<'a, T> {
         collation: Collation,
         /// A comment for the server's logs.
         comment: impl Into<Bson>,
+        /// Internal, for MongoDB's own teams (`rawData`, MongoDB 8.2+; not sent to
+        /// older servers): not for applications, it may change or go in any release.
+        raw_data: bool,
         /// The index to use.
         hint: Hint,
         /// The server-side time limit (`maxTimeMS`).

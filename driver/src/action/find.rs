@@ -112,6 +112,9 @@ macro_rules! find_setters {
             collation: Collation,
             /// A comment shown in the server's logs and profiler.
             comment: impl Into<Bson>,
+            /// Internal, for MongoDB's own teams (`rawData`, MongoDB 8.2+; not sent to
+            /// older servers): not for applications, it may change or go in any release.
+            raw_data: bool,
             /// The index to use: its name or its key pattern.
             hint: Hint,
             /// Variables for `$expr` and aggregation expressions (`let`).
@@ -303,6 +306,9 @@ impl<'a, Session, T> Aggregate<'a, Session, T> {
         collation: Collation,
         /// A comment for the server's logs.
         comment: impl Into<Bson>,
+        /// Internal, for MongoDB's own teams (`rawData`, MongoDB 8.2+; not sent to
+        /// older servers): not for applications, it may change or go in any release.
+        raw_data: bool,
         /// The index to use.
         hint: Hint,
         /// Variables (`let`).

@@ -181,6 +181,9 @@ impl<T> FindOneAndDelete<'_, T> {
         collation: Collation,
         /// A comment shown in the server's logs and profiler.
         comment: impl Into<Bson>,
+        /// Internal, for MongoDB's own teams (`rawData`, MongoDB 8.2+; not sent to
+        /// older servers): not for applications, it may change or go in any release.
+        raw_data: bool,
         /// The index to use: its name or its key pattern.
         hint: Hint,
         /// Variables for the filter (`let`).
@@ -207,6 +210,9 @@ impl<T> FindOneAndUpdate<'_, T> {
         collation: Collation,
         /// A comment shown in the server's logs and profiler.
         comment: impl Into<Bson>,
+        /// Internal, for MongoDB's own teams (`rawData`, MongoDB 8.2+; not sent to
+        /// older servers): not for applications, it may change or go in any release.
+        raw_data: bool,
         /// The index to use: its name or its key pattern.
         hint: Hint,
         /// Variables for the filter and a pipeline update (`let`).
@@ -235,6 +241,9 @@ impl<T> FindOneAndReplace<'_, T> {
         collation: Collation,
         /// A comment shown in the server's logs and profiler.
         comment: impl Into<Bson>,
+        /// Internal, for MongoDB's own teams (`rawData`, MongoDB 8.2+; not sent to
+        /// older servers): not for applications, it may change or go in any release.
+        raw_data: bool,
         /// The index to use: its name or its key pattern.
         hint: Hint,
         /// Variables for the filter (`let`).

@@ -281,6 +281,9 @@ impl<'a, T, R> CreateIndex<'a, T, R> {
         max_time: Duration,
         /// A comment the server logs with the command.
         comment: impl Into<Bson>,
+        /// Internal, for MongoDB's own teams (`rawData`, MongoDB 8.2+; not sent to
+        /// older servers): not for applications, it may change or go in any release.
+        raw_data: bool,
         /// Overrides the collection's write concern.
         write_concern: WriteConcern,
     );
@@ -343,6 +346,9 @@ impl<'a, T> DropIndex<'a, T> {
         max_time: Duration,
         /// A comment the server logs with the command.
         comment: impl Into<Bson>,
+        /// Internal, for MongoDB's own teams (`rawData`, MongoDB 8.2+; not sent to
+        /// older servers): not for applications, it may change or go in any release.
+        raw_data: bool,
         /// Overrides the collection's write concern.
         write_concern: WriteConcern,
     );
@@ -376,6 +382,9 @@ macro_rules! list_indexes_setters {
             batch_size: u32,
             /// A comment the server logs with the command.
             comment: impl Into<Bson>,
+            /// Internal, for MongoDB's own teams (`rawData`, MongoDB 8.2+; not sent to
+            /// older servers): not for applications, it may change or go in any release.
+            raw_data: bool,
             /// What `timeoutMS` bounds: the listing and its cursor together (the
             /// default), or each iteration.
             timeout_mode: TimeoutMode,

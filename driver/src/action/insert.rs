@@ -88,6 +88,9 @@ impl<'a, T> InsertOne<'a, T> {
         bypass_document_validation: bool,
         /// A comment shown in the server's logs and profiler.
         comment: impl Into<Bson>,
+        /// Internal, for MongoDB's own teams (`rawData`, MongoDB 8.2+; not sent to
+        /// older servers): not for applications, it may change or go in any release.
+        raw_data: bool,
         /// Overrides the collection's write concern.
         write_concern: WriteConcern,
     );
@@ -129,6 +132,9 @@ impl<'a, T> InsertMany<'a, T> {
         bypass_document_validation: bool,
         /// A comment shown in the server's logs and profiler.
         comment: impl Into<Bson>,
+        /// Internal, for MongoDB's own teams (`rawData`, MongoDB 8.2+; not sent to
+        /// older servers): not for applications, it may change or go in any release.
+        raw_data: bool,
         /// Stop at the first failed insert (the default, `true`), or go on with the
         /// others (`false`).
         ordered: bool,

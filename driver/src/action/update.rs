@@ -128,6 +128,9 @@ impl<'a, T> Update<'a, T> {
         collation: Collation,
         /// A comment shown in the server's logs and profiler.
         comment: impl Into<Bson>,
+        /// Internal, for MongoDB's own teams (`rawData`, MongoDB 8.2+; not sent to
+        /// older servers): not for applications, it may change or go in any release.
+        raw_data: bool,
         /// The index to use: its name or its key pattern.
         hint: Hint,
         /// Variables for the filter and a pipeline update (`let`).
@@ -187,6 +190,9 @@ impl<'a, T> ReplaceOne<'a, T> {
         collation: Collation,
         /// A comment shown in the server's logs and profiler.
         comment: impl Into<Bson>,
+        /// Internal, for MongoDB's own teams (`rawData`, MongoDB 8.2+; not sent to
+        /// older servers): not for applications, it may change or go in any release.
+        raw_data: bool,
         /// The index to use: its name or its key pattern.
         hint: Hint,
         /// Variables for the filter (`let`).

@@ -119,6 +119,10 @@ pub struct FindOptions {
     pub collation: Option<Collation>,
     /// A comment shown in the server's logs and profiler.
     pub comment: Option<Bson>,
+    /// Internal, for MongoDB's own teams (`rawData`, MongoDB 8.2+): works on the
+    /// underlying namespaces of time-series collections. Not for applications; it may
+    /// change or go in any release (CRUD spec, `rawData`). Not sent to older servers.
+    pub raw_data: Option<bool>,
     /// Tailable cursors.
     pub cursor_type: Option<CursorType>,
     /// The index to use: its name or its key pattern.
@@ -192,6 +196,10 @@ pub struct FindOneOptions {
     pub collation: Option<Collation>,
     /// A comment shown in the server's logs and profiler.
     pub comment: Option<Bson>,
+    /// Internal, for MongoDB's own teams (`rawData`, MongoDB 8.2+): works on the
+    /// underlying namespaces of time-series collections. Not for applications; it may
+    /// change or go in any release (CRUD spec, `rawData`). Not sent to older servers.
+    pub raw_data: Option<bool>,
     /// The index to use: its name or its key pattern.
     pub hint: Option<Hint>,
     /// The exclusive upper bound of an index scan.
@@ -229,7 +237,7 @@ pub struct FindOneOptions {
 
 into_internal!(FindOptions:
     FindOneOptions {
-        allow_partial_results, collation, comment, hint, max, max_scan, max_time, min,
+        allow_partial_results, collation, comment, raw_data, hint, max, max_scan, max_time, min,
         projection, read_concern, selection_criteria, return_key, show_record_id, skip, sort,
         let_vars,
     }
@@ -256,6 +264,10 @@ pub struct AggregateOptions {
     pub collation: Option<Collation>,
     /// A comment for the server's logs.
     pub comment: Option<Bson>,
+    /// Internal, for MongoDB's own teams (`rawData`, MongoDB 8.2+): works on the
+    /// underlying namespaces of time-series collections. Not for applications; it may
+    /// change or go in any release (CRUD spec, `rawData`). Not sent to older servers.
+    pub raw_data: Option<bool>,
     /// The index to use.
     pub hint: Option<Hint>,
     /// The getMore wait of a change stream or tailable cursor.
@@ -303,6 +315,10 @@ pub struct CountOptions {
     pub collation: Option<Collation>,
     /// A comment for the server's logs.
     pub comment: Option<Bson>,
+    /// Internal, for MongoDB's own teams (`rawData`, MongoDB 8.2+): works on the
+    /// underlying namespaces of time-series collections. Not for applications; it may
+    /// change or go in any release (CRUD spec, `rawData`). Not sent to older servers.
+    pub raw_data: Option<bool>,
     /// The index to use.
     pub hint: Option<Hint>,
     /// Counts at most this many documents.
@@ -330,6 +346,10 @@ pub struct CountOptions {
 pub struct EstimatedDocumentCountOptions {
     /// A comment for the server's logs.
     pub comment: Option<Bson>,
+    /// Internal, for MongoDB's own teams (`rawData`, MongoDB 8.2+): works on the
+    /// underlying namespaces of time-series collections. Not for applications; it may
+    /// change or go in any release (CRUD spec, `rawData`). Not sent to older servers.
+    pub raw_data: Option<bool>,
     /// The server-side time limit.
     #[serde(
         rename = "maxTimeMS",
@@ -346,7 +366,7 @@ pub struct EstimatedDocumentCountOptions {
 
 // The estimate is the `count` command without a query.
 into_internal!(CountOptions:
-    EstimatedDocumentCountOptions { comment, max_time, read_concern, selection_criteria }
+    EstimatedDocumentCountOptions { comment, raw_data, max_time, read_concern, selection_criteria }
 );
 
 /// Options of `distinct` (CRUD spec, "DistinctOptions").
@@ -358,6 +378,10 @@ pub struct DistinctOptions {
     pub collation: Option<Collation>,
     /// A comment for the server's logs.
     pub comment: Option<Bson>,
+    /// Internal, for MongoDB's own teams (`rawData`, MongoDB 8.2+): works on the
+    /// underlying namespaces of time-series collections. Not for applications; it may
+    /// change or go in any release (CRUD spec, `rawData`). Not sent to older servers.
+    pub raw_data: Option<bool>,
     /// The index to use.
     pub hint: Option<Hint>,
     /// The server-side time limit.
@@ -383,6 +407,10 @@ pub struct InsertOneOptions {
     pub bypass_document_validation: Option<bool>,
     /// A comment for the server's logs.
     pub comment: Option<Bson>,
+    /// Internal, for MongoDB's own teams (`rawData`, MongoDB 8.2+): works on the
+    /// underlying namespaces of time-series collections. Not for applications; it may
+    /// change or go in any release (CRUD spec, `rawData`). Not sent to older servers.
+    pub raw_data: Option<bool>,
     /// Overrides the write concern.
     #[serde(deserialize_with = "crate::concern::deserialize_write_concern")]
     pub write_concern: Option<WriteConcern>,
@@ -404,6 +432,10 @@ pub struct InsertManyOptions {
     pub bypass_document_validation: Option<bool>,
     /// A comment for the server's logs.
     pub comment: Option<Bson>,
+    /// Internal, for MongoDB's own teams (`rawData`, MongoDB 8.2+): works on the
+    /// underlying namespaces of time-series collections. Not for applications; it may
+    /// change or go in any release (CRUD spec, `rawData`). Not sent to older servers.
+    pub raw_data: Option<bool>,
     /// Stop at the first error (the default, `true`), or go on with the others.
     pub ordered: Option<bool>,
     /// Overrides the write concern.
@@ -430,6 +462,10 @@ pub struct UpdateOptions {
     pub collation: Option<Collation>,
     /// A comment for the server's logs.
     pub comment: Option<Bson>,
+    /// Internal, for MongoDB's own teams (`rawData`, MongoDB 8.2+): works on the
+    /// underlying namespaces of time-series collections. Not for applications; it may
+    /// change or go in any release (CRUD spec, `rawData`). Not sent to older servers.
+    pub raw_data: Option<bool>,
     /// The index to use.
     pub hint: Option<Hint>,
     /// Variables for the filter and a pipeline update (`let`).
@@ -456,6 +492,10 @@ pub struct ReplaceOptions {
     pub collation: Option<Collation>,
     /// A comment for the server's logs.
     pub comment: Option<Bson>,
+    /// Internal, for MongoDB's own teams (`rawData`, MongoDB 8.2+): works on the
+    /// underlying namespaces of time-series collections. Not for applications; it may
+    /// change or go in any release (CRUD spec, `rawData`). Not sent to older servers.
+    pub raw_data: Option<bool>,
     /// The index to use.
     pub hint: Option<Hint>,
     /// Variables for the filter (`let`).
@@ -486,6 +526,10 @@ pub struct DeleteOptions {
     pub collation: Option<Collation>,
     /// A comment for the server's logs.
     pub comment: Option<Bson>,
+    /// Internal, for MongoDB's own teams (`rawData`, MongoDB 8.2+): works on the
+    /// underlying namespaces of time-series collections. Not for applications; it may
+    /// change or go in any release (CRUD spec, `rawData`). Not sent to older servers.
+    pub raw_data: Option<bool>,
     /// The index to use.
     pub hint: Option<Hint>,
     /// Variables for the filter (`let`).
@@ -505,6 +549,7 @@ pub(crate) struct WriteOptions {
     pub bypass_document_validation: Option<bool>,
     pub collation: Option<Collation>,
     pub comment: Option<Bson>,
+    pub raw_data: Option<bool>,
     pub hint: Option<Hint>,
     pub let_vars: Option<Document>,
     pub ordered: Option<bool>,
@@ -514,17 +559,17 @@ pub(crate) struct WriteOptions {
 }
 
 into_internal!(WriteOptions:
-    InsertOneOptions { bypass_document_validation, comment, write_concern }
-    InsertManyOptions { bypass_document_validation, comment, ordered, write_concern }
+    InsertOneOptions { bypass_document_validation, comment, raw_data, write_concern }
+    InsertManyOptions { bypass_document_validation, comment, raw_data, ordered, write_concern }
     UpdateOptions {
-        array_filters, bypass_document_validation, collation, comment, hint, let_vars, sort,
+        array_filters, bypass_document_validation, collation, comment, raw_data, hint, let_vars, sort,
         upsert, write_concern,
     }
     ReplaceOptions {
-        bypass_document_validation, collation, comment, hint, let_vars, sort, upsert,
+        bypass_document_validation, collation, comment, raw_data, hint, let_vars, sort, upsert,
         write_concern,
     }
-    DeleteOptions { collation, comment, hint, let_vars, write_concern }
+    DeleteOptions { collation, comment, raw_data, hint, let_vars, write_concern }
 );
 
 /// Which version of the document `find_one_and_update`/`_replace` returns.
@@ -546,6 +591,10 @@ pub struct FindOneAndDeleteOptions {
     pub collation: Option<Collation>,
     /// A comment for the server's logs.
     pub comment: Option<Bson>,
+    /// Internal, for MongoDB's own teams (`rawData`, MongoDB 8.2+): works on the
+    /// underlying namespaces of time-series collections. Not for applications; it may
+    /// change or go in any release (CRUD spec, `rawData`). Not sent to older servers.
+    pub raw_data: Option<bool>,
     /// The index to use.
     pub hint: Option<Hint>,
     /// Variables for the filter (`let`).
@@ -577,6 +626,10 @@ pub struct FindOneAndReplaceOptions {
     pub collation: Option<Collation>,
     /// A comment for the server's logs.
     pub comment: Option<Bson>,
+    /// Internal, for MongoDB's own teams (`rawData`, MongoDB 8.2+): works on the
+    /// underlying namespaces of time-series collections. Not for applications; it may
+    /// change or go in any release (CRUD spec, `rawData`). Not sent to older servers.
+    pub raw_data: Option<bool>,
     /// The index to use.
     pub hint: Option<Hint>,
     /// Variables for the filter (`let`).
@@ -623,6 +676,10 @@ pub struct FindOneAndUpdateOptions {
     pub collation: Option<Collation>,
     /// A comment for the server's logs.
     pub comment: Option<Bson>,
+    /// Internal, for MongoDB's own teams (`rawData`, MongoDB 8.2+): works on the
+    /// underlying namespaces of time-series collections. Not for applications; it may
+    /// change or go in any release (CRUD spec, `rawData`). Not sent to older servers.
+    pub raw_data: Option<bool>,
     /// The index to use.
     pub hint: Option<Hint>,
     /// Variables for the filter and a pipeline update (`let`).
@@ -655,6 +712,7 @@ pub(crate) struct FindAndModifyOptions {
     pub bypass_document_validation: Option<bool>,
     pub collation: Option<Collation>,
     pub comment: Option<Bson>,
+    pub raw_data: Option<bool>,
     pub hint: Option<Hint>,
     pub let_vars: Option<Document>,
     pub max_time: Option<Duration>,
@@ -667,14 +725,14 @@ pub(crate) struct FindAndModifyOptions {
 
 into_internal!(FindAndModifyOptions:
     FindOneAndDeleteOptions {
-        collation, comment, hint, let_vars, max_time, projection, sort, write_concern,
+        collation, comment, raw_data, hint, let_vars, max_time, projection, sort, write_concern,
     }
     FindOneAndReplaceOptions {
-        bypass_document_validation, collation, comment, hint, let_vars, max_time, projection,
+        bypass_document_validation, collation, comment, raw_data, hint, let_vars, max_time, projection,
         return_document, sort, upsert, write_concern,
     }
     FindOneAndUpdateOptions {
-        array_filters, bypass_document_validation, collation, comment, hint, let_vars,
+        array_filters, bypass_document_validation, collation, comment, raw_data, hint, let_vars,
         max_time, projection, return_document, sort, upsert, write_concern,
     }
 );
@@ -683,6 +741,38 @@ into_internal!(FindAndModifyOptions:
 mod tests {
     use super::*;
     use bson::doc;
+
+    /// Every CRUD options struct reads `rawData` (the name the specs give it) and
+    /// hands it to the options of the command it becomes.
+    #[test]
+    fn raw_data_reads_as_the_specs_spell_it_and_reaches_the_command_options() {
+        fn read<T: serde::de::DeserializeOwned>() -> T {
+            bson::deserialize_from_document(doc! { "rawData": true }).unwrap()
+        }
+        let set = Some(true);
+        assert_eq!(read::<FindOptions>().raw_data, set);
+        assert_eq!(FindOptions::from(read::<FindOneOptions>()).raw_data, set);
+        assert_eq!(read::<AggregateOptions>().raw_data, set);
+        assert_eq!(read::<CountOptions>().raw_data, set);
+        let estimated = read::<EstimatedDocumentCountOptions>();
+        assert_eq!(CountOptions::from(estimated).raw_data, set);
+        assert_eq!(read::<DistinctOptions>().raw_data, set);
+        assert_eq!(WriteOptions::from(read::<InsertOneOptions>()).raw_data, set);
+        assert_eq!(
+            WriteOptions::from(read::<InsertManyOptions>()).raw_data,
+            set
+        );
+        assert_eq!(WriteOptions::from(read::<UpdateOptions>()).raw_data, set);
+        assert_eq!(WriteOptions::from(read::<ReplaceOptions>()).raw_data, set);
+        assert_eq!(WriteOptions::from(read::<DeleteOptions>()).raw_data, set);
+        let delete = read::<FindOneAndDeleteOptions>();
+        assert_eq!(FindAndModifyOptions::from(delete).raw_data, set);
+        let replace = read::<FindOneAndReplaceOptions>();
+        assert_eq!(FindAndModifyOptions::from(replace).raw_data, set);
+        let update = read::<FindOneAndUpdateOptions>();
+        assert_eq!(FindAndModifyOptions::from(update).raw_data, set);
+        assert_eq!(read::<bulk_write::BulkWriteOptions>().raw_data, set);
+    }
 
     #[test]
     fn cursor_types_read_as_the_spec_tests_spell_them() {

@@ -67,7 +67,7 @@ impl Operation for Find<'_> {
         Target::Read(&self.selection_criteria)
     }
 
-    fn build(&mut self, _hello: &HelloReply) -> Result<Command> {
+    fn build(&mut self, hello: &HelloReply) -> Result<Command> {
         let options = &self.options;
         let mut body = doc! {
             "find": self.namespace.coll.as_str(),
@@ -139,6 +139,7 @@ impl Operation for Find<'_> {
                 ("collation", options.collation.clone().map(Bson::from)),
                 ("allowDiskUse", options.allow_disk_use.map(Bson::Boolean)),
                 ("let", document(&options.let_vars)),
+                hello.raw_data_field(options.raw_data),
             ],
         );
         Ok(Command::new(self.namespace.db.as_str(), body))
@@ -234,7 +235,7 @@ impl Operation for Aggregate<'_> {
         }
     }
 
-    fn build(&mut self, _hello: &HelloReply) -> Result<Command> {
+    fn build(&mut self, hello: &HelloReply) -> Result<Command> {
         let options = &self.options;
         let target = match self.collection {
             Some(collection) => Bson::String(collection.to_string()),
@@ -272,6 +273,7 @@ impl Operation for Aggregate<'_> {
                 read_concern_field(self.read_concern.as_ref()),
                 ("writeConcern", write_concern),
                 ("let", document(&options.let_vars)),
+                hello.raw_data_field(options.raw_data),
             ],
         );
         Ok(Command::new(self.database, body))
@@ -339,6 +341,8 @@ pub(crate) struct SimpleRead<'a> {
     pub body: Document,
     pub selection_criteria: SelectionCriteria,
     pub read_concern: Option<ReadConcern>,
+    /// `rawData`, added when the server knows it.
+    pub raw_data: Option<bool>,
     /// Reads the result from the reply.
     pub result: fn(&Document) -> Result<Bson>,
 }
@@ -354,9 +358,15 @@ impl Operation for SimpleRead<'_> {
         Target::Read(&self.selection_criteria)
     }
 
-    fn build(&mut self, _hello: &HelloReply) -> Result<Command> {
+    fn build(&mut self, hello: &HelloReply) -> Result<Command> {
         let mut body = self.body.clone();
-        insert_present(&mut body, [read_concern_field(self.read_concern.as_ref())]);
+        insert_present(
+            &mut body,
+            [
+                read_concern_field(self.read_concern.as_ref()),
+                hello.raw_data_field(self.raw_data),
+            ],
+        );
         Ok(Command::new(self.database, body))
     }
 
@@ -371,5 +381,67 @@ impl Operation for SimpleRead<'_> {
 
     fn supports_read_concern(&self) -> bool {
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// CRUD spec, `rawData` of find, aggregate, count and distinct: in the command
+    /// when set, for MongoDB 8.2+ only.
+    #[test]
+    fn the_reads_send_raw_data_to_servers_that_know_it() {
+        let hello = |max_wire_version| HelloReply {
+            max_wire_version,
+            ..HelloReply::default()
+        };
+        let raw_data = |command: Command| command.body.get("rawData").cloned();
+        let namespace = Namespace::new("db", "coll");
+        let mut find = Find {
+            namespace: &namespace,
+            filter: doc! {},
+            options: FindOptions {
+                raw_data: Some(true),
+                ..FindOptions::default()
+            },
+            selection_criteria: SelectionCriteria::default(),
+            read_concern: None,
+        };
+        assert_eq!(raw_data(find.build(&hello(27)).unwrap()), Some(true.into()));
+        assert_eq!(raw_data(find.build(&hello(26)).unwrap()), None);
+        find.options.raw_data = None;
+        assert_eq!(raw_data(find.build(&hello(27)).unwrap()), None);
+
+        let mut aggregate = Aggregate {
+            database: "db",
+            collection: Some("coll"),
+            pipeline: Vec::new(),
+            options: AggregateOptions {
+                raw_data: Some(false),
+                ..AggregateOptions::default()
+            },
+            selection_criteria: SelectionCriteria::default(),
+            read_concern: None,
+            write_concern: None,
+        };
+        let command = aggregate.build(&hello(27)).unwrap();
+        assert_eq!(raw_data(command), Some(false.into()));
+        assert_eq!(raw_data(aggregate.build(&hello(25)).unwrap()), None);
+
+        let mut distinct = SimpleRead {
+            database: "db",
+            body: doc! { "distinct": "coll", "key": "k" },
+            selection_criteria: SelectionCriteria::default(),
+            read_concern: None,
+            raw_data: Some(true),
+            result: |_| Ok(Bson::Null),
+        };
+        let command = distinct.build(&hello(27)).unwrap();
+        assert_eq!(
+            command.body,
+            doc! { "distinct": "coll", "key": "k", "rawData": true }
+        );
+        assert_eq!(raw_data(distinct.build(&hello(21)).unwrap()), None);
     }
 }

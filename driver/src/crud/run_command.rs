@@ -36,6 +36,8 @@ pub(crate) struct RunCommand {
     retryability: Retryability,
     /// What the command does: [`Access::Either`] for a command the application gave.
     access: Access,
+    /// `rawData` of a helper's command, added when the server knows it.
+    raw_data: Option<bool>,
 }
 
 impl RunCommand {
@@ -64,6 +66,7 @@ impl RunCommand {
             }),
             retryability: Retryability::None,
             access: Access::Either,
+            raw_data: None,
         })
     }
 
@@ -80,6 +83,14 @@ impl RunCommand {
     pub fn retryable_read(mut self) -> RunCommand {
         self.retryability = Retryability::Read;
         self.access = Access::Read;
+        self
+    }
+
+    /// The same command with the `rawData` of the helper's options (the index
+    /// helpers: Index Management spec, `rawData`), which [`build`](Operation::build)
+    /// sends only to servers that know it.
+    pub fn with_raw_data(mut self, raw_data: Option<bool>) -> RunCommand {
+        self.raw_data = raw_data;
         self
     }
 }
@@ -99,8 +110,10 @@ impl Operation for RunCommand {
         self.access
     }
 
-    fn build(&mut self, _hello: &HelloReply) -> Result<Command> {
-        Ok(self.command.clone())
+    fn build(&mut self, hello: &HelloReply) -> Result<Command> {
+        let mut command = self.command.clone();
+        crate::bson_util::insert_present(&mut command.body, [hello.raw_data_field(self.raw_data)]);
+        Ok(command)
     }
 
     fn handle_reply(
@@ -307,6 +320,37 @@ mod tests {
         RunCursorCommand::new("db", command, None)
             .unwrap()
             .with_get_more(options)
+    }
+
+    /// Index Management spec, `rawData` of createIndexes, dropIndexes and
+    /// listIndexes, which the index helpers send through a `RunCommand`: added when
+    /// set, for MongoDB 8.2+ only.
+    #[test]
+    fn a_helpers_raw_data_goes_to_servers_that_know_it() {
+        let hello = |max_wire_version| HelloReply {
+            max_wire_version,
+            ..HelloReply::default()
+        };
+        let command = doc! { "dropIndexes": "coll", "index": "*" };
+        let mut run = RunCommand::new("db", command.clone(), None)
+            .unwrap()
+            .write()
+            .with_raw_data(Some(true));
+        let mut sent = command.clone();
+        sent.insert("rawData", true);
+        assert_eq!(run.build(&hello(27)).unwrap().body, sent);
+        assert_eq!(run.build(&hello(25)).unwrap().body, command);
+        let mut listing = RunCursorCommand::from(
+            RunCommand::new("db", doc! { "listIndexes": "coll" }, None)
+                .unwrap()
+                .retryable_read()
+                .with_raw_data(Some(false)),
+        );
+        let body = listing.build(&hello(27)).unwrap().body;
+        assert_eq!(body.get("rawData"), Some(&Bson::Boolean(false)));
+        // A command the application wrote is sent as given.
+        let mut given = RunCommand::new("db", command.clone(), None).unwrap();
+        assert_eq!(given.build(&hello(27)).unwrap().body, command);
     }
 
     #[test]

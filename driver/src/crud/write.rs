@@ -592,6 +592,7 @@ impl Operation for WriteBatch<'_> {
                 ("bypassDocumentValidation", bypass),
                 ("comment", options.comment.clone()),
                 ("let", let_vars),
+                hello.raw_data_field(options.raw_data),
             ],
         );
         // The documents move into the command rather than being copied (a large insert's
@@ -714,7 +715,7 @@ impl Operation for FindAndModify<'_> {
         Target::Write
     }
 
-    fn build(&mut self, _hello: &HelloReply) -> Result<Command> {
+    fn build(&mut self, hello: &HelloReply) -> Result<Command> {
         let options = self.options;
         let mut body = doc! {
             "findAndModify": self.namespace.coll.as_str(),
@@ -755,6 +756,7 @@ impl Operation for FindAndModify<'_> {
                 ("let", options.let_vars.clone().map(Bson::Document)),
                 ("comment", options.comment.clone()),
                 ("maxTimeMS", options.max_time.map(millis)),
+                hello.raw_data_field(options.raw_data),
             ],
         );
         if let Some(concern) = self.write_concern.filter(|concern| !concern.is_empty()) {
@@ -1189,6 +1191,48 @@ mod tests {
             WriteBatch::new(&namespace, WriteKind::Delete, &mut deletes, &options, None);
         first.batch_len = Some(1);
         assert_eq!(first.retryability(), Retryability::Write);
+    }
+
+    /// CRUD spec, `rawData` of the writes, their bulk write and the find-and-modify
+    /// operations: in the command when set, for MongoDB 8.2+ only.
+    #[test]
+    fn the_writes_send_raw_data_to_servers_that_know_it() {
+        let hello = |max_wire_version| HelloReply {
+            max_wire_version,
+            ..HelloReply::default()
+        };
+        let namespace = namespace();
+        let options = BulkWriteOptions {
+            raw_data: Some(true),
+            ..BulkWriteOptions::default()
+        };
+        for kind in [WriteKind::Insert, WriteKind::Update, WriteKind::Delete] {
+            let mut statements = inserts(&[1]);
+            let mut batch = WriteBatch::new(&namespace, kind, &mut statements, &options, None);
+            let command = batch.build(&hello(27)).unwrap();
+            assert_eq!(command.body.get("rawData"), Some(&Bson::Boolean(true)));
+            batch.reclaim(command.sequences);
+            let command = batch.build(&hello(25)).unwrap();
+            assert_eq!(command.body.get("rawData"), None, "{kind:?}");
+        }
+        let options = FindAndModifyOptions {
+            raw_data: Some(true),
+            ..FindAndModifyOptions::default()
+        };
+        let mut find_and_modify = FindAndModify {
+            namespace: &namespace,
+            filter: doc! {},
+            action: FindAndModifyAction::Delete,
+            options: &options,
+            write_concern: None,
+        };
+        let command = find_and_modify.build(&hello(27)).unwrap();
+        assert_eq!(
+            command.body,
+            doc! { "findAndModify": "coll", "query": {}, "remove": true, "rawData": true }
+        );
+        let command = find_and_modify.build(&hello(25)).unwrap();
+        assert_eq!(command.body.get("rawData"), None);
     }
 
     #[test]

@@ -165,6 +165,8 @@ struct Plan {
     write_concern: WriteConcern,
     ordered: bool,
     verbose: bool,
+    /// `rawData`, added to the body when the server knows it.
+    raw_data: Option<bool>,
 }
 
 impl Plan {
@@ -226,6 +228,7 @@ impl Plan {
             write_concern,
             ordered,
             verbose,
+            raw_data: options.raw_data,
         })
     }
 
@@ -398,11 +401,12 @@ impl Operation for BulkWriteBatch<'_> {
     }
 
     fn build(&mut self, hello: &HelloReply) -> Result<Command> {
-        let body = &self.plan.body;
+        let mut body = self.plan.body.clone();
+        insert_present(&mut body, [hello.raw_data_field(self.plan.raw_data)]);
         let built = match &self.built {
             Some(built) => built,
             None => {
-                let body_len = RawDocumentBuf::try_from(body)
+                let body_len = RawDocumentBuf::try_from(&body)
                     .map_err(Error::serialization)?
                     .as_bytes()
                     .len();
@@ -419,7 +423,7 @@ impl Operation for BulkWriteBatch<'_> {
         // `nsInfo` as document sequences.
         Ok(Command {
             database: "admin".to_string(),
-            body: body.clone(),
+            body,
             sequences: vec![
                 DocumentSequence::new("ops", built.ops.clone()),
                 DocumentSequence::new("nsInfo", built.ns_info.clone()),
@@ -985,7 +989,7 @@ mod tests {
             bypass_document_validation: Some(false),
             comment: Some(Bson::String("c".into())),
             let_vars: Some(doc! { "id": 1 }),
-            write_concern: None,
+            ..ClientBulkWriteOptions::default()
         };
         let body = plan(options, true, WriteConcern::majority()).unwrap().body;
         assert_eq!(
@@ -996,6 +1000,26 @@ mod tests {
                 "writeConcern": { "w": "majority" },
             }
         );
+    }
+
+    /// Bulk Write spec, "BulkWriteOptions": `rawData` goes in the command, to MongoDB
+    /// 8.2+ only.
+    #[test]
+    fn raw_data_is_sent_to_servers_that_know_it() {
+        let options = ClientBulkWriteOptions {
+            raw_data: Some(true),
+            ..ClientBulkWriteOptions::default()
+        };
+        let plan = plan(options, false, WriteConcern::default()).unwrap();
+        let built = |max_wire_version| {
+            let hello = HelloReply {
+                max_wire_version,
+                ..HelloReply::default()
+            };
+            BulkWriteBatch::new(&plan, 0).build(&hello).unwrap().body
+        };
+        assert_eq!(built(27).get("rawData"), Some(&Bson::Boolean(true)));
+        assert_eq!(built(25).get("rawData"), None);
     }
 
     #[test]

@@ -21,6 +21,10 @@ pub struct BulkWriteOptions {
     pub bypass_document_validation: Option<bool>,
     /// A comment for the server's logs (any BSON value on MongoDB 4.4+).
     pub comment: Option<Bson>,
+    /// Internal, for MongoDB's own teams (`rawData`, MongoDB 8.2+): works on the
+    /// underlying namespaces of time-series collections. Not for applications; it may
+    /// change or go in any release (CRUD spec, `rawData`). Not sent to older servers.
+    pub raw_data: Option<bool>,
     /// Variables for the filters and pipelines of the updates and deletes (`let`;
     /// MongoDB 5.0+); a collection's bulk write does not send them with inserts.
     #[serde(rename = "let")]
