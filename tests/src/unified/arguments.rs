@@ -29,6 +29,7 @@ pub const FIND: &[&str] = &[
     "min",
     "noCursorTimeout",
     "projection",
+    "rawData",
     "readConcern",
     "readPreference",
     "returnKey",
@@ -49,6 +50,7 @@ pub const FIND_ONE: &[&str] = &[
     "maxTimeMS",
     "min",
     "projection",
+    "rawData",
     "readConcern",
     "readPreference",
     "returnKey",
@@ -67,6 +69,7 @@ pub const AGGREGATE: &[&str] = &[
     "let",
     "maxAwaitTimeMS",
     "maxTimeMS",
+    "rawData",
     "readConcern",
     "readPreference",
     "timeoutMode",
@@ -79,6 +82,7 @@ pub const COUNT: &[&str] = &[
     "hint",
     "limit",
     "maxTimeMS",
+    "rawData",
     "readConcern",
     "readPreference",
     "skip",
@@ -89,19 +93,32 @@ pub const DISTINCT: &[&str] = &[
     "comment",
     "hint",
     "maxTimeMS",
+    "rawData",
     "readConcern",
     "readPreference",
 ];
 /// The options of `estimatedDocumentCount`
 /// (`anymongo::options::EstimatedDocumentCountOptions`).
-pub const ESTIMATED_COUNT: &[&str] = &["comment", "maxTimeMS", "readConcern", "readPreference"];
+pub const ESTIMATED_COUNT: &[&str] = &[
+    "comment",
+    "maxTimeMS",
+    "rawData",
+    "readConcern",
+    "readPreference",
+];
 /// The options of `insertOne` (`anymongo::options::InsertOneOptions`).
-pub const INSERT_ONE: &[&str] = &["bypassDocumentValidation", "comment", "writeConcern"];
+pub const INSERT_ONE: &[&str] = &[
+    "bypassDocumentValidation",
+    "comment",
+    "rawData",
+    "writeConcern",
+];
 /// The options of `insertMany` (`anymongo::options::InsertManyOptions`).
 pub const INSERT_MANY: &[&str] = &[
     "bypassDocumentValidation",
     "comment",
     "ordered",
+    "rawData",
     "writeConcern",
 ];
 /// The options of `updateOne` and `updateMany` (`anymongo::options::UpdateOptions`).
@@ -112,6 +129,7 @@ pub const UPDATE: &[&str] = &[
     "comment",
     "hint",
     "let",
+    "rawData",
     "sort",
     "upsert",
     "writeConcern",
@@ -123,12 +141,20 @@ pub const REPLACE: &[&str] = &[
     "comment",
     "hint",
     "let",
+    "rawData",
     "sort",
     "upsert",
     "writeConcern",
 ];
 /// The options of the deletes (`anymongo::options::DeleteOptions`).
-pub const DELETE: &[&str] = &["collation", "comment", "hint", "let", "writeConcern"];
+pub const DELETE: &[&str] = &[
+    "collation",
+    "comment",
+    "hint",
+    "let",
+    "rawData",
+    "writeConcern",
+];
 /// The options of `findOneAndDelete` (`anymongo::options::FindOneAndDeleteOptions`).
 pub const FIND_ONE_AND_DELETE: &[&str] = &[
     "collation",
@@ -137,6 +163,7 @@ pub const FIND_ONE_AND_DELETE: &[&str] = &[
     "let",
     "maxTimeMS",
     "projection",
+    "rawData",
     "sort",
     "writeConcern",
 ];
@@ -149,6 +176,7 @@ pub const FIND_ONE_AND_REPLACE: &[&str] = &[
     "let",
     "maxTimeMS",
     "projection",
+    "rawData",
     "returnDocument",
     "sort",
     "upsert",
@@ -164,6 +192,7 @@ pub const FIND_ONE_AND_UPDATE: &[&str] = &[
     "let",
     "maxTimeMS",
     "projection",
+    "rawData",
     "returnDocument",
     "sort",
     "upsert",

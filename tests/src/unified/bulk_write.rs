@@ -22,6 +22,7 @@ pub const OPTIONS: &[&str] = &[
     "comment",
     "let",
     "ordered",
+    "rawData",
     "writeConcern",
 ];
 

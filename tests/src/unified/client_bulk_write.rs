@@ -26,6 +26,7 @@ const OPTIONS: &[&str] = &[
     "comment",
     "let",
     "ordered",
+    "rawData",
     "verboseResults",
     "writeConcern",
 ];

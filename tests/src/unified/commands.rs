@@ -227,7 +227,13 @@ const LIST_COLLECTIONS: &[&str] = &[
     "timeoutMode",
 ];
 /// The options of `listIndexes` (`anymongo::index_management::ListIndexesOptions`).
-const LIST_INDEXES: &[&str] = &["maxTimeMS", "batchSize", "comment", "timeoutMode"];
+const LIST_INDEXES: &[&str] = &[
+    "maxTimeMS",
+    "batchSize",
+    "comment",
+    "rawData",
+    "timeoutMode",
+];
 
 /// Spec `listCollections` (`names`: `listCollectionNames`) with the driver's
 /// `Database::list_collections` and `list_collection_names`; pymongo's
@@ -349,7 +355,13 @@ pub async fn create_index(operation: &Operation, context: &mut Context) -> Resul
 
 /// The options of `createIndex` that are the command's (`CreateIndexOptions`); the
 /// others are the index's own.
-const CREATE_INDEX: &[&str] = &["commitQuorum", "maxTimeMS", "comment", "writeConcern"];
+const CREATE_INDEX: &[&str] = &[
+    "commitQuorum",
+    "maxTimeMS",
+    "comment",
+    "rawData",
+    "writeConcern",
+];
 
 /// The options of an index itself (Index Management spec, "IndexOptions").
 const INDEX_OPTIONS: &[&str] = &[
@@ -398,7 +410,8 @@ pub async fn drop_index(
         true => None,
         false => Some(arguments.string("name")?),
     };
-    let options: DropIndexOptions = arguments.options(&["maxTimeMS", "comment", "writeConcern"])?;
+    let options: DropIndexOptions =
+        arguments.options(&["maxTimeMS", "comment", "rawData", "writeConcern"])?;
     let dropped = match (&name, &session) {
         (Some(name), Some(session)) => {
             collection

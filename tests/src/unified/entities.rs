@@ -398,7 +398,7 @@ pub async fn create(
             entities.insert(&collection.id, Entity::Collection(entity))?;
         }
         EntityDescription::Session(session) => {
-            let options = session_options(session.session_options.as_ref())?;
+            let options = session_options(session.session_options.as_ref(), entities)?;
             let client = &entities.client(&session.client)?.client;
             let entity = SessionEntity {
                 session: client
@@ -467,8 +467,13 @@ pub fn timeout_ms(millis: &Bson, what: &str) -> Result<std::time::Duration, Abor
 }
 
 /// A session entity's `sessionOptions` (spec "entity", `session`): `causalConsistency`,
-/// `snapshot` and `defaultTransactionOptions`.
-fn session_options(options: Option<&Document>) -> Result<SessionOptions, Abort> {
+/// `snapshot`, `defaultTransactionOptions`, `defaultTimeoutMS`, and `snapshotTime`,
+/// the name of the entity that holds the timestamp (Sessions spec tests, "Specific
+/// operations and behaviour for unified tests").
+fn session_options(
+    options: Option<&Document>,
+    entities: &EntityMap,
+) -> Result<SessionOptions, Abort> {
     let mut parsed = SessionOptions::default();
     for (key, value) in options.into_iter().flatten() {
         match (key.as_str(), value) {
@@ -482,6 +487,14 @@ fn session_options(options: Option<&Document>) -> Result<SessionOptions, Abort> 
                 )
             }
             ("snapshot", Bson::Boolean(snapshot)) => parsed.snapshot = Some(*snapshot),
+            ("snapshotTime", Bson::String(id)) => match entities.value(id)? {
+                Bson::Timestamp(time) => parsed.snapshot_time = Some(*time),
+                other => {
+                    return Err(Abort::Failed(format!(
+                        "sessionOptions.snapshotTime: the entity {id:?} is {other}, not a timestamp"
+                    )))
+                }
+            },
             ("defaultTimeoutMS", millis) => {
                 parsed.default_timeout = Some(timeout_ms(millis, "sessionOptions")?)
             }
@@ -748,21 +761,35 @@ mod tests {
         assert!(lsid.contains("not a session"), "{lsid}");
     }
 
+    #[test]
+    fn a_snapshot_time_is_read_from_the_entity_it_names() {
+        let mut entities = EntityMap::default();
+        let time = bson::Timestamp {
+            time: 7,
+            increment: 1,
+        };
+        entities
+            .insert("t", Entity::Value(Bson::Timestamp(time)))
+            .unwrap();
+        entities.insert("n", Entity::Value(Bson::Int32(1))).unwrap();
+        let options = doc! { "snapshot": true, "snapshotTime": "t" };
+        let parsed = session_options(Some(&options), &entities).unwrap();
+        assert_eq!(parsed.snapshot_time, Some(time));
+        for (name, why) in [("n", "not a timestamp"), ("none", "no entity")] {
+            let options = doc! { "snapshot": true, "snapshotTime": name };
+            assert!(matches!(
+                session_options(Some(&options), &entities),
+                Err(Abort::Failed(error)) if error.contains(why)
+            ));
+        }
+        assert!(matches!(
+            session_options(Some(&doc! { "x": 1 }), &entities),
+            Err(Abort::Unsupported(why)) if why.contains("sessionOptions.x")
+        ));
+    }
+
     #[tokio::test]
     async fn unsupported_entities_and_client_options_are_reported_as_such() {
-        let mut entities = EntityMap::default();
-        let session: EntityDescription = bson::deserialize_from_document(doc! {
-            "session": {
-                "id": "s",
-                "client": "c",
-                "sessionOptions": { "snapshotTime": "t" },
-            },
-        })
-        .unwrap();
-        assert!(matches!(
-            create(&session, &mut entities, "mongodb://127.0.0.1/").await,
-            Err(Abort::Unsupported(why)) if why.contains("sessionOptions.snapshotTime")
-        ));
         let options = doc! { "readConcern": { "level": "majority" }, "timeoutMS": 1 };
         let parsed = concerns(&options, "collectionOptions").unwrap();
         assert_eq!(parsed.timeout, Some(std::time::Duration::from_millis(1)));

@@ -199,6 +199,7 @@ pub fn handler(operation: &Operation) -> Option<Handler> {
         (false, "rename") => |op, cx| Box::pin(gridfs::rename(op, cx)),
         (false, "renameByName") => |op, cx| Box::pin(gridfs::rename_by_name(op, cx)),
         (false, "endSession") => |op, cx| Box::pin(sessions::end_session(op, cx)),
+        (false, "getSnapshotTime") => |op, cx| Box::pin(sessions::get_snapshot_time(op, cx)),
         (false, "startTransaction") => |op, cx| Box::pin(transactions::start_transaction(op, cx)),
         (false, "commitTransaction") => |op, cx| Box::pin(transactions::commit_transaction(op, cx)),
         (false, "abortTransaction") => |op, cx| Box::pin(transactions::abort_transaction(op, cx)),

@@ -2,7 +2,7 @@
 //! operations that assert on sessions (spec "Special Test Operations").
 
 use anymongo::event::command::CommandEvent;
-use bson::Document;
+use bson::{Bson, Document};
 
 use super::arguments::{known_arguments, Arguments};
 use super::events::Event;
@@ -22,6 +22,21 @@ pub async fn end_session(operation: &Operation, context: &mut Context) -> Result
     let session = entity.session.clone();
     session.close().await;
     Ok(Ok(None))
+}
+
+/// `getSnapshotTime` (Sessions spec tests, "Specific operations and behaviour for
+/// unified tests"): the session's `snapshotTime`, with the driver's
+/// `ClientSession::snapshot_time`, as a timestamp, or null when it has none (not a
+/// snapshot session, or no snapshot read yet: Snapshot Reads spec, "ClientSession
+/// changes", lets the driver return an unset value).
+pub async fn get_snapshot_time(
+    operation: &Operation,
+    context: &mut Context,
+) -> Result<Returned, Abort> {
+    known_arguments(operation, &[])?;
+    let session = &context.entities.session_mut(&operation.object)?.session;
+    let time = session.snapshot_time().map_or(Bson::Null, Bson::Timestamp);
+    Ok(Ok(Some(time)))
 }
 
 /// Spec "assertSameLsidOnLastTwoCommands" (`same`) and
