@@ -92,10 +92,18 @@ pub static SUITES: &[Suite] = &[
         run: srv_seedlist::run,
     },
     unified("crud"),
+    Suite {
+        name: "crud (anymongo's tests)",
+        run: |_| crate::unified::run(&own_tests("crud")),
+    },
     unified("retryable_reads"),
     unified("change_streams"),
     unified("retryable_writes"),
     unified("sessions"),
+    Suite {
+        name: "sessions (anymongo's tests)",
+        run: |_| crate::unified::run(&own_tests("sessions")),
+    },
     unified("transactions"),
     Suite {
         name: "transactions (sharded)",
@@ -179,6 +187,16 @@ const fn unified(name: &'static str) -> Suite {
         name,
         run: crate::unified::run,
     }
+}
+
+/// The folder `folder` of anymongo's own unified tests (`tests/data/test/`, laid out
+/// like the corpus), for APIs whose upstream tests the corpus lacks (`rawData`,
+/// `getSnapshotTime`): run beside the corpus folder of the same name, and skipped by
+/// the same known gaps.
+pub fn own_tests(folder: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("data/test")
+        .join(folder)
 }
 
 /// The corpus folder: `$ANYMONGO_SPEC_DIR` if set, else the cached copy of pymongo's
