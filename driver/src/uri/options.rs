@@ -157,6 +157,25 @@ pub(super) fn find(key: &str) -> Option<(&'static UriOption, Option<&'static Ali
     }
 }
 
+/// Options drivers have had that anymongo leaves out on purpose, each with why; like
+/// any unknown option they are ignored with a warning, which says why. The wait queue
+/// bounds `waitQueueSize` and `waitQueueMultiple`: the Connection Monitoring and
+/// Pooling spec ("Deprecated Options") says they "MUST NOT be implemented if they do
+/// not already exist in a driver"; a checkout waits as long as `waitQueueTimeoutMS` or
+/// `timeoutMS` allows instead.
+pub(super) const LEFT_OUT: &[(&str, &str)] = &[
+    (
+        "waitQueueSize",
+        "a deprecated pool option (Connection Monitoring and Pooling spec) that \
+         anymongo does not implement; bound checkouts with waitQueueTimeoutMS or timeoutMS",
+    ),
+    (
+        "waitQueueMultiple",
+        "a deprecated pool option (Connection Monitoring and Pooling spec) that \
+         anymongo does not implement; bound checkouts with waitQueueTimeoutMS or timeoutMS",
+    ),
+];
+
 /// Every option, in the order `Display` lists them.
 pub(super) fn all() -> &'static [UriOption] {
     OPTIONS

@@ -256,7 +256,13 @@ fn read_pairs(query: &str, warnings: &mut Vec<String>) -> Result<Vec<Given>> {
                     key,
                 });
             }
-            None => warnings.push(format!("Unsupported option '{key}' was ignored.")),
+            None => {
+                let why = options::LEFT_OUT
+                    .iter()
+                    .find(|(name, _)| name.eq_ignore_ascii_case(&key))
+                    .map_or(String::new(), |(_, why)| format!(": {why}"));
+                warnings.push(format!("Unsupported option '{key}' was ignored{why}."))
+            }
         }
     }
     Ok(given)

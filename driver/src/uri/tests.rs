@@ -118,6 +118,16 @@ fn options_are_typed() {
 fn invalid_values_unknown_and_repeated_keys_are_warnings() {
     for (uri, needle) in [
         ("mongodb://h/?foo=bar", "Unsupported option 'foo'"),
+        // Connection Monitoring and Pooling spec, "Deprecated Options": not
+        // implemented, so ignored with a warning, as the URI options tests expect.
+        (
+            "mongodb://h/?waitQueueSize=10",
+            "Unsupported option 'waitQueueSize' was ignored: a deprecated pool option",
+        ),
+        (
+            "mongodb://h/?WAITQUEUEMULTIPLE=2",
+            "Unsupported option 'WAITQUEUEMULTIPLE' was ignored: a deprecated pool option",
+        ),
         ("mongodb://h/?journal=", "empty"),
         ("mongodb://h/?maxIdleTimeMS=-2", "from 0 to"),
         ("mongodb://h/?connectTimeoutMS=+5", "integer"),

@@ -80,6 +80,10 @@ pub static SUITES: &[Suite] = &[
         run: uri_options::run,
     },
     Suite {
+        name: "uri_options (anymongo's tests)",
+        run: |_| uri_options::run(&own_tests("uri_options")),
+    },
+    Suite {
         name: "connection_string",
         run: connection_string::run,
     },
@@ -191,8 +195,8 @@ const fn unified(name: &'static str) -> Suite {
 
 /// The folder `folder` of anymongo's own unified tests (`tests/data/test/`, laid out
 /// like the corpus), for APIs whose upstream tests the corpus lacks (`rawData`,
-/// `getSnapshotTime`): run beside the corpus folder of the same name, and skipped by
-/// the same known gaps.
+/// `getSnapshotTime`, the `waitQueueSize` and `waitQueueMultiple` URI options): run
+/// beside the corpus folder of the same name, and skipped by the same known gaps.
 pub fn own_tests(folder: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("data/test")
