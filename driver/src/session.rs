@@ -506,7 +506,25 @@ impl ClientSession {
     }
 
     /// A snapshot session's time: given in its options, or the time its first find,
-    /// aggregate or distinct read at; `None` before then and in other sessions.
+    /// aggregate or distinct read at; `None` before then and in other sessions (Snapshot
+    /// Reads spec, "ClientSession changes": on a session that is not a snapshot session,
+    /// drivers "MUST either raise an error when the property is accessed or return an
+    /// unset value"; anymongo, as the official crate, returns `None`). Read-only: a
+    /// session's snapshot time is set only by its options or its first read.
+    ///
+    /// ```no_run
+    /// # async fn example(client: anymongo::Client) -> anymongo::Result<()> {
+    /// use anymongo::bson::{doc, Document};
+    /// let session = client.start_session().snapshot(true).await?;
+    /// let coll = client.database("shop").collection::<Document>("orders");
+    /// coll.find_one(doc! {}).session(&session).await?;
+    /// if let Some(time) = session.snapshot_time() {
+    ///     // Another snapshot session that reads the same snapshot.
+    ///     let again = client.start_session().snapshot(true).snapshot_time(time).await?;
+    ///     # let _ = again;
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub fn snapshot_time(&self) -> Option<Timestamp> {
         lock(&self.inner.state).snapshot_time
     }
