@@ -102,7 +102,7 @@ pub async fn run(
             let document = required_raw_document(args, "document")?;
             let raw = db.collection::<&RawDocument>(collection);
             let options = narrow!(options::<InsertManyOptions>(args)? => InsertOneOptions {
-                bypass_document_validation, comment, write_concern
+                bypass_document_validation, comment, raw_data, write_concern
             });
             let acknowledged = acknowledged(&db, options.write_concern.as_ref());
             let result = in_session!(session, raw.insert_one(document).with_options(options))?;
@@ -142,7 +142,7 @@ pub async fn run(
         "replaceOne" => {
             let replacement = required_document(args, "replacement")?;
             let options = narrow!(options::<UpdateOptions>(args)? => ReplaceOptions {
-                bypass_document_validation, collation, comment, hint, let_vars, sort, upsert,
+                bypass_document_validation, collation, comment, raw_data, hint, let_vars, sort, upsert,
                 write_concern
             });
             let acknowledged = acknowledged(&db, options.write_concern.as_ref());
@@ -154,7 +154,7 @@ pub async fn run(
         }
         "deleteOne" | "deleteMany" => {
             let options = narrow!(options::<UpdateOptions>(args)? => DeleteOptions {
-                collation, comment, hint, let_vars, write_concern
+                collation, comment, raw_data, hint, let_vars, write_concern
             });
             let acknowledged = acknowledged(&db, options.write_concern.as_ref());
             let result = match op {
@@ -166,7 +166,7 @@ pub async fn run(
         "findOne" => {
             let raw = coll.clone_with_type::<RawDocumentBuf>();
             let options = narrow!(options::<FindOptions>(args)? => FindOneOptions {
-                allow_partial_results, collation, comment, hint, max, max_scan, max_time, min,
+                allow_partial_results, collation, comment, raw_data, hint, max, max_scan, max_time, min,
                 projection, read_concern, selection_criteria, return_key, show_record_id, skip,
                 sort, let_vars
             });
@@ -189,7 +189,7 @@ pub async fn run(
                     metadata session,
                     coll.find_one_and_replace(filter, required_document(args, "replacement")?)
                         .with_options(narrow!(options => FindOneAndReplaceOptions {
-                            bypass_document_validation, collation, comment, hint, let_vars,
+                            bypass_document_validation, collation, comment, raw_data, hint, let_vars,
                             max_time, projection, return_document, sort, upsert, write_concern
                         }))
                 ),
@@ -197,7 +197,7 @@ pub async fn run(
                     metadata session,
                     coll.find_one_and_delete(filter).with_options(
                         narrow!(options => FindOneAndDeleteOptions {
-                            collation, comment, hint, let_vars, max_time, projection, sort,
+                            collation, comment, raw_data, hint, let_vars, max_time, projection, sort,
                             write_concern
                         })
                     )
@@ -245,7 +245,7 @@ pub async fn run(
         }
         "estimatedDocumentCount" => {
             let options = narrow!(options::<CountOptions>(args)? => EstimatedDocumentCountOptions {
-                comment, max_time, read_concern, selection_criteria
+                comment, raw_data, max_time, read_concern, selection_criteria
             });
             let n = in_session!(
                 session,
@@ -260,7 +260,7 @@ pub async fn run(
                 ));
             };
             let options = narrow!(options::<CountOptions>(args)? => DistinctOptions {
-                collation, comment, hint, max_time, read_concern, selection_criteria
+                collation, comment, raw_data, hint, max_time, read_concern, selection_criteria
             });
             let values = in_session!(session, coll.distinct(key, filter).with_options(options))?;
             doc! { "values": values }
