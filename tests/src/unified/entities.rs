@@ -790,6 +790,7 @@ mod tests {
 
     #[tokio::test]
     async fn unsupported_entities_and_client_options_are_reported_as_such() {
+        let mut entities = EntityMap::default();
         let options = doc! { "readConcern": { "level": "majority" }, "timeoutMS": 1 };
         let parsed = concerns(&options, "collectionOptions").unwrap();
         assert_eq!(parsed.timeout, Some(std::time::Duration::from_millis(1)));
