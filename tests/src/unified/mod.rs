@@ -16,10 +16,11 @@
 //!
 //! Each test counts once: passed, failed, or skipped with a reason that starts with
 //! one of [`UNMET`], [`UNSUPPORTED`], [`SKIP_REASON`], [`SCHEMA`],
-//! [`known_gaps::DRIVER_GAP`], [`known_gaps::SERVER_GAP`] or [`known_gaps::OUTDATED`],
-//! so that tests the server cannot run stay apart from tests the driver or runner
-//! cannot run yet, and from tests that fail for a documented gap or an outdated copy
-//! ([`known_gaps`]). A test whose operation
+//! [`known_gaps::DRIVER_GAP`] or [`known_gaps::SERVER_GAP`], so that tests the server
+//! cannot run stay apart from tests the driver or runner cannot run yet, and from tests
+//! that fail for a documented gap ([`known_gaps`]). A file whose corpus copy is older
+//! than the spec is read in its current version ([`crate::spec::current_version`]).
+//! A test whose operation
 //! [`operations::unsupported`] names is skipped before any setup.
 //!
 //! Nothing hangs: each operation gets [`OPERATION_TIMEOUT`], each file
