@@ -280,8 +280,9 @@ pub fn json_files(dir: &Path) -> Result<Vec<String>, String> {
 pub type JsonTest = serde_json::Map<String, serde_json::Value>;
 
 /// Runs each JSON file under `dir` that `include` accepts as one test (the formats
-/// whose file is the test): a file for which `skip` gives a reason (it sees the
-/// file's content) is set aside, every other one goes to `run_file`.
+/// whose file is the test), read in its [`current_version`]: a file for which `skip`
+/// gives a reason (it sees the file's content) is set aside, every other one goes to
+/// `run_file`.
 pub fn run_json_files(
     dir: &Path,
     include: impl Fn(&str) -> bool,
@@ -297,7 +298,7 @@ pub fn run_json_files(
         }
     };
     for file in files.into_iter().filter(|file| include(file)) {
-        let test = match read_json_object(&dir.join(&file)) {
+        let test = match read_json_object(&current_version(&dir.join(&file))) {
             Ok(test) => test,
             Err(why) => {
                 outcome.failed.push((file, why));
