@@ -960,6 +960,12 @@ impl<T: DeserializeOwned + 'static> ChangeStream<T> {
                     }
                     let stale = stale.map(|spec| *spec);
                     if !is_resumable(&error, self.max_wire_version) {
+                        // The stream is closed: a pinned server cursor is killed on its
+                        // connection, which then goes (Load Balancer spec, "Behaviour
+                        // With Cursors").
+                        if let Some(stale) = stale.filter(|spec| spec.pinned.is_some()) {
+                            crate::cursor::kill_later(stale);
+                        }
                         return Poll::Ready(Advance::Event(Err(error)));
                     }
                     let start = self.resume.resume_point();

@@ -310,6 +310,12 @@ pub struct Cursor<T> {
     call_deadline: Option<Instant>,
     /// The document [`advance`](Cursor::advance) moved to.
     current: Option<RawDocumentBuf>,
+    /// Load-balanced mode, after a getMore failed: the server cursor and the
+    /// connection pinned to it, which stays with the cursor until it is closed or
+    /// dropped (Load Balancer spec, "Behaviour With Cursors"); that kills the server
+    /// cursor on the connection, unless a network error broke it, then lets the
+    /// connection go.
+    failed_pinned: Option<Box<CursorSpec>>,
     _documents: PhantomData<fn() -> T>,
 }
 
@@ -353,6 +359,7 @@ impl<T> Cursor<T> {
             empty_batches: 0,
             call_deadline: None,
             current: None,
+            failed_pinned: None,
             _documents: PhantomData,
         }
     }
@@ -452,6 +459,7 @@ impl<T> Cursor<T> {
             empty_batches: self.empty_batches,
             call_deadline: self.call_deadline,
             current: self.current.take(),
+            failed_pinned: self.failed_pinned.take(),
             _documents: PhantomData,
         }
     }
@@ -460,7 +468,7 @@ impl<T> Cursor<T> {
     /// in the background).
     pub async fn close(mut self) -> Result<()> {
         self.in_flight = None;
-        match self.spec.take() {
+        match self.spec.take().or_else(|| self.failed_pinned.take()) {
             Some(spec) => kill(&spec.executor, PendingKill::of(&spec)).await,
             None => Ok(()),
         }
@@ -483,8 +491,7 @@ impl<T> Cursor<T> {
         match step {
             Step::Document(document) => Ok(Some(document)),
             Step::EmptyBatch | Step::End => Ok(None),
-            // The server cursor is gone, unreachable or already being killed.
-            Step::Failed(error, _) => Err(error),
+            Step::Failed(error, spec) => Err(self.failed(error, spec)),
         }
     }
 
@@ -493,6 +500,15 @@ impl<T> Cursor<T> {
     /// tailable cursor stays alive across empty batches until the server ends it.
     pub fn is_alive(&self) -> bool {
         !self.buffer.is_empty() || self.spec.is_some()
+    }
+
+    /// The `error` a getMore failed with, once the cursor is closed: a load-balanced
+    /// cursor keeps its server cursor `spec` and pinned connection for `close` (or the
+    /// drop) to kill and let go ([`get_more`] does not); any other's server cursor is
+    /// gone, unreachable or already killed.
+    fn failed(&mut self, error: Error, spec: Option<Box<CursorSpec>>) -> Error {
+        self.failed_pinned = spec.filter(|spec| spec.pinned.is_some());
+        error
     }
 
     /// Ends the call under way: the next getMore of a cursor whose timeoutMS bounds
@@ -518,8 +534,7 @@ impl<T> Cursor<T> {
             Step::EmptyBatch => return crate::rt::poll_yield(cx),
             Step::Document(document) => Some(Ok(document)),
             Step::End => None,
-            // The server cursor is gone, unreachable or already being killed.
-            Step::Failed(error, _) => Some(Err(error)),
+            Step::Failed(error, spec) => Some(Err(self.failed(error, spec))),
         })
     }
 }
@@ -742,7 +757,7 @@ pub(crate) fn deserialize<T: DeserializeOwned + 'static>(document: &RawDocument)
 
 impl<T> Drop for Cursor<T> {
     fn drop(&mut self) {
-        if let Some(spec) = self.spec.take() {
+        if let Some(spec) = self.spec.take().or_else(|| self.failed_pinned.take()) {
             kill_later(*spec);
         }
     }
@@ -750,7 +765,7 @@ impl<T> Drop for Cursor<T> {
 
 /// Kills the server cursor `spec` names without waiting: at once on a runtime that
 /// can spawn, otherwise before the client's next operation.
-fn kill_later(spec: CursorSpec) {
+pub(crate) fn kill_later(spec: CursorSpec) {
     let pending = PendingKill::of(&spec);
     match spec.executor.runtime().spawner.clone() {
         Some(spawner) => spawner.spawn(boxed(async move {
@@ -777,23 +792,17 @@ async fn get_more(spec: CursorSpec, deadline: Option<Instant>) -> Result<Batch> 
     )
     .await;
     if let Err(error) = &result {
-        let kills = match &spec.pinned {
-            // A pinned cursor whose getMore failed is killed on its connection before
-            // the connection goes back to the pool with the cursor; after a network
-            // error the connection is no longer valid and nothing is sent (Load
-            // Balancer spec, "Behaviour With Cursors").
-            Some(pinned) => !error.is_network_error() && !pinned.is_broken(),
-            // Any other cursor after a server error, so that it does not linger on the
-            // server until it times out; one that timed out stays, for `close` (or
-            // the drop) to kill with a timeoutMS of its own (Client Side Operations
-            // Timeout spec, "Cursors").
-            None => {
-                spec.kills_on_error
-                    && !error.is_network_error()
-                    && !error.is_operation_timeout()
-                    && error.code() != Some(CURSOR_NOT_FOUND)
-            }
-        };
+        // A cursor that is not pinned is killed after a server error, so that it does
+        // not linger on the server until it times out; one that timed out stays, for
+        // `close` (or the drop) to kill with a timeoutMS of its own (Client Side
+        // Operations Timeout spec, "Cursors"). A pinned cursor keeps its connection
+        // until it is closed, which kills it there (Load Balancer spec, "Behaviour With
+        // Cursors"): whoever holds the spec does (`Cursor::failed`, a change stream).
+        let kills = spec.pinned.is_none()
+            && spec.kills_on_error
+            && !error.is_network_error()
+            && !error.is_operation_timeout()
+            && error.code() != Some(CURSOR_NOT_FOUND);
         if kills {
             // Best effort: the server times idle cursors out anyway.
             let _ = spec.kill().await;
@@ -1045,6 +1054,7 @@ mod tests {
             empty_batches: 0,
             call_deadline: None,
             current: None,
+            failed_pinned: None,
             _documents: PhantomData,
         }
     }

@@ -12,6 +12,7 @@ use anymongo::ClientOptions;
 use anymongo_tests::unified::logs::{observed_client, LogMessage};
 use anymongo_tests::{harness, server};
 use futures::TryStreamExt;
+use tracing::Level;
 
 /// Every test finishes well within this, or fails.
 const TEST_BOUND: Duration = Duration::from_secs(30);
@@ -155,6 +156,9 @@ async fn a_selection_that_times_out_logs_started_waiting_and_failed() {
         );
         assert!(!field(message, "topologyDescription").is_empty());
     }
+    // server-selection.md: the waiting message at info, the others at debug.
+    let levels: Vec<Level> = messages.iter().map(|message| message.level).collect();
+    assert_eq!(levels, [Level::DEBUG, Level::INFO, Level::DEBUG]);
     assert!(messages[1].data.get_i64("remainingTimeMS").unwrap() <= 300);
     assert!(field(&messages[2], "failure").contains("timed out"));
 }

@@ -219,6 +219,46 @@ pub fn corpus_dir() -> Result<PathBuf, String> {
     Ok(dir)
 }
 
+/// The folder of the current versions of spec test files that the runners read in
+/// place of pymongo's copies, where those are patched or older than the spec text the
+/// driver follows (`tests/data/specs/current`, whose README says more).
+pub fn current_dir() -> PathBuf {
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/data/specs/current"))
+}
+
+/// The corpus paths (`suite folder/file`) of the files [`current_dir`] has a current
+/// version of: its table `files.json`, which the npm package's runner reads too.
+fn current_files() -> &'static [String] {
+    static FILES: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    FILES.get_or_init(|| {
+        let path = current_dir().join("files.json");
+        let read = std::fs::read_to_string(&path)
+            .map_err(|e| e.to_string())
+            .and_then(|text| {
+                serde_json::from_str::<Vec<serde_json::Value>>(&text).map_err(|e| e.to_string())
+            });
+        let entries = read.unwrap_or_else(|why| panic!("cannot read {}: {why}", path.display()));
+        entries
+            .iter()
+            .map(
+                |entry| match entry.get("corpus").and_then(serde_json::Value::as_str) {
+                    Some(corpus) => corpus.to_owned(),
+                    None => panic!("an entry of {} has no corpus path", path.display()),
+                },
+            )
+            .collect()
+    })
+}
+
+/// The file to read for the corpus file `path`: the current version in
+/// [`current_dir`] when the table lists a corpus path `path` ends with, else `path`.
+pub fn current_version(path: &Path) -> PathBuf {
+    match current_files().iter().find(|corpus| path.ends_with(corpus)) {
+        Some(corpus) => current_dir().join(corpus),
+        None => path.to_owned(),
+    }
+}
+
 impl Suite {
     /// The suite's folder in the corpus: its name without a ` (variant)`.
     pub fn folder(&self) -> &'static str {
@@ -262,8 +302,9 @@ pub fn json_files(dir: &Path) -> Result<Vec<String>, String> {
 pub type JsonTest = serde_json::Map<String, serde_json::Value>;
 
 /// Runs each JSON file under `dir` that `include` accepts as one test (the formats
-/// whose file is the test): a file for which `skip` gives a reason (it sees the
-/// file's content) is set aside, every other one goes to `run_file`.
+/// whose file is the test), read in its [`current_version`]: a file for which `skip`
+/// gives a reason (it sees the file's content) is set aside, every other one goes to
+/// `run_file`.
 pub fn run_json_files(
     dir: &Path,
     include: impl Fn(&str) -> bool,
@@ -279,7 +320,7 @@ pub fn run_json_files(
         }
     };
     for file in files.into_iter().filter(|file| include(file)) {
-        let test = match read_json_object(&dir.join(&file)) {
+        let test = match read_json_object(&current_version(&dir.join(&file))) {
             Ok(test) => test,
             Err(why) => {
                 outcome.failed.push((file, why));
@@ -522,6 +563,21 @@ mod tests {
         assert_eq!(suite.folder(), "crud");
         assert_eq!(suite.run(corpus.path()).unwrap().passed, 4);
         assert_eq!(unified("crud").folder(), "crud");
+    }
+
+    /// Each file of the table is kept, and read in place of the corpus's copy; other
+    /// files are read from the corpus.
+    #[test]
+    fn the_current_versions_replace_the_corpus_copies() {
+        let corpus = Path::new("/somewhere/test");
+        assert!(!current_files().is_empty());
+        for file in current_files() {
+            let current = current_dir().join(file);
+            assert!(current.is_file(), "{} is missing", current.display());
+            assert_eq!(current_version(&corpus.join(file)), current);
+        }
+        let other = corpus.join("load_balancer/transactions.json");
+        assert_eq!(current_version(&other), other);
     }
 
     #[test]

@@ -1,27 +1,14 @@
-//! The tests that fail for a gap of the driver or of the test server, or because the
-//! corpus's copy of them is older than the spec the driver follows, each named with its
-//! cause, in one table ([`KNOWN_GAPS`]): they are skipped, so that the suites stay
+//! The tests that fail for a gap of the driver or of the test server, each named with
+//! its cause, in one table ([`KNOWN_GAPS`]): they are skipped, so that the suites stay
 //! green while the gaps are documented (docs/UNIFIED_GAPS.md) instead of hidden. A
-//! gap closed makes its tests pass when run; remove its entries then.
+//! gap closed makes its tests pass when run; remove its entries then. (Where the
+//! corpus's copy of a file is older than the spec the driver follows, the runner reads
+//! its current version instead: [`crate::spec::current_version`].)
 
 /// The reason of a test skipped for a gap of the driver starts with this.
 pub const DRIVER_GAP: &str = "driver gap: ";
 /// The reason of a test skipped for a gap of the test server starts with this.
 pub const SERVER_GAP: &str = "SecantusDB gap: ";
-/// The reason of a test skipped because the corpus's copy of it contradicts the current
-/// spec (`../shared/specs`, and the specification repository's newer tests), which the
-/// driver follows, starts with this.
-pub const OUTDATED: &str = "outdated test: ";
-
-/// Why the tests that expect ConnectionClosed before PoolCleared when establishing a
-/// connection fails are outdated: the current spec tests clear the pool first, then
-/// close the connection, then fail the check-out (DRIVERS-1785; CMAP
-/// `pool-create-min-size-error`, `connection-logging` "Connection checkout fails due to
-/// error establishing connection", load balancer `sdam-error-handling` "errors during
-/// authentication are processed"), as the driver does.
-pub const CLOSED_BEFORE_CLEARED: &str = "expects ConnectionClosed before PoolCleared when \
-    establishing a connection fails; the current spec tests (DRIVERS-1785) clear the pool \
-    first, as the driver does";
 
 /// Whose gap it is, and what is missing.
 #[derive(Debug, Clone, Copy)]
@@ -30,8 +17,6 @@ pub enum Gap {
     Driver(&'static str),
     /// SecantusDB answers differently from MongoDB.
     Server(&'static str),
-    /// The corpus's copy of the test predates the current spec and contradicts it.
-    Outdated(&'static str),
 }
 
 /// One test (or, with `test` empty, every test of a file) that a gap makes fail.
@@ -181,18 +166,6 @@ pub const KNOWN_GAPS: &[KnownGap] = &[
         "interruptInUse-pool-clear.json",
         "",
         NO_WHERE,
-    ),
-    gap(
-        "load_balancer",
-        "sdam-error-handling.json",
-        "errors during authentication are processed",
-        Gap::Outdated(CLOSED_BEFORE_CLEARED),
-    ),
-    gap(
-        "connection_logging",
-        "connection-logging.json",
-        "Connection checkout fails due to error establishing connection",
-        Gap::Outdated(CLOSED_BEFORE_CLEARED),
     ),
     gap(
         "server_selection_logging",
@@ -433,7 +406,6 @@ fn reason_in(gaps: &[KnownGap], suite: &str, file: &str, test: &str) -> Option<S
         .map(|known| match known.gap {
             Gap::Driver(why) => format!("{DRIVER_GAP}{why}"),
             Gap::Server(why) => format!("{SERVER_GAP}{why}"),
-            Gap::Outdated(why) => format!("{OUTDATED}{why}"),
         })
 }
 

@@ -1,5 +1,7 @@
 // Where the spec test corpus is, and which of its folders run.js runs by default.
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { cache } from '../server.js';
 
 /** The suites the Rust runner runs with its plain unified runner, and load_balancer. */
@@ -21,4 +23,14 @@ export const DEFAULT_DIRS = [
 /** The corpus folder (pymongo's test/ folder), as tests/src/spec/mod.rs finds it: $ANYMONGO_SPEC_DIR, else the cached copy. */
 export function corpusDir() {
   return process.env.ANYMONGO_SPEC_DIR || path.join(cache, 'spec', 'pymongo-4.20.0', 'test');
+}
+
+/** The current versions of spec test files read in place of pymongo's copies (tests/data/specs/current, as the Rust runner). */
+const CURRENT_DIR = fileURLToPath(new URL('../../../tests/data/specs/current/', import.meta.url));
+const CURRENT_FILES = JSON.parse(readFileSync(path.join(CURRENT_DIR, 'files.json'), 'utf8')).map((entry) => entry.corpus);
+
+/** The file to read for the corpus file `file`: its current version when the table lists a corpus path it ends with, else `file`. */
+export function currentVersion(file) {
+  const corpus = CURRENT_FILES.find((listed) => file.split(path.sep).join('/').endsWith(`/${listed}`));
+  return corpus ? path.join(CURRENT_DIR, corpus) : file;
 }

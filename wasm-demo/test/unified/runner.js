@@ -15,6 +15,7 @@ import { EJSON } from 'bson';
 import * as api from '../../js/node.js';
 import { MatchError, Matcher, exactlyEqual, isDocument, show } from './matcher.js';
 import { knownGap } from './gaps.js';
+import { currentVersion } from './paths.js';
 import { eventCategory, EventRecorder, matchEvents, NODE_EVENTS } from './events.js';
 
 const { MongoClient, Collection, Db, MongoServerError, MongoOperationTimeoutError } = api;
@@ -1245,7 +1246,7 @@ export async function runDirectory(dir, suite, deployments, { expectFailure = fa
   for (const name of files) {
     let file;
     try {
-      file = readTestFile(path.join(dir, name));
+      file = readTestFile(currentVersion(path.join(dir, name)));
       if (typeof file.schemaVersion !== 'string' || !Array.isArray(file.tests)) throw new Error('not a unified test file');
     } catch (error) {
       if (expectFailure) result.passed += 1;

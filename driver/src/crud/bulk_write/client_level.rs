@@ -561,7 +561,12 @@ impl Outcome {
                     // awaited; its failure adds nothing to the error that stopped
                     // the bulk write.
                     if open {
-                        let _ = spec.kill().await;
+                        // A pinned cursor keeps its server cursor until it is closed
+                        // (`Cursor::close` kills it on its connection).
+                        let _ = match spec.pinned {
+                            Some(_) => cursor.close().await,
+                            None => spec.kill().await,
+                        };
                     }
                     return Err(error);
                 }
