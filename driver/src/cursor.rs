@@ -12,6 +12,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
+use tracing::Instrument;
 
 use bson::raw::RawBsonRef;
 use bson::{doc, Bson, Document, RawDocument, RawDocumentBuf};
@@ -817,6 +818,9 @@ async fn run_on_server<O: Operation>(
     if context.has_expired(now) {
         return Err(context.timeout_error("a getMore", None));
     }
+    // A getMore or killCursors is an operation of its own (OpenTelemetry spec,
+    // "Instrumenting Driver Operations").
+    let span = executor.operation_span(operation, session);
     let run = async {
         // A getMore is retried after an overload error, on the cursor's server
         // (Client Backpressure spec: every command but the monitors' and the
@@ -846,8 +850,14 @@ async fn run_on_server<O: Operation>(
             }
         }
     };
-    run.await
-        .map_err(|error| context.report(error, executor.now()))
+    let result = run
+        .instrument(span.clone())
+        .await
+        .map_err(|error| context.report(error, executor.now()));
+    if let Err(error) = &result {
+        crate::open_telemetry::record_error(&span, error);
+    }
+    result
 }
 
 async fn run_on_server_now<O: Operation>(
