@@ -141,6 +141,7 @@ pub static SUITES: &[Suite] = &[
     unified("index_management"),
     unified("causal_consistency"),
     unified("handshake/unified"),
+    unified("open_telemetry"),
     Suite {
         name: "unified-test-format/valid-fail",
         run: crate::unified::run_expecting_failure,
@@ -181,6 +182,13 @@ const fn unified(name: &'static str) -> Suite {
     }
 }
 
+/// The spec tests the repository carries (`tests/data/specs`), copied unchanged from
+/// the specifications repository where pymongo's corpus lacks them (each folder's
+/// README names its source).
+pub fn vendored_dir() -> PathBuf {
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/data/specs"))
+}
+
 /// The corpus folder: `$ANYMONGO_SPEC_DIR` if set, else the cached copy of pymongo's
 /// `test/` folder, downloaded first (`tests/setup.sh corpus`) if missing.
 pub fn corpus_dir() -> Result<PathBuf, String> {
@@ -203,9 +211,20 @@ impl Suite {
         self.name.split(" (").next().unwrap_or(self.name)
     }
 
-    /// Runs the suite from its folder under `corpus`.
-    pub fn run(&self, corpus: &Path) -> Result<SuiteOutcome, String> {
+    /// The suite's folder: under `corpus`, or, for a suite the corpus lacks, under
+    /// the repository's copy of newer spec tests ([`vendored_dir`]).
+    pub fn dir(&self, corpus: &Path) -> PathBuf {
         let dir = corpus.join(self.folder());
+        let vendored = vendored_dir().join(self.folder());
+        match !dir.is_dir() && vendored.is_dir() {
+            true => vendored,
+            false => dir,
+        }
+    }
+
+    /// Runs the suite from its folder ([`Suite::dir`]).
+    pub fn run(&self, corpus: &Path) -> Result<SuiteOutcome, String> {
+        let dir = self.dir(corpus);
         if !dir.is_dir() {
             return Err(format!("suite folder {} does not exist", dir.display()));
         }

@@ -61,6 +61,7 @@ pub mod schema;
 pub mod sdam;
 pub mod search_indexes;
 pub mod sessions;
+pub mod spans;
 pub mod threads;
 pub mod transactions;
 
@@ -71,7 +72,7 @@ use requirements::{parse_version, ServerInfo};
 
 /// The newest schema version the runner reads (spec "Test Runner Support": files of
 /// major version 1 up to this minor are compatible).
-pub const SCHEMA_VERSION: [u64; 2] = [1, 26];
+pub const SCHEMA_VERSION: [u64; 2] = [1, 27];
 
 /// How long one operation may take.
 pub const OPERATION_TIMEOUT: Duration = Duration::from_secs(10);
@@ -714,13 +715,6 @@ fn skipped(test: &Test, server: &ServerInfo) -> Option<String> {
     {
         return Some(format!("{UNMET}{why}"));
     }
-    let unsupported = [(
-        "expectTracingMessages: the driver has no tracing",
-        test.expect_tracing_messages.is_some(),
-    )];
-    if let Some((why, _)) = unsupported.iter().find(|(_, used)| *used) {
-        return Some(format!("{UNSUPPORTED}{why}"));
-    }
     test.operations
         .iter()
         .find_map(operations::unsupported)
@@ -739,9 +733,22 @@ async fn run_test(
         Some(uri) => Some(client_uri(uri, test)?),
         None => None,
     };
-    let ran = timeout_at(deadline, run_operations(&mut context, file, test))
-        .await
-        .unwrap_or_else(|_| Err(out_of_time()));
+    // Spans are collected while a client entity traces: the test's operations run in
+    // a span of the runner's, the driver's spans are filed under it.
+    let traces = file.create_entities.iter().any(|entity| {
+        matches!(entity, model::EntityDescription::Client(client) if client.observe_tracing_messages.is_some())
+    });
+    context.spans = traces.then(spans::SpanRecorder::start);
+    let test_span = context
+        .spans
+        .as_ref()
+        .map_or_else(tracing::Span::none, |recorder| recorder.span().clone());
+    let ran = timeout_at(
+        deadline,
+        tracing::Instrument::instrument(run_operations(&mut context, file, test), test_span),
+    )
+    .await
+    .unwrap_or_else(|_| Err(out_of_time()));
     // Turned off before outcomes are read, which a fail point could break; through the
     // internal client, so that no client entity records the command or its connection.
     let turned_off = turn_off_fail_points(&deployment, &context.fail_points).await;
@@ -894,6 +901,24 @@ async fn check_expectations(context: &Context, test: &Test) -> Result<(), Abort>
             .as_ref()
             .ok_or_else(|| format!("client {} has no observeLogMessages", expected.client))?;
         logs::check(expected, observer, &matcher)?;
+    }
+    for expected in test
+        .expect_tracing_messages
+        .iter()
+        .flat_map(|e| e.entries())
+    {
+        let client = context.entities.client(&expected.client)?;
+        if !client.traces {
+            return Err(Abort::Failed(format!(
+                "client {} has no observeTracingMessages",
+                expected.client
+            )));
+        }
+        let recorder = context
+            .spans
+            .as_ref()
+            .ok_or_else(|| "no client entity observes tracing".to_owned())?;
+        spans::check(expected, &recorder.spans(), &matcher)?;
     }
     if let Some(outcome) = &test.outcome {
         collections::check(&context.deployment.internal, outcome).await?;
@@ -1052,7 +1077,8 @@ mod tests {
         assert!(schema_supported("1.26"));
         assert!(schema_supported("1.26.3"));
         assert!(schema_supported("1"));
-        assert!(!schema_supported("1.27"));
+        assert!(schema_supported("1.27"));
+        assert!(!schema_supported("1.28"));
         assert!(!schema_supported("2.0"));
         assert!(!schema_supported("one"));
     }
@@ -1088,8 +1114,5 @@ mod tests {
         );
         let logs = test(doc! { "description": "t", "operations": [], "expectLogMessages": [] });
         assert_eq!(skipped(&logs, &server), None);
-        let tracing =
-            test(doc! { "description": "t", "operations": [], "expectTracingMessages": {} });
-        assert!(skipped(&tracing, &server).unwrap().contains("tracing"));
     }
 }
