@@ -341,3 +341,72 @@ impl Checker<'_> {
         )
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use bson::doc;
+
+    use super::*;
+    use crate::unified::entities::EntityMap;
+
+    fn span(name: &str, attributes: Document, parent: Option<usize>) -> CollectedSpan {
+        CollectedSpan {
+            name: name.to_owned(),
+            attributes,
+            parent,
+        }
+    }
+
+    fn expected(ignore_extra_spans: bool, spans: Bson) -> ExpectedTracingMessagesForClient {
+        bson::deserialize_from_document(doc! {
+            "client": "client0",
+            "ignoreExtraSpans": ignore_extra_spans,
+            "spans": spans,
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn spans_match_by_name_attributes_and_nesting() {
+        let spans = [
+            span("runCommand admin", doc! {}, None),
+            span("find d.c", doc! { "db.namespace": "d", "extra": 1 }, None),
+            span("find", doc! { "db.command.name": "find" }, Some(1)),
+            span("find", doc! { "db.command.name": "find" }, Some(1)),
+        ];
+        let entities = EntityMap::default();
+        let matcher = Matcher::new(&entities);
+        let find = |nested: i32| {
+            let commands: Vec<Bson> = (0..nested)
+                .map(|_| bson::bson!({ "name": "find", "attributes": { "db.command.name": "find" } }))
+                .collect();
+            bson::bson!({
+                "name": "find d.c",
+                "attributes": { "db.namespace": "d", "missing": { "$$exists": false } },
+                "nested": commands,
+            })
+        };
+        // Extra root spans and nested spans only with ignoreExtraSpans.
+        let subsequence = expected(true, bson::bson!([find(1)]));
+        assert!(check(&subsequence, &spans, &matcher).is_ok());
+        let exact = expected(false, bson::bson!([find(2)]));
+        assert!(check(&exact, &spans, &matcher).is_err());
+        let exact = expected(
+            false,
+            bson::bson!([{ "name": "runCommand admin", "attributes": {} }, find(2)]),
+        );
+        assert!(check(&exact, &spans, &matcher).is_ok());
+        let too_many = expected(true, bson::bson!([find(3)]));
+        assert!(check(&too_many, &spans, &matcher).is_err());
+        let wrong_attribute = expected(
+            true,
+            bson::bson!([{ "name": "find d.c", "attributes": { "db.namespace": "e" } }]),
+        );
+        assert!(check(&wrong_attribute, &spans, &matcher).is_err());
+        let wrong_name = expected(
+            true,
+            bson::bson!([{ "name": "find d.e", "attributes": {} }]),
+        );
+        assert!(check(&wrong_name, &spans, &matcher).is_err());
+    }
+}
