@@ -23,6 +23,7 @@ use crate::cluster::PinnedConnection;
 use crate::cluster::Server;
 use crate::error::{Error, ErrorKind, Result};
 use crate::handshake::HelloReply;
+use crate::open_telemetry::Traced;
 use crate::operation::{
     Attempt, Command, Executor, Operation, OperationContext, PendingKill, ReplyContext, Target,
     TxnNumber,
@@ -914,6 +915,14 @@ impl Operation for GetMore {
         "getMore"
     }
 
+    fn traced(&self) -> Traced<'_> {
+        Traced {
+            name: "getMore",
+            database: &self.spec.database,
+            collection: Some(&self.spec.collection),
+        }
+    }
+
     fn target(&self) -> Target<'_> {
         // Never used: a getMore goes to the cursor's server without selection.
         Target::Write
@@ -986,6 +995,14 @@ impl Operation for KillCursors<'_> {
 
     fn name(&self) -> &str {
         "killCursors"
+    }
+
+    fn traced(&self) -> Traced<'_> {
+        Traced {
+            name: "killCursors",
+            database: &self.pending.database,
+            collection: Some(&self.pending.collection),
+        }
     }
 
     fn target(&self) -> Target<'_> {

@@ -100,29 +100,29 @@ impl Tracer {
         self.enabled
     }
 
-    /// The span of an operation named `operation_name` (spec, "Instrumenting Driver
+    /// The span of the operation `traced` describes (spec, "Instrumenting Driver
     /// Operations"), started before server selection: in `transaction`'s span when it
-    /// runs in one, else in the application's current span. Its namespace comes with
-    /// its first command ([`record_namespace`]).
-    pub fn operation(&self, operation_name: &str, transaction: Option<&Span>) -> Span {
+    /// runs in one, else in the application's current span.
+    pub fn operation(&self, traced: &Traced<'_>, transaction: Option<&Span>) -> Span {
         if !self.enabled {
             return Span::none();
         }
         let parent = transaction
             .and_then(Span::id)
             .or_else(|| Span::current().id());
+        let summary = summary(traced.name, traced.database, traced.collection);
         tracing::info_span!(
             target: TARGET,
             parent: parent,
             OPERATION,
-            otel.name = Empty,
+            otel.name = summary.as_str(),
             otel.kind = "client",
             otel.status_code = Empty,
             db.system.name = "mongodb",
-            db.namespace = Empty,
-            db.collection.name = Empty,
-            db.operation.name = operation_name,
-            db.operation.summary = Empty,
+            db.namespace = traced.database,
+            db.collection.name = traced.collection,
+            db.operation.name = traced.name,
+            db.operation.summary = summary.as_str(),
             exception.message = Empty,
             "exception.type" = Empty,
             exception.stacktrace = Empty,
@@ -199,6 +199,30 @@ impl Tracer {
     }
 }
 
+/// What an operation's span names (spec, "Operation Span Name" and "Operation Span
+/// Attributes"), known before its first command is built.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Traced<'a> {
+    /// `db.operation.name`: the name of the driver operation ([`operation_name`]).
+    pub name: &'a str,
+    /// `db.namespace`: the database it runs against.
+    pub database: &'a str,
+    /// `db.collection.name`: the collection, if it targets one.
+    pub collection: Option<&'a str>,
+}
+
+impl<'a> Traced<'a> {
+    /// An operation whose first command is `command`, sent to `database`: its name is
+    /// the command's ([`operation_name`]), its collection the one the command names.
+    pub fn of_command(database: &'a str, command: &'a Document) -> Traced<'a> {
+        Traced {
+            name: operation_name(command.keys().next().map_or("", String::as_str)),
+            database,
+            collection: collection_of(command),
+        }
+    }
+}
+
 /// Where a command goes, for its span.
 pub(crate) struct ConnectionAttributes<'a> {
     /// `server.address`: the host name or IP address, or the socket's path.
@@ -211,29 +235,6 @@ pub(crate) struct ConnectionAttributes<'a> {
     pub server_connection_id: Option<i64>,
     /// `db.mongodb.driver_connection_id`, the pool's id of the connection.
     pub driver_connection_id: i64,
-}
-
-/// Records the namespace of the operation of `span` from its first command (sent
-/// to `database`, named after its first key): `db.namespace`,
-/// `db.collection.name`, and the name and `db.operation.summary` they complete
-/// (spec, "Operation Span Name").
-pub(crate) fn record_namespace(
-    span: &Span,
-    operation_name: &str,
-    database: &str,
-    command: &Document,
-) {
-    if span.is_disabled() {
-        return;
-    }
-    let collection = collection_of(command);
-    let summary = summary(operation_name, database, collection);
-    span.record("db.namespace", database);
-    if let Some(collection) = collection {
-        span.record("db.collection.name", collection);
-    }
-    span.record("otel.name", summary.as_str());
-    span.record("db.operation.summary", summary.as_str());
 }
 
 /// Records how a command ended on its span: the cursor its reply opens, or the
@@ -291,7 +292,7 @@ fn error_type(error: &Error) -> String {
 /// The collection a command works on, if it names one: the value of its first key
 /// when a string, or a getMore's `collection`. Commands on a whole database
 /// (`listCollections: 1`, `aggregate: 1`) and on the deployment name none.
-fn collection_of(command: &Document) -> Option<&str> {
+pub(crate) fn collection_of(command: &Document) -> Option<&str> {
     match command.iter().next() {
         Some((name, _)) if name == "getMore" => command.get_str("collection").ok(),
         Some((_, Bson::String(collection))) => Some(collection),

@@ -26,7 +26,7 @@ use crate::concern::WriteConcern;
 use crate::connection::check_reply;
 use crate::error::{Error, Result, SYSTEM_OVERLOADED_ERROR};
 use crate::handshake::HelloReply;
-use crate::open_telemetry::{self, ConnectionAttributes, Tracer};
+use crate::open_telemetry::{self, ConnectionAttributes, Traced, Tracer};
 use crate::retry::{self, Retryability};
 use crate::rt::{Clock, Instant, Runtime};
 use crate::sdam::topology::ErrorPhase;
@@ -428,6 +428,10 @@ pub(crate) trait Operation {
     /// Where it may run.
     fn target(&self) -> Target<'_>;
 
+    /// What its OpenTelemetry span names: the operation, its database and collection
+    /// (OpenTelemetry spec, "Operation Span Name").
+    fn traced(&self) -> Traced<'_>;
+
     /// Its command for a connection whose handshake said `hello` (message size limits,
     /// wire version). Called again for a retry: an operation that splits its input
     /// into batches must build the same batch again.
@@ -526,6 +530,10 @@ impl<O: Operation> Operation for &mut O {
 
     fn target(&self) -> Target<'_> {
         (**self).target()
+    }
+
+    fn traced(&self) -> Traced<'_> {
+        (**self).traced()
     }
 
     fn build(&mut self, hello: &HelloReply) -> Result<Command> {
@@ -677,10 +685,8 @@ impl Executor {
             return Span::none();
         }
         let transaction = session.and_then(ClientSession::transaction_span);
-        self.tracer.operation(
-            open_telemetry::operation_name(operation.name()),
-            transaction.as_ref(),
-        )
+        self.tracer
+            .operation(&operation.traced(), transaction.as_ref())
     }
 
     /// The highest cluster time a server reported.
@@ -1376,12 +1382,6 @@ impl Executor {
             _ => None,
         };
         let mut command = operation.build(pooled.hello())?;
-        open_telemetry::record_namespace(
-            &Span::current(),
-            open_telemetry::operation_name(operation.name()),
-            &command.database,
-            &command.body,
-        );
         // The batch just built may be one that cannot be retried: no transaction
         // number then (Retryable Writes spec, "Unsupported Write Operations").
         let txn_number = match operation.retryability() {
@@ -1750,6 +1750,14 @@ impl Operation for EndSessions<'_> {
 
     fn name(&self) -> &str {
         "endSessions"
+    }
+
+    fn traced(&self) -> Traced<'_> {
+        Traced {
+            name: "endSessions",
+            database: "admin",
+            collection: None,
+        }
     }
 
     fn target(&self) -> Target<'_> {

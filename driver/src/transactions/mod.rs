@@ -21,6 +21,7 @@ use crate::concern::{Acknowledgment, ReadConcern, WriteConcern};
 use crate::crud::write::WriteReply;
 use crate::error::{Error, ErrorKind, Result};
 use crate::handshake::HelloReply;
+use crate::open_telemetry::Traced;
 use crate::operation::{Command, Operation, OperationContext, ReplyContext, Target};
 use crate::retry::{jitter, Retryability, RETRYABLE_WRITE_ERROR};
 use crate::rt::{Clock, Instant};
@@ -254,6 +255,14 @@ impl Operation for EndTransaction {
 
     fn name(&self) -> &str {
         self.command
+    }
+
+    fn traced(&self) -> Traced<'_> {
+        Traced {
+            name: self.command,
+            database: "admin",
+            collection: None,
+        }
     }
 
     fn target(&self) -> Target<'_> {
