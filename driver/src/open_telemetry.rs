@@ -100,11 +100,18 @@ impl Tracer {
         self.enabled
     }
 
+    /// Whether the client traces and the application's subscriber takes the spans:
+    /// the attributes are not computed otherwise.
+    fn is_listened(&self) -> bool {
+        self.enabled
+            && tracing::enabled!(kind: tracing::metadata::Kind::SPAN, target: TARGET, tracing::Level::INFO)
+    }
+
     /// The span of the operation `traced` describes (spec, "Instrumenting Driver
     /// Operations"), started before server selection: in `transaction`'s span when it
     /// runs in one, else in the application's current span.
     pub fn operation(&self, traced: &Traced<'_>, transaction: Option<&Span>) -> Span {
-        if !self.enabled {
+        if !self.is_listened() {
             return Span::none();
         }
         let parent = transaction
@@ -131,7 +138,7 @@ impl Tracer {
 
     /// The span of a transaction (spec, "Transactions"): only `db.system.name`.
     pub fn transaction(&self) -> Span {
-        if !self.enabled {
+        if !self.is_listened() {
             return Span::none();
         }
         tracing::info_span!(
@@ -153,7 +160,7 @@ impl Tracer {
         database: &str,
         connection: &ConnectionAttributes<'_>,
     ) -> Span {
-        if !self.enabled {
+        if !self.is_listened() {
             return Span::none();
         }
         let name = command.keys().next().map_or("", String::as_str);
