@@ -60,7 +60,7 @@ fn component(target: &str) -> Option<&'static str> {
 }
 
 /// Installs the process's `tracing` subscriber, once: a registry (which tracks the
-/// spans' parents and each thread's current span) with the [`Collector`].
+/// spans' parents and each thread's current span) with the collector of log messages and spans.
 pub fn install() {
     static INSTALL: Once = Once::new();
     INSTALL.call_once(|| {
