@@ -37,6 +37,7 @@ use crate::cursor::{Cursor, CursorSpec, Step};
 use crate::database::{Concerns, Database};
 use crate::error::{Error, ErrorKind, Result};
 use crate::handshake::HelloReply;
+use crate::open_telemetry::Traced;
 use crate::operation::{Command, Operation, ReplyContext, Target};
 use crate::retry::Retryability;
 use crate::rt::{boxed, BoxFuture};
@@ -692,6 +693,10 @@ impl Operation for Open<'_> {
 
     fn name(&self) -> &str {
         self.aggregate.name()
+    }
+
+    fn traced(&self) -> Traced<'_> {
+        self.aggregate.traced()
     }
 
     fn target(&self) -> Target<'_> {

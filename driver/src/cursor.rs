@@ -12,6 +12,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
+use tracing::Instrument;
 
 use bson::raw::RawBsonRef;
 use bson::{doc, Bson, Document, RawDocument, RawDocumentBuf};
@@ -22,6 +23,7 @@ use crate::cluster::PinnedConnection;
 use crate::cluster::Server;
 use crate::error::{Error, ErrorKind, Result};
 use crate::handshake::HelloReply;
+use crate::open_telemetry::Traced;
 use crate::operation::{
     Attempt, Command, Executor, Operation, OperationContext, PendingKill, ReplyContext, Target,
     TxnNumber,
@@ -826,6 +828,9 @@ async fn run_on_server<O: Operation>(
     if context.has_expired(now) {
         return Err(context.timeout_error("a getMore", None));
     }
+    // A getMore or killCursors is an operation of its own (OpenTelemetry spec,
+    // "Instrumenting Driver Operations").
+    let span = executor.operation_span(operation, session);
     let run = async {
         // A getMore is retried after an overload error, on the cursor's server
         // (Client Backpressure spec: every command but the monitors' and the
@@ -855,8 +860,14 @@ async fn run_on_server<O: Operation>(
             }
         }
     };
-    run.await
-        .map_err(|error| context.report(error, executor.now()))
+    let result = run
+        .instrument(span.clone())
+        .await
+        .map_err(|error| context.report(error, executor.now()));
+    if let Err(error) = &result {
+        crate::open_telemetry::record_error(&span, error);
+    }
+    result
 }
 
 async fn run_on_server_now<O: Operation>(
@@ -911,6 +922,14 @@ impl Operation for GetMore {
 
     fn name(&self) -> &str {
         "getMore"
+    }
+
+    fn traced(&self) -> Traced<'_> {
+        Traced {
+            name: "getMore",
+            database: &self.spec.database,
+            collection: Some(&self.spec.collection),
+        }
     }
 
     fn target(&self) -> Target<'_> {
@@ -985,6 +1004,14 @@ impl Operation for KillCursors<'_> {
 
     fn name(&self) -> &str {
         "killCursors"
+    }
+
+    fn traced(&self) -> Traced<'_> {
+        Traced {
+            name: "killCursors",
+            database: &self.pending.database,
+            collection: Some(&self.pending.collection),
+        }
     }
 
     fn target(&self) -> Target<'_> {

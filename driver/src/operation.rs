@@ -16,15 +16,17 @@ use std::time::Duration;
 
 use bson::{rawdoc, Bson, Document, RawDocumentBuf};
 use futures::future::{self, Either};
+use tracing::{Instrument, Span};
 
 use crate::cluster::PinnedConnection;
 use crate::cluster::{Cluster, ConnectionInfo, PooledConnection, SelectedServer, Server, Shared};
 use crate::cmap::PinnedTo;
-use crate::command_monitoring::{CommandInfo, CommandMonitor};
+use crate::command_monitoring::{is_sensitive, CommandInfo, CommandMonitor};
 use crate::concern::WriteConcern;
 use crate::connection::check_reply;
 use crate::error::{Error, Result, SYSTEM_OVERLOADED_ERROR};
 use crate::handshake::HelloReply;
+use crate::open_telemetry::{self, ConnectionAttributes, Traced, Tracer};
 use crate::retry::{self, Retryability};
 use crate::rt::{Clock, Instant, Runtime};
 use crate::sdam::topology::ErrorPhase;
@@ -36,7 +38,7 @@ use crate::session::{
 use crate::signal::lock;
 use crate::srv::SeedList;
 use crate::transactions::state::pins_mongos;
-use crate::uri::ClientOptions;
+use crate::uri::{ClientOptions, ServerAddress};
 use crate::wire::{next_request_id, DocumentSequence, MsgFlags, OpMsg};
 
 /// Runs the operations of one client, and holds what they share: the options, the
@@ -50,6 +52,8 @@ pub(crate) struct Executor {
     /// Dropped with the last handle to the executor: monitors stop, pools close.
     topology: Cluster,
     commands: CommandMonitor,
+    /// The client's OpenTelemetry spans.
+    tracer: Tracer,
     /// Server sessions for reuse (Driver Sessions spec, "Server Session Pool").
     sessions: ServerSessionPool,
     /// The highest `$clusterTime` a server reported.
@@ -424,6 +428,10 @@ pub(crate) trait Operation {
     /// Where it may run.
     fn target(&self) -> Target<'_>;
 
+    /// What its OpenTelemetry span names: the operation, its database and collection
+    /// (OpenTelemetry spec, "Operation Span Name").
+    fn traced(&self) -> Traced<'_>;
+
     /// Its command for a connection whose handshake said `hello` (message size limits,
     /// wire version). Called again for a retry: an operation that splits its input
     /// into batches must build the same batch again.
@@ -524,6 +532,10 @@ impl<O: Operation> Operation for &mut O {
         (**self).target()
     }
 
+    fn traced(&self) -> Traced<'_> {
+        (**self).traced()
+    }
+
     fn build(&mut self, hello: &HelloReply) -> Result<Command> {
         (**self).build(hello)
     }
@@ -604,6 +616,7 @@ impl Executor {
         commands: CommandMonitor,
     ) -> Executor {
         Executor {
+            tracer: Tracer::new(options.tracing.as_ref()),
             options,
             runtime,
             topology,
@@ -654,6 +667,26 @@ impl Executor {
     /// Where the commands' monitoring events go.
     pub fn command_monitor(&self) -> &CommandMonitor {
         &self.commands
+    }
+
+    /// The client's OpenTelemetry spans.
+    pub fn tracer(&self) -> &Tracer {
+        &self.tracer
+    }
+
+    /// The span of `operation` (OpenTelemetry spec, "Instrumenting Driver
+    /// Operations"): in the span of the transaction of `session` when it runs in one.
+    pub fn operation_span<O: Operation>(
+        &self,
+        operation: &O,
+        session: Option<&ClientSession>,
+    ) -> Span {
+        if !self.tracer.is_enabled() {
+            return Span::none();
+        }
+        let transaction = session.and_then(ClientSession::transaction_span);
+        self.tracer
+            .operation(&operation.traced(), transaction.as_ref())
     }
 
     /// The highest cluster time a server reported.
@@ -896,11 +929,20 @@ impl Executor {
         operation: O,
         session: Option<&ClientSession>,
     ) -> Result<O::Output> {
+        // The span starts before server selection (OpenTelemetry spec, "Instrumenting
+        // Driver Operations"); the commands' spans nest in it.
+        let span = self.operation_span(&operation, session);
         // Boxed: the operation's state (retry loop, connection, command) lives on the
         // heap, not in the caller's future, whose poll would otherwise need a deep
         // stack in debug builds.
-        let result = Box::pin(self.execute_checked(&context, operation, session)).await;
-        result.map_err(|error| context.report(error, self.now()))
+        let result = Box::pin(self.execute_checked(&context, operation, session))
+            .instrument(span.clone())
+            .await;
+        let result = result.map_err(|error| context.report(error, self.now()));
+        if let Err(error) = &result {
+            open_telemetry::record_error(&span, error);
+        }
+        result
     }
 
     async fn execute_checked<O: Operation>(
@@ -1534,9 +1576,28 @@ impl Executor {
     ) -> Result<RawDocumentBuf> {
         let clock = self.clock();
         let monitor = self.command_monitor();
-        let shown = monitor
-            .is_listened()
+        let shown = (monitor.is_listened() || self.tracer.is_enabled())
             .then(|| monitored_command(command, message));
+        let span = match &shown {
+            Some(shown) if !is_sensitive(command.name(), shown) => {
+                let address = connection.address();
+                self.tracer.command(
+                    shown,
+                    &command.database,
+                    &ConnectionAttributes {
+                        address: address.host(),
+                        port: address.tcp_port().map(i64::from),
+                        transport: match address {
+                            ServerAddress::Unix { .. } => "unix",
+                            _ => "tcp",
+                        },
+                        server_connection_id: connection.hello().connection_id,
+                        driver_connection_id: i64::from(connection.id()),
+                    },
+                )
+            }
+            _ => Span::none(),
+        };
         let in_flight = monitor.started(shown.as_ref().unwrap_or(&command.body), clock, || {
             CommandInfo {
                 command_name: command.name().to_owned(),
@@ -1591,6 +1652,7 @@ impl Executor {
             Err(error) => Err(error),
         };
         in_flight.finish(result.as_ref().map(AsRef::as_ref));
+        open_telemetry::record_reply(&span, result.as_ref().map(AsRef::as_ref));
         result
     }
 
@@ -1688,6 +1750,14 @@ impl Operation for EndSessions<'_> {
 
     fn name(&self) -> &str {
         "endSessions"
+    }
+
+    fn traced(&self) -> Traced<'_> {
+        Traced {
+            name: "endSessions",
+            database: "admin",
+            collection: None,
+        }
     }
 
     fn target(&self) -> Target<'_> {

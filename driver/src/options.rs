@@ -47,6 +47,7 @@ pub use crate::index_management::{
     CommitQuorum, CreateIndexOptions, DropIndexOptions, IndexOptions, IndexVersion,
     ListIndexesOptions, Sphere2DIndexVersion, TextIndexVersion,
 };
+pub use crate::open_telemetry::OpentelemetryOptions;
 pub use crate::rt::{Tls, TlsOptions};
 pub use crate::selection::{
     HedgedReadOptions, Predicate, ReadPreference, ReadPreferenceMode, ReadPreferenceOptions,

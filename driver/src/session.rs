@@ -357,6 +357,9 @@ struct SessionState {
     /// While a convenient transaction (`and_run2`) runs with timeoutMS: the context whose
     /// deadline the operations in the session share.
     transaction_context: Option<OperationContext>,
+    /// The span of its open transaction, which the operations in it nest in
+    /// (OpenTelemetry spec, "Transactions"), while the client traces.
+    transaction_span: Option<tracing::Span>,
     ended: bool,
 }
 
@@ -475,6 +478,16 @@ impl ClientSession {
             id: OperationContext::new().id,
             ..stored
         })
+    }
+
+    /// The span of the open transaction, if the client traces.
+    pub(crate) fn transaction_span(&self) -> Option<tracing::Span> {
+        lock(&self.inner.state).transaction_span.clone()
+    }
+
+    /// Sets (or, with `None`, ends) the span of [`Self::transaction_span`].
+    pub(crate) fn set_transaction_span(&self, span: Option<tracing::Span>) {
+        lock(&self.inner.state).transaction_span = span;
     }
 
     /// Sets (or, with `None`, clears) the context of [`Self::transaction_context`].

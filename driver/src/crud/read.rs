@@ -13,6 +13,7 @@ use crate::cursor::check_cursor_timeout;
 use crate::cursor::{is_change_stream_stage, Batch, Cursor, CursorSpec};
 use crate::error::Result;
 use crate::handshake::HelloReply;
+use crate::open_telemetry::Traced;
 use crate::operation::{Command, Operation, ReplyContext, Target};
 use crate::retry::Retryability;
 use crate::selection::SelectionCriteria;
@@ -61,6 +62,14 @@ impl Operation for Find<'_> {
 
     fn name(&self) -> &str {
         "find"
+    }
+
+    fn traced(&self) -> Traced<'_> {
+        Traced {
+            name: "find",
+            database: &self.namespace.db,
+            collection: Some(&self.namespace.coll),
+        }
     }
 
     fn target(&self) -> Target<'_> {
@@ -228,6 +237,14 @@ impl Operation for Aggregate<'_> {
         "aggregate"
     }
 
+    fn traced(&self) -> Traced<'_> {
+        Traced {
+            name: "aggregate",
+            database: self.database,
+            collection: self.collection,
+        }
+    }
+
     fn target(&self) -> Target<'_> {
         match self.writes() {
             true => Target::WriteStage(&self.selection_criteria),
@@ -352,6 +369,10 @@ impl Operation for SimpleRead<'_> {
 
     fn name(&self) -> &str {
         self.body.keys().next().map_or("", String::as_str)
+    }
+
+    fn traced(&self) -> Traced<'_> {
+        Traced::of_command(self.database, &self.body)
     }
 
     fn target(&self) -> Target<'_> {

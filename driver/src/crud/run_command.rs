@@ -7,6 +7,7 @@ use crate::concern::{Acknowledgment, WriteConcern};
 use crate::cursor::{opens_tailable_cursor, Batch, Cursor, CursorSpec};
 use crate::error::{Error, Result};
 use crate::handshake::HelloReply;
+use crate::open_telemetry::Traced;
 use crate::operation::{Access, Command, Operation, ReplyContext, Target};
 use crate::retry::Retryability;
 use crate::selection::SelectionCriteria;
@@ -100,6 +101,20 @@ impl Operation for RunCommand {
 
     fn name(&self) -> &str {
         self.command.name()
+    }
+
+    fn traced(&self) -> Traced<'_> {
+        // A command the application wrote is a runCommand (OpenTelemetry spec,
+        // "Operation Span Name"); the driver's helpers run theirs as operations of
+        // their own (`createIndexes`, `dropCollection`...).
+        let traced = Traced::of_command(&self.command.database, &self.command.body);
+        match self.access {
+            Access::Either => Traced {
+                name: "runCommand",
+                ..traced
+            },
+            _ => traced,
+        }
     }
 
     fn target(&self) -> Target<'_> {
@@ -242,6 +257,18 @@ impl Operation for RunCursorCommand {
 
     fn name(&self) -> &str {
         self.inner.name()
+    }
+
+    fn traced(&self) -> Traced<'_> {
+        // The helpers' cursor commands (listCollections, listIndexes) keep their names.
+        let traced = self.inner.traced();
+        match traced.name {
+            "runCommand" => Traced {
+                name: "runCursorCommand",
+                ..traced
+            },
+            _ => traced,
+        }
     }
 
     fn target(&self) -> Target<'_> {

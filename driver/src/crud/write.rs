@@ -14,6 +14,7 @@ use crate::bson_util::{insert_present, millis};
 use crate::concern::WriteConcern;
 use crate::error::{Error, ErrorKind, IndexedWriteError, Result, WriteConcernError, WriteFailure};
 use crate::handshake::HelloReply;
+use crate::open_telemetry::{operation_name, Traced};
 use crate::operation::{Command, Operation, ReplyContext, Target};
 use crate::retry::Retryability;
 use crate::wire::DocumentSequence;
@@ -554,6 +555,14 @@ impl Operation for WriteBatch<'_> {
         self.kind.command()
     }
 
+    fn traced(&self) -> Traced<'_> {
+        Traced {
+            name: operation_name(self.name()),
+            database: &self.namespace.db,
+            collection: Some(&self.namespace.coll),
+        }
+    }
+
     fn target(&self) -> Target<'_> {
         Target::Write
     }
@@ -709,6 +718,14 @@ impl Operation for FindAndModify<'_> {
 
     fn name(&self) -> &str {
         "findAndModify"
+    }
+
+    fn traced(&self) -> Traced<'_> {
+        Traced {
+            name: "findAndModify",
+            database: &self.namespace.db,
+            collection: Some(&self.namespace.coll),
+        }
     }
 
     fn target(&self) -> Target<'_> {

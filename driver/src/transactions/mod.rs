@@ -21,6 +21,7 @@ use crate::concern::{Acknowledgment, ReadConcern, WriteConcern};
 use crate::crud::write::WriteReply;
 use crate::error::{Error, ErrorKind, Result};
 use crate::handshake::HelloReply;
+use crate::open_telemetry::Traced;
 use crate::operation::{Command, Operation, OperationContext, ReplyContext, Target};
 use crate::retry::{jitter, Retryability, RETRYABLE_WRITE_ERROR};
 use crate::rt::{Clock, Instant};
@@ -256,6 +257,14 @@ impl Operation for EndTransaction {
         self.command
     }
 
+    fn traced(&self) -> Traced<'_> {
+        Traced {
+            name: self.command,
+            database: "admin",
+            collection: None,
+        }
+    }
+
     fn target(&self) -> Target<'_> {
         Target::Write
     }
@@ -346,7 +355,12 @@ impl ClientSession {
                 recovery_token: None,
             };
             Ok(())
-        })
+        })?;
+        // The operations up to the commit or abort nest in it (OpenTelemetry spec,
+        // "Transactions").
+        let tracer = self.executor().tracer();
+        self.set_transaction_span(tracer.is_enabled().then(|| tracer.transaction()));
+        Ok(())
     }
 
     /// Commits the transaction (spec, "commitTransaction"), within
@@ -360,6 +374,7 @@ impl ClientSession {
         })?;
         let Ending::Run { again } = ending else {
             self.set_transaction_state(TransactionState::CommittedEmpty);
+            self.set_transaction_span(None);
             return Ok(());
         };
         let result = self
@@ -370,8 +385,10 @@ impl ClientSession {
                 self.default_timeout(),
             )
             .await;
-        // Committed, even on error (spec, "commitTransaction").
+        // Committed, even on error (spec, "commitTransaction"); its span ends
+        // (OpenTelemetry spec, "Transactions").
         self.set_transaction_state(TransactionState::Committed);
+        self.set_transaction_span(None);
         let result = result.map_err(label_commit_error);
         // A commit stays pinned, for it may be committed again (spec, "When to unpin").
         if result
@@ -401,6 +418,7 @@ impl ClientSession {
                 .await;
         }
         self.set_transaction_state(TransactionState::Aborted);
+        self.set_transaction_span(None);
         // Whatever the abort did (spec, "When to unpin", 1).
         self.unpin();
         Ok(())

@@ -184,6 +184,10 @@ pub struct ClientOptions {
     /// The Stable API version the client declares; not a connection string option
     /// (Stable API spec, "MongoClient changes"): set it after parsing.
     pub server_api: Option<crate::versioned_api::ServerApi>,
+    /// OpenTelemetry tracing of this client's operations and commands
+    /// ([`open_telemetry`](crate::open_telemetry)); not a connection string option
+    /// (OpenTelemetry spec, "No URI options"). Unset: the environment decides.
+    pub tracing: Option<crate::open_telemetry::OpentelemetryOptions>,
     /// `serverSelectionTimeoutMS`. `None`: 30 s.
     pub server_selection_timeout: Option<Duration>,
     /// The database named in the connection string's path, if any.

@@ -71,7 +71,7 @@ fn run() -> Result<ExitCode, String> {
     }
     let missing: Vec<_> = suites
         .iter()
-        .filter(|suite| !corpus.join(suite.folder()).is_dir())
+        .filter(|suite| !suite.dir(&corpus).is_dir())
         .map(|suite| suite.name)
         .collect();
     if !missing.is_empty() {

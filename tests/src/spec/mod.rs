@@ -153,6 +153,7 @@ pub static SUITES: &[Suite] = &[
     unified("index_management"),
     unified("causal_consistency"),
     unified("handshake/unified"),
+    unified("open_telemetry"),
     Suite {
         name: "unified-test-format/valid-fail",
         run: crate::unified::run_expecting_failure,
@@ -195,12 +196,20 @@ const fn unified(name: &'static str) -> Suite {
 
 /// The folder `folder` of anymongo's own unified tests (`tests/data/test/`, laid out
 /// like the corpus), for APIs whose upstream tests the corpus lacks (`rawData`,
-/// `getSnapshotTime`, the `waitQueueSize` and `waitQueueMultiple` URI options): run
-/// beside the corpus folder of the same name, and skipped by the same known gaps.
+/// `getSnapshotTime`, the `waitQueueSize` and `waitQueueMultiple` URI options, schema
+/// 1.27's invalid tracing shapes): run beside the corpus folder of the same name, and
+/// skipped by the same known gaps.
 pub fn own_tests(folder: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("data/test")
         .join(folder)
+}
+
+/// The spec tests the repository carries (`tests/data/specs`), copied unchanged from
+/// the specifications repository where pymongo's corpus lacks them (each folder's
+/// README names its source).
+pub fn vendored_dir() -> PathBuf {
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/data/specs"))
 }
 
 /// The corpus folder: `$ANYMONGO_SPEC_DIR` if set, else the cached copy of pymongo's
@@ -265,9 +274,20 @@ impl Suite {
         self.name.split(" (").next().unwrap_or(self.name)
     }
 
-    /// Runs the suite from its folder under `corpus`.
-    pub fn run(&self, corpus: &Path) -> Result<SuiteOutcome, String> {
+    /// The suite's folder: under `corpus`, or, for a suite the corpus lacks, under
+    /// the repository's copy of newer spec tests ([`vendored_dir`]).
+    pub fn dir(&self, corpus: &Path) -> PathBuf {
         let dir = corpus.join(self.folder());
+        let vendored = vendored_dir().join(self.folder());
+        match !dir.is_dir() && vendored.is_dir() {
+            true => vendored,
+            false => dir,
+        }
+    }
+
+    /// Runs the suite from its folder ([`Suite::dir`]).
+    pub fn run(&self, corpus: &Path) -> Result<SuiteOutcome, String> {
+        let dir = self.dir(corpus);
         if !dir.is_dir() {
             return Err(format!("suite folder {} does not exist", dir.display()));
         }

@@ -10,6 +10,7 @@ use anymongo::client::ClientConfig;
 use anymongo::crud::AggregateOptions;
 use anymongo::database::Concerns;
 use anymongo::gridfs::GridFsBucket;
+use anymongo::options::OpentelemetryOptions;
 use anymongo::sdam::description::TopologyDescription;
 use anymongo::session::{ClientSession, SessionOptions};
 use anymongo::versioned_api::{ServerApi, ServerApiVersion};
@@ -100,6 +101,9 @@ pub struct ClientEntity {
     pub observe: Observe,
     /// Its log messages, when `observeLogMessages` asks for them.
     pub logs: Option<LogObserver>,
+    /// Whether it traces (`observeTracingMessages`); the others are created with
+    /// tracing off, whatever the environment says.
+    pub traces: bool,
 }
 
 /// A database entity.
@@ -248,6 +252,7 @@ impl EntityMap {
                     events: client.events.clone(),
                     observe: client.observe.clone(),
                     logs: None,
+                    traces: client.traces,
                 }),
                 Entity::Database(database) => Entity::Database(database.clone()),
                 Entity::Collection(collection) => Entity::Collection(collection.clone()),
@@ -582,10 +587,6 @@ fn create_client(description: &ClientDescription, uri: &str) -> Result<ClientEnt
             "storeEventsAsEntities",
             description.store_events_as_entities.is_some(),
         ),
-        (
-            "observeTracingMessages",
-            description.observe_tracing_messages.is_some(),
-        ),
         ("autoEncryptOpts", description.auto_encrypt_opts.is_some()),
     ];
     if let Some((what, _)) = unsupported.iter().find(|(_, used)| *used) {
@@ -609,6 +610,9 @@ fn create_client(description: &ClientDescription, uri: &str) -> Result<ClientEnt
             options.warnings.join(" ")
         )));
     }
+    options.tracing = Some(tracing_options(
+        description.observe_tracing_messages.as_ref(),
+    )?);
     let events = EventLog::default();
     let options = events.record(options);
     let config = ClientConfig {
@@ -638,7 +642,28 @@ fn create_client(description: &ClientDescription, uri: &str) -> Result<ClientEnt
         events,
         observe,
         logs,
+        traces: description.observe_tracing_messages.is_some(),
     })
+}
+
+/// The OpenTelemetry options of a client entity with `observe`
+/// (`observeTracingMessages`): tracing on with it, off without;
+/// `enableCommandPayload` turns `db.query.text` on, long enough for any test's
+/// command.
+fn tracing_options(observe: Option<&Document>) -> Result<OpentelemetryOptions, String> {
+    let payload = match observe.map(|observe| observe.get("enableCommandPayload")) {
+        None | Some(None) => false,
+        Some(Some(Bson::Boolean(payload))) => *payload,
+        Some(Some(other)) => {
+            return Err(format!(
+                "observeTracingMessages.enableCommandPayload is not a boolean: {other}"
+            ))
+        }
+    };
+    Ok(OpentelemetryOptions::builder()
+        .enabled(observe.is_some())
+        .query_text_max_length(if payload { 1 << 20 } else { 0 })
+        .build())
 }
 
 /// `uri` with `options` added to its query: an option given there replaces the same

@@ -2,10 +2,11 @@
 //! "entity", `client`: `observeLogMessages`; "expectedLogMessagesForClient").
 //!
 //! The driver logs through `tracing`, whose subscriber is global: the runner installs
-//! one `Collector` for the process, which keeps the driver's messages while some
-//! client entity observes logs, filed by the `topologyId` every message carries. A
-//! client entity claims the messages of its own topology, at the levels its
-//! `observeLogMessages` asks for.
+//! one `Collector` for the process ([`install`]), which keeps the driver's messages
+//! while some client entity observes logs, filed by the `topologyId` every message
+//! carries. A client entity claims the messages of its own topology, at the levels its
+//! `observeLogMessages` asks for. The same collector hands the driver's OpenTelemetry
+//! spans to [`spans`](super::spans).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -22,6 +23,9 @@ use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
 use tracing::subscriber::Interest;
 use tracing::{Event, Level, Metadata, Subscriber};
+use tracing_subscriber::layer::{Context, SubscriberExt};
+use tracing_subscriber::registry::LookupSpan;
+use tracing_subscriber::Layer;
 
 use super::matching::Matcher;
 use super::model::{ExpectedLogMessage, ExpectedLogMessagesForClient};
@@ -55,31 +59,45 @@ fn component(target: &str) -> Option<&'static str> {
     }
 }
 
-/// The process's `tracing` subscriber while the runner runs.
+/// Installs the process's `tracing` subscriber, once: a registry (which tracks the
+/// spans' parents and each thread's current span) with the collector of log messages and spans.
+pub fn install() {
+    static INSTALL: Once = Once::new();
+    INSTALL.call_once(|| {
+        // Fails only if another subscriber was installed: then there is nothing
+        // to collect, and the tests say so.
+        let subscriber = tracing_subscriber::registry().with(Collector);
+        let _ = tracing::subscriber::set_global_default(subscriber);
+    });
+}
+
+/// The layer of the process's `tracing` subscriber that collects what the runner
+/// checks: log messages here, spans in [`spans`](super::spans).
 struct Collector;
 
-impl Subscriber for Collector {
+impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for Collector {
     fn register_callsite(&self, metadata: &'static Metadata<'static>) -> Interest {
-        match component(metadata.target()) {
+        match component(metadata.target()).is_some() || super::spans::collects(metadata) {
             // Asked each time: observers come and go.
-            Some(_) => Interest::sometimes(),
-            None => Interest::never(),
+            true => Interest::sometimes(),
+            false => Interest::never(),
         }
     }
 
-    fn enabled(&self, metadata: &Metadata<'_>) -> bool {
-        OBSERVERS.load(Ordering::SeqCst) > 0 && component(metadata.target()).is_some()
+    fn enabled(&self, metadata: &Metadata<'_>, _context: Context<'_, S>) -> bool {
+        (OBSERVERS.load(Ordering::SeqCst) > 0 && component(metadata.target()).is_some())
+            || super::spans::is_observed(metadata)
     }
 
-    fn new_span(&self, _span: &Attributes<'_>) -> Id {
-        Id::from_u64(1)
+    fn on_new_span(&self, attributes: &Attributes<'_>, id: &Id, context: Context<'_, S>) {
+        super::spans::new_span(attributes, id, &context);
     }
 
-    fn record(&self, _span: &Id, _values: &Record<'_>) {}
+    fn on_record(&self, id: &Id, values: &Record<'_>, context: Context<'_, S>) {
+        super::spans::record(id, values, &context);
+    }
 
-    fn record_follows_from(&self, _span: &Id, _follows: &Id) {}
-
-    fn event(&self, event: &Event<'_>) {
+    fn on_event(&self, event: &Event<'_>, _context: Context<'_, S>) {
         let metadata = event.metadata();
         let Some(component) = component(metadata.target()) else {
             return;
@@ -104,15 +122,11 @@ impl Subscriber for Collector {
             messages.entry(topology_id).or_default().push(message);
         }
     }
-
-    fn enter(&self, _span: &Id) {}
-
-    fn exit(&self, _span: &Id) {}
 }
 
-/// A message's fields as a document: numbers as Int64 or Double, `message` and other
-/// debug-formatted values as strings.
-struct Fields(Document);
+/// A message's (or span's) fields as a document: numbers as Int64 or Double,
+/// `message` and other debug-formatted values as strings.
+pub struct Fields(pub Document);
 
 impl Visit for Fields {
     fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
@@ -167,12 +181,7 @@ pub struct LogObserver {
 impl LogObserver {
     /// Starts collecting for a client about to be created with `observe`.
     fn start(observe: &Document) -> Result<LogObserver, Abort> {
-        static INSTALL: Once = Once::new();
-        INSTALL.call_once(|| {
-            // Fails only if another subscriber was installed: then there is nothing
-            // to collect, and the tests say so.
-            let _ = tracing::subscriber::set_global_default(Collector);
-        });
+        install();
         let mut levels = Vec::new();
         for (component, name) in observe {
             let name = name

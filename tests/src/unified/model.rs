@@ -193,8 +193,8 @@ pub struct Test {
     pub expect_events: Option<Vec<ExpectedEventsForClient>>,
     /// The log messages each client must have logged.
     pub expect_log_messages: Option<Vec<ExpectedLogMessagesForClient>>,
-    /// Tracing spans (the driver has no tracing yet).
-    pub expect_tracing_messages: Option<Bson>,
+    /// The tracing spans of a client (schema 1.27): one entry, or one per client.
+    pub expect_tracing_messages: Option<ExpectTracingMessages>,
     /// The collections' contents after the test.
     pub outcome: Option<Vec<CollectionData>>,
 }
@@ -267,6 +267,53 @@ pub struct ExpectedEventsForClient {
     /// Whether events after the expected ones are allowed.
     #[serde(default)]
     pub ignore_extra_events: bool,
+}
+
+/// `expectTracingMessages`: the spec describes one object, the OpenTelemetry tests
+/// give an array of them.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub enum ExpectTracingMessages {
+    /// One client's spans.
+    One(ExpectedTracingMessagesForClient),
+    /// Several clients' spans.
+    Each(Vec<ExpectedTracingMessagesForClient>),
+}
+
+impl ExpectTracingMessages {
+    /// The entries, one per client.
+    pub fn entries(&self) -> &[ExpectedTracingMessagesForClient] {
+        match self {
+            ExpectTracingMessages::One(entry) => std::slice::from_ref(entry),
+            ExpectTracingMessages::Each(entries) => entries,
+        }
+    }
+}
+
+/// The spans a client must have produced (spec "expectTracingMessages").
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExpectedTracingMessagesForClient {
+    /// The client entity.
+    pub client: String,
+    /// Whether spans besides the expected ones are allowed (at every level).
+    #[serde(default)]
+    pub ignore_extra_spans: bool,
+    /// The spans with no parent among the client's, in the order they started.
+    pub spans: Vec<ExpectedSpan>,
+}
+
+/// One expected span (spec "expectTracingMessages", span object).
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExpectedSpan {
+    /// Its name.
+    pub name: String,
+    /// Its attributes, matched as a root document.
+    pub attributes: Document,
+    /// The spans nested in it, in the order they started.
+    #[serde(default)]
+    pub nested: Vec<ExpectedSpan>,
 }
 
 /// The log messages one client must have logged (spec

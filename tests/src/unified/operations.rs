@@ -65,6 +65,8 @@ pub struct Context {
     /// What the last operation returned that is not a BSON value (a cursor, a
     /// collection), for its `saveResultAsEntity`.
     pub result_entity: Option<Entity>,
+    /// The spans of the test's client entities, when they trace.
+    pub spans: Option<super::spans::SpanRecorder>,
 }
 
 impl Context {
@@ -78,6 +80,7 @@ impl Context {
             fail_points: Vec::new(),
             longest_block: std::time::Duration::ZERO,
             result_entity: None,
+            spans: None,
         }
     }
 

@@ -8,8 +8,7 @@
 //!
 //! It accepts what the runner's schema versions up to [`super::SCHEMA_VERSION`]
 //! accept, and the fields of later versions that the corpus's files use
-//! (`expectTracingMessages`, `observeTracingMessages`, `awaitMinPoolSizeMS`...), so
-//! that a valid file is never refused.
+//! (`awaitMinPoolSizeMS`...), so that a valid file is never refused.
 
 use serde_json::{Map, Value};
 
@@ -365,7 +364,9 @@ fn client(value: &Value, path: &str) -> Checked {
             }),
             ("storeEventsAsEntities", &store_events),
             ("observeLogMessages", &observe_log_messages),
-            ("observeTracingMessages", &object),
+            ("observeTracingMessages", &|v, p| {
+                fields(v, p, &[("enableCommandPayload", &boolean)], &[])
+            }),
             ("serverApi", &server_api),
             ("observeSensitiveCommands", &boolean),
             ("autoEncryptOpts", &object),
@@ -477,10 +478,46 @@ fn test(value: &Value, path: &str) -> Checked {
             ("expectLogMessages", &|v, p| {
                 array(v, p, 1, &expected_log_messages_for_client)
             }),
-            ("expectTracingMessages", &object),
+            ("expectTracingMessages", &expect_tracing_messages),
             ("outcome", &|v, p| array(v, p, 1, &collection_data)),
         ],
         &["description", "operations"],
+    )
+}
+
+/// `expectTracingMessages` (schema 1.27): one client's spans, as the spec's text
+/// describes it, or an array of them, as the OpenTelemetry tests give it.
+fn expect_tracing_messages(value: &Value, path: &str) -> Checked {
+    match value {
+        Value::Array(_) => array(value, path, 1, &expected_tracing_messages_for_client),
+        _ => expected_tracing_messages_for_client(value, path),
+    }
+}
+
+fn expected_tracing_messages_for_client(value: &Value, path: &str) -> Checked {
+    fields(
+        value,
+        path,
+        &[
+            ("client", &string),
+            ("ignoreExtraSpans", &boolean),
+            ("spans", &|v, p| array(v, p, 0, &tracing_span)),
+        ],
+        &["client", "spans"],
+    )
+}
+
+/// An expected span: its name, its attributes, the spans nested in it.
+fn tracing_span(value: &Value, path: &str) -> Checked {
+    fields(
+        value,
+        path,
+        &[
+            ("name", &string),
+            ("attributes", &object),
+            ("nested", &|v, p| array(v, p, 0, &tracing_span)),
+        ],
+        &["name", "attributes"],
     )
 }
 

@@ -27,6 +27,7 @@ use crate::error::{
     WriteError, WriteFailure,
 };
 use crate::handshake::HelloReply;
+use crate::open_telemetry::Traced;
 use crate::operation::Executor;
 use crate::operation::{Command, Operation, ReplyContext, Target};
 use crate::retry::{Retryability, RETRYABLE_WRITE_ERROR};
@@ -394,6 +395,14 @@ impl Operation for BulkWriteBatch<'_> {
 
     fn name(&self) -> &str {
         "bulkWrite"
+    }
+
+    fn traced(&self) -> Traced<'_> {
+        Traced {
+            name: "bulkWrite",
+            database: "admin",
+            collection: None,
+        }
     }
 
     fn target(&self) -> Target<'_> {
