@@ -152,8 +152,8 @@ impl From<ResumeToken> for Document {
 /// (`change_stream::event`).
 pub mod event {
     pub use super::{
-        ChangeNamespace, ChangeStreamEvent, OperationType, ResumeToken, TruncatedArray,
-        UpdateDescription,
+        ChangeNamespace, ChangeNamespaceType, ChangeStreamEvent, OperationType, ResumeToken,
+        TruncatedArray, UpdateDescription,
     };
 }
 
@@ -257,9 +257,8 @@ pub struct ChangeStreamEvent<T> {
     pub operation_type: OperationType,
     /// The database and collection where it happened.
     pub ns: Option<ChangeNamespace>,
-    /// `create` events with expanded events (MongoDB 8.1+): `collection`,
-    /// `timeseries` or `view`.
-    pub ns_type: Option<String>,
+    /// `create` events with expanded events (MongoDB 8.1+): what was created.
+    pub ns_type: Option<ChangeNamespaceType>,
     /// `rename` events: the new namespace.
     pub to: Option<ChangeNamespace>,
     /// Expanded DDL events: what the operation did.
@@ -305,6 +304,22 @@ pub struct ChangeStreamEvent<T> {
     pub lsid: Option<Document>,
     /// Changes made in a transaction: its number.
     pub txn_number: Option<i64>,
+}
+
+/// The `nsType` of a `create` event: what kind of collection was created. An unknown
+/// kind is kept as [`ChangeNamespaceType::Other`], as an unknown operation type is.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ChangeNamespaceType {
+    /// `collection`: a collection.
+    Collection,
+    /// `timeseries`: a time series collection.
+    Timeseries,
+    /// `view`: a view.
+    View,
+    /// Another kind, as the server names it.
+    #[serde(untagged)]
+    Other(String),
 }
 
 /// The kind of a change. The server adds kinds over time: an unknown one is kept as

@@ -64,12 +64,16 @@ macro_rules! session_setter {
 }
 pub(crate) use session_setter;
 
-/// Gives an action of the async API its blocking `.run()` (the `sync` API), which
+/// Makes a type an [`Action`](crate::action::Action) and gives it its blocking
+/// `.run()` (the `sync` API), which
 /// returns what `.await` does, its cursors and change streams as the `sync` ones:
 /// `run_blocking!(impl['a, T] InsertOne<'a, T> => InsertOneResult)`, the generics in
 /// brackets as those of the action's `IntoFuture` impl.
 macro_rules! run_blocking {
     (impl[$($generics:tt)*] $Action:ty => $Output:ty) => {
+        impl<$($generics)*> $crate::action::private::Sealed for $Action {}
+        impl<$($generics)*> $crate::action::Action for $Action {}
+
         $crate::default_runtime::with_sync_api! {
             impl<$($generics)*> $Action {
                 /// Runs the action, blocking the calling thread until it is done: the

@@ -14,7 +14,8 @@ use crate::uri::ServerAddress;
 use crate::Error;
 
 /// A connection pool was created (it starts paused).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct PoolCreatedEvent {
     /// The server the pool connects to.
     pub address: ServerAddress,
@@ -25,7 +26,8 @@ pub struct PoolCreatedEvent {
 /// The options a pool runs with, as its [`PoolCreatedEvent`] reports them.
 ///
 /// Every field is `Some`: a pool reports the values it applies, defaults included.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct ConnectionPoolOptions {
     /// `maxIdleTimeMS`: an available connection unused for longer is closed; `None`
@@ -58,7 +60,8 @@ impl From<&PoolOptions> for ConnectionPoolOptions {
 }
 
 /// A paused pool was marked ready: connections may be checked out and created.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct PoolReadyEvent {
     /// The server the pool connects to.
     pub address: ServerAddress,
@@ -66,7 +69,8 @@ pub struct PoolReadyEvent {
 
 /// A pool was cleared: its connections became stale and, outside load-balanced mode,
 /// the pool was paused and its wait queue emptied.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct PoolClearedEvent {
     /// The server the pool connects to.
     pub address: ServerAddress,
@@ -77,14 +81,16 @@ pub struct PoolClearedEvent {
 }
 
 /// A pool was closed: always its last pool event.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct PoolClosedEvent {
     /// The server the pool connects to.
     pub address: ServerAddress,
 }
 
 /// A connection was created; it is not established yet.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ConnectionCreatedEvent {
     /// The server the pool connects to.
     pub address: ServerAddress,
@@ -93,7 +99,8 @@ pub struct ConnectionCreatedEvent {
 }
 
 /// A connection finished its handshake and authentication.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ConnectionReadyEvent {
     /// The server the pool connects to.
     pub address: ServerAddress,
@@ -104,7 +111,8 @@ pub struct ConnectionReadyEvent {
 }
 
 /// A connection was closed.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ConnectionClosedEvent {
     /// The server the pool connects to.
     pub address: ServerAddress,
@@ -115,14 +123,16 @@ pub struct ConnectionClosedEvent {
 }
 
 /// A check-out began.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ConnectionCheckoutStartedEvent {
     /// The server the pool connects to.
     pub address: ServerAddress,
 }
 
 /// A check-out failed.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ConnectionCheckoutFailedEvent {
     /// The server the pool connects to.
     pub address: ServerAddress,
@@ -131,13 +141,15 @@ pub struct ConnectionCheckoutFailedEvent {
     /// The error, when the reason is
     /// [`ConnectionError`](ConnectionCheckoutFailedReason::ConnectionError)
     /// (anymongo reports it; the official crate does not).
+    #[serde(skip)]
     pub error: Option<Error>,
     /// Time since its [`ConnectionCheckoutStartedEvent`].
     pub duration: Duration,
 }
 
 /// A check-out succeeded.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ConnectionCheckedOutEvent {
     /// The server the pool connects to.
     pub address: ServerAddress,
@@ -149,7 +161,8 @@ pub struct ConnectionCheckedOutEvent {
 
 /// A connection came back to its pool (checked in, or dropped by its user; a dropped
 /// one is closed right after).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ConnectionCheckedInEvent {
     /// The server the pool connects to.
     pub address: ServerAddress,
@@ -172,7 +185,8 @@ pub struct ConnectionCheckedInEvent {
 ///     }
 /// }
 /// ```
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(untagged)]
 #[non_exhaustive]
 pub enum CmapEvent {
     /// A pool was created.
@@ -274,7 +288,8 @@ impl CmapEvent {
 }
 
 /// Why a connection was closed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub enum ConnectionClosedReason {
     /// The pool was cleared since the connection was created (`"stale"`).
@@ -304,7 +319,8 @@ impl ConnectionClosedReason {
 }
 
 /// Why a check-out failed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub enum ConnectionCheckoutFailedReason {
     /// No connection came within the check-out timeout (`"timeout"`).

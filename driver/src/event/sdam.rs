@@ -30,7 +30,8 @@ pub type ServerDescription = ServerInfo<'static>;
 
 /// A server's description changed (spec "Server Description Equality": round-trip
 /// times and update times do not count).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ServerDescriptionChangedEvent {
     /// The server's address.
     pub address: ServerAddress,
@@ -43,7 +44,8 @@ pub struct ServerDescriptionChangedEvent {
 }
 
 /// A server was added to the topology (published before its monitor starts).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ServerOpeningEvent {
     /// The server's address.
     pub address: ServerAddress,
@@ -52,7 +54,8 @@ pub struct ServerOpeningEvent {
 }
 
 /// A server was removed from the topology (its monitor stops).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ServerClosedEvent {
     /// The server's address.
     pub address: ServerAddress,
@@ -61,7 +64,8 @@ pub struct ServerClosedEvent {
 }
 
 /// The topology's description changed.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct TopologyDescriptionChangedEvent {
     /// The topology's unique id.
     pub topology_id: ObjectId,
@@ -72,14 +76,16 @@ pub struct TopologyDescriptionChangedEvent {
 }
 
 /// A topology was opened: always the first event of a topology.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct TopologyOpeningEvent {
     /// The topology's unique id.
     pub topology_id: ObjectId,
 }
 
 /// A topology was closed: always the last event of a topology.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct TopologyClosedEvent {
     /// The topology's unique id.
     pub topology_id: ObjectId,
@@ -87,7 +93,8 @@ pub struct TopologyClosedEvent {
 
 /// A monitor sends its hello, or, when it must connect first, is about to open the
 /// connection.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ServerHeartbeatStartedEvent {
     /// The server's address.
     pub server_address: ServerAddress,
@@ -102,7 +109,8 @@ pub struct ServerHeartbeatStartedEvent {
 }
 
 /// A monitor's hello succeeded.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ServerHeartbeatSucceededEvent {
     /// How long the hello took; for an awaited hello it includes the server's wait
     /// and is not a round-trip time.
@@ -122,11 +130,13 @@ pub struct ServerHeartbeatSucceededEvent {
 
 /// A monitor's hello failed, with an error reply or a network error, or the check was
 /// cancelled.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ServerHeartbeatFailedEvent {
     /// How long the attempt took.
     pub duration: Duration,
     /// What went wrong.
+    #[serde(serialize_with = "super::error_as_message")]
     pub failure: Error,
     /// The server's address.
     pub server_address: ServerAddress,
@@ -158,7 +168,8 @@ pub struct ServerHeartbeatFailedEvent {
 ///     }
 /// }
 /// ```
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(untagged)]
 #[non_exhaustive]
 pub enum SdamEvent {
     /// A server's description changed.

@@ -19,7 +19,7 @@ use crate::uri::ServerAddress;
 pub use super::topology_version::TopologyVersion;
 
 /// What kind of server a [`ServerDescription`] describes (spec "ServerType").
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize)]
 pub enum ServerType {
     /// Not checked yet, or the last check failed.
     #[default]
@@ -94,8 +94,10 @@ impl fmt::Display for ServerType {
     }
 }
 
-/// The client's view of one server, from its most recent hello reply or error.
-#[derive(Debug, Clone)]
+/// The client's view of one server, from its most recent hello reply or error. It
+/// serializes (for logs) without its update time, a monotonic instant.
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ServerDescription {
     /// The address the client connects to (not the server's `me`).
     pub address: ServerAddress,
@@ -132,6 +134,7 @@ pub struct ServerDescription {
     /// `primary`, lower-cased.
     pub primary: Option<String>,
     /// When this description was made (for Unknown, when the check failed).
+    #[serde(skip)]
     pub last_update_time: Option<Instant>,
     /// `logicalSessionTimeoutMinutes`.
     pub logical_session_timeout_minutes: Option<i64>,
@@ -363,7 +366,7 @@ fn sorted(items: &[String]) -> Vec<&str> {
 }
 
 /// The kind of deployment (spec "TopologyType").
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize)]
 pub enum TopologyType {
     /// Not known yet (several seeds, no replicaSet option).
     #[default]
@@ -400,8 +403,10 @@ impl fmt::Display for TopologyType {
     }
 }
 
-/// The client's view of the whole deployment.
-#[derive(Debug, Clone, PartialEq)]
+/// The client's view of the whole deployment. It serializes (for logs) with its
+/// servers by their addresses as strings.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct TopologyDescription {
     /// The kind of deployment.
     pub topology_type: TopologyType,
@@ -412,6 +417,7 @@ pub struct TopologyDescription {
     /// The greatest `electionId` seen from a primary.
     pub max_election_id: Option<ObjectId>,
     /// Every server the client monitors, by address.
+    #[serde(serialize_with = "servers_by_name")]
     pub servers: BTreeMap<ServerAddress, ServerDescription>,
     /// Why the client cannot talk to this deployment (a wire version out of range).
     pub compatibility_error: Option<String>,
@@ -493,4 +499,17 @@ impl fmt::Display for TopologyDescription {
         }
         Ok(())
     }
+}
+
+/// Serializes the servers of a [`TopologyDescription`] as a map by `host:port`: map
+/// keys must be strings in most formats.
+fn servers_by_name<S: serde::Serializer>(
+    servers: &BTreeMap<ServerAddress, ServerDescription>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    serializer.collect_map(
+        servers
+            .iter()
+            .map(|(address, server)| (address.to_string(), server)),
+    )
 }

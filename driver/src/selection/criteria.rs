@@ -153,7 +153,8 @@ impl fmt::Debug for Criteria<'_> {
 /// A predicate sees it borrowed; an SDAM event carries it owned, as
 /// [`event::sdam::ServerDescription`](crate::event::sdam::ServerDescription)
 /// (`ServerInfo<'static>`).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(transparent)]
 pub struct ServerInfo<'a> {
     description: Cow<'a, ServerDescription>,
 }

@@ -27,7 +27,7 @@ pub const DEFAULT_PORT: u16 = 27017;
 /// assert_eq!(seed, ServerAddress::parse("localhost:27017").unwrap());
 /// assert_eq!(seed.to_string(), "localhost:27017");
 /// ```
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize)]
 #[non_exhaustive]
 pub enum ServerAddress {
     /// A TCP address.
