@@ -12,6 +12,7 @@ use bson::oid::ObjectId;
 use bson::{Bson, Document};
 
 use crate::bson_util::as_i64;
+use crate::error::{CommandError, Error, ErrorKind};
 use crate::handshake::{DRIVER_NAME, MAX_WIRE_VERSION, MIN_WIRE_VERSION};
 use crate::rt::Instant;
 use crate::uri::ServerAddress;
@@ -101,8 +102,10 @@ impl fmt::Display for ServerType {
 pub struct ServerDescription {
     /// The address the client connects to (not the server's `me`).
     pub address: ServerAddress,
-    /// Why the last check failed (the error's message); `None` after a success.
-    pub error: Option<String>,
+    /// Why the last check failed, or the application error that marked the server
+    /// Unknown; `None` after a success. It serializes as its message.
+    #[serde(serialize_with = "error_message")]
+    pub error: Option<Error>,
     /// The averaged round-trip time of hello calls (exponentially weighted).
     pub round_trip_time: Option<Duration>,
     /// The smallest of the recent round-trip times.
@@ -180,15 +183,15 @@ impl ServerDescription {
     }
 
     /// The description after a failed check or an application error: Unknown, with the
-    /// error's message, keeping a `topologyVersion` when the error carried one.
+    /// error, keeping a `topologyVersion` when the error carried one.
     pub fn from_error(
         address: ServerAddress,
-        error: impl fmt::Display,
+        error: Error,
         topology_version: Option<TopologyVersion>,
         now: Option<Instant>,
     ) -> ServerDescription {
         ServerDescription {
-            error: Some(error.to_string()),
+            error: Some(error),
             topology_version,
             last_update_time: now,
             ..ServerDescription::unknown(address)
@@ -209,8 +212,18 @@ impl ServerDescription {
             other => as_i64(other) == Some(1) || matches!(other, Bson::Double(v) if *v == 1.0),
         });
         if !ok {
-            let message = reply.get_str("errmsg").unwrap_or("hello failed");
-            return ServerDescription::from_error(address, message, None, now);
+            let error = Error::new(ErrorKind::Command(CommandError {
+                code: reply
+                    .get("code")
+                    .and_then(as_i64)
+                    .and_then(|code| i32::try_from(code).ok())
+                    .unwrap_or(0),
+                code_name: reply.get_str("codeName").unwrap_or_default().to_owned(),
+                message: reply.get_str("errmsg").unwrap_or("hello failed").to_owned(),
+                error_labels: Vec::new(),
+                topology_version: None,
+            }));
+            return ServerDescription::from_error(address, error, None, now);
         }
         let flag = |key: &str| reply.get_bool(key).unwrap_or(false);
         let int = |key: &str| reply.get(key).and_then(as_i64);
@@ -340,7 +353,8 @@ impl ServerDescription {
 impl PartialEq for ServerDescription {
     fn eq(&self, other: &Self) -> bool {
         self.address == other.address
-            && self.error == other.error
+            && self.error.as_ref().map(ToString::to_string)
+                == other.error.as_ref().map(ToString::to_string)
             && self.server_type == other.server_type
             && self.min_wire_version == other.min_wire_version
             && self.max_wire_version == other.max_wire_version
@@ -512,4 +526,15 @@ fn servers_by_name<S: serde::Serializer>(
             .iter()
             .map(|(address, server)| (address.to_string(), server)),
     )
+}
+
+/// Serializes a [`ServerDescription`]'s error as its message.
+fn error_message<S: serde::Serializer>(
+    error: &Option<Error>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    match error {
+        Some(error) => serializer.collect_str(error),
+        None => serializer.serialize_none(),
+    }
 }
