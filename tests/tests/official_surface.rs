@@ -242,3 +242,43 @@ async fn events_serialize_and_server_errors_are_errors() -> anymongo::error::Res
     })
     .await
 }
+
+/// The deprecated handler traits of the official crate, for code that still uses them.
+#[tokio::test]
+#[allow(deprecated)]
+async fn the_deprecated_handler_traits_receive_events() -> anymongo::error::Result<()> {
+    use anymongo::event::cmap::{CmapEventHandler, ConnectionCheckedOutEvent};
+    use anymongo::event::sdam::{SdamEventHandler, TopologyOpeningEvent};
+
+    #[derive(Default)]
+    struct Counter {
+        checked_out: Mutex<usize>,
+        topologies: Mutex<usize>,
+    }
+    impl CmapEventHandler for Counter {
+        fn handle_connection_checked_out_event(&self, _event: ConnectionCheckedOutEvent) {
+            *self.checked_out.lock().unwrap() += 1;
+        }
+    }
+    impl SdamEventHandler for Counter {
+        fn handle_topology_opening_event(&self, _event: TopologyOpeningEvent) {
+            *self.topologies.lock().unwrap() += 1;
+        }
+    }
+
+    harness::within(TEST_BOUND, async {
+        let counter = Arc::new(Counter::default());
+        let mut options = ClientOptions::parse(server::shared().uri()).await?;
+        options.cmap_event_handler = Some(counter.clone().into());
+        options.sdam_event_handler = Some(counter.clone().into());
+        let client = Client::with_options(options)?;
+        client
+            .database("official_surface_events")
+            .run_command(doc! { "ping": 1 })
+            .await?;
+        assert!(*counter.checked_out.lock().unwrap() >= 1);
+        assert_eq!(*counter.topologies.lock().unwrap(), 1);
+        Ok(())
+    })
+    .await
+}

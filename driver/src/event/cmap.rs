@@ -5,11 +5,14 @@
 //! state, so that they come out in the order the changes happened, and delivers them
 //! to its [`crate::event::EventHandler`] once the state lock is released.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use bson::oid::ObjectId;
 
 use crate::cmap::PoolOptions;
+use crate::event::EventHandler;
+use crate::rt::{MaybeSend, MaybeSync};
 use crate::uri::ServerAddress;
 use crate::Error;
 
@@ -340,5 +343,71 @@ impl ConnectionCheckoutFailedReason {
             ConnectionCheckoutFailedReason::Timeout => "timeout",
             ConnectionCheckoutFailedReason::ConnectionError => "connectionError",
         }
+    }
+}
+
+/// The official crate's older way to receive connection pool events, deprecated there too: a
+/// type with one method per event, passed as an `Arc` where an [`EventHandler`] is
+/// expected. Use [`EventHandler::callback`].
+#[deprecated = "use the EventHandler API"]
+pub trait CmapEventHandler: MaybeSend + MaybeSync {
+    /// Called when a pool is created.
+    fn handle_pool_created_event(&self, _event: PoolCreatedEvent) {}
+
+    /// Called when a pool is marked ready.
+    fn handle_pool_ready_event(&self, _event: PoolReadyEvent) {}
+
+    /// Called when a pool is cleared.
+    fn handle_pool_cleared_event(&self, _event: PoolClearedEvent) {}
+
+    /// Called when a pool is closed.
+    fn handle_pool_closed_event(&self, _event: PoolClosedEvent) {}
+
+    /// Called when a connection is created.
+    fn handle_connection_created_event(&self, _event: ConnectionCreatedEvent) {}
+
+    /// Called when a connection is ready for use.
+    fn handle_connection_ready_event(&self, _event: ConnectionReadyEvent) {}
+
+    /// Called when a connection is closed.
+    fn handle_connection_closed_event(&self, _event: ConnectionClosedEvent) {}
+
+    /// Called when a checkout starts.
+    fn handle_connection_checkout_started_event(&self, _event: ConnectionCheckoutStartedEvent) {}
+
+    /// Called when a checkout fails.
+    fn handle_connection_checkout_failed_event(&self, _event: ConnectionCheckoutFailedEvent) {}
+
+    /// Called when a connection is checked out.
+    fn handle_connection_checked_out_event(&self, _event: ConnectionCheckedOutEvent) {}
+
+    /// Called when a connection is checked back in.
+    fn handle_connection_checked_in_event(&self, _event: ConnectionCheckedInEvent) {}
+}
+
+#[allow(deprecated)]
+impl<T: CmapEventHandler + 'static> From<Arc<T>> for EventHandler<CmapEvent> {
+    fn from(handler: Arc<T>) -> Self {
+        EventHandler::callback(move |event| match event {
+            CmapEvent::PoolCreated(event) => handler.handle_pool_created_event(event),
+            CmapEvent::PoolReady(event) => handler.handle_pool_ready_event(event),
+            CmapEvent::PoolCleared(event) => handler.handle_pool_cleared_event(event),
+            CmapEvent::PoolClosed(event) => handler.handle_pool_closed_event(event),
+            CmapEvent::ConnectionCreated(event) => handler.handle_connection_created_event(event),
+            CmapEvent::ConnectionReady(event) => handler.handle_connection_ready_event(event),
+            CmapEvent::ConnectionClosed(event) => handler.handle_connection_closed_event(event),
+            CmapEvent::ConnectionCheckoutStarted(event) => {
+                handler.handle_connection_checkout_started_event(event)
+            }
+            CmapEvent::ConnectionCheckoutFailed(event) => {
+                handler.handle_connection_checkout_failed_event(event)
+            }
+            CmapEvent::ConnectionCheckedOut(event) => {
+                handler.handle_connection_checked_out_event(event)
+            }
+            CmapEvent::ConnectionCheckedIn(event) => {
+                handler.handle_connection_checked_in_event(event)
+            }
+        })
     }
 }

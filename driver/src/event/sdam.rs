@@ -13,11 +13,14 @@
 //! the same driver id.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use bson::oid::ObjectId;
 use bson::Document;
 
+use crate::event::EventHandler;
+use crate::rt::{MaybeSend, MaybeSync};
 pub use crate::sdam::{TopologyDescription, TopologyType};
 use crate::selection::{suitable_servers, Criteria, SelectionCriteria, ServerInfo};
 use crate::uri::ServerAddress;
@@ -259,5 +262,65 @@ impl TopologyDescription {
 
     fn has_suitable_server(&self, criteria: &Criteria<'_>) -> bool {
         suitable_servers(self, criteria, &[]).is_ok_and(|servers| !servers.is_empty())
+    }
+}
+
+/// The official crate's older way to receive SDAM events, deprecated there too: a
+/// type with one method per event, passed as an `Arc` where an [`EventHandler`] is
+/// expected. Use [`EventHandler::callback`].
+#[deprecated = "use the EventHandler API"]
+pub trait SdamEventHandler: MaybeSend + MaybeSync {
+    /// Called when a server's description changes.
+    fn handle_server_description_changed_event(&self, _event: ServerDescriptionChangedEvent) {}
+
+    /// Called when a server is added to the topology.
+    fn handle_server_opening_event(&self, _event: ServerOpeningEvent) {}
+
+    /// Called when a server is removed from the topology.
+    fn handle_server_closed_event(&self, _event: ServerClosedEvent) {}
+
+    /// Called when the topology's description changes.
+    fn handle_topology_description_changed_event(&self, _event: TopologyDescriptionChangedEvent) {}
+
+    /// Called when the topology is opened.
+    fn handle_topology_opening_event(&self, _event: TopologyOpeningEvent) {}
+
+    /// Called when the topology is closed.
+    fn handle_topology_closed_event(&self, _event: TopologyClosedEvent) {}
+
+    /// Called when a heartbeat starts.
+    fn handle_server_heartbeat_started_event(&self, _event: ServerHeartbeatStartedEvent) {}
+
+    /// Called when a heartbeat succeeds.
+    fn handle_server_heartbeat_succeeded_event(&self, _event: ServerHeartbeatSucceededEvent) {}
+
+    /// Called when a heartbeat fails.
+    fn handle_server_heartbeat_failed_event(&self, _event: ServerHeartbeatFailedEvent) {}
+}
+
+#[allow(deprecated)]
+impl<T: SdamEventHandler + 'static> From<Arc<T>> for EventHandler<SdamEvent> {
+    fn from(handler: Arc<T>) -> Self {
+        EventHandler::callback(move |event| match event {
+            SdamEvent::ServerDescriptionChanged(event) => {
+                handler.handle_server_description_changed_event(*event)
+            }
+            SdamEvent::ServerOpening(event) => handler.handle_server_opening_event(event),
+            SdamEvent::ServerClosed(event) => handler.handle_server_closed_event(event),
+            SdamEvent::TopologyDescriptionChanged(event) => {
+                handler.handle_topology_description_changed_event(*event)
+            }
+            SdamEvent::TopologyOpening(event) => handler.handle_topology_opening_event(event),
+            SdamEvent::TopologyClosed(event) => handler.handle_topology_closed_event(event),
+            SdamEvent::ServerHeartbeatStarted(event) => {
+                handler.handle_server_heartbeat_started_event(event)
+            }
+            SdamEvent::ServerHeartbeatSucceeded(event) => {
+                handler.handle_server_heartbeat_succeeded_event(event)
+            }
+            SdamEvent::ServerHeartbeatFailed(event) => {
+                handler.handle_server_heartbeat_failed_event(event)
+            }
+        })
     }
 }
