@@ -246,7 +246,7 @@ impl FullDocumentBeforeChangeType {
 /// Its documents (`_id`, `documentKey`, `fullDocument`, …) are read as stored
 /// ([`bson_deserializer::as_stored`](crate::bson_deserializer::as_stored)): a field whose
 /// name starts with `$` stays a field, never extended JSON.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 #[serde(bound(deserialize = "T: DeserializeOwned + 'static"))]
 pub struct ChangeStreamEvent<T> {
@@ -308,7 +308,7 @@ pub struct ChangeStreamEvent<T> {
 
 /// The `nsType` of a `create` event: what kind of collection was created. An unknown
 /// kind is kept as [`ChangeNamespaceType::Other`], as an unknown operation type is.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub enum ChangeNamespaceType {
     /// `collection`: a collection.
@@ -324,8 +324,8 @@ pub enum ChangeNamespaceType {
 
 /// The kind of a change. The server adds kinds over time: an unknown one is kept as
 /// [`OperationType::Other`] (spec: drivers MUST NOT err on it).
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(from = "String")]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(from = "String", rename_all = "camelCase")]
 pub enum OperationType {
     /// `insert`: a document was inserted.
     Insert,
@@ -359,6 +359,7 @@ pub enum OperationType {
     /// `reshardCollection` (expanded events).
     ReshardCollection,
     /// A kind this driver does not know.
+    #[serde(untagged)]
     Other(String),
 }
 
@@ -387,7 +388,7 @@ impl From<String> for OperationType {
 
 /// Where a change happened: `ns` and `to` of an event. Fields the server may add
 /// (e.g. `viewOn`) are ignored.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, serde::Serialize)]
 pub struct ChangeNamespace {
     /// The database.
     pub db: String,
@@ -396,7 +397,7 @@ pub struct ChangeNamespace {
 }
 
 /// The delta of an `update` event.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct UpdateDescription {
     /// The fields set, by dotted path, with their new values.
@@ -415,7 +416,7 @@ pub struct UpdateDescription {
 }
 
 /// An array an update shortened.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TruncatedArray {
     /// The array's dotted path.

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use anymongo::action::Action;
 use anymongo::bson::{doc, Document};
-use anymongo::change_stream::event::ChangeNamespaceType;
+use anymongo::change_stream::event::{ChangeNamespaceType, ChangeStreamEvent};
 use anymongo::error::Error;
 use anymongo::event::command::CommandEvent;
 use anymongo::event::sdam::SdamEvent;
@@ -199,6 +199,36 @@ fn change_namespace_types_read_as_the_server_names_them() {
     assert_eq!(
         read("materializedView"),
         ChangeNamespaceType::Other("materializedView".to_string())
+    );
+
+    // An event serializes back as the server wrote it (e.g. to store it).
+    let stored = doc! {
+        "_id": { "_data": "8263" },
+        "operationType": "create",
+        "ns": { "db": "shop", "coll": "orders" },
+        "nsType": "timeseries",
+    };
+    let event: ChangeStreamEvent<Document> =
+        anymongo::bson::deserialize_from_document(stored).expect("an event");
+    assert_eq!(event.ns_type, Some(ChangeNamespaceType::Timeseries));
+    let written = anymongo::bson::serialize_to_document(&event).expect("it serializes");
+    assert_eq!(
+        written.get_str("operationType").ok(),
+        Some("create"),
+        "{written}"
+    );
+    assert_eq!(
+        written.get_str("nsType").ok(),
+        Some("timeseries"),
+        "{written}"
+    );
+    assert_eq!(
+        written
+            .get_document("ns")
+            .and_then(|ns| ns.get_str("coll"))
+            .ok(),
+        Some("orders"),
+        "{written}"
     );
 }
 
