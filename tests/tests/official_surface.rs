@@ -312,3 +312,22 @@ async fn the_deprecated_handler_traits_receive_events() -> anymongo::error::Resu
     })
     .await
 }
+
+#[test]
+fn server_addresses_serialize_and_read_as_text_or_parts() {
+    use anymongo::options::ServerAddress;
+    let read = |value: anymongo::bson::Bson| -> ServerAddress {
+        anymongo::bson::deserialize_from_bson(value).expect("an address")
+    };
+    let expected = ServerAddress::Tcp {
+        host: "db.example.com".to_string(),
+        port: Some(27018),
+    };
+    assert_eq!(read("db.example.com:27018".into()), expected);
+    assert_eq!(
+        read(doc! { "host": "DB.example.com", "port": 27018 }.into()),
+        expected
+    );
+    let written = serde_json::to_value(&expected).expect("it serializes");
+    assert_eq!(written["Tcp"]["host"], "db.example.com", "{written}");
+}

@@ -245,6 +245,28 @@ impl FromStr for ServerAddress {
     }
 }
 
+/// Reads an address as the official crate does: `"host:port"` (as
+/// [`ServerAddress::parse`] reads it) or `{ host, port }`.
+impl<'de> serde::Deserialize<'de> for ServerAddress {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> std::result::Result<Self, D::Error> {
+        #[derive(serde::Deserialize)]
+        #[serde(untagged)]
+        enum Written {
+            Text(String),
+            Parts { host: String, port: Option<u16> },
+        }
+        match Written::deserialize(deserializer)? {
+            Written::Text(text) => ServerAddress::parse(text).map_err(serde::de::Error::custom),
+            Written::Parts { host, port } => Ok(ServerAddress::Tcp {
+                host: host.to_ascii_lowercase(),
+                port,
+            }),
+        }
+    }
+}
+
 impl fmt::Display for ServerAddress {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
