@@ -78,42 +78,8 @@ pub use watch::Watch;
 
 pub use crate::cursor::SessionCursor;
 
-/// What every action is: an operation about to run, configured by its setters and run
-/// by `.await` (or `.run()` in the blocking API). Only this crate's actions are
-/// actions.
-pub trait Action: private::Sealed + std::future::IntoFuture {
-    /// Calls `f` with the action and `value` when `value` is `Some`: a setter applied
-    /// only when there is something to set, without breaking the chain.
-    ///
-    /// ```no_run
-    /// # async fn example(client: anymongo::Client, filter: Option<anymongo::bson::Document>)
-    /// # -> anymongo::Result<()> {
-    /// use anymongo::action::Action;
-    /// let names = client
-    ///     .database("shop")
-    ///     .list_collection_names()
-    ///     .optional(filter, |action, filter| action.filter(filter))
-    ///     .await?;
-    /// # let _ = names; Ok(()) }
-    /// ```
-    fn optional<Value>(self, value: Option<Value>, f: impl FnOnce(Self, Value) -> Self) -> Self
-    where
-        Self: Sized,
-    {
-        match value {
-            Some(value) => f(self, value),
-            None => self,
-        }
-    }
-}
-
-/// Keeps [`Action`] to this crate's actions.
-pub(crate) mod private {
-    /// Implemented by the actions only.
-    pub trait Sealed {}
-}
 pub(crate) use setters::{option_setters, run_blocking, session_setter, timeout_setter};
-pub use setters::{ExplicitSession, ImplicitSession};
+pub use setters::{Action, ExplicitSession, ImplicitSession};
 
 // Parsing a connection string is an action too (`ClientOptions::parse(uri).run()`).
 run_blocking!(impl[] crate::srv::ParseConnectionString => crate::options::ClientOptions);
