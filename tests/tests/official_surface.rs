@@ -331,3 +331,34 @@ fn server_addresses_serialize_and_read_as_text_or_parts() {
     let written = serde_json::to_value(&expected).expect("it serializes");
     assert_eq!(written["Tcp"]["host"], "db.example.com", "{written}");
 }
+
+/// `and_run`'s callback returns the crate root's `BoxFuture`, as the official one does.
+#[tokio::test]
+async fn and_run_callbacks_return_the_root_box_future() -> anymongo::error::Result<()> {
+    use futures::FutureExt;
+    harness::within(TEST_BOUND, async {
+        let client = Client::with_uri_str(server::shared().uri()).await?;
+        let coll = client
+            .database("official_surface_and_run")
+            .collection::<Document>("items");
+        coll.drop().await?;
+        let session = client.start_session().await?;
+        fn insert<'b>(
+            session: &'b mut anymongo::ClientSession,
+            coll: &'b mut anymongo::Collection<Document>,
+        ) -> anymongo::BoxFuture<'b, anymongo::error::Result<()>> {
+            async move {
+                coll.insert_one(doc! { "x": 1 }).session(session).await?;
+                Ok(())
+            }
+            .boxed()
+        }
+        session
+            .start_transaction()
+            .and_run(coll.clone(), |session, coll| insert(session, coll))
+            .await?;
+        assert_eq!(coll.count_documents(doc! {}).await?, 1);
+        Ok(())
+    })
+    .await
+}
