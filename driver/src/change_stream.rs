@@ -153,8 +153,8 @@ impl From<ResumeToken> for Document {
 /// (`change_stream::event`).
 pub mod event {
     pub use super::{
-        ChangeNamespace, ChangeStreamEvent, OperationType, ResumeToken, TruncatedArray,
-        UpdateDescription,
+        ChangeNamespace, ChangeNamespaceType, ChangeStreamEvent, OperationType, ResumeToken,
+        TruncatedArray, UpdateDescription,
     };
 }
 
@@ -247,7 +247,7 @@ impl FullDocumentBeforeChangeType {
 /// Its documents (`_id`, `documentKey`, `fullDocument`, …) are read as stored
 /// ([`bson_deserializer::as_stored`](crate::bson_deserializer::as_stored)): a field whose
 /// name starts with `$` stays a field, never extended JSON.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 #[serde(bound(deserialize = "T: DeserializeOwned + 'static"))]
 pub struct ChangeStreamEvent<T> {
@@ -258,9 +258,8 @@ pub struct ChangeStreamEvent<T> {
     pub operation_type: OperationType,
     /// The database and collection where it happened.
     pub ns: Option<ChangeNamespace>,
-    /// `create` events with expanded events (MongoDB 8.1+): `collection`,
-    /// `timeseries` or `view`.
-    pub ns_type: Option<String>,
+    /// `create` events with expanded events (MongoDB 8.1+): what was created.
+    pub ns_type: Option<ChangeNamespaceType>,
     /// `rename` events: the new namespace.
     pub to: Option<ChangeNamespace>,
     /// Expanded DDL events: what the operation did.
@@ -308,10 +307,26 @@ pub struct ChangeStreamEvent<T> {
     pub txn_number: Option<i64>,
 }
 
+/// The `nsType` of a `create` event: what kind of collection was created. An unknown
+/// kind is kept as [`ChangeNamespaceType::Other`], as an unknown operation type is.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ChangeNamespaceType {
+    /// `collection`: a collection.
+    Collection,
+    /// `timeseries`: a time series collection.
+    Timeseries,
+    /// `view`: a view.
+    View,
+    /// Another kind, as the server names it.
+    #[serde(untagged)]
+    Other(String),
+}
+
 /// The kind of a change. The server adds kinds over time: an unknown one is kept as
 /// [`OperationType::Other`] (spec: drivers MUST NOT err on it).
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(from = "String")]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(from = "String", rename_all = "camelCase")]
 pub enum OperationType {
     /// `insert`: a document was inserted.
     Insert,
@@ -345,6 +360,7 @@ pub enum OperationType {
     /// `reshardCollection` (expanded events).
     ReshardCollection,
     /// A kind this driver does not know.
+    #[serde(untagged)]
     Other(String),
 }
 
@@ -373,7 +389,7 @@ impl From<String> for OperationType {
 
 /// Where a change happened: `ns` and `to` of an event. Fields the server may add
 /// (e.g. `viewOn`) are ignored.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, serde::Serialize)]
 pub struct ChangeNamespace {
     /// The database.
     pub db: String,
@@ -382,7 +398,7 @@ pub struct ChangeNamespace {
 }
 
 /// The delta of an `update` event.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct UpdateDescription {
     /// The fields set, by dotted path, with their new values.
@@ -401,7 +417,7 @@ pub struct UpdateDescription {
 }
 
 /// An array an update shortened.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TruncatedArray {
     /// The array's dotted path.

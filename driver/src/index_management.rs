@@ -392,6 +392,32 @@ pub enum SearchIndexType {
     Other(String),
 }
 
+/// Writes the options types of the search index operations, which have no options
+/// yet: "placeholders for drivers that cannot add options in a non-breaking manner"
+/// (Index Management spec, "Search Index Management Helpers"). `#[non_exhaustive]`
+/// keeps adding one non-breaking; their builders and `Default` make them.
+macro_rules! search_index_options {
+    ($($(#[$doc:meta])* $Name:ident,)*) => {$(
+        $(#[$doc])*
+        #[derive(Debug, Clone, Default, PartialEq, typed_builder::TypedBuilder)]
+        #[non_exhaustive]
+        pub struct $Name {}
+    )*};
+}
+
+search_index_options!(
+    /// Options of [`Collection::create_search_index`] and
+    /// [`Collection::create_search_indexes`]: none yet.
+    CreateSearchIndexOptions,
+    /// Options of [`Collection::update_search_index`]: none yet.
+    UpdateSearchIndexOptions,
+    /// Options of [`Collection::list_search_indexes`] beyond its `name` and
+    /// `aggregate_options`: none yet.
+    ListSearchIndexOptions,
+    /// Options of [`Collection::drop_search_index`]: none yet.
+    DropSearchIndexOptions,
+);
+
 /// What [`Collection::create_index`] returns.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]

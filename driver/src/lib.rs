@@ -136,6 +136,10 @@ pub use cursor::{Cursor, SessionCursor, SessionCursorStream};
 pub use database::Database;
 pub use error::{CommandError, Error, ErrorKind, Result};
 pub use index_management::{IndexModel, SearchIndexModel, SearchIndexType};
+/// The boxed future of the official crate's root (`mongodb::BoxFuture`), which
+/// [`and_run`](action::StartTransaction::and_run) callbacks return: `Send` natively,
+/// not on wasm32, whose futures need not be.
+pub use rt::BoxFuture;
 pub use sdam::{ServerType, TopologyType};
 pub use selection::ServerInfo;
 pub use session::{ClientSession, ClusterTime};

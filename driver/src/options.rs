@@ -33,19 +33,23 @@ pub use crate::crud::{
     CollationStrength, CountOptions, CursorType, DeleteOptions, DistinctOptions,
     EstimatedDocumentCountOptions, FindOneAndDeleteOptions, FindOneAndReplaceOptions,
     FindOneAndUpdateOptions, FindOneOptions, FindOptions, Hint, InsertManyOptions,
-    InsertOneOptions, ReplaceOptions, ReturnDocument, RunCursorCommandOptions, TimeoutMode,
-    UpdateOptions,
+    InsertOneOptions, ReplaceOptions, ReturnDocument, RunCommandOptions, RunCursorCommandOptions,
+    TimeoutMode, UpdateOptions,
 };
 /// The options of [`Client::database_with_options`](crate::Client::database_with_options).
 pub type DatabaseOptions = crate::database::Concerns;
 /// The options of [`Database::collection_with_options`](crate::Database::collection_with_options).
 pub type CollectionOptions = crate::database::Concerns;
 pub use crate::enumerate::{ListCollectionsOptions, ListDatabasesOptions};
-pub use crate::gridfs::{GridFsBucketOptions, GridFsDownloadByNameOptions, GridFsUploadOptions};
+pub use crate::gridfs::{
+    GridFsBucketOptions, GridFsDownloadByNameOptions, GridFsFindOneOptions, GridFsFindOptions,
+    GridFsUploadOptions,
+};
 pub use crate::handshake::DriverInfo;
 pub use crate::index_management::{
-    CommitQuorum, CreateIndexOptions, DropIndexOptions, IndexOptions, IndexVersion,
-    ListIndexesOptions, Sphere2DIndexVersion, TextIndexVersion,
+    CommitQuorum, CreateIndexOptions, CreateSearchIndexOptions, DropIndexOptions,
+    DropSearchIndexOptions, IndexOptions, IndexVersion, ListIndexesOptions, ListSearchIndexOptions,
+    Sphere2DIndexVersion, TextIndexVersion, UpdateSearchIndexOptions,
 };
 pub use crate::open_telemetry::OpentelemetryOptions;
 pub use crate::rt::{Tls, TlsOptions};

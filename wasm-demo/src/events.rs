@@ -182,7 +182,7 @@ fn server_description(server: &ServerDescription) -> Document {
         "arbiters": server.arbiters.clone(),
         "minWireVersion": server.min_wire_version,
         "maxWireVersion": server.max_wire_version,
-        "error": server.error.clone().map_or(Bson::Null, Bson::String),
+        "error": server.error.as_ref().map_or(Bson::Null, |error| Bson::String(error.to_string())),
         "roundTripTime": server.round_trip_time.map_or(Bson::Int32(-1), |rtt| Bson::Double(millis(rtt))),
         "setName": server.set_name.clone().map_or(Bson::Null, Bson::String),
         "primary": server.primary.clone().map_or(Bson::Null, Bson::String),

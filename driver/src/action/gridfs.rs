@@ -13,7 +13,7 @@ use crate::cursor::Cursor;
 use crate::error::Result;
 use crate::gridfs::{
     FilesCollectionDocument, GridFsBucket, GridFsDownloadByNameOptions, GridFsDownloadStream,
-    GridFsUploadOptions, GridFsUploadStream,
+    GridFsFindOneOptions, GridFsFindOptions, GridFsUploadOptions, GridFsUploadStream,
 };
 use crate::rt::{boxed, BoxFuture};
 
@@ -283,53 +283,46 @@ bucket_action!(
 );
 run_blocking!(impl['a] DeleteByName<'a> => ());
 
-/// The setters of the options of a bucket's find.
-macro_rules! find_setters {
-    () => {
-        option_setters!(options: FindOptions;
-            /// Lets the server write temporary files for large sorts.
-            allow_disk_use: bool,
-            /// Documents per batch.
-            batch_size: u32,
-            /// At most this many files.
-            limit: i64,
-            /// The server-side time limit of the query (`maxTimeMS`).
-            max_time: Duration,
-            /// The server does not time the cursor out.
-            no_cursor_timeout: bool,
-            /// Skips this many files.
-            skip: u64,
-            /// The order of the files.
-            sort: Document,
-        );
-    };
-}
-
 bucket_action!(
     /// A find of files documents: what [`GridFsBucket::find`] returns. Awaited, it
     /// returns a [`Cursor`] of [`FilesCollectionDocument`].
     Find {
         filter: Document,
-        options: Option<FindOptions>,
+        options: Option<GridFsFindOptions>,
     } -> Cursor<FilesCollectionDocument>,
-    |this, bucket| bucket.find_in(this.filter, this.options)
+    |this, bucket| bucket.find_in(this.filter, this.options.map(Into::into))
 );
 run_blocking!(impl['a] Find<'a> => crate::sync::Cursor<FilesCollectionDocument>);
 
 impl Find<'_> {
-    find_setters!();
+    option_setters!(options: GridFsFindOptions;
+        /// Lets the server write temporary files for large sorts.
+        allow_disk_use: bool,
+        /// Documents per batch.
+        batch_size: u32,
+        /// At most this many files.
+        limit: i64,
+        /// The server-side time limit of the query (`maxTimeMS`).
+        max_time: Duration,
+        /// The server does not time the cursor out.
+        no_cursor_timeout: bool,
+        /// Skips this many files.
+        skip: u64,
+        /// The order of the files.
+        sort: Document,
+    );
 }
 
 bucket_action!(
     /// A find of one files document: what [`GridFsBucket::find_one`] returns.
     FindOne {
         filter: Document,
-        options: Option<FindOptions>,
+        options: Option<GridFsFindOneOptions>,
     } -> Option<FilesCollectionDocument>,
     |this, bucket| async move {
         let options = FindOptions {
             limit: Some(-1),
-            ..this.options.unwrap_or_default()
+            ..this.options.map(Into::into).unwrap_or_default()
         };
         let mut files = bucket.find_in(this.filter, Some(options)).await?;
         futures::TryStreamExt::try_next(&mut files).await
@@ -338,7 +331,14 @@ bucket_action!(
 run_blocking!(impl['a] FindOne<'a> => Option<FilesCollectionDocument>);
 
 impl FindOne<'_> {
-    find_setters!();
+    option_setters!(options: GridFsFindOneOptions;
+        /// The server-side time limit of the query (`maxTimeMS`).
+        max_time: Duration,
+        /// Skips this many files before the one returned.
+        skip: u64,
+        /// The order of the files, the first of which is returned.
+        sort: Document,
+    );
 }
 
 bucket_action!(

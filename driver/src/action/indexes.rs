@@ -15,8 +15,9 @@ use crate::cursor::{Cursor, SessionCursor};
 use crate::enumerate::names;
 use crate::error::Result;
 use crate::index_management::{
-    CommitQuorum, CreateIndexOptions, CreateIndexResult, CreateIndexesResult, DropIndexOptions,
-    IndexModel, ListIndexesOptions, SearchIndexModel,
+    CommitQuorum, CreateIndexOptions, CreateIndexResult, CreateIndexesResult,
+    CreateSearchIndexOptions, DropIndexOptions, DropSearchIndexOptions, IndexModel,
+    ListIndexesOptions, ListSearchIndexOptions, SearchIndexModel, UpdateSearchIndexOptions,
 };
 use crate::rt::{boxed, BoxFuture};
 use crate::session::ClientSession;
@@ -489,6 +490,19 @@ impl<'a, T> IntoFuture for ListIndexNames<'a, T> {
     }
 }
 
+/// Writes the `with_options` of a search index action, whose options type has no
+/// options yet (see [`CreateSearchIndexOptions`]): it takes one, as the official
+/// driver's does, and nothing changes.
+macro_rules! placeholder_options {
+    ($Options:ty) => {
+        /// Sets all the options at once; there are none yet.
+        pub fn with_options(self, options: impl Into<Option<$Options>>) -> Self {
+            let _: Option<$Options> = options.into();
+            self
+        }
+    };
+}
+
 /// A creation of Atlas Search indexes: what [`Collection::create_search_index`] (its
 /// result the index's name) and [`Collection::create_search_indexes`] (their names)
 /// return.
@@ -501,6 +515,7 @@ pub struct CreateSearchIndex<'a, T, R = String> {
 }
 
 impl<'a, T, R> CreateSearchIndex<'a, T, R> {
+    placeholder_options!(CreateSearchIndexOptions);
     timeout_setter!();
 
     async fn execute(self) -> Result<Vec<String>> {
@@ -546,6 +561,7 @@ pub struct UpdateSearchIndex<'a, T> {
 }
 
 impl<'a, T> UpdateSearchIndex<'a, T> {
+    placeholder_options!(UpdateSearchIndexOptions);
     timeout_setter!();
 }
 
@@ -574,6 +590,7 @@ pub struct DropSearchIndex<'a, T> {
 }
 
 impl<'a, T> DropSearchIndex<'a, T> {
+    placeholder_options!(DropSearchIndexOptions);
     timeout_setter!();
 }
 
@@ -614,6 +631,7 @@ impl<'a, T> ListSearchIndexes<'a, T> {
         self.options = Some(options);
         self
     }
+    placeholder_options!(ListSearchIndexOptions);
     timeout_setter!();
 }
 

@@ -77,8 +77,9 @@ pub use update::{ReplaceOne, Update};
 pub use watch::Watch;
 
 pub use crate::cursor::SessionCursor;
+
 pub(crate) use setters::{option_setters, run_blocking, session_setter, timeout_setter};
-pub use setters::{ExplicitSession, ImplicitSession};
+pub use setters::{Action, ExplicitSession, ImplicitSession};
 
 // Parsing a connection string is an action too (`ClientOptions::parse(uri).run()`).
 run_blocking!(impl[] crate::srv::ParseConnectionString => crate::options::ClientOptions);

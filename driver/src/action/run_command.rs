@@ -8,7 +8,7 @@ use std::time::Duration;
 use bson::{Bson, Document, RawDocumentBuf};
 
 use super::{option_setters, session_setter, timeout_setter, ExplicitSession, ImplicitSession};
-use crate::crud::{CursorType, RunCursorCommandOptions, TimeoutMode};
+use crate::crud::{CursorType, RunCommandOptions, RunCursorCommandOptions, TimeoutMode};
 use crate::cursor::{Cursor, SessionCursor};
 use crate::database::Database;
 use crate::error::{Error, Result};
@@ -39,7 +39,7 @@ impl Database {
         RunCommand {
             database: self,
             command: Ok(command),
-            selection_criteria: None,
+            options: None,
             session: None,
             timeout: None,
         }
@@ -109,17 +109,16 @@ fn raw_command(command: RawDocumentBuf) -> Result<Document> {
 pub struct RunCommand<'a> {
     database: &'a Database,
     command: Result<Document>,
-    selection_criteria: Option<SelectionCriteria>,
+    options: Option<RunCommandOptions>,
     session: Option<&'a ClientSession>,
     timeout: Option<Duration>,
 }
 
 impl<'a> RunCommand<'a> {
-    /// Where the command goes; the primary when unset.
-    pub fn selection_criteria(mut self, selection_criteria: SelectionCriteria) -> Self {
-        self.selection_criteria = Some(selection_criteria);
-        self
-    }
+    option_setters!(options: RunCommandOptions;
+        /// Where the command goes; the primary when unset.
+        selection_criteria: SelectionCriteria,
+    );
     timeout_setter!();
     session_setter!();
 }
@@ -134,7 +133,11 @@ impl<'a> IntoFuture for RunCommand<'a> {
         boxed(async move {
             let database = self.database.with_operation_timeout(self.timeout);
             database
-                .run_command_in(self.command?, self.selection_criteria, self.session)
+                .run_command_in(
+                    self.command?,
+                    self.options.and_then(|options| options.selection_criteria),
+                    self.session,
+                )
                 .await
         })
     }

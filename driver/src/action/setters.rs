@@ -1,5 +1,5 @@
-//! What every action is made of: the session type-states of the actions that return
-//! a cursor, and the macros that write the setters.
+//! What every action is made of: the [`Action`] trait, the session type-states of the
+//! actions that return a cursor, and the macros that write the setters.
 //!
 //! A leaf of its own, so that the action files, which use these, and `mod.rs`, which
 //! re-exports them, form no cycle.
@@ -13,6 +13,41 @@ pub struct ImplicitSession;
 /// [`SessionCursor`](crate::cursor::SessionCursor).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ExplicitSession;
+
+/// What every action is: an operation about to run, configured by its setters and run
+/// by `.await` (or `.run()` in the blocking API). Only this crate's actions are
+/// actions.
+pub trait Action: private::Sealed + std::future::IntoFuture {
+    /// Calls `f` with the action and `value` when `value` is `Some`: a setter applied
+    /// only when there is something to set, without breaking the chain.
+    ///
+    /// ```no_run
+    /// # async fn example(client: anymongo::Client, filter: Option<anymongo::bson::Document>)
+    /// # -> anymongo::Result<()> {
+    /// use anymongo::action::Action;
+    /// let names = client
+    ///     .database("shop")
+    ///     .list_collection_names()
+    ///     .optional(filter, |action, filter| action.filter(filter))
+    ///     .await?;
+    /// # let _ = names; Ok(()) }
+    /// ```
+    fn optional<Value>(self, value: Option<Value>, f: impl FnOnce(Self, Value) -> Self) -> Self
+    where
+        Self: Sized,
+    {
+        match value {
+            Some(value) => f(self, value),
+            None => self,
+        }
+    }
+}
+
+/// Keeps [`Action`] to this crate's actions.
+pub(crate) mod private {
+    /// Implemented by the actions only.
+    pub trait Sealed {}
+}
 
 /// Writes an action's option setters, each setting one field of its options struct
 /// (held as `Option<Options>` in the field named first), and `with_options`, which
@@ -64,12 +99,16 @@ macro_rules! session_setter {
 }
 pub(crate) use session_setter;
 
-/// Gives an action of the async API its blocking `.run()` (the `sync` API), which
+/// Makes a type an [`Action`](crate::action::Action) and gives it its blocking
+/// `.run()` (the `sync` API), which
 /// returns what `.await` does, its cursors and change streams as the `sync` ones:
 /// `run_blocking!(impl['a, T] InsertOne<'a, T> => InsertOneResult)`, the generics in
 /// brackets as those of the action's `IntoFuture` impl.
 macro_rules! run_blocking {
     (impl[$($generics:tt)*] $Action:ty => $Output:ty) => {
+        impl<$($generics)*> $crate::action::setters::private::Sealed for $Action {}
+        impl<$($generics)*> $crate::action::setters::Action for $Action {}
+
         $crate::default_runtime::with_sync_api! {
             impl<$($generics)*> $Action {
                 /// Runs the action, blocking the calling thread until it is done: the

@@ -178,7 +178,7 @@ impl Shared {
         lock(&server.rtt).reset();
         let now = self.runtime.clock.now();
         self.apply(
-            ServerDescription::from_error(server.address.clone(), error, None, Some(now)),
+            ServerDescription::from_error(server.address.clone(), error.clone(), None, Some(now)),
             None,
         );
         // After a network timeout, connections in use are presumed dead as well

@@ -21,7 +21,7 @@ pub use collation::{
     Collation, CollationAlternate, CollationCaseFirst, CollationMaxVariable, CollationStrength,
 };
 pub use namespace::Namespace;
-pub use run_command::RunCursorCommandOptions;
+pub use run_command::{RunCommandOptions, RunCursorCommandOptions};
 
 use std::time::Duration;
 

@@ -170,6 +170,15 @@ pub(crate) struct RunCursorCommand {
     get_more: RunCursorCommandOptions,
 }
 
+/// Options of [`crate::Database::run_command`] (Run Command spec, "runCommand"):
+/// where the command goes, which the command itself cannot say.
+#[derive(typed_builder::TypedBuilder, Debug, Clone, Default, PartialEq)]
+#[builder(field_defaults(default, setter(into)))]
+pub struct RunCommandOptions {
+    /// Where the command goes; the primary when unset.
+    pub selection_criteria: Option<SelectionCriteria>,
+}
+
 /// Options of [`crate::Database::run_cursor_command`] (Run Command spec,
 /// "runCursorCommand"): where the command goes, what kind of cursor it opens, and what
 /// its cursor's getMores carry, which the command itself cannot say. None of them

@@ -5,16 +5,20 @@
 //! state, so that they come out in the order the changes happened, and delivers them
 //! to its [`crate::event::EventHandler`] once the state lock is released.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use bson::oid::ObjectId;
 
 use crate::cmap::PoolOptions;
+use crate::event::EventHandler;
+use crate::rt::{MaybeSend, MaybeSync};
 use crate::uri::ServerAddress;
 use crate::Error;
 
 /// A connection pool was created (it starts paused).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct PoolCreatedEvent {
     /// The server the pool connects to.
     pub address: ServerAddress,
@@ -25,7 +29,8 @@ pub struct PoolCreatedEvent {
 /// The options a pool runs with, as its [`PoolCreatedEvent`] reports them.
 ///
 /// Every field is `Some`: a pool reports the values it applies, defaults included.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct ConnectionPoolOptions {
     /// `maxIdleTimeMS`: an available connection unused for longer is closed; `None`
@@ -58,7 +63,8 @@ impl From<&PoolOptions> for ConnectionPoolOptions {
 }
 
 /// A paused pool was marked ready: connections may be checked out and created.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct PoolReadyEvent {
     /// The server the pool connects to.
     pub address: ServerAddress,
@@ -66,7 +72,8 @@ pub struct PoolReadyEvent {
 
 /// A pool was cleared: its connections became stale and, outside load-balanced mode,
 /// the pool was paused and its wait queue emptied.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct PoolClearedEvent {
     /// The server the pool connects to.
     pub address: ServerAddress,
@@ -77,14 +84,16 @@ pub struct PoolClearedEvent {
 }
 
 /// A pool was closed: always its last pool event.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct PoolClosedEvent {
     /// The server the pool connects to.
     pub address: ServerAddress,
 }
 
 /// A connection was created; it is not established yet.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ConnectionCreatedEvent {
     /// The server the pool connects to.
     pub address: ServerAddress,
@@ -93,7 +102,8 @@ pub struct ConnectionCreatedEvent {
 }
 
 /// A connection finished its handshake and authentication.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ConnectionReadyEvent {
     /// The server the pool connects to.
     pub address: ServerAddress,
@@ -104,7 +114,8 @@ pub struct ConnectionReadyEvent {
 }
 
 /// A connection was closed.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ConnectionClosedEvent {
     /// The server the pool connects to.
     pub address: ServerAddress,
@@ -115,14 +126,16 @@ pub struct ConnectionClosedEvent {
 }
 
 /// A check-out began.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ConnectionCheckoutStartedEvent {
     /// The server the pool connects to.
     pub address: ServerAddress,
 }
 
 /// A check-out failed.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ConnectionCheckoutFailedEvent {
     /// The server the pool connects to.
     pub address: ServerAddress,
@@ -131,13 +144,15 @@ pub struct ConnectionCheckoutFailedEvent {
     /// The error, when the reason is
     /// [`ConnectionError`](ConnectionCheckoutFailedReason::ConnectionError)
     /// (anymongo reports it; the official crate does not).
+    #[serde(skip)]
     pub error: Option<Error>,
     /// Time since its [`ConnectionCheckoutStartedEvent`].
     pub duration: Duration,
 }
 
 /// A check-out succeeded.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ConnectionCheckedOutEvent {
     /// The server the pool connects to.
     pub address: ServerAddress,
@@ -149,7 +164,8 @@ pub struct ConnectionCheckedOutEvent {
 
 /// A connection came back to its pool (checked in, or dropped by its user; a dropped
 /// one is closed right after).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ConnectionCheckedInEvent {
     /// The server the pool connects to.
     pub address: ServerAddress,
@@ -172,7 +188,8 @@ pub struct ConnectionCheckedInEvent {
 ///     }
 /// }
 /// ```
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(untagged)]
 #[non_exhaustive]
 pub enum CmapEvent {
     /// A pool was created.
@@ -274,7 +291,8 @@ impl CmapEvent {
 }
 
 /// Why a connection was closed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub enum ConnectionClosedReason {
     /// The pool was cleared since the connection was created (`"stale"`).
@@ -304,7 +322,8 @@ impl ConnectionClosedReason {
 }
 
 /// Why a check-out failed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub enum ConnectionCheckoutFailedReason {
     /// No connection came within the check-out timeout (`"timeout"`).
@@ -324,5 +343,71 @@ impl ConnectionCheckoutFailedReason {
             ConnectionCheckoutFailedReason::Timeout => "timeout",
             ConnectionCheckoutFailedReason::ConnectionError => "connectionError",
         }
+    }
+}
+
+/// The official crate's older way to receive connection pool events, deprecated there too: a
+/// type with one method per event, passed as an `Arc` where an [`EventHandler`] is
+/// expected. Use [`EventHandler::callback`].
+#[deprecated = "use the EventHandler API"]
+pub trait CmapEventHandler: MaybeSend + MaybeSync {
+    /// Called when a pool is created.
+    fn handle_pool_created_event(&self, _event: PoolCreatedEvent) {}
+
+    /// Called when a pool is marked ready.
+    fn handle_pool_ready_event(&self, _event: PoolReadyEvent) {}
+
+    /// Called when a pool is cleared.
+    fn handle_pool_cleared_event(&self, _event: PoolClearedEvent) {}
+
+    /// Called when a pool is closed.
+    fn handle_pool_closed_event(&self, _event: PoolClosedEvent) {}
+
+    /// Called when a connection is created.
+    fn handle_connection_created_event(&self, _event: ConnectionCreatedEvent) {}
+
+    /// Called when a connection is ready for use.
+    fn handle_connection_ready_event(&self, _event: ConnectionReadyEvent) {}
+
+    /// Called when a connection is closed.
+    fn handle_connection_closed_event(&self, _event: ConnectionClosedEvent) {}
+
+    /// Called when a checkout starts.
+    fn handle_connection_checkout_started_event(&self, _event: ConnectionCheckoutStartedEvent) {}
+
+    /// Called when a checkout fails.
+    fn handle_connection_checkout_failed_event(&self, _event: ConnectionCheckoutFailedEvent) {}
+
+    /// Called when a connection is checked out.
+    fn handle_connection_checked_out_event(&self, _event: ConnectionCheckedOutEvent) {}
+
+    /// Called when a connection is checked back in.
+    fn handle_connection_checked_in_event(&self, _event: ConnectionCheckedInEvent) {}
+}
+
+#[allow(deprecated)]
+impl<T: CmapEventHandler + 'static> From<Arc<T>> for EventHandler<CmapEvent> {
+    fn from(handler: Arc<T>) -> Self {
+        EventHandler::callback(move |event| match event {
+            CmapEvent::PoolCreated(event) => handler.handle_pool_created_event(event),
+            CmapEvent::PoolReady(event) => handler.handle_pool_ready_event(event),
+            CmapEvent::PoolCleared(event) => handler.handle_pool_cleared_event(event),
+            CmapEvent::PoolClosed(event) => handler.handle_pool_closed_event(event),
+            CmapEvent::ConnectionCreated(event) => handler.handle_connection_created_event(event),
+            CmapEvent::ConnectionReady(event) => handler.handle_connection_ready_event(event),
+            CmapEvent::ConnectionClosed(event) => handler.handle_connection_closed_event(event),
+            CmapEvent::ConnectionCheckoutStarted(event) => {
+                handler.handle_connection_checkout_started_event(event)
+            }
+            CmapEvent::ConnectionCheckoutFailed(event) => {
+                handler.handle_connection_checkout_failed_event(event)
+            }
+            CmapEvent::ConnectionCheckedOut(event) => {
+                handler.handle_connection_checked_out_event(event)
+            }
+            CmapEvent::ConnectionCheckedIn(event) => {
+                handler.handle_connection_checked_in_event(event)
+            }
+        })
     }
 }

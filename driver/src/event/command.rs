@@ -29,7 +29,8 @@ use crate::uri::ServerAddress;
 ///     }
 /// }
 /// ```
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(untagged)]
 #[non_exhaustive]
 pub enum CommandEvent {
     /// A command is about to be sent.
@@ -85,7 +86,8 @@ impl CommandEvent {
 }
 
 /// A connection, as command events name it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct ConnectionInfo {
     /// The connection's id in the driver's pool.
@@ -98,7 +100,8 @@ pub struct ConnectionInfo {
 }
 
 /// A command is about to be sent.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct CommandStartedEvent {
     /// The command document (empty for a command that carries credentials).
@@ -120,7 +123,8 @@ pub struct CommandStartedEvent {
 }
 
 /// The server answered `ok: 1`.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct CommandSucceededEvent {
     /// From just before sending to the reply in.
@@ -142,7 +146,8 @@ pub struct CommandSucceededEvent {
 }
 
 /// The command failed: an `ok: 0` reply, or a network error or timeout.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct CommandFailedEvent {
     /// From just before sending to the failure.
@@ -151,6 +156,7 @@ pub struct CommandFailedEvent {
     pub command_name: String,
     /// The error; for a command that carries credentials, a server error keeps only
     /// its code, code name and labels.
+    #[serde(serialize_with = "super::error_as_message")]
     pub failure: Error,
     /// The request id of the command's started event.
     pub request_id: i32,

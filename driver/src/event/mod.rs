@@ -15,6 +15,13 @@ pub mod sdam;
 use futures::FutureExt;
 
 use crate::rt::{BoxFuture, MaybeSend, MaybeSync, Spawner};
+use crate::Error;
+
+/// The events serialize an error as its message (an [`Error`] is not serializable: it
+/// may hold an I/O error).
+fn error_as_message<S: serde::Serializer>(error: &Error, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.collect_str(error)
+}
 use crate::signal::lock;
 
 /// Where a client's events of type `T` go, set on

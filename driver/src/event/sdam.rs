@@ -13,11 +13,14 @@
 //! the same driver id.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use bson::oid::ObjectId;
 use bson::Document;
 
+use crate::event::EventHandler;
+use crate::rt::{MaybeSend, MaybeSync};
 pub use crate::sdam::{TopologyDescription, TopologyType};
 use crate::selection::{suitable_servers, Criteria, SelectionCriteria, ServerInfo};
 use crate::uri::ServerAddress;
@@ -30,7 +33,8 @@ pub type ServerDescription = ServerInfo<'static>;
 
 /// A server's description changed (spec "Server Description Equality": round-trip
 /// times and update times do not count).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ServerDescriptionChangedEvent {
     /// The server's address.
     pub address: ServerAddress,
@@ -43,7 +47,8 @@ pub struct ServerDescriptionChangedEvent {
 }
 
 /// A server was added to the topology (published before its monitor starts).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ServerOpeningEvent {
     /// The server's address.
     pub address: ServerAddress,
@@ -52,7 +57,8 @@ pub struct ServerOpeningEvent {
 }
 
 /// A server was removed from the topology (its monitor stops).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ServerClosedEvent {
     /// The server's address.
     pub address: ServerAddress,
@@ -61,7 +67,8 @@ pub struct ServerClosedEvent {
 }
 
 /// The topology's description changed.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct TopologyDescriptionChangedEvent {
     /// The topology's unique id.
     pub topology_id: ObjectId,
@@ -72,14 +79,16 @@ pub struct TopologyDescriptionChangedEvent {
 }
 
 /// A topology was opened: always the first event of a topology.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct TopologyOpeningEvent {
     /// The topology's unique id.
     pub topology_id: ObjectId,
 }
 
 /// A topology was closed: always the last event of a topology.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct TopologyClosedEvent {
     /// The topology's unique id.
     pub topology_id: ObjectId,
@@ -87,7 +96,8 @@ pub struct TopologyClosedEvent {
 
 /// A monitor sends its hello, or, when it must connect first, is about to open the
 /// connection.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ServerHeartbeatStartedEvent {
     /// The server's address.
     pub server_address: ServerAddress,
@@ -102,7 +112,8 @@ pub struct ServerHeartbeatStartedEvent {
 }
 
 /// A monitor's hello succeeded.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ServerHeartbeatSucceededEvent {
     /// How long the hello took; for an awaited hello it includes the server's wait
     /// and is not a round-trip time.
@@ -122,11 +133,13 @@ pub struct ServerHeartbeatSucceededEvent {
 
 /// A monitor's hello failed, with an error reply or a network error, or the check was
 /// cancelled.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ServerHeartbeatFailedEvent {
     /// How long the attempt took.
     pub duration: Duration,
     /// What went wrong.
+    #[serde(serialize_with = "super::error_as_message")]
     pub failure: Error,
     /// The server's address.
     pub server_address: ServerAddress,
@@ -158,7 +171,8 @@ pub struct ServerHeartbeatFailedEvent {
 ///     }
 /// }
 /// ```
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(untagged)]
 #[non_exhaustive]
 pub enum SdamEvent {
     /// A server's description changed.
@@ -248,5 +262,65 @@ impl TopologyDescription {
 
     fn has_suitable_server(&self, criteria: &Criteria<'_>) -> bool {
         suitable_servers(self, criteria, &[]).is_ok_and(|servers| !servers.is_empty())
+    }
+}
+
+/// The official crate's older way to receive SDAM events, deprecated there too: a
+/// type with one method per event, passed as an `Arc` where an [`EventHandler`] is
+/// expected. Use [`EventHandler::callback`].
+#[deprecated = "use the EventHandler API"]
+pub trait SdamEventHandler: MaybeSend + MaybeSync {
+    /// Called when a server's description changes.
+    fn handle_server_description_changed_event(&self, _event: ServerDescriptionChangedEvent) {}
+
+    /// Called when a server is added to the topology.
+    fn handle_server_opening_event(&self, _event: ServerOpeningEvent) {}
+
+    /// Called when a server is removed from the topology.
+    fn handle_server_closed_event(&self, _event: ServerClosedEvent) {}
+
+    /// Called when the topology's description changes.
+    fn handle_topology_description_changed_event(&self, _event: TopologyDescriptionChangedEvent) {}
+
+    /// Called when the topology is opened.
+    fn handle_topology_opening_event(&self, _event: TopologyOpeningEvent) {}
+
+    /// Called when the topology is closed.
+    fn handle_topology_closed_event(&self, _event: TopologyClosedEvent) {}
+
+    /// Called when a heartbeat starts.
+    fn handle_server_heartbeat_started_event(&self, _event: ServerHeartbeatStartedEvent) {}
+
+    /// Called when a heartbeat succeeds.
+    fn handle_server_heartbeat_succeeded_event(&self, _event: ServerHeartbeatSucceededEvent) {}
+
+    /// Called when a heartbeat fails.
+    fn handle_server_heartbeat_failed_event(&self, _event: ServerHeartbeatFailedEvent) {}
+}
+
+#[allow(deprecated)]
+impl<T: SdamEventHandler + 'static> From<Arc<T>> for EventHandler<SdamEvent> {
+    fn from(handler: Arc<T>) -> Self {
+        EventHandler::callback(move |event| match event {
+            SdamEvent::ServerDescriptionChanged(event) => {
+                handler.handle_server_description_changed_event(*event)
+            }
+            SdamEvent::ServerOpening(event) => handler.handle_server_opening_event(event),
+            SdamEvent::ServerClosed(event) => handler.handle_server_closed_event(event),
+            SdamEvent::TopologyDescriptionChanged(event) => {
+                handler.handle_topology_description_changed_event(*event)
+            }
+            SdamEvent::TopologyOpening(event) => handler.handle_topology_opening_event(event),
+            SdamEvent::TopologyClosed(event) => handler.handle_topology_closed_event(event),
+            SdamEvent::ServerHeartbeatStarted(event) => {
+                handler.handle_server_heartbeat_started_event(event)
+            }
+            SdamEvent::ServerHeartbeatSucceeded(event) => {
+                handler.handle_server_heartbeat_succeeded_event(event)
+            }
+            SdamEvent::ServerHeartbeatFailed(event) => {
+                handler.handle_server_heartbeat_failed_event(event)
+            }
+        })
     }
 }

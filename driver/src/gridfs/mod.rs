@@ -25,6 +25,7 @@
 
 use std::pin::Pin;
 use std::task::{ready, Context, Poll};
+use std::time::Duration;
 
 use bson::oid::ObjectId;
 use bson::spec::BinarySubtype;
@@ -89,6 +90,65 @@ pub struct GridFsDownloadByNameOptions {
     /// default) is the latest, -2 the one before... (GridFS spec,
     /// "downloadToStreamByName").
     pub revision: Option<i32>,
+}
+
+/// Options of [`GridFsBucket::find`] (GridFS spec, "GridFSFindOptions"): those of a
+/// find on the bucket's `files` collection.
+#[derive(Debug, Clone, Default, PartialEq, typed_builder::TypedBuilder)]
+#[builder(field_defaults(default, setter(into)))]
+pub struct GridFsFindOptions {
+    /// Lets the server write temporary files for large sorts.
+    pub allow_disk_use: Option<bool>,
+    /// Documents per batch.
+    pub batch_size: Option<u32>,
+    /// At most this many files.
+    pub limit: Option<i64>,
+    /// The server-side time limit of the query (`maxTimeMS`).
+    pub max_time: Option<Duration>,
+    /// The server does not time the cursor out.
+    pub no_cursor_timeout: Option<bool>,
+    /// Skips this many files.
+    pub skip: Option<u64>,
+    /// The order of the files.
+    pub sort: Option<Document>,
+}
+
+impl From<GridFsFindOptions> for FindOptions {
+    fn from(options: GridFsFindOptions) -> Self {
+        FindOptions {
+            allow_disk_use: options.allow_disk_use,
+            batch_size: options.batch_size,
+            limit: options.limit,
+            max_time: options.max_time,
+            no_cursor_timeout: options.no_cursor_timeout,
+            skip: options.skip,
+            sort: options.sort,
+            ..FindOptions::default()
+        }
+    }
+}
+
+/// Options of [`GridFsBucket::find_one`]: which of the matching files comes first.
+#[derive(Debug, Clone, Default, PartialEq, typed_builder::TypedBuilder)]
+#[builder(field_defaults(default, setter(into)))]
+pub struct GridFsFindOneOptions {
+    /// The server-side time limit of the query (`maxTimeMS`).
+    pub max_time: Option<Duration>,
+    /// Skips this many files.
+    pub skip: Option<u64>,
+    /// The order of the files.
+    pub sort: Option<Document>,
+}
+
+impl From<GridFsFindOneOptions> for FindOptions {
+    fn from(options: GridFsFindOneOptions) -> Self {
+        FindOptions {
+            max_time: options.max_time,
+            skip: options.skip,
+            sort: options.sort,
+            ..FindOptions::default()
+        }
+    }
 }
 
 /// A file's document in the bucket's `files` collection (GridFS spec, "files

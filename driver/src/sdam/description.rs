@@ -12,6 +12,7 @@ use bson::oid::ObjectId;
 use bson::{Bson, Document};
 
 use crate::bson_util::as_i64;
+use crate::error::{CommandError, Error, ErrorKind};
 use crate::handshake::{DRIVER_NAME, MAX_WIRE_VERSION, MIN_WIRE_VERSION};
 use crate::rt::Instant;
 use crate::uri::ServerAddress;
@@ -19,7 +20,7 @@ use crate::uri::ServerAddress;
 pub use super::topology_version::TopologyVersion;
 
 /// What kind of server a [`ServerDescription`] describes (spec "ServerType").
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize)]
 pub enum ServerType {
     /// Not checked yet, or the last check failed.
     #[default]
@@ -94,13 +95,17 @@ impl fmt::Display for ServerType {
     }
 }
 
-/// The client's view of one server, from its most recent hello reply or error.
-#[derive(Debug, Clone)]
+/// The client's view of one server, from its most recent hello reply or error. It
+/// serializes (for logs) without its update time, a monotonic instant.
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ServerDescription {
     /// The address the client connects to (not the server's `me`).
     pub address: ServerAddress,
-    /// Why the last check failed (the error's message); `None` after a success.
-    pub error: Option<String>,
+    /// Why the last check failed, or the application error that marked the server
+    /// Unknown; `None` after a success. It serializes as its message.
+    #[serde(serialize_with = "error_message")]
+    pub error: Option<Error>,
     /// The averaged round-trip time of hello calls (exponentially weighted).
     pub round_trip_time: Option<Duration>,
     /// The smallest of the recent round-trip times.
@@ -132,6 +137,7 @@ pub struct ServerDescription {
     /// `primary`, lower-cased.
     pub primary: Option<String>,
     /// When this description was made (for Unknown, when the check failed).
+    #[serde(skip)]
     pub last_update_time: Option<Instant>,
     /// `logicalSessionTimeoutMinutes`.
     pub logical_session_timeout_minutes: Option<i64>,
@@ -177,15 +183,15 @@ impl ServerDescription {
     }
 
     /// The description after a failed check or an application error: Unknown, with the
-    /// error's message, keeping a `topologyVersion` when the error carried one.
+    /// error, keeping a `topologyVersion` when the error carried one.
     pub fn from_error(
         address: ServerAddress,
-        error: impl fmt::Display,
+        error: Error,
         topology_version: Option<TopologyVersion>,
         now: Option<Instant>,
     ) -> ServerDescription {
         ServerDescription {
-            error: Some(error.to_string()),
+            error: Some(error),
             topology_version,
             last_update_time: now,
             ..ServerDescription::unknown(address)
@@ -206,8 +212,18 @@ impl ServerDescription {
             other => as_i64(other) == Some(1) || matches!(other, Bson::Double(v) if *v == 1.0),
         });
         if !ok {
-            let message = reply.get_str("errmsg").unwrap_or("hello failed");
-            return ServerDescription::from_error(address, message, None, now);
+            let error = Error::new(ErrorKind::Command(CommandError {
+                code: reply
+                    .get("code")
+                    .and_then(as_i64)
+                    .and_then(|code| i32::try_from(code).ok())
+                    .unwrap_or(0),
+                code_name: reply.get_str("codeName").unwrap_or_default().to_owned(),
+                message: reply.get_str("errmsg").unwrap_or("hello failed").to_owned(),
+                error_labels: Vec::new(),
+                topology_version: None,
+            }));
+            return ServerDescription::from_error(address, error, None, now);
         }
         let flag = |key: &str| reply.get_bool(key).unwrap_or(false);
         let int = |key: &str| reply.get(key).and_then(as_i64);
@@ -337,7 +353,8 @@ impl ServerDescription {
 impl PartialEq for ServerDescription {
     fn eq(&self, other: &Self) -> bool {
         self.address == other.address
-            && self.error == other.error
+            && self.error.as_ref().map(ToString::to_string)
+                == other.error.as_ref().map(ToString::to_string)
             && self.server_type == other.server_type
             && self.min_wire_version == other.min_wire_version
             && self.max_wire_version == other.max_wire_version
@@ -363,7 +380,7 @@ fn sorted(items: &[String]) -> Vec<&str> {
 }
 
 /// The kind of deployment (spec "TopologyType").
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize)]
 pub enum TopologyType {
     /// Not known yet (several seeds, no replicaSet option).
     #[default]
@@ -400,8 +417,10 @@ impl fmt::Display for TopologyType {
     }
 }
 
-/// The client's view of the whole deployment.
-#[derive(Debug, Clone, PartialEq)]
+/// The client's view of the whole deployment. It serializes (for logs) with its
+/// servers by their addresses as strings.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct TopologyDescription {
     /// The kind of deployment.
     pub topology_type: TopologyType,
@@ -412,6 +431,7 @@ pub struct TopologyDescription {
     /// The greatest `electionId` seen from a primary.
     pub max_election_id: Option<ObjectId>,
     /// Every server the client monitors, by address.
+    #[serde(serialize_with = "servers_by_name")]
     pub servers: BTreeMap<ServerAddress, ServerDescription>,
     /// Why the client cannot talk to this deployment (a wire version out of range).
     pub compatibility_error: Option<String>,
@@ -492,5 +512,29 @@ impl fmt::Display for TopologyDescription {
             write!(f, "; {error}")?;
         }
         Ok(())
+    }
+}
+
+/// Serializes the servers of a [`TopologyDescription`] as a map by `host:port`: map
+/// keys must be strings in most formats.
+fn servers_by_name<S: serde::Serializer>(
+    servers: &BTreeMap<ServerAddress, ServerDescription>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    serializer.collect_map(
+        servers
+            .iter()
+            .map(|(address, server)| (address.to_string(), server)),
+    )
+}
+
+/// Serializes a [`ServerDescription`]'s error as its message.
+fn error_message<S: serde::Serializer>(
+    error: &Option<Error>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    match error {
+        Some(error) => serializer.collect_str(error),
+        None => serializer.serialize_none(),
     }
 }

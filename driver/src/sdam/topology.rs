@@ -154,6 +154,30 @@ pub struct ApplicationError {
 }
 
 impl ApplicationError {
+    /// The error the server's Unknown description keeps: the network error, timeout or
+    /// server error this one stands for, with what the state machine was told of it.
+    fn to_error(&self) -> Error {
+        match &self.kind {
+            ApplicationErrorKind::Network { message } => {
+                Error::network(&self.address, std::io::ErrorKind::Other, message.clone())
+            }
+            ApplicationErrorKind::Timeout { message } => {
+                Error::network(&self.address, std::io::ErrorKind::TimedOut, message.clone())
+            }
+            ApplicationErrorKind::Command {
+                code,
+                message,
+                topology_version,
+            } => Error::new(ErrorKind::Command(crate::error::CommandError {
+                code: code.unwrap_or(0),
+                code_name: String::new(),
+                message: message.clone(),
+                error_labels: Vec::new(),
+                topology_version: *topology_version,
+            })),
+        }
+    }
+
     /// The SDAM view of a driver error, or `None` when the error says nothing about
     /// the server (an invalid argument, an incompatible server, a server selection
     /// timeout, …).
@@ -427,13 +451,13 @@ impl TopologyState {
             return ErrorResponse::default();
         }
         let load_balanced = self.description.topology_type == TopologyType::LoadBalanced;
-        let mark_unknown = |state: &mut TopologyState, message: String, version| {
+        let mark_unknown = |state: &mut TopologyState, version| {
             if load_balanced {
                 TopologyUpdate::default()
             } else {
                 state.apply(ServerDescription::from_error(
                     error.address.clone(),
-                    message,
+                    error.to_error(),
                     version,
                     None,
                 ))
@@ -455,11 +479,7 @@ impl TopologyState {
                         return ErrorResponse::default();
                     }
                 }
-                let text = match code {
-                    Some(code) => format!("{message} (code {code})"),
-                    None => message.clone(),
-                };
-                let update = mark_unknown(self, text, *topology_version);
+                let update = mark_unknown(self, *topology_version);
                 ErrorResponse {
                     clear_pool: is_shutdown(*code) || error.max_wire_version < WIRE_VERSION_4_2,
                     request_check: !load_balanced,
@@ -472,12 +492,12 @@ impl TopologyState {
             {
                 ErrorResponse::default()
             }
-            ApplicationErrorKind::Network { message }
-            | ApplicationErrorKind::Timeout { message }
-            | ApplicationErrorKind::Command { message, .. } => ErrorResponse {
+            ApplicationErrorKind::Network { .. }
+            | ApplicationErrorKind::Timeout { .. }
+            | ApplicationErrorKind::Command { .. } => ErrorResponse {
                 clear_pool: true,
                 request_check: false,
-                update: mark_unknown(self, message.clone(), None),
+                update: mark_unknown(self, None),
             },
         }
     }
@@ -887,8 +907,12 @@ impl<'a> Edit<'a> {
                 format!("server is not a member of a replica set, but replicaSet is {expected:?}")
             }
         };
-        let unknown =
-            ServerDescription::from_error(address.clone(), message, None, server.last_update_time);
+        let unknown = ServerDescription::from_error(
+            address.clone(),
+            Error::misbehaving(address, message),
+            None,
+            server.last_update_time,
+        );
         self.insert(unknown);
     }
 
@@ -1019,7 +1043,7 @@ impl<'a> Edit<'a> {
             );
             let unknown = ServerDescription::from_error(
                 address.clone(),
-                message,
+                Error::misbehaving(address, message),
                 None,
                 self.servers[address].last_update_time,
             );
@@ -1036,7 +1060,10 @@ impl<'a> Edit<'a> {
         for other in other_primaries {
             self.insert(ServerDescription::from_error(
                 other.clone(),
-                "primary marked stale due to discovery of newer primary",
+                Error::misbehaving(
+                    &other,
+                    "primary marked stale due to discovery of newer primary",
+                ),
                 None,
                 None,
             ));
@@ -1317,8 +1344,9 @@ mod tests {
         let a = state.description().server(&address("a")).unwrap();
         assert!(a
             .error
-            .as_deref()
+            .as_ref()
             .unwrap()
+            .to_string()
             .contains("discovery of newer primary"));
         // Both servers changed: b first (the one applied), then a.
         assert_eq!(
@@ -1345,8 +1373,9 @@ mod tests {
         assert_eq!(a.server_type, ServerType::Unknown);
         assert!(a
             .error
-            .as_deref()
+            .as_ref()
             .unwrap()
+            .to_string()
             .contains("electionId/setVersion mismatch"));
 
         // Before 6.0: a higher setVersion wins even with a lower electionId.
@@ -1464,7 +1493,7 @@ mod tests {
         state.apply(hello("a", reply(2)));
         let update = state.apply(ServerDescription::from_error(
             address("a"),
-            "old",
+            Error::internal("old"),
             Some(TopologyVersion {
                 process_id: process,
                 counter: 1,
@@ -1608,7 +1637,7 @@ mod tests {
             (a.server_type, a.topology_version),
             (ServerType::Unknown, None)
         );
-        assert_eq!(a.error.as_deref(), Some("reset"));
+        assert!(a.error.as_ref().unwrap().to_string().contains("reset"));
     }
 
     #[test]
@@ -1719,14 +1748,14 @@ mod tests {
         let (mut state, _) = open("mongodb://a,b/?replicaSet=rs");
         state.apply(ServerDescription::from_error(
             address("a"),
-            "connection refused",
+            Error::internal("connection refused"),
             None,
             None,
         ));
         state.apply(secondary("b", &["a:27017", "b:27017"], doc! {}));
         assert_eq!(
             state.description().to_string(),
-            "ReplicaSetNoPrimary (setName \"rs\"): a:27017 (Unknown: connection refused), b:27017 (RSSecondary)"
+            "ReplicaSetNoPrimary (setName \"rs\"): a:27017 (Unknown: internal error: connection refused), b:27017 (RSSecondary)"
         );
     }
 
@@ -1867,7 +1896,12 @@ mod tests {
 
     /// A failed check of `address`: what the monitor of an unreachable member reports.
     fn refused(address: &ServerAddress) -> ServerDescription {
-        ServerDescription::from_error(address.clone(), "connection refused", None, None)
+        ServerDescription::from_error(
+            address.clone(),
+            Error::internal("connection refused"),
+            None,
+            None,
+        )
     }
 
     #[test]

@@ -9,7 +9,8 @@ use crate::bson_util::as_i64;
 
 /// A server's `topologyVersion`: which process answered, and how many state changes
 /// it has been through (spec "topologyVersion").
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct TopologyVersion {
     /// `processId`: changes when the server restarts.
     pub process_id: ObjectId,

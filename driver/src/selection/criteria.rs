@@ -11,6 +11,7 @@ use serde::{Deserialize, Deserializer};
 use bson::Document;
 
 use super::{read_preference_document, ReadPreference, TagSet};
+use crate::error::Error;
 use crate::sdam::{ServerDescription, ServerType, TopologyType};
 use crate::uri::ServerAddress;
 
@@ -153,7 +154,8 @@ impl fmt::Debug for Criteria<'_> {
 /// A predicate sees it borrowed; an SDAM event carries it owned, as
 /// [`event::sdam::ServerDescription`](crate::event::sdam::ServerDescription)
 /// (`ServerInfo<'static>`).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(transparent)]
 pub struct ServerInfo<'a> {
     description: Cow<'a, ServerDescription>,
 }
@@ -219,8 +221,8 @@ impl<'a> ServerInfo<'a> {
     }
 
     /// Why the last check of the server failed, if it did.
-    pub fn error(&self) -> Option<&str> {
-        self.description.error.as_deref()
+    pub fn error(&self) -> Option<&Error> {
+        self.description.error.as_ref()
     }
 
     fn checked(&self) -> bool {
@@ -250,10 +252,11 @@ mod tests {
     #[test]
     fn a_server_shows_its_address_type_and_error() {
         let address = ServerAddress::parse("a:27018").unwrap();
-        let failed = ServerDescription::from_error(address.clone(), "refused", None, None);
+        let failed =
+            ServerDescription::from_error(address.clone(), Error::internal("refused"), None, None);
         assert_eq!(
             ServerInfo::new(&failed).to_string(),
-            "a:27018 (Unknown: refused)"
+            "a:27018 (Unknown: internal error: refused)"
         );
         let mut measured = ServerDescription::unknown(address);
         measured.round_trip_time = Some(Duration::from_millis(2));

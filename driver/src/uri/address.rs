@@ -27,7 +27,7 @@ pub const DEFAULT_PORT: u16 = 27017;
 /// assert_eq!(seed, ServerAddress::parse("localhost:27017").unwrap());
 /// assert_eq!(seed.to_string(), "localhost:27017");
 /// ```
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize)]
 #[non_exhaustive]
 pub enum ServerAddress {
     /// A TCP address.
@@ -242,6 +242,28 @@ impl FromStr for ServerAddress {
 
     fn from_str(text: &str) -> Result<Self> {
         ServerAddress::parse(text)
+    }
+}
+
+/// Reads an address as the official crate does: `"host:port"` (as
+/// [`ServerAddress::parse`] reads it) or `{ host, port }`.
+impl<'de> serde::Deserialize<'de> for ServerAddress {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> std::result::Result<Self, D::Error> {
+        #[derive(serde::Deserialize)]
+        #[serde(untagged)]
+        enum Written {
+            Text(String),
+            Parts { host: String, port: Option<u16> },
+        }
+        match Written::deserialize(deserializer)? {
+            Written::Text(text) => ServerAddress::parse(text).map_err(serde::de::Error::custom),
+            Written::Parts { host, port } => Ok(ServerAddress::Tcp {
+                host: host.to_ascii_lowercase(),
+                port,
+            }),
+        }
     }
 }
 

@@ -32,6 +32,7 @@ use std::path::Path;
 
 use anymongo::bson::oid::ObjectId;
 use anymongo::bson::{Bson, Document};
+use anymongo::error::ErrorKind;
 use anymongo::event::sdam::SdamEvent;
 use anymongo::sdam::{
     ApplicationError, ApplicationErrorKind, ErrorPhase, ServerDescription, TopologyDescription,
@@ -115,7 +116,9 @@ fn run_phase(client: &mut Client, phase: &Value, expect: Expect) -> Result<(), S
         let reply = to_document(reply)?;
         let network_error = reply.is_empty();
         let description = if network_error {
-            ServerDescription::from_error(address.clone(), "network error during check", None, None)
+            let error = std::io::Error::other("network error during check");
+            let error = anymongo::error::Error::new(ErrorKind::Io(std::sync::Arc::new(error)));
+            ServerDescription::from_error(address.clone(), error, None, None)
         } else {
             ServerDescription::from_hello(address.clone(), reply, None, None)
         };
@@ -271,8 +274,8 @@ fn check_server(
     if let Some(error) = expected.get("error").and_then(Value::as_str) {
         if !server
             .error
-            .as_deref()
-            .is_some_and(|actual| actual.contains(error))
+            .as_ref()
+            .is_some_and(|actual| actual.to_string().contains(error))
         {
             return Err(format!("error: expected {error:?}, got {:?}", server.error));
         }

@@ -6,6 +6,7 @@ use anymongo::gridfs::{
     GridFsBucket, GridFsBucketOptions, GridFsDownloadByNameOptions, GridFsDownloadStream,
     GridFsUploadOptions,
 };
+use anymongo::options::GridFsFindOptions;
 use bson::spec::BinarySubtype;
 use bson::{Binary, Bson, Document};
 use futures::io::{AsyncReadExt, AsyncWriteExt};
@@ -93,7 +94,18 @@ async fn read_all(
 pub async fn find(operation: &Operation, context: &mut Context) -> Result<Returned, Abort> {
     let (bucket, mut arguments) = call(operation, context)?;
     let filter = arguments.document("filter")?;
-    let options: anymongo::options::FindOptions = arguments.options(super::arguments::FIND)?;
+    let find: anymongo::options::FindOptions = arguments.options(super::arguments::FIND)?;
+    // The spec's find options of a bucket (GridFS spec, "GridFSFindOptions"); the
+    // collection's others are not the bucket's.
+    let options = GridFsFindOptions::builder()
+        .allow_disk_use(find.allow_disk_use)
+        .batch_size(find.batch_size)
+        .limit(find.limit)
+        .max_time(find.max_time)
+        .no_cursor_timeout(find.no_cursor_timeout)
+        .skip(find.skip)
+        .sort(find.sort)
+        .build();
     let files = bucket.find(filter).with_options(options).await;
     Ok(super::crud::drain(files.map(anymongo::Cursor::with_type)).await)
 }

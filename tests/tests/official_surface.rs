@@ -1,0 +1,364 @@
+//! The rest of the official `mongodb` crate's 3.x surface, as its documentation shows
+//! it: the GridFS find options and their setters, `RunCommandOptions`, the search
+//! index options, `action::Action::optional`, `ChangeNamespaceType`, serializable
+//! monitoring events and `ServerInfo::error()` as an `Error`. Written here from the
+//! documentation, with only `mongodb` replaced by `anymongo`; each program checks what
+//! it got, so that the test can fail.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anymongo::action::Action;
+use anymongo::bson::{doc, Document};
+use anymongo::change_stream::event::{ChangeNamespaceType, ChangeStreamEvent};
+use anymongo::error::Error;
+use anymongo::event::command::CommandEvent;
+use anymongo::event::sdam::SdamEvent;
+use anymongo::event::EventHandler;
+use anymongo::options::{
+    ClientOptions, CreateSearchIndexOptions, DropSearchIndexOptions, GridFsFindOneOptions,
+    GridFsFindOptions, ListSearchIndexOptions, ReadPreference, RunCommandOptions,
+    SelectionCriteria, UpdateSearchIndexOptions,
+};
+use anymongo::{Client, SearchIndexModel, ServerInfo};
+use anymongo_tests::{harness, server};
+use futures::io::AsyncWriteExt;
+use futures::TryStreamExt;
+
+/// Every test finishes well within this, or fails.
+const TEST_BOUND: Duration = Duration::from_secs(30);
+
+#[tokio::test]
+async fn gridfs_find_takes_the_gridfs_find_options() -> anymongo::error::Result<()> {
+    harness::within(TEST_BOUND, async {
+        let client = Client::with_uri_str(server::shared().uri()).await?;
+        let db = client.database("official_surface_gridfs");
+        db.drop().await?;
+        let bucket = db.gridfs_bucket(None);
+        for name in ["a.txt", "b.txt", "c.txt"] {
+            let mut upload = bucket.open_upload_stream(name).await?;
+            upload.write_all(name.as_bytes()).await?;
+            upload.close().await?;
+        }
+
+        let names = |files: Vec<anymongo::gridfs::FilesCollectionDocument>| {
+            files
+                .into_iter()
+                .filter_map(|file| file.filename)
+                .collect::<Vec<_>>()
+        };
+        // The setters ...
+        let files = bucket
+            .find(doc! {})
+            .sort(doc! { "filename": -1 })
+            .skip(1)
+            .limit(1)
+            .max_time(Duration::from_secs(5))
+            .batch_size(2)
+            .allow_disk_use(true)
+            .await?
+            .try_collect()
+            .await?;
+        assert_eq!(names(files), ["b.txt"]);
+        // ... and the options struct.
+        let options = GridFsFindOptions::builder()
+            .sort(doc! { "filename": 1 })
+            .limit(2)
+            .build();
+        let files = bucket
+            .find(doc! {})
+            .with_options(options)
+            .await?
+            .try_collect()
+            .await?;
+        assert_eq!(names(files), ["a.txt", "b.txt"]);
+
+        let last = bucket
+            .find_one(doc! {})
+            .sort(doc! { "filename": -1 })
+            .await?
+            .and_then(|file| file.filename);
+        assert_eq!(last.as_deref(), Some("c.txt"));
+        let second = bucket
+            .find_one(doc! {})
+            .with_options(
+                GridFsFindOneOptions::builder()
+                    .sort(doc! { "filename": 1 })
+                    .skip(1)
+                    .max_time(Some(Duration::from_secs(5)))
+                    .build(),
+            )
+            .await?
+            .and_then(|file| file.filename);
+        assert_eq!(second.as_deref(), Some("b.txt"));
+        Ok(())
+    })
+    .await
+}
+
+#[tokio::test]
+async fn run_command_takes_run_command_options() -> anymongo::error::Result<()> {
+    harness::within(TEST_BOUND, async {
+        let client = Client::with_uri_str(server::shared().uri()).await?;
+        let db = client.database("official_surface_run_command");
+        let options = RunCommandOptions::builder()
+            .selection_criteria(SelectionCriteria::ReadPreference(
+                ReadPreference::PrimaryPreferred { options: None },
+            ))
+            .build();
+        let reply = db
+            .run_command(doc! { "ping": 1 })
+            .with_options(options)
+            .await?;
+        assert_eq!(reply.get_f64("ok").ok(), Some(1.0), "{reply}");
+        // A predicate that accepts no server: the option is used.
+        let nowhere = SelectionCriteria::Predicate(Arc::new(|_: &ServerInfo| false));
+        let options = ClientOptions::parse(format!(
+            "{}{}serverSelectionTimeoutMS=300",
+            server::shared().uri(),
+            if server::shared().uri().contains('?') {
+                "&"
+            } else {
+                "?"
+            }
+        ))
+        .await?;
+        let impatient = Client::with_options(options)?;
+        let refused = impatient
+            .database("official_surface_run_command")
+            .run_command(doc! { "ping": 1 })
+            .selection_criteria(nowhere)
+            .await;
+        assert!(refused.is_err(), "{refused:?}");
+        Ok(())
+    })
+    .await
+}
+
+#[tokio::test]
+async fn action_optional_applies_a_setter_only_when_there_is_a_value() -> anymongo::error::Result<()>
+{
+    harness::within(TEST_BOUND, async {
+        let client = Client::with_uri_str(server::shared().uri()).await?;
+        let db = client.database("official_surface_optional");
+        db.drop().await?;
+        db.create_collection("kept").await?;
+        db.create_collection("other").await?;
+        async fn list(db: &anymongo::Database, filter: Option<Document>) -> Vec<String> {
+            let mut names = db
+                .list_collection_names()
+                .optional(filter, |action, filter| action.filter(filter))
+                .await
+                .expect("the collections are listed");
+            names.sort();
+            names
+        }
+        assert_eq!(list(&db, Some(doc! { "name": "kept" })).await, ["kept"]);
+        assert_eq!(list(&db, None).await, ["kept", "other"]);
+        Ok(())
+    })
+    .await
+}
+
+/// The search index actions take their (empty) options types; SecantusDB has no
+/// search indexes, so they are built and not run.
+#[test]
+fn search_index_actions_take_their_options() {
+    let client = Client::with_options(ClientOptions::builder().build()).expect("a client");
+    let coll = client
+        .database("official_surface")
+        .collection::<Document>("search");
+    let model = SearchIndexModel::builder()
+        .definition(doc! { "mappings": { "dynamic": true } })
+        .name(Some("default".to_string()))
+        .build();
+    let _create = coll
+        .create_search_index(model.clone())
+        .with_options(CreateSearchIndexOptions::default());
+    let _create_many = coll.create_search_indexes([model]).with_options(None);
+    let _update = coll
+        .update_search_index("default", doc! {})
+        .with_options(UpdateSearchIndexOptions::builder().build());
+    let _drop = coll
+        .drop_search_index("default")
+        .with_options(DropSearchIndexOptions::default());
+    let _list = coll
+        .list_search_indexes()
+        .name("default")
+        .with_options(ListSearchIndexOptions::default());
+}
+
+#[test]
+fn change_namespace_types_read_as_the_server_names_them() {
+    let read = |name: &str| -> ChangeNamespaceType {
+        anymongo::bson::deserialize_from_bson(name.into()).expect("a namespace type")
+    };
+    assert_eq!(read("collection"), ChangeNamespaceType::Collection);
+    assert_eq!(read("timeseries"), ChangeNamespaceType::Timeseries);
+    assert_eq!(read("view"), ChangeNamespaceType::View);
+    assert_eq!(
+        read("materializedView"),
+        ChangeNamespaceType::Other("materializedView".to_string())
+    );
+
+    // An event serializes back as the server wrote it (e.g. to store it).
+    let stored = doc! {
+        "_id": { "_data": "8263" },
+        "operationType": "create",
+        "ns": { "db": "shop", "coll": "orders" },
+        "nsType": "timeseries",
+    };
+    let event: ChangeStreamEvent<Document> =
+        anymongo::bson::deserialize_from_document(stored).expect("an event");
+    assert_eq!(event.ns_type, Some(ChangeNamespaceType::Timeseries));
+    let written = anymongo::bson::serialize_to_document(&event).expect("it serializes");
+    assert_eq!(
+        written.get_str("operationType").ok(),
+        Some("create"),
+        "{written}"
+    );
+    assert_eq!(
+        written.get_str("nsType").ok(),
+        Some("timeseries"),
+        "{written}"
+    );
+    assert_eq!(
+        written
+            .get_document("ns")
+            .and_then(|ns| ns.get_str("coll"))
+            .ok(),
+        Some("orders"),
+        "{written}"
+    );
+}
+
+/// The events serialize (here to JSON, for a log) with the official field names, and a
+/// server description's error is an [`Error`].
+#[tokio::test]
+async fn events_serialize_and_server_errors_are_errors() -> anymongo::error::Result<()> {
+    harness::within(TEST_BOUND, async {
+        let commands = Arc::new(Mutex::new(Vec::new()));
+        let servers = Arc::new(Mutex::new(Vec::new()));
+        let mut options = ClientOptions::parse(server::shared().uri()).await?;
+        let seen = commands.clone();
+        options.command_event_handler = Some(EventHandler::callback(move |event: CommandEvent| {
+            let json = serde_json::to_value(&event).expect("a command event serializes");
+            seen.lock().unwrap().push(json);
+        }));
+        let seen = servers.clone();
+        options.sdam_event_handler = Some(EventHandler::callback(move |event: SdamEvent| {
+            if let SdamEvent::ServerDescriptionChanged(changed) = &event {
+                let error: Option<&Error> = changed.previous_description.error();
+                seen.lock().unwrap().push(error.map(ToString::to_string));
+            }
+            serde_json::to_value(&event).expect("an SDAM event serializes");
+        }));
+        let client = Client::with_options(options)?;
+        client
+            .database("official_surface_events")
+            .run_command(doc! { "ping": 1 })
+            .await?;
+
+        let commands = commands.lock().unwrap().clone();
+        let started = commands
+            .iter()
+            .find(|event| event.get("commandName").and_then(|n| n.as_str()) == Some("ping"))
+            .expect("the ping's started event");
+        assert_eq!(started["db"], "official_surface_events", "{started}");
+        assert!(started.get("requestId").is_some(), "{started}");
+        // The first description of a server is Unknown, without an error.
+        assert_eq!(servers.lock().unwrap().first(), Some(&None));
+        Ok(())
+    })
+    .await
+}
+
+/// The deprecated handler traits of the official crate, for code that still uses them.
+#[tokio::test]
+#[allow(deprecated)]
+async fn the_deprecated_handler_traits_receive_events() -> anymongo::error::Result<()> {
+    use anymongo::event::cmap::{CmapEventHandler, ConnectionCheckedOutEvent};
+    use anymongo::event::sdam::{SdamEventHandler, TopologyOpeningEvent};
+
+    #[derive(Default)]
+    struct Counter {
+        checked_out: Mutex<usize>,
+        topologies: Mutex<usize>,
+    }
+    impl CmapEventHandler for Counter {
+        fn handle_connection_checked_out_event(&self, _event: ConnectionCheckedOutEvent) {
+            *self.checked_out.lock().unwrap() += 1;
+        }
+    }
+    impl SdamEventHandler for Counter {
+        fn handle_topology_opening_event(&self, _event: TopologyOpeningEvent) {
+            *self.topologies.lock().unwrap() += 1;
+        }
+    }
+
+    harness::within(TEST_BOUND, async {
+        let counter = Arc::new(Counter::default());
+        let mut options = ClientOptions::parse(server::shared().uri()).await?;
+        options.cmap_event_handler = Some(counter.clone().into());
+        options.sdam_event_handler = Some(counter.clone().into());
+        let client = Client::with_options(options)?;
+        client
+            .database("official_surface_events")
+            .run_command(doc! { "ping": 1 })
+            .await?;
+        assert!(*counter.checked_out.lock().unwrap() >= 1);
+        assert_eq!(*counter.topologies.lock().unwrap(), 1);
+        Ok(())
+    })
+    .await
+}
+
+#[test]
+fn server_addresses_serialize_and_read_as_text_or_parts() {
+    use anymongo::options::ServerAddress;
+    let read = |value: anymongo::bson::Bson| -> ServerAddress {
+        anymongo::bson::deserialize_from_bson(value).expect("an address")
+    };
+    let expected = ServerAddress::Tcp {
+        host: "db.example.com".to_string(),
+        port: Some(27018),
+    };
+    assert_eq!(read("db.example.com:27018".into()), expected);
+    assert_eq!(
+        read(doc! { "host": "DB.example.com", "port": 27018 }.into()),
+        expected
+    );
+    let written = serde_json::to_value(&expected).expect("it serializes");
+    assert_eq!(written["Tcp"]["host"], "db.example.com", "{written}");
+}
+
+/// `and_run`'s callback returns the crate root's `BoxFuture`, as the official one does.
+#[tokio::test]
+async fn and_run_callbacks_return_the_root_box_future() -> anymongo::error::Result<()> {
+    use futures::FutureExt;
+    harness::within(TEST_BOUND, async {
+        let client = Client::with_uri_str(server::shared().uri()).await?;
+        let coll = client
+            .database("official_surface_and_run")
+            .collection::<Document>("items");
+        coll.drop().await?;
+        let session = client.start_session().await?;
+        fn insert<'b>(
+            session: &'b mut anymongo::ClientSession,
+            coll: &'b mut anymongo::Collection<Document>,
+        ) -> anymongo::BoxFuture<'b, anymongo::error::Result<()>> {
+            async move {
+                coll.insert_one(doc! { "x": 1 }).session(session).await?;
+                Ok(())
+            }
+            .boxed()
+        }
+        session
+            .start_transaction()
+            .and_run(coll.clone(), |session, coll| insert(session, coll))
+            .await?;
+        assert_eq!(coll.count_documents(doc! {}).await?, 1);
+        Ok(())
+    })
+    .await
+}
