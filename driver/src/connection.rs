@@ -637,6 +637,10 @@ impl Connection {
         clock: &dyn Clock,
         read_limit: Option<Duration>,
     ) -> Result<RawDocumentBuf> {
+        // The read's time runs from before the write: a task that ran late after its
+        // write (a busy machine) would otherwise start the clock late, and take a
+        // reply that the server sent after the limit.
+        let started = clock.now();
         if let Some(frame) = frame {
             self.stream
                 .write_all(frame)
@@ -645,8 +649,9 @@ impl Connection {
         }
         let address = self.address.clone();
         let reply = self.read_message(response_to);
+        let spent = clock.now() - started;
         let (request_id, message) =
-            within(clock, read_limit, &address, "reading a reply", reply).await?;
+            within_rest(clock, read_limit, spent, &address, "reading a reply", reply).await?;
         let more_to_come =
             matches!(&message, Message::Msg(msg) if msg.flags.contains(MsgFlags::MORE_TO_COME));
         if more_to_come && self.streaming_request.is_none() {
@@ -770,8 +775,6 @@ impl SaslSender for SaslCommands<'_> {
     }
 }
 
-/// Runs `future` within `limit` (unbounded when `None`); running out is a timeout error
-/// naming the address and what was being waited for.
 /// Opens the byte stream to `settings.target`: directly, or (for TCP, with a proxy)
 /// through the SOCKS5 proxy, then TLS over the tunnel (SOCKS5 Support spec, "Connection
 /// Establishment": connect to the proxy, the SOCKS5 handshake, then "continue with
@@ -806,6 +809,8 @@ async fn open_stream(
     }
 }
 
+/// Runs `future` within `limit` (unbounded when `None`); running out is a timeout error
+/// naming the address and what was being waited for.
 async fn within<T>(
     clock: &dyn Clock,
     limit: Option<Duration>,
@@ -813,10 +818,22 @@ async fn within<T>(
     during: &'static str,
     future: impl std::future::Future<Output = Result<T>>,
 ) -> Result<T> {
+    within_rest(clock, limit, Duration::ZERO, address, during, future).await
+}
+
+/// [`within`] for a limit of which `spent` has already passed.
+async fn within_rest<T>(
+    clock: &dyn Clock,
+    limit: Option<Duration>,
+    spent: Duration,
+    address: &str,
+    during: &'static str,
+    future: impl std::future::Future<Output = Result<T>>,
+) -> Result<T> {
     let Some(limit) = limit else {
         return future.await;
     };
-    rt::timeout(clock, limit, future)
+    rt::timeout(clock, limit.saturating_sub(spent), future)
         .await
         .map_err(|rt::Elapsed| {
             Error::new(ErrorKind::Timeout {

@@ -362,6 +362,9 @@ pub(crate) async fn run_monitor(checker: Checker, host: impl MonitorHost, stream
     let mut connection = MonitorConnection::default();
     let mut streaming_version: Option<TopologyVersion> = None;
     let mut rtt_monitor_started = false;
+    // When the last awaited check started: the pacing below keeps awaited checks
+    // apart, not the polled check that begins a stream from the awaited one after it.
+    let mut last_awaited: Option<Instant> = None;
     while !signal.is_closed() {
         if signal.take_cancel() {
             // Cancelled between checks: no check to abandon, but the connection is
@@ -377,6 +380,9 @@ pub(crate) async fn run_monitor(checker: Checker, host: impl MonitorHost, stream
             return;
         };
         let started = clock.now();
+        if awaited {
+            last_awaited = Some(started);
+        }
         let check = async {
             match (awaited, streaming_version) {
                 (true, Some(version)) => checker.awaited(&mut connection.open, version).await,
@@ -432,14 +438,23 @@ pub(crate) async fn run_monitor(checker: Checker, host: impl MonitorHost, stream
                     host.clone(),
                 )));
             }
-            // The next awaited hello goes out at once: the server paces the stream.
-            // One that answers at once anyway (it ignores maxAwaitTimeMS) would make
-            // this a busy loop, so checks stay minHeartbeatFrequencyMS apart.
+            // The next awaited hello goes out at once: the server paces the stream
+            // (spec, "Heartbeat frequency": after an ok:1 reply the client "MUST NOT
+            // sleep and MUST begin the next check immediately"). One that answers at
+            // once anyway (it ignores maxAwaitTimeMS), or a stream that keeps failing
+            // and being reopened, would make this a busy loop, so awaited checks stay
+            // minHeartbeatFrequencyMS apart. The polled check that begins a stream
+            // (the handshake) is not held back: its awaited hello goes out at once,
+            // so the first streamed reply, which carries the RTT monitor's first
+            // samples into the description, comes one heartbeatFrequencyMS after the
+            // handshake, not up to minHeartbeatFrequencyMS later.
             // An operation's network error may cancel the stream meanwhile: the
             // connection goes then, and the next check is a new one as soon as the
             // pacing allows, not a pacing later.
-            let since_start = clock.now() - started;
-            if since_start < MIN_HEARTBEAT_FREQUENCY {
+            let since_awaited = last_awaited.map(|awaited_at| clock.now() - awaited_at);
+            if let Some(since_start) =
+                since_awaited.filter(|&since| since < MIN_HEARTBEAT_FREQUENCY)
+            {
                 let pacing = std::pin::pin!(clock.sleep(MIN_HEARTBEAT_FREQUENCY - since_start));
                 let cancelled = std::pin::pin!(signal.check_cancelled());
                 match signal.unless_closed(select(pacing, cancelled)).await {
