@@ -617,6 +617,11 @@ export interface CommandOperationOptions extends OperationOptions {
   writeConcern?: WriteConcern | WriteConcernSettings;
   comment?: unknown;
   maxTimeMS?: number;
+  /**
+   * Internal, for MongoDB's own teams: operate on the raw data of time series buckets.
+   * Sent only to MongoDB 8.2 and later (the CRUD spec's `rawData`); may change or go.
+   */
+  rawData?: boolean;
 }
 
 /** Options of `db.command`, `admin.command`, `runCursorCommand` and the drop commands. */
