@@ -11,7 +11,8 @@
 //! # The protocol
 //!
 //! `POST <base URL>/action/<action>` (any path ending so: the Data API's was
-//! `…/app/<app id>/endpoint/data/v1/action/findOne`), header `apiKey`, a JSON body with
+//! `…/app/<app id>/endpoint/data/v1/action/findOne`), header `apiKey` (or `api-key`, the
+//! spelling of the Data API's own curl examples), a JSON body with
 //! `dataSource` (any name: the gateway has one deployment), `database`, `collection` and
 //! the action's fields — see [`Action`]. `Content-Type: application/json` takes relaxed
 //! Extended JSON, `application/ejson` canonical (both read type wrappers such as
@@ -23,7 +24,7 @@
 //! | status | `error_code` | when |
 //! | --- | --- | --- |
 //! | 400 | `InvalidParameter` | a body that is not a JSON object, a missing or mistyped field, an unknown content type; a query the server refuses (`MongoDBError`) |
-//! | 401 | `InvalidSession` | no `apiKey` header, or a key the configuration does not accept |
+//! | 401 | `InvalidSession` | no `apiKey` (or `api-key`) header, or a key the configuration does not accept |
 //! | 403 | `NoMatchingRuleFound` | the key's allow-list does not grant the action on the namespace (or one an aggregation reaches) |
 //! | 403 | `ServerJavaScriptRefused` | `$where`, `$function` or `$accumulator` when refused |
 //! | 404 | `ActionNotFound` | a path that is not `…/action/<one of the ten>` |
@@ -297,6 +298,7 @@ impl Gateway {
         }
         let key = request
             .header("apiKey")
+            .or_else(|| request.header("api-key"))
             .and_then(|given| self.config.key(given))
             .ok_or_else(|| {
                 Failure::new(
