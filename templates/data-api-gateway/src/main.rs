@@ -17,8 +17,7 @@
 //!
 //! `wasmtime serve` runs each request in a fresh instance: each reads its
 //! configuration and makes its client (and connection) anew, so every request is a
-//! cold one (five round trips to a TLS deployment with SCRAM: README, "A cold request
-//! in five round trips").
+//! cold one (README, "A cold request in five round trips").
 
 #[cfg(target_os = "wasi")]
 mod serve {
