@@ -148,3 +148,84 @@ impl Drop for Served {
         let _ = self.child.wait();
     }
 }
+
+/// A deployment far from a served component: SecantusDB with TLS and a SCRAM-SHA-256
+/// user, behind the latency proxy (each direction delayed 25 ms, as in
+/// `tests/cold_request.rs`: well above the client's own time between two flights on
+/// a busy machine), for counting the round trips of a request (issue 24).
+pub struct Distant {
+    /// The connection string through the proxy: the user, TLS (its CA file in
+    /// [`Distant::dir`]), the database given to [`Distant::start`].
+    pub uri: String,
+    /// The connection string straight to the server (the user, TLS), for seeding.
+    pub direct_uri: String,
+    /// The folder of the certificates, to give the component at the same path.
+    pub dir: std::path::PathBuf,
+    proxy: crate::latency::LatencyProxy,
+    _server: crate::server::TestServer,
+    _certs: tempfile::TempDir,
+}
+
+/// What [`Distant::measure`] counted.
+pub struct Measured<T> {
+    /// What the request gave.
+    pub outcome: T,
+    /// Its round trips (`latency::round_trips`).
+    pub round_trips: usize,
+    /// The connections the proxy accepted.
+    pub connections: usize,
+    /// The flights, for an assertion's message.
+    pub log: String,
+}
+
+impl Distant {
+    /// Starts the server and the proxy; the connection string names `database`.
+    pub async fn start(database: &str) -> Distant {
+        const USER: &str = "edge";
+        const PASSWORD: &str = "edge-pw";
+        let certs_dir = tempfile::tempdir().unwrap();
+        let certs = crate::certs::generate(certs_dir.path()).unwrap();
+        let server =
+            crate::server::TestServer::start(&certs.scram_server_options(USER, PASSWORD)).unwrap();
+        let credentials = format!("mongodb://{USER}:{PASSWORD}@");
+        let direct_uri = server.uri().replacen("mongodb://", &credentials, 1);
+        let proxy = crate::latency::LatencyProxy::start(
+            &format!("{}:{}", server.host, server.port),
+            Duration::from_millis(25),
+        )
+        .await
+        .unwrap();
+        let uri = format!(
+            "{credentials}{}/{database}?authSource=admin&tls=true&tlsCAFile={}",
+            proxy.address(),
+            certs.ca_pem.display()
+        );
+        Distant {
+            uri,
+            direct_uri,
+            dir: certs.dir.clone(),
+            proxy,
+            _server: server,
+            _certs: certs_dir,
+        }
+    }
+
+    /// Runs `request` and counts its round trips and connections through the proxy.
+    pub async fn measure<T>(&self, request: impl std::future::Future<Output = T>) -> Measured<T> {
+        let from = self.proxy.elapsed();
+        let outcome = request.await;
+        let to = self.proxy.elapsed();
+        let connections = self.proxy.connections();
+        let log = crate::latency::FlightLog {
+            connections: &connections,
+            from,
+            to,
+        };
+        Measured {
+            outcome,
+            round_trips: crate::latency::round_trips(&connections, from, to),
+            connections: connections.len(),
+            log: log.to_string(),
+        }
+    }
+}

@@ -8,7 +8,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use anymongo::bson::{doc, Bson, Document};
-use anymongo_tests::wasmtime_serve::{Served, BOUND};
+use anymongo_tests::wasmtime_serve::{Distant, Served, BOUND};
 use anymongo_tests::{harness, server, setup};
 use serde_json::{json, Value};
 
@@ -27,6 +27,12 @@ const EJSON: &str = "application/ejson";
 
 /// The gateway served with `uri` and `timeout_ms`.
 fn serve(uri: &str, timeout_ms: u64) -> Served {
+    serve_with_dir(uri, timeout_ms, None)
+}
+
+/// [`serve`], the gateway given `dir` (where the connection string's `tlsCAFile` is)
+/// at the same path.
+fn serve_with_dir(uri: &str, timeout_ms: u64, dir: Option<&std::path::Path>) -> Served {
     let config = json!({
         "apiKeys": [
             { "key": FULL },
@@ -42,7 +48,7 @@ fn serve(uri: &str, timeout_ms: u64) -> Served {
         "data-api-gateway",
         "data-api-gateway",
         &[("MONGODB_URI", uri), ("DATA_API_CONFIG", &config)],
-        None,
+        dir,
     )
 }
 
@@ -621,4 +627,27 @@ async fn a_data_api_client_changes_only_its_base_url_and_key() {
         line["deleted"],
         json!({ "deletedCount": { "$numberInt": "1" } })
     );
+}
+
+/// `wasmtime serve` runs each request in a fresh instance, so every request is a cold
+/// one: to a distant deployment with TLS 1.3 and SCRAM-SHA-256, TCP, TLS, hello with
+/// speculative authentication, saslContinue and the command — 5 round trips on the
+/// one connection it opens (README, "A cold request in five round trips").
+#[tokio::test]
+async fn a_cold_request_reaches_a_distant_database_in_five_round_trips() {
+    let distant = Distant::start(DATABASE).await;
+    let served = serve_with_dir(&distant.uri, 10_000, Some(&distant.dir));
+    let measured = distant
+        .measure(call(
+            &served,
+            FULL,
+            JSON,
+            "findOne",
+            "far",
+            json!({ "filter": { "_id": 1 } }),
+        ))
+        .await;
+    assert_eq!(measured.outcome, (200, json!({ "document": null })));
+    assert_eq!(measured.round_trips, 5, "flights:\n{}", measured.log);
+    assert_eq!(measured.connections, 1, "flights:\n{}", measured.log);
 }

@@ -6,10 +6,8 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anymongo::bson::{doc, oid::ObjectId, Document};
-use anymongo_tests::latency::{round_trips, FlightLog, LatencyProxy};
-use anymongo_tests::server::TestServer;
-use anymongo_tests::wasmtime_serve::{Served, BOUND};
-use anymongo_tests::{certs, harness, server};
+use anymongo_tests::wasmtime_serve::{Distant, Served, BOUND};
+use anymongo_tests::{harness, server};
 use serde_json::{json, Value};
 
 /// The database of these tests (the handler takes the connection string's).
@@ -225,16 +223,10 @@ async fn a_handler_without_a_connection_string_says_so() {
 /// trips, on the one connection the request opens.
 #[tokio::test]
 async fn a_request_reaches_a_distant_server_in_five_round_trips() {
-    const USER: &str = "edge";
-    const PASSWORD: &str = "edge-pw";
-    let dir = tempfile::tempdir().unwrap();
-    let certs = certs::generate(dir.path()).unwrap();
-    let server = TestServer::start(&certs.scram_server_options(USER, PASSWORD)).unwrap();
-    let credentials = format!("mongodb://{USER}:{PASSWORD}@");
-    let seeded =
-        anymongo::Client::with_uri_str(&server.uri().replacen("mongodb://", &credentials, 1))
-            .await
-            .unwrap();
+    let distant = Distant::start(DATABASE).await;
+    let seeded = anymongo::Client::with_uri_str(&distant.direct_uri)
+        .await
+        .unwrap();
     harness::within(BOUND, async {
         seeded
             .database(DATABASE)
@@ -244,30 +236,12 @@ async fn a_request_reaches_a_distant_server_in_five_round_trips() {
             .unwrap()
     })
     .await;
-    let proxy = LatencyProxy::start(
-        &format!("{}:{}", server.host, server.port),
-        // As in tests/cold_request.rs: well above the client's own time between two
-        // flights on a busy machine.
-        Duration::from_millis(25),
-    )
-    .await
-    .unwrap();
-    let uri = format!(
-        "{credentials}{}/{DATABASE}?authSource=admin&tls=true&tlsCAFile={}",
-        proxy.address(),
-        certs.ca_pem.display()
-    );
-    let served = serve(&uri, Some(&certs.dir));
-    let from = proxy.elapsed();
-    let (status, item) = request(&served, "GET", "/items/far-1", "").await;
-    let to = proxy.elapsed();
+    let served = serve(&distant.uri, Some(&distant.dir));
+    let measured = distant
+        .measure(request(&served, "GET", "/items/far-1", ""))
+        .await;
+    let (status, item) = measured.outcome;
     assert_eq!((status, &item["name"]), (200, &json!("far")), "{item}");
-    let connections = proxy.connections();
-    let log = FlightLog {
-        connections: &connections,
-        from,
-        to,
-    };
-    assert_eq!(round_trips(&connections, from, to), 5, "flights:\n{log}");
-    assert_eq!(connections.len(), 1, "flights:\n{log}");
+    assert_eq!(measured.round_trips, 5, "flights:\n{}", measured.log);
+    assert_eq!(measured.connections, 1, "flights:\n{}", measured.log);
 }
