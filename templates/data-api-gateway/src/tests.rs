@@ -83,6 +83,11 @@ async fn a_request_without_an_accepted_key_is_401() {
     }
     // Before anything else is looked at.
     assert_eq!(refused(&request(None, "nothing", "{")).await.0, 401);
+    // The spelling of the Data API's curl examples is accepted too: past the key, to
+    // the unknown action.
+    let mut spelled = request(None, "nothing", &body);
+    spelled.headers.push(("api-key".into(), FULL.into()));
+    assert_eq!(refused(&spelled).await.0, 404);
 }
 
 #[tokio::test]
