@@ -47,7 +47,7 @@ test)
     # format is checked here, without resolving its dependencies.
     rustfmt --check --edition 2021 tests/bench/src/main.rs
     cargo clippy -q --workspace --all-targets -- -D warnings
-    cargo clippy -q -p anymongo-wasi -p wasi-http-handler --target wasm32-wasip2 -- -D warnings
+    cargo clippy -q -p anymongo-wasi -p wasi-http-handler -p data-api-gateway --target wasm32-wasip2 -- -D warnings
     cargo clippy -q -p anymongo-tests --bin demo --bin topology --bin srv_probe --bin op_timeout --bin cold_request --bin idle_check --target wasm32-wasip2 -- -D warnings
     cargo clippy -q -p anymongo -p anymongo-wasm --target wasm32-unknown-unknown -- -D warnings
     step "docs"
@@ -58,7 +58,7 @@ test)
     cargo build -q -p anymongo --target wasm32-wasip2
     cargo build -q -p anymongo-wasm --target wasm32-unknown-unknown
     cargo build -q -p anymongo-tests --bin demo --bin topology --bin srv_probe --bin op_timeout --bin idle_check --target wasm32-wasip2
-    cargo build -q -p wasi-http-handler --target wasm32-wasip2
+    cargo build -q -p wasi-http-handler -p data-api-gateway --target wasm32-wasip2
     check_core_is_runtime_agnostic
     step "spec test suites"
     cargo run -q -p anymongo-tests --bin spec

@@ -42,6 +42,8 @@
 //! - [`probe`]: a scripted series of operations that reports the topology after each,
 //!   run by the `topology` binary natively and under WASI.
 //! - [`setup`]: the cache of tools installed by `tests/setup.sh`.
+//! - [`wasmtime_serve`]: a wasi:http component served by `wasmtime serve`, and HTTP
+//!   requests to it (the edge templates' tests).
 //!
 //! All of it runs on the test machine only, so it is left out of WASI builds.
 
@@ -90,6 +92,8 @@ pub mod socks5;
 pub mod spec;
 #[cfg(not(target_os = "wasi"))]
 pub mod unified;
+#[cfg(not(target_os = "wasi"))]
+pub mod wasmtime_serve;
 
 /// The tools installed by `tests/setup.sh` and where they are cached.
 #[cfg(not(target_os = "wasi"))]

@@ -2,150 +2,63 @@
 //! `wasmtime serve` on loopback, as its README says to run it, against SecantusDB:
 //! what it answers over HTTP, and what it wrote, read back natively.
 
-use std::io::{BufRead, BufReader};
-use std::net::SocketAddr;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::sync::{mpsc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use anymongo::bson::{doc, oid::ObjectId, Document};
-use anymongo_tests::latency::{round_trips, FlightLog, LatencyProxy};
-use anymongo_tests::server::TestServer;
-use anymongo_tests::{certs, harness, server, setup};
+use anymongo_tests::wasmtime_serve::{Distant, Served, BOUND};
+use anymongo_tests::{harness, server};
 use serde_json::{json, Value};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-
-/// The bound on starting `wasmtime serve` (it compiles the component first) and on
-/// each request.
-const BOUND: Duration = Duration::from_secs(120);
 
 /// The database of these tests (the handler takes the connection string's).
 const DATABASE: &str = "edge_wasi_http";
 
-/// `wasmtime serve` running the handler; killed when dropped.
-struct Served {
-    child: Child,
-    address: SocketAddr,
+/// The handler served with `MONGODB_URI=uri`, and `dir` (where the connection
+/// string's `tlsCAFile` is) at the same path.
+fn serve(uri: &str, dir: Option<&Path>) -> Served {
+    Served::start(
+        "wasi-http-handler",
+        "wasi-http-handler",
+        &[("MONGODB_URI", uri)],
+        dir,
+    )
 }
 
-impl Served {
-    /// Serves the handler on a free loopback port with `MONGODB_URI=uri`, and waits
-    /// (within [`BOUND`]) until wasmtime says where it listens.
-    fn start(uri: &str) -> Served {
-        Served::start_with_dir(uri, None)
-    }
-
-    /// [`Served::start`], the handler given `dir` (where the connection string's
-    /// `tlsCAFile` is) at the same path.
-    fn start_with_dir(uri: &str, dir: Option<&Path>) -> Served {
-        let component = setup::wasip2_binary("wasi-http-handler", "wasi-http-handler");
-        // One start at a time: the first compiles the component into wasmtime's cache
-        // (tens of seconds for a debug build), the others then load it from there
-        // instead of each compiling it at once on the same cores.
-        static STARTING: Mutex<()> = Mutex::new(());
-        let _one_at_a_time = STARTING.lock().unwrap_or_else(PoisonError::into_inner);
-        let mut child = Command::new(setup::wasmtime())
-            .args(["serve", "-S", "cli", "-S", "inherit-network=y"])
-            .args(["--addr", "127.0.0.1:0"])
-            .arg("--env")
-            .arg(format!("MONGODB_URI={uri}"))
-            .args(dir.map(|dir| format!("--dir={0}::{0}", dir.display())))
-            .arg(component)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("wasmtime runs");
-        // wasmtime names the port it bound ("Serving HTTP on http://127.0.0.1:P/") on
-        // stderr; the reader then keeps draining it so that wasmtime never blocks.
-        let stderr = child.stderr.take().expect("piped");
-        let (found, address) = mpsc::channel();
-        std::thread::spawn(move || {
-            let mut found = Some(found);
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                if let Some(rest) = line.strip_prefix("Serving HTTP on http://") {
-                    if let Some(sender) = found.take() {
-                        let _ = sender.send(rest.trim_end_matches('/').to_owned());
-                    }
-                }
-                eprintln!("wasmtime serve: {line}");
-            }
-        });
-        let mut served = Served {
-            child,
-            address: SocketAddr::from(([127, 0, 0, 1], 0)),
-        };
-        let announced = address
-            .recv_timeout(BOUND)
-            .unwrap_or_else(|_| panic!("wasmtime serve did not start within {BOUND:?}"));
-        served.address = announced
-            .parse()
-            .unwrap_or_else(|_| panic!("wasmtime serves on {announced:?}"));
-        served
-    }
-
-    /// Sends one request (HTTP/1.0, so the reply is neither chunked nor kept alive)
-    /// and returns its status and JSON body.
-    async fn request(&self, method: &str, path: &str, body: &str) -> (u16, Value) {
-        let reply = self.exchange(method, path, body).await;
-        (reply.status, reply.body)
-    }
-
-    /// [`Served::request`], with the reply's `Location` header.
-    async fn exchange(&self, method: &str, path: &str, body: &str) -> Reply {
-        harness::within(BOUND, async {
-            let mut stream = tokio::net::TcpStream::connect(self.address).await.unwrap();
-            let head = format!(
-                "{method} {path} HTTP/1.0\r\nHost: {}\r\nContent-Type: application/json\r\n\
-                 Content-Length: {}\r\n\r\n",
-                self.address,
-                body.len()
-            );
-            stream.write_all(head.as_bytes()).await.unwrap();
-            stream.write_all(body.as_bytes()).await.unwrap();
-            let mut reply = Vec::new();
-            stream.read_to_end(&mut reply).await.unwrap();
-            let reply = String::from_utf8(reply).expect("a UTF-8 reply");
-            let (head, body) = reply.split_once("\r\n\r\n").expect("a head and a body");
-            let status = head
-                .split(' ')
-                .nth(1)
-                .and_then(|status| status.parse().ok())
-                .unwrap_or_else(|| panic!("no status in {head:?}"));
-            assert!(
-                head.to_ascii_lowercase()
-                    .contains("content-type: application/json"),
-                "{head}"
-            );
-            let body = serde_json::from_str(body).unwrap_or_else(|_| panic!("not JSON: {body:?}"));
-            let location = head.lines().find_map(|line| {
-                let (name, value) = line.split_once(':')?;
-                name.eq_ignore_ascii_case("location")
-                    .then(|| value.trim().to_owned())
-            });
-            Reply {
-                status,
-                body,
-                location,
-            }
-        })
-        .await
-    }
-}
-
-/// What [`Served::exchange`] got back.
+/// What [`exchange`] got back: the status, the JSON body and the `Location`.
 struct Reply {
     status: u16,
     body: Value,
     location: Option<String>,
 }
 
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+/// Sends one request with a JSON body; every reply must be JSON.
+async fn exchange(served: &Served, method: &str, path: &str, body: &str) -> Reply {
+    let reply = served
+        .exchange(
+            method,
+            path,
+            &[("Content-Type", "application/json")],
+            body.as_bytes(),
+        )
+        .await;
+    assert_eq!(
+        reply.header("content-type"),
+        Some("application/json"),
+        "{}",
+        reply.body
+    );
+    Reply {
+        status: reply.status,
+        body: serde_json::from_str(&reply.body)
+            .unwrap_or_else(|_| panic!("not JSON: {:?}", reply.body)),
+        location: reply.header("location").map(str::to_owned),
     }
+}
+
+/// [`exchange`]'s status and body.
+async fn request(served: &Served, method: &str, path: &str, body: &str) -> (u16, Value) {
+    let reply = exchange(served, method, path, body).await;
+    (reply.status, reply.body)
 }
 
 /// The shared server's connection string, naming [`DATABASE`].
@@ -162,14 +75,14 @@ fn error_of(body: &Value) -> &str {
 
 #[tokio::test]
 async fn post_then_get_round_trips_an_item_through_mongodb() {
-    let served = Served::start(&uri());
-    let created = served
-        .exchange(
-            "POST",
-            "/items",
-            r#"{"name":"tea","qty":2,"tags":["green"]}"#,
-        )
-        .await;
+    let served = serve(&uri(), None);
+    let created = exchange(
+        &served,
+        "POST",
+        "/items",
+        r#"{"name":"tea","qty":2,"tags":["green"]}"#,
+    )
+    .await;
     assert_eq!(created.status, 201, "{}", created.body);
     let id = created.body["insertedId"]["$oid"]
         .as_str()
@@ -177,7 +90,7 @@ async fn post_then_get_round_trips_an_item_through_mongodb() {
         .to_owned();
     assert_eq!(created.location, Some(format!("/items/{id}")));
 
-    let (status, item) = served.request("GET", &format!("/items/{id}"), "").await;
+    let (status, item) = request(&served, "GET", &format!("/items/{id}"), "").await;
     assert_eq!(status, 200, "{item}");
     assert_eq!(
         item,
@@ -202,41 +115,43 @@ async fn post_then_get_round_trips_an_item_through_mongodb() {
     // A string `_id` of the client's choosing: found by it, and not inserted twice.
     let sku = format!("sku-{}", ObjectId::new());
     let item = format!(r#"{{"_id":"{sku}","name":"cup"}}"#);
-    let (status, created) = served.request("POST", "/items", &item).await;
+    let (status, created) = request(&served, "POST", "/items", &item).await;
     assert_eq!((status, &created["insertedId"]), (201, &json!(sku)));
-    let (status, found) = served.request("GET", &format!("/items/{sku}"), "").await;
+    let (status, found) = request(&served, "GET", &format!("/items/{sku}"), "").await;
     assert_eq!((status, found), (200, json!({ "_id": sku, "name": "cup" })));
-    let (status, duplicate) = served.request("POST", "/items", &item).await;
+    let (status, duplicate) = request(&served, "POST", "/items", &item).await;
     assert_eq!(status, 409, "{duplicate}");
     assert!(error_of(&duplicate).contains("exists"), "{duplicate}");
 
     // An `_id` with a space and a slash: its Location is percent-encoded, and leads to it.
     let odd = format!("a b/{}", ObjectId::new());
-    let created = served
-        .exchange("POST", "/items", &json!({ "_id": odd }).to_string())
-        .await;
+    let created = exchange(
+        &served,
+        "POST",
+        "/items",
+        &json!({ "_id": odd }).to_string(),
+    )
+    .await;
     assert_eq!(created.status, 201, "{}", created.body);
     let location = created.location.expect("a Location");
     assert!(location.starts_with("/items/a%20b%2F"), "{location}");
-    let (status, found) = served.request("GET", &location, "").await;
+    let (status, found) = request(&served, "GET", &location, "").await;
     assert_eq!((status, found), (200, json!({ "_id": odd })));
 }
 
 #[tokio::test]
 async fn missing_items_unknown_routes_and_bad_input_are_json_errors() {
-    let served = Served::start(&uri());
+    let served = serve(&uri(), None);
     let missing = ObjectId::new().to_hex();
-    let (status, body) = served
-        .request("GET", &format!("/items/{missing}"), "")
-        .await;
+    let (status, body) = request(&served, "GET", &format!("/items/{missing}"), "").await;
     assert_eq!(status, 404, "{body}");
     assert_eq!(error_of(&body), format!("no item with _id {missing}"));
 
-    let (status, body) = served.request("GET", "/elsewhere", "").await;
+    let (status, body) = request(&served, "GET", "/elsewhere", "").await;
     assert_eq!(status, 404, "{body}");
-    let (status, body) = served.request("DELETE", "/items/1", "").await;
+    let (status, body) = request(&served, "DELETE", "/items/1", "").await;
     assert_eq!(status, 405, "{body}");
-    let (status, body) = served.request("GET", "/items/%FF", "").await;
+    let (status, body) = request(&served, "GET", "/items/%FF", "").await;
     assert_eq!(status, 400, "{body}");
     assert_eq!(error_of(&body), "the id %FF is not percent-encoded UTF-8");
 
@@ -250,7 +165,7 @@ async fn missing_items_unknown_routes_and_bad_input_are_json_errors() {
             "the body is not a document",
         ),
     ] {
-        let (status, body) = served.request("POST", "/items", input).await;
+        let (status, body) = request(&served, "POST", "/items", input).await;
         assert_eq!(status, 400, "{input:?}: {body}");
         assert!(error_of(&body).starts_with(says), "{input:?}: {body}");
     }
@@ -264,12 +179,15 @@ async fn a_server_that_is_down_is_a_503_within_server_selection_timeout() {
         .local_addr()
         .unwrap();
     let timeout = Duration::from_millis(1000);
-    let served = Served::start(&format!(
-        "mongodb://{closed}/?serverSelectionTimeoutMS={}&connectTimeoutMS=500",
-        timeout.as_millis()
-    ));
+    let served = serve(
+        &format!(
+            "mongodb://{closed}/?serverSelectionTimeoutMS={}&connectTimeoutMS=500",
+            timeout.as_millis()
+        ),
+        None,
+    );
     let started = Instant::now();
-    let (status, body) = served.request("GET", "/items/anything", "").await;
+    let (status, body) = request(&served, "GET", "/items/anything", "").await;
     let took = started.elapsed();
     assert_eq!(status, 503, "{body}");
     let message = error_of(&body);
@@ -288,8 +206,8 @@ async fn a_server_that_is_down_is_a_503_within_server_selection_timeout() {
 #[tokio::test]
 async fn a_handler_without_a_connection_string_says_so() {
     // An empty `--env MONGODB_URI=` counts as not set.
-    let served = Served::start("");
-    let (status, body) = served.request("GET", "/items/anything", "").await;
+    let served = serve("", None);
+    let (status, body) = request(&served, "GET", "/items/anything", "").await;
     assert_eq!(status, 500, "{body}");
     assert!(
         error_of(&body).starts_with("MONGODB_URI is not set"),
@@ -305,16 +223,10 @@ async fn a_handler_without_a_connection_string_says_so() {
 /// trips, on the one connection the request opens.
 #[tokio::test]
 async fn a_request_reaches_a_distant_server_in_five_round_trips() {
-    const USER: &str = "edge";
-    const PASSWORD: &str = "edge-pw";
-    let dir = tempfile::tempdir().unwrap();
-    let certs = certs::generate(dir.path()).unwrap();
-    let server = TestServer::start(&certs.scram_server_options(USER, PASSWORD)).unwrap();
-    let credentials = format!("mongodb://{USER}:{PASSWORD}@");
-    let seeded =
-        anymongo::Client::with_uri_str(&server.uri().replacen("mongodb://", &credentials, 1))
-            .await
-            .unwrap();
+    let distant = Distant::start(DATABASE).await;
+    let seeded = anymongo::Client::with_uri_str(&distant.direct_uri)
+        .await
+        .unwrap();
     harness::within(BOUND, async {
         seeded
             .database(DATABASE)
@@ -324,30 +236,12 @@ async fn a_request_reaches_a_distant_server_in_five_round_trips() {
             .unwrap()
     })
     .await;
-    let proxy = LatencyProxy::start(
-        &format!("{}:{}", server.host, server.port),
-        // As in tests/cold_request.rs: well above the client's own time between two
-        // flights on a busy machine.
-        Duration::from_millis(25),
-    )
-    .await
-    .unwrap();
-    let uri = format!(
-        "{credentials}{}/{DATABASE}?authSource=admin&tls=true&tlsCAFile={}",
-        proxy.address(),
-        certs.ca_pem.display()
-    );
-    let served = Served::start_with_dir(&uri, Some(&certs.dir));
-    let from = proxy.elapsed();
-    let (status, item) = served.request("GET", "/items/far-1", "").await;
-    let to = proxy.elapsed();
+    let served = serve(&distant.uri, Some(&distant.dir));
+    let measured = distant
+        .measure(request(&served, "GET", "/items/far-1", ""))
+        .await;
+    let (status, item) = measured.outcome;
     assert_eq!((status, &item["name"]), (200, &json!("far")), "{item}");
-    let connections = proxy.connections();
-    let log = FlightLog {
-        connections: &connections,
-        from,
-        to,
-    };
-    assert_eq!(round_trips(&connections, from, to), 5, "flights:\n{log}");
-    assert_eq!(connections.len(), 1, "flights:\n{log}");
+    assert_eq!(measured.round_trips, 5, "flights:\n{}", measured.log);
+    assert_eq!(measured.connections, 1, "flights:\n{}", measured.log);
 }

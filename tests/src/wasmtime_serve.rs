@@ -1,0 +1,231 @@
+//! A wasi:http component of the workspace served by `wasmtime serve` on loopback, as
+//! the README says to run the templates, and plain HTTP/1.0 requests to it.
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::{mpsc, Mutex, PoisonError};
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use crate::{harness, setup};
+
+/// The bound on starting `wasmtime serve` (it compiles the component first) and on
+/// each request.
+pub const BOUND: Duration = Duration::from_secs(120);
+
+/// `wasmtime serve` running a component; killed when dropped.
+pub struct Served {
+    child: Child,
+    /// Where it listens.
+    pub address: SocketAddr,
+}
+
+/// A reply: its status, headers (names in lower case) and body.
+pub struct Reply {
+    /// The status code.
+    pub status: u16,
+    /// The headers, names in lower case.
+    pub headers: Vec<(String, String)>,
+    /// The body.
+    pub body: String,
+}
+
+impl Reply {
+    /// The first header named `name` (lower case).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(key, _)| key == name)
+            .map(|(_, value)| value.as_str())
+    }
+}
+
+impl Served {
+    /// Serves the binary `bin` of the workspace package `package` (built for
+    /// wasm32-wasip2 first) on a free loopback port, with the environment `env` and,
+    /// given `dir`, that folder at the same path; waits (within [`BOUND`]) until
+    /// wasmtime says where it listens.
+    pub fn start(package: &str, bin: &str, env: &[(&str, &str)], dir: Option<&Path>) -> Served {
+        let component = setup::wasip2_binary(package, bin);
+        // One start at a time: the first compiles the component into wasmtime's cache
+        // (tens of seconds for a debug build), the others then load it from there
+        // instead of each compiling it at once on the same cores.
+        static STARTING: Mutex<()> = Mutex::new(());
+        let _one_at_a_time = STARTING.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut child = Command::new(setup::wasmtime())
+            .args(["serve", "-S", "cli", "-S", "inherit-network=y"])
+            .args(["--addr", "127.0.0.1:0"])
+            .args(
+                env.iter()
+                    .flat_map(|(name, value)| ["--env".to_owned(), format!("{name}={value}")]),
+            )
+            .args(dir.map(|dir| format!("--dir={0}::{0}", dir.display())))
+            .arg(component)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("wasmtime runs");
+        // wasmtime names the port it bound ("Serving HTTP on http://127.0.0.1:P/") on
+        // stderr; the reader then keeps draining it so that wasmtime never blocks.
+        let stderr = child.stderr.take().expect("piped");
+        let (found, address) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut found = Some(found);
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if let Some(rest) = line.strip_prefix("Serving HTTP on http://") {
+                    if let Some(sender) = found.take() {
+                        let _ = sender.send(rest.trim_end_matches('/').to_owned());
+                    }
+                }
+                eprintln!("wasmtime serve: {line}");
+            }
+        });
+        let mut served = Served {
+            child,
+            address: SocketAddr::from(([127, 0, 0, 1], 0)),
+        };
+        let announced = address
+            .recv_timeout(BOUND)
+            .unwrap_or_else(|_| panic!("wasmtime serve did not start within {BOUND:?}"));
+        served.address = announced
+            .parse()
+            .unwrap_or_else(|_| panic!("wasmtime serves on {announced:?}"));
+        served
+    }
+
+    /// Sends one request (HTTP/1.0, so the reply is neither chunked nor kept alive)
+    /// with `headers` and a `Content-Length`, within [`BOUND`].
+    pub async fn exchange(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &[u8],
+    ) -> Reply {
+        harness::within(BOUND, async {
+            let mut stream = tokio::net::TcpStream::connect(self.address).await.unwrap();
+            let mut head = format!("{method} {path} HTTP/1.0\r\nHost: {}\r\n", self.address);
+            for (name, value) in headers {
+                head.push_str(&format!("{name}: {value}\r\n"));
+            }
+            head.push_str(&format!("Content-Length: {}\r\n\r\n", body.len()));
+            stream.write_all(head.as_bytes()).await.unwrap();
+            // A server may answer (a 413, say) and close before reading all of it.
+            let _ = stream.write_all(body).await;
+            let mut reply = Vec::new();
+            stream.read_to_end(&mut reply).await.unwrap();
+            let reply = String::from_utf8(reply).expect("a UTF-8 reply");
+            let (head, body) = reply.split_once("\r\n\r\n").expect("a head and a body");
+            let mut lines = head.lines();
+            let status = lines
+                .next()
+                .and_then(|line| line.split(' ').nth(1))
+                .and_then(|status| status.parse().ok())
+                .unwrap_or_else(|| panic!("no status in {head:?}"));
+            let headers = lines
+                .filter_map(|line| {
+                    let (name, value) = line.split_once(':')?;
+                    Some((name.trim().to_ascii_lowercase(), value.trim().to_owned()))
+                })
+                .collect();
+            Reply {
+                status,
+                headers,
+                body: body.to_owned(),
+            }
+        })
+        .await
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A deployment far from a served component: SecantusDB with TLS and a SCRAM-SHA-256
+/// user, behind the latency proxy (each direction delayed 25 ms, as in
+/// `tests/cold_request.rs`: well above the client's own time between two flights on
+/// a busy machine), for counting the round trips of a request (issue 24).
+pub struct Distant {
+    /// The connection string through the proxy: the user, TLS (its CA file in
+    /// [`Distant::dir`]), the database given to [`Distant::start`].
+    pub uri: String,
+    /// The connection string straight to the server (the user, TLS), for seeding.
+    pub direct_uri: String,
+    /// The folder of the certificates, to give the component at the same path.
+    pub dir: std::path::PathBuf,
+    proxy: crate::latency::LatencyProxy,
+    _server: crate::server::TestServer,
+    _certs: tempfile::TempDir,
+}
+
+/// What [`Distant::measure`] counted.
+pub struct Measured<T> {
+    /// What the request gave.
+    pub outcome: T,
+    /// Its round trips (`latency::round_trips`).
+    pub round_trips: usize,
+    /// The connections the proxy accepted.
+    pub connections: usize,
+    /// The flights, for an assertion's message.
+    pub log: String,
+}
+
+impl Distant {
+    /// Starts the server and the proxy; the connection string names `database`.
+    pub async fn start(database: &str) -> Distant {
+        const USER: &str = "edge";
+        const PASSWORD: &str = "edge-pw";
+        let certs_dir = tempfile::tempdir().unwrap();
+        let certs = crate::certs::generate(certs_dir.path()).unwrap();
+        let server =
+            crate::server::TestServer::start(&certs.scram_server_options(USER, PASSWORD)).unwrap();
+        let credentials = format!("mongodb://{USER}:{PASSWORD}@");
+        let direct_uri = server.uri().replacen("mongodb://", &credentials, 1);
+        let proxy = crate::latency::LatencyProxy::start(
+            &format!("{}:{}", server.host, server.port),
+            Duration::from_millis(25),
+        )
+        .await
+        .unwrap();
+        let uri = format!(
+            "{credentials}{}/{database}?authSource=admin&tls=true&tlsCAFile={}",
+            proxy.address(),
+            certs.ca_pem.display()
+        );
+        Distant {
+            uri,
+            direct_uri,
+            dir: certs.dir.clone(),
+            proxy,
+            _server: server,
+            _certs: certs_dir,
+        }
+    }
+
+    /// Runs `request` and counts its round trips and connections through the proxy.
+    pub async fn measure<T>(&self, request: impl std::future::Future<Output = T>) -> Measured<T> {
+        let from = self.proxy.elapsed();
+        let outcome = request.await;
+        let to = self.proxy.elapsed();
+        let connections = self.proxy.connections();
+        let log = crate::latency::FlightLog {
+            connections: &connections,
+            from,
+            to,
+        };
+        Measured {
+            outcome,
+            round_trips: crate::latency::round_trips(&connections, from, to),
+            connections: connections.len(),
+            log: log.to_string(),
+        }
+    }
+}
