@@ -1,6 +1,6 @@
 //! `find`, `find_one` and `aggregate`: the reads that return documents.
 
-use super::{run_blocking, session_setter};
+use super::{raw_batches, run_blocking, session_setter};
 use std::future::IntoFuture;
 use std::marker::PhantomData;
 use std::time::Duration;
@@ -204,6 +204,8 @@ impl<'a, T, Session> Find<'a, T, Session> {
     }
 }
 
+raw_batches!(impl['a, T: DeserializeOwned + 'static] Find<'a, T, ImplicitSession>, Find<'a, T, ExplicitSession>);
+
 run_blocking!(impl['a, T: DeserializeOwned + 'static] Find<'a, T, ImplicitSession> => crate::sync::Cursor<T>);
 
 impl<'a, T: DeserializeOwned + 'static> IntoFuture for Find<'a, T, ImplicitSession> {
@@ -376,6 +378,8 @@ impl<'a, Session, T> Aggregate<'a, Session, T> {
         cursor.map(Cursor::with_type)
     }
 }
+
+raw_batches!(impl['a, T] Aggregate<'a, ImplicitSession, T>, Aggregate<'a, ExplicitSession, T>);
 
 run_blocking!(impl['a, T: DeserializeOwned + 'static] Aggregate<'a, ImplicitSession, T> => crate::sync::Cursor<T>);
 

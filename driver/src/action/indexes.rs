@@ -1,7 +1,7 @@
 //! The Index Management spec's operations: creating, dropping and listing indexes,
 //! and Atlas Search indexes.
 
-use super::run_blocking;
+use super::{raw_batches, run_blocking};
 use std::future::IntoFuture;
 use std::marker::PhantomData;
 use std::time::Duration;
@@ -433,6 +433,8 @@ impl<'a, T, Session> ListIndexes<'a, T, Session> {
         Ok(cursor.with_type())
     }
 }
+
+raw_batches!(impl['a, T] ListIndexes<'a, T, ImplicitSession>, ListIndexes<'a, T, ExplicitSession>);
 
 run_blocking!(impl['a, T] ListIndexes<'a, T, ImplicitSession> => crate::sync::Cursor<IndexModel>);
 

@@ -1,7 +1,7 @@
 //! `list_databases`, `list_database_names`, `list_collections` and
 //! `list_collection_names` (Enumerate Databases and Enumerate Collections specs).
 
-use super::run_blocking;
+use super::{raw_batches, run_blocking};
 use std::future::IntoFuture;
 use std::marker::PhantomData;
 use std::time::Duration;
@@ -224,6 +224,8 @@ impl<'a, Session> ListCollections<'a, Session> {
         Ok(cursor.with_type())
     }
 }
+
+raw_batches!(impl['a] ListCollections<'a, ImplicitSession>, ListCollections<'a, ExplicitSession>);
 
 run_blocking!(impl['a] ListCollections<'a, ImplicitSession> => crate::sync::Cursor<CollectionSpecification>);
 

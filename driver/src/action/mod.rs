@@ -78,7 +78,9 @@ pub use watch::Watch;
 
 pub use crate::cursor::SessionCursor;
 
-pub(crate) use setters::{option_setters, run_blocking, session_setter, timeout_setter};
+pub(crate) use setters::{
+    option_setters, raw_batches, run_blocking, session_setter, timeout_setter,
+};
 pub use setters::{Action, ExplicitSession, ImplicitSession};
 
 // Parsing a connection string is an action too (`ClientOptions::parse(uri).run()`).

@@ -1,6 +1,6 @@
 //! `run_command` and `run_cursor_command`: a command run as given (Run Command spec).
 
-use super::run_blocking;
+use super::{raw_batches, run_blocking};
 use std::future::IntoFuture;
 use std::marker::PhantomData;
 use std::time::Duration;
@@ -199,6 +199,8 @@ impl<'a, Session> RunCursorCommand<'a, Session> {
             .await
     }
 }
+
+raw_batches!(impl['a] RunCursorCommand<'a, ImplicitSession>, RunCursorCommand<'a, ExplicitSession>);
 
 run_blocking!(impl['a] RunCursorCommand<'a, ImplicitSession> => crate::sync::Cursor<Document>);
 

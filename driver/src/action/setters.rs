@@ -123,3 +123,37 @@ macro_rules! run_blocking {
     };
 }
 pub(crate) use run_blocking;
+
+/// Writes `batch()` on an action that opens a cursor, in both its session types:
+/// run, it returns the cursor's batches whole, a
+/// [`RawBatchCursor`](crate::raw_batch_cursor::RawBatchCursor) (a
+/// [`SessionRawBatchCursor`](crate::raw_batch_cursor::SessionRawBatchCursor) in a
+/// session), from the action's `execute`.
+macro_rules! raw_batches {
+    (impl[$($generics:tt)*] $Implicit:ty, $Explicit:ty) => {
+        impl<$($generics)*> $Implicit {
+            /// Runs the action and returns its cursor's batches as the server sent
+            /// them, each read in place
+            /// ([`RawBatchCursor`](crate::raw_batch_cursor::RawBatchCursor)).
+            pub async fn batch(self) -> $crate::Result<$crate::raw_batch_cursor::RawBatchCursor> {
+                self.execute()
+                    .await
+                    .map($crate::raw_batch_cursor::RawBatchCursor::new)
+            }
+        }
+
+        impl<$($generics)*> $Explicit {
+            /// Runs the action in its session and returns its cursor's batches as the
+            /// server sent them
+            /// ([`SessionRawBatchCursor`](crate::raw_batch_cursor::SessionRawBatchCursor)).
+            pub async fn batch(
+                self,
+            ) -> $crate::Result<$crate::raw_batch_cursor::SessionRawBatchCursor> {
+                self.execute()
+                    .await
+                    .map($crate::raw_batch_cursor::SessionRawBatchCursor::new)
+            }
+        }
+    };
+}
+pub(crate) use raw_batches;
