@@ -692,3 +692,219 @@ pub mod facet {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_operator_becomes_a_search_or_search_meta_stage() {
+        let stage = autocomplete("title", "pre")
+            .fuzzy(doc! { "maxEdits": 1, "prefixLength": 1, "maxExpansions": 256 })
+            .into_stage();
+        assert_eq!(
+            stage,
+            doc! { "$search": { "autocomplete": {
+                "path": "title",
+                "query": "pre",
+                "fuzzy": { "maxEdits": 1, "prefixLength": 1, "maxExpansions": 256 },
+            } } }
+        );
+        assert_eq!(
+            exists("plot").into_stage_meta(),
+            doc! { "$searchMeta": { "exists": { "path": "plot" } } }
+        );
+    }
+
+    #[test]
+    fn the_stage_options_follow_the_operator() {
+        let stage = search(text("plot", ["baseball", "bat"]).match_criteria(MatchCriteria::All))
+            .index("movies")
+            .concurrent(true)
+            .count(doc! { "type": "total" })
+            .highlight(doc! { "path": "plot" })
+            .return_stored_source(false)
+            .search_after("token")
+            .score_details(true)
+            .sort(doc! { "year": -1 })
+            .into_stage();
+        assert_eq!(
+            stage,
+            doc! { "$search": {
+                "text": { "path": "plot", "query": ["baseball", "bat"], "matchCriteria": "all" },
+                "index": "movies",
+                "concurrent": true,
+                "count": { "type": "total" },
+                "highlight": { "path": "plot" },
+                "returnStoredSource": false,
+                "searchAfter": "token",
+                "scoreDetails": true,
+                "sort": { "year": -1 },
+            } }
+        );
+        let meta = search_meta(facet(doc! {
+            "directorsFacet": facet::string("directors").num_buckets(7),
+            "yearFacet": facet::number("year", [2000, 2005]).default_bucket("other"),
+        }))
+        .index("movies")
+        .count(doc! { "type": "lowerBound" })
+        .into_stage();
+        assert_eq!(
+            meta,
+            doc! { "$searchMeta": {
+                "facet": { "facets": {
+                    "directorsFacet": { "type": "string", "path": "directors", "numBuckets": 7 },
+                    "yearFacet": {
+                        "type": "number", "path": "year", "boundaries": [2000, 2005],
+                        "default": "other",
+                    },
+                } },
+                "index": "movies",
+                "count": { "type": "lowerBound" },
+            } }
+        );
+    }
+
+    #[test]
+    fn compound_clauses_take_one_operator_or_several_of_any_kind() {
+        let stage = compound()
+            .must(text("description", "varieties"))
+            .should([
+                text("description", "Fuji").unit(),
+                range("year").gte(2000).lt(2010).unit(),
+            ])
+            .must_not([doc! { "exists": { "path": "deleted" } }])
+            .filter(vec![equals("verified", true)])
+            .minimum_should_match(1)
+            .score(doc! { "boost": { "value": 2 } })
+            .into_stage();
+        assert_eq!(
+            stage,
+            doc! { "$search": { "compound": {
+                "must": [{ "text": { "path": "description", "query": "varieties" } }],
+                "should": [
+                    { "text": { "path": "description", "query": "Fuji" } },
+                    { "range": { "path": "year", "gte": 2000, "lt": 2010 } },
+                ],
+                "mustNot": [{ "exists": { "path": "deleted" } }],
+                "filter": [{ "equals": { "path": "verified", "value": true } }],
+                "minimumShouldMatch": 1,
+                "score": { "boost": { "value": 2 } },
+            } } }
+        );
+    }
+
+    #[test]
+    fn every_operator_names_its_fields_as_the_reference_does() {
+        let point = doc! { "type": "Point", "coordinates": [-73.9, 40.7] };
+        let start = DateTime::from_millis(0);
+        let cases = [
+            (
+                autocomplete(["title", "plot"], "pre")
+                    .token_order(TokenOrder::Sequential)
+                    .into_stage(),
+                doc! { "autocomplete": {
+                    "path": ["title", "plot"], "query": "pre", "tokenOrder": "sequential",
+                } },
+            ),
+            (
+                embedded_document("items", text("items.tags", "school"))
+                    .score(doc! { "embedded": { "aggregate": "mean" } })
+                    .into_stage(),
+                doc! { "embeddedDocument": {
+                    "path": "items",
+                    "operator": { "text": { "path": "items.tags", "query": "school" } },
+                    "score": { "embedded": { "aggregate": "mean" } },
+                } },
+            ),
+            (
+                geo_shape("address.location", Relation::Within, point.clone()).into_stage(),
+                doc! { "geoShape": {
+                    "path": "address.location", "relation": "within", "geometry": point.clone(),
+                } },
+            ),
+            (
+                geo_within("address.location")
+                    .circle(doc! { "center": point.clone(), "radius": 1600 })
+                    .geo_box(doc! { "bottomLeft": point.clone(), "topRight": point.clone() })
+                    .geometry(point.clone())
+                    .into_stage(),
+                doc! { "geoWithin": {
+                    "path": "address.location",
+                    "circle": { "center": point.clone(), "radius": 1600 },
+                    "box": { "bottomLeft": point.clone(), "topRight": point.clone() },
+                    "geometry": point.clone(),
+                } },
+            ),
+            (
+                search_in("genres", vec!["Drama", "Comedy"]).into_stage(),
+                doc! { "in": { "path": "genres", "value": ["Drama", "Comedy"] } },
+            ),
+            (
+                more_like_this([doc! { "title": "Alpha" }, doc! { "genre": "Beta" }]).into_stage(),
+                doc! { "moreLikeThis": { "like": [{ "title": "Alpha" }, { "genre": "Beta" }] } },
+            ),
+            (
+                near("released", start, 7_776_000_000_i64).into_stage(),
+                doc! { "near": { "path": "released", "origin": start, "pivot": 7_776_000_000_i64 } },
+            ),
+            (
+                phrase("title", "new york")
+                    .slop(5)
+                    .synonyms("my_synonyms")
+                    .into_stage(),
+                doc! { "phrase": {
+                    "path": "title", "query": "new york", "slop": 5, "synonyms": "my_synonyms",
+                } },
+            ),
+            (
+                query_string("title", "Rocky AND (IV OR 4)").into_stage(),
+                doc! { "queryString": { "defaultPath": "title", "query": "Rocky AND (IV OR 4)" } },
+            ),
+            (
+                range("title").gt("a").lte(String::from("m")).into_stage(),
+                doc! { "range": { "path": "title", "gt": "a", "lte": "m" } },
+            ),
+            (
+                regex("title", "(.*) Seattle")
+                    .allow_analyzed_field(true)
+                    .into_stage(),
+                doc! { "regex": {
+                    "path": "title", "query": "(.*) Seattle", "allowAnalyzedField": true,
+                } },
+            ),
+            (
+                text("title", "surfer")
+                    .fuzzy(doc! { "maxEdits": 1 })
+                    .synonyms("words")
+                    .match_criteria(MatchCriteria::Other("some".to_string()))
+                    .into_stage(),
+                doc! { "text": {
+                    "path": "title", "query": "surfer", "fuzzy": { "maxEdits": 1 },
+                    "synonyms": "words", "matchCriteria": "some",
+                } },
+            ),
+            (
+                wildcard("title", "Green D*").into_stage(),
+                doc! { "wildcard": { "path": "title", "query": "Green D*" } },
+            ),
+            (
+                facet(doc! {
+                    "released": facet::date("released", [start]).default_bucket("other"),
+                })
+                .operator(range("released").gte(start))
+                .into_stage(),
+                doc! { "facet": {
+                    "facets": { "released": {
+                        "type": "date", "path": "released", "boundaries": [start],
+                        "default": "other",
+                    } },
+                    "operator": { "range": { "path": "released", "gte": start } },
+                } },
+            ),
+        ];
+        for (stage, operator) in cases {
+            assert_eq!(stage, doc! { "$search": operator });
+        }
+    }
+}

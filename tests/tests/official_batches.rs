@@ -5,9 +5,13 @@
 //! documentation, with only `mongodb` replaced by `anymongo`; each program checks what
 //! it got, so that the test can fail.
 
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use anymongo::bson::{doc, Document, RawDocument};
+use anymongo::bson::{doc, Bson, Document, RawDocument};
+use anymongo::event::command::{CommandEvent, CommandStartedEvent};
+use anymongo::event::EventHandler;
+use anymongo::options::ClientOptions;
 use anymongo::raw_batch_cursor::{RawBatch, RawBatchCursor, SessionRawBatchCursor};
 use anymongo::{Client, Collection};
 use anymongo_tests::{harness, server};
@@ -137,6 +141,7 @@ async fn every_cursor_action_has_batch() -> anymongo::error::Result<()> {
             .run_cursor_command(
                 doc! { "find": "actions", "filter": { "_id": { "$gte": 7 } }, "batchSize": 1 },
             )
+            .batch_size(1)
             .batch()
             .await?
             .try_collect()
@@ -223,4 +228,63 @@ fn ids_or_names(batches: &[RawBatch]) -> Vec<String> {
             entry.get_str("name").expect("a name").to_string()
         })
         .collect()
+}
+
+#[tokio::test]
+async fn a_batch_cursor_runs_the_cursor_s_get_mores_and_is_killed_when_dropped(
+) -> anymongo::error::Result<()> {
+    harness::within(TEST_BOUND, async {
+        let events = Arc::new(Mutex::new(Vec::<CommandStartedEvent>::new()));
+        let mut options = ClientOptions::parse(server::shared().uri()).await?;
+        let seen = events.clone();
+        options.command_event_handler = Some(EventHandler::callback(move |event| {
+            if let CommandEvent::Started(started) = event {
+                seen.lock().unwrap().push(started);
+            }
+        }));
+        let client = Client::with_options(options)?;
+        let coll = ten_documents(&client, "kill").await?;
+        let started = |name: &str| -> Vec<Document> {
+            let events = events.lock().unwrap();
+            let named = events.iter().filter(|event| event.command_name == name);
+            named.map(|event| event.command.clone()).collect()
+        };
+
+        let mut cursor = coll.find(doc! {}).batch_size(2).batch().await?;
+        let first = cursor.try_next().await?.expect("a first batch");
+        assert_eq!(first.doc_slices()?.into_iter().count(), 2);
+        assert!(
+            started("getMore").is_empty(),
+            "the find's reply is the first batch"
+        );
+        let second = cursor.try_next().await?.expect("a second batch");
+        assert_eq!(second.doc_slices()?.into_iter().count(), 2);
+        let get_mores = started("getMore");
+        assert_eq!(get_mores.len(), 1);
+        assert_eq!(get_mores[0].get_i64("batchSize").ok(), Some(2));
+        let lsid = started("find")[0].get_document("lsid").ok().cloned();
+        assert_eq!(
+            get_mores[0].get_document("lsid").ok().cloned(),
+            lsid,
+            "in the find's session"
+        );
+        let id = second
+            .as_raw_document()
+            .get_document("cursor")
+            .and_then(|cursor| cursor.get_i64("id"))
+            .expect("the cursor's id");
+        assert_ne!(id, 0);
+
+        drop(cursor);
+        // The kill runs in a spawned task: wait for its event, bounded by the test's.
+        loop {
+            if let Some(kill) = started("killCursors").first() {
+                assert_eq!(kill.get_array("cursors").ok(), Some(&vec![Bson::Int64(id)]));
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        Ok(())
+    })
+    .await
 }
