@@ -412,7 +412,7 @@ impl<'a, T, Session> ListIndexes<'a, T, Session> {
     pub fn session<'s>(
         self,
         session: impl Into<&'s ClientSession>,
-    ) -> ListIndexes<'s, T, ExplicitSession>
+    ) -> ListIndexes<'s, T, ExplicitSession<'s>>
     where
         'a: 's,
     {
@@ -434,7 +434,7 @@ impl<'a, T, Session> ListIndexes<'a, T, Session> {
     }
 }
 
-raw_batches!(impl['a, T] ListIndexes<'a, T, ImplicitSession>, ListIndexes<'a, T, ExplicitSession>);
+raw_batches!(impl['a, T] ListIndexes<'a, T, ImplicitSession>, ListIndexes<'a, T, ExplicitSession<'a>>);
 
 run_blocking!(impl['a, T] ListIndexes<'a, T, ImplicitSession> => crate::sync::Cursor<IndexModel>);
 
@@ -447,9 +447,9 @@ impl<'a, T> IntoFuture for ListIndexes<'a, T, ImplicitSession> {
     }
 }
 
-run_blocking!(impl['a, T] ListIndexes<'a, T, ExplicitSession> => crate::sync::SessionCursor<IndexModel>);
+run_blocking!(impl['a, T] ListIndexes<'a, T, ExplicitSession<'a>> => crate::sync::SessionCursor<IndexModel>);
 
-impl<'a, T> IntoFuture for ListIndexes<'a, T, ExplicitSession> {
+impl<'a, T> IntoFuture for ListIndexes<'a, T, ExplicitSession<'a>> {
     type Output = Result<SessionCursor<IndexModel>>;
     type IntoFuture = BoxFuture<'a, Self::Output>;
 

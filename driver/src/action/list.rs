@@ -203,7 +203,7 @@ impl<'a, Session> ListCollections<'a, Session> {
     pub fn session<'s>(
         self,
         session: impl Into<&'s ClientSession>,
-    ) -> ListCollections<'s, ExplicitSession>
+    ) -> ListCollections<'s, ExplicitSession<'s>>
     where
         'a: 's,
     {
@@ -225,7 +225,7 @@ impl<'a, Session> ListCollections<'a, Session> {
     }
 }
 
-raw_batches!(impl['a] ListCollections<'a, ImplicitSession>, ListCollections<'a, ExplicitSession>);
+raw_batches!(impl['a] ListCollections<'a, ImplicitSession>, ListCollections<'a, ExplicitSession<'a>>);
 
 run_blocking!(impl['a] ListCollections<'a, ImplicitSession> => crate::sync::Cursor<CollectionSpecification>);
 
@@ -238,9 +238,9 @@ impl<'a> IntoFuture for ListCollections<'a, ImplicitSession> {
     }
 }
 
-run_blocking!(impl['a] ListCollections<'a, ExplicitSession> => crate::sync::SessionCursor<CollectionSpecification>);
+run_blocking!(impl['a] ListCollections<'a, ExplicitSession<'a>> => crate::sync::SessionCursor<CollectionSpecification>);
 
-impl<'a> IntoFuture for ListCollections<'a, ExplicitSession> {
+impl<'a> IntoFuture for ListCollections<'a, ExplicitSession<'a>> {
     type Output = Result<SessionCursor<CollectionSpecification>>;
     type IntoFuture = BoxFuture<'a, Self::Output>;
 

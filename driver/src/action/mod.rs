@@ -81,7 +81,9 @@ pub use crate::cursor::SessionCursor;
 pub(crate) use setters::{
     option_setters, raw_batches, run_blocking, session_setter, timeout_setter,
 };
-pub use setters::{Action, ExplicitSession, ImplicitSession};
+pub use setters::{
+    Action, ExplicitSession, ImplicitSession, ListNames, ListSpecifications, Multiple, Single,
+};
 
 // Parsing a connection string is an action too (`ClientOptions::parse(uri).run()`).
 run_blocking!(impl[] crate::srv::ParseConnectionString => crate::options::ClientOptions);
