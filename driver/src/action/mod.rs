@@ -69,7 +69,7 @@ pub use indexes::{
 };
 pub use insert::{InsertMany, InsertOne};
 pub use lifecycle::{Shutdown, WarmConnectionPool};
-pub use list::{ListCollectionNames, ListCollections, ListDatabases};
+pub use list::{ListCollections, ListDatabases};
 pub use run_command::{RunCommand, RunCursorCommand};
 pub use session::StartSession;
 pub use transaction::{AbortTransaction, CommitTransaction, StartTransaction};
