@@ -64,8 +64,8 @@ pub use delete::Delete;
 pub use find::{Aggregate, Find, FindOne};
 pub use find_and_modify::{FindOneAndDelete, FindOneAndReplace, FindOneAndUpdate};
 pub use indexes::{
-    CreateIndex, CreateSearchIndex, DropIndex, DropSearchIndex, ListIndexNames, ListIndexes,
-    ListSearchIndexes, UpdateSearchIndex,
+    CreateIndex, CreateSearchIndex, DropIndex, DropSearchIndex, ListIndexes, ListSearchIndexes,
+    UpdateSearchIndex,
 };
 pub use insert::{InsertMany, InsertOne};
 pub use lifecycle::{Shutdown, WarmConnectionPool};
