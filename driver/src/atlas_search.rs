@@ -161,7 +161,7 @@ impl AtlasSearch {
 }
 
 /// The `$searchMeta` stage of `operator` (metadata of the results, such as a
-/// [`facet`]'s counts), whose options its setters set.
+/// [`facet()`]'s counts), whose options its setters set.
 pub fn search_meta<T>(operator: SearchOperator<T>) -> AtlasSearchMeta {
     AtlasSearchMeta {
         stage: operator.into_document(),
