@@ -199,7 +199,7 @@ async fn batch_in_a_session_is_iterated_with_the_session() -> anymongo::error::R
         assert!(!listed.is_empty());
         let mut cursor = coll.list_indexes().session(&mut session).batch().await?;
         let listed: Vec<RawBatch> = cursor.stream(&mut session).try_collect().await?;
-        assert_eq!(ids_or_names(&listed), ["_id_"]);
+        assert_eq!(listed_names(&listed), ["_id_"]);
         let mut cursor = db
             .run_cursor_command(doc! { "find": "session", "batchSize": 2 })
             .session(&mut session)
@@ -219,7 +219,7 @@ async fn batch_in_a_session_is_iterated_with_the_session() -> anymongo::error::R
 }
 
 /// The `name`s of the documents of `batches` (a listing's).
-fn ids_or_names(batches: &[RawBatch]) -> Vec<String> {
+fn listed_names(batches: &[RawBatch]) -> Vec<String> {
     batches
         .iter()
         .flat_map(|batch| batch.doc_slices().expect("a batch"))
