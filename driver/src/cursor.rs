@@ -33,6 +33,8 @@ use crate::session::ClientSession;
 use crate::signal::lock;
 use crate::uri::ServerAddress;
 
+pub mod raw_batch;
+
 /// How many empty batches in a row a cursor that is not tailable accepts before it
 /// gives up on its server with an error (and kills the server cursor).
 ///
@@ -219,9 +221,13 @@ fn kill_context(executor: &Executor, timeout: Option<Duration>) -> OperationCont
 /// One batch of a cursor reply.
 pub(crate) struct Batch {
     pub id: i64,
-    /// The documents as the server sent them: each is deserialized straight from its
-    /// bytes when the cursor hands it out, never through a [`Document`].
-    pub documents: VecDeque<RawDocumentBuf>,
+    /// The whole reply, as the server sent it: a [`Cursor`] splits its documents off
+    /// only as it reaches them, and a
+    /// [`RawBatchCursor`](raw_batch::RawBatchCursor) hands it out whole, so that no
+    /// document is copied before it is needed.
+    pub reply: RawDocumentBuf,
+    /// How many documents the batch holds.
+    pub count: usize,
     /// `cursor.ns`, split.
     pub namespace: Option<(String, String)>,
     /// `cursor.postBatchResumeToken`: how far a change stream has scanned (Change
@@ -229,9 +235,19 @@ pub(crate) struct Batch {
     pub post_batch_resume_token: Option<Document>,
 }
 
+/// `cursor.firstBatch` or `cursor.nextBatch` of a cursor reply.
+pub(crate) fn batch_array(reply: &RawDocument) -> Option<&bson::RawArray> {
+    let cursor = reply.get_document("cursor").ok()?;
+    cursor
+        .get_array("firstBatch")
+        .or_else(|_| cursor.get_array("nextBatch"))
+        .ok()
+}
+
 impl Batch {
-    /// Reads `cursor: { id, ns, firstBatch | nextBatch }` of a reply.
-    pub fn from_reply(reply: &RawDocument, server: &ServerAddress) -> Result<Batch> {
+    /// Reads `cursor: { id, ns, firstBatch | nextBatch }` of a reply, checking that
+    /// every element of the batch is a document.
+    pub fn from_reply(reply: RawDocumentBuf, server: &ServerAddress) -> Result<Batch> {
         let malformed = |what: &str| {
             Error::invalid_response(
                 server.to_string(),
@@ -246,17 +262,15 @@ impl Batch {
             Ok(Some(RawBsonRef::Int32(id))) => i64::from(id),
             _ => return Err(malformed("cursor.id")),
         };
-        let batch = cursor
-            .get_array("firstBatch")
-            .or_else(|_| cursor.get_array("nextBatch"))
-            .map_err(|_| malformed("cursor.firstBatch or cursor.nextBatch"))?;
-        let documents = batch
-            .into_iter()
-            .map(|document| match document {
-                Ok(RawBsonRef::Document(document)) => Ok(document.to_owned()),
-                _ => Err(malformed("documents in its batch")),
-            })
-            .collect::<Result<VecDeque<_>>>()?;
+        let batch = batch_array(&reply)
+            .ok_or_else(|| malformed("cursor.firstBatch or cursor.nextBatch"))?;
+        let mut count = 0;
+        for document in batch {
+            match document {
+                Ok(RawBsonRef::Document(_)) => count += 1,
+                _ => return Err(malformed("documents in its batch")),
+            }
+        }
         let namespace = cursor.get_str("ns").ok().and_then(|ns| {
             ns.split_once('.')
                 .map(|(db, coll)| (db.to_string(), coll.to_string()))
@@ -269,11 +283,25 @@ impl Batch {
             .map_err(|_| malformed("a readable postBatchResumeToken"))?;
         Ok(Batch {
             id,
-            documents,
+            reply,
+            count,
             namespace,
             post_batch_resume_token,
         })
     }
+}
+
+/// The documents of a batch [`Batch::from_reply`] read, each copied out of the reply.
+fn split(reply: &RawDocument) -> VecDeque<RawDocumentBuf> {
+    batch_array(reply)
+        .into_iter()
+        .flatten()
+        .filter_map(|document| match document {
+            Ok(RawBsonRef::Document(document)) => Some(document.to_owned()),
+            // `from_reply` refused any other.
+            _ => None,
+        })
+        .collect()
 }
 
 /// The results of a query, one document at a time: a [`Stream`] of `Result<T>`, for any
@@ -299,6 +327,9 @@ pub struct Cursor<T> {
     /// `None` once exhausted or after an error. Boxed: a cursor (and a change stream
     /// holding one) stays small to move around.
     spec: Option<Box<CursorSpec>>,
+    /// The last batch received, whole, and how many documents it holds, until the
+    /// iteration reaches it (then its documents go to `buffer`).
+    unsplit: Option<(RawDocumentBuf, usize)>,
     buffer: VecDeque<RawDocumentBuf>,
     /// The `postBatchResumeToken` of the last batch, if it had one.
     post_batch_resume_token: Option<Document>,
@@ -321,6 +352,17 @@ pub struct Cursor<T> {
     _documents: PhantomData<fn() -> T>,
 }
 
+/// What a getMore gave ([`Cursor::poll_fetch`]).
+enum Fetch {
+    /// The next batch, whole, and how many documents it holds; the cursor's id and
+    /// `postBatchResumeToken` are updated.
+    Batch(RawDocumentBuf, usize),
+    /// The server has no more.
+    End,
+    /// As [`Step::Failed`].
+    Failed(Error, Option<Box<CursorSpec>>),
+}
+
 /// What one step of a cursor's iteration gave ([`Cursor::poll_step`]).
 pub(crate) enum Step {
     /// The next document, as the server sent it.
@@ -339,7 +381,7 @@ impl<T> std::fmt::Debug for Cursor<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Cursor")
             .field("id", &self.id())
-            .field("buffered", &self.buffer.len())
+            .field("buffered", &self.buffered())
             .finish_non_exhaustive()
     }
 }
@@ -355,7 +397,8 @@ impl<T> Cursor<T> {
         let spec = (first.id != 0).then(|| Box::new(spec));
         Cursor {
             spec,
-            buffer: first.documents,
+            unsplit: Some((first.reply, first.count)),
+            buffer: VecDeque::new(),
             post_batch_resume_token: first.post_batch_resume_token,
             in_flight: None,
             empty_batches: 0,
@@ -377,15 +420,63 @@ impl<T> Cursor<T> {
     }
 
     /// One step of the iteration: the next buffered document, else the next batch
-    /// (fetched with a getMore), reported as such when it is empty. A cursor that is
-    /// not tailable fails after [`MAX_EMPTY_BATCHES`] empty batches in a row, its
-    /// server cursor killed.
+    /// (fetched with a getMore), reported as such when it is empty.
     pub(crate) fn poll_step(&mut self, cx: &mut Context<'_>) -> Poll<Step> {
-        if let Some(document) = self.buffer.pop_front() {
+        if let Some(document) = self.next_buffered() {
             return Poll::Ready(Step::Document(document));
         }
+        Poll::Ready(match std::task::ready!(self.poll_fetch(cx)) {
+            Fetch::Batch(reply, count) => {
+                self.unsplit = Some((reply, count));
+                match self.next_buffered() {
+                    Some(document) => Step::Document(document),
+                    None if self.spec.is_none() => Step::End,
+                    None => Step::EmptyBatch,
+                }
+            }
+            Fetch::End => Step::End,
+            Fetch::Failed(error, spec) => Step::Failed(error, spec),
+        })
+    }
+
+    /// The next document already received, splitting the last batch's off its reply
+    /// when the iteration reaches them.
+    fn next_buffered(&mut self) -> Option<RawDocumentBuf> {
+        if self.buffer.is_empty() {
+            if let Some((reply, _)) = self.unsplit.take() {
+                self.buffer = split(&reply);
+            }
+        }
+        self.buffer.pop_front()
+    }
+
+    /// The next batch, whole, `None` once the server has no more: the one received
+    /// last if the iteration has not reached it, else the next from the server
+    /// ([`poll_fetch`](Self::poll_fetch)), empty or not. What a
+    /// [`RawBatchCursor`](raw_batch::RawBatchCursor) yields; a cursor iterated so
+    /// never splits its batches.
+    pub(crate) fn poll_batch(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<RawDocumentBuf>>> {
+        if let Some((reply, _)) = self.unsplit.take() {
+            return Poll::Ready(Some(Ok(reply)));
+        }
+        let fetch = std::task::ready!(self.poll_fetch(cx));
+        self.end_call();
+        Poll::Ready(match fetch {
+            Fetch::Batch(reply, _) => Some(Ok(reply)),
+            Fetch::End => None,
+            Fetch::Failed(error, spec) => Some(Err(self.failed(error, spec))),
+        })
+    }
+
+    /// Fetches the next batch with a getMore, if the server cursor is open. A cursor
+    /// that is not tailable fails after [`MAX_EMPTY_BATCHES`] empty batches in a row,
+    /// its server cursor killed.
+    fn poll_fetch(&mut self, cx: &mut Context<'_>) -> Poll<Fetch> {
         let Some(spec) = &mut self.spec else {
-            return Poll::Ready(Step::End);
+            return Poll::Ready(Fetch::End);
         };
         let call_deadline = &mut self.call_deadline;
         let in_flight = self.in_flight.get_or_insert_with(|| {
@@ -400,14 +491,13 @@ impl<T> Cursor<T> {
         match batch {
             Ok(batch) => {
                 spec.id = batch.id;
-                self.buffer = batch.documents;
                 self.post_batch_resume_token = batch.post_batch_resume_token;
                 if batch.id == 0 {
                     // Exhausted: the implicit session goes back to the pool now
                     // (Sessions spec, "Server Session Pool").
                     self.spec = None;
                 }
-                self.empty_batches = match self.buffer.is_empty() && batch.id != 0 {
+                self.empty_batches = match batch.count == 0 && batch.id != 0 {
                     true => self.empty_batches.saturating_add(1),
                     false => 0,
                 };
@@ -425,19 +515,15 @@ impl<T> Cursor<T> {
                         ),
                     });
                     kill_later(*spec);
-                    return Poll::Ready(Step::Failed(error, None));
+                    return Poll::Ready(Fetch::Failed(error, None));
                 }
-                Poll::Ready(match self.buffer.pop_front() {
-                    Some(document) => Step::Document(document),
-                    None if self.spec.is_none() => Step::End,
-                    None => Step::EmptyBatch,
-                })
+                Poll::Ready(Fetch::Batch(batch.reply, batch.count))
             }
             // A timed-out cursor stays open on the server: `close` kills it.
             Err(error) if error.is_operation_timeout() && spec.kills_on_error => {
-                Poll::Ready(Step::Failed(error, None))
+                Poll::Ready(Fetch::Failed(error, None))
             }
-            Err(error) => Poll::Ready(Step::Failed(error, self.spec.take())),
+            Err(error) => Poll::Ready(Fetch::Failed(error, self.spec.take())),
         }
     }
 
@@ -448,13 +534,14 @@ impl<T> Cursor<T> {
 
     /// The documents already fetched and not yet returned.
     pub fn buffered(&self) -> usize {
-        self.buffer.len()
+        self.buffer.len() + self.unsplit.as_ref().map_or(0, |(_, count)| *count)
     }
 
     /// The same cursor, yielding another type.
     pub fn with_type<U>(mut self) -> Cursor<U> {
         Cursor {
             spec: self.spec.take(),
+            unsplit: self.unsplit.take(),
             buffer: std::mem::take(&mut self.buffer),
             post_batch_resume_token: self.post_batch_resume_token.take(),
             in_flight: self.in_flight.take(),
@@ -501,7 +588,7 @@ impl<T> Cursor<T> {
     /// cursor is open (it is not exhausted, [closed](Self::close) or failed). A
     /// tailable cursor stays alive across empty batches until the server ends it.
     pub fn is_alive(&self) -> bool {
-        !self.buffer.is_empty() || self.spec.is_some()
+        self.buffered() > 0 || self.spec.is_some()
     }
 
     /// The `error` a getMore failed with, once the cursor is closed: a load-balanced
@@ -953,7 +1040,7 @@ impl Operation for GetMore {
     }
 
     fn handle_reply(&mut self, reply: RawDocumentBuf, context: ReplyContext<'_>) -> Result<Batch> {
-        Batch::from_reply(&reply, &context.server.address)
+        Batch::from_reply(reply, &context.server.address)
     }
 }
 
@@ -1075,6 +1162,7 @@ mod tests {
     fn last_batch(documents: impl IntoIterator<Item = RawDocumentBuf>) -> Cursor<Document> {
         Cursor {
             spec: None,
+            unsplit: None,
             buffer: documents.into_iter().collect(),
             post_batch_resume_token: None,
             in_flight: None,

@@ -37,7 +37,7 @@
 //!
 //! | layer | modules | what it does |
 //! | --- | --- | --- |
-//! | API | `action`, `options`, `results`, `client`, `database`, `collection`, `collection_management`, `change_stream`, `gridfs`, `enumerate`, `index_management`, `sync` | what applications call: handles, options, results, and the blocking API over them |
+//! | API | `action`, `atlas_search`, `options`, `results`, `client`, `database`, `collection`, `collection_management`, `change_stream`, `gridfs`, `enumerate`, `index_management`, `sync` | what applications call: handles, options, results, and the blocking API over them |
 //! | operations | `operation`, `retry`, `session`, `transactions`, `crud`, `cursor` | each operation's commands, run by one executor with one context per operation: sessions, transactions, retries, cursors |
 //! | cluster | `cluster` | the deployment at run time: servers with their pools and monitors, waiting server selection, single-threaded scans, SRV polling |
 //! | cluster parts | `cmap`, `sdam::monitor`, `load_balancer`, `logging` | a server's pool, its monitor, connections pinned behind a load balancer, log messages |
@@ -77,6 +77,7 @@
 #![cfg_attr(target_family = "wasm", allow(clippy::arc_with_non_send_sync))]
 
 pub mod action;
+pub mod atlas_search;
 pub mod auth;
 pub mod bson_deserializer;
 pub mod bson_serializer;
@@ -132,6 +133,7 @@ pub use change_stream::{
 pub use client::Client;
 pub use collection::Collection;
 pub use crud::Namespace;
+pub use cursor::raw_batch as raw_batch_cursor;
 pub use cursor::{Cursor, SessionCursor, SessionCursorStream};
 pub use database::Database;
 pub use error::{CommandError, Error, ErrorKind, Result};

@@ -1,6 +1,6 @@
 //! `find`, `find_one` and `aggregate`: the reads that return documents.
 
-use super::{run_blocking, session_setter};
+use super::{raw_batches, run_blocking, session_setter};
 use std::future::IntoFuture;
 use std::marker::PhantomData;
 use std::time::Duration;
@@ -179,7 +179,10 @@ impl<'a, T, Session> Find<'a, T, Session> {
     timeout_setter!();
 
     /// Runs the find in `session`; it then returns a [`SessionCursor`].
-    pub fn session<'s>(self, session: impl Into<&'s ClientSession>) -> Find<'s, T, ExplicitSession>
+    pub fn session<'s>(
+        self,
+        session: impl Into<&'s ClientSession>,
+    ) -> Find<'s, T, ExplicitSession<'s>>
     where
         'a: 's,
     {
@@ -204,6 +207,8 @@ impl<'a, T, Session> Find<'a, T, Session> {
     }
 }
 
+raw_batches!(impl['a, T: DeserializeOwned + 'static] Find<'a, T, ImplicitSession>, Find<'a, T, ExplicitSession<'a>>);
+
 run_blocking!(impl['a, T: DeserializeOwned + 'static] Find<'a, T, ImplicitSession> => crate::sync::Cursor<T>);
 
 impl<'a, T: DeserializeOwned + 'static> IntoFuture for Find<'a, T, ImplicitSession> {
@@ -215,9 +220,9 @@ impl<'a, T: DeserializeOwned + 'static> IntoFuture for Find<'a, T, ImplicitSessi
     }
 }
 
-run_blocking!(impl['a, T: DeserializeOwned + 'static] Find<'a, T, ExplicitSession> => crate::sync::SessionCursor<T>);
+run_blocking!(impl['a, T: DeserializeOwned + 'static] Find<'a, T, ExplicitSession<'a>> => crate::sync::SessionCursor<T>);
 
-impl<'a, T: DeserializeOwned + 'static> IntoFuture for Find<'a, T, ExplicitSession> {
+impl<'a, T: DeserializeOwned + 'static> IntoFuture for Find<'a, T, ExplicitSession<'a>> {
     type Output = Result<SessionCursor<T>>;
     type IntoFuture = BoxFuture<'a, Self::Output>;
 
@@ -344,7 +349,7 @@ impl<'a, Session, T> Aggregate<'a, Session, T> {
     pub fn session<'s>(
         self,
         session: impl Into<&'s ClientSession>,
-    ) -> Aggregate<'s, ExplicitSession, T>
+    ) -> Aggregate<'s, ExplicitSession<'s>, T>
     where
         'a: 's,
     {
@@ -377,6 +382,8 @@ impl<'a, Session, T> Aggregate<'a, Session, T> {
     }
 }
 
+raw_batches!(impl['a, T] Aggregate<'a, ImplicitSession, T>, Aggregate<'a, ExplicitSession<'a>, T>);
+
 run_blocking!(impl['a, T: DeserializeOwned + 'static] Aggregate<'a, ImplicitSession, T> => crate::sync::Cursor<T>);
 
 impl<'a, T: DeserializeOwned + 'static> IntoFuture for Aggregate<'a, ImplicitSession, T> {
@@ -388,9 +395,9 @@ impl<'a, T: DeserializeOwned + 'static> IntoFuture for Aggregate<'a, ImplicitSes
     }
 }
 
-run_blocking!(impl['a, T: DeserializeOwned + 'static] Aggregate<'a, ExplicitSession, T> => crate::sync::SessionCursor<T>);
+run_blocking!(impl['a, T: DeserializeOwned + 'static] Aggregate<'a, ExplicitSession<'a>, T> => crate::sync::SessionCursor<T>);
 
-impl<'a, T: DeserializeOwned + 'static> IntoFuture for Aggregate<'a, ExplicitSession, T> {
+impl<'a, T: DeserializeOwned + 'static> IntoFuture for Aggregate<'a, ExplicitSession<'a>, T> {
     type Output = Result<SessionCursor<T>>;
     type IntoFuture = BoxFuture<'a, Self::Output>;
 

@@ -1,14 +1,17 @@
 //! The Index Management spec's operations: creating, dropping and listing indexes,
 //! and Atlas Search indexes.
 
-use super::run_blocking;
+use super::{raw_batches, run_blocking};
 use std::future::IntoFuture;
 use std::marker::PhantomData;
 use std::time::Duration;
 
 use bson::{Bson, Document};
 
-use super::{option_setters, session_setter, timeout_setter, ExplicitSession, ImplicitSession};
+use super::{
+    option_setters, session_setter, timeout_setter, ExplicitSession, ImplicitSession, ListNames,
+    ListSpecifications, Multiple, Single,
+};
 use crate::concern::WriteConcern;
 use crate::crud::{AggregateOptions, TimeoutMode};
 use crate::cursor::{Cursor, SessionCursor};
@@ -39,15 +42,8 @@ impl<T> Collection<T> {
     /// assert_eq!(created.index_name, "item_1_qty_-1");
     /// # Ok(()) }
     /// ```
-    pub fn create_index(&self, index: IndexModel) -> CreateIndex<'_, T> {
-        CreateIndex {
-            collection: self,
-            indexes: vec![index],
-            options: None,
-            session: None,
-            timeout: None,
-            _result: PhantomData,
-        }
+    pub fn create_index(&self, index: IndexModel) -> CreateIndex<'_> {
+        CreateIndex::new(self, vec![index])
     }
 
     /// Creates several indexes with one `createIndexes` command; the result names
@@ -66,15 +62,8 @@ impl<T> Collection<T> {
     pub fn create_indexes(
         &self,
         indexes: impl IntoIterator<Item = IndexModel>,
-    ) -> CreateIndex<'_, T, CreateIndexesResult> {
-        CreateIndex {
-            collection: self,
-            indexes: indexes.into_iter().collect(),
-            options: None,
-            session: None,
-            timeout: None,
-            _result: PhantomData,
-        }
+    ) -> CreateIndex<'_, Multiple> {
+        CreateIndex::new(self, indexes.into_iter().collect())
     }
 
     /// Drops the index named `name`. `"*"` is refused: use
@@ -126,14 +115,8 @@ impl<T> Collection<T> {
     /// }
     /// # Ok(()) }
     /// ```
-    pub fn list_indexes(&self) -> ListIndexes<'_, T> {
-        ListIndexes {
-            collection: self,
-            options: None,
-            session: None,
-            timeout: None,
-            _session: PhantomData,
-        }
+    pub fn list_indexes(&self) -> ListIndexes<'_> {
+        ListIndexes::new(self)
     }
 
     /// The names of the collection's indexes.
@@ -144,13 +127,8 @@ impl<T> Collection<T> {
     /// assert!(names.iter().any(|name| name == "_id_"));
     /// # Ok(()) }
     /// ```
-    pub fn list_index_names(&self) -> ListIndexNames<'_, T> {
-        ListIndexNames {
-            collection: self,
-            options: None,
-            session: None,
-            timeout: None,
-        }
+    pub fn list_index_names(&self) -> ListIndexes<'_, ListNames> {
+        ListIndexes::new(self)
     }
 
     /// Creates an Atlas Search index and returns its name (the server's, `default`,
@@ -167,13 +145,8 @@ impl<T> Collection<T> {
     /// let name = movies.create_search_index(model).await?;
     /// # Ok(()) }
     /// ```
-    pub fn create_search_index(&self, model: SearchIndexModel) -> CreateSearchIndex<'_, T> {
-        CreateSearchIndex {
-            collection: self,
-            models: vec![model],
-            timeout: None,
-            _result: PhantomData,
-        }
+    pub fn create_search_index(&self, model: SearchIndexModel) -> CreateSearchIndex<'_, Single> {
+        CreateSearchIndex::new(self, vec![model])
     }
 
     /// Creates several Atlas Search indexes with one `createSearchIndexes` command and
@@ -192,13 +165,8 @@ impl<T> Collection<T> {
     pub fn create_search_indexes(
         &self,
         models: impl IntoIterator<Item = SearchIndexModel>,
-    ) -> CreateSearchIndex<'_, T, Vec<String>> {
-        CreateSearchIndex {
-            collection: self,
-            models: models.into_iter().collect(),
-            timeout: None,
-            _result: PhantomData,
-        }
+    ) -> CreateSearchIndex<'_, Multiple> {
+        CreateSearchIndex::new(self, models.into_iter().collect())
     }
 
     /// Replaces the definition of the Atlas Search index `name`.
@@ -260,20 +228,32 @@ impl<T> Collection<T> {
     }
 }
 
-/// A creation of indexes: what [`Collection::create_index`] (its result a
-/// [`CreateIndexResult`]) and [`Collection::create_indexes`] (a
+/// A creation of indexes: what [`Collection::create_index`] (`M` [`Single`], its result
+/// a [`CreateIndexResult`]) and [`Collection::create_indexes`] (`M` [`Multiple`], a
 /// [`CreateIndexesResult`]) return.
 #[must_use = "an action does nothing until it is awaited"]
-pub struct CreateIndex<'a, T, R = CreateIndexResult> {
-    collection: &'a Collection<T>,
+pub struct CreateIndex<'a, M = Single> {
+    /// Boxed: a collection handle is large.
+    collection: Box<Collection<Document>>,
     indexes: Vec<IndexModel>,
     options: Option<CreateIndexOptions>,
     session: Option<&'a ClientSession>,
     timeout: Option<Duration>,
-    _result: PhantomData<fn() -> R>,
+    _mode: PhantomData<fn() -> M>,
 }
 
-impl<'a, T, R> CreateIndex<'a, T, R> {
+impl<'a, M> CreateIndex<'a, M> {
+    fn new<T>(collection: &'a Collection<T>, indexes: Vec<IndexModel>) -> Self {
+        CreateIndex {
+            collection: Box::new(collection.clone_with_type()),
+            indexes,
+            options: None,
+            session: None,
+            timeout: None,
+            _mode: PhantomData,
+        }
+    }
+
     option_setters!(options: CreateIndexOptions;
         /// How many data-bearing voting members must have built the index before it
         /// is ready (MongoDB 4.4+).
@@ -299,9 +279,9 @@ impl<'a, T, R> CreateIndex<'a, T, R> {
     }
 }
 
-run_blocking!(impl['a, T] CreateIndex<'a, T, CreateIndexResult> => CreateIndexResult);
+run_blocking!(impl['a] CreateIndex<'a, Single> => CreateIndexResult);
 
-impl<'a, T> IntoFuture for CreateIndex<'a, T, CreateIndexResult> {
+impl<'a> IntoFuture for CreateIndex<'a, Single> {
     type Output = Result<CreateIndexResult>;
     type IntoFuture = BoxFuture<'a, Self::Output>;
 
@@ -315,9 +295,9 @@ impl<'a, T> IntoFuture for CreateIndex<'a, T, CreateIndexResult> {
     }
 }
 
-run_blocking!(impl['a, T] CreateIndex<'a, T, CreateIndexesResult> => CreateIndexesResult);
+run_blocking!(impl['a] CreateIndex<'a, Multiple> => CreateIndexesResult);
 
-impl<'a, T> IntoFuture for CreateIndex<'a, T, CreateIndexesResult> {
+impl<'a> IntoFuture for CreateIndex<'a, Multiple> {
     type Output = Result<CreateIndexesResult>;
     type IntoFuture = BoxFuture<'a, Self::Output>;
 
@@ -393,26 +373,42 @@ macro_rules! list_indexes_setters {
     };
 }
 
-/// A listing of indexes: what [`Collection::list_indexes`] returns. Awaited, it
-/// returns a [`Cursor`] of [`IndexModel`]s (a [`SessionCursor`] after `.session(…)`).
+/// A listing of indexes: what [`Collection::list_indexes`] (`Mode`
+/// [`ListSpecifications`]: awaited, a [`Cursor`] of [`IndexModel`]s, a [`SessionCursor`]
+/// after `.session(…)`) and [`Collection::list_index_names`] (`Mode` [`ListNames`]: the
+/// names) return.
 #[must_use = "an action does nothing until it is awaited"]
-pub struct ListIndexes<'a, T, Session = ImplicitSession> {
-    collection: &'a Collection<T>,
+pub struct ListIndexes<'a, Mode = ListSpecifications, Session = ImplicitSession> {
+    /// Boxed: a collection handle is large.
+    collection: Box<Collection<Document>>,
     options: Option<ListIndexesOptions>,
     session: Option<&'a ClientSession>,
     timeout: Option<Duration>,
-    _session: PhantomData<Session>,
+    _types: PhantomData<fn() -> (Mode, Session)>,
 }
 
-impl<'a, T, Session> ListIndexes<'a, T, Session> {
+impl<'a, Mode> ListIndexes<'a, Mode> {
+    fn new<T>(collection: &'a Collection<T>) -> Self {
+        ListIndexes {
+            collection: Box::new(collection.clone_with_type()),
+            options: None,
+            session: None,
+            timeout: None,
+            _types: PhantomData,
+        }
+    }
+}
+
+impl<'a, Mode, Session> ListIndexes<'a, Mode, Session> {
     list_indexes_setters!();
     timeout_setter!();
 
-    /// Lists the indexes in `session`; the listing then returns a [`SessionCursor`].
+    /// Lists the indexes in `session`; a listing of specifications then returns a
+    /// [`SessionCursor`].
     pub fn session<'s>(
         self,
         session: impl Into<&'s ClientSession>,
-    ) -> ListIndexes<'s, T, ExplicitSession>
+    ) -> ListIndexes<'s, Mode, ExplicitSession<'s>>
     where
         'a: 's,
     {
@@ -421,22 +417,28 @@ impl<'a, T, Session> ListIndexes<'a, T, Session> {
             options: self.options,
             session: Some(session.into()),
             timeout: self.timeout,
-            _session: PhantomData,
+            _types: PhantomData,
         }
     }
 
-    async fn execute(self) -> Result<Cursor<IndexModel>> {
+    /// The listing's cursor.
+    async fn list(self) -> Result<Cursor<Document>> {
         let collection = self.collection.with_operation_timeout(self.timeout);
-        let cursor = collection
-            .list_indexes_in(self.options, self.session)
-            .await?;
-        Ok(cursor.with_type())
+        collection.list_indexes_in(self.options, self.session).await
     }
 }
 
-run_blocking!(impl['a, T] ListIndexes<'a, T, ImplicitSession> => crate::sync::Cursor<IndexModel>);
+impl<'a, Session> ListIndexes<'a, ListSpecifications, Session> {
+    async fn execute(self) -> Result<Cursor<IndexModel>> {
+        Ok(self.list().await?.with_type())
+    }
+}
 
-impl<'a, T> IntoFuture for ListIndexes<'a, T, ImplicitSession> {
+raw_batches!(impl['a] ListIndexes<'a, ListSpecifications, ImplicitSession>, ListIndexes<'a, ListSpecifications, ExplicitSession<'a>>);
+
+run_blocking!(impl['a] ListIndexes<'a, ListSpecifications, ImplicitSession> => crate::sync::Cursor<IndexModel>);
+
+impl<'a> IntoFuture for ListIndexes<'a, ListSpecifications, ImplicitSession> {
     type Output = Result<Cursor<IndexModel>>;
     type IntoFuture = BoxFuture<'a, Self::Output>;
 
@@ -445,9 +447,9 @@ impl<'a, T> IntoFuture for ListIndexes<'a, T, ImplicitSession> {
     }
 }
 
-run_blocking!(impl['a, T] ListIndexes<'a, T, ExplicitSession> => crate::sync::SessionCursor<IndexModel>);
+run_blocking!(impl['a] ListIndexes<'a, ListSpecifications, ExplicitSession<'a>> => crate::sync::SessionCursor<IndexModel>);
 
-impl<'a, T> IntoFuture for ListIndexes<'a, T, ExplicitSession> {
+impl<'a> IntoFuture for ListIndexes<'a, ListSpecifications, ExplicitSession<'a>> {
     type Output = Result<SessionCursor<IndexModel>>;
     type IntoFuture = BoxFuture<'a, Self::Output>;
 
@@ -456,37 +458,14 @@ impl<'a, T> IntoFuture for ListIndexes<'a, T, ExplicitSession> {
     }
 }
 
-/// A listing of index names: what [`Collection::list_index_names`] returns.
-#[must_use = "an action does nothing until it is awaited"]
-pub struct ListIndexNames<'a, T> {
-    collection: &'a Collection<T>,
-    options: Option<ListIndexesOptions>,
-    session: Option<&'a ClientSession>,
-    timeout: Option<Duration>,
-}
+run_blocking!(impl['a, Session: 'a] ListIndexes<'a, ListNames, Session> => Vec<String>);
 
-impl<'a, T> ListIndexNames<'a, T> {
-    list_indexes_setters!();
-    timeout_setter!();
-    session_setter!();
-}
-
-run_blocking!(impl['a, T] ListIndexNames<'a, T> => Vec<String>);
-
-impl<'a, T> IntoFuture for ListIndexNames<'a, T> {
+impl<'a, Session: 'a> IntoFuture for ListIndexes<'a, ListNames, Session> {
     type Output = Result<Vec<String>>;
     type IntoFuture = BoxFuture<'a, Self::Output>;
 
     fn into_future(self) -> Self::IntoFuture {
-        boxed(async move {
-            let collection = self.collection.with_operation_timeout(self.timeout);
-            names(
-                collection
-                    .list_indexes_in(self.options, self.session)
-                    .await?,
-            )
-            .await
-        })
+        boxed(async move { names(self.list().await?).await })
     }
 }
 
@@ -503,18 +482,29 @@ macro_rules! placeholder_options {
     };
 }
 
-/// A creation of Atlas Search indexes: what [`Collection::create_search_index`] (its
-/// result the index's name) and [`Collection::create_search_indexes`] (their names)
-/// return.
+/// A creation of Atlas Search indexes: what [`Collection::create_search_index`] (`Mode`
+/// [`Single`], its result the index's name) and [`Collection::create_search_indexes`]
+/// (`Mode` [`Multiple`], their names) return.
 #[must_use = "an action does nothing until it is awaited"]
-pub struct CreateSearchIndex<'a, T, R = String> {
-    collection: &'a Collection<T>,
+pub struct CreateSearchIndex<'a, Mode> {
+    /// Boxed: a collection handle is large.
+    collection: Box<Collection<Document>>,
     models: Vec<SearchIndexModel>,
     timeout: Option<Duration>,
-    _result: PhantomData<fn() -> R>,
+    /// The collection's borrow, as the official action's.
+    _mode: PhantomData<fn() -> (&'a (), Mode)>,
 }
 
-impl<'a, T, R> CreateSearchIndex<'a, T, R> {
+impl<'a, Mode> CreateSearchIndex<'a, Mode> {
+    fn new<T>(collection: &'a Collection<T>, models: Vec<SearchIndexModel>) -> Self {
+        CreateSearchIndex {
+            collection: Box::new(collection.clone_with_type()),
+            models,
+            timeout: None,
+            _mode: PhantomData,
+        }
+    }
+
     placeholder_options!(CreateSearchIndexOptions);
     timeout_setter!();
 
@@ -524,9 +514,9 @@ impl<'a, T, R> CreateSearchIndex<'a, T, R> {
     }
 }
 
-run_blocking!(impl['a, T] CreateSearchIndex<'a, T, String> => String);
+run_blocking!(impl['a] CreateSearchIndex<'a, Single> => String);
 
-impl<'a, T> IntoFuture for CreateSearchIndex<'a, T, String> {
+impl<'a> IntoFuture for CreateSearchIndex<'a, Single> {
     type Output = Result<String>;
     type IntoFuture = BoxFuture<'a, Self::Output>;
 
@@ -539,9 +529,9 @@ impl<'a, T> IntoFuture for CreateSearchIndex<'a, T, String> {
     }
 }
 
-run_blocking!(impl['a, T] CreateSearchIndex<'a, T, Vec<String>> => Vec<String>);
+run_blocking!(impl['a] CreateSearchIndex<'a, Multiple> => Vec<String>);
 
-impl<'a, T> IntoFuture for CreateSearchIndex<'a, T, Vec<String>> {
+impl<'a> IntoFuture for CreateSearchIndex<'a, Multiple> {
     type Output = Result<Vec<String>>;
     type IntoFuture = BoxFuture<'a, Self::Output>;
 

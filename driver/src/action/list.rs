@@ -1,14 +1,17 @@
 //! `list_databases`, `list_database_names`, `list_collections` and
 //! `list_collection_names` (Enumerate Databases and Enumerate Collections specs).
 
-use super::run_blocking;
+use super::{raw_batches, run_blocking};
 use std::future::IntoFuture;
 use std::marker::PhantomData;
 use std::time::Duration;
 
 use bson::{Bson, Document};
 
-use super::{option_setters, session_setter, timeout_setter, ExplicitSession, ImplicitSession};
+use super::{
+    option_setters, session_setter, timeout_setter, ExplicitSession, ImplicitSession, ListNames,
+    ListSpecifications,
+};
 use crate::client::Client;
 use crate::crud::TimeoutMode;
 use crate::cursor::{Cursor, SessionCursor};
@@ -31,7 +34,7 @@ impl Client {
     /// }
     /// # Ok(()) }
     /// ```
-    pub fn list_databases(&self) -> ListDatabases<'_, DatabaseSpecification> {
+    pub fn list_databases(&self) -> ListDatabases<'_> {
         ListDatabases::new(self)
     }
 
@@ -44,31 +47,31 @@ impl Client {
     /// let names = client.list_database_names().filter(doc! { "empty": false }).await?;
     /// # let _ = names; Ok(()) }
     /// ```
-    pub fn list_database_names(&self) -> ListDatabases<'_, String> {
+    pub fn list_database_names(&self) -> ListDatabases<'_, ListNames> {
         ListDatabases::new(self)
     }
 }
 
 /// A listing of databases: what [`Client::list_databases`] (its result a
-/// [`DatabaseSpecification`] each) and [`Client::list_database_names`] (a name each)
-/// return.
+/// [`DatabaseSpecification`] each, `M` [`ListSpecifications`]) and
+/// [`Client::list_database_names`] (a name each, `M` [`ListNames`]) return.
 #[must_use = "an action does nothing until it is awaited"]
-pub struct ListDatabases<'a, R> {
+pub struct ListDatabases<'a, M = ListSpecifications> {
     client: &'a Client,
     options: Option<ListDatabasesOptions>,
     session: Option<&'a ClientSession>,
     timeout: Option<Duration>,
-    _result: PhantomData<fn() -> R>,
+    _mode: PhantomData<M>,
 }
 
-impl<'a, R> ListDatabases<'a, R> {
+impl<'a, M> ListDatabases<'a, M> {
     fn new(client: &'a Client) -> Self {
         ListDatabases {
             client,
             options: None,
             session: None,
             timeout: None,
-            _result: PhantomData,
+            _mode: PhantomData,
         }
     }
 
@@ -91,9 +94,9 @@ impl<'a, R> ListDatabases<'a, R> {
     }
 }
 
-run_blocking!(impl['a] ListDatabases<'a, DatabaseSpecification> => Vec<DatabaseSpecification>);
+run_blocking!(impl['a] ListDatabases<'a, ListSpecifications> => Vec<DatabaseSpecification>);
 
-impl<'a> IntoFuture for ListDatabases<'a, DatabaseSpecification> {
+impl<'a> IntoFuture for ListDatabases<'a, ListSpecifications> {
     type Output = Result<Vec<DatabaseSpecification>>;
     type IntoFuture = BoxFuture<'a, Self::Output>;
 
@@ -102,9 +105,9 @@ impl<'a> IntoFuture for ListDatabases<'a, DatabaseSpecification> {
     }
 }
 
-run_blocking!(impl['a] ListDatabases<'a, String> => Vec<String>);
+run_blocking!(impl['a] ListDatabases<'a, ListNames> => Vec<String>);
 
-impl<'a> IntoFuture for ListDatabases<'a, String> {
+impl<'a> IntoFuture for ListDatabases<'a, ListNames> {
     type Output = Result<Vec<String>>;
     type IntoFuture = BoxFuture<'a, Self::Output>;
 
@@ -133,13 +136,7 @@ impl Database {
     /// # Ok(()) }
     /// ```
     pub fn list_collections(&self) -> ListCollections<'_> {
-        ListCollections {
-            database: self,
-            options: None,
-            session: None,
-            timeout: None,
-            _session: PhantomData,
-        }
+        ListCollections::new(self)
     }
 
     /// The names of the database's collections and views (`listCollections` with
@@ -151,13 +148,8 @@ impl Database {
     /// let views = db.list_collection_names().filter(doc! { "type": "view" }).await?;
     /// # let _ = views; Ok(()) }
     /// ```
-    pub fn list_collection_names(&self) -> ListCollectionNames<'_> {
-        ListCollectionNames {
-            database: self,
-            options: None,
-            session: None,
-            timeout: None,
-        }
+    pub fn list_collection_names(&self) -> ListCollections<'_, ListNames> {
+        ListCollections::new(self)
     }
 }
 
@@ -182,28 +174,41 @@ macro_rules! list_collections_setters {
     };
 }
 
-/// A listing of collections: what [`Database::list_collections`] returns. Awaited, it
-/// returns a [`Cursor`] of [`CollectionSpecification`]s (a [`SessionCursor`] after
-/// `.session(…)`).
+/// A listing of collections: what [`Database::list_collections`] (`M`
+/// [`ListSpecifications`]: awaited, a [`Cursor`] of [`CollectionSpecification`]s, a
+/// [`SessionCursor`] after `.session(…)`) and [`Database::list_collection_names`] (`M`
+/// [`ListNames`]: the names) return.
 #[must_use = "an action does nothing until it is awaited"]
-pub struct ListCollections<'a, Session = ImplicitSession> {
+pub struct ListCollections<'a, M = ListSpecifications, Session = ImplicitSession> {
     database: &'a Database,
     options: Option<ListCollectionsOptions>,
     session: Option<&'a ClientSession>,
     timeout: Option<Duration>,
-    _session: PhantomData<Session>,
+    _types: PhantomData<fn() -> (M, Session)>,
 }
 
-impl<'a, Session> ListCollections<'a, Session> {
+impl<'a, M> ListCollections<'a, M> {
+    fn new(database: &'a Database) -> Self {
+        ListCollections {
+            database,
+            options: None,
+            session: None,
+            timeout: None,
+            _types: PhantomData,
+        }
+    }
+}
+
+impl<'a, M, Session> ListCollections<'a, M, Session> {
     list_collections_setters!();
     timeout_setter!();
 
-    /// Lists the collections in `session`; the listing then returns a
-    /// [`SessionCursor`].
+    /// Lists the collections in `session`; a listing of specifications then returns
+    /// a [`SessionCursor`].
     pub fn session<'s>(
         self,
         session: impl Into<&'s ClientSession>,
-    ) -> ListCollections<'s, ExplicitSession>
+    ) -> ListCollections<'s, M, ExplicitSession<'s>>
     where
         'a: 's,
     {
@@ -212,22 +217,30 @@ impl<'a, Session> ListCollections<'a, Session> {
             options: self.options,
             session: Some(session.into()),
             timeout: self.timeout,
-            _session: PhantomData,
+            _types: PhantomData,
         }
     }
 
-    async fn execute(self) -> Result<Cursor<CollectionSpecification>> {
+    /// The listing's cursor, of names only (`nameOnly`) when `name_only`.
+    async fn list(self, name_only: bool) -> Result<Cursor<Document>> {
         let database = self.database.with_operation_timeout(self.timeout);
-        let cursor = database
-            .list_collections_in(self.options, false, self.session)
-            .await?;
-        Ok(cursor.with_type())
+        database
+            .list_collections_in(self.options, name_only, self.session)
+            .await
     }
 }
 
-run_blocking!(impl['a] ListCollections<'a, ImplicitSession> => crate::sync::Cursor<CollectionSpecification>);
+impl<'a, Session> ListCollections<'a, ListSpecifications, Session> {
+    async fn execute(self) -> Result<Cursor<CollectionSpecification>> {
+        Ok(self.list(false).await?.with_type())
+    }
+}
 
-impl<'a> IntoFuture for ListCollections<'a, ImplicitSession> {
+raw_batches!(impl['a] ListCollections<'a, ListSpecifications, ImplicitSession>, ListCollections<'a, ListSpecifications, ExplicitSession<'a>>);
+
+run_blocking!(impl['a] ListCollections<'a, ListSpecifications, ImplicitSession> => crate::sync::Cursor<CollectionSpecification>);
+
+impl<'a> IntoFuture for ListCollections<'a, ListSpecifications, ImplicitSession> {
     type Output = Result<Cursor<CollectionSpecification>>;
     type IntoFuture = BoxFuture<'a, Self::Output>;
 
@@ -236,9 +249,9 @@ impl<'a> IntoFuture for ListCollections<'a, ImplicitSession> {
     }
 }
 
-run_blocking!(impl['a] ListCollections<'a, ExplicitSession> => crate::sync::SessionCursor<CollectionSpecification>);
+run_blocking!(impl['a] ListCollections<'a, ListSpecifications, ExplicitSession<'a>> => crate::sync::SessionCursor<CollectionSpecification>);
 
-impl<'a> IntoFuture for ListCollections<'a, ExplicitSession> {
+impl<'a> IntoFuture for ListCollections<'a, ListSpecifications, ExplicitSession<'a>> {
     type Output = Result<SessionCursor<CollectionSpecification>>;
     type IntoFuture = BoxFuture<'a, Self::Output>;
 
@@ -247,34 +260,13 @@ impl<'a> IntoFuture for ListCollections<'a, ExplicitSession> {
     }
 }
 
-/// A listing of collection names: what [`Database::list_collection_names`] returns.
-#[must_use = "an action does nothing until it is awaited"]
-pub struct ListCollectionNames<'a> {
-    database: &'a Database,
-    options: Option<ListCollectionsOptions>,
-    session: Option<&'a ClientSession>,
-    timeout: Option<Duration>,
-}
+run_blocking!(impl['a, Session: 'a] ListCollections<'a, ListNames, Session> => Vec<String>);
 
-impl<'a> ListCollectionNames<'a> {
-    list_collections_setters!();
-    timeout_setter!();
-    session_setter!();
-}
-
-run_blocking!(impl['a] ListCollectionNames<'a> => Vec<String>);
-
-impl<'a> IntoFuture for ListCollectionNames<'a> {
+impl<'a, Session: 'a> IntoFuture for ListCollections<'a, ListNames, Session> {
     type Output = Result<Vec<String>>;
     type IntoFuture = BoxFuture<'a, Self::Output>;
 
     fn into_future(self) -> Self::IntoFuture {
-        boxed(async move {
-            let database = self.database.with_operation_timeout(self.timeout);
-            let cursor = database
-                .list_collections_in(self.options, true, self.session)
-                .await?;
-            names(cursor).await
-        })
+        boxed(async move { names(self.list(true).await?).await })
     }
 }

@@ -64,12 +64,12 @@ pub use delete::Delete;
 pub use find::{Aggregate, Find, FindOne};
 pub use find_and_modify::{FindOneAndDelete, FindOneAndReplace, FindOneAndUpdate};
 pub use indexes::{
-    CreateIndex, CreateSearchIndex, DropIndex, DropSearchIndex, ListIndexNames, ListIndexes,
-    ListSearchIndexes, UpdateSearchIndex,
+    CreateIndex, CreateSearchIndex, DropIndex, DropSearchIndex, ListIndexes, ListSearchIndexes,
+    UpdateSearchIndex,
 };
 pub use insert::{InsertMany, InsertOne};
 pub use lifecycle::{Shutdown, WarmConnectionPool};
-pub use list::{ListCollectionNames, ListCollections, ListDatabases};
+pub use list::{ListCollections, ListDatabases};
 pub use run_command::{RunCommand, RunCursorCommand};
 pub use session::StartSession;
 pub use transaction::{AbortTransaction, CommitTransaction, StartTransaction};
@@ -78,8 +78,12 @@ pub use watch::Watch;
 
 pub use crate::cursor::SessionCursor;
 
-pub(crate) use setters::{option_setters, run_blocking, session_setter, timeout_setter};
-pub use setters::{Action, ExplicitSession, ImplicitSession};
+pub(crate) use setters::{
+    option_setters, raw_batches, run_blocking, session_setter, timeout_setter,
+};
+pub use setters::{
+    Action, ExplicitSession, ImplicitSession, ListNames, ListSpecifications, Multiple, Single,
+};
 
 // Parsing a connection string is an action too (`ClientOptions::parse(uri).run()`).
 run_blocking!(impl[] crate::srv::ParseConnectionString => crate::options::ClientOptions);

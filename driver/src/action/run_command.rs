@@ -1,6 +1,6 @@
 //! `run_command` and `run_cursor_command`: a command run as given (Run Command spec).
 
-use super::run_blocking;
+use super::{raw_batches, run_blocking};
 use std::future::IntoFuture;
 use std::marker::PhantomData;
 use std::time::Duration;
@@ -178,7 +178,7 @@ impl<'a, Session> RunCursorCommand<'a, Session> {
     pub fn session<'s>(
         self,
         session: impl Into<&'s ClientSession>,
-    ) -> RunCursorCommand<'s, ExplicitSession>
+    ) -> RunCursorCommand<'s, ExplicitSession<'s>>
     where
         'a: 's,
     {
@@ -200,6 +200,8 @@ impl<'a, Session> RunCursorCommand<'a, Session> {
     }
 }
 
+raw_batches!(impl['a] RunCursorCommand<'a, ImplicitSession>, RunCursorCommand<'a, ExplicitSession<'a>>);
+
 run_blocking!(impl['a] RunCursorCommand<'a, ImplicitSession> => crate::sync::Cursor<Document>);
 
 impl<'a> IntoFuture for RunCursorCommand<'a, ImplicitSession> {
@@ -211,9 +213,9 @@ impl<'a> IntoFuture for RunCursorCommand<'a, ImplicitSession> {
     }
 }
 
-run_blocking!(impl['a] RunCursorCommand<'a, ExplicitSession> => crate::sync::SessionCursor<Document>);
+run_blocking!(impl['a] RunCursorCommand<'a, ExplicitSession<'a>> => crate::sync::SessionCursor<Document>);
 
-impl<'a> IntoFuture for RunCursorCommand<'a, ExplicitSession> {
+impl<'a> IntoFuture for RunCursorCommand<'a, ExplicitSession<'a>> {
     type Output = Result<SessionCursor<Document>>;
     type IntoFuture = BoxFuture<'a, Self::Output>;
 

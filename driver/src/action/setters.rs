@@ -9,10 +9,31 @@
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ImplicitSession;
 
-/// The session type of an action given a session with `.session(…)`: its cursor is a
-/// [`SessionCursor`](crate::cursor::SessionCursor).
+/// The session type of an action given a session with `.session(…)`, for as long as
+/// `'a`, the session's borrow (`Find<'a, T, ExplicitSession<'a>>`, as in the official
+/// driver): its cursor is a [`SessionCursor`](crate::cursor::SessionCursor).
 #[derive(Debug, Clone, Copy, Default)]
-pub struct ExplicitSession;
+pub struct ExplicitSession<'a>(std::marker::PhantomData<&'a crate::session::ClientSession>);
+
+/// The mode of a listing action that yields specifications
+/// (`ListCollections<'a, ListSpecifications>`, what `list_collections()` returns).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ListSpecifications;
+
+/// The mode of a listing action that yields names
+/// (`ListCollections<'a, ListNames>`, what `list_collection_names()` returns).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ListNames;
+
+/// The mode of an index action on one index (`CreateIndex<'a, Single>`, what
+/// `create_index` returns).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Single;
+
+/// The mode of an index action on several indexes (`CreateIndex<'a, Multiple>`, what
+/// `create_indexes` returns).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Multiple;
 
 /// What every action is: an operation about to run, configured by its setters and run
 /// by `.await` (or `.run()` in the blocking API). Only this crate's actions are
@@ -123,3 +144,37 @@ macro_rules! run_blocking {
     };
 }
 pub(crate) use run_blocking;
+
+/// Writes `batch()` on an action that opens a cursor, in both its session types:
+/// run, it returns the cursor's batches whole, a
+/// [`RawBatchCursor`](crate::raw_batch_cursor::RawBatchCursor) (a
+/// [`SessionRawBatchCursor`](crate::raw_batch_cursor::SessionRawBatchCursor) in a
+/// session), from the action's `execute`.
+macro_rules! raw_batches {
+    (impl[$($generics:tt)*] $Implicit:ty, $Explicit:ty) => {
+        impl<$($generics)*> $Implicit {
+            /// Runs the action and returns its cursor's batches as the server sent
+            /// them, each read in place
+            /// ([`RawBatchCursor`](crate::raw_batch_cursor::RawBatchCursor)).
+            pub async fn batch(self) -> $crate::Result<$crate::raw_batch_cursor::RawBatchCursor> {
+                self.execute()
+                    .await
+                    .map($crate::raw_batch_cursor::RawBatchCursor::new)
+            }
+        }
+
+        impl<$($generics)*> $Explicit {
+            /// Runs the action in its session and returns its cursor's batches as the
+            /// server sent them
+            /// ([`SessionRawBatchCursor`](crate::raw_batch_cursor::SessionRawBatchCursor)).
+            pub async fn batch(
+                self,
+            ) -> $crate::Result<$crate::raw_batch_cursor::SessionRawBatchCursor> {
+                self.execute()
+                    .await
+                    .map($crate::raw_batch_cursor::SessionRawBatchCursor::new)
+            }
+        }
+    };
+}
+pub(crate) use raw_batches;

@@ -178,7 +178,10 @@ impl<'a, T, Session> Watch<'a, T, Session> {
 
     /// Runs the stream's aggregates and getMores in `session`; it then opens a
     /// [`SessionChangeStream`].
-    pub fn session<'s>(self, session: impl Into<&'s ClientSession>) -> Watch<'s, T, ExplicitSession>
+    pub fn session<'s>(
+        self,
+        session: impl Into<&'s ClientSession>,
+    ) -> Watch<'s, T, ExplicitSession<'s>>
     where
         'a: 's,
     {
@@ -224,9 +227,9 @@ impl<'a, T: DeserializeOwned + 'static> IntoFuture for Watch<'a, T, ImplicitSess
     }
 }
 
-run_blocking!(impl['a, T: DeserializeOwned + 'static] Watch<'a, T, ExplicitSession> => crate::sync::SessionChangeStream<ChangeStreamEvent<T>>);
+run_blocking!(impl['a, T: DeserializeOwned + 'static] Watch<'a, T, ExplicitSession<'a>> => crate::sync::SessionChangeStream<ChangeStreamEvent<T>>);
 
-impl<'a, T: DeserializeOwned + 'static> IntoFuture for Watch<'a, T, ExplicitSession> {
+impl<'a, T: DeserializeOwned + 'static> IntoFuture for Watch<'a, T, ExplicitSession<'a>> {
     type Output = Result<SessionChangeStream<ChangeStreamEvent<T>>>;
     type IntoFuture = BoxFuture<'a, Self::Output>;
 

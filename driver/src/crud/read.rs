@@ -159,7 +159,7 @@ impl Operation for Find<'_> {
         reply: RawDocumentBuf,
         context: ReplyContext<'_>,
     ) -> Result<Self::Output> {
-        let batch = Batch::from_reply(&reply, &context.server.address)?;
+        let batch = Batch::from_reply(reply, &context.server.address)?;
         let namespace = self.namespace;
         let mut spec = CursorSpec::new(
             &context,
@@ -307,7 +307,7 @@ impl Operation for Aggregate<'_> {
         if self.writes() && matches!(reply.get("writeConcernError"), Ok(Some(_))) {
             WriteReply::check_write_concern(&crate::connection::reply_document(&reply)?)?;
         }
-        let batch = Batch::from_reply(&reply, &context.server.address)?;
+        let batch = Batch::from_reply(reply, &context.server.address)?;
         let mut spec = CursorSpec::new(
             &context,
             self.database,

@@ -305,7 +305,7 @@ impl Operation for RunCursorCommand {
         reply: RawDocumentBuf,
         context: ReplyContext<'_>,
     ) -> Result<Self::Output> {
-        let batch = Batch::from_reply(&reply, &context.server.address)?;
+        let batch = Batch::from_reply(reply, &context.server.address)?;
         let command = &self.inner.command.body;
         // Without a getMore batch size, a listing helper's getMores keep the size its
         // command asked for in `cursor.batchSize`.

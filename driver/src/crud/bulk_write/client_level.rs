@@ -454,8 +454,10 @@ impl Operation for BulkWriteBatch<'_> {
             });
         }
         // Its writeConcernError and errorLabels, read like a write command's.
-        let first = Batch::from_reply(&reply, &context.server.address)?;
-        let reply = crate::connection::reply_document(&reply)?;
+        let (reply, first) = (
+            crate::connection::reply_document(&reply)?,
+            Batch::from_reply(reply, &context.server.address)?,
+        );
         let parsed = WriteReply::parse(&reply, 0);
         let mut spec = CursorSpec::new(&context, "admin", "$cmd.bulkWrite", None);
         // The bulk write kills its results cursor itself when reading it fails
