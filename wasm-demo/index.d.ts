@@ -471,6 +471,22 @@ export type NodeDriverOnlyOptionName =
   | 'minInternalBufferSize'
   | '__skipPingOnConnect';
 
+/**
+ * A client's OpenTelemetry options (open-telemetry.md, the option `tracing`). Left
+ * unset, `enabled` is true when the environment variable
+ * `OTEL_NODE_INSTRUMENTATION_MONGODB_ENABLED` is `1`, `true` or `yes`, and
+ * `queryTextMaxLength` is `OTEL_NODE_INSTRUMENTATION_MONGODB_QUERY_TEXT_MAX_LENGTH`.
+ */
+export interface TracingOptions {
+  /** Whether the client traces (default: the environment variable, else false). */
+  enabled?: boolean;
+  /**
+   * How many characters of each command the `db.query.text` attribute of its span
+   * keeps; 0 (the default) leaves the attribute out.
+   */
+  queryTextMaxLength?: number;
+}
+
 export interface MongoClientOptions extends BSONSerializeOptions, Partial<Record<NodeDriverOnlyOptionName, unknown>> {
   /** Credentials, instead of the connection string's. */
   auth?: { username: string; password?: string };
@@ -487,6 +503,11 @@ export interface MongoClientOptions extends BSONSerializeOptions, Partial<Record
   serverApi?: ServerApi | ServerApiVersion;
   /** A library wrapping the driver, appended to the handshake's `client.driver` and `client.platform`. */
   driverInfo?: DriverInfo;
+  /**
+   * OpenTelemetry spans of operations and commands through `@opentelemetry/api` (an
+   * optional peer dependency; without it, no spans): see {@link TracingOptions}.
+   */
+  tracing?: TracingOptions;
   /** The default database of `client.db()` (instead of the connection string's). */
   dbName?: string;
   /** Makes the `_id` of inserted documents that have none (default: a new ObjectId). */

@@ -25,7 +25,7 @@ use anymongo::index_management::{
 use anymongo::options::{
     DeleteOptions, DistinctOptions, EstimatedDocumentCountOptions, FindOneAndDeleteOptions,
     FindOneAndReplaceOptions, FindOneAndUpdateOptions, FindOneOptions, InsertManyOptions,
-    InsertOneOptions, ReplaceOptions, SelectionCriteria, UpdateOptions,
+    InsertOneOptions, OpentelemetryOptions, ReplaceOptions, SelectionCriteria, UpdateOptions,
 };
 use anymongo::session::{ClientSession, SessionOptions};
 use anymongo::transactions::{TransactionOptions, TransactionState};
@@ -511,6 +511,9 @@ pub fn apply_code_options(options: &mut ClientOptions, code: &RawDocument) -> Re
         Some(_) => Err(Error::invalid_argument(format!("{name} must be a boolean"))),
     };
     let monitor_commands = flag(code, "monitorCommands")?.unwrap_or(false);
+    if let Some(RawBsonRef::Document(tracing)) = code.get("tracing").map_err(malformed)? {
+        options.tracing = Some(tracing_options(tracing, flag(tracing, "enabled")?)?);
+    }
     if let Some(RawBsonRef::Document(info)) = code.get("driverInfo").map_err(malformed)? {
         let text = |name: &str| match info.get(name).map_err(malformed)? {
             None | Some(RawBsonRef::Null | RawBsonRef::Undefined) => Ok(None),
@@ -541,6 +544,34 @@ pub fn apply_code_options(options: &mut ClientOptions, code: &RawDocument) -> Re
         deprecation_errors: flag(api, "deprecationErrors")?,
     });
     Ok(monitor_commands)
+}
+
+/// `tracing: { enabled, queryTextMaxLength }` (open-telemetry.md, "`MongoClient`
+/// Options for configuring OpenTelemetry on the client level"), the glue having filled
+/// what the application left unset from the environment variables
+/// `OTEL_NODE_INSTRUMENTATION_MONGODB_…` (a JavaScript host's environment is the
+/// glue's to read).
+fn tracing_options(tracing: &RawDocument, enabled: Option<bool>) -> Result<OpentelemetryOptions> {
+    let max_length = match tracing.get("queryTextMaxLength").map_err(malformed)? {
+        None | Some(RawBsonRef::Null | RawBsonRef::Undefined) => None,
+        Some(length) => Some(
+            match length {
+                RawBsonRef::Int32(length) => usize::try_from(length).ok(),
+                RawBsonRef::Int64(length) => usize::try_from(length).ok(),
+                RawBsonRef::Double(length) if length.fract() == 0.0 && length >= 0.0 => {
+                    Some(length as usize)
+                }
+                _ => None,
+            }
+            .ok_or_else(|| {
+                Error::invalid_argument("tracing: queryTextMaxLength must be a non-negative integer")
+            })?,
+        ),
+    };
+    Ok(OpentelemetryOptions::builder()
+        .enabled(enabled)
+        .query_text_max_length(max_length)
+        .build())
 }
 
 /// The GridFS operations of the bucket `args.bucket` (`{ bucketName, chunkSizeBytes }`)
