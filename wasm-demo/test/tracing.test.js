@@ -102,6 +102,7 @@ describe('OpenTelemetry spans', BOUND, () => {
     assert.equal(failed.status.code, SpanStatusCode.ERROR);
     assert.equal(failed.attributes['db.response.status_code'], '59');
     assert.match(failed.attributes['exception.type'], /ErrorKind::Command/);
+    assert.equal(typeof failed.attributes['exception.stacktrace'], 'string');
     const [runCommand] = named('runCommand npm_tracing');
     assert.equal(runCommand.status.code, SpanStatusCode.ERROR);
   });
