@@ -1842,6 +1842,8 @@ export interface ClientSessionOptions {
   causalConsistency?: boolean;
   /** Reads see one snapshot (not with causalConsistency, nor transactions). */
   snapshot?: boolean;
+  /** The snapshot of a snapshot session (another's `snapshotTime`), instead of its first read's. */
+  snapshotTime?: Timestamp;
   /** The timeoutMS of the session's operations that give none. */
   defaultTimeoutMS?: number;
   /** The options of its transactions that give none. */
@@ -1876,6 +1878,11 @@ export declare class ClientSession implements AsyncDisposable {
   /** Whether the application started the session (always, here). */
   readonly explicit: boolean;
   readonly snapshotEnabled: boolean;
+  /**
+   * A snapshot session's snapshot: the `snapshotTime` it was started with, else its
+   * first read's `atClusterTime` (undefined before that, and for other sessions).
+   */
+  readonly snapshotTime: Timestamp | undefined;
   /** The session id, once the session was used. */
   readonly id: ServerSessionId | undefined;
   /** The last `$clusterTime` the session saw. */

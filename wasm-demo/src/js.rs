@@ -447,6 +447,14 @@ impl NativeSession {
         anymongo::bson::serialize_to_vec(&anymongo::bson::doc! { "t": time }).ok()
     }
 
+    /// A snapshot session's snapshot time as BSON (`{ t: Timestamp }`): the one it was
+    /// started with, else the `atClusterTime` of its first read's reply.
+    #[wasm_bindgen(js_name = snapshotTime)]
+    pub fn snapshot_time(&self) -> Option<Vec<u8>> {
+        let time = self.session.snapshot_time()?;
+        anymongo::bson::serialize_to_vec(&anymongo::bson::doc! { "t": time }).ok()
+    }
+
     /// Advances the session's `$clusterTime` (BSON).
     #[wasm_bindgen(js_name = advanceClusterTime)]
     pub fn advance_cluster_time(&self, time: Vec<u8>) -> Result<(), JsValue> {

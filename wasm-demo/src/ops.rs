@@ -405,7 +405,9 @@ pub async fn open_cursor(
 }
 
 /// The options of `startSession`: `causalConsistency`, `snapshot`,
-/// `defaultTransactionOptions` and `defaultTimeoutMS`, as the Node driver's.
+/// `defaultTransactionOptions` and `defaultTimeoutMS`, as the Node driver's, and
+/// `snapshotTime` (a Timestamp: the snapshot of a snapshot session, sessions spec,
+/// "snapshotTime").
 pub fn session_options(options: &RawDocument) -> Result<SessionOptions> {
     let flag = |name| match options.get(name).map_err(malformed)? {
         None | Some(RawBsonRef::Null | RawBsonRef::Undefined) => Ok(None),
@@ -421,12 +423,21 @@ pub fn session_options(options: &RawDocument) -> Result<SessionOptions> {
         Some(RawBsonRef::Document(defaults)) => Some(transaction_options(defaults)?),
         _ => None,
     };
+    let snapshot_time = match options.get("snapshotTime").map_err(malformed)? {
+        None | Some(RawBsonRef::Null | RawBsonRef::Undefined) => None,
+        Some(RawBsonRef::Timestamp(time)) => Some(time),
+        Some(_) => {
+            return Err(Error::invalid_argument(
+                "startSession: snapshotTime must be a Timestamp",
+            ))
+        }
+    };
     Ok(SessionOptions {
         causal_consistency: flag("causalConsistency")?,
         snapshot: flag("snapshot")?,
+        snapshot_time,
         default_transaction_options,
         default_timeout: milliseconds(options, "defaultTimeoutMS")?,
-        ..SessionOptions::default()
     })
 }
 

@@ -25,6 +25,13 @@ export function corpusDir() {
   return process.env.ANYMONGO_SPEC_DIR || path.join(cache, 'spec', 'pymongo-4.20.0', 'test');
 }
 
+/**
+ * anymongo's own unified tests (tests/data/test, laid out like the corpus), for APIs
+ * whose upstream tests the corpus lacks: run.js runs each folder beside the corpus
+ * folder of the same name, as the Rust runner does (tests/src/spec/mod.rs, own_tests).
+ */
+export const OWN_DIR = fileURLToPath(new URL('../../../tests/data/test/', import.meta.url));
+
 /** The current versions of spec test files read in place of pymongo's copies (tests/data/specs/current, as the Rust runner). */
 const CURRENT_DIR = fileURLToPath(new URL('../../../tests/data/specs/current/', import.meta.url));
 const CURRENT_FILES = JSON.parse(readFileSync(path.join(CURRENT_DIR, 'files.json'), 'utf8')).map((entry) => entry.corpus);

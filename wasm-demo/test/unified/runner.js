@@ -316,6 +316,8 @@ async function createEntity(description, context) {
     case 'session': {
       const { client } = entities.get(spec.client, 'client');
       const options = plainOptions(spec.sessionOptions);
+      // `snapshotTime` names an entity: a saved getSnapshotTime result.
+      if (typeof options.snapshotTime === 'string') options.snapshotTime = entities.get(options.snapshotTime);
       if (options.defaultTransactionOptions) options.defaultTransactionOptions = plainOptions(options.defaultTransactionOptions);
       entities.set(spec.id, 'session', client.startSession(options));
       return;
@@ -525,6 +527,9 @@ const OPERATIONS = {
   'session.commitTransaction': { run: (s) => s.commitTransaction() },
   'session.abortTransaction': { run: (s) => s.abortTransaction() },
   'session.endSession': { run: (s) => s.endSession() },
+  // anymongo's own tests (tests/data/test/sessions): the Node driver keeps its
+  // snapshotTime internal; the package exposes it.
+  'session.getSnapshotTime': { run: (s) => s.snapshotTime ?? null },
   'session.withTransaction': {
     run: (s, a, context) =>
       s.withTransaction(async () => {
