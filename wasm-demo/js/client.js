@@ -1097,8 +1097,9 @@ export class Collection {
     return wanted.every((name) => existing.has(name));
   }
 
-  /** Drops the index `name`; returns the server's reply. */
+  /** Drops the index `name`; returns the server's reply (`{ ok: 1 }` with `rawData`). */
   async dropIndex(name, options = {}) {
+    if (options.rawData !== undefined) return this.#run('dropIndex', { name, options });
     return this.#command({ dropIndexes: this.#name, index: name }, options);
   }
 

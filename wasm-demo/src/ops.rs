@@ -20,7 +20,7 @@ use anymongo::error::GridFsErrorKind;
 use anymongo::gridfs::{GridFsBucketOptions, GridFsDownloadStream, GridFsUploadOptions};
 use anymongo::handshake::DriverInfo;
 use anymongo::index_management::{
-    CreateIndexOptions, IndexModel, IndexOptions, ListIndexesOptions,
+    CreateIndexOptions, DropIndexOptions, IndexModel, IndexOptions, ListIndexesOptions,
 };
 use anymongo::options::{
     DeleteOptions, DistinctOptions, EstimatedDocumentCountOptions, FindOneAndDeleteOptions,
@@ -286,6 +286,21 @@ pub async fn run(
                 coll.create_indexes(models).with_options(command_options)
             )?;
             doc! { "names": created.index_names }
+        }
+        // With `rawData` (the glue sends dropIndex through `command` otherwise, for
+        // the server's reply): the core sends it to MongoDB 8.2+ only.
+        "dropIndex" => {
+            let options = options::<DropIndexOptions>(args)?;
+            match field(args, "name")? {
+                Some(RawBsonRef::String("*")) => {
+                    in_session!(session, coll.drop_indexes().with_options(options))?
+                }
+                Some(RawBsonRef::String(name)) => {
+                    in_session!(session, coll.drop_index(name).with_options(options))?
+                }
+                _ => return Err(Error::invalid_argument("dropIndex: name must be a string")),
+            }
+            doc! { "ok": 1 }
         }
         "bulkWrite" => {
             let models = documents(args, "operations", Document::try_from)?
@@ -1379,7 +1394,13 @@ fn find_and_modify_options<T: DeserializeOwned + Default>(args: &RawDocument) ->
 /// `comment`, `writeConcern`, as the Node driver's `CreateIndexesOptions`); the rest
 /// (`unique`, `name`, `expireAfterSeconds`...) describe the index.
 fn split_index_options(args: &RawDocument) -> Result<(Document, CreateIndexOptions)> {
-    const COMMAND_OPTIONS: [&str; 4] = ["commitQuorum", "maxTimeMS", "comment", "writeConcern"];
+    const COMMAND_OPTIONS: [&str; 5] = [
+        "commitQuorum",
+        "maxTimeMS",
+        "comment",
+        "writeConcern",
+        "rawData",
+    ];
     let (mut model, mut command) = (Document::new(), Document::new());
     if let Some(RawBsonRef::Document(options)) = field(args, "options")? {
         for (name, value) in Document::try_from(options).map_err(malformed)? {
