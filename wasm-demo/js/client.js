@@ -1097,10 +1097,13 @@ export class Collection {
     return wanted.every((name) => existing.has(name));
   }
 
-  /** Drops the index `name`; returns the server's reply (`{ ok: 1 }` with `rawData`). */
+  /**
+   * Drops the index `name` (`'*'`: all but `_id`'s); resolves to `{ ok: 1 }`. Through the
+   * core's dropIndex: its span is the spec's `dropIndexes` operation, and `rawData`
+   * goes to MongoDB 8.2+ only.
+   */
   async dropIndex(name, options = {}) {
-    if (options.rawData !== undefined) return this.#run('dropIndex', { name, options });
-    return this.#command({ dropIndexes: this.#name, index: name }, options);
+    return this.#run('dropIndex', { name, options });
   }
 
   /** Drops every index but `_id`'s: true, or false when that failed. */

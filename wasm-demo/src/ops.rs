@@ -287,8 +287,6 @@ pub async fn run(
             )?;
             doc! { "names": created.index_names }
         }
-        // With `rawData` (the glue sends dropIndex through `command` otherwise, for
-        // the server's reply): the core sends it to MongoDB 8.2+ only.
         "dropIndex" => {
             let options = options::<DropIndexOptions>(args)?;
             match field(args, "name")? {

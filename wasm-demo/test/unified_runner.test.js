@@ -114,8 +114,8 @@ describe('requirements and schema versions', () => {
 
   test('schema versions up to the runner\'s are read', () => {
     assert.ok(schemaSupported('1.0'));
-    assert.ok(schemaSupported('1.26'));
-    assert.ok(!schemaSupported('1.27'));
+    assert.ok(schemaSupported('1.27'));
+    assert.ok(!schemaSupported('1.28'));
     assert.ok(!schemaSupported('2.0'));
     assert.ok(!schemaSupported('one'));
   });

@@ -1,5 +1,5 @@
 // Where the spec test corpus is, and which of its folders run.js runs by default.
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { cache } from '../server.js';
@@ -23,6 +23,15 @@ export const DEFAULT_DIRS = [
 /** The corpus folder (pymongo's test/ folder), as tests/src/spec/mod.rs finds it: $ANYMONGO_SPEC_DIR, else the cached copy. */
 export function corpusDir() {
   return process.env.ANYMONGO_SPEC_DIR || path.join(cache, 'spec', 'pymongo-4.20.0', 'test');
+}
+
+/** The spec tests the repository carries where the corpus lacks them (tests/data/specs: open_telemetry…). */
+export const VENDORED_DIR = fileURLToPath(new URL('../../../tests/data/specs/', import.meta.url));
+
+/** The folder of the suite `dir`: the corpus's, else the repository's copy (open_telemetry). */
+export function suiteDir(dir) {
+  const inCorpus = path.join(corpusDir(), dir);
+  return existsSync(inCorpus) || !existsSync(path.join(VENDORED_DIR, dir)) ? inCorpus : path.join(VENDORED_DIR, dir);
 }
 
 /**

@@ -4,7 +4,8 @@
 //   node test/unified/run.js [--verbose] [--progress] [DIR ...]
 //
 // DIR is a suite folder of the corpus (pymongo's test/ folder: $ANYMONGO_SPEC_DIR, else
-// the copy tests/setup.sh caches), e.g. `crud` or `transactions-convenient-api`; by
+// the copy tests/setup.sh caches) or of the spec tests the repository carries
+// (tests/data/specs, e.g. open_telemetry), e.g. `crud` or `transactions-convenient-api`; by
 // default every suite below. Prints one line per folder,
 //   spec npm/<dir>: N passed, N failed, N skipped
 // then a line per failed test (and, with --verbose, per skipped test) with its reason.
@@ -21,7 +22,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startServer } from '../server.js';
 import { MongoClient } from '../../js/node.js';
-import { corpusDir, DEFAULT_DIRS, OWN_DIR } from './paths.js';
+import { corpusDir, DEFAULT_DIRS, OWN_DIR, suiteDir } from './paths.js';
 import { discover, runDirectory } from './runner.js';
 
 /** The whole run stops by then, whatever hangs. */
@@ -32,7 +33,7 @@ async function main(argv) {
   const progress = argv.includes('--progress');
   const dirs = argv.filter((arg) => !arg.startsWith('--'));
   const corpus = corpusDir();
-  const missing = (dirs.length ? dirs : DEFAULT_DIRS).filter((dir) => !existsSync(path.join(corpus, dir)));
+  const missing = (dirs.length ? dirs : DEFAULT_DIRS).filter((dir) => !existsSync(suiteDir(dir)));
   if (missing.length) {
     console.error(`no suite folder ${missing.join(', ')} in ${corpus} (tests/setup.sh corpus caches it; ANYMONGO_SPEC_DIR overrides)`);
     return 2;
@@ -58,7 +59,7 @@ async function main(argv) {
       const onTest = progress ? ({ file, test }, verdict) => process.stderr.write(`${dir}/${file}: ${test}: ${verdict}\n`) : undefined;
       // Spec "Test Runner Support": a runner MUST fail each test of valid-fail.
       const expectFailure = dir.includes('valid-fail');
-      const folders = [[path.join(corpus, dir), `spec npm/${dir}`]];
+      const folders = [[suiteDir(dir), `spec npm/${dir}`]];
       if (existsSync(path.join(OWN_DIR, dir))) folders.push([path.join(OWN_DIR, dir), `spec npm/${dir} (anymongo's tests)`]);
       for (const [folder, label] of folders) {
         const result = await runDirectory(folder, dir.split('/')[0], deployment, { onTest, expectFailure });
