@@ -588,7 +588,9 @@ fn tracing_options(tracing: &RawDocument, enabled: Option<bool>) -> Result<Opent
                 _ => None,
             }
             .ok_or_else(|| {
-                Error::invalid_argument("tracing: queryTextMaxLength must be a non-negative integer")
+                Error::invalid_argument(
+                    "tracing: queryTextMaxLength must be a non-negative integer",
+                )
             })?,
         ),
     };
@@ -1447,6 +1449,34 @@ mod tests {
         let unknown = rawdoc! { "serverApi": { "version": "2" } };
         assert!(apply_code_options(&mut options, &unknown).is_err());
         assert!(!apply_code_options(&mut options, &rawdoc! {}).unwrap());
+    }
+
+    #[test]
+    fn code_options_set_tracing() {
+        let mut options = ClientOptions::parse_uri("mongodb://localhost").unwrap();
+        let code = rawdoc! { "tracing": { "enabled": true, "queryTextMaxLength": 100.0 } };
+        apply_code_options(&mut options, &code).unwrap();
+        let tracing = options.tracing.clone().unwrap();
+        assert_eq!(tracing.enabled, Some(true));
+        assert_eq!(tracing.query_text_max_length, Some(100));
+        for bad in [
+            rawdoc! { "tracing": { "queryTextMaxLength": -1 } },
+            rawdoc! { "tracing": { "queryTextMaxLength": 1.5 } },
+            rawdoc! { "tracing": { "enabled": "yes" } },
+        ] {
+            assert!(apply_code_options(&mut options, &bad).is_err());
+        }
+    }
+
+    #[test]
+    fn a_snapshot_session_takes_a_snapshot_time() {
+        let time = Timestamp {
+            time: 5,
+            increment: 1,
+        };
+        let options = session_options(&rawdoc! { "snapshot": true, "snapshotTime": time }).unwrap();
+        assert_eq!(options.snapshot_time, Some(time));
+        assert!(session_options(&rawdoc! { "snapshotTime": 5 }).is_err());
     }
 
     #[test]
