@@ -471,6 +471,22 @@ export type NodeDriverOnlyOptionName =
   | 'minInternalBufferSize'
   | '__skipPingOnConnect';
 
+/**
+ * A client's OpenTelemetry options (open-telemetry.md, the option `tracing`). Left
+ * unset, `enabled` is true when the environment variable
+ * `OTEL_NODE_INSTRUMENTATION_MONGODB_ENABLED` is `1`, `true` or `yes`, and
+ * `queryTextMaxLength` is `OTEL_NODE_INSTRUMENTATION_MONGODB_QUERY_TEXT_MAX_LENGTH`.
+ */
+export interface TracingOptions {
+  /** Whether the client traces (default: the environment variable, else false). */
+  enabled?: boolean;
+  /**
+   * How many characters of each command the `db.query.text` attribute of its span
+   * keeps; 0 (the default) leaves the attribute out.
+   */
+  queryTextMaxLength?: number;
+}
+
 export interface MongoClientOptions extends BSONSerializeOptions, Partial<Record<NodeDriverOnlyOptionName, unknown>> {
   /** Credentials, instead of the connection string's. */
   auth?: { username: string; password?: string };
@@ -487,6 +503,11 @@ export interface MongoClientOptions extends BSONSerializeOptions, Partial<Record
   serverApi?: ServerApi | ServerApiVersion;
   /** A library wrapping the driver, appended to the handshake's `client.driver` and `client.platform`. */
   driverInfo?: DriverInfo;
+  /**
+   * OpenTelemetry spans of operations and commands through `@opentelemetry/api` (an
+   * optional peer dependency; without it, no spans): see {@link TracingOptions}.
+   */
+  tracing?: TracingOptions;
   /** The default database of `client.db()` (instead of the connection string's). */
   dbName?: string;
   /** Makes the `_id` of inserted documents that have none (default: a new ObjectId). */
@@ -1821,6 +1842,8 @@ export interface ClientSessionOptions {
   causalConsistency?: boolean;
   /** Reads see one snapshot (not with causalConsistency, nor transactions). */
   snapshot?: boolean;
+  /** The snapshot of a snapshot session (another's `snapshotTime`), instead of its first read's. */
+  snapshotTime?: Timestamp;
   /** The timeoutMS of the session's operations that give none. */
   defaultTimeoutMS?: number;
   /** The options of its transactions that give none. */
@@ -1855,6 +1878,11 @@ export declare class ClientSession implements AsyncDisposable {
   /** Whether the application started the session (always, here). */
   readonly explicit: boolean;
   readonly snapshotEnabled: boolean;
+  /**
+   * A snapshot session's snapshot: the `snapshotTime` it was started with, else its
+   * first read's `atClusterTime` (undefined before that, and for other sessions).
+   */
+  readonly snapshotTime: Timestamp | undefined;
   /** The session id, once the session was used. */
   readonly id: ServerSessionId | undefined;
   /** The last `$clusterTime` the session saw. */

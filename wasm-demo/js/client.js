@@ -35,6 +35,7 @@ import {
   writeConcernDocument,
 } from './concerns.js';
 import { GridFSBucket } from './gridfs.js';
+import { spanSink, tracingOptions } from './tracing.js';
 import { ChangeStream, ClientSession } from './session.js';
 
 export {
@@ -69,6 +70,7 @@ const CLIENT_ONLY = new Set([
   'monitorCommands',
   'serverApi',
   'driverInfo',
+  'tracing',
   'pkFactory',
   'dbName',
   'checkKeys',
@@ -477,6 +479,7 @@ export class MongoClient extends EventEmitter {
       const heartbeat = Number(uriOption(this.#uri, 'heartbeatFrequencyMS') ?? 10000);
       const topology = new Topology(this.#state.options.hosts.map(String), heartbeat);
       try {
+        const tracing = await tracingOptions(this.#options.tracing, host.NativeClient.version());
         this.#native = await host.NativeClient.open(
           this.#uri,
           transport,
@@ -484,7 +487,8 @@ export class MongoClient extends EventEmitter {
           host.platform,
           timeoutMS,
           eventSink(this, topology),
-          serialize(codeOptions(this.#options)),
+          serialize({ ...codeOptions(this.#options), tracing }),
+          tracing.enabled ? spanSink : undefined,
         );
         this.#topology = topology;
       } catch (error) {
@@ -1093,9 +1097,13 @@ export class Collection {
     return wanted.every((name) => existing.has(name));
   }
 
-  /** Drops the index `name`; returns the server's reply. */
+  /**
+   * Drops the index `name` (`'*'`: all but `_id`'s); resolves to `{ ok: 1 }`. Through the
+   * core's dropIndex: its span is the spec's `dropIndexes` operation, and `rawData`
+   * goes to MongoDB 8.2+ only.
+   */
   async dropIndex(name, options = {}) {
-    return this.#command({ dropIndexes: this.#name, index: name }, options);
+    return this.#run('dropIndex', { name, options });
   }
 
   /** Drops every index but `_id`'s: true, or false when that failed. */

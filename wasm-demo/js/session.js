@@ -56,6 +56,15 @@ export class ClientSession {
     return this.#options.snapshot === true;
   }
 
+  /**
+   * A snapshot session's snapshot time (a Timestamp): the `snapshotTime` it was started
+   * with, else the `atClusterTime` of its first read; undefined before that, and for
+   * other sessions.
+   */
+  get snapshotTime() {
+    return optional(this.#native?.snapshotTime())?.t ?? this.#options.snapshotTime ?? undefined;
+  }
+
   /** The session id, `{ id: UUID }`, once the session was used. */
   get id() {
     // One object for the session's life, as the Node driver's (`session.serverSession.id
@@ -245,7 +254,7 @@ function transactionOptions(options) {
 
 function sessionOptions(options) {
   const out = {};
-  for (const name of ['causalConsistency', 'snapshot', 'defaultTimeoutMS']) {
+  for (const name of ['causalConsistency', 'snapshot', 'snapshotTime', 'defaultTimeoutMS']) {
     if (options[name] !== undefined && options[name] !== null) out[name] = options[name];
   }
   if (options.defaultTransactionOptions) {

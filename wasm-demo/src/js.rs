@@ -135,6 +135,9 @@ impl NativeClient {
     /// Node.js driver sends a `ping` when there are credentials): the connection serves
     /// the first operation, so connecting costs no round trip of its own. Behind a load
     /// balancer without a credential, nothing is checked (there is no monitor to wait for).
+    /// `spans`, given when the client traces (`tracing`), is the sink of its
+    /// OpenTelemetry spans ([`crate::spans`]).
+    #[allow(clippy::too_many_arguments)]
     pub async fn open(
         uri: String,
         transport: JsValue,
@@ -143,6 +146,7 @@ impl NativeClient {
         timeout_ms: Option<f64>,
         events: Option<JsValue>,
         code_options: Vec<u8>,
+        spans: Option<Function>,
     ) -> Result<NativeClient, JsValue> {
         let runtime = host::runtime(transport, background, platform);
         let mut options =
@@ -170,6 +174,9 @@ impl NativeClient {
         if let Some(events) = &events {
             listen(&mut options, events, monitor_commands);
         }
+        if let Some(spans) = spans {
+            crate::spans::forward_spans(spans);
+        }
         let client = Client::with_runtime(options, runtime)
             .map_err(|error| reject_connection_string(&error))?;
         if !nothing_to_check {
@@ -185,6 +192,11 @@ impl NativeClient {
             cursors: RefCell::new(Vec::new()),
             streams: RefCell::new(Vec::new()),
         })
+    }
+
+    /// The driver's version, the handshake's (the OpenTelemetry tracer's version).
+    pub fn version() -> String {
+        version()
     }
 
     fn client(&self) -> Result<Client, Error> {
@@ -432,6 +444,14 @@ impl NativeSession {
     #[wasm_bindgen(js_name = operationTime)]
     pub fn operation_time(&self) -> Option<Vec<u8>> {
         let time = self.session.operation_time()?;
+        anymongo::bson::serialize_to_vec(&anymongo::bson::doc! { "t": time }).ok()
+    }
+
+    /// A snapshot session's snapshot time as BSON (`{ t: Timestamp }`): the one it was
+    /// started with, else the `atClusterTime` of its first read's reply.
+    #[wasm_bindgen(js_name = snapshotTime)]
+    pub fn snapshot_time(&self) -> Option<Vec<u8>> {
+        let time = self.session.snapshot_time()?;
         anymongo::bson::serialize_to_vec(&anymongo::bson::doc! { "t": time }).ok()
     }
 

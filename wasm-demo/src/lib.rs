@@ -15,6 +15,8 @@ mod host;
 #[cfg(target_arch = "wasm32")]
 mod js;
 pub mod ops;
+#[cfg(target_arch = "wasm32")]
+mod spans;
 
 use anymongo::rt::HostInfo;
 

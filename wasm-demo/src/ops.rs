@@ -20,12 +20,12 @@ use anymongo::error::GridFsErrorKind;
 use anymongo::gridfs::{GridFsBucketOptions, GridFsDownloadStream, GridFsUploadOptions};
 use anymongo::handshake::DriverInfo;
 use anymongo::index_management::{
-    CreateIndexOptions, IndexModel, IndexOptions, ListIndexesOptions,
+    CreateIndexOptions, DropIndexOptions, IndexModel, IndexOptions, ListIndexesOptions,
 };
 use anymongo::options::{
     DeleteOptions, DistinctOptions, EstimatedDocumentCountOptions, FindOneAndDeleteOptions,
     FindOneAndReplaceOptions, FindOneAndUpdateOptions, FindOneOptions, InsertManyOptions,
-    InsertOneOptions, ReplaceOptions, SelectionCriteria, UpdateOptions,
+    InsertOneOptions, OpentelemetryOptions, ReplaceOptions, SelectionCriteria, UpdateOptions,
 };
 use anymongo::session::{ClientSession, SessionOptions};
 use anymongo::transactions::{TransactionOptions, TransactionState};
@@ -287,6 +287,19 @@ pub async fn run(
             )?;
             doc! { "names": created.index_names }
         }
+        "dropIndex" => {
+            let options = options::<DropIndexOptions>(args)?;
+            match field(args, "name")? {
+                Some(RawBsonRef::String("*")) => {
+                    in_session!(session, coll.drop_indexes().with_options(options))?
+                }
+                Some(RawBsonRef::String(name)) => {
+                    in_session!(session, coll.drop_index(name).with_options(options))?
+                }
+                _ => return Err(Error::invalid_argument("dropIndex: name must be a string")),
+            }
+            doc! { "ok": 1 }
+        }
         "bulkWrite" => {
             let models = documents(args, "operations", Document::try_from)?
                 .into_iter()
@@ -405,7 +418,9 @@ pub async fn open_cursor(
 }
 
 /// The options of `startSession`: `causalConsistency`, `snapshot`,
-/// `defaultTransactionOptions` and `defaultTimeoutMS`, as the Node driver's.
+/// `defaultTransactionOptions` and `defaultTimeoutMS`, as the Node driver's, and
+/// `snapshotTime` (a Timestamp: the snapshot of a snapshot session, sessions spec,
+/// "snapshotTime").
 pub fn session_options(options: &RawDocument) -> Result<SessionOptions> {
     let flag = |name| match options.get(name).map_err(malformed)? {
         None | Some(RawBsonRef::Null | RawBsonRef::Undefined) => Ok(None),
@@ -421,12 +436,21 @@ pub fn session_options(options: &RawDocument) -> Result<SessionOptions> {
         Some(RawBsonRef::Document(defaults)) => Some(transaction_options(defaults)?),
         _ => None,
     };
+    let snapshot_time = match options.get("snapshotTime").map_err(malformed)? {
+        None | Some(RawBsonRef::Null | RawBsonRef::Undefined) => None,
+        Some(RawBsonRef::Timestamp(time)) => Some(time),
+        Some(_) => {
+            return Err(Error::invalid_argument(
+                "startSession: snapshotTime must be a Timestamp",
+            ))
+        }
+    };
     Ok(SessionOptions {
         causal_consistency: flag("causalConsistency")?,
         snapshot: flag("snapshot")?,
+        snapshot_time,
         default_transaction_options,
         default_timeout: milliseconds(options, "defaultTimeoutMS")?,
-        ..SessionOptions::default()
     })
 }
 
@@ -511,6 +535,9 @@ pub fn apply_code_options(options: &mut ClientOptions, code: &RawDocument) -> Re
         Some(_) => Err(Error::invalid_argument(format!("{name} must be a boolean"))),
     };
     let monitor_commands = flag(code, "monitorCommands")?.unwrap_or(false);
+    if let Some(RawBsonRef::Document(tracing)) = code.get("tracing").map_err(malformed)? {
+        options.tracing = Some(tracing_options(tracing, flag(tracing, "enabled")?)?);
+    }
     if let Some(RawBsonRef::Document(info)) = code.get("driverInfo").map_err(malformed)? {
         let text = |name: &str| match info.get(name).map_err(malformed)? {
             None | Some(RawBsonRef::Null | RawBsonRef::Undefined) => Ok(None),
@@ -541,6 +568,36 @@ pub fn apply_code_options(options: &mut ClientOptions, code: &RawDocument) -> Re
         deprecation_errors: flag(api, "deprecationErrors")?,
     });
     Ok(monitor_commands)
+}
+
+/// `tracing: { enabled, queryTextMaxLength }` (open-telemetry.md, "`MongoClient`
+/// Options for configuring OpenTelemetry on the client level"), the glue having filled
+/// what the application left unset from the environment variables
+/// `OTEL_NODE_INSTRUMENTATION_MONGODB_…` (a JavaScript host's environment is the
+/// glue's to read).
+fn tracing_options(tracing: &RawDocument, enabled: Option<bool>) -> Result<OpentelemetryOptions> {
+    let max_length = match tracing.get("queryTextMaxLength").map_err(malformed)? {
+        None | Some(RawBsonRef::Null | RawBsonRef::Undefined) => None,
+        Some(length) => Some(
+            match length {
+                RawBsonRef::Int32(length) => usize::try_from(length).ok(),
+                RawBsonRef::Int64(length) => usize::try_from(length).ok(),
+                RawBsonRef::Double(length) if length.fract() == 0.0 && length >= 0.0 => {
+                    Some(length as usize)
+                }
+                _ => None,
+            }
+            .ok_or_else(|| {
+                Error::invalid_argument(
+                    "tracing: queryTextMaxLength must be a non-negative integer",
+                )
+            })?,
+        ),
+    };
+    Ok(OpentelemetryOptions::builder()
+        .enabled(enabled)
+        .query_text_max_length(max_length)
+        .build())
 }
 
 /// The GridFS operations of the bucket `args.bucket` (`{ bucketName, chunkSizeBytes }`)
@@ -1337,7 +1394,13 @@ fn find_and_modify_options<T: DeserializeOwned + Default>(args: &RawDocument) ->
 /// `comment`, `writeConcern`, as the Node driver's `CreateIndexesOptions`); the rest
 /// (`unique`, `name`, `expireAfterSeconds`...) describe the index.
 fn split_index_options(args: &RawDocument) -> Result<(Document, CreateIndexOptions)> {
-    const COMMAND_OPTIONS: [&str; 4] = ["commitQuorum", "maxTimeMS", "comment", "writeConcern"];
+    const COMMAND_OPTIONS: [&str; 5] = [
+        "commitQuorum",
+        "maxTimeMS",
+        "comment",
+        "writeConcern",
+        "rawData",
+    ];
     let (mut model, mut command) = (Document::new(), Document::new());
     if let Some(RawBsonRef::Document(options)) = field(args, "options")? {
         for (name, value) in Document::try_from(options).map_err(malformed)? {
@@ -1386,6 +1449,34 @@ mod tests {
         let unknown = rawdoc! { "serverApi": { "version": "2" } };
         assert!(apply_code_options(&mut options, &unknown).is_err());
         assert!(!apply_code_options(&mut options, &rawdoc! {}).unwrap());
+    }
+
+    #[test]
+    fn code_options_set_tracing() {
+        let mut options = ClientOptions::parse_uri("mongodb://localhost").unwrap();
+        let code = rawdoc! { "tracing": { "enabled": true, "queryTextMaxLength": 100.0 } };
+        apply_code_options(&mut options, &code).unwrap();
+        let tracing = options.tracing.clone().unwrap();
+        assert_eq!(tracing.enabled, Some(true));
+        assert_eq!(tracing.query_text_max_length, Some(100));
+        for bad in [
+            rawdoc! { "tracing": { "queryTextMaxLength": -1 } },
+            rawdoc! { "tracing": { "queryTextMaxLength": 1.5 } },
+            rawdoc! { "tracing": { "enabled": "yes" } },
+        ] {
+            assert!(apply_code_options(&mut options, &bad).is_err());
+        }
+    }
+
+    #[test]
+    fn a_snapshot_session_takes_a_snapshot_time() {
+        let time = Timestamp {
+            time: 5,
+            increment: 1,
+        };
+        let options = session_options(&rawdoc! { "snapshot": true, "snapshotTime": time }).unwrap();
+        assert_eq!(options.snapshot_time, Some(time));
+        assert!(session_options(&rawdoc! { "snapshotTime": 5 }).is_err());
     }
 
     #[test]

@@ -15,6 +15,7 @@ import { EventRecorder, matchEvents, NODE_EVENTS } from './unified/events.js';
 import { discover, runDirectory, schemaSupported, unmetRequirements } from './unified/runner.js';
 import { corpusDir } from './unified/paths.js';
 import { knownGap } from './unified/gaps.js';
+import { matchSpans } from './unified/tracing.js';
 
 /** Expected and actual as the runner sees them: expected from canonical Extended JSON, actual as the package returns it. */
 const expected = (text) => EJSON.parse(text, { relaxed: false });
@@ -114,8 +115,8 @@ describe('requirements and schema versions', () => {
 
   test('schema versions up to the runner\'s are read', () => {
     assert.ok(schemaSupported('1.0'));
-    assert.ok(schemaSupported('1.26'));
-    assert.ok(!schemaSupported('1.27'));
+    assert.ok(schemaSupported('1.27'));
+    assert.ok(!schemaSupported('1.28'));
     assert.ok(!schemaSupported('2.0'));
     assert.ok(!schemaSupported('one'));
   });
@@ -161,6 +162,31 @@ describe('events (spec "expectedEventsForClient")', () => {
     assert.throws(() => matchEvents(expectation([]), recorder, matcher), /expected 0 command events, got 1/);
     matchEvents(expectation([], { ignoreExtraEvents: true }), recorder, matcher);
     assert.equal(recorder.count(expected('{"commandStartedEvent": {"commandName": "find"}}'), matcher), 1);
+  });
+});
+
+describe('spans (spec "expectedTracingMessages")', () => {
+  const spans = [
+    { name: 'runCommand admin', attributes: {}, parent: null },
+    { name: 'find d.c', attributes: { 'db.namespace': 'd', extra: 1 }, parent: null },
+    { name: 'find', attributes: { 'db.command.name': 'find' }, parent: 1 },
+    { name: 'find', attributes: { 'db.command.name': 'find' }, parent: 1 },
+  ];
+  const find = (nested) => ({
+    name: 'find d.c',
+    attributes: { 'db.namespace': 'd', missing: { $$exists: false } },
+    nested: Array.from({ length: nested }, () => ({ name: 'find', attributes: { 'db.command.name': 'find' } })),
+  });
+  const check = (ignoreExtraSpans, expected) =>
+    matchSpans({ client: 'client0', ignoreExtraSpans, spans: expected }, spans, new Matcher({ get: () => undefined }));
+
+  test('spans match by name, attributes and nesting; extra spans only with ignoreExtraSpans', () => {
+    check(true, [find(1)]);
+    assert.throws(() => check(false, [find(2)]), /expected 1 spans, got 2/);
+    check(false, [{ name: 'runCommand admin', attributes: {} }, find(2)]);
+    assert.throws(() => check(true, [find(3)]), /no span "find"/);
+    assert.throws(() => check(true, [{ name: 'find d.c', attributes: { 'db.namespace': 'e' } }]), /no span "find d.c"/);
+    assert.throws(() => check(true, [{ name: 'find d.e', attributes: {} }]), /no span "find d.e"/);
   });
 });
 

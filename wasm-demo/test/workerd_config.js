@@ -25,7 +25,7 @@ export function writeWorkerdConfig(dir, workerFile, { packageDir, bsonFile, bind
   const modules = [
     ['worker.js', 'esModule', workerFile],
     ['anymongo', 'esModule', path.join(dir, 'anymongo.js')],
-    ...['workers.js', 'client.js', 'host.js', 'errors.js', 'error_documents.js', 'events.js', 'monitoring.js', 'session.js', 'concerns.js', 'gridfs.js', 'results.js', 'doh.js', 'bson_options.js', 'topology.js', 'transports/workers.js'].map((file) => [
+    ...['workers.js', 'client.js', 'host.js', 'errors.js', 'error_documents.js', 'events.js', 'monitoring.js', 'session.js', 'concerns.js', 'gridfs.js', 'results.js', 'doh.js', 'bson_options.js', 'topology.js', 'tracing.js', 'transports/workers.js'].map((file) => [
       `anymongo/js/${file}`,
       'esModule',
       path.join(packageDir, 'js', file),

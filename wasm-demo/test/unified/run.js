@@ -4,12 +4,15 @@
 //   node test/unified/run.js [--verbose] [--progress] [DIR ...]
 //
 // DIR is a suite folder of the corpus (pymongo's test/ folder: $ANYMONGO_SPEC_DIR, else
-// the copy tests/setup.sh caches), e.g. `crud` or `transactions-convenient-api`; by
+// the copy tests/setup.sh caches) or of the spec tests the repository carries
+// (tests/data/specs, e.g. open_telemetry), e.g. `crud` or `transactions-convenient-api`; by
 // default every suite below. Prints one line per folder,
 //   spec npm/<dir>: N passed, N failed, N skipped
 // then a line per failed test (and, with --verbose, per skipped test) with its reason.
 // With --progress, each test's verdict goes to stderr as it ends. load_balancer runs
 // behind the harness's load balancer (target/debug/lb_proxy, or $ANYMONGO_LB_PROXY).
+// A folder of anymongo's own tests of the same name (tests/data/test) runs after the
+// corpus folder, as `spec npm/<dir> (anymongo's tests)`.
 // The tests of a valid-fail folder (unified-test-format/valid-fail) pass when the
 // runner fails them. Exits with 1 if a test failed, 2 if the corpus or the server is missing. Each test is
 // bounded (runner.js TEST_TIMEOUT_MS), and so is the whole run (RUN_TIMEOUT_MS).
@@ -19,7 +22,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startServer } from '../server.js';
 import { MongoClient } from '../../js/node.js';
-import { corpusDir, DEFAULT_DIRS } from './paths.js';
+import { corpusDir, DEFAULT_DIRS, OWN_DIR, suiteDir } from './paths.js';
 import { discover, runDirectory } from './runner.js';
 
 /** The whole run stops by then, whatever hangs. */
@@ -30,7 +33,7 @@ async function main(argv) {
   const progress = argv.includes('--progress');
   const dirs = argv.filter((arg) => !arg.startsWith('--'));
   const corpus = corpusDir();
-  const missing = (dirs.length ? dirs : DEFAULT_DIRS).filter((dir) => !existsSync(path.join(corpus, dir)));
+  const missing = (dirs.length ? dirs : DEFAULT_DIRS).filter((dir) => !existsSync(suiteDir(dir)));
   if (missing.length) {
     console.error(`no suite folder ${missing.join(', ')} in ${corpus} (tests/setup.sh corpus caches it; ANYMONGO_SPEC_DIR overrides)`);
     return 2;
@@ -56,13 +59,17 @@ async function main(argv) {
       const onTest = progress ? ({ file, test }, verdict) => process.stderr.write(`${dir}/${file}: ${test}: ${verdict}\n`) : undefined;
       // Spec "Test Runner Support": a runner MUST fail each test of valid-fail.
       const expectFailure = dir.includes('valid-fail');
-      const result = await runDirectory(path.join(corpus, dir), dir.split('/')[0], deployment, { onTest, expectFailure });
-      console.log(`spec npm/${dir}: ${result.passed} passed, ${result.failed.length} failed, ${result.skipped.length} skipped`);
-      for (const { file, test, why } of result.failed) console.log(`  FAILED ${file}: ${test}: ${why}`);
-      if (verbose) {
-        for (const { file, test, why } of result.skipped) console.log(`  skipped ${file}: ${test}: ${why}`);
+      const folders = [[suiteDir(dir), `spec npm/${dir}`]];
+      if (existsSync(path.join(OWN_DIR, dir))) folders.push([path.join(OWN_DIR, dir), `spec npm/${dir} (anymongo's tests)`]);
+      for (const [folder, label] of folders) {
+        const result = await runDirectory(folder, dir.split('/')[0], deployment, { onTest, expectFailure });
+        console.log(`${label}: ${result.passed} passed, ${result.failed.length} failed, ${result.skipped.length} skipped`);
+        for (const { file, test, why } of result.failed) console.log(`  FAILED ${file}: ${test}: ${why}`);
+        if (verbose) {
+          for (const { file, test, why } of result.skipped) console.log(`  skipped ${file}: ${test}: ${why}`);
+        }
+        failed ||= result.failed.length > 0;
       }
-      failed ||= result.failed.length > 0;
     }
   } finally {
     await internal.close().catch(() => {});

@@ -14,6 +14,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { EJSON } from 'bson';
 import * as api from '../../js/node.js';
 import { MatchError, Matcher, exactlyEqual, isDocument, show } from './matcher.js';
+import { collectSpans, matchSpans, tracingOption } from './tracing.js';
 import { knownGap } from './gaps.js';
 import { currentVersion } from './paths.js';
 import { eventCategory, EventRecorder, matchEvents, NODE_EVENTS } from './events.js';
@@ -21,7 +22,7 @@ import { eventCategory, EventRecorder, matchEvents, NODE_EVENTS } from './events
 const { MongoClient, Collection, Db, MongoServerError, MongoOperationTimeoutError } = api;
 
 /** The newest schema version the runner reads (spec "Schema Version"), as the Rust runner's. */
-export const SCHEMA_VERSION = [1, 26];
+export const SCHEMA_VERSION = [1, 27];
 /** How long one test may take, setup and checks included; longer fails it. */
 export const TEST_TIMEOUT_MS = 30_000;
 /** How long closing a test's clients may take before the runner moves on. */
@@ -265,6 +266,7 @@ async function createEntity(description, context) {
       // fail point, unless the client names its own (as the Rust runner does).
       if (context.setsFailPoints && options.heartbeatFrequencyMS === undefined) options.heartbeatFrequencyMS = 500;
       if (spec.serverApi) options.serverApi = plainOptions(spec.serverApi);
+      if (spec.observeTracingMessages) options.tracing = tracingOption(spec.observeTracingMessages);
       const observed = spec.observeEvents ?? [];
       const recorder = new EventRecorder(spec);
       if (observed.some((name) => eventCategory(name) === 'command')) options.monitorCommands = true;
@@ -316,6 +318,8 @@ async function createEntity(description, context) {
     case 'session': {
       const { client } = entities.get(spec.client, 'client');
       const options = plainOptions(spec.sessionOptions);
+      // `snapshotTime` names an entity: a saved getSnapshotTime result.
+      if (typeof options.snapshotTime === 'string') options.snapshotTime = entities.get(options.snapshotTime);
       if (options.defaultTransactionOptions) options.defaultTransactionOptions = plainOptions(options.defaultTransactionOptions);
       entities.set(spec.id, 'session', client.startSession(options));
       return;
@@ -525,6 +529,9 @@ const OPERATIONS = {
   'session.commitTransaction': { run: (s) => s.commitTransaction() },
   'session.abortTransaction': { run: (s) => s.abortTransaction() },
   'session.endSession': { run: (s) => s.endSession() },
+  // anymongo's own tests (tests/data/test/sessions): the Node driver keeps its
+  // snapshotTime internal; the package exposes it.
+  'session.getSnapshotTime': { run: (s) => s.snapshotTime ?? null },
   'session.withTransaction': {
     run: (s, a, context) =>
       s.withTransaction(async () => {
@@ -1116,7 +1123,6 @@ export function whySkipped(file, test, { suite, name, info }) {
   }
   if (test.expectEvents && !hasMethod(MongoClient, 'on')) return `${NO_API}MongoClient.on (events: expectEvents)`;
   if (test.expectLogMessages) return `${NO_API}logger (expectLogMessages)`;
-  if (test.expectTracingMessages) return `${NO_API}tracing (expectTracingMessages)`;
   return missingOperationApi(test.operations, entityKinds(file, test));
 }
 
@@ -1183,15 +1189,19 @@ async function runBody(file, test, context, deployment) {
     .catch(() => {});
   await setUpCollections(deployment.internal, file.initialData);
   for (const description of file.createEntities ?? []) await createEntity(description, context);
-  for (const [i, operation] of test.operations.entries()) {
-    try {
-      await runOperation(operation, context);
-    } catch (error) {
-      if (error instanceof Skip) throw error;
-      const why = error instanceof Failure ? error.message : `unexpected error: ${describeError(error)}`;
-      throw new Failure(`operation ${i} (${operation.name}): ${why}`);
+  const operations = async () => {
+    for (const [i, operation] of test.operations.entries()) {
+      try {
+        await runOperation(operation, context);
+      } catch (error) {
+        if (error instanceof Skip) throw error;
+        const why = error instanceof Failure ? error.message : `unexpected error: ${describeError(error)}`;
+        throw new Failure(`operation ${i} (${operation.name}): ${why}`);
+      }
     }
-  }
+  };
+  // A test that expects spans runs its operations in a span of its own (tracing.js).
+  const spans = test.expectTracingMessages ? await collectSpans(operations) : await operations();
   // Spec "Disabling Fail Points" comes after the outcome is read in the spec's order
   // too, but a fail point on find would break reading it: turned off first.
   for (const name of context.failPoints) {
@@ -1202,6 +1212,7 @@ async function runBody(file, test, context, deployment) {
     const { recorder } = context.entities.get(expected.client, 'client');
     wrapMatch(() => matchEvents(expected, recorder, context.matcher), `expectEvents (${expected.client})`);
   }
+  for (const expected of test.expectTracingMessages ?? []) matchSpans(expected, spans, context.matcher);
   if (test.outcome) await checkOutcome(deployment.internal, test.outcome);
 }
 
