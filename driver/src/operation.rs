@@ -446,6 +446,17 @@ pub(crate) trait Operation {
         context: ReplyContext<'_>,
     ) -> Result<Self::Output>;
 
+    /// The failure a successful result still reports to the application (a write's
+    /// write error or write concern error, which the caller turns into its error), for
+    /// the operation's span: the operation failed (OpenTelemetry spec, "Exception
+    /// Handling") although its command succeeded.
+    fn reported_failure(_output: &Self::Output) -> Option<Error>
+    where
+        Self: Sized,
+    {
+        None
+    }
+
     /// How it may be retried. Asked before the first build and again after each: an
     /// operation that splits its input into batches may know only once it has built
     /// one whether that batch can be retried (a client bulk write's batch with a
@@ -939,8 +950,13 @@ impl Executor {
             .instrument(span.clone())
             .await;
         let result = result.map_err(|error| context.report(error, self.now()));
-        if let Err(error) = &result {
-            open_telemetry::record_error(&span, error);
+        match &result {
+            Err(error) => open_telemetry::record_error(&span, error),
+            Ok(output) => {
+                if let Some(failure) = O::reported_failure(output) {
+                    open_telemetry::record_error(&span, &failure);
+                }
+            }
         }
         result
     }

@@ -184,3 +184,44 @@ async fn failed_commands_carry_the_error_and_a_client_without_tracing_has_no_spa
     // No query text unless asked for.
     assert!(attribute(command, "db.query.text").is_none());
 }
+
+#[tokio::test]
+async fn a_write_error_fails_the_operation_span_though_its_command_succeeded() {
+    let (exporter, subscriber) = pipeline();
+    let _default = tracing::subscriber::set_default(subscriber);
+    let traced = client(OpentelemetryOptions::builder().enabled(true).build());
+    let collection = traced
+        .database("open_telemetry_tests")
+        .collection::<Document>("write_errors");
+    harness::within(TEST_BOUND, async {
+        collection.drop().await.unwrap();
+        collection.insert_one(doc! { "_id": 1 }).await.unwrap();
+        let error = collection.insert_one(doc! { "_id": 1 }).await.unwrap_err();
+        assert_eq!(error.code(), Some(11000), "{error}");
+    })
+    .await;
+    let spans = exporter.get_finished_spans().unwrap();
+    let inserts: Vec<_> = spans
+        .iter()
+        .filter(|span| span.name == "insert open_telemetry_tests.write_errors")
+        .collect();
+    assert_eq!(inserts.len(), 2, "{spans:#?}");
+    // The first insert succeeded; the duplicate is an error the application sees,
+    // carried by a reply with `ok: 1` and `writeErrors`.
+    assert!(
+        !matches!(inserts[0].status, Status::Error { .. }),
+        "{:#?}",
+        inserts[0]
+    );
+    assert!(
+        matches!(inserts[1].status, Status::Error { .. }),
+        "{:#?}",
+        inserts[1]
+    );
+    assert!(
+        string(inserts[1], "exception.message").contains("E11000")
+            || string(inserts[1], "exception.message").contains("duplicate"),
+        "{:#?}",
+        inserts[1]
+    );
+}

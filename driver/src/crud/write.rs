@@ -551,6 +551,10 @@ impl<'a> WriteBatch<'a> {
 impl Operation for WriteBatch<'_> {
     type Output = WriteReply;
 
+    fn reported_failure(reply: &WriteReply) -> Option<Error> {
+        reply.single_write_error()
+    }
+
     fn name(&self) -> &str {
         self.kind.command()
     }
