@@ -652,6 +652,15 @@ impl Connection {
         let spent = clock.now() - started;
         let (request_id, message) =
             within_rest(clock, read_limit, spent, &address, "reading a reply", reply).await?;
+        // A reply found ready only after the limit passed (this task, polled late on a
+        // busy machine, saw the reply and the timer at once) is a read that timed out:
+        // once the timeout expires the driver MUST return an error, and the connection
+        // MUST be closed (CSOT spec, "Errors" and "Command Execution"), which the
+        // error does (`exchange`). Taken, it would make an operation that outlived its
+        // timeoutMS or socketTimeoutMS succeed, depending on when it was polled.
+        if let Some(limit) = read_limit.filter(|&limit| clock.now() - started > limit) {
+            return Err(timeout_error(&address, "reading a reply", limit));
+        }
         let more_to_come =
             matches!(&message, Message::Msg(msg) if msg.flags.contains(MsgFlags::MORE_TO_COME));
         if more_to_come && self.streaming_request.is_none() {
@@ -835,13 +844,16 @@ async fn within_rest<T>(
     };
     rt::timeout(clock, limit.saturating_sub(spent), future)
         .await
-        .map_err(|rt::Elapsed| {
-            Error::new(ErrorKind::Timeout {
-                address: address.to_string(),
-                during,
-                after: limit,
-            })
-        })?
+        .map_err(|rt::Elapsed| timeout_error(address, during, limit))?
+}
+
+/// The error of a wait for `during` on `address` that ran out of its `limit`.
+fn timeout_error(address: &str, during: &'static str, limit: Duration) -> Error {
+    Error::new(ErrorKind::Timeout {
+        address: address.to_string(),
+        during,
+        after: limit,
+    })
 }
 
 fn to_raw(document: &Document) -> Result<RawDocumentBuf> {

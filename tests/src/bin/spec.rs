@@ -12,12 +12,14 @@
 //! With `--verbose`, every failure and every skip is listed with its reason, not only
 //! the first failures.
 //!
-//! On Linux the runner asks for nice -10 (with `renice`) before it starts any thread
-//! (the threads inherit it), as the test server does (see `anymongo_tests::server`): timing tests
-//! give the driver a few tens of milliseconds between a reply and its deadline, and
-//! on a loaded machine (a build on both cores) a runner at the default priority could
-//! wait its turn for longer. Without the right to raise it (root or `CAP_SYS_NICE`)
-//! it runs as it is.
+//! On Linux the runner asks for the real-time round-robin class at its lowest
+//! priority (with `chrt`), or failing that for nice -10 (with `renice`), before it
+//! starts any thread (the threads inherit it), as the test server does (see
+//! `anymongo_tests::server`, which says why a nice value alone is not enough): timing
+//! tests give the driver a few tens of milliseconds between a reply and its deadline,
+//! and on a loaded machine (a build on both cores) a runner at the default priority
+//! could wait its turn for longer. Without the right to raise it (root or
+//! `CAP_SYS_NICE`) it runs as it is.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -38,18 +40,24 @@ fn main() -> ExitCode {
     }
 }
 
-/// Nice -10 for this thread and those it starts, if allowed (see the module docs):
-/// `renice` on our process id changes the main thread, which has started no other
-/// yet. (The crate has no unsafe code, so no direct setpriority.)
+/// The real-time round-robin class, else nice -10, for this thread and those it
+/// starts, if allowed (see the module docs): `chrt` and `renice` on our process id
+/// change the main thread, which has started no other yet. (The crate has no unsafe
+/// code, so no direct sched_setscheduler or setpriority.)
 #[cfg(target_os = "linux")]
 fn raise_priority() {
     use std::process::{Command, Stdio};
-    // A refusal, or no renice at all, leaves the priority as it is.
-    let _ = Command::new("renice")
-        .args(["-n", "-10", "-p", &std::process::id().to_string()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status();
+    let pid = std::process::id().to_string();
+    // A refusal, or no such command, leaves the scheduling as it is; the nice value
+    // counts again if the real-time class was refused.
+    for (program, args) in [("chrt", ["-r", "-p", "1"]), ("renice", ["-n", "-10", "-p"])] {
+        let _ = Command::new(program)
+            .args(args)
+            .arg(&pid)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+    }
 }
 
 #[cfg(not(target_os = "linux"))]
