@@ -61,7 +61,7 @@ pub use crate::session::SessionOptions;
 pub use crate::srv::ParseConnectionString;
 pub use crate::transactions::TransactionOptions;
 pub use crate::uri::{
-    ClientOptions, Compressor, ProxyOptions, ServerAddress, ServerMonitoringMode,
+    ClientOptions, Compressor, ServerAddress, ServerMonitoringMode, Socks5Proxy,
 };
 pub use crate::versioned_api::{ServerApi, ServerApiVersion};
 

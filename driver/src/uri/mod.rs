@@ -64,7 +64,7 @@ mod types;
 
 pub use crate::rt::Tls;
 pub use address::{ServerAddress, DEFAULT_PORT};
-pub use types::{ProxyOptions, ServerMonitoringMode};
+pub use types::{ServerMonitoringMode, Socks5Proxy};
 // The option types that belong to other specifications, where users of the connection
 // string look for them too.
 pub use crate::concern::{Acknowledgment, ReadConcernLevel, WriteConcern};
@@ -240,9 +240,10 @@ pub struct ClientOptions {
     /// anymongo addition: `srvAllowedHostsSuffix` (`mongodb+srv` only), the suffix
     /// every host from the SRV records must have.
     pub srv_allowed_hosts_suffix: Option<String>,
-    /// anymongo addition: `proxyHost`, `proxyPort`, `proxyUsername` and
-    /// `proxyPassword`.
-    pub proxy: Option<ProxyOptions>,
+    /// The SOCKS5 proxy every connection goes through: `proxyHost`, `proxyPort`,
+    /// `proxyUsername` and `proxyPassword` (the official crate has it behind its
+    /// feature `socks5-proxy`, which anymongo accepts and always builds in).
+    pub socks5_proxy: Option<Socks5Proxy>,
     /// anymongo addition: what in the connection string was ignored or deprecated, one
     /// sentence each.
     #[builder(setter(skip))]
@@ -464,13 +465,12 @@ impl ClientOptions {
         }) {
             return fail("w=0 (no acknowledgment) cannot be combined with journal=true");
         }
-        if let Some(proxy) = &self.proxy {
-            if proxy.host.is_empty() {
-                return fail("proxyPort, proxyUsername and proxyPassword need proxyHost");
-            }
-            if proxy.username.is_some() != proxy.password.is_some() {
-                return fail("proxyUsername and proxyPassword must be given together");
-            }
+        if self
+            .socks5_proxy
+            .as_ref()
+            .is_some_and(|proxy| proxy.host.is_empty())
+        {
+            return fail("Socks5Proxy: the host is empty");
         }
         if let Some(tls) = self.tls_options() {
             if tls.ca_pem.is_some() && tls.ca_file_path.is_some() {
@@ -558,10 +558,9 @@ impl fmt::Display for ClientOptions {
             .collect();
         f.write_str(&hosts.join(","))?;
         // Each option is compared with the value it has when a connection string does
-        // not give it: the default, with TLS and a proxy in place for their sub-options.
+        // not give it: the default, with TLS in place for its sub-options.
         let neutral = ClientOptions {
             tls: Some(Tls::Enabled(TlsOptions::default())),
-            proxy: Some(ProxyOptions::new("")),
             ..ClientOptions::default()
         };
         let mut pairs = Vec::new();
