@@ -18,7 +18,7 @@ use anymongo::event::EventHandler;
 use anymongo::options::{
     ClientOptions, CreateSearchIndexOptions, DropSearchIndexOptions, GridFsFindOneOptions,
     GridFsFindOptions, ListSearchIndexOptions, ReadPreference, RunCommandOptions,
-    SelectionCriteria, UpdateSearchIndexOptions,
+    SelectionCriteria, Socks5Proxy, UpdateSearchIndexOptions,
 };
 use anymongo::{Client, SearchIndexModel, ServerInfo};
 use anymongo_tests::{harness, server};
@@ -361,4 +361,68 @@ async fn and_run_callbacks_return_the_root_box_future() -> anymongo::error::Resu
         Ok(())
     })
     .await
+}
+
+/// `ServerInfo::last_update_time()`: when the client last updated its description of
+/// the server, on the wall clock.
+#[tokio::test]
+async fn server_info_tells_its_last_update_time() -> anymongo::error::Result<()> {
+    harness::within(TEST_BOUND, async {
+        let updates = Arc::new(Mutex::new(Vec::new()));
+        let mut options = ClientOptions::parse(server::shared().uri()).await?;
+        let seen = updates.clone();
+        options.sdam_event_handler = Some(EventHandler::callback(move |event: SdamEvent| {
+            if let SdamEvent::ServerDescriptionChanged(changed) = event {
+                let previous = changed.previous_description.last_update_time();
+                let new = changed.new_description.last_update_time();
+                seen.lock().unwrap().push((previous, new));
+            }
+        }));
+        let before = anymongo::bson::DateTime::now();
+        let client = Client::with_options(options)?;
+        client
+            .database("official_surface_update_time")
+            .run_command(doc! { "ping": 1 })
+            .await?;
+        let after = anymongo::bson::DateTime::now();
+
+        let updates = updates.lock().unwrap().clone();
+        let (previous, new) = updates.first().copied().expect("a description changed");
+        // The first description is the one made before any check: never updated.
+        assert_eq!(previous, None);
+        let new = new.expect("a checked server has an update time");
+        assert!(
+            before <= new && new <= after,
+            "{before} <= {new} <= {after}"
+        );
+        Ok(())
+    })
+    .await
+}
+
+/// `ClientOptions::socks5_proxy`: the connection string's proxy options, and the
+/// struct with its builder.
+#[tokio::test]
+async fn socks5_proxy_options_read_from_the_connection_string() -> anymongo::error::Result<()> {
+    let options = ClientOptions::parse(
+        "mongodb://localhost/?proxyHost=proxy.test&proxyPort=1081\
+         &proxyUsername=user&proxyPassword=secret",
+    )
+    .await?;
+    let expected = Socks5Proxy::builder()
+        .host("proxy.test")
+        .port(1081)
+        .authentication(("user".to_string(), "secret".to_string()))
+        .build();
+    assert_eq!(options.socks5_proxy, Some(expected));
+    let options = ClientOptions::parse("mongodb://localhost/?proxyHost=proxy.test").await?;
+    let proxy = options.socks5_proxy.expect("a proxy");
+    assert_eq!((proxy.port, proxy.authentication), (None, None));
+    // Half the credentials is an error, as in the official crate.
+    assert!(
+        ClientOptions::parse("mongodb://localhost/?proxyHost=p&proxyUsername=user")
+            .await
+            .is_err()
+    );
+    Ok(())
 }
