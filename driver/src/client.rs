@@ -129,7 +129,7 @@ with_default_runtime! {
         /// # Ok(()) }
         /// ```
         pub async fn with_uri_str(uri: impl AsRef<str>) -> Result<Client> {
-            let options = ClientOptions::parse(uri).await?;
+            let options = ClientOptions::parse(uri.as_ref()).await?;
             Client::with_options(options)
         }
 

@@ -60,7 +60,10 @@ pub use crate::selection::{
 pub use crate::session::SessionOptions;
 pub use crate::srv::ParseConnectionString;
 pub use crate::transactions::TransactionOptions;
-pub use crate::uri::{ClientOptions, Compressor, ServerAddress, ServerMonitoringMode, Socks5Proxy};
+pub use crate::uri::{
+    ClientOptions, Compressor, ConnectionString, HostInfo, ServerAddress, ServerMonitoringMode,
+    Socks5Proxy,
+};
 pub use crate::versioned_api::{ServerApi, ServerApiVersion};
 
 /// MONGODB-OIDC: the token callback of [`Credential::oidc_callback`], and what it is

@@ -47,7 +47,7 @@ use crate::default_runtime::{default_runtime, NO_DEFAULT_RUNTIME};
 use crate::error::{Error, ErrorKind, Result};
 use crate::rt::{boxed, timeout as with_timeout, BoxFuture, Clock, Resolver, Runtime, SrvRecord};
 pub use crate::uri::SeedList;
-use crate::uri::{ClientOptions, ServerAddress};
+use crate::uri::{ClientOptions, ConnectionString, ServerAddress};
 
 /// The SRV service name when `srvServiceName` is not given.
 pub const DEFAULT_SERVICE_NAME: &str = "mongodb";
@@ -308,9 +308,16 @@ impl ClientOptions {
     /// let client = Client::with_options(options)?;
     /// # Ok(()) }
     /// ```
-    pub fn parse(uri: impl AsRef<str>) -> ParseConnectionString {
+    ///
+    /// It takes a string or a [`ConnectionString`] (parsed beforehand, its fields
+    /// changed if need be), as the official crate's does.
+    pub fn parse<C, E>(conn_str: C) -> ParseConnectionString
+    where
+        C: TryInto<ConnectionString, Error = E>,
+        E: Into<Error>,
+    {
         ParseConnectionString {
-            uri: uri.as_ref().to_owned(),
+            conn_str: conn_str.try_into().map_err(Into::into),
             runtime: None,
         }
     }
@@ -321,7 +328,7 @@ impl ClientOptions {
 #[must_use = "an action does nothing until it is awaited"]
 #[derive(Debug, Clone)]
 pub struct ParseConnectionString {
-    uri: String,
+    conn_str: Result<ConnectionString>,
     runtime: Option<Runtime>,
 }
 
@@ -342,7 +349,9 @@ impl IntoFuture for ParseConnectionString {
 
     fn into_future(self) -> Self::IntoFuture {
         boxed(async move {
-            let options = ClientOptions::parse_uri(&self.uri)?;
+            let conn_str = self.conn_str?;
+            let uri = conn_str.uri.clone();
+            let options = conn_str.into_options()?;
             if !options.srv {
                 return Ok(options);
             }
@@ -350,7 +359,7 @@ impl IntoFuture for ParseConnectionString {
                 return Err(Error::invalid_argument(NO_DEFAULT_RUNTIME));
             };
             let seeds = resolve_parsed_uri(
-                &self.uri,
+                &uri,
                 &options,
                 &*runtime.resolver,
                 &*runtime.clock,

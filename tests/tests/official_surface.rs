@@ -16,9 +16,9 @@ use anymongo::event::command::CommandEvent;
 use anymongo::event::sdam::SdamEvent;
 use anymongo::event::EventHandler;
 use anymongo::options::{
-    ClientOptions, CreateSearchIndexOptions, DropSearchIndexOptions, GridFsFindOneOptions,
-    GridFsFindOptions, ListSearchIndexOptions, ReadPreference, RunCommandOptions,
-    SelectionCriteria, Socks5Proxy, UpdateSearchIndexOptions,
+    ClientOptions, ConnectionString, CreateSearchIndexOptions, DropSearchIndexOptions,
+    GridFsFindOneOptions, GridFsFindOptions, HostInfo, ListSearchIndexOptions, ReadPreference,
+    RunCommandOptions, SelectionCriteria, Socks5Proxy, UpdateSearchIndexOptions,
 };
 use anymongo::{Client, SearchIndexModel, ServerInfo};
 use anymongo_tests::{harness, server};
@@ -425,4 +425,52 @@ async fn socks5_proxy_options_read_from_the_connection_string() -> anymongo::err
             .is_err()
     );
     Ok(())
+}
+
+/// `ConnectionString`: parsed, its fields read and changed, then given to
+/// `ClientOptions::parse`, which also takes `&str`, `&String` and `String`.
+#[tokio::test]
+async fn connection_strings_parse_into_fields_and_client_options() -> anymongo::error::Result<()> {
+    harness::within(TEST_BOUND, async {
+        let uri = server::shared().uri().to_string();
+        let separator = if uri.contains('?') { '&' } else { '?' };
+        let mut conn_str = ConnectionString::parse(format!("{uri}{separator}appName=before"))?;
+        let HostInfo::HostIdentifiers(hosts) = &conn_str.host_info else {
+            panic!(
+                "a mongodb:// string has host identifiers: {:?}",
+                conn_str.host_info
+            );
+        };
+        assert!(!hosts.is_empty());
+        assert_eq!(conn_str.app_name.as_deref(), Some("before"));
+        conn_str.app_name = Some("after".to_string());
+        conn_str.max_pool_size = Some(3);
+        let options = ClientOptions::parse(conn_str).await?;
+        assert_eq!(
+            (options.app_name.as_deref(), options.max_pool_size),
+            (Some("after"), Some(3))
+        );
+        let client = Client::with_options(options)?;
+        client
+            .database("official_surface_conn_str")
+            .run_command(doc! { "ping": 1 })
+            .await?;
+
+        for options in [
+            ClientOptions::parse(uri.as_str()).await?,
+            ClientOptions::parse(&uri).await?,
+            ClientOptions::parse(uri.clone()).await?,
+        ] {
+            assert!(!options.hosts.is_empty());
+        }
+        let srv: ConnectionString = "mongodb+srv://cluster0.example.com/?tls=false".parse()?;
+        assert_eq!(
+            srv.host_info,
+            HostInfo::DnsRecord("cluster0.example.com".to_string())
+        );
+        assert!(srv.is_srv());
+        assert!(ConnectionString::parse("mongodb://h/?maxPoolSize=nope&w=0&journal=true").is_err());
+        Ok(())
+    })
+    .await
 }

@@ -57,6 +57,7 @@ use crate::handshake::DriverInfo;
 use crate::rt::TlsOptions;
 
 mod address;
+mod connection_string;
 mod encoding;
 mod options;
 mod parser;
@@ -64,6 +65,7 @@ mod types;
 
 pub use crate::rt::Tls;
 pub use address::{ServerAddress, DEFAULT_PORT};
+pub use connection_string::{ConnectionString, HostInfo};
 pub use types::{ServerMonitoringMode, Socks5Proxy};
 // The option types that belong to other specifications, where users of the connection
 // string look for them too.
@@ -409,8 +411,7 @@ impl ClientOptions {
     /// - mode `primary` takes no tag sets nor `maxStalenessSeconds` (Server Selection
     ///   and Max Staleness specs);
     /// - `w=0` cannot have `journal=true` (Read and Write Concern spec);
-    /// - a proxy needs `proxyHost`, and `proxyUsername` and `proxyPassword` go together
-    ///   (SOCKS5 Support spec);
+    /// - a SOCKS5 proxy has a host (SOCKS5 Support spec);
     /// - TLS takes each PEM from a file or from memory, not both;
     /// - a [`DriverInfo`] field cannot contain `|` (Handshake spec);
     /// - and the ranges of `appName`, `heartbeatFrequencyMS`, `maxConnecting`,
