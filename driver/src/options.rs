@@ -40,6 +40,7 @@ pub use crate::crud::{
 pub type DatabaseOptions = crate::database::Concerns;
 /// The options of [`Database::collection_with_options`](crate::Database::collection_with_options).
 pub type CollectionOptions = crate::database::Concerns;
+pub use crate::default_runtime::ResolverConfig;
 pub use crate::enumerate::{ListCollectionsOptions, ListDatabasesOptions};
 pub use crate::gridfs::{
     GridFsBucketOptions, GridFsDownloadByNameOptions, GridFsFindOneOptions, GridFsFindOptions,

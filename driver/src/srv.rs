@@ -43,7 +43,7 @@ use std::time::Duration;
 
 use std::future::IntoFuture;
 
-use crate::default_runtime::{default_runtime, NO_DEFAULT_RUNTIME};
+use crate::default_runtime::{default_runtime_with, ResolverConfig, NO_DEFAULT_RUNTIME};
 use crate::error::{Error, ErrorKind, Result};
 use crate::rt::{boxed, timeout as with_timeout, BoxFuture, Clock, Resolver, Runtime, SrvRecord};
 pub use crate::uri::SeedList;
@@ -319,6 +319,7 @@ impl ClientOptions {
         ParseConnectionString {
             conn_str: conn_str.try_into().map_err(Into::into),
             runtime: None,
+            resolver_config: None,
         }
     }
 }
@@ -330,6 +331,7 @@ impl ClientOptions {
 pub struct ParseConnectionString {
     conn_str: Result<ConnectionString>,
     runtime: Option<Runtime>,
+    resolver_config: Option<ResolverConfig>,
 }
 
 impl ParseConnectionString {
@@ -339,6 +341,17 @@ impl ParseConnectionString {
     /// runtime (wasm32-unknown-unknown).
     pub fn runtime(mut self, runtime: Runtime) -> Self {
         self.runtime = Some(runtime);
+        self
+    }
+
+    /// Looks up the seed list of a `mongodb+srv` connection string with the built-in
+    /// resolver asking `config`'s name servers, as the official crate's
+    /// `resolver_config`; the client built from the options keeps asking them (SRV
+    /// polling). Refused beside [`runtime`](Self::runtime), whose resolver decides;
+    /// on a target without a built-in runtime (wasm32-unknown-unknown), a
+    /// `mongodb+srv` string then fails as it does without one.
+    pub fn resolver_config(mut self, config: ResolverConfig) -> Self {
+        self.resolver_config = Some(config);
         self
     }
 }
@@ -351,11 +364,22 @@ impl IntoFuture for ParseConnectionString {
         boxed(async move {
             let conn_str = self.conn_str?;
             let uri = conn_str.uri.clone();
-            let options = conn_str.into_options()?;
+            let mut options = conn_str.into_options()?;
+            if self.runtime.is_some() && self.resolver_config.is_some() {
+                return Err(Error::invalid_argument(
+                    "ClientOptions::parse: give a runtime (whose resolver is used) or a \
+                     ResolverConfig (for the built-in runtime's resolver), not both",
+                ));
+            }
+            options.resolver_config = self.resolver_config;
             if !options.srv {
                 return Ok(options);
             }
-            let Some(runtime) = self.runtime.or_else(default_runtime) else {
+            let resolver_config = options.resolver_config.clone();
+            let Some(runtime) = self
+                .runtime
+                .or_else(|| default_runtime_with(resolver_config.as_ref()))
+            else {
                 return Err(Error::invalid_argument(NO_DEFAULT_RUNTIME));
             };
             let seeds = resolve_parsed_uri(
@@ -366,7 +390,9 @@ impl IntoFuture for ParseConnectionString {
                 lookup_timeout(&options),
             )
             .await?;
-            Ok(seeds.into_options())
+            let mut options = seeds.into_options();
+            options.resolver_config = resolver_config;
+            Ok(options)
         })
     }
 }

@@ -18,7 +18,7 @@ use anymongo::event::EventHandler;
 use anymongo::options::{
     ClientOptions, ConnectionString, CreateSearchIndexOptions, DropSearchIndexOptions,
     GridFsFindOneOptions, GridFsFindOptions, HostInfo, ListSearchIndexOptions, ReadPreference,
-    RunCommandOptions, SelectionCriteria, Socks5Proxy, UpdateSearchIndexOptions,
+    ResolverConfig, RunCommandOptions, SelectionCriteria, Socks5Proxy, UpdateSearchIndexOptions,
 };
 use anymongo::{Client, SearchIndexModel, ServerInfo};
 use anymongo_tests::{harness, server};
@@ -473,4 +473,26 @@ async fn connection_strings_parse_into_fields_and_client_options() -> anymongo::
         Ok(())
     })
     .await
+}
+
+/// `ResolverConfig`'s public resolvers, given to `ClientOptions::parse` (a `mongodb://`
+/// string needs no look-up, so none is made here; tests/tests/dns.rs resolves through one).
+#[tokio::test]
+async fn parse_takes_a_resolver_config() -> anymongo::error::Result<()> {
+    for config in [
+        ResolverConfig::cloudflare(),
+        ResolverConfig::google(),
+        ResolverConfig::quad9(),
+    ] {
+        assert_eq!(config.name_servers().len(), 4, "{config:?}");
+        let options = ClientOptions::parse(server::shared().uri())
+            .resolver_config(config)
+            .await?;
+        let client = Client::with_options(options)?;
+        client
+            .database("official_surface_resolver")
+            .run_command(doc! { "ping": 1 })
+            .await?;
+    }
+    Ok(())
 }

@@ -48,6 +48,7 @@ use bson::Bson;
 use crate::auth::Credential;
 use crate::cmap::options::{PoolOptions, DEFAULT_MAINTENANCE_INTERVAL};
 use crate::concern::ReadConcern;
+use crate::default_runtime::ResolverConfig;
 use crate::error::{Error, Result};
 use crate::event::cmap::CmapEvent;
 use crate::event::command::CommandEvent;
@@ -254,6 +255,10 @@ pub struct ClientOptions {
     /// to poll ([`SeedList::into_options`](crate::srv::SeedList::into_options)).
     #[builder(setter(skip))]
     pub(crate) srv_seed_list: Option<Box<SeedList>>,
+    /// The name servers of `ClientOptions::parse(uri).resolver_config(config)`, for
+    /// the client's built-in runtime (SRV polling).
+    #[builder(setter(skip))]
+    pub(crate) resolver_config: Option<ResolverConfig>,
 }
 
 /// A resolved `mongodb+srv` seed list: the options to connect with, and what SRV
