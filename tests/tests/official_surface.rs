@@ -12,6 +12,7 @@ use anymongo::action::Action;
 use anymongo::bson::{doc, Document};
 use anymongo::change_stream::event::{ChangeNamespaceType, ChangeStreamEvent};
 use anymongo::error::Error;
+use anymongo::event::cmap::CmapEvent;
 use anymongo::event::command::CommandEvent;
 use anymongo::event::sdam::SdamEvent;
 use anymongo::event::EventHandler;
@@ -495,4 +496,69 @@ async fn parse_takes_a_resolver_config() -> anymongo::error::Result<()> {
             .await?;
     }
     Ok(())
+}
+
+/// The CMAP events, and the SDAM events the official crate reads back, `Deserialize`:
+/// what a client published, logged as JSON, reads back equal.
+#[tokio::test]
+async fn logged_events_read_back() -> anymongo::error::Result<()> {
+    harness::within(TEST_BOUND, async {
+        let cmap = Arc::new(Mutex::new(Vec::new()));
+        let sdam = Arc::new(Mutex::new(Vec::new()));
+        let mut options = ClientOptions::parse(server::shared().uri()).await?;
+        let seen = cmap.clone();
+        options.cmap_event_handler = Some(EventHandler::callback(move |event: CmapEvent| {
+            seen.lock().unwrap().push(event);
+        }));
+        let seen = sdam.clone();
+        options.sdam_event_handler = Some(EventHandler::callback(move |event: SdamEvent| {
+            seen.lock().unwrap().push(event);
+        }));
+        let client = Client::with_options(options)?;
+        client
+            .database("official_surface_read_back")
+            .run_command(doc! { "ping": 1 })
+            .await?;
+
+        fn round_trip<T>(event: &T)
+        where
+            T: serde::Serialize + serde::de::DeserializeOwned + PartialEq + std::fmt::Debug,
+        {
+            let json = serde_json::to_string(event).expect("serializes");
+            let read: T = serde_json::from_str(&json).expect("deserializes");
+            assert_eq!(&read, event, "{json}");
+        }
+        let (mut created, mut checked_out) = (0, 0);
+        for event in cmap.lock().unwrap().iter() {
+            match event {
+                CmapEvent::PoolCreated(event) => {
+                    round_trip(event);
+                    created += 1;
+                }
+                CmapEvent::ConnectionCheckedOut(event) => {
+                    round_trip(event);
+                    checked_out += 1;
+                }
+                CmapEvent::ConnectionCreated(event) => round_trip(event),
+                CmapEvent::ConnectionCheckedIn(event) => round_trip(event),
+                _ => {}
+            }
+        }
+        assert!(created >= 1 && checked_out >= 1, "{created} {checked_out}");
+        let mut opened = 0;
+        for event in sdam.lock().unwrap().iter() {
+            match event {
+                SdamEvent::TopologyOpening(event) => {
+                    round_trip(event);
+                    opened += 1;
+                }
+                SdamEvent::ServerOpening(event) => round_trip(event),
+                SdamEvent::ServerHeartbeatStarted(event) => round_trip(event),
+                _ => {}
+            }
+        }
+        assert_eq!(opened, 1);
+        Ok(())
+    })
+    .await
 }
