@@ -47,7 +47,7 @@ use crate::default_runtime::{default_runtime_with, ResolverConfig, NO_DEFAULT_RU
 use crate::error::{Error, ErrorKind, Result};
 use crate::rt::{boxed, timeout as with_timeout, BoxFuture, Clock, Resolver, Runtime, SrvRecord};
 pub use crate::uri::SeedList;
-use crate::uri::{ClientOptions, ConnectionString, ServerAddress};
+use crate::uri::{query_keys, ClientOptions, ConnectionString, ServerAddress};
 
 /// The SRV service name when `srvServiceName` is not given.
 pub const DEFAULT_SERVICE_NAME: &str = "mongodb";
@@ -188,22 +188,26 @@ pub async fn resolve_uri(
     if !options.srv {
         return Ok(options);
     }
-    Ok(resolve_parsed_uri(uri, &options, resolver, clock, timeout)
-        .await?
-        .resolved)
+    Ok(
+        resolve_parsed_uri(&query_keys(uri), &options, resolver, clock, timeout)
+            .await?
+            .resolved,
+    )
 }
 
-/// [`resolve_uri`] for `options`, the `mongodb+srv` string `uri` as parsed, keeping what
-/// SRV polling needs.
+/// [`resolve_uri`] for `options`, a `mongodb+srv` string as parsed, which gave the
+/// options named `keys`; keeps what SRV polling needs.
 pub(crate) async fn resolve_parsed_uri(
-    uri: &str,
+    keys: &[impl AsRef<str>],
     options: &ClientOptions,
     resolver: &dyn Resolver,
     clock: &dyn Clock,
     timeout: Duration,
 ) -> Result<SeedList> {
-    let keys = query_keys(uri);
-    let named = |name: &str| keys.iter().any(|key| key.eq_ignore_ascii_case(name));
+    let named = |name: &str| {
+        keys.iter()
+            .any(|key| key.as_ref().eq_ignore_ascii_case(name))
+    };
     let given = Given {
         auth_source: named("authSource"),
         replica_set: named("replicaSet"),
@@ -363,7 +367,7 @@ impl IntoFuture for ParseConnectionString {
     fn into_future(self) -> Self::IntoFuture {
         boxed(async move {
             let conn_str = self.conn_str?;
-            let uri = conn_str.uri.clone();
+            let keys = conn_str.option_names.clone();
             let mut options = conn_str.into_options()?;
             if self.runtime.is_some() && self.resolver_config.is_some() {
                 return Err(Error::invalid_argument(
@@ -383,7 +387,7 @@ impl IntoFuture for ParseConnectionString {
                 return Err(Error::invalid_argument(NO_DEFAULT_RUNTIME));
             };
             let seeds = resolve_parsed_uri(
-                &uri,
+                &keys,
                 &options,
                 &*runtime.resolver,
                 &*runtime.clock,
@@ -403,17 +407,6 @@ struct Given {
     auth_source: bool,
     replica_set: bool,
     load_balanced: bool,
-}
-
-/// The keys of a connection string's query part.
-fn query_keys(uri: &str) -> Vec<&str> {
-    let Some((_, query)) = uri.split_once('?') else {
-        return Vec::new();
-    };
-    query
-        .split('&')
-        .map(|pair| pair.split_once('=').map_or(pair, |(key, _)| key))
-        .collect()
 }
 
 /// Whether the credential's `authSource` differs from its mechanism's default (so was

@@ -470,6 +470,16 @@ async fn connection_strings_parse_into_fields_and_client_options() -> anymongo::
             HostInfo::DnsRecord("cluster0.example.com".to_string())
         );
         assert!(srv.is_srv());
+        // Secrets stay out of logs.
+        let secret = ConnectionString::parse(
+            "mongodb://u:Pw9x@h/?proxyHost=p&proxyUsername=a&proxyPassword=Zq8v",
+        )?;
+        for shown in [format!("{secret:?}"), secret.to_string()] {
+            assert!(
+                !shown.contains("Pw9x") && !shown.contains("Zq8v"),
+                "{shown}"
+            );
+        }
         assert!(ConnectionString::parse("mongodb://h/?maxPoolSize=nope&w=0&journal=true").is_err());
         Ok(())
     })

@@ -107,9 +107,10 @@ pub struct ConnectionString {
     /// Everything parsed, for the options without a field here (`timeoutMS`,
     /// `zlibCompressionLevel`, …); the fields above take precedence over it.
     parsed: ClientOptions,
-    /// The string as given: which options it names decides which ones a `mongodb+srv`
-    /// TXT record may set (Initial DNS Seedlist Discovery spec).
-    pub(crate) uri: String,
+    /// The options the string names, as spelled: a `mongodb+srv` TXT record may set
+    /// only the others (Initial DNS Seedlist Discovery spec). Not the string itself,
+    /// which may hold secrets.
+    pub(crate) option_names: Vec<String>,
 }
 
 impl ConnectionString {
@@ -157,7 +158,7 @@ impl ConnectionString {
             max_adaptive_retries: o.max_adaptive_retries,
             enable_overload_retargeting: o.enable_overload_retargeting,
             parsed,
-            uri: uri.to_owned(),
+            option_names: query_keys(uri).into_iter().map(str::to_owned).collect(),
         })
     }
 
@@ -267,4 +268,15 @@ impl<'de> serde::Deserialize<'de> for ConnectionString {
         let uri = String::deserialize(deserializer)?;
         ConnectionString::parse(uri).map_err(serde::de::Error::custom)
     }
+}
+
+/// The keys of a connection string's query part.
+pub(crate) fn query_keys(uri: &str) -> Vec<&str> {
+    let Some((_, query)) = uri.split_once('?') else {
+        return Vec::new();
+    };
+    query
+        .split('&')
+        .map(|pair| pair.split_once('=').map_or(pair, |(key, _)| key))
+        .collect()
 }

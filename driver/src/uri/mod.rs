@@ -66,6 +66,7 @@ mod types;
 
 pub use crate::rt::Tls;
 pub use address::{ServerAddress, DEFAULT_PORT};
+pub(crate) use connection_string::query_keys;
 pub use connection_string::{ConnectionString, HostInfo};
 pub use types::{ServerMonitoringMode, Socks5Proxy};
 // The option types that belong to other specifications, where users of the connection
