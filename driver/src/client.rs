@@ -15,7 +15,7 @@ use crate::cluster::{Cluster, EventHandlers};
 use crate::command_monitoring::CommandMonitor;
 use crate::connection::ConnectionSettings;
 use crate::database::Database;
-use crate::default_runtime::{default_runtime, with_default_runtime, NO_DEFAULT_RUNTIME};
+use crate::default_runtime::{default_runtime_with, with_default_runtime, NO_DEFAULT_RUNTIME};
 use crate::error::{Error, Result};
 use crate::event::EventHandler;
 use crate::handshake::{DriverInfo, HelloReply};
@@ -129,7 +129,7 @@ with_default_runtime! {
         /// # Ok(()) }
         /// ```
         pub async fn with_uri_str(uri: impl AsRef<str>) -> Result<Client> {
-            let options = ClientOptions::parse(uri).await?;
+            let options = ClientOptions::parse(uri.as_ref()).await?;
             Client::with_options(options)
         }
 
@@ -212,7 +212,10 @@ impl Client {
     /// # Ok(()) }
     /// ```
     pub fn with_config(mut options: ClientOptions, config: ClientConfig) -> Result<Client> {
-        let Some(mut runtime) = config.runtime.or_else(default_runtime) else {
+        let Some(mut runtime) = config
+            .runtime
+            .or_else(|| default_runtime_with(options.resolver_config.as_ref()))
+        else {
             return Err(Error::invalid_argument(NO_DEFAULT_RUNTIME));
         };
         let seeds = options.srv_seed_list.take();

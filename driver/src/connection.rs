@@ -21,7 +21,7 @@ use crate::error::{
 use crate::handshake::{client_metadata, hello_command, ClientMetadata, HelloReply};
 use crate::rt::{self, boxed, BoxFuture, Clock, ConnectTarget, Runtime, Stream, Transport};
 use crate::socks5;
-use crate::uri::{ClientOptions, ProxyOptions, ServerAddress};
+use crate::uri::{ClientOptions, ServerAddress, Socks5Proxy};
 use crate::versioned_api::{declare, ServerApi};
 use crate::wire::compression::Compressor;
 use crate::wire::{
@@ -75,7 +75,7 @@ pub(crate) struct ConnectionSettings {
     pub zlib_compression_level: Option<i32>,
     /// The SOCKS5 proxy every TCP connection goes through, monitoring included (SOCKS5
     /// Support spec, "Connection Establishment").
-    pub proxy: Option<ProxyOptions>,
+    pub proxy: Option<Socks5Proxy>,
     /// A monitoring connection: it only runs `hello`, and its handshake's reply is the
     /// server's description. An incompatible wire version range does not fail its
     /// handshake, so that SDAM records it and server selection reports the
@@ -122,7 +122,7 @@ impl ConnectionSettings {
             server_api: options.server_api.clone(),
             compressors: options.compressors_or_default().to_vec(),
             zlib_compression_level: options.zlib_compression_level,
-            proxy: options.proxy.clone(),
+            proxy: options.socks5_proxy.clone(),
             monitoring: false,
         }
     }
@@ -801,7 +801,7 @@ async fn open_stream(
     };
     let to_proxy = ConnectTarget {
         host: proxy.host.clone(),
-        port: proxy.port,
+        port: proxy.port_or_default(),
         tls: None,
     };
     let mut stream = transport.connect(&to_proxy).await.map_err(|error| {
@@ -1440,7 +1440,7 @@ mod tests {
     #[test]
     fn through_a_proxy_the_tunnel_comes_first_and_its_failures_carry_no_backpressure_labels() {
         let mut settings = settings();
-        settings.proxy = Some(ProxyOptions::new("proxy.test"));
+        settings.proxy = Some(Socks5Proxy::builder().host("proxy.test").build());
         // The proxy accepts, connects, then the server answers the hello.
         let through = Script::default()
             .then(|_| Some(vec![5, 0]))

@@ -947,6 +947,14 @@ impl From<ErrorKind> for Error {
     }
 }
 
+/// For `ClientOptions::parse(conn_str)` with a [`ConnectionString`](crate::options::ConnectionString),
+/// whose conversion into itself cannot fail.
+impl From<std::convert::Infallible> for Error {
+    fn from(never: std::convert::Infallible) -> Self {
+        match never {}
+    }
+}
+
 impl From<io::ErrorKind> for Error {
     fn from(kind: io::ErrorKind) -> Self {
         Error::new(ErrorKind::Io(Arc::new(kind.into())))

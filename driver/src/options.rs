@@ -40,6 +40,7 @@ pub use crate::crud::{
 pub type DatabaseOptions = crate::database::Concerns;
 /// The options of [`Database::collection_with_options`](crate::Database::collection_with_options).
 pub type CollectionOptions = crate::database::Concerns;
+pub use crate::default_runtime::ResolverConfig;
 pub use crate::enumerate::{ListCollectionsOptions, ListDatabasesOptions};
 pub use crate::gridfs::{
     GridFsBucketOptions, GridFsDownloadByNameOptions, GridFsFindOneOptions, GridFsFindOptions,
@@ -61,7 +62,8 @@ pub use crate::session::SessionOptions;
 pub use crate::srv::ParseConnectionString;
 pub use crate::transactions::TransactionOptions;
 pub use crate::uri::{
-    ClientOptions, Compressor, ProxyOptions, ServerAddress, ServerMonitoringMode,
+    ClientOptions, Compressor, ConnectionString, HostInfo, ServerAddress, ServerMonitoringMode,
+    Socks5Proxy,
 };
 pub use crate::versioned_api::{ServerApi, ServerApiVersion};
 

@@ -17,7 +17,7 @@ use core::net::IpAddr;
 use std::io;
 
 use crate::rt::Stream;
-use crate::uri::ProxyOptions;
+use crate::uri::Socks5Proxy;
 
 /// The protocol version byte of every SOCKS5 message.
 const VERSION: u8 = 5;
@@ -323,21 +323,22 @@ fn refusal(code: u8, destination: &str) -> io::Error {
 /// becomes a tunnel to `host:port`. Errors name the proxy.
 pub async fn tunnel(
     stream: &mut dyn Stream,
-    proxy: &ProxyOptions,
+    proxy: &Socks5Proxy,
     host: &str,
     port: u16,
 ) -> io::Result<()> {
     let name_proxy = |error: io::Error| {
+        let port = proxy.port_or_default();
         let proxy = match proxy.host.contains(':') {
-            true => format!("[{}]:{}", proxy.host, proxy.port),
-            false => format!("{}:{}", proxy.host, proxy.port),
+            true => format!("[{}]:{port}", proxy.host),
+            false => format!("{}:{port}", proxy.host),
         };
         io::Error::new(error.kind(), format!("SOCKS5 proxy {proxy}: {error}"))
     };
     // The spec ignores empty credentials, and the URI layer has paired them.
-    let credentials = match (proxy.username.as_deref(), proxy.password.as_deref()) {
-        (Some(username), Some(password)) if !username.is_empty() && !password.is_empty() => {
-            Some((username, password))
+    let credentials = match &proxy.authentication {
+        Some((username, password)) if !username.is_empty() && !password.is_empty() => {
+            Some((username.as_str(), password.as_str()))
         }
         _ => None,
     };
@@ -528,9 +529,10 @@ mod tests {
 
     #[test]
     fn tunnel_reads_exactly_the_proxy_replies_and_names_the_proxy_in_errors() {
-        let mut proxy = ProxyOptions::new("proxy.test");
-        proxy.username = Some("user".into());
-        proxy.password = Some("s3cr3t".into());
+        let proxy = Socks5Proxy::builder()
+            .host("proxy.test")
+            .authentication(("user".to_string(), "s3cr3t".to_string()))
+            .build();
         let mut stream = Scripted {
             // Method choice, auth status, reply; then the server's first bytes.
             answers: [&[5, 2, 1, 0, 5, 0, 0, 1, 10, 0, 0, 1, 0, 1][..], b"server"].concat(),

@@ -43,11 +43,11 @@ use std::time::Duration;
 
 use std::future::IntoFuture;
 
-use crate::default_runtime::{default_runtime, NO_DEFAULT_RUNTIME};
+use crate::default_runtime::{default_runtime_with, ResolverConfig, NO_DEFAULT_RUNTIME};
 use crate::error::{Error, ErrorKind, Result};
 use crate::rt::{boxed, timeout as with_timeout, BoxFuture, Clock, Resolver, Runtime, SrvRecord};
 pub use crate::uri::SeedList;
-use crate::uri::{ClientOptions, ServerAddress};
+use crate::uri::{query_keys, ClientOptions, ConnectionString, ServerAddress};
 
 /// The SRV service name when `srvServiceName` is not given.
 pub const DEFAULT_SERVICE_NAME: &str = "mongodb";
@@ -188,22 +188,26 @@ pub async fn resolve_uri(
     if !options.srv {
         return Ok(options);
     }
-    Ok(resolve_parsed_uri(uri, &options, resolver, clock, timeout)
-        .await?
-        .resolved)
+    Ok(
+        resolve_parsed_uri(&query_keys(uri), &options, resolver, clock, timeout)
+            .await?
+            .resolved,
+    )
 }
 
-/// [`resolve_uri`] for `options`, the `mongodb+srv` string `uri` as parsed, keeping what
-/// SRV polling needs.
+/// [`resolve_uri`] for `options`, a `mongodb+srv` string as parsed, which gave the
+/// options named `keys`; keeps what SRV polling needs.
 pub(crate) async fn resolve_parsed_uri(
-    uri: &str,
+    keys: &[impl AsRef<str>],
     options: &ClientOptions,
     resolver: &dyn Resolver,
     clock: &dyn Clock,
     timeout: Duration,
 ) -> Result<SeedList> {
-    let keys = query_keys(uri);
-    let named = |name: &str| keys.iter().any(|key| key.eq_ignore_ascii_case(name));
+    let named = |name: &str| {
+        keys.iter()
+            .any(|key| key.as_ref().eq_ignore_ascii_case(name))
+    };
     let given = Given {
         auth_source: named("authSource"),
         replica_set: named("replicaSet"),
@@ -308,10 +312,18 @@ impl ClientOptions {
     /// let client = Client::with_options(options)?;
     /// # Ok(()) }
     /// ```
-    pub fn parse(uri: impl AsRef<str>) -> ParseConnectionString {
+    ///
+    /// It takes a string or a [`ConnectionString`] (parsed beforehand, its fields
+    /// changed if need be), as the official crate's does.
+    pub fn parse<C, E>(conn_str: C) -> ParseConnectionString
+    where
+        C: TryInto<ConnectionString, Error = E>,
+        E: Into<Error>,
+    {
         ParseConnectionString {
-            uri: uri.as_ref().to_owned(),
+            conn_str: conn_str.try_into().map_err(Into::into),
             runtime: None,
+            resolver_config: None,
         }
     }
 }
@@ -321,8 +333,9 @@ impl ClientOptions {
 #[must_use = "an action does nothing until it is awaited"]
 #[derive(Debug, Clone)]
 pub struct ParseConnectionString {
-    uri: String,
+    conn_str: Result<ConnectionString>,
     runtime: Option<Runtime>,
+    resolver_config: Option<ResolverConfig>,
 }
 
 impl ParseConnectionString {
@@ -334,6 +347,17 @@ impl ParseConnectionString {
         self.runtime = Some(runtime);
         self
     }
+
+    /// Looks up the seed list of a `mongodb+srv` connection string with the built-in
+    /// resolver asking `config`'s name servers, as the official crate's
+    /// `resolver_config`; the client built from the options keeps asking them (SRV
+    /// polling). Refused beside [`runtime`](Self::runtime), whose resolver decides;
+    /// on a target without a built-in runtime (wasm32-unknown-unknown), a
+    /// `mongodb+srv` string then fails as it does without one.
+    pub fn resolver_config(mut self, config: ResolverConfig) -> Self {
+        self.resolver_config = Some(config);
+        self
+    }
 }
 
 impl IntoFuture for ParseConnectionString {
@@ -342,22 +366,37 @@ impl IntoFuture for ParseConnectionString {
 
     fn into_future(self) -> Self::IntoFuture {
         boxed(async move {
-            let options = ClientOptions::parse_uri(&self.uri)?;
+            let conn_str = self.conn_str?;
+            let keys = conn_str.option_names.clone();
+            let mut options = conn_str.into_options()?;
+            if self.runtime.is_some() && self.resolver_config.is_some() {
+                return Err(Error::invalid_argument(
+                    "ClientOptions::parse: give a runtime (whose resolver is used) or a \
+                     ResolverConfig (for the built-in runtime's resolver), not both",
+                ));
+            }
+            options.resolver_config = self.resolver_config;
             if !options.srv {
                 return Ok(options);
             }
-            let Some(runtime) = self.runtime.or_else(default_runtime) else {
+            let resolver_config = options.resolver_config.clone();
+            let Some(runtime) = self
+                .runtime
+                .or_else(|| default_runtime_with(resolver_config.as_ref()))
+            else {
                 return Err(Error::invalid_argument(NO_DEFAULT_RUNTIME));
             };
             let seeds = resolve_parsed_uri(
-                &self.uri,
+                &keys,
                 &options,
                 &*runtime.resolver,
                 &*runtime.clock,
                 lookup_timeout(&options),
             )
             .await?;
-            Ok(seeds.into_options())
+            let mut options = seeds.into_options();
+            options.resolver_config = resolver_config;
+            Ok(options)
         })
     }
 }
@@ -368,17 +407,6 @@ struct Given {
     auth_source: bool,
     replica_set: bool,
     load_balanced: bool,
-}
-
-/// The keys of a connection string's query part.
-fn query_keys(uri: &str) -> Vec<&str> {
-    let Some((_, query)) = uri.split_once('?') else {
-        return Vec::new();
-    };
-    query
-        .split('&')
-        .map(|pair| pair.split_once('=').map_or(pair, |(key, _)| key))
-        .collect()
 }
 
 /// Whether the credential's `authSource` differs from its mechanism's default (so was

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use anymongo::bson::doc;
 use anymongo::client::ClientConfig;
+use anymongo::options::ResolverConfig;
 use anymongo::rt::Resolver;
 use anymongo::{srv, Client, ClientOptions, ErrorKind};
 use anymongo_native::TokioResolver;
@@ -185,6 +186,41 @@ fn dns_for_the_test_server() -> DnsServer {
         &["replicaSet=secantus"],
     ));
     dns
+}
+
+/// The official crate's way to name the DNS servers: `ClientOptions::parse(uri)
+/// .resolver_config(config)`; the built-in runtime's resolver asks them (the SRV
+/// target is the test DNS server's, which the system's resolver does not know, so the
+/// client is not asked to connect). Beside a runtime, refused.
+#[tokio::test]
+async fn resolver_config_names_the_name_servers_of_the_built_in_resolver() {
+    let dns = dns_for_the_test_server();
+    let uri = "mongodb+srv://test1.test.build.10gen.cc/?tls=false";
+    let config = ResolverConfig::with_name_servers([dns.address()]);
+    let options = bounded(
+        ClientOptions::parse(uri)
+            .resolver_config(config.clone())
+            .into_future(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(options.repl_set_name.as_deref(), Some("secantus"));
+    let hosts: Vec<String> = options.hosts.iter().map(ToString::to_string).collect();
+    assert_eq!(hosts, [format!("{LOCAL}:{}", server::shared().port)]);
+    assert!(dns.queries() > 0, "the name server was never asked");
+
+    let error = bounded(
+        ClientOptions::parse(uri)
+            .runtime(dns.runtime())
+            .resolver_config(config)
+            .into_future(),
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        matches!(&*error.kind, ErrorKind::InvalidArgument { .. }),
+        "{error}"
+    );
 }
 
 /// `ClientOptions::parse(..).await` resolves a `mongodb+srv` string through the resolver

@@ -12,13 +12,14 @@ use anymongo::action::Action;
 use anymongo::bson::{doc, Document};
 use anymongo::change_stream::event::{ChangeNamespaceType, ChangeStreamEvent};
 use anymongo::error::Error;
+use anymongo::event::cmap::CmapEvent;
 use anymongo::event::command::CommandEvent;
 use anymongo::event::sdam::SdamEvent;
 use anymongo::event::EventHandler;
 use anymongo::options::{
-    ClientOptions, CreateSearchIndexOptions, DropSearchIndexOptions, GridFsFindOneOptions,
-    GridFsFindOptions, ListSearchIndexOptions, ReadPreference, RunCommandOptions,
-    SelectionCriteria, UpdateSearchIndexOptions,
+    ClientOptions, ConnectionString, CreateSearchIndexOptions, DropSearchIndexOptions,
+    GridFsFindOneOptions, GridFsFindOptions, HostInfo, ListSearchIndexOptions, ReadPreference,
+    ResolverConfig, RunCommandOptions, SelectionCriteria, Socks5Proxy, UpdateSearchIndexOptions,
 };
 use anymongo::{Client, SearchIndexModel, ServerInfo};
 use anymongo_tests::{harness, server};
@@ -358,6 +359,215 @@ async fn and_run_callbacks_return_the_root_box_future() -> anymongo::error::Resu
             .and_run(coll.clone(), |session, coll| insert(session, coll))
             .await?;
         assert_eq!(coll.count_documents(doc! {}).await?, 1);
+        Ok(())
+    })
+    .await
+}
+
+/// `ServerInfo::last_update_time()`: when the client last updated its description of
+/// the server, on the wall clock.
+#[tokio::test]
+async fn server_info_tells_its_last_update_time() -> anymongo::error::Result<()> {
+    harness::within(TEST_BOUND, async {
+        let updates = Arc::new(Mutex::new(Vec::new()));
+        let mut options = ClientOptions::parse(server::shared().uri()).await?;
+        let seen = updates.clone();
+        options.sdam_event_handler = Some(EventHandler::callback(move |event: SdamEvent| {
+            if let SdamEvent::ServerDescriptionChanged(changed) = event {
+                let previous = changed.previous_description.last_update_time();
+                let new = changed.new_description.last_update_time();
+                seen.lock().unwrap().push((previous, new));
+            }
+        }));
+        let before = anymongo::bson::DateTime::now();
+        let client = Client::with_options(options)?;
+        client
+            .database("official_surface_update_time")
+            .run_command(doc! { "ping": 1 })
+            .await?;
+        let after = anymongo::bson::DateTime::now();
+
+        let updates = updates.lock().unwrap().clone();
+        let (previous, new) = updates.first().copied().expect("a description changed");
+        // The first description is the one made before any check: never updated.
+        assert_eq!(previous, None);
+        let new = new.expect("a checked server has an update time");
+        assert!(
+            before <= new && new <= after,
+            "{before} <= {new} <= {after}"
+        );
+        Ok(())
+    })
+    .await
+}
+
+/// `ClientOptions::socks5_proxy`: the connection string's proxy options, and the
+/// struct with its builder.
+#[tokio::test]
+async fn socks5_proxy_options_read_from_the_connection_string() -> anymongo::error::Result<()> {
+    let options = ClientOptions::parse(
+        "mongodb://localhost/?proxyHost=proxy.test&proxyPort=1081\
+         &proxyUsername=user&proxyPassword=secret",
+    )
+    .await?;
+    let expected = Socks5Proxy::builder()
+        .host("proxy.test")
+        .port(1081)
+        .authentication(("user".to_string(), "secret".to_string()))
+        .build();
+    assert_eq!(options.socks5_proxy, Some(expected));
+    let options = ClientOptions::parse("mongodb://localhost/?proxyHost=proxy.test").await?;
+    let proxy = options.socks5_proxy.expect("a proxy");
+    assert_eq!((proxy.port, proxy.authentication), (None, None));
+    // Half the credentials is an error, as in the official crate.
+    assert!(
+        ClientOptions::parse("mongodb://localhost/?proxyHost=p&proxyUsername=user")
+            .await
+            .is_err()
+    );
+    Ok(())
+}
+
+/// `ConnectionString`: parsed, its fields read and changed, then given to
+/// `ClientOptions::parse`, which also takes `&str`, `&String` and `String`.
+#[tokio::test]
+async fn connection_strings_parse_into_fields_and_client_options() -> anymongo::error::Result<()> {
+    harness::within(TEST_BOUND, async {
+        let uri = server::shared().uri().to_string();
+        let separator = if uri.contains('?') { '&' } else { '?' };
+        let mut conn_str = ConnectionString::parse(format!("{uri}{separator}appName=before"))?;
+        let HostInfo::HostIdentifiers(hosts) = &conn_str.host_info else {
+            panic!(
+                "a mongodb:// string has host identifiers: {:?}",
+                conn_str.host_info
+            );
+        };
+        assert!(!hosts.is_empty());
+        assert_eq!(conn_str.app_name.as_deref(), Some("before"));
+        conn_str.app_name = Some("after".to_string());
+        conn_str.max_pool_size = Some(3);
+        let options = ClientOptions::parse(conn_str).await?;
+        assert_eq!(
+            (options.app_name.as_deref(), options.max_pool_size),
+            (Some("after"), Some(3))
+        );
+        let client = Client::with_options(options)?;
+        client
+            .database("official_surface_conn_str")
+            .run_command(doc! { "ping": 1 })
+            .await?;
+
+        for options in [
+            ClientOptions::parse(uri.as_str()).await?,
+            ClientOptions::parse(&uri).await?,
+            ClientOptions::parse(uri.clone()).await?,
+        ] {
+            assert!(!options.hosts.is_empty());
+        }
+        let srv: ConnectionString = "mongodb+srv://cluster0.example.com/?tls=false".parse()?;
+        assert_eq!(
+            srv.host_info,
+            HostInfo::DnsRecord("cluster0.example.com".to_string())
+        );
+        assert!(srv.is_srv());
+        // Secrets stay out of logs.
+        let secret = ConnectionString::parse(
+            "mongodb://u:Pw9x@h/?proxyHost=p&proxyUsername=a&proxyPassword=Zq8v",
+        )?;
+        for shown in [format!("{secret:?}"), secret.to_string()] {
+            assert!(
+                !shown.contains("Pw9x") && !shown.contains("Zq8v"),
+                "{shown}"
+            );
+        }
+        assert!(ConnectionString::parse("mongodb://h/?maxPoolSize=nope&w=0&journal=true").is_err());
+        Ok(())
+    })
+    .await
+}
+
+/// `ResolverConfig`'s public resolvers, given to `ClientOptions::parse` (a `mongodb://`
+/// string needs no look-up, so none is made here; tests/tests/dns.rs resolves through one).
+#[tokio::test]
+async fn parse_takes_a_resolver_config() -> anymongo::error::Result<()> {
+    for config in [
+        ResolverConfig::cloudflare(),
+        ResolverConfig::google(),
+        ResolverConfig::quad9(),
+    ] {
+        assert_eq!(config.name_servers().len(), 4, "{config:?}");
+        let options = ClientOptions::parse(server::shared().uri())
+            .resolver_config(config)
+            .await?;
+        let client = Client::with_options(options)?;
+        client
+            .database("official_surface_resolver")
+            .run_command(doc! { "ping": 1 })
+            .await?;
+    }
+    Ok(())
+}
+
+/// The CMAP events, and the SDAM events the official crate reads back, `Deserialize`:
+/// what a client published, logged as JSON, reads back equal.
+#[tokio::test]
+async fn logged_events_read_back() -> anymongo::error::Result<()> {
+    harness::within(TEST_BOUND, async {
+        let cmap = Arc::new(Mutex::new(Vec::new()));
+        let sdam = Arc::new(Mutex::new(Vec::new()));
+        let mut options = ClientOptions::parse(server::shared().uri()).await?;
+        let seen = cmap.clone();
+        options.cmap_event_handler = Some(EventHandler::callback(move |event: CmapEvent| {
+            seen.lock().unwrap().push(event);
+        }));
+        let seen = sdam.clone();
+        options.sdam_event_handler = Some(EventHandler::callback(move |event: SdamEvent| {
+            seen.lock().unwrap().push(event);
+        }));
+        let client = Client::with_options(options)?;
+        client
+            .database("official_surface_read_back")
+            .run_command(doc! { "ping": 1 })
+            .await?;
+
+        fn round_trip<T>(event: &T)
+        where
+            T: serde::Serialize + serde::de::DeserializeOwned + PartialEq + std::fmt::Debug,
+        {
+            let json = serde_json::to_string(event).expect("serializes");
+            let read: T = serde_json::from_str(&json).expect("deserializes");
+            assert_eq!(&read, event, "{json}");
+        }
+        let (mut created, mut checked_out) = (0, 0);
+        for event in cmap.lock().unwrap().iter() {
+            match event {
+                CmapEvent::PoolCreated(event) => {
+                    round_trip(event);
+                    created += 1;
+                }
+                CmapEvent::ConnectionCheckedOut(event) => {
+                    round_trip(event);
+                    checked_out += 1;
+                }
+                CmapEvent::ConnectionCreated(event) => round_trip(event),
+                CmapEvent::ConnectionCheckedIn(event) => round_trip(event),
+                _ => {}
+            }
+        }
+        assert!(created >= 1 && checked_out >= 1, "{created} {checked_out}");
+        let mut opened = 0;
+        for event in sdam.lock().unwrap().iter() {
+            match event {
+                SdamEvent::TopologyOpening(event) => {
+                    round_trip(event);
+                    opened += 1;
+                }
+                SdamEvent::ServerOpening(event) => round_trip(event),
+                SdamEvent::ServerHeartbeatStarted(event) => round_trip(event),
+                _ => {}
+            }
+        }
+        assert_eq!(opened, 1);
         Ok(())
     })
     .await

@@ -85,6 +85,34 @@ async fn crud_through_a_proxy_without_authentication_sends_the_host_name() {
     .await;
 }
 
+/// The official crate's way: `ClientOptions::socks5_proxy` set in code, with
+/// credentials, and no proxy option in the connection string.
+#[tokio::test]
+async fn crud_through_a_proxy_set_in_client_options() {
+    within(BOUND, async {
+        let proxy = Socks5Proxy::start(Some((USER, PASSWORD))).unwrap();
+        let port = server::shared().port;
+        let uri = format!("mongodb://localhost:{port}/?directConnection=true");
+        let mut options = ClientOptions::parse(&uri).await.unwrap();
+        options.socks5_proxy = Some(
+            anymongo::options::Socks5Proxy::builder()
+                .host("127.0.0.1")
+                .port(proxy.port)
+                .authentication((USER.to_string(), PASSWORD.to_string()))
+                .build(),
+        );
+        let client = Client::with_options(options).unwrap();
+        crud(&client, "client_options").await;
+        let destination = format!("localhost:{port}");
+        assert!(
+            proxy.tunnels_to(&destination) >= 1,
+            "no tunnel to {destination}: {}",
+            proxy.log()
+        );
+    })
+    .await;
+}
+
 #[tokio::test]
 async fn every_connection_of_a_replica_set_client_goes_through_the_proxy() {
     within(BOUND, async {

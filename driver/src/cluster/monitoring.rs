@@ -19,7 +19,7 @@ use crate::rt;
 use crate::sdam::monitor::{
     run_monitor, CheckReply, Checker, HeartbeatConnection, MonitorHost, MonitorSignal,
 };
-use crate::sdam::{ServerDescription, ServerType};
+use crate::sdam::{ServerDescription, ServerType, Stamp};
 use crate::signal::{lock, TaskTracker};
 use crate::uri::ServerAddress;
 
@@ -145,7 +145,7 @@ impl Shared {
     /// description, with its round-trip times, goes into the topology.
     pub(super) fn described(self: &Arc<Self>, server: &Server, reply: bson::Document) {
         let (average, minimum) = server.rtt();
-        let now = self.runtime.clock.now();
+        let now = Stamp::now(&*self.runtime.clock);
         let mut description =
             ServerDescription::from_hello(server.address.clone(), reply, average, Some(now));
         description.min_round_trip_time = minimum;
@@ -176,7 +176,7 @@ impl Shared {
         // An Unknown server starts its round-trip average afresh (server-monitoring.md,
         // "Measuring RTT").
         lock(&server.rtt).reset();
-        let now = self.runtime.clock.now();
+        let now = Stamp::now(&*self.runtime.clock);
         self.apply(
             ServerDescription::from_error(server.address.clone(), error.clone(), None, Some(now)),
             None,

@@ -17,7 +17,7 @@ use crate::uri::ServerAddress;
 use crate::Error;
 
 /// A connection pool was created (it starts paused).
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PoolCreatedEvent {
     /// The server the pool connects to.
@@ -29,7 +29,7 @@ pub struct PoolCreatedEvent {
 /// The options a pool runs with, as its [`PoolCreatedEvent`] reports them.
 ///
 /// Every field is `Some`: a pool reports the values it applies, defaults included.
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct ConnectionPoolOptions {
@@ -63,7 +63,7 @@ impl From<&PoolOptions> for ConnectionPoolOptions {
 }
 
 /// A paused pool was marked ready: connections may be checked out and created.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PoolReadyEvent {
     /// The server the pool connects to.
@@ -72,7 +72,7 @@ pub struct PoolReadyEvent {
 
 /// A pool was cleared: its connections became stale and, outside load-balanced mode,
 /// the pool was paused and its wait queue emptied.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PoolClearedEvent {
     /// The server the pool connects to.
@@ -84,7 +84,7 @@ pub struct PoolClearedEvent {
 }
 
 /// A pool was closed: always its last pool event.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PoolClosedEvent {
     /// The server the pool connects to.
@@ -92,7 +92,7 @@ pub struct PoolClosedEvent {
 }
 
 /// A connection was created; it is not established yet.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ConnectionCreatedEvent {
     /// The server the pool connects to.
@@ -102,7 +102,7 @@ pub struct ConnectionCreatedEvent {
 }
 
 /// A connection finished its handshake and authentication.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ConnectionReadyEvent {
     /// The server the pool connects to.
@@ -114,7 +114,7 @@ pub struct ConnectionReadyEvent {
 }
 
 /// A connection was closed.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ConnectionClosedEvent {
     /// The server the pool connects to.
@@ -126,7 +126,7 @@ pub struct ConnectionClosedEvent {
 }
 
 /// A check-out began.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ConnectionCheckoutStartedEvent {
     /// The server the pool connects to.
@@ -134,7 +134,7 @@ pub struct ConnectionCheckoutStartedEvent {
 }
 
 /// A check-out failed.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ConnectionCheckoutFailedEvent {
     /// The server the pool connects to.
@@ -151,7 +151,7 @@ pub struct ConnectionCheckoutFailedEvent {
 }
 
 /// A check-out succeeded.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ConnectionCheckedOutEvent {
     /// The server the pool connects to.
@@ -164,7 +164,7 @@ pub struct ConnectionCheckedOutEvent {
 
 /// A connection came back to its pool (checked in, or dropped by its user; a dropped
 /// one is closed right after).
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ConnectionCheckedInEvent {
     /// The server the pool connects to.
@@ -291,7 +291,7 @@ impl CmapEvent {
 }
 
 /// Why a connection was closed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub enum ConnectionClosedReason {
@@ -322,7 +322,7 @@ impl ConnectionClosedReason {
 }
 
 /// Why a check-out failed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub enum ConnectionCheckoutFailedReason {

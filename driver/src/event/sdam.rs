@@ -47,7 +47,7 @@ pub struct ServerDescriptionChangedEvent {
 }
 
 /// A server was added to the topology (published before its monitor starts).
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ServerOpeningEvent {
     /// The server's address.
@@ -57,7 +57,7 @@ pub struct ServerOpeningEvent {
 }
 
 /// A server was removed from the topology (its monitor stops).
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ServerClosedEvent {
     /// The server's address.
@@ -79,7 +79,7 @@ pub struct TopologyDescriptionChangedEvent {
 }
 
 /// A topology was opened: always the first event of a topology.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TopologyOpeningEvent {
     /// The topology's unique id.
@@ -87,7 +87,7 @@ pub struct TopologyOpeningEvent {
 }
 
 /// A topology was closed: always the last event of a topology.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TopologyClosedEvent {
     /// The topology's unique id.
@@ -96,7 +96,7 @@ pub struct TopologyClosedEvent {
 
 /// A monitor sends its hello, or, when it must connect first, is about to open the
 /// connection.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ServerHeartbeatStartedEvent {
     /// The server's address.

@@ -14,7 +14,7 @@ use bson::{Bson, Document};
 use crate::bson_util::as_i64;
 use crate::error::{CommandError, Error, ErrorKind};
 use crate::handshake::{DRIVER_NAME, MAX_WIRE_VERSION, MIN_WIRE_VERSION};
-use crate::rt::Instant;
+use crate::rt::{Clock, Instant};
 use crate::uri::ServerAddress;
 
 pub use super::topology_version::TopologyVersion;
@@ -136,9 +136,14 @@ pub struct ServerDescription {
     pub election_id: Option<ObjectId>,
     /// `primary`, lower-cased.
     pub primary: Option<String>,
-    /// When this description was made (for Unknown, when the check failed).
+    /// When this description was made (for Unknown, when the check failed), on the
+    /// runtime's monotonic clock: what the driver's logic (max staleness) reads.
     #[serde(skip)]
     pub last_update_time: Option<Instant>,
+    /// The same moment on the runtime's wall clock, for
+    /// [`ServerInfo::last_update_time`](crate::selection::ServerInfo::last_update_time).
+    #[serde(skip)]
+    pub last_update_wall_time: Option<bson::DateTime>,
     /// `logicalSessionTimeoutMinutes`.
     pub logical_session_timeout_minutes: Option<i64>,
     /// `topologyVersion`.
@@ -150,6 +155,29 @@ pub struct ServerDescription {
     /// `maxBsonObjectSize`, `maxMessageSizeBytes`, `maxWriteBatchSize` and the other
     /// fields operations read: the whole successful reply.
     pub reply: Option<Document>,
+}
+
+/// When a [`ServerDescription`] is made, read from the runtime's [`Clock`] once: the
+/// monotonic reading for the driver's logic, and the wall-clock one for applications
+/// (the wall clock may jump, and is not `SystemTime` on every target: the runtime's
+/// clock gives it, `Date.now()` in the npm package).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Stamp {
+    /// The monotonic reading.
+    pub monotonic: Instant,
+    /// The wall-clock reading.
+    pub wall: bson::DateTime,
+}
+
+impl Stamp {
+    /// Now, on `clock`.
+    pub fn now(clock: &dyn Clock) -> Stamp {
+        let since_epoch = clock.unix_time().as_millis();
+        Stamp {
+            monotonic: clock.now(),
+            wall: bson::DateTime::from_millis(i64::try_from(since_epoch).unwrap_or(i64::MAX)),
+        }
+    }
 }
 
 impl ServerDescription {
@@ -174,6 +202,7 @@ impl ServerDescription {
             election_id: None,
             primary: None,
             last_update_time: None,
+            last_update_wall_time: None,
             logical_session_timeout_minutes: None,
             topology_version: None,
             service_id: None,
@@ -188,12 +217,13 @@ impl ServerDescription {
         address: ServerAddress,
         error: Error,
         topology_version: Option<TopologyVersion>,
-        now: Option<Instant>,
+        now: Option<Stamp>,
     ) -> ServerDescription {
         ServerDescription {
             error: Some(error),
             topology_version,
-            last_update_time: now,
+            last_update_time: now.map(|now| now.monotonic),
+            last_update_wall_time: now.map(|now| now.wall),
             ..ServerDescription::unknown(address)
         }
     }
@@ -205,7 +235,7 @@ impl ServerDescription {
         address: ServerAddress,
         reply: Document,
         round_trip_time: Option<Duration>,
-        now: Option<Instant>,
+        now: Option<Stamp>,
     ) -> ServerDescription {
         let ok = reply.get("ok").is_none_or(|ok| match ok {
             Bson::Boolean(ok) => *ok,
@@ -297,13 +327,22 @@ impl ServerDescription {
             set_version: int("setVersion").and_then(|v| i32::try_from(v).ok()),
             election_id: reply.get_object_id("electionId").ok(),
             primary: lower("primary"),
-            last_update_time: now,
+            last_update_time: now.map(|now| now.monotonic),
+            last_update_wall_time: now.map(|now| now.wall),
             logical_session_timeout_minutes: int("logicalSessionTimeoutMinutes"),
             topology_version: TopologyVersion::from_reply(&reply),
             service_id: reply.get_object_id("serviceId").ok(),
             is_cryptd: flag("iscryptd"),
             reply: Some(reply),
         }
+    }
+
+    /// When this description was made, if it was stamped.
+    pub fn stamp(&self) -> Option<Stamp> {
+        Some(Stamp {
+            monotonic: self.last_update_time?,
+            wall: self.last_update_wall_time?,
+        })
     }
 
     /// Whether the server can be selected at all (known, not Unknown/Ghost/PossiblePrimary).

@@ -17,7 +17,8 @@ pub mod topology;
 mod topology_version;
 
 pub use description::{
-    ServerDescription, ServerType, TopologyDescription, TopologyType, DEFAULT_HEARTBEAT_FREQUENCY,
+    ServerDescription, ServerType, Stamp, TopologyDescription, TopologyType,
+    DEFAULT_HEARTBEAT_FREQUENCY,
 };
 pub use topology::{
     ApplicationError, ApplicationErrorKind, ErrorPhase, ErrorResponse, TopologyState,

@@ -911,7 +911,7 @@ impl<'a> Edit<'a> {
             address.clone(),
             Error::misbehaving(address, message),
             None,
-            server.last_update_time,
+            server.stamp(),
         );
         self.insert(unknown);
     }
@@ -1045,7 +1045,7 @@ impl<'a> Edit<'a> {
                 address.clone(),
                 Error::misbehaving(address, message),
                 None,
-                self.servers[address].last_update_time,
+                self.servers[address].stamp(),
             );
             self.insert(unknown);
             self.check_if_has_primary();

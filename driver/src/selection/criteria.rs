@@ -220,6 +220,12 @@ impl<'a> ServerInfo<'a> {
         self.checked().then_some(self.description.min_wire_version)
     }
 
+    /// When the client last updated what it knows of the server (a check, or an error
+    /// that marked it Unknown), on the runtime's wall clock; `None` before that.
+    pub fn last_update_time(&self) -> Option<bson::DateTime> {
+        self.description.last_update_wall_time
+    }
+
     /// Why the last check of the server failed, if it did.
     pub fn error(&self) -> Option<&Error> {
         self.description.error.as_ref()

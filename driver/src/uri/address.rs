@@ -246,7 +246,9 @@ impl FromStr for ServerAddress {
 }
 
 /// Reads an address as the official crate does: `"host:port"` (as
-/// [`ServerAddress::parse`] reads it) or `{ host, port }`.
+/// [`ServerAddress::parse`] reads it) or `{ host, port }`; and as `Serialize` writes it
+/// (`{ "Tcp": { host, port } }`, `{ "Unix": { path } }`), so that logged events read
+/// back.
 impl<'de> serde::Deserialize<'de> for ServerAddress {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
@@ -256,8 +258,18 @@ impl<'de> serde::Deserialize<'de> for ServerAddress {
         enum Written {
             Text(String),
             Parts { host: String, port: Option<u16> },
+            Serialized(Serialized),
+        }
+        #[derive(serde::Deserialize)]
+        enum Serialized {
+            Tcp { host: String, port: Option<u16> },
+            Unix { path: PathBuf },
         }
         match Written::deserialize(deserializer)? {
+            Written::Serialized(Serialized::Tcp { host, port }) => {
+                Ok(ServerAddress::Tcp { host, port })
+            }
+            Written::Serialized(Serialized::Unix { path }) => Ok(ServerAddress::Unix { path }),
             Written::Text(text) => ServerAddress::parse(text).map_err(serde::de::Error::custom),
             Written::Parts { host, port } => Ok(ServerAddress::Tcp {
                 host: host.to_ascii_lowercase(),

@@ -48,6 +48,7 @@ use bson::Bson;
 use crate::auth::Credential;
 use crate::cmap::options::{PoolOptions, DEFAULT_MAINTENANCE_INTERVAL};
 use crate::concern::ReadConcern;
+use crate::default_runtime::ResolverConfig;
 use crate::error::{Error, Result};
 use crate::event::cmap::CmapEvent;
 use crate::event::command::CommandEvent;
@@ -57,6 +58,7 @@ use crate::handshake::DriverInfo;
 use crate::rt::TlsOptions;
 
 mod address;
+mod connection_string;
 mod encoding;
 mod options;
 mod parser;
@@ -64,7 +66,9 @@ mod types;
 
 pub use crate::rt::Tls;
 pub use address::{ServerAddress, DEFAULT_PORT};
-pub use types::{ProxyOptions, ServerMonitoringMode};
+pub(crate) use connection_string::query_keys;
+pub use connection_string::{ConnectionString, HostInfo};
+pub use types::{ServerMonitoringMode, Socks5Proxy};
 // The option types that belong to other specifications, where users of the connection
 // string look for them too.
 pub use crate::concern::{Acknowledgment, ReadConcernLevel, WriteConcern};
@@ -240,9 +244,10 @@ pub struct ClientOptions {
     /// anymongo addition: `srvAllowedHostsSuffix` (`mongodb+srv` only), the suffix
     /// every host from the SRV records must have.
     pub srv_allowed_hosts_suffix: Option<String>,
-    /// anymongo addition: `proxyHost`, `proxyPort`, `proxyUsername` and
-    /// `proxyPassword`.
-    pub proxy: Option<ProxyOptions>,
+    /// The SOCKS5 proxy every connection goes through: `proxyHost`, `proxyPort`,
+    /// `proxyUsername` and `proxyPassword` (the official crate has it behind its
+    /// feature `socks5-proxy`, which anymongo accepts and always builds in).
+    pub socks5_proxy: Option<Socks5Proxy>,
     /// anymongo addition: what in the connection string was ignored or deprecated, one
     /// sentence each.
     #[builder(setter(skip))]
@@ -251,6 +256,10 @@ pub struct ClientOptions {
     /// to poll ([`SeedList::into_options`](crate::srv::SeedList::into_options)).
     #[builder(setter(skip))]
     pub(crate) srv_seed_list: Option<Box<SeedList>>,
+    /// The name servers of `ClientOptions::parse(uri).resolver_config(config)`, for
+    /// the client's built-in runtime (SRV polling).
+    #[builder(setter(skip))]
+    pub(crate) resolver_config: Option<ResolverConfig>,
 }
 
 /// A resolved `mongodb+srv` seed list: the options to connect with, and what SRV
@@ -408,8 +417,7 @@ impl ClientOptions {
     /// - mode `primary` takes no tag sets nor `maxStalenessSeconds` (Server Selection
     ///   and Max Staleness specs);
     /// - `w=0` cannot have `journal=true` (Read and Write Concern spec);
-    /// - a proxy needs `proxyHost`, and `proxyUsername` and `proxyPassword` go together
-    ///   (SOCKS5 Support spec);
+    /// - a SOCKS5 proxy has a host (SOCKS5 Support spec);
     /// - TLS takes each PEM from a file or from memory, not both;
     /// - a [`DriverInfo`] field cannot contain `|` (Handshake spec);
     /// - and the ranges of `appName`, `heartbeatFrequencyMS`, `maxConnecting`,
@@ -464,13 +472,12 @@ impl ClientOptions {
         }) {
             return fail("w=0 (no acknowledgment) cannot be combined with journal=true");
         }
-        if let Some(proxy) = &self.proxy {
-            if proxy.host.is_empty() {
-                return fail("proxyPort, proxyUsername and proxyPassword need proxyHost");
-            }
-            if proxy.username.is_some() != proxy.password.is_some() {
-                return fail("proxyUsername and proxyPassword must be given together");
-            }
+        if self
+            .socks5_proxy
+            .as_ref()
+            .is_some_and(|proxy| proxy.host.is_empty())
+        {
+            return fail("Socks5Proxy: the host is empty");
         }
         if let Some(tls) = self.tls_options() {
             if tls.ca_pem.is_some() && tls.ca_file_path.is_some() {
@@ -558,10 +565,9 @@ impl fmt::Display for ClientOptions {
             .collect();
         f.write_str(&hosts.join(","))?;
         // Each option is compared with the value it has when a connection string does
-        // not give it: the default, with TLS and a proxy in place for their sub-options.
+        // not give it: the default, with TLS in place for its sub-options.
         let neutral = ClientOptions {
             tls: Some(Tls::Enabled(TlsOptions::default())),
-            proxy: Some(ProxyOptions::new("")),
             ..ClientOptions::default()
         };
         let mut pairs = Vec::new();

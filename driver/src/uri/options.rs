@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use bson::{Bson, Document};
 
-use super::types::{ProxyOptions, ServerMonitoringMode};
+use super::types::{ServerMonitoringMode, Socks5Proxy};
 use super::ClientOptions;
 use crate::auth::{AuthMechanism, Credential};
 use crate::concern::{Acknowledgment, ReadConcern, ReadConcernLevel, WriteConcern};
@@ -39,6 +39,53 @@ pub(super) struct Staging {
     /// `readPreference`, `readPreferenceTags` and `maxStalenessSeconds`, which make
     /// one read preference once all are read (the tags may come before the mode).
     pub read_preference: ReadPreferenceParts,
+    /// `proxyHost`, `proxyPort`, `proxyUsername` and `proxyPassword`, which make one
+    /// [`Socks5Proxy`] once all are read.
+    pub proxy: ProxyParts,
+}
+
+/// The SOCKS5 options of a connection string, as given.
+#[derive(Default)]
+pub(super) struct ProxyParts {
+    /// `proxyHost`.
+    pub host: Option<String>,
+    /// `proxyPort`.
+    pub port: Option<u16>,
+    /// `proxyUsername`.
+    pub username: Option<String>,
+    /// `proxyPassword`.
+    pub password: Option<String>,
+}
+
+impl ProxyParts {
+    /// The proxy, if any option names one. Fails for a port or credentials without a
+    /// host, and for a username without a password or the reverse (SOCKS5 Support spec,
+    /// "Connection String Options").
+    pub(super) fn build(self) -> Result<Option<Socks5Proxy>, Error> {
+        let ProxyParts {
+            host,
+            port,
+            username,
+            password,
+        } = self;
+        let fail = |message: &str| Err(Error::invalid_argument(message.to_string()));
+        let Some(host) = host else {
+            if port.is_some() || username.is_some() || password.is_some() {
+                return fail("proxyPort, proxyUsername and proxyPassword need proxyHost");
+            }
+            return Ok(None);
+        };
+        let authentication = match (username, password) {
+            (Some(username), Some(password)) => Some((username, password)),
+            (None, None) => None,
+            _ => return fail("proxyUsername and proxyPassword must be given together"),
+        };
+        Ok(Some(Socks5Proxy {
+            host,
+            port,
+            authentication,
+        }))
+    }
 }
 
 /// The read preference options of a connection string, as given.
@@ -401,15 +448,15 @@ static OPTIONS: &[UriOption] = &[
     // options are in `ClientOptions::validate`.
     option(
         "proxyHost",
-        |s, v| put(&mut proxy(s).host, text(v)?),
-        |o| o.proxy.as_ref().map(|p| p.host.as_str().into()),
+        |s, v| put(&mut s.proxy.host, Some(text(v)?)),
+        |o| o.socks5_proxy.as_ref().map(|p| p.host.as_str().into()),
     )
     .repeat(Repeat::Never),
     // "Drivers MUST ignore this option if it specifies a zero-length string."
     option(
         "proxyPassword",
-        |s, v| put(&mut proxy(s).password, Some(text(v)?)),
-        |o| o.proxy.as_ref()?.password.as_deref().map(Bson::from),
+        |s, v| put(&mut s.proxy.password, Some(text(v)?)),
+        |o| proxy_credential(o, |(_, password)| password),
     )
     .repeat(Repeat::Never)
     .secret(),
@@ -418,17 +465,17 @@ static OPTIONS: &[UriOption] = &[
         |s, v| {
             let port = integer(v, 1..=i64::from(u16::MAX))?;
             put(
-                &mut proxy(s).port,
-                u16::try_from(port).map_err(out_of_range)?,
+                &mut s.proxy.port,
+                Some(u16::try_from(port).map_err(out_of_range)?),
             )
         },
-        |o| o.proxy.as_ref().map(|p| Bson::from(i32::from(p.port))),
+        |o| o.socks5_proxy.as_ref()?.port.map(|p| Bson::from(i32::from(p))),
     )
     .repeat(Repeat::Never),
     option(
         "proxyUsername",
-        |s, v| put(&mut proxy(s).username, Some(text(v)?)),
-        |o| o.proxy.as_ref()?.username.as_deref().map(Bson::from),
+        |s, v| put(&mut s.proxy.username, Some(text(v)?)),
+        |o| proxy_credential(o, |(username, _)| username),
     )
     .repeat(Repeat::Never),
     option(
@@ -672,12 +719,13 @@ fn put<T>(slot: &mut T, value: T) -> Result<(), Problem> {
     Ok(())
 }
 
-fn proxy(staging: &mut Staging) -> &mut ProxyOptions {
-    // An empty host until `proxyHost` is seen; `validate` rejects a proxy without one.
-    staging
-        .options
-        .proxy
-        .get_or_insert_with(|| ProxyOptions::new(""))
+/// The proxy's username or password, for the connection string.
+fn proxy_credential(
+    options: &ClientOptions,
+    get: impl Fn(&(String, String)) -> &String,
+) -> Option<Bson> {
+    let authentication = options.socks5_proxy.as_ref()?.authentication.as_ref()?;
+    Some(get(authentication).as_str().into())
 }
 
 fn write_concern(staging: &mut Staging) -> &mut WriteConcern {

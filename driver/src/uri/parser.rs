@@ -85,6 +85,7 @@ pub(super) fn parse(uri: &str) -> Result<ClientOptions> {
         tls_enabled: None,
         auth: Credential::default(),
         read_preference: Default::default(),
+        proxy: Default::default(),
     };
     let given = apply_options(&mut staging, query)?;
     finish(staging, userinfo, &given)
@@ -385,8 +386,10 @@ fn finish(
         tls_enabled,
         auth,
         read_preference,
+        proxy,
     } = staging;
     options.selection_criteria = read_preference.build()?.map(SelectionCriteria::from);
+    options.socks5_proxy = proxy.build()?;
     let appears = |name: &str| given.iter().any(|given| given.eq_ignore_ascii_case(name));
 
     for (a, b) in TLS_CONFLICTS {

@@ -108,8 +108,8 @@ fn options_are_typed() {
         Some(ServerMonitoringMode::Poll)
     );
     assert_eq!(options.heartbeat_freq, Some(Duration::from_millis(500)));
-    let proxy = options.proxy.as_ref().unwrap();
-    assert_eq!((proxy.host.as_str(), proxy.port), ("p", 1081));
+    let proxy = options.socks5_proxy.as_ref().unwrap();
+    assert_eq!((proxy.host.as_str(), proxy.port), ("p", Some(1081)));
     assert_eq!(options.warnings.len(), 1, "{:?}", options.warnings);
     assert!(options.warnings[0].contains("bogus"));
 }
@@ -599,8 +599,8 @@ fn a_known_option_after_a_secret_is_applied() {
     let options =
         parse("mongodb://h/?proxyHost=p&proxyUsername=u&proxyPassword=Qz7w&tls=true&appName=a");
     assert_eq!(
-        options.proxy.as_ref().unwrap().password.as_deref(),
-        Some("Qz7w")
+        options.socks5_proxy.unwrap().authentication,
+        Some(("u".to_string(), "Qz7w".to_string()))
     );
     assert!(options.tls.is_some());
     assert!(options.warnings.is_empty(), "{:?}", options.warnings);

@@ -5,6 +5,8 @@
 
 use std::fmt;
 
+use typed_builder::TypedBuilder;
+
 use crate::named_enum::named_enum;
 
 named_enum! {
@@ -21,42 +23,44 @@ named_enum! {
     }
 }
 
-/// The SOCKS5 proxy every connection goes through (SOCKS5 Support spec, "MongoClient
-/// Configuration"). `Debug` never shows the password.
-#[derive(Clone, PartialEq, Eq)]
-pub struct ProxyOptions {
+/// `ClientOptions::socks5_proxy`: the SOCKS5 proxy every connection goes through
+/// (SOCKS5 Support spec, "MongoClient Configuration"), the official crate's
+/// `options::Socks5Proxy`. `Debug` never shows the password.
+#[derive(Clone, PartialEq, Eq, serde::Deserialize, TypedBuilder)]
+#[builder(field_defaults(default, setter(into)))]
+#[non_exhaustive]
+pub struct Socks5Proxy {
     /// `proxyHost`: the proxy's host name or IP address.
+    #[builder(!default)]
     pub host: String,
-    /// `proxyPort`, 1080 by default.
-    pub port: u16,
-    /// `proxyUsername`; set together with `password` or not at all.
-    pub username: Option<String>,
-    /// `proxyPassword`; set together with `username` or not at all.
-    pub password: Option<String>,
+    /// `proxyPort`; `None`: 1080 ([`Socks5Proxy::DEFAULT_PORT`]).
+    pub port: Option<u16>,
+    /// `proxyUsername` and `proxyPassword`, which the spec has given together or not at
+    /// all; an empty one means no authentication ("Drivers MUST ignore this option if it
+    /// specifies a zero-length string").
+    pub authentication: Option<(String, String)>,
 }
 
-impl ProxyOptions {
+impl Socks5Proxy {
     /// The SOCKS5 default port.
     pub const DEFAULT_PORT: u16 = 1080;
 
-    /// A proxy at `host` on the default port, without authentication.
-    pub fn new(host: impl Into<String>) -> Self {
-        ProxyOptions {
-            host: host.into(),
-            port: ProxyOptions::DEFAULT_PORT,
-            username: None,
-            password: None,
-        }
+    /// The port connections go to: `port`, or 1080.
+    pub fn port_or_default(&self) -> u16 {
+        self.port.unwrap_or(Self::DEFAULT_PORT)
     }
 }
 
-impl fmt::Debug for ProxyOptions {
+impl fmt::Debug for Socks5Proxy {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ProxyOptions")
+        let authentication = self
+            .authentication
+            .as_ref()
+            .map(|(username, _)| (username, "<redacted>"));
+        f.debug_struct("Socks5Proxy")
             .field("host", &self.host)
             .field("port", &self.port)
-            .field("username", &self.username)
-            .field("password", &self.password.as_ref().map(|_| "<redacted>"))
+            .field("authentication", &authentication)
             .finish()
     }
 }
