@@ -8,16 +8,18 @@
 use std::time::Duration;
 
 use anymongo::action::{
-    Aggregate, CountDocuments, CreateIndex, CreateSearchIndex, Delete, Distinct, DropCollection,
-    DropIndex, DropSearchIndex, EstimatedDocumentCount, ExplicitSession, Find, ImplicitSession,
-    InsertMany, InsertOne, ListCollections, ListDatabases, ListIndexes, ListNames,
-    ListSearchIndexes, ListSpecifications, Multiple, ReplaceOne, RunCursorCommand, Single, Update,
-    UpdateSearchIndex, Watch,
+    Aggregate, BulkWrite, CollectionBulkWrite, CountDocuments, CreateIndex, CreateSearchIndex,
+    Delete, Distinct, DropCollection, DropIndex, DropSearchIndex, EstimatedDocumentCount,
+    ExplicitSession, Find, ImplicitSession, InsertMany, InsertOne, ListCollections, ListDatabases,
+    ListIndexes, ListNames, ListSearchIndexes, ListSpecifications, Multiple, ReplaceOne,
+    RunCursorCommand, Single, Update, UpdateSearchIndex, Watch,
 };
 use anymongo::bson::{doc, Bson, Document};
+use anymongo::options::{DeleteOneModel, InsertOneModel, WriteModel};
 use anymongo::results::{
     CollectionSpecification, CreateIndexResult, CreateIndexesResult, DeleteResult,
-    InsertManyResult, InsertOneResult, UpdateResult,
+    InsertManyResult, InsertOneResult, SummaryBulkWriteResult, UpdateResult,
+    VerboseBulkWriteResult,
 };
 use anymongo::{Client, Collection, IndexModel, SearchIndexModel};
 use anymongo_tests::{harness, server};
@@ -223,6 +225,42 @@ async fn the_crud_action_types_name_no_document_type() -> anymongo::error::Resul
             .list_collection_names()
             .await?
             .contains(&"items".to_owned()));
+        Ok(())
+    })
+    .await
+}
+
+#[tokio::test]
+async fn the_bulk_write_types_name_their_result() -> anymongo::error::Result<()> {
+    harness::within(TEST_BOUND, async {
+        let client = Client::with_uri_str(server::shared().uri()).await?;
+        let items: Collection<Document> = client
+            .database("official_action_types_bulk")
+            .collection("items");
+        items.drop().await?;
+        let insert = |id: i32| -> WriteModel {
+            InsertOneModel::builder()
+                .namespace(items.namespace())
+                .document(doc! { "_id": id })
+                .build()
+                .into()
+        };
+
+        // The client's, as the official crate names it.
+        let write: BulkWrite<'_, SummaryBulkWriteResult> = client.bulk_write([insert(1)]);
+        let summary: SummaryBulkWriteResult = write.await?;
+        assert_eq!(summary.inserted_count, 1);
+        let write: BulkWrite<'_, VerboseBulkWriteResult> =
+            client.bulk_write([insert(2), insert(3)]).verbose_results();
+        let verbose: VerboseBulkWriteResult = write.await?;
+        assert_eq!(verbose.summary.inserted_count, 2);
+        assert_eq!(verbose.insert_results[&1].inserted_id, Bson::Int32(3));
+
+        // The collection's, an addition, without the collection's type either.
+        let write: CollectionBulkWrite<'_> =
+            items.bulk_write([DeleteOneModel::new(doc! { "_id": 1 }).into()]);
+        assert_eq!(write.await?.deleted_count, 1);
+        assert_eq!(items.count_documents(doc! {}).await?, 2);
         Ok(())
     })
     .await
