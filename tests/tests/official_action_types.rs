@@ -12,7 +12,7 @@ use anymongo::action::{
     Delete, Distinct, DropCollection, DropIndex, DropSearchIndex, EstimatedDocumentCount,
     ExplicitSession, Find, ImplicitSession, InsertMany, InsertOne, ListCollections, ListDatabases,
     ListIndexes, ListNames, ListSearchIndexes, ListSpecifications, Multiple, ReplaceOne,
-    RunCursorCommand, Single, Update, UpdateSearchIndex, Watch,
+    RunCursorCommand, Single, StartTransaction, Update, UpdateSearchIndex, Watch,
 };
 use anymongo::bson::{doc, Bson, Document};
 use anymongo::options::{DeleteOneModel, InsertOneModel, WriteModel};
@@ -21,7 +21,7 @@ use anymongo::results::{
     InsertManyResult, InsertOneResult, SummaryBulkWriteResult, UpdateResult,
     VerboseBulkWriteResult,
 };
-use anymongo::{Client, Collection, IndexModel, SearchIndexModel};
+use anymongo::{Client, ClientSession, Collection, IndexModel, SearchIndexModel};
 use anymongo_tests::{harness, server};
 use futures::TryStreamExt;
 use serde::{Deserialize, Serialize};
@@ -261,6 +261,39 @@ async fn the_bulk_write_types_name_their_result() -> anymongo::error::Result<()>
             items.bulk_write([DeleteOneModel::new(doc! { "_id": 1 }).into()]);
         assert_eq!(write.await?.deleted_count, 1);
         assert_eq!(items.count_documents(doc! {}).await?, 2);
+        Ok(())
+    })
+    .await
+}
+
+#[tokio::test]
+async fn the_start_of_a_transaction_names_its_session() -> anymongo::error::Result<()> {
+    harness::within(TEST_BOUND, async {
+        let client = Client::with_uri_str(server::shared().uri()).await?;
+        let db = client.database("official_action_types_transactions");
+        db.drop().await?;
+        db.create_collection("items").await?;
+        let items: Collection<Document> = db.collection("items");
+        let mut session = client.start_session().await?;
+
+        let start: StartTransaction<&mut ClientSession> = session.start_transaction();
+        start.await?;
+        items
+            .insert_one(doc! { "_id": 1 })
+            .session(&mut session)
+            .await?;
+        session.abort_transaction().await?;
+        assert_eq!(items.count_documents(doc! {}).await?, 0);
+
+        let start: StartTransaction<&mut ClientSession> = session.start_transaction();
+        let inserted = start
+            .and_run2(async |session| {
+                items.insert_one(doc! { "_id": 2 }).session(session).await?;
+                Ok(1)
+            })
+            .await?;
+        assert_eq!(inserted, 1);
+        assert_eq!(items.find_one(doc! {}).await?, Some(doc! { "_id": 2 }));
         Ok(())
     })
     .await
