@@ -553,8 +553,8 @@ pub struct UpdateSearchIndex<'a> {
     name: String,
     definition: Document,
     timeout: Option<Duration>,
-    /// The action borrows the collection, as the others do, though it keeps a handle
-    /// of its own.
+    /// The official type's lifetime, the borrow of the collection (the action holds a
+    /// handle of its own).
     _borrow: PhantomData<&'a ()>,
 }
 
@@ -586,8 +586,8 @@ pub struct DropSearchIndex<'a> {
     collection: Box<Collection<Document>>,
     name: String,
     timeout: Option<Duration>,
-    /// The action borrows the collection, as the others do, though it keeps a handle
-    /// of its own.
+    /// The official type's lifetime, the borrow of the collection (the action holds a
+    /// handle of its own).
     _borrow: PhantomData<&'a ()>,
 }
 
@@ -619,8 +619,8 @@ pub struct ListSearchIndexes<'a> {
     name: Option<String>,
     options: Option<AggregateOptions>,
     timeout: Option<Duration>,
-    /// The action borrows the collection, as the others do, though it keeps a handle
-    /// of its own.
+    /// The official type's lifetime, the borrow of the collection (the action holds a
+    /// handle of its own).
     _borrow: PhantomData<&'a ()>,
 }
 
