@@ -359,7 +359,7 @@ pub mod session_docs {
         let coll = db.collection::<Document>("coll");
         db.create_collection("coll").await?;
         let client = db.client();
-        let session = client.start_session().await?;
+        let mut session = client.start_session().await?;
         let inserted = session
             .start_transaction()
             .and_run2(async |session| {

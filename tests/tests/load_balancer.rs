@@ -1264,7 +1264,7 @@ async fn a_dropped_session_aborts_its_transaction_on_the_pinned_connection_witho
         .database("lb_pinning")
         .collection::<Document>("transaction");
     let (cmap_mark, command_mark) = (client.cmap.len(), client.commands.len());
-    let session = client.client.start_session().await.unwrap();
+    let mut session = client.client.start_session().await.unwrap();
     session.start_transaction().await.unwrap();
     for n in 10..12 {
         numbers
@@ -1305,7 +1305,7 @@ async fn an_abandoned_operation_in_a_pinned_transaction_gives_a_transient_error(
         .client
         .database("lb_pinning")
         .collection::<Document>("abandoned");
-    let session = client.client.start_session().await.unwrap();
+    let mut session = client.client.start_session().await.unwrap();
     session.start_transaction().await.unwrap();
     numbers
         .insert_one(doc! { "_id": 10 })

@@ -343,7 +343,7 @@ async fn and_run_callbacks_return_the_root_box_future() -> anymongo::error::Resu
             .database("official_surface_and_run")
             .collection::<Document>("items");
         coll.drop().await?;
-        let session = client.start_session().await?;
+        let mut session = client.start_session().await?;
         fn insert<'b>(
             session: &'b mut anymongo::ClientSession,
             coll: &'b mut anymongo::Collection<Document>,

@@ -180,7 +180,7 @@ async fn a_transaction_stays_on_the_mongos_of_its_first_command() {
             .collection::<Document>("pinning");
         collection.drop().await.unwrap();
         collection.insert_one(doc! { "_id": 0 }).await.unwrap();
-        let session = client.start_session().await.unwrap();
+        let mut session = client.start_session().await.unwrap();
         for round in 1..=3 {
             events.lock().unwrap().clear();
             session.start_transaction().await.unwrap();
@@ -276,7 +276,7 @@ async fn pinned_session_selects_again(in_transactions: bool) {
         .database("sharded_tests")
         .collection::<Document>("unpinning");
     collection.insert_one(doc! {}).await.unwrap();
-    let session = client.start_session().await.unwrap();
+    let mut session = client.start_session().await.unwrap();
     session.start_transaction().await.unwrap();
     collection
         .insert_one(doc! {})

@@ -69,7 +69,7 @@ async fn a_commit_makes_the_writes_visible_and_an_abort_discards_them() {
     harness::within(TEST_BOUND, async {
         let (client, _) = recording_client("appName=tx_commit_abort");
         let collection = fresh(&client, "commit_abort").await;
-        let session = client.start_session().await.unwrap();
+        let mut session = client.start_session().await.unwrap();
 
         session.start_transaction().await.unwrap();
         assert_eq!(session.transaction_state(), TransactionState::Starting);
@@ -151,7 +151,7 @@ async fn commands_in_a_transaction_carry_its_fields() {
     harness::within(TEST_BOUND, async {
         let (client, events) = recording_client("appName=tx_fields&w=majority");
         let collection = fresh(&client, "fields").await;
-        let session = client.start_session().await.unwrap();
+        let mut session = client.start_session().await.unwrap();
         events.lock().unwrap().clear();
         session
             .start_transaction()
@@ -250,7 +250,7 @@ async fn with_transaction_retries_a_transient_transaction_error() {
             .await
             .unwrap();
         events.lock().unwrap().clear();
-        let session = client.start_session().await.unwrap();
+        let mut session = client.start_session().await.unwrap();
         let calls = Arc::new(AtomicU32::new(0));
         let result = session
             .start_transaction()
@@ -301,7 +301,7 @@ async fn ending_a_session_aborts_its_transaction_in_progress() {
     harness::within(TEST_BOUND, async {
         let (client, events) = recording_client("appName=tx_end_session");
         let collection = fresh(&client, "end_session").await;
-        let session = client.start_session().await.unwrap();
+        let mut session = client.start_session().await.unwrap();
         session.start_transaction().await.unwrap();
         collection
             .insert_one(doc! { "_id": 1 })
@@ -315,7 +315,7 @@ async fn ending_a_session_aborts_its_transaction_in_progress() {
         assert_eq!(ids(&collection).await, [0]);
         // The server session went back to the pool once aborted: the next session
         // reuses it, with a higher transaction number.
-        let next = client.start_session().await.unwrap();
+        let mut next = client.start_session().await.unwrap();
         next.start_transaction().await.unwrap();
         collection
             .insert_one(doc! { "_id": 2 })
@@ -427,7 +427,7 @@ async fn and_run2_commits_the_writes_of_its_callback() {
     harness::within(TEST_BOUND, async {
         let (client, events) = recording_client("appName=tx_and_run2");
         let collection = fresh(&client, "and_run2").await;
-        let session = client
+        let mut session = client
             .start_session()
             .default_timeout(Duration::from_secs(20))
             .await
@@ -483,7 +483,7 @@ async fn and_run2_aborts_when_its_callback_fails() {
     harness::within(TEST_BOUND, async {
         let (client, events) = recording_client("appName=tx_and_run2_fails");
         let collection = fresh(&client, "and_run2_fails").await;
-        let session = client.start_session().await.unwrap();
+        let mut session = client.start_session().await.unwrap();
         events.lock().unwrap().clear();
         let mut calls = 0;
         let failed = session

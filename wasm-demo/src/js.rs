@@ -512,7 +512,9 @@ impl NativeSession {
     pub fn start_transaction(&self, options: Vec<u8>) -> Result<(), JsValue> {
         let start = || {
             let options = ops::transaction_options(&parse(options)?)?;
-            ready(self.session.start_transaction().with_options(options))
+            // A handle of this session: starting a transaction takes it mutably.
+            let mut session = self.session.clone();
+            ready(session.start_transaction().with_options(options))
         };
         start().map_err(|error| reject(&error))
     }
@@ -538,7 +540,7 @@ impl NativeSession {
     /// that ends the call rejects with the same value.
     #[wasm_bindgen(js_name = withTransaction)]
     pub fn with_transaction(&self, callback: Function, options: Vec<u8>) -> Promise {
-        let session = self.session.clone();
+        let mut session = self.session.clone();
         let options = parse(options).and_then(|options| ops::transaction_options(&options));
         future_to_promise(async move {
             let options = options.map_err(|error| reject(&error))?;

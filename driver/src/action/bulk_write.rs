@@ -51,9 +51,12 @@ impl<T: Serialize> Collection<T> {
     /// println!("{} inserted, {} deleted", result.inserted_count, result.deleted_count);
     /// # Ok(()) }
     /// ```
-    pub fn bulk_write(&self, models: impl IntoIterator<Item = WriteModel<T>>) -> BulkWrite<'_, T> {
-        BulkWrite {
-            collection: self,
+    pub fn bulk_write(
+        &self,
+        models: impl IntoIterator<Item = WriteModel<T>>,
+    ) -> CollectionBulkWrite<'_> {
+        CollectionBulkWrite {
+            collection: Box::new(self.clone_with_type()),
             // Serialized and checked now, so that the action does not hold a `T`.
             statements: Statements::of_models(models, &self.namespace()),
             options: None,
@@ -145,8 +148,8 @@ impl Client {
     pub fn bulk_write(
         &self,
         models: impl IntoIterator<Item = impl Into<WriteModel>>,
-    ) -> ClientBulkWrite<'_> {
-        ClientBulkWrite {
+    ) -> BulkWrite<'_, SummaryBulkWriteResult> {
+        BulkWrite {
             client: self,
             models: models.into_iter().map(Into::into).collect(),
             options: None,
@@ -187,21 +190,22 @@ macro_rules! bulk_write_setters {
 /// A collection's bulk write: what [`Collection::bulk_write`] returns. Awaited, it
 /// runs and returns what the writes did.
 #[must_use = "an action does nothing until it is awaited"]
-pub struct BulkWrite<'a, T> {
-    collection: &'a Collection<T>,
+pub struct CollectionBulkWrite<'a> {
+    /// Boxed: a collection handle is large.
+    collection: Box<Collection<Document>>,
     statements: Result<Statements>,
     options: Option<BulkWriteOptions>,
     session: Option<&'a ClientSession>,
     timeout: Option<Duration>,
 }
 
-impl<'a, T> BulkWrite<'a, T> {
+impl<'a> CollectionBulkWrite<'a> {
     bulk_write_setters!();
 }
 
-run_blocking!(impl['a, T] BulkWrite<'a, T> => BulkWriteResult);
+run_blocking!(impl['a] CollectionBulkWrite<'a> => BulkWriteResult);
 
-impl<'a, T> IntoFuture for BulkWrite<'a, T> {
+impl<'a> IntoFuture for CollectionBulkWrite<'a> {
     type Output = Result<BulkWriteResult>;
     type IntoFuture = BoxFuture<'a, Self::Output>;
 
@@ -219,7 +223,7 @@ impl<'a, T> IntoFuture for BulkWrite<'a, T> {
 /// returns what the writes did: an `R`, [`SummaryBulkWriteResult`] unless
 /// `.verbose_results()` asked for a [`VerboseBulkWriteResult`].
 #[must_use = "an action does nothing until it is awaited"]
-pub struct ClientBulkWrite<'a, R = SummaryBulkWriteResult> {
+pub struct BulkWrite<'a, R> {
     client: &'a Client,
     models: Vec<WriteModel>,
     options: Option<BulkWriteOptions>,
@@ -228,7 +232,7 @@ pub struct ClientBulkWrite<'a, R = SummaryBulkWriteResult> {
     _result: PhantomData<R>,
 }
 
-impl<'a, R> ClientBulkWrite<'a, R> {
+impl<'a, R> BulkWrite<'a, R> {
     bulk_write_setters!();
 
     /// Runs the writes, with each write's result when `verbose` (`errorsOnly: false`).
@@ -246,11 +250,11 @@ impl<'a, R> ClientBulkWrite<'a, R> {
     }
 }
 
-impl<'a> ClientBulkWrite<'a, SummaryBulkWriteResult> {
+impl<'a> BulkWrite<'a, SummaryBulkWriteResult> {
     /// The result of each write too, not only the counts: the bulk write then returns
     /// a [`VerboseBulkWriteResult`]. Off by default, which is faster.
-    pub fn verbose_results(self) -> ClientBulkWrite<'a, VerboseBulkWriteResult> {
-        ClientBulkWrite {
+    pub fn verbose_results(self) -> BulkWrite<'a, VerboseBulkWriteResult> {
+        BulkWrite {
             client: self.client,
             models: self.models,
             options: self.options,
@@ -261,9 +265,9 @@ impl<'a> ClientBulkWrite<'a, SummaryBulkWriteResult> {
     }
 }
 
-run_blocking!(impl['a] ClientBulkWrite<'a, SummaryBulkWriteResult> => SummaryBulkWriteResult);
+run_blocking!(impl['a] BulkWrite<'a, SummaryBulkWriteResult> => SummaryBulkWriteResult);
 
-impl<'a> IntoFuture for ClientBulkWrite<'a, SummaryBulkWriteResult> {
+impl<'a> IntoFuture for BulkWrite<'a, SummaryBulkWriteResult> {
     type Output = Result<SummaryBulkWriteResult>;
     type IntoFuture = BoxFuture<'a, Self::Output>;
 
@@ -273,9 +277,9 @@ impl<'a> IntoFuture for ClientBulkWrite<'a, SummaryBulkWriteResult> {
     }
 }
 
-run_blocking!(impl['a] ClientBulkWrite<'a, VerboseBulkWriteResult> => VerboseBulkWriteResult);
+run_blocking!(impl['a] BulkWrite<'a, VerboseBulkWriteResult> => VerboseBulkWriteResult);
 
-impl<'a> IntoFuture for ClientBulkWrite<'a, VerboseBulkWriteResult> {
+impl<'a> IntoFuture for BulkWrite<'a, VerboseBulkWriteResult> {
     type Output = Result<VerboseBulkWriteResult>;
     type IntoFuture = BoxFuture<'a, Self::Output>;
 

@@ -31,9 +31,9 @@ impl<T> Collection<T> {
     /// orders.drop().await?;
     /// # Ok(()) }
     /// ```
-    pub fn drop(&self) -> DropCollection<'_, T> {
+    pub fn drop(&self) -> DropCollection<'_> {
         DropCollection {
-            collection: self,
+            collection: Box::new(self.clone_with_type()),
             options: None,
             session: None,
             timeout: None,
@@ -51,9 +51,9 @@ impl<T> Collection<T> {
     /// orders.rename("orders_2024").drop_target(true).await?;
     /// # Ok(()) }
     /// ```
-    pub fn rename(&self, to: impl AsRef<str>) -> RenameCollection<'_, T> {
+    pub fn rename(&self, to: impl AsRef<str>) -> RenameCollection<'_> {
         RenameCollection {
-            collection: self,
+            collection: Box::new(self.clone_with_type()),
             to: to.as_ref().to_owned(),
             drop_target: false,
             session: None,
@@ -64,14 +64,15 @@ impl<T> Collection<T> {
 
 /// A drop of a collection: what [`Collection::drop`] returns.
 #[must_use = "an action does nothing until it is awaited"]
-pub struct DropCollection<'a, T> {
-    collection: &'a Collection<T>,
+pub struct DropCollection<'a> {
+    /// Boxed: a collection handle is large.
+    collection: Box<Collection<Document>>,
     options: Option<DropCollectionOptions>,
     session: Option<&'a ClientSession>,
     timeout: Option<Duration>,
 }
 
-impl<'a, T> DropCollection<'a, T> {
+impl<'a> DropCollection<'a> {
     option_setters!(options: DropCollectionOptions;
         /// Overrides the collection's write concern.
         write_concern: WriteConcern,
@@ -80,9 +81,9 @@ impl<'a, T> DropCollection<'a, T> {
     session_setter!();
 }
 
-run_blocking!(impl['a, T] DropCollection<'a, T> => ());
+run_blocking!(impl['a] DropCollection<'a> => ());
 
-impl<'a, T> IntoFuture for DropCollection<'a, T> {
+impl<'a> IntoFuture for DropCollection<'a> {
     type Output = Result<()>;
     type IntoFuture = BoxFuture<'a, Self::Output>;
 
@@ -114,15 +115,16 @@ impl<'a, T> IntoFuture for DropCollection<'a, T> {
 
 /// A rename of a collection: what [`Collection::rename`] returns.
 #[must_use = "an action does nothing until it is awaited"]
-pub struct RenameCollection<'a, T> {
-    collection: &'a Collection<T>,
+pub struct RenameCollection<'a> {
+    /// Boxed: a collection handle is large.
+    collection: Box<Collection<Document>>,
     to: String,
     drop_target: bool,
     session: Option<&'a ClientSession>,
     timeout: Option<Duration>,
 }
 
-impl<'a, T> RenameCollection<'a, T> {
+impl<'a> RenameCollection<'a> {
     /// Drops a collection named as the new name first (`dropTarget`), rather than
     /// failing.
     pub fn drop_target(mut self, drop_target: bool) -> Self {
@@ -133,9 +135,9 @@ impl<'a, T> RenameCollection<'a, T> {
     session_setter!();
 }
 
-run_blocking!(impl['a, T] RenameCollection<'a, T> => ());
+run_blocking!(impl['a] RenameCollection<'a> => ());
 
-impl<'a, T> IntoFuture for RenameCollection<'a, T> {
+impl<'a> IntoFuture for RenameCollection<'a> {
     type Output = Result<()>;
     type IntoFuture = BoxFuture<'a, Self::Output>;
 

@@ -26,9 +26,9 @@ impl<T> Collection<T> {
     /// let teas = orders.count_documents(doc! { "item": "tea" }).limit(100).await?;
     /// # let _ = teas; Ok(()) }
     /// ```
-    pub fn count_documents(&self, filter: Document) -> CountDocuments<'_, T> {
+    pub fn count_documents(&self, filter: Document) -> CountDocuments<'_> {
         CountDocuments {
-            collection: self,
+            collection: Box::new(self.clone_with_type()),
             filter,
             options: None,
             session: None,
@@ -45,9 +45,9 @@ impl<T> Collection<T> {
     /// let about = orders.estimated_document_count().await?;
     /// # let _ = about; Ok(()) }
     /// ```
-    pub fn estimated_document_count(&self) -> EstimatedDocumentCount<'_, T> {
+    pub fn estimated_document_count(&self) -> EstimatedDocumentCount<'_> {
         EstimatedDocumentCount {
-            collection: self,
+            collection: Box::new(self.clone_with_type()),
             options: None,
             session: None,
             timeout: None,
@@ -63,9 +63,9 @@ impl<T> Collection<T> {
     /// let items = orders.distinct("item", doc! { "qty": { "$gt": 0 } }).await?;
     /// # let _ = items; Ok(()) }
     /// ```
-    pub fn distinct(&self, field_name: impl AsRef<str>, filter: Document) -> Distinct<'_, T> {
+    pub fn distinct(&self, field_name: impl AsRef<str>, filter: Document) -> Distinct<'_> {
         Distinct {
-            collection: self,
+            collection: Box::new(self.clone_with_type()),
             field_name: field_name.as_ref().to_owned(),
             filter,
             options: None,
@@ -86,9 +86,9 @@ impl<T> Collection<T> {
     /// let teas = orders.count(doc! { "item": "tea" }).await?;
     /// # let _ = teas; Ok(()) }
     /// ```
-    pub fn count(&self, filter: Document) -> Count<'_, T> {
+    pub fn count(&self, filter: Document) -> Count<'_> {
         Count {
-            collection: self,
+            collection: Box::new(self.clone_with_type()),
             filter,
             options: None,
             session: None,
@@ -127,23 +127,24 @@ macro_rules! count_setters {
 /// A count of the documents matching a filter: what [`Collection::count_documents`]
 /// returns. Awaited, it runs and returns the count.
 #[must_use = "an action does nothing until it is awaited"]
-pub struct CountDocuments<'a, T> {
-    collection: &'a Collection<T>,
+pub struct CountDocuments<'a> {
+    /// Boxed: a collection handle is large.
+    collection: Box<Collection<Document>>,
     filter: Document,
     options: Option<CountOptions>,
     session: Option<&'a ClientSession>,
     timeout: Option<Duration>,
 }
 
-impl<'a, T> CountDocuments<'a, T> {
+impl<'a> CountDocuments<'a> {
     count_setters!();
     timeout_setter!();
     session_setter!();
 }
 
-run_blocking!(impl['a, T] CountDocuments<'a, T> => u64);
+run_blocking!(impl['a] CountDocuments<'a> => u64);
 
-impl<'a, T> IntoFuture for CountDocuments<'a, T> {
+impl<'a> IntoFuture for CountDocuments<'a> {
     type Output = Result<u64>;
     type IntoFuture = BoxFuture<'a, Self::Output>;
 
@@ -161,14 +162,15 @@ impl<'a, T> IntoFuture for CountDocuments<'a, T> {
 /// [`Collection::estimated_document_count`] returns. Awaited, it runs and returns the
 /// count.
 #[must_use = "an action does nothing until it is awaited"]
-pub struct EstimatedDocumentCount<'a, T> {
-    collection: &'a Collection<T>,
+pub struct EstimatedDocumentCount<'a> {
+    /// Boxed: a collection handle is large.
+    collection: Box<Collection<Document>>,
     options: Option<EstimatedDocumentCountOptions>,
     session: Option<&'a ClientSession>,
     timeout: Option<Duration>,
 }
 
-impl<'a, T> EstimatedDocumentCount<'a, T> {
+impl<'a> EstimatedDocumentCount<'a> {
     option_setters!(options: EstimatedDocumentCountOptions;
         /// A comment for the server's logs.
         comment: impl Into<Bson>,
@@ -186,9 +188,9 @@ impl<'a, T> EstimatedDocumentCount<'a, T> {
     session_setter!();
 }
 
-run_blocking!(impl['a, T] EstimatedDocumentCount<'a, T> => u64);
+run_blocking!(impl['a] EstimatedDocumentCount<'a> => u64);
 
-impl<'a, T> IntoFuture for EstimatedDocumentCount<'a, T> {
+impl<'a> IntoFuture for EstimatedDocumentCount<'a> {
     type Output = Result<u64>;
     type IntoFuture = BoxFuture<'a, Self::Output>;
 
@@ -205,8 +207,9 @@ impl<'a, T> IntoFuture for EstimatedDocumentCount<'a, T> {
 /// The distinct values of a field: what [`Collection::distinct`] returns. Awaited, it
 /// runs and returns the values.
 #[must_use = "an action does nothing until it is awaited"]
-pub struct Distinct<'a, T> {
-    collection: &'a Collection<T>,
+pub struct Distinct<'a> {
+    /// Boxed: a collection handle is large.
+    collection: Box<Collection<Document>>,
     field_name: String,
     filter: Document,
     options: Option<DistinctOptions>,
@@ -214,7 +217,7 @@ pub struct Distinct<'a, T> {
     timeout: Option<Duration>,
 }
 
-impl<'a, T> Distinct<'a, T> {
+impl<'a> Distinct<'a> {
     option_setters!(options: DistinctOptions;
         /// The collation of string comparisons.
         collation: Collation,
@@ -236,9 +239,9 @@ impl<'a, T> Distinct<'a, T> {
     session_setter!();
 }
 
-run_blocking!(impl['a, T] Distinct<'a, T> => Vec<Bson>);
+run_blocking!(impl['a] Distinct<'a> => Vec<Bson>);
 
-impl<'a, T> IntoFuture for Distinct<'a, T> {
+impl<'a> IntoFuture for Distinct<'a> {
     type Output = Result<Vec<Bson>>;
     type IntoFuture = BoxFuture<'a, Self::Output>;
 
@@ -255,23 +258,24 @@ impl<'a, T> IntoFuture for Distinct<'a, T> {
 /// A count with the legacy `count` command: what [`Collection::count`] returns.
 /// Awaited, it runs and returns the count.
 #[must_use = "an action does nothing until it is awaited"]
-pub struct Count<'a, T> {
-    collection: &'a Collection<T>,
+pub struct Count<'a> {
+    /// Boxed: a collection handle is large.
+    collection: Box<Collection<Document>>,
     filter: Document,
     options: Option<CountOptions>,
     session: Option<&'a ClientSession>,
     timeout: Option<Duration>,
 }
 
-impl<'a, T> Count<'a, T> {
+impl<'a> Count<'a> {
     count_setters!();
     timeout_setter!();
     session_setter!();
 }
 
-run_blocking!(impl['a, T] Count<'a, T> => u64);
+run_blocking!(impl['a] Count<'a> => u64);
 
-impl<'a, T> IntoFuture for Count<'a, T> {
+impl<'a> IntoFuture for Count<'a> {
     type Output = Result<u64>;
     type IntoFuture = BoxFuture<'a, Self::Output>;
 

@@ -24,7 +24,7 @@ impl<T> Collection<T> {
     /// assert!(result.deleted_count <= 1);
     /// # Ok(()) }
     /// ```
-    pub fn delete_one(&self, filter: Document) -> Delete<'_, T> {
+    pub fn delete_one(&self, filter: Document) -> Delete<'_> {
         Delete::new(self, filter, false)
     }
 
@@ -45,7 +45,7 @@ impl<T> Collection<T> {
     /// println!("{} deleted", result.deleted_count);
     /// # Ok(()) }
     /// ```
-    pub fn delete_many(&self, filter: Document) -> Delete<'_, T> {
+    pub fn delete_many(&self, filter: Document) -> Delete<'_> {
         Delete::new(self, filter, true)
     }
 }
@@ -53,8 +53,9 @@ impl<T> Collection<T> {
 /// A delete: what [`Collection::delete_one`] and [`Collection::delete_many`] return.
 /// Awaited, it runs and returns how many documents it deleted.
 #[must_use = "an action does nothing until it is awaited"]
-pub struct Delete<'a, T> {
-    collection: &'a Collection<T>,
+pub struct Delete<'a> {
+    /// Boxed: a collection handle is large.
+    collection: Box<Collection<Document>>,
     filter: Document,
     multi: bool,
     options: Option<DeleteOptions>,
@@ -62,10 +63,10 @@ pub struct Delete<'a, T> {
     timeout: Option<Duration>,
 }
 
-impl<'a, T> Delete<'a, T> {
-    fn new(collection: &'a Collection<T>, filter: Document, multi: bool) -> Self {
+impl<'a> Delete<'a> {
+    fn new<T>(collection: &'a Collection<T>, filter: Document, multi: bool) -> Self {
         Delete {
-            collection,
+            collection: Box::new(collection.clone_with_type()),
             filter,
             multi,
             options: None,
@@ -94,9 +95,9 @@ impl<'a, T> Delete<'a, T> {
     session_setter!();
 }
 
-run_blocking!(impl['a, T] Delete<'a, T> => DeleteResult);
+run_blocking!(impl['a] Delete<'a> => DeleteResult);
 
-impl<'a, T> IntoFuture for Delete<'a, T> {
+impl<'a> IntoFuture for Delete<'a> {
     type Output = Result<DeleteResult>;
     type IntoFuture = BoxFuture<'a, Self::Output>;
 

@@ -74,9 +74,9 @@ impl<T> Collection<T> {
     /// orders.drop_index("item_1").await?;
     /// # Ok(()) }
     /// ```
-    pub fn drop_index(&self, name: impl AsRef<str>) -> DropIndex<'_, T> {
+    pub fn drop_index(&self, name: impl AsRef<str>) -> DropIndex<'_> {
         DropIndex {
-            collection: self,
+            collection: Box::new(self.clone_with_type()),
             name: Some(name.as_ref().to_owned()),
             options: None,
             session: None,
@@ -91,9 +91,9 @@ impl<T> Collection<T> {
     /// orders.drop_indexes().await?;
     /// # Ok(()) }
     /// ```
-    pub fn drop_indexes(&self) -> DropIndex<'_, T> {
+    pub fn drop_indexes(&self) -> DropIndex<'_> {
         DropIndex {
-            collection: self,
+            collection: Box::new(self.clone_with_type()),
             name: None,
             options: None,
             session: None,
@@ -181,12 +181,13 @@ impl<T> Collection<T> {
         &self,
         name: impl AsRef<str>,
         definition: Document,
-    ) -> UpdateSearchIndex<'_, T> {
+    ) -> UpdateSearchIndex<'_> {
         UpdateSearchIndex {
-            collection: self,
+            collection: Box::new(self.clone_with_type()),
             name: name.as_ref().to_owned(),
             definition,
             timeout: None,
+            _borrow: PhantomData,
         }
     }
 
@@ -198,11 +199,12 @@ impl<T> Collection<T> {
     /// movies.drop_search_index("default").await?;
     /// # Ok(()) }
     /// ```
-    pub fn drop_search_index(&self, name: impl AsRef<str>) -> DropSearchIndex<'_, T> {
+    pub fn drop_search_index(&self, name: impl AsRef<str>) -> DropSearchIndex<'_> {
         DropSearchIndex {
-            collection: self,
+            collection: Box::new(self.clone_with_type()),
             name: name.as_ref().to_owned(),
             timeout: None,
+            _borrow: PhantomData,
         }
     }
 
@@ -218,12 +220,13 @@ impl<T> Collection<T> {
     /// let ready = indexes.iter().any(|index| index.get_bool("queryable").unwrap_or(false));
     /// # Ok(()) }
     /// ```
-    pub fn list_search_indexes(&self) -> ListSearchIndexes<'_, T> {
+    pub fn list_search_indexes(&self) -> ListSearchIndexes<'_> {
         ListSearchIndexes {
-            collection: self,
+            collection: Box::new(self.clone_with_type()),
             name: None,
             options: None,
             timeout: None,
+            _borrow: PhantomData,
         }
     }
 }
@@ -312,8 +315,9 @@ impl<'a> IntoFuture for CreateIndex<'a, Multiple> {
 /// A drop of one index or all: what [`Collection::drop_index`] and
 /// [`Collection::drop_indexes`] return.
 #[must_use = "an action does nothing until it is awaited"]
-pub struct DropIndex<'a, T> {
-    collection: &'a Collection<T>,
+pub struct DropIndex<'a> {
+    /// Boxed: a collection handle is large.
+    collection: Box<Collection<Document>>,
     /// `None`: every index (`"*"`).
     name: Option<String>,
     options: Option<DropIndexOptions>,
@@ -321,7 +325,7 @@ pub struct DropIndex<'a, T> {
     timeout: Option<Duration>,
 }
 
-impl<'a, T> DropIndex<'a, T> {
+impl<'a> DropIndex<'a> {
     option_setters!(options: DropIndexOptions;
         /// The server's time limit for the command (`maxTimeMS`).
         max_time: Duration,
@@ -337,9 +341,9 @@ impl<'a, T> DropIndex<'a, T> {
     session_setter!();
 }
 
-run_blocking!(impl['a, T] DropIndex<'a, T> => ());
+run_blocking!(impl['a] DropIndex<'a> => ());
 
-impl<'a, T> IntoFuture for DropIndex<'a, T> {
+impl<'a> IntoFuture for DropIndex<'a> {
     type Output = Result<()>;
     type IntoFuture = BoxFuture<'a, Self::Output>;
 
@@ -543,21 +547,25 @@ impl<'a> IntoFuture for CreateSearchIndex<'a, Multiple> {
 /// An update of an Atlas Search index: what [`Collection::update_search_index`]
 /// returns.
 #[must_use = "an action does nothing until it is awaited"]
-pub struct UpdateSearchIndex<'a, T> {
-    collection: &'a Collection<T>,
+pub struct UpdateSearchIndex<'a> {
+    /// Boxed: a collection handle is large.
+    collection: Box<Collection<Document>>,
     name: String,
     definition: Document,
     timeout: Option<Duration>,
+    /// The official type's lifetime, the borrow of the collection (the action holds a
+    /// handle of its own).
+    _borrow: PhantomData<&'a ()>,
 }
 
-impl<'a, T> UpdateSearchIndex<'a, T> {
+impl<'a> UpdateSearchIndex<'a> {
     placeholder_options!(UpdateSearchIndexOptions);
     timeout_setter!();
 }
 
-run_blocking!(impl['a, T] UpdateSearchIndex<'a, T> => ());
+run_blocking!(impl['a] UpdateSearchIndex<'a> => ());
 
-impl<'a, T> IntoFuture for UpdateSearchIndex<'a, T> {
+impl<'a> IntoFuture for UpdateSearchIndex<'a> {
     type Output = Result<()>;
     type IntoFuture = BoxFuture<'a, Self::Output>;
 
@@ -573,20 +581,24 @@ impl<'a, T> IntoFuture for UpdateSearchIndex<'a, T> {
 
 /// A drop of an Atlas Search index: what [`Collection::drop_search_index`] returns.
 #[must_use = "an action does nothing until it is awaited"]
-pub struct DropSearchIndex<'a, T> {
-    collection: &'a Collection<T>,
+pub struct DropSearchIndex<'a> {
+    /// Boxed: a collection handle is large.
+    collection: Box<Collection<Document>>,
     name: String,
     timeout: Option<Duration>,
+    /// The official type's lifetime, the borrow of the collection (the action holds a
+    /// handle of its own).
+    _borrow: PhantomData<&'a ()>,
 }
 
-impl<'a, T> DropSearchIndex<'a, T> {
+impl<'a> DropSearchIndex<'a> {
     placeholder_options!(DropSearchIndexOptions);
     timeout_setter!();
 }
 
-run_blocking!(impl['a, T] DropSearchIndex<'a, T> => ());
+run_blocking!(impl['a] DropSearchIndex<'a> => ());
 
-impl<'a, T> IntoFuture for DropSearchIndex<'a, T> {
+impl<'a> IntoFuture for DropSearchIndex<'a> {
     type Output = Result<()>;
     type IntoFuture = BoxFuture<'a, Self::Output>;
 
@@ -601,14 +613,18 @@ impl<'a, T> IntoFuture for DropSearchIndex<'a, T> {
 /// A listing of Atlas Search indexes: what [`Collection::list_search_indexes`]
 /// returns. Awaited, it returns a [`Cursor`] of their descriptions.
 #[must_use = "an action does nothing until it is awaited"]
-pub struct ListSearchIndexes<'a, T> {
-    collection: &'a Collection<T>,
+pub struct ListSearchIndexes<'a> {
+    /// Boxed: a collection handle is large.
+    collection: Box<Collection<Document>>,
     name: Option<String>,
     options: Option<AggregateOptions>,
     timeout: Option<Duration>,
+    /// The official type's lifetime, the borrow of the collection (the action holds a
+    /// handle of its own).
+    _borrow: PhantomData<&'a ()>,
 }
 
-impl<'a, T> ListSearchIndexes<'a, T> {
+impl<'a> ListSearchIndexes<'a> {
     /// Lists only the index named `name`.
     pub fn name(mut self, name: impl AsRef<str>) -> Self {
         self.name = Some(name.as_ref().to_owned());
@@ -625,9 +641,9 @@ impl<'a, T> ListSearchIndexes<'a, T> {
     timeout_setter!();
 }
 
-run_blocking!(impl['a, T] ListSearchIndexes<'a, T> => crate::sync::Cursor<Document>);
+run_blocking!(impl['a] ListSearchIndexes<'a> => crate::sync::Cursor<Document>);
 
-impl<'a, T> IntoFuture for ListSearchIndexes<'a, T> {
+impl<'a> IntoFuture for ListSearchIndexes<'a> {
     type Output = Result<Cursor<Document>>;
     type IntoFuture = BoxFuture<'a, Self::Output>;
 

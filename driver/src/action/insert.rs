@@ -5,7 +5,7 @@ use std::borrow::Borrow;
 use std::future::IntoFuture;
 use std::time::Duration;
 
-use bson::{Bson, RawDocumentBuf};
+use bson::{Bson, Document, RawDocumentBuf};
 use serde::Serialize;
 
 use super::setters::{option_setters, timeout_setter};
@@ -28,9 +28,9 @@ impl<T: Serialize> Collection<T> {
     /// println!("inserted {}", result.inserted_id);
     /// # Ok(()) }
     /// ```
-    pub fn insert_one(&self, document: impl Borrow<T>) -> InsertOne<'_, T> {
+    pub fn insert_one(&self, document: impl Borrow<T>) -> InsertOne<'_> {
         InsertOne {
-            collection: self,
+            collection: Box::new(self.clone_with_type()),
             // Serialized now, so that the action does not hold a `T`.
             document: with_id(document.borrow()),
             options: None,
@@ -57,9 +57,9 @@ impl<T: Serialize> Collection<T> {
     pub fn insert_many(
         &self,
         documents: impl IntoIterator<Item = impl Borrow<T>>,
-    ) -> InsertMany<'_, T> {
+    ) -> InsertMany<'_> {
         InsertMany {
-            collection: self,
+            collection: Box::new(self.clone_with_type()),
             documents: documents
                 .into_iter()
                 .map(|document| with_id(document.borrow()))
@@ -74,15 +74,18 @@ impl<T: Serialize> Collection<T> {
 /// An insert of one document: what [`Collection::insert_one`] returns. Awaited, it
 /// runs and returns the document's `_id`.
 #[must_use = "an action does nothing until it is awaited"]
-pub struct InsertOne<'a, T> {
-    collection: &'a Collection<T>,
+pub struct InsertOne<'a> {
+    /// The collection's type is not part of the action's (as in the official crate):
+    /// the documents are serialized when it is built. Boxed: a collection handle is
+    /// large.
+    collection: Box<Collection<Document>>,
     document: Result<(RawDocumentBuf, Bson)>,
     options: Option<InsertOneOptions>,
     session: Option<&'a ClientSession>,
     timeout: Option<Duration>,
 }
 
-impl<'a, T> InsertOne<'a, T> {
+impl<'a> InsertOne<'a> {
     option_setters!(options: InsertOneOptions;
         /// Skips the collection's document validation.
         bypass_document_validation: bool,
@@ -99,9 +102,9 @@ impl<'a, T> InsertOne<'a, T> {
     session_setter!();
 }
 
-run_blocking!(impl['a, T] InsertOne<'a, T> => InsertOneResult);
+run_blocking!(impl['a] InsertOne<'a> => InsertOneResult);
 
-impl<'a, T> IntoFuture for InsertOne<'a, T> {
+impl<'a> IntoFuture for InsertOne<'a> {
     type Output = Result<InsertOneResult>;
     type IntoFuture = BoxFuture<'a, Self::Output>;
 
@@ -118,15 +121,18 @@ impl<'a, T> IntoFuture for InsertOne<'a, T> {
 /// An insert of several documents: what [`Collection::insert_many`] returns.
 /// Awaited, it runs and returns their `_id`s.
 #[must_use = "an action does nothing until it is awaited"]
-pub struct InsertMany<'a, T> {
-    collection: &'a Collection<T>,
+pub struct InsertMany<'a> {
+    /// The collection's type is not part of the action's (as in the official crate):
+    /// the documents are serialized when it is built. Boxed: a collection handle is
+    /// large.
+    collection: Box<Collection<Document>>,
     documents: Result<Vec<(RawDocumentBuf, Bson)>>,
     options: Option<InsertManyOptions>,
     session: Option<&'a ClientSession>,
     timeout: Option<Duration>,
 }
 
-impl<'a, T> InsertMany<'a, T> {
+impl<'a> InsertMany<'a> {
     option_setters!(options: InsertManyOptions;
         /// Skips the collection's document validation.
         bypass_document_validation: bool,
@@ -146,9 +152,9 @@ impl<'a, T> InsertMany<'a, T> {
     session_setter!();
 }
 
-run_blocking!(impl['a, T] InsertMany<'a, T> => InsertManyResult);
+run_blocking!(impl['a] InsertMany<'a> => InsertManyResult);
 
-impl<'a, T> IntoFuture for InsertMany<'a, T> {
+impl<'a> IntoFuture for InsertMany<'a> {
     type Output = Result<InsertManyResult>;
     type IntoFuture = BoxFuture<'a, Self::Output>;
 

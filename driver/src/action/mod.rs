@@ -55,7 +55,7 @@ mod transaction;
 mod update;
 mod watch;
 
-pub use bulk_write::{BulkWrite, ClientBulkWrite};
+pub use bulk_write::{BulkWrite, CollectionBulkWrite};
 pub use collection_admin::{
     CreateCollection, DropCollection, DropDatabase, ModifyCollection, RenameCollection,
 };

@@ -59,7 +59,7 @@ impl ClientSession {
     /// }
     /// # Ok(()) }
     /// ```
-    pub fn start_transaction(&self) -> StartTransaction<'_> {
+    pub fn start_transaction(&mut self) -> StartTransaction<&mut Self> {
         StartTransaction {
             session: self,
             options: None,
@@ -115,15 +115,16 @@ impl ClientSession {
 
 /// The start of a transaction: what [`ClientSession::start_transaction`] returns.
 /// Awaited, it starts the transaction; [`and_run2`](Self::and_run2) and
-/// [`and_run`](Self::and_run) run a whole one.
+/// [`and_run`](Self::and_run) run a whole one. `S` is the session it borrows,
+/// `&mut ClientSession` (as in the official crate, whose annotations name it).
 #[must_use = "an action does nothing until it is awaited"]
-pub struct StartTransaction<'a> {
-    session: &'a ClientSession,
+pub struct StartTransaction<S> {
+    session: S,
     options: Option<TransactionOptions>,
     timeout: Option<Duration>,
 }
 
-impl<'a> StartTransaction<'a> {
+impl<S> StartTransaction<S> {
     option_setters!(options: TransactionOptions;
         /// The read concern of the transaction, sent with its first command.
         read_concern: ReadConcern,
@@ -145,7 +146,9 @@ impl<'a> StartTransaction<'a> {
         self.timeout = Some(timeout);
         self
     }
+}
 
+impl<'a> StartTransaction<&'a mut ClientSession> {
     /// Starts a transaction, runs `callback` in it and commits it, retrying as the
     /// Convenient API for Transactions spec says: the whole transaction (callback
     /// included) after an error labelled
@@ -235,7 +238,7 @@ impl<'a> StartTransaction<'a> {
     }
 }
 
-impl<'a> IntoFuture for StartTransaction<'a> {
+impl<'a> IntoFuture for StartTransaction<&'a mut ClientSession> {
     type Output = Result<()>;
     type IntoFuture = BoxFuture<'a, Self::Output>;
 
@@ -327,6 +330,6 @@ impl<'a> IntoFuture for AbortTransaction<'a> {
     }
 }
 
-run_blocking!(impl['a] StartTransaction<'a> => ());
+run_blocking!(impl['a] StartTransaction<&'a mut ClientSession> => ());
 run_blocking!(impl['a] CommitTransaction<'a> => ());
 run_blocking!(impl['a] AbortTransaction<'a> => ());

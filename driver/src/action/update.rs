@@ -36,7 +36,7 @@ impl<T> Collection<T> {
         &self,
         filter: Document,
         update: impl Into<UpdateModifications>,
-    ) -> Update<'_, T> {
+    ) -> Update<'_> {
         Update::new(self, filter, update.into(), false)
     }
 
@@ -56,7 +56,7 @@ impl<T> Collection<T> {
         &self,
         filter: Document,
         update: impl Into<UpdateModifications>,
-    ) -> Update<'_, T> {
+    ) -> Update<'_> {
         Update::new(self, filter, update.into(), true)
     }
 }
@@ -74,9 +74,9 @@ impl<T: Serialize> Collection<T> {
     ///     .await?;
     /// # Ok(()) }
     /// ```
-    pub fn replace_one(&self, filter: Document, replacement: impl Borrow<T>) -> ReplaceOne<'_, T> {
+    pub fn replace_one(&self, filter: Document, replacement: impl Borrow<T>) -> ReplaceOne<'_> {
         ReplaceOne {
-            collection: self,
+            collection: Box::new(self.clone_with_type()),
             filter,
             // Serialized now, so that the action does not hold a `T`.
             replacement: replacement_document(replacement.borrow()),
@@ -90,8 +90,9 @@ impl<T: Serialize> Collection<T> {
 /// An update: what [`Collection::update_one`] and [`Collection::update_many`] return.
 /// Awaited, it runs and returns what it matched, modified or upserted.
 #[must_use = "an action does nothing until it is awaited"]
-pub struct Update<'a, T> {
-    collection: &'a Collection<T>,
+pub struct Update<'a> {
+    /// Boxed: a collection handle is large.
+    collection: Box<Collection<Document>>,
     filter: Document,
     update: UpdateModifications,
     multi: bool,
@@ -100,15 +101,15 @@ pub struct Update<'a, T> {
     timeout: Option<Duration>,
 }
 
-impl<'a, T> Update<'a, T> {
-    fn new(
+impl<'a> Update<'a> {
+    fn new<T>(
         collection: &'a Collection<T>,
         filter: Document,
         update: UpdateModifications,
         multi: bool,
     ) -> Self {
         Update {
-            collection,
+            collection: Box::new(collection.clone_with_type()),
             filter,
             update,
             multi,
@@ -148,9 +149,9 @@ impl<'a, T> Update<'a, T> {
     session_setter!();
 }
 
-run_blocking!(impl['a, T] Update<'a, T> => UpdateResult);
+run_blocking!(impl['a] Update<'a> => UpdateResult);
 
-impl<'a, T> IntoFuture for Update<'a, T> {
+impl<'a> IntoFuture for Update<'a> {
     type Output = Result<UpdateResult>;
     type IntoFuture = BoxFuture<'a, Self::Output>;
 
@@ -173,8 +174,9 @@ impl<'a, T> IntoFuture for Update<'a, T> {
 /// A replacement: what [`Collection::replace_one`] returns. Awaited, it runs and
 /// returns what it matched, modified or upserted.
 #[must_use = "an action does nothing until it is awaited"]
-pub struct ReplaceOne<'a, T> {
-    collection: &'a Collection<T>,
+pub struct ReplaceOne<'a> {
+    /// Boxed: a collection handle is large.
+    collection: Box<Collection<Document>>,
     filter: Document,
     replacement: Result<Document>,
     options: Option<ReplaceOptions>,
@@ -182,7 +184,7 @@ pub struct ReplaceOne<'a, T> {
     timeout: Option<Duration>,
 }
 
-impl<'a, T> ReplaceOne<'a, T> {
+impl<'a> ReplaceOne<'a> {
     option_setters!(options: ReplaceOptions;
         /// Skips the collection's document validation.
         bypass_document_validation: bool,
@@ -209,9 +211,9 @@ impl<'a, T> ReplaceOne<'a, T> {
     session_setter!();
 }
 
-run_blocking!(impl['a, T] ReplaceOne<'a, T> => UpdateResult);
+run_blocking!(impl['a] ReplaceOne<'a> => UpdateResult);
 
-impl<'a, T> IntoFuture for ReplaceOne<'a, T> {
+impl<'a> IntoFuture for ReplaceOne<'a> {
     type Output = Result<UpdateResult>;
     type IntoFuture = BoxFuture<'a, Self::Output>;
 

@@ -24,7 +24,8 @@ pub async fn start_transaction(
     context: &mut Context,
 ) -> Result<Returned, Abort> {
     let options: TransactionOptions = Arguments::of(operation).options(OPTIONS)?;
-    let session = &context.entities.session(&operation.object)?.session;
+    // A handle of the entity's session: starting a transaction takes it mutably.
+    let mut session = context.entities.session(&operation.object)?.session.clone();
     Ok(session
         .start_transaction()
         .with_options(options)
@@ -93,7 +94,7 @@ pub async fn with_transaction(
         })
         .collect::<Result<Vec<_>, _>>()?;
     let options: TransactionOptions = arguments.options(OPTIONS)?;
-    let session = context.entities.session(&operation.object)?.session.clone();
+    let mut session = context.entities.session(&operation.object)?.session.clone();
     // The callback borrows the context for each of its runs; a failed assertion
     // inside it stops the test once withTransaction returns. `and_run` rather than
     // `and_run2`: an async closure here meets rustc's "implementation of `Send` is not
