@@ -1389,7 +1389,10 @@ class AbstractCursor extends EventEmitter {
     try {
       bytes = await this.#native.nextBatch(wait);
     } catch (error) {
-      await this.close();
+      // Unlike the Node driver's, the cursor stays open after a failed getMore: a
+      // load-balanced cursor keeps its server cursor and pinned connection until the
+      // application closes it (load-balancers.md, "Behaviour With Cursors"); the next
+      // read finds it ended and closes it; `for await` and toArray close it on the way out.
       throw toError(error);
     }
     if (bytes === null) {

@@ -336,15 +336,18 @@ impl NativeCursor {
             let Some(mut cursor) = cell.borrow_mut().take() else {
                 return Ok(JsValue::NULL);
             };
-            let batch = ops::next_batch(&mut cursor, wait).await;
-            let batch = batch.map_err(|error| reject(&error))?;
-            let answer = match batch {
-                ops::Batch::Documents(batch) => bytes(&batch),
-                ops::Batch::Empty => JsValue::UNDEFINED,
-                ops::Batch::End => return Ok(JsValue::NULL),
+            let answer = match ops::next_batch(&mut cursor, wait).await {
+                Ok(ops::Batch::Documents(batch)) => Ok(bytes(&batch)),
+                Ok(ops::Batch::Empty) => Ok(JsValue::UNDEFINED),
+                Ok(ops::Batch::End) => return Ok(JsValue::NULL),
+                // Back in the cell after a failed getMore too: a load-balanced cursor
+                // keeps its server cursor and pinned connection until it is closed
+                // (Load Balancer spec, "Behaviour With Cursors"), which `close` (or
+                // the next `nextBatch`, which finds it ended) does.
+                Err(error) => Err(reject(&error)),
             };
             *cell.borrow_mut() = Some(cursor);
-            Ok(answer)
+            answer
         })
     }
 

@@ -331,6 +331,46 @@ describe('against SecantusDB', BOUND, () => {
     });
   });
 
+  it('keeps a cursor whose getMore failed open until it is closed or read to its end', BOUND, async () => {
+    const coll = db.collection('getmore_errors');
+    await coll.insertMany([{ n: 1 }, { n: 2 }, { n: 3 }]);
+    const failGetMore = () =>
+      client.db('admin').command({
+        configureFailPoint: 'failCommand',
+        mode: { times: 1 },
+        data: { failCommands: ['getMore'], errorCode: 7 },
+      });
+    // As the Node driver's: the read that sent the getMore rejects with the server's
+    // error. Unlike it, the cursor stays open (load-balancers.md, "Behaviour With
+    // Cursors": a load-balanced one keeps its connection until closed); the next read
+    // finds it ended and closes it.
+    const read = coll.find({}).batchSize(1);
+    assert.deepEqual((await read.next()).n, 1);
+    await failGetMore();
+    await assert.rejects(read.next(), (error) => error instanceof MongoServerError && error.code === 7);
+    assert.equal(read.closed, false);
+    let closes = 0;
+    read.on('close', () => (closes += 1));
+    assert.equal(await read.next(), null);
+    assert.equal(read.closed, true);
+    assert.equal(closes, 1);
+    // close() after the failure resolves, and emits 'close' once.
+    const closed = coll.find({}).batchSize(1);
+    assert.deepEqual((await closed.next()).n, 1);
+    await failGetMore();
+    await assert.rejects(closed.next(), (error) => error.code === 7);
+    closed.on('close', () => (closes += 1));
+    await closed.close();
+    await closed.close();
+    assert.equal(closed.closed, true);
+    assert.equal(closes, 2);
+    // toArray closes the cursor on the way out, its error the caller's.
+    const all = coll.find({}).batchSize(1);
+    await failGetMore();
+    await assert.rejects(all.toArray(), (error) => error.code === 7);
+    assert.equal(all.closed, true);
+  });
+
   it('refuses to change a cursor already read, as MongoCursorInUseError', BOUND, async () => {
     const coll = db.collection('cursor_in_use');
     await coll.insertMany([{ n: 1 }, { n: 2 }]);

@@ -29,14 +29,6 @@ const BULK_WRITE_RETRY_RUNS_AGAIN =
 const NO_SHARDING_COMMANDS =
   `${SERVER_GAP}no sharding commands (shardCollection, checkMetadataConsistency): SecantusDB does not know them`;
 
-// The package's cursor closes itself when a getMore fails, as the Node driver's does
-// (AbstractCursor's cleanup on error): that kills the server cursor and lets a
-// load-balanced cursor's pinned connection go at once, where load-balancers.md
-// ("Behaviour With Cursors") keeps it until the cursor is closed, as the Rust API does
-// (the current load_balancer/cursors.json, tests/data/specs/current).
-const CLOSES_ON_GETMORE_ERROR =
-  `${DRIVER_GAP}the npm package's cursor closes itself when a getMore fails, as the Node driver's does, ` +
-  'so its pinned connection goes back at once instead of when the cursor is closed';
 // The package's Db.createCollection and dropCollection send `create` and `drop` through
 // the core's runCommand, for the Node driver's results (the command's options passed
 // as given; false when the collection did not exist), so their operation spans are
@@ -83,13 +75,6 @@ export const KNOWN_GAPS = [
     'poc-retryable-writes.json',
     'InsertOne fails after multiple retryable writeConcernErrors',
     FAIL_COMMAND_SKIPS_RETRIES,
-  ],
-  ['load_balancer', 'cursors.json', 'pinned connections are not returned after an network error during getMore', CLOSES_ON_GETMORE_ERROR],
-  [
-    'load_balancer',
-    'cursors.json',
-    'pinned connections are not returned to the pool after a non-network error on getMore',
-    CLOSES_ON_GETMORE_ERROR,
   ],
   ['open_telemetry', 'operation/create_collection.json', 'create collection', ADMIN_THROUGH_RUN_COMMAND],
   ['open_telemetry', 'operation/drop_collection.json', 'drop collection', ADMIN_THROUGH_RUN_COMMAND],
