@@ -12,7 +12,7 @@
 
 use std::borrow::Borrow;
 use std::collections::VecDeque;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, LazyLock, Mutex, OnceLock};
 use std::time::Duration;
 
 use bson::spec::BinarySubtype;
@@ -308,6 +308,8 @@ struct SessionInner {
     executor: Arc<Executor>,
     options: SessionOptions,
     implicit: bool,
+    /// Its `lsid`, set when it takes its server session, which it keeps for its life.
+    id: OnceLock<Document>,
     state: Mutex<SessionState>,
 }
 
@@ -343,8 +345,11 @@ impl std::fmt::Debug for Pin {
 
 #[derive(Debug, Default)]
 struct SessionState {
-    /// Taken from the pool at the first command (after a connection was checked out:
-    /// spec, "Sessions and Connections").
+    /// An explicit session's is taken from the pool when it starts; an implicit
+    /// session's at its first command, after a connection was checked out (spec,
+    /// "Sessions and Connections": "Explicit sessions MAY be changed to allocate a
+    /// server session similarly", which anymongo does not, so that `id()` is there
+    /// from the start as in the official drivers).
     server_session: Option<ServerSession>,
     cluster_time: Option<Document>,
     operation_time: Option<Timestamp>,
@@ -390,7 +395,9 @@ impl ClientSession {
         options: SessionOptions,
     ) -> Result<ClientSession> {
         options.validate()?;
-        Ok(ClientSession::new(executor, options, false))
+        let session = ClientSession::new(executor, options, false);
+        session.use_server_session(false)?;
+        Ok(session)
     }
 
     /// The session the driver starts for one operation.
@@ -417,6 +424,7 @@ impl ClientSession {
                 executor,
                 options,
                 implicit,
+                id: OnceLock::new(),
                 state: Mutex::new(state),
             }),
             timeout: None,
@@ -568,15 +576,19 @@ impl ClientSession {
             .is_some_and(|session| session.dirty)
     }
 
-    /// The session id (`lsid`), once the session has run a command; `None` before.
-    /// The official crate returns `&Document`: anymongo takes the server session from
-    /// the pool at the first command, after a connection is checked out (Driver
-    /// Sessions spec, "Sessions and Connections"), so there is no id before.
-    pub fn id(&self) -> Option<Document> {
-        lock(&self.inner.state)
-            .server_session
-            .as_ref()
-            .map(|session| session.id.clone())
+    /// The session id (`lsid`, `{ id: UUID }`), the same for the session's life.
+    ///
+    /// ```no_run
+    /// # async fn example(client: anymongo::Client) -> anymongo::error::Result<()> {
+    /// let session = client.start_session().await?;
+    /// assert!(session.id().contains_key("id"));
+    /// # Ok(()) }
+    /// ```
+    pub fn id(&self) -> &Document {
+        // Set when the session takes its server session: at the start of an explicit
+        // session (the only kind an application holds), so never empty there.
+        static NONE_YET: LazyLock<Document> = LazyLock::new(Document::new);
+        self.inner.id.get().unwrap_or(&NONE_YET)
     }
 
     /// The latest cluster time this session has seen.
@@ -683,7 +695,12 @@ impl ClientSession {
         let now = executor.now();
         let session = match &mut state.server_session {
             Some(session) => session,
-            empty => empty.insert(executor.acquire_server_session(now)?),
+            empty => {
+                let session = empty.insert(executor.acquire_server_session(now)?);
+                // The only server session this session takes: `id()` keeps its lsid.
+                let _ = self.inner.id.set(session.id.clone());
+                session
+            }
         };
         session.last_use = now;
         if next_txn_number {

@@ -231,7 +231,7 @@ async fn only_commands_without_multi_statements_are_retryable_writes() {
             vec![("insert", true), ("delete", false), ("update", true)]
         );
         for (_, command) in &sent {
-            assert_eq!(command.get_document("lsid").ok(), session.id().as_ref());
+            assert_eq!(command.get_document("lsid").ok(), Some(session.id()));
         }
     })
     .await;

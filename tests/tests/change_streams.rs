@@ -389,10 +389,7 @@ async fn a_stream_resumed_after_a_dropped_one_sees_the_later_changes() {
             change_stream_stage(&aggregate),
             doc! { "resumeAfter": Document::from(token) }
         );
-        assert_eq!(
-            aggregate.get_document("lsid").unwrap(),
-            &session.id().unwrap()
-        );
+        assert_eq!(aggregate.get_document("lsid").unwrap(), session.id());
         ChangeStream::from(resumed).close().await.unwrap();
     })
     .await;

@@ -561,7 +561,7 @@ async fn an_explicit_session_is_causally_consistent_and_gossips_the_cluster_time
         );
         assert!(find.contains_key("$clusterTime"), "{find}");
         let insert = started(&events, "insert").pop().unwrap();
-        assert_eq!(insert.get_document("lsid").ok(), session.id().as_ref());
+        assert_eq!(insert.get_document("lsid").ok(), Some(session.id()));
         session.end_session();
         let error = orders
             .find_one(doc! {})
@@ -793,10 +793,10 @@ async fn insert_actions_take_their_setters_a_session_and_a_timeout() {
             inserts[0].get_bool("bypassDocumentValidation").ok(),
             Some(true)
         );
-        assert_eq!(inserts[0].get_document("lsid").ok(), session.id().as_ref());
+        assert_eq!(inserts[0].get_document("lsid").ok(), Some(session.id()));
         assert_eq!(max_time_ms(&inserts[0]), None);
         assert_eq!(inserts[1].get_bool("ordered").ok(), Some(false));
-        assert_ne!(inserts[1].get_document("lsid").ok(), session.id().as_ref());
+        assert_ne!(inserts[1].get_document("lsid").ok(), Some(session.id()));
         let max_time = max_time_ms(&inserts[1]).expect("the timeout's maxTimeMS");
         assert!(0 < max_time && max_time <= 5000, "{max_time}");
     })
@@ -843,7 +843,7 @@ async fn update_and_replace_actions_take_their_setters_a_session_and_a_timeout()
                 .clone()
         };
         assert_eq!(statement(&updates[0]).get_bool("upsert").ok(), Some(true));
-        assert_eq!(updates[0].get_document("lsid").ok(), session.id().as_ref());
+        assert_eq!(updates[0].get_document("lsid").ok(), Some(session.id()));
         assert_eq!(
             statement(&updates[1])
                 .get_array("arrayFilters")
@@ -896,7 +896,7 @@ async fn delete_actions_take_their_setters_a_session_and_a_timeout() {
         assert_eq!(deleted.deleted_count, 1);
 
         let deletes = started(&events, "delete");
-        assert_eq!(deletes[0].get_document("lsid").ok(), session.id().as_ref());
+        assert_eq!(deletes[0].get_document("lsid").ok(), Some(session.id()));
         let statement = deletes[0].get_array("deletes").unwrap()[0]
             .as_document()
             .unwrap();
@@ -937,7 +937,7 @@ async fn find_one_and_modify_actions_take_their_setters_a_session_and_a_timeout(
         assert_eq!(deleted, Some(doc! { "_id": "orders", "n": 10 }));
 
         let commands = started(&events, "findAndModify");
-        assert_eq!(commands[0].get_document("lsid").ok(), session.id().as_ref());
+        assert_eq!(commands[0].get_document("lsid").ok(), Some(session.id()));
         assert_eq!(commands[0].get_bool("new").ok(), Some(true));
         let max_time = max_time_ms(&commands[1]).expect("the timeout's maxTimeMS");
         assert!(0 < max_time && max_time <= 5000, "{max_time}");
@@ -972,7 +972,7 @@ async fn bulk_write_actions_take_their_setters_a_session_and_a_timeout() {
         assert_eq!(orders.count_documents(doc! {}).await.unwrap(), 2);
         let inserts = started(&events, "insert");
         assert_eq!(inserts[0].get_bool("ordered").ok(), Some(false));
-        assert_eq!(inserts[0].get_document("lsid").ok(), session.id().as_ref());
+        assert_eq!(inserts[0].get_document("lsid").ok(), Some(session.id()));
 
         orders
             .bulk_write([InsertOneModel::new(doc! { "_id": 3 }).into()])
@@ -1006,7 +1006,7 @@ async fn bulk_write_actions_take_their_setters_a_session_and_a_timeout() {
         assert_eq!(command.get_bool("ordered").ok(), Some(false));
         assert_eq!(command.get_bool("errorsOnly").ok(), Some(false));
         assert_eq!(command.get("comment"), Some(&Bson::from("client")));
-        assert_eq!(command.get_document("lsid").ok(), session.id().as_ref());
+        assert_eq!(command.get_document("lsid").ok(), Some(session.id()));
         let max_time = max_time_ms(&command).expect("the timeout's maxTimeMS");
         assert!(0 < max_time && max_time <= 5000, "{max_time}");
     })
@@ -1034,7 +1034,7 @@ async fn counts_and_distinct_take_their_options_as_setters_and_run_in_a_session(
             .unwrap();
         assert_eq!(counted, 3);
         let aggregate = started(&events, "aggregate").pop().unwrap();
-        assert_eq!(aggregate.get_document("lsid").ok(), session.id().as_ref());
+        assert_eq!(aggregate.get_document("lsid").ok(), Some(session.id()));
         assert_eq!(orders.estimated_document_count().await.unwrap(), 6);
         let items = orders
             .distinct("item", doc! { "qty": 1 })
@@ -1077,7 +1077,7 @@ async fn indexes_collections_databases_and_commands_are_actions() {
         names.sort();
         assert_eq!(names, ["_id_", "by_at"]);
         let listing = started(&events, "listIndexes").pop().unwrap();
-        assert_eq!(listing.get_document("lsid").ok(), session.id().as_ref());
+        assert_eq!(listing.get_document("lsid").ok(), Some(session.id()));
         log.drop_index("by_at").await.unwrap();
         assert_eq!(log.list_index_names().await.unwrap(), ["_id_"]);
         let collections = db
@@ -1099,7 +1099,7 @@ async fn indexes_collections_databases_and_commands_are_actions() {
             .unwrap();
         assert_eq!(reply.get_f64("ok").ok(), Some(1.0), "{reply}");
         let ping = started(&events, "ping").pop().unwrap();
-        assert_eq!(ping.get_document("lsid").ok(), session.id().as_ref());
+        assert_eq!(ping.get_document("lsid").ok(), Some(session.id()));
         log.drop().session(&session).await.unwrap();
         assert!(db.list_collection_names().await.unwrap().is_empty());
         db.drop().await.unwrap();

@@ -572,3 +572,45 @@ async fn logged_events_read_back() -> anymongo::error::Result<()> {
     })
     .await
 }
+
+/// `ClientSession::id()` is a `&Document` from the start, as in the official crate: the
+/// `lsid` the session's commands carry, kept after the session ended.
+#[tokio::test]
+async fn a_session_has_its_id_from_the_start() -> anymongo::error::Result<()> {
+    harness::within(TEST_BOUND, async {
+        let sent = Arc::new(Mutex::new(Vec::new()));
+        let mut options = ClientOptions::parse(server::shared().uri()).await?;
+        let seen = sent.clone();
+        options.command_event_handler = Some(EventHandler::callback(move |event: CommandEvent| {
+            if let CommandEvent::Started(started) = event {
+                if started.command_name == "insert" {
+                    seen.lock().unwrap().push(started.command);
+                }
+            }
+        }));
+        let client = Client::with_options(options)?;
+        let mut session = client.start_session().await?;
+        let id: &Document = session.id();
+        let id = id.clone();
+        assert!(
+            matches!(id.get("id"), Some(anymongo::bson::Bson::Binary(_))),
+            "{id}"
+        );
+        let other = client.start_session().await?;
+        assert_ne!(other.id(), &id, "two sessions at once have two ids");
+
+        client
+            .database("official_surface_sessions")
+            .collection::<Document>("items")
+            .insert_one(doc! { "n": 1 })
+            .session(&mut session)
+            .await?;
+        let inserts = sent.lock().unwrap().clone();
+        assert_eq!(inserts.len(), 1);
+        assert_eq!(inserts[0].get_document("lsid").ok(), Some(&id));
+        session.end_session();
+        assert_eq!(session.id(), &id, "the id outlives the session's end");
+        Ok(())
+    })
+    .await
+}

@@ -430,10 +430,9 @@ impl NativeSession {
         }
     }
 
-    /// The session id (`lsid`) as BSON, once the session has one.
+    /// The session id (`lsid`) as BSON.
     pub fn id(&self) -> Option<Vec<u8>> {
-        let id = self.session.id()?;
-        anymongo::bson::serialize_to_vec(&id).ok()
+        anymongo::bson::serialize_to_vec(self.session.id()).ok()
     }
 
     /// `$clusterTime` as BSON, once the session has seen one.

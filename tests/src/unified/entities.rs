@@ -124,9 +124,6 @@ pub struct CollectionEntity {
 pub struct SessionEntity {
     /// The session.
     pub session: ClientSession,
-    /// Its `lsid` once it ended: the driver forgets the id of an ended session, which
-    /// `$$sessionLsid` may still name.
-    pub ended_lsid: Option<Document>,
 }
 
 /// A cursor entity.
@@ -347,15 +344,9 @@ impl EntityMap {
     }
 
     /// The logical session id of the session entity `id` (spec "$$sessionLsid").
-    /// The driver gives a session its id at its first command, not when it starts
-    /// (`ClientSession::id`), so the id of a session that never ran one is unknown.
+    /// The `lsid` of session `id`, which it keeps after it ended.
     pub fn session_lsid(&self, id: &str) -> Result<Document, String> {
-        let entity = self.session(id)?;
-        entity
-            .ended_lsid
-            .clone()
-            .or_else(|| entity.session.id())
-            .ok_or_else(|| format!("the session {id:?} has no lsid yet: it ran no command"))
+        Ok(self.session(id)?.session.id().clone())
     }
 }
 
@@ -411,7 +402,6 @@ pub async fn create(
                     .with_options(options)
                     .await
                     .map_err(|e| Abort::Failed(format!("cannot start the session: {e}")))?,
-                ended_lsid: None,
             };
             entities.insert(&session.id, Entity::Session(entity))?;
         }

@@ -10,16 +10,12 @@ use super::model::Operation;
 use super::operations::{configure_fail_point, Context, Returned};
 use super::Abort;
 
-/// Spec `endSession`: ends the session (aborting a transaction in progress), keeping
-/// its lsid for `$$sessionLsid`.
+/// Spec `endSession`: ends the session (aborting a transaction in progress); its lsid
+/// stays for `$$sessionLsid` (`ClientSession::id`).
 pub async fn end_session(operation: &Operation, context: &mut Context) -> Result<Returned, Abort> {
     known_arguments(operation, &[])?;
-    let entity = context.entities.session_mut(&operation.object)?;
-    if entity.ended_lsid.is_none() {
-        entity.ended_lsid = entity.session.id();
-    }
     // Waits for the abort of a transaction in progress, which the test may expect.
-    let session = entity.session.clone();
+    let session = context.entities.session(&operation.object)?.session.clone();
     session.close().await;
     Ok(Ok(None))
 }
