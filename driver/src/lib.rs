@@ -37,7 +37,7 @@
 //!
 //! | layer | modules | what it does |
 //! | --- | --- | --- |
-//! | API | `action`, `atlas_search`, `options`, `results`, `client`, `database`, `collection`, `collection_management`, `change_stream`, `gridfs`, `enumerate`, `index_management`, `sync` | what applications call: handles, options, results, and the blocking API over them |
+//! | API | `action`, `atlas_search`, `bson`, `options`, `results`, `client`, `database`, `collection`, `collection_management`, `change_stream`, `gridfs`, `enumerate`, `index_management`, `sync` | what applications call: handles, options, results, and the blocking API over them |
 //! | operations | `operation`, `retry`, `session`, `transactions`, `crud`, `cursor` | each operation's commands, run by one executor with one context per operation: sessions, transactions, retries, cursors |
 //! | cluster | `cluster` | the deployment at run time: servers with their pools and monitors, waiting server selection, single-threaded scans, SRV polling |
 //! | cluster parts | `cmap`, `sdam::monitor`, `load_balancer`, `logging` | a server's pool, its monitor, connections pinned behind a load balancer, log messages |
@@ -79,6 +79,7 @@
 pub mod action;
 pub mod atlas_search;
 pub mod auth;
+pub mod bson;
 pub mod bson_deserializer;
 pub mod bson_serializer;
 mod bson_util;
@@ -126,7 +127,6 @@ pub mod uri;
 pub mod versioned_api;
 pub mod wire;
 
-pub use bson;
 pub use change_stream::{
     ChangeStream, ChangeStreamEvent, ChangeStreamOptions, SessionChangeStream,
 };

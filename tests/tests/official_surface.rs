@@ -614,3 +614,72 @@ async fn a_session_has_its_id_from_the_start() -> anymongo::error::Result<()> {
     })
     .await
 }
+
+/// bson 2's free functions and error types, which the official crate's default
+/// features give as `mongodb::bson`, through `anymongo::bson`.
+#[test]
+fn bson_2_names_serialize_and_report_errors() {
+    use anymongo::bson::{self, Bson};
+
+    #[derive(Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+    struct Book {
+        title: String,
+        pages: i32,
+    }
+
+    #[derive(Debug)]
+    enum AppError {
+        Read(bson::de::Error),
+        Write(bson::ser::Error),
+    }
+    impl From<bson::de::Error> for AppError {
+        fn from(error: bson::de::Error) -> Self {
+            AppError::Read(error)
+        }
+    }
+    impl From<bson::ser::Error> for AppError {
+        fn from(error: bson::ser::Error) -> Self {
+            AppError::Write(error)
+        }
+    }
+    fn read(document: Document) -> Result<Book, AppError> {
+        Ok(bson::from_document(document)?)
+    }
+    fn write(book: &Book) -> Result<Vec<u8>, AppError> {
+        Ok(bson::to_vec(&bson::to_document(book)?)?)
+    }
+
+    let book = Book {
+        title: "Dune".into(),
+        pages: 412,
+    };
+    let bytes = write(&book).unwrap();
+    let back: Book = bson::from_slice(&bytes).unwrap();
+    assert_eq!(back, book);
+    assert_eq!(bson::from_reader::<_, Book>(&bytes[..]).unwrap(), book);
+    assert_eq!(
+        bson::to_bson(&book).unwrap(),
+        Bson::Document(doc! { "title": "Dune", "pages": 412 })
+    );
+    let raw = bson::to_raw_document_buf(&book).unwrap();
+    assert_eq!(raw.get_str("title").unwrap(), "Dune");
+    assert_eq!(bson::from_bson::<i32>(Bson::Int32(7)).unwrap(), 7);
+    match read(doc! { "title": 1 }).unwrap_err() {
+        AppError::Read(error) => {
+            assert!(error.to_string().contains("expected a string"), "{error}")
+        }
+        AppError::Write(error) => panic!("a read failed as a write: {error}"),
+    }
+    // `?` on them in a function returning the driver's errors.
+    fn driver_read(document: Document) -> anymongo::error::Result<Book> {
+        Ok(bson::from_document(document)?)
+    }
+    let error = driver_read(doc! { "pages": "many" }).unwrap_err();
+    assert!(
+        matches!(
+            *error.kind,
+            anymongo::error::ErrorKind::BsonDeserialization(_)
+        ),
+        "{error:?}"
+    );
+}
