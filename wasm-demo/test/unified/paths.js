@@ -4,7 +4,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { cache } from '../server.js';
 
-/** The suites the Rust runner runs with its plain unified runner, and load_balancer. */
+/** The suites the Rust runner runs with its plain unified runner, load_balancer, and open_telemetry (tests/data/specs). */
 export const DEFAULT_DIRS = [
   'crud',
   'retryable_reads',
@@ -18,6 +18,7 @@ export const DEFAULT_DIRS = [
   'run_command',
   'versioned-api',
   'load_balancer',
+  'open_telemetry',
 ];
 
 /** The corpus folder (pymongo's test/ folder), as tests/src/spec/mod.rs finds it: $ANYMONGO_SPEC_DIR, else the cached copy. */
