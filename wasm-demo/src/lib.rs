@@ -11,11 +11,11 @@
 
 pub mod events;
 #[cfg(target_arch = "wasm32")]
-mod host;
-#[cfg(target_arch = "wasm32")]
+pub mod host;
+#[cfg(all(target_arch = "wasm32", feature = "npm"))]
 mod js;
 pub mod ops;
-#[cfg(target_arch = "wasm32")]
+#[cfg(all(target_arch = "wasm32", feature = "npm"))]
 mod spans;
 
 use anymongo::rt::HostInfo;
