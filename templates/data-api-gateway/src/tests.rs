@@ -260,10 +260,7 @@ async fn input_the_driver_refuses_is_400_and_a_bad_connection_string_500() {
     let gateway = gateway();
     // Refused before any server is selected: the closed port is never reached.
     for (action, fields) in [
-        (
-            "updateOne",
-            json!({ "filter": {}, "update": { "qty": 1 } }),
-        ),
+        ("updateOne", json!({ "filter": {}, "update": { "qty": 1 } })),
         (
             "replaceOne",
             json!({ "filter": {}, "replacement": { "$set": { "qty": 1 } } }),
@@ -271,10 +268,9 @@ async fn input_the_driver_refuses_is_400_and_a_bad_connection_string_500() {
     ] {
         let response = tokio::time::timeout(
             Duration::from_secs(30),
-            gateway.handle(
-                &request(Some(FULL), action, &on_orders(fields)),
-                || gateway.connect(&uri),
-            ),
+            gateway.handle(&request(Some(FULL), action, &on_orders(fields)), || {
+                gateway.connect(&uri)
+            }),
         )
         .await
         .expect("an answer within the bound");
