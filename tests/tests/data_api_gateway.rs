@@ -612,6 +612,30 @@ async fn an_unreachable_database_is_a_503_within_the_timeout_without_its_secrets
     );
 }
 
+/// A runtime without its connection string, or with a configuration that is not
+/// valid, answers every request 500, quoting neither.
+async fn a_runtime_without_its_configuration_answers_500(runtime: Runtime) {
+    let uri = format!("{}{DATABASE}", server::shared().uri());
+    let broken = r#"{"apiKeys": [{"key": "kept-secret"}], "unknown": 1}"#;
+    for env in [
+        vec![("DATA_API_CONFIG", config(10_000))],
+        vec![("MONGODB_URI", uri), ("DATA_API_CONFIG", broken.to_owned())],
+    ] {
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let served = match runtime {
+            Runtime::Wasmtime => Served::start("data-api-gateway", "data-api-gateway", &env, None),
+            Runtime::Workerd => Served::gateway_worker(&env),
+        };
+        let (status, body) = call(&served, FULL, JSON, "findOne", "any", json!({})).await;
+        assert_eq!(
+            (status, body["error_code"].as_str()),
+            (500, Some("InternalServerError")),
+            "{body}"
+        );
+        assert!(!body.to_string().contains("kept-secret"), "{body}");
+    }
+}
+
 /// Runs `program` with `args`, `BASE_URL` (the gateway's, with the Data API's path)
 /// and `API_KEY`, on a thread of its own, within [`BOUND`]: its standard output's
 /// lines, each JSON.
@@ -792,4 +816,5 @@ on_each_runtime!(
     the_bson_types_round_trip_through_extended_json_as_stored,
     the_error_statuses,
     an_unreachable_database_is_a_503_within_the_timeout_without_its_secrets,
+    a_runtime_without_its_configuration_answers_500,
 );
