@@ -49,7 +49,7 @@ test)
     cargo clippy -q --workspace --all-targets -- -D warnings
     cargo clippy -q -p anymongo-wasi -p wasi-http-handler -p data-api-gateway --target wasm32-wasip2 -- -D warnings
     cargo clippy -q -p anymongo-tests --bin demo --bin topology --bin srv_probe --bin op_timeout --bin cold_request --bin idle_check --target wasm32-wasip2 -- -D warnings
-    cargo clippy -q -p anymongo -p anymongo-wasm --target wasm32-unknown-unknown -- -D warnings
+    cargo clippy -q -p anymongo -p anymongo-wasm -p data-api-gateway-worker --target wasm32-unknown-unknown -- -D warnings
     step "docs"
     RUSTDOCFLAGS="-D warnings" cargo doc -q --workspace --no-deps
     RUSTDOCFLAGS="-D warnings" cargo doc -q -p anymongo-wasi --no-deps --target wasm32-wasip2

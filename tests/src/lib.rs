@@ -42,8 +42,8 @@
 //! - [`probe`]: a scripted series of operations that reports the topology after each,
 //!   run by the `topology` binary natively and under WASI.
 //! - [`setup`]: the cache of tools installed by `tests/setup.sh`.
-//! - [`wasmtime_serve`]: a wasi:http component served by `wasmtime serve`, and HTTP
-//!   requests to it (the edge templates' tests).
+//! - [`wasmtime_serve`]: a wasi:http component served by `wasmtime serve` (or the
+//!   gateway's Worker by workerd), and HTTP requests to it (the edge templates' tests).
 //!
 //! All of it runs on the test machine only, so it is left out of WASI builds.
 
@@ -130,6 +130,19 @@ pub mod setup {
             run("venv").unwrap_or_else(|why| panic!("cannot install wasmtime: {why}"));
         }
         wasmtime
+    }
+
+    /// The workerd of the cache (the Cloudflare Workers runtime), installed first
+    /// (`tests/setup.sh js-runtimes`) if missing.
+    ///
+    /// # Panics
+    /// If it cannot be installed.
+    pub fn workerd() -> PathBuf {
+        let workerd = cache_dir().join("js-runtimes/node_modules/.bin/workerd");
+        if !workerd.exists() {
+            run("js-runtimes").unwrap_or_else(|why| panic!("cannot install workerd: {why}"));
+        }
+        workerd
     }
 
     /// Builds the binary `bin` of the workspace package `package` for wasm32-wasip2

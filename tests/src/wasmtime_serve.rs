@@ -1,5 +1,6 @@
 //! A wasi:http component of the workspace served by `wasmtime serve` on loopback, as
-//! the README says to run the templates, and plain HTTP/1.0 requests to it.
+//! the README says to run the templates, or the Data API gateway's Worker served by
+//! workerd; and plain HTTP/1.0 requests to either.
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
@@ -16,11 +17,13 @@ use crate::{harness, setup};
 /// each request.
 pub const BOUND: Duration = Duration::from_secs(120);
 
-/// `wasmtime serve` running a component; killed when dropped.
+/// `wasmtime serve` running a component, or workerd a Worker; killed when dropped.
 pub struct Served {
     child: Child,
     /// Where it listens.
     pub address: SocketAddr,
+    /// The Worker's modules and configuration, for workerd.
+    _dir: Option<tempfile::TempDir>,
 }
 
 /// A reply: its status, headers (names in lower case) and body.
@@ -87,6 +90,7 @@ impl Served {
         let mut served = Served {
             child,
             address: SocketAddr::from(([127, 0, 0, 1], 0)),
+            _dir: None,
         };
         let announced = address
             .recv_timeout(BOUND)
@@ -94,6 +98,132 @@ impl Served {
         served.address = announced
             .parse()
             .unwrap_or_else(|_| panic!("wasmtime serves on {announced:?}"));
+        served
+    }
+
+    /// Serves the Data API gateway's Worker (`templates/data-api-gateway/worker`, built
+    /// by its `build.sh --dev` once per process) under workerd on a free loopback port,
+    /// with the text bindings `env` (its `MONGODB_URI`, `DATA_API_CONFIG`), its Durable
+    /// Object in memory and outbound connections to loopback only; waits (within
+    /// [`BOUND`]) until workerd accepts connections. The modules are laid out as
+    /// wrangler bundles them: the Worker's `index.js`, its `pkg/`, and the npm package's
+    /// Workers transport as `anymongo/transports/workers` (which imports `../doh.js`).
+    pub fn gateway_worker(env: &[(&str, &str)]) -> Served {
+        let root = setup::workspace_root();
+        let worker = root.join("templates/data-api-gateway/worker");
+        static BUILT: Mutex<bool> = Mutex::new(false);
+        {
+            let mut built = BUILT.lock().unwrap_or_else(PoisonError::into_inner);
+            if !*built {
+                let status = Command::new("bash")
+                    .arg(worker.join("build.sh"))
+                    .arg("--dev")
+                    .status()
+                    .expect("bash runs");
+                assert!(status.success(), "building the gateway Worker failed");
+                *built = true;
+            }
+        }
+        let dir = tempfile::Builder::new()
+            .prefix("anymongo-gateway-worker-")
+            .tempdir()
+            .unwrap();
+        let copy = |from: std::path::PathBuf, to: &str| {
+            let to = dir.path().join(to);
+            std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+            std::fs::copy(&from, &to)
+                .unwrap_or_else(|error| panic!("copying {}: {error}", from.display()));
+        };
+        let modules = [
+            ("worker.js", "esModule", worker.join("index.js")),
+            (
+                "pkg/data_api_gateway_worker.js",
+                "esModule",
+                worker.join("pkg/data_api_gateway_worker.js"),
+            ),
+            (
+                "pkg/data_api_gateway_worker_bg.wasm",
+                "wasm",
+                worker.join("pkg/data_api_gateway_worker_bg.wasm"),
+            ),
+            (
+                "anymongo/transports/workers",
+                "esModule",
+                root.join("wasm-demo/js/transports/workers.js"),
+            ),
+            (
+                "anymongo/doh.js",
+                "esModule",
+                root.join("wasm-demo/js/doh.js"),
+            ),
+        ];
+        let mut listed = Vec::new();
+        for (index, (name, kind, file)) in modules.into_iter().enumerate() {
+            let copied = format!("module{index}");
+            copy(file, &copied);
+            listed.push(format!("(name = {name:?}, {kind} = embed {copied:?})"));
+        }
+        let bindings: Vec<String> = env
+            .iter()
+            .map(|(name, text)| format!("(name = {name:?}, text = {text:?})"))
+            .chain(["(name = \"GATEWAY\", durableObjectNamespace = \"Gateway\")".to_owned()])
+            .collect();
+        let config = format!(
+            r#"using Workerd = import "/workerd/workerd.capnp";
+const config :Workerd.Config = (
+  services = [
+    (name = "main", worker = .worker),
+    (name = "loopback", network = (allow = ["local"])),
+  ],
+  sockets = [(name = "http", address = "127.0.0.1:0", http = (), service = "main")],
+);
+const worker :Workerd.Worker = (
+  modules = [{}],
+  bindings = [{}],
+  durableObjectNamespaces = [(className = "Gateway", uniqueKey = "Gateway")],
+  durableObjectStorage = (inMemory = void),
+  compatibilityDate = "2025-01-01",
+  globalOutbound = "loopback",
+);
+"#,
+            listed.join(", "),
+            bindings.join(", ")
+        );
+        std::fs::write(dir.path().join("config.capnp"), config).unwrap();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|listener| listener.local_addr())
+            .unwrap()
+            .port();
+        let address = SocketAddr::from(([127, 0, 0, 1], port));
+        let mut child = Command::new(setup::workerd())
+            .args(["serve", "config.capnp", "--socket-addr"])
+            .arg(format!("http={address}"))
+            .current_dir(dir.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("workerd runs");
+        let stderr = child.stderr.take().expect("piped");
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                eprintln!("workerd: {line}");
+            }
+        });
+        let served = Served {
+            child,
+            address,
+            _dir: Some(dir),
+        };
+        // workerd listens once it has read its configuration: poll, bounded.
+        let deadline = std::time::Instant::now() + BOUND;
+        while std::net::TcpStream::connect(address).is_err() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "workerd did not listen on {address} within {BOUND:?}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
         served
     }
 

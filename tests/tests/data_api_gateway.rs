@@ -1,13 +1,18 @@
-//! The Data API gateway (`templates/data-api-gateway`) as a wasi:http component under
-//! `wasmtime serve`, as its README says to run it, against SecantusDB: every action
+//! The Data API gateway (`templates/data-api-gateway`) on both its runtimes, as its
+//! README says to run them — a wasi:http component under `wasmtime serve`, and a
+//! Cloudflare Worker under workerd (`worker/`) — against SecantusDB: every action
 //! with JSON and with EJSON bodies, the error statuses, an Extended JSON round trip of
 //! the BSON types read back natively, and Data API clients (curl, fetch) that change
-//! only their base URL and key.
+//! only their base URL and key. One matrix, run once per runtime (the modules
+//! `wasmtime_serve` and `workerd` at the end); then what only one runtime does: the
+//! Worker's Durable Object keeps its connection between requests, a `wasmtime serve`
+//! request is a cold one.
 
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use anymongo::bson::{doc, Bson, Document};
+use anymongo_tests::latency::LatencyProxy;
 use anymongo_tests::wasmtime_serve::{Distant, Served, BOUND};
 use anymongo_tests::{harness, server, setup};
 use serde_json::{json, Value};
@@ -25,15 +30,43 @@ const JSON: &str = "application/json";
 /// Canonical Extended JSON.
 const EJSON: &str = "application/ejson";
 
-/// The gateway served with `uri` and `timeout_ms`.
-fn serve(uri: &str, timeout_ms: u64) -> Served {
-    serve_with_dir(uri, timeout_ms, None)
+/// The gateway's two runtimes, around the one core.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Runtime {
+    /// The wasi:http component, under `wasmtime serve`.
+    Wasmtime,
+    /// The Cloudflare Worker, under workerd.
+    Workerd,
 }
 
-/// [`serve`], the gateway given `dir` (where the connection string's `tlsCAFile` is)
-/// at the same path.
+/// The gateway served by `runtime` with `uri` and `timeout_ms`.
+fn serve(runtime: Runtime, uri: &str, timeout_ms: u64) -> Served {
+    match runtime {
+        Runtime::Wasmtime => serve_with_dir(uri, timeout_ms, None),
+        Runtime::Workerd => Served::gateway_worker(&[
+            ("MONGODB_URI", uri),
+            ("DATA_API_CONFIG", &config(timeout_ms)),
+        ]),
+    }
+}
+
+/// [`serve`] by `wasmtime serve`, the gateway given `dir` (where the connection
+/// string's `tlsCAFile` is) at the same path.
 fn serve_with_dir(uri: &str, timeout_ms: u64, dir: Option<&std::path::Path>) -> Served {
-    let config = json!({
+    Served::start(
+        "data-api-gateway",
+        "data-api-gateway",
+        &[
+            ("MONGODB_URI", uri),
+            ("DATA_API_CONFIG", &config(timeout_ms)),
+        ],
+        dir,
+    )
+}
+
+/// The gateway's configuration: the two keys, a small body limit, `timeout_ms`.
+fn config(timeout_ms: u64) -> String {
+    json!({
         "apiKeys": [
             { "key": FULL },
             { "key": READER, "allow": [
@@ -43,13 +76,7 @@ fn serve_with_dir(uri: &str, timeout_ms: u64, dir: Option<&std::path::Path>) -> 
         "maxBodyBytes": 4096,
         "timeoutMS": timeout_ms,
     })
-    .to_string();
-    Served::start(
-        "data-api-gateway",
-        "data-api-gateway",
-        &[("MONGODB_URI", uri), ("DATA_API_CONFIG", &config)],
-        dir,
-    )
+    .to_string()
 }
 
 /// Posts `fields` (with `dataSource`, `database` and `collection`) to `action` with
@@ -110,12 +137,12 @@ async fn collection(name: &str) -> anymongo::Collection<Document> {
 }
 
 /// Every action, its body and its response, in `format`.
-async fn every_action(served: &Served, format: &str) {
-    let name = if format == EJSON {
-        "actions_ejson"
-    } else {
-        "actions_json"
-    };
+async fn every_action(served: &Served, runtime: Runtime, format: &str) {
+    // A collection per runtime and format: the runtimes' tests run at once.
+    let name = &format!(
+        "actions_{}_{runtime:?}",
+        if format == EJSON { "ejson" } else { "json" }
+    );
     harness::within(BOUND, collection(name).await.drop())
         .await
         .unwrap();
@@ -233,17 +260,25 @@ async fn every_action(served: &Served, format: &str) {
     assert_eq!(deleted, (200, json!({ "deletedCount": n(4) })));
 }
 
-#[tokio::test]
-async fn every_action_answers_with_json_and_with_ejson_bodies() {
-    let served = serve(&format!("{}{DATABASE}", server::shared().uri()), 10_000);
-    every_action(&served, JSON).await;
-    every_action(&served, EJSON).await;
+async fn every_action_answers_with_json_and_with_ejson_bodies(runtime: Runtime) {
+    let served = serve(
+        runtime,
+        &format!("{}{DATABASE}", server::shared().uri()),
+        10_000,
+    );
+    every_action(&served, runtime, JSON).await;
+    every_action(&served, runtime, EJSON).await;
 }
 
-#[tokio::test]
-async fn the_bson_types_round_trip_through_extended_json_as_stored() {
-    let served = serve(&server::shared().uri(), 10_000);
-    let name = "types";
+async fn the_bson_types_round_trip_through_extended_json_as_stored(runtime: Runtime) {
+    let served = serve(runtime, &server::shared().uri(), 10_000);
+    let name = match runtime {
+        Runtime::Wasmtime => "types",
+        Runtime::Workerd => "types_worker",
+    };
+    harness::within(BOUND, collection(name).await.drop())
+        .await
+        .unwrap();
     let sent = json!({
         "_id": { "$oid": "65a1b2c3d4e5f60718293a4b" },
         "date": { "$date": { "$numberLong": "1700000000123" } },
@@ -362,9 +397,12 @@ async fn the_bson_types_round_trip_through_extended_json_as_stored() {
     assert_eq!(copy, expected);
 }
 
-#[tokio::test]
-async fn the_error_statuses() {
-    let served = serve(&format!("{}{DATABASE}", server::shared().uri()), 10_000);
+async fn the_error_statuses(runtime: Runtime) {
+    let served = serve(
+        runtime,
+        &format!("{}{DATABASE}", server::shared().uri()),
+        10_000,
+    );
     let error = |(status, body): (u16, Value)| {
         (status, body["error_code"].as_str().unwrap_or("").to_owned())
     };
@@ -472,6 +510,21 @@ async fn the_error_statuses() {
             (400, "InvalidParameter".into())
         );
     }
+    // Input the driver refuses before sending it: an update without operators.
+    assert_eq!(
+        error(
+            call(
+                &served,
+                FULL,
+                JSON,
+                "updateOne",
+                "readable",
+                json!({ "filter": {}, "update": { "qty": 1 } })
+            )
+            .await
+        ),
+        (400, "InvalidParameter".into())
+    );
     let refused = call(
         &served,
         FULL,
@@ -489,46 +542,56 @@ async fn the_error_statuses() {
     );
 
     // 409: an _id that exists.
+    let dups = match runtime {
+        Runtime::Wasmtime => "dups",
+        Runtime::Workerd => "dups_worker",
+    };
     let document = json!({ "document": { "_id": "twice" } });
     call(
         &served,
         FULL,
         JSON,
         "deleteMany",
-        "dups",
+        dups,
         json!({ "filter": {} }),
     )
     .await;
     assert_eq!(
-        call(&served, FULL, JSON, "insertOne", "dups", document.clone())
+        call(&served, FULL, JSON, "insertOne", dups, document.clone())
             .await
             .0,
         201
     );
     assert_eq!(
-        error(call(&served, FULL, JSON, "insertOne", "dups", document).await),
+        error(call(&served, FULL, JSON, "insertOne", dups, document).await),
         (409, "DuplicateKey".into())
     );
 
     // 413: over maxBodyBytes (4096).
     let big = json!({ "document": { "text": "x".repeat(5000) } });
     assert_eq!(
-        error(call(&served, FULL, JSON, "insertOne", "dups", big).await),
+        error(call(&served, FULL, JSON, "insertOne", dups, big).await),
         (413, "PayloadTooLarge".into())
     );
 }
 
-#[tokio::test]
-async fn an_unreachable_database_is_a_503_within_the_timeout_without_its_secrets() {
+async fn an_unreachable_database_is_a_503_within_the_timeout_without_its_secrets(runtime: Runtime) {
     let closed = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
         .unwrap();
     let timeout = Duration::from_millis(1000);
     let served = serve(
+        runtime,
         &format!("mongodb://gatekeeper:hunter2@{closed}/?authSource=admin"),
         timeout.as_millis() as u64,
     );
+    if runtime == Runtime::Workerd {
+        // workerd compiles the Worker on its first request (wasmtime serve, before
+        // it listens): a request refused without the database, before the measure.
+        let (status, _) = call(&served, "wrong", JSON, "findOne", "any", json!({})).await;
+        assert_eq!(status, 401);
+    }
     let started = Instant::now();
     let (status, body) = call(&served, FULL, JSON, "findOne", "any", json!({})).await;
     let took = started.elapsed();
@@ -547,6 +610,30 @@ async fn an_unreachable_database_is_a_503_within_the_timeout_without_its_secrets
         took < timeout + Duration::from_secs(2),
         "the 503 took {took:?}"
     );
+}
+
+/// A runtime without its connection string, or with a configuration that is not
+/// valid, answers every request 500, quoting neither.
+async fn a_runtime_without_its_configuration_answers_500(runtime: Runtime) {
+    let uri = format!("{}{DATABASE}", server::shared().uri());
+    let broken = r#"{"apiKeys": [{"key": "kept-secret"}], "unknown": 1}"#;
+    for env in [
+        vec![("DATA_API_CONFIG", config(10_000))],
+        vec![("MONGODB_URI", uri), ("DATA_API_CONFIG", broken.to_owned())],
+    ] {
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let served = match runtime {
+            Runtime::Wasmtime => Served::start("data-api-gateway", "data-api-gateway", &env, None),
+            Runtime::Workerd => Served::gateway_worker(&env),
+        };
+        let (status, body) = call(&served, FULL, JSON, "findOne", "any", json!({})).await;
+        assert_eq!(
+            (status, body["error_code"].as_str()),
+            (500, Some("InternalServerError")),
+            "{body}"
+        );
+        assert!(!body.to_string().contains("kept-secret"), "{body}");
+    }
 }
 
 /// Runs `program` with `args`, `BASE_URL` (the gateway's, with the Data API's path)
@@ -579,9 +666,17 @@ async fn run_client(program: &'static str, args: Vec<String>, served: &Served) -
         .collect()
 }
 
+/// The clients (whose database is the Data API documentation's `todo`) against both
+/// runtimes, one after the other: they share the collection.
 #[tokio::test]
 async fn a_data_api_client_changes_only_its_base_url_and_key() {
-    let served = serve(&server::shared().uri(), 10_000);
+    for runtime in [Runtime::Wasmtime, Runtime::Workerd] {
+        clients_against(runtime).await;
+    }
+}
+
+async fn clients_against(runtime: Runtime) {
+    let served = serve(runtime, &server::shared().uri(), 10_000);
     let client = anymongo::Client::with_uri_str(server::shared().uri())
         .await
         .unwrap();
@@ -651,3 +746,75 @@ async fn a_cold_request_reaches_a_distant_database_in_five_round_trips() {
     assert_eq!(measured.round_trips, 5, "flights:\n{}", measured.log);
     assert_eq!(measured.connections, 1, "flights:\n{}", measured.log);
 }
+
+/// The Worker's Durable Object owns the gateway's client: the first request connects,
+/// the later ones (every kind of action, a refused one too) reuse its connection.
+/// Counted by a proxy without delay in front of the server.
+#[tokio::test]
+async fn the_worker_connects_on_its_first_request_and_reuses_the_connection() {
+    let server = server::shared();
+    let proxy = LatencyProxy::start(&format!("{}:{}", server.host, server.port), Duration::ZERO)
+        .await
+        .unwrap();
+    let served = serve(
+        Runtime::Workerd,
+        &format!("mongodb://{}/{DATABASE}", proxy.address()),
+        10_000,
+    );
+    let name = "reused";
+    let call = |action, fields| call(&served, FULL, JSON, action, name, fields);
+    assert_eq!(proxy.connections().len(), 0, "nothing connects before");
+    let (status, body) = call("deleteMany", json!({ "filter": {} })).await;
+    assert_eq!(status, 200, "{body}");
+    let first = proxy.connections().len();
+    assert!(first >= 1, "the first request connected");
+    let inserted = call("insertOne", json!({ "document": { "_id": 1 } })).await;
+    assert_eq!(inserted, (201, json!({ "insertedId": 1 })));
+    let found = call("find", json!({ "filter": {} })).await;
+    assert_eq!(found, (200, json!({ "documents": [{ "_id": 1 }] })));
+    let duplicate = call("insertOne", json!({ "document": { "_id": 1 } })).await;
+    assert_eq!(duplicate.0, 409, "{}", duplicate.1);
+    let updated = call(
+        "updateOne",
+        json!({ "filter": { "_id": 1 }, "update": { "$set": { "a": 1 } } }),
+    )
+    .await;
+    assert_eq!(updated.0, 200, "{}", updated.1);
+    assert_eq!(
+        proxy.connections().len(),
+        first,
+        "later requests opened no connection"
+    );
+}
+
+/// The matrix under each runtime.
+macro_rules! on_each_runtime {
+    ($($test:ident),* $(,)?) => {
+        /// The matrix served by `wasmtime serve`.
+        mod wasmtime_serve {
+            $(
+                #[tokio::test]
+                async fn $test() {
+                    super::$test(super::Runtime::Wasmtime).await;
+                }
+            )*
+        }
+        /// The matrix served by workerd.
+        mod workerd {
+            $(
+                #[tokio::test]
+                async fn $test() {
+                    super::$test(super::Runtime::Workerd).await;
+                }
+            )*
+        }
+    };
+}
+
+on_each_runtime!(
+    every_action_answers_with_json_and_with_ejson_bodies,
+    the_bson_types_round_trip_through_extended_json_as_stored,
+    the_error_statuses,
+    an_unreachable_database_is_a_503_within_the_timeout_without_its_secrets,
+    a_runtime_without_its_configuration_answers_500,
+);

@@ -5,17 +5,20 @@
 //! `host`), the core does the rest: SDAM, server selection, pooling, authentication,
 //! retries and CRUD. The JavaScript glue in `js/` gives it the shape of the official
 //! Node.js driver; [`ops`] is the operation layer between the two, and builds (and is
-//! tested) on every target.
+//! tested) on every target. `host` is public for Rust code that runs in a JavaScript
+//! host with a transport of the package's (the Data API gateway's Worker,
+//! `templates/data-api-gateway/worker`): such a crate turns off the default feature
+//! `npm`, the package's exports, which its WebAssembly then does not carry.
 // JavaScript handles are not Send: on wasm32 an Arc is only shared ownership.
 #![cfg_attr(target_family = "wasm", allow(clippy::arc_with_non_send_sync))]
 
 pub mod events;
 #[cfg(target_arch = "wasm32")]
-mod host;
-#[cfg(target_arch = "wasm32")]
+pub mod host;
+#[cfg(all(target_arch = "wasm32", feature = "npm"))]
 mod js;
 pub mod ops;
-#[cfg(target_arch = "wasm32")]
+#[cfg(all(target_arch = "wasm32", feature = "npm"))]
 mod spans;
 
 use anymongo::rt::HostInfo;

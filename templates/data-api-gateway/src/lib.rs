@@ -5,8 +5,9 @@
 //! This library is the core every runtime shares: a [`Request`] (method, path,
 //! headers, body bytes) in, a [`Response`] out, through [`Gateway::handle`]. The
 //! runtime reads the request (at most [`Gateway::max_body_bytes`] of body), gives the
-//! core a way to get a [`Client`], and writes the response; the wasi:http component
-//! is this crate's binary (`src/main.rs`).
+//! core a way to get a [`Client`], and writes the response. The wasi:http component
+//! is this crate's binary (`src/main.rs`); the Cloudflare Worker is the crate in
+//! `worker/` (this core compiled with wasm-bindgen, sockets from `cloudflare:sockets`).
 //!
 //! # The protocol
 //!
@@ -23,7 +24,7 @@
 //!
 //! | status | `error_code` | when |
 //! | --- | --- | --- |
-//! | 400 | `InvalidParameter` | a body that is not a JSON object, a missing or mistyped field, an unknown content type; a query the server refuses (`MongoDBError`) |
+//! | 400 | `InvalidParameter` | a body that is not a JSON object, a missing or mistyped field, an unknown content type, input the driver refuses before sending it (an update without operators…); a query the server refuses (`MongoDBError`) |
 //! | 401 | `InvalidSession` | no `apiKey` (or `api-key`) header, or a key the configuration does not accept |
 //! | 403 | `NoMatchingRuleFound` | the key's allow-list does not grant the action on the namespace (or one an aggregation reaches) |
 //! | 403 | `ServerJavaScriptRefused` | `$where`, `$function` or `$accumulator` when refused |
@@ -48,7 +49,8 @@ use std::time::Duration;
 use anymongo::bson::{Bson, Document};
 use anymongo::error::WriteFailure;
 use anymongo::options::ClientOptions;
-use anymongo::{Client, ErrorKind};
+use anymongo::rt::Runtime;
+use anymongo::{srv, Client, ErrorKind};
 use serde_json::json;
 
 pub use action::Action;
@@ -124,6 +126,20 @@ impl Failure {
         Failure::new(400, "InvalidParameter", message)
     }
 
+    /// How a failure to make the client answers: an invalid argument there is the
+    /// gateway's connection string (a 500 that does not quote it: it may hold a
+    /// password), not the caller's input.
+    fn connecting(error: anymongo::Error) -> Failure {
+        match &*error.kind {
+            ErrorKind::InvalidArgument { .. } => Failure::new(
+                500,
+                "InternalServerError",
+                "the gateway's connection string is not valid",
+            ),
+            _ => Failure::from(error),
+        }
+    }
+
     fn into_response(self) -> Response {
         Response {
             status: self.status,
@@ -196,6 +212,10 @@ impl From<anymongo::Error> for Failure {
                     unreachable()
                 }
             }
+            // The driver refusing the request's input before sending it (an update
+            // without operators, a replacement with them, an empty insertMany…): the
+            // caller's mistake, as the server's refusals are.
+            ErrorKind::InvalidArgument { message } => Failure::invalid(message.clone()),
             kind if is_unreachable(kind) => unreachable(),
             ErrorKind::Authentication { .. } => Failure::new(
                 500,
@@ -266,6 +286,22 @@ impl Gateway {
         let mut options = ClientOptions::parse(uri).await?;
         self.configure(&mut options);
         Client::with_options(options)
+    }
+
+    /// A client for `uri` on `runtime` (a `mongodb+srv://` name looked up through its
+    /// resolver, within the configuration's `timeoutMS`), with [`Gateway::configure`]'s
+    /// bounds: for runtimes whose seams the caller supplies, such as the Worker
+    /// (`worker/`), whose sockets come from JavaScript.
+    pub async fn connect_with(&self, uri: &str, runtime: Runtime) -> anymongo::Result<Client> {
+        let mut options = srv::resolve_uri(
+            uri,
+            runtime.resolver.as_ref(),
+            runtime.clock.as_ref(),
+            Duration::from_millis(self.config.timeout_ms),
+        )
+        .await?;
+        self.configure(&mut options);
+        Client::with_runtime(options, runtime)
     }
 
     /// The 500 of a runtime whose own configuration (connection string, JSON) is
@@ -348,7 +384,7 @@ impl Gateway {
         if !self.config.allow_server_java_script {
             call.refuse_server_java_script()?;
         }
-        let client = client().await?;
+        let client = client().await.map_err(Failure::connecting)?;
         let (status, body) = call.run(&client, &self.config).await?;
         Ok(render(status, body, output))
     }

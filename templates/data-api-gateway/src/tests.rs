@@ -250,6 +250,44 @@ async fn an_unreachable_database_is_503_within_the_timeout_and_names_no_secret()
     assert!(took < Duration::from_secs(5), "the 503 took {took:?}");
 }
 
+#[tokio::test]
+async fn input_the_driver_refuses_is_400_and_a_bad_connection_string_500() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let uri = format!("mongodb://{closed}/");
+    let gateway = gateway();
+    // Refused before any server is selected: the closed port is never reached.
+    for (action, fields) in [
+        ("updateOne", json!({ "filter": {}, "update": { "qty": 1 } })),
+        (
+            "replaceOne",
+            json!({ "filter": {}, "replacement": { "$set": { "qty": 1 } } }),
+        ),
+    ] {
+        let response = tokio::time::timeout(
+            Duration::from_secs(30),
+            gateway.handle(&request(Some(FULL), action, &on_orders(fields)), || {
+                gateway.connect(&uri)
+            }),
+        )
+        .await
+        .expect("an answer within the bound");
+        assert_eq!(response.status, 400, "{action}: {}", response.body);
+        assert_eq!(response.json()["error_code"], "InvalidParameter");
+    }
+    let secret = "mongodb://gatekeeper:hunter2@/?authSource=admin";
+    let response = gateway
+        .handle(
+            &request(Some(FULL), "findOne", &on_orders(json!({}))),
+            || gateway.connect(secret),
+        )
+        .await;
+    assert_eq!(response.status, 500, "{}", response.body);
+    assert!(!response.body.contains("hunter2"), "{}", response.body);
+}
+
 #[test]
 fn responses_are_relaxed_or_canonical_extended_json_by_accept_or_content_type() {
     let id = ObjectId::new();
