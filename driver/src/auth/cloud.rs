@@ -29,7 +29,7 @@ use serde_json::Value;
 
 use super::aws::{self, AwsCredentials};
 use super::oidc_callback::{CallbackContext, IdpServerResponse, OidcHost, TokenSource};
-use super::Credential;
+use super::{AuthMechanism, Credential};
 use crate::error::{Error, Result};
 use crate::http::{percent_encode, HttpClient, Response};
 use crate::rt::{self, BoxFuture, Runtime};
@@ -91,41 +91,53 @@ impl CloudAccess {
         (self.env)(name).filter(|value| !value.is_empty())
     }
 
-    /// `GET`/`PUT`/`POST` bounded by `timeout` on the client's clock; a transport
-    /// failure or timeout is an authentication error of `mechanism` naming `what`.
+    /// `call`, bounded by `timeout` on the client's clock; a transport failure or
+    /// timeout is an authentication error of `mechanism` naming `what`.
     async fn request(
         &self,
-        mechanism: &'static str,
+        mechanism: AuthMechanism,
         what: &str,
-        method: &str,
-        url: &str,
-        headers: &[(&str, &str)],
-        body: &[u8],
+        call: Call<'_>,
         timeout: Duration,
     ) -> Result<Response> {
         let deadline = self.http.clock().now() + timeout;
         self.http
-            .request(method, url, headers, body, deadline)
+            .request(call.method, call.url, call.headers, call.body, deadline)
             .await
             .map_err(|error| failure(mechanism, format!("{what}: {error}")))
     }
 }
 
-fn failure(mechanism: &'static str, message: impl fmt::Display) -> Error {
-    let mechanism = match mechanism {
-        "MONGODB-AWS" => super::AuthMechanism::MongoDbAws,
-        _ => super::AuthMechanism::MongoDbOidc,
-    };
+/// One request: method, URL, headers and body.
+struct Call<'a> {
+    method: &'a str,
+    url: &'a str,
+    headers: &'a [(&'a str, &'a str)],
+    body: &'a [u8],
+}
+
+impl<'a> Call<'a> {
+    fn get(url: &'a str, headers: &'a [(&'a str, &'a str)]) -> Self {
+        Call {
+            method: "GET",
+            url,
+            headers,
+            body: &[],
+        }
+    }
+}
+
+fn failure(mechanism: AuthMechanism, message: impl fmt::Display) -> Error {
     super::auth_error(mechanism, "$external", message)
 }
 
 fn aws_failure(message: impl fmt::Display) -> Error {
-    failure("MONGODB-AWS", message)
+    failure(AuthMechanism::MongoDbAws, message)
 }
 
 /// An error for a response whose status is not 200, with (the start of) its body, as
 /// the spec asks of the OIDC environments.
-fn status_error(mechanism: &'static str, what: &str, response: &Response) -> Error {
+fn status_error(mechanism: AuthMechanism, what: &str, response: &Response) -> Error {
     let body: String = response.text().chars().take(ERROR_BODY_CHARS).collect();
     failure(
         mechanism,
@@ -269,20 +281,22 @@ async fn web_identity(cloud: &CloudAccess, token_file: &str, role_arn: &str) -> 
     let what = "STS AssumeRoleWithWebIdentity";
     let response = cloud
         .request(
-            "MONGODB-AWS",
+            AuthMechanism::MongoDbAws,
             what,
-            "POST",
-            &url,
-            &[
-                ("Accept", "application/json"),
-                ("Content-Type", "application/x-www-form-urlencoded"),
-            ],
-            body.as_bytes(),
+            Call {
+                method: "POST",
+                url: &url,
+                headers: &[
+                    ("Accept", "application/json"),
+                    ("Content-Type", "application/x-www-form-urlencoded"),
+                ],
+                body: body.as_bytes(),
+            },
             AWS_ENDPOINT_TIMEOUT,
         )
         .await?;
     if response.status != 200 {
-        return Err(status_error("MONGODB-AWS", what, &response));
+        return Err(status_error(AuthMechanism::MongoDbAws, what, &response));
     }
     parse_sts_response(&response.body)
 }
@@ -335,17 +349,14 @@ async fn ecs(cloud: &CloudAccess, url: &str) -> Result<Cached> {
     let what = "the ECS credentials endpoint";
     let response = cloud
         .request(
-            "MONGODB-AWS",
+            AuthMechanism::MongoDbAws,
             what,
-            "GET",
-            url,
-            &[("Accept", "application/json")],
-            &[],
+            Call::get(url, &[("Accept", "application/json")]),
             AWS_ENDPOINT_TIMEOUT,
         )
         .await?;
     if response.status != 200 {
-        return Err(status_error("MONGODB-AWS", what, &response));
+        return Err(status_error(AuthMechanism::MongoDbAws, what, &response));
     }
     parse_credentials(&response.body, "Token")
 }
@@ -360,34 +371,33 @@ async fn ec2(cloud: &CloudAccess) -> Result<Cached> {
     let what = "the EC2 instance metadata service";
     let response = cloud
         .request(
-            "MONGODB-AWS",
+            AuthMechanism::MongoDbAws,
             what,
-            "PUT",
-            &format!("{base}/latest/api/token"),
-            &[("X-aws-ec2-metadata-token-ttl-seconds", EC2_TOKEN_TTL_SECS)],
-            &[],
+            Call {
+                method: "PUT",
+                url: &format!("{base}/latest/api/token"),
+                headers: &[("X-aws-ec2-metadata-token-ttl-seconds", EC2_TOKEN_TTL_SECS)],
+                body: &[],
+            },
             AWS_ENDPOINT_TIMEOUT,
         )
         .await?;
     if response.status != 200 {
-        return Err(status_error("MONGODB-AWS", what, &response));
+        return Err(status_error(AuthMechanism::MongoDbAws, what, &response));
     }
     let token = response.text().trim().to_owned();
     let roles = format!("{base}/latest/meta-data/iam/security-credentials/");
     let headers = [("X-aws-ec2-metadata-token", token.as_str())];
     let response = cloud
         .request(
-            "MONGODB-AWS",
+            AuthMechanism::MongoDbAws,
             what,
-            "GET",
-            &roles,
-            &headers,
-            &[],
+            Call::get(&roles, &headers),
             AWS_ENDPOINT_TIMEOUT,
         )
         .await?;
     if response.status != 200 {
-        return Err(status_error("MONGODB-AWS", what, &response));
+        return Err(status_error(AuthMechanism::MongoDbAws, what, &response));
     }
     let role = response.text();
     let role = role.lines().next().unwrap_or_default().trim();
@@ -396,17 +406,14 @@ async fn ec2(cloud: &CloudAccess) -> Result<Cached> {
     }
     let response = cloud
         .request(
-            "MONGODB-AWS",
+            AuthMechanism::MongoDbAws,
             what,
-            "GET",
-            &format!("{roles}{}", percent_encode(role)),
-            &headers,
-            &[],
+            Call::get(&format!("{roles}{}", percent_encode(role)), &headers),
             AWS_ENDPOINT_TIMEOUT,
         )
         .await?;
     if response.status != 200 {
-        return Err(status_error("MONGODB-AWS", what, &response));
+        return Err(status_error(AuthMechanism::MongoDbAws, what, &response));
     }
     parse_credentials(&response.body, "Token")
 }
@@ -591,10 +598,15 @@ impl MetadataTokenSource {
         let (url, headers) = self.request();
         let response = self
             .cloud
-            .request("MONGODB-OIDC", what, "GET", &url, &headers, &[], timeout)
+            .request(
+                AuthMechanism::MongoDbOidc,
+                what,
+                Call::get(&url, &headers),
+                timeout,
+            )
             .await?;
         if response.status != 200 {
-            return Err(status_error("MONGODB-OIDC", what, &response));
+            return Err(status_error(AuthMechanism::MongoDbOidc, what, &response));
         }
         match self.provider {
             Provider::Azure { .. } => parse_azure_token(&response.body),
@@ -602,7 +614,7 @@ impl MetadataTokenSource {
                 let token = response.text().trim().to_owned();
                 if token.is_empty() {
                     return Err(failure(
-                        "MONGODB-OIDC",
+                        AuthMechanism::MongoDbOidc,
                         format!("{what} gave an empty token"),
                     ));
                 }
@@ -616,7 +628,7 @@ impl MetadataTokenSource {
 fn parse_azure_token(body: &[u8]) -> Result<IdpServerResponse> {
     let json: Value = serde_json::from_slice(body).map_err(|error| {
         failure(
-            "MONGODB-OIDC",
+            AuthMechanism::MongoDbOidc,
             format!("the Azure token response is not JSON: {error}"),
         )
     })?;
@@ -626,7 +638,7 @@ fn parse_azure_token(body: &[u8]) -> Result<IdpServerResponse> {
         .filter(|token| !token.is_empty())
         .ok_or_else(|| {
             failure(
-                "MONGODB-OIDC",
+                AuthMechanism::MongoDbOidc,
                 "the Azure token response has no access_token",
             )
         })?;
