@@ -22,6 +22,7 @@ use anymongo_tests::clock::AheadClock;
 use anymongo_tests::harness::within;
 use anymongo_tests::http_mock::{HttpReply, HttpRequest, MockHttp};
 use anymongo_tests::mock::{is_hello, standalone_hello, MockServer};
+use anymongo_tests::setup;
 
 const WAIT: Duration = Duration::from_secs(20);
 
@@ -178,6 +179,80 @@ async fn ping(client: &Client) -> anymongo::Result<Document> {
     .await
 }
 
+/// EC2 instance metadata (IMDSv2): a session token by PUT, the role, its credentials
+/// (key `EC2KEY`), each request checked.
+async fn ec2_endpoint() -> MockHttp {
+    MockHttp::start(|request: &HttpRequest| {
+        let token = request.header("X-aws-ec2-metadata-token");
+        match (request.method.as_str(), request.target.as_str(), token) {
+            ("PUT", "/latest/api/token", None) => {
+                assert_eq!(
+                    request.header("X-aws-ec2-metadata-token-ttl-seconds"),
+                    Some("30")
+                );
+                HttpReply::ok("imds-session")
+            }
+            ("GET", "/latest/meta-data/iam/security-credentials/", Some("imds-session")) => {
+                HttpReply::ok("the-role\n")
+            }
+            (
+                "GET",
+                "/latest/meta-data/iam/security-credentials/the-role",
+                Some("imds-session"),
+            ) => HttpReply::ok(endpoint_credentials("EC2KEY", 3600)),
+            _ => HttpReply::Respond(401, b"no".to_vec()),
+        }
+    })
+    .await
+}
+
+/// The ECS endpoint at `/v2/credentials/task` (key `ECSKEY`).
+async fn ecs_endpoint() -> MockHttp {
+    MockHttp::start(|request: &HttpRequest| match request.target.as_str() {
+        "/v2/credentials/task" => HttpReply::ok(endpoint_credentials("ECSKEY", 3600)),
+        _ => HttpReply::Respond(404, Vec::new()),
+    })
+    .await
+}
+
+/// STS answering `AssumeRoleWithWebIdentity` as STS does (key `STSKEY`).
+async fn sts_endpoint() -> MockHttp {
+    MockHttp::start(|request: &HttpRequest| {
+        assert_eq!(
+            (request.method.as_str(), request.target.as_str()),
+            ("POST", "/")
+        );
+        assert_eq!(request.header("accept"), Some("application/json"));
+        HttpReply::ok(
+            r#"{"AssumeRoleWithWebIdentityResponse":{"AssumeRoleWithWebIdentityResult":{"Credentials":
+               {"AccessKeyId":"STSKEY","SecretAccessKey":"s","SessionToken":"token-STSKEY","Expiration":4102444799}}}}"#,
+        )
+    })
+    .await
+}
+
+/// The Azure Instance Metadata Service, giving `azure-jwt`.
+async fn azure_endpoint() -> MockHttp {
+    MockHttp::start(|request: &HttpRequest| {
+        assert_eq!(request.header("Metadata"), Some("true"));
+        assert_eq!(request.header("Accept"), Some("application/json"));
+        HttpReply::ok(r#"{"access_token":"azure-jwt","expires_in":"3599","token_type":"Bearer"}"#)
+    })
+    .await
+}
+
+/// The Google Cloud metadata server, giving `gcp-jwt`, or a 403 for audience `denied`.
+async fn gcp_endpoint() -> MockHttp {
+    MockHttp::start(|request: &HttpRequest| {
+        assert_eq!(request.header("Metadata-Flavor"), Some("Google"));
+        match request.target.contains("audience=denied") {
+            true => HttpReply::Respond(403, b"the audience is not allowed".to_vec()),
+            false => HttpReply::ok("gcp-jwt\n"),
+        }
+    })
+    .await
+}
+
 #[tokio::test]
 async fn http_client_reads_bodies_and_keeps_its_bounds() {
     let endpoint = MockHttp::start(|request: &HttpRequest| match request.target.as_str() {
@@ -245,28 +320,7 @@ async fn http_client_reads_bodies_and_keeps_its_bounds() {
 
 #[tokio::test]
 async fn mongodb_aws_from_ec2_instance_metadata_with_imdsv2() {
-    let imds = MockHttp::start(|request: &HttpRequest| {
-        let token = request.header("X-aws-ec2-metadata-token");
-        match (request.method.as_str(), request.target.as_str(), token) {
-            ("PUT", "/latest/api/token", None) => {
-                assert_eq!(
-                    request.header("X-aws-ec2-metadata-token-ttl-seconds"),
-                    Some("30")
-                );
-                HttpReply::ok("imds-session")
-            }
-            ("GET", "/latest/meta-data/iam/security-credentials/", Some("imds-session")) => {
-                HttpReply::ok("the-role\n")
-            }
-            (
-                "GET",
-                "/latest/meta-data/iam/security-credentials/the-role",
-                Some("imds-session"),
-            ) => HttpReply::ok(endpoint_credentials("EC2KEY", 3600)),
-            _ => HttpReply::Respond(401, b"no".to_vec()),
-        }
-    })
-    .await;
+    let imds = ec2_endpoint().await;
     set_env("ec2", &[("AWS_EC2_METADATA_SERVICE_ENDPOINT", imds.url())]);
     let used = Arc::new(Mutex::new(Vec::new()));
     let server = MockServer::start(aws_server(used.clone())).await;
@@ -288,11 +342,7 @@ async fn mongodb_aws_from_ec2_instance_metadata_with_imdsv2() {
 
 #[tokio::test]
 async fn mongodb_aws_from_the_ecs_endpoint() {
-    let ecs = MockHttp::start(|request: &HttpRequest| match request.target.as_str() {
-        "/v2/credentials/task" => HttpReply::ok(endpoint_credentials("ECSKEY", 3600)),
-        _ => HttpReply::Respond(404, Vec::new()),
-    })
-    .await;
+    let ecs = ecs_endpoint().await;
     set_env(
         "ecs",
         &[(
@@ -329,15 +379,7 @@ impl OidcHost for Files {
 
 #[tokio::test]
 async fn mongodb_aws_from_assume_role_with_web_identity() {
-    let sts = MockHttp::start(|request: &HttpRequest| {
-        assert_eq!((request.method.as_str(), request.target.as_str()), ("POST", "/"));
-        assert_eq!(request.header("accept"), Some("application/json"));
-        HttpReply::ok(
-            r#"{"AssumeRoleWithWebIdentityResponse":{"AssumeRoleWithWebIdentityResult":{"Credentials":
-               {"AccessKeyId":"STSKEY","SecretAccessKey":"s","SessionToken":"token-STSKEY","Expiration":4102444799}}}}"#,
-        )
-    })
-    .await;
+    let sts = sts_endpoint().await;
     set_env(
         "web_identity",
         &[
@@ -497,12 +539,7 @@ fn oidc_server(tokens: Arc<Mutex<Vec<String>>>) -> impl Fn(&Document) -> Documen
 
 #[tokio::test]
 async fn mongodb_oidc_azure_environment() {
-    let imds = MockHttp::start(|request: &HttpRequest| {
-        assert_eq!(request.header("Metadata"), Some("true"));
-        assert_eq!(request.header("Accept"), Some("application/json"));
-        HttpReply::ok(r#"{"access_token":"azure-jwt","expires_in":"3599","token_type":"Bearer"}"#)
-    })
-    .await;
+    let imds = azure_endpoint().await;
     set_env(
         "azure",
         &[("AZURE_POD_IDENTITY_AUTHORITY_HOST", imds.url())],
@@ -528,14 +565,7 @@ async fn mongodb_oidc_azure_environment() {
 
 #[tokio::test]
 async fn mongodb_oidc_gcp_environment_and_its_errors() {
-    let metadata = MockHttp::start(|request: &HttpRequest| {
-        assert_eq!(request.header("Metadata-Flavor"), Some("Google"));
-        match request.target.contains("audience=denied") {
-            true => HttpReply::Respond(403, b"the audience is not allowed".to_vec()),
-            false => HttpReply::ok("gcp-jwt\n"),
-        }
-    })
-    .await;
+    let metadata = gcp_endpoint().await;
     set_env(
         "gcp",
         &[("GCE_METADATA_HOST", metadata.address().to_owned())],
@@ -565,4 +595,100 @@ async fn mongodb_oidc_gcp_environment_and_its_errors() {
         error.to_string().contains("the audience is not allowed"),
         "{error}"
     );
+}
+
+/// Each source authenticates from the wasm32-wasip2 build too: the `cloud_ping` program
+/// under wasmtime, its environment naming the endpoints, over wasi:sockets.
+#[tokio::test]
+async fn every_source_authenticates_under_wasip2() {
+    let used = Arc::new(Mutex::new(Vec::new()));
+    let aws = MockServer::start(aws_server(used.clone())).await;
+    let tokens = Arc::new(Mutex::new(Vec::new()));
+    let oidc = MockServer::start(oidc_server(tokens.clone())).await;
+    let (ec2, ecs, sts, azure, gcp) = (
+        ec2_endpoint().await,
+        ecs_endpoint().await,
+        sts_endpoint().await,
+        azure_endpoint().await,
+        gcp_endpoint().await,
+    );
+    let files = tempfile::tempdir().unwrap();
+    let token_file = files.path().join("token");
+    std::fs::write(&token_file, "web.identity.jwt").unwrap();
+    let aws_uri = format!("mongodb://{}/?authMechanism=MONGODB-AWS", aws.address());
+    let oidc_uri = |environment: &str| {
+        format!(
+            "mongodb://{}/?authMechanism=MONGODB-OIDC\
+             &authMechanismProperties=ENVIRONMENT:{environment},TOKEN_RESOURCE:api://app",
+            oidc.address()
+        )
+    };
+    let runs: [(String, Vec<(&str, String)>); 5] = [
+        (
+            aws_uri.clone(),
+            vec![("AWS_EC2_METADATA_SERVICE_ENDPOINT", ec2.url())],
+        ),
+        (
+            aws_uri.clone(),
+            vec![(
+                "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+                format!("{}/v2/credentials/task", ecs.url()),
+            )],
+        ),
+        (
+            aws_uri,
+            vec![
+                (
+                    "AWS_WEB_IDENTITY_TOKEN_FILE",
+                    token_file.display().to_string(),
+                ),
+                ("AWS_ROLE_ARN", "arn:aws:iam::123:role/app".into()),
+                ("AWS_ENDPOINT_URL_STS", sts.url()),
+            ],
+        ),
+        (
+            oidc_uri("azure"),
+            vec![("AZURE_POD_IDENTITY_AUTHORITY_HOST", azure.url())],
+        ),
+        (
+            oidc_uri("gcp"),
+            vec![("GCE_METADATA_HOST", gcp.address().to_owned())],
+        ),
+    ];
+    let program =
+        tokio::task::spawn_blocking(|| setup::wasip2_binary("anymongo-tests", "cloud_ping"))
+            .await
+            .unwrap();
+    for (uri, env) in runs {
+        let mut command = std::process::Command::new(setup::wasmtime());
+        command.args(["run", "-S", "inherit-network=y"]);
+        command
+            .arg("--dir")
+            .arg(format!("{0}::{0}", files.path().display()));
+        for (name, value) in &env {
+            command.arg("--env").arg(format!("{name}={value}"));
+        }
+        command.arg(&program).arg(&uri);
+        let output = within(
+            WAIT * 3,
+            tokio::task::spawn_blocking(move || command.output()),
+        )
+        .await
+        .unwrap()
+        .expect("wasmtime runs");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            output.status.success() && stdout.contains("outcome: ok"),
+            "{env:?}: {stdout}{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    let keys: Vec<String> = used
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(key, _)| key.clone())
+        .collect();
+    assert_eq!(keys, ["EC2KEY", "ECSKEY", "STSKEY"]);
+    assert_eq!(*tokens.lock().unwrap(), ["azure-jwt", "gcp-jwt"]);
 }
