@@ -34,6 +34,26 @@ use crate::error::{Error, Result};
 use crate::http::{percent_encode, HttpClient, Response};
 use crate::rt::{self, BoxFuture, Runtime};
 
+/// The environment variables authentication reads: MONGODB-AWS's credentials and
+/// chain, and the endpoints' replacements (above). A host that must not expose its
+/// whole environment (the npm package) answers [`rt::HostInfo::env`] for these names
+/// (and the handshake's) only.
+pub const ENVIRONMENT_VARIABLES: &[&str] = &[
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "AWS_WEB_IDENTITY_TOKEN_FILE",
+    "AWS_ROLE_ARN",
+    "AWS_ROLE_SESSION_NAME",
+    "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+    "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+    "AWS_EC2_METADATA_SERVICE_ENDPOINT",
+    "AWS_ENDPOINT_URL_STS",
+    "AWS_ENDPOINT_URL",
+    "AZURE_POD_IDENTITY_AUTHORITY_HOST",
+    "GCE_METADATA_HOST",
+];
+
 /// "Drivers SHOULD enforce a 10 second read timeout while waiting for incoming content
 /// from both the ECS and EC2 endpoints"; the same bound serves STS.
 pub const AWS_ENDPOINT_TIMEOUT: Duration = Duration::from_secs(10);
