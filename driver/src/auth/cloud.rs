@@ -260,7 +260,7 @@ pub async fn aws_credentials(
         cloud.var("AWS_ROLE_ARN"),
     ) {
         web_identity(cloud, &token_file, &role_arn).await?
-    } else if let Some(url) = ecs_url(cloud)? {
+    } else if let Some(url) = ecs_url(&|name| cloud.var(name))? {
         ecs(cloud, &url).await?
     } else {
         ec2(cloud).await?
@@ -338,12 +338,12 @@ fn random_session_name() -> Result<String> {
 /// ("ECS endpoint"), or, when that is unset, `AWS_CONTAINER_CREDENTIALS_FULL_URI` as
 /// the AWS SDKs take it (`https`, or `http` to a loopback address); `None`: neither
 /// is set, EC2 is next.
-fn ecs_url(cloud: &CloudAccess) -> Result<Option<String>> {
-    if let Some(relative) = cloud.var("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI") {
+fn ecs_url(var: &dyn Fn(&str) -> Option<String>) -> Result<Option<String>> {
+    if let Some(relative) = var("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI") {
         let separator = if relative.starts_with('/') { "" } else { "/" };
         return Ok(Some(format!("{ECS_ENDPOINT}{separator}{relative}")));
     }
-    let Some(full) = cloud.var("AWS_CONTAINER_CREDENTIALS_FULL_URI") else {
+    let Some(full) = var("AWS_CONTAINER_CREDENTIALS_FULL_URI") else {
         return Ok(None);
     };
     let url = crate::http::Url::parse(&full).map_err(|error| {
@@ -763,6 +763,53 @@ mod tests {
         assert_eq!(token.access_token, "eyJ0eXAi");
         assert_eq!(token.expires, Some(Duration::from_secs(3599)));
         assert!(parse_azure_token(br#"{"error":"invalid_request"}"#).is_err());
+    }
+
+    /// The ECS endpoint: the spec's link-local address and the relative URI; else a
+    /// full URI as the AWS SDKs allow it (https, or http to loopback); else none.
+    #[test]
+    fn ecs_endpoint_urls() {
+        let url = |vars: &[(&str, &str)]| {
+            let vars: Vec<(String, String)> = vars
+                .iter()
+                .map(|(name, value)| (name.to_string(), value.to_string()))
+                .collect();
+            ecs_url(&|name| {
+                vars.iter()
+                    .find(|(key, _)| key == name)
+                    .map(|(_, value)| value.clone())
+            })
+        };
+        let relative = "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI";
+        let full = "AWS_CONTAINER_CREDENTIALS_FULL_URI";
+        assert_eq!(
+            url(&[(relative, "/v2/credentials/abc")])
+                .unwrap()
+                .as_deref(),
+            Some("http://169.254.170.2/v2/credentials/abc")
+        );
+        assert_eq!(
+            url(&[(relative, "v2/x"), (full, "http://127.0.0.1:9/y")])
+                .unwrap()
+                .as_deref(),
+            Some("http://169.254.170.2/v2/x")
+        );
+        for allowed in [
+            "http://127.0.0.1:9/creds",
+            "http://localhost/creds",
+            "http://[::1]:80/creds",
+            "https://creds.example/",
+        ] {
+            assert_eq!(url(&[(full, allowed)]).unwrap().as_deref(), Some(allowed));
+        }
+        for refused in [
+            "http://169.254.169.254/creds",
+            "http://example.com/",
+            "ftp://x/",
+        ] {
+            assert!(url(&[(full, refused)]).is_err(), "{refused}");
+        }
+        assert_eq!(url(&[]).unwrap(), None);
     }
 
     #[test]
