@@ -276,22 +276,19 @@ impl Connection {
         hello_seen: &HelloSeen,
         observer: Option<&dyn HelloObserver>,
     ) -> Result<()> {
-        let mut auth = match settings.auth.as_ref().filter(|auth| auth.oidc.is_none()) {
-            Some(auth) => {
-                // MONGODB-AWS signs with the time of this authentication, and checks
-                // its cached credentials against it.
-                let context = AuthContext {
-                    unix_time: clock.unix_time(),
-                    ..auth.context.clone()
-                };
-                Some(
-                    ConnectionAuth::establish(&auth.credential, &context)
-                        .await
-                        .inspect_err(|_| auth.context.aws_cache.clear())?,
-                )
-            }
-            None => None,
-        };
+        // MONGODB-AWS (never speculative, never negotiated) gets its credentials after
+        // the hello, possibly from AWS endpoints: a failure there is no sign of an
+        // overloaded server.
+        let aws = settings
+            .auth
+            .as_ref()
+            .filter(|auth| auth.credential.mechanism == Some(AuthMechanism::MongoDbAws));
+        let mut auth = settings
+            .auth
+            .as_ref()
+            .filter(|auth| auth.oidc.is_none() && aws.is_none())
+            .map(|auth| ConnectionAuth::new(&auth.credential, &auth.context))
+            .transpose()?;
         let mut oidc = settings
             .auth
             .as_ref()
@@ -354,6 +351,19 @@ impl Connection {
                     zlib_level: settings.zlib_compression_level,
                 }
             });
+        if let Some(aws) = aws {
+            // It signs with the time of this authentication, and checks its cached
+            // credentials against it.
+            let context = AuthContext {
+                unix_time: clock.unix_time(),
+                ..aws.context.clone()
+            };
+            auth = Some(
+                ConnectionAuth::establish(&aws.credential, &context)
+                    .await
+                    .inspect_err(|_| aws.context.aws_cache.clear())?,
+            );
+        }
         if let (Some(auth), Some(auth_settings)) = (auth, &settings.auth) {
             self.authenticate(auth, &hello.raw, speculative, auth_settings, clock)
                 .await

@@ -692,3 +692,34 @@ async fn every_source_authenticates_under_wasip2() {
     assert_eq!(keys, ["EC2KEY", "ECSKEY", "STSKEY"]);
     assert_eq!(*tokens.lock().unwrap(), ["azure-jwt", "gcp-jwt"]);
 }
+
+/// An endpoint that never answers holds a connection no longer than its
+/// establishment's bound (`connectTimeoutMS`): the request ends with it.
+#[tokio::test]
+async fn a_silent_endpoint_fails_authentication_at_the_connect_timeout() {
+    let ecs = MockHttp::start(|_: &HttpRequest| HttpReply::Silent).await;
+    set_env(
+        "silent",
+        &[(
+            "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+            format!("{}/creds", ecs.url()),
+        )],
+    );
+    let server = MockServer::start(aws_server(Arc::new(Mutex::new(Vec::new())))).await;
+    let mut runtime = anymongo_native::runtime();
+    runtime.host.env = host_env!("silent");
+    let client = aws_client(
+        &server,
+        runtime,
+        "&connectTimeoutMS=500&directConnection=true",
+    );
+    let started = Instant::now();
+    let error = ping(&client).await.unwrap_err();
+    let took = started.elapsed();
+    assert!(
+        took >= Duration::from_millis(450) && took < Duration::from_secs(5),
+        "{took:?}: {error}"
+    );
+    assert_eq!(ecs.requests().len(), 1, "{error}");
+    client.shutdown().await;
+}
