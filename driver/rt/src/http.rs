@@ -362,6 +362,16 @@ impl ResponseParser {
                     self.buffer.drain(..end + 4);
                     continue;
                 }
+                if let Framing::Length(length) = head.framing {
+                    // Refused at once rather than read up to the bound.
+                    if length.saturating_add(end + 4) > self.limit {
+                        return Err(invalid_data(format!(
+                            "the HTTP response announces {length} body bytes, more than its \
+                             bound of {} bytes",
+                            self.limit
+                        )));
+                    }
+                }
                 self.head = Some((head, end + 4));
             }
             let Some((head, start)) = &self.head else {
@@ -852,6 +862,12 @@ mod tests {
         assert!(parse_all(bytes.as_bytes(), bytes.len()).unwrap().is_some());
         let error = parse_all(bytes.as_bytes(), bytes.len() - 1).unwrap_err();
         assert_eq!(error.kind(), io::ErrorKind::InvalidData);
+        // An announced length past the bound is refused with the head.
+        let mut parser = ResponseParser::new(1024, false);
+        let error = parser
+            .push(b"HTTP/1.1 200 OK\r\nContent-Length: 99999999999\r\n\r\n")
+            .unwrap_err();
+        assert!(error.to_string().contains("announces"), "{error}");
         // A head that never ends, and a body until close that never ends, stop at the
         // limit too.
         let mut parser = ResponseParser::new(64, false);
