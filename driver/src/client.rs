@@ -8,6 +8,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::auth::cloud::CloudAccess;
 use crate::auth::oidc::OidcAuthenticator;
 use crate::auth::AuthMechanism;
 pub use crate::cluster::MonitoringThreads;
@@ -251,7 +252,9 @@ impl Client {
         }
         let oidc = match &options.credential {
             Some(credential) if credential.mechanism == Some(AuthMechanism::MongoDbOidc) => {
-                Some(Arc::new(OidcAuthenticator::new(credential)?))
+                // The azure and gcp environments ask their metadata service over HTTP.
+                let cloud = CloudAccess::new(&runtime, credential);
+                Some(Arc::new(OidcAuthenticator::with_cloud(credential, cloud)?))
             }
             _ => None,
         };

@@ -13,6 +13,7 @@ use bson::{Bson, Document, RawDocument, RawDocumentBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
+use crate::auth::cloud::{AwsCredentialCache, CloudAccess};
 use crate::auth::oidc::{self, OidcAuthenticator, OidcConnectionCache, OidcContext, SaslSender};
 use crate::auth::{self, AuthContext, AuthMechanism, ConnectionAuth, Credential, ScramCache};
 use crate::error::{
@@ -107,15 +108,20 @@ impl ConnectionSettings {
                 options.driver_info.as_ref(),
             )),
             auth: options.credential.clone().map(|credential| AuthSettings {
-                credential,
                 context: AuthContext {
                     // SCRAM keys derived for this client's credential, shared by its
                     // connections.
                     scram_cache: ScramCache::default(),
                     key_derivation: runtime.key_derivation.clone(),
                     env: runtime.host.env,
+                    // Read again for each connection (see `handshake`).
                     unix_time: runtime.clock.unix_time(),
+                    // MONGODB-AWS credentials of AWS endpoints, cached for the client.
+                    cloud: (credential.mechanism == Some(AuthMechanism::MongoDbAws))
+                        .then(|| CloudAccess::new(runtime, &credential)),
+                    aws_cache: AwsCredentialCache::default(),
                 },
+                credential,
                 oidc,
             }),
             load_balanced: options.load_balanced == Some(true),
@@ -270,10 +276,17 @@ impl Connection {
         hello_seen: &HelloSeen,
         observer: Option<&dyn HelloObserver>,
     ) -> Result<()> {
+        // MONGODB-AWS (never speculative, never negotiated) gets its credentials after
+        // the hello, possibly from AWS endpoints: a failure there is no sign of an
+        // overloaded server.
+        let aws = settings
+            .auth
+            .as_ref()
+            .filter(|auth| auth.credential.mechanism == Some(AuthMechanism::MongoDbAws));
         let mut auth = settings
             .auth
             .as_ref()
-            .filter(|auth| auth.oidc.is_none())
+            .filter(|auth| auth.oidc.is_none() && aws.is_none())
             .map(|auth| ConnectionAuth::new(&auth.credential, &auth.context))
             .transpose()?;
         let mut oidc = settings
@@ -338,9 +351,25 @@ impl Connection {
                     zlib_level: settings.zlib_compression_level,
                 }
             });
+        if let Some(aws) = aws {
+            // It signs with the time of this authentication, and checks its cached
+            // credentials against it.
+            let context = AuthContext {
+                unix_time: clock.unix_time(),
+                ..aws.context.clone()
+            };
+            auth = Some(
+                ConnectionAuth::establish(&aws.credential, &context)
+                    .await
+                    .inspect_err(|_| aws.context.aws_cache.clear())?,
+            );
+        }
         if let (Some(auth), Some(auth_settings)) = (auth, &settings.auth) {
             self.authenticate(auth, &hello.raw, speculative, auth_settings, clock)
-                .await?;
+                .await
+                // MONGODB-AWS: "If AWS authentication fails for any reason, the cache
+                // MUST be cleared" (a no-op for the other mechanisms).
+                .inspect_err(|_| auth_settings.context.aws_cache.clear())?;
         }
         if let Some((oidc, mut cache)) = oidc {
             if !oidc.speculative_done(&mut cache, speculative) {

@@ -102,6 +102,7 @@ pub mod event;
 pub mod gridfs;
 pub mod handshake;
 pub mod index_management;
+pub use anymongo_rt::http;
 mod load_balancer;
 pub mod logging;
 mod named_enum;

@@ -6,8 +6,9 @@ use std::time::Duration;
 
 use anymongo::rt::{BoxFuture, Clock, Instant};
 
-/// A host's clock, put ahead by [`AheadClock::put_ahead`]. Its sleeps are the host
-/// clock's: only the readings move.
+/// A host's clock, put ahead by [`AheadClock::put_ahead`]: the monotonic and the
+/// wall-clock readings both (credentials that expire at a date). Its sleeps are the
+/// host clock's: only the readings move.
 pub struct AheadClock {
     host: Arc<dyn Clock>,
     ahead: Mutex<Duration>,
@@ -34,7 +35,7 @@ impl Clock for AheadClock {
     }
 
     fn unix_time(&self) -> Duration {
-        self.host.unix_time()
+        self.host.unix_time() + *self.ahead.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     fn sleep(&self, duration: Duration) -> BoxFuture<'static, ()> {

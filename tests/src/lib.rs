@@ -28,6 +28,8 @@
 //!   chosen inserts after the server ran them, for live exactly-once tests.
 //! - [`latency`]: a proxy that delays each direction and records who waited for whom,
 //!   and the count of the round trips a request spent.
+//! - [`http_mock`]: a scripted HTTP/1.1 server on loopback (the cloud credential
+//!   endpoints), which can also stay silent or flood its client.
 //! - [`silent`]: a server that accepts connections and never answers, for the
 //!   `timeoutMS` tests.
 //! - [`demo`]: the demo's script, shared by its native and WASI builds.
@@ -64,6 +66,8 @@ pub mod fake;
 pub mod fuzz;
 #[cfg(not(target_os = "wasi"))]
 pub mod harness;
+#[cfg(not(target_os = "wasi"))]
+pub mod http_mock;
 #[cfg(not(target_os = "wasi"))]
 pub mod latency;
 #[cfg(not(target_os = "wasi"))]

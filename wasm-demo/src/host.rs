@@ -71,12 +71,16 @@ pub fn runtime(transport: JsValue, background: bool, platform: String) -> Runtim
     }
 }
 
-/// The variables the handshake reads for `client.env` (FaaS detection) from the
-/// JavaScript runtime: `Deno.env.get` in Deno (`None` without the permission to read
-/// it), `process.env` in Node.js and Bun, nothing in Workers, which have no process
-/// environment. Any other name is `None`: the rest of the environment stays unread.
+/// The variables the handshake reads for `client.env` (FaaS detection) and those
+/// authentication reads (MONGODB-AWS credentials, the cloud endpoints: see
+/// `anymongo::auth::cloud`) from the JavaScript runtime: `Deno.env.get` in Deno
+/// (`None` without the permission to read it), `process.env` in Node.js and Bun,
+/// nothing in Workers, which have no process environment. Any other name is `None`:
+/// the rest of the environment stays unread.
 fn faas_env(name: &str) -> Option<String> {
-    if !anymongo::handshake::ENVIRONMENT_VARIABLES.contains(&name) {
+    if !anymongo::handshake::ENVIRONMENT_VARIABLES.contains(&name)
+        && !anymongo::auth::cloud::ENVIRONMENT_VARIABLES.contains(&name)
+    {
         return None;
     }
     let get = |target: &JsValue, key: &str| {

@@ -4,7 +4,8 @@
 //!
 //! Everything here is I/O-free. The caller supplies the inputs a sans-IO core cannot
 //! fetch itself: the credentials ([`credentials_from`] reads them through an
-//! environment-variable lookup) and the current UTC time.
+//! environment-variable lookup; `auth::cloud` fetches them from AWS endpoints) and the
+//! current UTC time.
 //!
 //! The conversation ("Conversation"):
 //!
@@ -13,9 +14,6 @@
 //! 3. client-final `saslContinue` payload `{a: <Authorization header>, d: <X-Amz-Date>,
 //!    t: <session token, only with temporary credentials>}`.
 //!
-//! Credentials that only AWS endpoints can supply (`AssumeRoleWithWebIdentity`, the
-//! ECS and EC2 metadata endpoints) need HTTP and are not supported: see
-//! [`credentials_from`].
 
 use std::fmt;
 
@@ -83,25 +81,21 @@ impl fmt::Debug for AwsCredentials {
     }
 }
 
-/// Resolves the AWS credentials for `credential` ("Obtaining Credentials"): from the
-/// environment variables `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY` and
-/// `AWS_SESSION_TOKEN`, looked up with `env` (empty values count as unset). The spec
-/// requires reading them afresh for every authentication, so call this once per
-/// connection rather than caching the result.
+/// The AWS credentials of the environment ("Obtaining Credentials", "Environment
+/// variables"): `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY` and `AWS_SESSION_TOKEN`,
+/// looked up with `env` (empty values count as unset); `None` when neither key is set,
+/// and the chain goes on to the cloud endpoints (see `auth::cloud`). The spec requires
+/// reading them afresh for every authentication, so call this once per connection
+/// rather than caching the result.
 ///
-/// Anything else is an [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument)
-/// error: credentials in `credential` itself (a user name, a password or an
+/// An [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) error for
+/// credentials in `credential` itself (a user name, a password or an
 /// `AWS_SESSION_TOKEN` property: "If credentials are provided in the URI or client
-/// options, the driver MUST raise an error", since 2025-09-30), half a key pair, or no
-/// credentials at all. The sources that follow the environment in the spec's order
-/// (`AssumeRoleWithWebIdentity` when `AWS_WEB_IDENTITY_TOKEN_FILE` and `AWS_ROLE_ARN`
-/// are set, else the ECS endpoint when `AWS_CONTAINER_CREDENTIALS_RELATIVE_URI` is
-/// set, else the EC2 instance metadata endpoint) need HTTP requests and are not
-/// supported; the error names the one the spec would have used.
+/// options, the driver MUST raise an error", since 2025-09-30) and for half a key pair.
 pub fn credentials_from(
     credential: &Credential,
     env: &dyn Fn(&str) -> Option<String>,
-) -> Result<AwsCredentials> {
+) -> Result<Option<AwsCredentials>> {
     let session_token = credential
         .mechanism_properties
         .as_ref()
@@ -113,33 +107,18 @@ pub fn credentials_from(
     credential.forbid_aws_credentials(session_token)?;
     let var = |name: &str| env(name).filter(|value| !value.is_empty());
     match (var("AWS_ACCESS_KEY_ID"), var("AWS_SECRET_ACCESS_KEY")) {
-        (Some(access_key_id), Some(secret_access_key)) => Ok(AwsCredentials {
+        (Some(access_key_id), Some(secret_access_key)) => Ok(Some(AwsCredentials {
             access_key_id,
             secret_access_key,
             session_token: var("AWS_SESSION_TOKEN"),
-        }),
+        })),
         (Some(_), None) => Err(Error::invalid_argument(
             "MONGODB-AWS: AWS_ACCESS_KEY_ID is set but AWS_SECRET_ACCESS_KEY is not",
         )),
         (None, Some(_)) => Err(Error::invalid_argument(
             "MONGODB-AWS: AWS_SECRET_ACCESS_KEY is set but AWS_ACCESS_KEY_ID is not",
         )),
-        (None, None) => {
-            let source = if var("AWS_WEB_IDENTITY_TOKEN_FILE").is_some()
-                && var("AWS_ROLE_ARN").is_some()
-            {
-                "an STS AssumeRoleWithWebIdentity request (AWS_WEB_IDENTITY_TOKEN_FILE and AWS_ROLE_ARN are set)"
-            } else if var("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI").is_some() {
-                "the ECS container credentials endpoint (AWS_CONTAINER_CREDENTIALS_RELATIVE_URI is set)"
-            } else {
-                "the EC2 instance metadata endpoint"
-            };
-            Err(Error::invalid_argument(format!(
-                "MONGODB-AWS found no credentials: set AWS_ACCESS_KEY_ID and \
-                 AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN for temporary credentials); \
-                 fetching them from {source} needs HTTP, which this driver does not support"
-            )))
-        }
+        (None, None) => Ok(None),
     }
 }
 
@@ -338,7 +317,7 @@ fn region_from_host(host: &str) -> Result<&str> {
 }
 
 /// The `X-Amz-Date` of `unix_secs`: `YYYYMMDD'T'HHMMSS'Z'` in UTC.
-fn amz_date(unix_secs: u64) -> String {
+pub(super) fn amz_date(unix_secs: u64) -> String {
     let days = unix_secs / 86_400;
     let secs_of_day = unix_secs % 86_400;
     let (year, month, day) = civil_from_days(days);
@@ -889,7 +868,7 @@ mod tests {
             ..Credential::default()
         };
         assert_eq!(
-            credentials_from(&bare, &env_vars).unwrap(),
+            credentials_from(&bare, &env_vars).unwrap().unwrap(),
             AwsCredentials {
                 access_key_id: "ENVKEY".into(),
                 secret_access_key: "envsecret".into(),
@@ -901,7 +880,10 @@ mod tests {
             other => env_vars(other),
         };
         assert_eq!(
-            credentials_from(&bare, &no_token).unwrap().session_token,
+            credentials_from(&bare, &no_token)
+                .unwrap()
+                .unwrap()
+                .session_token,
             None
         );
     }
@@ -919,22 +901,8 @@ mod tests {
             error.to_string().contains("AWS_SECRET_ACCESS_KEY"),
             "{error}"
         );
-        // No credentials anywhere: the error names the HTTP source the spec would use.
-        let error = credentials_from(&bare, &nothing).unwrap_err();
-        assert!(error.to_string().contains("EC2"), "{error}");
-        let ecs = |name: &str| {
-            (name == "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI").then(|| "/v2/creds".to_string())
-        };
-        let error = credentials_from(&bare, &ecs).unwrap_err();
-        assert!(error.to_string().contains("ECS"), "{error}");
-        let web = |name: &str| {
-            matches!(name, "AWS_WEB_IDENTITY_TOKEN_FILE" | "AWS_ROLE_ARN").then(|| "x".to_string())
-        };
-        let error = credentials_from(&bare, &web).unwrap_err();
-        assert!(
-            error.to_string().contains("AssumeRoleWithWebIdentity"),
-            "{error}"
-        );
+        // No credentials in the environment: the chain goes on.
+        assert_eq!(credentials_from(&bare, &nothing).unwrap(), None);
     }
 
     #[test]

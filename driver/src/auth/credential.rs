@@ -87,9 +87,10 @@ pub struct Credential {
     /// MONGODB-OIDC: the application's token callback (a connection string cannot
     /// name one); see [`oidc::Callback`].
     pub oidc_callback: oidc::Callback,
-    /// MONGODB-OIDC's built-in `test` and `k8s` environments: where environment
-    /// variables and token files are read (the core reads neither itself). An addition
-    /// to the official crate.
+    /// MONGODB-OIDC's built-in `test` and `k8s` environments, and MONGODB-AWS's
+    /// `AWS_WEB_IDENTITY_TOKEN_FILE`: where token files are read (and, for OIDC,
+    /// environment variables; the core reads neither itself). An addition to the
+    /// official crate.
     pub oidc_host: Option<Arc<dyn oidc::OidcHost>>,
 }
 

@@ -8,10 +8,12 @@
 //! `saslSupportedMechs` and `speculativeAuthenticate` fields, mechanism negotiation
 //! from the hello reply, and the conversation that follows.
 //!
-//! Implemented here: SCRAM-SHA-1, SCRAM-SHA-256, PLAIN and MONGODB-X509. GSSAPI
-//! (Kerberos) is not supported.
+//! Implemented here: SCRAM-SHA-1, SCRAM-SHA-256, PLAIN, MONGODB-X509, MONGODB-AWS and
+//! MONGODB-OIDC, with the credentials of cloud endpoints (`cloud`). GSSAPI (Kerberos)
+//! is not supported.
 
 pub mod aws;
+pub mod cloud;
 mod conversation;
 mod credential;
 mod negotiate;

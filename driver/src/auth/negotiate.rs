@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use bson::{Bson, Document};
 
+use super::cloud::{self, AwsCredentialCache, CloudAccess};
 use super::scram::ScramCache;
 use super::{aws, plain, scram, x509, AuthMechanism, Conversation, Credential, Step};
 use crate::error::{Error, Result};
@@ -21,8 +22,15 @@ pub struct AuthContext {
     /// The host's environment variables (MONGODB-AWS credentials); read anew for
     /// every connection, as the spec requires.
     pub env: fn(&str) -> Option<String>,
-    /// The wall-clock time, since the Unix epoch (MONGODB-AWS signs requests with it).
+    /// The wall-clock time, since the Unix epoch (MONGODB-AWS signs requests with it
+    /// and checks its cached credentials' expiry against it): set it for each
+    /// connection.
     pub unix_time: std::time::Duration,
+    /// HTTP to the AWS endpoints, for MONGODB-AWS credentials that are not in the
+    /// environment; `None`: the environment only.
+    pub cloud: Option<CloudAccess>,
+    /// The client's cache of the MONGODB-AWS credentials that `cloud` fetched.
+    pub aws_cache: AwsCredentialCache,
 }
 
 impl Default for AuthContext {
@@ -34,6 +42,8 @@ impl Default for AuthContext {
             key_derivation: None,
             env: |_| None,
             unix_time: std::time::Duration::ZERO,
+            cloud: None,
+            aws_cache: AwsCredentialCache::default(),
         }
     }
 }
@@ -44,6 +54,8 @@ impl std::fmt::Debug for AuthContext {
             .field("scram_cache", &self.scram_cache)
             .field("key_derivation", &self.key_derivation.is_some())
             .field("unix_time", &self.unix_time)
+            .field("cloud", &self.cloud)
+            .field("aws_cache", &self.aws_cache)
             .finish_non_exhaustive()
     }
 }
@@ -65,10 +77,20 @@ pub fn conversation(
         ),
         AuthMechanism::Plain => Box::new(plain::PlainConversation::new(credential)?),
         AuthMechanism::MongoDbX509 => Box::new(x509::X509Conversation::new(credential)?),
-        AuthMechanism::MongoDbAws => Box::new(aws::AwsConversation::new(
-            aws::credentials_from(credential, &context.env)?,
-            context.unix_time.as_secs(),
-        )?),
+        AuthMechanism::MongoDbAws => {
+            let credentials =
+                aws::credentials_from(credential, &context.env)?.ok_or_else(|| {
+                    Error::invalid_argument(
+                        "MONGODB-AWS found no credentials in the environment (AWS_ACCESS_KEY_ID, \
+                     AWS_SECRET_ACCESS_KEY); those of AWS endpoints need \
+                     ConnectionAuth::establish",
+                    )
+                })?;
+            Box::new(aws::AwsConversation::new(
+                credentials,
+                context.unix_time.as_secs(),
+            )?)
+        }
         AuthMechanism::MongoDbOidc | AuthMechanism::Gssapi => {
             return Err(Error::invalid_argument(format!(
                 "the {} authentication mechanism is not supported",
@@ -144,6 +166,8 @@ impl std::fmt::Debug for ConnectionAuth {
 impl ConnectionAuth {
     /// Prepares to authenticate a connection with `credential`, sharing the client's
     /// `context`. Fails if the credential cannot be used (see [`conversation`]).
+    /// MONGODB-AWS takes its credentials from the environment only here; see
+    /// [`establish`](Self::establish).
     pub fn new(credential: &Credential, context: &AuthContext) -> Result<Self> {
         let speculative_mechanism = credential.mechanism.unwrap_or(AuthMechanism::ScramSha256);
         Ok(ConnectionAuth {
@@ -151,6 +175,33 @@ impl ConnectionAuth {
             credential: credential.clone(),
             context: context.clone(),
             speculative_mechanism,
+        })
+    }
+
+    /// [`new`](Self::new), with MONGODB-AWS credentials from the whole chain of the
+    /// spec ("Obtaining Credentials"): the client's cache, the environment, then the
+    /// AWS endpoints over [`AuthContext::cloud`] (see [`cloud::aws_credentials`]).
+    /// MONGODB-AWS is never negotiated, so its conversation is the one built here.
+    pub async fn establish(credential: &Credential, context: &AuthContext) -> Result<Self> {
+        if credential.mechanism != Some(AuthMechanism::MongoDbAws) {
+            return Self::new(credential, context);
+        }
+        let credentials = cloud::aws_credentials(
+            credential,
+            context.env,
+            context.cloud.as_ref(),
+            &context.aws_cache,
+            context.unix_time,
+        )
+        .await?;
+        Ok(ConnectionAuth {
+            conversation: Box::new(aws::AwsConversation::new(
+                credentials,
+                context.unix_time.as_secs(),
+            )?),
+            credential: credential.clone(),
+            context: context.clone(),
+            speculative_mechanism: AuthMechanism::MongoDbAws,
         })
     }
 

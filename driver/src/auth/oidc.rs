@@ -8,8 +8,7 @@
 //!   Callback", [`Callback::human`]), set as [`Credential::oidc_callback`]. The
 //!   built-in `ENVIRONMENT` integrations `test` and `k8s` are machine callbacks that
 //!   read a token file through the host's [`OidcHost`] ([`Credential::oidc_host`]);
-//!   `azure` and `gcp` need HTTP requests to metadata services and are not supported
-//!   (supply a callback that fetches the token instead).
+//!   `azure` and `gcp` ask their cloud's metadata service over HTTP (`auth::cloud`).
 //! - [`OidcAuthenticator`]: one per client. It holds the *Client Cache* ("Credential
 //!   Caching": the access token, and for the human workflow the `IdpInfo` and the
 //!   refresh token), makes sure one callback runs at a time, and runs the spec's
@@ -38,6 +37,7 @@ use std::time::Duration;
 
 use bson::{doc, Bson, Document};
 
+use super::cloud::{CloudAccess, MetadataTokenSource};
 use super::sasl::{continue_command, start_command, Reply};
 use super::{auth_error, AuthMechanism, Conversation, Credential, Step};
 use crate::error::{Error, Result};
@@ -242,9 +242,20 @@ impl OidcAuthenticator {
     /// the configuration breaks the spec's rules ("MongoCredential Properties"): a
     /// password; both or neither of a callback and `ENVIRONMENT`; `ALLOWED_HOSTS`
     /// without a human callback, or not an array of strings; `TOKEN_RESOURCE` outside
-    /// `azure`/`gcp`; and when it cannot be served here: `ENVIRONMENT` `azure` or `gcp`
-    /// (their metadata endpoints need HTTP), or `test`/`k8s` without an [`OidcHost`].
+    /// `azure`/`gcp`, or missing there; and when it cannot be served here:
+    /// `ENVIRONMENT` `azure` or `gcp` without HTTP (see [`with_cloud`](Self::with_cloud)),
+    /// or `test`/`k8s` without an [`OidcHost`].
     pub fn new(credential: &Credential) -> Result<Self> {
+        Self::build(credential, None)
+    }
+
+    /// [`new`](Self::new), with the HTTP access that the `azure` and `gcp` environments
+    /// need to reach their metadata services.
+    pub fn with_cloud(credential: &Credential, cloud: CloudAccess) -> Result<Self> {
+        Self::build(credential, Some(cloud))
+    }
+
+    fn build(credential: &Credential, cloud: Option<CloudAccess>) -> Result<Self> {
         if credential.password.is_some() {
             return Err(Error::invalid_argument(
                 "the MONGODB-OIDC authentication mechanism does not take a password",
@@ -261,7 +272,7 @@ impl OidcAuthenticator {
             (Some((workflow, source)), None) => (*workflow, source.clone()),
             (None, Some(environment)) => (
                 Workflow::Machine,
-                environment_callback(environment, credential.oidc_host.clone())?,
+                environment_callback(environment, credential, cloud)?,
             ),
             (None, None) => {
                 return Err(Error::invalid_argument(
@@ -270,7 +281,8 @@ impl OidcAuthenticator {
                 ))
             }
         };
-        if property(credential, "TOKEN_RESOURCE")?.is_some() {
+        let cloud_environment = matches!(environment, Some("azure" | "gcp"));
+        if !cloud_environment && property(credential, "TOKEN_RESOURCE")?.is_some() {
             return Err(Error::invalid_argument(
                 "the MONGODB-OIDC TOKEN_RESOURCE property applies only to the azure and gcp environments",
             ));
@@ -738,25 +750,41 @@ fn allowed_hosts_property(credential: &Credential) -> Result<Option<Vec<String>>
 }
 
 /// The machine callback of a built-in environment ("Built-in OIDC Environment
-/// Integrations").
+/// Integrations"): `azure` and `gcp` ask their metadata service for a token for
+/// `TOKEN_RESOURCE` (required there) over `cloud`; `test` and `k8s` read a token file
+/// through the credential's [`OidcHost`].
 fn environment_callback(
     environment: &str,
-    host: Option<Arc<dyn OidcHost>>,
+    credential: &Credential,
+    cloud: Option<CloudAccess>,
 ) -> Result<Arc<dyn TokenSource>> {
     let token_file = match environment {
         "test" => TokenFile::Test,
         "k8s" => TokenFile::Kubernetes,
         "azure" | "gcp" => {
-            let service = if environment == "azure" {
-                "the Azure Instance Metadata Service"
-            } else {
-                "the Google Cloud metadata server"
-            };
-            return Err(Error::invalid_argument(format!(
-                "the MONGODB-OIDC '{environment}' environment is not supported: its tokens come \
-                 from {service} over HTTP, which this driver does not do; supply an OIDC \
-                 callback that fetches the token instead"
-            )));
+            let resource = property(credential, "TOKEN_RESOURCE")?.ok_or_else(|| {
+                Error::invalid_argument(format!(
+                    "the MONGODB-OIDC '{environment}' environment needs the TOKEN_RESOURCE property"
+                ))
+            })?;
+            let cloud = cloud.ok_or_else(|| {
+                Error::invalid_argument(format!(
+                    "the MONGODB-OIDC '{environment}' environment asks its metadata service over \
+                     HTTP, which this authenticator was given no runtime for \
+                     (OidcAuthenticator::with_cloud)"
+                ))
+            })?;
+            let source = MetadataTokenSource::new(
+                environment,
+                resource,
+                credential.username.as_deref(),
+                cloud,
+            )
+            .expect("azure and gcp are metadata environments");
+            // Natively the HTTP client is `Send + Sync` and so is the callback; on wasm32
+            // neither is (JavaScript handles), and the `Arc` is merely shared ownership.
+            #[allow(clippy::arc_with_non_send_sync)]
+            return Ok(Arc::new(source));
         }
         other => {
             return Err(Error::invalid_argument(format!(
@@ -764,7 +792,7 @@ fn environment_callback(
             )))
         }
     };
-    let host = host.ok_or_else(|| {
+    let host = credential.oidc_host.clone().ok_or_else(|| {
         Error::invalid_argument(format!(
             "the MONGODB-OIDC '{environment}' environment reads a token file, which this host \
              cannot do; supply an OIDC callback instead"
@@ -1447,11 +1475,14 @@ mod tests {
         let not_strings = Some(doc! { "ALLOWED_HOSTS": [1] });
         assert!(error(with(not_strings, human.clone())).contains("array of strings"));
         assert!(with(Some(doc! { "allowed_hosts": ["a.example"] }), human).is_ok());
-        // Built-in environments that need HTTP, or a host that cannot read files.
-        let azure = doc! { "ENVIRONMENT": "azure", "TOKEN_RESOURCE": "r" };
-        assert!(error(with(Some(azure), Callback::default())).contains("Azure"));
-        let gcp = doc! { "ENVIRONMENT": "gcp", "TOKEN_RESOURCE": "r" };
-        assert!(error(with(Some(gcp), Callback::default())).contains("Google"));
+        // Built-in environments without HTTP, or without their TOKEN_RESOURCE; or a
+        // host that cannot read files.
+        for environment in ["azure", "gcp"] {
+            let properties = doc! { "ENVIRONMENT": environment, "TOKEN_RESOURCE": "r" };
+            assert!(error(with(Some(properties), Callback::default())).contains("HTTP"));
+            let properties = doc! { "ENVIRONMENT": environment };
+            assert!(error(with(Some(properties), Callback::default())).contains("TOKEN_RESOURCE"));
+        }
         assert!(error(with(test, Callback::default())).contains("token file"));
         let resource = doc! { "ENVIRONMENT": "k8s", "TOKEN_RESOURCE": "r" };
         let files = Credential {

@@ -218,8 +218,9 @@ impl fmt::Debug for Callback {
 }
 
 /// What the built-in `test` and `k8s` environments need from the host: environment
-/// variables and the contents of a token file ([`Credential::oidc_host`](super::Credential::oidc_host)). The core
-/// reads neither itself.
+/// variables and the contents of a token file ([`Credential::oidc_host`](super::Credential::oidc_host)).
+/// The core reads neither itself. MONGODB-AWS reads its web identity token file
+/// through it too.
 pub trait OidcHost: MaybeSend + MaybeSync {
     /// The value of environment variable `name`, if set.
     fn env_var(&self, name: &str) -> Option<String>;

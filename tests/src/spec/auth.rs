@@ -13,6 +13,7 @@
 
 use std::path::Path;
 
+use anymongo::auth::cloud::CloudAccess;
 use anymongo::auth::oidc::OidcAuthenticator;
 use anymongo::auth::{AuthMechanism, Credential};
 use anymongo::bson::{Bson, Document};
@@ -66,8 +67,9 @@ fn run_test(test: &Map<String, Value>) -> Result<(), String> {
         .and_then(Value::as_str)
         .ok_or("the test has no 'uri'")?;
     let valid = test.get("valid").and_then(Value::as_bool).unwrap_or(true);
-    // Client creation's checks only for invalid URIs: a valid one may still name what
-    // this driver cannot serve (the azure and gcp environments).
+    // Client creation's checks only for invalid URIs: a valid one may still need what
+    // only an application gives (the token file reader of the test and k8s
+    // environments, `Credential::oidc_host`).
     let parsed = match valid {
         true => ClientOptions::parse_uri(uri),
         false => ClientOptions::parse_uri(uri).and_then(client_checks),
@@ -96,11 +98,14 @@ fn run_test(test: &Map<String, Value>) -> Result<(), String> {
 
 /// The checks a client makes when it is created (the README: "whether URI parsing (or
 /// MongoClient construction) raises an error"): a MONGODB-OIDC credential needs a
-/// callback, which a connection string cannot give, or the `ENVIRONMENT` property.
+/// callback, which a connection string cannot give, or the `ENVIRONMENT` property
+/// (with `TOKEN_RESOURCE` for `azure` and `gcp`, whose metadata services the client
+/// reaches over HTTP).
 fn client_checks(options: ClientOptions) -> anymongo::Result<ClientOptions> {
     if let Some(credential) = &options.credential {
         if credential.mechanism == Some(AuthMechanism::MongoDbOidc) {
-            OidcAuthenticator::new(credential)?;
+            let cloud = CloudAccess::new(&anymongo_native::runtime(), credential);
+            OidcAuthenticator::with_cloud(credential, cloud)?;
         }
     }
     Ok(options)
