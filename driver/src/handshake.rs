@@ -38,7 +38,8 @@ const DEFAULT_MAX_BSON_OBJECT_SIZE: usize = 16 * 1024 * 1024;
 /// ```
 /// use anymongo::handshake::client_metadata;
 /// # let host = anymongo::rt::HostInfo { runtime: "native", platform: "tokio".into(),
-/// #     os_type: "linux".into(), architecture: None, docker: false, env: |_| None };
+/// #     os_type: "linux".into(), architecture: None, docker: false, env: |_| None,
+/// #     read_file: anymongo::rt::no_file_access };
 /// let metadata = client_metadata(&host, Some("inventory"));
 /// assert_eq!(metadata.get_document("driver").unwrap().get_str("name").unwrap(), "anymongo");
 /// assert_eq!(metadata.get_document("application").unwrap().get_str("name").unwrap(), "inventory");
@@ -550,6 +551,7 @@ mod tests {
             architecture: Some("x86_64".into()),
             docker: false,
             env,
+            read_file: crate::rt::no_file_access,
         }
     }
 

@@ -415,6 +415,43 @@ async fn mongodb_aws_from_assume_role_with_web_identity() {
     );
 }
 
+/// Without an `OidcHost` on the credential, the native runtime reads the web identity
+/// token file itself (`HostInfo::read_file`), as the official drivers do: an EKS pod's
+/// connection string needs no application code.
+#[tokio::test]
+async fn mongodb_aws_reads_the_web_identity_token_file_through_the_runtime() {
+    let token_file =
+        std::env::temp_dir().join(format!("anymongo-web-identity-{}.jwt", std::process::id()));
+    std::fs::write(&token_file, "file.identity.jwt\n").unwrap();
+    let sts = sts_endpoint().await;
+    set_env(
+        "web_identity_file",
+        &[
+            (
+                "AWS_WEB_IDENTITY_TOKEN_FILE",
+                token_file.to_str().unwrap().into(),
+            ),
+            ("AWS_ROLE_ARN", "arn:aws:iam::123:role/app".into()),
+            ("AWS_ROLE_SESSION_NAME", "app1".into()),
+            ("AWS_ENDPOINT_URL_STS", sts.url()),
+        ],
+    );
+    let used = Arc::new(Mutex::new(Vec::new()));
+    let server = MockServer::start(aws_server(used.clone())).await;
+    let mut runtime = anymongo_native::runtime();
+    runtime.host.env = host_env!("web_identity_file");
+    let uri = format!("mongodb://{}/?authMechanism=MONGODB-AWS", server.address());
+    let options = ClientOptions::parse_uri(&uri).unwrap();
+    let result = ping(&Client::with_runtime(options, runtime).unwrap()).await;
+    std::fs::remove_file(&token_file).unwrap();
+    result.unwrap();
+    let body = String::from_utf8(sts.requests()[0].body.clone()).unwrap();
+    assert!(
+        body.contains("&WebIdentityToken=file.identity.jwt&"),
+        "{body}"
+    );
+}
+
 /// Endpoint credentials are cached for the client until five minutes before they
 /// expire (Authentication spec, "Caching Credentials"): new connections (each after
 /// the last sat idle past `maxIdleTimeMS`, on a clock the test puts ahead) reuse them,

@@ -56,6 +56,7 @@ pub fn runtime() -> Runtime {
             architecture: Some(std::env::consts::ARCH.into()),
             docker: std::path::Path::new("/.dockerenv").exists(),
             env: |name| std::env::var(name).ok(),
+            read_file: |path| std::fs::read_to_string(path),
         },
     }
 }

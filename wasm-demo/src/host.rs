@@ -25,9 +25,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anymongo::rt::{
-    boxed, unsupported_lookup, BoxFuture, Clock, ConnectTarget, HostInfo, Instant, IpAddr,
-    KeyDerivation, Pbkdf2, Pbkdf2Hash, PemSource, Resolver, Runtime, Spawner, SrvRecord, Stream,
-    TlsError, Transport,
+    boxed, no_file_access, unsupported_lookup, BoxFuture, Clock, ConnectTarget, HostInfo, Instant,
+    IpAddr, KeyDerivation, Pbkdf2, Pbkdf2Hash, PemSource, Resolver, Runtime, Spawner, SrvRecord,
+    Stream, TlsError, Transport,
 };
 use js_sys::{Array, Function, Object, Promise, Reflect, Uint8Array};
 use wasm_bindgen::prelude::*;
@@ -67,6 +67,7 @@ pub fn runtime(transport: JsValue, background: bool, platform: String) -> Runtim
             architecture: Some("wasm32".into()),
             docker: false,
             env: faas_env,
+            read_file: no_file_access,
         },
     }
 }

@@ -34,6 +34,7 @@ fn host() -> HostInfo {
         // Without the environment: clients read their FaaS variables from the
         // JavaScript runtime (host::runtime), which a native build has not.
         env: |_| None,
+        read_file: anymongo::rt::no_file_access,
     }
 }
 

@@ -511,6 +511,24 @@ pub struct HostInfo {
     /// Looks up an environment variable for FaaS detection; hosts without an
     /// environment return `None` for everything.
     pub env: fn(&str) -> Option<String>,
+    /// Reads a text file: the token files of MONGODB-OIDC's `test` and `k8s`
+    /// environments and MONGODB-AWS's `AWS_WEB_IDENTITY_TOKEN_FILE`, which the official
+    /// drivers read themselves. Hosts without a file system give [`no_file_access`].
+    pub read_file: fn(&str) -> io::Result<String>,
+}
+
+/// [`HostInfo::read_file`] of a host without a file system: every read fails with
+/// [`io::ErrorKind::Unsupported`].
+///
+/// ```
+/// let error = anymongo_rt::rt::no_file_access("/var/run/token").unwrap_err();
+/// assert_eq!(error.kind(), std::io::ErrorKind::Unsupported);
+/// ```
+pub fn no_file_access(path: &str) -> io::Result<String> {
+    Err(io::Error::new(
+        io::ErrorKind::Unsupported,
+        format!("this host has no file system to read '{path}' from"),
+    ))
 }
 
 /// Everything the core needs from its host.

@@ -28,7 +28,9 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::aws::{self, AwsCredentials};
-use super::oidc_callback::{CallbackContext, IdpServerResponse, OidcHost, TokenSource};
+use super::oidc_callback::{
+    token_file_error, CallbackContext, IdpServerResponse, OidcHost, RuntimeHost, TokenSource,
+};
 use super::{AuthMechanism, Credential};
 use crate::error::{Error, Result};
 use crate::http::{percent_encode, HttpClient, Response};
@@ -83,15 +85,15 @@ pub struct CloudAccess {
     /// The host's environment variables (see [`rt::HostInfo::env`]).
     pub env: fn(&str) -> Option<String>,
     /// Where token files are read: the credential's
-    /// [`oidc_host`](Credential::oidc_host), the host's file access.
-    pub files: Option<Arc<dyn OidcHost>>,
+    /// [`oidc_host`](Credential::oidc_host) if it has one, else the runtime's own
+    /// environment and files ([`rt::HostInfo::read_file`]).
+    pub files: Arc<dyn OidcHost>,
 }
 
 impl fmt::Debug for CloudAccess {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("CloudAccess")
             .field("http", &self.http)
-            .field("files", &self.files.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -102,7 +104,10 @@ impl CloudAccess {
         CloudAccess {
             http: HttpClient::new(runtime.transport.clone(), runtime.clock.clone()),
             env: runtime.host.env,
-            files: credential.oidc_host.clone(),
+            files: credential
+                .oidc_host
+                .clone()
+                .unwrap_or_else(|| Arc::new(RuntimeHost::of(&runtime.host))),
         }
     }
 
@@ -272,17 +277,10 @@ pub async fn aws_credentials(
 /// STS `AssumeRoleWithWebIdentity` ("AssumeRoleWithWebIdentity"): a form POST, not
 /// signed, with the token file's contents.
 async fn web_identity(cloud: &CloudAccess, token_file: &str, role_arn: &str) -> Result<Cached> {
-    let files = cloud.files.as_ref().ok_or_else(|| {
-        Error::invalid_argument(
-            "MONGODB-AWS: AWS_WEB_IDENTITY_TOKEN_FILE is set, but this client cannot read \
-             files: give the credential a host (Credential::oidc_host) that reads it",
-        )
-    })?;
-    let token = files.read_file(token_file).map_err(|error| {
-        Error::invalid_argument(format!(
-            "MONGODB-AWS could not read AWS_WEB_IDENTITY_TOKEN_FILE '{token_file}': {error}"
-        ))
-    })?;
+    let token = cloud
+        .files
+        .read_file(token_file)
+        .map_err(|error| token_file_error("MONGODB-AWS", token_file, &error))?;
     let session_name = match cloud.var("AWS_ROLE_SESSION_NAME") {
         Some(name) => name,
         None => random_session_name()?,

@@ -43,10 +43,10 @@ use super::{auth_error, AuthMechanism, Conversation, Credential, Step};
 use crate::error::{Error, Result};
 use crate::rt::{self, BoxFuture, Clock, Instant, MaybeSend};
 
+use super::oidc_callback::{token_file_error, TokenSource, Workflow};
 pub use super::oidc_callback::{
     Callback, CallbackContext, IdpServerInfo, IdpServerResponse, OidcHost,
 };
-use super::oidc_callback::{TokenSource, Workflow};
 
 const MECHANISM: AuthMechanism = AuthMechanism::MongoDbOidc;
 /// The mechanism's database ("source MUST be $external").
@@ -244,13 +244,14 @@ impl OidcAuthenticator {
     /// without a human callback, or not an array of strings; `TOKEN_RESOURCE` outside
     /// `azure`/`gcp`, or missing there; and when it cannot be served here:
     /// `ENVIRONMENT` `azure` or `gcp` without HTTP (see [`with_cloud`](Self::with_cloud)),
-    /// or `test`/`k8s` without an [`OidcHost`].
+    /// or `test`/`k8s` without an [`OidcHost`] on the credential.
     pub fn new(credential: &Credential) -> Result<Self> {
         Self::build(credential, None)
     }
 
     /// [`new`](Self::new), with the HTTP access that the `azure` and `gcp` environments
-    /// need to reach their metadata services.
+    /// need to reach their metadata services, and the runtime's files, where `test` and
+    /// `k8s` read their token files when the credential has no [`OidcHost`].
     pub fn with_cloud(credential: &Credential, cloud: CloudAccess) -> Result<Self> {
         Self::build(credential, Some(cloud))
     }
@@ -752,7 +753,7 @@ fn allowed_hosts_property(credential: &Credential) -> Result<Option<Vec<String>>
 /// The machine callback of a built-in environment ("Built-in OIDC Environment
 /// Integrations"): `azure` and `gcp` ask their metadata service for a token for
 /// `TOKEN_RESOURCE` (required there) over `cloud`; `test` and `k8s` read a token file
-/// through the credential's [`OidcHost`].
+/// through the credential's [`OidcHost`], else the runtime's files (`cloud`'s).
 fn environment_callback(
     environment: &str,
     credential: &Credential,
@@ -792,12 +793,18 @@ fn environment_callback(
             )))
         }
     };
-    let host = credential.oidc_host.clone().ok_or_else(|| {
-        Error::invalid_argument(format!(
-            "the MONGODB-OIDC '{environment}' environment reads a token file, which this host \
-             cannot do; supply an OIDC callback instead"
-        ))
-    })?;
+    // The credential's own host, else the client's runtime's (`cloud`).
+    let host = credential
+        .oidc_host
+        .clone()
+        .or(cloud.map(|cloud| cloud.files))
+        .ok_or_else(|| {
+            Error::invalid_argument(format!(
+                "the MONGODB-OIDC '{environment}' environment reads a token file, which this \
+                 authenticator was given no host for (Credential::oidc_host, or \
+                 OidcAuthenticator::with_cloud)"
+            ))
+        })?;
     // Natively the host is `Send + Sync` and so is the callback; on wasm32 neither is
     // (JavaScript handles), and the `Arc` is merely shared ownership.
     #[allow(clippy::arc_with_non_send_sync)]
@@ -835,11 +842,10 @@ impl FileTokenCallback {
                 .or_else(|| self.host.env_var("AWS_WEB_IDENTITY_TOKEN_FILE"))
                 .unwrap_or_else(|| K8S_DEFAULT_TOKEN_FILE.into()),
         };
-        let contents = self.host.read_file(&path).map_err(|error| {
-            Error::invalid_argument(format!(
-                "MONGODB-OIDC could not read the token file '{path}': {error}"
-            ))
-        })?;
+        let contents = self
+            .host
+            .read_file(&path)
+            .map_err(|error| token_file_error("MONGODB-OIDC", &path, &error))?;
         Ok(IdpServerResponse::builder()
             .access_token(contents.trim().to_owned())
             .build())

@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use typed_builder::TypedBuilder;
 
-use crate::error::Result;
-use crate::rt::{BoxFuture, MaybeSend, MaybeSync};
+use crate::error::{Error, Result};
+use crate::rt::{BoxFuture, HostInfo, MaybeSend, MaybeSync};
 
 /// What the identity provider told the server about itself, passed to a human
 /// callback (the two-step conversation's `IdpInfo`).
@@ -226,4 +226,47 @@ pub trait OidcHost: MaybeSend + MaybeSync {
     fn env_var(&self, name: &str) -> Option<String>;
     /// The contents of the file at `path`.
     fn read_file(&self, path: &str) -> std::io::Result<String>;
+}
+
+/// The runtime's own environment and files ([`HostInfo::env`], [`HostInfo::read_file`])
+/// as an [`OidcHost`]: what reads token files for a credential without an
+/// [`oidc_host`](super::Credential::oidc_host) of its own, so that natively and under
+/// WASI they are read as the official drivers read them.
+pub(crate) struct RuntimeHost {
+    env: fn(&str) -> Option<String>,
+    read_file: fn(&str) -> std::io::Result<String>,
+}
+
+impl RuntimeHost {
+    /// The environment and files of `host`.
+    pub(crate) fn of(host: &HostInfo) -> Self {
+        RuntimeHost {
+            env: host.env,
+            read_file: host.read_file,
+        }
+    }
+}
+
+impl OidcHost for RuntimeHost {
+    fn env_var(&self, name: &str) -> Option<String> {
+        (self.env)(name)
+    }
+
+    fn read_file(&self, path: &str) -> std::io::Result<String> {
+        (self.read_file)(path)
+    }
+}
+
+/// The error of `mechanism` failing to read the token file at `path`; on a host
+/// without a file system (the npm package, Workers) it says what to give it instead.
+pub(crate) fn token_file_error(mechanism: &str, path: &str, error: &std::io::Error) -> Error {
+    let hint = match error.kind() {
+        std::io::ErrorKind::Unsupported => {
+            "; give the credential an OidcHost that reads it (Credential::oidc_host)"
+        }
+        _ => "",
+    };
+    Error::invalid_argument(format!(
+        "{mechanism} could not read the token file '{path}': {error}{hint}"
+    ))
 }

@@ -932,6 +932,7 @@ fn replies_run(input: &[u8]) {
             architecture: None,
             docker: false,
             env: |_| None,
+            read_file: anymongo::rt::no_file_access,
         },
     };
     let options = ClientOptions::parse_uri(
