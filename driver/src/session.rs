@@ -295,12 +295,71 @@ impl SessionOptions {
 /// session.end_session();
 /// # Ok(()) }
 /// ```
-#[derive(Clone)]
 pub struct ClientSession {
     inner: Arc<SessionInner>,
     /// The timeoutMS this handle's commit, abort and convenient transactions (`and_run2`) use, when
     /// [`ClientSession::with_timeout`] gave one.
     timeout: Option<Duration>,
+    /// The cluster times [`ClientSession::cluster_time`] lent out through this handle.
+    lent: LentClusterTimes,
+}
+
+impl Clone for ClientSession {
+    /// Another handle of the same session (its state is shared), which has lent
+    /// nothing yet.
+    fn clone(&self) -> Self {
+        ClientSession {
+            inner: self.inner.clone(),
+            timeout: self.timeout,
+            lent: LentClusterTimes::default(),
+        }
+    }
+}
+
+/// The cluster times a session handle lent out as `&ClusterTime` (the official
+/// crate's `cluster_time(&self) -> Option<&ClusterTime>`): the session's own cluster
+/// time sits behind its lock, where other handles and the session's operations advance
+/// it, so each value lent stays here, unchanged, while a borrow of the handle may
+/// still point at it. A chain that only grows through `&self`, by one link for each
+/// new value lent; emptied when the handle is next borrowed mutably (no borrow can
+/// remain then: every operation given `.session(&mut session)`) or dropped.
+#[derive(Default)]
+struct LentClusterTimes {
+    first: OnceLock<Box<LentClusterTime>>,
+}
+
+struct LentClusterTime {
+    time: ClusterTime,
+    next: OnceLock<Box<LentClusterTime>>,
+}
+
+impl LentClusterTimes {
+    /// `current`, from the link that holds it: the last one, or a new one after it.
+    fn lend(&self, current: Document) -> &ClusterTime {
+        let mut slot = &self.first;
+        loop {
+            let link = slot.get_or_init(|| {
+                Box::new(LentClusterTime {
+                    time: ClusterTime(current.clone()),
+                    next: OnceLock::new(),
+                })
+            });
+            if link.next.get().is_none() && link.time.0 == current {
+                return &link.time;
+            }
+            slot = &link.next;
+        }
+    }
+}
+
+impl Drop for LentClusterTimes {
+    /// Unlinks the chain link by link, so that a long chain does not recurse.
+    fn drop(&mut self) {
+        let mut next = self.first.take();
+        while let Some(mut link) = next {
+            next = link.next.take();
+        }
+    }
 }
 
 struct SessionInner {
@@ -372,6 +431,8 @@ struct SessionState {
 /// does, and `&ClientSession`, since a session synchronizes its own state.
 impl<'a> From<&'a mut ClientSession> for &'a ClientSession {
     fn from(session: &'a mut ClientSession) -> Self {
+        // Nothing borrows the handle any more: what it lent can go.
+        session.lent = LentClusterTimes::default();
         session
     }
 }
@@ -428,6 +489,7 @@ impl ClientSession {
                 state: Mutex::new(state),
             }),
             timeout: None,
+            lent: LentClusterTimes::default(),
         }
     }
 
@@ -592,11 +654,15 @@ impl ClientSession {
     }
 
     /// The latest cluster time this session has seen.
-    pub fn cluster_time(&self) -> Option<ClusterTime> {
-        lock(&self.inner.state)
-            .cluster_time
-            .clone()
-            .map(ClusterTime)
+    ///
+    /// A reference, as in the official crate: the value stays as it was while it is
+    /// borrowed, though the session's cluster time may advance meanwhile (through
+    /// another handle, or an operation given `.session(&session)`). Each new value
+    /// lent through a shared borrow is kept until the handle is next borrowed mutably
+    /// (`.session(&mut session)`) or dropped.
+    pub fn cluster_time(&self) -> Option<&ClusterTime> {
+        let current = lock(&self.inner.state).cluster_time.clone()?;
+        Some(self.lent.lend(current))
     }
 
     /// The `operationTime` of the last reply in this session.

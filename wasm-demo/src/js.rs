@@ -438,7 +438,8 @@ impl NativeSession {
     /// `$clusterTime` as BSON, once the session has seen one.
     #[wasm_bindgen(js_name = clusterTime)]
     pub fn cluster_time(&self) -> Option<Vec<u8>> {
-        let time = self.session.cluster_time()?;
+        // Read through a handle of its own, which keeps nothing once dropped.
+        let time = self.session.clone().cluster_time()?.clone();
         anymongo::bson::serialize_to_vec(&time).ok()
     }
 
