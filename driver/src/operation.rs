@@ -210,11 +210,11 @@ impl OperationContext {
         // came late, which stays as it is.
         use crate::error::ErrorKind;
         let cut = match &*error.kind {
-            ErrorKind::Timeout { .. } => true,
+            _ if error.is_network_timeout() => true,
             ErrorKind::ServerSelection { .. }
             | ErrorKind::WaitQueueTimeout { .. }
-            | ErrorKind::Io(_)
             | ErrorKind::ConnectionPoolCleared { .. } => self.has_expired(now),
+            ErrorKind::Io(_) => error.is_network_error() && self.has_expired(now),
             _ => false,
         };
         match cut {
@@ -1890,11 +1890,7 @@ mod tests {
         assert!(reported
             .to_string()
             .contains("operation exceeded time limit"));
-        let socket = Error::new(crate::error::ErrorKind::Timeout {
-            address: "h:1".into(),
-            during: "reading a reply",
-            after: Duration::from_millis(90),
-        });
+        let socket = Error::timed_out("h:1", "reading a reply", Duration::from_millis(90));
         assert!(context
             .report(socket.clone(), at(10))
             .is_operation_timeout());

@@ -56,9 +56,8 @@ const SERVER_LABELS_WRITES: i32 = 9;
 /// Error"): a network error or timeout, a cleared pool, or a retryable server code.
 pub(crate) fn is_retryable_read_error(error: &Error) -> bool {
     match &*error.kind {
-        ErrorKind::Io(_) | ErrorKind::Timeout { .. } | ErrorKind::ConnectionPoolCleared { .. } => {
-            true
-        }
+        ErrorKind::Io(_) => error.is_network_error(),
+        ErrorKind::ConnectionPoolCleared { .. } => true,
         ErrorKind::Command(command) => {
             RETRYABLE_CODES.contains(&command.code)
                 || command.code == READ_CONCERN_MAJORITY_NOT_AVAILABLE_YET
@@ -78,9 +77,8 @@ pub(crate) fn label_write_error(
     mongos: bool,
 ) -> Error {
     let retryable = match &*error.kind {
-        ErrorKind::Io(_) | ErrorKind::Timeout { .. } | ErrorKind::ConnectionPoolCleared { .. } => {
-            true
-        }
+        ErrorKind::Io(_) => error.is_network_error(),
+        ErrorKind::ConnectionPoolCleared { .. } => true,
         ErrorKind::Command(command) => {
             max_wire_version.is_some_and(|wire| wire < SERVER_LABELS_WRITES)
                 && RETRYABLE_CODES.contains(&command.code)

@@ -3,10 +3,16 @@
 //! compiles (the annotations name the official types) and behaves as documented
 //! against the tests' SecantusDB.
 
+use std::io;
 use std::time::Duration;
 
 use anymongo::bson::{doc, Document};
+use anymongo::error::ErrorKind;
+use anymongo::event::sdam::SdamEvent;
+use anymongo::event::EventHandler;
+use anymongo::options::ClientOptions;
 use anymongo::{Client, ClientSession, ClusterTime};
+use anymongo_tests::mock::{is_hello, standalone_hello, Answer, MockServer};
 use anymongo_tests::{harness, server};
 
 /// Every test finishes well within this, or fails.
@@ -51,4 +57,105 @@ async fn a_session_lends_its_cluster_time() -> anymongo::error::Result<()> {
         Ok(())
     })
     .await
+}
+
+/// A socket timeout is `ErrorKind::Io` of kind `TimedOut`, as the official crate
+/// reports it, and the driver's own `is_network_timeout`, `network_timeout` say what
+/// timed out; the operation's `timeoutMS` is `OperationTimeout` instead.
+#[tokio::test]
+async fn a_socket_timeout_is_an_io_error_of_kind_timed_out() -> anymongo::error::Result<()> {
+    // Answers the handshakes and monitors, never the operation.
+    let server = MockServer::answering(|command, _| match is_hello(command) {
+        true => Answer::Reply(standalone_hello()),
+        false => Answer::Silence,
+    })
+    .await;
+    harness::within(TEST_BOUND, async {
+        let uri = format!(
+            "mongodb://{}/?directConnection=true&socketTimeoutMS=300",
+            server.address()
+        );
+        let client = Client::with_uri_str(&uri).await?;
+        let error = client
+            .database("x")
+            .run_command(doc! { "ping": 1 })
+            .await
+            .unwrap_err();
+        // As the official crate's users match it.
+        match *error.kind {
+            ErrorKind::Io(ref io) if io.kind() == io::ErrorKind::TimedOut => {}
+            ref other => panic!("expected an I/O timeout, got {other:?}: {error}"),
+        }
+        assert!(error.is_network_error() && error.is_network_timeout());
+        let timeout = error.network_timeout().expect("the driver's own bound");
+        assert_eq!(timeout.during, "reading a reply");
+        assert_eq!(timeout.after, Duration::from_millis(300));
+        assert_eq!(error.server_address(), Some(server.address()));
+
+        // timeoutMS passing is told apart: another kind, with the socket's error inside.
+        let error = client
+            .database("x")
+            .run_command(doc! { "ping": 1 })
+            .timeout(Duration::from_millis(200))
+            .await
+            .unwrap_err();
+        assert!(error.is_operation_timeout(), "{error}");
+        assert!(!matches!(*error.kind, ErrorKind::Io(_)), "{error}");
+        Ok(())
+    })
+    .await
+}
+
+/// A TLS handshake that fails is `ErrorKind::Io`, as in the official crate (kind
+/// `InvalidData` for what TLS refused, `UnexpectedEof` for a server that hung up):
+/// what a monitor's check met, as `ServerInfo::error()` gives it in an SDAM event.
+#[tokio::test]
+async fn a_failed_tls_handshake_is_an_io_error() -> anymongo::error::Result<()> {
+    for (answer, kind) in [
+        (
+            &b"HTTP/1.1 400 Bad Request\r\n\r\n"[..],
+            io::ErrorKind::InvalidData,
+        ),
+        (&b""[..], io::ErrorKind::UnexpectedEof),
+    ] {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        let server = tokio::spawn(async move {
+            while let Ok((mut socket, _)) = listener.accept().await {
+                use tokio::io::AsyncWriteExt;
+                let _ = socket.write_all(answer).await;
+                // Dropped: closed after the answer.
+            }
+        });
+        let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel();
+        let mut options = ClientOptions::parse(format!(
+            "mongodb://{address}/?tls=true&directConnection=true&serverSelectionTimeoutMS=2000"
+        ))
+        .await?;
+        options.sdam_event_handler = Some(EventHandler::callback(move |event: SdamEvent| {
+            if let SdamEvent::ServerDescriptionChanged(event) = event {
+                if let Some(error) = event.new_description.error() {
+                    let _ = sender.send(error.clone());
+                }
+            }
+        }));
+        let client = Client::with_options(options)?;
+        let error = harness::within(TEST_BOUND, receiver.recv())
+            .await
+            .expect("the monitor's check fails");
+        match *error.kind {
+            ErrorKind::Io(ref io) => assert_eq!(io.kind(), kind, "{error}"),
+            ref other => panic!("expected an I/O error, got {other:?}: {error}"),
+        }
+        // Only what TLS refused is a TLS error; a hang-up is a network error.
+        assert_eq!(
+            error.is_tls_error(),
+            kind == io::ErrorKind::InvalidData,
+            "{error}"
+        );
+        assert_eq!(error.is_network_error(), kind != io::ErrorKind::InvalidData);
+        client.shutdown().immediate(true).await;
+        server.abort();
+    }
+    Ok(())
 }
