@@ -81,6 +81,8 @@ struct Inner {
     service_id: Option<ObjectId>,
     /// The server's whole `ok: 0` reply, for an error the server returned.
     server_reply: Option<bson::Document>,
+    /// The same as raw BSON, made when first asked for ([`Error::server_response`]).
+    server_response: std::sync::OnceLock<bson::RawDocumentBuf>,
     /// `host:port` of the server the error happened with, for the kinds whose
     /// official shape has no field for it ([`ErrorKind::Io`],
     /// [`ErrorKind::ConnectionPoolCleared`], [`ErrorKind::InvalidResponse`]).
@@ -436,6 +438,7 @@ impl Error {
                 labels,
                 service_id: None,
                 server_reply: None,
+                server_response: std::sync::OnceLock::new(),
                 address: None,
             }),
         }
@@ -648,6 +651,7 @@ impl Error {
         error.inner.labels = labels.unwrap_or_default();
         error.inner.service_id = service_id;
         error.inner.server_reply = server_reply;
+        error.inner.server_response = std::sync::OnceLock::new();
         error
     }
 
@@ -673,6 +677,7 @@ impl Error {
     /// The error with the server's reply: an `ok: 0` reply, or a write error's entry.
     pub(crate) fn with_server_reply(mut self, reply: bson::Document) -> Self {
         self.inner.server_reply = Some(reply);
+        self.inner.server_response = std::sync::OnceLock::new();
         self
     }
 
@@ -682,6 +687,31 @@ impl Error {
     /// key's `keyValue`) stay available (Bulk Write spec, "Top-Level Errors").
     pub fn server_reply(&self) -> Option<&bson::Document> {
         self.inner.server_reply.as_ref()
+    }
+
+    /// The server's whole error reply as raw BSON, as the official crate gives it: the
+    /// same reply as [`server_reply`](Self::server_reply).
+    pub fn server_response(&self) -> Option<&bson::RawDocumentBuf> {
+        let reply = self.inner.server_reply.as_ref()?;
+        let raw = self
+            .inner
+            .server_response
+            .get_or_init(|| bson::RawDocumentBuf::try_from(reply).unwrap_or_default());
+        Some(raw)
+    }
+
+    /// The base backoff the server asked for in its error reply (`baseBackoffMS`, when
+    /// positive): how long to wait before retrying after an overload error, doubled
+    /// at each retry (Client Backpressure spec); `None` when it did not ask.
+    pub fn base_backoff(&self) -> Option<Duration> {
+        let millis = self
+            .server_reply()
+            .and_then(|reply| reply.get("baseBackoffMS"))
+            .and_then(crate::bson_util::as_i64)?;
+        u64::try_from(millis)
+            .ok()
+            .filter(|millis| *millis > 0)
+            .map(Duration::from_millis)
     }
 
     /// The server's error code, for [`ErrorKind::Command`] errors and authentication

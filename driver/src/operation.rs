@@ -1308,8 +1308,7 @@ impl Executor {
         retry: u32,
         error: &Error,
     ) -> bool {
-        let backoff =
-            retry::overload_backoff(retry, retry::server_base_backoff(error), retry::jitter());
+        let backoff = retry::overload_backoff(retry, error.base_backoff(), retry::jitter());
         if context
             .remaining(self.now())
             .is_some_and(|left| backoff >= left)

@@ -152,19 +152,6 @@ const BASE_BACKOFF: Duration = Duration::from_millis(100);
 /// The ceiling of the overload backoff: 10 s.
 const MAX_BACKOFF: Duration = Duration::from_secs(10);
 
-/// The base backoff the server asked for in the error's reply (`baseBackoffMS`, when
-/// positive), instead of [`BASE_BACKOFF`].
-pub(crate) fn server_base_backoff(error: &Error) -> Option<Duration> {
-    let millis = error
-        .server_reply()
-        .and_then(|reply| reply.get("baseBackoffMS"))
-        .and_then(crate::bson_util::as_i64)?;
-    u64::try_from(millis)
-        .ok()
-        .filter(|millis| *millis > 0)
-        .map(Duration::from_millis)
-}
-
 /// The wait before the `retry`th retry (1, 2, ...) after an overload error:
 /// `jitter * min(MAX_BACKOFF, base * 2^retry)`, `base` being the server's
 /// `baseBackoffMS` or [`BASE_BACKOFF`], and `jitter` in [0, 1].
@@ -285,18 +272,15 @@ mod tests {
         let with = |reply: bson::Document| command(462, "x").with_server_reply(reply);
         let ms = Duration::from_millis;
         assert_eq!(
-            server_base_backoff(&with(bson::doc! { "baseBackoffMS": 50 })),
+            with(bson::doc! { "baseBackoffMS": 50 }).base_backoff(),
             Some(ms(50))
         );
+        assert_eq!(with(bson::doc! { "baseBackoffMS": 0 }).base_backoff(), None);
         assert_eq!(
-            server_base_backoff(&with(bson::doc! { "baseBackoffMS": 0 })),
+            with(bson::doc! { "baseBackoffMS": -5 }).base_backoff(),
             None
         );
-        assert_eq!(
-            server_base_backoff(&with(bson::doc! { "baseBackoffMS": -5 })),
-            None
-        );
-        assert_eq!(server_base_backoff(&with(bson::doc! { "ok": 0 })), None);
-        assert_eq!(server_base_backoff(&command(462, "x")), None);
+        assert_eq!(with(bson::doc! { "ok": 0 }).base_backoff(), None);
+        assert_eq!(command(462, "x").base_backoff(), None);
     }
 }

@@ -159,3 +159,29 @@ async fn a_failed_tls_handshake_is_an_io_error() -> anymongo::error::Result<()> 
     }
     Ok(())
 }
+
+/// `Error::server_response()` (the reply as raw BSON), `base_backoff()`, `labels()`,
+/// `contains_label` and `ErrorKind::Command` as the official crate has them.
+#[tokio::test]
+async fn a_command_error_gives_the_servers_response() -> anymongo::error::Result<()> {
+    harness::within(TEST_BOUND, async {
+        let client = Client::with_uri_str(server::shared().uri()).await?;
+        let error = client
+            .database("official_differences")
+            .run_command(doc! { "anymongoNoSuchCommand": 1 })
+            .await
+            .unwrap_err();
+        let code = match *error.kind {
+            ErrorKind::Command(ref command) => command.code,
+            ref other => panic!("expected a command error, got {other:?}"),
+        };
+        let response: &anymongo::bson::RawDocumentBuf =
+            error.server_response().expect("the server's reply");
+        assert_eq!(response.get_i32("code").ok(), Some(code));
+        assert!(error.base_backoff().is_none());
+        assert!(!error.contains_label("TransientTransactionError"));
+        assert!(error.labels().is_empty());
+        Ok(())
+    })
+    .await
+}
