@@ -87,6 +87,9 @@ struct Inner {
     /// official shape has no field for it ([`ErrorKind::Io`],
     /// [`ErrorKind::ConnectionPoolCleared`], [`ErrorKind::InvalidResponse`]).
     address: Option<String>,
+    /// Feature `error-backtrace`: where the error was made.
+    #[cfg(feature = "error-backtrace")]
+    backtrace: Arc<std::backtrace::Backtrace>,
 }
 
 /// What went wrong.
@@ -440,6 +443,8 @@ impl Error {
                 server_reply: None,
                 server_response: std::sync::OnceLock::new(),
                 address: None,
+                #[cfg(feature = "error-backtrace")]
+                backtrace: Arc::new(std::backtrace::Backtrace::capture()),
             }),
         }
     }
@@ -762,6 +767,19 @@ impl Error {
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.fmt_message(f)?;
+        // Feature `error-backtrace`, as in the official crate: where the error was made.
+        #[cfg(feature = "error-backtrace")]
+        if self.inner.backtrace.status() == std::backtrace::BacktraceStatus::Captured {
+            write!(f, ", backtrace: {}", self.inner.backtrace)?;
+        }
+        Ok(())
+    }
+}
+
+impl Error {
+    /// The message of [`Display`](fmt::Display), without the backtrace.
+    fn fmt_message(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &*self.kind {
             ErrorKind::InvalidArgument { message } => write!(f, "invalid argument: {message}"),
             ErrorKind::Io(error) => {
