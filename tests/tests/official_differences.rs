@@ -8,6 +8,8 @@ use std::time::Duration;
 
 use anymongo::bson::{doc, Document};
 use anymongo::error::ErrorKind;
+use anymongo::event::cmap::CmapEvent;
+use anymongo::event::command::CommandEvent;
 use anymongo::event::sdam::SdamEvent;
 use anymongo::event::EventHandler;
 use anymongo::options::ClientOptions;
@@ -181,6 +183,52 @@ async fn a_command_error_gives_the_servers_response() -> anymongo::error::Result
         assert!(error.base_backoff().is_none());
         assert!(!error.contains_label("TransientTransactionError"));
         assert!(error.labels().is_empty());
+        Ok(())
+    })
+    .await
+}
+
+/// `EventHandler::TokioMpsc` and `From<tokio::sync::mpsc::Sender<T>>`, as in the
+/// official crate: the events arrive on the channel, in order while it has room, and
+/// all of them once it had none.
+#[tokio::test]
+async fn events_go_to_a_tokio_channel() -> anymongo::error::Result<()> {
+    harness::within(TEST_BOUND, async {
+        let (sender, mut receiver) = tokio::sync::mpsc::channel::<CommandEvent>(100);
+        let (full_sender, mut full_receiver) = tokio::sync::mpsc::channel::<CmapEvent>(1);
+        let mut options = ClientOptions::parse(server::shared().uri()).await?;
+        options.command_event_handler = Some(EventHandler::TokioMpsc(sender));
+        options.cmap_event_handler = Some(full_sender.into());
+        let client = Client::with_options(options)?;
+        let coll = client
+            .database("official_differences")
+            .collection::<Document>("events");
+        coll.insert_one(doc! { "x": 1 }).await?;
+        coll.find_one(doc! { "x": 1 }).await?;
+        let mut names = Vec::new();
+        while names.len() < 4 {
+            match receiver.recv().await.expect("the client holds the sender") {
+                CommandEvent::Started(started) => names.push(started.command_name),
+                CommandEvent::Succeeded(succeeded) => names.push(succeeded.command_name),
+                CommandEvent::Failed(failed) => panic!("{failed:?}"),
+                _ => {}
+            }
+        }
+        assert_eq!(names, ["insert", "insert", "find", "find"]);
+        // A channel of one: the events that found it full come later, none lost.
+        let mut created = false;
+        let mut checked_out = 0;
+        while !(created && checked_out >= 2) {
+            match full_receiver
+                .recv()
+                .await
+                .expect("the client holds the sender")
+            {
+                CmapEvent::ConnectionCreated(_) => created = true,
+                CmapEvent::ConnectionCheckedOut(_) => checked_out += 1,
+                _ => {}
+            }
+        }
         Ok(())
     })
     .await
