@@ -35,7 +35,7 @@ use crate::selection::{Criteria, ReadPreference, SelectionCriteria};
 use crate::session::{
     ClientSession, LatestClusterTime, PendingAbort, Pin, ServerSession, ServerSessionPool,
 };
-use crate::signal::lock;
+use crate::signal::{lock, TaskGuard, TaskTracker};
 use crate::srv::SeedList;
 use crate::transactions::state::pins_mongos;
 use crate::uri::{ClientOptions, ServerAddress};
@@ -63,6 +63,10 @@ pub(crate) struct Executor {
     pending_kills: Mutex<Vec<PendingKill>>,
     /// Transactions of ended sessions to abort, with no runtime to do it then.
     pending_aborts: Mutex<Vec<PendingAbort>>,
+    /// The application's handles to server-side state that a shutdown waits for
+    /// (explicit sessions, open cursors, GridFS upload streams), as the official
+    /// crate's `Client::shutdown` does.
+    live_handles: Arc<TaskTracker>,
 }
 
 /// One operation as it runs, from server selection to its last reply: created once
@@ -636,7 +640,19 @@ impl Executor {
             cluster_time: LatestClusterTime::default(),
             pending_kills: Mutex::new(Vec::new()),
             pending_aborts: Mutex::new(Vec::new()),
+            live_handles: Arc::default(),
         }
+    }
+
+    /// Counts a handle to server-side state until the guard is dropped: a shutdown
+    /// that is not immediate waits for it ([`Executor::live_handles_dropped`]).
+    pub fn live_handle(&self) -> TaskGuard {
+        self.live_handles.track()
+    }
+
+    /// Resolves once every guard of [`Executor::live_handle`] is dropped.
+    pub async fn live_handles_dropped(&self) {
+        self.live_handles.all_ended().await
     }
 
     /// The options of the client.

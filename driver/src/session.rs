@@ -23,7 +23,7 @@ use crate::cluster::{PinnedConnection, Server};
 use crate::error::{Error, Result};
 use crate::operation::{Executor, OperationContext};
 use crate::rt::{BoxFuture, Instant};
-use crate::signal::lock;
+use crate::signal::{lock, TaskGuard};
 use crate::transactions::state::{Transaction, TransactionOptions, TransactionState};
 use crate::uri::ServerAddress;
 
@@ -370,6 +370,9 @@ struct SessionInner {
     /// Its `lsid`, set when it takes its server session, which it keeps for its life.
     id: OnceLock<Document>,
     state: Mutex<SessionState>,
+    /// An explicit session counts among the client's live handles until its last
+    /// clone is dropped: a shutdown waits for it.
+    _live: Option<TaskGuard>,
 }
 
 /// What a session's transaction is pinned to, from its first command until it ends
@@ -482,11 +485,12 @@ impl ClientSession {
     ) -> ClientSession {
         ClientSession {
             inner: Arc::new(SessionInner {
-                executor,
                 options,
                 implicit,
                 id: OnceLock::new(),
                 state: Mutex::new(state),
+                _live: (!implicit).then(|| executor.live_handle()),
+                executor,
             }),
             timeout: None,
             lent: LentClusterTimes::default(),

@@ -3,6 +3,7 @@
 //! compiles (the annotations name the official types) and behaves as documented
 //! against the tests' SecantusDB.
 
+use std::future::IntoFuture;
 use std::io;
 use std::time::Duration;
 
@@ -229,6 +230,69 @@ async fn events_go_to_a_tokio_channel() -> anymongo::error::Result<()> {
                 _ => {}
             }
         }
+        Ok(())
+    })
+    .await
+}
+
+/// `Client::shutdown()` waits, as the official crate's, until the application's
+/// sessions and open cursors are dropped (a cursor dropped unexhausted: until its
+/// killCursors is done); `immediate(true)` does not wait.
+#[tokio::test]
+async fn shutdown_waits_for_live_sessions_and_cursors() -> anymongo::error::Result<()> {
+    harness::within(TEST_BOUND, async {
+        let setup = Client::with_uri_str(server::shared().uri()).await?;
+        let coll = setup
+            .database("official_differences")
+            .collection::<Document>("shutdown");
+        coll.drop().await?;
+        coll.insert_many((0..10).map(|i| doc! { "i": i })).await?;
+
+        let (sender, mut receiver) = tokio::sync::mpsc::channel::<CommandEvent>(100);
+        let mut options = ClientOptions::parse(server::shared().uri()).await?;
+        options.command_event_handler = Some(sender.into());
+        let client = Client::with_options(options)?;
+        let coll = client
+            .database("official_differences")
+            .collection::<Document>("shutdown");
+        let session = client.start_session().await?;
+        let cursor = coll.find(doc! {}).batch_size(2).await?;
+        assert_ne!(cursor.id(), 0, "the cursor stays open on the server");
+
+        let (release, released) = tokio::sync::oneshot::channel::<()>();
+        let holder = tokio::spawn(async move {
+            let _ = released.await;
+            drop(cursor);
+            drop(session);
+        });
+        let mut shutdown = std::pin::pin!(client.clone().shutdown().into_future());
+        // Still waiting while the handles live: nothing else can end it.
+        assert!(
+            tokio::time::timeout(Duration::from_millis(300), shutdown.as_mut())
+                .await
+                .is_err(),
+            "shutdown returned with a session and a cursor alive"
+        );
+        release.send(()).unwrap();
+        shutdown.await;
+        holder.await.unwrap();
+        // The cursor was killed and the session ended before the client closed.
+        let mut names = Vec::new();
+        while let Ok(event) = receiver.try_recv() {
+            if let CommandEvent::Started(started) = event {
+                names.push(started.command_name);
+            }
+        }
+        let kill = names.iter().position(|name| name == "killCursors");
+        let end = names.iter().position(|name| name == "endSessions");
+        assert!(kill.is_some() && end.is_some() && kill < end, "{names:?}");
+        assert!(client.list_database_names().await.is_err(), "shut down");
+
+        // `immediate(true)` returns with a session alive.
+        let client = Client::with_uri_str(server::shared().uri()).await?;
+        let held = client.start_session().await?;
+        client.clone().shutdown().immediate(true).await;
+        drop(held);
         Ok(())
     })
     .await

@@ -308,9 +308,11 @@ impl NativeClient {
             for stream in streams {
                 let _ = stream.close().await;
             }
-            // Ends the pooled server sessions (endSessions), then closes the topology.
+            // Ends the pooled server sessions (endSessions), then closes the topology,
+            // without waiting for the sessions JavaScript still holds (as the Node
+            // driver's `close`).
             if let Some(client) = client {
-                client.shutdown().await;
+                client.shutdown().immediate(true).await;
             }
             Ok(JsValue::UNDEFINED)
         })
