@@ -10,7 +10,6 @@
 //! The client also gossips the cluster time: it keeps the highest `$clusterTime` any
 //! server reported and sends it with every command.
 
-use std::borrow::Borrow;
 use std::collections::VecDeque;
 use std::sync::{Arc, LazyLock, Mutex, OnceLock};
 use std::time::Duration;
@@ -692,9 +691,8 @@ impl ClientSession {
     /// }
     /// # Ok(()) }
     /// ```
-    pub fn advance_cluster_time(&self, cluster_time: impl Borrow<ClusterTime>) {
-        let cluster_time = &cluster_time.borrow().0;
-        advance(&mut lock(&self.inner.state).cluster_time, cluster_time);
+    pub fn advance_cluster_time(&self, cluster_time: &ClusterTime) {
+        advance(&mut lock(&self.inner.state).cluster_time, &cluster_time.0);
     }
 
     /// Advances the session's operation time to `operation_time` if it is later.

@@ -467,7 +467,7 @@ impl NativeSession {
         let time: anymongo::ClusterTime =
             anymongo::bson::deserialize_from_document(time.map_err(|error| reject(&error))?)
                 .map_err(|error| reject(&anymongo::Error::from(error)))?;
-        self.session.advance_cluster_time(time);
+        self.session.advance_cluster_time(&time);
         Ok(())
     }
 
