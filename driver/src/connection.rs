@@ -256,7 +256,9 @@ impl Connection {
             Some(None) => error,
             None if settings.proxy.is_some() && !tunnel_open.load(Ordering::Relaxed) => error,
             None => match &*error.kind {
-                ErrorKind::Io(_) | ErrorKind::Timeout { .. } => error
+                // Not a certificate or hostname refused by TLS (CMAP spec,
+                // "Backpressure-enabled": "non-I/O TLS errors").
+                ErrorKind::Io(_) if error.is_network_error() => error
                     .with_label(SYSTEM_OVERLOADED_ERROR)
                     .with_label(RETRYABLE_ERROR),
                 _ => error,
@@ -688,7 +690,7 @@ impl Connection {
         // error does (`exchange`). Taken, it would make an operation that outlived its
         // timeoutMS or socketTimeoutMS succeed, depending on when it was polled.
         if let Some(limit) = read_limit.filter(|&limit| clock.now() - started > limit) {
-            return Err(timeout_error(&address, "reading a reply", limit));
+            return Err(Error::timed_out(&address, "reading a reply", limit));
         }
         let more_to_come =
             matches!(&message, Message::Msg(msg) if msg.flags.contains(MsgFlags::MORE_TO_COME));
@@ -873,16 +875,7 @@ async fn within_rest<T>(
     };
     rt::timeout(clock, limit.saturating_sub(spent), future)
         .await
-        .map_err(|rt::Elapsed| timeout_error(address, during, limit))?
-}
-
-/// The error of a wait for `during` on `address` that ran out of its `limit`.
-fn timeout_error(address: &str, during: &'static str, limit: Duration) -> Error {
-    Error::new(ErrorKind::Timeout {
-        address: address.to_string(),
-        during,
-        after: limit,
-    })
+        .map_err(|rt::Elapsed| Error::timed_out(address, during, limit))?
 }
 
 fn to_raw(document: &Document) -> Result<RawDocumentBuf> {
@@ -1453,7 +1446,10 @@ mod tests {
         ))
         .unwrap_err();
         assert!(
-            matches!(&*error.kind, ErrorKind::Timeout { during: "connect", address, .. } if address == "db.test:27017"),
+            error
+                .network_timeout()
+                .is_some_and(|timeout| timeout.during == "connect")
+                && error.server_address() == Some("db.test:27017"),
             "{error}"
         );
         // Before the hello reply: the server may be overloaded (CMAP backpressure).
@@ -1656,13 +1652,9 @@ mod tests {
         let body = RawDocumentBuf::try_from(&doc! { "ping": 1, "$db": "admin" }).unwrap();
         let error = block_on(connection.command(body, &INSTANT_TIMEOUTS)).unwrap_err();
         assert!(
-            matches!(
-                &*error.kind,
-                ErrorKind::Timeout {
-                    during: "reading a reply",
-                    ..
-                }
-            ),
+            error
+                .network_timeout()
+                .is_some_and(|timeout| timeout.during == "reading a reply"),
             "{error}"
         );
         assert!(connection.is_broken());

@@ -30,7 +30,7 @@ use crate::operation::{
 };
 use crate::rt::{boxed, BoxFuture, Instant};
 use crate::session::ClientSession;
-use crate::signal::lock;
+use crate::signal::{lock, TaskGuard};
 use crate::uri::ServerAddress;
 
 pub mod raw_batch;
@@ -150,6 +150,10 @@ pub(crate) struct CursorSpec {
     /// Whether timeoutMS bounds each iteration afresh instead (a tailable cursor's,
     /// or with [`TimeoutMode::Iteration`](crate::crud::TimeoutMode::Iteration)).
     pub iteration: bool,
+    /// Counts the open server cursor among the client's live handles until the last
+    /// clone of the spec is dropped (after its killCursors, when the cursor is dropped
+    /// unexhausted): a shutdown waits for it.
+    pub _live: Arc<TaskGuard>,
 }
 
 impl CursorSpec {
@@ -177,6 +181,7 @@ impl CursorSpec {
             lifetime: context.operation.deadline,
             kills_on_error: true,
             iteration: false,
+            _live: Arc::new(context.executor.live_handle()),
         }
     }
 

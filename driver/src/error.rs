@@ -81,10 +81,15 @@ struct Inner {
     service_id: Option<ObjectId>,
     /// The server's whole `ok: 0` reply, for an error the server returned.
     server_reply: Option<bson::Document>,
+    /// The same as raw BSON, made when first asked for ([`Error::server_response`]).
+    server_response: std::sync::OnceLock<bson::RawDocumentBuf>,
     /// `host:port` of the server the error happened with, for the kinds whose
     /// official shape has no field for it ([`ErrorKind::Io`],
     /// [`ErrorKind::ConnectionPoolCleared`], [`ErrorKind::InvalidResponse`]).
     address: Option<String>,
+    /// Feature `error-backtrace`: where the error was made.
+    #[cfg(feature = "error-backtrace")]
+    backtrace: Arc<std::backtrace::Backtrace>,
 }
 
 /// What went wrong.
@@ -98,13 +103,20 @@ pub enum ErrorKind {
     },
     /// Opening, reading or writing a connection failed: the transport's I/O error,
     /// whose [`kind`](io::Error::kind) says how. [`Error::server_address`] is the
-    /// server's `host:port`.
+    /// server's `host:port`. As in the official crate, this is also how a connection
+    /// that timed out (connectTimeoutMS, socketTimeoutMS) fails: kind
+    /// [`io::ErrorKind::TimedOut`], with a [`NetworkTimeout`] inside saying what was
+    /// waited for ([`Error::network_timeout`]); and how a TLS handshake fails: kind
+    /// [`io::ErrorKind::InvalidData`], with a [`crate::rt::TlsError`] inside. An
+    /// operation's own `timeoutMS` passing is [`ErrorKind::OperationTimeout`] instead.
     ///
     /// ```
     /// # fn handle(error: anymongo::error::Error) {
     /// use anymongo::error::ErrorKind;
     /// if let ErrorKind::Io(io) = &*error.kind {
-    ///     eprintln!("{:?} with {:?}: {io}", io.kind(), error.server_address());
+    ///     if io.kind() == std::io::ErrorKind::TimedOut {
+    ///         eprintln!("timed out with {:?}: {io}", error.server_address());
+    ///     }
     /// }
     /// # }
     /// ```
@@ -113,22 +125,6 @@ pub enum ErrorKind {
     /// found or are not valid (Initial DNS Seedlist Discovery spec).
     DnsResolve {
         /// What failed.
-        message: String,
-    },
-    /// A connection or an operation on it did not finish in time.
-    Timeout {
-        /// `host:port` of the server.
-        address: String,
-        /// What was being waited for, e.g. `"connect"`.
-        during: &'static str,
-        /// The limit that passed.
-        after: Duration,
-    },
-    /// The TLS handshake failed, for example because the server's certificate is not trusted.
-    Tls {
-        /// `host:port` of the server.
-        address: String,
-        /// What the TLS layer said.
         message: String,
     },
     /// The server sent bytes that are not a valid reply; the connection was closed.
@@ -278,6 +274,26 @@ pub enum ErrorKind {
     },
 }
 
+/// What an [`ErrorKind::Io`] error of kind [`io::ErrorKind::TimedOut`] that the
+/// driver's own bound ended holds ([`Error::network_timeout`]): which wait, and the
+/// limit (connectTimeoutMS, socketTimeoutMS) that passed. An addition: the official
+/// crate's timed-out `io::Error` says it in its message only.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NetworkTimeout {
+    /// What was being waited for, e.g. `"connect"` or `"reading a reply"`.
+    pub during: &'static str,
+    /// The limit that passed.
+    pub after: Duration,
+}
+
+impl fmt::Display for NetworkTimeout {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} timed out after {:?}", self.during, self.after)
+    }
+}
+
+impl std::error::Error for NetworkTimeout {}
+
 /// A failed single write: [`ErrorKind::Write`].
 #[derive(Debug, Clone, PartialEq)]
 pub enum WriteFailure {
@@ -425,7 +441,10 @@ impl Error {
                 labels,
                 service_id: None,
                 server_reply: None,
+                server_response: std::sync::OnceLock::new(),
                 address: None,
+                #[cfg(feature = "error-backtrace")]
+                backtrace: Arc::new(std::backtrace::Backtrace::capture()),
             }),
         }
     }
@@ -556,10 +575,54 @@ impl Error {
             .fold(self, |error, label| error.with_label(label))
     }
 
-    /// Whether the error is a network error or a timeout talking to a server: the
-    /// errors after which nothing is known of the command's fate.
+    /// Whether the error is a network error ([`ErrorKind::Io`]), a timeout talking to
+    /// a server included, but not a failed TLS handshake ([`Error::is_tls_error`]):
+    /// the errors after which nothing is known of the command's fate, which the
+    /// specs retry and label.
     pub fn is_network_error(&self) -> bool {
-        matches!(&*self.kind, ErrorKind::Io(_) | ErrorKind::Timeout { .. })
+        matches!(&*self.kind, ErrorKind::Io(_)) && !self.is_tls_error()
+    }
+
+    /// Whether the error is a network timeout: an [`ErrorKind::Io`] error of kind
+    /// [`io::ErrorKind::TimedOut`] (the SDAM spec's "network timeout", which leaves
+    /// the server's other connections alone), as the official crate tells them apart.
+    pub fn is_network_timeout(&self) -> bool {
+        matches!(&*self.kind, ErrorKind::Io(io) if io.kind() == io::ErrorKind::TimedOut)
+    }
+
+    /// What a network timeout the driver's own bound ended was waiting for, and the
+    /// bound: the [`NetworkTimeout`] inside an [`ErrorKind::Io`] error. `None` for
+    /// other errors, and for a timeout the transport itself reported (the system's).
+    pub fn network_timeout(&self) -> Option<&NetworkTimeout> {
+        match &*self.kind {
+            ErrorKind::Io(io) => io.get_ref()?.downcast_ref(),
+            _ => None,
+        }
+    }
+
+    /// Whether the error is a failed TLS handshake: an [`ErrorKind::Io`] error with
+    /// a [`crate::rt::TlsError`] inside.
+    pub fn is_tls_error(&self) -> bool {
+        match &*self.kind {
+            ErrorKind::Io(io) => io
+                .get_ref()
+                .is_some_and(|inner| inner.is::<crate::rt::TlsError>()),
+            _ => false,
+        }
+    }
+
+    /// An [`ErrorKind::Io`] error of kind [`io::ErrorKind::TimedOut`]: the wait for
+    /// `during` on `address` ran out of its limit `after`.
+    pub(crate) fn timed_out(
+        address: impl fmt::Display,
+        during: &'static str,
+        after: Duration,
+    ) -> Self {
+        Error::new(ErrorKind::Io(Arc::new(io::Error::new(
+            io::ErrorKind::TimedOut,
+            NetworkTimeout { during, after },
+        ))))
+        .at(address)
     }
 
     /// Whether the operation's `timeoutMS` passed ([`ErrorKind::OperationTimeout`]).
@@ -593,6 +656,7 @@ impl Error {
         error.inner.labels = labels.unwrap_or_default();
         error.inner.service_id = service_id;
         error.inner.server_reply = server_reply;
+        error.inner.server_response = std::sync::OnceLock::new();
         error
     }
 
@@ -618,6 +682,7 @@ impl Error {
     /// The error with the server's reply: an `ok: 0` reply, or a write error's entry.
     pub(crate) fn with_server_reply(mut self, reply: bson::Document) -> Self {
         self.inner.server_reply = Some(reply);
+        self.inner.server_response = std::sync::OnceLock::new();
         self
     }
 
@@ -627,6 +692,31 @@ impl Error {
     /// key's `keyValue`) stay available (Bulk Write spec, "Top-Level Errors").
     pub fn server_reply(&self) -> Option<&bson::Document> {
         self.inner.server_reply.as_ref()
+    }
+
+    /// The server's whole error reply as raw BSON, as the official crate gives it: the
+    /// same reply as [`server_reply`](Self::server_reply).
+    pub fn server_response(&self) -> Option<&bson::RawDocumentBuf> {
+        let reply = self.inner.server_reply.as_ref()?;
+        let raw = self
+            .inner
+            .server_response
+            .get_or_init(|| bson::RawDocumentBuf::try_from(reply).unwrap_or_default());
+        Some(raw)
+    }
+
+    /// The base backoff the server asked for in its error reply (`baseBackoffMS`, when
+    /// positive): how long to wait before retrying after an overload error, doubled
+    /// at each retry (Client Backpressure spec); `None` when it did not ask.
+    pub fn base_backoff(&self) -> Option<Duration> {
+        let millis = self
+            .server_reply()
+            .and_then(|reply| reply.get("baseBackoffMS"))
+            .and_then(crate::bson_util::as_i64)?;
+        u64::try_from(millis)
+            .ok()
+            .filter(|millis| *millis > 0)
+            .map(Duration::from_millis)
     }
 
     /// The server's error code, for [`ErrorKind::Command`] errors and authentication
@@ -667,41 +757,48 @@ impl Error {
         self.inner.labels.contains(label.as_ref())
     }
 
-    /// Converts a transport's I/O error into a network or TLS error for `address`.
-    ///
-    /// A transport marks TLS failures by wrapping a [`crate::rt::TlsError`] in the
-    /// `io::Error` (see that type); everything else is a network error.
+    /// Converts a transport's I/O error into a network error for `address`. A
+    /// transport marks TLS failures by wrapping a [`crate::rt::TlsError`] in the
+    /// `io::Error` (see that type), which stays there: [`Error::is_tls_error`].
     pub(crate) fn from_io(address: &str, error: io::Error) -> Self {
-        if let Some(tls) = error
-            .get_ref()
-            .and_then(|inner| inner.downcast_ref::<crate::rt::TlsError>())
-        {
-            return Error::new(ErrorKind::Tls {
-                address: address.to_string(),
-                message: tls.0.clone(),
-            });
-        }
         Error::new(ErrorKind::Io(Arc::new(error))).at(address)
     }
 }
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.fmt_message(f)?;
+        // Feature `error-backtrace`, as in the official crate: where the error was made.
+        #[cfg(feature = "error-backtrace")]
+        if self.inner.backtrace.status() == std::backtrace::BacktraceStatus::Captured {
+            write!(f, ", backtrace: {}", self.inner.backtrace)?;
+        }
+        Ok(())
+    }
+}
+
+impl Error {
+    /// The message of [`Display`](fmt::Display), without the backtrace.
+    fn fmt_message(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &*self.kind {
             ErrorKind::InvalidArgument { message } => write!(f, "invalid argument: {message}"),
-            ErrorKind::Io(error) => match &self.inner.address {
-                Some(address) => write!(f, "network error with {address}: {error}"),
-                None => write!(f, "I/O error: {error}"),
-            },
-            ErrorKind::DnsResolve { message } => write!(f, "DNS resolution failed: {message}"),
-            ErrorKind::Timeout {
-                address,
-                during,
-                after,
-            } => write!(f, "{during} to {address} timed out after {after:?}"),
-            ErrorKind::Tls { address, message } => {
-                write!(f, "TLS handshake with {address} failed: {message}")
+            ErrorKind::Io(error) => {
+                let Some(address) = &self.inner.address else {
+                    return write!(f, "I/O error: {error}");
+                };
+                let inner = error.get_ref();
+                if let Some(timeout) =
+                    inner.and_then(|inner| inner.downcast_ref::<NetworkTimeout>())
+                {
+                    let NetworkTimeout { during, after } = timeout;
+                    write!(f, "{during} to {address} timed out after {after:?}")
+                } else if inner.is_some_and(|inner| inner.is::<crate::rt::TlsError>()) {
+                    write!(f, "TLS handshake with {address} failed: {error}")
+                } else {
+                    write!(f, "network error with {address}: {error}")
+                }
             }
+            ErrorKind::DnsResolve { message } => write!(f, "DNS resolution failed: {message}"),
             ErrorKind::InvalidResponse { message, .. } => f.write_str(message),
             ErrorKind::IncompatibleServer { message } => f.write_str(message),
             ErrorKind::ServerSelection { message } => f.write_str(message),

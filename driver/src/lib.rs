@@ -76,6 +76,34 @@
 // on wasm32 nothing is (JavaScript handles), and an `Arc` is merely shared ownership.
 #![cfg_attr(target_family = "wasm", allow(clippy::arc_with_non_send_sync))]
 
+// The official crate's features that anymongo cannot give: a build that asks for one
+// stops here, saying why, rather than running without what it asked for.
+#[cfg(any(
+    feature = "in-use-encryption",
+    feature = "azure-kms",
+    feature = "gcp-kms"
+))]
+compile_error!(
+    "anymongo has no client-side encryption (features `in-use-encryption`, `azure-kms`, \
+     `gcp-kms`): it needs libmongocrypt, a C library that does not build for WebAssembly"
+);
+#[cfg(feature = "gssapi-auth")]
+compile_error!(
+    "anymongo has no GSSAPI (Kerberos) authentication (feature `gssapi-auth`): it needs a \
+     system Kerberos library, which does not exist in WebAssembly"
+);
+#[cfg(any(feature = "azure-oidc", feature = "gcp-oidc"))]
+compile_error!(
+    "anymongo has no built-in Azure or GCP OIDC environment (features `azure-oidc`, \
+     `gcp-oidc`): they need an HTTP client; give a `Callback::machine` that fetches the \
+     token instead"
+);
+#[cfg(feature = "redact-errors")]
+compile_error!(
+    "anymongo does not redact server addresses from its errors (feature `redact-errors`); \
+     its errors name the server they happened with"
+);
+
 pub mod action;
 pub mod atlas_search;
 pub mod auth;

@@ -142,7 +142,7 @@ struct Logged<E> {
     events: PhantomData<fn(&E)>,
 }
 
-impl<E: LogMessage + MaybeSend + MaybeSync> EventListener<E> for Logged<E> {
+impl<E: LogMessage + MaybeSend + MaybeSync + 'static> EventListener<E> for Logged<E> {
     fn handle(&self, event: E) {
         if E::enabled() {
             event.log(&self.context);

@@ -35,7 +35,7 @@ use crate::selection::{Criteria, ReadPreference, SelectionCriteria};
 use crate::session::{
     ClientSession, LatestClusterTime, PendingAbort, Pin, ServerSession, ServerSessionPool,
 };
-use crate::signal::lock;
+use crate::signal::{lock, TaskGuard, TaskTracker};
 use crate::srv::SeedList;
 use crate::transactions::state::pins_mongos;
 use crate::uri::{ClientOptions, ServerAddress};
@@ -63,6 +63,10 @@ pub(crate) struct Executor {
     pending_kills: Mutex<Vec<PendingKill>>,
     /// Transactions of ended sessions to abort, with no runtime to do it then.
     pending_aborts: Mutex<Vec<PendingAbort>>,
+    /// The application's handles to server-side state that a shutdown waits for
+    /// (explicit sessions, open cursors, GridFS upload streams), as the official
+    /// crate's `Client::shutdown` does.
+    live_handles: Arc<TaskTracker>,
 }
 
 /// One operation as it runs, from server selection to its last reply: created once
@@ -210,11 +214,11 @@ impl OperationContext {
         // came late, which stays as it is.
         use crate::error::ErrorKind;
         let cut = match &*error.kind {
-            ErrorKind::Timeout { .. } => true,
+            _ if error.is_network_timeout() => true,
             ErrorKind::ServerSelection { .. }
             | ErrorKind::WaitQueueTimeout { .. }
-            | ErrorKind::Io(_)
             | ErrorKind::ConnectionPoolCleared { .. } => self.has_expired(now),
+            ErrorKind::Io(_) => error.is_network_error() && self.has_expired(now),
             _ => false,
         };
         match cut {
@@ -636,7 +640,19 @@ impl Executor {
             cluster_time: LatestClusterTime::default(),
             pending_kills: Mutex::new(Vec::new()),
             pending_aborts: Mutex::new(Vec::new()),
+            live_handles: Arc::default(),
         }
+    }
+
+    /// Counts a handle to server-side state until the guard is dropped: a shutdown
+    /// that is not immediate waits for it ([`Executor::live_handles_dropped`]).
+    pub fn live_handle(&self) -> TaskGuard {
+        self.live_handles.track()
+    }
+
+    /// Resolves once every guard of [`Executor::live_handle`] is dropped.
+    pub async fn live_handles_dropped(&self) {
+        self.live_handles.all_ended().await
     }
 
     /// The options of the client.
@@ -1308,8 +1324,7 @@ impl Executor {
         retry: u32,
         error: &Error,
     ) -> bool {
-        let backoff =
-            retry::overload_backoff(retry, retry::server_base_backoff(error), retry::jitter());
+        let backoff = retry::overload_backoff(retry, error.base_backoff(), retry::jitter());
         if context
             .remaining(self.now())
             .is_some_and(|left| backoff >= left)
@@ -1890,11 +1905,7 @@ mod tests {
         assert!(reported
             .to_string()
             .contains("operation exceeded time limit"));
-        let socket = Error::new(crate::error::ErrorKind::Timeout {
-            address: "h:1".into(),
-            during: "reading a reply",
-            after: Duration::from_millis(90),
-        });
+        let socket = Error::timed_out("h:1", "reading a reply", Duration::from_millis(90));
         assert!(context
             .report(socket.clone(), at(10))
             .is_operation_timeout());

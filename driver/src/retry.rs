@@ -56,9 +56,8 @@ const SERVER_LABELS_WRITES: i32 = 9;
 /// Error"): a network error or timeout, a cleared pool, or a retryable server code.
 pub(crate) fn is_retryable_read_error(error: &Error) -> bool {
     match &*error.kind {
-        ErrorKind::Io(_) | ErrorKind::Timeout { .. } | ErrorKind::ConnectionPoolCleared { .. } => {
-            true
-        }
+        ErrorKind::Io(_) => error.is_network_error(),
+        ErrorKind::ConnectionPoolCleared { .. } => true,
         ErrorKind::Command(command) => {
             RETRYABLE_CODES.contains(&command.code)
                 || command.code == READ_CONCERN_MAJORITY_NOT_AVAILABLE_YET
@@ -78,9 +77,8 @@ pub(crate) fn label_write_error(
     mongos: bool,
 ) -> Error {
     let retryable = match &*error.kind {
-        ErrorKind::Io(_) | ErrorKind::Timeout { .. } | ErrorKind::ConnectionPoolCleared { .. } => {
-            true
-        }
+        ErrorKind::Io(_) => error.is_network_error(),
+        ErrorKind::ConnectionPoolCleared { .. } => true,
         ErrorKind::Command(command) => {
             max_wire_version.is_some_and(|wire| wire < SERVER_LABELS_WRITES)
                 && RETRYABLE_CODES.contains(&command.code)
@@ -153,19 +151,6 @@ const BASE_BACKOFF: Duration = Duration::from_millis(100);
 
 /// The ceiling of the overload backoff: 10 s.
 const MAX_BACKOFF: Duration = Duration::from_secs(10);
-
-/// The base backoff the server asked for in the error's reply (`baseBackoffMS`, when
-/// positive), instead of [`BASE_BACKOFF`].
-pub(crate) fn server_base_backoff(error: &Error) -> Option<Duration> {
-    let millis = error
-        .server_reply()
-        .and_then(|reply| reply.get("baseBackoffMS"))
-        .and_then(crate::bson_util::as_i64)?;
-    u64::try_from(millis)
-        .ok()
-        .filter(|millis| *millis > 0)
-        .map(Duration::from_millis)
-}
 
 /// The wait before the `retry`th retry (1, 2, ...) after an overload error:
 /// `jitter * min(MAX_BACKOFF, base * 2^retry)`, `base` being the server's
@@ -287,18 +272,15 @@ mod tests {
         let with = |reply: bson::Document| command(462, "x").with_server_reply(reply);
         let ms = Duration::from_millis;
         assert_eq!(
-            server_base_backoff(&with(bson::doc! { "baseBackoffMS": 50 })),
+            with(bson::doc! { "baseBackoffMS": 50 }).base_backoff(),
             Some(ms(50))
         );
+        assert_eq!(with(bson::doc! { "baseBackoffMS": 0 }).base_backoff(), None);
         assert_eq!(
-            server_base_backoff(&with(bson::doc! { "baseBackoffMS": 0 })),
+            with(bson::doc! { "baseBackoffMS": -5 }).base_backoff(),
             None
         );
-        assert_eq!(
-            server_base_backoff(&with(bson::doc! { "baseBackoffMS": -5 })),
-            None
-        );
-        assert_eq!(server_base_backoff(&with(bson::doc! { "ok": 0 })), None);
-        assert_eq!(server_base_backoff(&command(462, "x")), None);
+        assert_eq!(with(bson::doc! { "ok": 0 }).base_backoff(), None);
+        assert_eq!(command(462, "x").base_backoff(), None);
     }
 }

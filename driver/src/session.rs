@@ -10,7 +10,6 @@
 //! The client also gossips the cluster time: it keeps the highest `$clusterTime` any
 //! server reported and sends it with every command.
 
-use std::borrow::Borrow;
 use std::collections::VecDeque;
 use std::sync::{Arc, LazyLock, Mutex, OnceLock};
 use std::time::Duration;
@@ -23,7 +22,7 @@ use crate::cluster::{PinnedConnection, Server};
 use crate::error::{Error, Result};
 use crate::operation::{Executor, OperationContext};
 use crate::rt::{BoxFuture, Instant};
-use crate::signal::lock;
+use crate::signal::{lock, TaskGuard};
 use crate::transactions::state::{Transaction, TransactionOptions, TransactionState};
 use crate::uri::ServerAddress;
 
@@ -295,12 +294,71 @@ impl SessionOptions {
 /// session.end_session();
 /// # Ok(()) }
 /// ```
-#[derive(Clone)]
 pub struct ClientSession {
     inner: Arc<SessionInner>,
     /// The timeoutMS this handle's commit, abort and convenient transactions (`and_run2`) use, when
     /// [`ClientSession::with_timeout`] gave one.
     timeout: Option<Duration>,
+    /// The cluster times [`ClientSession::cluster_time`] lent out through this handle.
+    lent: LentClusterTimes,
+}
+
+impl Clone for ClientSession {
+    /// Another handle of the same session (its state is shared), which has lent
+    /// nothing yet.
+    fn clone(&self) -> Self {
+        ClientSession {
+            inner: self.inner.clone(),
+            timeout: self.timeout,
+            lent: LentClusterTimes::default(),
+        }
+    }
+}
+
+/// The cluster times a session handle lent out as `&ClusterTime` (the official
+/// crate's `cluster_time(&self) -> Option<&ClusterTime>`): the session's own cluster
+/// time sits behind its lock, where other handles and the session's operations advance
+/// it, so each value lent stays here, unchanged, while a borrow of the handle may
+/// still point at it. A chain that only grows through `&self`, by one link for each
+/// new value lent; emptied when the handle is next borrowed mutably (no borrow can
+/// remain then: every operation given `.session(&mut session)`) or dropped.
+#[derive(Default)]
+struct LentClusterTimes {
+    first: OnceLock<Box<LentClusterTime>>,
+}
+
+struct LentClusterTime {
+    time: ClusterTime,
+    next: OnceLock<Box<LentClusterTime>>,
+}
+
+impl LentClusterTimes {
+    /// `current`, from the link that holds it: the last one, or a new one after it.
+    fn lend(&self, current: Document) -> &ClusterTime {
+        let mut slot = &self.first;
+        loop {
+            let link = slot.get_or_init(|| {
+                Box::new(LentClusterTime {
+                    time: ClusterTime(current.clone()),
+                    next: OnceLock::new(),
+                })
+            });
+            if link.next.get().is_none() && link.time.0 == current {
+                return &link.time;
+            }
+            slot = &link.next;
+        }
+    }
+}
+
+impl Drop for LentClusterTimes {
+    /// Unlinks the chain link by link, so that a long chain does not recurse.
+    fn drop(&mut self) {
+        let mut next = self.first.take();
+        while let Some(mut link) = next {
+            next = link.next.take();
+        }
+    }
 }
 
 struct SessionInner {
@@ -311,6 +369,9 @@ struct SessionInner {
     /// Its `lsid`, set when it takes its server session, which it keeps for its life.
     id: OnceLock<Document>,
     state: Mutex<SessionState>,
+    /// An explicit session counts among the client's live handles until its last
+    /// clone is dropped: a shutdown waits for it.
+    _live: Option<TaskGuard>,
 }
 
 /// What a session's transaction is pinned to, from its first command until it ends
@@ -372,6 +433,8 @@ struct SessionState {
 /// does, and `&ClientSession`, since a session synchronizes its own state.
 impl<'a> From<&'a mut ClientSession> for &'a ClientSession {
     fn from(session: &'a mut ClientSession) -> Self {
+        // Nothing borrows the handle any more: what it lent can go.
+        session.lent = LentClusterTimes::default();
         session
     }
 }
@@ -421,13 +484,15 @@ impl ClientSession {
     ) -> ClientSession {
         ClientSession {
             inner: Arc::new(SessionInner {
-                executor,
                 options,
                 implicit,
                 id: OnceLock::new(),
                 state: Mutex::new(state),
+                _live: (!implicit).then(|| executor.live_handle()),
+                executor,
             }),
             timeout: None,
+            lent: LentClusterTimes::default(),
         }
     }
 
@@ -592,11 +657,15 @@ impl ClientSession {
     }
 
     /// The latest cluster time this session has seen.
-    pub fn cluster_time(&self) -> Option<ClusterTime> {
-        lock(&self.inner.state)
-            .cluster_time
-            .clone()
-            .map(ClusterTime)
+    ///
+    /// A reference, as in the official crate: the value stays as it was while it is
+    /// borrowed, though the session's cluster time may advance meanwhile (through
+    /// another handle, or an operation given `.session(&session)`). Each new value
+    /// lent through a shared borrow is kept until the handle is next borrowed mutably
+    /// (`.session(&mut session)`) or dropped.
+    pub fn cluster_time(&self) -> Option<&ClusterTime> {
+        let current = lock(&self.inner.state).cluster_time.clone()?;
+        Some(self.lent.lend(current))
     }
 
     /// The `operationTime` of the last reply in this session.
@@ -622,9 +691,8 @@ impl ClientSession {
     /// }
     /// # Ok(()) }
     /// ```
-    pub fn advance_cluster_time(&self, cluster_time: impl Borrow<ClusterTime>) {
-        let cluster_time = &cluster_time.borrow().0;
-        advance(&mut lock(&self.inner.state).cluster_time, cluster_time);
+    pub fn advance_cluster_time(&self, cluster_time: &ClusterTime) {
+        advance(&mut lock(&self.inner.state).cluster_time, &cluster_time.0);
     }
 
     /// Advances the session's operation time to `operation_time` if it is later.

@@ -93,8 +93,8 @@ pub fn lookup_timeout(options: &ClientOptions) -> Duration {
 /// exact.
 ///
 /// Each look-up is bounded by `timeout` on `clock` (zero means no bound); see
-/// [`lookup_timeout`]. Errors: [`ErrorKind::Timeout`] for a look-up that did not
-/// finish; [`ErrorKind::DnsResolve`] for a failed one, no SRV records, a target
+/// [`lookup_timeout`]. Errors: [`ErrorKind::DnsResolve`] for a look-up that did not
+/// finish (its message says it timed out, and after how long), for a failed one, no SRV records, a target
 /// outside the parent domain, several TXT records or a TXT option that is not allowed
 /// or malformed (as the official crate); [`ErrorKind::InvalidArgument`] for options
 /// that are not `mongodb+srv` and for options that conflict once resolved.
@@ -299,8 +299,8 @@ impl ClientOptions {
     /// [`ClientOptions::parse_uri`] parses without any look-up, and without awaiting.
     ///
     /// Errors: those of [`ClientOptions::parse_uri`], then of the resolution:
-    /// [`ErrorKind::Timeout`] when the DNS server does not answer within the bound,
-    /// [`ErrorKind::DnsResolve`] when a look-up fails or for records the spec refuses,
+    /// [`ErrorKind::DnsResolve`] when the DNS server does not answer within the bound
+    /// (as in the official crate), when a look-up fails or for records the spec refuses,
     /// [`ErrorKind::InvalidArgument`] for `mongodb+srv` on a target without a built-in
     /// runtime (wasm32-unknown-unknown) when no runtime was given.
     ///
@@ -561,11 +561,10 @@ async fn bounded<T>(
         Ok(Err(error)) => Err(Error::dns_resolve(format!(
             "{during} of {name} failed: {error}"
         ))),
-        Err(_) => Err(Error::new(ErrorKind::Timeout {
-            address: name.to_owned(),
-            during,
-            after: timeout,
-        })),
+        // As the official crate reports a resolver's timeout: a DNS error.
+        Err(_) => Err(Error::dns_resolve(format!(
+            "{during} of {name} timed out after {timeout:?}"
+        ))),
     }
 }
 
@@ -1067,9 +1066,12 @@ mod tests {
         };
         let error = run("mongodb+srv://test1.test.build.10gen.cc/", &resolver).unwrap_err();
         match &*error.kind {
-            ErrorKind::Timeout { after, during, .. } => {
-                assert_eq!(*after, BOUND);
-                assert!(during.contains("DNS"));
+            ErrorKind::DnsResolve { message } => {
+                assert!(
+                    message.contains(&format!("timed out after {BOUND:?}")),
+                    "{message}"
+                );
+                assert!(message.contains("DNS"), "{message}");
             }
             other => panic!("expected a timeout, got {other:?}"),
         }

@@ -50,11 +50,14 @@ async fn a_silent_dns_server_makes_resolution_fail_with_a_timeout_within_the_bou
     .unwrap_err();
     let elapsed = started.elapsed();
     match &*error.kind {
-        ErrorKind::Timeout { after, address, .. } => {
-            assert_eq!(*after, bound);
-            assert!(address.contains("test1.test.build.10gen.cc"), "{address}");
+        ErrorKind::DnsResolve { message } => {
+            assert!(
+                message.contains(&format!("timed out after {bound:?}")),
+                "{message}"
+            );
+            assert!(message.contains("test1.test.build.10gen.cc"), "{message}");
         }
-        other => panic!("expected a timeout error, got {other:?}: {error}"),
+        other => panic!("expected a DNS timeout, got {other:?}: {error}"),
     }
     assert!(elapsed >= bound, "gave up early: {elapsed:?}");
     assert!(elapsed < bound + Duration::from_secs(2), "took {elapsed:?}");
@@ -78,7 +81,10 @@ async fn the_bound_comes_from_connect_timeout_ms() {
     let error = bounded(srv::resolve(&options, &resolver, clock.as_ref(), bound))
         .await
         .unwrap_err();
-    assert!(matches!(&*error.kind, ErrorKind::Timeout { .. }), "{error}");
+    assert!(
+        matches!(&*error.kind, ErrorKind::DnsResolve { message } if message.contains("timed out")),
+        "{error}"
+    );
     assert!(started.elapsed() < Duration::from_secs(2));
 }
 
@@ -286,8 +292,10 @@ async fn connect_with_a_silent_dns_server_fails_with_a_timeout_within_connect_ti
     .unwrap_err();
     let elapsed = started.elapsed();
     match &*error.kind {
-        ErrorKind::Timeout { after, .. } => assert_eq!(*after, Duration::from_millis(400)),
-        other => panic!("expected a timeout, got {other:?}: {error}"),
+        ErrorKind::DnsResolve { message } => {
+            assert!(message.contains("timed out after 400ms"), "{message}")
+        }
+        other => panic!("expected a DNS timeout, got {other:?}: {error}"),
     }
     assert!(
         elapsed >= Duration::from_millis(400),

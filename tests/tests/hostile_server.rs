@@ -135,10 +135,12 @@ async fn an_application_connections_handshake_is_bounded_by_connect_timeout() {
         let client = client(&server, &options, mode);
         let (error, took) = failed_ping(&client).await;
         let bounded = match (mode, &*error.kind) {
-            (MonitoringThreads::SingleThreaded, ErrorKind::Timeout { during, .. }) => {
-                *during == "reading a reply"
-            }
-            (_, ErrorKind::Timeout { during, .. }) => *during == "connect",
+            (MonitoringThreads::SingleThreaded, ErrorKind::Io(_)) => error
+                .network_timeout()
+                .is_some_and(|timeout| timeout.during == "reading a reply"),
+            (_, ErrorKind::Io(_)) => error
+                .network_timeout()
+                .is_some_and(|timeout| timeout.during == "connect"),
             (_, ErrorKind::ConnectionPoolCleared { message, .. }) => {
                 message.contains("server monitor timeout")
             }
@@ -189,13 +191,9 @@ async fn a_server_that_answers_monitors_but_not_the_operation_is_bounded_by_sock
         let bounded = client(&server, &format!("{TIMEOUTS}&socketTimeoutMS=300"), mode);
         let (error, took) = failed_ping(&bounded).await;
         assert!(
-            matches!(
-                &*error.kind,
-                ErrorKind::Timeout {
-                    during: "reading a reply",
-                    ..
-                }
-            ),
+            error
+                .network_timeout()
+                .is_some_and(|timeout| timeout.during == "reading a reply"),
             "{mode:?}: {error}"
         );
         assert!(took < Duration::from_secs(3), "{mode:?}: {took:?}");

@@ -225,3 +225,53 @@ async fn a_write_error_fails_the_operation_span_though_its_command_succeeded() {
         inserts[1]
     );
 }
+
+/// A findAndModify whose write concern fails (a reply with `ok: 1` and a
+/// `writeConcernError`) fails its operation span too (OpenTelemetry spec, "Exception
+/// Handling"): the operation returns that error.
+#[tokio::test]
+async fn a_find_and_modify_write_concern_error_fails_the_operation_span() {
+    let (exporter, subscriber) = pipeline();
+    let _default = tracing::subscriber::set_default(subscriber);
+    let traced = client(OpentelemetryOptions::builder().enabled(true).build());
+    let collection = traced
+        .database("open_telemetry_tests")
+        .collection::<Document>("find_and_modify_wce");
+    harness::within(TEST_BOUND, async {
+        collection.drop().await.unwrap();
+        collection.insert_one(doc! { "_id": 1 }).await.unwrap();
+        // More members than the test's replica set has: unsatisfiable.
+        let unsatisfiable = anymongo::options::WriteConcern::builder()
+            .w(anymongo::options::Acknowledgment::Nodes(5))
+            .w_timeout(Duration::from_millis(100))
+            .build();
+        let error = collection
+            .find_one_and_update(doc! { "_id": 1 }, doc! { "$set": { "x": 1 } })
+            .write_concern(unsatisfiable)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(
+                *error.kind,
+                anymongo::error::ErrorKind::Write(
+                    anymongo::error::WriteFailure::WriteConcernError(_)
+                ) | anymongo::error::ErrorKind::Command(_)
+            ),
+            "{error:?}"
+        );
+    })
+    .await;
+    let spans = exporter.get_finished_spans().unwrap();
+    let operation = spans
+        .iter()
+        .find(|span| {
+            span.name == "findAndModify open_telemetry_tests.find_and_modify_wce"
+                && span.span_kind == SpanKind::Client
+                && attribute(span, "db.command.name").is_none()
+        })
+        .unwrap_or_else(|| panic!("no operation span: {spans:#?}"));
+    assert!(
+        matches!(operation.status, Status::Error { .. }),
+        "{operation:#?}"
+    );
+}

@@ -308,9 +308,11 @@ impl NativeClient {
             for stream in streams {
                 let _ = stream.close().await;
             }
-            // Ends the pooled server sessions (endSessions), then closes the topology.
+            // Ends the pooled server sessions (endSessions), then closes the topology,
+            // without waiting for the sessions JavaScript still holds (as the Node
+            // driver's `close`).
             if let Some(client) = client {
-                client.shutdown().await;
+                client.shutdown().immediate(true).await;
             }
             Ok(JsValue::UNDEFINED)
         })
@@ -438,7 +440,8 @@ impl NativeSession {
     /// `$clusterTime` as BSON, once the session has seen one.
     #[wasm_bindgen(js_name = clusterTime)]
     pub fn cluster_time(&self) -> Option<Vec<u8>> {
-        let time = self.session.cluster_time()?;
+        // Read through a handle of its own, which keeps nothing once dropped.
+        let time = self.session.clone().cluster_time()?.clone();
         anymongo::bson::serialize_to_vec(&time).ok()
     }
 
@@ -464,7 +467,7 @@ impl NativeSession {
         let time: anymongo::ClusterTime =
             anymongo::bson::deserialize_from_document(time.map_err(|error| reject(&error))?)
                 .map_err(|error| reject(&anymongo::Error::from(error)))?;
-        self.session.advance_cluster_time(time);
+        self.session.advance_cluster_time(&time);
         Ok(())
     }
 

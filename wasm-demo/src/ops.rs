@@ -947,10 +947,9 @@ fn error_class(error: &Error) -> &'static str {
         ErrorKind::Authentication { code: Some(_), .. } => "MongoServerError",
         // What the driver found wrong in the server's replies (a wrong SCRAM signature).
         ErrorKind::Authentication { code: None, .. } => "MongoRuntimeError",
-        ErrorKind::Io(_) | ErrorKind::Tls { .. } | ErrorKind::InvalidResponse { .. } => {
-            "MongoNetworkError"
-        }
-        ErrorKind::Timeout { .. } => "MongoNetworkTimeoutError",
+        // A network timeout is an `Io` error of kind `TimedOut`.
+        ErrorKind::Io(_) if error.is_network_timeout() => "MongoNetworkTimeoutError",
+        ErrorKind::Io(_) | ErrorKind::InvalidResponse { .. } => "MongoNetworkError",
         ErrorKind::ServerSelection { .. } => "MongoServerSelectionError",
         // Errors that were InvalidArgument before the official kinds: the same class.
         ErrorKind::InvalidArgument { .. }

@@ -604,8 +604,9 @@ pub async fn yield_now() {
 }
 
 /// Marks an `io::Error` from a [`Transport`] as a TLS failure (an untrusted
-/// certificate, a failed handshake), so that the core reports it as
-/// `anymongo::ErrorKind::Tls` rather than as a network error.
+/// certificate, a failed handshake), which the core reports as an
+/// `anymongo::ErrorKind::Io` error, as the official crate does, that
+/// `anymongo::Error::is_tls_error` tells apart.
 ///
 /// ```
 /// use anymongo_rt::rt::TlsError;

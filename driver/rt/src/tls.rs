@@ -469,7 +469,10 @@ async fn connect(
         if stream.connection.wants_write() {
             stream.send_pending().await?;
         } else if !stream.receive().await? {
-            return Err(tls_error(
+            // An I/O failure, not one of TLS: the CMAP spec ("Backpressure-enabled")
+            // treats an EOF during the handshake as a possible overload.
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
                 "the server closed the connection during the TLS handshake",
             ));
         }

@@ -35,9 +35,16 @@ impl Client {
     /// returns once the monitors have ended and closed their connections.
     /// Dropping the last handle closes the topology too, without `endSessions`.
     ///
-    /// Unlike the official Rust driver, it does not wait for the application's
-    /// cursors and sessions to be dropped first (anymongo does not track them):
-    /// [`immediate`](Shutdown::immediate) is accepted and changes nothing.
+    /// First, as the official crate's, it waits until the application's handles to
+    /// server-side state are dropped: its explicit sessions ([`ClientSession`]
+    /// clones), its open cursors ([`Cursor`], [`SessionCursor`], change streams; a
+    /// cursor dropped unexhausted counts until its killCursors is done) and GridFS
+    /// upload streams. A handle that is never dropped makes it wait for ever:
+    /// [`immediate(true)`](Shutdown::immediate) shuts down without waiting.
+    ///
+    /// [`ClientSession`]: crate::ClientSession
+    /// [`Cursor`]: crate::Cursor
+    /// [`SessionCursor`]: crate::SessionCursor
     ///
     /// ```no_run
     /// # async fn example(client: anymongo::Client) {
@@ -45,7 +52,10 @@ impl Client {
     /// # }
     /// ```
     pub fn shutdown(self) -> Shutdown {
-        Shutdown { client: self }
+        Shutdown {
+            client: self,
+            immediate: false,
+        }
     }
 }
 
@@ -68,13 +78,16 @@ impl<'a> IntoFuture for WarmConnectionPool<'a> {
 #[must_use = "an action does nothing until it is awaited"]
 pub struct Shutdown {
     client: Client,
+    immediate: bool,
 }
 
 impl Shutdown {
-    /// Whether to shut down without waiting for the application's cursors and
-    /// sessions to be dropped, as the official Rust driver has it: anymongo never
-    /// waits for them, so either value shuts down at once.
-    pub fn immediate(self, _immediate: bool) -> Self {
+    /// Whether to shut down at once, without waiting for the application's sessions,
+    /// cursors and upload streams to be dropped (default `false`), as in the official
+    /// crate; operations of those handles then fail.
+    ///
+    pub fn immediate(mut self, immediate: bool) -> Self {
+        self.immediate = immediate;
         self
     }
 }
@@ -86,6 +99,9 @@ impl IntoFuture for Shutdown {
     fn into_future(self) -> Self::IntoFuture {
         boxed(async move {
             let executor = self.client.executor();
+            if !self.immediate {
+                executor.live_handles_dropped().await;
+            }
             // Errors ignored: the server expires the sessions anyway.
             let _ignored = executor.end_sessions().await;
             let topology = executor.topology();

@@ -10,7 +10,7 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use super::{Server, Shared};
-use crate::error::{Error, ErrorKind};
+use crate::error::Error;
 use crate::event::sdam::{
     SdamEvent, ServerHeartbeatFailedEvent, ServerHeartbeatStartedEvent,
     ServerHeartbeatSucceededEvent,
@@ -183,7 +183,7 @@ impl Shared {
         );
         // After a network timeout, connections in use are presumed dead as well
         // (server-monitoring.md, "Network or command error during server check").
-        let timed_out = matches!(&*error.kind, ErrorKind::Timeout { .. });
+        let timed_out = error.is_network_timeout();
         server.pool.clear(None, timed_out);
     }
 

@@ -11,7 +11,7 @@ use bson::oid::ObjectId;
 use super::Shared;
 use crate::cmap::{CheckedOut, ConnectionPool, Connector, Establish};
 use crate::connection::{Connection, HelloObserver};
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, Result};
 use crate::handshake::HelloReply;
 use crate::load_balancer::{self, PoolHolder};
 use crate::rt::{BoxFuture, Instant};
@@ -140,7 +140,7 @@ impl Server {
 
     /// A scan's check of this server failed at `now` with `error`.
     pub(super) fn check_failed_at(&self, now: Instant, error: &Error) {
-        if matches!(&*error.kind, ErrorKind::Timeout { .. }) {
+        if error.is_network_timeout() {
             *lock(&self.check_timed_out) = Some(now);
         }
     }

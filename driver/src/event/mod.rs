@@ -64,6 +64,27 @@ pub enum EventHandler<T> {
     /// anymongo addition: an [`EventListener`], which also says whether it wants
     /// events now, so that events nobody wants are not built.
     Listener(Arc<dyn EventListener<T>>),
+    /// A `tokio` channel, as in the official crate (natively, with the built-in
+    /// transport, feature `default-transport`): each event is sent on it at once while
+    /// it has room, and otherwise from a task that waits for room (on the runtime's
+    /// spawner); events stop being built once its receiver is dropped.
+    ///
+    /// ```
+    /// use anymongo::event::{command::CommandEvent, EventHandler};
+    /// let (sender, _receiver) = tokio::sync::mpsc::channel::<CommandEvent>(100);
+    /// let handler = EventHandler::TokioMpsc(sender.clone());
+    /// let same: EventHandler<CommandEvent> = sender.into();
+    /// # let _ = (handler, same);
+    /// ```
+    #[cfg(all(feature = "default-transport", not(target_family = "wasm")))]
+    TokioMpsc(tokio::sync::mpsc::Sender<T>),
+}
+
+#[cfg(all(feature = "default-transport", not(target_family = "wasm")))]
+impl<T> From<tokio::sync::mpsc::Sender<T>> for EventHandler<T> {
+    fn from(sender: tokio::sync::mpsc::Sender<T>) -> Self {
+        EventHandler::TokioMpsc(sender)
+    }
 }
 
 /// The function of an [`EventHandler::Callback`]: any `Fn(T)` (`Send + Sync`
@@ -130,17 +151,42 @@ impl<T> EventHandler<T> {
         match self {
             EventHandler::Callback(_) | EventHandler::AsyncCallback(_) => true,
             EventHandler::Listener(listener) => listener.is_listening(),
+            #[cfg(all(feature = "default-transport", not(target_family = "wasm")))]
+            EventHandler::TokioMpsc(sender) => !sender.is_closed(),
         }
     }
 
     /// Whether the handler needs a [`Spawner`] (a client checks it when made).
     pub(crate) fn needs_spawner(&self) -> bool {
-        matches!(self, EventHandler::AsyncCallback(_))
+        match self {
+            EventHandler::AsyncCallback(_) => true,
+            #[cfg(all(feature = "default-transport", not(target_family = "wasm")))]
+            EventHandler::TokioMpsc(_) => true,
+            _ => false,
+        }
     }
+}
 
+impl<T: MaybeSend + 'static> EventHandler<T> {
     /// Hands `event` over; an async callback's future goes to `spawner`.
     pub(crate) fn handle(&self, event: T, spawner: Option<&Arc<dyn Spawner>>) {
         match self {
+            #[cfg(all(feature = "default-transport", not(target_family = "wasm")))]
+            EventHandler::TokioMpsc(sender) => {
+                use tokio::sync::mpsc::error::TrySendError;
+                // In order while the channel has room; a full one is waited on
+                // elsewhere, as the official crate does for every event.
+                if let Err(TrySendError::Full(event)) = sender.try_send(event) {
+                    let sender = sender.clone();
+                    let send = async move {
+                        let _ = sender.send(event).await;
+                    };
+                    match spawner {
+                        Some(spawner) => spawner.spawn(Box::pin(send)),
+                        None => drop(send.now_or_never()),
+                    }
+                }
+            }
             EventHandler::Callback(callback) => callback(event),
             EventHandler::Listener(listener) => listener.handle(event),
             EventHandler::AsyncCallback(callback) => {
@@ -163,6 +209,8 @@ impl<T> std::fmt::Debug for EventHandler<T> {
             EventHandler::Callback(_) => "EventHandler::Callback",
             EventHandler::AsyncCallback(_) => "EventHandler::AsyncCallback",
             EventHandler::Listener(_) => "EventHandler::Listener",
+            #[cfg(all(feature = "default-transport", not(target_family = "wasm")))]
+            EventHandler::TokioMpsc(_) => "EventHandler::TokioMpsc",
         })
     }
 }
@@ -175,6 +223,8 @@ impl<T> PartialEq for EventHandler<T> {
             (EventHandler::Callback(a), EventHandler::Callback(b)) => Arc::ptr_eq(a, b),
             (EventHandler::AsyncCallback(a), EventHandler::AsyncCallback(b)) => Arc::ptr_eq(a, b),
             (EventHandler::Listener(a), EventHandler::Listener(b)) => Arc::ptr_eq(a, b),
+            #[cfg(all(feature = "default-transport", not(target_family = "wasm")))]
+            (EventHandler::TokioMpsc(a), EventHandler::TokioMpsc(b)) => a.same_channel(b),
             _ => false,
         }
     }
@@ -188,7 +238,7 @@ pub(crate) struct EventSink<E> {
     delivering: Mutex<()>,
 }
 
-impl<E> EventSink<E> {
+impl<E: MaybeSend + 'static> EventSink<E> {
     pub fn new(handler: Option<EventHandler<E>>) -> EventSink<E> {
         EventSink {
             handler,

@@ -42,6 +42,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::index_management::{IndexModel, IndexOptions};
 use crate::rt::{boxed, BoxFuture};
 use crate::selection::SelectionCriteria;
+use crate::signal::TaskGuard;
 use crate::Collection;
 
 pub use crate::error::{GridFsErrorKind, GridFsFileIdentifier};
@@ -405,6 +406,7 @@ impl GridFsBucket {
             length: 0,
             pending: None,
             closed: false,
+            live: Some(self.chunks.client().executor().live_handle()),
         })
     }
 
@@ -707,6 +709,9 @@ pub struct GridFsUploadStream {
     pending: Option<BoxFuture<'static, Result<()>>>,
     /// Closed, aborted or failed: no more writes.
     closed: bool,
+    /// Counts the stream among the client's live handles until it is dropped (and its
+    /// orphan chunks deleted, when it was dropped unclosed): a shutdown waits for it.
+    live: Option<TaskGuard>,
 }
 
 impl std::fmt::Debug for GridFsUploadStream {
@@ -872,7 +877,9 @@ impl Drop for GridFsUploadStream {
         if let Some(spawner) = spawner {
             let filter = doc! { "files_id": { "$eq": self.id.clone() } };
             let pending = self.pending.take();
+            let live = self.live.take();
             spawner.spawn(boxed(async move {
+                let _live = live;
                 if let Some(pending) = pending {
                     let _ = pending.await;
                 }

@@ -503,10 +503,7 @@ async fn run_rtt_monitor(checker: Checker, host: impl MonitorHost) {
 
 /// Network errors and timeouts (as opposed to command errors).
 fn is_network_error(error: &Error) -> bool {
-    matches!(
-        &*error.kind,
-        ErrorKind::Io(_) | ErrorKind::Timeout { .. } | ErrorKind::InvalidResponse { .. }
-    )
+    error.is_network_error() || matches!(&*error.kind, ErrorKind::InvalidResponse { .. })
 }
 
 #[cfg(test)]

@@ -194,12 +194,12 @@ impl ApplicationError {
         phase: ErrorPhase,
     ) -> Option<ApplicationError> {
         let kind = match &*error.kind {
-            ErrorKind::Io(_) | ErrorKind::Tls { .. } | ErrorKind::InvalidResponse { .. } => {
-                ApplicationErrorKind::Network {
-                    message: error.to_string(),
-                }
-            }
-            ErrorKind::Timeout { .. } => ApplicationErrorKind::Timeout {
+            // A network timeout is an `Io` error of kind `TimedOut`, as in the official
+            // crate; TLS failures are `Io` errors too.
+            ErrorKind::Io(_) if error.is_network_timeout() => ApplicationErrorKind::Timeout {
+                message: error.to_string(),
+            },
+            ErrorKind::Io(_) | ErrorKind::InvalidResponse { .. } => ApplicationErrorKind::Network {
                 message: error.to_string(),
             },
             ErrorKind::Command(command) => ApplicationErrorKind::Command {

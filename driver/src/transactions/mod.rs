@@ -131,10 +131,8 @@ fn label_commit_error(error: Error) -> Error {
         _ => &error,
     };
     let unknown = match &*judged.kind {
-        ErrorKind::Io(_)
-        | ErrorKind::Timeout { .. }
-        | ErrorKind::ServerSelection { .. }
-        | ErrorKind::ConnectionPoolCleared { .. } => true,
+        ErrorKind::Io(_) => judged.is_network_error(),
+        ErrorKind::ServerSelection { .. } | ErrorKind::ConnectionPoolCleared { .. } => true,
         ErrorKind::Write(crate::error::WriteFailure::WriteConcernError(concern)) => {
             !INVALID_WRITE_CONCERN.contains(&concern.code)
         }

@@ -175,8 +175,8 @@ pub(crate) fn add_fields(
 /// server selection errors and cleared pools (spec, "Transient Transaction Error").
 pub(crate) fn label_transient(error: Error) -> Error {
     match &*error.kind {
+        ErrorKind::Io(_) if !error.is_network_error() => error,
         ErrorKind::Io(_)
-        | ErrorKind::Timeout { .. }
         | ErrorKind::ServerSelection { .. }
         | ErrorKind::ConnectionPoolCleared { .. } => error.with_label(TRANSIENT_TRANSACTION_ERROR),
         _ => error,

@@ -233,8 +233,6 @@ fn is_unreachable(kind: &ErrorKind) -> bool {
         kind,
         ErrorKind::ServerSelection { .. }
             | ErrorKind::Io(_)
-            | ErrorKind::Timeout { .. }
-            | ErrorKind::Tls { .. }
             | ErrorKind::DnsResolve { .. }
             | ErrorKind::ConnectionPoolCleared { .. }
             | ErrorKind::WaitQueueTimeout { .. }

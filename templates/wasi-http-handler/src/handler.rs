@@ -65,7 +65,6 @@ impl From<anymongo::Error> for Failure {
                 format!("no MongoDB server reachable within serverSelectionTimeoutMS: {error}"),
             ),
             ErrorKind::Io(_)
-            | ErrorKind::Timeout { .. }
             | ErrorKind::ConnectionPoolCleared { .. }
             | ErrorKind::WaitQueueTimeout { .. } => Failure::new(
                 StatusCode::SERVICE_UNAVAILABLE,

@@ -62,7 +62,8 @@ pub async fn next(operation: &Operation, context: &mut Context) -> Result<Return
 pub async fn close(operation: &Operation, context: &mut Context) -> Result<Returned, Abort> {
     super::arguments::known_arguments(operation, &[])?;
     if let Ok(client) = context.entities.client(&operation.object) {
-        client.client.clone().shutdown().await;
+        // At once: the test's sessions and cursors may still be entities.
+        client.client.clone().shutdown().immediate(true).await;
         return Ok(Ok(None));
     }
     let entity = context.entities.cursor_mut(&operation.object)?;
