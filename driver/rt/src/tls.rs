@@ -714,7 +714,9 @@ mod tests {
         let configs = ClientConfigs::default();
         let roots = TrustedRoots::webpki();
         let build = |options: &TlsOptions| {
-            configs.get_or_build(options, || client_config(options, Pem::default(), || &roots))
+            configs.get_or_build(options, || {
+                client_config(options, Pem::default(), || &roots)
+            })
         };
         let strict = TlsOptions::default();
         let insecure = TlsOptions::builder()

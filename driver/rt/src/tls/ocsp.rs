@@ -528,9 +528,7 @@ impl<'a> Response<'a> {
             };
             let this_update = generalized_time(single.expect(GENERALIZED_TIME)?)?;
             let next_update = match single.optional(0xa0)? {
-                Some(next) => Some(generalized_time(
-                    Der::new(next).expect(GENERALIZED_TIME)?,
-                )?),
+                Some(next) => Some(generalized_time(Der::new(next).expect(GENERALIZED_TIME)?)?),
                 None => None,
             };
             responses.push(SingleResponse {
