@@ -74,6 +74,20 @@ pub struct OcspPki {
     stranger: KeyPair,
 }
 
+/// The OCSP responder the server certificates name: nothing listens there (the
+/// discard port), as with the spec's Soft Fail Test.
+pub const RESPONDER_URL: &str = "http://127.0.0.1:9/ocsp";
+
+/// id-pe-authorityInfoAccess (RFC 5280 4.2.2.1).
+const AUTHORITY_INFO_ACCESS: &[u64] = &[1, 3, 6, 1, 5, 5, 7, 1, 1];
+
+/// An Authority Information Access extension's value naming the OCSP responder `url`.
+fn authority_info_access(url: &str) -> Vec<u8> {
+    // id-ad-ocsp (1.3.6.1.5.5.7.48.1), and the URL as a uniformResourceIdentifier.
+    let method = tlv(0x06, &[0x2b, 0x06, 0x01, 0x05, 0x05, 0x07, 0x30, 0x01]);
+    seq(&[&seq(&[&method, &tlv(0x86, url.as_bytes())])])
+}
+
 /// id-pe-tlsfeature (RFC 7633).
 const TLS_FEATURE: &[u64] = &[1, 3, 6, 1, 5, 5, 7, 1, 24];
 /// A TLS feature extension's value: `SEQUENCE { INTEGER 5 }`, `status_request`.
@@ -91,11 +105,17 @@ impl OcspPki {
                 ExtendedKeyUsagePurpose::ServerAuth,
             )?;
             params.serial_number = Some(SerialNumber::from(serial));
+            params.custom_extensions = vec![CustomExtension::from_oid_content(
+                AUTHORITY_INFO_ACCESS,
+                authority_info_access(RESPONDER_URL),
+            )];
             if must_staple {
-                params.custom_extensions = vec![CustomExtension::from_oid_content(
-                    TLS_FEATURE,
-                    MUST_STAPLE.to_vec(),
-                )];
+                params
+                    .custom_extensions
+                    .push(CustomExtension::from_oid_content(
+                        TLS_FEATURE,
+                        MUST_STAPLE.to_vec(),
+                    ));
             }
             let key = KeyPair::generate()?;
             let der = params.signed_by(&key, &ca)?.der().clone();

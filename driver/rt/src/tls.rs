@@ -35,9 +35,10 @@
 //!   without a staple; `tlsCRLFile`'s revocation lists (a PEM file the host reads) are
 //!   checked by webpki for every certificate of the chain, and a certificate none of
 //!   them covers passes. `tlsDisableCertificateRevocationCheck` turns both off, as do
-//!   `tlsInsecure` and `tlsAllowInvalidCertificates`. Responders are not asked over
-//!   HTTP yet (no staple, no cached answer: "soft fail"), so
-//!   `tlsDisableOCSPEndpointCheck` changes nothing.
+//!   `tlsInsecure` and `tlsAllowInvalidCertificates`. Without a stapled or cached
+//!   answer, the responders the certificate names are asked after the handshake
+//!   through the host's [`ocsp::OcspResponder`] ([`ClientConfigs::with_ocsp_responder`];
+//!   none by default, then "soft fail"), unless `tlsDisableOCSPEndpointCheck`.
 
 pub mod ocsp;
 
@@ -53,6 +54,7 @@ use rustls::pki_types::{
     CertificateDer, CertificateRevocationListDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName,
     UnixTime,
 };
+use rustls::HandshakeKind;
 use rustls::{
     CertificateError, ClientConfig, ClientConnection, DigitallySignedStruct, RootCertStore,
     SignatureScheme,
@@ -156,22 +158,44 @@ impl TrustedRoots {
 /// never one for the process: a resumed session skips certificate verification, so a
 /// session must not outlive the options (and the client) that verified it. Clones
 /// share the configurations.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct ClientConfigs {
-    built: Arc<Mutex<Vec<BuiltConfig>>>,
+    built: Arc<Mutex<Vec<(TlsOptions, Built)>>>,
+    ocsp_responder: Option<Arc<dyn ocsp::OcspResponder>>,
 }
 
-/// A configuration, and the options it was built for.
-type BuiltConfig = (TlsOptions, Arc<ClientConfig>);
+impl std::fmt::Debug for ClientConfigs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientConfigs")
+            .field("built", &lock(&self.built).len())
+            .field("ocsp_responder", &self.ocsp_responder.is_some())
+            .finish()
+    }
+}
+
+/// A configuration, and its OCSP checks when revocation is checked.
+#[derive(Clone)]
+struct Built {
+    config: Arc<ClientConfig>,
+    revocation: Option<Arc<ocsp::Revocation>>,
+}
 
 impl ClientConfigs {
+    /// These configurations, asking OCSP responders through `responder` when neither
+    /// the server's stapled response nor the cache tells whether its certificate was
+    /// revoked (see [`ocsp`]).
+    pub fn with_ocsp_responder(mut self, responder: Arc<dyn ocsp::OcspResponder>) -> Self {
+        self.ocsp_responder = Some(responder);
+        self
+    }
+
     /// The configuration for `options`, built with `build` the first time. A failure
     /// is not kept: each connection tries again, and reports its own error.
     fn get_or_build(
         &self,
         options: &TlsOptions,
-        build: impl FnOnce() -> io::Result<Arc<ClientConfig>>,
-    ) -> io::Result<Arc<ClientConfig>> {
+        build: impl FnOnce() -> io::Result<Built>,
+    ) -> io::Result<Built> {
         if let Some((_, config)) = lock(&self.built).iter().find(|(built, _)| built == options) {
             return Ok(config.clone());
         }
@@ -225,7 +249,22 @@ pub async fn secure(
         Some(_) => "the tlsCAFile's authorities".to_owned(),
         None => format!("{}; name another CA with tlsCAFile", roots().describe()),
     };
-    connect(stream, &target.host, config, trusted).await
+    let stream = connect(stream, &target.host, config.config, &trusted).await?;
+    if let (Some(revocation), Some(responder)) = (&config.revocation, &configs.ocsp_responder) {
+        // A resumed session skipped certificate verification: its first handshake
+        // checked the certificate.
+        let full = !matches!(
+            stream.connection.handshake_kind(),
+            Some(HandshakeKind::Resumed)
+        );
+        if let (true, Some(chain)) = (full, stream.connection.peer_certificates()) {
+            revocation
+                .ask_responders(chain, responder.as_ref())
+                .await
+                .map_err(|error| tls_error(describe(error, &trusted)))?;
+        }
+    }
+    Ok(Box::new(stream))
 }
 
 /// The PEM bytes `source` names, if any: a file is read with the host's `read_file`,
@@ -267,7 +306,7 @@ fn client_config<'r>(
     options: &TlsOptions,
     pem: Pem<'_>,
     default_roots: impl FnOnce() -> &'r TrustedRoots,
-) -> io::Result<Arc<ClientConfig>> {
+) -> io::Result<Built> {
     let roots = match pem.ca {
         None => default_roots().store.clone(),
         Some(pem) => {
@@ -302,6 +341,7 @@ fn client_config<'r>(
         .with_safe_default_protocol_versions()
         .map_err(|error| tls_error(error.to_string()))?;
     let verifier = Verifier::new(options, roots, crls, provider)?;
+    let revocation = verifier.revocation.clone();
     let builder = builder
         .dangerous()
         .with_custom_certificate_verifier(Arc::new(verifier));
@@ -320,7 +360,10 @@ fn client_config<'r>(
                 .map_err(|error| tls_error(format!("tlsCertificateKeyFile: {error}")))?
         }
     };
-    Ok(Arc::new(config))
+    Ok(Built {
+        config: Arc::new(config),
+        revocation,
+    })
 }
 
 const ENCRYPTED_KEY_BEGIN: &str = "-----BEGIN ENCRYPTED PRIVATE KEY-----";
@@ -404,8 +447,8 @@ struct Verifier {
     /// Checks chains (and names): `None` when any certificate is accepted.
     webpki: Option<Arc<WebPkiServerVerifier>>,
     allow_invalid_hostnames: bool,
-    /// The trusted authorities and the OCSP cache, when revocation is checked.
-    ocsp: Option<(Arc<RootCertStore>, ocsp::OcspCache)>,
+    /// The OCSP checks, when revocation is checked.
+    revocation: Option<Arc<ocsp::Revocation>>,
     provider: Arc<CryptoProvider>,
 }
 
@@ -434,13 +477,17 @@ impl Verifier {
                 )
             }
         };
-        let ocsp = options
-            .checks_revocation()
-            .then(|| (roots, ocsp::OcspCache::default()));
+        let revocation = options.checks_revocation().then(|| {
+            Arc::new(ocsp::Revocation::new(
+                roots,
+                provider.signature_verification_algorithms,
+                !options.disable_ocsp_endpoint_check.unwrap_or(false),
+            ))
+        });
         Ok(Verifier {
             webpki,
             allow_invalid_hostnames: options.allows_invalid_hostnames(),
-            ocsp,
+            revocation,
             provider,
         })
     }
@@ -469,16 +516,8 @@ impl ServerCertVerifier for Verifier {
                 other?;
             }
         }
-        if let Some((roots, cache)) = &self.ocsp {
-            ocsp::check(
-                end_entity,
-                intermediates,
-                roots,
-                ocsp_response,
-                now,
-                cache,
-                &self.provider.signature_verification_algorithms,
-            )?;
+        if let Some(revocation) = &self.revocation {
+            revocation.check_staple(end_entity, intermediates, ocsp_response, now)?;
         }
         Ok(ServerCertVerified::assertion())
     }
@@ -525,8 +564,8 @@ async fn connect(
     inner: Box<dyn Stream>,
     server_name: &str,
     config: Arc<ClientConfig>,
-    trusted: String,
-) -> io::Result<Box<dyn Stream>> {
+    trusted: &str,
+) -> io::Result<TlsStream> {
     let name = ServerName::try_from(server_name.to_string())
         .map_err(|_| tls_error(format!("'{server_name}' is not a valid TLS server name")))?;
     let connection =
@@ -536,7 +575,7 @@ async fn connect(
         connection,
         incoming: vec![0; READ_CHUNK],
         outgoing: Vec::new(),
-        trusted,
+        trusted: trusted.to_owned(),
     };
     while stream.connection.is_handshaking() {
         if stream.connection.wants_write() {
@@ -552,7 +591,26 @@ async fn connect(
     if let Some(kind) = stream.connection.handshake_kind() {
         tracing::debug!(target: LOG_TARGET, server = server_name, handshake = ?kind, "TLS handshake done");
     }
-    Ok(Box::new(stream))
+    Ok(stream)
+}
+
+/// The message of the TLS error `error`; `trusted` says which authorities were
+/// trusted, for a certificate none of them issued.
+fn describe(error: rustls::Error, trusted: &str) -> String {
+    match error {
+        // Say where the trust came from: the fix is usually tlsCAFile.
+        rustls::Error::InvalidCertificate(CertificateError::UnknownIssuer) => {
+            format!("{error} (trusted: {trusted})")
+        }
+        // The revocation checks' own messages (`ocsp`), not their Debug form.
+        rustls::Error::InvalidCertificate(CertificateError::Other(other)) => {
+            format!("invalid peer certificate: {other}")
+        }
+        rustls::Error::InvalidCertificate(CertificateError::Revoked) => {
+            "invalid peer certificate: revoked (listed in the tlsCRLFile)".to_owned()
+        }
+        error => error.to_string(),
+    }
 }
 
 struct TlsStream {
@@ -580,20 +638,7 @@ impl TlsStream {
             if let Err(error) = self.connection.process_new_packets() {
                 // Send the alert rustls queued before reporting the failure.
                 let _ = self.send_pending().await;
-                return Err(tls_error(match error {
-                    // Say where the trust came from: the fix is usually tlsCAFile.
-                    rustls::Error::InvalidCertificate(CertificateError::UnknownIssuer) => {
-                        format!("{error} (trusted: {})", self.trusted)
-                    }
-                    // The revocation checks' own messages (`ocsp`), not their Debug form.
-                    rustls::Error::InvalidCertificate(CertificateError::Other(other)) => {
-                        format!("invalid peer certificate: {other}")
-                    }
-                    rustls::Error::InvalidCertificate(CertificateError::Revoked) => {
-                        "invalid peer certificate: revoked (listed in the tlsCRLFile)".to_owned()
-                    }
-                    error => error.to_string(),
-                }));
+                return Err(tls_error(describe(error, &self.trusted)));
             }
         }
         self.send_pending().await?;
@@ -714,9 +759,11 @@ mod tests {
         let configs = ClientConfigs::default();
         let roots = TrustedRoots::webpki();
         let build = |options: &TlsOptions| {
-            configs.get_or_build(options, || {
-                client_config(options, Pem::default(), || &roots)
-            })
+            configs
+                .get_or_build(options, || {
+                    client_config(options, Pem::default(), || &roots)
+                })
+                .map(|built| built.config)
         };
         let strict = TlsOptions::default();
         let insecure = TlsOptions::builder()
@@ -736,7 +783,11 @@ mod tests {
         // Clones share the configurations.
         assert!(Arc::ptr_eq(
             &first,
-            &configs.clone().get_or_build(&strict, failing).unwrap()
+            &configs
+                .clone()
+                .get_or_build(&strict, failing)
+                .unwrap()
+                .config
         ));
     }
 

@@ -16,9 +16,13 @@
 //! 3. A valid stapled response that says `revoked` ends the connection; `good` or
 //!    `revoked` are cached (keyed by the CertID, until `nextUpdate`), `unknown` is not.
 //! 4. Without a conclusive staple, the cache answers.
-//! 5. Else the spec asks the responders the certificate names (its Authority
-//!    Information Access extension), over HTTP: not done yet (there is no HTTP client
-//!    in the driver); the connection goes on, which is the spec's "soft fail".
+//! 5. Else, after the handshake (a certificate verifier cannot wait for the network),
+//!    the responders the certificate names (its Authority Information Access
+//!    extension) are asked in parallel through the host's [`OcspResponder`], unless
+//!    `tlsDisableOCSPEndpointCheck`; the first valid response that says `good` or
+//!    `revoked` decides (and is cached). When none does — no responder named, none
+//!    reachable, no [`OcspResponder`] given — the connection goes on: the spec's "soft
+//!    fail". A resumed TLS session is not checked again: its first handshake was.
 //!
 //! `tlsDisableCertificateRevocationCheck` skips all of this; `tlsInsecure` and
 //! `tlsAllowInvalidCertificates` skip it too, as they skip the chain's validation.
@@ -26,13 +30,32 @@
 //! and 9: no further round trips for them).
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::io;
+use std::sync::{Arc, Mutex};
 
+use futures::stream::{FuturesUnordered, StreamExt};
 use rustls::crypto::WebPkiSupportedAlgorithms;
 use rustls::pki_types::{CertificateDer, TrustAnchor, UnixTime};
 use rustls::{CertificateError, OtherError, RootCertStore};
 
+use crate::rt::{BoxFuture, MaybeSend, MaybeSync};
 use crate::sync::lock;
+
+/// The seam through which OCSP responders are asked: the host's HTTP client.
+///
+/// Given to a client's TLS configurations with
+/// [`ClientConfigs::with_ocsp_responder`](super::ClientConfigs::with_ocsp_responder);
+/// without one, certificates without a stapled or cached answer pass (the spec's soft
+/// fail).
+pub trait OcspResponder: MaybeSend + MaybeSync {
+    /// POSTs the DER OCSP request `request` (RFC 6960 appendix A.1: `Content-Type:
+    /// application/ocsp-request`) to the responder at `url` (as the certificate names
+    /// it, usually `http://`) and returns the response's body when its status is 200.
+    /// Bounded in time by the implementation: the OCSP Support spec asks for the
+    /// operation's timeout (Client Side Operations Timeout spec), five seconds by
+    /// default; an error or a timeout counts as no answer.
+    fn post<'a>(&'a self, url: &'a str, request: &'a [u8]) -> BoxFuture<'a, io::Result<Vec<u8>>>;
+}
 
 /// Why a certificate's revocation check failed: its message is the TLS error's.
 #[derive(Debug)]
@@ -109,58 +132,139 @@ impl OcspCache {
     }
 }
 
-/// Checks the revocation status of the server's certificate `end_entity` (whose
-/// chain webpki validated) from the stapled OCSP response `staple` (empty when none)
-/// and the cache, as the module docs say.
-pub(crate) fn check(
-    end_entity: &CertificateDer<'_>,
-    intermediates: &[CertificateDer<'_>],
-    roots: &RootCertStore,
-    staple: &[u8],
-    now: UnixTime,
-    cache: &OcspCache,
-    algorithms: &WebPkiSupportedAlgorithms,
-) -> Result<(), rustls::Error> {
-    let now = now.as_secs();
-    let leaf = Certificate::parse(end_entity)
-        .map_err(|error| refuse(format!("cannot read the server's certificate: {error}")))?;
-    if staple.is_empty() && leaf.must_staple {
-        return Err(refuse(
-            "the server's certificate requires a stapled OCSP response (Must-Staple) and the \
-             server sent none",
-        ));
-    }
-    let Some(issuer) = Issuer::find(&leaf, intermediates, roots) else {
-        // webpki found the issuer; not finding it again means it is a root whose name
-        // is encoded differently: nothing to check a response against, so soft-fail.
-        return Ok(());
-    };
-    let cert_id = CertId::of(&leaf, &issuer, HashAlgorithm::Sha1);
-    if !staple.is_empty() {
-        let answer = verify_response(staple, &leaf, &issuer, now, algorithms)
-            .map_err(|error| refuse(format!("invalid stapled OCSP response: {error}")))?;
-        match answer.status {
-            Status::Revoked => {
-                cache.put(cert_id.key(), answer);
-                return Err(refuse(
-                    "the server's certificate is revoked (its stapled OCSP response says so)",
-                ));
-            }
-            Status::Good => {
-                cache.put(cert_id.key(), answer);
-                return Ok(());
-            }
-            Status::Unknown => {}
+/// A client configuration's OCSP checks: the authorities the verifier trusts (to find
+/// the issuer of the server's certificate), the cache, and whether responders may be
+/// asked.
+#[derive(Debug)]
+pub(crate) struct Revocation {
+    roots: Arc<RootCertStore>,
+    algorithms: WebPkiSupportedAlgorithms,
+    cache: OcspCache,
+    /// Not `tlsDisableOCSPEndpointCheck`.
+    ask_responders: bool,
+}
+
+impl Revocation {
+    pub(crate) fn new(
+        roots: Arc<RootCertStore>,
+        algorithms: WebPkiSupportedAlgorithms,
+        ask_responders: bool,
+    ) -> Revocation {
+        Revocation {
+            roots,
+            algorithms,
+            cache: OcspCache::default(),
+            ask_responders,
         }
     }
-    match cache.get(&cert_id.key(), now) {
-        Some(Status::Revoked) => Err(refuse(
-            "the server's certificate is revoked (a cached OCSP response says so)",
-        )),
-        // Good, or still unknown: the responders named in the certificate would be
-        // asked here (spec step 7), through an HTTP client the driver does not have
-        // yet; without one, "soft fail" (step 10).
-        _ => Ok(()),
+
+    /// Checks the revocation status of the server's certificate `end_entity` (whose
+    /// chain webpki validated) from the stapled OCSP response `staple` (empty when
+    /// none) and the cache, during the handshake, as the module docs say.
+    pub(crate) fn check_staple(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        staple: &[u8],
+        now: UnixTime,
+    ) -> Result<(), rustls::Error> {
+        let now = now.as_secs();
+        let leaf = Certificate::parse(end_entity)
+            .map_err(|error| refuse(format!("cannot read the server's certificate: {error}")))?;
+        if staple.is_empty() && leaf.must_staple {
+            return Err(refuse(
+                "the server's certificate requires a stapled OCSP response (Must-Staple) and \
+                 the server sent none",
+            ));
+        }
+        let Some(issuer) = Issuer::find(&leaf, intermediates, &self.roots) else {
+            // webpki found the issuer; not finding it again means it is a root whose
+            // name is encoded differently: nothing to check a response against.
+            return Ok(());
+        };
+        let cert_id = CertId::of(&leaf, &issuer, HashAlgorithm::Sha1);
+        if !staple.is_empty() {
+            let answer = verify_response(staple, &leaf, &issuer, now, &self.algorithms)
+                .map_err(|error| refuse(format!("invalid stapled OCSP response: {error}")))?;
+            if answer.status != Status::Unknown {
+                self.cache.put(cert_id.key(), answer);
+            }
+            match answer.status {
+                Status::Revoked => {
+                    return Err(refuse(
+                        "the server's certificate is revoked (its stapled OCSP response says so)",
+                    ))
+                }
+                Status::Good => return Ok(()),
+                Status::Unknown => {}
+            }
+        }
+        match self.cache.get(&cert_id.key(), now) {
+            Some(Status::Revoked) => Err(refuse(
+                "the server's certificate is revoked (a cached OCSP response says so)",
+            )),
+            // Good, or still unknown: the responders are asked after the handshake.
+            _ => Ok(()),
+        }
+    }
+
+    /// After a full handshake with the server whose certificate chain is `chain`: when
+    /// neither a staple nor the cache gave a conclusive answer, asks the responders the
+    /// certificate names through `responder`, in parallel (spec step 7), and refuses a
+    /// certificate the first conclusive valid answer says is revoked.
+    pub(crate) async fn ask_responders(
+        &self,
+        chain: &[CertificateDer<'_>],
+        responder: &dyn OcspResponder,
+    ) -> Result<(), rustls::Error> {
+        let Some((end_entity, intermediates)) = chain.split_first() else {
+            return Ok(());
+        };
+        let Ok(leaf) = Certificate::parse(end_entity) else {
+            return Ok(());
+        };
+        if !self.ask_responders || leaf.ocsp_urls.is_empty() {
+            return Ok(());
+        }
+        let Some(issuer) = Issuer::find(&leaf, intermediates, &self.roots) else {
+            return Ok(());
+        };
+        let cert_id = CertId::of(&leaf, &issuer, HashAlgorithm::Sha1);
+        if self
+            .cache
+            .get(&cert_id.key(), UnixTime::now().as_secs())
+            .is_some()
+        {
+            return Ok(());
+        }
+        let request = cert_id.request();
+        let mut answers: FuturesUnordered<_> = leaf
+            .ocsp_urls
+            .iter()
+            .map(|url| responder.post(url, &request))
+            .collect();
+        while let Some(body) = answers.next().await {
+            // An unreachable responder, or an invalid answer, is no answer.
+            let Ok(body) = body else { continue };
+            let now = UnixTime::now().as_secs();
+            let Ok(answer) = verify_response(&body, &leaf, &issuer, now, &self.algorithms) else {
+                continue;
+            };
+            match answer.status {
+                Status::Unknown => continue,
+                Status::Good => {
+                    self.cache.put(cert_id.key(), answer);
+                    return Ok(());
+                }
+                Status::Revoked => {
+                    self.cache.put(cert_id.key(), answer);
+                    return Err(refuse(
+                        "the server's certificate is revoked (its OCSP responder says so)",
+                    ));
+                }
+            }
+        }
+        Ok(())
     }
 }
 
@@ -327,6 +431,25 @@ impl CertId {
         }
     }
 
+    /// The DER `OCSPRequest` (RFC 6960 4.1.1) for this certificate alone, unsigned,
+    /// without a nonce (the spec's Q&A: not required).
+    fn request(&self) -> Vec<u8> {
+        let hash_algorithm = encode(
+            SEQUENCE,
+            &[encode(OID, OID_SHA1), vec![0x05, 0x00]].concat(),
+        );
+        let cert_id = [
+            hash_algorithm,
+            encode(OCTET_STRING, &self.issuer_name_hash),
+            encode(OCTET_STRING, &self.issuer_key_hash),
+            encode(INTEGER, &self.serial),
+        ]
+        .concat();
+        let request = encode(SEQUENCE, &encode(SEQUENCE, &cert_id));
+        let tbs_request = encode(SEQUENCE, &encode(SEQUENCE, &request));
+        encode(SEQUENCE, &tbs_request)
+    }
+
     /// The cache's key.
     fn key(&self) -> Vec<u8> {
         [
@@ -342,6 +465,10 @@ impl CertId {
 const OID_TLS_FEATURE: &[u8] = &[0x2b, 0x06, 0x01, 0x05, 0x05, 0x07, 0x01, 0x18];
 /// The TLS extension `status_request` (RFC 6066), as a TLS feature.
 const STATUS_REQUEST: &[u8] = &[0x05];
+/// id-pe-authorityInfoAccess (1.3.6.1.5.5.7.1.1).
+const OID_AUTHORITY_INFO_ACCESS: &[u8] = &[0x2b, 0x06, 0x01, 0x05, 0x05, 0x07, 0x01, 0x01];
+/// id-ad-ocsp (1.3.6.1.5.5.7.48.1).
+const OID_AD_OCSP: &[u8] = &[0x2b, 0x06, 0x01, 0x05, 0x05, 0x07, 0x30, 0x01];
 /// id-ce-extKeyUsage (2.5.29.37).
 const OID_EXT_KEY_USAGE: &[u8] = &[0x55, 0x1d, 0x25];
 /// id-kp-OCSPSigning (1.3.6.1.5.5.7.3.9).
@@ -364,6 +491,8 @@ struct Certificate<'a> {
     signature: &'a [u8],
     must_staple: bool,
     ocsp_signing: bool,
+    /// The OCSP responders its Authority Information Access extension names.
+    ocsp_urls: Vec<String>,
 }
 
 impl<'a> Certificate<'a> {
@@ -396,6 +525,7 @@ impl<'a> Certificate<'a> {
             signature,
             must_staple: false,
             ocsp_signing: false,
+            ocsp_urls: Vec::new(),
         };
         if let Some(extensions) = fields.optional(0xa3)? {
             let mut extensions = Der::new(Der::new(extensions).expect(SEQUENCE)?);
@@ -411,12 +541,30 @@ impl<'a> Certificate<'a> {
                     OID_EXT_KEY_USAGE => {
                         certificate.ocsp_signing = sequence_holds(value, OID, OID_OCSP_SIGNING)?
                     }
+                    OID_AUTHORITY_INFO_ACCESS => certificate.ocsp_urls = ocsp_urls(value)?,
                     _ => {}
                 }
             }
         }
         Ok(certificate)
     }
+}
+
+/// The OCSP responders' URLs in an Authority Information Access extension's value
+/// (RFC 5280 4.2.2.1: `accessLocation`s of method id-ad-ocsp that are URIs).
+fn ocsp_urls(der: &[u8]) -> Result<Vec<String>, String> {
+    let mut urls = Vec::new();
+    let mut descriptions = Der::new(Der::new(der).expect(SEQUENCE)?);
+    while !descriptions.is_empty() {
+        let mut description = Der::new(descriptions.expect(SEQUENCE)?);
+        let method = description.expect(OID)?;
+        // uniformResourceIdentifier [6] IA5String.
+        let (tag, location, _) = description.read()?;
+        if method == OID_AD_OCSP && tag == 0x86 {
+            urls.extend(std::str::from_utf8(location).ok().map(str::to_owned));
+        }
+    }
+    Ok(urls)
 }
 
 /// Whether the DER `SEQUENCE OF` in `der` holds an element of type `tag` and contents
