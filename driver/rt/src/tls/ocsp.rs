@@ -904,6 +904,58 @@ mod tests {
     }
 
     #[test]
+    fn the_ocsp_urls_are_the_ocsp_access_descriptions_uris() {
+        // caIssuers (1.3.6.1.5.5.7.48.2) then OCSP, as RFC 5280 4.2.2.1 writes them.
+        let description = |method: u8, url: &str| {
+            let oid = encode(OID, &[0x2b, 0x06, 0x01, 0x05, 0x05, 0x07, 0x30, method]);
+            encode(SEQUENCE, &[oid, encode(0x86, url.as_bytes())].concat())
+        };
+        let value = encode(
+            SEQUENCE,
+            &[
+                description(2, "http://ca.test/ca.crt"),
+                description(1, "http://ocsp.test"),
+            ]
+            .concat(),
+        );
+        assert_eq!(ocsp_urls(&value), Ok(vec!["http://ocsp.test".to_owned()]));
+        assert!(ocsp_urls(&value[..value.len() - 1]).is_err());
+    }
+
+    #[test]
+    fn a_request_holds_the_cert_id_alone() {
+        let cert_id = CertId {
+            issuer_name_hash: vec![1; 20],
+            issuer_key_hash: vec![2; 20],
+            serial: vec![0x10, 0x01],
+        };
+        let request = cert_id.request();
+        let mut der = Der::new(&request);
+        let mut der = Der::new(der.expect(SEQUENCE).unwrap()); // OCSPRequest
+        let mut der = Der::new(der.expect(SEQUENCE).unwrap()); // tbsRequest
+        let mut der = Der::new(der.expect(SEQUENCE).unwrap()); // requestList
+        let mut der = Der::new(der.expect(SEQUENCE).unwrap()); // Request
+        let mut fields = Der::new(der.expect(SEQUENCE).unwrap()); // CertID
+        let hash = fields.expect(SEQUENCE).unwrap();
+        assert_eq!(HashAlgorithm::from_alg_id(hash), Some(HashAlgorithm::Sha1));
+        assert_eq!(fields.expect(OCTET_STRING).unwrap(), [1; 20]);
+        assert_eq!(fields.expect(OCTET_STRING).unwrap(), [2; 20]);
+        assert_eq!(fields.expect(INTEGER).unwrap(), [0x10, 0x01]);
+        assert!(fields.is_empty() && der.is_empty());
+    }
+
+    #[test]
+    fn an_unsuccessful_or_malformed_response_says_why() {
+        let error = |der: &[u8]| Response::parse(der).err().unwrap_or_default();
+        assert!(error(b"\x30\x03\x0a\x01\x03").contains("tryLater"));
+        assert!(error(b"\x30\x03\x0a\x01\x06").contains("unauthorized"));
+        assert!(error(b"\x30\x05\x0a\x01").contains("malformed"));
+        assert!(error(b"").contains("malformed"));
+        // A length beyond the data, in long form.
+        assert!(error(b"\x30\x82\xff\xff\x0a").contains("malformed"));
+    }
+
+    #[test]
     fn the_cache_keeps_conclusive_answers_until_next_update_and_the_freshest() {
         let cache = OcspCache::default();
         let answer = |status, next_update| Answer {
