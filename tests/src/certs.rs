@@ -221,7 +221,9 @@ fn encrypt_pkcs8(der: &[u8], password: &str) -> Result<String, String> {
 }
 
 /// A self-signed CA named `name`, with the issuer that signs with it.
-fn new_ca(name: &str) -> Result<(rcgen::Certificate, Issuer<'static, KeyPair>), rcgen::Error> {
+pub(crate) fn new_ca(
+    name: &str,
+) -> Result<(rcgen::Certificate, Issuer<'static, KeyPair>), rcgen::Error> {
     let mut params = CertificateParams::default();
     params.distinguished_name.push(DnType::CommonName, name);
     params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
@@ -232,7 +234,7 @@ fn new_ca(name: &str) -> Result<(rcgen::Certificate, Issuer<'static, KeyPair>), 
 }
 
 /// The parameters of an end-entity certificate.
-fn leaf_params(
+pub(crate) fn leaf_params(
     names: &[&str],
     subject: &[(DnType, &str)],
     purpose: ExtendedKeyUsagePurpose,
@@ -250,7 +252,9 @@ fn leaf_params(
 }
 
 /// Creates `dir`, and returns what writes a PEM text into a file of it and gives its path.
-fn pem_writer(dir: &Path) -> Result<impl Fn(&str, String) -> Result<PathBuf, String> + '_, String> {
+pub(crate) fn pem_writer(
+    dir: &Path,
+) -> Result<impl Fn(&str, String) -> Result<PathBuf, String> + '_, String> {
     fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     Ok(move |name: &str, pem: String| {
         let path = dir.join(name);

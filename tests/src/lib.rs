@@ -22,6 +22,8 @@
 //!   with a serviceId), to run the `load_balancer` unified files against a real server.
 //! - [`mongos_proxy`]: a test sharded cluster, mongoses in front of SecantusDB, to run
 //!   the unified files written for sharded clusters against a real server.
+//! - [`ocsp`]: a CA with OCSP responses signed on demand, a CRL, and a TLS front that
+//!   staples a response, in front of SecantusDB (the OCSP Support spec's matrix).
 //! - [`spec`]: the registry and runner of the JSON specification tests.
 //! - [`unified`]: the runner of the Unified Test Format's files.
 //! - [`reply_loss`]: a proxy in front of SecantusDB that loses the replies of
@@ -78,6 +80,8 @@ pub mod load_balancer;
 pub mod mock;
 #[cfg(not(target_os = "wasi"))]
 pub mod mongos_proxy;
+#[cfg(not(target_os = "wasi"))]
+pub mod ocsp;
 pub mod official;
 pub mod pool_events;
 pub mod probe;

@@ -462,3 +462,73 @@ async fn wasi_build_reuses_a_connection_still_open_after_sitting_idle_over_ipv6(
     let printed = idle_check_on_wasi(&server, false).await;
     assert_eq!(printed, ["second: ok", "created: 1"]);
 }
+
+/// The OCSP Support spec's matrix under WASI, as `tests/ocsp.rs` runs it natively
+/// (the rows that need a responder asked over HTTP aside): a good stapled response
+/// connects, a revoked one and a Must-Staple certificate without a staple fail the
+/// handshake, and so does a certificate `tlsCRLFile` revokes. Multi-threaded: the TLS
+/// front runs on the test's runtime while wasmtime runs.
+#[tokio::test(flavor = "multi_thread")]
+async fn wasi_build_checks_stapled_ocsp_responses_and_crl_files() {
+    use anymongo_tests::ocsp::{CertStatus, OcspPki, Signer, TlsFront, VALID_FROM, VALID_UNTIL};
+    use std::net::{Ipv4Addr, SocketAddr};
+
+    let dir = tempfile::tempdir().unwrap();
+    let pki = OcspPki::generate(dir.path()).unwrap();
+    let shared = server::shared();
+    let backend = SocketAddr::from((Ipv4Addr::LOCALHOST, shared.port));
+    let uri = |front: &TlsFront, options: &str| {
+        format!(
+            "mongodb://localhost:{}/?tls=true&directConnection=true&tlsCAFile={}\
+             &serverSelectionTimeoutMS=1500{options}",
+            front.port,
+            pki.ca_pem.display()
+        )
+    };
+    let fails_with = |uri: String, reason: &str| {
+        let output = output_within(
+            wasmtime_run()
+                .arg("--dir")
+                .arg(format!("{0}::{0}", dir.path().display()))
+                .arg(wasi_binary("demo"))
+                .args([&uri, "refused_by_ocsp"]),
+            Duration::from_secs(60),
+        );
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            !output.status.success() && stderr.contains("TLS handshake") && stderr.contains(reason),
+            "expected a TLS failure with '{reason}', got: {stderr}"
+        );
+    };
+
+    let good = pki.response(
+        &pki.plain,
+        CertStatus::Good,
+        Signer::Delegate,
+        VALID_FROM,
+        Some(VALID_UNTIL),
+    );
+    let front = TlsFront::start(&pki.plain, good, backend).await;
+    run_wasi_demo_checked_through(
+        &uri(&front, ""),
+        &shared.uri(),
+        "from_wasi_with_ocsp",
+        Some(dir.path()),
+    )
+    .await;
+    let revoking = format!("&tlsCRLFile={}", pki.crl_revoking_plain.display());
+    fails_with(uri(&front, &revoking), "revoked (listed in the tlsCRLFile)");
+
+    let revoked = pki.response(
+        &pki.plain,
+        CertStatus::Revoked,
+        Signer::Issuer,
+        VALID_FROM,
+        Some(VALID_UNTIL),
+    );
+    let front = TlsFront::start(&pki.plain, revoked, backend).await;
+    fails_with(uri(&front, ""), "certificate is revoked");
+
+    let front = TlsFront::start(&pki.must_staple, Vec::new(), backend).await;
+    fails_with(uri(&front, ""), "Must-Staple");
+}

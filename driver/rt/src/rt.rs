@@ -153,8 +153,13 @@ pub struct TlsOptions {
     /// (`tlsDisableOCSPEndpointCheck`). Default `false`.
     pub disable_ocsp_endpoint_check: Option<bool>,
     /// anymongo addition: do not check whether the server's certificate was revoked
-    /// (`tlsDisableCertificateRevocationCheck`). Default `false`.
+    /// (`tlsDisableCertificateRevocationCheck`): neither by OCSP nor with
+    /// `crl_file_path`'s lists. Default `false`.
     pub disable_certificate_revocation_check: Option<bool>,
+    /// anymongo addition: a PEM file of certificate revocation lists (`tlsCRLFile`, as
+    /// pymongo has it), read by the host from its file system: a certificate of the
+    /// server's chain that one of them lists is refused.
+    pub crl_file_path: Option<PathBuf>,
 }
 
 /// Where PEM data of a TLS connection (trusted authorities, or the client's certificate
@@ -197,6 +202,15 @@ impl TlsOptions {
         self.allow_invalid_certificates.unwrap_or(false)
     }
 
+    /// Whether the server certificate's revocation is checked: unless
+    /// [`disable_certificate_revocation_check`](Self::disable_certificate_revocation_check)
+    /// or [`allow_invalid_certificates`](Self::allow_invalid_certificates) (the OCSP
+    /// Support spec: `tlsInsecure` and `tlsAllowInvalidCertificates` disable OCSP).
+    pub fn checks_revocation(&self) -> bool {
+        !self.disable_certificate_revocation_check.unwrap_or(false)
+            && !self.allows_invalid_certificates()
+    }
+
     /// [`allow_invalid_hostnames`](Self::allow_invalid_hostnames), `false` when unset.
     pub fn allows_invalid_hostnames(&self) -> bool {
         self.allow_invalid_hostnames.unwrap_or(false)
@@ -232,6 +246,7 @@ impl fmt::Debug for TlsOptions {
                 "disable_certificate_revocation_check",
                 &self.disable_certificate_revocation_check,
             )
+            .field("crl_file_path", &self.crl_file_path)
             .finish()
     }
 }

@@ -30,10 +30,17 @@
 //!   PBKDF2 or scrypt with AES or 3DES) in `tlsCertificateKeyFile`. Keys encrypted in
 //!   the legacy OpenSSL format (`Proc-Type: 4,ENCRYPTED`) are refused with an error
 //!   saying how to convert them.
-//! - `tlsDisableOCSPEndpointCheck`, `tlsDisableCertificateRevocationCheck`: accepted,
-//!   and change nothing: rustls never contacts OCSP responders nor fetches CRLs, and
-//!   its certificate verifier does not check stapled OCSP responses either, so no
-//!   revocation check happens in the first place.
+//! - Revocation (the OCSP Support spec, [`ocsp`]): the server's stapled OCSP
+//!   response is verified and a revoked certificate refused, as is a Must-Staple one
+//!   without a staple; `tlsCRLFile`'s revocation lists (a PEM file the host reads) are
+//!   checked by webpki for every certificate of the chain, and a certificate none of
+//!   them covers passes. `tlsDisableCertificateRevocationCheck` turns both off, as do
+//!   `tlsInsecure` and `tlsAllowInvalidCertificates`. Without a stapled or cached
+//!   answer, the responders the certificate names are asked after the handshake
+//!   through the host's [`ocsp::OcspResponder`] ([`ClientConfigs::with_ocsp_responder`];
+//!   none by default, then "soft fail"), unless `tlsDisableOCSPEndpointCheck`.
+
+pub mod ocsp;
 
 use std::io::{self, Read, Write};
 use std::path::Path;
@@ -43,7 +50,11 @@ use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, Server
 use rustls::client::WebPkiServerVerifier;
 use rustls::crypto::{verify_tls12_signature, verify_tls13_signature, CryptoProvider};
 use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName, UnixTime};
+use rustls::pki_types::{
+    CertificateDer, CertificateRevocationListDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName,
+    UnixTime,
+};
+use rustls::HandshakeKind;
 use rustls::{
     CertificateError, ClientConfig, ClientConnection, DigitallySignedStruct, RootCertStore,
     SignatureScheme,
@@ -147,22 +158,44 @@ impl TrustedRoots {
 /// never one for the process: a resumed session skips certificate verification, so a
 /// session must not outlive the options (and the client) that verified it. Clones
 /// share the configurations.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct ClientConfigs {
-    built: Arc<Mutex<Vec<BuiltConfig>>>,
+    built: Arc<Mutex<Vec<(TlsOptions, Built)>>>,
+    ocsp_responder: Option<Arc<dyn ocsp::OcspResponder>>,
 }
 
-/// A configuration, and the options it was built for.
-type BuiltConfig = (TlsOptions, Arc<ClientConfig>);
+impl std::fmt::Debug for ClientConfigs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientConfigs")
+            .field("built", &lock(&self.built).len())
+            .field("ocsp_responder", &self.ocsp_responder.is_some())
+            .finish()
+    }
+}
+
+/// A configuration, and its OCSP checks when revocation is checked.
+#[derive(Clone)]
+struct Built {
+    config: Arc<ClientConfig>,
+    revocation: Option<Arc<ocsp::Revocation>>,
+}
 
 impl ClientConfigs {
+    /// These configurations, asking OCSP responders through `responder` when neither
+    /// the server's stapled response nor the cache tells whether its certificate was
+    /// revoked (see [`ocsp`]).
+    pub fn with_ocsp_responder(mut self, responder: Arc<dyn ocsp::OcspResponder>) -> Self {
+        self.ocsp_responder = Some(responder);
+        self
+    }
+
     /// The configuration for `options`, built with `build` the first time. A failure
     /// is not kept: each connection tries again, and reports its own error.
     fn get_or_build(
         &self,
         options: &TlsOptions,
-        build: impl FnOnce() -> io::Result<Arc<ClientConfig>>,
-    ) -> io::Result<Arc<ClientConfig>> {
+        build: impl FnOnce() -> io::Result<Built>,
+    ) -> io::Result<Built> {
         if let Some((_, config)) = lock(&self.built).iter().find(|(built, _)| built == options) {
             return Ok(config.clone());
         }
@@ -197,13 +230,41 @@ pub async fn secure(
     let config = configs.get_or_build(options, || {
         let ca = read_pem(options.ca(), "tlsCAFile", &read_file)?;
         let identity = read_pem(options.cert_key(), "tlsCertificateKeyFile", &read_file)?;
-        client_config(options, ca.as_deref(), identity.as_deref(), roots)
+        // Not read when unused: revocation checks are off.
+        let crls = match options.checks_revocation() {
+            true => {
+                let crl_file = options.crl_file_path.as_deref().map(PemSource::File);
+                read_pem(crl_file, "tlsCRLFile", &read_file)?
+            }
+            false => None,
+        };
+        let pem = Pem {
+            ca: ca.as_deref(),
+            identity: identity.as_deref(),
+            crls: crls.as_deref(),
+        };
+        client_config(options, pem, roots)
     })?;
     let trusted = match options.ca() {
         Some(_) => "the tlsCAFile's authorities".to_owned(),
         None => format!("{}; name another CA with tlsCAFile", roots().describe()),
     };
-    connect(stream, &target.host, config, trusted).await
+    let stream = connect(stream, &target.host, config.config, &trusted).await?;
+    if let (Some(revocation), Some(responder)) = (&config.revocation, &configs.ocsp_responder) {
+        // A resumed session skipped certificate verification: its first handshake
+        // checked the certificate.
+        let full = !matches!(
+            stream.connection.handshake_kind(),
+            Some(HandshakeKind::Resumed)
+        );
+        if let (true, Some(chain)) = (full, stream.connection.peer_certificates()) {
+            revocation
+                .ask_responders(chain, responder.as_ref())
+                .await
+                .map_err(|error| tls_error(describe(error, &trusted)))?;
+        }
+    }
+    Ok(Box::new(stream))
 }
 
 /// The PEM bytes `source` names, if any: a file is read with the host's `read_file`,
@@ -225,17 +286,28 @@ fn read_pem(
     }
 }
 
-/// A client configuration for `options`: trusting the PEM certificates in `ca_pem`,
+/// The PEM data a client configuration is built from, as the host read it.
+#[derive(Default, Clone, Copy)]
+struct Pem<'a> {
+    /// `tlsCAFile`'s authorities.
+    ca: Option<&'a [u8]>,
+    /// `tlsCertificateKeyFile`'s certificate chain and key.
+    identity: Option<&'a [u8]>,
+    /// `tlsCRLFile`'s revocation lists.
+    crls: Option<&'a [u8]>,
+}
+
+/// A client configuration for `options`: trusting the PEM certificates in `pem.ca`,
 /// or those `default_roots` returns when `None`, relaxed as `tlsAllowInvalid*` ask,
-/// and presenting the certificate chain and private key in `identity_pem` when given
-/// (mutual TLS, MONGODB-X509).
+/// checking revocation (OCSP, and `pem.crls`) unless told not to, and presenting the
+/// certificate chain and private key in `pem.identity` when given (mutual TLS,
+/// MONGODB-X509).
 fn client_config<'r>(
     options: &TlsOptions,
-    ca_pem: Option<&[u8]>,
-    identity_pem: Option<&[u8]>,
+    pem: Pem<'_>,
     default_roots: impl FnOnce() -> &'r TrustedRoots,
-) -> io::Result<Arc<ClientConfig>> {
-    let roots = match ca_pem {
+) -> io::Result<Built> {
+    let roots = match pem.ca {
         None => default_roots().store.clone(),
         Some(pem) => {
             let mut roots = RootCertStore::empty();
@@ -252,23 +324,28 @@ fn client_config<'r>(
             Arc::new(roots)
         }
     };
+    let crls = match pem.crls {
+        None => Vec::new(),
+        Some(pem) => {
+            let crls = CertificateRevocationListDer::pem_slice_iter(pem)
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|error| tls_error(format!("tlsCRLFile: invalid PEM: {error}")))?;
+            if crls.is_empty() {
+                return Err(tls_error("tlsCRLFile holds no certificate revocation list"));
+            }
+            crls
+        }
+    };
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
         .map_err(|error| tls_error(error.to_string()))?;
-    let builder = match (
-        options.allows_invalid_certificates(),
-        options.allows_invalid_hostnames(),
-    ) {
-        (false, false) => builder.with_root_certificates(roots),
-        (allow_invalid_certificates, _) => {
-            let verifier = RelaxedVerifier::new(roots, provider, allow_invalid_certificates)?;
-            builder
-                .dangerous()
-                .with_custom_certificate_verifier(Arc::new(verifier))
-        }
-    };
-    let config = match identity_pem {
+    let verifier = Verifier::new(options, roots, crls, provider)?;
+    let revocation = verifier.revocation.clone();
+    let builder = builder
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(verifier));
+    let config = match pem.identity {
         None => builder.with_no_client_auth(),
         Some(pem) => {
             let chain = CertificateDer::pem_slice_iter(pem)
@@ -283,7 +360,10 @@ fn client_config<'r>(
                 .map_err(|error| tls_error(format!("tlsCertificateKeyFile: {error}")))?
         }
     };
-    Ok(Arc::new(config))
+    Ok(Built {
+        config: Arc::new(config),
+        revocation,
+    })
 }
 
 const ENCRYPTED_KEY_BEGIN: &str = "-----BEGIN ENCRYPTED PRIVATE KEY-----";
@@ -359,35 +439,61 @@ fn decrypt_key(block: &str, password: &[u8]) -> io::Result<PrivateKeyDer<'static
     )))
 }
 
-/// The certificate verifier of `tlsAllowInvalidCertificates` and
-/// `tlsAllowInvalidHostnames`: webpki's, minus what those options allow. Handshake
-/// signatures are always checked.
+/// The server certificate verifier: webpki's (the chain, its validity in time, the
+/// host name, `tlsCRLFile`'s lists), minus what `tlsAllowInvalid*` allow, then the
+/// certificate's OCSP status ([`ocsp`]). Handshake signatures are always checked.
 #[derive(Debug)]
-struct RelaxedVerifier {
+struct Verifier {
     /// Checks chains (and names): `None` when any certificate is accepted.
     webpki: Option<Arc<WebPkiServerVerifier>>,
+    allow_invalid_hostnames: bool,
+    /// The OCSP checks, when revocation is checked.
+    revocation: Option<Arc<ocsp::Revocation>>,
     provider: Arc<CryptoProvider>,
 }
 
-impl RelaxedVerifier {
+impl Verifier {
     fn new(
+        options: &TlsOptions,
         roots: Arc<RootCertStore>,
+        crls: Vec<CertificateRevocationListDer<'static>>,
         provider: Arc<CryptoProvider>,
-        allow_invalid_certificates: bool,
-    ) -> io::Result<RelaxedVerifier> {
-        let webpki = match allow_invalid_certificates {
+    ) -> io::Result<Verifier> {
+        let webpki = match options.allows_invalid_certificates() {
             true => None,
-            false => Some(
-                WebPkiServerVerifier::builder_with_provider(roots, provider.clone())
-                    .build()
-                    .map_err(|error| tls_error(error.to_string()))?,
-            ),
+            false => {
+                let builder =
+                    WebPkiServerVerifier::builder_with_provider(roots.clone(), provider.clone());
+                // A CRL file lists some certificates as revoked; those of issuers it
+                // has no list of pass (the spec's soft fail), rather than failing all.
+                let builder = match crls.is_empty() {
+                    true => builder,
+                    false => builder.with_crls(crls).allow_unknown_revocation_status(),
+                };
+                Some(
+                    builder
+                        .build()
+                        .map_err(|error| tls_error(format!("tlsCRLFile: {error}")))?,
+                )
+            }
         };
-        Ok(RelaxedVerifier { webpki, provider })
+        let revocation = options.checks_revocation().then(|| {
+            Arc::new(ocsp::Revocation::new(
+                roots,
+                provider.signature_verification_algorithms,
+                !options.disable_ocsp_endpoint_check.unwrap_or(false),
+            ))
+        });
+        Ok(Verifier {
+            webpki,
+            allow_invalid_hostnames: options.allows_invalid_hostnames(),
+            revocation,
+            provider,
+        })
     }
 }
 
-impl ServerCertVerifier for RelaxedVerifier {
+impl ServerCertVerifier for Verifier {
     fn verify_server_cert(
         &self,
         end_entity: &CertificateDer<'_>,
@@ -399,15 +505,21 @@ impl ServerCertVerifier for RelaxedVerifier {
         let Some(webpki) = &self.webpki else {
             return Ok(ServerCertVerified::assertion());
         };
-        // webpki checks the chain (trust, validity period) before the name, so a name
-        // mismatch means all else was valid.
+        // webpki checks the chain (trust, validity period, CRLs) before the name, so a
+        // name mismatch means all else was valid.
         match webpki.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
         {
             Err(rustls::Error::InvalidCertificate(
                 CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
-            )) => Ok(ServerCertVerified::assertion()),
-            other => other,
+            )) if self.allow_invalid_hostnames => {}
+            other => {
+                other?;
+            }
         }
+        if let Some(revocation) = &self.revocation {
+            revocation.check_staple(end_entity, intermediates, ocsp_response, now)?;
+        }
+        Ok(ServerCertVerified::assertion())
     }
 
     fn verify_tls12_signature(
@@ -452,8 +564,8 @@ async fn connect(
     inner: Box<dyn Stream>,
     server_name: &str,
     config: Arc<ClientConfig>,
-    trusted: String,
-) -> io::Result<Box<dyn Stream>> {
+    trusted: &str,
+) -> io::Result<TlsStream> {
     let name = ServerName::try_from(server_name.to_string())
         .map_err(|_| tls_error(format!("'{server_name}' is not a valid TLS server name")))?;
     let connection =
@@ -463,7 +575,7 @@ async fn connect(
         connection,
         incoming: vec![0; READ_CHUNK],
         outgoing: Vec::new(),
-        trusted,
+        trusted: trusted.to_owned(),
     };
     while stream.connection.is_handshaking() {
         if stream.connection.wants_write() {
@@ -482,7 +594,26 @@ async fn connect(
     if let Some(kind) = stream.connection.handshake_kind() {
         tracing::debug!(target: LOG_TARGET, server = server_name, handshake = ?kind, "TLS handshake done");
     }
-    Ok(Box::new(stream))
+    Ok(stream)
+}
+
+/// The message of the TLS error `error`; `trusted` says which authorities were
+/// trusted, for a certificate none of them issued.
+fn describe(error: rustls::Error, trusted: &str) -> String {
+    match error {
+        // Say where the trust came from: the fix is usually tlsCAFile.
+        rustls::Error::InvalidCertificate(CertificateError::UnknownIssuer) => {
+            format!("{error} (trusted: {trusted})")
+        }
+        // The revocation checks' own messages (`ocsp`), not their Debug form.
+        rustls::Error::InvalidCertificate(CertificateError::Other(other)) => {
+            format!("invalid peer certificate: {other}")
+        }
+        rustls::Error::InvalidCertificate(CertificateError::Revoked) => {
+            "invalid peer certificate: revoked (listed in the tlsCRLFile)".to_owned()
+        }
+        error => error.to_string(),
+    }
 }
 
 struct TlsStream {
@@ -510,13 +641,7 @@ impl TlsStream {
             if let Err(error) = self.connection.process_new_packets() {
                 // Send the alert rustls queued before reporting the failure.
                 let _ = self.send_pending().await;
-                return Err(tls_error(match error {
-                    // Say where the trust came from: the fix is usually tlsCAFile.
-                    rustls::Error::InvalidCertificate(CertificateError::UnknownIssuer) => {
-                        format!("{error} (trusted: {})", self.trusted)
-                    }
-                    error => error.to_string(),
-                }));
+                return Err(tls_error(describe(error, &self.trusted)));
             }
         }
         self.send_pending().await?;
@@ -637,7 +762,11 @@ mod tests {
         let configs = ClientConfigs::default();
         let roots = TrustedRoots::webpki();
         let build = |options: &TlsOptions| {
-            configs.get_or_build(options, || client_config(options, None, None, || &roots))
+            configs
+                .get_or_build(options, || {
+                    client_config(options, Pem::default(), || &roots)
+                })
+                .map(|built| built.config)
         };
         let strict = TlsOptions::default();
         let insecure = TlsOptions::builder()
@@ -657,7 +786,11 @@ mod tests {
         // Clones share the configurations.
         assert!(Arc::ptr_eq(
             &first,
-            &configs.clone().get_or_build(&strict, failing).unwrap()
+            &configs
+                .clone()
+                .get_or_build(&strict, failing)
+                .unwrap()
+                .config
         ));
     }
 

@@ -633,6 +633,12 @@ static OPTIONS: &[UriOption] = &[
         },
     )
     .secret(),
+    // pymongo's option (not in the URI Options spec): certificate revocation lists.
+    option(
+        "tlsCRLFile",
+        |s, v| put(&mut s.tls.crl_file_path, Some(text(v)?.into())),
+        |o| tls(o, |t| path(t.crl_file_path.as_deref())),
+    ),
     option(
         "tlsDisableCertificateRevocationCheck",
         |s, v| put(&mut s.tls.disable_certificate_revocation_check, Some(flag(v)?)),
