@@ -22,6 +22,9 @@
 //!   with a serviceId), to run the `load_balancer` unified files against a real server.
 //! - [`mongos_proxy`]: a test sharded cluster, mongoses in front of SecantusDB, to run
 //!   the unified files written for sharded clusters against a real server.
+//! - [`atlas_fixture`]: an Atlas-shaped deployment — `mongodb+srv` through the test
+//!   DNS server, three TLS members fronting SecantusDB with SCRAM, delays on every
+//!   hop — for counting a cold request's round trips, DNS included.
 //! - [`spec`]: the registry and runner of the JSON specification tests.
 //! - [`unified`]: the runner of the Unified Test Format's files.
 //! - [`reply_loss`]: a proxy in front of SecantusDB that loses the replies of
@@ -47,6 +50,8 @@
 //!
 //! All of it runs on the test machine only, so it is left out of WASI builds.
 
+#[cfg(not(target_os = "wasi"))]
+pub mod atlas_fixture;
 #[cfg(not(target_os = "wasi"))]
 pub mod certs;
 pub mod clock;
