@@ -15,7 +15,8 @@
 //! client ──UDP──▶ DNS relay (delays each way) ──▶ crate::dns::DnsServer
 //! ```
 //!
-//! - Front `i` terminates TLS with the tests' server certificate ([`crate::certs`])
+//! - Front `i` terminates TLS with the tests' server certificate ([`crate::certs`],
+//!   valid for the members' names too)
 //!   and relays each request to SecantusDB (auth required, the SCRAM-SHA-256 user
 //!   [`USER`]) on a connection of its own, unchanged; the replies of hellos are made
 //!   member `i`'s of the replica set [`SET_NAME`] ([`member_hello`]): `hosts` the
@@ -32,7 +33,8 @@
 //! - The members' names resolve to 127.0.0.1 and differ by port; the native runtime
 //!   that resolves them through the relay ([`AtlasFixture::runtime`],
 //!   [`crate::dns::runtime_with_nameserver`]) connects to the address, so the
-//!   certificate (valid for 127.0.0.1) is checked against it.
+//!   certificate is checked against 127.0.0.1; clients that connect by name check it
+//!   against the name.
 //!
 //! Every step of the start is bounded; dropping the fixture stops the proxies, the
 //! fronts (their connections closed), the relay, the DNS server and SecantusDB.
@@ -108,7 +110,9 @@ impl AtlasFixture {
         dns_one_way: Duration,
     ) -> Result<AtlasFixture, String> {
         let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
-        let certs = certs::generate(dir.path())?;
+        let names: Vec<String> = (0..3).map(member_name).collect();
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        let certs = certs::generate_with_server_names(dir.path(), &names)?;
         let server = TestServer::start(&ServerOptions {
             auth: true,
             users: vec![TestUser::scram(USER, PASSWORD, &["SCRAM-SHA-256"])],
