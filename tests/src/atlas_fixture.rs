@@ -587,18 +587,18 @@ mod tests {
             "ok": 1.0,
         };
         let primary = rewritten(server.clone(), 0);
-        assert_eq!(primary.get_bool("isWritablePrimary"), Ok(true));
-        assert_eq!(primary.get_bool("secondary"), Ok(false));
-        assert_eq!(primary.get_str("setName"), Ok(SET_NAME));
-        assert_eq!(primary.get_str("me"), Ok(hosts()[0].as_str()));
+        assert_eq!(primary.get_bool("isWritablePrimary").ok(), Some(true));
+        assert_eq!(primary.get_bool("secondary").ok(), Some(false));
+        assert_eq!(primary.get_str("setName").ok(), Some(SET_NAME));
+        assert_eq!(primary.get_str("me").ok(), Some(hosts()[0].as_str()));
         assert_eq!(primary.get_array("hosts").unwrap().len(), 3);
         assert!(!primary.contains_key("topologyVersion"));
         assert!(primary.contains_key("electionId"));
         let secondary = rewritten(server, 2);
-        assert_eq!(secondary.get_bool("isWritablePrimary"), Ok(false));
-        assert_eq!(secondary.get_bool("secondary"), Ok(true));
-        assert_eq!(secondary.get_str("me"), Ok(hosts()[2].as_str()));
-        assert_eq!(secondary.get_str("primary"), Ok(hosts()[0].as_str()));
+        assert_eq!(secondary.get_bool("isWritablePrimary").ok(), Some(false));
+        assert_eq!(secondary.get_bool("secondary").ok(), Some(true));
+        assert_eq!(secondary.get_str("me").ok(), Some(hosts()[2].as_str()));
+        assert_eq!(secondary.get_str("primary").ok(), Some(hosts()[0].as_str()));
         assert!(!secondary.contains_key("electionId"));
         // An error reply passes unchanged.
         let error = doc! { "ok": 0.0, "code": 18, "errmsg": "auth failed" };
