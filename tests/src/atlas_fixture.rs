@@ -19,7 +19,7 @@
 //!   valid for the members' names too)
 //!   and relays each request to SecantusDB (auth required, the SCRAM-SHA-256 user
 //!   [`USER`]) on a connection of its own, unchanged; the replies of hellos are made
-//!   member `i`'s of the replica set [`SET_NAME`] ([`member_hello`]): `hosts` the
+//!   member `i`'s of the replica set [`SET_NAME`]: `hosts` the
 //!   three SRV targets, member 0 the primary, 1 and 2 secondaries, `me` its own name.
 //!   So data, cursors and users are the one server's, and a read on a secondary reads
 //!   the primary's data (what a caught-up secondary has).
