@@ -186,11 +186,6 @@ impl AtlasFixture {
         )
     }
 
-    /// The tests' certificates (the CA that signed the fronts' certificate).
-    pub fn certs(&self) -> &TestCerts {
-        &self.certs
-    }
-
     /// Where the DNS relay listens (UDP): the name server to give resolvers.
     pub fn nameserver(&self) -> SocketAddr {
         self.dns_relay.address

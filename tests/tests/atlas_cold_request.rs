@@ -61,6 +61,10 @@ async fn the_fixture_is_atlas_shaped() {
         let mut sorted = hosts.clone();
         sorted.sort();
         assert_eq!(sorted, expected, "the SRV records' three hosts");
+        assert!(
+            fixture.dns_queries() >= 2,
+            "SRV and TXT were asked of the fixture's DNS relay"
+        );
         assert_eq!(options.repl_set_name.as_deref(), Some(SET_NAME));
         let credential = options.credential.clone().unwrap();
         assert_eq!(
