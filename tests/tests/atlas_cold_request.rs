@@ -153,6 +153,12 @@ async fn todays_cold_requests_on_the_atlas_shaped_fixture() {
         drop(seeded);
 
         // Today's counts, DNS included, per operation: (background, single-threaded).
+        // Background, 13: SRV and TXT at once (1); each seed's name, A then AAAA, asked
+        // one after the other and not cached (2); the monitors' connect, TLS and hello,
+        // which the operation waits for with several seeds (3); the operation's
+        // connection asks its name again (2); then TCP, TLS, hello with speculative
+        // SCRAM, saslContinue, the command (5). Single-threaded, 23: the scan checks
+        // the three seeds one after the other (3 × 5 after SRV/TXT), then 2 + 5.
         let expected = [
             (Operation::PrimaryRead, (13, 23)),
             (Operation::Write, (13, 23)),
