@@ -19,6 +19,11 @@
 // The connection string's tlsCAFile (the test CA) reaches each driver as a user would
 // pass it: the npm package's Node transport reads it into tls.connect's `ca`
 // (js/transports/node.js), the official driver reads it itself.
+//
+// With ATLAS_NAMESERVER (ip:port, the `--atlas` measurement's DNS relay), every name is
+// asked of it only: the driver's SRV and TXT look-ups (node:dns, whose servers are set)
+// and the members' names (a `lookup` socket option asking it for A records).
+import dns from 'node:dns';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -38,8 +43,23 @@ async function findOne(client) {
   }
 }
 
+// The official driver passes `lookup` on to net.connect; without the variable, no
+// options (as before the Atlas rows).
+const nameserver = process.env.ATLAS_NAMESERVER;
+const options = nameserver && {
+  lookup: (hostname, lookupOptions, callback) =>
+    dns.resolve4(hostname, (error, addresses) => {
+      if (error) return callback(error);
+      if (lookupOptions.all) {
+        return callback(null, addresses.map((address) => ({ address, family: 4 })));
+      }
+      callback(null, addresses[0], 4);
+    }),
+};
+if (nameserver) dns.setServers([nameserver]);
+
 let start = performance.now();
-const client = new MongoClient(uri);
+const client = nameserver ? new MongoClient(uri, options) : new MongoClient(uri);
 await findOne(client);
 console.log(`cold ${(performance.now() - start).toFixed(1)}`);
 await lines.next();

@@ -97,13 +97,21 @@ impl TestCerts {
 
 /// Generates fresh certificates into `dir` (created if missing).
 pub fn generate(dir: &Path) -> Result<TestCerts, String> {
+    generate_with_server_names(dir, &[])
+}
+
+/// [`generate`], the server certificate also valid for `names` (the Atlas-shaped
+/// fixture's member names, which clients that resolve them check it against).
+pub fn generate_with_server_names(dir: &Path, names: &[&str]) -> Result<TestCerts, String> {
     let fail = |e: rcgen::Error| format!("cannot generate test certificates: {e}");
     let (ca_cert, ca) = new_ca("anymongo test CA").map_err(fail)?;
     let (untrusted_cert, _) = new_ca("anymongo untrusted CA").map_err(fail)?;
 
     let server_key = KeyPair::generate().map_err(fail)?;
+    let mut server_names = vec!["localhost", "127.0.0.1", "::1"];
+    server_names.extend_from_slice(names);
     let server_cert = leaf_params(
-        &["localhost", "127.0.0.1", "::1"],
+        &server_names,
         &[(DnType::CommonName, "localhost")],
         ExtendedKeyUsagePurpose::ServerAuth,
     )

@@ -296,16 +296,7 @@ impl DnsServer {
     /// whatever their A records name. TLS certificates are checked against the address
     /// then, so use it with plain TCP.
     pub fn runtime(&self) -> anymongo::rt::Runtime {
-        let resolver = Arc::new(anymongo_native::TokioResolver::with_nameserver(
-            self.address,
-        ));
-        anymongo::rt::Runtime {
-            transport: Arc::new(ResolvingTransport {
-                resolver: resolver.clone(),
-            }),
-            resolver,
-            ..anymongo_native::runtime()
-        }
+        runtime_with_nameserver(self.address)
     }
 
     fn records(&self) -> std::sync::MutexGuard<'_, Vec<Entry>> {
@@ -322,6 +313,20 @@ impl Drop for DnsServer {
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
+    }
+}
+
+/// The native runtime with `nameserver` as its only name server, as
+/// [`DnsServer::runtime`] says; for a relay in front of a [`DnsServer`] (the Atlas-shaped
+/// fixture's, which delays its answers).
+pub fn runtime_with_nameserver(nameserver: SocketAddr) -> anymongo::rt::Runtime {
+    let resolver = Arc::new(anymongo_native::TokioResolver::with_nameserver(nameserver));
+    anymongo::rt::Runtime {
+        transport: Arc::new(ResolvingTransport {
+            resolver: resolver.clone(),
+        }),
+        resolver,
+        ..anymongo_native::runtime()
     }
 }
 

@@ -131,6 +131,12 @@ impl LatencyProxy {
         &self.address
     }
 
+    /// When the proxy started: its [`Connection`]s' times are since then (so that the
+    /// logs of several proxies can be put on one clock).
+    pub fn started(&self) -> Instant {
+        self.started
+    }
+
     /// The time since the proxy started: the clock of its [`Connection`]s.
     pub fn elapsed(&self) -> Duration {
         self.started.elapsed()

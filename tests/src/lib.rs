@@ -24,6 +24,9 @@
 //!   the unified files written for sharded clusters against a real server.
 //! - [`ocsp`]: a CA with OCSP responses signed on demand, a CRL, and a TLS front that
 //!   staples a response, in front of SecantusDB (the OCSP Support spec's matrix).
+//! - [`atlas_fixture`]: an Atlas-shaped deployment — `mongodb+srv` through the test
+//!   DNS server, three TLS members fronting SecantusDB with SCRAM, delays on every
+//!   hop — for counting a cold request's round trips, DNS included.
 //! - [`spec`]: the registry and runner of the JSON specification tests.
 //! - [`unified`]: the runner of the Unified Test Format's files.
 //! - [`reply_loss`]: a proxy in front of SecantusDB that loses the replies of
@@ -51,6 +54,8 @@
 //!
 //! All of it runs on the test machine only, so it is left out of WASI builds.
 
+#[cfg(not(target_os = "wasi"))]
+pub mod atlas_fixture;
 #[cfg(not(target_os = "wasi"))]
 pub mod certs;
 pub mod clock;

@@ -17,6 +17,8 @@
 //!                    default tests/bench/target/release/anymongo-bench if it exists
 //!   --no-node        leave out the Node.js rows (the npm package under Node.js and
 //!                    workerd, the official Node.js driver)
+//!   --atlas          against the Atlas-shaped fixture instead (see below)
+//!   --dns-one-way-ms N  with --atlas, DNS's delay each way (default: --one-way-ms)
 //! ```
 //!
 //! The drivers: native anymongo (this binary as its own child, `--child URI`), the
@@ -31,6 +33,17 @@
 //! server is a standalone, so that no driver leaves the proxy for a replica set
 //! member's own address. (A Worker cannot take a CA file: `workerd.mjs` says how its
 //! workerd trusts the test CA instead.)
+//!
+//! With `--atlas`, each driver meets `anymongo_tests::atlas_fixture` instead (issue
+//! 44): a `mongodb+srv://` name resolved through the fixture's DNS relay, three TLS
+//! members, the delay on DNS too, and the round trips counted from the first DNS query.
+//! The rows are those whose resolver can be pointed at the relay: native anymongo
+//! (its runtime's resolver asking the relay), pymongo (dnspython's default resolver,
+//! and the members' names, asked of the relay) and the official Node.js driver
+//! (`dns.setServers` and a `lookup` asking the relay), each given the relay's address
+//! in `ATLAS_NAMESERVER`; the wasip2 build, the npm package and the official Rust
+//! driver resolve through the system only, so they are left out. The fronts'
+//! certificate names the members, which the official drivers check it against.
 
 use std::process::ExitCode;
 
@@ -54,32 +67,45 @@ fn main() -> ExitCode {
     }
 }
 
-/// Native anymongo's child.
+/// Native anymongo's child; with `ATLAS_NAMESERVER` (`ip:port`, the `--atlas`
+/// fixture's DNS relay), the `mongodb+srv` string is resolved, and the hosts' names
+/// too, by asking it only.
 #[cfg(not(target_os = "wasi"))]
 fn child(uri: &str) -> Result<(), String> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .map_err(|e| e.to_string())?;
-    runtime.block_on(cold_then_warm_with(|| {
-        anymongo::Client::with_options(anymongo::ClientOptions::parse_uri(uri)?)
+    let nameserver = std::env::var("ATLAS_NAMESERVER")
+        .ok()
+        .map(|address| address.parse().map_err(|e| format!("{address}: {e}")))
+        .transpose()?;
+    runtime.block_on(cold_then_warm_with(async move {
+        let Some(nameserver) = nameserver else {
+            return anymongo::Client::with_options(anymongo::ClientOptions::parse_uri(uri)?);
+        };
+        let runtime = anymongo_tests::dns::runtime_with_nameserver(nameserver);
+        let options = anymongo::ClientOptions::parse(uri)
+            .runtime(runtime.clone())
+            .await?;
+        anymongo::Client::with_runtime(options, runtime)
     }))
 }
 
 /// The wasip2 build's child.
 #[cfg(target_os = "wasi")]
 fn child(uri: &str) -> Result<(), String> {
-    anymongo_wasi::block_on(cold_then_warm_with(|| {
+    anymongo_wasi::block_on(cold_then_warm_with(async {
         anymongo::Client::with_options(anymongo::ClientOptions::parse_uri(uri)?)
     }))
 }
 
 /// The cold request starts with `new_client`.
 async fn cold_then_warm_with(
-    new_client: impl FnOnce() -> anymongo::Result<anymongo::Client>,
+    new_client: impl std::future::Future<Output = anymongo::Result<anymongo::Client>>,
 ) -> Result<(), String> {
     let cold = async {
-        let client = new_client().map_err(|e| e.to_string())?;
+        let client = new_client.await.map_err(|e| e.to_string())?;
         cold_request::find(&client).await?;
         Ok(client)
     };
@@ -100,6 +126,7 @@ mod parent {
     use std::time::Duration;
 
     use anymongo::bson::{doc, Document};
+    use anymongo_tests::atlas_fixture::AtlasFixture;
     use anymongo_tests::certs;
     use anymongo_tests::cold_request::{COLLECTION, DATABASE};
     use anymongo_tests::latency::{self, Connection, FlightLog, LatencyProxy};
@@ -127,6 +154,50 @@ start = time.perf_counter()
 assert corpus.find_one({"_id": 1}) is not None, "no document with _id 1"
 print(f"warm {(time.perf_counter() - start) * 1e3:.1f}", flush=True)
 "#;
+    /// What pymongo's child runs first against the Atlas-shaped fixture: dnspython's
+    /// default resolver (pymongo's SRV and TXT look-ups) and the members' names (which
+    /// pymongo resolves with `socket.getaddrinfo`) asked of `ATLAS_NAMESERVER` only.
+    const PYMONGO_ATLAS: &str = r#"
+import os, socket, dns.resolver
+_host, _port = os.environ["ATLAS_NAMESERVER"].rsplit(":", 1)
+_resolver = dns.resolver.Resolver(configure=False)
+_resolver.nameservers = [_host]
+_resolver.port = int(_port)
+dns.resolver.default_resolver = _resolver
+_getaddrinfo = socket.getaddrinfo
+def _atlas_getaddrinfo(host, *args, **kwargs):
+    if isinstance(host, str) and host.endswith(".mongodb.test"):
+        host = _resolver.resolve(host, "A")[0].address
+    return _getaddrinfo(host, *args, **kwargs)
+socket.getaddrinfo = _atlas_getaddrinfo
+"#;
+
+    /// Where the children's flights are read: a latency proxy, or the Atlas-shaped
+    /// fixture (its proxies and its DNS relay on one clock).
+    trait Network {
+        /// The time on the flights' clock.
+        fn elapsed(&self) -> Duration;
+        /// The connections so far.
+        fn connections(&self) -> Vec<Connection>;
+    }
+
+    impl Network for LatencyProxy {
+        fn elapsed(&self) -> Duration {
+            LatencyProxy::elapsed(self)
+        }
+        fn connections(&self) -> Vec<Connection> {
+            LatencyProxy::connections(self)
+        }
+    }
+
+    impl Network for AtlasFixture {
+        fn elapsed(&self) -> Duration {
+            AtlasFixture::elapsed(self)
+        }
+        fn connections(&self) -> Vec<Connection> {
+            AtlasFixture::connections(self)
+        }
+    }
 
     /// What one driver took.
     struct Measured {
@@ -144,6 +215,8 @@ print(f"warm {(time.perf_counter() - start) * 1e3:.1f}", flush=True)
         let mut bench = setup::workspace_root().join("tests/bench/target/release/anymongo-bench");
         let mut wasi = true;
         let mut node = true;
+        let mut atlas = false;
+        let mut dns_one_way = None;
         let mut args = args.iter();
         while let Some(arg) = args.next() {
             let mut value = || args.next().ok_or(format!("{arg} needs a value"));
@@ -155,10 +228,20 @@ print(f"warm {(time.perf_counter() - start) * 1e3:.1f}", flush=True)
                 "--bench" => bench = PathBuf::from(value()?),
                 "--no-wasi" => wasi = false,
                 "--no-node" => node = false,
+                "--atlas" => atlas = true,
+                "--dns-one-way-ms" => {
+                    let ms = value()?
+                        .parse()
+                        .map_err(|e| format!("--dns-one-way-ms: {e}"))?;
+                    dns_one_way = Some(Duration::from_millis(ms));
+                }
                 other => return Err(format!("unknown option {other} (see the source's doc)")),
             }
         }
 
+        if atlas {
+            return run_atlas(one_way, dns_one_way.unwrap_or(one_way), node);
+        }
         let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
         let certs = certs::generate(dir.path())?;
         let server = TestServer::start(&certs.scram_server_options(USER, PASSWORD))?;
@@ -228,25 +311,115 @@ print(f"warm {(time.perf_counter() - start) * 1e3:.1f}", flush=True)
             }
         }
 
-        println!(
-            "cold request at {} ms RTT (TLS, SCRAM-SHA-256), SecantusDB on loopback behind the latency proxy\n",
-            2 * one_way.as_millis()
+        print_report(
+            &format!(
+                "cold request at {} ms RTT (TLS, SCRAM-SHA-256), SecantusDB on loopback behind the latency proxy",
+                2 * one_way.as_millis()
+            ),
+            &rows,
         );
+        Ok(())
+    }
+
+    /// The table of `rows`, then each cold request's flights.
+    fn print_report(title: &str, rows: &[Measured]) {
+        println!("{title}\n");
         println!("| driver | cold ms | cold round trips | warm ms | warm round trips |");
         println!("| --- | ---: | ---: | ---: | ---: |");
-        for row in &rows {
+        for row in rows {
             println!(
                 "| {} | {} | {} | {} | {} |",
                 row.driver, row.cold_ms, row.cold_round_trips, row.warm_ms, row.warm_round_trips
             );
         }
-        for row in &rows {
+        for row in rows {
             println!(
                 "\n{}, cold: flights (direction, bytes, @ms sent, [round trip])\n{}",
                 row.driver, row.cold_log
             );
         }
+    }
+
+    /// The `--atlas` measurement: per driver that can be pointed at the fixture's DNS
+    /// (see the module doc), a fixture of its own, seeded, and its child.
+    fn run_atlas(one_way: Duration, dns_one_way: Duration, node: bool) -> Result<(), String> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .map_err(|e| e.to_string())?;
+        let myself = std::env::current_exe().map_err(|e| e.to_string())?;
+        let mut cases: Vec<(&str, Command)> = Vec::new();
+        let mut native = Command::new(&myself);
+        native.arg("--child");
+        cases.push(("anymongo (native)", native));
+        let mut pymongo = Command::new(setup::cache_dir().join("venv/bin/python"));
+        pymongo.args([
+            "-c",
+            &format!("{PYMONGO_ATLAS}{PYMONGO}"),
+            DATABASE,
+            COLLECTION,
+        ]);
+        cases.push(("pymongo", pymongo));
+        let official_dir = setup::cache_dir().join("bench-node");
+        if node
+            && official_dir
+                .join("node_modules/mongodb/package.json")
+                .exists()
+        {
+            let mut official = Command::new("node");
+            official
+                .arg(setup::workspace_root().join("tests/cold_request/node.mjs"))
+                .arg(&official_dir)
+                .args([DATABASE, COLLECTION]);
+            cases.push(("mongodb 7 (Node.js)", official));
+        }
+        eprintln!(
+            "cold_request: --atlas leaves out the wasip2 build, the npm package and the \
+             official Rust driver (they resolve names through the system only)"
+        );
+
+        let mut rows = Vec::new();
+        for (driver, mut command) in cases {
+            let fixture = runtime.block_on(AtlasFixture::start(one_way, dns_one_way))?;
+            runtime.block_on(seed_atlas(&fixture))?;
+            command
+                .arg(fixture.uri())
+                .env("ATLAS_NAMESERVER", fixture.nameserver().to_string());
+            match measure(&fixture, driver, command) {
+                Ok(measured) => rows.push(measured),
+                Err(why) => eprintln!("cold_request: {driver}: {why}"),
+            }
+        }
+        print_report(
+            &format!(
+                "cold request against the Atlas-shaped fixture (mongodb+srv, 3 members, TLS, \
+                 SCRAM-SHA-256) at {} ms RTT, DNS at {} ms RTT; round trips include DNS's",
+                2 * one_way.as_millis(),
+                2 * dns_one_way.as_millis()
+            ),
+            &rows,
+        );
         Ok(())
+    }
+
+    /// Inserts the document the drivers find, through the fixture.
+    async fn seed_atlas(fixture: &AtlasFixture) -> Result<(), String> {
+        let seeding = async {
+            let options = anymongo::ClientOptions::parse(fixture.uri())
+                .runtime(fixture.runtime())
+                .await?;
+            let client = anymongo::Client::with_runtime(options, fixture.runtime())?;
+            let corpus = client.database(DATABASE).collection::<Document>(COLLECTION);
+            corpus
+                .insert_one(doc! { "_id": 1, "text": "cold" })
+                .await
+                .map(drop)
+        };
+        tokio::time::timeout(CASE_TIMEOUT, seeding)
+            .await
+            .map_err(|_| "seeding timed out".to_owned())?
+            .map_err(|e| format!("cannot seed the document: {e}"))
     }
 
     /// The Node.js rows (see the module doc), those that can run: each one left out
@@ -351,7 +524,7 @@ print(f"warm {(time.perf_counter() - start) * 1e3:.1f}", flush=True)
     /// Runs one driver's child behind `proxy` and reads its two lines, each within
     /// [`CASE_TIMEOUT`].
     fn measure(
-        proxy: &LatencyProxy,
+        proxy: &impl Network,
         driver: &str,
         mut command: Command,
     ) -> Result<Measured, String> {

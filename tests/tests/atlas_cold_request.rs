@@ -1,0 +1,214 @@
+//! A cold request against an Atlas-shaped deployment (issue 44), natively:
+//! `anymongo_tests::atlas_fixture`'s `mongodb+srv://` name, three TLS members fronting
+//! SecantusDB with a SCRAM-SHA-256 user, 25 ms each way on the members' links and on
+//! DNS's. The fixture is first shown to be what it claims (the SRV name resolves to
+//! three hosts and the TXT options, the members form a replica set with a primary, TLS
+//! is required, a wrong password is refused); then a fresh client per request counts
+//! the round trips, DNS included, from parsing the connection string to the first
+//! result of a primary read, a write and a `nearest` read, in background and in
+//! single-threaded mode.
+//!
+//! The counts asserted are today's, so that the work that brings them down (to 1 DNS
+//! round trip and 5 more, the issue's goal) lowers them here and proves it.
+
+use std::time::Duration;
+
+use anymongo::bson::{doc, Document};
+use anymongo::options::{ReadPreference, SelectionCriteria, Tls};
+use anymongo::{Client, ClientOptions, TopologyType};
+use anymongo_tests::atlas_fixture::{
+    member_name, AtlasFixture, PASSWORD, SET_NAME, SRV_NAME, USER,
+};
+use anymongo_tests::harness::within;
+use anymongo_tests::latency::{round_trips, FlightLog};
+
+/// The whole test's bound: the fixture's start, and every request.
+const BOUND: Duration = Duration::from_secs(50);
+/// Each way on every link (see tests/cold_request.rs on why not less).
+const ONE_WAY: Duration = Duration::from_millis(25);
+
+/// The options of `uri` resolved through the fixture's DNS, and a client of them
+/// (single-threaded or not).
+async fn client(fixture: &AtlasFixture, uri: &str, single_threaded: bool) -> Client {
+    let mut runtime = fixture.runtime();
+    if single_threaded {
+        runtime.spawner = None;
+    }
+    let options = ClientOptions::parse(uri)
+        .runtime(runtime.clone())
+        .await
+        .unwrap();
+    Client::with_runtime(options, runtime).unwrap()
+}
+
+#[tokio::test]
+async fn the_fixture_is_atlas_shaped() {
+    within(BOUND, async {
+        let fixture = AtlasFixture::start(ONE_WAY, ONE_WAY).await.unwrap();
+        let options = ClientOptions::parse(fixture.uri())
+            .runtime(fixture.runtime())
+            .await
+            .unwrap();
+        let hosts: Vec<String> = options.hosts.iter().map(|host| host.to_string()).collect();
+        let expected: Vec<String> = fixture
+            .member_addresses()
+            .iter()
+            .enumerate()
+            .map(|(i, address)| {
+                format!("{}:{}", member_name(i), address.rsplit(':').next().unwrap())
+            })
+            .collect();
+        let mut sorted = hosts.clone();
+        sorted.sort();
+        assert_eq!(sorted, expected, "the SRV records' three hosts");
+        assert!(
+            fixture.dns_queries() >= 2,
+            "SRV and TXT were asked of the fixture's DNS relay"
+        );
+        assert_eq!(options.repl_set_name.as_deref(), Some(SET_NAME));
+        let credential = options.credential.clone().unwrap();
+        assert_eq!(
+            credential.source.as_deref(),
+            Some("admin"),
+            "TXT's authSource"
+        );
+        assert!(
+            matches!(options.tls, Some(Tls::Enabled(_))),
+            "TLS is on by default for mongodb+srv"
+        );
+
+        // The members form the set, the data behind them is real.
+        let client = Client::with_runtime(options, fixture.runtime()).unwrap();
+        let items = client.database("atlas").collection::<Document>("items");
+        items.insert_one(doc! { "_id": "shape" }).await.unwrap();
+        let nearest = SelectionCriteria::ReadPreference(ReadPreference::Nearest { options: None });
+        let found = items
+            .find_one(doc! { "_id": "shape" })
+            .selection_criteria(nearest)
+            .await
+            .unwrap();
+        assert!(found.is_some());
+        let topology = client.topology_description();
+        assert_eq!(
+            topology.topology_type,
+            TopologyType::ReplicaSetWithPrimary,
+            "{topology:?}"
+        );
+        assert_eq!(topology.servers.len(), 3, "{topology:?}");
+        drop(client);
+
+        // Plain TCP is refused: the members speak TLS only.
+        let plain = format!(
+            "mongodb+srv://{USER}:{PASSWORD}@{SRV_NAME}/?tls=false&serverSelectionTimeoutMS=1500"
+        );
+        let plain = client_of(&fixture, &plain).await;
+        let error = plain
+            .database("admin")
+            .run_command(doc! { "ping": 1 })
+            .await
+            .unwrap_err();
+        assert!(error.to_string().contains("erver selection"), "{error}");
+
+        // A wrong password is refused.
+        let wrong = fixture
+            .uri()
+            .replacen(&format!(":{PASSWORD}@"), ":wrong-pw@", 1);
+        let wrong = client_of(&fixture, &format!("{wrong}&serverSelectionTimeoutMS=5000")).await;
+        let error = wrong
+            .database("admin")
+            .run_command(doc! { "ping": 1 })
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&*error.kind, anymongo::ErrorKind::Authentication { .. }),
+            "{error}"
+        );
+    })
+    .await;
+}
+
+async fn client_of(fixture: &AtlasFixture, uri: &str) -> Client {
+    client(fixture, uri, false).await
+}
+
+/// What a cold request does: a primary read, a write, or a `nearest` read.
+#[derive(Debug, Clone, Copy)]
+enum Operation {
+    PrimaryRead,
+    Write,
+    NearestRead,
+}
+
+#[tokio::test]
+async fn todays_cold_requests_on_the_atlas_shaped_fixture() {
+    within(BOUND, async {
+        let fixture = AtlasFixture::start(ONE_WAY, ONE_WAY).await.unwrap();
+        let seeded = client(&fixture, &fixture.uri(), false).await;
+        seeded
+            .database("cold")
+            .collection::<Document>("items")
+            .insert_one(doc! { "_id": 1, "text": "cold" })
+            .await
+            .unwrap();
+        drop(seeded);
+
+        // Today's counts, DNS included, per operation: (background, single-threaded).
+        // Background, 13: SRV and TXT at once (1); each seed's name, A then AAAA, asked
+        // one after the other and not cached (2); the monitors' connect, TLS and hello,
+        // which the operation waits for with several seeds (3); the operation's
+        // connection asks its name again (2); then TCP, TLS, hello with speculative
+        // SCRAM, saslContinue, the command (5). Single-threaded, 23: the scan checks
+        // the three seeds one after the other (3 × 5 after SRV/TXT), then 2 + 5.
+        let expected = [
+            (Operation::PrimaryRead, (13, 23)),
+            (Operation::Write, (13, 23)),
+            (Operation::NearestRead, (13, 23)),
+        ];
+        for (operation, (background, single)) in expected {
+            for (single_threaded, expected) in [(false, background), (true, single)] {
+                let mode = match single_threaded {
+                    true => "single-threaded",
+                    false => "background",
+                };
+                let from = fixture.elapsed();
+                let client = client(&fixture, &fixture.uri(), single_threaded).await;
+                let items = client.database("cold").collection::<Document>("items");
+                match operation {
+                    Operation::PrimaryRead => {
+                        let found = items.find_one(doc! { "_id": 1 }).await.unwrap();
+                        assert!(found.is_some(), "{operation:?}, {mode}");
+                    }
+                    Operation::Write => {
+                        items.insert_one(doc! { "text": "written" }).await.unwrap();
+                    }
+                    Operation::NearestRead => {
+                        let nearest = SelectionCriteria::ReadPreference(ReadPreference::Nearest {
+                            options: None,
+                        });
+                        let found = items
+                            .find_one(doc! { "_id": 1 })
+                            .selection_criteria(nearest)
+                            .await
+                            .unwrap();
+                        assert!(found.is_some(), "{operation:?}, {mode}");
+                    }
+                }
+                let to = fixture.elapsed();
+                drop(client);
+                let connections = fixture.connections();
+                let counted = round_trips(&connections, from, to);
+                let log = FlightLog {
+                    connections: &connections,
+                    from,
+                    to,
+                };
+                assert_eq!(
+                    counted, expected,
+                    "{operation:?}, {mode}: the cold request's round trips; flights (DNS \
+                     queries are the connections of one answer):\n{log}"
+                );
+            }
+        }
+    })
+    .await;
+}
