@@ -92,12 +92,6 @@ compile_error!(
     "anymongo has no GSSAPI (Kerberos) authentication (feature `gssapi-auth`): it needs a \
      system Kerberos library, which does not exist in WebAssembly"
 );
-#[cfg(any(feature = "azure-oidc", feature = "gcp-oidc"))]
-compile_error!(
-    "anymongo has no built-in Azure or GCP OIDC environment (features `azure-oidc`, \
-     `gcp-oidc`): they need an HTTP client; give a `Callback::machine` that fetches the \
-     token instead"
-);
 #[cfg(feature = "redact-errors")]
 compile_error!(
     "anymongo does not redact server addresses from its errors (feature `redact-errors`); \

@@ -41,9 +41,7 @@ const OFFICIAL: &[&str] = &[
 /// Those anymongo cannot give: the build stops with a `compile_error!`.
 const REFUSED: &[&str] = &[
     "azure-kms",
-    "azure-oidc",
     "gcp-kms",
-    "gcp-oidc",
     "gssapi-auth",
     "in-use-encryption",
     "redact-errors",
