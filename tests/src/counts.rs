@@ -5,13 +5,13 @@
 //! A measured program is a child process that runs `n` operations after a warm-up and
 //! prints the allocations and wake-ups of those `n` ([`child_side`]); the parent runs it
 //! ([`measure`]):
-//! - natively with `n` operations, for the allocations, bytes and wake-ups, counted in
-//!   the child (its global allocator must be [`ALLOCATOR`]) on every thread, the
-//!   driver's background tasks included;
 //! - under valgrind's cachegrind with 0 and with `n` operations, for the instructions:
 //!   the difference of the two totals is the instructions of the `n` operations alone
 //!   (start-up, connection and warm-up are in both); cachegrind counts every thread
-//!   and does not depend on the machine's load;
+//!   and does not depend on the machine's load; the run of `n` also gives the
+//!   allocations and bytes, counted in the child (its global allocator must be
+//!   [`ALLOCATOR`]) on every thread, the driver's background tasks included;
+//! - natively with `n` operations, for the wake-ups;
 //! - under `strace -f -c` with 0 and with `n` operations, for the system calls (the
 //!   same difference); optional, since strace slows every call down and a count of
 //!   `epoll_wait`s and `futex`es depends on timing.
@@ -117,9 +117,9 @@ fn output_of(mut command: Command) -> Result<Vec<u8>, String> {
 }
 
 /// The instructions `program args` executes, all threads, under cachegrind (no cache
-/// or branch simulation: only the instruction count is read).
+/// or branch simulation: only the instruction count is read), and its stdout.
 #[cfg(not(target_os = "wasi"))]
-pub fn instructions(program: &Path, args: &[String]) -> Result<u64, String> {
+pub fn instructions(program: &Path, args: &[String]) -> Result<(u64, Vec<u8>), String> {
     let out = tempfile::NamedTempFile::new().map_err(|e| e.to_string())?;
     let mut command = Command::new("valgrind");
     command
@@ -132,9 +132,11 @@ pub fn instructions(program: &Path, args: &[String]) -> Result<u64, String> {
         .arg(format!("--cachegrind-out-file={}", out.path().display()))
         .arg(program)
         .args(args);
-    output_of(command)?;
+    let stdout = output_of(command)?;
     let text = std::fs::read_to_string(out.path()).map_err(|e| e.to_string())?;
-    summary_instructions(&text).ok_or_else(|| "no summary line in cachegrind's output".into())
+    let count = summary_instructions(&text)
+        .ok_or_else(|| "no summary line in cachegrind's output".to_string())?;
+    Ok((count, stdout))
 }
 
 /// The total of a cachegrind output file's `summary:` line (its first event, `Ir`).
@@ -179,7 +181,11 @@ pub enum Syscalls {
 
 /// The counts per operation of the child `program`, run with `args(n)` for `n`
 /// operations (`args(0)`: the baseline); each of the `n` operations is `per` of the
-/// counted units (e.g. 10,000 documents of a find many).
+/// counted units (e.g. 10,000 documents of a find many). The allocations are those of
+/// the run under cachegrind: it runs the child's threads one at a time, so slowly that
+/// each reply has arrived before it is read, which makes them exact (natively they
+/// varied by 3 % from run to run: an operation that waits for its reply allocates
+/// more); the wake-ups are the native run's.
 #[cfg(not(target_os = "wasi"))]
 pub fn measure(
     program: &Path,
@@ -189,32 +195,36 @@ pub fn measure(
     syscalls_too: Syscalls,
 ) -> Result<Counts, String> {
     let units = (n * per) as f64;
-    let line = output_of({
+    let json = |stdout: &[u8]| {
+        serde_json::from_slice::<serde_json::Value>(stdout)
+            .map_err(|e| format!("{} printed no JSON: {e}", program.display()))
+    };
+    let native = json(&output_of({
         let mut command = Command::new(program);
         command.args(args(n));
         command
-    })?;
-    let line: serde_json::Value = serde_json::from_slice(&line)
-        .map_err(|e| format!("{} printed no JSON: {e}", program.display()))?;
+    })?)?;
+    let (base, _) = instructions(program, &args(0))?;
+    let (with, line) = instructions(program, &args(n))?;
+    let line = json(&line)?;
     let number = |name: &str| {
         line[name]
             .as_u64()
             .ok_or_else(|| format!("{} printed no {name}", program.display()))
     };
-    let difference = |count: fn(&Path, &[String]) -> Result<u64, String>| {
-        let base = count(program, &args(0))?;
-        let with = count(program, &args(n))?;
-        Ok::<f64, String>((with as f64 - base as f64) / units)
+    let syscalls = match syscalls_too {
+        Syscalls::Counted => {
+            let base = syscalls(program, &args(0))?;
+            Some((syscalls(program, &args(n))? as f64 - base as f64) / units)
+        }
+        Syscalls::Skipped => None,
     };
     Ok(Counts {
-        instructions: difference(instructions)?,
+        instructions: (with as f64 - base as f64) / units,
         allocations: number("allocations")? as f64 / units,
         bytes: number("bytes")? as f64 / units,
-        syscalls: match syscalls_too {
-            Syscalls::Counted => Some(difference(syscalls)?),
-            Syscalls::Skipped => None,
-        },
-        wake_ups: line["wake_ups"].as_u64().map(|n| n as f64 / units),
+        syscalls,
+        wake_ups: native["wake_ups"].as_u64().map(|n| n as f64 / units),
     })
 }
 

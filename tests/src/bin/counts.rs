@@ -27,9 +27,10 @@ use futures::TryStreamExt;
 static ALLOCATOR: &stats_alloc::StatsAlloc<std::alloc::System> = &counts::ALLOCATOR;
 
 /// How far a count may rise over the baseline before the check fails. Instructions
-/// under cachegrind varied by under 0.5 % between runs (docs/BENCHMARKS.md, "Counts");
-/// allocations not at all. A 10 % rise on the hot path fails.
-const TOLERANCE: f64 = 0.03;
+/// under cachegrind varied by up to 1.5 % between runs, allocations by up to 1.5 % (a
+/// few background allocations depend on timing; docs/BENCHMARKS.md, "Counts"); a 10 %
+/// rise on the hot path fails.
+const TOLERANCE: f64 = 0.05;
 
 /// The operations checked: name, operations per child run, counted units per operation.
 const OPERATIONS: [(&str, u64, u64); 4] = [
