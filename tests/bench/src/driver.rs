@@ -10,8 +10,10 @@ use std::sync::Arc;
 use anymongo::rt::{MaybeSend, MaybeSync};
 use futures::TryStreamExt;
 
-/// The spec's database and collection (the canned-reply server's replies name them).
-pub use anymongo_tests::canned::{COLLECTION, DATABASE};
+/// The spec's database and collection.
+pub const DATABASE: &str = "perftest";
+/// The spec's collection.
+pub const COLLECTION: &str = "corpus";
 
 /// What the tasks ask of a driver. Errors are messages: a benchmark stops at the first.
 pub trait Driver: MaybeSend + MaybeSync + Sized + 'static {

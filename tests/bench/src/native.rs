@@ -321,7 +321,12 @@ async fn run_counts(settings: &Settings) -> Result<(), String> {
                 ("canned-reply server", canned.uri(), Some(canned), None)
             }
             "secantus" => {
-                let server = TestServer::start(&ServerOptions::default())?;
+                // As for the timed rows: the bulk inserts outgrow the default 1 GB cache
+                // (the official driver's large bulk insert failed with an internal error).
+                let server = TestServer::start(&ServerOptions {
+                    cache_size: Some("8G".into()),
+                    ..ServerOptions::default()
+                })?;
                 let uri = format!("{}?directConnection=true", server.uri());
                 ("SecantusDB", uri, None, Some(server))
             }
