@@ -68,7 +68,7 @@ pub fn voluntary_context_switches() -> Result<u64, String> {
     Ok(total)
 }
 
-/// The child's side: runs [`WARM_UP`] operations, then `n` counted ones, and returns
+/// The child's side: runs two warm-up operations, then `n` counted ones, and returns
 /// the line to print (JSON: allocations, bytes, wake-ups of the `n`; wake-ups null
 /// where they cannot be read).
 pub async fn child_side<F, Fut>(n: u64, mut operation: F) -> Result<String, String>
