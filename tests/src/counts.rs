@@ -128,6 +128,9 @@ pub fn instructions(program: &Path, args: &[String]) -> Result<(u64, Vec<u8>), S
             "--cache-sim=no",
             "--branch-sim=no",
             "-q",
+            // A program may be a wrapper that execs the real one (the cache's `wasmtime`
+            // is a Python script): the file is written by the image that exits.
+            "--trace-children=yes",
         ])
         .arg(format!("--cachegrind-out-file={}", out.path().display()))
         .arg(program)
