@@ -69,6 +69,10 @@ test)
     cargo test -q --workspace
     step "a client of 10,000 members: CPU measured on an optimized build"
     cargo test -q --release -p anymongo-tests --test large_topology
+    step "counts per operation on the canned-reply server, against tests/counts-baseline.json"
+    # Instructions (cachegrind) and allocations of four operations, release build; a change
+    # that moves them on purpose rewrites the baseline with --write (docs/BENCHMARKS.md).
+    cargo run -q --release -p anymongo-tests --bin counts
     step "npm package: the wasm-bindgen build"
     cargo build -q -p anymongo-tests --bin dns_server --bin lb_proxy
     bash wasm-demo/build.sh

@@ -120,14 +120,23 @@ rust() {
         say "adding Rust targets ${missing[*]}"
         rustup target add "${missing[@]}" >/dev/null
     fi
-    if ! command -v clang >/dev/null; then
+    # clang: ring for wasm32-wasip2; valgrind: the counts check (cachegrind); strace:
+    # the benchmark's system-call counts (./run.sh bench --counts).
+    local tool why
+    for tool in clang valgrind strace; do
+        command -v "$tool" >/dev/null && continue
+        case "$tool" in
+        clang) why="needed to build ring for wasm32-wasip2" ;;
+        valgrind) why="needed by the counts check of ./run.sh test" ;;
+        strace) why="needed by ./run.sh bench --counts" ;;
+        esac
         [[ "$(id -u)" == 0 ]] ||
-            die "clang is missing (needed to build ring for wasm32-wasip2); install it: sudo apt-get install -y clang"
+            die "$tool is missing ($why); install it: sudo apt-get install -y $tool"
         lock
-        say "installing clang (apt-get)"
+        say "installing $tool (apt-get)"
         apt-get update -qq >/dev/null
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq clang >/dev/null
-    fi
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$tool" >/dev/null
+    done
 }
 
 # The wasm-bindgen CLI must be the very version of the `wasm-bindgen` crate the

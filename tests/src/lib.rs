@@ -9,6 +9,10 @@
 //!   an in-memory collection and a count of the bytes on the wire.
 //! - [`counting`]: a transport that counts each connection's messages and tells
 //!   whether the driver still holds its socket.
+//! - [`canned`]: a server answering from replies encoded once, for measuring a
+//!   driver's own cost (the benchmarks and the counts check).
+//! - [`counts`]: instructions, allocations, system calls and wake-ups per operation of
+//!   a child process, under cachegrind and strace (the `counts` binary, the benchmarks).
 //! - [`fake`]: fake connections, for measuring and testing pools by themselves.
 //! - [`fuzz`]: the mutation fuzzer of the parsers facing the network (the `fuzz`
 //!   binary runs it).
@@ -57,6 +61,8 @@
 #[cfg(not(target_os = "wasi"))]
 pub mod atlas_fixture;
 #[cfg(not(target_os = "wasi"))]
+pub mod canned;
+#[cfg(not(target_os = "wasi"))]
 pub mod certs;
 pub mod clock;
 pub mod cold_request;
@@ -64,6 +70,7 @@ pub mod cold_request;
 pub mod compression;
 #[cfg(not(target_os = "wasi"))]
 pub mod counting;
+pub mod counts;
 pub mod demo;
 #[cfg(not(target_os = "wasi"))]
 pub mod dns;

@@ -17,6 +17,11 @@
 //!                         under wasmtime, next to native anymongo
 //!   --node                also run them with the npm package and the official
 //!                         `mongodb` npm driver 7.x in Node.js (node/bench.mjs)
+//!   --counts              instead of timing the tasks, count per operation of each
+//!                         server task the instructions (cachegrind), allocations
+//!                         and bytes, system calls (strace) and wake-ups, both
+//!                         drivers (counts.rs; needs valgrind and strace); with
+//!                         --wasi, the wasip2 build under wasmtime too
 //!   --awake               keep every CPU out of idle with SCHED_IDLE spinners, so
 //!                         that CPU wake-up latency is not measured (see awake.rs)
 //!   --only TEXT           only the tasks whose name contains TEXT (any case; the
@@ -46,9 +51,8 @@ mod tasks;
 #[cfg(not(target_os = "wasi"))]
 mod awake;
 #[cfg(not(target_os = "wasi"))]
-mod canned;
-#[cfg(not(target_os = "wasi"))]
 mod cold;
+mod counts;
 #[cfg(not(target_os = "wasi"))]
 mod memory;
 #[cfg(not(target_os = "wasi"))]
@@ -64,10 +68,10 @@ mod wasi_child;
 #[cfg(not(target_os = "wasi"))]
 mod wasi_column;
 
-/// Counts allocations for the memory rows (memory.rs).
-#[cfg(not(target_os = "wasi"))]
+/// Counts allocations for the memory rows (memory.rs) and the counts (counts.rs), in
+/// the wasip2 build too.
 #[global_allocator]
-static ALLOCATOR: &stats_alloc::StatsAlloc<std::alloc::System> = &memory::ALLOCATOR;
+static ALLOCATOR: &stats_alloc::StatsAlloc<std::alloc::System> = &anymongo_tests::counts::ALLOCATOR;
 
 #[cfg(not(target_os = "wasi"))]
 fn main() -> std::process::ExitCode {

@@ -11,11 +11,11 @@
 //! of the child, the driver's background tasks included, after a warm-up. The peak is
 //! the child's `VmHWM` (`/proc/self/status`) after its finds.
 
-use std::alloc::System;
 use std::process::Command;
 use std::time::Duration;
 
-use stats_alloc::{Region, StatsAlloc};
+use anymongo_tests::counts::ALLOCATOR;
+use stats_alloc::Region;
 
 use crate::driver::{Anymongo, Driver, Official};
 
@@ -29,10 +29,6 @@ const SMALL_DOCUMENT: &str =
 const FIND_MANYS: u64 = 5;
 /// The most a child may take.
 const CHILD_TIMEOUT: Duration = Duration::from_secs(120);
-
-/// The program's allocator: the system's, counting every allocation (two relaxed atomic
-/// additions each, for every row and both drivers alike; see `main.rs`).
-pub static ALLOCATOR: StatsAlloc<System> = StatsAlloc::system();
 
 /// The allocations `work` makes, from every thread of the process.
 async fn allocations_of<F: std::future::Future<Output = Result<(), String>>>(

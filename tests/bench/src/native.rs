@@ -5,20 +5,20 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
+use anymongo_tests::canned::CannedServer;
 use anymongo_tests::server::{ServerOptions, TestServer, TestUser};
 
 use crate::awake::Awake;
-use crate::canned::CannedServer;
 use crate::data::DataSets;
 use crate::driver::{Anymongo, Driver, Official};
 use crate::report::{ColdStart, Section};
 use crate::stats::Policy;
 use crate::tasks::{run_task, Bench, Task};
-use crate::{cold, data, memory, node_column, parallel, report, wasi_column};
+use crate::{cold, counts, data, memory, node_column, parallel, report, wasi_column};
 
 const USAGE: &str = "usage: anymongo-bench [--quick] [--server canned,secantus,uri] [--uri URI] \
-[--parallel-seconds S] [--cold-runs N] [--wasi] [--node] [--awake] [--only TEXT] [--data DIR] \
-[--json PATH]";
+[--parallel-seconds S] [--cold-runs N] [--wasi] [--node] [--awake] [--counts] [--only TEXT] \
+[--data DIR] [--json PATH]";
 
 /// The rows of the parallel table.
 const PARALLEL_TASKS: [usize; 3] = [1, 8, 64];
@@ -33,6 +33,7 @@ struct Settings {
     wasi: bool,
     node: bool,
     awake: bool,
+    counts: bool,
     only: Option<String>,
     data: Option<PathBuf>,
     json: Option<PathBuf>,
@@ -63,6 +64,7 @@ impl Settings {
             wasi: false,
             node: false,
             awake: false,
+            counts: false,
             only: None,
             data: None,
             json: None,
@@ -76,6 +78,7 @@ impl Settings {
                 "--wasi" => settings.wasi = true,
                 "--node" => settings.node = true,
                 "--awake" => settings.awake = true,
+                "--counts" => settings.counts = true,
                 "--only" => settings.only = Some(value()?.to_lowercase()),
                 "--server" => {
                     settings.servers = value()?.split(',').map(str::to_owned).collect();
@@ -121,6 +124,16 @@ impl Settings {
 /// The native program's entry point.
 pub fn main() -> ExitCode {
     let mut args = std::env::args().skip(1);
+    if std::env::args().nth(1).as_deref() == Some("--counts-child") {
+        let args: Vec<String> = std::env::args().skip(2).collect();
+        return match counts::child(&args) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(message) => {
+                eprintln!("counts: {message}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     // The children this program runs of itself: each takes a driver's name and a URI.
     type Child = fn(&str, &str) -> Result<(), String>;
     let child: Option<(&str, Child)> = match args.next().as_deref() {
@@ -191,6 +204,9 @@ pub fn main() -> ExitCode {
 }
 
 async fn run(settings: &Settings) -> Result<(), String> {
+    if settings.counts {
+        return run_counts(settings).await;
+    }
     let policy = match settings.quick {
         true => Policy::QUICK,
         false => Policy::SPEC,
@@ -286,6 +302,47 @@ async fn run(settings: &Settings) -> Result<(), String> {
     }
     if settings.quick {
         println!("(--quick: fewer iterations than the spec asks; the ratios are indicative)");
+    }
+    Ok(())
+}
+
+/// `--counts`: the counts per operation of the server tasks, both drivers, against
+/// each server (counts.rs), instead of the timed tasks.
+async fn run_counts(settings: &Settings) -> Result<(), String> {
+    let data_dir = data::tarball_dir(settings.data.as_deref())?;
+    let data = DataSets::load(&data_dir)?;
+    let tasks = settings.selected(Task::SERVER);
+    let mut json = Vec::new();
+    for server in &settings.servers {
+        // Kept alive while its rows are counted.
+        let (title, uri, _canned, _secantus) = match server.as_str() {
+            "canned" => {
+                let canned = CannedServer::start(&Anymongo::parse(&data.tweet)?)?;
+                ("canned-reply server", canned.uri(), Some(canned), None)
+            }
+            "secantus" => {
+                // As for the timed rows: the bulk inserts outgrow the default 1 GB cache
+                // (the official driver's large bulk insert failed with an internal error).
+                let server = TestServer::start(&ServerOptions {
+                    cache_size: Some("8G".into()),
+                    ..ServerOptions::default()
+                })?;
+                let uri = format!("{}?directConnection=true", server.uri());
+                ("SecantusDB", uri, None, Some(server))
+            }
+            _ => {
+                let uri = settings.uri.clone().unwrap_or_default();
+                ("server at the given URI", uri, None, None)
+            }
+        };
+        let rows = counts::measure(&uri, &data, &data_dir, &tasks, settings.wasi).await?;
+        println!("\n{}", counts::markdown(title, &rows));
+        json.push(counts::json(title, &rows));
+    }
+    if let Some(path) = &settings.json {
+        let text = serde_json::to_string_pretty(&json).map_err(|e| e.to_string())?;
+        std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        println!("JSON: {}", path.display());
     }
     Ok(())
 }

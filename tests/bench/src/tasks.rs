@@ -343,8 +343,7 @@ pub struct TaskResult {
 }
 
 /// The task named `name` (as [`Task::name`]): how the native program names a task to
-/// the wasip2 build.
-#[cfg(target_os = "wasi")]
+/// the wasip2 build and to its counts children.
 pub fn by_name(name: &str) -> Option<Task> {
     Task::BSON
         .into_iter()

@@ -4,6 +4,8 @@
 //! `wasmtime run -S inherit-network=y --dir DATA::/data anymongo-bench.wasm URI TASK
 //! quick|spec`, where DATA holds the unpacked data sets and TASK is a task's spec name.
 //! The native program does the task's setup and teardown; this runs its iterations.
+//! With `counts:N` for the rules, it runs `N` operations of the task instead and prints
+//! their counts line (counts.rs, `--counts --wasi`).
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -20,6 +22,18 @@ pub fn main() -> ExitCode {
         eprintln!("usage: anymongo-bench.wasm URI TASK quick|spec (data in /data)");
         return ExitCode::from(2);
     };
+    if let Some(n) = rules.strip_prefix("counts:") {
+        return match anymongo_wasi::block_on(count(uri, task, n)) {
+            Ok(line) => {
+                println!("{line}");
+                ExitCode::SUCCESS
+            }
+            Err(message) => {
+                eprintln!("anymongo-bench (wasip2): {message}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     let policy = match rules.as_str() {
         "quick" => Policy::QUICK,
         _ => Policy::SPEC,
@@ -37,6 +51,13 @@ pub fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+async fn count(uri: &str, task: &str, n: &str) -> Result<String, String> {
+    let task = by_name(task).ok_or_else(|| format!("unknown task {task}"))?;
+    let n = n.parse().map_err(|e| format!("counts:N: {e}"))?;
+    let data = DataSets::read_from(Path::new("/data"))?;
+    crate::counts::child_of::<Anymongo>(uri, task, n, &data).await
 }
 
 async fn run(uri: &str, task: &str, policy: Policy) -> Result<Score, String> {

@@ -17,12 +17,16 @@
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Arc;
 
+use crate::mock::{query_document, read_frame, standalone_hello};
 use anymongo::bson::{doc, Document, RawDocument, RawDocumentBuf};
 use anymongo::wire::{op_code, OpMsg, OpReply, HEADER_LEN};
-use anymongo_tests::mock::{query_document, read_frame, standalone_hello};
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 
+/// The benchmark spec's database.
+pub const DATABASE: &str = "perftest";
+/// The benchmark spec's collection.
+pub const COLLECTION: &str = "corpus";
 /// The size of the first batch of a `find` without `batchSize` (the server's default).
 const FIRST_BATCH: usize = 101;
 /// Documents in the collection that find-many reads.
@@ -47,7 +51,7 @@ fn frame(reply: &Document) -> Result<Vec<u8>, String> {
 
 impl Replies {
     fn new(tweet: &Document) -> Result<Replies, String> {
-        let ns = format!("{}.{}", crate::driver::DATABASE, crate::driver::COLLECTION);
+        let ns = format!("{DATABASE}.{COLLECTION}");
         let tweet_with_id = |id: usize| {
             let mut with_id = doc! { "_id": id as i32 };
             with_id.extend(tweet.clone());
