@@ -1,7 +1,8 @@
 //! The core's seams over what a JavaScript host supplies: sockets from a transport
 //! object written in JavaScript (one adapter per runtime, in `js/transports/`), time
 //! from `performance.now()` and `setTimeout`, background tasks on the host's event
-//! loop through `spawn_local`, and SCRAM's key derivation from WebCrypto.
+//! loop through `spawn_local`, SCRAM's key derivation from WebCrypto, and the
+//! environment and token files authentication reads from the runtime's own APIs.
 //!
 //! The transport object (see `index.d.ts`, `Transport`):
 //!
@@ -17,7 +18,8 @@
 //!
 //! A rejection becomes an I/O error: its `code` (`ECONNREFUSED`, `ETIMEDOUT`…) picks the
 //! kind, and an error whose `tls` property is true (certificate or handshake failures)
-//! is reported as a TLS error.
+//! is reported as a TLS error. A file read's error is one too: `ENOENT` is not found,
+//! `EACCES`, `EPERM` and Deno's `NotCapable` (no `--allow-read`) are permission denied.
 
 use std::io;
 use std::rc::Rc;
@@ -67,7 +69,7 @@ pub fn runtime(transport: JsValue, background: bool, platform: String) -> Runtim
             architecture: Some("wasm32".into()),
             docker: false,
             env: faas_env,
-            read_file: no_file_access,
+            read_file,
         },
     }
 }
@@ -84,18 +86,42 @@ fn faas_env(name: &str) -> Option<String> {
     {
         return None;
     }
-    let get = |target: &JsValue, key: &str| {
-        Reflect::get(target, &JsValue::from_str(key))
-            .ok()
-            .filter(|value| !value.is_undefined() && !value.is_null())
-    };
     let global = js_sys::global().into();
     // Deno first: it has a `process` too, whose reads need the same permission.
-    let value = match get(&global, "Deno") {
-        Some(deno) => invoke(&get(&deno, "env")?, "get", &[JsValue::from_str(name)]).ok()?,
-        None => get(&get(&get(&global, "process")?, "env")?, name)?,
+    let value = match property(&global, "Deno") {
+        Some(deno) => invoke(&property(&deno, "env")?, "get", &[JsValue::from_str(name)]).ok()?,
+        None => property(&property(&property(&global, "process")?, "env")?, name)?,
     };
     value.as_string()
+}
+
+/// Reads a token file ([`HostInfo::read_file`]) through the JavaScript runtime (issue
+/// 45): `Deno.readTextFileSync` in Deno, `fs.readFileSync` in Node.js (from 20.16) and
+/// Bun, from `process.getBuiltinModule`, as a module of `--target web` bindings cannot
+/// `import` it. Workers without Node.js compatibility, and older Node.js releases,
+/// have no file system to read from.
+fn read_file(path: &str) -> io::Result<String> {
+    let global = js_sys::global().into();
+    let file = JsValue::from_str(path);
+    let text = if let Some(deno) = property(&global, "Deno") {
+        invoke(&deno, "readTextFileSync", &[file])?
+    } else if let Some(fs) = property(&global, "process")
+        .and_then(|process| invoke(&process, "getBuiltinModule", &["fs".into()]).ok())
+        .filter(JsValue::is_object)
+    {
+        invoke(&fs, "readFileSync", &[file, "utf8".into()])?
+    } else {
+        return no_file_access(path);
+    };
+    text.as_string()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "the file read gave no text"))
+}
+
+/// `target[key]`, unless it is missing (`undefined` or `null`).
+fn property(target: &JsValue, key: &str) -> Option<JsValue> {
+    Reflect::get(target, &JsValue::from_str(key))
+        .ok()
+        .filter(|value| !value.is_undefined() && !value.is_null())
 }
 
 /// PBKDF2 through WebCrypto (`crypto.subtle.deriveBits`), native code in every
@@ -179,12 +205,14 @@ fn io_error(error: JsValue) -> io::Error {
     let message = text("message")
         .or_else(|| error.as_string())
         .unwrap_or_else(|| "the JavaScript transport failed".into());
-    let kind = match text("code").as_deref() {
+    // Node.js errors have a `code`; Deno's permission refusal only a `name`.
+    let kind = match text("code").or_else(|| text("name")).as_deref() {
         Some("ECONNREFUSED") => io::ErrorKind::ConnectionRefused,
         Some("ECONNRESET") => io::ErrorKind::ConnectionReset,
         Some("ETIMEDOUT") => io::ErrorKind::TimedOut,
         Some("EPIPE") => io::ErrorKind::BrokenPipe,
-        Some("ENOTFOUND" | "EAI_AGAIN") => io::ErrorKind::NotFound,
+        Some("ENOTFOUND" | "EAI_AGAIN" | "ENOENT") => io::ErrorKind::NotFound,
+        Some("EACCES" | "EPERM" | "NotCapable") => io::ErrorKind::PermissionDenied,
         Some("EADDRNOTAVAIL") => io::ErrorKind::AddrNotAvailable,
         _ => io::ErrorKind::Other,
     };

@@ -6,7 +6,10 @@
 // the driver's messages in-process (SecantusDB offers neither MONGODB-AWS nor
 // MONGODB-OIDC), and records the credentials each authentication used.
 import assert from 'node:assert/strict';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import http from 'node:http';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Binary, deserialize, serialize } from 'bson';
 import { MongoClient } from '../js/node.js';
@@ -24,7 +27,7 @@ const HELLO = {
 const VARIABLES = [
   'AWS_EC2_METADATA_SERVICE_ENDPOINT', 'AWS_CONTAINER_CREDENTIALS_FULL_URI', 'AWS_WEB_IDENTITY_TOKEN_FILE',
   'AWS_ROLE_ARN', 'AWS_ENDPOINT_URL_STS', 'AZURE_POD_IDENTITY_AUTHORITY_HOST', 'GCE_METADATA_HOST',
-  'AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY', 'AWS_SESSION_TOKEN',
+  'AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY', 'AWS_SESSION_TOKEN', 'OIDC_TOKEN_FILE', 'AZURE_FEDERATED_TOKEN_FILE',
 ];
 
 /** A message: header (length, request id, response to, op code), then `body`. */
@@ -178,14 +181,55 @@ describe('credentials from the cloud', BOUND, () => {
     assert.deepEqual(server.used, ['ECSKEY/token-ECSKEY']);
   });
 
-  it('MONGODB-AWS from AssumeRoleWithWebIdentity needs a token file reader', BOUND, async () => {
-    const sts = await endpoint(() => [500, '']);
-    setEnv({ AWS_WEB_IDENTITY_TOKEN_FILE: '/var/token', AWS_ROLE_ARN: 'arn:aws:iam::1:role/app', AWS_ENDPOINT_URL_STS: sts.url });
-    const server = cloudServer();
-    // The package gives the core no file access: the error says so, and STS is not asked.
-    await assert.rejects(ping('mongodb://mongo.test/?authMechanism=MONGODB-AWS', server.transport), /no file system/);
-    await sts.close();
-    assert.equal(sts.requests.length, 0);
+  it('MONGODB-AWS from AssumeRoleWithWebIdentity, the token read from its file', BOUND, async () => {
+    const sts = await endpoint((request, body) => {
+      const form = new URLSearchParams(body);
+      if (form.get('WebIdentityToken') !== 'the-web-identity-token') return [403, ''];
+      return [200, JSON.stringify({ AssumeRoleWithWebIdentityResponse: { AssumeRoleWithWebIdentityResult: { Credentials: {
+        AccessKeyId: 'STSKEY', SecretAccessKey: 'secret-STSKEY', SessionToken: 'token-STSKEY',
+        Expiration: Math.floor(Date.now() / 1000) + 3600,
+      } } } })];
+    });
+    const dir = await mkdtemp(path.join(tmpdir(), 'anymongo-token-'));
+    const tokenFile = path.join(dir, 'token');
+    await writeFile(tokenFile, 'the-web-identity-token\n');
+    try {
+      setEnv({ AWS_WEB_IDENTITY_TOKEN_FILE: tokenFile, AWS_ROLE_ARN: 'arn:aws:iam::1:role/app', AWS_ENDPOINT_URL_STS: sts.url });
+      const server = cloudServer();
+      await ping('mongodb://mongo.test/?authMechanism=MONGODB-AWS', server.transport);
+      assert.deepEqual(server.used, ['STSKEY/token-STSKEY']);
+      assert.equal(new URLSearchParams(sts.requests[0].body).get('RoleArn'), 'arn:aws:iam::1:role/app');
+
+      // A missing file: the error names it, and STS is not asked.
+      const missing = path.join(dir, 'missing');
+      setEnv({ AWS_WEB_IDENTITY_TOKEN_FILE: missing, AWS_ROLE_ARN: 'arn:aws:iam::1:role/app', AWS_ENDPOINT_URL_STS: sts.url });
+      await assert.rejects(ping('mongodb://mongo.test/?authMechanism=MONGODB-AWS', cloudServer().transport), (error) => {
+        assert.match(error.message, /could not read the token file/);
+        assert.ok(error.message.includes(`'${missing}'`), error.message);
+        assert.match(error.message, /ENOENT/);
+        return true;
+      });
+      assert.equal(sts.requests.length, 1);
+    } finally {
+      await sts.close();
+      await rm(dir, { recursive: true });
+    }
+  });
+
+  it('MONGODB-OIDC test and k8s environments read their token files', BOUND, async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'anymongo-token-'));
+    try {
+      await writeFile(path.join(dir, 'test'), 'test-jwt');
+      await writeFile(path.join(dir, 'k8s'), 'k8s-jwt\n');
+      setEnv({ OIDC_TOKEN_FILE: path.join(dir, 'test'), AZURE_FEDERATED_TOKEN_FILE: path.join(dir, 'k8s') });
+      const server = cloudServer();
+      for (const environment of ['test', 'k8s']) {
+        await ping(`mongodb://mongo.test/?authMechanism=MONGODB-OIDC&authMechanismProperties=ENVIRONMENT:${environment}`, server.transport);
+      }
+      assert.deepEqual(server.used, ['test-jwt', 'k8s-jwt']);
+    } finally {
+      await rm(dir, { recursive: true });
+    }
   });
 
   it('MONGODB-OIDC azure and gcp environments', BOUND, async () => {

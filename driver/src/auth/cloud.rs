@@ -37,7 +37,8 @@ use crate::http::{percent_encode, HttpClient, Response};
 use crate::rt::{self, BoxFuture, Runtime};
 
 /// The environment variables authentication reads: MONGODB-AWS's credentials and
-/// chain, and the endpoints' replacements (above). A host that must not expose its
+/// chain, MONGODB-OIDC's token files (the `test` and `k8s` environments), and the
+/// endpoints' replacements (above). A host that must not expose its
 /// whole environment (the npm package) answers [`rt::HostInfo::env`] for these names
 /// (and the handshake's) only.
 pub const ENVIRONMENT_VARIABLES: &[&str] = &[
@@ -54,6 +55,8 @@ pub const ENVIRONMENT_VARIABLES: &[&str] = &[
     "AWS_ENDPOINT_URL",
     "AZURE_POD_IDENTITY_AUTHORITY_HOST",
     "GCE_METADATA_HOST",
+    "OIDC_TOKEN_FILE",
+    "AZURE_FEDERATED_TOKEN_FILE",
 ];
 
 /// "Drivers SHOULD enforce a 10 second read timeout while waiting for incoming content
