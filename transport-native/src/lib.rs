@@ -23,11 +23,11 @@ use std::net::SocketAddr;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use anymongo_rt::http::HttpClient;
 use anymongo_rt::rt::{
     boxed, BoxFuture, Clock, ConnectTarget, HostInfo, Instant, IpAddr, Resolver, Runtime, Spawner,
     SrvRecord, Stream, Transport,
 };
-use anymongo_rt::http::HttpClient;
 use anymongo_rt::tls::ClientConfigs;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;

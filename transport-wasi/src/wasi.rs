@@ -3,11 +3,11 @@ use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::Arc;
 use std::time::Duration;
 
+use anymongo_rt::http::HttpClient;
 use anymongo_rt::rt::{
     boxed, BoxFuture, Clock, ConnectTarget, HostInfo, Instant, IpAddr, Resolver, Runtime,
     SrvRecord, Stream, Transport,
 };
-use anymongo_rt::http::HttpClient;
 use anymongo_rt::tls::ClientConfigs;
 use hickory_proto::rr::{RData, Record, RecordType};
 
