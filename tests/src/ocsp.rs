@@ -94,8 +94,15 @@ const TLS_FEATURE: &[u64] = &[1, 3, 6, 1, 5, 5, 7, 1, 24];
 const MUST_STAPLE: &[u8] = &[0x30, 0x03, 0x02, 0x01, 0x05];
 
 impl OcspPki {
-    /// Makes the CA and its certificates, and writes the PEM files into `dir`.
+    /// Makes the CA and its certificates, naming [`RESPONDER_URL`], and writes the PEM
+    /// files into `dir`.
     pub fn generate(dir: &Path) -> Result<OcspPki, String> {
+        OcspPki::generate_naming(dir, RESPONDER_URL)
+    }
+
+    /// [`generate`](Self::generate), with server certificates naming the OCSP
+    /// responder `responder_url` (a scripted one, say).
+    pub fn generate_naming(dir: &Path, responder_url: &str) -> Result<OcspPki, String> {
         let fail = |e: rcgen::Error| format!("cannot generate OCSP test certificates: {e}");
         let (ca_cert, ca) = new_ca("anymongo OCSP test CA").map_err(fail)?;
         let server = |serial: u64, must_staple: bool| -> Result<ServerCert, rcgen::Error> {
@@ -107,7 +114,7 @@ impl OcspPki {
             params.serial_number = Some(SerialNumber::from(serial));
             params.custom_extensions = vec![CustomExtension::from_oid_content(
                 AUTHORITY_INFO_ACCESS,
-                authority_info_access(RESPONDER_URL),
+                authority_info_access(responder_url),
             )];
             if must_staple {
                 params
@@ -238,7 +245,7 @@ pub const VALID_UNTIL: &str = "21000101000000Z";
 
 /// A TLS server on 127.0.0.1 presenting a certificate with a stapled OCSP response
 /// (none when empty), relaying each connection to a plain server; its listener and
-/// connections end when it is dropped.
+/// connections end when it is dropped. It resumes no TLS session.
 pub struct TlsFront {
     /// The loopback port it listens on.
     pub port: u16,
@@ -250,7 +257,7 @@ impl TlsFront {
     pub async fn start(cert: &ServerCert, staple: Vec<u8>, backend: SocketAddr) -> TlsFront {
         let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(cert.key.serialize_der()));
         let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let config = rustls::ServerConfig::builder_with_provider(provider)
+        let mut config = rustls::ServerConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
             .and_then(|builder| {
                 builder.with_no_client_auth().with_single_cert_with_ocsp(
@@ -260,6 +267,11 @@ impl TlsFront {
                 )
             })
             .expect("a TLS server configuration");
+        // No session resumption: every connection is a full handshake, which the
+        // client checks (a resumed session's certificate is not checked again), so
+        // that a test sees each check, and the cache's answers, on every connection.
+        config.session_storage = Arc::new(rustls::server::NoServerSessionStorage {});
+        config.send_tls13_tickets = 0;
         let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
         let listener = TcpListener::bind("127.0.0.1:0")
             .await

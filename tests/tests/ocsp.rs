@@ -8,12 +8,16 @@
 //!
 //! - Test 1 (valid certificate, server staples): [`test_1_valid_staple`].
 //! - Test 2 (revoked, staples): [`test_2_revoked_staple`].
-//! - Test 3 (valid, no staple) and the Soft Fail Test (no responder, no staple):
-//!   [`test_3_and_soft_fail_no_staple`] — with no responder asked, both connect.
-//! - Test 4 (revoked, no staple): the responder the certificate names is asked after
-//!   the handshake through the `anymongo::tls::ocsp::OcspResponder` seam; the built-in
-//!   transports give none yet (the HTTP client is another branch's), so it runs here
-//!   over `anymongo::tls::secure` with a scripted responder:
+//! - Test 3 (valid, no staple) and the Soft Fail Test (no staple, the responder the
+//!   certificate names unreachable): [`test_3_and_soft_fail_no_staple`]; a responder
+//!   that stays silent, or answers an error status:
+//!   [`soft_fail_a_silent_or_failing_responder_connects_in_bounded_time`].
+//! - Test 4 (revoked, no staple): the built-in transport asks the responder the
+//!   certificate names (a scripted HTTP server on loopback) after the handshake with
+//!   the driver's HTTP client: [`test_4_the_responder_says_revoked`]; a good answer is
+//!   cached for the client: [`a_good_answer_from_the_responder_is_cached_for_the_client`].
+//!   The same through the `anymongo::tls::ocsp::OcspResponder` seam with a scripted
+//!   responder, over `anymongo::tls::secure`:
 //!   [`test_4_and_soft_fail_through_the_responder_seam`].
 //! - Malicious Server Tests 1 and 2 (Must-Staple certificate, no staple; revoked or no
 //!   responder): [`malicious_server_must_staple_without_staple`] — identical for a
@@ -29,12 +33,14 @@ use anymongo::bson::doc;
 use anymongo::rt::{boxed, BoxFuture, ConnectTarget, TlsOptions, Transport};
 use anymongo::tls::ocsp::OcspResponder;
 use anymongo::tls::ClientConfigs;
-use anymongo::ErrorKind;
+use anymongo::{ClientOptions, ErrorKind};
 use anymongo_native::TokioTransport;
 use anymongo_tests::harness::within;
+use anymongo_tests::http_mock::{HttpReply, MockHttp};
 use anymongo_tests::ocsp::{
     CertStatus, OcspPki, ServerCert, Signer, TlsFront, RESPONDER_URL, VALID_FROM, VALID_UNTIL,
 };
+use anymongo_tests::pool_events::{created_connections, PoolEvents};
 use anymongo_tests::server;
 
 const BOUND: Duration = Duration::from_secs(60);
@@ -51,15 +57,23 @@ async fn front(cert: &ServerCert, staple: Vec<u8>) -> TlsFront {
 /// Pings through `front` with the URI options `options` (bounded waits added): `Err`
 /// with the server selection error's message otherwise.
 async fn ping(front: &TlsFront, ca: &Path, options: &str) -> Result<(), String> {
+    let options = format!("{options}&serverSelectionTimeoutMS=1500&connectTimeoutMS=3000");
+    let client = client(front, ca, &options).await;
+    ping_with(&client).await
+}
+
+/// A client of `front` with the URI options `options`.
+async fn client(front: &TlsFront, ca: &Path, options: &str) -> anymongo::Client {
     let uri = format!(
-        "mongodb://localhost:{}/?tls=true&directConnection=true&tlsCAFile={}&{options}\
-         &serverSelectionTimeoutMS=1500&connectTimeoutMS=3000",
+        "mongodb://localhost:{}/?tls=true&directConnection=true&tlsCAFile={}&{options}",
         front.port,
         ca.display()
     );
-    let client = anymongo::Client::with_uri_str(&uri)
-        .await
-        .map_err(|error| error.to_string())?;
+    anymongo::Client::with_uri_str(&uri).await.unwrap()
+}
+
+/// Pings with `client`: `Err` with the server selection error's message otherwise.
+async fn ping_with(client: &anymongo::Client) -> Result<(), String> {
     match client
         .database("admin")
         .run_command(doc! { "ping": 1 })
@@ -468,6 +482,171 @@ async fn test_4_and_soft_fail_through_the_responder_seam() {
             "{error}"
         );
         assert_eq!(responder.asked().len(), 1);
+    })
+    .await;
+}
+
+/// What the scripted responder answers: a status and body, or nothing (`None`: it
+/// keeps the connection open and stays silent).
+type Script = Arc<Mutex<Option<(u16, Vec<u8>)>>>;
+
+/// A scripted OCSP responder on loopback answering as its [`Script`] says (silent
+/// until set), and a PKI in `dir` whose certificates name it.
+async fn responder_and_pki(dir: &Path) -> (MockHttp, Script, OcspPki) {
+    let script = Script::default();
+    let answers = script.clone();
+    let mock = MockHttp::start(move |_| match answers.lock().unwrap().clone() {
+        Some((status, body)) => HttpReply::Respond(status, body),
+        None => HttpReply::Silent,
+    })
+    .await;
+    let pki = OcspPki::generate_naming(dir, &format!("{}/ocsp", mock.url())).unwrap();
+    (mock, script, pki)
+}
+
+/// Asserts that each request `mock` received is an OCSP request (RFC 6960 appendix
+/// A.1) about the plain certificate (its serial, 0x1001), and returns how many.
+fn ocsp_requests(mock: &MockHttp) -> usize {
+    let requests = mock.requests();
+    for request in &requests {
+        assert_eq!(
+            (request.method.as_str(), request.target.as_str()),
+            ("POST", "/ocsp")
+        );
+        assert_eq!(
+            request.header("Content-Type"),
+            Some("application/ocsp-request")
+        );
+        assert!(
+            request
+                .body
+                .windows(4)
+                .any(|w| w == [0x02, 0x02, 0x10, 0x01]),
+            "{request:?}"
+        );
+    }
+    requests.len()
+}
+
+#[tokio::test]
+async fn test_4_the_responder_says_revoked() {
+    within(BOUND, async {
+        let dir = tempfile::tempdir().unwrap();
+        let (mock, script, pki) = responder_and_pki(dir.path()).await;
+        let revoked = pki.response(
+            &pki.plain,
+            CertStatus::Revoked,
+            Signer::Issuer,
+            VALID_FROM,
+            Some(VALID_UNTIL),
+        );
+        *script.lock().unwrap() = Some((200, revoked.clone()));
+        let no_staple = front(&pki.plain, Vec::new()).await;
+        // The strict row asks (its later connections find the answer cached, as the
+        // message may say), the relaxed rows never.
+        fails_with(&no_staple, &pki.ca_pem, "", "certificate is revoked (").await;
+        let asked = ocsp_requests(&mock);
+        assert!(asked >= 1);
+        for relaxed in RELAXED {
+            ping(&no_staple, &pki.ca_pem, relaxed).await.unwrap();
+        }
+        assert_eq!(ocsp_requests(&mock), asked);
+
+        // tlsDisableOCSPEndpointCheck: not asked, and no staple to say otherwise.
+        ping(&no_staple, &pki.ca_pem, "tlsDisableOCSPEndpointCheck=true")
+            .await
+            .unwrap();
+        assert_eq!(ocsp_requests(&mock), asked);
+        // It leaves stapled responses checked.
+        let stapled = front(&pki.plain, revoked).await;
+        fails_with(
+            &stapled,
+            &pki.ca_pem,
+            "tlsDisableOCSPEndpointCheck=true",
+            "stapled OCSP response says so",
+        )
+        .await;
+        assert_eq!(ocsp_requests(&mock), asked);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_good_answer_from_the_responder_is_cached_for_the_client() {
+    within(BOUND, async {
+        let dir = tempfile::tempdir().unwrap();
+        let (mock, script, pki) = responder_and_pki(dir.path()).await;
+        let good = pki.response(
+            &pki.plain,
+            CertStatus::Good,
+            Signer::Delegate,
+            VALID_FROM,
+            Some(VALID_UNTIL),
+        );
+        *script.lock().unwrap() = Some((200, good));
+        let no_staple = front(&pki.plain, Vec::new()).await;
+        let uri = format!(
+            "mongodb://localhost:{}/?tls=true&directConnection=true&tlsCAFile={}\
+             &serverSelectionTimeoutMS=5000",
+            no_staple.port,
+            pki.ca_pem.display()
+        );
+        let events = PoolEvents::default();
+        let options = events.record(ClientOptions::parse(&uri).await.unwrap());
+        let client = anymongo::Client::with_options(options).unwrap();
+        // The first connections ask (those opened at once, before an answer is in,
+        // each ask).
+        ping_with(&client).await.unwrap();
+        let asked = ocsp_requests(&mock);
+        assert!(asked >= 1);
+        // Pings at once need more connections: full handshakes (the front resumes no
+        // session), whose checks find the answer cached.
+        let created = created_connections(&events.lock());
+        let pings = (0..8).map(|_| ping_with(&client));
+        for pinged in futures::future::join_all(pings).await {
+            pinged.unwrap();
+        }
+        assert!(created_connections(&events.lock()) > created);
+        assert_eq!(ocsp_requests(&mock), asked);
+        // Another client has a cache of its own.
+        ping(&no_staple, &pki.ca_pem, "").await.unwrap();
+        assert!(ocsp_requests(&mock) > asked);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn soft_fail_a_silent_or_failing_responder_connects_in_bounded_time() {
+    within(BOUND, async {
+        let dir = tempfile::tempdir().unwrap();
+        let (mock, script, pki) = responder_and_pki(dir.path()).await;
+        let no_staple = front(&pki.plain, Vec::new()).await;
+        // Silent: each connection gives up after the spec's five seconds, within its
+        // timeout (longer here than the responder's, as by default); the ping waits
+        // for one connection, or two one after the other (the monitor's, the pool's).
+        let start = std::time::Instant::now();
+        let timeouts = "connectTimeoutMS=10000&serverSelectionTimeoutMS=15000";
+        ping_with(&client(&no_staple, &pki.ca_pem, timeouts).await)
+            .await
+            .unwrap();
+        let waited = start.elapsed();
+        assert!(
+            waited >= Duration::from_secs(5) && waited < Duration::from_secs(12),
+            "{waited:?}"
+        );
+        let asked = ocsp_requests(&mock);
+        assert!(asked >= 1);
+        // A revoked answer with an error status is no answer: only a 200's body counts.
+        let revoked = pki.response(
+            &pki.plain,
+            CertStatus::Revoked,
+            Signer::Issuer,
+            VALID_FROM,
+            Some(VALID_UNTIL),
+        );
+        *script.lock().unwrap() = Some((500, revoked));
+        ping(&no_staple, &pki.ca_pem, "").await.unwrap();
+        assert!(ocsp_requests(&mock) > asked);
     })
     .await;
 }

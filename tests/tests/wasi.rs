@@ -463,15 +463,17 @@ async fn wasi_build_reuses_a_connection_still_open_after_sitting_idle_over_ipv6(
     assert_eq!(printed, ["second: ok", "created: 1"]);
 }
 
-/// The OCSP Support spec's matrix under WASI, as `tests/ocsp.rs` runs it natively
-/// (the rows that need a responder asked over HTTP aside): a good stapled response
-/// connects, a revoked one and a Must-Staple certificate without a staple fail the
-/// handshake, and so does a certificate `tlsCRLFile` revokes. Multi-threaded: the TLS
+/// The OCSP Support spec's matrix under WASI, as `tests/ocsp.rs` runs it natively: a
+/// good stapled response connects, a revoked one, a Must-Staple certificate without a
+/// staple, and a certificate without a staple whose responder says it is revoked fail
+/// the handshake, and so does a certificate `tlsCRLFile` revokes. Multi-threaded: the TLS
 /// front runs on the test's runtime while wasmtime runs.
 #[tokio::test(flavor = "multi_thread")]
 async fn wasi_build_checks_stapled_ocsp_responses_and_crl_files() {
+    use anymongo_tests::http_mock::{HttpReply, MockHttp};
     use anymongo_tests::ocsp::{CertStatus, OcspPki, Signer, TlsFront, VALID_FROM, VALID_UNTIL};
     use std::net::{Ipv4Addr, SocketAddr};
+    use std::sync::{Arc, Mutex};
 
     let dir = tempfile::tempdir().unwrap();
     let pki = OcspPki::generate(dir.path()).unwrap();
@@ -531,4 +533,31 @@ async fn wasi_build_checks_stapled_ocsp_responses_and_crl_files() {
 
     let front = TlsFront::start(&pki.must_staple, Vec::new(), backend).await;
     fails_with(uri(&front, ""), "Must-Staple");
+
+    // Test 4: no staple, and the responder the certificate names (a scripted one on
+    // loopback) says revoked, asked over wasi:sockets with the driver's HTTP client.
+    let answer = Arc::new(Mutex::new(Vec::new()));
+    let served = answer.clone();
+    let responder = MockHttp::start(move |_| HttpReply::ok(served.lock().unwrap().clone())).await;
+    let named_dir = dir.path().join("responder");
+    std::fs::create_dir(&named_dir).unwrap();
+    let named = OcspPki::generate_naming(&named_dir, &format!("{}/ocsp", responder.url())).unwrap();
+    *answer.lock().unwrap() = named.response(
+        &named.plain,
+        CertStatus::Revoked,
+        Signer::Issuer,
+        VALID_FROM,
+        Some(VALID_UNTIL),
+    );
+    let front = TlsFront::start(&named.plain, Vec::new(), backend).await;
+    fails_with(
+        format!(
+            "mongodb://localhost:{}/?tls=true&directConnection=true&tlsCAFile={}\
+             &serverSelectionTimeoutMS=1500",
+            front.port,
+            named.ca_pem.display()
+        ),
+        "certificate is revoked (",
+    );
+    assert!(!responder.requests().is_empty());
 }

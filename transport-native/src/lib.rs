@@ -23,10 +23,12 @@ use std::net::SocketAddr;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use anymongo_rt::http::HttpClient;
 use anymongo_rt::rt::{
     boxed, BoxFuture, Clock, ConnectTarget, HostInfo, Instant, IpAddr, Resolver, Runtime, Spawner,
     SrvRecord, Stream, Transport,
 };
+use anymongo_rt::tls::ClientConfigs;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -64,10 +66,11 @@ pub fn runtime() -> Runtime {
 /// Opens TCP connections (TCP_NODELAY, keepalive) or unix domain sockets with tokio
 /// and, when asked, TLS with rustls. Each client gets a transport of its own
 /// ([`Transport::for_client`]), whose rustls configurations let the client's later
-/// connections resume the TLS sessions of its earlier ones.
+/// connections resume the TLS sessions of its earlier ones, and which asks OCSP
+/// responders (the default one does not).
 #[derive(Debug, Clone, Default)]
 pub struct TokioTransport {
-    tls: anymongo_rt::tls::ClientConfigs,
+    tls: ClientConfigs,
 }
 
 impl Transport for TokioTransport {
@@ -106,9 +109,17 @@ impl Transport for TokioTransport {
         ))
     }
 
-    /// A transport with no TLS sessions yet: clients share none.
+    /// A transport with no TLS sessions yet (clients share none), asking OCSP
+    /// responders with the driver's HTTP client (OCSP Support spec, "Suggested OCSP
+    /// Behavior" step 7) over a transport of its own that asks none.
     fn for_client(&self) -> Option<Arc<dyn Transport>> {
-        Some(Arc::new(TokioTransport::default()))
+        let clock = Arc::new(TokioClock {
+            origin: tokio::time::Instant::now(),
+        });
+        let http = HttpClient::new(Arc::new(TokioTransport::default()), clock);
+        Some(Arc::new(TokioTransport {
+            tls: ClientConfigs::default().with_ocsp_responder(Arc::new(http)),
+        }))
     }
 }
 

@@ -3,10 +3,12 @@ use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::Arc;
 use std::time::Duration;
 
+use anymongo_rt::http::HttpClient;
 use anymongo_rt::rt::{
     boxed, BoxFuture, Clock, ConnectTarget, HostInfo, Instant, IpAddr, Resolver, Runtime,
     SrvRecord, Stream, Transport,
 };
+use anymongo_rt::tls::ClientConfigs;
 use hickory_proto::rr::{RData, Record, RecordType};
 
 use crate::dns;
@@ -42,10 +44,10 @@ pub fn runtime() -> Runtime {
 /// `tlsCAFile` is read from the file system the host grants (a preopened directory).
 /// Each client gets a transport of its own ([`Transport::for_client`]), whose rustls
 /// configurations let the client's later connections resume the TLS sessions of its
-/// earlier ones.
+/// earlier ones, and which asks OCSP responders (the default one does not).
 #[derive(Debug, Clone, Default)]
 pub struct WasiTransport {
-    tls: anymongo_rt::tls::ClientConfigs,
+    tls: ClientConfigs,
 }
 
 impl Transport for WasiTransport {
@@ -100,9 +102,14 @@ impl Transport for WasiTransport {
         ))
     }
 
-    /// A transport with no TLS sessions yet: clients share none.
+    /// A transport with no TLS sessions yet (clients share none), asking OCSP
+    /// responders with the driver's HTTP client (OCSP Support spec, "Suggested OCSP
+    /// Behavior" step 7) over a transport of its own that asks none.
     fn for_client(&self) -> Option<Arc<dyn Transport>> {
-        Some(Arc::new(WasiTransport::default()))
+        let http = HttpClient::new(Arc::new(WasiTransport::default()), Arc::new(WasiClock));
+        Some(Arc::new(WasiTransport {
+            tls: ClientConfigs::default().with_ocsp_responder(Arc::new(http)),
+        }))
     }
 }
 

@@ -38,7 +38,9 @@
 //!   `tlsInsecure` and `tlsAllowInvalidCertificates`. Without a stapled or cached
 //!   answer, the responders the certificate names are asked after the handshake
 //!   through the host's [`ocsp::OcspResponder`] ([`ClientConfigs::with_ocsp_responder`];
-//!   none by default, then "soft fail"), unless `tlsDisableOCSPEndpointCheck`.
+//!   none by default, then "soft fail"; the built-in native and WASI transports give
+//!   each client the driver's [`HttpClient`](crate::http::HttpClient)), unless
+//!   `tlsDisableOCSPEndpointCheck`.
 
 pub mod ocsp;
 

@@ -32,13 +32,15 @@
 use std::collections::HashMap;
 use std::io;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use futures::stream::{FuturesUnordered, StreamExt};
 use rustls::crypto::WebPkiSupportedAlgorithms;
 use rustls::pki_types::{CertificateDer, TrustAnchor, UnixTime};
 use rustls::{CertificateError, OtherError, RootCertStore};
 
-use crate::rt::{BoxFuture, MaybeSend, MaybeSync};
+use crate::http::HttpClient;
+use crate::rt::{boxed, BoxFuture, MaybeSend, MaybeSync};
 use crate::sync::lock;
 
 /// The seam through which OCSP responders are asked: the host's HTTP client.
@@ -55,6 +57,36 @@ pub trait OcspResponder: MaybeSend + MaybeSync {
     /// operation's timeout (Client Side Operations Timeout spec), five seconds by
     /// default; an error or a timeout counts as no answer.
     fn post<'a>(&'a self, url: &'a str, request: &'a [u8]) -> BoxFuture<'a, io::Result<Vec<u8>>>;
+}
+
+/// How long asking one responder may take: the OCSP Support spec's default timeout
+/// ("Suggested OCSP Behavior" step 7: per the Client Side Operations Timeout spec, five
+/// seconds by default). It never outlasts the connection's own deadline either: the
+/// query runs inside the TLS handshake's future, which `connectTimeoutMS` bounds.
+pub const RESPONDER_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The driver's own HTTP client asks responders: the built-in transports give each
+/// client one, over a transport of its own without a responder (an `https` responder
+/// is not asked about its own certificate).
+impl OcspResponder for HttpClient {
+    fn post<'a>(&'a self, url: &'a str, request: &'a [u8]) -> BoxFuture<'a, io::Result<Vec<u8>>> {
+        boxed(async move {
+            let deadline = self.clock().now() + RESPONDER_TIMEOUT;
+            let headers = [
+                ("Content-Type", "application/ocsp-request"),
+                ("Accept", "application/ocsp-response"),
+            ];
+            let response = HttpClient::post(self, url, &headers, request, deadline).await?;
+            // Any other status carries no OCSP response (RFC 6960 appendix A.1.2).
+            match response.status {
+                200 => Ok(response.body),
+                status => Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("the OCSP responder {url} answered with status {status}"),
+                )),
+            }
+        })
+    }
 }
 
 /// Why a certificate's revocation check failed: its message is the TLS error's.
