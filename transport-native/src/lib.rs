@@ -32,6 +32,14 @@ use anymongo_rt::tls::ClientConfigs;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+/// tokio's bounded channel, whose sender the driver's `EventHandler::TokioMpsc` takes
+/// (as the official crate's does): named here so that the core names no tokio item,
+/// and reaches tokio only through the built-in transport.
+pub mod mpsc {
+    pub use tokio::sync::mpsc::error::TrySendError;
+    pub use tokio::sync::mpsc::Sender;
+}
+
 /// TCP keepalive idle time, as the Connection Monitoring and Pooling spec recommends.
 const KEEPALIVE: Duration = Duration::from_secs(120);
 

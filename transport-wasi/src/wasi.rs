@@ -19,6 +19,9 @@ pub use wstd::runtime::block_on;
 
 /// The WASI [`Runtime`]: wasi:sockets, rustls, WASI clocks, DNS through the name server
 /// of `/etc/resolv.conf` ([`WasiResolver::new`]), and no spawner.
+// On wasm32 the seams need not be `Send + Sync` (one thread), and the TLS settings'
+// OCSP responder is not: the `Arc`s are merely shared ownership.
+#[allow(clippy::arc_with_non_send_sync)]
 pub fn runtime() -> Runtime {
     Runtime {
         transport: Arc::new(WasiTransport::default()),
@@ -105,6 +108,8 @@ impl Transport for WasiTransport {
     /// A transport with no TLS sessions yet (clients share none), asking OCSP
     /// responders with the driver's HTTP client (OCSP Support spec, "Suggested OCSP
     /// Behavior" step 7) over a transport of its own that asks none.
+    // Not `Send + Sync` on wasm32 (one thread): the `Arc`s are merely shared ownership.
+    #[allow(clippy::arc_with_non_send_sync)]
     fn for_client(&self) -> Option<Arc<dyn Transport>> {
         let http = HttpClient::new(Arc::new(WasiTransport::default()), Arc::new(WasiClock));
         Some(Arc::new(WasiTransport {

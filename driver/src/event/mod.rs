@@ -32,9 +32,9 @@ use crate::signal::lock;
 /// runs on the driver's task and must not block; an
 /// [`async_callback`](Self::async_callback)'s future is spawned on the runtime's
 /// [`Spawner`] (a client whose runtime has none, such as a WASI request handler's,
-/// refuses it when made). The official crate's `tokio::sync::mpsc::Sender` handler
-/// does not exist here: the core runs without tokio; a callback that sends to a
-/// channel does the same.
+/// refuses it when made). A tokio channel's sender ([`TokioMpsc`](Self::TokioMpsc)), as in
+/// the official crate, natively with the built-in transport; elsewhere a callback that
+/// sends to a channel does the same.
 ///
 /// ```
 /// use anymongo::event::{command::CommandEvent, EventHandler};
@@ -77,12 +77,12 @@ pub enum EventHandler<T> {
     /// # let _ = (handler, same);
     /// ```
     #[cfg(all(feature = "default-transport", not(target_family = "wasm")))]
-    TokioMpsc(tokio::sync::mpsc::Sender<T>),
+    TokioMpsc(anymongo_native::mpsc::Sender<T>),
 }
 
 #[cfg(all(feature = "default-transport", not(target_family = "wasm")))]
-impl<T> From<tokio::sync::mpsc::Sender<T>> for EventHandler<T> {
-    fn from(sender: tokio::sync::mpsc::Sender<T>) -> Self {
+impl<T> From<anymongo_native::mpsc::Sender<T>> for EventHandler<T> {
+    fn from(sender: anymongo_native::mpsc::Sender<T>) -> Self {
         EventHandler::TokioMpsc(sender)
     }
 }
@@ -173,7 +173,7 @@ impl<T: MaybeSend + 'static> EventHandler<T> {
         match self {
             #[cfg(all(feature = "default-transport", not(target_family = "wasm")))]
             EventHandler::TokioMpsc(sender) => {
-                use tokio::sync::mpsc::error::TrySendError;
+                use anymongo_native::mpsc::TrySendError;
                 // In order while the channel has room; a full one is waited on
                 // elsewhere, as the official crate does for every event.
                 if let Err(TrySendError::Full(event)) = sender.try_send(event) {
