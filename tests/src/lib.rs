@@ -115,6 +115,24 @@ pub mod unified;
 #[cfg(not(target_os = "wasi"))]
 pub mod wasmtime_serve;
 
+/// The guide's pages (docs/guide/) and docs/migration.md as doc tests, so that `cargo
+/// test` compiles their Rust code blocks (`rust,no_run` where they need a server): a
+/// page's code cannot drift from the API it describes. Their links are checked by
+/// `tests/docs.rs`.
+#[cfg(doctest)]
+pub mod guide {
+    macro_rules! pages {
+        ($($page:ident = $path:literal,)*) => {$(
+            #[doc = include_str!(concat!("../../docs/", $path))]
+            pub struct $page;
+        )*};
+    }
+    pages! {
+        Index = "guide/README.md",
+        Connecting = "guide/connecting.md",
+    }
+}
+
 /// The tools installed by `tests/setup.sh` and where they are cached.
 #[cfg(not(target_os = "wasi"))]
 pub mod setup {
