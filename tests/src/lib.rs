@@ -130,6 +130,9 @@ pub mod guide {
     pages! {
         Index = "guide/README.md",
         Connecting = "guide/connecting.md",
+        Authentication = "guide/authentication.md",
+        Tls = "guide/tls.md",
+        Crud = "guide/crud.md",
     }
 }
 
