@@ -133,6 +133,9 @@ pub mod guide {
         Authentication = "guide/authentication.md",
         Tls = "guide/tls.md",
         Crud = "guide/crud.md",
+        SessionsAndTransactions = "guide/sessions-and-transactions.md",
+        ChangeStreams = "guide/change-streams.md",
+        Gridfs = "guide/gridfs.md",
     }
 }
 
