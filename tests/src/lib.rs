@@ -136,6 +136,8 @@ pub mod guide {
         SessionsAndTransactions = "guide/sessions-and-transactions.md",
         ChangeStreams = "guide/change-streams.md",
         Gridfs = "guide/gridfs.md",
+        Timeouts = "guide/timeouts.md",
+        Monitoring = "guide/monitoring.md",
     }
 }
 
