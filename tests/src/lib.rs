@@ -138,6 +138,9 @@ pub mod guide {
         Gridfs = "guide/gridfs.md",
         Timeouts = "guide/timeouts.md",
         Monitoring = "guide/monitoring.md",
+        Targets = "guide/targets.md",
+        Edge = "guide/edge.md",
+        Transports = "guide/transports.md",
     }
 }
 
