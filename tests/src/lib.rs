@@ -141,6 +141,8 @@ pub mod guide {
         Targets = "guide/targets.md",
         Edge = "guide/edge.md",
         Transports = "guide/transports.md",
+        Trust = "guide/trust.md",
+        Migration = "migration.md",
     }
 }
 
