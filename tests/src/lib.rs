@@ -56,6 +56,9 @@
 //! - [`wasmtime_serve`]: a wasi:http component served by `wasmtime serve` (or the
 //!   gateway's Worker by workerd), and HTTP requests to it (the edge templates' tests).
 //!
+//! - `guide` (doc tests only): the pages of docs/guide/ and docs/migration.md, whose
+//!   Rust code blocks `cargo test` compiles.
+//!
 //! All of it runs on the test machine only, so it is left out of WASI builds.
 
 #[cfg(not(target_os = "wasi"))]
