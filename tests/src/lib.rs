@@ -56,6 +56,9 @@
 //! - [`wasmtime_serve`]: a wasi:http component served by `wasmtime serve` (or the
 //!   gateway's Worker by workerd), and HTTP requests to it (the edge templates' tests).
 //!
+//! - `guide` (doc tests only): the pages of docs/guide/ and docs/migration.md, whose
+//!   Rust code blocks `cargo test` compiles.
+//!
 //! All of it runs on the test machine only, so it is left out of WASI builds.
 
 #[cfg(not(target_os = "wasi"))]
@@ -114,6 +117,37 @@ pub mod spec;
 pub mod unified;
 #[cfg(not(target_os = "wasi"))]
 pub mod wasmtime_serve;
+
+/// The guide's pages (docs/guide/) and docs/migration.md as doc tests, so that `cargo
+/// test` compiles their Rust code blocks (`rust,no_run` where they need a server): a
+/// page's code cannot drift from the API it describes. Their links are checked by
+/// `tests/docs.rs`.
+#[cfg(doctest)]
+pub mod guide {
+    macro_rules! pages {
+        ($($page:ident = $path:literal,)*) => {$(
+            #[doc = include_str!(concat!("../../docs/", $path))]
+            pub struct $page;
+        )*};
+    }
+    pages! {
+        Index = "guide/README.md",
+        Connecting = "guide/connecting.md",
+        Authentication = "guide/authentication.md",
+        Tls = "guide/tls.md",
+        Crud = "guide/crud.md",
+        SessionsAndTransactions = "guide/sessions-and-transactions.md",
+        ChangeStreams = "guide/change-streams.md",
+        Gridfs = "guide/gridfs.md",
+        Timeouts = "guide/timeouts.md",
+        Monitoring = "guide/monitoring.md",
+        Targets = "guide/targets.md",
+        Edge = "guide/edge.md",
+        Transports = "guide/transports.md",
+        Trust = "guide/trust.md",
+        Migration = "migration.md",
+    }
+}
 
 /// The tools installed by `tests/setup.sh` and where they are cached.
 #[cfg(not(target_os = "wasi"))]

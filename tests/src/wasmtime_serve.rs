@@ -1,5 +1,5 @@
 //! A wasi:http component of the workspace served by `wasmtime serve` on loopback, as
-//! the README says to run the templates, or the Data API gateway's Worker served by
+//! docs/guide/edge.md says to run the templates, or the Data API gateway's Worker served by
 //! workerd; and plain HTTP/1.0 requests to either.
 
 use std::io::{BufRead, BufReader};

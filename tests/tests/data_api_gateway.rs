@@ -1,5 +1,5 @@
-//! The Data API gateway (`templates/data-api-gateway`) on both its runtimes, as its
-//! README says to run them — a wasi:http component under `wasmtime serve`, and a
+//! The Data API gateway (`templates/data-api-gateway`) on both its runtimes, as
+//! docs/guide/edge.md says to run them — a wasi:http component under `wasmtime serve`, and a
 //! Cloudflare Worker under workerd (`worker/`) — against SecantusDB: every action
 //! with JSON and with EJSON bodies, the error statuses, an Extended JSON round trip of
 //! the BSON types read back natively, and Data API clients (curl, fetch) that change
@@ -727,7 +727,7 @@ async fn clients_against(runtime: Runtime) {
 /// `wasmtime serve` runs each request in a fresh instance, so every request is a cold
 /// one: to a distant deployment with TLS 1.3 and SCRAM-SHA-256, TCP, TLS, hello with
 /// speculative authentication, saslContinue and the command — 5 round trips on the
-/// one connection it opens (README, "A cold request in five round trips").
+/// one connection it opens (docs/guide/edge.md, "A cold request in five round trips").
 #[tokio::test]
 async fn a_cold_request_reaches_a_distant_database_in_five_round_trips() {
     let distant = Distant::start(DATABASE).await;

@@ -1,5 +1,5 @@
 //! The wasi:http edge function template (`templates/wasi-http-handler`) served by
-//! `wasmtime serve` on loopback, as its README says to run it, against SecantusDB:
+//! `wasmtime serve` on loopback, as docs/guide/edge.md says to run it, against SecantusDB:
 //! what it answers over HTTP, and what it wrote, read back natively.
 
 use std::path::Path;
