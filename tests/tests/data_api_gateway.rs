@@ -727,7 +727,7 @@ async fn clients_against(runtime: Runtime) {
 /// `wasmtime serve` runs each request in a fresh instance, so every request is a cold
 /// one: to a distant deployment with TLS 1.3 and SCRAM-SHA-256, TCP, TLS, hello with
 /// speculative authentication, saslContinue and the command — 5 round trips on the
-/// one connection it opens (README, "A cold request in five round trips").
+/// one connection it opens (docs/guide/edge.md, on the cold request).
 #[tokio::test]
 async fn a_cold_request_reaches_a_distant_database_in_five_round_trips() {
     let distant = Distant::start(DATABASE).await;

@@ -18,7 +18,7 @@
 //! `wasmtime serve` runs each request in a fresh instance: each reads its
 //! configuration and makes its client (and connection) anew, so every request is a
 //! cold one: five round trips to a TLS deployment with SCRAM-SHA-256, measured by
-//! `tests/tests/data_api_gateway.rs` (README, "A cold request in five round trips").
+//! `tests/tests/data_api_gateway.rs` (docs/guide/edge.md, on the cold request).
 
 #[cfg(target_os = "wasi")]
 mod serve {

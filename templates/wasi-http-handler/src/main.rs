@@ -16,7 +16,7 @@
 //! items live in the collection `items` of the URI's database (`/name` in the path),
 //! or of `edge` when it names none.
 //!
-//! Build and serve (see the README, "A WASI edge function"):
+//! Build and serve (the README's WASI quick start, run by `tests/tests/readme.rs`):
 //!
 //! ```sh
 //! cargo build -p wasi-http-handler --target wasm32-wasip2

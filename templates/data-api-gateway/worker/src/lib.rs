@@ -8,8 +8,8 @@
 //! use a socket opened by another request; a Durable Object's requests share theirs).
 //!
 //! Built by `build.sh` (cargo, then `wasm-bindgen --target web` into `pkg/`); served
-//! by `npx wrangler dev`, published by `npx wrangler deploy` (README, "Edge function
-//! templates"). On other targets this crate is empty.
+//! by `npx wrangler dev`, published by `npx wrangler deploy` (docs/guide/edge.md). On
+//! other targets this crate is empty.
 
 #[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
 mod worker;
