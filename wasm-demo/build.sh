@@ -21,10 +21,12 @@ fi
 cargo_build "the npm package's wasm" build -p anymongo-wasm --target wasm32-unknown-unknown --profile wasm-release
 out=wasm-demo/pkg
 rm -rf "$out"
-"$wasm_bindgen" --target web --out-dir "$out" --no-typescript \
+with_progress "generating the JavaScript bindings (wasm-bindgen)" \
+    "$wasm_bindgen" --target web --out-dir "$out" --no-typescript \
     "${CARGO_TARGET_DIR:-target}/wasm32-unknown-unknown/wasm-release/anymongo_wasm.wasm"
 if [[ -x wasm-demo/node_modules/.bin/wasm-opt ]]; then
-    wasm-demo/node_modules/.bin/wasm-opt -Os --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext --enable-mutable-globals \
+    with_progress "optimizing the wasm (wasm-opt -Os)" \
+        wasm-demo/node_modules/.bin/wasm-opt -Os --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext --enable-mutable-globals \
         "$out/anymongo_wasm_bg.wasm" -o "$out/anymongo_wasm_bg.wasm"
 fi
 size=$(stat -c %s "$out/anymongo_wasm_bg.wasm")
