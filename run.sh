@@ -9,6 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 
 step() { printf '\n== %s\n' "$*"; }
+source tests/progress.sh
 
 # The core must stay runtime-agnostic on every target (BRIEF: "The seams").
 check_core_is_runtime_agnostic() {
@@ -31,21 +32,31 @@ check_core_is_runtime_agnostic() {
 case "${1:-}" in
 demo)
     shift
+    started=$SECONDS
+    step "set-up: SecantusDB, wasmtime, the Rust targets (tests/setup.sh; cached after a first run)"
     bash tests/setup.sh venv
     bash tests/setup.sh rust
-    cargo build -q -p anymongo-tests --bin demo --target wasm32-wasip2
+    step "building the demo for wasm32-wasip2 (a first build of the three takes minutes)"
+    cargo_build "the demo for wasm32-wasip2" build -p anymongo-tests --bin demo --target wasm32-wasip2
+    step "building the npm package (wasm32-unknown-unknown and wasm-bindgen)"
     bash wasm-demo/build.sh
     (cd wasm-demo && npm ci --no-audit --no-fund --prefer-offline --loglevel=error)
+    step "building the demo natively"
+    cargo_build "the native demo" build -p anymongo-tests --bin demo
+    step "the demo"
     cargo run -q -p anymongo-tests --bin demo -- "$@"
+    step "done in $(elapsed_since "$started")"
     ;;
 test)
+    started=$SECONDS
     step "setup (cached)"
     bash tests/setup.sh all
     step "format and lints"
     cargo fmt --all --check
-    # The benchmark package is outside the workspace (./run.sh bench lints it); its
-    # format is checked here, without resolving its dependencies.
-    rustfmt --check --edition 2021 tests/bench/src/main.rs
+    # The benchmark package and tests/wasm-bindgen-cli are outside the workspace
+    # (./run.sh bench lints the first); their format is checked here, without
+    # resolving their dependencies.
+    rustfmt --check --edition 2021 tests/bench/src/main.rs tests/wasm-bindgen-cli/main.rs
     cargo clippy -q --workspace --all-targets -- -D warnings
     cargo clippy -q -p anymongo-wasi -p wasi-http-handler -p data-api-gateway --target wasm32-wasip2 -- -D warnings
     cargo clippy -q -p anymongo-tests --bin demo --bin topology --bin srv_probe --bin op_timeout --bin cold_request --bin idle_check --target wasm32-wasip2 -- -D warnings
@@ -53,6 +64,11 @@ test)
     step "docs"
     RUSTDOCFLAGS="-D warnings" cargo doc -q --workspace --no-deps
     RUSTDOCFLAGS="-D warnings" cargo doc -q -p anymongo-wasi --no-deps --target wasm32-wasip2
+    step "publish-ready: cargo package of the crates a user depends on"
+    # The four in one command, so that each one's dependencies on the others resolve to
+    # the packages just made, not to the registry; each .crate is then built as the
+    # registry would build it. The npm package's contents: wasm-demo/test/pack.test.js.
+    cargo package -q --allow-dirty -p anymongo-rt -p anymongo-native -p anymongo-wasi -p anymongo
     step "the core builds for every target, without tokio, mio or socket2"
     cargo build -q -p anymongo --target wasm32-unknown-unknown
     cargo build -q -p anymongo --target wasm32-wasip2
@@ -86,6 +102,7 @@ test)
     step "npm package: the unified-format spec tests over its public API"
     # One line per suite folder; fails when a test fails (README, "The npm package").
     (cd wasm-demo && node test/unified/run.js)
+    step "every check passed, in $(elapsed_since "$started")"
     ;;
 bench)
     shift

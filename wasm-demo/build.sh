@@ -10,6 +10,7 @@
 # in step.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source tests/progress.sh
 
 wasm_bindgen="$(bash tests/setup.sh wasm-bindgen)"
 # A fresh clone has no node_modules yet (./run.sh installs them after this script):
@@ -17,13 +18,15 @@ wasm_bindgen="$(bash tests/setup.sh wasm-bindgen)"
 if [[ ! -x wasm-demo/node_modules/.bin/esbuild || ! -x wasm-demo/node_modules/.bin/wasm-opt ]]; then
     (cd wasm-demo && npm ci --no-audit --no-fund --prefer-offline --loglevel=error)
 fi
-cargo build -q -p anymongo-wasm --target wasm32-unknown-unknown --profile wasm-release
+cargo_build "the npm package's wasm" build -p anymongo-wasm --target wasm32-unknown-unknown --profile wasm-release
 out=wasm-demo/pkg
 rm -rf "$out"
-"$wasm_bindgen" --target web --out-dir "$out" --no-typescript \
-    target/wasm32-unknown-unknown/wasm-release/anymongo_wasm.wasm
+with_progress "generating the JavaScript bindings (wasm-bindgen)" \
+    "$wasm_bindgen" --target web --out-dir "$out" --no-typescript \
+    "${CARGO_TARGET_DIR:-target}/wasm32-unknown-unknown/wasm-release/anymongo_wasm.wasm"
 if [[ -x wasm-demo/node_modules/.bin/wasm-opt ]]; then
-    wasm-demo/node_modules/.bin/wasm-opt -Os --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext --enable-mutable-globals \
+    with_progress "optimizing the wasm (wasm-opt -Os)" \
+        wasm-demo/node_modules/.bin/wasm-opt -Os --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext --enable-mutable-globals \
         "$out/anymongo_wasm_bg.wasm" -o "$out/anymongo_wasm_bg.wasm"
 fi
 size=$(stat -c %s "$out/anymongo_wasm_bg.wasm")

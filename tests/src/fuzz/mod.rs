@@ -326,7 +326,7 @@ pub fn hex(bytes: &[u8]) -> String {
 /// Hexadecimal back to bytes; `None` when it is not an even run of hex digits.
 pub fn unhex(text: &str) -> Option<Vec<u8>> {
     let text = text.trim();
-    if text.len() % 2 != 0 {
+    if !text.len().is_multiple_of(2) {
         return None;
     }
     (0..text.len())

@@ -700,7 +700,7 @@ fn socks5_corpus() -> Vec<Vec<u8>> {
 /// The proxy's side of a handshake (with credentials for inputs of even length): the
 /// input is what the proxy sends, taken `wants()` bytes at a time.
 fn socks5_run(input: &[u8]) {
-    let credentials = (input.len() % 2 == 0).then_some(("user", "secret"));
+    let credentials = input.len().is_multiple_of(2).then_some(("user", "secret"));
     let (mut handshake, _greeting) =
         Handshake::new("db.example.com", 27017, credentials).expect("a valid destination");
     let mut rest = input;

@@ -352,7 +352,7 @@ pub fn exactly_equal(expected: &Bson, actual: &Bson) -> bool {
 
 /// Hexadecimal text (either case, possibly empty) as bytes.
 pub fn decode_hex(text: &str) -> Option<Vec<u8>> {
-    if text.len() % 2 != 0 || !text.is_ascii() {
+    if !text.len().is_multiple_of(2) || !text.is_ascii() {
         return None;
     }
     (0..text.len())
