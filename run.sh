@@ -79,7 +79,7 @@ test)
     step "spec test suites"
     cargo run -q -p anymongo-tests --bin spec
     step "fuzz smoke"
-    # A fixed seed keeps CI deterministic; longer runs with other seeds: README, "Fuzzing".
+    # A fixed seed keeps CI deterministic; longer runs with other seeds: docs/guide/trust.md, "Fuzzing".
     cargo run -q -p anymongo-tests --bin fuzz -- --seconds 3 --seed 1
     step "unit and integration tests (native, and wasip2 under wasmtime)"
     cargo test -q --workspace
@@ -94,13 +94,13 @@ test)
     bash wasm-demo/build.sh
     (cd wasm-demo && npm ci --no-audit --no-fund --prefer-offline --loglevel=error)
     step "npm package: Mongoose, connect-mongo and the Auth.js adapter, anymongo against the official driver"
-    # Fails when a test that passes with the official driver fails with anymongo (README).
+    # Fails when a test that passes with the official driver fails with anymongo (wasm-demo/test/libraries/run.js).
     # First, because it installs the official driver, which npm test compares with.
     node wasm-demo/test/libraries/run.js
     step "npm package: node:test against SecantusDB"
     (cd wasm-demo && npm test)
     step "npm package: the unified-format spec tests over its public API"
-    # One line per suite folder; fails when a test fails (README, "The npm package").
+    # One line per suite folder; fails when a test fails (docs/UNIFIED_GAPS.md, "The npm package's runner").
     (cd wasm-demo && node test/unified/run.js)
     step "every check passed, in $(elapsed_since "$started")"
     ;;
