@@ -22,6 +22,9 @@
 //! - Malicious Server Tests 1 and 2 (Must-Staple certificate, no staple; revoked or no
 //!   responder): [`malicious_server_must_staple_without_staple`] — identical for a
 //!   driver that checks Must-Staple itself, as the spec notes.
+//! - Under wasip2, every row above (Test 3 with a responder saying good, the Soft Fail
+//!   Test with none listening): `wasi_build_runs_the_ocsp_matrix_and_checks_crl_files`
+//!   in `tests/wasi.rs`.
 
 use std::io;
 use std::net::{Ipv4Addr, SocketAddr};
