@@ -34,7 +34,7 @@ use std::time::Duration;
 
 use anymongo::bson::doc;
 use anymongo::rt::{boxed, BoxFuture, ConnectTarget, TlsOptions, Transport};
-use anymongo::tls::ocsp::OcspResponder;
+use anymongo::tls::ocsp::{OcspResponder, RESPONDER_TIMEOUT};
 use anymongo::tls::ClientConfigs;
 use anymongo::{ClientOptions, ErrorKind};
 use anymongo_native::TokioTransport;
@@ -309,10 +309,11 @@ async fn a_crl_file_refuses_the_certificates_it_revokes() {
 }
 
 /// A scripted OCSP responder: answers `answer` (or is unreachable when `None`) and
-/// records the URL and request of each query.
+/// records the URL and request of each query, and the timeout it was given.
 struct ScriptedResponder {
     answer: Option<Vec<u8>>,
     asked: Mutex<Vec<(String, Vec<u8>)>>,
+    timeouts: Mutex<Vec<Duration>>,
 }
 
 impl ScriptedResponder {
@@ -320,6 +321,7 @@ impl ScriptedResponder {
         Arc::new(ScriptedResponder {
             answer,
             asked: Mutex::default(),
+            timeouts: Mutex::default(),
         })
     }
 
@@ -329,7 +331,13 @@ impl ScriptedResponder {
 }
 
 impl OcspResponder for ScriptedResponder {
-    fn post<'a>(&'a self, url: &'a str, request: &'a [u8]) -> BoxFuture<'a, io::Result<Vec<u8>>> {
+    fn post<'a>(
+        &'a self,
+        url: &'a str,
+        request: &'a [u8],
+        timeout: Duration,
+    ) -> BoxFuture<'a, io::Result<Vec<u8>>> {
+        self.timeouts.lock().unwrap().push(timeout);
         self.asked
             .lock()
             .unwrap()
@@ -348,10 +356,22 @@ async fn handshake(
     options: TlsOptions,
     configs: &ClientConfigs,
 ) -> io::Result<()> {
+    handshake_within(front, ca, options, configs, None).await
+}
+
+/// [`handshake`] for a connection that has `time_left` to open.
+async fn handshake_within(
+    front: &TlsFront,
+    ca: &Path,
+    options: TlsOptions,
+    configs: &ClientConfigs,
+    time_left: Option<Duration>,
+) -> io::Result<()> {
     let plain = ConnectTarget {
         host: "localhost".into(),
         port: front.port,
         tls: None,
+        time_left,
     };
     let stream = TokioTransport::default().connect(&plain).await?;
     let mut options = options;
@@ -465,7 +485,20 @@ async fn test_4_and_soft_fail_through_the_responder_seam() {
                 .await
                 .unwrap();
             assert_eq!(responder.asked().len(), 1);
+            // Without a bound on the connection, the spec's five seconds.
+            assert_eq!(*responder.timeouts.lock().unwrap(), [RESPONDER_TIMEOUT]);
         }
+        // A connection with a second left gives the responder half of it.
+        let responder = ScriptedResponder::new(None);
+        let configs = ClientConfigs::default().with_ocsp_responder(responder.clone());
+        let second = Some(Duration::from_secs(1));
+        handshake_within(&no_staple, &pki.ca_pem, strict.clone(), &configs, second)
+            .await
+            .unwrap();
+        assert_eq!(
+            *responder.timeouts.lock().unwrap(),
+            [Duration::from_millis(500)]
+        );
 
         // A good staple leaves nothing to ask; an unknown one does (spec step 7).
         let stapled = front(&pki.plain, good).await;
@@ -650,6 +683,30 @@ async fn soft_fail_a_silent_or_failing_responder_connects_in_bounded_time() {
         *script.lock().unwrap() = Some((500, revoked));
         ping(&no_staple, &pki.ca_pem, "").await.unwrap();
         assert!(ocsp_requests(&mock) > asked);
+    })
+    .await;
+}
+
+/// With a connectTimeoutMS under the responder's five seconds, a silent responder is
+/// given up on within what is left of it (half), and the connection opens instead of
+/// timing out (the Client Side Operations Timeout spec's bound on OCSP requests, the
+/// OCSP Support spec's soft fail).
+#[tokio::test]
+async fn soft_fail_a_silent_responder_within_a_short_connect_timeout() {
+    within(BOUND, async {
+        let dir = tempfile::tempdir().unwrap();
+        let (mock, _silent, pki) = responder_and_pki(dir.path()).await;
+        let no_staple = front(&pki.plain, Vec::new()).await;
+        let start = std::time::Instant::now();
+        let timeouts = "connectTimeoutMS=1000&serverSelectionTimeoutMS=5000";
+        ping_with(&client(&no_staple, &pki.ca_pem, timeouts).await)
+            .await
+            .unwrap();
+        // Each connection (the monitor's, then the pool's) waited for the responder
+        // half of its second.
+        let waited = start.elapsed();
+        assert!(waited >= Duration::from_millis(500), "{waited:?}");
+        assert!(ocsp_requests(&mock) >= 1);
     })
     .await;
 }
