@@ -468,7 +468,8 @@ async fn wasi_build_reuses_a_connection_still_open_after_sitting_idle_over_ipv6(
 /// certificate without a staple (Malicious Server Tests 1 and 2), and a certificate
 /// without a staple whose responder says it is revoked (Test 4) fail the handshake, and
 /// so does a certificate `tlsCRLFile` revokes; without a staple, a responder saying good
-/// (Test 3) or none listening (the Soft Fail Test) connects. Multi-threaded: the TLS
+/// (Test 3), none listening (the Soft Fail Test), or one silent past a short
+/// connectTimeoutMS connects. Multi-threaded: the TLS
 /// front runs on the test's runtime while wasmtime runs.
 #[tokio::test(flavor = "multi_thread")]
 async fn wasi_build_runs_the_ocsp_matrix_and_checks_crl_files() {
@@ -597,4 +598,26 @@ async fn wasi_build_runs_the_ocsp_matrix_and_checks_crl_files() {
         Some(dir.path()),
     )
     .await;
+
+    // A responder that stays silent, with a connectTimeoutMS under its five seconds:
+    // given up on within what is left of the connection's time, which opens.
+    let silent = MockHttp::start(|_| HttpReply::Silent).await;
+    let silent_dir = dir.path().join("silent");
+    std::fs::create_dir(&silent_dir).unwrap();
+    let naming_silent =
+        OcspPki::generate_naming(&silent_dir, &format!("{}/ocsp", silent.url())).unwrap();
+    let front = TlsFront::start(&naming_silent.plain, Vec::new(), backend).await;
+    run_wasi_demo_checked_through(
+        &format!(
+            "mongodb://localhost:{}/?tls=true&directConnection=true&tlsCAFile={}\
+             &connectTimeoutMS=1000&serverSelectionTimeoutMS=5000",
+            front.port,
+            naming_silent.ca_pem.display()
+        ),
+        &shared.uri(),
+        "from_wasi_silent_responder",
+        Some(dir.path()),
+    )
+    .await;
+    assert!(!silent.requests().is_empty());
 }
