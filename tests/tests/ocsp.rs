@@ -1,8 +1,9 @@
 //! The OCSP Support spec's test matrix (`ocsp-support/tests/README.md`), natively:
 //! SecantusDB behind a TLS front that staples the OCSP response each test signs
-//! (`anymongo_tests::ocsp`), with ECDSA certificates, and responses signed by the
-//! issuing CA or by a delegated responder. Each test pings with the row's URI
-//! options; a failure must be a TLS error saying why. And `tlsCRLFile`.
+//! (`anymongo_tests::ocsp`), with ECDSA and RSA certificates (the matrix's rows; the
+//! other checks with ECDSA), and responses signed by the issuing CA or by a delegated
+//! responder. Each test pings with the row's URI options; a failure must be a TLS
+//! error saying why. And `tlsCRLFile`.
 //!
 //! The matrix's columns, and where each is:
 //!
@@ -41,7 +42,8 @@ use anymongo_native::TokioTransport;
 use anymongo_tests::harness::within;
 use anymongo_tests::http_mock::{HttpReply, MockHttp};
 use anymongo_tests::ocsp::{
-    CertStatus, OcspPki, ServerCert, Signer, TlsFront, RESPONDER_URL, VALID_FROM, VALID_UNTIL,
+    CertStatus, KeyKind, OcspPki, ServerCert, Signer, TlsFront, RESPONDER_URL, VALID_FROM,
+    VALID_UNTIL,
 };
 use anymongo_tests::pool_events::{created_connections, PoolEvents};
 use anymongo_tests::server;
@@ -110,18 +112,26 @@ async fn check_matrix(front: &TlsFront, ca: &Path, strict: Result<(), &str>) {
     }
 }
 
-/// Runs `test` with a fresh PKI in a temporary folder.
-async fn with_pki<F: std::future::Future<Output = ()>>(test: impl FnOnce(OcspPki) -> F) {
+/// The matrix's kinds of certificates.
+const BOTH: &[KeyKind] = &[KeyKind::Ecdsa, KeyKind::Rsa];
+
+/// Runs `test` with a fresh PKI in a temporary folder, of each kind of `keys` in turn.
+async fn with_pki<F: std::future::Future<Output = ()>>(
+    keys: &[KeyKind],
+    test: impl Fn(OcspPki) -> F,
+) {
     within(BOUND, async {
-        let dir = tempfile::tempdir().unwrap();
-        test(OcspPki::generate(dir.path()).unwrap()).await;
+        for &keys in keys {
+            let dir = tempfile::tempdir().unwrap();
+            test(OcspPki::generate_with(dir.path(), RESPONDER_URL, keys).unwrap()).await;
+        }
     })
     .await;
 }
 
 #[tokio::test]
 async fn test_1_valid_staple() {
-    with_pki(|pki| async move {
+    with_pki(BOTH, |pki| async move {
         for signer in [Signer::Issuer, Signer::Delegate] {
             let staple = pki.response(
                 &pki.plain,
@@ -149,7 +159,7 @@ async fn test_1_valid_staple() {
 
 #[tokio::test]
 async fn test_2_revoked_staple() {
-    with_pki(|pki| async move {
+    with_pki(BOTH, |pki| async move {
         for signer in [Signer::Issuer, Signer::Delegate] {
             let staple = pki.response(
                 &pki.plain,
@@ -175,7 +185,7 @@ async fn test_2_revoked_staple() {
 
 #[tokio::test]
 async fn test_3_and_soft_fail_no_staple() {
-    with_pki(|pki| async move {
+    with_pki(BOTH, |pki| async move {
         let front = front(&pki.plain, Vec::new()).await;
         check_matrix(&front, &pki.ca_pem, Ok(())).await;
     })
@@ -184,7 +194,7 @@ async fn test_3_and_soft_fail_no_staple() {
 
 #[tokio::test]
 async fn malicious_server_must_staple_without_staple() {
-    with_pki(|pki| async move {
+    with_pki(BOTH, |pki| async move {
         let front = front(&pki.must_staple, Vec::new()).await;
         check_matrix(&front, &pki.ca_pem, Err("Must-Staple")).await;
         ping(
@@ -202,7 +212,7 @@ async fn malicious_server_must_staple_without_staple() {
 /// invalid or about another certificate ends the connection; `unknown` is no answer.
 #[tokio::test]
 async fn an_invalid_staple_ends_the_connection_and_an_unknown_one_is_no_answer() {
-    with_pki(|pki| async move {
+    with_pki(&[KeyKind::Ecdsa], |pki| async move {
         let invalid = [
             (
                 pki.response(
@@ -278,7 +288,7 @@ async fn an_invalid_staple_ends_the_connection_and_an_unknown_one_is_no_answer()
 
 #[tokio::test]
 async fn a_crl_file_refuses_the_certificates_it_revokes() {
-    with_pki(|pki| async move {
+    with_pki(&[KeyKind::Ecdsa], |pki| async move {
         let front = front(&pki.plain, Vec::new()).await;
         let revoking = format!("tlsCRLFile={}", pki.crl_revoking_plain.display());
         fails_with(
@@ -394,7 +404,7 @@ async fn handshake_within(
 
 #[tokio::test]
 async fn test_4_and_soft_fail_through_the_responder_seam() {
-    with_pki(|pki| async move {
+    with_pki(BOTH, |pki| async move {
         let good = pki.response(
             &pki.plain,
             CertStatus::Good,
@@ -529,6 +539,11 @@ type Script = Arc<Mutex<Option<(u16, Vec<u8>)>>>;
 /// A scripted OCSP responder on loopback answering as its [`Script`] says (silent
 /// until set), and a PKI in `dir` whose certificates name it.
 async fn responder_and_pki(dir: &Path) -> (MockHttp, Script, OcspPki) {
+    responder_and_pki_of(dir, KeyKind::Ecdsa).await
+}
+
+/// [`responder_and_pki`] with keys of the kind `keys`.
+async fn responder_and_pki_of(dir: &Path, keys: KeyKind) -> (MockHttp, Script, OcspPki) {
     let script = Script::default();
     let answers = script.clone();
     let mock = MockHttp::start(move |_| match answers.lock().unwrap().clone() {
@@ -536,7 +551,7 @@ async fn responder_and_pki(dir: &Path) -> (MockHttp, Script, OcspPki) {
         None => HttpReply::Silent,
     })
     .await;
-    let pki = OcspPki::generate_naming(dir, &format!("{}/ocsp", mock.url())).unwrap();
+    let pki = OcspPki::generate_with(dir, &format!("{}/ocsp", mock.url()), keys).unwrap();
     (mock, script, pki)
 }
 
@@ -567,44 +582,51 @@ fn ocsp_requests(mock: &MockHttp) -> usize {
 #[tokio::test]
 async fn test_4_the_responder_says_revoked() {
     within(BOUND, async {
-        let dir = tempfile::tempdir().unwrap();
-        let (mock, script, pki) = responder_and_pki(dir.path()).await;
-        let revoked = pki.response(
-            &pki.plain,
-            CertStatus::Revoked,
-            Signer::Issuer,
-            VALID_FROM,
-            Some(VALID_UNTIL),
-        );
-        *script.lock().unwrap() = Some((200, revoked.clone()));
-        let no_staple = front(&pki.plain, Vec::new()).await;
-        // The strict row asks (its later connections find the answer cached, as the
-        // message may say), the relaxed rows never.
-        fails_with(&no_staple, &pki.ca_pem, "", "certificate is revoked (").await;
-        let asked = ocsp_requests(&mock);
-        assert!(asked >= 1);
-        for relaxed in RELAXED {
-            ping(&no_staple, &pki.ca_pem, relaxed).await.unwrap();
+        for &keys in BOTH {
+            test_4_with(keys).await;
         }
-        assert_eq!(ocsp_requests(&mock), asked);
-
-        // tlsDisableOCSPEndpointCheck: not asked, and no staple to say otherwise.
-        ping(&no_staple, &pki.ca_pem, "tlsDisableOCSPEndpointCheck=true")
-            .await
-            .unwrap();
-        assert_eq!(ocsp_requests(&mock), asked);
-        // It leaves stapled responses checked.
-        let stapled = front(&pki.plain, revoked).await;
-        fails_with(
-            &stapled,
-            &pki.ca_pem,
-            "tlsDisableOCSPEndpointCheck=true",
-            "stapled OCSP response says so",
-        )
-        .await;
-        assert_eq!(ocsp_requests(&mock), asked);
     })
     .await;
+}
+
+/// Test 4 with keys of the kind `keys`.
+async fn test_4_with(keys: KeyKind) {
+    let dir = tempfile::tempdir().unwrap();
+    let (mock, script, pki) = responder_and_pki_of(dir.path(), keys).await;
+    let revoked = pki.response(
+        &pki.plain,
+        CertStatus::Revoked,
+        Signer::Issuer,
+        VALID_FROM,
+        Some(VALID_UNTIL),
+    );
+    *script.lock().unwrap() = Some((200, revoked.clone()));
+    let no_staple = front(&pki.plain, Vec::new()).await;
+    // The strict row asks (its later connections find the answer cached, as the
+    // message may say), the relaxed rows never.
+    fails_with(&no_staple, &pki.ca_pem, "", "certificate is revoked (").await;
+    let asked = ocsp_requests(&mock);
+    assert!(asked >= 1);
+    for relaxed in RELAXED {
+        ping(&no_staple, &pki.ca_pem, relaxed).await.unwrap();
+    }
+    assert_eq!(ocsp_requests(&mock), asked);
+
+    // tlsDisableOCSPEndpointCheck: not asked, and no staple to say otherwise.
+    ping(&no_staple, &pki.ca_pem, "tlsDisableOCSPEndpointCheck=true")
+        .await
+        .unwrap();
+    assert_eq!(ocsp_requests(&mock), asked);
+    // It leaves stapled responses checked.
+    let stapled = front(&pki.plain, revoked).await;
+    fails_with(
+        &stapled,
+        &pki.ca_pem,
+        "tlsDisableOCSPEndpointCheck=true",
+        "stapled OCSP response says so",
+    )
+    .await;
+    assert_eq!(ocsp_requests(&mock), asked);
 }
 
 #[tokio::test]

@@ -469,8 +469,8 @@ async fn wasi_build_reuses_a_connection_still_open_after_sitting_idle_over_ipv6(
 /// without a staple whose responder says it is revoked (Test 4) fail the handshake, and
 /// so does a certificate `tlsCRLFile` revokes; without a staple, a responder saying good
 /// (Test 3), none listening (the Soft Fail Test), or one silent past a short
-/// connectTimeoutMS connects. Multi-threaded: the TLS
-/// front runs on the test's runtime while wasmtime runs.
+/// connectTimeoutMS connects. Multi-threaded: the TLS front runs on the test's runtime
+/// while wasmtime runs.
 #[tokio::test(flavor = "multi_thread")]
 async fn wasi_build_runs_the_ocsp_matrix_and_checks_crl_files() {
     use anymongo_tests::http_mock::{HttpReply, MockHttp};
