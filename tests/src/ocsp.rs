@@ -114,6 +114,8 @@ pub struct ServerCert {
     der: CertificateDer<'static>,
     key: KeyPair,
     serial: u64,
+    /// The intermediate CAs' certificates sent along, issuer last.
+    chain: Vec<CertificateDer<'static>>,
 }
 
 /// The CA, its responders, its server certificates and the PEM files tests name.
@@ -199,7 +201,12 @@ impl OcspPki {
                         ));
                 }
                 let der = params.signed_by(&key, &ca)?.der().clone();
-                Ok(ServerCert { der, key, serial })
+                Ok(ServerCert {
+                    der,
+                    key,
+                    serial,
+                    chain: Vec::new(),
+                })
             };
         let responder =
             |name: &str, purpose, key: KeyPair| -> Result<(Vec<u8>, KeyPair), rcgen::Error> {
@@ -220,26 +227,7 @@ impl OcspPki {
             not_a_responder_key,
         )
         .map_err(fail)?;
-        let crl = |revoked: &[u64]| {
-            CertificateRevocationListParams {
-                this_update: rcgen::date_time_ymd(2020, 1, 1),
-                next_update: rcgen::date_time_ymd(2100, 1, 1),
-                crl_number: SerialNumber::from(1),
-                issuing_distribution_point: None,
-                revoked_certs: revoked
-                    .iter()
-                    .map(|serial| RevokedCertParams {
-                        serial_number: SerialNumber::from(*serial),
-                        revocation_time: rcgen::date_time_ymd(2024, 1, 1),
-                        reason_code: None,
-                        invalidity_date: None,
-                    })
-                    .collect(),
-                key_identifier_method: KeyIdMethod::Sha256,
-            }
-            .signed_by(&ca)
-            .and_then(|crl| crl.pem())
-        };
+        let crl = |revoked: &[u64]| crl(&ca, revoked);
         let write = pem_writer(dir)?;
         Ok(OcspPki {
             ca_pem: write("ocsp-ca.pem", ca_cert.pem())?,
@@ -253,6 +241,53 @@ impl OcspPki {
             delegate_without_ocsp_signing,
             stranger,
         })
+    }
+
+    /// A server certificate issued by an intermediate CA that this CA issued (its
+    /// chain sent along by [`TlsFront`]), naming no OCSP responder, and a CRL of this
+    /// CA revoking the intermediate, both written into `dir`: `tlsCRLFile` covers the
+    /// chain (OCSP Support spec, "Suggested OCSP Behavior" step 5). ECDSA keys.
+    pub fn behind_an_intermediate(&self, dir: &Path) -> Result<(ServerCert, PathBuf), String> {
+        let fail = |e: rcgen::Error| format!("cannot generate the intermediate CA: {e}");
+        const INTERMEDIATE_SERIAL: u64 = 0x2001;
+        let key = KeyPair::generate().map_err(fail)?;
+        let mut params = leaf_params(
+            &[],
+            &[(DnType::CommonName, "anymongo OCSP test intermediate")],
+            ExtendedKeyUsagePurpose::ServerAuth,
+        )
+        .map_err(fail)?;
+        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        params.key_usages = vec![
+            rcgen::KeyUsagePurpose::KeyCertSign,
+            rcgen::KeyUsagePurpose::CrlSign,
+        ];
+        params.extended_key_usages = Vec::new();
+        params.serial_number = Some(SerialNumber::from(INTERMEDIATE_SERIAL));
+        let intermediate = params.signed_by(&key, &self.ca).map_err(fail)?;
+        let intermediate_issuer = Issuer::new(params, key);
+        let mut params = leaf_params(
+            &["localhost", "127.0.0.1"],
+            &[(DnType::CommonName, "localhost")],
+            ExtendedKeyUsagePurpose::ServerAuth,
+        )
+        .map_err(fail)?;
+        params.serial_number = Some(SerialNumber::from(0x1003));
+        let key = KeyPair::generate().map_err(fail)?;
+        let der = params
+            .signed_by(&key, &intermediate_issuer)
+            .map_err(fail)?
+            .der()
+            .clone();
+        let cert = ServerCert {
+            der,
+            key,
+            serial: 0x1003,
+            chain: vec![intermediate.der().clone()],
+        };
+        let crl = crl(&self.ca, &[INTERMEDIATE_SERIAL]).map_err(fail)?;
+        let crl = pem_writer(dir)?("revoking-intermediate.crl.pem", crl)?;
+        Ok((cert, crl))
     }
 
     /// A DER OCSP response about `cert` saying `status`, signed by `signer`, for the
@@ -329,6 +364,28 @@ impl OcspPki {
     }
 }
 
+/// A CRL (PEM) of `ca` revoking the certificates of serial numbers `revoked`.
+fn crl(ca: &Issuer<'static, KeyPair>, revoked: &[u64]) -> Result<String, rcgen::Error> {
+    CertificateRevocationListParams {
+        this_update: rcgen::date_time_ymd(2020, 1, 1),
+        next_update: rcgen::date_time_ymd(2100, 1, 1),
+        crl_number: SerialNumber::from(1),
+        issuing_distribution_point: None,
+        revoked_certs: revoked
+            .iter()
+            .map(|serial| RevokedCertParams {
+                serial_number: SerialNumber::from(*serial),
+                revocation_time: rcgen::date_time_ymd(2024, 1, 1),
+                reason_code: None,
+                invalidity_date: None,
+            })
+            .collect(),
+        key_identifier_method: KeyIdMethod::Sha256,
+    }
+    .signed_by(ca)
+    .and_then(|crl| crl.pem())
+}
+
 /// A response's time window that holds now.
 pub const VALID_FROM: &str = "20200101000000Z";
 /// The end of a window that holds now.
@@ -352,7 +409,7 @@ impl TlsFront {
             .with_safe_default_protocol_versions()
             .and_then(|builder| {
                 builder.with_no_client_auth().with_single_cert_with_ocsp(
-                    vec![cert.der.clone()],
+                    [&[cert.der.clone()][..], &cert.chain].concat(),
                     key,
                     staple,
                 )

@@ -23,6 +23,8 @@
 //! - Malicious Server Tests 1 and 2 (Must-Staple certificate, no staple; revoked or no
 //!   responder): [`malicious_server_must_staple_without_staple`] — identical for a
 //!   driver that checks Must-Staple itself, as the spec notes.
+//! - `tlsCRLFile`: [`a_crl_file_refuses_the_certificates_it_revokes`], and over the
+//!   chain (step 5): [`a_crl_file_revoking_the_intermediate_refuses_its_certificates`].
 //! - Under wasip2, every row above (Test 3 with a responder saying good, the Soft Fail
 //!   Test with none listening): `wasi_build_runs_the_ocsp_matrix_and_checks_crl_files`
 //!   in `tests/wasi.rs`.
@@ -314,6 +316,32 @@ async fn a_crl_file_refuses_the_certificates_it_revokes() {
         );
         let message = ping(&front, &pki.ca_pem, &missing).await.unwrap_err();
         assert!(message.contains("tlsCRLFile"), "{message}");
+    })
+    .await;
+}
+
+/// `tlsCRLFile` covers the chain, as the spec's "Suggested OCSP Behavior" step 5 asks:
+/// a CRL of the root revoking the intermediate CA that issued the server's certificate
+/// refuses it.
+#[tokio::test]
+async fn a_crl_file_revoking_the_intermediate_refuses_its_certificates() {
+    with_pki(&[KeyKind::Ecdsa], |pki| async move {
+        let dir = tempfile::tempdir().unwrap();
+        let (cert, revoking) = pki.behind_an_intermediate(dir.path()).unwrap();
+        let front = front(&cert, Vec::new()).await;
+        ping(&front, &pki.ca_pem, "").await.unwrap();
+        let other = format!("tlsCRLFile={}", pki.crl_revoking_nothing.display());
+        ping(&front, &pki.ca_pem, &other).await.unwrap();
+        let revoking = format!("tlsCRLFile={}", revoking.display());
+        fails_with(
+            &front,
+            &pki.ca_pem,
+            &revoking,
+            "revoked (listed in the tlsCRLFile)",
+        )
+        .await;
+        let disabled = format!("{revoking}&tlsDisableCertificateRevocationCheck=true");
+        ping(&front, &pki.ca_pem, &disabled).await.unwrap();
     })
     .await;
 }
