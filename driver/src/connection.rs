@@ -20,7 +20,9 @@ use crate::error::{
     CommandError, Error, ErrorKind, Result, RETRYABLE_ERROR, SYSTEM_OVERLOADED_ERROR,
 };
 use crate::handshake::{client_metadata, hello_command, ClientMetadata, HelloReply};
-use crate::rt::{self, boxed, BoxFuture, Clock, ConnectTarget, Runtime, Stream, Transport};
+use crate::rt::{
+    self, boxed, BoxFuture, Clock, ConnectTarget, Instant, Runtime, Stream, Transport,
+};
 use crate::socks5;
 use crate::uri::{ClientOptions, ServerAddress, Socks5Proxy};
 use crate::versioned_api::{declare, ServerApi};
@@ -98,6 +100,7 @@ impl ConnectionSettings {
                 host: String::new(),
                 port: 0,
                 tls: options.tls_options().cloned(),
+                time_left: None,
             },
             // connectTimeoutMS=0 means no limit (URI Options spec).
             connect_timeout: Some(options.connect_timeout_or_default())
@@ -219,8 +222,9 @@ impl Connection {
         // Set once a proxy, if any, has opened the tunnel: errors before that are the
         // proxy's, never a sign of server overload (CMAP spec, "Backpressure-enabled").
         let tunnel_open = AtomicBool::new(false);
+        let started = clock.now();
         let establish = async {
-            let stream = open_stream(transport, settings, &tunnel_open)
+            let stream = open_stream(transport, clock, started, settings, &tunnel_open)
                 .await
                 .map_err(|error| Error::from_io(&address, error))?;
             let mut connection = Connection {
@@ -822,18 +826,31 @@ impl SaslSender for SaslCommands<'_> {
 /// `tunnel_open` is set once the proxy is through.
 async fn open_stream(
     transport: &dyn Transport,
+    clock: &dyn Clock,
+    started: Instant,
     settings: &ConnectionSettings,
     tunnel_open: &AtomicBool,
 ) -> std::io::Result<Box<dyn Stream>> {
-    let target = &settings.target;
+    // What is left of connectTimeoutMS, for the host to give up on OCSP responders in
+    // time (the Client Side Operations Timeout spec, "Server Selection": network
+    // requests while connecting use the remaining time).
+    let time_left = || {
+        let spent = clock.now().saturating_duration_since(started);
+        settings
+            .connect_timeout
+            .map(|limit| limit.saturating_sub(spent))
+    };
+    let mut target = settings.target.clone();
+    target.time_left = time_left();
     let proxy = match &settings.proxy {
         Some(proxy) if !target.is_unix_socket() => proxy,
-        _ => return transport.connect(target).await,
+        _ => return transport.connect(&target).await,
     };
     let to_proxy = ConnectTarget {
         host: proxy.host.clone(),
         port: proxy.port_or_default(),
         tls: None,
+        time_left: target.time_left,
     };
     let mut stream = transport.connect(&to_proxy).await.map_err(|error| {
         std::io::Error::new(
@@ -843,8 +860,9 @@ async fn open_stream(
     })?;
     socks5::tunnel(&mut *stream, proxy, &target.host, target.port).await?;
     tunnel_open.store(true, Ordering::Relaxed);
+    target.time_left = time_left();
     match target.tls {
-        Some(_) => transport.secure(stream, target).await,
+        Some(_) => transport.secure(stream, &target).await,
         None => Ok(stream),
     }
 }
@@ -1064,6 +1082,7 @@ mod tests {
                 host: "db.test".into(),
                 port: 27017,
                 tls: None,
+                time_left: None,
             },
             connect_timeout: Some(Duration::from_secs(10)),
             socket_timeout: None,

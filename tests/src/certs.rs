@@ -232,11 +232,18 @@ fn encrypt_pkcs8(der: &[u8], password: &str) -> Result<String, String> {
 pub(crate) fn new_ca(
     name: &str,
 ) -> Result<(rcgen::Certificate, Issuer<'static, KeyPair>), rcgen::Error> {
+    new_ca_with_key(name, KeyPair::generate()?)
+}
+
+/// [`new_ca`] with the key `key`.
+pub(crate) fn new_ca_with_key(
+    name: &str,
+    key: KeyPair,
+) -> Result<(rcgen::Certificate, Issuer<'static, KeyPair>), rcgen::Error> {
     let mut params = CertificateParams::default();
     params.distinguished_name.push(DnType::CommonName, name);
     params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
     params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
-    let key = KeyPair::generate()?;
     let cert = params.self_signed(&key)?;
     Ok((cert, Issuer::new(params, key)))
 }

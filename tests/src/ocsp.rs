@@ -1,5 +1,6 @@
 //! Certificate revocation on loopback, for the OCSP Support spec's test matrix: a CA
-//! (`rcgen`, ECDSA P-256), a delegated OCSP responder it certified, server
+//! (`rcgen`; ECDSA P-256 or RSA 2048 keys, [`KeyKind`]), a delegated OCSP responder it
+//! certified, server
 //! certificates with and without Must-Staple, OCSP responses signed here (good,
 //! revoked, unknown, expired, by the wrong key…), a CRL, and a TLS front (rustls) that
 //! staples a given response in front of a plain server.
@@ -9,7 +10,7 @@
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use rcgen::{
     CertificateRevocationListParams, CustomExtension, DnType, ExtendedKeyUsagePurpose, Issuer,
@@ -19,7 +20,7 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::{JoinHandle, JoinSet};
 
-use crate::certs::{leaf_params, new_ca, pem_writer};
+use crate::certs::{leaf_params, new_ca_with_key, pem_writer};
 
 /// What a response says of the certificate (RFC 6960 4.2.1, `CertStatus`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,11 +48,74 @@ pub enum Signer {
     Stranger,
 }
 
+/// The keys of a PKI: its certificates' and the signatures of its responses (the OCSP
+/// Support spec's matrix has both kinds).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyKind {
+    /// ECDSA P-256 with SHA-256.
+    Ecdsa,
+    /// RSA 2048 with SHA-256 (PKCS #1 v1.5).
+    Rsa,
+}
+
+/// How many keys a PKI has: the CA's, its two server certificates', its two
+/// responders' and a stranger's.
+const KEYS: usize = 6;
+
+impl KeyKind {
+    /// The [`KEYS`] distinct keys of a PKI.
+    fn keys(self) -> Result<[KeyPair; KEYS], rcgen::Error> {
+        let keys: Result<Vec<KeyPair>, rcgen::Error> = match self {
+            KeyKind::Ecdsa => (0..KEYS).map(|_| KeyPair::generate()).collect(),
+            KeyKind::Rsa => rsa_keys()
+                .iter()
+                .map(|der| {
+                    let der = PrivatePkcs8KeyDer::from(der.as_slice());
+                    KeyPair::from_pkcs8_der_and_sign_algo(&der, &rcgen::PKCS_RSA_SHA256)
+                })
+                .collect(),
+        };
+        Ok(keys?.try_into().expect("KEYS keys"))
+    }
+}
+
+/// [`KEYS`] RSA 2048 keys (PKCS #8 DER), which rcgen over ring cannot generate: made
+/// with the `rsa` crate once per test process, in parallel (about two seconds on two
+/// cores), and shared by every RSA PKI it makes (a PKI needs distinct keys, not fresh
+/// ones).
+fn rsa_keys() -> &'static [Vec<u8>; KEYS] {
+    use rsa::pkcs8::EncodePrivateKey;
+    static GENERATED: OnceLock<[Vec<u8>; KEYS]> = OnceLock::new();
+    GENERATED.get_or_init(|| {
+        std::thread::scope(|scope| {
+            let generating: Vec<_> = (0..KEYS)
+                .map(|_| {
+                    scope.spawn(|| {
+                        let key = rsa::RsaPrivateKey::new(&mut rsa::rand_core::OsRng, 2048)
+                            .expect("an RSA key");
+                        key.to_pkcs8_der()
+                            .expect("its PKCS #8 DER")
+                            .as_bytes()
+                            .to_vec()
+                    })
+                })
+                .collect();
+            let keys: Vec<Vec<u8>> = generating
+                .into_iter()
+                .map(|thread| thread.join().expect("an RSA key"))
+                .collect();
+            keys.try_into().expect("KEYS keys")
+        })
+    })
+}
+
 /// A server certificate of the test CA, for `localhost` and `127.0.0.1`.
 pub struct ServerCert {
     der: CertificateDer<'static>,
     key: KeyPair,
     serial: u64,
+    /// The intermediate CAs' certificates sent along, issuer last.
+    chain: Vec<CertificateDer<'static>>,
 }
 
 /// The CA, its responders, its server certificates and the PEM files tests name.
@@ -103,62 +167,67 @@ impl OcspPki {
     /// [`generate`](Self::generate), with server certificates naming the OCSP
     /// responder `responder_url` (a scripted one, say).
     pub fn generate_naming(dir: &Path, responder_url: &str) -> Result<OcspPki, String> {
+        OcspPki::generate_with(dir, responder_url, KeyKind::Ecdsa)
+    }
+
+    /// [`generate_naming`](Self::generate_naming), with keys of the kind `keys`.
+    pub fn generate_with(
+        dir: &Path,
+        responder_url: &str,
+        keys: KeyKind,
+    ) -> Result<OcspPki, String> {
         let fail = |e: rcgen::Error| format!("cannot generate OCSP test certificates: {e}");
-        let (ca_cert, ca) = new_ca("anymongo OCSP test CA").map_err(fail)?;
-        let server = |serial: u64, must_staple: bool| -> Result<ServerCert, rcgen::Error> {
-            let mut params = leaf_params(
-                &["localhost", "127.0.0.1"],
-                &[(DnType::CommonName, "localhost")],
-                ExtendedKeyUsagePurpose::ServerAuth,
-            )?;
-            params.serial_number = Some(SerialNumber::from(serial));
-            params.custom_extensions = vec![CustomExtension::from_oid_content(
-                AUTHORITY_INFO_ACCESS,
-                authority_info_access(responder_url),
-            )];
-            if must_staple {
-                params
-                    .custom_extensions
-                    .push(CustomExtension::from_oid_content(
-                        TLS_FEATURE,
-                        MUST_STAPLE.to_vec(),
-                    ));
-            }
-            let key = KeyPair::generate()?;
-            let der = params.signed_by(&key, &ca)?.der().clone();
-            Ok(ServerCert { der, key, serial })
-        };
-        let responder = |name: &str, purpose| -> Result<(Vec<u8>, KeyPair), rcgen::Error> {
-            let key = KeyPair::generate()?;
-            let params = leaf_params(&[], &[(DnType::CommonName, name)], purpose)?;
-            Ok((params.signed_by(&key, &ca)?.der().to_vec(), key))
-        };
-        let plain = server(0x1001, false).map_err(fail)?;
-        let must_staple = server(0x1002, true).map_err(fail)?;
-        let delegate =
-            responder("OCSP responder", ExtendedKeyUsagePurpose::OcspSigning).map_err(fail)?;
-        let delegate_without_ocsp_signing =
-            responder("not a responder", ExtendedKeyUsagePurpose::ClientAuth).map_err(fail)?;
-        let crl = |revoked: &[u64]| {
-            CertificateRevocationListParams {
-                this_update: rcgen::date_time_ymd(2020, 1, 1),
-                next_update: rcgen::date_time_ymd(2100, 1, 1),
-                crl_number: SerialNumber::from(1),
-                issuing_distribution_point: None,
-                revoked_certs: revoked
-                    .iter()
-                    .map(|serial| RevokedCertParams {
-                        serial_number: SerialNumber::from(*serial),
-                        revocation_time: rcgen::date_time_ymd(2024, 1, 1),
-                        reason_code: None,
-                        invalidity_date: None,
-                    })
-                    .collect(),
-                key_identifier_method: KeyIdMethod::Sha256,
-            }
-            .signed_by(&ca)
-            .and_then(|crl| crl.pem())
-        };
+        let [ca_key, plain_key, must_staple_key, delegate_key, not_a_responder_key, stranger] =
+            keys.keys().map_err(fail)?;
+        let (ca_cert, ca) = new_ca_with_key("anymongo OCSP test CA", ca_key).map_err(fail)?;
+        let server =
+            |serial: u64, must_staple: bool, key: KeyPair| -> Result<ServerCert, rcgen::Error> {
+                let mut params = leaf_params(
+                    &["localhost", "127.0.0.1"],
+                    &[(DnType::CommonName, "localhost")],
+                    ExtendedKeyUsagePurpose::ServerAuth,
+                )?;
+                params.serial_number = Some(SerialNumber::from(serial));
+                params.custom_extensions = vec![CustomExtension::from_oid_content(
+                    AUTHORITY_INFO_ACCESS,
+                    authority_info_access(responder_url),
+                )];
+                if must_staple {
+                    params
+                        .custom_extensions
+                        .push(CustomExtension::from_oid_content(
+                            TLS_FEATURE,
+                            MUST_STAPLE.to_vec(),
+                        ));
+                }
+                let der = params.signed_by(&key, &ca)?.der().clone();
+                Ok(ServerCert {
+                    der,
+                    key,
+                    serial,
+                    chain: Vec::new(),
+                })
+            };
+        let responder =
+            |name: &str, purpose, key: KeyPair| -> Result<(Vec<u8>, KeyPair), rcgen::Error> {
+                let params = leaf_params(&[], &[(DnType::CommonName, name)], purpose)?;
+                Ok((params.signed_by(&key, &ca)?.der().to_vec(), key))
+            };
+        let plain = server(0x1001, false, plain_key).map_err(fail)?;
+        let must_staple = server(0x1002, true, must_staple_key).map_err(fail)?;
+        let delegate = responder(
+            "OCSP responder",
+            ExtendedKeyUsagePurpose::OcspSigning,
+            delegate_key,
+        )
+        .map_err(fail)?;
+        let delegate_without_ocsp_signing = responder(
+            "not a responder",
+            ExtendedKeyUsagePurpose::ClientAuth,
+            not_a_responder_key,
+        )
+        .map_err(fail)?;
+        let crl = |revoked: &[u64]| crl(&ca, revoked);
         let write = pem_writer(dir)?;
         Ok(OcspPki {
             ca_pem: write("ocsp-ca.pem", ca_cert.pem())?,
@@ -170,8 +239,55 @@ impl OcspPki {
             ca,
             delegate,
             delegate_without_ocsp_signing,
-            stranger: KeyPair::generate().map_err(fail)?,
+            stranger,
         })
+    }
+
+    /// A server certificate issued by an intermediate CA that this CA issued (its
+    /// chain sent along by [`TlsFront`]), naming no OCSP responder, and a CRL of this
+    /// CA revoking the intermediate, both written into `dir`: `tlsCRLFile` covers the
+    /// chain (OCSP Support spec, "Suggested OCSP Behavior" step 5). ECDSA keys.
+    pub fn behind_an_intermediate(&self, dir: &Path) -> Result<(ServerCert, PathBuf), String> {
+        let fail = |e: rcgen::Error| format!("cannot generate the intermediate CA: {e}");
+        const INTERMEDIATE_SERIAL: u64 = 0x2001;
+        let key = KeyPair::generate().map_err(fail)?;
+        let mut params = leaf_params(
+            &[],
+            &[(DnType::CommonName, "anymongo OCSP test intermediate")],
+            ExtendedKeyUsagePurpose::ServerAuth,
+        )
+        .map_err(fail)?;
+        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        params.key_usages = vec![
+            rcgen::KeyUsagePurpose::KeyCertSign,
+            rcgen::KeyUsagePurpose::CrlSign,
+        ];
+        params.extended_key_usages = Vec::new();
+        params.serial_number = Some(SerialNumber::from(INTERMEDIATE_SERIAL));
+        let intermediate = params.signed_by(&key, &self.ca).map_err(fail)?;
+        let intermediate_issuer = Issuer::new(params, key);
+        let mut params = leaf_params(
+            &["localhost", "127.0.0.1"],
+            &[(DnType::CommonName, "localhost")],
+            ExtendedKeyUsagePurpose::ServerAuth,
+        )
+        .map_err(fail)?;
+        params.serial_number = Some(SerialNumber::from(0x1003));
+        let key = KeyPair::generate().map_err(fail)?;
+        let der = params
+            .signed_by(&key, &intermediate_issuer)
+            .map_err(fail)?
+            .der()
+            .clone();
+        let cert = ServerCert {
+            der,
+            key,
+            serial: 0x1003,
+            chain: vec![intermediate.der().clone()],
+        };
+        let crl = crl(&self.ca, &[INTERMEDIATE_SERIAL]).map_err(fail)?;
+        let crl = pem_writer(dir)?("revoking-intermediate.crl.pem", crl)?;
+        Ok((cert, crl))
     }
 
     /// A DER OCSP response about `cert` saying `status`, signed by `signer`, for the
@@ -215,12 +331,22 @@ impl OcspPki {
             None => tlv(0xa2, &tlv(0x04, &sha1(key.public_key_raw()))),
         };
         let tbs = seq(&[&responder_id, &time(this_update), &seq(&[&seq(&[&single])])]);
-        let signature = key.sign(&tbs).expect("an ECDSA signature");
-        // ecdsa-with-SHA256 (1.2.840.10045.4.3.2).
-        let algorithm = seq(&[&tlv(
-            0x06,
-            &[0x2a, 0x86, 0x48, 0xce, 0x3d, 0x04, 0x03, 0x02],
-        )]);
+        let signature = key.sign(&tbs).expect("a signature");
+        let algorithm = match key.algorithm() == &rcgen::PKCS_RSA_SHA256 {
+            // sha256WithRSAEncryption (1.2.840.113549.1.1.11), NULL parameters.
+            true => seq(&[
+                &tlv(
+                    0x06,
+                    &[0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x01, 0x01, 0x0b],
+                ),
+                &[0x05, 0x00],
+            ]),
+            // ecdsa-with-SHA256 (1.2.840.10045.4.3.2).
+            false => seq(&[&tlv(
+                0x06,
+                &[0x2a, 0x86, 0x48, 0xce, 0x3d, 0x04, 0x03, 0x02],
+            )]),
+        };
         let mut basic = vec![tbs, algorithm, tlv(0x03, &[&[0][..], &signature].concat())];
         if let Some(cert) = sent_along {
             basic.push(tlv(0xa0, &seq(&[cert])));
@@ -236,6 +362,28 @@ impl OcspPki {
             &tlv(0xa0, &seq(&[&basic_oid, &tlv(0x04, &basic)])),
         ])
     }
+}
+
+/// A CRL (PEM) of `ca` revoking the certificates of serial numbers `revoked`.
+fn crl(ca: &Issuer<'static, KeyPair>, revoked: &[u64]) -> Result<String, rcgen::Error> {
+    CertificateRevocationListParams {
+        this_update: rcgen::date_time_ymd(2020, 1, 1),
+        next_update: rcgen::date_time_ymd(2100, 1, 1),
+        crl_number: SerialNumber::from(1),
+        issuing_distribution_point: None,
+        revoked_certs: revoked
+            .iter()
+            .map(|serial| RevokedCertParams {
+                serial_number: SerialNumber::from(*serial),
+                revocation_time: rcgen::date_time_ymd(2024, 1, 1),
+                reason_code: None,
+                invalidity_date: None,
+            })
+            .collect(),
+        key_identifier_method: KeyIdMethod::Sha256,
+    }
+    .signed_by(ca)
+    .and_then(|crl| crl.pem())
 }
 
 /// A response's time window that holds now.
@@ -261,7 +409,7 @@ impl TlsFront {
             .with_safe_default_protocol_versions()
             .and_then(|builder| {
                 builder.with_no_client_auth().with_single_cert_with_ocsp(
-                    vec![cert.der.clone()],
+                    [&[cert.der.clone()][..], &cert.chain].concat(),
                     key,
                     staple,
                 )

@@ -1,8 +1,9 @@
 //! The OCSP Support spec's test matrix (`ocsp-support/tests/README.md`), natively:
 //! SecantusDB behind a TLS front that staples the OCSP response each test signs
-//! (`anymongo_tests::ocsp`), with ECDSA certificates, and responses signed by the
-//! issuing CA or by a delegated responder. Each test pings with the row's URI
-//! options; a failure must be a TLS error saying why. And `tlsCRLFile`.
+//! (`anymongo_tests::ocsp`), with ECDSA and RSA certificates (the matrix's rows; the
+//! other checks with ECDSA), and responses signed by the issuing CA or by a delegated
+//! responder. Each test pings with the row's URI options; a failure must be a TLS
+//! error saying why. And `tlsCRLFile`.
 //!
 //! The matrix's columns, and where each is:
 //!
@@ -22,6 +23,11 @@
 //! - Malicious Server Tests 1 and 2 (Must-Staple certificate, no staple; revoked or no
 //!   responder): [`malicious_server_must_staple_without_staple`] — identical for a
 //!   driver that checks Must-Staple itself, as the spec notes.
+//! - `tlsCRLFile`: [`a_crl_file_refuses_the_certificates_it_revokes`], and over the
+//!   chain (step 5): [`a_crl_file_revoking_the_intermediate_refuses_its_certificates`].
+//! - Under wasip2, every row above (Test 3 with a responder saying good, the Soft Fail
+//!   Test with none listening): `wasi_build_runs_the_ocsp_matrix_and_checks_crl_files`
+//!   in `tests/wasi.rs`.
 
 use std::io;
 use std::net::{Ipv4Addr, SocketAddr};
@@ -31,14 +37,15 @@ use std::time::Duration;
 
 use anymongo::bson::doc;
 use anymongo::rt::{boxed, BoxFuture, ConnectTarget, TlsOptions, Transport};
-use anymongo::tls::ocsp::OcspResponder;
+use anymongo::tls::ocsp::{OcspResponder, RESPONDER_TIMEOUT};
 use anymongo::tls::ClientConfigs;
 use anymongo::{ClientOptions, ErrorKind};
 use anymongo_native::TokioTransport;
 use anymongo_tests::harness::within;
 use anymongo_tests::http_mock::{HttpReply, MockHttp};
 use anymongo_tests::ocsp::{
-    CertStatus, OcspPki, ServerCert, Signer, TlsFront, RESPONDER_URL, VALID_FROM, VALID_UNTIL,
+    CertStatus, KeyKind, OcspPki, ServerCert, Signer, TlsFront, RESPONDER_URL, VALID_FROM,
+    VALID_UNTIL,
 };
 use anymongo_tests::pool_events::{created_connections, PoolEvents};
 use anymongo_tests::server;
@@ -107,18 +114,26 @@ async fn check_matrix(front: &TlsFront, ca: &Path, strict: Result<(), &str>) {
     }
 }
 
-/// Runs `test` with a fresh PKI in a temporary folder.
-async fn with_pki<F: std::future::Future<Output = ()>>(test: impl FnOnce(OcspPki) -> F) {
+/// The matrix's kinds of certificates.
+const BOTH: &[KeyKind] = &[KeyKind::Ecdsa, KeyKind::Rsa];
+
+/// Runs `test` with a fresh PKI in a temporary folder, of each kind of `keys` in turn.
+async fn with_pki<F: std::future::Future<Output = ()>>(
+    keys: &[KeyKind],
+    test: impl Fn(OcspPki) -> F,
+) {
     within(BOUND, async {
-        let dir = tempfile::tempdir().unwrap();
-        test(OcspPki::generate(dir.path()).unwrap()).await;
+        for &keys in keys {
+            let dir = tempfile::tempdir().unwrap();
+            test(OcspPki::generate_with(dir.path(), RESPONDER_URL, keys).unwrap()).await;
+        }
     })
     .await;
 }
 
 #[tokio::test]
 async fn test_1_valid_staple() {
-    with_pki(|pki| async move {
+    with_pki(BOTH, |pki| async move {
         for signer in [Signer::Issuer, Signer::Delegate] {
             let staple = pki.response(
                 &pki.plain,
@@ -146,7 +161,7 @@ async fn test_1_valid_staple() {
 
 #[tokio::test]
 async fn test_2_revoked_staple() {
-    with_pki(|pki| async move {
+    with_pki(BOTH, |pki| async move {
         for signer in [Signer::Issuer, Signer::Delegate] {
             let staple = pki.response(
                 &pki.plain,
@@ -172,7 +187,7 @@ async fn test_2_revoked_staple() {
 
 #[tokio::test]
 async fn test_3_and_soft_fail_no_staple() {
-    with_pki(|pki| async move {
+    with_pki(BOTH, |pki| async move {
         let front = front(&pki.plain, Vec::new()).await;
         check_matrix(&front, &pki.ca_pem, Ok(())).await;
     })
@@ -181,7 +196,7 @@ async fn test_3_and_soft_fail_no_staple() {
 
 #[tokio::test]
 async fn malicious_server_must_staple_without_staple() {
-    with_pki(|pki| async move {
+    with_pki(BOTH, |pki| async move {
         let front = front(&pki.must_staple, Vec::new()).await;
         check_matrix(&front, &pki.ca_pem, Err("Must-Staple")).await;
         ping(
@@ -199,7 +214,7 @@ async fn malicious_server_must_staple_without_staple() {
 /// invalid or about another certificate ends the connection; `unknown` is no answer.
 #[tokio::test]
 async fn an_invalid_staple_ends_the_connection_and_an_unknown_one_is_no_answer() {
-    with_pki(|pki| async move {
+    with_pki(&[KeyKind::Ecdsa], |pki| async move {
         let invalid = [
             (
                 pki.response(
@@ -275,7 +290,7 @@ async fn an_invalid_staple_ends_the_connection_and_an_unknown_one_is_no_answer()
 
 #[tokio::test]
 async fn a_crl_file_refuses_the_certificates_it_revokes() {
-    with_pki(|pki| async move {
+    with_pki(&[KeyKind::Ecdsa], |pki| async move {
         let front = front(&pki.plain, Vec::new()).await;
         let revoking = format!("tlsCRLFile={}", pki.crl_revoking_plain.display());
         fails_with(
@@ -305,11 +320,38 @@ async fn a_crl_file_refuses_the_certificates_it_revokes() {
     .await;
 }
 
+/// `tlsCRLFile` covers the chain, as the spec's "Suggested OCSP Behavior" step 5 asks:
+/// a CRL of the root revoking the intermediate CA that issued the server's certificate
+/// refuses it.
+#[tokio::test]
+async fn a_crl_file_revoking_the_intermediate_refuses_its_certificates() {
+    with_pki(&[KeyKind::Ecdsa], |pki| async move {
+        let dir = tempfile::tempdir().unwrap();
+        let (cert, revoking) = pki.behind_an_intermediate(dir.path()).unwrap();
+        let front = front(&cert, Vec::new()).await;
+        ping(&front, &pki.ca_pem, "").await.unwrap();
+        let other = format!("tlsCRLFile={}", pki.crl_revoking_nothing.display());
+        ping(&front, &pki.ca_pem, &other).await.unwrap();
+        let revoking = format!("tlsCRLFile={}", revoking.display());
+        fails_with(
+            &front,
+            &pki.ca_pem,
+            &revoking,
+            "revoked (listed in the tlsCRLFile)",
+        )
+        .await;
+        let disabled = format!("{revoking}&tlsDisableCertificateRevocationCheck=true");
+        ping(&front, &pki.ca_pem, &disabled).await.unwrap();
+    })
+    .await;
+}
+
 /// A scripted OCSP responder: answers `answer` (or is unreachable when `None`) and
-/// records the URL and request of each query.
+/// records the URL and request of each query, and the timeout it was given.
 struct ScriptedResponder {
     answer: Option<Vec<u8>>,
     asked: Mutex<Vec<(String, Vec<u8>)>>,
+    timeouts: Mutex<Vec<Duration>>,
 }
 
 impl ScriptedResponder {
@@ -317,6 +359,7 @@ impl ScriptedResponder {
         Arc::new(ScriptedResponder {
             answer,
             asked: Mutex::default(),
+            timeouts: Mutex::default(),
         })
     }
 
@@ -326,7 +369,13 @@ impl ScriptedResponder {
 }
 
 impl OcspResponder for ScriptedResponder {
-    fn post<'a>(&'a self, url: &'a str, request: &'a [u8]) -> BoxFuture<'a, io::Result<Vec<u8>>> {
+    fn post<'a>(
+        &'a self,
+        url: &'a str,
+        request: &'a [u8],
+        timeout: Duration,
+    ) -> BoxFuture<'a, io::Result<Vec<u8>>> {
+        self.timeouts.lock().unwrap().push(timeout);
         self.asked
             .lock()
             .unwrap()
@@ -345,10 +394,22 @@ async fn handshake(
     options: TlsOptions,
     configs: &ClientConfigs,
 ) -> io::Result<()> {
+    handshake_within(front, ca, options, configs, None).await
+}
+
+/// [`handshake`] for a connection that has `time_left` to open.
+async fn handshake_within(
+    front: &TlsFront,
+    ca: &Path,
+    options: TlsOptions,
+    configs: &ClientConfigs,
+    time_left: Option<Duration>,
+) -> io::Result<()> {
     let plain = ConnectTarget {
         host: "localhost".into(),
         port: front.port,
         tls: None,
+        time_left,
     };
     let stream = TokioTransport::default().connect(&plain).await?;
     let mut options = options;
@@ -371,7 +432,7 @@ async fn handshake(
 
 #[tokio::test]
 async fn test_4_and_soft_fail_through_the_responder_seam() {
-    with_pki(|pki| async move {
+    with_pki(BOTH, |pki| async move {
         let good = pki.response(
             &pki.plain,
             CertStatus::Good,
@@ -462,7 +523,20 @@ async fn test_4_and_soft_fail_through_the_responder_seam() {
                 .await
                 .unwrap();
             assert_eq!(responder.asked().len(), 1);
+            // Without a bound on the connection, the spec's five seconds.
+            assert_eq!(*responder.timeouts.lock().unwrap(), [RESPONDER_TIMEOUT]);
         }
+        // A connection with a second left gives the responder half of it.
+        let responder = ScriptedResponder::new(None);
+        let configs = ClientConfigs::default().with_ocsp_responder(responder.clone());
+        let second = Some(Duration::from_secs(1));
+        handshake_within(&no_staple, &pki.ca_pem, strict.clone(), &configs, second)
+            .await
+            .unwrap();
+        assert_eq!(
+            *responder.timeouts.lock().unwrap(),
+            [Duration::from_millis(500)]
+        );
 
         // A good staple leaves nothing to ask; an unknown one does (spec step 7).
         let stapled = front(&pki.plain, good).await;
@@ -493,6 +567,11 @@ type Script = Arc<Mutex<Option<(u16, Vec<u8>)>>>;
 /// A scripted OCSP responder on loopback answering as its [`Script`] says (silent
 /// until set), and a PKI in `dir` whose certificates name it.
 async fn responder_and_pki(dir: &Path) -> (MockHttp, Script, OcspPki) {
+    responder_and_pki_of(dir, KeyKind::Ecdsa).await
+}
+
+/// [`responder_and_pki`] with keys of the kind `keys`.
+async fn responder_and_pki_of(dir: &Path, keys: KeyKind) -> (MockHttp, Script, OcspPki) {
     let script = Script::default();
     let answers = script.clone();
     let mock = MockHttp::start(move |_| match answers.lock().unwrap().clone() {
@@ -500,7 +579,7 @@ async fn responder_and_pki(dir: &Path) -> (MockHttp, Script, OcspPki) {
         None => HttpReply::Silent,
     })
     .await;
-    let pki = OcspPki::generate_naming(dir, &format!("{}/ocsp", mock.url())).unwrap();
+    let pki = OcspPki::generate_with(dir, &format!("{}/ocsp", mock.url()), keys).unwrap();
     (mock, script, pki)
 }
 
@@ -531,44 +610,51 @@ fn ocsp_requests(mock: &MockHttp) -> usize {
 #[tokio::test]
 async fn test_4_the_responder_says_revoked() {
     within(BOUND, async {
-        let dir = tempfile::tempdir().unwrap();
-        let (mock, script, pki) = responder_and_pki(dir.path()).await;
-        let revoked = pki.response(
-            &pki.plain,
-            CertStatus::Revoked,
-            Signer::Issuer,
-            VALID_FROM,
-            Some(VALID_UNTIL),
-        );
-        *script.lock().unwrap() = Some((200, revoked.clone()));
-        let no_staple = front(&pki.plain, Vec::new()).await;
-        // The strict row asks (its later connections find the answer cached, as the
-        // message may say), the relaxed rows never.
-        fails_with(&no_staple, &pki.ca_pem, "", "certificate is revoked (").await;
-        let asked = ocsp_requests(&mock);
-        assert!(asked >= 1);
-        for relaxed in RELAXED {
-            ping(&no_staple, &pki.ca_pem, relaxed).await.unwrap();
+        for &keys in BOTH {
+            test_4_with(keys).await;
         }
-        assert_eq!(ocsp_requests(&mock), asked);
-
-        // tlsDisableOCSPEndpointCheck: not asked, and no staple to say otherwise.
-        ping(&no_staple, &pki.ca_pem, "tlsDisableOCSPEndpointCheck=true")
-            .await
-            .unwrap();
-        assert_eq!(ocsp_requests(&mock), asked);
-        // It leaves stapled responses checked.
-        let stapled = front(&pki.plain, revoked).await;
-        fails_with(
-            &stapled,
-            &pki.ca_pem,
-            "tlsDisableOCSPEndpointCheck=true",
-            "stapled OCSP response says so",
-        )
-        .await;
-        assert_eq!(ocsp_requests(&mock), asked);
     })
     .await;
+}
+
+/// Test 4 with keys of the kind `keys`.
+async fn test_4_with(keys: KeyKind) {
+    let dir = tempfile::tempdir().unwrap();
+    let (mock, script, pki) = responder_and_pki_of(dir.path(), keys).await;
+    let revoked = pki.response(
+        &pki.plain,
+        CertStatus::Revoked,
+        Signer::Issuer,
+        VALID_FROM,
+        Some(VALID_UNTIL),
+    );
+    *script.lock().unwrap() = Some((200, revoked.clone()));
+    let no_staple = front(&pki.plain, Vec::new()).await;
+    // The strict row asks (its later connections find the answer cached, as the
+    // message may say), the relaxed rows never.
+    fails_with(&no_staple, &pki.ca_pem, "", "certificate is revoked (").await;
+    let asked = ocsp_requests(&mock);
+    assert!(asked >= 1);
+    for relaxed in RELAXED {
+        ping(&no_staple, &pki.ca_pem, relaxed).await.unwrap();
+    }
+    assert_eq!(ocsp_requests(&mock), asked);
+
+    // tlsDisableOCSPEndpointCheck: not asked, and no staple to say otherwise.
+    ping(&no_staple, &pki.ca_pem, "tlsDisableOCSPEndpointCheck=true")
+        .await
+        .unwrap();
+    assert_eq!(ocsp_requests(&mock), asked);
+    // It leaves stapled responses checked.
+    let stapled = front(&pki.plain, revoked).await;
+    fails_with(
+        &stapled,
+        &pki.ca_pem,
+        "tlsDisableOCSPEndpointCheck=true",
+        "stapled OCSP response says so",
+    )
+    .await;
+    assert_eq!(ocsp_requests(&mock), asked);
 }
 
 #[tokio::test]
@@ -647,6 +733,30 @@ async fn soft_fail_a_silent_or_failing_responder_connects_in_bounded_time() {
         *script.lock().unwrap() = Some((500, revoked));
         ping(&no_staple, &pki.ca_pem, "").await.unwrap();
         assert!(ocsp_requests(&mock) > asked);
+    })
+    .await;
+}
+
+/// With a connectTimeoutMS under the responder's five seconds, a silent responder is
+/// given up on within what is left of it (half), and the connection opens instead of
+/// timing out (the Client Side Operations Timeout spec's bound on OCSP requests, the
+/// OCSP Support spec's soft fail).
+#[tokio::test]
+async fn soft_fail_a_silent_responder_within_a_short_connect_timeout() {
+    within(BOUND, async {
+        let dir = tempfile::tempdir().unwrap();
+        let (mock, _silent, pki) = responder_and_pki(dir.path()).await;
+        let no_staple = front(&pki.plain, Vec::new()).await;
+        let start = std::time::Instant::now();
+        let timeouts = "connectTimeoutMS=1000&serverSelectionTimeoutMS=5000";
+        ping_with(&client(&no_staple, &pki.ca_pem, timeouts).await)
+            .await
+            .unwrap();
+        // Each connection (the monitor's, then the pool's) waited for the responder
+        // half of its second.
+        let waited = start.elapsed();
+        assert!(waited >= Duration::from_millis(500), "{waited:?}");
+        assert!(ocsp_requests(&mock) >= 1);
     })
     .await;
 }

@@ -464,12 +464,15 @@ async fn wasi_build_reuses_a_connection_still_open_after_sitting_idle_over_ipv6(
 }
 
 /// The OCSP Support spec's matrix under WASI, as `tests/ocsp.rs` runs it natively: a
-/// good stapled response connects, a revoked one, a Must-Staple certificate without a
-/// staple, and a certificate without a staple whose responder says it is revoked fail
-/// the handshake, and so does a certificate `tlsCRLFile` revokes. Multi-threaded: the TLS
-/// front runs on the test's runtime while wasmtime runs.
+/// good stapled response connects (Test 1), a revoked one (Test 2), a Must-Staple
+/// certificate without a staple (Malicious Server Tests 1 and 2), and a certificate
+/// without a staple whose responder says it is revoked (Test 4) fail the handshake, and
+/// so does a certificate `tlsCRLFile` revokes; without a staple, a responder saying good
+/// (Test 3), none listening (the Soft Fail Test), or one silent past a short
+/// connectTimeoutMS connects. Multi-threaded: the TLS front runs on the test's runtime
+/// while wasmtime runs.
 #[tokio::test(flavor = "multi_thread")]
-async fn wasi_build_checks_stapled_ocsp_responses_and_crl_files() {
+async fn wasi_build_runs_the_ocsp_matrix_and_checks_crl_files() {
     use anymongo_tests::http_mock::{HttpReply, MockHttp};
     use anymongo_tests::ocsp::{CertStatus, OcspPki, Signer, TlsFront, VALID_FROM, VALID_UNTIL};
     use std::net::{Ipv4Addr, SocketAddr};
@@ -559,5 +562,62 @@ async fn wasi_build_checks_stapled_ocsp_responses_and_crl_files() {
         ),
         "certificate is revoked (",
     );
-    assert!(!responder.requests().is_empty());
+    let asked = responder.requests().len();
+    assert!(asked >= 1);
+
+    // Test 3: no staple, and the responder says good: the demo connects (each wasmtime
+    // run is a new client, with an empty cache, so it asks again).
+    *answer.lock().unwrap() = named.response(
+        &named.plain,
+        CertStatus::Good,
+        Signer::Delegate,
+        VALID_FROM,
+        Some(VALID_UNTIL),
+    );
+    run_wasi_demo_checked_through(
+        &format!(
+            "mongodb://localhost:{}/?tls=true&directConnection=true&tlsCAFile={}\
+             &serverSelectionTimeoutMS=1500",
+            front.port,
+            named.ca_pem.display()
+        ),
+        &shared.uri(),
+        "from_wasi_with_ocsp_responder",
+        Some(dir.path()),
+    )
+    .await;
+    assert!(responder.requests().len() > asked);
+
+    // The Soft Fail Test: no staple, and nothing listens where the certificate's
+    // responder is ([`RESPONDER_URL`](anymongo_tests::ocsp::RESPONDER_URL)): connects.
+    let front = TlsFront::start(&pki.plain, Vec::new(), backend).await;
+    run_wasi_demo_checked_through(
+        &uri(&front, ""),
+        &shared.uri(),
+        "from_wasi_soft_fail",
+        Some(dir.path()),
+    )
+    .await;
+
+    // A responder that stays silent, with a connectTimeoutMS under its five seconds:
+    // given up on within what is left of the connection's time, which opens.
+    let silent = MockHttp::start(|_| HttpReply::Silent).await;
+    let silent_dir = dir.path().join("silent");
+    std::fs::create_dir(&silent_dir).unwrap();
+    let naming_silent =
+        OcspPki::generate_naming(&silent_dir, &format!("{}/ocsp", silent.url())).unwrap();
+    let front = TlsFront::start(&naming_silent.plain, Vec::new(), backend).await;
+    run_wasi_demo_checked_through(
+        &format!(
+            "mongodb://localhost:{}/?tls=true&directConnection=true&tlsCAFile={}\
+             &connectTimeoutMS=1000&serverSelectionTimeoutMS=5000",
+            front.port,
+            naming_silent.ca_pem.display()
+        ),
+        &shared.uri(),
+        "from_wasi_silent_responder",
+        Some(dir.path()),
+    )
+    .await;
+    assert!(!silent.requests().is_empty());
 }

@@ -38,6 +38,7 @@
 use std::fmt;
 use std::io;
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::rt::{self, Clock, ConnectTarget, Instant, TlsOptions, Transport};
 
@@ -639,18 +640,25 @@ impl HttpClient {
         if left.is_zero() {
             return Err(timed_out());
         }
-        let exchange = self.exchange(&url, &bytes, method == "HEAD");
+        let exchange = self.exchange(&url, &bytes, method == "HEAD", left);
         rt::timeout(&*self.clock, left, exchange)
             .await
             .map_err(|rt::Elapsed| timed_out())?
             .map_err(|error| io::Error::new(error.kind(), format!("{method} {url}: {error}")))
     }
 
-    async fn exchange(&self, url: &Url, request: &[u8], head: bool) -> io::Result<Response> {
+    async fn exchange(
+        &self,
+        url: &Url,
+        request: &[u8],
+        head: bool,
+        left: Duration,
+    ) -> io::Result<Response> {
         let target = ConnectTarget {
             host: url.host.clone(),
             port: url.port,
             tls: url.https.then(|| self.tls.clone()),
+            time_left: Some(left),
         };
         let mut stream = self.transport.connect(&target).await?;
         stream.write_all(request).await?;

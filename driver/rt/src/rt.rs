@@ -295,6 +295,12 @@ pub struct ConnectTarget {
     pub port: u16,
     /// `Some` to wrap the stream in TLS.
     pub tls: Option<TlsOptions>,
+    /// What is left of the time the connection may take to open (`connectTimeoutMS`,
+    /// less what a proxy's tunnel took), `None` when unbounded. The caller bounds the
+    /// whole connection by it anyway; a host uses it to give up in time on what the
+    /// connection can go without, so that it still opens: asking OCSP responders
+    /// ([`tls::ocsp`](crate::tls::ocsp), the OCSP Support spec's soft fail).
+    pub time_left: Option<Duration>,
 }
 
 impl ConnectTarget {
@@ -304,7 +310,12 @@ impl ConnectTarget {
     ///
     /// ```
     /// # use anymongo_rt::rt::ConnectTarget;
-    /// let target = ConnectTarget { host: "/tmp/mongodb-27017.sock".into(), port: 0, tls: None };
+    /// let target = ConnectTarget {
+    ///     host: "/tmp/mongodb-27017.sock".into(),
+    ///     port: 0,
+    ///     tls: None,
+    ///     time_left: None,
+    /// };
     /// assert!(target.is_unix_socket());
     /// ```
     pub fn is_unix_socket(&self) -> bool {

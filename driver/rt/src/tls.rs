@@ -261,7 +261,7 @@ pub async fn secure(
         );
         if let (true, Some(chain)) = (full, stream.connection.peer_certificates()) {
             revocation
-                .ask_responders(chain, responder.as_ref())
+                .ask_responders(chain, responder.as_ref(), target.time_left)
                 .await
                 .map_err(|error| tls_error(describe(error, &trusted)))?;
         }
@@ -725,6 +725,7 @@ mod tests {
             host: "db.test".into(),
             port: 27017,
             tls: None,
+            time_left: None,
         };
         let stream = futures::executor::block_on(secure(
             Box::new(Untouched),

@@ -52,26 +52,49 @@ use crate::sync::lock;
 pub trait OcspResponder: MaybeSend + MaybeSync {
     /// POSTs the DER OCSP request `request` (RFC 6960 appendix A.1: `Content-Type:
     /// application/ocsp-request`) to the responder at `url` (as the certificate names
-    /// it, usually `http://`) and returns the response's body when its status is 200.
-    /// Bounded in time by the implementation: the OCSP Support spec asks for the
-    /// operation's timeout (Client Side Operations Timeout spec), five seconds by
-    /// default; an error or a timeout counts as no answer.
-    fn post<'a>(&'a self, url: &'a str, request: &'a [u8]) -> BoxFuture<'a, io::Result<Vec<u8>>>;
+    /// it, usually `http://`) and returns the response's body when its status is 200,
+    /// giving up after `timeout` (see [`responder_timeout`]); an error or a timeout
+    /// counts as no answer.
+    fn post<'a>(
+        &'a self,
+        url: &'a str,
+        request: &'a [u8],
+        timeout: Duration,
+    ) -> BoxFuture<'a, io::Result<Vec<u8>>>;
 }
 
-/// How long asking one responder may take: the OCSP Support spec's default timeout
-/// ("Suggested OCSP Behavior" step 7: per the Client Side Operations Timeout spec, five
-/// seconds by default). It never outlasts the connection's own deadline either: the
-/// query runs inside the TLS handshake's future, which `connectTimeoutMS` bounds.
+/// How long asking one responder may take at most: the OCSP Support spec's default
+/// timeout ("Suggested OCSP Behavior" step 7: per the Client Side Operations Timeout
+/// spec, five seconds by default).
 pub const RESPONDER_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How long the responders may be asked on a connection that has `time_left` to open
+/// ([`ConnectTarget::time_left`](crate::rt::ConnectTarget::time_left); `None`:
+/// unbounded): [`RESPONDER_TIMEOUT`], and at most half of what is left, so that a
+/// responder that does not answer in time is no answer (the spec's soft fail) and
+/// the MongoDB handshake and authentication that follow still have the other half
+/// (the Client Side Operations Timeout spec, "Server Selection": requests to OCSP
+/// responders get `min(operationTimeout, remaining time)`), instead of the connection
+/// timing out while the responder keeps silent.
+pub fn responder_timeout(time_left: Option<Duration>) -> Duration {
+    match time_left {
+        Some(left) => RESPONDER_TIMEOUT.min(left / 2),
+        None => RESPONDER_TIMEOUT,
+    }
+}
 
 /// The driver's own HTTP client asks responders: the built-in transports give each
 /// client one, over a transport of its own without a responder (an `https` responder
 /// is not asked about its own certificate).
 impl OcspResponder for HttpClient {
-    fn post<'a>(&'a self, url: &'a str, request: &'a [u8]) -> BoxFuture<'a, io::Result<Vec<u8>>> {
+    fn post<'a>(
+        &'a self,
+        url: &'a str,
+        request: &'a [u8],
+        timeout: Duration,
+    ) -> BoxFuture<'a, io::Result<Vec<u8>>> {
         boxed(async move {
-            let deadline = self.clock().now() + RESPONDER_TIMEOUT;
+            let deadline = self.clock().now() + timeout;
             let headers = [
                 ("Content-Type", "application/ocsp-request"),
                 ("Accept", "application/ocsp-response"),
@@ -242,12 +265,14 @@ impl Revocation {
 
     /// After a full handshake with the server whose certificate chain is `chain`: when
     /// neither a staple nor the cache gave a conclusive answer, asks the responders the
-    /// certificate names through `responder`, in parallel (spec step 7), and refuses a
-    /// certificate the first conclusive valid answer says is revoked.
+    /// certificate names through `responder`, in parallel (spec step 7), each for
+    /// [`responder_timeout`] of the connection's `time_left`, and refuses a certificate
+    /// the first conclusive valid answer says is revoked.
     pub(crate) async fn ask_responders(
         &self,
         chain: &[CertificateDer<'_>],
         responder: &dyn OcspResponder,
+        time_left: Option<Duration>,
     ) -> Result<(), rustls::Error> {
         let Some((end_entity, intermediates)) = chain.split_first() else {
             return Ok(());
@@ -273,7 +298,7 @@ impl Revocation {
         let mut answers: FuturesUnordered<_> = leaf
             .ocsp_urls
             .iter()
-            .map(|url| responder.post(url, &request))
+            .map(|url| responder.post(url, &request, responder_timeout(time_left)))
             .collect();
         while let Some(body) = answers.next().await {
             // An unreachable responder, or an invalid answer, is no answer.
