@@ -11,7 +11,9 @@ elapsed_since() {
 }
 
 # Runs the command after `$1` (what it does, as in "still $1 (40 s)"), printing that
-# line every 20 s until it ends; returns its status.
+# line 5 s after it starts and then every 20 s until it ends; returns its status. The
+# first line comes early because steps run back to back: the last line of one step
+# can be 20 s before its end, and the next step's first line must follow within 30 s.
 with_progress() {
     local doing=$1 start=$SECONDS ticker status=0
     shift
@@ -19,11 +21,13 @@ with_progress() {
         # The nap's output goes nowhere, so that a nap left running never holds a pipe
         # that the caller's reader waits on.
         trap 'kill "$nap" 2>/dev/null; exit 0' TERM
+        nap_seconds=5
         while :; do
-            sleep 20 >/dev/null 2>&1 &
+            sleep "$nap_seconds" >/dev/null 2>&1 &
             nap=$!
             wait "$nap"
             echo "  still $doing ($(elapsed_since "$start"))" >&2
+            nap_seconds=20
         done
     ) &
     ticker=$!
