@@ -606,7 +606,7 @@ pin_project_lite::pin_project! {
     pub struct Timeout<F> {
         #[pin]
         future: F,
-        sleep: futures::future::BoxFuture<'static, ()>,
+        sleep: BoxFuture<'static, ()>,
     }
 }
 
