@@ -207,6 +207,37 @@ pub(crate) fn cluster_time_of(reply: &RawDocument) -> Option<Document> {
     Document::try_from(cluster_time).ok()
 }
 
+/// A reply's readable `$clusterTime` and `operationTime`, in one pass over it: the
+/// server puts both after the rest of the reply, so two lookups would walk every
+/// reply twice (issue 46: the lookups were an eighth of a run command's instructions).
+/// The first of a repeated key counts, as with a lookup.
+fn reply_times(reply: &RawDocument) -> (Option<Document>, Option<Timestamp>) {
+    let (mut cluster_time, mut operation_time) = (None, None);
+    let (mut cluster_time_seen, mut operation_time_seen) = (false, false);
+    for element in reply.iter_elements() {
+        let Ok(element) = element else { break };
+        match element.key().as_str() {
+            "$clusterTime" if !cluster_time_seen => {
+                cluster_time_seen = true;
+                cluster_time = element
+                    .value()
+                    .ok()
+                    .and_then(|value| value.as_document())
+                    .and_then(|document| Document::try_from(document).ok());
+            }
+            "operationTime" if !operation_time_seen => {
+                operation_time_seen = true;
+                operation_time = element.value().ok().and_then(|value| value.as_timestamp());
+            }
+            _ => {}
+        }
+        if cluster_time_seen && operation_time_seen {
+            break;
+        }
+    }
+    (cluster_time, operation_time)
+}
+
 /// The later of two optional cluster times.
 pub(crate) fn later_cluster_time(a: Option<Document>, b: Option<Document>) -> Option<Document> {
     let mut held = a;
@@ -788,11 +819,12 @@ impl ClientSession {
     /// Records what a reply says of time: its `$clusterTime` (for the session and the
     /// client) and `operationTime`.
     pub(crate) fn observe_reply(&self, reply: &RawDocument) {
-        if let Some(cluster_time) = cluster_time_of(reply) {
+        let (cluster_time, operation_time) = reply_times(reply);
+        if let Some(cluster_time) = cluster_time {
             self.inner.executor.advance_cluster_time(&cluster_time);
             advance(&mut lock(&self.inner.state).cluster_time, &cluster_time);
         }
-        if let Ok(operation_time) = reply.get_timestamp("operationTime") {
+        if let Some(operation_time) = operation_time {
             self.advance_operation_time(operation_time);
         }
         if self.is_snapshot() {

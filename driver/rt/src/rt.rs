@@ -22,6 +22,7 @@ use std::io;
 use std::ops::{Add, Sub};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 pub use core::net::IpAddr;
@@ -596,17 +597,40 @@ impl fmt::Debug for Runtime {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Elapsed;
 
-/// Runs `future` until it completes or `duration` passes on `clock`, whichever is first.
-pub async fn timeout<F: Future>(
-    clock: &dyn Clock,
-    duration: Duration,
-    future: F,
-) -> Result<F::Output, Elapsed> {
-    let sleep = clock.sleep(duration);
-    let future = std::pin::pin!(future);
-    match futures::future::select(future, sleep).await {
-        futures::future::Either::Left((output, _)) => Ok(output),
-        futures::future::Either::Right(((), _)) => Err(Elapsed),
+/// Runs `future` until it completes or `duration` passes on `clock`, whichever is first;
+/// the time counts from this call.
+///
+/// A future of its own rather than an `async fn`: an `async fn` would hold `future`
+/// twice (its argument, and the pinned copy it polls), and this wraps whole steps of
+/// an operation (server selection, a check-out), whose futures the caller then moves
+/// and boxes with each operation.
+pub fn timeout<F: Future>(clock: &dyn Clock, duration: Duration, future: F) -> Timeout<F> {
+    Timeout {
+        future,
+        sleep: clock.sleep(duration),
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// The future of [`timeout`]: `Err(Elapsed)` when the time passed first.
+    #[must_use = "futures do nothing unless awaited"]
+    pub struct Timeout<F> {
+        #[pin]
+        future: F,
+        sleep: BoxFuture<'static, ()>,
+    }
+}
+
+impl<F: Future> Future for Timeout<F> {
+    type Output = Result<F::Output, Elapsed>;
+
+    fn poll(self: std::pin::Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        // The future first: one that is ready when the time passes still counts.
+        if let Poll::Ready(output) = this.future.poll(cx) {
+            return Poll::Ready(Ok(output));
+        }
+        this.sleep.as_mut().poll(cx).map(|()| Err(Elapsed))
     }
 }
 

@@ -562,8 +562,12 @@ impl Shared {
         let clock = self.runtime.clock.clone();
         let started = clock.now();
         let deadline = started + timeout;
+        // The cold steps below (an SRV rescan, first contact, a scan: connecting and
+        // handshaking, authentication included) are boxed, so that their large futures
+        // are not part of every selection's, which each operation moves and boxes
+        // (`Executor::select_server`).
         if self.single_threaded {
-            self.rescan_srv_if_due().await;
+            Box::pin(self.rescan_srv_if_due()).await;
         }
         if self.scans {
             let mut state = self.state();
@@ -573,9 +577,8 @@ impl Shared {
             state.stale |= due;
         }
         if let Some(server) = self.first_contact() {
-            if let Some(selected) = self
-                .connect_first(&server, criteria, deprioritized, deadline)
-                .await?
+            if let Some(selected) =
+                Box::pin(self.connect_first(&server, criteria, deprioritized, deadline)).await?
             {
                 return Ok(selected);
             }
@@ -599,7 +602,7 @@ impl Shared {
                         clock.sleep(wait).await;
                     }
                 }
-                self.scan().await;
+                Box::pin(self.scan()).await;
             }
             if let Some(selected) = self.try_select(criteria, deprioritized, deadline)? {
                 return Ok(selected);
