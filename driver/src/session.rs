@@ -203,8 +203,7 @@ fn advance(held: &mut Option<Document>, candidate: &Document) {
 
 /// A reply's `$clusterTime`, if it has a readable one.
 pub(crate) fn cluster_time_of(reply: &RawDocument) -> Option<Document> {
-    let cluster_time = reply.get_document("$clusterTime").ok()?;
-    Document::try_from(cluster_time).ok()
+    reply_times(reply).0
 }
 
 /// A reply's readable `$clusterTime` and `operationTime`, in one pass over it: the

@@ -295,10 +295,11 @@ impl Revocation {
             return Ok(());
         }
         let request = cert_id.request();
+        let timeout = responder_timeout(time_left);
         let mut answers: FuturesUnordered<_> = leaf
             .ocsp_urls
             .iter()
-            .map(|url| responder.post(url, &request, responder_timeout(time_left)))
+            .map(|url| responder.post(url, &request, timeout))
             .collect();
         while let Some(body) = answers.next().await {
             // An unreachable responder, or an invalid answer, is no answer.
