@@ -437,11 +437,18 @@ fn member_hello(
             || reply.get("ok").and_then(Bson::as_i32) == Some(1)
         {
             let primary = index == 0;
-            let writable = match reply.contains_key("ismaster") {
-                true => "ismaster",
-                false => "isWritablePrimary",
-            };
-            reply.insert(writable, primary);
+            // SecantusDB answers a legacy hello with both fields: each one there says
+            // the member's role (a driver reads `isWritablePrimary` first).
+            let mut said = false;
+            for field in ["isWritablePrimary", "ismaster"] {
+                if reply.contains_key(field) {
+                    reply.insert(field, primary);
+                    said = true;
+                }
+            }
+            if !said {
+                reply.insert("isWritablePrimary", primary);
+            }
             reply.insert("secondary", !primary);
             reply.insert("setName", SET_NAME);
             reply.insert("hosts", hosts.to_vec());
@@ -589,12 +596,18 @@ mod tests {
         assert_eq!(primary.get_array("hosts").unwrap().len(), 3);
         assert!(!primary.contains_key("topologyVersion"));
         assert!(primary.contains_key("electionId"));
-        let secondary = rewritten(server, 2);
+        let secondary = rewritten(server.clone(), 2);
         assert_eq!(secondary.get_bool("isWritablePrimary").ok(), Some(false));
         assert_eq!(secondary.get_bool("secondary").ok(), Some(true));
         assert_eq!(secondary.get_str("me").ok(), Some(hosts()[2].as_str()));
         assert_eq!(secondary.get_str("primary").ok(), Some(hosts()[0].as_str()));
         assert!(!secondary.contains_key("electionId"));
+        // A legacy hello's reply says the role in both fields.
+        let mut legacy = server.clone();
+        legacy.insert("ismaster", true);
+        let legacy = rewritten(legacy, 1);
+        assert_eq!(legacy.get_bool("isWritablePrimary").ok(), Some(false));
+        assert_eq!(legacy.get_bool("ismaster").ok(), Some(false));
         // An error reply passes unchanged.
         let error = doc! { "ok": 0.0, "code": 18, "errmsg": "auth failed" };
         assert_eq!(rewritten(error.clone(), 1), error);

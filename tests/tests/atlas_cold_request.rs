@@ -153,16 +153,17 @@ async fn todays_cold_requests_on_the_atlas_shaped_fixture() {
         drop(seeded);
 
         // Today's counts, DNS included, per operation: (background, single-threaded).
-        // Background, 13: SRV and TXT at once (1); each seed's name, A then AAAA, asked
-        // one after the other and not cached (2); the monitors' connect, TLS and hello,
-        // which the operation waits for with several seeds (3); the operation's
-        // connection asks its name again (2); then TCP, TLS, hello with speculative
-        // SCRAM, saslContinue, the command (5). Single-threaded, 23: the scan checks
-        // the three seeds one after the other (3 × 5 after SRV/TXT), then 2 + 5.
+        // Both 8: SRV and TXT at once (1); each seed's name, A then AAAA, asked one
+        // after the other, the three seeds at once (2); then, the first selection
+        // connecting to every seed at once (cluster::first_contact), TCP, TLS, hello
+        // with speculative SCRAM, saslContinue, the command on the member whose hello
+        // made it suit the operation (5). Before that, background mode waited for the
+        // monitors' checks (13) and single-threaded mode scanned the seeds one after
+        // the other (23).
         let expected = [
-            (Operation::PrimaryRead, (13, 23)),
-            (Operation::Write, (13, 23)),
-            (Operation::NearestRead, (13, 23)),
+            (Operation::PrimaryRead, (8, 8)),
+            (Operation::Write, (8, 8)),
+            (Operation::NearestRead, (8, 8)),
         ];
         for (operation, (background, single)) in expected {
             for (single_threaded, expected) in [(false, background), (true, single)] {

@@ -23,8 +23,9 @@
 //!
 //! - [`server`]: one server, its pool and the connections checked out of it;
 //! - [`monitoring`]: the checks of both modes and what their outcomes do;
-//! - [`first_contact`]: a cold client's first operation opens its connection without
-//!   waiting for a check, and that connection's handshake makes the server known;
+//! - [`first_contact`]: a cold client's first operation opens a connection to every
+//!   seed without waiting for a check, and those connections' handshakes make the
+//!   servers known;
 //! - [`srv_polling`]: SRV polling, in both modes.
 
 mod first_contact;
@@ -576,9 +577,10 @@ impl Shared {
                 .is_none_or(|last| clock.now() - last >= self.heartbeat_frequency);
             state.stale |= due;
         }
-        if let Some(server) = self.first_contact() {
+        let seeds = self.first_contact();
+        if !seeds.is_empty() {
             if let Some(selected) =
-                Box::pin(self.connect_first(&server, criteria, deprioritized, deadline)).await?
+                Box::pin(self.connect_first(seeds, criteria, deprioritized, deadline)).await?
             {
                 return Ok(selected);
             }

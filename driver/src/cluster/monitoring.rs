@@ -173,6 +173,14 @@ impl Shared {
             connection,
             awaited,
         );
+        self.unreachable(server, error);
+    }
+
+    /// `server` could not be reached (a check failed, or a cold client's first
+    /// connection to it failed before its hello): mark it Unknown with `error`, clear
+    /// its pool (server-monitoring.md, "Network or command error during server
+    /// check").
+    pub(super) fn unreachable(self: &Arc<Self>, server: &Server, error: &Error) {
         // An Unknown server starts its round-trip average afresh (server-monitoring.md,
         // "Measuring RTT").
         lock(&server.rtt).reset();

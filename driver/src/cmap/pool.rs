@@ -604,6 +604,30 @@ impl<E: Establish> ConnectionPool<E> {
         self.check_out_inner(timeout, Some(established)).await
     }
 
+    /// Takes in a connection established beforehand, outside the pool, for nobody in
+    /// particular: it becomes available as one the pool opened for itself would
+    /// (minPoolSize's), with the same events (ConnectionCreated, ConnectionReady). It
+    /// is closed instead, without events, when the pool would not have opened it: the
+    /// pool is not ready (its server is not known, or the pool is closed), it is full
+    /// (maxPoolSize), or it was cleared since `generation`, the generation the
+    /// connection started in. For the connections a cold client's first selection
+    /// opened to the seeds it did not pick (`cluster::first_contact`).
+    pub fn take_in(&self, connection: E::Connection, generation: u32) {
+        let inner = &self.inner;
+        let pending = {
+            let mut state = inner.state();
+            let max = inner.options.max_pool_size;
+            let fits = state.status == PoolState::Ready
+                && state.generation == generation
+                && (max == 0 || state.total < max);
+            fits.then(|| inner.create_locked(&mut state, inner.clock.now()))
+        };
+        match pending {
+            Some(pending) => inner.established(pending, connection, Purpose::Populate),
+            None => drop(connection),
+        }
+    }
+
     async fn check_out_inner(
         &self,
         timeout: Option<Duration>,

@@ -961,3 +961,35 @@ fn load_balanced_wait_queue_timeouts_count_connections_by_what_they_are_pinned_t
     );
     drop((again, transaction, other, shared));
 }
+
+#[test]
+fn a_connection_taken_in_is_available_as_one_the_pool_opened() {
+    let mut h = Setup::default().start();
+    let fresh = |id| FakeConnection {
+        id,
+        service_id: None,
+        broken: false,
+        closed_by_peer: false,
+    };
+    let generation = h.pool.generation();
+    h.pool.take_in(fresh(100), generation);
+    assert_eq!(h.pool.available_connection_count(), 1);
+    assert_eq!(
+        h.last_event_names(2),
+        ["ConnectionReadyEvent", "ConnectionCreatedEvent"]
+    );
+    // A check-out takes it rather than open another.
+    let connection = h.check_out();
+    assert_eq!(h.named("ConnectionCreatedEvent").len(), 1);
+    h.check_in(connection);
+
+    // Opened before a clear: closed, and the pool says nothing of it.
+    h.pool.clear(None, false);
+    h.run();
+    let (events, total) = (h.events().len(), h.pool.total_connection_count());
+    h.pool.take_in(fresh(101), generation);
+    // Paused: its server is not known.
+    h.pool.take_in(fresh(102), h.pool.generation());
+    assert_eq!(h.events().len(), events);
+    assert_eq!(h.pool.total_connection_count(), total);
+}
