@@ -559,6 +559,48 @@ impl Connection {
         self.round_trip(&frame, request_id, clock, read_limit).await
     }
 
+    /// Sends the `preceding` messages (with their request ids) and `message` back to
+    /// back, in one write, then reads their replies in the order sent: a server reads
+    /// a connection's next request only after it answered the previous one, so the
+    /// replies come in request order. One round trip for all of them, where sending
+    /// each after the reply of the one before takes one each. Returns the replies of
+    /// `preceding` as they came (`ok: 0` or not, see [`check_reply`]) and then the
+    /// reply to `message`; `read_limit` bounds all the reads together. A reply that
+    /// cannot be read fails the whole and closes the connection, as for
+    /// [`send_message`](Self::send_message).
+    pub(crate) async fn send_pipelined(
+        &mut self,
+        preceding: &[(i32, OpMsg)],
+        request_id: i32,
+        message: &OpMsg,
+        clock: &dyn Clock,
+        read_limit: Option<Duration>,
+    ) -> Result<(Vec<RawDocumentBuf>, RawDocumentBuf)> {
+        let mut frames = Vec::new();
+        for (id, preceding) in preceding {
+            frames.extend(self.frame(preceding, *id)?);
+        }
+        frames.extend(self.frame(message, request_id)?);
+        if self.more_to_come.is_some() {
+            // The server is still streaming replies to an earlier request.
+            self.broken = true;
+        }
+        let started = clock.now();
+        // What is left of the limit for the next reply.
+        let rest =
+            |clock: &dyn Clock| read_limit.map(|limit| limit.saturating_sub(clock.now() - started));
+        let mut frame = Some(frames.as_slice());
+        let mut replies = Vec::with_capacity(preceding.len());
+        for (id, _) in preceding {
+            let reply = self.exchange(frame.take(), *id, clock, rest(clock)).await?;
+            replies.push(reply);
+        }
+        let reply = self
+            .exchange(frame.take(), request_id, clock, rest(clock))
+            .await?;
+        Ok((replies, reply))
+    }
+
     /// Sends `message` flagged `moreToCome`, an unacknowledged write (OP_MSG spec,
     /// "moreToCome On Requests"): the server sends no reply, so none is read.
     pub(crate) async fn send_without_reply(
