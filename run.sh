@@ -59,7 +59,7 @@ test)
     rustfmt --check --edition 2021 tests/bench/src/main.rs tests/wasm-bindgen-cli/main.rs
     cargo clippy -q --workspace --all-targets -- -D warnings
     cargo clippy -q -p anymongo-wasi -p wasi-http-handler -p data-api-gateway --target wasm32-wasip2 -- -D warnings
-    cargo clippy -q -p anymongo-tests --bin demo --bin topology --bin srv_probe --bin op_timeout --bin cold_request --bin idle_check --target wasm32-wasip2 -- -D warnings
+    cargo clippy -q -p anymongo-tests --bin demo --bin topology --bin srv_probe --bin op_timeout --bin cold_request --bin idle_check --bin warm_requests --target wasm32-wasip2 -- -D warnings
     cargo clippy -q -p anymongo -p anymongo-wasm -p data-api-gateway-worker --target wasm32-unknown-unknown -- -D warnings
     step "docs"
     RUSTDOCFLAGS="-D warnings" cargo doc -q --workspace --no-deps
@@ -73,7 +73,7 @@ test)
     cargo build -q -p anymongo --target wasm32-unknown-unknown
     cargo build -q -p anymongo --target wasm32-wasip2
     cargo build -q -p anymongo-wasm --target wasm32-unknown-unknown
-    cargo build -q -p anymongo-tests --bin demo --bin topology --bin srv_probe --bin op_timeout --bin idle_check --target wasm32-wasip2
+    cargo build -q -p anymongo-tests --bin demo --bin topology --bin srv_probe --bin op_timeout --bin idle_check --bin warm_requests --target wasm32-wasip2
     cargo build -q -p wasi-http-handler -p data-api-gateway --target wasm32-wasip2
     check_core_is_runtime_agnostic
     step "spec test suites"
@@ -90,7 +90,7 @@ test)
     # that moves them on purpose rewrites the baseline with --write (docs/BENCHMARKS.md).
     cargo run -q --release -p anymongo-tests --bin counts
     step "npm package: the wasm-bindgen build"
-    cargo build -q -p anymongo-tests --bin dns_server --bin lb_proxy
+    cargo build -q -p anymongo-tests --bin dns_server --bin lb_proxy --bin warm_requests
     bash wasm-demo/build.sh
     (cd wasm-demo && npm ci --no-audit --no-fund --prefer-offline --loglevel=error)
     step "npm package: Mongoose, connect-mongo and the Auth.js adapter, anymongo against the official driver"

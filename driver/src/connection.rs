@@ -559,6 +559,48 @@ impl Connection {
         self.round_trip(&frame, request_id, clock, read_limit).await
     }
 
+    /// Sends the `preceding` messages (with their request ids) and `message` back to
+    /// back, in one write, then reads their replies in the order sent: a server reads
+    /// a connection's next request only after it answered the previous one, so the
+    /// replies come in request order. One round trip for all of them, where sending
+    /// each after the reply of the one before takes one each. Returns the replies of
+    /// `preceding` as they came (`ok: 0` or not, see [`check_reply`]) and then the
+    /// reply to `message`; `read_limit` bounds all the reads together. A reply that
+    /// cannot be read fails the whole and closes the connection, as for
+    /// [`send_message`](Self::send_message).
+    pub(crate) async fn send_pipelined(
+        &mut self,
+        preceding: &[(i32, OpMsg)],
+        request_id: i32,
+        message: &OpMsg,
+        clock: &dyn Clock,
+        read_limit: Option<Duration>,
+    ) -> Result<(Vec<RawDocumentBuf>, RawDocumentBuf)> {
+        let mut frames = Vec::new();
+        for (id, preceding) in preceding {
+            frames.extend(self.frame(preceding, *id)?);
+        }
+        frames.extend(self.frame(message, request_id)?);
+        if self.more_to_come.is_some() {
+            // The server is still streaming replies to an earlier request.
+            self.broken = true;
+        }
+        let started = clock.now();
+        // What is left of the limit for the next reply.
+        let rest =
+            |clock: &dyn Clock| read_limit.map(|limit| limit.saturating_sub(clock.now() - started));
+        let mut frame = Some(frames.as_slice());
+        let mut replies = Vec::with_capacity(preceding.len());
+        for (id, _) in preceding {
+            let reply = self.exchange(frame.take(), *id, clock, rest(clock)).await?;
+            replies.push(reply);
+        }
+        let reply = self
+            .exchange(frame.take(), request_id, clock, rest(clock))
+            .await?;
+        Ok((replies, reply))
+    }
+
     /// Sends `message` flagged `moreToCome`, an unacknowledged write (OP_MSG spec,
     /// "moreToCome On Requests"): the server sends no reply, so none is read.
     pub(crate) async fn send_without_reply(
@@ -1395,6 +1437,61 @@ mod tests {
             ),
             "{error}"
         );
+        assert!(connection.is_broken());
+    }
+
+    /// The request ids of the frames one write carried, in order.
+    fn request_ids(mut bytes: &[u8]) -> Vec<i32> {
+        let mut ids = Vec::new();
+        while bytes.len() >= HEADER_LEN {
+            let length = i32::from_le_bytes(bytes[..4].try_into().unwrap()) as usize;
+            ids.push(request_id(bytes));
+            bytes = &bytes[length..];
+        }
+        ids
+    }
+
+    fn pipelined(connection: &mut Connection) -> Result<(Vec<RawDocumentBuf>, RawDocumentBuf)> {
+        let message = |body: Document| OpMsg::new(RawDocumentBuf::try_from(&body).unwrap());
+        let kill = message(doc! { "killCursors": "items", "cursors": [7_i64], "$db": "db" });
+        let find = message(doc! { "find": "items", "$db": "db" });
+        block_on(connection.send_pipelined(&[(41, kill)], 42, &find, &NO_TIMEOUTS, None))
+    }
+
+    #[test]
+    fn pipelined_messages_go_in_one_write_and_their_replies_come_in_order() {
+        let script = Script::default()
+            .then(hello(doc! {}))
+            .then(|frames| {
+                // Both frames in the one write; a kill's ok: 0 is its reply, not an error.
+                assert_eq!(request_ids(frames), [41, 42]);
+                let mut replies = op_msg(41, doc! { "ok": 0.0, "code": 43, "errmsg": "gone" });
+                replies.extend(op_msg(42, doc! { "cursor": { "id": 0_i64 }, "ok": 1 }));
+                Some(replies)
+            })
+            .then(|frame| Some(op_msg(request_id(frame), doc! { "ok": 1 })));
+        let mut connection = connect(&script).unwrap();
+        let (preceding, reply) = pipelined(&mut connection).unwrap();
+        assert_eq!(preceding.len(), 1);
+        assert_eq!(preceding[0].get_i32("code").unwrap(), 43);
+        assert!(reply.get_document("cursor").is_ok(), "{reply:?}");
+        assert_eq!(
+            script.sent().len(),
+            2,
+            "the handshake's write and the pipeline's"
+        );
+        assert!(!connection.is_broken());
+        ping(&mut connection).unwrap();
+    }
+
+    #[test]
+    fn a_pipeline_whose_replies_do_not_all_come_fails_whole_and_closes_the_connection() {
+        let script = Script::default()
+            .then(hello(doc! {}))
+            .then(|_| Some(op_msg(41, doc! { "ok": 1 })));
+        let mut connection = connect(&script).unwrap();
+        let error = pipelined(&mut connection).unwrap_err();
+        assert!(error.is_network_error(), "{error}");
         assert!(connection.is_broken());
     }
 

@@ -3,8 +3,12 @@
 //!
 //! The first batch comes with the command's reply; later ones from `getMore` on the
 //! same server, in the same session. A cursor dropped before its end is killed
-//! (`killCursors`): at once on a runtime that can spawn, otherwise before the client's
-//! next operation — dropping never needs a runtime.
+//! (`killCursors`): at once on a runtime that can spawn, otherwise (single-threaded
+//! mode: a wasi:http handler, a Worker) written just ahead of the client's next
+//! command to the cursor's server, whose round trip brings both replies back — it
+//! costs that request no round trip; dropping never needs a runtime. A cursor pinned
+//! to a connection (load-balanced mode) is killed on that connection before the next
+//! operation.
 
 use std::collections::VecDeque;
 use std::marker::PhantomData;
@@ -21,6 +25,7 @@ use serde::de::DeserializeOwned;
 
 use crate::cluster::PinnedConnection;
 use crate::cluster::Server;
+use crate::cmap::PoolState;
 use crate::error::{Error, ErrorKind, Result};
 use crate::handshake::HelloReply;
 use crate::open_telemetry::Traced;
@@ -858,7 +863,8 @@ impl<T> Drop for Cursor<T> {
 }
 
 /// Kills the server cursor `spec` names without waiting: at once on a runtime that
-/// can spawn, otherwise before the client's next operation.
+/// can spawn, otherwise with the client's next command to its server
+/// ([`Executor::send_pending_kills`]).
 pub(crate) fn kill_later(spec: CursorSpec) {
     let pending = PendingKill::of(&spec);
     match spec.executor.runtime().spawner.clone() {
@@ -1112,11 +1118,7 @@ impl Operation for KillCursors<'_> {
     }
 
     fn build(&mut self, _hello: &HelloReply) -> Result<Command> {
-        let body = doc! {
-            "killCursors": self.pending.collection.as_str(),
-            "cursors": [self.pending.id],
-        };
-        Ok(Command::new(self.pending.database.as_str(), body))
+        Ok(self.pending.command())
     }
 
     fn handle_reply(&mut self, _reply: RawDocumentBuf, _context: ReplyContext<'_>) -> Result<()> {
@@ -1125,10 +1127,26 @@ impl Operation for KillCursors<'_> {
 }
 
 impl Executor {
-    /// Kills the cursors dropped with no runtime to do it then.
+    /// Kills the cursors dropped with no runtime to do it then that are pinned to a
+    /// connection (load-balanced mode), each on its own connection, which goes back
+    /// to the pool after it (Load Balancer spec, "Behaviour With Cursors"). The kills
+    /// of the others go ahead of the next command sent to their server, in its round
+    /// trip (`Executor::send_message`); those of a server that left the topology are
+    /// dropped (its cursors went with it, or time out there).
     pub(crate) async fn send_pending_kills(self: &Arc<Self>) {
-        let pending = std::mem::take(&mut *lock(self.pending_kills()));
-        for cursor in pending {
+        let pinned = {
+            let mut pending = lock(self.pending_kills());
+            if pending.is_empty() {
+                return;
+            }
+            pending.retain(|kill| {
+                kill.pinned.is_some() || kill.server.pool.state() != PoolState::Closed
+            });
+            pending
+                .extract_if(.., |kill| kill.pinned.is_some())
+                .collect::<Vec<_>>()
+        };
+        for cursor in pinned {
             // Best effort: the server times idle cursors out anyway.
             let _ = kill(self, cursor).await;
         }

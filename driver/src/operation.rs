@@ -21,7 +21,7 @@ use tracing::{Instrument, Span};
 use crate::cluster::PinnedConnection;
 use crate::cluster::{Cluster, ConnectionInfo, PooledConnection, SelectedServer, Server, Shared};
 use crate::cmap::PinnedTo;
-use crate::command_monitoring::{is_sensitive, CommandInfo, CommandMonitor};
+use crate::command_monitoring::{is_sensitive, CommandInfo, CommandMonitor, InFlight};
 use crate::concern::WriteConcern;
 use crate::connection::check_reply;
 use crate::error::{Error, Result, SYSTEM_OVERLOADED_ERROR};
@@ -58,8 +58,8 @@ pub(crate) struct Executor {
     sessions: ServerSessionPool,
     /// The highest `$clusterTime` a server reported.
     cluster_time: LatestClusterTime,
-    /// Cursors dropped unexhausted with no runtime to kill them at once: killed before
-    /// the next operation.
+    /// Cursors dropped unexhausted with no runtime to kill them at once: killed ahead
+    /// of the next command to their server (pinned ones before the next operation).
     pending_kills: Mutex<Vec<PendingKill>>,
     /// Transactions of ended sessions to abort, with no runtime to do it then.
     pending_aborts: Mutex<Vec<PendingAbort>>,
@@ -296,6 +296,18 @@ pub(crate) struct PendingKill {
     pub pinned: Option<PinnedConnection>,
     /// The cursor's timeoutMS, which the kill gets afresh.
     pub timeout: Option<Duration>,
+}
+
+impl PendingKill {
+    /// Its `killCursors` command (Find, getMore and killCursors Commands spec,
+    /// "killCursors").
+    pub fn command(&self) -> Command {
+        let body = bson::doc! {
+            "killCursors": self.collection.as_str(),
+            "cursors": [self.id],
+        };
+        Command::new(self.database.as_str(), body)
+    }
 }
 
 /// A command as an operation builds it; the executor adds the fields every command
@@ -1614,6 +1626,12 @@ impl Executor {
     ) -> Result<RawDocumentBuf> {
         let clock = self.clock();
         let monitor = self.command_monitor();
+        // The kills of cursors of this server go ahead of the command, on its round
+        // trip (an unacknowledged write has none to share).
+        let kills = match message.flags.contains(MsgFlags::MORE_TO_COME) {
+            true => Vec::new(),
+            false => self.pipelined_kills(connection),
+        };
         let shown = (monitor.is_listened() || self.tracer.is_enabled())
             .then(|| monitored_command(command, message));
         let span = match &shown {
@@ -1637,18 +1655,7 @@ impl Executor {
             _ => Span::none(),
         };
         let in_flight = monitor.started(shown.as_ref().unwrap_or(&command.body), clock, || {
-            CommandInfo {
-                command_name: command.name().to_owned(),
-                db: command.database.clone(),
-                request_id,
-                operation_id: context.id,
-                connection: crate::event::command::ConnectionInfo {
-                    address: connection.address().clone(),
-                    id: connection.id(),
-                    server_id: connection.hello().connection_id,
-                },
-                service_id: connection.service_id(),
-            }
+            command_info(command, request_id, context.id, connection)
         });
         // A monitor whose check timed out clears the pool and interrupts the connections
         // in use (server-monitoring.md, "Network or command error during server check"):
@@ -1662,11 +1669,19 @@ impl Executor {
                     .send_without_reply(request_id, message)
                     .await
                     .map(|()| rawdoc! { "ok": 1 }),
-                false => {
+                false if kills.is_empty() => {
                     let limit = context.read_limit(connection.socket_timeout(), clock.now());
                     connection
                         .send_message(request_id, message, clock, limit)
                         .await
+                }
+                false => {
+                    let limit = context.read_limit(connection.socket_timeout(), clock.now());
+                    let (messages, in_flight): (Vec<_>, Vec<_>) = kills.into_iter().unzip();
+                    let sent = connection
+                        .send_pipelined(&messages, request_id, message, clock, limit)
+                        .await;
+                    self.finish_kills(in_flight, sent)
                 }
             }
         };
@@ -1692,6 +1707,86 @@ impl Executor {
         in_flight.finish(result.as_ref().map(AsRef::as_ref));
         open_telemetry::record_reply(&span, result.as_ref().map(AsRef::as_ref));
         result
+    }
+
+    /// Takes the kills of cursors dropped with no runtime to send them that can go
+    /// ahead of the next command on `connection`, with no round trip of their own
+    /// ([`Connection::send_pipelined`](crate::connection::Connection::send_pipelined)):
+    /// those of cursors of its server that are not pinned to a connection (a pinned
+    /// cursor's kill goes on its own connection: `Executor::send_pending_kills`).
+    /// Each comes as its message, announced by its started event. A killCursors is
+    /// an operation of its own (its own operation id), sent without a session id
+    /// (Driver Sessions spec, "When sending a killCursors command"), with the cluster
+    /// time, the declared API version, and a `maxTimeMS` from the cursor's timeoutMS
+    /// afresh (Client Side Operations Timeout spec, "Cursors": close methods).
+    fn pipelined_kills<'a>(
+        &'a self,
+        connection: &PooledConnection,
+    ) -> Vec<((i32, OpMsg), InFlight<'a>)> {
+        let kills = {
+            let mut pending = lock(&self.pending_kills);
+            if pending.is_empty() {
+                return Vec::new();
+            }
+            let address = connection.address();
+            pending
+                .extract_if(.., |kill| {
+                    kill.pinned.is_none() && kill.server.address == *address
+                })
+                .collect::<Vec<_>>()
+        };
+        let now = self.now();
+        kills
+            .iter()
+            .filter_map(|kill| {
+                let context = OperationContext::with_timeout(kill.timeout, now);
+                let mut command = kill.command();
+                let body = &mut command.body;
+                if let Some(cluster_time) = self.cluster_time() {
+                    body.insert("$clusterTime", cluster_time);
+                }
+                crate::versioned_api::declare(self.options().server_api.as_ref(), body);
+                if context.is_timed() {
+                    // Cannot fail: the deadline is timeoutMS from now.
+                    apply_timeout(&context, body, now, Duration::ZERO).ok()?;
+                }
+                body.insert("$db", command.database.as_str());
+                // Best effort, as the kill is (the server times idle cursors out).
+                let message = OpMsg::new(RawDocumentBuf::try_from(&command.body).ok()?);
+                let request_id = next_request_id();
+                let in_flight = self.commands.started(&command.body, self.clock(), || {
+                    command_info(&command, request_id, context.id, connection)
+                });
+                Some(((request_id, message), in_flight))
+            })
+            .collect()
+    }
+
+    /// Reports the kills pipelined ahead of a command (their replies, or the failure
+    /// that ended the exchange) and returns the command's reply. A kill's `ok: 0` is
+    /// reported and nothing more: it never fails the command.
+    fn finish_kills(
+        &self,
+        in_flight: Vec<InFlight<'_>>,
+        sent: Result<(Vec<RawDocumentBuf>, RawDocumentBuf)>,
+    ) -> Result<RawDocumentBuf> {
+        match sent {
+            Ok((replies, reply)) => {
+                for (kill, in_flight) in replies.into_iter().zip(in_flight) {
+                    if let Some(cluster_time) = crate::session::cluster_time_of(&kill) {
+                        self.advance_cluster_time(&cluster_time);
+                    }
+                    in_flight.finish(check_reply(kill).as_ref().map(AsRef::as_ref));
+                }
+                Ok(reply)
+            }
+            Err(error) => {
+                for in_flight in in_flight {
+                    in_flight.finish(Err(&error));
+                }
+                Err(error)
+            }
+        }
     }
 
     /// A new implicit session (its server session is taken at the first command).
@@ -1763,6 +1858,28 @@ fn is_client_side(error: &Error) -> bool {
 
 /// The command as command monitoring shows it: the body with every document sequence
 /// as an array field (Command Logging and Monitoring spec, "command").
+/// What the monitoring events of `command`, sent with `request_id` on `connection`
+/// for the operation `operation_id`, share.
+fn command_info(
+    command: &Command,
+    request_id: i32,
+    operation_id: i32,
+    connection: &PooledConnection,
+) -> CommandInfo {
+    CommandInfo {
+        command_name: command.name().to_owned(),
+        db: command.database.clone(),
+        request_id,
+        operation_id,
+        connection: crate::event::command::ConnectionInfo {
+            address: connection.address().clone(),
+            id: connection.id(),
+            server_id: connection.hello().connection_id,
+        },
+        service_id: connection.service_id(),
+    }
+}
+
 fn monitored_command(command: &Command, message: &OpMsg) -> Document {
     let mut shown = command.body.clone();
     for sequence in &message.sequences {

@@ -4,6 +4,10 @@
 // and answers the milliseconds it took, measured here: the first request creates the
 // client (cold), the second reuses it (warm).
 //
+// The warm-requests measurement (anymongo_tests::warm_requests, through steps.mjs)
+// serves it too: a request to /abandon finds the whole collection in batches of 2, reads
+// the first document and leaves the cursor unfinished; any other finds {_id: 1}.
+//
 // The client lives in a Durable Object, as in templates/cloudflare-worker: a Worker
 // may not use a socket another request opened, a Durable Object's requests may.
 //
@@ -19,12 +23,16 @@ export class Holder {
     this.client = null;
   }
 
-  async fetch() {
+  async fetch(request) {
     const start = performance.now();
     try {
       this.client ??= new MongoClient(this.env.URI);
-      const found = await this.client.db(this.env.DATABASE).collection(this.env.COLLECTION).findOne({ _id: 1 });
-      if (found === null) throw new Error('no document with _id 1');
+      const collection = this.client.db(this.env.DATABASE).collection(this.env.COLLECTION);
+      if (new URL(request.url).pathname === '/abandon') {
+        if ((await collection.find({}).batchSize(2).next()) === null) throw new Error('no document');
+      } else if ((await collection.findOne({ _id: 1 })) === null) {
+        throw new Error('no document with _id 1');
+      }
       return new Response((performance.now() - start).toFixed(1));
     } catch (error) {
       return new Response(String(error?.stack ?? error), { status: 500 });

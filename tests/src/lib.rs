@@ -115,6 +115,7 @@ pub mod socks5;
 pub mod spec;
 #[cfg(not(target_os = "wasi"))]
 pub mod unified;
+pub mod warm_requests;
 #[cfg(not(target_os = "wasi"))]
 pub mod wasmtime_serve;
 

@@ -14,11 +14,13 @@
 use std::time::Duration;
 
 use anymongo::bson::{doc, Document};
+use anymongo::event::command::CommandEvent;
 use anymongo::{Client, ClientOptions};
 use anymongo_tests::certs;
 use anymongo_tests::harness::within;
 use anymongo_tests::latency::{round_trips, FlightLog, LatencyProxy};
 use anymongo_tests::server::TestServer;
+use futures::TryStreamExt;
 
 const BOUND: Duration = Duration::from_secs(90);
 /// Each way. The count reads a client's flight sent after a reply arrived as waiting
@@ -102,6 +104,108 @@ async fn a_cold_request_takes_five_round_trips_and_a_warm_one_one() {
             );
             drop(client);
         }
+    })
+    .await;
+}
+
+/// A request that opens a cursor and drops it unfinished (its batch smaller than the
+/// result) leaves its killCursors to the next request, on a host that cannot spawn
+/// (single-threaded mode): the kill goes ahead of that request's command, in the same
+/// write, and both replies come back in one flight — the next request still takes 1
+/// round trip (it took 2 when the kill was sent and answered first). The kill is
+/// monitored and really kills the server cursor (its reply lists it in
+/// `cursorsKilled`). SecantusDB answers the pipelined pair in order.
+#[tokio::test]
+async fn an_abandoned_cursor_costs_the_next_request_no_round_trip() {
+    within(BOUND, async {
+        let server = anymongo_tests::server::shared();
+        let collection = "abandoned_cursor";
+        let (seeded, _) = anymongo_tests::harness::recording_client("appName=abandoned_seed");
+        let items = seeded.database("cold").collection::<Document>(collection);
+        items.drop().await.unwrap();
+        let documents: Vec<Document> = (0..5).map(|n| doc! { "_id": n }).collect();
+        items.insert_many(documents).await.unwrap();
+
+        let proxy = LatencyProxy::start(&format!("{}:{}", server.host, server.port), ONE_WAY)
+            .await
+            .unwrap();
+        let events = anymongo_tests::harness::CommandLog::default();
+        let sink = events.clone();
+        let uri = format!(
+            "mongodb://{}/?directConnection=true&serverMonitoringMode=poll",
+            proxy.address()
+        );
+        let mut options = ClientOptions::parse_uri(&uri).unwrap();
+        options.command_event_handler = Some(anymongo::event::EventHandler::callback(
+            move |event: CommandEvent| sink.lock().unwrap().push(event),
+        ));
+        let mut runtime = anymongo_native::runtime();
+        runtime.spawner = None;
+        let client = Client::with_runtime(options, runtime).unwrap();
+        let items = client.database("cold").collection::<Document>(collection);
+        items.find_one(doc! { "_id": 0 }).await.unwrap().unwrap();
+
+        let warm_from = proxy.elapsed();
+        items.find_one(doc! { "_id": 1 }).await.unwrap().unwrap();
+        let abandon_from = proxy.elapsed();
+        let mut cursor = items.find(doc! {}).batch_size(2).await.unwrap();
+        assert!(cursor.try_next().await.unwrap().is_some());
+        let id = cursor.id();
+        assert_ne!(id, 0, "the cursor outlives its first batch");
+        drop(cursor);
+        let next_from = proxy.elapsed();
+        items.find_one(doc! { "_id": 2 }).await.unwrap().unwrap();
+        let next_to = proxy.elapsed();
+
+        let connections = proxy.connections();
+        let log = FlightLog {
+            connections: &connections,
+            from: warm_from,
+            to: next_to,
+        };
+        assert_eq!(
+            round_trips(&connections, warm_from, abandon_from),
+            1,
+            "the warm request's round trips; flights:\n{log}"
+        );
+        assert_eq!(
+            round_trips(&connections, abandon_from, next_from),
+            1,
+            "the request that abandons its cursor; flights:\n{log}"
+        );
+        assert_eq!(
+            round_trips(&connections, next_from, next_to),
+            1,
+            "the request after the abandoned cursor; flights:\n{log}"
+        );
+        let events = events.lock().unwrap();
+        let kills: Vec<&CommandEvent> = events
+            .iter()
+            .filter(|event| event.command_name() == "killCursors")
+            .collect();
+        assert_eq!(
+            kills.len(),
+            2,
+            "killCursors started and succeeded: {kills:?}"
+        );
+        let CommandEvent::Started(started) = kills[0] else {
+            panic!("the kill starts first: {kills:?}");
+        };
+        assert_eq!(
+            started.command.get_array("cursors").unwrap(),
+            &vec![id.into()]
+        );
+        assert!(!started.command.contains_key("lsid"), "no session id");
+        let CommandEvent::Succeeded(succeeded) = kills[1] else {
+            panic!("the kill succeeds: {kills:?}");
+        };
+        assert_eq!(
+            succeeded.reply.get_array("cursorsKilled").unwrap(),
+            &vec![id.into()],
+            "the server killed the cursor"
+        );
+        drop(events);
+        drop(client);
     })
     .await;
 }
