@@ -5,8 +5,8 @@ use anymongo::{Client, Collection, ErrorKind};
 use futures::lock::Mutex;
 use serde_json::{json, Value};
 use worker::{
-    durable_object, event, Context, DurableObject, Env, Headers, Method, Request, Response,
-    Result, State,
+    durable_object, event, Context, DurableObject, Env, Headers, Method, Request, Response, Result,
+    State,
 };
 
 /// Every request goes to the one Durable Object `items`, which holds the client. One
