@@ -60,10 +60,11 @@ test)
     cargo clippy -q --workspace --all-targets -- -D warnings
     cargo clippy -q -p anymongo-wasi -p wasi-http-handler -p data-api-gateway --target wasm32-wasip2 -- -D warnings
     cargo clippy -q -p anymongo-tests --bin demo --bin topology --bin srv_probe --bin op_timeout --bin cold_request --bin idle_check --target wasm32-wasip2 -- -D warnings
-    cargo clippy -q -p anymongo -p anymongo-wasm -p data-api-gateway-worker --target wasm32-unknown-unknown -- -D warnings
+    cargo clippy -q -p anymongo -p anymongo-wasm -p data-api-gateway-worker -p anymongo-workers -p cloudflare-worker-rust --target wasm32-unknown-unknown -- -D warnings
     step "docs"
     RUSTDOCFLAGS="-D warnings" cargo doc -q --workspace --no-deps
     RUSTDOCFLAGS="-D warnings" cargo doc -q -p anymongo-wasi --no-deps --target wasm32-wasip2
+    RUSTDOCFLAGS="-D warnings" cargo doc -q -p anymongo-workers --no-deps --target wasm32-unknown-unknown
     step "publish-ready: cargo package of the crates a user depends on"
     # The four in one command, so that each one's dependencies on the others resolve to
     # the packages just made, not to the registry; each .crate is then built as the
