@@ -61,11 +61,10 @@ pub fn txt_strings(data: &str) -> Vec<String> {
             match byte {
                 b'"' => break,
                 b'\\' => {
-                    let digits: Vec<u8> = std::iter::from_fn(|| {
-                        bytes.next_if(|next| next.is_ascii_digit())
-                    })
-                    .take(3)
-                    .collect();
+                    let digits: Vec<u8> =
+                        std::iter::from_fn(|| bytes.next_if(|next| next.is_ascii_digit()))
+                            .take(3)
+                            .collect();
                     match std::str::from_utf8(&digits).ok().map(str::parse::<u8>) {
                         Some(Ok(value)) if digits.len() == 3 => text.push(value),
                         _ if digits.is_empty() => text.extend(bytes.next()),

@@ -16,7 +16,9 @@ use anymongo::{srv, Client};
 use serde::Deserialize;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use wasm_bindgen::prelude::*;
-use worker::{ConnectionBuilder, Fetch, Headers, Request, RequestInit, SecureTransport, Socket, Url};
+use worker::{
+    ConnectionBuilder, Fetch, Headers, Request, RequestInit, SecureTransport, Socket, Url,
+};
 
 use crate::{srv_target, txt_strings};
 
