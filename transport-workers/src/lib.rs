@@ -14,9 +14,8 @@
 //! client kept across requests lives in a Durable Object: its first request connects, the
 //! later ones reuse the pooled connection (templates/cloudflare-worker-rust).
 //!
-//! ```ignore
-//! let client = anymongo_workers::connect(&uri, anymongo_workers::CLOUDFLARE_DNS).await?;
-//! ```
+//! `connect(uri, CLOUDFLARE_DNS)` makes a client (resolving a `mongodb+srv://` name
+//! first); `runtime(dns)` gives the seams alone, for `Client::with_runtime`.
 //!
 //! TLS is the runtime's: it verifies the server against the public roots, so the options
 //! that change verification (`tlsCAFile` and in-memory CAs, client certificates,
@@ -24,7 +23,8 @@
 //! a SOCKS5 proxy (`Socket::start_tls` verifies the name the socket was opened to, the
 //! proxy's). Atlas needs none of them.
 //!
-//! On targets other than `wasm32-unknown-unknown` the crate is empty.
+//! On targets other than `wasm32-unknown-unknown` the crate holds only its parsers of
+//! DNS-over-HTTPS answers.
 
 #[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
 mod workers;
