@@ -223,3 +223,24 @@ async fn a_mongodb_srv_name_is_looked_up_over_dns_over_https() {
         ]
     );
 }
+
+/// Workers' TLS verifies servers against the public roots only: a connection string
+/// that asks for other verification is refused with a message saying why (a 503, as no
+/// server can be reached), not silently connected with the runtime's verification.
+#[tokio::test]
+async fn tls_options_the_runtime_cannot_honour_are_refused() {
+    let server = server::shared();
+    let uri = format!(
+        "mongodb://{}:{}/{DATABASE}?tls=true&tlsAllowInvalidCertificates=true\
+         &serverSelectionTimeoutMS=1000",
+        server.host, server.port
+    );
+    let served = Served::rust_worker(&[("MONGODB_URI", &uri)]);
+    let (reply, body) = call(&served, "GET", &format!("/items/{}", ObjectId::new()), None).await;
+    assert_eq!(reply.status, 503, "{body}");
+    let error = body["error"].as_str().unwrap();
+    assert!(
+        error.contains("tlsAllowInvalidCertificates is not supported on Cloudflare Workers"),
+        "{error}"
+    );
+}
