@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use anymongo::bson::{doc, oid::ObjectId};
 use anymongo_tests::latency::LatencyProxy;
+use anymongo_tests::server::{ServerOptions, TestServer, TestUser};
 use anymongo_tests::wasmtime_serve::{Reply, Served};
 use anymongo_tests::{harness, server};
 use serde_json::{json, Value};
@@ -243,4 +244,42 @@ async fn tls_options_the_runtime_cannot_honour_are_refused() {
         error.contains("tlsAllowInvalidCertificates is not supported on Cloudflare Workers"),
         "{error}"
     );
+}
+
+/// SCRAM-SHA-256 and SCRAM-SHA-1 from the Worker (the salted password from WebCrypto's
+/// PBKDF2, which a wrong derivation would fail): a user's first request authenticates
+/// and writes; a wrong password is refused with the server's authentication error.
+#[tokio::test]
+async fn the_worker_authenticates_with_scram() {
+    let server = TestServer::start(&ServerOptions {
+        auth: true,
+        users: vec![
+            TestUser::scram("sha256", "sha256-pw", &["SCRAM-SHA-256"]),
+            TestUser::scram("sha1", "sha1-pw", &["SCRAM-SHA-1"]),
+        ],
+        ..ServerOptions::default()
+    })
+    .unwrap();
+    let address = format!("{}:{}", server.host, server.port);
+    for (credentials, mechanism) in [
+        ("sha256:sha256-pw", "SCRAM-SHA-256"),
+        ("sha1:sha1-pw", "SCRAM-SHA-1"),
+    ] {
+        let uri = format!(
+            "mongodb://{credentials}@{address}/{DATABASE}?authSource=admin\
+             &authMechanism={mechanism}&serverSelectionTimeoutMS=10000"
+        );
+        let served = Served::rust_worker(&[("MONGODB_URI", &uri)]);
+        let (reply, body) = call(&served, "POST", "/items", Some(json!({ "by": mechanism }))).await;
+        assert_eq!(reply.status, 201, "{mechanism}: {body}");
+    }
+    let uri = format!(
+        "mongodb://sha256:wrong@{address}/{DATABASE}?authSource=admin\
+         &serverSelectionTimeoutMS=10000"
+    );
+    let served = Served::rust_worker(&[("MONGODB_URI", &uri)]);
+    let (reply, body) = call(&served, "POST", "/items", Some(json!({}))).await;
+    assert_ne!(reply.status, 201, "{body}");
+    let error = body["error"].as_str().unwrap().to_ascii_lowercase();
+    assert!(error.contains("authentication failed"), "{error}");
 }

@@ -7,6 +7,7 @@
 //! | `Transport` | `worker::Socket` (`connect()` of `cloudflare:sockets`), with Workers' own TLS (`secureTransport: "on"`) when the connection string asks for TLS |
 //! | `Resolver` | SRV and TXT look-ups for `mongodb+srv://` over DNS over HTTPS (the JSON API) with `worker::Fetch`; host names are resolved by the runtime when it connects |
 //! | `Clock` | `performance.now()`, `Date.now()`, and `worker::Delay` (`setTimeout`) |
+//! | `KeyDerivation` | PBKDF2 of WebCrypto (`crypto.subtle.deriveBits`) for SCRAM |
 //! | `Spawner` | none: a Worker keeps no task running between requests, so the client monitors in the SDAM spec's single-threaded mode (servers checked on demand, before server selection) |
 //!
 //! A Worker may not use a socket opened by another request ("Cannot perform I/O on behalf
