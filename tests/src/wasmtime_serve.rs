@@ -177,7 +177,7 @@ impl Served {
     /// workerd's kind, file; the first is the entry), the text bindings `env`, one
     /// Durable Object namespace (binding, class) in memory, and outbound connections to
     /// loopback only; waits (within [`BOUND`]) until workerd accepts connections.
-    fn worker(
+    pub fn worker(
         modules: &[(&str, &str, std::path::PathBuf)],
         env: &[(&str, &str)],
         (binding, class): (&str, &str),
