@@ -60,15 +60,16 @@ test)
     cargo clippy -q --workspace --all-targets -- -D warnings
     cargo clippy -q -p anymongo-wasi -p wasi-http-handler -p data-api-gateway --target wasm32-wasip2 -- -D warnings
     cargo clippy -q -p anymongo-tests --bin demo --bin topology --bin srv_probe --bin op_timeout --bin cold_request --bin idle_check --bin warm_requests --target wasm32-wasip2 -- -D warnings
-    cargo clippy -q -p anymongo -p anymongo-wasm -p data-api-gateway-worker --target wasm32-unknown-unknown -- -D warnings
+    cargo clippy -q -p anymongo -p anymongo-wasm -p data-api-gateway-worker -p anymongo-workers -p cloudflare-worker-rust --target wasm32-unknown-unknown -- -D warnings
     step "docs"
     RUSTDOCFLAGS="-D warnings" cargo doc -q --workspace --no-deps
     RUSTDOCFLAGS="-D warnings" cargo doc -q -p anymongo-wasi --no-deps --target wasm32-wasip2
+    RUSTDOCFLAGS="-D warnings" cargo doc -q -p anymongo-workers --no-deps --target wasm32-unknown-unknown
     step "publish-ready: cargo package of the crates a user depends on"
-    # The four in one command, so that each one's dependencies on the others resolve to
+    # The five in one command, so that each one's dependencies on the others resolve to
     # the packages just made, not to the registry; each .crate is then built as the
     # registry would build it. The npm package's contents: wasm-demo/test/pack.test.js.
-    cargo package -q --allow-dirty -p anymongo-rt -p anymongo-native -p anymongo-wasi -p anymongo
+    cargo package -q --allow-dirty -p anymongo-rt -p anymongo-native -p anymongo-wasi -p anymongo -p anymongo-workers
     step "the core builds for every target, without tokio, mio or socket2"
     cargo build -q -p anymongo --target wasm32-unknown-unknown
     cargo build -q -p anymongo --target wasm32-wasip2

@@ -102,38 +102,16 @@ impl Served {
     }
 
     /// Serves the Data API gateway's Worker (`templates/data-api-gateway/worker`, built
-    /// by its `build.sh --dev` once per process) under workerd on a free loopback port,
-    /// with the text bindings `env` (its `MONGODB_URI`, `DATA_API_CONFIG`), its Durable
-    /// Object in memory and outbound connections to loopback only; waits (within
-    /// [`BOUND`]) until workerd accepts connections. The modules are laid out as
-    /// wrangler bundles them: the Worker's `index.js`, its `pkg/`, and the npm package's
-    /// Workers transport as `anymongo/transports/workers` (which imports `../doh.js`).
+    /// by its `build.sh --dev` once per process) under workerd (see [`Served::worker`]),
+    /// with the text bindings `env` (its `MONGODB_URI`, `DATA_API_CONFIG`). The modules
+    /// are laid out as wrangler bundles them: the Worker's `index.js`, its `pkg/`, and
+    /// the npm package's Workers transport as `anymongo/transports/workers` (which
+    /// imports `../doh.js`).
     pub fn gateway_worker(env: &[(&str, &str)]) -> Served {
         let root = setup::workspace_root();
         let worker = root.join("templates/data-api-gateway/worker");
         static BUILT: Mutex<bool> = Mutex::new(false);
-        {
-            let mut built = BUILT.lock().unwrap_or_else(PoisonError::into_inner);
-            if !*built {
-                let status = Command::new("bash")
-                    .arg(worker.join("build.sh"))
-                    .arg("--dev")
-                    .status()
-                    .expect("bash runs");
-                assert!(status.success(), "building the gateway Worker failed");
-                *built = true;
-            }
-        }
-        let dir = tempfile::Builder::new()
-            .prefix("anymongo-gateway-worker-")
-            .tempdir()
-            .unwrap();
-        let copy = |from: std::path::PathBuf, to: &str| {
-            let to = dir.path().join(to);
-            std::fs::create_dir_all(to.parent().unwrap()).unwrap();
-            std::fs::copy(&from, &to)
-                .unwrap_or_else(|error| panic!("copying {}: {error}", from.display()));
-        };
+        build_once(&BUILT, &worker.join("build.sh"));
         let modules = [
             ("worker.js", "esModule", worker.join("index.js")),
             (
@@ -157,16 +135,70 @@ impl Served {
                 root.join("wasm-demo/js/doh.js"),
             ),
         ];
+        Served::worker(&modules, env, ("GATEWAY", "Gateway"))
+    }
+
+    /// Serves the Rust Worker template (`templates/cloudflare-worker-rust`, built by its
+    /// `build.sh --dev` once per process) under workerd (see [`Served::worker`]), with
+    /// the text bindings `env` (its `MONGODB_URI`, `DNS_OVER_HTTPS`): its `index.js` and
+    /// the `pkg/` of wasm-bindgen, whose inline JavaScript snippets are modules too.
+    pub fn rust_worker(env: &[(&str, &str)]) -> Served {
+        let template = setup::workspace_root().join("templates/cloudflare-worker-rust");
+        static BUILT: Mutex<bool> = Mutex::new(false);
+        build_once(&BUILT, &template.join("build.sh"));
+        let mut modules = vec![("worker.js", "esModule", template.join("index.js"))];
+        let mut names = Vec::new();
+        let mut pending = vec![template.join("pkg")];
+        while let Some(dir) = pending.pop() {
+            for entry in std::fs::read_dir(&dir).unwrap().map(Result::unwrap) {
+                let path = entry.path();
+                let kind = match path.extension().and_then(|extension| extension.to_str()) {
+                    _ if path.is_dir() => {
+                        pending.push(path);
+                        continue;
+                    }
+                    Some("js") => "esModule",
+                    Some("wasm") => "wasm",
+                    _ => continue,
+                };
+                let name = path.strip_prefix(&template).unwrap();
+                names.push((name.to_string_lossy().into_owned(), kind, path));
+            }
+        }
+        modules.extend(
+            names
+                .iter()
+                .map(|(name, kind, path)| (name.as_str(), *kind, path.clone())),
+        );
+        Served::worker(&modules, env, ("ITEMS", "Items"))
+    }
+
+    /// Serves a Worker under workerd on a free loopback port: its `modules` (name,
+    /// workerd's kind, file; the first is the entry), the text bindings `env`, one
+    /// Durable Object namespace (binding, class) in memory, and outbound connections to
+    /// loopback only; waits (within [`BOUND`]) until workerd accepts connections.
+    pub fn worker(
+        modules: &[(&str, &str, std::path::PathBuf)],
+        env: &[(&str, &str)],
+        (binding, class): (&str, &str),
+    ) -> Served {
+        let dir = tempfile::Builder::new()
+            .prefix("anymongo-worker-")
+            .tempdir()
+            .unwrap();
         let mut listed = Vec::new();
-        for (index, (name, kind, file)) in modules.into_iter().enumerate() {
+        for (index, (name, kind, file)) in modules.iter().enumerate() {
             let copied = format!("module{index}");
-            copy(file, &copied);
+            std::fs::copy(file, dir.path().join(&copied))
+                .unwrap_or_else(|error| panic!("copying {}: {error}", file.display()));
             listed.push(format!("(name = {name:?}, {kind} = embed {copied:?})"));
         }
         let bindings: Vec<String> = env
             .iter()
             .map(|(name, text)| format!("(name = {name:?}, text = {text:?})"))
-            .chain(["(name = \"GATEWAY\", durableObjectNamespace = \"Gateway\")".to_owned()])
+            .chain([format!(
+                "(name = {binding:?}, durableObjectNamespace = {class:?})"
+            )])
             .collect();
         let config = format!(
             r#"using Workerd = import "/workerd/workerd.capnp";
@@ -180,7 +212,7 @@ const config :Workerd.Config = (
 const worker :Workerd.Worker = (
   modules = [{}],
   bindings = [{}],
-  durableObjectNamespaces = [(className = "Gateway", uniqueKey = "Gateway")],
+  durableObjectNamespaces = [(className = {class:?}, uniqueKey = {class:?})],
   durableObjectStorage = (inMemory = void),
   compatibilityDate = "2025-01-01",
   globalOutbound = "loopback",
@@ -269,6 +301,20 @@ const worker :Workerd.Worker = (
             }
         })
         .await
+    }
+}
+
+/// Runs `script --dev` once per process (`built` remembers it); panics if it fails.
+fn build_once(built: &Mutex<bool>, script: &Path) {
+    let mut built = built.lock().unwrap_or_else(PoisonError::into_inner);
+    if !*built {
+        let status = Command::new("bash")
+            .arg(script)
+            .arg("--dev")
+            .status()
+            .expect("bash runs");
+        assert!(status.success(), "{} failed", script.display());
+        *built = true;
     }
 }
 
