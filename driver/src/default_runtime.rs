@@ -160,7 +160,7 @@ with_default_runtime! {
     if {
         use std::sync::Arc;
 
-        use crate::rt::{boxed, BoxFuture, Resolver, SrvRecord};
+        use crate::rt::{boxed, BoxFuture, HostAddresses, Resolver, SrvRecord};
 
         /// The built-in runtime of this target, its resolver asking `config`'s name
         /// servers if given: a new one at each call (natively it takes the tokio
@@ -213,6 +213,10 @@ with_default_runtime! {
 
             fn ip<'a>(&'a self, host: &'a str) -> BoxFuture<'a, std::io::Result<Vec<IpAddr>>> {
                 boxed(self.first(move |resolver| resolver.ip(host)))
+            }
+
+            fn addresses<'a>(&'a self, host: &'a str) -> BoxFuture<'a, std::io::Result<HostAddresses>> {
+                boxed(self.first(move |resolver| resolver.addresses(host)))
             }
         }
     } else {

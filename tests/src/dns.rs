@@ -331,7 +331,12 @@ pub fn runtime_with_nameserver(nameserver: SocketAddr) -> anymongo::rt::Runtime 
 }
 
 /// [`anymongo_native::TokioTransport`] to the address a host name's A (or AAAA) record
-/// names, as resolved by the test DNS server.
+/// names: the first of the addresses the client gives ([`ConnectTarget::addresses`],
+/// its glue or its own look-up through the same resolver), else as resolved by the
+/// test DNS server. The target's host becomes that address, so TLS checks the
+/// certificate against it.
+///
+/// [`ConnectTarget::addresses`]: anymongo::rt::ConnectTarget::addresses
 struct ResolvingTransport {
     resolver: Arc<anymongo_native::TokioResolver>,
 }
@@ -345,7 +350,10 @@ impl anymongo::rt::Transport for ResolvingTransport {
         anymongo::rt::boxed(async move {
             let mut target = target.clone();
             if !target.is_unix_socket() && target.host.parse::<IpAddr>().is_err() {
-                let ips = self.resolver.ip(&target.host).await?;
+                let ips = match target.addresses.is_empty() {
+                    true => self.resolver.ip(&target.host).await?,
+                    false => std::mem::take(&mut target.addresses),
+                };
                 let ip = ips.first().ok_or_else(|| {
                     io::Error::new(
                         io::ErrorKind::NotFound,
