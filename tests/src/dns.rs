@@ -141,6 +141,8 @@ fn fqdn(name: &str) -> io::Result<Name> {
 struct Shared {
     records: Mutex<Vec<Entry>>,
     silent: AtomicBool,
+    /// SRV answers carry their targets' address records in the Additional section.
+    glue: AtomicBool,
     queries: AtomicUsize,
     tcp_queries: AtomicUsize,
     /// How many questions arrived per (normalized) name.
@@ -252,6 +254,13 @@ impl DnsServer {
     /// While `silent`, queries are read and never answered.
     pub fn set_silent(&self, silent: bool) {
         self.shared.silent.store(silent, Ordering::SeqCst);
+    }
+
+    /// While `glue`, an SRV answer carries the A and AAAA records of its targets in its
+    /// Additional section, as RFC 2782 asks of servers ("glue"), so that clients need
+    /// not ask for the targets' names; off by default, as before.
+    pub fn set_glue(&self, glue: bool) {
+        self.shared.glue.store(glue, Ordering::SeqCst);
     }
 
     /// How many queries arrived (UDP and TCP, answered or not).
@@ -484,6 +493,13 @@ fn answer(shared: &Shared, query: &[u8], udp: bool) -> Option<Vec<u8>> {
                     || entry.record_type() == question.query_type())
         }) {
             response.add_answer(entry.to_record().ok()?);
+            if let Data::Srv { target, .. } = &entry.data {
+                if shared.glue.load(Ordering::SeqCst) {
+                    for glue in glue_of(&records, target) {
+                        response.add_additional(glue.to_record().ok()?);
+                    }
+                }
+            }
         }
     }
     response.metadata.response_code = code;
@@ -492,6 +508,14 @@ fn answer(shared: &Shared, query: &[u8], udp: bool) -> Option<Vec<u8>> {
         return response.truncate().to_vec().ok();
     }
     Some(encoded)
+}
+
+/// The A and AAAA records of `target` in the table: an SRV answer's glue.
+fn glue_of<'a>(records: &'a [Entry], target: &'a str) -> impl Iterator<Item = &'a Entry> + 'a {
+    let target = normalize(target);
+    records
+        .iter()
+        .filter(move |entry| entry.name == target && matches!(entry.data, Data::Address(_)))
 }
 
 /// The SRV owner name of a spec test host: `_mongodb._tcp.{host}.test.build.10gen.cc`.

@@ -153,16 +153,18 @@ async fn todays_cold_requests_on_the_atlas_shaped_fixture() {
         drop(seeded);
 
         // Today's counts, DNS included, per operation: (background, single-threaded).
-        // Background, 13: SRV and TXT at once (1); each seed's name, A then AAAA, asked
-        // one after the other and not cached (2); the monitors' connect, TLS and hello,
-        // which the operation waits for with several seeds (3); the operation's
-        // connection asks its name again (2); then TCP, TLS, hello with speculative
-        // SCRAM, saslContinue, the command (5). Single-threaded, 23: the scan checks
-        // the three seeds one after the other (3 × 5 after SRV/TXT), then 2 + 5.
+        // Background, 9: SRV and TXT at once (1), whose SRV answer carries the members'
+        // addresses as glue, so that no member's name is asked; the monitors' connect,
+        // TLS and hello, which the operation waits for with several seeds (3); then
+        // TCP, TLS, hello with speculative SCRAM, saslContinue, the command (5), to the
+        // address the monitor used. Single-threaded, 15: the scan checks the three
+        // seeds one after the other (3 × 3 after SRV/TXT), then 5. (Before issue 44's
+        // DNS work, 13 and 23: each seed's name asked, A then AAAA, and asked again by
+        // the operation's connection; without glue, see `without_glue_…` below.)
         let expected = [
-            (Operation::PrimaryRead, (13, 23)),
-            (Operation::Write, (13, 23)),
-            (Operation::NearestRead, (13, 23)),
+            (Operation::PrimaryRead, (9, 15)),
+            (Operation::Write, (9, 15)),
+            (Operation::NearestRead, (9, 15)),
         ];
         for (operation, (background, single)) in expected {
             for (single_threaded, expected) in [(false, background), (true, single)] {
@@ -209,6 +211,49 @@ async fn todays_cold_requests_on_the_atlas_shaped_fixture() {
                 );
             }
         }
+    })
+    .await;
+}
+
+/// Without glue in the SRV answer the members' names are asked, A and AAAA at once,
+/// once each: exactly one round trip more than with glue, and no name asked twice
+/// (the operation's connection reuses the address its server's monitor looked up).
+#[tokio::test]
+async fn without_glue_the_members_names_cost_one_round_trip() {
+    within(BOUND, async {
+        let fixture = AtlasFixture::start(ONE_WAY, ONE_WAY).await.unwrap();
+        let mut counts = Vec::new();
+        for glue in [true, false] {
+            fixture.set_glue(glue);
+            let queries = fixture.dns_queries();
+            let from = fixture.elapsed();
+            let client = client(&fixture, &fixture.uri(), false).await;
+            client
+                .database("admin")
+                .run_command(doc! { "ping": 1 })
+                .await
+                .unwrap();
+            let to = fixture.elapsed();
+            drop(client);
+            let connections = fixture.connections();
+            let log = FlightLog {
+                connections: &connections,
+                from,
+                to,
+            };
+            let log = log.to_string();
+            counts.push((round_trips(&connections, from, to), log.clone()));
+            // SRV and TXT; without glue A and AAAA of each of the three members too.
+            let asked = fixture.dns_queries() - queries;
+            assert_eq!(asked, if glue { 2 } else { 8 }, "glue: {glue}\n{log}");
+        }
+        let (with_glue, log) = &counts[0];
+        let (without_glue, log_without) = &counts[1];
+        assert_eq!(
+            *without_glue,
+            with_glue + 1,
+            "with glue:\n{log}\nwithout:\n{log_without}"
+        );
     })
     .await;
 }

@@ -550,3 +550,68 @@ pub fn block_on<F: std::future::Future>(future: F) -> io::Result<F::Output> {
     let _context = runtime.enter();
     Ok(futures::executor::block_on(future))
 }
+
+#[cfg(test)]
+mod tests {
+    use hickory_resolver::proto::op::{Message, MessageType, OpCode};
+    use hickory_resolver::proto::rr::rdata::{A, AAAA, SRV};
+    use hickory_resolver::proto::rr::{Name, RData, Record};
+
+    use super::*;
+
+    fn name(text: &str) -> Name {
+        Name::from_ascii(text).unwrap()
+    }
+
+    /// An SRV answer as it comes off the wire (encoded, then decoded): two targets,
+    /// glue in the Additional section for the first (A and AAAA) and for a name no
+    /// record targets.
+    fn srv_answer() -> Answer {
+        let mut message = Message::new(7, MessageType::Response, OpCode::Query);
+        let srv = name("_mongodb._tcp.cluster0.example.com.");
+        for (target, port) in [("db0.example.com.", 27017), ("db1.example.com.", 27018)] {
+            let data = RData::SRV(SRV::new(0, 5, port, name(target)));
+            message.add_answer(Record::from_rdata(srv.clone(), 300, data));
+        }
+        let glue = [
+            ("db0.example.com.", RData::A(A::new(10, 0, 0, 1)), 60),
+            (
+                "DB0.example.com.",
+                RData::AAAA(AAAA::new(0xfd00, 0, 0, 0, 0, 0, 0, 1)),
+                30,
+            ),
+            ("other.example.com.", RData::A(A::new(10, 0, 0, 9)), 60),
+        ];
+        for (owner, data, ttl) in glue {
+            message.add_additional(Record::from_rdata(name(owner), ttl, data));
+        }
+        let decoded = Message::from_vec(&message.to_vec().unwrap()).unwrap();
+        Answer {
+            answers: decoded.answers,
+            additionals: decoded.additionals,
+        }
+    }
+
+    #[test]
+    fn srv_records_carry_the_glue_of_the_additional_section() {
+        let records = srv_records(&srv_answer());
+        assert_eq!(records.len(), 2);
+        assert_eq!(records[0].target, "db0.example.com");
+        assert_eq!(records[0].port, 27017);
+        assert_eq!(records[0].ttl_secs, 300);
+        let glue = records[0].addresses.clone().unwrap();
+        assert_eq!(
+            glue.ips,
+            vec![
+                IpAddr::from([10, 0, 0, 1]),
+                IpAddr::from([0xfd00, 0, 0, 0, 0, 0, 0, 1])
+            ]
+        );
+        assert_eq!(
+            glue.ttl_secs, 30,
+            "the smallest TTL of the target's records"
+        );
+        assert_eq!(records[1].target, "db1.example.com");
+        assert_eq!(records[1].addresses, None, "no glue for this target");
+    }
+}
