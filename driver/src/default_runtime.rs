@@ -76,7 +76,9 @@ with_sync_api! {
 
 /// `options::ResolverConfig`: the name servers the built-in runtime's resolver asks for
 /// `mongodb+srv` look-ups, instead of the system's configuration
-/// (`ClientOptions::parse(uri).resolver_config(config)`, as in the official crate).
+/// (`ClientOptions::parse(uri).resolver_config(config)`, as in the official crate), and
+/// for the servers' addresses, which the client then keeps for their TTL (a name they
+/// do not know is left to the transport, which asks the system).
 ///
 /// Natively and on wasm32-wasip2 the built-in resolver asks them in order, the next
 /// one when a look-up fails; the client keeps them for SRV polling. A client given a
