@@ -596,3 +596,46 @@ pub fn spec_records(address: IpAddr) -> Vec<Entry> {
     );
     entries
 }
+
+#[cfg(test)]
+mod tests {
+    use hickory_proto::op::Query;
+
+    use super::*;
+
+    /// The server's answer to an SRV question about a table with one target and its A
+    /// record, with glue on or off.
+    fn srv_answer(glue: bool) -> Message {
+        let shared = Shared::default();
+        shared.glue.store(glue, Ordering::SeqCst);
+        let srv = "_mongodb._tcp.cluster0.example.test";
+        shared.records.lock().unwrap().extend([
+            Entry::srv(srv, "db0.example.test", 27017),
+            Entry::address("db0.example.test", [10, 0, 0, 1].into()),
+            Entry::address("other.example.test", [10, 0, 0, 2].into()),
+        ]);
+        let mut query = Message::new(1, MessageType::Query, hickory_proto::op::OpCode::Query);
+        query.add_query(Query::query(fqdn(srv).unwrap(), RecordType::SRV));
+        let reply = answer(&shared, &query.to_vec().unwrap(), true).unwrap();
+        Message::from_vec(&reply).unwrap()
+    }
+
+    #[test]
+    fn srv_answers_carry_their_targets_addresses_when_glue_is_on() {
+        let with = srv_answer(true);
+        assert_eq!(with.answers.len(), 1);
+        let glue: Vec<(String, RData)> = with
+            .additionals
+            .iter()
+            .map(|record| (record.name.to_ascii(), record.data.clone()))
+            .collect();
+        assert_eq!(
+            glue,
+            [(
+                "db0.example.test.".to_owned(),
+                RData::A(A::new(10, 0, 0, 1))
+            )]
+        );
+        assert!(srv_answer(false).additionals.is_empty());
+    }
+}
