@@ -264,6 +264,13 @@ impl Client {
             runtime.transport = transport;
         }
         let settings = ConnectionSettings::new(&options, &runtime, oidc.clone());
+        if let (Some(seeds), Some(book)) = (&seeds, &settings.addresses) {
+            // The SRV answer's glue, reckoned from now: parsing and this constructor
+            // follow one another, and the clocks of their runtimes may differ.
+            for (host, addresses) in seeds.glue() {
+                book.learn(host, addresses);
+            }
+        }
         let handlers = EventHandlers {
             sdam: options.sdam_event_handler.clone(),
             cmap: options.cmap_event_handler.clone(),

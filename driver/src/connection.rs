@@ -13,6 +13,7 @@ use bson::{Bson, Document, RawDocument, RawDocumentBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
+use crate::address_book::AddressBook;
 use crate::auth::cloud::{AwsCredentialCache, CloudAccess};
 use crate::auth::oidc::{self, OidcAuthenticator, OidcConnectionCache, OidcContext, SaslSender};
 use crate::auth::{self, AuthContext, AuthMechanism, ConnectionAuth, Credential, ScramCache};
@@ -21,7 +22,7 @@ use crate::error::{
 };
 use crate::handshake::{client_metadata, hello_command, ClientMetadata, HelloReply};
 use crate::rt::{
-    self, boxed, BoxFuture, Clock, ConnectTarget, Instant, Runtime, Stream, Transport,
+    self, boxed, BoxFuture, Clock, ConnectTarget, Instant, IpAddr, Runtime, Stream, Transport,
 };
 use crate::socks5;
 use crate::uri::{ClientOptions, ServerAddress, Socks5Proxy};
@@ -79,6 +80,9 @@ pub(crate) struct ConnectionSettings {
     /// The SOCKS5 proxy every TCP connection goes through, monitoring included (SOCKS5
     /// Support spec, "Connection Establishment").
     pub proxy: Option<Socks5Proxy>,
+    /// The client's known addresses of its servers' names, shared by all its
+    /// connections (see [`AddressBook`]); `None`: the transport resolves every name.
+    pub addresses: Option<Arc<AddressBook>>,
     /// A monitoring connection: it only runs `hello`, and its handshake's reply is the
     /// server's description. An incompatible wire version range does not fail its
     /// handshake, so that SDAM records it and server selection reports the
@@ -100,6 +104,7 @@ impl ConnectionSettings {
                 host: String::new(),
                 port: 0,
                 tls: options.tls_options().cloned(),
+                addresses: Vec::new(),
                 time_left: None,
             },
             // connectTimeoutMS=0 means no limit (URI Options spec).
@@ -132,6 +137,10 @@ impl ConnectionSettings {
             compressors: options.compressors_or_default().to_vec(),
             zlib_compression_level: options.zlib_compression_level,
             proxy: options.socks5_proxy.clone(),
+            addresses: Some(Arc::new(AddressBook::new(
+                runtime.resolver.clone(),
+                runtime.clock.clone(),
+            ))),
             monitoring: false,
         }
     }
@@ -886,12 +895,13 @@ async fn open_stream(
     target.time_left = time_left();
     let proxy = match &settings.proxy {
         Some(proxy) if !target.is_unix_socket() => proxy,
-        _ => return transport.connect(&target).await,
+        _ => return connect_known(transport, &mut target, settings, time_left).await,
     };
     let to_proxy = ConnectTarget {
         host: proxy.host.clone(),
         port: proxy.port_or_default(),
         tls: None,
+        addresses: Vec::new(),
         time_left: target.time_left,
     };
     let mut stream = transport.connect(&to_proxy).await.map_err(|error| {
@@ -907,6 +917,29 @@ async fn open_stream(
         Some(_) => transport.secure(stream, &target).await,
         None => Ok(stream),
     }
+}
+
+/// Opens `target` directly, to the addresses the client's book gives for a host name
+/// (its glue or an earlier look-up within their TTL, else a look-up now), so that a
+/// name is asked once per TTL, not once per connection; a failed connection makes the
+/// book forget them.
+async fn connect_known(
+    transport: &dyn Transport,
+    target: &mut ConnectTarget,
+    settings: &ConnectionSettings,
+    time_left: impl Fn() -> Option<Duration>,
+) -> std::io::Result<Box<dyn Stream>> {
+    let book = match &settings.addresses {
+        Some(book) if !target.is_unix_socket() && target.host.parse::<IpAddr>().is_err() => book,
+        _ => return transport.connect(target).await,
+    };
+    target.addresses = book.addresses_of(&target.host).await;
+    target.time_left = time_left();
+    let connected = transport.connect(target).await;
+    if connected.is_err() && !target.addresses.is_empty() {
+        book.forget(&target.host);
+    }
+    connected
 }
 
 /// Runs `future` within `limit` (unbounded when `None`); running out is a timeout error
@@ -1124,6 +1157,7 @@ mod tests {
                 host: "db.test".into(),
                 port: 27017,
                 tls: None,
+                addresses: Vec::new(),
                 time_left: None,
             },
             connect_timeout: Some(Duration::from_secs(10)),
@@ -1137,6 +1171,7 @@ mod tests {
             compressors: Vec::new(),
             zlib_compression_level: None,
             proxy: None,
+            addresses: None,
             monitoring: false,
         }
     }

@@ -76,7 +76,9 @@ with_sync_api! {
 
 /// `options::ResolverConfig`: the name servers the built-in runtime's resolver asks for
 /// `mongodb+srv` look-ups, instead of the system's configuration
-/// (`ClientOptions::parse(uri).resolver_config(config)`, as in the official crate).
+/// (`ClientOptions::parse(uri).resolver_config(config)`, as in the official crate), and
+/// for the servers' addresses, which the client then keeps for their TTL (a name they
+/// do not know is left to the transport, which asks the system).
 ///
 /// Natively and on wasm32-wasip2 the built-in resolver asks them in order, the next
 /// one when a look-up fails; the client keeps them for SRV polling. A client given a
@@ -160,7 +162,7 @@ with_default_runtime! {
     if {
         use std::sync::Arc;
 
-        use crate::rt::{boxed, BoxFuture, Resolver, SrvRecord};
+        use crate::rt::{boxed, BoxFuture, HostAddresses, Resolver, SrvRecord};
 
         /// The built-in runtime of this target, its resolver asking `config`'s name
         /// servers if given: a new one at each call (natively it takes the tokio
@@ -213,6 +215,10 @@ with_default_runtime! {
 
             fn ip<'a>(&'a self, host: &'a str) -> BoxFuture<'a, std::io::Result<Vec<IpAddr>>> {
                 boxed(self.first(move |resolver| resolver.ip(host)))
+            }
+
+            fn addresses<'a>(&'a self, host: &'a str) -> BoxFuture<'a, std::io::Result<HostAddresses>> {
+                boxed(self.first(move |resolver| resolver.addresses(host)))
             }
         }
     } else {

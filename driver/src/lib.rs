@@ -41,7 +41,7 @@
 //! | operations | `operation`, `retry`, `session`, `transactions`, `crud`, `cursor` | each operation's commands, run by one executor with one context per operation: sessions, transactions, retries, cursors |
 //! | cluster | `cluster` | the deployment at run time: servers with their pools and monitors, waiting server selection, single-threaded scans, SRV polling |
 //! | cluster parts | `cmap`, `sdam::monitor`, `load_balancer`, `logging` | a server's pool, its monitor, connections pinned behind a load balancer, log messages |
-//! | connection | `connection`, `command_monitoring`, `socks5` | one connection: establishing it (TLS, proxy, handshake, authentication) and its round trips |
+//! | connection | `connection`, `address_book`, `command_monitoring`, `socks5` | one connection: establishing it (TLS, proxy, handshake, authentication) and its round trips |
 //! | protocol | `crud::bulk_write::result`, `cmap::options`, `error`, `open_telemetry`, `wire`, `uri`, `concern`, `versioned_api`, `handshake`, `auth`, `sdam`, `selection`, `srv`, `event` | the specifications' pure logic, without I/O: codecs, parsers, state machines, conversations, the failure payloads |
 //! | seams | `default_runtime`, `signal`, `bson_util`, `bson_serializer`, `bson_deserializer`, `named_enum` | the traits hosts implement (`rt`, and TLS over them, `tls`: the crate `anymongo-rt`, re-exported), the built-in runtime of each target, and building blocks every layer uses (among them the serializer of the documents the driver sends and the deserializer of those it receives) |
 //!
@@ -99,6 +99,7 @@ compile_error!(
 );
 
 pub mod action;
+mod address_book;
 pub mod atlas_search;
 pub mod auth;
 pub mod bson;

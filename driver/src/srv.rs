@@ -45,7 +45,9 @@ use std::future::IntoFuture;
 
 use crate::default_runtime::{default_runtime_with, ResolverConfig, NO_DEFAULT_RUNTIME};
 use crate::error::{Error, ErrorKind, Result};
-use crate::rt::{boxed, timeout as with_timeout, BoxFuture, Clock, Resolver, Runtime, SrvRecord};
+use crate::rt::{
+    boxed, timeout as with_timeout, BoxFuture, Clock, HostAddresses, Resolver, Runtime, SrvRecord,
+};
 pub use crate::uri::SeedList;
 use crate::uri::{query_keys, ClientOptions, ConnectionString, ServerAddress};
 
@@ -231,6 +233,11 @@ impl SeedList {
     /// The lowest TTL of the SRV records found, if there were any.
     pub fn min_ttl(&self) -> Option<Duration> {
         self.min_ttl
+    }
+
+    /// The addresses the SRV answer carried for the hosts found ([`SrvHosts::glue`]).
+    pub fn glue(&self) -> &[(String, HostAddresses)] {
+        &self.glue
     }
 
     /// For tests: lowers the 60-second floor of the interval between SRV rescans
@@ -493,6 +500,7 @@ async fn discover(
         given: options.clone(),
         min_ttl: found.min_ttl,
         min_rescan_interval: MIN_RESCAN_INTERVAL,
+        glue: found.glue,
     };
     // "The driver MUST treat the host information as if the following URI was used
     // instead": the equivalent mongodb:// string (loadBalanced=true with several hosts).
@@ -578,6 +586,10 @@ pub struct SrvHosts {
     pub rejected: Vec<(String, String)>,
     /// The lowest TTL of the records, if there were any.
     pub min_ttl: Option<Duration>,
+    /// The addresses the answer carried for verified hosts (its glue,
+    /// [`SrvRecord::addresses`]), host name first: the client connects to them without
+    /// looking the names up.
+    pub glue: Vec<(String, HostAddresses)>,
 }
 
 /// Looks up the SRV records of `options` (a `mongodb+srv` string's options, before
@@ -621,6 +633,9 @@ fn verify_records(hostname: &str, suffix: Option<&str>, records: &[SrvRecord]) -
         let target = record.target.trim_end_matches('.').to_ascii_lowercase();
         match verify_target(hostname, &target, suffix) {
             Ok(()) => {
+                if let Some(addresses) = &record.addresses {
+                    found.glue.push((target.clone(), addresses.clone()));
+                }
                 let host = ServerAddress::tcp(target, record.port);
                 if !found.hosts.contains(&host) {
                     found.hosts.push(host);
@@ -919,6 +934,7 @@ mod tests {
                         target: format!("{target}."),
                         port: *port,
                         ttl_secs: 300,
+                        addresses: None,
                     })
                     .collect(),
             );
@@ -1334,11 +1350,13 @@ mod tests {
                     target: "a.test.build.10gen.cc.".into(),
                     port: 27017,
                     ttl_secs: 90,
+                    addresses: None,
                 },
                 SrvRecord {
                     target: "a.evil.cc.".into(),
                     port: 27017,
                     ttl_secs: 30,
+                    addresses: None,
                 },
             ],
         );

@@ -27,7 +27,9 @@
 //!   stream their checks: the front relays request by request and would not pass on
 //!   a streamed hello's later replies.
 //! - DNS: the SRV records of `_mongodb._tcp.`[`SRV_NAME`], its TXT record, and an A
-//!   record `127.0.0.1` for each member name, served by the tests' DNS server behind
+//!   record `127.0.0.1` for each member name — also sent as glue in the SRV answer's
+//!   Additional section unless [`AtlasFixture::set_glue`] turns it off — served by the
+//!   tests' DNS server behind
 //!   a UDP relay that delays each query and each answer (the relay answers UDP only;
 //!   the answers fit in a datagram, so resolvers do not retry over TCP).
 //! - The members' names resolve to 127.0.0.1 and differ by port; the native runtime
@@ -89,7 +91,7 @@ pub struct AtlasFixture {
     // Dropped after the proxies (fields drop in order): the fronts, then what they
     // relay to.
     _fronts: Vec<Front>,
-    _dns: DnsServer,
+    dns: DnsServer,
     _server: TestServer,
     _dir: tempfile::TempDir,
 }
@@ -147,6 +149,7 @@ impl AtlasFixture {
         }
 
         let dns = DnsServer::start().map_err(|e| format!("cannot start the DNS server: {e}"))?;
+        dns.set_glue(true);
         let srv = format!("_mongodb._tcp.{SRV_NAME}");
         for (i, proxy) in proxies.iter().enumerate() {
             dns.add(Entry::srv(&srv, &member_name(i), port_of(proxy.address())));
@@ -170,7 +173,7 @@ impl AtlasFixture {
             dns_relay,
             epoch,
             _fronts: fronts,
-            _dns: dns,
+            dns,
             _server: server,
             _dir: dir,
         })
@@ -237,6 +240,12 @@ impl AtlasFixture {
         }
         all.extend(self.dns_relay.exchanges());
         all
+    }
+
+    /// Whether the SRV answer carries the members' A records in its Additional section
+    /// (on from the start, as RFC 2782 asks of name servers; [`DnsServer::set_glue`]).
+    pub fn set_glue(&self, glue: bool) {
+        self.dns.set_glue(glue);
     }
 
     /// How many DNS queries reached the relay so far.

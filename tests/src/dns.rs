@@ -141,6 +141,8 @@ fn fqdn(name: &str) -> io::Result<Name> {
 struct Shared {
     records: Mutex<Vec<Entry>>,
     silent: AtomicBool,
+    /// SRV answers carry their targets' address records in the Additional section.
+    glue: AtomicBool,
     queries: AtomicUsize,
     tcp_queries: AtomicUsize,
     /// How many questions arrived per (normalized) name.
@@ -254,6 +256,13 @@ impl DnsServer {
         self.shared.silent.store(silent, Ordering::SeqCst);
     }
 
+    /// While `glue`, an SRV answer carries the A and AAAA records of its targets in its
+    /// Additional section, as RFC 2782 asks of servers ("glue"), so that clients need
+    /// not ask for the targets' names; off by default, as before.
+    pub fn set_glue(&self, glue: bool) {
+        self.shared.glue.store(glue, Ordering::SeqCst);
+    }
+
     /// How many queries arrived (UDP and TCP, answered or not).
     pub fn queries(&self) -> usize {
         self.shared.queries.load(Ordering::SeqCst)
@@ -331,7 +340,12 @@ pub fn runtime_with_nameserver(nameserver: SocketAddr) -> anymongo::rt::Runtime 
 }
 
 /// [`anymongo_native::TokioTransport`] to the address a host name's A (or AAAA) record
-/// names, as resolved by the test DNS server.
+/// names: the first of the addresses the client gives ([`ConnectTarget::addresses`],
+/// its glue or its own look-up through the same resolver), else as resolved by the
+/// test DNS server. The target's host becomes that address, so TLS checks the
+/// certificate against it.
+///
+/// [`ConnectTarget::addresses`]: anymongo::rt::ConnectTarget::addresses
 struct ResolvingTransport {
     resolver: Arc<anymongo_native::TokioResolver>,
 }
@@ -345,7 +359,10 @@ impl anymongo::rt::Transport for ResolvingTransport {
         anymongo::rt::boxed(async move {
             let mut target = target.clone();
             if !target.is_unix_socket() && target.host.parse::<IpAddr>().is_err() {
-                let ips = self.resolver.ip(&target.host).await?;
+                let ips = match target.addresses.is_empty() {
+                    true => self.resolver.ip(&target.host).await?,
+                    false => std::mem::take(&mut target.addresses),
+                };
                 let ip = ips.first().ok_or_else(|| {
                     io::Error::new(
                         io::ErrorKind::NotFound,
@@ -476,6 +493,13 @@ fn answer(shared: &Shared, query: &[u8], udp: bool) -> Option<Vec<u8>> {
                     || entry.record_type() == question.query_type())
         }) {
             response.add_answer(entry.to_record().ok()?);
+            if let Data::Srv { target, .. } = &entry.data {
+                if shared.glue.load(Ordering::SeqCst) {
+                    for glue in glue_of(&records, target) {
+                        response.add_additional(glue.to_record().ok()?);
+                    }
+                }
+            }
         }
     }
     response.metadata.response_code = code;
@@ -484,6 +508,14 @@ fn answer(shared: &Shared, query: &[u8], udp: bool) -> Option<Vec<u8>> {
         return response.truncate().to_vec().ok();
     }
     Some(encoded)
+}
+
+/// The A and AAAA records of `target` in the table: an SRV answer's glue.
+fn glue_of<'a>(records: &'a [Entry], target: &'a str) -> impl Iterator<Item = &'a Entry> + 'a {
+    let target = normalize(target);
+    records
+        .iter()
+        .filter(move |entry| entry.name == target && matches!(entry.data, Data::Address(_)))
 }
 
 /// The SRV owner name of a spec test host: `_mongodb._tcp.{host}.test.build.10gen.cc`.
@@ -563,4 +595,47 @@ pub fn spec_records(address: IpAddr) -> Vec<Entry> {
             .map(|(host, strings)| Entry::txt(&format!("{host}.test.build.10gen.cc"), strings)),
     );
     entries
+}
+
+#[cfg(test)]
+mod tests {
+    use hickory_proto::op::Query;
+
+    use super::*;
+
+    /// The server's answer to an SRV question about a table with one target and its A
+    /// record, with glue on or off.
+    fn srv_answer(glue: bool) -> Message {
+        let shared = Shared::default();
+        shared.glue.store(glue, Ordering::SeqCst);
+        let srv = "_mongodb._tcp.cluster0.example.test";
+        shared.records.lock().unwrap().extend([
+            Entry::srv(srv, "db0.example.test", 27017),
+            Entry::address("db0.example.test", [10, 0, 0, 1].into()),
+            Entry::address("other.example.test", [10, 0, 0, 2].into()),
+        ]);
+        let mut query = Message::new(1, MessageType::Query, hickory_proto::op::OpCode::Query);
+        query.add_query(Query::query(fqdn(srv).unwrap(), RecordType::SRV));
+        let reply = answer(&shared, &query.to_vec().unwrap(), true).unwrap();
+        Message::from_vec(&reply).unwrap()
+    }
+
+    #[test]
+    fn srv_answers_carry_their_targets_addresses_when_glue_is_on() {
+        let with = srv_answer(true);
+        assert_eq!(with.answers.len(), 1);
+        let glue: Vec<(String, RData)> = with
+            .additionals
+            .iter()
+            .map(|record| (record.name.to_ascii(), record.data.clone()))
+            .collect();
+        assert_eq!(
+            glue,
+            [(
+                "db0.example.test.".to_owned(),
+                RData::A(A::new(10, 0, 0, 1))
+            )]
+        );
+        assert!(srv_answer(false).additionals.is_empty());
+    }
 }

@@ -409,6 +409,7 @@ async fn handshake_within(
         host: "localhost".into(),
         port: front.port,
         tls: None,
+        addresses: Vec::new(),
         time_left,
     };
     let stream = TokioTransport::default().connect(&plain).await?;

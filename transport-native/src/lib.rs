@@ -25,8 +25,8 @@ use std::time::Duration;
 
 use anymongo_rt::http::HttpClient;
 use anymongo_rt::rt::{
-    boxed, BoxFuture, Clock, ConnectTarget, HostInfo, Instant, IpAddr, Resolver, Runtime, Spawner,
-    SrvRecord, Stream, Transport,
+    boxed, BoxFuture, Clock, ConnectTarget, HostAddresses, HostInfo, Instant, IpAddr, Resolver,
+    Runtime, Spawner, SrvRecord, Stream, Transport,
 };
 use anymongo_rt::tls::ClientConfigs;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -90,7 +90,17 @@ impl Transport for TokioTransport {
             let stream = match target.is_unix_socket() {
                 true => connect_unix(&target.host).await?,
                 false => {
-                    let tcp = TcpStream::connect((target.host.as_str(), target.port)).await?;
+                    let tcp = match target.addresses.is_empty() {
+                        true => TcpStream::connect((target.host.as_str(), target.port)).await?,
+                        false => {
+                            let addresses: Vec<SocketAddr> = target
+                                .addresses
+                                .iter()
+                                .map(|&ip| SocketAddr::new(ip, target.port))
+                                .collect();
+                            TcpStream::connect(addresses.as_slice()).await?
+                        }
+                    };
                     tcp.set_nodelay(true)?;
                     socket2::SockRef::from(&tcp)
                         .set_tcp_keepalive(&socket2::TcpKeepalive::new().with_time(KEEPALIVE))?;
@@ -326,21 +336,26 @@ impl TokioResolver {
             .map_err(|message| io::Error::other(message.clone()))
     }
 
-    /// Looks up `name` (made fully qualified) and returns the answers; no records is
-    /// an empty list.
+    /// Looks up `name` (made fully qualified) and returns the answers and the
+    /// Additional section; no records is two empty lists.
     async fn lookup(
         &self,
         name: &str,
         kind: hickory_resolver::proto::rr::RecordType,
-    ) -> io::Result<Vec<hickory_resolver::proto::rr::Record>> {
+    ) -> io::Result<Answer> {
         let resolver = self.resolver()?;
         let fqdn = match name.ends_with('.') {
             true => name.to_owned(),
             false => format!("{name}."),
         };
         match resolver.lookup(fqdn.as_str(), kind).await {
-            Ok(lookup) => Ok(lookup.answers().to_vec()),
-            Err(error) if error.is_no_records_found() || error.is_nx_domain() => Ok(Vec::new()),
+            Ok(lookup) => Ok(Answer {
+                answers: lookup.answers().to_vec(),
+                additionals: lookup.additionals().to_vec(),
+            }),
+            Err(error) if error.is_no_records_found() || error.is_nx_domain() => {
+                Ok(Answer::default())
+            }
             Err(error) => {
                 let kind = match error {
                     hickory_resolver::net::NetError::Timeout => io::ErrorKind::TimedOut,
@@ -352,29 +367,66 @@ impl TokioResolver {
     }
 }
 
+/// The records of one DNS answer the resolver reads.
+#[derive(Default)]
+struct Answer {
+    answers: Vec<hickory_resolver::proto::rr::Record>,
+    additionals: Vec<hickory_resolver::proto::rr::Record>,
+}
+
+/// The SRV records among `answer`'s answers, each with its target's glue from the
+/// Additional section ([`SrvRecord::addresses`]).
+fn srv_records(answer: &Answer) -> Vec<SrvRecord> {
+    use hickory_resolver::proto::rr::RData;
+    let glue: Vec<(String, IpAddr, u32)> = address_records(&answer.additionals).collect();
+    answer
+        .answers
+        .iter()
+        .filter_map(|record| match &record.data {
+            RData::SRV(srv) => {
+                let target = srv.target.to_ascii().trim_end_matches('.').to_owned();
+                let addresses = HostAddresses::of(
+                    &target,
+                    glue.iter()
+                        .map(|(owner, ip, ttl)| (owner.as_str(), *ip, *ttl)),
+                );
+                Some(SrvRecord {
+                    target,
+                    port: srv.port,
+                    ttl_secs: record.ttl,
+                    addresses,
+                })
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// The A and AAAA records among `records`: owner name, address, TTL.
+fn address_records(
+    records: &[hickory_resolver::proto::rr::Record],
+) -> impl Iterator<Item = (String, IpAddr, u32)> + '_ {
+    use hickory_resolver::proto::rr::RData;
+    records.iter().filter_map(|record| {
+        let ip = match record.data {
+            RData::A(a) => IpAddr::V4(a.0),
+            RData::AAAA(aaaa) => IpAddr::V6(aaaa.0),
+            _ => return None,
+        };
+        Some((record.name.to_ascii(), ip, record.ttl))
+    })
+}
+
 impl Resolver for TokioResolver {
     fn srv<'a>(&'a self, name: &'a str) -> BoxFuture<'a, io::Result<Vec<SrvRecord>>> {
-        use hickory_resolver::proto::rr::{RData, RecordType};
-        boxed(async move {
-            let records = self.lookup(name, RecordType::SRV).await?;
-            Ok(records
-                .iter()
-                .filter_map(|record| match &record.data {
-                    RData::SRV(srv) => Some(SrvRecord {
-                        target: srv.target.to_ascii().trim_end_matches('.').to_owned(),
-                        port: srv.port,
-                        ttl_secs: record.ttl,
-                    }),
-                    _ => None,
-                })
-                .collect())
-        })
+        use hickory_resolver::proto::rr::RecordType;
+        boxed(async move { Ok(srv_records(&self.lookup(name, RecordType::SRV).await?)) })
     }
 
     fn txt<'a>(&'a self, name: &'a str) -> BoxFuture<'a, io::Result<Vec<String>>> {
         use hickory_resolver::proto::rr::{RData, RecordType};
         boxed(async move {
-            let records = self.lookup(name, RecordType::TXT).await?;
+            let records = self.lookup(name, RecordType::TXT).await?.answers;
             Ok(records
                 .iter()
                 .filter_map(|record| match &record.data {
@@ -391,24 +443,35 @@ impl Resolver for TokioResolver {
     }
 
     fn ip<'a>(&'a self, host: &'a str) -> BoxFuture<'a, io::Result<Vec<IpAddr>>> {
-        use hickory_resolver::proto::rr::{RData, RecordType};
+        boxed(async move { Ok(self.addresses(host).await?.ips) })
+    }
+
+    /// From the system's resolver (no TTL: not reused), or from the named name server,
+    /// A and AAAA asked at once: one round trip.
+    fn addresses<'a>(&'a self, host: &'a str) -> BoxFuture<'a, io::Result<HostAddresses>> {
+        use hickory_resolver::proto::rr::RecordType;
         boxed(async move {
             if self.nameserver.is_none() {
                 // The system's resolver, with /etc/hosts and the search domains.
                 let addresses = tokio::net::lookup_host((host, 0)).await?;
-                return Ok(addresses.map(|address| address.ip()).collect());
+                return Ok(HostAddresses {
+                    ips: addresses.map(|address| address.ip()).collect(),
+                    ttl_secs: 0,
+                });
             }
-            let mut found = Vec::new();
-            for kind in [RecordType::A, RecordType::AAAA] {
-                for record in self.lookup(host, kind).await? {
-                    match record.data {
-                        RData::A(a) => found.push(IpAddr::V4(a.0)),
-                        RData::AAAA(aaaa) => found.push(IpAddr::V6(aaaa.0)),
-                        _ => {}
-                    }
-                }
-            }
-            Ok(found)
+            let (a, aaaa) = futures::future::try_join(
+                self.lookup(host, RecordType::A),
+                self.lookup(host, RecordType::AAAA),
+            )
+            .await?;
+            // The CNAME records of a chain (Atlas's names are CNAMEs) bound the TTL too.
+            let chain = a.answers.iter().chain(&aaaa.answers);
+            let shortest = chain.map(|record| record.ttl).min().unwrap_or(0);
+            let records = address_records(&a.answers).chain(address_records(&aaaa.answers));
+            Ok(
+                HostAddresses::from_records(records.map(|(_, ip, ttl)| (ip, ttl.min(shortest))))
+                    .unwrap_or_default(),
+            )
         })
     }
 }
@@ -486,4 +549,69 @@ pub fn block_on<F: std::future::Future>(future: F) -> io::Result<F::Output> {
     // runtime, and the caller's thread need not be a worker for the reactor to run.
     let _context = runtime.enter();
     Ok(futures::executor::block_on(future))
+}
+
+#[cfg(test)]
+mod tests {
+    use hickory_resolver::proto::op::{Message, MessageType, OpCode};
+    use hickory_resolver::proto::rr::rdata::{A, AAAA, SRV};
+    use hickory_resolver::proto::rr::{Name, RData, Record};
+
+    use super::*;
+
+    fn name(text: &str) -> Name {
+        Name::from_ascii(text).unwrap()
+    }
+
+    /// An SRV answer as it comes off the wire (encoded, then decoded): two targets,
+    /// glue in the Additional section for the first (A and AAAA) and for a name no
+    /// record targets.
+    fn srv_answer() -> Answer {
+        let mut message = Message::new(7, MessageType::Response, OpCode::Query);
+        let srv = name("_mongodb._tcp.cluster0.example.com.");
+        for (target, port) in [("db0.example.com.", 27017), ("db1.example.com.", 27018)] {
+            let data = RData::SRV(SRV::new(0, 5, port, name(target)));
+            message.add_answer(Record::from_rdata(srv.clone(), 300, data));
+        }
+        let glue = [
+            ("db0.example.com.", RData::A(A::new(10, 0, 0, 1)), 60),
+            (
+                "DB0.example.com.",
+                RData::AAAA(AAAA::new(0xfd00, 0, 0, 0, 0, 0, 0, 1)),
+                30,
+            ),
+            ("other.example.com.", RData::A(A::new(10, 0, 0, 9)), 60),
+        ];
+        for (owner, data, ttl) in glue {
+            message.add_additional(Record::from_rdata(name(owner), ttl, data));
+        }
+        let decoded = Message::from_vec(&message.to_vec().unwrap()).unwrap();
+        Answer {
+            answers: decoded.answers,
+            additionals: decoded.additionals,
+        }
+    }
+
+    #[test]
+    fn srv_records_carry_the_glue_of_the_additional_section() {
+        let records = srv_records(&srv_answer());
+        assert_eq!(records.len(), 2);
+        assert_eq!(records[0].target, "db0.example.com");
+        assert_eq!(records[0].port, 27017);
+        assert_eq!(records[0].ttl_secs, 300);
+        let glue = records[0].addresses.clone().unwrap();
+        assert_eq!(
+            glue.ips,
+            vec![
+                IpAddr::from([10, 0, 0, 1]),
+                IpAddr::from([0xfd00, 0, 0, 0, 0, 0, 0, 1])
+            ]
+        );
+        assert_eq!(
+            glue.ttl_secs, 30,
+            "the smallest TTL of the target's records"
+        );
+        assert_eq!(records[1].target, "db1.example.com");
+        assert_eq!(records[1].addresses, None, "no glue for this target");
+    }
 }

@@ -77,15 +77,23 @@ fn first_nameserver(text: &str) -> Option<IpAddr> {
     })
 }
 
+/// The records of one answer that the resolver reads.
+#[derive(Debug, Default)]
+pub(crate) struct Answer {
+    /// The records of the type asked.
+    pub(crate) records: Vec<Record>,
+    /// The smallest TTL of the answer section, the CNAME chain's included; `None`
+    /// when it is empty.
+    pub(crate) shortest_ttl: Option<u32>,
+    /// The Additional section (an SRV answer's glue).
+    pub(crate) additionals: Vec<Record>,
+}
+
 /// Asks `server` for the records of type `kind` of `name` (made fully qualified: no
 /// search domains). A name that does not exist (NXDOMAIN) or has no such records gives
-/// an empty list, as the native resolver does; other response codes, a malformed
+/// an empty answer, as the native resolver does; other response codes, a malformed
 /// answer or no answer in time are errors (the last one of kind `TimedOut`).
-pub(crate) async fn lookup(
-    server: SocketAddr,
-    name: &str,
-    kind: RecordType,
-) -> io::Result<Vec<Record>> {
+pub(crate) async fn lookup(server: SocketAddr, name: &str, kind: RecordType) -> io::Result<Answer> {
     let fqdn = match name.ends_with('.') {
         true => name.to_owned(),
         false => format!("{name}."),
@@ -101,13 +109,17 @@ pub(crate) async fn lookup(
     );
     let reply = exchange(server, &question).await?;
     match reply.metadata.response_code {
-        ResponseCode::NoError => Ok(reply
-            .answers
-            .into_iter()
-            // A CNAME chain leading to the records comes with them: keep the records.
-            .filter(|record| record.record_type() == kind)
-            .collect()),
-        ResponseCode::NXDomain => Ok(Vec::new()),
+        ResponseCode::NoError => Ok(Answer {
+            shortest_ttl: reply.answers.iter().map(|record| record.ttl).min(),
+            records: reply
+                .answers
+                .into_iter()
+                // A CNAME chain leading to the records comes with them: keep the records.
+                .filter(|record| record.record_type() == kind)
+                .collect(),
+            additionals: reply.additionals,
+        }),
+        ResponseCode::NXDomain => Ok(Answer::default()),
         code => Err(io::Error::other(format!(
             "the name server {server} answered {code} to {kind} {name}"
         ))),

@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use anymongo_rt::http::HttpClient;
 use anymongo_rt::rt::{
-    boxed, BoxFuture, Clock, ConnectTarget, HostInfo, Instant, IpAddr, Resolver, Runtime,
-    SrvRecord, Stream, Transport,
+    boxed, BoxFuture, Clock, ConnectTarget, HostAddresses, HostInfo, Instant, IpAddr, Resolver,
+    Runtime, SrvRecord, Stream, Transport,
 };
 use anymongo_rt::tls::ClientConfigs;
 use hickory_proto::rr::{RData, Record, RecordType};
@@ -65,7 +65,14 @@ impl Transport for WasiTransport {
                     format!("{}: WASI has no unix domain sockets", target.host),
                 ));
             }
-            let addresses = resolve(&target.host, target.port)?;
+            let addresses = match target.addresses.is_empty() {
+                true => resolve(&target.host, target.port)?,
+                false => target
+                    .addresses
+                    .iter()
+                    .map(|&ip| SocketAddr::new(ip, target.port))
+                    .collect(),
+            };
             let mut last_error = None;
             let mut tcp = None;
             for address in addresses {
@@ -225,8 +232,9 @@ impl WasiResolver {
         self.nameserver
     }
 
-    /// The records of type `kind` of `name`, from the named or the system's name server.
-    async fn lookup(&self, name: &str, kind: RecordType) -> io::Result<Vec<Record>> {
+    /// The answer for the records of type `kind` of `name`, from the named or the
+    /// system's name server.
+    async fn lookup(&self, name: &str, kind: RecordType) -> io::Result<dns::Answer> {
         let server = match self.nameserver {
             Some(address) => address,
             None => dns::system_nameserver()?,
@@ -237,18 +245,43 @@ impl WasiResolver {
     }
 }
 
+/// The A and AAAA records among `records`: owner name, address, TTL.
+fn address_records(records: &[Record]) -> impl Iterator<Item = (String, IpAddr, u32)> + '_ {
+    records.iter().filter_map(|record| {
+        let ip = match record.data {
+            RData::A(a) => IpAddr::V4(a.0),
+            RData::AAAA(aaaa) => IpAddr::V6(aaaa.0),
+            _ => return None,
+        };
+        Some((record.name.to_ascii(), ip, record.ttl))
+    })
+}
+
 impl Resolver for WasiResolver {
+    /// The SRV records, each with its target's glue from the Additional section
+    /// ([`SrvRecord::addresses`]).
     fn srv<'a>(&'a self, name: &'a str) -> BoxFuture<'a, io::Result<Vec<SrvRecord>>> {
         boxed(async move {
-            let records = self.lookup(name, RecordType::SRV).await?;
-            Ok(records
+            let answer = self.lookup(name, RecordType::SRV).await?;
+            let glue: Vec<(String, IpAddr, u32)> = address_records(&answer.additionals).collect();
+            Ok(answer
+                .records
                 .iter()
                 .filter_map(|record| match &record.data {
-                    RData::SRV(srv) => Some(SrvRecord {
-                        target: srv.target.to_ascii().trim_end_matches('.').to_owned(),
-                        port: srv.port,
-                        ttl_secs: record.ttl,
-                    }),
+                    RData::SRV(srv) => {
+                        let target = srv.target.to_ascii().trim_end_matches('.').to_owned();
+                        let addresses = HostAddresses::of(
+                            &target,
+                            glue.iter()
+                                .map(|(owner, ip, ttl)| (owner.as_str(), *ip, *ttl)),
+                        );
+                        Some(SrvRecord {
+                            target,
+                            port: srv.port,
+                            ttl_secs: record.ttl,
+                            addresses,
+                        })
+                    }
                     _ => None,
                 })
                 .collect())
@@ -257,7 +290,7 @@ impl Resolver for WasiResolver {
 
     fn txt<'a>(&'a self, name: &'a str) -> BoxFuture<'a, io::Result<Vec<String>>> {
         boxed(async move {
-            let records = self.lookup(name, RecordType::TXT).await?;
+            let records = self.lookup(name, RecordType::TXT).await?.records;
             Ok(records
                 .iter()
                 .filter_map(|record| match &record.data {
@@ -275,21 +308,35 @@ impl Resolver for WasiResolver {
     }
 
     fn ip<'a>(&'a self, host: &'a str) -> BoxFuture<'a, io::Result<Vec<IpAddr>>> {
+        boxed(async move { Ok(self.addresses(host).await?.ips) })
+    }
+
+    /// From the host (wasi:sockets/ip-name-lookup: no TTL, not reused), or from the
+    /// named name server, A and AAAA asked at once: one round trip.
+    fn addresses<'a>(&'a self, host: &'a str) -> BoxFuture<'a, io::Result<HostAddresses>> {
         boxed(async move {
             if self.nameserver.is_none() {
-                return Ok(resolve(host, 0)?.iter().map(SocketAddr::ip).collect());
+                return Ok(HostAddresses {
+                    ips: resolve(host, 0)?.iter().map(SocketAddr::ip).collect(),
+                    ttl_secs: 0,
+                });
             }
-            let mut found = Vec::new();
-            for kind in [RecordType::A, RecordType::AAAA] {
-                for record in self.lookup(host, kind).await? {
-                    match record.data {
-                        RData::A(a) => found.push(IpAddr::V4(a.0)),
-                        RData::AAAA(aaaa) => found.push(IpAddr::V6(aaaa.0)),
-                        _ => {}
-                    }
-                }
-            }
-            Ok(found)
+            let (a, aaaa) = futures::future::try_join(
+                self.lookup(host, RecordType::A),
+                self.lookup(host, RecordType::AAAA),
+            )
+            .await?;
+            // The CNAME records of a chain bound the TTL too.
+            let shortest = [a.shortest_ttl, aaaa.shortest_ttl]
+                .into_iter()
+                .flatten()
+                .min()
+                .unwrap_or(0);
+            let records = address_records(&a.records).chain(address_records(&aaaa.records));
+            Ok(
+                HostAddresses::from_records(records.map(|(_, ip, ttl)| (ip, ttl.min(shortest))))
+                    .unwrap_or_default(),
+            )
         })
     }
 }

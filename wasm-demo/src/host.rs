@@ -475,6 +475,7 @@ impl Resolver for JsResolver {
                                 target: target.trim_end_matches('.').to_owned(),
                                 port: port as u16,
                                 ttl_secs: ttl.unwrap_or(60.0) as u32,
+                                addresses: None,
                             })
                         }
                         _ => Err(io::Error::new(

@@ -658,6 +658,7 @@ impl HttpClient {
             host: url.host.clone(),
             port: url.port,
             tls: url.https.then(|| self.tls.clone()),
+            addresses: Vec::new(),
             time_left: Some(left),
         };
         let mut stream = self.transport.connect(&target).await?;

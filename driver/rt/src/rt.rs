@@ -296,6 +296,12 @@ pub struct ConnectTarget {
     pub port: u16,
     /// `Some` to wrap the stream in TLS.
     pub tls: Option<TlsOptions>,
+    /// Addresses the client already knows `host` has (an SRV answer's glue, or a
+    /// look-up of its own still within its TTL): the transport connects to them, in
+    /// order, instead of resolving `host` again, while `host` still names the server
+    /// to TLS (SNI, the certificate's check). Empty: the transport resolves `host`. A
+    /// transport that can only connect to names (a JavaScript host's) ignores them.
+    pub addresses: Vec<IpAddr>,
     /// What is left of the time the connection may take to open (`connectTimeoutMS`,
     /// less what a proxy's tunnel took), `None` when unbounded. The caller bounds the
     /// whole connection by it anyway; a host uses it to give up in time on what the
@@ -315,6 +321,7 @@ impl ConnectTarget {
     ///     host: "/tmp/mongodb-27017.sock".into(),
     ///     port: 0,
     ///     tls: None,
+    ///     addresses: Vec::new(),
     ///     time_left: None,
     /// };
     /// assert!(target.is_unix_socket());
@@ -390,9 +397,79 @@ pub struct SrvRecord {
     pub port: u16,
     /// Time to live, in seconds.
     pub ttl_secs: u32,
+    /// The target's addresses when the answer carried them: the A and AAAA records of
+    /// its Additional section whose owner is the target ("glue", which RFC 2782 asks
+    /// servers to send with SRV answers). The client connects to them without asking
+    /// for the target's name again. `None`: the answer had none for this target (a
+    /// resolver that cannot see the Additional section gives `None` too).
+    pub addresses: Option<HostAddresses>,
 }
 
-/// DNS look-ups the core needs (the Initial DNS Seedlist Discovery spec).
+/// A host name's addresses, from its A and AAAA records, and how long they may be
+/// reused.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct HostAddresses {
+    /// The addresses, IPv4 ones (A) first.
+    pub ips: Vec<IpAddr>,
+    /// How long they may be reused, in seconds: the smallest TTL of their records; 0
+    /// when unknown (a system resolver's answer), which the client does not reuse.
+    pub ttl_secs: u32,
+}
+
+impl HostAddresses {
+    /// The addresses of `host` among `records` (owner name, address, TTL): the
+    /// Additional section of an SRV answer. Owner names match without regard to case
+    /// or a trailing dot; `None` when there is none.
+    ///
+    /// ```
+    /// # use anymongo_rt::rt::HostAddresses;
+    /// let records = [
+    ///     ("db0.example.com.", "10.0.0.1".parse().unwrap(), 60),
+    ///     ("DB0.example.com", "::1".parse().unwrap(), 30),
+    ///     ("db1.example.com.", "10.0.0.2".parse().unwrap(), 60),
+    /// ];
+    /// let db0 = HostAddresses::of("db0.example.com", records.iter().cloned()).unwrap();
+    /// assert_eq!(db0.ips.len(), 2);
+    /// assert_eq!(db0.ttl_secs, 30);
+    /// assert!(HostAddresses::of("db2.example.com", records.iter().cloned()).is_none());
+    /// ```
+    pub fn of<'a>(
+        host: &str,
+        records: impl IntoIterator<Item = (&'a str, IpAddr, u32)>,
+    ) -> Option<HostAddresses> {
+        let host = host.trim_end_matches('.');
+        HostAddresses::from_records(records.into_iter().filter_map(|(owner, ip, ttl)| {
+            owner
+                .trim_end_matches('.')
+                .eq_ignore_ascii_case(host)
+                .then_some((ip, ttl))
+        }))
+    }
+
+    /// Addresses and their TTLs (an answer's A and AAAA records, whatever CNAME chain
+    /// led to them), made one: IPv4 first, each family in the answer's order, without
+    /// repeats, valid for the smallest TTL. `None` when there is none.
+    pub fn from_records(records: impl IntoIterator<Item = (IpAddr, u32)>) -> Option<Self> {
+        let mut found: Option<HostAddresses> = None;
+        for (ip, ttl_secs) in records {
+            let addresses = found.get_or_insert(HostAddresses {
+                ips: Vec::new(),
+                ttl_secs,
+            });
+            addresses.ttl_secs = addresses.ttl_secs.min(ttl_secs);
+            if !addresses.ips.contains(&ip) {
+                addresses.ips.push(ip);
+            }
+        }
+        if let Some(addresses) = &mut found {
+            addresses.ips.sort_by_key(IpAddr::is_ipv6);
+        }
+        found
+    }
+}
+
+/// DNS look-ups the core needs (the Initial DNS Seedlist Discovery spec), and the
+/// addresses of the hosts it connects to.
 pub trait Resolver: MaybeSend + MaybeSync {
     /// SRV records of `name` (for example `_mongodb._tcp.cluster0.example.com`).
     fn srv<'a>(&'a self, name: &'a str) -> BoxFuture<'a, io::Result<Vec<SrvRecord>>>;
@@ -400,6 +477,20 @@ pub trait Resolver: MaybeSend + MaybeSync {
     fn txt<'a>(&'a self, name: &'a str) -> BoxFuture<'a, io::Result<Vec<String>>>;
     /// A and AAAA records of `host`, for transports that connect to addresses.
     fn ip<'a>(&'a self, host: &'a str) -> BoxFuture<'a, io::Result<Vec<IpAddr>>>;
+    /// The addresses of `host` and how long they may be reused: the client asks this
+    /// before it connects to a host name it has no fresh addresses of, gives them to
+    /// the transport ([`ConnectTarget::addresses`]) and reuses them for the next
+    /// connections to that host within their TTL. A resolver that asks a name server
+    /// itself asks A and AAAA at once (one round trip) and gives their TTL. The
+    /// default gives [`ip`](Self::ip)'s addresses with no TTL (not reused).
+    fn addresses<'a>(&'a self, host: &'a str) -> BoxFuture<'a, io::Result<HostAddresses>> {
+        boxed(async move {
+            Ok(HostAddresses {
+                ips: self.ip(host).await?,
+                ttl_secs: 0,
+            })
+        })
+    }
 }
 
 /// The error a host's [`Resolver`] gives for a kind of look-up it cannot make yet.

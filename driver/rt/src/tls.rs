@@ -725,6 +725,7 @@ mod tests {
             host: "db.test".into(),
             port: 27017,
             tls: None,
+            addresses: Vec::new(),
             time_left: None,
         };
         let stream = futures::executor::block_on(secure(

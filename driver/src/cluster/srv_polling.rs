@@ -159,6 +159,11 @@ impl Shared {
         let Some(found) = found else {
             return false;
         };
+        if let Some(book) = &self.connection_settings.addresses {
+            for (host, addresses) in &found.glue {
+                book.learn(host, addresses);
+            }
+        }
         let mut state = self.state_for_update();
         let update = state.description.apply_srv_rescan(
             &found.hosts,

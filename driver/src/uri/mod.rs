@@ -283,6 +283,9 @@ pub struct SeedList {
     /// The floor of the rescan interval: `srv::MIN_RESCAN_INTERVAL` unless lowered for
     /// tests.
     pub(crate) min_rescan_interval: Duration,
+    /// The addresses the SRV answer carried for the hosts found (`srv::SrvHosts::glue`),
+    /// for the client's first connections.
+    pub(crate) glue: Vec<(String, crate::rt::HostAddresses)>,
 }
 
 impl Default for ClientOptions {

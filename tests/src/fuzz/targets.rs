@@ -617,6 +617,7 @@ impl Resolver for Answered {
                     target: srv.target.to_ascii().trim_end_matches('.').to_owned(),
                     port: srv.port,
                     ttl_secs: record.ttl,
+                    addresses: None,
                 }),
                 _ => None,
             })
