@@ -287,6 +287,8 @@ impl Resolver for DnsOverHttps {
                         target,
                         port,
                         ttl_secs: answer.ttl.unwrap_or(60),
+                        // Workers' `connect()` takes names only: glue would go unused.
+                        addresses: None,
                     })
                 })
                 .collect()
