@@ -382,7 +382,7 @@ socket.getaddrinfo = _atlas_getaddrinfo
         let mut rows = Vec::new();
         for (driver, mut command) in cases {
             let fixture = runtime.block_on(AtlasFixture::start(one_way, dns_one_way))?;
-            runtime.block_on(seed_atlas(&fixture))?;
+            runtime.block_on(fixture.seed(DATABASE, COLLECTION, doc! { "_id": 1, "text": "cold" }))?;
             command
                 .arg(fixture.uri())
                 .env("ATLAS_NAMESERVER", fixture.nameserver().to_string());
@@ -401,25 +401,6 @@ socket.getaddrinfo = _atlas_getaddrinfo
             &rows,
         );
         Ok(())
-    }
-
-    /// Inserts the document the drivers find, through the fixture.
-    async fn seed_atlas(fixture: &AtlasFixture) -> Result<(), String> {
-        let seeding = async {
-            let options = anymongo::ClientOptions::parse(fixture.uri())
-                .runtime(fixture.runtime())
-                .await?;
-            let client = anymongo::Client::with_runtime(options, fixture.runtime())?;
-            let corpus = client.database(DATABASE).collection::<Document>(COLLECTION);
-            corpus
-                .insert_one(doc! { "_id": 1, "text": "cold" })
-                .await
-                .map(drop)
-        };
-        tokio::time::timeout(CASE_TIMEOUT, seeding)
-            .await
-            .map_err(|_| "seeding timed out".to_owned())?
-            .map_err(|e| format!("cannot seed the document: {e}"))
     }
 
     /// The Node.js rows (see the module doc), those that can run: each one left out
