@@ -1,6 +1,6 @@
 // The Worker of the `cold_request` measurement under workerd (served by workerd.mjs,
 // which documents the whole child). Each request finds {_id: 1} in env.DATABASE.
-// env.COLLECTION with the npm package `anymongo` (its workerd entry, js/workers.js)
+// env.COLLECTION (or does env.OPERATION, below) with the npm package `anymongo` (its workerd entry, js/workers.js)
 // and answers the milliseconds it took, measured here: the first request creates the
 // client (cold), the second reuses it (warm).
 //
@@ -11,7 +11,30 @@
 // advances that clock at I/O events only (a Spectre mitigation), so the span runs from
 // the request's arrival to the result's last bytes: the round trips and the CPU time
 // between them are counted, the CPU time after the last reply (parsing it) is not.
-import { MongoClient } from 'anymongo';
+//
+// With env.DOH_ENDPOINT (the `--atlas` measurement), the client's transport is the
+// package's Workers transport with DNS over HTTPS to that endpoint for every name, the
+// members' too (see workerd.mjs). env.OPERATION picks the request, as node.mjs's
+// COLD_OPERATION does: `find` (a primary read), `insert` or `nearest`.
+import { MongoClient, dnsOverHttps } from 'anymongo';
+import { workersTransport } from 'anymongo/transports/workers';
+
+/** The client's options: its transport, when DNS goes to the endpoint. */
+function options(env) {
+  if (!env.DOH_ENDPOINT) return {};
+  return { transport: { ...workersTransport, ...dnsOverHttps({ endpoint: env.DOH_ENDPOINT, addresses: true }) } };
+}
+
+/** The request env.OPERATION names. */
+async function request(client, env) {
+  const items = client.db(env.DATABASE).collection(env.COLLECTION);
+  if (env.OPERATION === 'insert') {
+    await items.insertOne({ text: 'written' });
+    return;
+  }
+  const found = await items.findOne({ _id: 1 }, env.OPERATION === 'nearest' ? { readPreference: 'nearest' } : {});
+  if (found === null) throw new Error('no document with _id 1');
+}
 
 export class Holder {
   constructor(state, env) {
@@ -22,9 +45,8 @@ export class Holder {
   async fetch() {
     const start = performance.now();
     try {
-      this.client ??= new MongoClient(this.env.URI);
-      const found = await this.client.db(this.env.DATABASE).collection(this.env.COLLECTION).findOne({ _id: 1 });
-      if (found === null) throw new Error('no document with _id 1');
+      this.client ??= new MongoClient(this.env.URI, options(this.env));
+      await request(this.client, this.env);
       return new Response((performance.now() - start).toFixed(1));
     } catch (error) {
       return new Response(String(error?.stack ?? error), { status: 500 });

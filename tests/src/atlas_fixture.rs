@@ -460,11 +460,20 @@ fn member_hello(
             || reply.get("ok").and_then(Bson::as_i32) == Some(1)
         {
             let primary = index == 0;
-            let writable = match reply.contains_key("ismaster") {
-                true => "ismaster",
-                false => "isWritablePrimary",
-            };
-            reply.insert(writable, primary);
+            // SecantusDB's reply to a legacy `isMaster` carries both fields: each is
+            // the member's, or a secondary whose `isWritablePrimary` stayed true would
+            // claim to be a primary to a driver that reads it.
+            let fields = ["ismaster", "isWritablePrimary"];
+            let present: Vec<&str> = fields
+                .into_iter()
+                .filter(|field| reply.contains_key(field))
+                .collect();
+            for writable in match present.is_empty() {
+                true => vec!["isWritablePrimary"],
+                false => present,
+            } {
+                reply.insert(writable, primary);
+            }
             reply.insert("secondary", !primary);
             reply.insert("setName", SET_NAME);
             reply.insert("hosts", hosts.to_vec());
@@ -618,6 +627,11 @@ mod tests {
         assert_eq!(secondary.get_str("me").ok(), Some(hosts()[2].as_str()));
         assert_eq!(secondary.get_str("primary").ok(), Some(hosts()[0].as_str()));
         assert!(!secondary.contains_key("electionId"));
+        // A reply with both fields (SecantusDB's to a legacy isMaster) has both set.
+        let both = doc! { "ismaster": true, "isWritablePrimary": true, "ok": 1.0 };
+        let secondary = rewritten(both, 1);
+        assert_eq!(secondary.get_bool("ismaster").ok(), Some(false));
+        assert_eq!(secondary.get_bool("isWritablePrimary").ok(), Some(false));
         // An error reply passes unchanged.
         let error = doc! { "ok": 0.0, "code": 18, "errmsg": "auth failed" };
         assert_eq!(rewritten(error.clone(), 1), error);

@@ -10,13 +10,13 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { promises as dns } from 'node:dns';
 import { existsSync } from 'node:fs';
-import http from 'node:http';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { MongoClient, MongoParseError, dnsOverHttps } from '../js/node.js';
 import { txtStrings } from '../js/doh.js';
 import { nodeTransport } from '../js/transports/node.js';
+import { startDohGateway } from './doh_gateway.js';
 import { startServer } from './server.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -50,49 +50,6 @@ function startDnsServer() {
       reject(error);
     });
   });
-}
-
-/**
- * A DNS-over-HTTPS gateway in the JSON form, answering from `resolver` (node:dns):
- * what a public resolver's /dns-query does, on loopback. Counts its queries.
- */
-function startDohGateway(resolver) {
-  const gateway = { queries: 0 };
-  const server = http.createServer(async (request, response) => {
-    gateway.queries++;
-    const query = new URL(request.url, 'http://gateway').searchParams;
-    const name = query.get('name');
-    const type = query.get('type');
-    let body;
-    try {
-      const Answer =
-        type === 'SRV'
-          ? (await resolver.resolveSrv(name)).map(({ priority, weight, port, name: target }) => ({
-              name,
-              type: 33,
-              TTL: 300,
-              data: `${priority} ${weight} ${port} ${target}.`,
-            }))
-          : (await resolver.resolveTxt(name)).map((strings) => ({
-              name,
-              type: 16,
-              TTL: 300,
-              data: strings.map((text) => `"${text.replace(/["\\]/g, '\\$&')}"`).join(' '),
-            }));
-      body = { Status: 0, Answer };
-    } catch (error) {
-      body = { Status: error.code === 'ENOTFOUND' ? 3 : error.code === 'ENODATA' ? 0 : 2 };
-    }
-    response.writeHead(200, { 'content-type': 'application/dns-json' });
-    response.end(JSON.stringify(body));
-  });
-  return new Promise((resolve) =>
-    server.listen(0, '127.0.0.1', () => {
-      gateway.endpoint = `http://127.0.0.1:${server.address().port}/dns-query`;
-      gateway.stop = () => new Promise((done) => server.close(done));
-      resolve(gateway);
-    }),
-  );
 }
 
 /** `transport` with every host it connects to mapped to 127.0.0.1:`port`. */
