@@ -28,22 +28,28 @@ const START_TIMEOUT_MS = 60_000;
 const LINE_TIMEOUT_MS = 50_000;
 
 // The round trips of a cold request today, DNS included, per runtime and operation (a
-// primary read, a write, a `nearest` read); a warm one takes 1 everywhere.
+// primary read, a write, a `nearest` read); a warm one takes 1 everywhere. The goal
+// (issue 44) is 1 + 5 for every one.
 //
 // Node.js, 10 (background monitoring): SRV and TXT at once (1); the three seeds'
-// monitors start at once, each asking its name's A and AAAA at once (1), then connect,
-// TLS 1.3 and hello (3): the operation waits for every seed's check; its connection to
-// the selected member finds the name's addresses kept (0) and takes TCP, TLS, hello
-// with speculative SCRAM, saslContinue and the command (5).
+// monitors start at once, each asking its name's A and AAAA at once (1), then TCP, TLS
+// 1.3 and hello (3). The first operation connects the client first, as the Node driver
+// does: a hello on an authenticated pool connection to the primary, as soon as its
+// check makes it known (the other checks go on meanwhile), whose name's addresses are
+// kept (0): TCP, TLS, hello with speculative SCRAM, saslContinue (4); then the
+// operation's command on that connection (1).
 //
-// workerd, 24 (single-threaded monitoring, as on Workers): SRV and TXT at once (1);
-// the scan checks the three seeds one after the other, each asking its name (1) and
-// then TCP, TLS and hello (3); then the operation's connection, its name kept, (5).
+// workerd, 18 (single-threaded monitoring, as on Workers): SRV and TXT at once (1); the
+// scan checks the three seeds one after the other, each asking its name (1) before TCP,
+// TLS and hello (3); then the connection step's 4 and the command, as above (5).
 //
-// The goal (issue 44) is 1 + 5 for every row.
+// A `nearest` read picks one of the three members (their latencies are equal) at
+// random: the primary, whose connection the connect step authenticated, in the counts
+// above; another member costs its own connection after the connect step (TCP, TLS,
+// hello with speculative SCRAM, saslContinue, the command: 5 instead of 1), 4 more.
 const EXPECTED = {
-  'Node.js': { find: 10, insert: 10, nearest: 10 },
-  workerd: { find: 24, insert: 24, nearest: 24 },
+  'Node.js': { find: [10], insert: [10], nearest: [10, 14] },
+  workerd: { find: [18], insert: [18], nearest: [18, 22] },
 };
 
 /** When the environment says CI, a missing piece fails the tests instead of skipping them. */
@@ -127,9 +133,12 @@ async function measure(fixture, command, operation) {
     child.stdin.write('\n');
     assert.match(await next(), /^warm \d/);
     const to = await now();
+    // The deepest chains: under Node.js the monitors may re-check while the request
+    // runs (requested when the client connects, done 500 ms after their first check,
+    // minHeartbeatFrequencyMS), and answer just after its result.
     const cold = await fixture.ask(`count ${from} ${middle}`);
     const warm = await fixture.ask(`count ${middle} ${to}`);
-    return { cold: cold.roundTrips, warm: warm.roundTrips, log: cold.log };
+    return { cold: cold.deepest, warm: warm.deepest, log: cold.log };
   } finally {
     child.stdin.end();
     await exited(child, 10_000);
@@ -161,10 +170,13 @@ describe('cold requests on the Atlas-shaped fixture', { timeout: 600_000, skip: 
 
   for (const [runtime, { command, missing }] of Object.entries(runtimes)) {
     for (const [operation, expected] of Object.entries(EXPECTED[runtime])) {
-      it(`${runtime}: ${operation}, cold in ${expected} round trips, warm in 1`, { timeout: 120_000, skip: skipUnlessCI(missing) }, async () => {
+      it(`${runtime}: ${operation}, cold in ${expected.join(' or ')} round trips, warm in 1`, { timeout: 120_000, skip: skipUnlessCI(missing) }, async () => {
         if (missing) assert.fail(missing);
         const measured = await measure(fixture, command, operation);
-        assert.equal(measured.cold, expected, `the cold request's round trips; its flights (DNS queries are the connections of one answer):\n${measured.log}`);
+        assert.ok(
+          expected.includes(measured.cold),
+          `the cold request took ${measured.cold} round trips, not ${expected.join(' or ')}; its flights (DNS queries are the connections of one answer):\n${measured.log}`,
+        );
         assert.equal(measured.warm, 1, 'the warm request');
       });
     }

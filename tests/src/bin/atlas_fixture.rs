@@ -14,9 +14,11 @@
 //! answers each line of its standard input with one JSON line:
 //!
 //! - `now`: `{"now": µs}`, the time on the fixture's clock;
-//! - `count FROM TO` (µs on that clock): `{"roundTrips": n, "log": "…"}`, the round
-//!   trips between the two times, DNS queries included, and the flights they count
-//!   ([`anymongo_tests::latency::round_trips`]).
+//! - `count FROM TO` (µs on that clock): `{"roundTrips": n, "deepest": n, "log": "…"}`,
+//!   the round trips between the two times, DNS queries included
+//!   ([`anymongo_tests::latency::round_trips`]), the longest chain of them
+//!   ([`anymongo_tests::latency::deepest_round_trips`]: the same, unless a client's
+//!   background checks answered after its request), and the flights they count.
 //!
 //! It stops when its standard input ends, so that it ends with the process that started
 //! it, whichever way that one ends.
@@ -27,7 +29,7 @@ use std::time::Duration;
 use anymongo::bson::doc;
 use anymongo_tests::atlas_fixture::AtlasFixture;
 use anymongo_tests::cold_request::{COLLECTION, DATABASE};
-use anymongo_tests::latency::{round_trips, FlightLog};
+use anymongo_tests::latency::{deepest_round_trips, round_trips, FlightLog};
 use serde_json::json;
 
 fn main() {
@@ -89,6 +91,7 @@ fn run() -> Result<(), String> {
                     };
                     json!({
                         "roundTrips": round_trips(&connections, from, to),
+                        "deepest": deepest_round_trips(&connections, from, to),
                         "log": log.to_string(),
                     })
                 }
