@@ -128,11 +128,15 @@ async function tlsOptions(host, request) {
 /**
  * TLS sessions to resume (RFC 8446 §2.2), per host and TLS settings: a resumed
  * handshake skips the server's certificate chain and its checks, and the key exchange's
- * signature. A TLS 1.3 server sends a couple of tickets per connection (rustls and
- * OpenSSL send 2) and may accept each only once (RFC 8446 §8.1, rustls's stateful
- * cache does), so each connection takes a ticket of its own and the newest few are
- * kept. The key holds every TLS setting, so that one set of settings (say, another
+ * signature. The key holds every TLS setting, so that one set of settings (say, another
  * CA) never resumes a session another one checked.
+ *
+ * Servers differ in what they allow: OpenSSL's accept a ticket again and send none
+ * after a resumed handshake; rustls's stateful cache accepts each ticket once (RFC 8446
+ * §8.1) and sends two after every handshake. So a connection takes the newest ticket
+ * no other connection is handshaking with, and gives it back when the server resumed
+ * it, behind the newer tickets its own handshake brings; a ticket the server refused
+ * is dropped. The newest few are kept.
  */
 const sessions = new Map();
 /** How many tickets are kept per key: enough for a pool's burst of new connections. */
@@ -142,7 +146,7 @@ function sessionKey(host, port, request) {
   return JSON.stringify([host, port, request]);
 }
 
-/** A kept ticket for `key`, taken (each is used once), or undefined. */
+/** The newest kept ticket for `key`, taken out while a handshake uses it, or undefined. */
 function takeSession(key) {
   const tickets = sessions.get(key);
   const ticket = tickets?.pop();
@@ -150,9 +154,11 @@ function takeSession(key) {
   return ticket;
 }
 
-function keepSession(key, ticket) {
+/** Keeps `ticket` for `key`: as the newest, or (`older`) behind every kept one. */
+function keepSession(key, ticket, older = false) {
   const tickets = sessions.get(key) ?? [];
-  tickets.push(ticket);
+  if (older) tickets.unshift(ticket);
+  else tickets.push(ticket);
   if (tickets.length > TICKETS_KEPT) tickets.shift();
   sessions.set(key, tickets);
 }
@@ -187,8 +193,13 @@ export const nodeTransport = {
       return opened(socket, 'connect', false);
     }
     const key = sessionKey(host, port, request);
-    const socket = tls.connect({ ...(await tlsOptions(host, request)), port, ...lookup, session: takeSession(key) });
+    const options = { ...(await tlsOptions(host, request)), port, ...lookup };
+    const session = takeSession(key);
+    const socket = tls.connect({ ...options, session });
     socket.on('session', (ticket) => keepSession(key, ticket));
+    socket.once('secureConnect', () => {
+      if (session && socket.isSessionReused()) keepSession(key, session, true);
+    });
     socket.setNoDelay(true);
     return opened(socket, 'secureConnect', true);
   },
