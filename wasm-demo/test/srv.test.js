@@ -15,7 +15,7 @@ import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { MongoClient, MongoParseError, dnsOverHttps } from '../js/node.js';
 import { txtStrings } from '../js/doh.js';
-import { nodeTransport } from '../js/transports/node.js';
+import { nameServers, nodeTransport } from '../js/transports/node.js';
 import { startDohGateway } from './doh_gateway.js';
 import { startServer } from './server.js';
 
@@ -121,6 +121,19 @@ describe('mongodb+srv through JavaScript resolvers', { timeout: 120_000, skip: m
     assert.match(error.message, /TXT/);
   });
 
+  it("asks nameServers' servers for SRV, TXT and the hosts' addresses, which the transport connects to", { timeout: 30_000 }, async () => {
+    const resolver = nameServers([dnsServer.address]);
+    assert.deepEqual(await resolver.resolveSrv('_mongodb._tcp.test3.test.build.10gen.cc'), [{ name: 'localhost.test.build.10gen.cc', port: 27017 }]);
+    assert.deepEqual(await resolver.resolveTxt('test5.test.build.10gen.cc'), ['replicaSet=repl0&authSource=thisDB']);
+    // The host's name resolves through those servers only (the system does not know
+    // it), and the transport's socket connects to its address.
+    const transport = { ...nodeTransport, ...resolver };
+    const duplex = await transport.connect('localhost.test.build.10gen.cc', server.port, null);
+    duplex.close();
+    assert.deepEqual(await resolver.lookup('localhost.test.build.10gen.cc'), ['127.0.0.1']);
+    await assert.rejects(resolver.lookup('nonexistent.test.build.10gen.cc'), { code: 'ENOTFOUND' });
+  });
+
   it('reports a name without SRV records clearly (test4 has none)', { timeout: 30_000 }, async () => {
     const error = await connectError('mongodb+srv://test4.test.build.10gen.cc/?tls=false', toLocalServer(nodeTransport, server.port));
     assert.match(error.message, /no SRV records found for _mongodb\._tcp\.test4\.test\.build\.10gen\.cc/);
@@ -155,6 +168,18 @@ describe('mongodb+srv through JavaScript resolvers', { timeout: 120_000, skip: m
       const uri = 'mongodb+srv://test3.test.build.10gen.cc/?tls=false';
       assert.equal(await roundTrip(uri, toLocalServer(doh, server.port)), uri);
       assert.ok(gateway.queries - before >= 7, `the gateway answered ${gateway.queries - before} queries`);
+    });
+
+    it("resolves hosts' A and AAAA records with addresses: true, at once and once within their TTL", { timeout: 30_000 }, async () => {
+      assert.equal(dnsOverHttps({ endpoint: gateway.endpoint }).lookup, undefined, 'hosts are the platform\'s to resolve by default');
+      const doh = dnsOverHttps({ endpoint: gateway.endpoint, addresses: true });
+      const before = gateway.queries;
+      const [first, second] = await Promise.all([doh.lookup('localhost.test.build.10gen.cc'), doh.lookup('localhost.test.build.10gen.cc')]);
+      assert.deepEqual(first, ['127.0.0.1']);
+      assert.deepEqual(second, ['127.0.0.1']);
+      assert.deepEqual(await doh.lookup('localhost.test.build.10gen.cc'), ['127.0.0.1']);
+      assert.equal(gateway.queries - before, 2, 'one A and one AAAA query for three look-ups');
+      await assert.rejects(doh.lookup('nonexistent.test.build.10gen.cc'), { code: 'ENOTFOUND' });
     });
 
     it('refuses two TXT records, found over DNS-over-HTTPS (test6)', { timeout: 30_000 }, async () => {
