@@ -374,7 +374,11 @@ socket.getaddrinfo = _atlas_getaddrinfo
         let mut rows = Vec::new();
         for (driver, mut command) in cases {
             let fixture = runtime.block_on(AtlasFixture::start(one_way, dns_one_way))?;
-            runtime.block_on(fixture.seed(DATABASE, COLLECTION, doc! { "_id": 1, "text": "cold" }))?;
+            runtime.block_on(fixture.seed(
+                DATABASE,
+                COLLECTION,
+                doc! { "_id": 1, "text": "cold" },
+            ))?;
             command
                 .arg(fixture.uri())
                 .env("ATLAS_NAMESERVER", fixture.nameserver().to_string());
