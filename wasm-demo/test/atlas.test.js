@@ -28,8 +28,8 @@ const START_TIMEOUT_MS = 60_000;
 const LINE_TIMEOUT_MS = 50_000;
 
 // The round trips of a cold request today, DNS included, per runtime and operation (a
-// primary read, a write, a `nearest` read); a warm one takes 1 everywhere. The goal
-// (issue 44) is 1 + 5 for every one.
+// primary read, a write, a `nearest` read), and of a warm one (WARM, below). The goal
+// (issue 44) is 1 + 5 for every cold one.
 //
 // Node.js, 10 (background monitoring): SRV and TXT at once (1); the three seeds'
 // monitors start at once, each asking its name's A and AAAA at once (1), then TCP, TLS
@@ -51,6 +51,10 @@ const EXPECTED = {
   'Node.js': { find: [10], insert: [10], nearest: [10, 14] },
   workerd: { find: [18], insert: [18], nearest: [18, 22] },
 };
+// A warm request's, on every runtime: 1, except a `nearest` read that picks a member
+// the client has no connection to yet (TCP, TLS, hello with speculative SCRAM,
+// saslContinue, the command).
+const WARM = { find: [1], insert: [1], nearest: [1, 5] };
 
 /** When the environment says CI, a missing piece fails the tests instead of skipping them. */
 function skipUnlessCI(missing) {
@@ -170,14 +174,14 @@ describe('cold requests on the Atlas-shaped fixture', { timeout: 600_000, skip: 
 
   for (const [runtime, { command, missing }] of Object.entries(runtimes)) {
     for (const [operation, expected] of Object.entries(EXPECTED[runtime])) {
-      it(`${runtime}: ${operation}, cold in ${expected.join(' or ')} round trips, warm in 1`, { timeout: 120_000, skip: skipUnlessCI(missing) }, async () => {
+      it(`${runtime}: ${operation}, cold in ${expected.join(' or ')} round trips, warm in ${WARM[operation].join(' or ')}`, { timeout: 120_000, skip: skipUnlessCI(missing) }, async () => {
         if (missing) assert.fail(missing);
         const measured = await measure(fixture, command, operation);
         assert.ok(
           expected.includes(measured.cold),
           `the cold request took ${measured.cold} round trips, not ${expected.join(' or ')}; its flights (DNS queries are the connections of one answer):\n${measured.log}`,
         );
-        assert.equal(measured.warm, 1, 'the warm request');
+        assert.ok(WARM[operation].includes(measured.warm), `the warm request took ${measured.warm} round trips`);
       });
     }
   }
