@@ -245,7 +245,7 @@ impl AtlasFixture {
     }
 
     /// Inserts `document` into `database.collection` through the fixture (a client of
-    /// its own, resolving through the relay), within [`START_BOUND`]: the data a
+    /// its own, resolving through the relay), within a minute: the data a
     /// measured request finds.
     pub async fn seed(
         &self,
