@@ -91,7 +91,7 @@ test)
     # that moves them on purpose rewrites the baseline with --write (docs/BENCHMARKS.md).
     cargo run -q --release -p anymongo-tests --bin counts
     step "npm package: the wasm-bindgen build"
-    cargo build -q -p anymongo-tests --bin dns_server --bin lb_proxy --bin warm_requests
+    cargo build -q -p anymongo-tests --bin dns_server --bin lb_proxy --bin warm_requests --bin atlas_fixture
     bash wasm-demo/build.sh
     (cd wasm-demo && npm ci --no-audit --no-fund --prefer-offline --loglevel=error)
     step "npm package: Mongoose, connect-mongo and the Auth.js adapter, anymongo against the official driver"

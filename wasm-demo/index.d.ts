@@ -76,12 +76,21 @@ export interface Transport {
   resolveSrv?(name: string): Promise<{ name: string; port: number; ttl?: number }[]>;
   /** TXT records, each one's strings joined (optional). */
   resolveTxt?(name: string): Promise<string[]>;
+  /**
+   * A host's addresses (optional), for names the runtime's own resolver does not
+   * know: the Node.js and Workers transports connect to what it gives instead of
+   * resolving the name themselves (`nameServers` of `anymongo/transports/node`,
+   * `dnsOverHttps({ addresses: true })`). Node.js still checks the TLS certificate
+   * against the name; a Worker's socket checks it against the address.
+   */
+  lookup?(host: string): Promise<string[]>;
 }
 
 /**
  * SRV and TXT look-ups over DNS-over-HTTPS (the `application/dns-json` form), for a
  * transport on a host without a DNS module; Workers' transport uses it with the
- * default endpoint, `https://cloudflare-dns.com/dns-query`.
+ * default endpoint, `https://cloudflare-dns.com/dns-query`. With `addresses: true`,
+ * also `lookup` (the hosts' A and AAAA records, asked at once and kept for their TTL).
  *
  * ```js
  * const transport = { ...myTransport, ...dnsOverHttps({ endpoint: 'https://dns.google/resolve' }) };
@@ -90,7 +99,13 @@ export interface Transport {
 export declare function dnsOverHttps(options?: {
   endpoint?: string;
   fetch?: typeof globalThis.fetch;
+  addresses?: false;
 }): Required<Pick<Transport, 'resolveSrv' | 'resolveTxt'>>;
+export declare function dnsOverHttps(options: {
+  endpoint?: string;
+  fetch?: typeof globalThis.fetch;
+  addresses: true;
+}): Required<Pick<Transport, 'resolveSrv' | 'resolveTxt' | 'lookup'>>;
 
 // ---------------------------------------------------------------------------------
 // Typing of documents, as the Node driver's: a Collection<TSchema> checks the fields

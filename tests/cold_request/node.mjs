@@ -21,8 +21,13 @@
 // (js/transports/node.js), the official driver reads it itself.
 //
 // With ATLAS_NAMESERVER (ip:port, the `--atlas` measurement's DNS relay), every name is
-// asked of it only: the driver's SRV and TXT look-ups (node:dns, whose servers are set)
-// and the members' names (a `lookup` socket option asking it for A records).
+// asked of it only. The npm package: its Node.js transport with `nameServers` (SRV,
+// TXT, and the members' A and AAAA records). The official driver: its SRV and TXT
+// look-ups through node:dns, whose servers are set, and the members' names through a
+// `lookup` socket option asking it for A records.
+//
+// COLD_OPERATION picks the request (both times): `find` (the default, a primary read),
+// `insert` (a write) or `nearest` (a read with readPreference nearest).
 import dns from 'node:dns';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
@@ -37,34 +42,47 @@ const { MongoClient } =
 // The lines of stdin, one at a time: the parent's go for the warm request.
 const lines = createInterface({ input: process.stdin })[Symbol.asyncIterator]();
 
-async function findOne(client) {
-  if (!(await client.db(database).collection(collection).findOne({ _id: 1 }))) {
+const operation = process.env.COLD_OPERATION ?? 'find';
+async function request(client) {
+  const items = client.db(database).collection(collection);
+  if (operation === 'insert') {
+    await items.insertOne({ text: 'written' });
+    return;
+  }
+  const options = operation === 'nearest' ? { readPreference: 'nearest' } : {};
+  if (!(await items.findOne({ _id: 1 }, options))) {
     throw new Error('no document with _id 1');
   }
 }
 
-// The official driver passes `lookup` on to net.connect; without the variable, no
-// options (as before the Atlas rows).
+// Without the variable, no options (as before the Atlas rows).
 const nameserver = process.env.ATLAS_NAMESERVER;
-const options = nameserver && {
-  lookup: (hostname, lookupOptions, callback) =>
-    dns.resolve4(hostname, (error, addresses) => {
-      if (error) return callback(error);
-      if (lookupOptions.all) {
-        return callback(null, addresses.map((address) => ({ address, family: 4 })));
-      }
-      callback(null, addresses[0], 4);
-    }),
-};
-if (nameserver) dns.setServers([nameserver]);
+let options;
+if (nameserver && driver === 'anymongo') {
+  const { nodeTransport, nameServers } = await import('../../wasm-demo/js/transports/node.js');
+  options = { transport: { ...nodeTransport, ...nameServers([nameserver]) } };
+} else if (nameserver) {
+  // The official driver passes `lookup` on to net.connect.
+  dns.setServers([nameserver]);
+  options = {
+    lookup: (hostname, lookupOptions, callback) =>
+      dns.resolve4(hostname, (error, addresses) => {
+        if (error) return callback(error);
+        if (lookupOptions.all) {
+          return callback(null, addresses.map((address) => ({ address, family: 4 })));
+        }
+        callback(null, addresses[0], 4);
+      }),
+  };
+}
 
 let start = performance.now();
-const client = nameserver ? new MongoClient(uri, options) : new MongoClient(uri);
-await findOne(client);
+const client = options ? new MongoClient(uri, options) : new MongoClient(uri);
+await request(client);
 console.log(`cold ${(performance.now() - start).toFixed(1)}`);
 await lines.next();
 start = performance.now();
-await findOne(client);
+await request(client);
 console.log(`warm ${(performance.now() - start).toFixed(1)}`);
 // Lets the process exit (the monitors and the stdin reader keep it alive otherwise);
 // the parent has its two lines, and reaps the child anyway.

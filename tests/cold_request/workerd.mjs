@@ -21,6 +21,13 @@
 // still says tls=true, and the certificate is still checked, against that CA (one
 // workerd does not trust fails the handshake: "invalid peer certificate: UnknownIssuer").
 //
+// With ATLAS_NAMESERVER (ip:port, the `--atlas` measurement's DNS relay): a Worker has no
+// DNS but fetch, so a DNS-over-HTTPS gateway on loopback (wasm-demo/test/doh_gateway.js)
+// asks the relay each question the Worker's transport sends it (SRV, TXT, the members'
+// A and AAAA), and the Worker gets its endpoint (DOH_ENDPOINT, see worker.js): the
+// fixture's relay sees, and delays, every DNS query the Worker makes. COLD_OPERATION is
+// passed on as the Worker's OPERATION.
+//
 // Every wait is bounded (REQUEST_TIMEOUT_MS); workerd is killed on the way out (before
 // the last line: the parent kills this process, not workerd, once it has it). Its
 // listening socket is opened here and handed over (--socket-fd), so that the first
@@ -32,6 +39,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { Resolver } from 'node:dns/promises';
+import { startDohGateway } from '../../wasm-demo/test/doh_gateway.js';
 import { writeWorkerdConfig } from '../../wasm-demo/test/workerd_config.js';
 
 const [workerd, database, collection, uri] = process.argv.slice(2);
@@ -47,11 +56,20 @@ const caFile = url.searchParams.get('tlsCAFile');
 url.searchParams.delete('tlsCAFile');
 const workerUri = url.toString();
 
+const bindings = { URI: workerUri, DATABASE: database, COLLECTION: collection, OPERATION: process.env.COLD_OPERATION ?? 'find' };
+let gateway = null;
+if (process.env.ATLAS_NAMESERVER) {
+  const resolver = new Resolver();
+  resolver.setServers([process.env.ATLAS_NAMESERVER]);
+  gateway = await startDohGateway(resolver);
+  bindings.DOH_ENDPOINT = gateway.endpoint;
+}
+
 const dir = mkdtempSync(path.join(os.tmpdir(), 'anymongo-cold-workerd-'));
 writeWorkerdConfig(dir, path.join(here, 'worker.js'), {
   packageDir,
   bsonFile: path.join(packageDir, 'node_modules', 'bson', 'lib', 'bson.mjs'),
-  bindings: { URI: workerUri, DATABASE: database, COLLECTION: collection },
+  bindings,
   durableObjects: { HOLDER: 'Holder' },
   trustedCertificates: caFile ? [caFile] : [],
 });
@@ -96,6 +114,7 @@ try {
   done = true;
   child.kill('SIGKILL');
   rmSync(dir, { recursive: true, force: true });
+  await gateway?.stop();
 }
 // workerd is gone before the line that ends the measurement: the parent kills this
 // process once it has the line, maybe before a `finally` after it would run.

@@ -252,6 +252,29 @@ impl AtlasFixture {
     pub fn dns_queries(&self) -> usize {
         lock(&self.dns_relay.log).len()
     }
+
+    /// Inserts `document` into `database.collection` through the fixture (a client of
+    /// its own, resolving through the relay), within a minute: the data a
+    /// measured request finds.
+    pub async fn seed(
+        &self,
+        database: &str,
+        collection: &str,
+        document: Document,
+    ) -> Result<(), String> {
+        let seeding = async {
+            let options = anymongo::ClientOptions::parse(self.uri())
+                .runtime(self.runtime())
+                .await?;
+            let client = anymongo::Client::with_runtime(options, self.runtime())?;
+            let collection = client.database(database).collection::<Document>(collection);
+            collection.insert_one(document).await.map(drop)
+        };
+        tokio::time::timeout(START_BOUND, seeding)
+            .await
+            .map_err(|_| "seeding timed out".to_owned())?
+            .map_err(|e| format!("cannot seed the document: {e}"))
+    }
 }
 
 /// The port of `127.0.0.1:port`.

@@ -282,14 +282,33 @@ async fn pipe(
 /// The round trips on the critical path of what happened within `from..=to` (times
 /// since the proxy started), counted as the module documentation says.
 pub fn round_trips(connections: &[Connection], from: Duration, to: Duration) -> usize {
+    replies(connections, from, to)
+        .into_iter()
+        .max_by_key(|(depth, flight)| (flight.delivered, *depth))
+        .map_or(0, |(depth, _)| depth)
+}
+
+/// The longest chain of round trips within `from..=to`: what [`round_trips`] counts
+/// when the request's own reply is the deepest, for a window in which background work
+/// that began with the request may answer after it (a client's monitors re-checking
+/// while its first operation runs, whose replies are not deeper).
+pub fn deepest_round_trips(connections: &[Connection], from: Duration, to: Duration) -> usize {
+    replies(connections, from, to)
+        .into_iter()
+        .map(|(depth, _)| depth)
+        .max()
+        .unwrap_or(0)
+}
+
+/// The replies sent and delivered within `from..=to`, with their depths.
+fn replies(connections: &[Connection], from: Duration, to: Duration) -> Vec<(usize, &Flight)> {
     depths(connections, from)
-        .iter()
+        .into_iter()
         .zip(connections)
-        .flat_map(|(depths, connection)| depths.iter().zip(&connection.flights))
+        .flat_map(|(depths, connection)| depths.into_iter().zip(&connection.flights))
         .filter(|(_, flight)| flight.direction == Direction::ToClient && flight.bytes > 0)
         .filter(|(_, flight)| flight.sent >= from && flight.delivered <= to)
-        .max_by_key(|(depth, flight)| (flight.delivered, **depth))
-        .map_or(0, |(depth, _)| *depth)
+        .collect()
 }
 
 /// The depth of each flight of each connection (0 for flights before `from`), and of

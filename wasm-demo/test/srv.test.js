@@ -10,13 +10,13 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { promises as dns } from 'node:dns';
 import { existsSync } from 'node:fs';
-import http from 'node:http';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { MongoClient, MongoParseError, dnsOverHttps } from '../js/node.js';
 import { txtStrings } from '../js/doh.js';
-import { nodeTransport } from '../js/transports/node.js';
+import { nameServers, nodeTransport } from '../js/transports/node.js';
+import { startDohGateway } from './doh_gateway.js';
 import { startServer } from './server.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -50,49 +50,6 @@ function startDnsServer() {
       reject(error);
     });
   });
-}
-
-/**
- * A DNS-over-HTTPS gateway in the JSON form, answering from `resolver` (node:dns):
- * what a public resolver's /dns-query does, on loopback. Counts its queries.
- */
-function startDohGateway(resolver) {
-  const gateway = { queries: 0 };
-  const server = http.createServer(async (request, response) => {
-    gateway.queries++;
-    const query = new URL(request.url, 'http://gateway').searchParams;
-    const name = query.get('name');
-    const type = query.get('type');
-    let body;
-    try {
-      const Answer =
-        type === 'SRV'
-          ? (await resolver.resolveSrv(name)).map(({ priority, weight, port, name: target }) => ({
-              name,
-              type: 33,
-              TTL: 300,
-              data: `${priority} ${weight} ${port} ${target}.`,
-            }))
-          : (await resolver.resolveTxt(name)).map((strings) => ({
-              name,
-              type: 16,
-              TTL: 300,
-              data: strings.map((text) => `"${text.replace(/["\\]/g, '\\$&')}"`).join(' '),
-            }));
-      body = { Status: 0, Answer };
-    } catch (error) {
-      body = { Status: error.code === 'ENOTFOUND' ? 3 : error.code === 'ENODATA' ? 0 : 2 };
-    }
-    response.writeHead(200, { 'content-type': 'application/dns-json' });
-    response.end(JSON.stringify(body));
-  });
-  return new Promise((resolve) =>
-    server.listen(0, '127.0.0.1', () => {
-      gateway.endpoint = `http://127.0.0.1:${server.address().port}/dns-query`;
-      gateway.stop = () => new Promise((done) => server.close(done));
-      resolve(gateway);
-    }),
-  );
 }
 
 /** `transport` with every host it connects to mapped to 127.0.0.1:`port`. */
@@ -164,6 +121,19 @@ describe('mongodb+srv through JavaScript resolvers', { timeout: 120_000, skip: m
     assert.match(error.message, /TXT/);
   });
 
+  it("asks nameServers' servers for SRV, TXT and the hosts' addresses, which the transport connects to", { timeout: 30_000 }, async () => {
+    const resolver = nameServers([dnsServer.address]);
+    assert.deepEqual(await resolver.resolveSrv('_mongodb._tcp.test3.test.build.10gen.cc'), [{ name: 'localhost.test.build.10gen.cc', port: 27017 }]);
+    assert.deepEqual(await resolver.resolveTxt('test5.test.build.10gen.cc'), ['replicaSet=repl0&authSource=thisDB']);
+    // The host's name resolves through those servers only (the system does not know
+    // it), and the transport's socket connects to its address.
+    const transport = { ...nodeTransport, ...resolver };
+    const duplex = await transport.connect('localhost.test.build.10gen.cc', server.port, null);
+    duplex.close();
+    assert.deepEqual(await resolver.lookup('localhost.test.build.10gen.cc'), ['127.0.0.1']);
+    await assert.rejects(resolver.lookup('nonexistent.test.build.10gen.cc'), { code: 'ENOTFOUND' });
+  });
+
   it('reports a name without SRV records clearly (test4 has none)', { timeout: 30_000 }, async () => {
     const error = await connectError('mongodb+srv://test4.test.build.10gen.cc/?tls=false', toLocalServer(nodeTransport, server.port));
     assert.match(error.message, /no SRV records found for _mongodb\._tcp\.test4\.test\.build\.10gen\.cc/);
@@ -198,6 +168,18 @@ describe('mongodb+srv through JavaScript resolvers', { timeout: 120_000, skip: m
       const uri = 'mongodb+srv://test3.test.build.10gen.cc/?tls=false';
       assert.equal(await roundTrip(uri, toLocalServer(doh, server.port)), uri);
       assert.ok(gateway.queries - before >= 7, `the gateway answered ${gateway.queries - before} queries`);
+    });
+
+    it("resolves hosts' A and AAAA records with addresses: true, at once and once within their TTL", { timeout: 30_000 }, async () => {
+      assert.equal(dnsOverHttps({ endpoint: gateway.endpoint }).lookup, undefined, 'hosts are the platform\'s to resolve by default');
+      const doh = dnsOverHttps({ endpoint: gateway.endpoint, addresses: true });
+      const before = gateway.queries;
+      const [first, second] = await Promise.all([doh.lookup('localhost.test.build.10gen.cc'), doh.lookup('localhost.test.build.10gen.cc')]);
+      assert.deepEqual(first, ['127.0.0.1']);
+      assert.deepEqual(second, ['127.0.0.1']);
+      assert.deepEqual(await doh.lookup('localhost.test.build.10gen.cc'), ['127.0.0.1']);
+      assert.equal(gateway.queries - before, 2, 'one A and one AAAA query for three look-ups');
+      await assert.rejects(doh.lookup('nonexistent.test.build.10gen.cc'), { code: 'ENOTFOUND' });
     });
 
     it('refuses two TXT records, found over DNS-over-HTTPS (test6)', { timeout: 30_000 }, async () => {

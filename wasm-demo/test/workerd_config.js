@@ -11,7 +11,7 @@ import path from 'node:path';
  * Worker imports, the package's from `packageDir` (its js/ and pkg/) and bson's from
  * `bsonFile`, and the .wasm as a WebAssembly module. The Worker imports the package as
  * 'anymongo' (the package's `workerd` export, as wrangler resolves it) or as
- * 'anymongo/js/workers.js'; bare `bson` imports resolve next to the importing module.
+ * 'anymongo/js/workers.js', and its Workers transport as 'anymongo/transports/workers'; bare `bson` imports resolve next to the importing module.
  * `bindings` are the Worker's text variables (`env.NAME`, wrangler's [vars]);
  * `durableObjects` maps binding names to the Durable Object classes the Worker exports
  * (wrangler's [[durable_objects.bindings]]), kept in memory. Outbound connections may go
@@ -20,11 +20,15 @@ import path from 'node:path';
  */
 export function writeWorkerdConfig(dir, workerFile, { packageDir, bsonFile, bindings = {}, durableObjects = {}, trustedCertificates = [] }) {
   const embed = (file) => JSON.stringify(path.relative(dir, file));
-  // The module 'anymongo' stands for the package's workerd entry point.
+  // The module 'anymongo' stands for the package's workerd entry point, and
+  // 'anymongo/transports/workers' for its export of that name (whose imports resolve
+  // from its folder, 'anymongo/transports/').
   writeFileSync(path.join(dir, 'anymongo.js'), "export * from 'anymongo/js/workers.js';\n");
+  writeFileSync(path.join(dir, 'transports-workers.js'), "export * from '../js/transports/workers.js';\n");
   const modules = [
     ['worker.js', 'esModule', workerFile],
     ['anymongo', 'esModule', path.join(dir, 'anymongo.js')],
+    ['anymongo/transports/workers', 'esModule', path.join(dir, 'transports-workers.js')],
     ...['workers.js', 'client.js', 'host.js', 'errors.js', 'error_documents.js', 'events.js', 'monitoring.js', 'session.js', 'concerns.js', 'gridfs.js', 'results.js', 'doh.js', 'bson_options.js', 'topology.js', 'tracing.js', 'transports/workers.js'].map((file) => [
       `anymongo/js/${file}`,
       'esModule',

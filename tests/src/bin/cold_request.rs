@@ -39,10 +39,12 @@
 //! members, the delay on DNS too, and the round trips counted from the first DNS query.
 //! The rows are those whose resolver can be pointed at the relay: native anymongo
 //! (its runtime's resolver asking the relay), pymongo (dnspython's default resolver,
-//! and the members' names, asked of the relay) and the official Node.js driver
-//! (`dns.setServers` and a `lookup` asking the relay), each given the relay's address
-//! in `ATLAS_NAMESERVER`; the wasip2 build, the npm package and the official Rust
-//! driver resolve through the system only, so they are left out. The fronts'
+//! and the members' names, asked of the relay), the npm package under Node.js (its
+//! transport's `nameServers`) and under workerd (DNS over HTTPS to a gateway in front
+//! of the relay, `workerd.mjs`), and the official Node.js driver (`dns.setServers` and
+//! a `lookup` asking the relay), each given the relay's address in `ATLAS_NAMESERVER`;
+//! the wasip2 build and the official Rust driver resolve through the system only, so
+//! they are left out. The fronts'
 //! certificate names the members, which the official drivers check it against.
 
 use std::process::ExitCode;
@@ -361,28 +363,22 @@ socket.getaddrinfo = _atlas_getaddrinfo
             COLLECTION,
         ]);
         cases.push(("pymongo", pymongo));
-        let official_dir = setup::cache_dir().join("bench-node");
-        if node
-            && official_dir
-                .join("node_modules/mongodb/package.json")
-                .exists()
-        {
-            let mut official = Command::new("node");
-            official
-                .arg(setup::workspace_root().join("tests/cold_request/node.mjs"))
-                .arg(&official_dir)
-                .args([DATABASE, COLLECTION]);
-            cases.push(("mongodb 7 (Node.js)", official));
+        if node {
+            node_cases(&mut cases);
         }
         eprintln!(
-            "cold_request: --atlas leaves out the wasip2 build, the npm package and the \
-             official Rust driver (they resolve names through the system only)"
+            "cold_request: --atlas leaves out the wasip2 build and the official Rust driver \
+             (they resolve names through the system only)"
         );
 
         let mut rows = Vec::new();
         for (driver, mut command) in cases {
             let fixture = runtime.block_on(AtlasFixture::start(one_way, dns_one_way))?;
-            runtime.block_on(seed_atlas(&fixture))?;
+            runtime.block_on(fixture.seed(
+                DATABASE,
+                COLLECTION,
+                doc! { "_id": 1, "text": "cold" },
+            ))?;
             command
                 .arg(fixture.uri())
                 .env("ATLAS_NAMESERVER", fixture.nameserver().to_string());
@@ -401,25 +397,6 @@ socket.getaddrinfo = _atlas_getaddrinfo
             &rows,
         );
         Ok(())
-    }
-
-    /// Inserts the document the drivers find, through the fixture.
-    async fn seed_atlas(fixture: &AtlasFixture) -> Result<(), String> {
-        let seeding = async {
-            let options = anymongo::ClientOptions::parse(fixture.uri())
-                .runtime(fixture.runtime())
-                .await?;
-            let client = anymongo::Client::with_runtime(options, fixture.runtime())?;
-            let corpus = client.database(DATABASE).collection::<Document>(COLLECTION);
-            corpus
-                .insert_one(doc! { "_id": 1, "text": "cold" })
-                .await
-                .map(drop)
-        };
-        tokio::time::timeout(CASE_TIMEOUT, seeding)
-            .await
-            .map_err(|_| "seeding timed out".to_owned())?
-            .map_err(|e| format!("cannot seed the document: {e}"))
     }
 
     /// The Node.js rows (see the module doc), those that can run: each one left out

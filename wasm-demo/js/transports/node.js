@@ -1,9 +1,11 @@
 // The transport of Node.js (and Bun, through its Node compatibility): `net` and `tls`
-// sockets, `dns` for mongodb+srv. See `Transport` in index.d.ts.
+// sockets, `dns` for mongodb+srv, and `nameServers(servers)` for names asked of given
+// name servers instead of the system's. See `Transport` in index.d.ts.
 import { promises as dns } from 'node:dns';
 import { readFile } from 'node:fs/promises';
 import net from 'node:net';
 import tls from 'node:tls';
+import { cachedLookup } from '../doh.js';
 
 /** A socket as the core's duplex: read() resolves to the next chunk, null at the end. */
 class SocketDuplex {
@@ -123,12 +125,83 @@ async function tlsOptions(host, request) {
   return options;
 }
 
+/**
+ * TLS sessions to resume (RFC 8446 §2.2), per host and TLS settings: a resumed
+ * handshake skips the server's certificate chain and its checks, and the key exchange's
+ * signature. The key holds every TLS setting, so that one set of settings (say, another
+ * CA) never resumes a session another one checked.
+ *
+ * Servers differ in what they allow: OpenSSL's accept a ticket again and send none
+ * after a resumed handshake; rustls's stateful cache accepts each ticket once (RFC 8446
+ * §8.1) and sends two after every handshake. So a connection takes the newest ticket
+ * no other connection is handshaking with, and gives it back when the server resumed
+ * it, behind the newer tickets its own handshake brings; a ticket the server refused
+ * is dropped. The newest few are kept.
+ */
+const sessions = new Map();
+/** How many tickets are kept per key: enough for a pool's burst of new connections. */
+const TICKETS_KEPT = 8;
+
+function sessionKey(host, port, request) {
+  return JSON.stringify([host, port, request]);
+}
+
+/** The newest kept ticket for `key`, taken out while a handshake uses it, or undefined. */
+function takeSession(key) {
+  const tickets = sessions.get(key);
+  const ticket = tickets?.pop();
+  if (tickets?.length === 0) sessions.delete(key);
+  return ticket;
+}
+
+/** Keeps `ticket` for `key`: as the newest, or (`older`) behind every kept one. */
+function keepSession(key, ticket, older = false) {
+  const tickets = sessions.get(key) ?? [];
+  if (older) tickets.unshift(ticket);
+  else tickets.push(ticket);
+  if (tickets.length > TICKETS_KEPT) tickets.shift();
+  sessions.set(key, tickets);
+}
+
+/**
+ * The `lookup` option of net.connect/tls.connect over `resolve(host)` (addresses as
+ * strings): the socket connects to what it gives, and TLS still checks the
+ * certificate against the host's name.
+ */
+function lookupWith(resolve) {
+  return (hostname, options, callback) => {
+    resolve(hostname).then((addresses) => {
+      const entries = addresses.map((address) => ({ address, family: net.isIPv6(address) ? 6 : 4 }));
+      if (options.all) return callback(null, entries);
+      callback(null, entries[0].address, entries[0].family);
+    }, callback);
+  };
+}
+
 export const nodeTransport = {
+  /**
+   * A socket to `host`; its name resolved by the transport's `lookup(host)` when it has
+   * one (`nameServers`), else by the system (dns.lookup). A TLS socket resumes a
+   * session of an earlier connection to the same host with the same settings.
+   */
   async connect(host, port, request) {
     const secure = request !== null && request !== undefined;
-    const socket = secure ? tls.connect({ ...(await tlsOptions(host, request)), port }) : net.connect({ host, port });
+    const lookup = typeof this?.lookup === 'function' && !net.isIP(host) ? { lookup: lookupWith((name) => this.lookup(name)) } : {};
+    if (!secure) {
+      const socket = net.connect({ host, port, ...lookup });
+      socket.setNoDelay(true);
+      return opened(socket, 'connect', false);
+    }
+    const key = sessionKey(host, port, request);
+    const options = { ...(await tlsOptions(host, request)), port, ...lookup };
+    const session = takeSession(key);
+    const socket = tls.connect({ ...options, session });
+    socket.on('session', (ticket) => keepSession(key, ticket));
+    socket.once('secureConnect', () => {
+      if (session && socket.isSessionReused()) keepSession(key, session, true);
+    });
     socket.setNoDelay(true);
-    return opened(socket, secure ? 'secureConnect' : 'connect', secure);
+    return opened(socket, 'secureConnect', true);
   },
 
   /** TLS on the socket of `duplex`, open to `host` through a SOCKS5 proxy. */
@@ -138,13 +211,43 @@ export const nodeTransport = {
   },
 
   async resolveSrv(name) {
-    return (await noRecordsIsEmpty(dns.resolveSrv(name))).map(({ name, port }) => ({ name, port }));
+    return srvRecords(dns, name);
   },
 
   async resolveTxt(name) {
-    return (await noRecordsIsEmpty(dns.resolveTxt(name))).map((parts) => parts.join(''));
+    return txtRecords(dns, name);
   },
 };
+
+async function srvRecords(resolver, name) {
+  return (await noRecordsIsEmpty(resolver.resolveSrv(name))).map(({ name, port }) => ({ name, port }));
+}
+
+async function txtRecords(resolver, name) {
+  return (await noRecordsIsEmpty(resolver.resolveTxt(name))).map((parts) => parts.join(''));
+}
+
+/**
+ * SRV, TXT and host look-ups asked of `servers` (`'ip'` or `'ip:port'`, as
+ * dns.Resolver#setServers takes them) instead of the system's resolver: spread over a
+ * transport, `{ ...nodeTransport, ...nameServers(['10.0.0.2']) }`, whose sockets then
+ * connect to the addresses they give (TLS still checks the host's name). A host's A
+ * and AAAA records are asked at once, and its addresses kept for their TTL, so that the
+ * monitor's connection and the pool's to one host ask once.
+ */
+export function nameServers(servers) {
+  const resolver = new dns.Resolver();
+  resolver.setServers(servers);
+  const lookup = cachedLookup(async (host) => {
+    const [v4, v6] = await Promise.all([resolver.resolve4(host, { ttl: true }), resolver.resolve6(host, { ttl: true })].map(noRecordsIsEmpty));
+    return [...v4, ...v6].map(({ address, ttl }) => ({ address, ttl }));
+  });
+  return {
+    resolveSrv: (name) => srvRecords(resolver, name),
+    resolveTxt: (name) => txtRecords(resolver, name),
+    lookup,
+  };
+}
 
 /** A name without records of the kind asked (or no such name) is an empty answer, not a failure. */
 async function noRecordsIsEmpty(lookup) {

@@ -1,7 +1,10 @@
 // The transport of Cloudflare Workers: connect() from cloudflare:sockets, with
 // `secureTransport: "on"` for TLS (the platform's certificate checks). Workers have no
 // DNS API: mongodb+srv:// look-ups go over DNS-over-HTTPS to Cloudflare's resolver
-// (js/doh.js). See `Transport` in index.d.ts.
+// (js/doh.js); the hosts' names are the platform's to resolve, unless the transport is
+// given a `lookup` (`{ ...workersTransport, ...dnsOverHttps({ endpoint, addresses: true }) }`),
+// for names the platform does not know: it then connects to the first address, and TLS
+// checks the certificate against that address. See `Transport` in index.d.ts.
 import { connect } from 'cloudflare:sockets';
 import { dnsOverHttps } from '../doh.js';
 
@@ -18,7 +21,8 @@ export const workersTransport = {
     if (secure && (request.allowInvalidCertificates || request.allowInvalidHostnames)) {
       throw Object.assign(new Error('Workers sockets always check certificates'), { tls: true });
     }
-    const socket = connect({ hostname: host, port }, { secureTransport: secure ? 'on' : 'off', allowHalfOpen: false });
+    const hostname = typeof this?.lookup === 'function' ? (await this.lookup(host))[0] : host;
+    const socket = connect({ hostname, port }, { secureTransport: secure ? 'on' : 'off', allowHalfOpen: false });
     try {
       await socket.opened;
     } catch (error) {

@@ -161,6 +161,10 @@ export async function clientApi(transport: Transport): Promise<void> {
     transport: { ...transport, ...dnsOverHttps({ endpoint: 'https://dns.example/resolve' }) },
     backgroundMonitoring: false,
   };
+  const addresses: (host: string) => Promise<string[]> = dnsOverHttps({ endpoint: 'https://dns.example/resolve', addresses: true }).lookup;
+  void addresses;
+  // @ts-expect-error: without addresses, the hosts are the platform's to resolve
+  void dnsOverHttps({ endpoint: 'https://dns.example/resolve' }).lookup.name;
   // @ts-expect-error: a misspelt option is not an option
   const misspelt: MongoClientOptions = { appname: 'x' };
   void misspelt;
