@@ -4,6 +4,7 @@
 //! serde, and knows it by its `TypeId`.
 
 use std::marker::PhantomData;
+use std::sync::Arc;
 
 use bson::{doc, Bson, Document, RawDocumentBuf};
 use futures::TryStreamExt;
@@ -50,32 +51,34 @@ use crate::session::ClientSession;
 /// # Ok(()) }
 /// ```
 pub struct Collection<T> {
-    database: Database,
-    namespace: Namespace,
-    concerns: Concerns,
+    /// Shared by its clones: an action clones its collection (its type is not the
+    /// action's), which is then one reference count, not the names' strings.
+    shared: Arc<Shared>,
     /// A deadline its operations share (a GridFS call's), set by the driver.
     deadline: Option<Instant>,
     _documents: PhantomData<fn() -> T>,
 }
 
+/// What a collection's clones share.
+#[derive(Clone)]
+struct Shared {
+    database: Database,
+    namespace: Namespace,
+    concerns: Concerns,
+}
+
 impl<T> Clone for Collection<T> {
     fn clone(&self) -> Self {
-        Collection {
-            database: self.database.clone(),
-            namespace: self.namespace.clone(),
-            concerns: self.concerns.clone(),
-            deadline: self.deadline,
-            _documents: PhantomData,
-        }
+        self.clone_with_type()
     }
 }
 
 impl<T> std::fmt::Debug for Collection<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Collection")
-            .field("database", &self.namespace.db)
-            .field("name", &self.namespace.coll)
-            .field("concerns", &self.concerns)
+            .field("database", &self.shared.namespace.db)
+            .field("name", &self.shared.namespace.coll)
+            .field("concerns", &self.shared.concerns)
             .finish()
     }
 }
@@ -83,9 +86,11 @@ impl<T> std::fmt::Debug for Collection<T> {
 impl<T> Collection<T> {
     pub(crate) fn new(database: Database, name: &str) -> Collection<T> {
         Collection {
-            namespace: Namespace::new(database.name(), name),
-            concerns: database.concerns().clone(),
-            database,
+            shared: Arc::new(Shared {
+                namespace: Namespace::new(database.name(), name),
+                concerns: database.concerns().clone(),
+                database,
+            }),
             deadline: None,
             _documents: PhantomData,
         }
@@ -93,49 +98,48 @@ impl<T> Collection<T> {
 
     /// The collection's name.
     pub fn name(&self) -> &str {
-        &self.namespace.coll
+        &self.shared.namespace.coll
     }
 
     /// The collection's [`Namespace`]: its database's name and its own (`db.coll`
     /// as text).
     pub fn namespace(&self) -> Namespace {
-        self.namespace.clone()
+        self.shared.namespace.clone()
     }
 
     /// The database it belongs to.
     pub fn database(&self) -> &Database {
-        &self.database
+        &self.shared.database
     }
 
     /// The concerns its operations use.
     pub fn concerns(&self) -> &Concerns {
-        &self.concerns
+        &self.shared.concerns
     }
 
     /// The read concern of its reads unless an operation says otherwise (its own, else
     /// the level above's); `None`: the server's default.
     pub fn read_concern(&self) -> Option<&crate::concern::ReadConcern> {
-        self.concerns.read_concern.as_ref()
+        self.shared.concerns.read_concern.as_ref()
     }
 
     /// The write concern of its writes unless an operation says otherwise (its own,
     /// else the level above's); `None`: the server's default.
     pub fn write_concern(&self) -> Option<&crate::concern::WriteConcern> {
-        self.concerns.write_concern.as_ref()
+        self.shared.concerns.write_concern.as_ref()
     }
 
     /// Where its reads go unless an operation says otherwise (its own, else its
     /// database's); `None`: the primary.
     pub fn selection_criteria(&self) -> Option<&crate::selection::SelectionCriteria> {
-        self.concerns.selection_criteria.as_ref()
+        self.shared.concerns.selection_criteria.as_ref()
     }
 
     /// This collection with other concerns (those left `None` stay as they are).
     pub fn with_concerns(&self, concerns: Concerns) -> Collection<T> {
-        Collection {
-            concerns: concerns.inherit(&self.concerns),
-            ..self.clone()
-        }
+        let mut collection = self.clone();
+        Arc::make_mut(&mut collection.shared).concerns = concerns.inherit(&self.shared.concerns);
+        collection
     }
 
     /// This collection with `timeoutMS` = `timeout` for its operations: each may take
@@ -156,13 +160,13 @@ impl<T> Collection<T> {
     /// ```
     pub fn with_timeout(&self, timeout: std::time::Duration) -> Collection<T> {
         let mut collection = self.clone();
-        collection.concerns.timeout = Some(timeout);
+        Arc::make_mut(&mut collection.shared).concerns.timeout = Some(timeout);
         collection
     }
 
     /// The `timeoutMS` of its operations, if one is set.
     pub fn timeout(&self) -> Option<std::time::Duration> {
-        self.concerns.timeout
+        self.shared.concerns.timeout
     }
 
     /// This collection, its operations all ending by `deadline` (those of one GridFS
@@ -176,7 +180,7 @@ impl<T> Collection<T> {
     /// When its operations must end: timeoutMS, and the shared deadline if any.
     pub(crate) fn timing(&self) -> Timing {
         Timing {
-            timeout: self.concerns.timeout,
+            timeout: self.shared.concerns.timeout,
             deadline: self.deadline,
         }
     }
@@ -196,16 +200,14 @@ impl<T> Collection<T> {
     /// The same collection, its documents read and written as `U`.
     pub fn clone_with_type<U>(&self) -> Collection<U> {
         Collection {
-            database: self.database.clone(),
-            namespace: self.namespace.clone(),
-            concerns: self.concerns.clone(),
+            shared: Arc::clone(&self.shared),
             deadline: self.deadline,
             _documents: PhantomData,
         }
     }
 
     pub(crate) fn client(&self) -> &Client {
-        self.database.client()
+        self.shared.database.client()
     }
 
     /// The write concern of a write: the operation's (`given`), else the collection's.
@@ -214,7 +216,7 @@ impl<T> Collection<T> {
         given: Option<&'a WriteConcern>,
         session: Option<&ClientSession>,
     ) -> Result<Option<&'a WriteConcern>> {
-        self.concerns.write_concern(given, session)
+        self.shared.concerns.write_concern(given, session)
     }
 
     /// The read preference and read concern of a read: the operation's, else the
@@ -228,7 +230,8 @@ impl<T> Collection<T> {
         crate::selection::SelectionCriteria,
         Option<crate::concern::ReadConcern>,
     )> {
-        self.concerns
+        self.shared
+            .concerns
             .of_read(selection_criteria, read_concern, session)
     }
 
@@ -283,7 +286,7 @@ impl<T> Collection<T> {
     ) -> Result<WriteReply> {
         let command_options = command_options(options);
         let operation = WriteBatch::new(
-            &self.namespace,
+            &self.shared.namespace,
             statement.kind,
             std::slice::from_mut(&mut statement),
             &command_options,
@@ -298,7 +301,7 @@ impl<T> Collection<T> {
             // With timeoutMS, a write concern error MaxTimeMSExpired is the timeout
             // error (Client Side Operations Timeout spec, "Error Transformations").
             Some(error) => Err(crate::operation::transform_max_time_expired(
-                self.concerns.timeout,
+                self.shared.concerns.timeout,
                 error,
             )),
             None => Ok(reply),
@@ -311,10 +314,11 @@ impl<T> Collection<T> {
         options: Option<AggregateOptions>,
         session: Option<&ClientSession>,
     ) -> Result<Cursor<Document>> {
-        self.database
+        self.shared
+            .database
             .aggregate_on(
                 Some(self.name()),
-                (&self.concerns, self.timing()),
+                (&self.shared.concerns, self.timing()),
                 pipeline,
                 options,
                 session,
@@ -471,7 +475,7 @@ impl<T> Collection<T> {
         let (selection_criteria, read_concern) =
             self.read_concerns(&selection_criteria, &read_concern, session)?;
         let operation = SimpleRead {
-            database: &self.namespace.db,
+            database: &self.shared.namespace.db,
             body,
             selection_criteria,
             read_concern,
@@ -496,7 +500,7 @@ impl<T> Collection<T> {
     {
         let options = options.unwrap_or_default();
         let operation = FindAndModify {
-            namespace: &self.namespace,
+            namespace: &self.shared.namespace,
             filter,
             action,
             options: &options,
@@ -573,7 +577,7 @@ impl<T> Collection<T> {
         let write_concern = self.write_concern_of(options.write_concern.as_ref(), session)?;
         collection_level::execute(
             self.client().executor(),
-            &self.namespace,
+            &self.shared.namespace,
             plan,
             options,
             write_concern,
@@ -636,13 +640,13 @@ impl<T: DeserializeOwned + 'static> Collection<T> {
         let (selection_criteria, read_concern) =
             self.read_concerns(&options.selection_criteria, &options.read_concern, session)?;
         let operation = Find {
-            namespace: &self.namespace,
+            namespace: &self.shared.namespace,
             filter,
             selection_criteria,
             read_concern,
             options,
         };
-        operation.check_timeout(self.concerns.timeout)?;
+        operation.check_timeout(self.shared.concerns.timeout)?;
         let cursor = self
             .client()
             .executor()

@@ -56,7 +56,7 @@ impl<T: Serialize> Collection<T> {
         models: impl IntoIterator<Item = WriteModel<T>>,
     ) -> CollectionBulkWrite<'_> {
         CollectionBulkWrite {
-            collection: Box::new(self.clone_with_type()),
+            collection: self.clone_with_type(),
             // Serialized and checked now, so that the action does not hold a `T`.
             statements: Statements::of_models(models, &self.namespace()),
             options: None,
@@ -191,8 +191,8 @@ macro_rules! bulk_write_setters {
 /// runs and returns what the writes did.
 #[must_use = "an action does nothing until it is awaited"]
 pub struct CollectionBulkWrite<'a> {
-    /// Boxed: a collection handle is large.
-    collection: Box<Collection<Document>>,
+    /// A clone of the collection (a reference count): the action has no document type.
+    collection: Collection<Document>,
     statements: Result<Statements>,
     options: Option<BulkWriteOptions>,
     session: Option<&'a ClientSession>,

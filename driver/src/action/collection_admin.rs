@@ -33,7 +33,7 @@ impl<T> Collection<T> {
     /// ```
     pub fn drop(&self) -> DropCollection<'_> {
         DropCollection {
-            collection: Box::new(self.clone_with_type()),
+            collection: self.clone_with_type(),
             options: None,
             session: None,
             timeout: None,
@@ -53,7 +53,7 @@ impl<T> Collection<T> {
     /// ```
     pub fn rename(&self, to: impl AsRef<str>) -> RenameCollection<'_> {
         RenameCollection {
-            collection: Box::new(self.clone_with_type()),
+            collection: self.clone_with_type(),
             to: to.as_ref().to_owned(),
             drop_target: false,
             session: None,
@@ -65,8 +65,8 @@ impl<T> Collection<T> {
 /// A drop of a collection: what [`Collection::drop`] returns.
 #[must_use = "an action does nothing until it is awaited"]
 pub struct DropCollection<'a> {
-    /// Boxed: a collection handle is large.
-    collection: Box<Collection<Document>>,
+    /// A clone of the collection (a reference count): the action has no document type.
+    collection: Collection<Document>,
     options: Option<DropCollectionOptions>,
     session: Option<&'a ClientSession>,
     timeout: Option<Duration>,
@@ -116,8 +116,8 @@ impl<'a> IntoFuture for DropCollection<'a> {
 /// A rename of a collection: what [`Collection::rename`] returns.
 #[must_use = "an action does nothing until it is awaited"]
 pub struct RenameCollection<'a> {
-    /// Boxed: a collection handle is large.
-    collection: Box<Collection<Document>>,
+    /// A clone of the collection (a reference count): the action has no document type.
+    collection: Collection<Document>,
     to: String,
     drop_target: bool,
     session: Option<&'a ClientSession>,

@@ -28,7 +28,7 @@ impl<T> Collection<T> {
     /// ```
     pub fn count_documents(&self, filter: Document) -> CountDocuments<'_> {
         CountDocuments {
-            collection: Box::new(self.clone_with_type()),
+            collection: self.clone_with_type(),
             filter,
             options: None,
             session: None,
@@ -47,7 +47,7 @@ impl<T> Collection<T> {
     /// ```
     pub fn estimated_document_count(&self) -> EstimatedDocumentCount<'_> {
         EstimatedDocumentCount {
-            collection: Box::new(self.clone_with_type()),
+            collection: self.clone_with_type(),
             options: None,
             session: None,
             timeout: None,
@@ -65,7 +65,7 @@ impl<T> Collection<T> {
     /// ```
     pub fn distinct(&self, field_name: impl AsRef<str>, filter: Document) -> Distinct<'_> {
         Distinct {
-            collection: Box::new(self.clone_with_type()),
+            collection: self.clone_with_type(),
             field_name: field_name.as_ref().to_owned(),
             filter,
             options: None,
@@ -88,7 +88,7 @@ impl<T> Collection<T> {
     /// ```
     pub fn count(&self, filter: Document) -> Count<'_> {
         Count {
-            collection: Box::new(self.clone_with_type()),
+            collection: self.clone_with_type(),
             filter,
             options: None,
             session: None,
@@ -128,8 +128,8 @@ macro_rules! count_setters {
 /// returns. Awaited, it runs and returns the count.
 #[must_use = "an action does nothing until it is awaited"]
 pub struct CountDocuments<'a> {
-    /// Boxed: a collection handle is large.
-    collection: Box<Collection<Document>>,
+    /// A clone of the collection (a reference count): the action has no document type.
+    collection: Collection<Document>,
     filter: Document,
     options: Option<CountOptions>,
     session: Option<&'a ClientSession>,
@@ -163,8 +163,8 @@ impl<'a> IntoFuture for CountDocuments<'a> {
 /// count.
 #[must_use = "an action does nothing until it is awaited"]
 pub struct EstimatedDocumentCount<'a> {
-    /// Boxed: a collection handle is large.
-    collection: Box<Collection<Document>>,
+    /// A clone of the collection (a reference count): the action has no document type.
+    collection: Collection<Document>,
     options: Option<EstimatedDocumentCountOptions>,
     session: Option<&'a ClientSession>,
     timeout: Option<Duration>,
@@ -208,8 +208,8 @@ impl<'a> IntoFuture for EstimatedDocumentCount<'a> {
 /// runs and returns the values.
 #[must_use = "an action does nothing until it is awaited"]
 pub struct Distinct<'a> {
-    /// Boxed: a collection handle is large.
-    collection: Box<Collection<Document>>,
+    /// A clone of the collection (a reference count): the action has no document type.
+    collection: Collection<Document>,
     field_name: String,
     filter: Document,
     options: Option<DistinctOptions>,
@@ -259,8 +259,8 @@ impl<'a> IntoFuture for Distinct<'a> {
 /// Awaited, it runs and returns the count.
 #[must_use = "an action does nothing until it is awaited"]
 pub struct Count<'a> {
-    /// Boxed: a collection handle is large.
-    collection: Box<Collection<Document>>,
+    /// A clone of the collection (a reference count): the action has no document type.
+    collection: Collection<Document>,
     filter: Document,
     options: Option<CountOptions>,
     session: Option<&'a ClientSession>,

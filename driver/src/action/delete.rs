@@ -54,8 +54,8 @@ impl<T> Collection<T> {
 /// Awaited, it runs and returns how many documents it deleted.
 #[must_use = "an action does nothing until it is awaited"]
 pub struct Delete<'a> {
-    /// Boxed: a collection handle is large.
-    collection: Box<Collection<Document>>,
+    /// A clone of the collection (a reference count): the action has no document type.
+    collection: Collection<Document>,
     filter: Document,
     multi: bool,
     options: Option<DeleteOptions>,
@@ -66,7 +66,7 @@ pub struct Delete<'a> {
 impl<'a> Delete<'a> {
     fn new<T>(collection: &'a Collection<T>, filter: Document, multi: bool) -> Self {
         Delete {
-            collection: Box::new(collection.clone_with_type()),
+            collection: collection.clone_with_type(),
             filter,
             multi,
             options: None,

@@ -77,7 +77,7 @@ impl<T> Collection<T> {
     /// ```
     pub fn aggregate(&self, pipeline: impl IntoIterator<Item = Document>) -> Aggregate<'_> {
         Aggregate::new(
-            AggregateTarget::Collection(Box::new(self.clone_with_type())),
+            AggregateTarget::Collection(self.clone_with_type()),
             pipeline,
         )
     }
@@ -268,8 +268,8 @@ impl<'a, T: DeserializeOwned + 'static> IntoFuture for FindOne<'a, T> {
 /// What an aggregate runs on.
 enum AggregateTarget<'a> {
     Database(&'a Database),
-    /// Boxed: a collection handle is large, the database a reference.
-    Collection(Box<Collection<Document>>),
+    /// A clone of the collection (a reference count), the database a reference.
+    Collection(Collection<Document>),
 }
 
 /// An aggregate: what [`Collection::aggregate`] and [`Database::aggregate`] return.

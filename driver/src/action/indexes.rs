@@ -76,7 +76,7 @@ impl<T> Collection<T> {
     /// ```
     pub fn drop_index(&self, name: impl AsRef<str>) -> DropIndex<'_> {
         DropIndex {
-            collection: Box::new(self.clone_with_type()),
+            collection: self.clone_with_type(),
             name: Some(name.as_ref().to_owned()),
             options: None,
             session: None,
@@ -93,7 +93,7 @@ impl<T> Collection<T> {
     /// ```
     pub fn drop_indexes(&self) -> DropIndex<'_> {
         DropIndex {
-            collection: Box::new(self.clone_with_type()),
+            collection: self.clone_with_type(),
             name: None,
             options: None,
             session: None,
@@ -183,7 +183,7 @@ impl<T> Collection<T> {
         definition: Document,
     ) -> UpdateSearchIndex<'_> {
         UpdateSearchIndex {
-            collection: Box::new(self.clone_with_type()),
+            collection: self.clone_with_type(),
             name: name.as_ref().to_owned(),
             definition,
             timeout: None,
@@ -201,7 +201,7 @@ impl<T> Collection<T> {
     /// ```
     pub fn drop_search_index(&self, name: impl AsRef<str>) -> DropSearchIndex<'_> {
         DropSearchIndex {
-            collection: Box::new(self.clone_with_type()),
+            collection: self.clone_with_type(),
             name: name.as_ref().to_owned(),
             timeout: None,
             _borrow: PhantomData,
@@ -222,7 +222,7 @@ impl<T> Collection<T> {
     /// ```
     pub fn list_search_indexes(&self) -> ListSearchIndexes<'_> {
         ListSearchIndexes {
-            collection: Box::new(self.clone_with_type()),
+            collection: self.clone_with_type(),
             name: None,
             options: None,
             timeout: None,
@@ -236,8 +236,8 @@ impl<T> Collection<T> {
 /// [`CreateIndexesResult`]) return.
 #[must_use = "an action does nothing until it is awaited"]
 pub struct CreateIndex<'a, M = Single> {
-    /// Boxed: a collection handle is large.
-    collection: Box<Collection<Document>>,
+    /// A clone of the collection (a reference count): the action has no document type.
+    collection: Collection<Document>,
     indexes: Vec<IndexModel>,
     options: Option<CreateIndexOptions>,
     session: Option<&'a ClientSession>,
@@ -248,7 +248,7 @@ pub struct CreateIndex<'a, M = Single> {
 impl<'a, M> CreateIndex<'a, M> {
     fn new<T>(collection: &'a Collection<T>, indexes: Vec<IndexModel>) -> Self {
         CreateIndex {
-            collection: Box::new(collection.clone_with_type()),
+            collection: collection.clone_with_type(),
             indexes,
             options: None,
             session: None,
@@ -316,8 +316,8 @@ impl<'a> IntoFuture for CreateIndex<'a, Multiple> {
 /// [`Collection::drop_indexes`] return.
 #[must_use = "an action does nothing until it is awaited"]
 pub struct DropIndex<'a> {
-    /// Boxed: a collection handle is large.
-    collection: Box<Collection<Document>>,
+    /// A clone of the collection (a reference count): the action has no document type.
+    collection: Collection<Document>,
     /// `None`: every index (`"*"`).
     name: Option<String>,
     options: Option<DropIndexOptions>,
@@ -383,8 +383,8 @@ macro_rules! list_indexes_setters {
 /// names) return.
 #[must_use = "an action does nothing until it is awaited"]
 pub struct ListIndexes<'a, Mode = ListSpecifications, Session = ImplicitSession> {
-    /// Boxed: a collection handle is large.
-    collection: Box<Collection<Document>>,
+    /// A clone of the collection (a reference count): the action has no document type.
+    collection: Collection<Document>,
     options: Option<ListIndexesOptions>,
     session: Option<&'a ClientSession>,
     timeout: Option<Duration>,
@@ -394,7 +394,7 @@ pub struct ListIndexes<'a, Mode = ListSpecifications, Session = ImplicitSession>
 impl<'a, Mode> ListIndexes<'a, Mode> {
     fn new<T>(collection: &'a Collection<T>) -> Self {
         ListIndexes {
-            collection: Box::new(collection.clone_with_type()),
+            collection: collection.clone_with_type(),
             options: None,
             session: None,
             timeout: None,
@@ -491,8 +491,8 @@ macro_rules! placeholder_options {
 /// (`Mode` [`Multiple`], their names) return.
 #[must_use = "an action does nothing until it is awaited"]
 pub struct CreateSearchIndex<'a, Mode> {
-    /// Boxed: a collection handle is large.
-    collection: Box<Collection<Document>>,
+    /// A clone of the collection (a reference count): the action has no document type.
+    collection: Collection<Document>,
     models: Vec<SearchIndexModel>,
     timeout: Option<Duration>,
     /// The collection's borrow, as the official action's.
@@ -502,7 +502,7 @@ pub struct CreateSearchIndex<'a, Mode> {
 impl<'a, Mode> CreateSearchIndex<'a, Mode> {
     fn new<T>(collection: &'a Collection<T>, models: Vec<SearchIndexModel>) -> Self {
         CreateSearchIndex {
-            collection: Box::new(collection.clone_with_type()),
+            collection: collection.clone_with_type(),
             models,
             timeout: None,
             _mode: PhantomData,
@@ -548,8 +548,8 @@ impl<'a> IntoFuture for CreateSearchIndex<'a, Multiple> {
 /// returns.
 #[must_use = "an action does nothing until it is awaited"]
 pub struct UpdateSearchIndex<'a> {
-    /// Boxed: a collection handle is large.
-    collection: Box<Collection<Document>>,
+    /// A clone of the collection (a reference count): the action has no document type.
+    collection: Collection<Document>,
     name: String,
     definition: Document,
     timeout: Option<Duration>,
@@ -582,8 +582,8 @@ impl<'a> IntoFuture for UpdateSearchIndex<'a> {
 /// A drop of an Atlas Search index: what [`Collection::drop_search_index`] returns.
 #[must_use = "an action does nothing until it is awaited"]
 pub struct DropSearchIndex<'a> {
-    /// Boxed: a collection handle is large.
-    collection: Box<Collection<Document>>,
+    /// A clone of the collection (a reference count): the action has no document type.
+    collection: Collection<Document>,
     name: String,
     timeout: Option<Duration>,
     /// The official type's lifetime, the borrow of the collection (the action holds a
@@ -614,8 +614,8 @@ impl<'a> IntoFuture for DropSearchIndex<'a> {
 /// returns. Awaited, it returns a [`Cursor`] of their descriptions.
 #[must_use = "an action does nothing until it is awaited"]
 pub struct ListSearchIndexes<'a> {
-    /// Boxed: a collection handle is large.
-    collection: Box<Collection<Document>>,
+    /// A clone of the collection (a reference count): the action has no document type.
+    collection: Collection<Document>,
     name: Option<String>,
     options: Option<AggregateOptions>,
     timeout: Option<Duration>,

@@ -30,7 +30,7 @@ impl<T: Serialize> Collection<T> {
     /// ```
     pub fn insert_one(&self, document: impl Borrow<T>) -> InsertOne<'_> {
         InsertOne {
-            collection: Box::new(self.clone_with_type()),
+            collection: self.clone_with_type(),
             // Serialized now, so that the action does not hold a `T`.
             document: with_id(document.borrow()),
             options: None,
@@ -59,7 +59,7 @@ impl<T: Serialize> Collection<T> {
         documents: impl IntoIterator<Item = impl Borrow<T>>,
     ) -> InsertMany<'_> {
         InsertMany {
-            collection: Box::new(self.clone_with_type()),
+            collection: self.clone_with_type(),
             documents: documents
                 .into_iter()
                 .map(|document| with_id(document.borrow()))
@@ -76,9 +76,9 @@ impl<T: Serialize> Collection<T> {
 #[must_use = "an action does nothing until it is awaited"]
 pub struct InsertOne<'a> {
     /// The collection's type is not part of the action's (as in the official crate):
-    /// the documents are serialized when it is built. Boxed: a collection handle is
-    /// large.
-    collection: Box<Collection<Document>>,
+    /// the documents are serialized when it is built, the collection cloned (a
+    /// reference count).
+    collection: Collection<Document>,
     document: Result<(RawDocumentBuf, Bson)>,
     options: Option<InsertOneOptions>,
     session: Option<&'a ClientSession>,
@@ -123,9 +123,9 @@ impl<'a> IntoFuture for InsertOne<'a> {
 #[must_use = "an action does nothing until it is awaited"]
 pub struct InsertMany<'a> {
     /// The collection's type is not part of the action's (as in the official crate):
-    /// the documents are serialized when it is built. Boxed: a collection handle is
-    /// large.
-    collection: Box<Collection<Document>>,
+    /// the documents are serialized when it is built, the collection cloned (a
+    /// reference count).
+    collection: Collection<Document>,
     documents: Result<Vec<(RawDocumentBuf, Bson)>>,
     options: Option<InsertManyOptions>,
     session: Option<&'a ClientSession>,

@@ -76,7 +76,7 @@ impl<T: Serialize> Collection<T> {
     /// ```
     pub fn replace_one(&self, filter: Document, replacement: impl Borrow<T>) -> ReplaceOne<'_> {
         ReplaceOne {
-            collection: Box::new(self.clone_with_type()),
+            collection: self.clone_with_type(),
             filter,
             // Serialized now, so that the action does not hold a `T`.
             replacement: replacement_document(replacement.borrow()),
@@ -91,8 +91,8 @@ impl<T: Serialize> Collection<T> {
 /// Awaited, it runs and returns what it matched, modified or upserted.
 #[must_use = "an action does nothing until it is awaited"]
 pub struct Update<'a> {
-    /// Boxed: a collection handle is large.
-    collection: Box<Collection<Document>>,
+    /// A clone of the collection (a reference count): the action has no document type.
+    collection: Collection<Document>,
     filter: Document,
     update: UpdateModifications,
     multi: bool,
@@ -109,7 +109,7 @@ impl<'a> Update<'a> {
         multi: bool,
     ) -> Self {
         Update {
-            collection: Box::new(collection.clone_with_type()),
+            collection: collection.clone_with_type(),
             filter,
             update,
             multi,
@@ -175,8 +175,8 @@ impl<'a> IntoFuture for Update<'a> {
 /// returns what it matched, modified or upserted.
 #[must_use = "an action does nothing until it is awaited"]
 pub struct ReplaceOne<'a> {
-    /// Boxed: a collection handle is large.
-    collection: Box<Collection<Document>>,
+    /// A clone of the collection (a reference count): the action has no document type.
+    collection: Collection<Document>,
     filter: Document,
     replacement: Result<Document>,
     options: Option<ReplaceOptions>,

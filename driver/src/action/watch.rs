@@ -45,7 +45,7 @@ impl<T> Collection<T> {
     /// # Ok(()) }
     /// ```
     pub fn watch(&self) -> Watch<'_, T> {
-        Watch::new(WatchTarget::Collection(Box::new(self.clone_with_type())))
+        Watch::new(WatchTarget::Collection(self.clone_with_type()))
     }
 }
 
@@ -83,8 +83,8 @@ impl Client {
 enum WatchTarget<'a> {
     Client(&'a Client),
     Database(&'a Database),
-    /// Boxed: a collection handle is large, the others references.
-    Collection(Box<Collection<Document>>),
+    /// A clone of the collection (a reference count), the others references.
+    Collection(Collection<Document>),
 }
 
 /// A change stream about to open: what [`Collection::watch`], [`Database::watch`] and

@@ -5,8 +5,8 @@
 //!
 //! Each (server, task, driver) is a child process of this program
 //! (`--counts-child DRIVER URI TASK N DATA`) that connects, warms up and runs `N`
-//! operations on a runtime like the benchmark's (multi-threaded, the operations on a
-//! worker); `anymongo_tests::counts` runs it natively (allocations, bytes, wake-ups,
+//! operations on a current-thread runtime (deterministic: the counts repeat run to run);
+//! `anymongo_tests::counts` runs it natively (allocations, bytes, wake-ups,
 //! counted in the child), under cachegrind and under strace (instructions and system
 //! calls: the difference between `N` operations and none). One operation is one call
 //! of the task (one `hello`, one find by `_id`, one insertOne); the multi-document
@@ -84,22 +84,21 @@ pub fn child(args: &[String]) -> Result<(), String> {
     let task = by_name(task).ok_or_else(|| format!("no task {task}"))?;
     let n: u64 = n.parse().map_err(|e| format!("N: {e}"))?;
     let data = DataSets::load(Path::new(data))?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+    // A current-thread runtime, as the CI check's (`anymongo-tests --bin counts`): on a
+    // multi-threaded one the instructions depend on timing (a worker that waits busier
+    // is counted: run command once read 10.9 k, once 119.5 k); on one thread they
+    // repeat, and both drivers run on it (the official driver's background tasks too).
+    let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| e.to_string())?;
-    let (driver, uri) = (driver.clone(), uri.clone());
-    // On a runtime worker, as the benchmark's tasks run (native.rs).
-    let on_worker = runtime.spawn(async move {
+    let line = runtime.block_on(async {
         match driver.as_str() {
-            Anymongo::NAME => child_of::<Anymongo>(&uri, task, n, &data).await,
-            Official::NAME => child_of::<Official>(&uri, task, n, &data).await,
+            Anymongo::NAME => child_of::<Anymongo>(uri, task, n, &data).await,
+            Official::NAME => child_of::<Official>(uri, task, n, &data).await,
             other => Err(format!("unknown driver {other}")),
         }
-    });
-    let line = runtime
-        .block_on(on_worker)
-        .unwrap_or_else(|e| Err(e.to_string()))?;
+    })?;
     println!("{line}");
     Ok(())
 }
@@ -219,40 +218,62 @@ fn compact(count: f64) -> String {
     }
 }
 
-/// The Markdown table of a server's counts.
+/// One count of both drivers: `anymongo / official (ratio)`, the ratio anymongo's over
+/// the official driver's (below 1: anymongo does less).
+#[cfg(not(target_os = "wasi"))]
+fn beside(anymongo: Option<f64>, official: Option<f64>) -> String {
+    match (anymongo, official) {
+        (Some(a), Some(o)) if o > 0.0 => {
+            format!("{} / {} ({:.2})", compact(a), compact(o), a / o)
+        }
+        (a, o) => {
+            let shown = |c: Option<f64>| c.map_or("-".into(), compact);
+            format!("{} / {}", shown(a), shown(o))
+        }
+    }
+}
+
+/// The Markdown table of a server's counts: a row per task, each count anymongo's
+/// beside the official driver's, with their ratio; the wasip2 build's in a row of its
+/// own under its task's.
 #[cfg(not(target_os = "wasi"))]
 pub fn markdown(title: &str, rows: &[CountsRow]) -> String {
     let mut out = format!(
         "### Counts per operation (multi-document rows: per document), {title}\n\n\
-         | task | driver | instructions | allocations | bytes allocated | system calls | wake-ups |\n\
-         | --- | --- | ---: | ---: | ---: | ---: | ---: |\n"
+         Each cell: anymongo / official (anymongo's over the official driver's).\n\n\
+         | task | instructions | allocations | bytes allocated | system calls | wake-ups |\n\
+         | --- | ---: | ---: | ---: | ---: | ---: |\n"
     );
     for row in rows {
-        let wasi = match &row.wasi {
-            Some(Ok(counts)) => Some(("anymongo wasip2 (wasmtime)", counts)),
+        let (a, o) = (&row.anymongo, &row.official);
+        out += &format!(
+            "| {} | {} | {} | {} | {} | {} |\n",
+            row.task.name(),
+            beside(Some(a.instructions), Some(o.instructions)),
+            beside(Some(a.allocations), Some(o.allocations)),
+            beside(Some(a.bytes), Some(o.bytes)),
+            beside(a.syscalls, o.syscalls),
+            beside(a.wake_ups, o.wake_ups),
+        );
+        match &row.wasi {
+            Some(Ok(c)) => {
+                out += &format!(
+                    "| {}, anymongo wasip2 (wasmtime) | {} | {} | {} | {} | {} |\n",
+                    row.task.name(),
+                    compact(c.instructions),
+                    compact(c.allocations),
+                    compact(c.bytes),
+                    c.syscalls.map_or("-".into(), compact),
+                    c.wake_ups.map_or("-".into(), compact),
+                );
+            }
             Some(Err(error)) => {
                 out += &format!(
-                    "| {} | anymongo wasip2 | failed: {error} |||||\n",
+                    "| {}, anymongo wasip2 | failed: {error} |||||\n",
                     row.task.name()
                 );
-                None
             }
-            None => None,
-        };
-        let drivers = [
-            (Anymongo::NAME, &row.anymongo),
-            (Official::NAME, &row.official),
-        ];
-        for (name, c) in drivers.into_iter().chain(wasi) {
-            out += &format!(
-                "| {} | {name} | {} | {} | {} | {} | {} |\n",
-                row.task.name(),
-                compact(c.instructions),
-                compact(c.allocations),
-                compact(c.bytes),
-                c.syscalls.map_or("-".into(), compact),
-                c.wake_ups.map_or("-".into(), compact),
-            );
+            None => {}
         }
     }
     out

@@ -34,8 +34,8 @@ pub enum Entity {
     /// An explicit session of a client entity.
     Session(SessionEntity),
     /// A cursor saved by `createFindCursor` or `createCommandCursor`, or a change
-    /// stream saved by `createChangeStream`.
-    Cursor(CursorEntity),
+    /// stream saved by `createChangeStream`. Boxed: the largest variant by far.
+    Cursor(Box<CursorEntity>),
     /// A GridFS bucket of a database entity.
     Bucket(Box<GridFsBucket>),
     /// A value saved by `saveResultAsEntity`.
@@ -270,7 +270,7 @@ impl EntityMap {
     /// The cursor entity named `id`, to iterate or close.
     pub fn cursor_mut(&mut self, id: &str) -> Result<&mut CursorEntity, String> {
         match self.get_mut(id)? {
-            Entity::Cursor(cursor) => Ok(cursor),
+            Entity::Cursor(cursor) => Ok(cursor.as_mut()),
             other => Err(not_a(id, other, "cursor")),
         }
     }

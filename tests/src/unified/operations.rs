@@ -106,9 +106,9 @@ impl Context {
 
     /// Keeps a cursor or change stream as the [`result_entity`](Self::result_entity).
     pub fn save_iterable(&mut self, iterable: Iterable) {
-        self.result_entity = Some(Entity::Cursor(CursorEntity {
+        self.result_entity = Some(Entity::Cursor(Box::new(CursorEntity {
             cursor: Some(iterable),
-        }));
+        })));
     }
 }
 
