@@ -79,6 +79,12 @@ struct Contact {
     answered: bool,
 }
 
+/// Files a finished `contact` among the `finished`, its server no longer `waiting`.
+fn finish(contact: Contact, finished: &mut Vec<Contact>, waiting: &mut BTreeSet<ServerAddress>) {
+    waiting.remove(&contact.server.address);
+    finished.push(contact);
+}
+
 /// Opens the first connection to `server`.
 async fn contact(server: Arc<Server>) -> Contact {
     let generation = server.pool.generation();
@@ -129,7 +135,6 @@ impl Shared {
         deprioritized: &[ServerAddress],
         deadline: Instant,
     ) -> Result<Option<SelectedServer>> {
-        let clock = self.runtime.clock.clone();
         let seeds: BTreeSet<ServerAddress> = servers
             .iter()
             .map(|server| server.address.clone())
@@ -146,14 +151,12 @@ impl Shared {
         // or time ran out.
         let mut interrupted = false;
         while !waiting.is_empty() {
-            let remaining = deadline.saturating_duration_since(clock.now());
-            let next = rt::timeout(&*clock, remaining, select(contacts.next(), closed.as_mut()));
-            let Ok(Either::Left((Some(contact), _))) = next.await else {
+            let next = self.next_contact(&mut contacts, closed.as_mut(), deadline);
+            let Some(contact) = next.await else {
                 interrupted = true;
                 break;
             };
-            waiting.remove(&contact.server.address);
-            finished.push(contact);
+            finish(contact, &mut finished, &mut waiting);
             selected = self.pick(criteria, deprioritized, deadline, &mut finished, &waiting);
             if !matches!(selected, Ok(None)) {
                 break;
@@ -259,17 +262,27 @@ impl Shared {
             }
             return;
         }
-        let clock = self.runtime.clock.clone();
-        loop {
-            let remaining = deadline.saturating_duration_since(clock.now());
-            let next = rt::timeout(&*clock, remaining, select(contacts.next(), closed.as_mut()));
-            match next.await {
-                Ok(Either::Left((Some(contact), _))) => {
-                    waiting.remove(&contact.server.address);
-                    finished.push(contact);
-                }
-                _ => return,
-            }
+        while let Some(contact) = self
+            .next_contact(&mut contacts, closed.as_mut(), deadline)
+            .await
+        {
+            finish(contact, finished, waiting);
+        }
+    }
+
+    /// The next of `contacts` to finish: `None` when none is left, the client closed
+    /// or `deadline` passed.
+    async fn next_contact(
+        &self,
+        contacts: &mut FuturesUnordered<BoxFuture<'static, Contact>>,
+        closed: Pin<&mut impl std::future::Future<Output = ()>>,
+        deadline: Instant,
+    ) -> Option<Contact> {
+        let clock = &*self.runtime.clock;
+        let remaining = deadline.saturating_duration_since(clock.now());
+        match rt::timeout(clock, remaining, select(contacts.next(), closed)).await {
+            Ok(Either::Left((contact, _))) => contact,
+            Ok(Either::Right(_)) | Err(rt::Elapsed) => None,
         }
     }
 
